@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The main job on a fresh Debian 12 machine: install what is missing, build,
+# record examples/memtestapp (time scaled to 3 s) and show its summary.
+set -euo pipefail
+cd "$(dirname "$0")"
+scripts/deps.sh build
+scripts/build.sh
+out=memtestapp.htr
+rm -f "$out"
+build/bin/heaptrail record -o "$out" -- build/examples/memtestapp --seconds 3
+build/bin/heaptrail info "$out"

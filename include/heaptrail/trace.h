@@ -1,0 +1,251 @@
+/*
+ * heaptrail/trace.h - read a heaptrail trace (.htr): its events in time order
+ * and its tables of processes, modules, frames (with symbols) and stacks.
+ *
+ * The byte layout is in docs/trace-format.md and is known only to src/format/;
+ * everything else reads traces through this API.
+ *
+ * Example:
+ *
+ *     struct ht_reader *r;
+ *     struct ht_event ev;
+ *     int rc = ht_reader_open(&r, "app.htr");
+ *     if (rc < 0) { fprintf(stderr, "%s\n", ht_strerror(rc)); return 1; }
+ *     while ((rc = ht_reader_next(r, &ev)) > 0)
+ *         if (ev.type == HT_EV_ALLOC) total += ev.size;
+ *     ht_reader_close(r);
+ *
+ * Thread-safety: a reader is used by one thread at a time; separate readers of
+ * the same file are independent.
+ */
+#ifndef HEAPTRAIL_TRACE_H
+#define HEAPTRAIL_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Error codes: every function returns 0 (or a positive count) or one of these. */
+enum ht_error {
+	HT_OK = 0,
+	HT_ERR_IO = -1,        /* read/write failed; errno tells more */
+	HT_ERR_NOT_TRACE = -2, /* no heaptrail magic at the start */
+	HT_ERR_VERSION = -3,   /* a trace version this build cannot read */
+	HT_ERR_CORRUPT = -4,   /* a chunk failed its checksum or does not parse */
+	HT_ERR_NOMEM = -5,
+	HT_ERR_INVALID = -6,   /* invalid argument */
+	HT_ERR_EXISTS = -7,    /* already exists (sessions, files) */
+	HT_ERR_NOT_FOUND = -8, /* no such session, file or process */
+	HT_ERR_PERM = -9,      /* permission denied */
+	HT_ERR_FLAGS = -10,    /* invalid flags or event list */
+};
+
+/* A message for an error code; never NULL. */
+const char *ht_strerror(int err);
+
+/* The function a program called. */
+enum ht_func {
+	HT_FN_NONE = 0,
+	HT_FN_MALLOC = 1,
+	HT_FN_CALLOC = 2,
+	HT_FN_REALLOC = 3,
+	HT_FN_REALLOCARRAY = 4,
+	HT_FN_FREE = 5,
+	HT_FN_POSIX_MEMALIGN = 6,
+	HT_FN_ALIGNED_ALLOC = 7,
+	HT_FN_MEMALIGN = 8,
+	HT_FN_VALLOC = 9,
+	HT_FN_PVALLOC = 10,
+	HT_FN_MMAP = 11,
+	HT_FN_MMAP64 = 12,
+	HT_FN_MUNMAP = 13,
+	HT_FN_MREMAP = 14,
+	HT_FN_MPROTECT = 15,
+	HT_FN_BRK = 16,
+	HT_FN_SBRK = 17,
+	HT_FN_HEAP_API = 18, /* include/heaptrail/heap.h */
+	HT_FN__COUNT
+};
+
+/* Name of a function ("malloc", "mmap", ...); "?" when out of range. */
+const char *ht_func_name(unsigned func);
+
+enum ht_event_type {
+	HT_EV_ALLOC = 1,      /* heap, addr, size; func says which API */
+	HT_EV_ALLOC_FAIL = 2, /* heap, size requested; nothing allocated */
+	HT_EV_REALLOC = 3,    /* heap, old_addr -> addr, size (see below) */
+	HT_EV_FREE = 4,       /* heap, addr */
+	HT_EV_MMAP = 5,       /* addr, size, prot, mflags, fd; HT_EVF_FAILED */
+	HT_EV_MUNMAP = 6,     /* addr, size */
+	HT_EV_MREMAP = 7,     /* old_addr, old_size -> addr, size, mflags */
+	HT_EV_MPROTECT = 8,   /* addr, size, prot */
+	HT_EV_BRK = 9,        /* old_addr = old break, addr = new break */
+	HT_EV_HEAP_CREATE = 10,  /* heap, name */
+	HT_EV_HEAP_DESTROY = 11, /* heap */
+	HT_EV_PROCESS_START = 12, /* a new process (fork, root, attach): process */
+	HT_EV_PROCESS_EXEC = 13,  /* a traced pid loaded a new image: process is new */
+	HT_EV_PROCESS_EXIT = 14,  /* value = exit code, or signal with HT_EVF_SIGNAL */
+	HT_EV_THREAD_START = 15,  /* name */
+	HT_EV_THREAD_EXIT = 16,
+	HT_EV_THREAD_NAME = 17,   /* name */
+	HT_EV_MODULE_LOAD = 18,   /* module, addr = start, size, old_addr = bias */
+	HT_EV_MODULE_UNLOAD = 19, /* module */
+	HT_EV_RSS = 20,           /* size = resident bytes, sampled by the session */
+	HT_EV__COUNT
+};
+
+/* Name of an event type ("alloc", "mmap", ...), the names dump and JSON use. */
+const char *ht_event_name(unsigned type);
+
+/* ht_event.flags */
+#define HT_EVF_FAILED 0x1u  /* the call failed (mmap, mremap, realloc, brk) */
+#define HT_EVF_SIGNAL 0x2u  /* PROCESS_EXIT: value is a signal number */
+
+/* The process heap (glibc malloc) handle; custom heaps use their own handles. */
+#define HT_HEAP_PROCESS 0
+
+/*
+ * One event. Fields not listed for a type are 0.
+ *
+ * REALLOC: old_addr 0 is realloc(NULL, n): an allocation of size at addr.
+ * addr 0 and size 0 is realloc(p, 0): old_addr is freed. HT_EVF_FAILED: the
+ * call returned NULL for size > 0 and old_addr stays allocated. Otherwise
+ * old_addr is freed and addr is a new allocation of size (possibly the same
+ * address).
+ */
+struct ht_event {
+	uint8_t type;   /* enum ht_event_type */
+	uint8_t func;   /* enum ht_func */
+	uint16_t flags; /* HT_EVF_* */
+	uint32_t process; /* index into the process table (one per pid image) */
+	int32_t pid;
+	int32_t tid;
+	uint64_t ts;    /* ns since the start of the trace */
+	uint32_t stack; /* stack id, 0 = none captured */
+	uint32_t module; /* MODULE_LOAD/UNLOAD: module id */
+	uint64_t heap;  /* heap handle, HT_HEAP_PROCESS for glibc malloc */
+	uint64_t addr;
+	uint64_t size;
+	uint64_t old_addr;
+	uint64_t old_size;
+	uint32_t prot;   /* PROT_* */
+	uint32_t mflags; /* MAP_* / MREMAP_* */
+	int32_t fd;      /* MMAP: the fd, -1 for anonymous */
+	int32_t value;   /* PROCESS_EXIT */
+	const char *name; /* THREAD_START/NAME, HEAP_CREATE: valid until the next call */
+};
+
+/* One process image: a pid between two execs. */
+struct ht_process {
+	int32_t pid;
+	int32_t ppid;
+	uint32_t parent;   /* process index of the parent, or UINT32_MAX */
+	uint32_t flags;    /* HT_PROCF_* */
+	const char *exe;
+	uint32_t argc;
+	const char *const *argv;
+	uint64_t start_ts; /* ns since trace start */
+	uint64_t end_ts;   /* exit or exec or end of trace */
+	int32_t exit_code; /* valid with HT_PROCF_EXITED */
+	int32_t signal;    /* valid with HT_PROCF_SIGNALED */
+};
+
+#define HT_PROCF_ROOT 0x1u     /* the program the session launched */
+#define HT_PROCF_FORK 0x2u     /* created by fork/clone */
+#define HT_PROCF_EXEC 0x4u     /* replaced an earlier image of the same pid */
+#define HT_PROCF_ATTACHED 0x8u /* the trace started after the process did */
+#define HT_PROCF_EXITED 0x10u
+#define HT_PROCF_SIGNALED 0x20u
+#define HT_PROCF_EXECED 0x40u  /* this image was replaced by exec */
+
+struct ht_module {
+	const char *path;
+	const char *name;     /* file name part of path */
+	const char *build_id; /* lowercase hex, "" when none */
+};
+
+/*
+ * A logical frame: one function at one place. A return address inside inlined
+ * code gives several logical frames (the inlined ones first, with inlined = 1).
+ */
+struct ht_frame {
+	uint32_t module;      /* module id, or HT_MODULE_NONE */
+	uint32_t line;        /* 0 when unknown */
+	uint64_t rel;         /* ELF virtual address in the module (raw address when no module) */
+	const char *function; /* demangled; NULL when no symbol */
+	const char *file;     /* source file, NULL when unknown */
+	uint8_t inlined;
+};
+
+#define HT_MODULE_NONE 0xffffffffu
+
+/* What the trace says about itself. */
+struct ht_trace_info {
+	uint32_t version;
+	uint64_t start_realtime_ns; /* wall clock at trace start, ns since epoch */
+	uint64_t duration_ns;       /* last event or stop time */
+	uint64_t events_lost;
+	uint32_t stack_mask;        /* which events got stacks (HT_STK_* bits) */
+	uint32_t flags;             /* HT_TRACEF_* */
+	uint32_t argc;              /* command heaptrail recorded (argv of the target) */
+	const char *const *argv;
+	const char *hostname;
+};
+
+#define HT_TRACEF_COMPLETE 0x1u  /* the session finished the trace normally */
+#define HT_TRACEF_SYMBOLS 0x2u   /* symbols were resolved and stored */
+#define HT_TRACEF_TRUNCATED 0x4u /* the reader stopped at a damaged or partial chunk */
+#define HT_TRACEF_LOSSY 0x8u
+#define HT_TRACEF_ATTACHED 0x10u /* some process was joined after it started */
+
+struct ht_reader;
+
+/*
+ * Open a trace. On success *out owns the file until ht_reader_close(). A trace
+ * that was not finished (no footer) opens too: its tables then fill in while
+ * events are read, and ht_reader_info() has HT_TRACEF_COMPLETE clear.
+ */
+int ht_reader_open(struct ht_reader **out, const char *path);
+
+/*
+ * The next event in time order into *ev. Returns 1 for an event, 0 at the end,
+ * or a negative error. A damaged chunk ends the stream: it returns 0 and sets
+ * HT_TRACEF_TRUNCATED, and ht_reader_warning() says where.
+ */
+int ht_reader_next(struct ht_reader *r, struct ht_event *ev);
+
+/* Go back to the first event. */
+int ht_reader_rewind(struct ht_reader *r);
+
+/* A warning about the file (truncation, damage), or NULL. */
+const char *ht_reader_warning(const struct ht_reader *r);
+
+const struct ht_trace_info *ht_reader_info(const struct ht_reader *r);
+
+uint32_t ht_reader_process_count(const struct ht_reader *r);
+const struct ht_process *ht_reader_process(const struct ht_reader *r, uint32_t index);
+
+uint32_t ht_reader_module_count(const struct ht_reader *r);
+const struct ht_module *ht_reader_module(const struct ht_reader *r, uint32_t id);
+
+uint32_t ht_reader_frame_count(const struct ht_reader *r);
+const struct ht_frame *ht_reader_frame(const struct ht_reader *r, uint32_t id);
+
+/* Number of stack ids; valid ids are 1 .. count - 1. */
+uint32_t ht_reader_stack_count(const struct ht_reader *r);
+
+/*
+ * The logical frames of a stack, innermost first. Returns the number of frames
+ * and points *frames at them (owned by the reader), or 0 for an unknown id.
+ */
+uint32_t ht_reader_stack(const struct ht_reader *r, uint32_t stack, const uint32_t **frames);
+
+void ht_reader_close(struct ht_reader *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages heaptrail needs that are missing (as root, with
+# apt-get), or says which ones to install when not root.
+#   scripts/deps.sh build   what building needs
+#   scripts/deps.sh test    building plus what the tests need
+#   scripts/deps.sh bench   testing plus what the benchmarks need
+set -euo pipefail
+what=${1:-build}
+pkgs=(gcc g++ make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev)
+case "$what" in
+  build) ;;
+  test) pkgs+=(python3 heaptrack procps) ;;
+  bench) pkgs+=(python3 heaptrack procps jq) ;;
+  *) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
+esac
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "heaptrail: missing Debian packages: ${missing[*]}" >&2
+  echo "heaptrail: run as root, or: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "heaptrail: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+apt-get install -y -qq "${missing[@]}" >&2

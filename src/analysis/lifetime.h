@@ -1,0 +1,69 @@
+/*
+ * lifetime.h - turns the event stream into heap allocation lifetimes: for each
+ * block, who allocated it (process, thread, heap, stack), its size, when it was
+ * allocated and when it was freed. Every front end (info, analyze, table,
+ * timeline, report) builds on this instead of matching frees itself.
+ *
+ * Memory grows with the number of live blocks, never with the event count.
+ * Not thread-safe: one tracker per thread.
+ */
+#ifndef HT_ANALYSIS_LIFETIME_H
+#define HT_ANALYSIS_LIFETIME_H
+
+#include <stdint.h>
+
+#include "heaptrail/trace.h"
+
+#define HT_TS_NEVER UINT64_MAX
+
+/* One heap block from its allocation to its free (or the end of the trace). */
+struct ht_life {
+	uint64_t heap;
+	uint64_t addr;
+	uint64_t size;
+	uint64_t alloc_ts;
+	uint64_t free_ts; /* HT_TS_NEVER: still live at the end */
+	uint32_t process;
+	uint32_t stack;
+	int32_t tid;
+	uint8_t func;         /* enum ht_func of the allocating call */
+	uint8_t from_realloc; /* the block was made by a realloc call */
+	uint8_t freed_by_realloc;
+};
+
+/*
+ * Called once per block: when it is freed (free, realloc that moved or shrank
+ * it to 0, heap destroy, process exit/exec) and, for blocks still live, from
+ * ht_life_finish() with free_ts == HT_TS_NEVER. The struct is only valid
+ * during the call.
+ */
+typedef void (*ht_life_fn)(void *ctx, const struct ht_life *life);
+
+struct ht_life_stats {
+	uint64_t unknown_frees; /* frees of blocks never seen allocated (attach, untraced) */
+	uint64_t live_count;    /* blocks live now */
+	uint64_t live_bytes;
+};
+
+struct ht_life_tracker;
+
+/* New tracker; on_end is called as blocks end. Returns NULL when out of memory. */
+struct ht_life_tracker *ht_life_new(ht_life_fn on_end, void *ctx);
+
+/*
+ * Feed one event, in trace order. Non-heap events are ignored except process
+ * exit/exec, which end that process image's blocks with free_ts = HT_TS_NEVER
+ * semantics preserved: blocks live at a process's exit are reported as live
+ * (never freed), at the time ht_life_finish() is called.
+ * Returns 0 or HT_ERR_NOMEM.
+ */
+int ht_life_event(struct ht_life_tracker *t, const struct ht_event *ev);
+
+/* Reports every block still live (free_ts == HT_TS_NEVER). */
+void ht_life_finish(struct ht_life_tracker *t);
+
+const struct ht_life_stats *ht_life_stats(const struct ht_life_tracker *t);
+
+void ht_life_free(struct ht_life_tracker *t);
+
+#endif

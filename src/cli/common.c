@@ -1,0 +1,275 @@
+/*
+ * common.c - messages, argument parsing and JSON/CSV output shared by the
+ * commands (see common.h).
+ */
+#include "cli/common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void vreport(const char *prefix, const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	fprintf(stderr, "heaptrail: %s", prefix);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+	exit(2);
+}
+
+int error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void warning(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vreport("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	uint64_t mul = 1;
+	if (*end) {
+		switch (toupper((unsigned char)*end)) {
+		case 'K': mul = 1ull << 10; break;
+		case 'M': mul = 1ull << 20; break;
+		case 'G': mul = 1ull << 30; break;
+		default: return -1;
+		}
+		end++;
+		if (toupper((unsigned char)*end) == 'I')
+			end++;
+		if (toupper((unsigned char)*end) == 'B')
+			end++;
+		if (*end)
+			return -1;
+	}
+	if (v > UINT64_MAX / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+int parse_time_ns(const char *s, uint64_t default_unit_ns, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s || !(isdigit((unsigned char)*s) || *s == '.'))
+		return -1;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return -1;
+	double unit = (double)default_unit_ns;
+	if (*end) {
+		if (!strcmp(end, "s"))
+			unit = 1e9;
+		else if (!strcmp(end, "ms"))
+			unit = 1e6;
+		else if (!strcmp(end, "us"))
+			unit = 1e3;
+		else if (!strcmp(end, "ns"))
+			unit = 1;
+		else
+			return -1;
+	}
+	double ns = v * unit;
+	if (ns > 1.8e19)
+		return -1;
+	*out = (uint64_t)llround(ns);
+	return 0;
+}
+
+int parse_format(const char *s, enum out_format *out)
+{
+	if (!s)
+		return -1;
+	if (!strcmp(s, "text"))
+		*out = FMT_TEXT;
+	else if (!strcmp(s, "csv"))
+		*out = FMT_CSV;
+	else if (!strcmp(s, "json"))
+		*out = FMT_JSON;
+	else
+		return -1;
+	return 0;
+}
+
+void jw_init(struct jw *j, FILE *f, bool pretty)
+{
+	memset(j, 0, sizeof(*j));
+	j->f = f;
+	j->pretty = pretty;
+}
+
+static void jw_indent(struct jw *j)
+{
+	if (!j->pretty)
+		return;
+	fputc('\n', j->f);
+	for (int i = 0; i < j->depth; i++)
+		fputs("  ", j->f);
+}
+
+/* Called before every value: writes the comma and indentation it needs. */
+static void jw_value(struct jw *j)
+{
+	if (j->after_key) {
+		j->after_key = false;
+		return;
+	}
+	if (j->depth > 0) {
+		if (j->need_comma[j->depth])
+			fputc(',', j->f);
+		j->need_comma[j->depth] = true;
+		jw_indent(j);
+	}
+}
+
+static void jw_open(struct jw *j, char c)
+{
+	jw_value(j);
+	fputc(c, j->f);
+	if (j->depth < 63)
+		j->depth++;
+	j->need_comma[j->depth] = false;
+}
+
+static void jw_close(struct jw *j, char c)
+{
+	bool had = j->need_comma[j->depth];
+	if (j->depth > 0)
+		j->depth--;
+	if (had)
+		jw_indent(j);
+	fputc(c, j->f);
+}
+
+void jw_obj_begin(struct jw *j) { jw_open(j, '{'); }
+void jw_obj_end(struct jw *j) { jw_close(j, '}'); }
+void jw_arr_begin(struct jw *j) { jw_open(j, '['); }
+void jw_arr_end(struct jw *j) { jw_close(j, ']'); }
+
+static void jw_raw_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		default:
+			if (*p < 0x20)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+void jw_key(struct jw *j, const char *key)
+{
+	jw_value(j);
+	jw_raw_string(j->f, key);
+	fputs(j->pretty ? ": " : ":", j->f);
+	j->after_key = true;
+}
+
+void jw_str(struct jw *j, const char *s)
+{
+	jw_value(j);
+	if (s)
+		jw_raw_string(j->f, s);
+	else
+		fputs("null", j->f);
+}
+
+void jw_u64(struct jw *j, uint64_t v)
+{
+	jw_value(j);
+	fprintf(j->f, "%llu", (unsigned long long)v);
+}
+
+void jw_i64(struct jw *j, int64_t v)
+{
+	jw_value(j);
+	fprintf(j->f, "%lld", (long long)v);
+}
+
+void jw_double(struct jw *j, double v)
+{
+	jw_value(j);
+	if (isfinite(v))
+		fprintf(j->f, "%.17g", v);
+	else
+		fputs("null", j->f);
+}
+
+void jw_bool(struct jw *j, bool v)
+{
+	jw_value(j);
+	fputs(v ? "true" : "false", j->f);
+}
+
+void jw_null(struct jw *j)
+{
+	jw_value(j);
+	fputs("null", j->f);
+}
+
+void jw_finish(struct jw *j)
+{
+	fputc('\n', j->f);
+	fflush(j->f);
+}
+
+void csv_field(FILE *f, const char *s)
+{
+	if (!s)
+		return;
+	if (!strpbrk(s, ",\"\n\r")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+bool progress_wanted(void)
+{
+	return isatty(STDERR_FILENO);
+}

@@ -1,0 +1,64 @@
+/*
+ * common.h - what every heaptrail command shares: messages and exit codes,
+ * parsing of sizes, times and --format, and a small streaming JSON writer so
+ * every command's JSON is valid and escaped the same way.
+ */
+#ifndef HT_CLI_COMMON_H
+#define HT_CLI_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* "heaptrail: error: MSG" on stderr, then exit(2). Messages: lowercase, no period. */
+_Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "heaptrail: error: MSG" on stderr; returns -1. */
+int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "heaptrail: warning: MSG" on stderr. */
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "4096", "64K", "1M", "2G" (powers of 1024). Returns 0, or -1 if malformed. */
+int parse_size(const char *s, uint64_t *out);
+
+/*
+ * A time: a number with an optional unit suffix s, ms, us or ns; without a
+ * suffix it is in default_unit_ns (1000 for microseconds, as xperf). Decimals
+ * are allowed ("1.5s"). Returns 0, or -1 if malformed or negative.
+ */
+int parse_time_ns(const char *s, uint64_t default_unit_ns, uint64_t *out);
+
+enum out_format { FMT_TEXT, FMT_CSV, FMT_JSON };
+/* "text", "csv", "json"; returns -1 when none. */
+int parse_format(const char *s, enum out_format *out);
+
+/* Streaming JSON writer: handles commas, nesting and string escaping. */
+struct jw {
+	FILE *f;
+	int depth;
+	bool need_comma[64];
+	bool after_key;
+	bool pretty;
+};
+
+void jw_init(struct jw *j, FILE *f, bool pretty);
+void jw_obj_begin(struct jw *j);
+void jw_obj_end(struct jw *j);
+void jw_arr_begin(struct jw *j);
+void jw_arr_end(struct jw *j);
+void jw_key(struct jw *j, const char *key);
+void jw_str(struct jw *j, const char *s); /* NULL writes null */
+void jw_u64(struct jw *j, uint64_t v);
+void jw_i64(struct jw *j, int64_t v);
+void jw_double(struct jw *j, double v);
+void jw_bool(struct jw *j, bool v);
+void jw_null(struct jw *j);
+/* Ends the document with a newline. */
+void jw_finish(struct jw *j);
+
+/* Writes s as one CSV field (quoted when it needs to be). */
+void csv_field(FILE *f, const char *s);
+
+/* True when stderr is a terminal (progress goes there only then). */
+bool progress_wanted(void);
+
+#endif

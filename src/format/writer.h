@@ -1,0 +1,80 @@
+/*
+ * writer.h - write a heaptrail trace (.htr). The session uses it while it
+ * records; tests use it to build traces with known contents. The bytes are in
+ * docs/trace-format.md; this module and reader.c are the only code that knows them.
+ *
+ * Calls: ht__writer_open(), then any mix of definitions and events in time
+ * order, then ht__writer_finish() (or ht__writer_abort()). A definition
+ * (module, frame, stack) must come before the first event that uses its id.
+ * Events are buffered and written as compressed, checksummed chunks, so a
+ * writer that dies leaves a file readable up to its last whole chunk.
+ *
+ * Not thread-safe: one thread drives a writer.
+ */
+#ifndef HT_FORMAT_WRITER_H
+#define HT_FORMAT_WRITER_H
+
+#include <stdint.h>
+
+#include "heaptrail/trace.h"
+
+struct ht__writer;
+
+/* What is known when recording starts. Strings are copied. */
+struct ht__trace_meta {
+	uint64_t start_realtime_ns;
+	uint32_t stack_mask;
+	uint32_t flags; /* HT_TRACEF_LOSSY, HT_TRACEF_ATTACHED */
+	uint32_t argc;
+	const char *const *argv; /* the recorded command */
+	const char *hostname;
+};
+
+/* One entry of a frame's symbol information, innermost (most inlined) first. */
+struct ht__symbol {
+	const char *function; /* demangled, NULL when unknown */
+	const char *file;     /* NULL when unknown */
+	uint32_t line;
+};
+
+/*
+ * Create the trace at path, mode 0600. Fails with HT_ERR_EXISTS when the file
+ * exists (the CLI decides about overwriting before calling).
+ */
+int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__trace_meta *meta);
+
+/* Module id (0, 1, ... in order of definition): path and build-id bytes. */
+int ht__writer_module(struct ht__writer *w, uint32_t id, const char *path,
+		      const uint8_t *build_id, uint32_t build_id_len);
+
+/* Physical frame id (0, 1, ...): a return address in a module. */
+int ht__writer_frame(struct ht__writer *w, uint32_t id, uint32_t module, uint64_t rel);
+
+/* Stack id (> 0): physical frame ids, innermost first. */
+int ht__writer_stack(struct ht__writer *w, uint32_t id, const uint32_t *frames, uint32_t n);
+
+/*
+ * An event, with ts in ns since trace start and process set to the process
+ * index. PROCESS_START and PROCESS_EXEC events carry the process description
+ * in *proc (argv copied); pass NULL for every other type. The writer keeps
+ * the process table from these events and writes it at finish.
+ */
+int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const struct ht_process *proc);
+
+/* Symbols of a physical frame, for the final symbol table (after all events). */
+int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms, uint32_t n);
+
+/*
+ * Write what is pending, the tables and the footer, and close the file.
+ * duration_ns and events_lost go into the footer; flags add HT_TRACEF_*
+ * (HT_TRACEF_SYMBOLS when symbols were written). Frees w.
+ */
+int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost, uint32_t flags);
+
+/* Flush the pending chunk so that a reader sees every event written so far. */
+int ht__writer_flush(struct ht__writer *w);
+
+/* Close without a footer (the file stays readable up to its last chunk). */
+void ht__writer_abort(struct ht__writer *w);
+
+#endif

@@ -1,0 +1,282 @@
+/*
+ * The shared-memory protocol between the recorder (libheaptrail.so, inside each
+ * traced process) and the session (the collector process). Both sides include
+ * this header; docs/session-protocol.md explains it in prose. Nothing here is
+ * written to disk: the trace format lives in src/format/.
+ */
+#ifndef HT_SESSION_PROTOCOL_H
+#define HT_SESSION_PROTOCOL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* The only environment variable: path of the session's shared-memory file. */
+#define HT_ENV_SESSION "HEAPTRAIL_SESSION"
+
+#define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
+#define HT_PROTO_VERSION 1
+#define HT_SHM_HEADER_SIZE 4096u
+#define HT_RING_HEADER_SIZE 256u
+
+/* ht__shm_header.flags */
+#define HT_SHM_LOSSY 0x1u     /* drop events when a ring is full, count them */
+#define HT_SHM_NO_FOLLOW 0x2u /* trace only root_pid; children stay dormant */
+
+/* ht__shm_header.state */
+enum ht__session_state {
+	HT_SESSION_STARTING = 0,
+	HT_SESSION_RUNNING = 1,
+	HT_SESSION_STOPPING = 2, /* recorders stop emitting and pass through */
+};
+
+/* Bits of ht__shm_header.stack_mask: which events capture a call stack. */
+enum ht__stack_bit {
+	HT_STK_ALLOC = 1u << 0, /* malloc family and custom-heap alloc */
+	HT_STK_REALLOC = 1u << 1,
+	HT_STK_FREE = 1u << 2,
+	HT_STK_MMAP = 1u << 3, /* mmap, mremap, brk/sbrk */
+	HT_STK_MUNMAP = 1u << 4,
+	HT_STK_MPROTECT = 1u << 5,
+	HT_STK_HEAP_CREATE = 1u << 6,
+	HT_STK_HEAP_DESTROY = 1u << 7,
+};
+#define HT_STK_DEFAULT (HT_STK_ALLOC | HT_STK_REALLOC | HT_STK_MMAP | HT_STK_MPROTECT)
+#define HT_STK_ALL 0xffu
+
+/*
+ * Offset 0 of the shared file. Written by the collector before it sets
+ * state to RUNNING; afterwards recorders only touch the atomics.
+ */
+struct ht__shm_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t header_size; /* HT_SHM_HEADER_SIZE: offset of ring 0 */
+	uint32_t ring_size;   /* data bytes per ring, power of two */
+	uint32_t ring_count;
+	uint32_t flags;      /* HT_SHM_* */
+	uint32_t stack_mask; /* HT_STK_* */
+	int32_t collector_pid;
+	int32_t root_pid; /* the launched program, for HT_SHM_NO_FOLLOW */
+	uint64_t t0_ns;   /* CLOCK_MONOTONIC at session start */
+	_Atomic uint32_t state;
+	_Atomic uint32_t next_stack_id; /* session-wide stack ids, first is 1 */
+	_Atomic uint64_t heartbeat_ns;  /* collector's CLOCK_MONOTONIC, every tick */
+	_Atomic uint32_t ring_hint;     /* where recorders start looking for a free ring */
+	uint32_t pad0;
+	_Atomic uint64_t rings_exhausted; /* events dropped because no ring was free */
+};
+
+/* ht__ring.state */
+enum ht__ring_state {
+	HT_RING_FREE = 0,     /* nobody owns it; a recorder may claim it by CAS */
+	HT_RING_OWNED = 1,    /* one thread writes, the collector reads */
+	HT_RING_RELEASED = 2, /* the thread is gone; the collector drains it, then frees */
+};
+
+/*
+ * Ring i starts at header_size + i * (HT_RING_HEADER_SIZE + ring_size); its data
+ * follows the header. Positions are byte counters that never wrap; the data
+ * offset is pos & (ring_size - 1). One writer (the owning thread), one reader
+ * (the collector). The writer's and the reader's fields sit on separate lines.
+ */
+struct ht__ring {
+	_Atomic uint32_t state;
+	int32_t pid;
+	int32_t tid;
+	uint32_t instance; /* random token of the recorder instance (pid + exec) */
+	_Atomic uint64_t write_pos; /* writer: end of the last committed record */
+	_Atomic uint32_t busy; /* writer: 1 from taking a timestamp to committing */
+	uint32_t pad1;
+	_Atomic uint64_t lost; /* writer: records dropped in lossy mode */
+	char pad2[64 - 40];
+	_Atomic uint64_t read_pos; /* collector: everything before it is consumed */
+	char pad3[HT_RING_HEADER_SIZE - 72];
+};
+
+_Static_assert(sizeof(struct ht__ring) == HT_RING_HEADER_SIZE, "ring header size");
+_Static_assert(sizeof(struct ht__shm_header) <= HT_SHM_HEADER_SIZE, "shm header size");
+
+/*
+ * Records. Every record starts with this 16-byte header, is 8-byte aligned, and
+ * never straddles the end of the ring (a PAD record fills the tail instead).
+ * All fields are native-endian: both sides run on the same machine.
+ */
+struct ht__rec {
+	uint8_t type;   /* enum ht__rec_type */
+	uint8_t func;   /* enum ht_func (include/heaptrail/trace.h) */
+	uint16_t len;   /* whole record, header included, multiple of 8 */
+	uint32_t stack; /* session-wide stack id, 0 when not captured */
+	uint64_t ts;    /* CLOCK_MONOTONIC ns, taken after the real call returns
+	                   (alloc) or before it is made (free) */
+};
+
+enum ht__rec_type {
+	HT_REC_PAD = 0,          /* skip len bytes */
+	HT_REC_ALLOC = 1,        /* ht__rec_alloc: process heap */
+	HT_REC_ALLOC_FAIL = 2,   /* ht__rec_alloc with addr 0: requested size */
+	HT_REC_REALLOC = 3,      /* ht__rec_realloc */
+	HT_REC_FREE = 4,         /* ht__rec_free */
+	HT_REC_MMAP = 5,         /* ht__rec_mmap (flags HT_RECF_FAILED when MAP_FAILED) */
+	HT_REC_MUNMAP = 6,       /* ht__rec_range */
+	HT_REC_MREMAP = 7,       /* ht__rec_mremap */
+	HT_REC_MPROTECT = 8,     /* ht__rec_range with prot */
+	HT_REC_BRK = 9,          /* ht__rec_brk: brk() or sbrk() by the program */
+	HT_REC_HEAP_CREATE = 10, /* ht__rec_heap + name */
+	HT_REC_HEAP_DESTROY = 11,
+	HT_REC_HEAP_ALLOC = 12,   /* ht__rec_heap_op */
+	HT_REC_HEAP_REALLOC = 13, /* ht__rec_heap_op */
+	HT_REC_HEAP_FREE = 14,    /* ht__rec_heap_op */
+	HT_REC_PROCESS_START = 16, /* ht__rec_process: first record of an instance */
+	HT_REC_PROCESS_EXIT = 17,  /* ht__rec_exit */
+	HT_REC_THREAD_START = 18,  /* ht__rec_thread */
+	HT_REC_THREAD_EXIT = 19,   /* header only */
+	HT_REC_THREAD_NAME = 20,   /* ht__rec_thread */
+	HT_REC_MODULE_LOAD = 21,   /* ht__rec_module */
+	HT_REC_MODULE_UNLOAD = 22, /* ht__rec_module (index only) */
+	HT_REC_STACK = 23,         /* ht__rec_stack: defines hdr.stack */
+};
+
+/* ht__rec.func carries enum ht_func (values below 0x80); this bit is OR-ed in
+   when the call failed (mmap, mremap, realloc, brk). */
+#define HT_RECF_FAILED 0x80u
+
+struct ht__rec_alloc {
+	struct ht__rec h;
+	uint64_t addr; /* 0 for ALLOC_FAIL */
+	uint64_t size; /* bytes requested (calloc: n * size) */
+};
+
+/*
+ * realloc in all its forms: old_addr 0 is realloc(NULL, n); new_addr 0 with
+ * size 0 is realloc(p, 0) freeing p; new_addr 0 with size > 0 and
+ * HT_RECF_FAILED is a failed realloc that left old_addr allocated.
+ */
+struct ht__rec_realloc {
+	struct ht__rec h;
+	uint64_t old_addr;
+	uint64_t new_addr;
+	uint64_t size;
+};
+
+struct ht__rec_free {
+	struct ht__rec h;
+	uint64_t addr;
+};
+
+struct ht__rec_mmap {
+	struct ht__rec h;
+	uint64_t addr; /* result; 0 when failed */
+	uint64_t len;
+	uint32_t prot;
+	uint32_t flags;
+	int32_t fd;
+	uint32_t pad;
+	uint64_t offset;
+};
+
+struct ht__rec_range { /* munmap, mprotect */
+	struct ht__rec h;
+	uint64_t addr;
+	uint64_t len;
+	uint32_t prot; /* mprotect only */
+	int32_t result; /* 0 or -errno */
+};
+
+struct ht__rec_mremap {
+	struct ht__rec h;
+	uint64_t old_addr;
+	uint64_t old_len;
+	uint64_t new_addr; /* 0 when failed */
+	uint64_t new_len;
+	uint32_t flags;
+	uint32_t pad;
+};
+
+struct ht__rec_brk {
+	struct ht__rec h;
+	uint64_t old_brk;
+	uint64_t new_brk; /* equal to old_brk when the call failed */
+};
+
+struct ht__rec_heap { /* HEAP_CREATE, HEAP_DESTROY */
+	struct ht__rec h;
+	uint64_t handle;
+	/* HEAP_CREATE: NUL-terminated name follows, padded to 8 */
+};
+
+struct ht__rec_heap_op {
+	struct ht__rec h;
+	uint64_t handle;
+	uint64_t addr;     /* HEAP_REALLOC: new address */
+	uint64_t size;     /* HEAP_FREE: 0 */
+	uint64_t old_addr; /* HEAP_REALLOC only, else 0 */
+};
+
+/* ht__rec_process.flags */
+#define HT_PROC_ROOT 0x1u     /* the program the session launched */
+#define HT_PROC_FORK 0x2u     /* started by fork/clone from a traced parent */
+#define HT_PROC_EXEC 0x4u     /* a new image in an already traced pid */
+#define HT_PROC_ATTACHED 0x8u /* joined after the process started */
+
+struct ht__rec_process {
+	struct ht__rec h;
+	int32_t pid;
+	int32_t ppid;
+	uint32_t flags;
+	uint32_t instance;
+	uint32_t exe_len;  /* bytes of exe path, without NUL */
+	uint32_t args_len; /* bytes of the NUL-separated argv (/proc/self/cmdline) */
+	/* exe bytes, then args bytes, then padding to 8 */
+};
+
+/* ht__rec_exit.kind */
+#define HT_EXIT_CODE 0
+#define HT_EXIT_SIGNAL 1
+
+struct ht__rec_exit {
+	struct ht__rec h;
+	int32_t pid; /* the process that exited: self, or a child reaped by wait */
+	uint32_t kind;
+	int32_t value; /* exit code or signal number */
+	uint32_t pad;
+};
+
+struct ht__rec_thread { /* THREAD_START, THREAD_NAME */
+	struct ht__rec h;
+	int32_t tid;
+	uint32_t pad;
+	char name[16];
+};
+
+struct ht__rec_module {
+	struct ht__rec h;
+	uint32_t index;   /* recorder-local module index, stable for the instance */
+	uint32_t path_len;
+	uint64_t bias;    /* dlpi_addr: runtime address = ELF vaddr + bias */
+	uint64_t start;   /* lowest mapped address */
+	uint64_t size;    /* bytes from start to the end of the last PT_LOAD */
+	uint8_t build_id_len;
+	uint8_t build_id[31];
+	/* path bytes (no NUL), padded to 8; MODULE_UNLOAD has index only */
+};
+
+#define HT_MODULE_UNKNOWN 0xffffffffu /* frame address in no known module */
+#define HT_MAX_FRAMES 128
+
+/*
+ * Defines stack id h.stack for this instance. Written once, by the thread that
+ * first saw the stack, before any record that uses the id. Frames innermost
+ * first, the recorder's own frames removed. rel[i] is the ELF virtual address
+ * (runtime address minus the module's bias) of the return address, module[i]
+ * the recorder-local module index (HT_MODULE_UNKNOWN: rel is the raw address).
+ */
+struct ht__rec_stack {
+	struct ht__rec h;
+	uint32_t nframes;
+	uint32_t pad;
+	/* uint64_t rel[nframes]; uint32_t module[nframes]; padded to 8 */
+};
+
+static inline uint32_t ht__rec_align(uint32_t n) { return (n + 7u) & ~7u; }
+
+#endif
