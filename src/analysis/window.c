@@ -1,0 +1,626 @@
+/*
+ * window.c - classification of lifetimes against a time window and the
+ * grouped tree of the table commands (see window.h for the rules).
+ */
+#include "analysis/window.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/match.h"
+#include "heaptrail/trace.h"
+
+int ht_window_classify(const struct ht_window *w, uint64_t alloc_ts, uint64_t free_ts)
+{
+	/* free_ts == start counts as freed inside: the block is gone at the start's instant. */
+	if (alloc_ts >= w->end || free_ts < w->start)
+		return -1;
+	bool alloc_inside = alloc_ts >= w->start;
+	bool freed_inside = free_ts < w->end;
+	if (alloc_inside)
+		return freed_inside ? HT_AIFI : HT_AIFO;
+	return freed_inside ? HT_AOFI : HT_AOFO;
+}
+
+const char *ht_wtype_name(int type)
+{
+	static const char *const names[] = { "AIFI", "AIFO", "AOFI", "AOFO" };
+	if (type < 0 || type > HT_AOFO)
+		return "?";
+	return names[type];
+}
+
+bool ht_wtype_impacting(int type)
+{
+	return type != HT_AIFI;
+}
+
+const char *ht_wtype_impacting_name(int type)
+{
+	return ht_wtype_impacting(type) ? "Impacting" : "Transient";
+}
+
+static const char *const key_names[HT_WK__COUNT] = {
+	"process", "handle", "type", "impacting-type", "stack", "frame", "image", "thread",
+};
+
+const char *ht_wkey_name(enum ht_wkey key)
+{
+	if ((unsigned)key >= HT_WK__COUNT)
+		return "?";
+	return key_names[key];
+}
+
+int ht_wkey_parse(const char *s)
+{
+	if (!s)
+		return -1;
+	for (int i = 0; i < HT_WK__COUNT; i++)
+		if (!strcmp(s, key_names[i]))
+			return i;
+	if (!strcmp(s, "impacting"))
+		return HT_WK_IMPACTING;
+	return -1;
+}
+
+struct ht_wtree {
+	struct ht_window w;
+	enum ht_wkey keys[HT_WK_MAX_LEVELS];
+	uint32_t nkeys;
+	bool keep_rows;
+	struct ht_wnode root;
+};
+
+struct ht_wtree *ht_wtree_new(const struct ht_window *w, const enum ht_wkey *keys, uint32_t nkeys,
+			      bool keep_rows)
+{
+	if (!w || w->start >= w->end || nkeys > HT_WK_MAX_LEVELS)
+		return NULL;
+	for (uint32_t i = 0; i < nkeys; i++)
+		if ((unsigned)keys[i] >= HT_WK__COUNT)
+			return NULL;
+	struct ht_wtree *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->w = *w;
+	if (nkeys)
+		memcpy(t->keys, keys, nkeys * sizeof(keys[0]));
+	t->nkeys = nkeys;
+	t->keep_rows = keep_rows;
+	return t;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+/* Rebuild the child index (open addressing, slot = child index + 1) at twice the size. */
+static int index_grow(struct ht_wnode *n)
+{
+	uint32_t cap = n->index_cap ? n->index_cap * 2 : 8;
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+	if (!idx)
+		return HT_ERR_NOMEM;
+	for (uint32_t i = 0; i < n->nall; i++) {
+		uint32_t s = (uint32_t)mix64(n->children[i]->value) & (cap - 1);
+		while (idx[s])
+			s = (s + 1) & (cap - 1);
+		idx[s] = i + 1;
+	}
+	free(n->index);
+	n->index = idx;
+	n->index_cap = cap;
+	return 0;
+}
+
+/* The child of n with this value, created when missing; NULL when out of memory. */
+static struct ht_wnode *child_get(struct ht_wnode *n, enum ht_wkey key, uint64_t value)
+{
+	if (n->index_cap) {
+		uint32_t s = (uint32_t)mix64(value) & (n->index_cap - 1);
+		while (n->index[s]) {
+			struct ht_wnode *c = n->children[n->index[s] - 1];
+			if (c->value == value)
+				return c;
+			s = (s + 1) & (n->index_cap - 1);
+		}
+	}
+	/* Keep the index at most half full so probes stay short. */
+	if ((n->nall + 1) * 2 > n->index_cap && index_grow(n) < 0)
+		return NULL;
+	if (n->nall == n->cap) {
+		uint32_t cap = n->cap ? n->cap * 2 : 4;
+		struct ht_wnode **c = realloc(n->children, cap * sizeof(*c));
+		if (!c)
+			return NULL;
+		n->children = c;
+		n->cap = cap;
+	}
+	struct ht_wnode *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->key = key;
+	c->depth = n->depth + 1;
+	c->value = value;
+	n->children[n->nall] = c;
+	n->nall++;
+	n->nchildren = n->nall;
+	uint32_t s = (uint32_t)mix64(value) & (n->index_cap - 1);
+	while (n->index[s])
+		s = (s + 1) & (n->index_cap - 1);
+	n->index[s] = n->nall;
+	return c;
+}
+
+static void node_count(struct ht_wnode *n, const struct ht_witem *it, int type)
+{
+	n->live++;
+	if (type == HT_AIFI || type == HT_AIFO) {
+		n->count++;
+		n->size += it->size;
+	}
+	if (type == HT_AIFO)
+		n->impacting += (int64_t)it->size;
+	else if (type == HT_AOFI)
+		n->impacting -= (int64_t)it->size;
+}
+
+static int node_row(struct ht_wnode *n, const struct ht_witem *it, int type)
+{
+	if (n->nrows == n->rows_cap) {
+		uint32_t cap = n->rows_cap ? n->rows_cap * 2 : 8;
+		struct ht_wrow *r = realloc(n->rows, cap * sizeof(*r));
+		if (!r)
+			return HT_ERR_NOMEM;
+		n->rows = r;
+		n->rows_cap = cap;
+	}
+	struct ht_wrow *r = &n->rows[n->nrows++];
+	r->alloc_ts = it->alloc_ts;
+	r->free_ts = it->free_ts;
+	r->size = it->size;
+	r->addr = it->addr;
+	r->heap = it->heap;
+	r->raw_stack = it->raw_stack;
+	r->process = it->process;
+	r->tid = it->tid;
+	r->stack = it->stack;
+	r->type = (uint8_t)type;
+	return 0;
+}
+
+/*
+ * Count the item in n and below it from level on. Frame and image levels are
+ * multi-valued: the item joins one child per distinct key, as xperf's -frames
+ * counts an allocation once under each frame of its stack.
+ */
+static int add_at(struct ht_wtree *t, struct ht_wnode *n, uint32_t level, const struct ht_witem *it,
+		  int type)
+{
+	node_count(n, it, type);
+	if (level == t->nkeys)
+		return t->keep_rows ? node_row(n, it, type) : 0;
+	enum ht_wkey key = t->keys[level];
+	const uint64_t *many = NULL;
+	uint32_t nmany = 0;
+	uint64_t value = 0;
+	switch (key) {
+	case HT_WK_PROCESS: value = it->process; break;
+	case HT_WK_HANDLE: value = it->heap; break;
+	case HT_WK_TYPE: value = (uint64_t)type; break;
+	case HT_WK_IMPACTING: value = ht_wtype_impacting(type); break;
+	case HT_WK_STACK: value = it->stack; break;
+	case HT_WK_THREAD: value = (uint64_t)it->process << 32 | (uint32_t)it->tid; break;
+	case HT_WK_FRAME: many = it->frames; nmany = it->nframes; break;
+	case HT_WK_IMAGE: many = it->images; nmany = it->nimages; break;
+	default: return HT_ERR_INVALID;
+	}
+	if (key != HT_WK_FRAME && key != HT_WK_IMAGE) {
+		struct ht_wnode *c = child_get(n, key, value);
+		return c ? add_at(t, c, level + 1, it, type) : HT_ERR_NOMEM;
+	}
+	for (uint32_t i = 0; i < nmany; i++) {
+		struct ht_wnode *c = child_get(n, key, many[i]);
+		if (!c)
+			return HT_ERR_NOMEM;
+		int rc = add_at(t, c, level + 1, it, type);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int ht_wtree_add(struct ht_wtree *t, const struct ht_witem *it)
+{
+	int type = ht_window_classify(&t->w, it->alloc_ts, it->free_ts);
+	if (type < 0)
+		return 0;
+	int rc = add_at(t, &t->root, 0, it, type);
+	return rc < 0 ? rc : 1;
+}
+
+static enum ht_wsort g_sort_by; /* qsort has no context argument in C11 */
+
+static int cmp_u64_desc(uint64_t a, uint64_t b)
+{
+	return a < b ? 1 : a > b ? -1 : 0;
+}
+
+static int cmp_node(const void *pa, const void *pb)
+{
+	const struct ht_wnode *a = *(const struct ht_wnode *const *)pa;
+	const struct ht_wnode *b = *(const struct ht_wnode *const *)pb;
+	int c = 0;
+	switch (g_sort_by) {
+	case HT_WSORT_IMPACTING:
+		c = a->impacting < b->impacting ? 1 : a->impacting > b->impacting ? -1 : 0;
+		break;
+	case HT_WSORT_SIZE: c = cmp_u64_desc(a->size, b->size); break;
+	case HT_WSORT_COUNT: c = cmp_u64_desc(a->count, b->count); break;
+	}
+	if (!c)
+		c = cmp_u64_desc(a->size, b->size);
+	if (!c)
+		c = cmp_u64_desc(a->count, b->count);
+	if (!c)
+		c = cmp_u64_desc(a->live, b->live);
+	if (!c)
+		c = a->value < b->value ? -1 : a->value > b->value;
+	return c;
+}
+
+static int cmp_row(const void *pa, const void *pb)
+{
+	const struct ht_wrow *a = pa, *b = pb;
+	if (a->alloc_ts != b->alloc_ts)
+		return a->alloc_ts < b->alloc_ts ? -1 : 1;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return 0;
+}
+
+static void sort_node(struct ht_wnode *n, uint32_t top)
+{
+	/* The index refers to positions, which sorting changes; the tree is final now. */
+	free(n->index);
+	n->index = NULL;
+	n->index_cap = 0;
+	if (n->nall > 1)
+		qsort(n->children, n->nall, sizeof(n->children[0]), cmp_node);
+	n->nchildren = top && top < n->nall ? top : n->nall;
+	for (uint32_t i = 0; i < n->nall; i++)
+		sort_node(n->children[i], top);
+	if (n->nrows > 1)
+		qsort(n->rows, n->nrows, sizeof(n->rows[0]), cmp_row);
+}
+
+void ht_wtree_sort(struct ht_wtree *t, enum ht_wsort by, uint32_t top)
+{
+	g_sort_by = by;
+	sort_node(&t->root, top);
+}
+
+const struct ht_wnode *ht_wtree_root(const struct ht_wtree *t)
+{
+	return &t->root;
+}
+
+static void node_release(struct ht_wnode *n)
+{
+	for (uint32_t i = 0; i < n->nall; i++) {
+		node_release(n->children[i]);
+		free(n->children[i]);
+	}
+	free(n->children);
+	free(n->index);
+	free(n->rows);
+}
+
+void ht_wtree_free(struct ht_wtree *t)
+{
+	if (!t)
+		return;
+	node_release(&t->root);
+	free(t);
+}
+
+/* What one raw stack resolves to, computed on first use. */
+struct wstack_entry {
+	uint32_t canon; /* 0 until resolved (and for stacks without frames) */
+	uint32_t nframes, nimages;
+	uint64_t *frames; /* frame text keys */
+	uint64_t *images; /* module ids */
+	bool done;
+};
+
+/* A canonical (culled) stack: its logical frames, innermost first. */
+struct wcanon {
+	uint32_t *frames;
+	uint32_t n;
+};
+
+struct ht_wstacks {
+	const struct ht_reader *r;
+	struct ht_frame_matcher *cull;
+	struct wstack_entry *raw;
+	uint32_t nraw;
+	struct wcanon *canon; /* index = canonical id; 0 unused */
+	uint32_t ncanon, canon_cap;
+	uint32_t *canon_index; /* open addressing: canonical id, 0 = empty */
+	uint32_t canon_index_cap;
+	char **names; /* frame texts, index = key */
+	uint32_t nnames, names_cap;
+	uint32_t *name_index; /* open addressing: key + 1 */
+	uint32_t name_index_cap;
+	uint32_t *frame_key; /* logical frame id -> text key + 1, 0 = not yet */
+	uint32_t nframe_key;
+};
+
+int ht_wstacks_new(struct ht_wstacks **out, const struct ht_reader *r, struct ht_frame_matcher *cull)
+{
+	struct ht_wstacks *s = calloc(1, sizeof(*s));
+	if (!s)
+		return HT_ERR_NOMEM;
+	s->r = r;
+	s->cull = cull;
+	s->nraw = ht_reader_stack_count(r);
+	s->nframe_key = ht_reader_frame_count(r);
+	s->raw = calloc(s->nraw ? s->nraw : 1, sizeof(*s->raw));
+	s->frame_key = calloc(s->nframe_key ? s->nframe_key : 1, sizeof(*s->frame_key));
+	s->ncanon = 1;
+	if (!s->raw || !s->frame_key) {
+		ht_wstacks_free(s);
+		return HT_ERR_NOMEM;
+	}
+	*out = s;
+	return 0;
+}
+
+static uint64_t hash_frames(const uint32_t *f, uint32_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	for (uint32_t i = 0; i < n; i++)
+		h = mix64(h ^ f[i]);
+	return h;
+}
+
+static uint64_t hash_str(const char *p)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
+
+static int grow_table(uint32_t **tab, uint32_t *cap, uint64_t (*hash)(void *, uint32_t), void *ctx)
+{
+	uint32_t ncap = *cap ? *cap * 2 : 64;
+	uint32_t *t = calloc(ncap, sizeof(*t));
+	if (!t)
+		return HT_ERR_NOMEM;
+	for (uint32_t i = 0; i < *cap; i++) {
+		if (!(*tab)[i])
+			continue;
+		uint32_t slot = (uint32_t)hash(ctx, (*tab)[i]) & (ncap - 1);
+		while (t[slot])
+			slot = (slot + 1) & (ncap - 1);
+		t[slot] = (*tab)[i];
+	}
+	free(*tab);
+	*tab = t;
+	*cap = ncap;
+	return 0;
+}
+
+static uint64_t canon_hash(void *ctx, uint32_t id)
+{
+	struct ht_wstacks *s = ctx;
+	return hash_frames(s->canon[id].frames, s->canon[id].n);
+}
+
+static uint64_t name_hash(void *ctx, uint32_t slot)
+{
+	struct ht_wstacks *s = ctx;
+	return hash_str(s->names[slot - 1]);
+}
+
+/* The canonical id of a culled frame list (interned). Returns 0 when out of memory. */
+static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *f, uint32_t n)
+{
+	uint64_t h = hash_frames(f, n);
+	if (s->canon_index_cap) {
+		uint32_t slot = (uint32_t)h & (s->canon_index_cap - 1);
+		while (s->canon_index[slot]) {
+			struct wcanon *c = &s->canon[s->canon_index[slot]];
+			if (c->n == n && !memcmp(c->frames, f, n * sizeof(*f)))
+				return s->canon_index[slot];
+			slot = (slot + 1) & (s->canon_index_cap - 1);
+		}
+	}
+	if ((s->ncanon + 1) * 2 > s->canon_index_cap &&
+	    grow_table(&s->canon_index, &s->canon_index_cap, canon_hash, s) < 0)
+		return 0;
+	if (s->ncanon == s->canon_cap) {
+		uint32_t cap = s->canon_cap ? s->canon_cap * 2 : 64;
+		struct wcanon *c = realloc(s->canon, cap * sizeof(*c));
+		if (!c)
+			return 0;
+		s->canon = c;
+		s->canon_cap = cap;
+	}
+	uint32_t *copy = malloc((n ? n : 1) * sizeof(*copy));
+	if (!copy)
+		return 0;
+	memcpy(copy, f, n * sizeof(*f));
+	uint32_t id = s->ncanon++;
+	s->canon[id].frames = copy;
+	s->canon[id].n = n;
+	uint32_t slot = (uint32_t)h & (s->canon_index_cap - 1);
+	while (s->canon_index[slot])
+		slot = (slot + 1) & (s->canon_index_cap - 1);
+	s->canon_index[slot] = id;
+	return id;
+}
+
+/* The text key of a logical frame (interned "module!function"); UINT32_MAX when out of memory. */
+static uint32_t frame_key_get(struct ht_wstacks *s, uint32_t frame)
+{
+	if (frame < s->nframe_key && s->frame_key[frame])
+		return s->frame_key[frame] - 1;
+	char buf[512];
+	ht_frame_text(s->r, frame, true, buf, sizeof(buf));
+	uint64_t h = hash_str(buf);
+	uint32_t key = UINT32_MAX;
+	if (s->name_index_cap) {
+		uint32_t slot = (uint32_t)h & (s->name_index_cap - 1);
+		while (s->name_index[slot]) {
+			if (!strcmp(s->names[s->name_index[slot] - 1], buf)) {
+				key = s->name_index[slot] - 1;
+				break;
+			}
+			slot = (slot + 1) & (s->name_index_cap - 1);
+		}
+	}
+	if (key == UINT32_MAX) {
+		if ((s->nnames + 1) * 2 > s->name_index_cap &&
+		    grow_table(&s->name_index, &s->name_index_cap, name_hash, s) < 0)
+			return UINT32_MAX;
+		if (s->nnames == s->names_cap) {
+			uint32_t cap = s->names_cap ? s->names_cap * 2 : 64;
+			char **n = realloc(s->names, cap * sizeof(*n));
+			if (!n)
+				return UINT32_MAX;
+			s->names = n;
+			s->names_cap = cap;
+		}
+		char *copy = strdup(buf);
+		if (!copy)
+			return UINT32_MAX;
+		key = s->nnames++;
+		s->names[key] = copy;
+		uint32_t slot = (uint32_t)h & (s->name_index_cap - 1);
+		while (s->name_index[slot])
+			slot = (slot + 1) & (s->name_index_cap - 1);
+		s->name_index[slot] = key + 1;
+	}
+	if (frame < s->nframe_key)
+		s->frame_key[frame] = key + 1;
+	return key;
+}
+
+static bool has_key(const uint64_t *keys, uint32_t n, uint64_t k)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (keys[i] == k)
+			return true;
+	return false;
+}
+
+static int resolve(struct ht_wstacks *s, uint32_t raw, struct wstack_entry *e)
+{
+	const uint32_t *frames;
+	uint32_t n = ht_reader_stack(s->r, raw, &frames);
+	uint32_t first = s->cull && n ? ht_frame_matcher_cull(s->cull, frames, n) : 0;
+	frames += first;
+	n -= first;
+	if (n) {
+		e->canon = canon_get(s, frames, n);
+		if (!e->canon)
+			return HT_ERR_NOMEM;
+		e->frames = malloc(n * sizeof(*e->frames));
+		e->images = malloc(n * sizeof(*e->images));
+		if (!e->frames || !e->images)
+			return HT_ERR_NOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t key = frame_key_get(s, frames[i]);
+		if (key == UINT32_MAX)
+			return HT_ERR_NOMEM;
+		if (!has_key(e->frames, e->nframes, key))
+			e->frames[e->nframes++] = key;
+		const struct ht_frame *f = ht_reader_frame(s->r, frames[i]);
+		uint64_t img = f ? f->module : HT_MODULE_NONE;
+		if (!has_key(e->images, e->nimages, img))
+			e->images[e->nimages++] = img;
+	}
+	e->done = true;
+	return 0;
+}
+
+int ht_wstacks_resolve(struct ht_wstacks *s, uint32_t raw, struct ht_witem *it)
+{
+	static struct wstack_entry none = { .done = true };
+	/* An unfinished trace grows its stack table while it is read. */
+	if (raw >= s->nraw && raw < ht_reader_stack_count(s->r)) {
+		uint32_t n = ht_reader_stack_count(s->r);
+		struct wstack_entry *e = realloc(s->raw, n * sizeof(*e));
+		if (!e)
+			return HT_ERR_NOMEM;
+		memset(e + s->nraw, 0, (n - s->nraw) * sizeof(*e));
+		s->raw = e;
+		s->nraw = n;
+	}
+	struct wstack_entry *e = raw && raw < s->nraw ? &s->raw[raw] : &none;
+	if (!e->done) {
+		int rc = resolve(s, raw, e);
+		if (rc < 0)
+			return rc;
+	}
+	it->raw_stack = raw;
+	it->stack = e->canon;
+	it->frames = e->frames;
+	it->nframes = e->nframes;
+	it->images = e->images;
+	it->nimages = e->nimages;
+	return 0;
+}
+
+uint32_t ht_wstacks_frames(const struct ht_wstacks *s, uint32_t stack, const uint32_t **frames)
+{
+	if (!stack || stack >= s->ncanon) {
+		*frames = NULL;
+		return 0;
+	}
+	*frames = s->canon[stack].frames;
+	return s->canon[stack].n;
+}
+
+const char *ht_wstacks_frame_name(const struct ht_wstacks *s, uint64_t key)
+{
+	return key < s->nnames ? s->names[key] : "?";
+}
+
+const char *ht_wstacks_image_name(const struct ht_wstacks *s, uint64_t key)
+{
+	if (key >= ht_reader_module_count(s->r))
+		return "?";
+	const struct ht_module *m = ht_reader_module(s->r, (uint32_t)key);
+	return m && m->name ? m->name : "?";
+}
+
+void ht_wstacks_free(struct ht_wstacks *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->nraw; i++) {
+		free(s->raw[i].frames);
+		free(s->raw[i].images);
+	}
+	free(s->raw);
+	for (uint32_t i = 1; i < s->ncanon; i++)
+		free(s->canon[i].frames);
+	free(s->canon);
+	free(s->canon_index);
+	for (uint32_t i = 0; i < s->nnames; i++)
+		free(s->names[i]);
+	free(s->names);
+	free(s->name_index);
+	free(s->frame_key);
+	free(s);
+}

@@ -1,0 +1,49 @@
+/*
+ * check.h - the few assertion macros the tables tests share: each failed check
+ * prints where and what, and the test exits non-zero at the end.
+ */
+#ifndef HT_TESTS_TABLES_CHECK_H
+#define HT_TESTS_TABLES_CHECK_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static int check_failures;
+
+#define CHECK(cond)                                                                       \
+	do {                                                                              \
+		if (!(cond)) {                                                            \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+			check_failures++;                                                 \
+		}                                                                         \
+	} while (0)
+
+#define CHECK_I64(a, b)                                                                       \
+	do {                                                                                  \
+		int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                 \
+		if (a_ != b_) {                                                               \
+			fprintf(stderr, "%s:%d: %s == %" PRId64 ", expected %s == %" PRId64 "\n", \
+				__FILE__, __LINE__, #a, a_, #b, b_);                          \
+			check_failures++;                                                     \
+		}                                                                             \
+	} while (0)
+
+#define CHECK_STR(a, b)                                                                     \
+	do {                                                                                \
+		const char *a_ = (a), *b_ = (b);                                            \
+		if (!a_ || strcmp(a_, b_)) {                                                \
+			fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, \
+				__LINE__, #a, a_ ? a_ : "(null)", b_);                      \
+			check_failures++;                                                   \
+		}                                                                           \
+	} while (0)
+
+#define CHECK_DONE()                                                                 \
+	do {                                                                         \
+		if (check_failures)                                                  \
+			fprintf(stderr, "%d check(s) failed\n", check_failures);     \
+		return check_failures ? 1 : 0;                                       \
+	} while (0)
+
+#endif
