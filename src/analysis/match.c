@@ -1,0 +1,414 @@
+/*
+ * match.c - frame lists (cull, require), the match of one frame against a
+ * list, culling, the built-in default cull list and the text of a frame.
+ * See match.h for the rules.
+ */
+#include "analysis/match.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *const ht_match_default_list[] = {
+	/* heaptrail's own hooks, whatever the library's exact file name. */
+	"libheaptrail*!",
+	/* The glibc allocation functions and their internal entry points. */
+	"malloc",
+	"calloc",
+	"realloc",
+	"reallocarray",
+	"free",
+	"posix_memalign",
+	"aligned_alloc",
+	"memalign",
+	"valloc",
+	"pvalloc",
+	"__libc_malloc",
+	"__libc_calloc",
+	"__libc_realloc",
+	"__libc_reallocarray",
+	"__libc_free",
+	"__libc_memalign",
+	"__libc_valloc",
+	"__libc_pvalloc",
+	"__posix_memalign",
+	"_int_malloc",
+	"_int_realloc",
+	"_int_memalign",
+	"_mid_memalign",
+	"sysmalloc",
+	"tcache_init",
+	"malloc_hook_ini",
+	"realloc_hook_ini",
+	"strdup",
+	"strndup",
+	"__strdup",
+	"__strndup",
+	/*
+	 * operator new and new[]: the demangled forms (every overload, through
+	 * the match without parameter list) and the mangled ones (_Znwm, _Znam,
+	 * _ZnwmRKSt9nothrow_t, _ZnwmSt11align_val_t, and _Znwj on 32-bit).
+	 */
+	"operator new",
+	"operator new[]",
+	"_Znw*",
+	"_Zna*",
+	/* Mappings. */
+	"mmap",
+	"mmap64",
+	"__mmap",
+	"__mmap64",
+	"munmap",
+	"__munmap",
+	"mremap",
+	"__mremap",
+	"mprotect",
+	"__mprotect",
+	"brk",
+	"__brk",
+	"sbrk",
+	"__sbrk",
+	NULL,
+};
+
+void ht_match_list_init(struct ht_match_list *l)
+{
+	l->items = NULL;
+	l->count = 0;
+	l->alloc = 0;
+}
+
+void ht_match_list_release(struct ht_match_list *l)
+{
+	for (size_t i = 0; i < l->count; i++) {
+		free(l->items[i].module);
+		free(l->items[i].symbol);
+	}
+	free(l->items);
+	ht_match_list_init(l);
+}
+
+/* A lowercase copy of s[0..n), or NULL when out of memory. */
+static char *lower_dup(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (!d)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		d[i] = (char)tolower((unsigned char)s[i]);
+	d[n] = '\0';
+	return d;
+}
+
+/* Parses "0x1f30" (hex digits only after 0x) into *out. */
+static bool parse_offset(const char *s, uint64_t *out)
+{
+	if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || !s[2])
+		return false;
+	uint64_t v = 0;
+	for (const char *p = s + 2; *p; p++) {
+		if (!isxdigit((unsigned char)*p) || v >> 60)
+			return false;
+		v = v * 16 + (uint64_t)(isdigit((unsigned char)*p) ? *p - '0' : tolower((unsigned char)*p) - 'a' + 10);
+	}
+	*out = v;
+	return true;
+}
+
+int ht_match_list_add(struct ht_match_list *l, const char *spec)
+{
+	if (!spec)
+		return HT_ERR_INVALID;
+	while (isspace((unsigned char)*spec))
+		spec++;
+	size_t n = strlen(spec);
+	while (n && isspace((unsigned char)spec[n - 1]))
+		n--;
+
+	struct ht_match_item it = { 0 };
+	const char *bang = memchr(spec, '!', n);
+	const char *sym = spec;
+	size_t sym_len = n;
+	if (bang) {
+		size_t mod_len = (size_t)(bang - spec);
+		sym = bang + 1;
+		sym_len = n - mod_len - 1;
+		if (mod_len && spec[mod_len - 1] == '*') {
+			it.module_prefix = true;
+			mod_len--;
+		}
+		/* "*!sym" is the same as "sym": any module. */
+		if (mod_len) {
+			it.module = lower_dup(spec, mod_len);
+			if (!it.module)
+				return HT_ERR_NOMEM;
+		} else if (!it.module_prefix && !sym_len) {
+			return HT_ERR_INVALID;
+		}
+	}
+	if (sym_len && sym[sym_len - 1] == '*') {
+		it.symbol_prefix = true;
+		sym_len--;
+	}
+	if (sym_len) {
+		it.symbol = lower_dup(sym, sym_len);
+		if (!it.symbol) {
+			free(it.module);
+			return HT_ERR_NOMEM;
+		}
+		it.symbol_offset = !it.symbol_prefix && parse_offset(it.symbol, &it.offset);
+	}
+	if (!it.module && !it.symbol) {
+		/* "", "*", "*!" and "!" would match everything: surely a mistake. */
+		return HT_ERR_INVALID;
+	}
+	if (l->count == l->alloc) {
+		size_t na = l->alloc ? l->alloc * 2 : 16;
+		struct ht_match_item *ni = realloc(l->items, na * sizeof(*ni));
+		if (!ni) {
+			free(it.module);
+			free(it.symbol);
+			return HT_ERR_NOMEM;
+		}
+		l->items = ni;
+		l->alloc = na;
+	}
+	l->items[l->count++] = it;
+	return 0;
+}
+
+int ht_match_list_add_file(struct ht_match_list *l, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return HT_ERR_NOT_FOUND;
+		if (errno == EACCES || errno == EPERM)
+			return HT_ERR_PERM;
+		return HT_ERR_IO;
+	}
+	size_t before = l->count;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int rc = 0;
+	errno = 0;
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		const char *p = line;
+		while (isspace((unsigned char)*p))
+			p++;
+		if (!*p || *p == '#')
+			continue;
+		rc = ht_match_list_add(l, p);
+		/* A line like "!" matches nothing sensible; skip it like a blank. */
+		if (rc == HT_ERR_INVALID)
+			rc = 0;
+		if (rc < 0)
+			break;
+	}
+	/* getline() returns -1 at EOF and on error; only ferror tells them apart. */
+	if (!rc && ferror(f))
+		rc = errno == EISDIR ? HT_ERR_INVALID : HT_ERR_IO;
+	free(line);
+	fclose(f);
+	if (rc < 0) {
+		while (l->count > before) {
+			l->count--;
+			free(l->items[l->count].module);
+			free(l->items[l->count].symbol);
+		}
+		return rc;
+	}
+	return (int)(l->count - before);
+}
+
+int ht_match_list_add_defaults(struct ht_match_list *l)
+{
+	for (const char *const *p = ht_match_default_list; *p; p++) {
+		int rc = ht_match_list_add(l, *p);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Length of a demangled name without its parameter list and the qualifiers
+ * after it: "ns::f(int) const" -> 2 + 2 + 1 ("ns::f"). Names that do not end
+ * in a parameter list keep their whole length.
+ */
+static size_t base_name_len(const char *fn)
+{
+	size_t n = strlen(fn);
+	size_t end = n;
+	/* Skip trailing qualifiers: " const", " volatile", " &", " &&", " noexcept". */
+	while (end && fn[end - 1] != ')') {
+		char c = fn[end - 1];
+		if (!(isalpha((unsigned char)c) || c == ' ' || c == '&'))
+			return n;
+		end--;
+	}
+	if (!end)
+		return n;
+	int depth = 0;
+	for (size_t i = end; i-- > 0;) {
+		if (fn[i] == ')')
+			depth++;
+		else if (fn[i] == '(' && --depth == 0)
+			return i ? i : n;
+	}
+	return n;
+}
+
+static bool module_matches(const struct ht_match_item *it, const struct ht_match_frame *f)
+{
+	const char *name = f->module_name ? f->module_name : "?";
+	size_t mlen = strlen(it->module);
+	if (it->module_prefix)
+		return !strncasecmp(name, it->module, mlen) ||
+		       (f->module_path && !strncasecmp(f->module_path, it->module, mlen));
+	if (!strcasecmp(name, it->module))
+		return true;
+	if (f->module_path && !strcasecmp(f->module_path, it->module))
+		return true;
+	/* "libc" for "libc.so.6": the name up to ".so". */
+	const char *so = strstr(name, ".so");
+	return so && (size_t)(so - name) == mlen && !strncasecmp(name, it->module, mlen);
+}
+
+static bool symbol_matches(const struct ht_match_item *it, const struct ht_match_frame *f)
+{
+	if (it->symbol_offset && f->rel == it->offset)
+		return true;
+	if (!f->function)
+		return false;
+	size_t slen = strlen(it->symbol);
+	if (it->symbol_prefix)
+		return !strncasecmp(f->function, it->symbol, slen);
+	if (!strcasecmp(f->function, it->symbol))
+		return true;
+	return base_name_len(f->function) == slen &&
+	       !strncasecmp(f->function, it->symbol, slen);
+}
+
+bool ht_match_frame(const struct ht_match_list *l, const struct ht_match_frame *f)
+{
+	for (size_t i = 0; i < l->count; i++) {
+		const struct ht_match_item *it = &l->items[i];
+		if (it->module && !module_matches(it, f))
+			continue;
+		if (it->symbol && !symbol_matches(it, f))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+uint32_t ht_match_cull_index(const bool *culled, uint32_t n)
+{
+	uint32_t i = 0;
+	while (i < n && culled[i])
+		i++;
+	return i == n && n ? n - 1 : i;
+}
+
+/* Per-frame cache: 0 not tested yet, 1 matches, 2 does not. */
+struct ht_frame_matcher {
+	const struct ht_match_list *list;
+	const struct ht_reader *reader;
+	uint8_t *cache;
+	uint32_t cache_len;
+};
+
+int ht_frame_matcher_new(struct ht_frame_matcher **out, const struct ht_match_list *l,
+			 const struct ht_reader *r)
+{
+	struct ht_frame_matcher *m = calloc(1, sizeof(*m));
+	if (!m)
+		return HT_ERR_NOMEM;
+	m->list = l;
+	m->reader = r;
+	*out = m;
+	return 0;
+}
+
+void ht_frame_matcher_free(struct ht_frame_matcher *m)
+{
+	if (!m)
+		return;
+	free(m->cache);
+	free(m);
+}
+
+void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame, struct ht_match_frame *mf)
+{
+	const struct ht_frame *fr = ht_reader_frame(r, frame);
+	memset(mf, 0, sizeof(*mf));
+	if (!fr)
+		return;
+	mf->function = fr->function;
+	mf->rel = fr->rel;
+	if (fr->module != HT_MODULE_NONE) {
+		const struct ht_module *mod = ht_reader_module(r, fr->module);
+		if (mod) {
+			mf->module_name = mod->name;
+			mf->module_path = mod->path;
+		}
+	}
+}
+
+bool ht_frame_matcher_test(struct ht_frame_matcher *m, uint32_t frame)
+{
+	if (!m->list->count)
+		return false;
+	if (frame >= m->cache_len) {
+		/* Frames of an unfinished trace appear while it is read: grow. */
+		uint32_t want = ht_reader_frame_count(m->reader);
+		if (want <= frame)
+			want = frame + 1;
+		uint8_t *nc = realloc(m->cache, want);
+		if (nc) {
+			memset(nc + m->cache_len, 0, want - m->cache_len);
+			m->cache = nc;
+			m->cache_len = want;
+		}
+	}
+	if (frame < m->cache_len && m->cache[frame])
+		return m->cache[frame] == 1;
+	struct ht_match_frame mf;
+	ht_match_frame_from_reader(m->reader, frame, &mf);
+	bool hit = ht_match_frame(m->list, &mf);
+	if (frame < m->cache_len)
+		m->cache[frame] = hit ? 1 : 2;
+	return hit;
+}
+
+bool ht_frame_matcher_any(struct ht_frame_matcher *m, const uint32_t *frames, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (ht_frame_matcher_test(m, frames[i]))
+			return true;
+	return false;
+}
+
+uint32_t ht_frame_matcher_cull(struct ht_frame_matcher *m, const uint32_t *frames, uint32_t n)
+{
+	uint32_t i = 0;
+	while (i < n && ht_frame_matcher_test(m, frames[i]))
+		i++;
+	return i == n && n ? n - 1 : i;
+}
+
+int ht_frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char *buf, size_t len)
+{
+	struct ht_match_frame mf;
+	ht_match_frame_from_reader(r, frame, &mf);
+	const char *mod = mf.module_name ? mf.module_name : "?";
+	if (symbols && mf.function)
+		return snprintf(buf, len, "%s!%s", mod, mf.function);
+	return snprintf(buf, len, "%s!0x%" PRIx64, mod, mf.rel);
+}

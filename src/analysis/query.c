@@ -1,0 +1,121 @@
+/*
+ * query.c - the query every analysis front end fills in, and the rules that
+ * decide whether a heap block counts and is outstanding (see query.h).
+ */
+#include "analysis/query.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void ht_query_init(struct ht_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->life_max = UINT64_MAX;
+	q->size_max = UINT64_MAX;
+	ht_match_list_init(&q->cull);
+	ht_match_list_init(&q->require);
+	q->default_cull = true;
+	q->group = HT_GROUP_HANDLE;
+	q->sort = HT_SORT_SO;
+	q->symbols = -1;
+}
+
+void ht_query_release(struct ht_query *q)
+{
+	free(q->pids);
+	ht_match_list_release(&q->cull);
+	ht_match_list_release(&q->require);
+	q->pids = NULL;
+	q->pid_count = q->pid_alloc = 0;
+}
+
+int ht_query_add_pid(struct ht_query *q, int32_t pid)
+{
+	if (ht_query_wants_pid(q, pid) && q->pid_count)
+		return 0;
+	if (q->pid_count == q->pid_alloc) {
+		size_t na = q->pid_alloc ? q->pid_alloc * 2 : 8;
+		int32_t *np = realloc(q->pids, na * sizeof(*np));
+		if (!np)
+			return HT_ERR_NOMEM;
+		q->pids = np;
+		q->pid_alloc = na;
+	}
+	q->pids[q->pid_count++] = pid;
+	return 0;
+}
+
+bool ht_query_wants_pid(const struct ht_query *q, int32_t pid)
+{
+	if (!q->pid_count)
+		return true;
+	for (size_t i = 0; i < q->pid_count; i++)
+		if (q->pids[i] == pid)
+			return true;
+	return false;
+}
+
+int ht_query_prepare(struct ht_query *q)
+{
+	if (q->has_range && q->range_end <= q->range_start)
+		return HT_ERR_INVALID;
+	if (q->life_max <= q->life_min || q->size_max <= q->size_min)
+		return HT_ERR_INVALID;
+	if (q->default_cull && !q->defaults_added) {
+		int rc = ht_match_list_add_defaults(&q->cull);
+		if (rc < 0)
+			return rc;
+		q->defaults_added = true;
+	}
+	return 0;
+}
+
+static const char *const sort_names[] = { "so", "soc", "st", "stc", "src" };
+static const char *const sort_titles[] = {
+	"outstanding size", "outstanding count", "total size", "total count", "realloc count",
+};
+
+int ht_sort_parse(const char *s, enum ht_sort *out)
+{
+	for (unsigned i = 0; s && i < sizeof(sort_names) / sizeof(sort_names[0]); i++) {
+		if (!strcasecmp(s, sort_names[i])) {
+			*out = (enum ht_sort)i;
+			return 0;
+		}
+	}
+	return HT_ERR_INVALID;
+}
+
+const char *ht_sort_name(enum ht_sort s)
+{
+	return (unsigned)s < 5 ? sort_names[s] : "?";
+}
+
+const char *ht_sort_title(enum ht_sort s)
+{
+	return (unsigned)s < 5 ? sort_titles[s] : "?";
+}
+
+bool ht_query_accepts(const struct ht_query *q, const struct ht_life *life, uint64_t trace_end,
+		      bool *outstanding)
+{
+	uint64_t end = trace_end;
+	if (q->has_range) {
+		if (life->alloc_ts < q->range_start || life->alloc_ts >= q->range_end)
+			return false;
+		if (q->range_end < end)
+			end = q->range_end;
+	}
+	if (life->size < q->size_min || life->size >= q->size_max)
+		return false;
+	bool freed = life->free_ts != HT_TS_NEVER && (!q->has_range || life->free_ts < q->range_end);
+	if (q->life_min || q->life_max != UINT64_MAX) {
+		uint64_t stop = freed ? life->free_ts : end;
+		uint64_t lifetime = stop > life->alloc_ts ? stop - life->alloc_ts : 0;
+		if (lifetime < q->life_min || lifetime >= q->life_max)
+			return false;
+	}
+	*outstanding = !freed;
+	return true;
+}
