@@ -1,0 +1,293 @@
+/*
+ * timeline.c - memory over time as per-series arrays of deltas, summed into
+ * values at the end (see timeline.h for the rule of what a point means).
+ */
+#include "analysis/timeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/lifetime.h"
+
+#define MAX_POINTS 10000000u
+
+struct series {
+	struct ht_tl_series d;
+	int64_t *v; /* deltas by point, values after finish */
+};
+
+struct ht_timeline {
+	uint64_t start, end, interval, npoints;
+	unsigned mask;
+	enum ht_tl_by by;
+	struct series *s;
+	uint32_t ns, scap;
+	uint32_t *index; /* open addressing: series index + 1 */
+	uint32_t index_cap;
+	uint64_t *rss; /* last RSS sample per process index */
+	uint32_t nrss;
+	int finished;
+};
+
+static const char *const kind_names[HT_TL__KINDS] = { "heap", "commit", "rss" };
+
+const char *ht_tl_kind_name(enum ht_tl_kind k)
+{
+	return (unsigned)k < HT_TL__KINDS ? kind_names[k] : "?";
+}
+
+int ht_tl_kind_parse(const char *s)
+{
+	for (int i = 0; s && i < HT_TL__KINDS; i++)
+		if (!strcmp(s, kind_names[i]))
+			return i;
+	return -1;
+}
+
+uint64_t ht_timeline_point_count(uint64_t start, uint64_t end, uint64_t interval)
+{
+	if (start >= end || !interval)
+		return 0;
+	uint64_t span = end - start;
+	return span / interval + (span % interval ? 1 : 0) + 1;
+}
+
+uint64_t ht_timeline_auto_interval(uint64_t start, uint64_t end, uint32_t max_points)
+{
+	if (max_points < 2)
+		max_points = 2;
+	static const uint64_t steps[] = { 1, 2, 5 };
+	for (uint64_t pow = 1; pow <= UINT64_MAX / 10; pow *= 10)
+		for (int i = 0; i < 3; i++) {
+			uint64_t iv = steps[i] * pow;
+			uint64_t n = ht_timeline_point_count(start, end, iv);
+			if (n <= max_points)
+				return iv;
+		}
+	return UINT64_MAX / 10;
+}
+
+int ht_timeline_new(struct ht_timeline **out, uint64_t start, uint64_t end, uint64_t interval,
+		    unsigned kinds_mask, enum ht_tl_by by)
+{
+	uint64_t n = ht_timeline_point_count(start, end, interval);
+	if (!n || n > MAX_POINTS || (unsigned)by > HT_TL_BY_HANDLE)
+		return HT_ERR_INVALID;
+	struct ht_timeline *tl = calloc(1, sizeof(*tl));
+	if (!tl)
+		return HT_ERR_NOMEM;
+	tl->start = start;
+	tl->end = end;
+	tl->interval = interval;
+	tl->npoints = n;
+	tl->mask = kinds_mask;
+	tl->by = by;
+	*out = tl;
+	return 0;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	x ^= x >> 29;
+	return x;
+}
+
+static uint64_t series_hash(const struct ht_tl_series *d)
+{
+	return mix(mix(((uint64_t)d->kind << 32 | d->process) ^ 0x51ed27ull) ^ d->heap);
+}
+
+static int index_grow(struct ht_timeline *tl)
+{
+	uint32_t cap = tl->index_cap ? tl->index_cap * 2 : 16;
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+	if (!idx)
+		return HT_ERR_NOMEM;
+	for (uint32_t i = 0; i < tl->ns; i++) {
+		uint32_t slot = (uint32_t)series_hash(&tl->s[i].d) & (cap - 1);
+		while (idx[slot])
+			slot = (slot + 1) & (cap - 1);
+		idx[slot] = i + 1;
+	}
+	free(tl->index);
+	tl->index = idx;
+	tl->index_cap = cap;
+	return 0;
+}
+
+/* The series for a key, created (all zero) when new; NULL when out of memory. */
+static struct series *series_get(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process,
+				 uint64_t heap)
+{
+	struct ht_tl_series d = { kind, UINT32_MAX, 0, 0 };
+	if (tl->by != HT_TL_BY_NONE)
+		d.process = process;
+	if (tl->by == HT_TL_BY_HANDLE && kind == HT_TL_HEAP) {
+		d.heap = heap;
+		d.has_heap = 1;
+	}
+	uint64_t h = series_hash(&d);
+	if (tl->index_cap) {
+		uint32_t slot = (uint32_t)h & (tl->index_cap - 1);
+		while (tl->index[slot]) {
+			struct series *s = &tl->s[tl->index[slot] - 1];
+			if (s->d.kind == d.kind && s->d.process == d.process && s->d.heap == d.heap)
+				return s;
+			slot = (slot + 1) & (tl->index_cap - 1);
+		}
+	}
+	if ((tl->ns + 1) * 2 > tl->index_cap && index_grow(tl) < 0)
+		return NULL;
+	if (tl->ns == tl->scap) {
+		uint32_t cap = tl->scap ? tl->scap * 2 : 8;
+		struct series *s = realloc(tl->s, cap * sizeof(*s));
+		if (!s)
+			return NULL;
+		tl->s = s;
+		tl->scap = cap;
+	}
+	int64_t *v = calloc(tl->npoints, sizeof(*v));
+	if (!v)
+		return NULL;
+	struct series *s = &tl->s[tl->ns++];
+	s->d = d;
+	s->v = v;
+	uint32_t slot = (uint32_t)h & (tl->index_cap - 1);
+	while (tl->index[slot])
+		slot = (slot + 1) & (tl->index_cap - 1);
+	tl->index[slot] = tl->ns;
+	return s;
+}
+
+/*
+ * Add delta at ts: it counts at every point t > ts, so it goes to the first
+ * such point's slot and the prefix sum at finish carries it on.
+ */
+static void delta_at(struct ht_timeline *tl, struct series *s, uint64_t ts, int64_t delta)
+{
+	uint64_t b = ts < tl->start ? 0 : (ts - tl->start) / tl->interval + 1;
+	if (b < tl->npoints)
+		s->v[b] += delta;
+}
+
+int ht_timeline_add(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process, uint64_t heap,
+		    uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
+{
+	if ((unsigned)kind >= HT_TL__KINDS || !(tl->mask & (1u << kind)) || tl->finished)
+		return 0;
+	/* A block freed before the first point never shows (one freed at it does). */
+	if (free_ts < tl->start)
+		return 0;
+	struct series *s = series_get(tl, kind, process, heap);
+	if (!s)
+		return HT_ERR_NOMEM;
+	delta_at(tl, s, alloc_ts, (int64_t)size);
+	if (free_ts != HT_TS_NEVER)
+		delta_at(tl, s, free_ts, -(int64_t)size);
+	return 0;
+}
+
+int ht_timeline_rss(struct ht_timeline *tl, uint32_t process, uint64_t ts, uint64_t rss)
+{
+	if (!(tl->mask & (1u << HT_TL_RSS)) || tl->finished || process == UINT32_MAX)
+		return 0;
+	if (process >= tl->nrss) {
+		uint32_t n = process + 16;
+		uint64_t *r = realloc(tl->rss, n * sizeof(*r));
+		if (!r)
+			return HT_ERR_NOMEM;
+		memset(r + tl->nrss, 0, (n - tl->nrss) * sizeof(*r));
+		tl->rss = r;
+		tl->nrss = n;
+	}
+	int64_t delta = (int64_t)rss - (int64_t)tl->rss[process];
+	tl->rss[process] = rss;
+	if (!delta)
+		return 0;
+	struct series *s = series_get(tl, HT_TL_RSS, process, 0);
+	if (!s)
+		return HT_ERR_NOMEM;
+	delta_at(tl, s, ts, delta);
+	return 0;
+}
+
+static int cmp_series(const void *pa, const void *pb)
+{
+	const struct ht_tl_series *a = &((const struct series *)pa)->d;
+	const struct ht_tl_series *b = &((const struct series *)pb)->d;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->process != b->process)
+		return a->process < b->process ? -1 : 1;
+	if (a->heap != b->heap)
+		return a->heap < b->heap ? -1 : 1;
+	return 0;
+}
+
+void ht_timeline_finish(struct ht_timeline *tl)
+{
+	if (tl->finished)
+		return;
+	tl->finished = 1;
+	/* Every requested kind has a series, even one that stayed empty (total only). */
+	if (tl->by == HT_TL_BY_NONE)
+		for (int k = 0; k < HT_TL__KINDS; k++)
+			if (tl->mask & (1u << k))
+				series_get(tl, (enum ht_tl_kind)k, 0, 0);
+	for (uint32_t i = 0; i < tl->ns; i++) {
+		int64_t sum = 0;
+		for (uint64_t p = 0; p < tl->npoints; p++) {
+			sum += tl->s[i].v[p];
+			tl->s[i].v[p] = sum;
+		}
+	}
+	if (tl->ns > 1)
+		qsort(tl->s, tl->ns, sizeof(tl->s[0]), cmp_series);
+	free(tl->index);
+	tl->index = NULL;
+	tl->index_cap = 0;
+}
+
+uint64_t ht_timeline_points(const struct ht_timeline *tl)
+{
+	return tl->npoints;
+}
+
+uint64_t ht_timeline_time(const struct ht_timeline *tl, uint64_t i)
+{
+	return tl->start + i * tl->interval;
+}
+
+uint64_t ht_timeline_interval(const struct ht_timeline *tl)
+{
+	return tl->interval;
+}
+
+uint32_t ht_timeline_series_count(const struct ht_timeline *tl)
+{
+	return tl->ns;
+}
+
+const struct ht_tl_series *ht_timeline_series(const struct ht_timeline *tl, uint32_t i,
+					      const int64_t **values)
+{
+	if (i >= tl->ns)
+		return NULL;
+	if (values)
+		*values = tl->s[i].v;
+	return &tl->s[i].d;
+}
+
+void ht_timeline_free(struct ht_timeline *tl)
+{
+	if (!tl)
+		return;
+	for (uint32_t i = 0; i < tl->ns; i++)
+		free(tl->s[i].v);
+	free(tl->s);
+	free(tl->index);
+	free(tl->rss);
+	free(tl);
+}

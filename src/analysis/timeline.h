@@ -1,0 +1,106 @@
+/*
+ * timeline.h - memory over time: outstanding heap bytes, committed bytes and
+ * resident bytes (RSS) sampled at regular points, in total, per process or per
+ * heap handle. The front end feeds it lifetimes (heap blocks, committed
+ * ranges) and RSS samples in any order; it keeps one array of deltas per
+ * series, so memory grows with points x series, never with events.
+ *
+ * The value of a series at point t is what was outstanding just before t:
+ * the sum over lifetimes with alloc_ts < t <= free_ts, the same rule as the
+ * tables (window.h), so that for a table window [T1, T2) with T1 and T2 on
+ * points, Impacting Size = value(T2) - value(T1). RSS at t is the last sample
+ * of each process taken before t (0 after the process ended).
+ *
+ * Not thread-safe.
+ */
+#ifndef HT_ANALYSIS_TIMELINE_H
+#define HT_ANALYSIS_TIMELINE_H
+
+#include <stdint.h>
+
+#include "heaptrail/trace.h"
+
+enum ht_tl_kind {
+	HT_TL_HEAP = 0,
+	HT_TL_COMMIT = 1,
+	HT_TL_RSS = 2,
+	HT_TL__KINDS
+};
+
+/* How series are split: one per kind, per process and kind, or per heap handle. */
+enum ht_tl_by {
+	HT_TL_BY_NONE = 0,
+	HT_TL_BY_PROCESS = 1,
+	HT_TL_BY_HANDLE = 2, /* heap series per (process, handle); commit and rss per process */
+};
+
+/* "heap", "commit", "rss"; "?" out of range. */
+const char *ht_tl_kind_name(enum ht_tl_kind k);
+
+/* The kind named s, or -1. */
+int ht_tl_kind_parse(const char *s);
+
+/* A series: its kind and, depending on the split, its process and handle. */
+struct ht_tl_series {
+	enum ht_tl_kind kind;
+	uint32_t process; /* UINT32_MAX when not split by process */
+	uint64_t heap;    /* valid for heap series split by handle */
+	int has_heap;
+};
+
+/*
+ * Points start, start + interval, ... up to the first point >= end (so the
+ * last point covers every event before end). Returns a new point count.
+ */
+uint64_t ht_timeline_point_count(uint64_t start, uint64_t end, uint64_t interval);
+
+/*
+ * An interval of 1, 2 or 5 x 10^k ns that gives at most max_points points
+ * over [start, end).
+ */
+uint64_t ht_timeline_auto_interval(uint64_t start, uint64_t end, uint32_t max_points);
+
+struct ht_timeline;
+
+/*
+ * A timeline over [start, end) with the given interval (> 0), for the kinds in
+ * kinds_mask (bit 1 << HT_TL_HEAP ...). Returns 0, HT_ERR_INVALID (start >=
+ * end, interval 0, too many points: more than 10 million) or HT_ERR_NOMEM.
+ */
+int ht_timeline_new(struct ht_timeline **out, uint64_t start, uint64_t end, uint64_t interval,
+		    unsigned kinds_mask, enum ht_tl_by by);
+
+/*
+ * Count size bytes from alloc_ts until free_ts (HT_TS_NEVER: never freed) in
+ * the series of kind for this process (and heap, for HT_TL_HEAP). Kinds not in
+ * the mask are ignored. Returns 0 or HT_ERR_NOMEM.
+ */
+int ht_timeline_add(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process, uint64_t heap,
+		    uint64_t alloc_ts, uint64_t free_ts, uint64_t size);
+
+/*
+ * An RSS sample: the process's resident bytes are rss from ts on (until its
+ * next sample). Report a process's end as a sample of 0. Returns 0 or
+ * HT_ERR_NOMEM.
+ */
+int ht_timeline_rss(struct ht_timeline *tl, uint32_t process, uint64_t ts, uint64_t rss);
+
+/*
+ * Turn the deltas into values (once, after the last add) and order the series
+ * by kind, then process, then handle.
+ */
+void ht_timeline_finish(struct ht_timeline *tl);
+
+uint64_t ht_timeline_points(const struct ht_timeline *tl);
+/* The time of point i, in ns since the trace start. */
+uint64_t ht_timeline_time(const struct ht_timeline *tl, uint64_t i);
+uint64_t ht_timeline_interval(const struct ht_timeline *tl);
+
+uint32_t ht_timeline_series_count(const struct ht_timeline *tl);
+/* Series i's description; its values (one per point) through *values. */
+const struct ht_tl_series *ht_timeline_series(const struct ht_timeline *tl, uint32_t i,
+					      const int64_t **values);
+
+void ht_timeline_free(struct ht_timeline *tl);
+
+#endif
