@@ -1,0 +1,639 @@
+"""e2e.py - end-to-end tests of heaptrail: records the programs under
+tests/programs/ (and examples/memtestapp) with `heaptrail record`, reads the
+traces back with `heaptrail info --format json` and `heaptrail dump --format
+json`, and asserts exact counts, sizes, stacks, processes and exit codes.
+
+Usage: e2e.py --build BUILD_DIR --src SOURCE_DIR CASE
+Each CASE is one ctest test (tests/cli/CMakeLists.txt). Traces go to a
+temporary directory that is removed afterwards."""
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__.replace("_", "-")] = fn
+    return fn
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def equal(got, want, what):
+    if got != want:
+        raise Failure("%s: got %r, want %r" % (what, got, want))
+
+
+class Env:
+    def __init__(self, build, src, tmp):
+        self.build = build
+        self.src = src
+        self.tmp = tmp
+        self.heaptrail = os.path.join(build, "bin", "heaptrail")
+        self.progs = os.path.join(build, "tests", "programs")
+
+    def prog(self, name):
+        return os.path.join(self.progs, name)
+
+    def run(self, argv, timeout=120, env=None):
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                           cwd=self.tmp, env=e)
+        return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+    def record(self, argv, want_rc=0, name="x", extra=()):
+        """heaptrail record -o TMP/name.htr [extra] -- argv; checks the exit status."""
+        trace = os.path.join(self.tmp, name + ".htr")
+        rc, out, err = self.run([self.heaptrail, "record", "-o", trace] + list(extra) + ["--"] + argv)
+        if rc != want_rc:
+            raise Failure("record %s: exit %d, want %d; stderr:\n%s" % (" ".join(argv), rc, want_rc, err))
+        check(os.path.exists(trace), "record wrote no trace at %s" % trace)
+        tr = Trace(self, trace)
+        tr.stdout = out
+        return tr
+
+
+class Trace:
+    """A recorded trace seen through info and dump (JSON)."""
+
+    def __init__(self, env, path):
+        self.env = env
+        self.path = path
+        rc, out, err = env.run([env.heaptrail, "info", "--format", "json", path])
+        if rc != 0:
+            raise Failure("info failed (%d): %s" % (rc, err))
+        self.info = json.loads(out)
+        rc, out, err = env.run([env.heaptrail, "dump", "--format", "json", path])
+        if rc != 0:
+            raise Failure("dump failed (%d): %s" % (rc, err))
+        self.events = []
+        for n, line in enumerate(out.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                self.events.append(json.loads(line))
+            except ValueError as e:
+                raise Failure("dump line %d is not JSON (%s): %r" % (n, e, line[:200]))
+
+    # The event stream
+
+    def of(self, type_, **want):
+        """Events of a type whose fields equal the given values."""
+        return [e for e in self.events if e.get("type") == type_ and
+                all(e.get(k) == v for k, v in want.items())]
+
+    def frames(self, ev):
+        """The frames of an event's stack, innermost first: dicts with function, file, line, module."""
+        return ev.get("frames") or []
+
+    def functions(self, ev):
+        return [f.get("function") or "" for f in self.frames(ev)]
+
+    def under(self, ev, fn):
+        """True when fn is one of the functions on the event's stack."""
+        return fn in self.functions(ev)
+
+    def from_fn(self, type_, fn, **want):
+        return [e for e in self.of(type_, **want) if self.under(e, fn)]
+
+    # The process table
+
+    def processes(self):
+        return self.info.get("processes", [])
+
+    def root(self):
+        roots = [p for p in self.processes() if "root" in p.get("flags", [])]
+        check(len(roots) == 1, "one root process, got %r" % roots)
+        return roots[0]
+
+
+def source_line(env, file, marker):
+    """Line number of the '@marker' comment in a source file of tests/programs/."""
+    path = os.path.join(env.src, "tests", "programs", file)
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if re.search(r"@%s\b" % re.escape(marker), line):
+                return n
+    raise Failure("no @%s in %s" % (marker, path))
+
+
+def sizes(events, key="size"):
+    return dict(collections.Counter(e.get(key) for e in events))
+
+
+ALLOCATORS = re.compile(r"^(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|"
+                        r"memalign|valloc|pvalloc|mmap|mmap64|munmap|mremap|mprotect|brk|sbrk|"
+                        r"operator new.*|operator delete.*|__libc_.*|_?_?GI_.*|ht_rec_.*)$")
+
+
+def innermost_user_frame(tr, ev):
+    for f in tr.frames(ev):
+        if not ALLOCATORS.match(f.get("function") or ""):
+            return f
+    return None
+
+
+def check_frame(tr, ev, fn, file, marker):
+    f = innermost_user_frame(tr, ev)
+    check(f is not None, "no frame outside the allocator in %r" % tr.frames(ev))
+    equal(f.get("function"), fn, "innermost non-allocator frame")
+    equal(os.path.basename(f.get("file") or ""), file, "file of %s" % fn)
+    equal(f.get("line"), source_line(tr.env, file, marker), "line of %s" % fn)
+
+
+class Heap:
+    """Replays heap events of some processes: live blocks by address."""
+
+    def __init__(self, tr, pid=None):
+        self.live = {}
+        self.frees = []
+        for e in tr.events:
+            if pid is not None and e.get("pid") != pid:
+                continue
+            t = e.get("type")
+            if t == "alloc":
+                self.live[e["addr"]] = e
+            elif t == "free":
+                self.frees.append((e, self.live.pop(e["addr"], None)))
+            elif t == "realloc":
+                if e.get("failed"):
+                    continue
+                if e.get("old_addr"):
+                    self.live.pop(e["old_addr"], None)
+                if e.get("addr"):
+                    self.live[e["addr"]] = e
+
+
+# ---------------------------------------------------------------------------
+# The cases
+
+
+@case
+def malloc_family(env):
+    tr = env.record([env.prog("malloc_family")])
+    pid = tr.root()["pid"]
+    user = lambda t, **k: [e for e in tr.of(t, pid=pid, **k) if tr.under(e, "main")]
+
+    mallocs = user("alloc", func="malloc")
+    equal(sizes(mallocs), {1000: 10, 64: 1, 4242: 3}, "malloc sizes")
+    equal(sizes(user("alloc", func="calloc")), {700: 5}, "calloc sizes")
+    for fn, want in (("posix_memalign", {512: 3}), ("aligned_alloc", {1024: 3}),
+                     ("memalign", {2048: 2}), ("valloc", {3000: 2}), ("pvalloc", {5000: 1})):
+        equal(sizes(user("alloc", func=fn)), want, fn + " sizes")
+    ra = [e for e in tr.events if e.get("pid") == pid and e.get("func") == "reallocarray"
+          and tr.under(e, "do_reallocarray")]
+    equal(sizes(ra), {900: 2}, "reallocarray sizes")
+
+    fails = user("alloc_fail")
+    equal(len(fails), 1, "failed allocations")
+    equal(fails[0].get("size"), 1 << 62, "failed malloc size")
+    equal(fails[0].get("func"), "malloc", "failed malloc func")
+    check_frame(tr, fails[0], "do_failed_malloc", "malloc_family.c", "failed_malloc")
+
+    reallocs = [e for e in user("realloc", func="realloc") if tr.under(e, "do_realloc_cases")]
+    equal(len(reallocs), 6, "realloc calls")
+    equal(reallocs[0].get("old_addr"), 0, "realloc(NULL, 100) old_addr")
+    equal([e.get("size") for e in reallocs[:5]], [100, 200, 400, 800, 0], "realloc chain sizes")
+    for a, b in zip(reallocs[:4], reallocs[1:5]):
+        equal(b.get("old_addr"), a.get("addr"), "realloc chain links")
+    equal(reallocs[4].get("addr"), 0, "realloc(p, 0) returns nothing")
+    check(reallocs[5].get("failed") and reallocs[5].get("size") == 1 << 62,
+          "failed realloc: %r" % reallocs[5])
+    check_frame(tr, reallocs[0], "do_realloc_cases", "malloc_family.c", "realloc_null")
+
+    # Stacks: alloc_level3 at its line, then level2, level1, main.
+    thousand = [e for e in mallocs if e.get("size") == 1000]
+    for e in thousand:
+        check_frame(tr, e, "alloc_level3", "malloc_family.c", "alloc_level3")
+        fns = tr.functions(e)
+        i = fns.index("alloc_level3")
+        equal(fns[i:i + 4], ["alloc_level3", "alloc_level2", "alloc_level1", "main"], "call chain")
+    equal(len({e.get("stack") for e in thousand}), 1, "distinct stacks of the 10 identical calls")
+
+    # Frees: of the program's own blocks, 29 free() calls; 3 blocks of 4242 stay.
+    heap = Heap(tr, pid)
+    own = [blk for _, blk in heap.frees if blk is not None and tr.under(blk, "main")]
+    equal(len(own), 29, "free calls on the program's blocks")
+    left = [b for b in heap.live.values() if tr.under(b, "main")]
+    equal(sizes(left), {4242: 3}, "blocks outstanding at exit")
+    exits = tr.of("process_exit", pid=pid)
+    equal(len(exits), 1, "process_exit events")
+    equal(exits[0].get("value"), 0, "exit code")
+
+
+@case
+def cxx_new(env):
+    tr = env.record([env.prog("cxx_new")])
+    pid = tr.root()["pid"]
+    allocs = [e for e in tr.events if e.get("pid") == pid and e.get("type") == "alloc"]
+    by = lambda fn: [e for e in allocs if tr.under(e, fn)]
+    equal(sizes(by("make_objects")), {24: 4}, "new Obj24")
+    equal(sizes(by("make_arrays")), {333: 3}, "new char[333]")
+    equal(sizes(by("make_nothrow")), {24: 1}, "new (nothrow) Obj24")
+    equal(sizes(by("make_leak")), {24: 2}, "leaked new Obj24")
+    aligned = by("make_aligned")
+    equal(sizes(aligned), {192: 2}, "aligned new")
+    check(all(e.get("func") in ("aligned_alloc", "posix_memalign", "memalign") for e in aligned),
+          "aligned new goes through an aligned allocator: %r" % [e.get("func") for e in aligned])
+    for e in by("make_objects"):
+        check(any(f.startswith("operator new") for f in tr.functions(e)),
+              "operator new on the stack (demangled): %r" % tr.functions(e))
+        check_frame(tr, e, "make_objects", "cxx_new.cpp", "make_objects")
+    for e in by("make_arrays"):
+        check(any(f.startswith("operator new[]") for f in tr.functions(e)),
+              "operator new[] on the stack: %r" % tr.functions(e))
+    fails = [e for e in tr.of("alloc_fail", pid=pid) if tr.under(e, "make_failed")]
+    equal(len(fails), 1, "failed new")
+    equal(fails[0].get("size"), 1 << 61, "failed new size")
+    heap = Heap(tr, pid)
+    left = [b for b in heap.live.values() if tr.under(b, "main")]
+    equal(sizes(left), {24: 2}, "blocks outstanding at exit")
+
+
+@case
+def mmap_ops(env):
+    tr = env.record([env.prog("mmap_ops")])
+    pid = tr.root()["pid"]
+    maps = [e for e in tr.of("mmap", pid=pid) if tr.under(e, "main")]
+    equal([e.get("size") for e in maps], [16384, 1 << 20, 8192, 0, 4096], "mmap sizes in order")
+    equal([e.get("prot") for e in maps], [3, 0, 3, 3, 1], "mmap prot")
+    equal([bool(e.get("failed")) for e in maps], [False, False, False, True, False], "failed mmap")
+    check(maps[4].get("fd", -1) >= 0 and maps[0].get("fd") == -1, "fd of file and anon mappings")
+    check_frame(tr, maps[0], "partial_unmap", "mmap_ops.c", "map_rw")
+    check_frame(tr, maps[1], "reserve_commit", "mmap_ops.c", "map_reserve")
+    rw, res, small, _, filemap = [e.get("addr") for e in maps]
+
+    unmaps = [(e.get("addr"), e.get("size")) for e in tr.of("munmap", pid=pid)]
+    want = [(rw + 4096, 4096), (rw, 4096), (rw + 8192, 8192), (res, 1 << 20)]
+    equal([u for u in unmaps if u in want], want, "partial munmaps in order")
+    check((filemap, 4096) in unmaps, "file mapping unmapped")
+
+    prots = [(e.get("addr"), e.get("size"), e.get("prot")) for e in tr.of("mprotect", pid=pid)
+             if tr.under(e, "reserve_commit")]
+    equal(prots, [(res, 65536, 3), (res, 65536, 0)], "mprotect commit and decommit")
+    check_frame(tr, tr.of("mprotect", pid=pid, addr=res)[0], "reserve_commit", "mmap_ops.c",
+                "mprotect_commit")
+
+    remaps = tr.of("mremap", pid=pid)
+    equal(len(remaps), 1, "mremap calls")
+    r = remaps[0]
+    equal((r.get("old_addr"), r.get("old_size"), r.get("size")), (small, 8192, 65536), "mremap")
+    check((r.get("addr"), 65536) in unmaps, "remapped range unmapped")
+
+    brks = [e for e in tr.of("brk", pid=pid) if tr.under(e, "break_moves")]
+    moves = [e.get("addr") - e.get("old_addr") for e in brks]
+    check(8192 in moves and -8192 in moves, "sbrk(+8192) and sbrk(-8192) recorded: %r" % moves)
+    grow = [e for e in brks if e.get("addr") - e.get("old_addr") == 8192][0]
+    equal(grow.get("func"), "sbrk", "function of the growing call")
+    check_frame(tr, grow, "break_moves", "mmap_ops.c", "sbrk_grow")
+
+
+@case
+def threads(env):
+    tr = env.record([env.prog("threads")])
+    pid = tr.root()["pid"]
+    allocs = [e for e in tr.of("alloc", pid=pid) if tr.under(e, "thread_alloc")]
+    per_tid = collections.defaultdict(list)
+    for e in allocs:
+        per_tid[e["tid"]].append(e.get("size"))
+    equal(len(per_tid), 4, "threads that allocated")
+    check(pid not in per_tid, "main thread allocated nothing in thread_alloc")
+    equal(sorted(tuple(sorted(collections.Counter(v).items())) for v in per_tid.values()),
+          [((100, 250),), ((110, 250),), ((120, 250),), ((130, 250),)], "per-thread sizes and counts")
+    names = {e.get("tid"): e.get("name") for e in tr.events
+             if e.get("type") in ("thread_name", "thread_start") and e.get("name", "").startswith("worker-")}
+    equal(sorted(names.values()), ["worker-0", "worker-1", "worker-2", "worker-3"], "thread names")
+    equal(set(names), set(per_tid), "named threads are the allocating ones")
+    starts = {e.get("tid") for e in tr.of("thread_start", pid=pid)}
+    check(set(per_tid) <= starts, "thread_start for every worker")
+    heap = Heap(tr, pid)
+    equal(len([b for b in heap.live.values() if tr.under(b, "thread_alloc")]), 0, "all freed")
+
+
+@case
+def process_tree(env):
+    tr = env.record([env.prog("spawn_tree")])
+    root = tr.root()
+    rpid = root["pid"]
+    equal(os.path.basename(root.get("exe", "")), "spawn_tree", "root exe")
+    equal(root.get("exit_code"), 0, "root exit code")
+    procs = tr.processes()
+    kids = [p for p in procs if p["pid"] != rpid]
+    by_exit = {p.get("exit_code"): p for p in kids if p.get("exit_code") is not None}
+    check(set(by_exit) >= {3, 4, 5}, "children exit codes: %r" % kids)
+    fork_child, exec_child, spawn_child = by_exit[3], by_exit[4], by_exit[5]
+    for p in (fork_child, exec_child, spawn_child):
+        equal(p.get("ppid"), rpid, "ppid of pid %d" % p["pid"])
+    equal(os.path.basename(fork_child.get("exe", "")), "spawn_tree", "fork child's exe")
+    check("fork" in fork_child.get("flags", []), "fork child is flagged fork: %r" % fork_child)
+    equal(os.path.basename(spawn_child.get("exe", "")), "child_prog", "spawned exe")
+    equal(os.path.basename(exec_child.get("exe", "")), "child_prog", "exec'd exe")
+    equal(spawn_child.get("argv", [])[1:], ["5"], "spawned argv")
+    equal(exec_child.get("argv", [])[1:], ["4"], "exec'd argv")
+    # The fork + exec child: first an image of spawn_tree, replaced by exec.
+    before = [p for p in procs if p["pid"] == exec_child["pid"] and p is not exec_child]
+    equal(len(before), 1, "image before exec")
+    equal(os.path.basename(before[0].get("exe", "")), "spawn_tree", "image before exec")
+    check("execed" in before[0].get("flags", []), "first image flagged execed: %r" % before[0])
+
+    def counts(pid, fn):
+        return sizes([e for e in tr.of("alloc", pid=pid) if tr.under(e, fn)])
+
+    equal(counts(rpid, "root_alloc"), {1111: 3}, "root allocations")
+    equal(counts(fork_child["pid"], "fork_child_alloc"), {2222: 7}, "fork child allocations")
+    equal(counts(spawn_child["pid"], "child_alloc"), {3333: 5}, "spawned child allocations")
+    equal(counts(exec_child["pid"], "child_alloc"), {3333: 4}, "exec'd child allocations")
+    equal(len({p["pid"] for p in procs}), 4, "pids in the tree")
+
+
+@case
+def dlopen(env):
+    tr = env.record([env.prog("dlopen_prog")])
+    pid = tr.root()["pid"]
+    loads = [e for e in tr.of("module_load", pid=pid) if str(e.get("path", "")).endswith("libhtdso.so")]
+    equal(len(loads), 1, "module_load of libhtdso.so")
+    unloads = [e for e in tr.of("module_unload", pid=pid) if e.get("module") == loads[0].get("module")]
+    equal(len(unloads), 1, "module_unload of libhtdso.so")
+    ctor = [e for e in tr.of("alloc", pid=pid) if tr.under(e, "dso_ctor_alloc")]
+    equal(sizes(ctor), {4321: 2}, "constructor allocations")
+    for e in ctor:
+        check(tr.under(e, "dso_init") and tr.under(e, "main"), "ctor stack reaches main: %r" % tr.functions(e))
+        check_frame(tr, e, "dso_ctor_alloc", "dso.c", "dso_ctor_alloc")
+        check(any(os.path.basename(f.get("module") or "") == "libhtdso.so" for f in tr.frames(e)),
+              "frames in libhtdso.so")
+    calls = [e for e in tr.of("alloc", pid=pid) if tr.under(e, "dso_alloc")]
+    equal(sizes(calls), {1234: 3}, "dso_alloc allocations")
+    check(all(loads[0]["ts"] <= e["ts"] for e in ctor + calls), "module loaded before its allocations")
+    check(all(e["ts"] <= unloads[0]["ts"] for e in ctor + calls), "allocations before unload")
+
+
+def crash_case(env, mode, rc, n, size, signal=None, code=None):
+    tr = env.record([env.prog("crash"), mode], want_rc=rc)
+    pid = tr.root()["pid"]
+    got = [e for e in tr.of("alloc", pid=pid) if tr.under(e, "before_crash")]
+    equal(sizes(got), {size: n}, "allocations before the end")
+    root = tr.root()
+    if signal is not None:
+        equal(root.get("signal"), signal, "signal of the root process")
+        check("signaled" in root.get("flags", []), "root flagged signaled: %r" % root)
+    else:
+        equal(root.get("exit_code"), code, "exit code of the root process")
+
+
+@case
+def crash_abort(env):
+    crash_case(env, "abort", 134, 6, 6006, signal=6)
+
+
+@case
+def crash_sigkill(env):
+    crash_case(env, "kill", 137, 9, 9009, signal=9)
+
+
+@case
+def crash_segv(env):
+    crash_case(env, "segv", 139, 5, 5005, signal=11)
+
+
+@case
+def crash_exit(env):
+    crash_case(env, "_exit", 7, 4, 4004, code=7)
+
+
+@case
+def signal_handler(env):
+    tr = env.record([env.prog("signal_alloc")])
+    pid = tr.root()["pid"]
+    got = [e for e in tr.of("alloc", pid=pid) if tr.under(e, "handler_alloc")]
+    equal(sizes(got), {5555: 3}, "allocations in the handler")
+    for e in got:
+        check_frame(tr, e, "handler_alloc", "signal_alloc.c", "handler_alloc")
+        fns = tr.functions(e)
+        check("on_signal" in fns and "main" in fns, "stack through the signal frame: %r" % fns)
+    equal(sizes([e for e in tr.of("alloc", pid=pid, size=700) if tr.under(e, "main")]), {700: 1},
+          "main's allocation")
+
+
+@case
+def ctor_dtor(env):
+    tr = env.record([env.prog("ctor_dtor")])
+    pid = tr.root()["pid"]
+    a = lambda fn, size: [e for e in tr.of("alloc", pid=pid, size=size) if tr.under(e, fn)]
+    early, main, at_exit, late = a("early_alloc", 7007), a("main", 100), a("at_exit_alloc", 8008), \
+        a("after_exit", 9009)
+    equal((len(early), len(main), len(at_exit), len(late)), (2, 1, 1, 1),
+          "allocations before main, in main, in atexit, in a destructor")
+    check(max(e["ts"] for e in early) <= main[0]["ts"] <= at_exit[0]["ts"] <= late[0]["ts"],
+          "time order: constructor, main, atexit, destructor")
+    check(not tr.under(early[0], "main"), "constructor runs before main: %r" % tr.functions(early[0]))
+    heap = Heap(tr, pid)
+    check(late[0]["addr"] not in heap.live or heap.live[late[0]["addr"]] is not late[0],
+          "destructor's block freed")
+    equal(tr.root().get("exit_code"), 0, "exit code")
+
+
+@case
+def memtestapp(env):
+    app = os.path.join(env.build, "examples", "memtestapp")
+    tr = env.record([app, "--seconds", "3"])
+    pid = tr.root()["pid"]
+    # 1200 ticks, one leaked 40-byte object each (examples/memtestapp.cpp).
+    leaks = [e for e in tr.of("alloc", pid=pid, size=40) if tr.under(e, "InnerLoopOperation")]
+    equal(len(leaks), 1200, "40-byte objects from InnerLoopOperation")
+    for e in leaks[:1]:
+        fns = tr.functions(e)
+        i = fns.index("InnerLoopOperation")
+        equal(fns[i + 1], "main", "caller of InnerLoopOperation")
+    heap = Heap(tr, pid)
+    equal(len([b for b in heap.live.values() if tr.under(b, "InnerLoopOperation")]), 1200,
+          "objects leaked")
+    spikes = [e for e in tr.of("mmap", pid=pid) if tr.under(e, "ManipulateTemporaryBuffer")]
+    equal(sizes(spikes), {10 << 20: 10}, "transient 10 MB buffers")
+    for e in spikes:
+        fns = tr.functions(e)
+        i = fns.index("ManipulateTemporaryBuffer")
+        equal(fns[i:i + 3], ["ManipulateTemporaryBuffer", "Operation1", "main"], "spike stack")
+    steady = [e for e in tr.of("mmap", pid=pid) if innermost_user_frame(tr, e) and
+              innermost_user_frame(tr, e).get("function") == "main"]
+    equal(sizes(steady), {10 << 20: 2}, "steady mappings made by main")
+    unmapped = {(e.get("addr"), e.get("size")) for e in tr.of("munmap", pid=pid)}
+    for e in spikes + steady:
+        check((e["addr"], e["size"]) in unmapped, "mapping at %#x unmapped" % e["addr"])
+    commit = tr.info.get("commit", {})
+    check(commit.get("peak_bytes", 0) >= 30 << 20, "committed peak >= 30 MB: %r" % commit)
+
+
+@case
+def custom_heap(env):
+    tr = env.record([env.prog("custom_heap")])
+    pid = tr.root()["pid"]
+    m = re.search(r"test pool=(0x[0-9a-f]+) second pool=(0x[0-9a-f]+)", tr.stdout)
+    check(m, "handles printed by custom_heap: %r" % tr.stdout)
+    first, second = int(m.group(1), 16), int(m.group(2), 16)
+    creates = tr.of("heap_create", pid=pid)
+    equal(sorted((e.get("heap"), e.get("name")) for e in creates),
+          sorted([(first, "test pool"), (second, "second pool")]), "heap_create events")
+    check_frame(tr, [e for e in creates if e.get("heap") == first][0], "pool_init", "custom_heap.c",
+                "pool_init")
+    allocs = tr.of("alloc", pid=pid, heap=first)
+    equal(sizes(allocs), {48: 6}, "allocations in the test pool")
+    check(all(e.get("func") == "heap_api" for e in allocs), "func of pool allocations")
+    for e in allocs:
+        check_frame(tr, e, "pool_alloc", "custom_heap.c", "pool_alloc")
+    equal(len(tr.of("free", pid=pid, heap=first)), 2, "frees in the test pool")
+    equal({e["addr"] for e in tr.of("free", pid=pid, heap=first)}, {allocs[1]["addr"], allocs[4]["addr"]},
+          "freed blocks")
+    re_ = tr.of("realloc", pid=pid, heap=first)
+    equal([(e.get("old_addr"), e.get("size")) for e in re_], [(allocs[0]["addr"], 96)], "pool realloc")
+    equal(sizes(tr.of("alloc_fail", pid=pid, heap=first)), {4096: 1}, "failed pool allocation")
+    equal(sizes(tr.of("alloc", pid=pid, heap=second)), {16: 2}, "allocations in the second pool")
+    equal(len(tr.of("free", pid=pid, heap=second)), 2, "frees in the second pool")
+    destroys = [e.get("heap") for e in tr.of("heap_destroy", pid=pid)]
+    equal(destroys, [first, second], "heap_destroy events in order")
+    # No glibc allocation may be attributed to a pool, nor a pool one to glibc.
+    equal(len([e for e in tr.of("alloc", pid=pid, heap=0) if tr.under(e, "pool_alloc")]), 0,
+          "pool allocations on the process heap")
+
+
+def heaptrack_costs(env, prog, fn):
+    """Runs prog under heaptrack; returns (calls, peak bytes) of the stacks through fn,
+    from heaptrack_print's flame-graph files (exact numbers, one per stack)."""
+    prefix = os.path.join(env.tmp, "hk")
+    rc, _, err = env.run(["heaptrack", "-o", prefix, prog])
+    check(rc == 0, "heaptrack failed: %s" % err)
+    data = [prefix + e for e in (".zst", ".gz") if os.path.exists(prefix + e)]
+    check(data, "heaptrack wrote no data")
+    out = {}
+    for cost in ("allocations", "peak"):
+        fg = os.path.join(env.tmp, "hk-%s.txt" % cost)
+        rc, _, err = env.run(["heaptrack_print", "-f", data[0], "--flamegraph-cost-type", cost,
+                              "-F", fg])
+        check(rc == 0, "heaptrack_print failed: %s" % err)
+        total = 0
+        with open(fg) as f:
+            for line in f:
+                stack, _, n = line.rstrip("\n").rpartition(" ")
+                if any(fr.split(" (")[0] == fn for fr in stack.split(";")):
+                    total += int(n)
+        out[cost] = total
+    return out["allocations"], out["peak"]
+
+
+def replay_peak(tr, pid, keep):
+    """Peak of live heap bytes (glibc heap) over the blocks for which keep(event) holds,
+    and the number of calls that made blocks, the way heaptrack counts them."""
+    live, cur, peak, calls = {}, 0, 0, 0
+    for e in tr.events:
+        if e.get("pid") != pid or e.get("heap", 0) != 0:
+            continue
+        t = e.get("type")
+        if t == "free":
+            cur -= live.pop(e.get("addr"), 0)
+        elif t in ("alloc", "realloc") and not e.get("failed"):
+            if t == "realloc" and e.get("old_addr"):
+                cur -= live.pop(e["old_addr"], 0)
+            if e.get("addr") and keep(e):
+                live[e["addr"]] = e.get("size", 0)
+                cur += e.get("size", 0)
+                calls += 1
+        peak = max(peak, cur)
+    return calls, peak
+
+
+@case
+def heaptrack_compare(env):
+    prog = env.prog("compare_workload")
+    tr = env.record([prog])
+    pid = tr.root()["pid"]
+    hk_calls, hk_peak = heaptrack_costs(env, prog, "main")
+    equal(hk_calls, 3 * (1000 + 10 * 7), "heaptrack's calls from main (sanity)")
+    calls, peak = replay_peak(tr, pid, lambda e: tr.under(e, "main"))
+    equal(calls, hk_calls, "alloc calls from main, heaptrail vs heaptrack")
+    equal(peak, hk_peak, "peak heap of main's blocks, heaptrail vs heaptrack")
+    # info's totals are the whole process's, which must be what dump shows.
+    all_calls, all_peak = replay_peak(tr, pid, lambda e: True)
+    heap = tr.info.get("heap", {})
+    equal(heap.get("peak_bytes"), all_peak, "info peak heap vs the events")
+    check(all_peak >= hk_peak, "whole-process peak at least main's")
+
+
+def one_error_line(rc, err, what, mention=None):
+    check(rc != 0, "%s: exit status 0" % what)
+    lines = [l for l in err.splitlines() if l.strip()]
+    equal(len(lines), 1, "%s: lines on stderr (%r)" % (what, err))
+    check(lines[0].startswith("heaptrail: error: "), "%s: message %r" % (what, lines[0]))
+    if mention:
+        check(mention in lines[0], "%s: message %r names %r" % (what, lines[0], mention))
+
+
+@case
+def bad_input(env):
+    h = env.heaptrail
+    trace = os.path.join(env.tmp, "never.htr")
+    rc, _, err = env.run([h, "record", "-o", trace, "--", "/nonexistent/program"])
+    one_error_line(rc, err, "record of a missing program", "/nonexistent/program")
+    rc, _, err = env.run([h, "record", "--no-such-option", "--", "true"])
+    one_error_line(rc, err, "record with an unknown option", "--no-such-option")
+    for cmd in ("info", "dump"):
+        missing = os.path.join(env.tmp, "missing.htr")
+        rc, _, err = env.run([h, cmd, missing])
+        one_error_line(rc, err, cmd + " of a missing trace", missing)
+        text = os.path.join(env.tmp, "text.htr")
+        with open(text, "w") as f:
+            f.write("this is not a trace\n" * 100)
+        rc, _, err = env.run([h, cmd, text])
+        one_error_line(rc, err, cmd + " of a text file", text)
+        check("not a heaptrail trace" in err, "%s says what is wrong: %r" % (cmd, err))
+        empty = os.path.join(env.tmp, "empty.htr")
+        open(empty, "w").close()
+        rc, _, err = env.run([h, cmd, empty])
+        one_error_line(rc, err, cmd + " of an empty file", empty)
+    rc, _, err = env.run([h, "info", "--no-such-option", trace])
+    one_error_line(rc, err, "info with an unknown option", "--no-such-option")
+    check(not os.path.exists(trace), "no trace left behind by a failed record")
+
+
+# ---------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("case", choices=sorted(CASES))
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ht-e2e-")
+    try:
+        env = Env(os.path.abspath(args.build), os.path.abspath(args.src), tmp)
+        CASES[args.case](env)
+    except Failure as e:
+        print("FAIL %s: %s" % (args.case, e), file=sys.stderr)
+        if args.keep:
+            print("kept %s" % tmp, file=sys.stderr)
+        return 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("ok %s" % args.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
