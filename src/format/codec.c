@@ -1,0 +1,291 @@
+/*
+ * codec.c - the pieces of the .htr byte format that writer.c and reader.c
+ * share: CRC-32, chunk header and footer packing, encoding buffers and the
+ * process table kept from process events.
+ */
+#include "format/codec.h"
+
+#include <stdlib.h>
+
+/* CRC-32 (IEEE, reflected, as zlib and PNG), table built on first use. */
+static uint32_t crc_table[256];
+static int crc_ready;
+
+static void crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+		crc_table[i] = c;
+	}
+	crc_ready = 1;
+}
+
+uint32_t ht__crc32(const void *buf, size_t len)
+{
+	if (!crc_ready)
+		crc_init();
+	const uint8_t *p = buf;
+	uint32_t c = 0xffffffffu;
+	while (len--)
+		c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffffu;
+}
+
+/*
+ * Chunk header, 48 bytes little-endian:
+ *   0 magic u32, 4 kind u8, 5..7 zero, 8 raw_size u32, 12 comp_size u32,
+ *   16 count u32, 20 seq u32, 24 first_ts u64, 32 last_ts u64,
+ *   40 reserved u32 (0), 44 crc32 of bytes 0..43.
+ */
+void ht__chunk_header_pack(uint8_t out[HT__CHUNK_HEADER_SIZE], const struct ht__chunk_header *h)
+{
+	memset(out, 0, HT__CHUNK_HEADER_SIZE);
+	ht__put_le32(out, (uint32_t)HT__CHUNK_MAGIC);
+	out[4] = h->kind;
+	ht__put_le32(out + 8, h->raw_size);
+	ht__put_le32(out + 12, h->comp_size);
+	ht__put_le32(out + 16, h->count);
+	ht__put_le32(out + 20, h->seq);
+	ht__put_le64(out + 24, h->first_ts);
+	ht__put_le64(out + 32, h->last_ts);
+	ht__put_le32(out + 44, ht__crc32(out, 44));
+}
+
+int ht__chunk_header_parse(const uint8_t in[HT__CHUNK_HEADER_SIZE], struct ht__chunk_header *h)
+{
+	if (ht__get_le32(in) != (uint32_t)HT__CHUNK_MAGIC)
+		return HT_ERR_CORRUPT;
+	if (ht__get_le32(in + 44) != ht__crc32(in, 44))
+		return HT_ERR_CORRUPT;
+	h->kind = in[4];
+	h->raw_size = ht__get_le32(in + 8);
+	h->comp_size = ht__get_le32(in + 12);
+	h->count = ht__get_le32(in + 16);
+	h->seq = ht__get_le32(in + 20);
+	h->first_ts = ht__get_le64(in + 24);
+	h->last_ts = ht__get_le64(in + 32);
+	return 0;
+}
+
+/*
+ * Footer, 48 bytes at the very end of the file:
+ *   0 magic "HTRFOOT1", 8 tables_offset u64, 16 footer_offset u64,
+ *   24 event_count u64, 32 event_chunks u32, 36 reserved u32 (0),
+ *   40 reserved u32 (0), 44 crc32 of bytes 0..43.
+ */
+void ht__footer_pack(uint8_t out[HT__FOOTER_SIZE], const struct ht__footer *f)
+{
+	memset(out, 0, HT__FOOTER_SIZE);
+	memcpy(out, HT__FOOTER_MAGIC, 8);
+	ht__put_le64(out + 8, f->tables_offset);
+	ht__put_le64(out + 16, f->footer_offset);
+	ht__put_le64(out + 24, f->event_count);
+	ht__put_le32(out + 32, f->event_chunks);
+	ht__put_le32(out + 44, ht__crc32(out, 44));
+}
+
+int ht__footer_parse(const uint8_t in[HT__FOOTER_SIZE], struct ht__footer *f)
+{
+	if (memcmp(in, HT__FOOTER_MAGIC, 8))
+		return HT_ERR_CORRUPT;
+	if (ht__get_le32(in + 44) != ht__crc32(in, 44))
+		return HT_ERR_CORRUPT;
+	f->tables_offset = ht__get_le64(in + 8);
+	f->footer_offset = ht__get_le64(in + 16);
+	f->event_count = ht__get_le64(in + 24);
+	f->event_chunks = ht__get_le32(in + 32);
+	return 0;
+}
+
+unsigned ht__default_func(unsigned type)
+{
+	switch (type) {
+	case HT_EV_ALLOC:
+	case HT_EV_ALLOC_FAIL: return HT_FN_MALLOC;
+	case HT_EV_REALLOC: return HT_FN_REALLOC;
+	case HT_EV_FREE: return HT_FN_FREE;
+	case HT_EV_MMAP: return HT_FN_MMAP;
+	case HT_EV_MUNMAP: return HT_FN_MUNMAP;
+	case HT_EV_MREMAP: return HT_FN_MREMAP;
+	case HT_EV_MPROTECT: return HT_FN_MPROTECT;
+	case HT_EV_BRK: return HT_FN_BRK;
+	default: return HT_FN_NONE;
+	}
+}
+
+int ht__buf_reserve(struct ht__buf *b, size_t n)
+{
+	if (b->cap - b->len >= n)
+		return 0;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap - b->len < n)
+		cap *= 2;
+	uint8_t *d = realloc(b->data, cap);
+	if (!d)
+		return HT_ERR_NOMEM;
+	b->data = d;
+	b->cap = cap;
+	return 0;
+}
+
+int ht__buf_str(struct ht__buf *b, const char *s, size_t len)
+{
+	if (ht__buf_reserve(b, len + 10) < 0)
+		return HT_ERR_NOMEM;
+	b->len = ht__put_varint(b->data + b->len, len) - b->data;
+	if (len)
+		memcpy(b->data + b->len, s, len);
+	b->len += len;
+	return 0;
+}
+
+int ht__buf_nstr(struct ht__buf *b, const char *s)
+{
+	if (!s) {
+		if (ht__buf_reserve(b, 1) < 0)
+			return HT_ERR_NOMEM;
+		b->data[b->len++] = 0;
+		return 0;
+	}
+	size_t len = strlen(s);
+	if (ht__buf_reserve(b, len + 10) < 0)
+		return HT_ERR_NOMEM;
+	b->len = ht__put_varint(b->data + b->len, (uint64_t)len + 1) - b->data;
+	memcpy(b->data + b->len, s, len);
+	b->len += len;
+	return 0;
+}
+
+void ht__buf_release(struct ht__buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+static const char *const empty_argv[1] = { NULL };
+
+static void proc_blank(struct ht__proc *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->p.pid = -1;
+	e->p.ppid = -1;
+	e->p.parent = UINT32_MAX;
+	e->p.exe = "";
+	e->p.argv = empty_argv;
+}
+
+struct ht__proc *ht__proctab_get(struct ht__proctab *t, uint32_t index)
+{
+	if (index >= HT__MAX_PROCESSES)
+		return NULL;
+	if (index >= t->cap) {
+		uint32_t cap = t->cap ? t->cap : 16;
+		while (cap <= index)
+			cap *= 2;
+		struct ht__proc **v = realloc(t->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		memset(v + t->cap, 0, (cap - t->cap) * sizeof(*v));
+		t->v = v;
+		t->cap = cap;
+	}
+	/* Gaps get blank entries too, so every index below n answers. */
+	for (uint32_t i = t->n; i <= index; i++) {
+		struct ht__proc *e = malloc(sizeof(*e));
+		if (!e)
+			return NULL;
+		proc_blank(e);
+		t->v[i] = e;
+		t->n = i + 1;
+	}
+	return t->v[index];
+}
+
+int ht__proctab_set(struct ht__proctab *t, uint32_t index, const struct ht_process *src)
+{
+	struct ht__proc *e = ht__proctab_get(t, index);
+	if (!e)
+		return index >= HT__MAX_PROCESSES ? HT_ERR_INVALID : HT_ERR_NOMEM;
+	size_t bytes = strlen(src->exe ? src->exe : "") + 1;
+	for (uint32_t i = 0; i < src->argc; i++)
+		bytes += strlen(src->argv[i] ? src->argv[i] : "") + 1;
+	char *strings = malloc(bytes);
+	const char **argv = malloc((src->argc + 1) * sizeof(*argv));
+	if (!strings || !argv) {
+		free(strings);
+		free(argv);
+		return HT_ERR_NOMEM;
+	}
+	char *p = strings;
+	size_t n = strlen(src->exe ? src->exe : "") + 1;
+	memcpy(p, src->exe ? src->exe : "", n);
+	const char *exe = p;
+	p += n;
+	for (uint32_t i = 0; i < src->argc; i++) {
+		n = strlen(src->argv[i] ? src->argv[i] : "") + 1;
+		memcpy(p, src->argv[i] ? src->argv[i] : "", n);
+		argv[i] = p;
+		p += n;
+	}
+	argv[src->argc] = NULL;
+	free(e->strings);
+	free(e->argv);
+	e->p = *src;
+	e->p.exe = exe;
+	e->p.argv = argv;
+	e->strings = strings;
+	e->argv = argv;
+	return 0;
+}
+
+void ht__proctab_event(struct ht__proctab *t, const struct ht_event *ev)
+{
+	if (ev->type == HT_EV_PROCESS_EXEC) {
+		/* The latest earlier image of the same pid that still runs ends here. */
+		for (uint32_t i = t->n; i-- > 0;) {
+			struct ht_process *p = &t->v[i]->p;
+			if (i == ev->process || p->pid != ev->pid)
+				continue;
+			if (p->flags & (HT_PROCF_EXECED | HT_PROCF_EXITED | HT_PROCF_SIGNALED))
+				continue;
+			p->flags |= HT_PROCF_EXECED;
+			p->end_ts = ev->ts;
+			break;
+		}
+	} else if (ev->type == HT_EV_PROCESS_EXIT) {
+		if (ev->process >= t->n)
+			return;
+		struct ht_process *p = &t->v[ev->process]->p;
+		if (ev->flags & HT_EVF_SIGNAL) {
+			p->flags |= HT_PROCF_SIGNALED;
+			p->signal = ev->value;
+		} else {
+			p->flags |= HT_PROCF_EXITED;
+			p->exit_code = ev->value;
+		}
+		p->end_ts = ev->ts;
+	}
+}
+
+void ht__proctab_end(struct ht__proctab *t, uint64_t ts)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		struct ht_process *p = &t->v[i]->p;
+		if (!(p->flags & (HT_PROCF_EXECED | HT_PROCF_EXITED | HT_PROCF_SIGNALED)) &&
+		    p->end_ts < ts)
+			p->end_ts = ts;
+	}
+}
+
+void ht__proctab_release(struct ht__proctab *t)
+{
+	for (uint32_t i = 0; i < t->n; i++) {
+		free(t->v[i]->strings);
+		free(t->v[i]->argv);
+		free(t->v[i]);
+	}
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}

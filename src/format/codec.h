@@ -1,0 +1,242 @@
+/*
+ * codec.h - the bytes of the .htr format shared by writer.c and reader.c:
+ * file header, chunk header and footer layouts, record codes, varints, CRC-32
+ * and the process table both sides keep from process events.
+ * docs/trace-format.md describes the same thing in prose.
+ */
+#ifndef HT_FORMAT_CODEC_H
+#define HT_FORMAT_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "heaptrail/trace.h"
+
+#define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
+#define HT__FILE_VERSION 1u
+#define HT__HEADER_SIZE 64u
+#define HT__CHUNK_MAGIC 0x4b43544855ull /* "HTCK" little-endian, low 32 bits used */
+#define HT__CHUNK_HEADER_SIZE 48u
+#define HT__FOOTER_MAGIC "HTRFOOT1"
+#define HT__FOOTER_SIZE 48u
+
+/* Raw payload bytes after which the writer closes an events chunk. */
+#define HT__CHUNK_TARGET (1u << 20)
+/* Table chunks are split at this raw size; a reader refuses larger chunks. */
+#define HT__TABLE_CHUNK_MAX (16u << 20)
+#define HT__RAW_MAX (64u << 20)
+
+enum ht__chunk_kind {
+	HT__CHUNK_EVENTS = 1,    /* events and inline definitions */
+	HT__CHUNK_DEFS = 2,      /* every module, frame and stack definition again */
+	HT__CHUNK_SYMBOLS = 3,   /* symbols of physical frames */
+	HT__CHUNK_PROCESSES = 4, /* the process table */
+	HT__CHUNK_META = 5,      /* command, hostname; at finish also duration, lost */
+};
+
+/* Record codes in the low 5 bits of a record's first byte. Events use their
+   enum ht_event_type value (1..20); definitions use the codes below. */
+#define HT__REC_DEF_MODULE 28u
+#define HT__REC_DEF_FRAME 29u
+#define HT__REC_DEF_STACK 30u
+#define HT__REC_TYPE_MASK 0x1fu
+#define HT__REC_EXT 0x20u   /* func byte, flags and heap varints follow */
+#define HT__REC_SAME 0x40u  /* same thread slot as the previous event */
+#define HT__REC_STACK 0x80u /* a stack id varint follows */
+
+/* Bits of an event's field mask: which optional fields follow, in this order. */
+#define HT__F_ADDR 0x01u
+#define HT__F_SIZE 0x02u
+#define HT__F_OLD_ADDR 0x04u
+#define HT__F_OLD_SIZE 0x08u
+#define HT__F_PROT 0x10u
+#define HT__F_MFLAGS 0x20u
+#define HT__F_FD 0x40u
+#define HT__F_MORE 0x80u /* a second mask byte follows */
+#define HT__F2_VALUE 0x01u
+#define HT__F2_MODULE 0x02u
+#define HT__F2_NAME 0x04u
+
+/* Id limits a reader accepts; they bound the memory a hostile file can ask for. */
+#define HT__MAX_MODULE_ID (1u << 20)
+#define HT__MAX_FRAME_ID (1u << 27)
+#define HT__MAX_STACK_ID (1u << 27)
+#define HT__MAX_PROCESSES (1u << 22)
+#define HT__MAX_SLOTS 65536u
+
+struct ht__chunk_header {
+	uint8_t kind;
+	uint32_t raw_size;
+	uint32_t comp_size;
+	uint32_t count; /* events (EVENTS) or entries (tables) */
+	uint32_t seq;   /* position of the chunk in the file, from 0 */
+	uint64_t first_ts;
+	uint64_t last_ts;
+};
+
+struct ht__footer {
+	uint64_t tables_offset; /* first table chunk; events end here */
+	uint64_t footer_offset; /* where the footer itself starts */
+	uint64_t event_count;
+	uint32_t event_chunks;
+};
+
+uint32_t ht__crc32(const void *buf, size_t len);
+
+void ht__chunk_header_pack(uint8_t out[HT__CHUNK_HEADER_SIZE], const struct ht__chunk_header *h);
+/* 0, or HT_ERR_CORRUPT when the magic or CRC is wrong. */
+int ht__chunk_header_parse(const uint8_t in[HT__CHUNK_HEADER_SIZE], struct ht__chunk_header *h);
+
+void ht__footer_pack(uint8_t out[HT__FOOTER_SIZE], const struct ht__footer *f);
+int ht__footer_parse(const uint8_t in[HT__FOOTER_SIZE], struct ht__footer *f);
+
+/* Default func of an event type: an event with it needs no EXT byte. */
+unsigned ht__default_func(unsigned type);
+
+static inline void ht__put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void ht__put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void ht__put_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint16_t ht__get_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+static inline uint32_t ht__get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t ht__get_le64(const uint8_t *p)
+{
+	return (uint64_t)ht__get_le32(p) | (uint64_t)ht__get_le32(p + 4) << 32;
+}
+
+static inline uint64_t ht__zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t ht__unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* Writes v as LEB128 at p (up to 10 bytes); returns the new end. */
+static inline uint8_t *ht__put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+/*
+ * A bounds-checked cursor over a decompressed payload. Every get sets bad
+ * instead of reading past end, so a decoder checks once per record.
+ */
+struct ht__cur {
+	const uint8_t *p;
+	const uint8_t *end;
+	int bad;
+};
+
+static inline uint64_t ht__get_varint(struct ht__cur *c)
+{
+	const uint8_t *p = c->p;
+	if (p < c->end && *p < 0x80) { /* the common one-byte case */
+		c->p = p + 1;
+		return *p;
+	}
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		if (p >= c->end) {
+			c->bad = 1;
+			return 0;
+		}
+		uint8_t b = *p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			c->p = p;
+			return v;
+		}
+	}
+	c->bad = 1;
+	return 0;
+}
+
+static inline uint8_t ht__get_byte(struct ht__cur *c)
+{
+	if (c->p >= c->end) {
+		c->bad = 1;
+		return 0;
+	}
+	return *c->p++;
+}
+
+/* A length-prefixed byte string; returns a pointer into the payload (not
+   NUL-terminated) or NULL with bad set when it does not fit. */
+static inline const char *ht__get_bytes(struct ht__cur *c, uint32_t *len)
+{
+	uint64_t n = ht__get_varint(c);
+	if (c->bad || n > (uint64_t)(c->end - c->p)) {
+		c->bad = 1;
+		*len = 0;
+		return NULL;
+	}
+	const char *s = (const char *)c->p;
+	c->p += n;
+	*len = (uint32_t)n;
+	return s;
+}
+
+/* A growable byte buffer for encoding. */
+struct ht__buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+};
+
+/* Makes room for n more bytes; 0 or HT_ERR_NOMEM. */
+int ht__buf_reserve(struct ht__buf *b, size_t n);
+/* Appends len bytes of s with a varint length in front. */
+int ht__buf_str(struct ht__buf *b, const char *s, size_t len);
+/* Appends a string that may be NULL: varint 0 for NULL, else length + 1. */
+int ht__buf_nstr(struct ht__buf *b, const char *s);
+void ht__buf_release(struct ht__buf *b);
+
+/*
+ * The process table, kept from PROCESS_START / EXEC / EXIT events by the
+ * writer (to store it at finish) and by a reader of an unfinished trace.
+ * Entries never move once made, so pointers to them stay valid.
+ */
+struct ht__proc {
+	struct ht_process p; /* first: a struct ht__proc * is a struct ht_process * */
+	char *strings;       /* exe and argv bytes, owned */
+	const char **argv;   /* owned */
+};
+
+struct ht__proctab {
+	struct ht__proc **v;
+	uint32_t n;
+	uint32_t cap;
+};
+
+/* Entry index (made blank when new): NULL when out of memory or too large. */
+struct ht__proc *ht__proctab_get(struct ht__proctab *t, uint32_t index);
+/* Copies *src (exe, argv) into entry index. 0 or HT_ERR_NOMEM / INVALID. */
+int ht__proctab_set(struct ht__proctab *t, uint32_t index, const struct ht_process *src);
+/* Applies a PROCESS_EXEC (ends the pid's earlier image) or PROCESS_EXIT event. */
+void ht__proctab_event(struct ht__proctab *t, const struct ht_event *ev);
+/* Sets end_ts of every image still running to ts. */
+void ht__proctab_end(struct ht__proctab *t, uint64_t ts);
+void ht__proctab_release(struct ht__proctab *t);
+
+#endif

@@ -1,0 +1,1201 @@
+/*
+ * reader.c - reads .htr traces (include/heaptrail/trace.h): the tables from
+ * the chunks the footer points at, then the events chunk by chunk. A trace
+ * without a usable footer is scanned from the start and its tables are filled
+ * from the inline definitions. Every byte read is checked: bad input ends the
+ * stream with a warning, never a crash.
+ */
+#include "heaptrail/trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "format/codec.h"
+
+/* Strings and stack frame lists live in blocks that never move, so pointers
+   handed out stay valid while the tables grow. */
+struct arena_block {
+	struct arena_block *next;
+	size_t used;
+	size_t size;
+	char data[];
+};
+
+struct arena {
+	struct arena_block *head;
+};
+
+#define BLOCK_ELEMS 4096u /* elements per block of a stable vector */
+
+/* An array whose elements never move: blocks of BLOCK_ELEMS elements. */
+struct svec {
+	char **blocks;
+	uint32_t nblocks;
+	uint32_t n;
+	size_t elem;
+};
+
+struct phys_frame {
+	uint32_t module;
+	uint32_t first; /* first logical frame */
+	uint32_t nlog;  /* 0: not defined */
+	uint64_t rel;
+};
+
+struct stack_ent {
+	const uint32_t *frames;
+	uint32_t n;
+	uint32_t defined;
+};
+
+struct sym_tmp { /* symbols of a physical frame, while the tables load */
+	const char *function;
+	const char *file;
+	uint32_t line;
+};
+
+struct tables {
+	struct arena arena;
+	struct svec modules; /* struct ht_module */
+	struct svec frames;  /* struct ht_frame: logical */
+	struct phys_frame *phys;
+	uint32_t nphys;
+	uint32_t phys_cap;
+	struct stack_ent *stacks;
+	uint32_t nstacks; /* max id + 1 */
+	uint32_t stacks_cap;
+	struct ht__proctab procs;
+	struct ht_trace_info info;
+	uint32_t *scratch; /* a stack's physical frames while decoding it */
+	size_t scratch_cap;
+};
+
+struct slot {
+	uint32_t process;
+	int32_t pid;
+	int32_t tid;
+	uint64_t last_addr;
+};
+
+struct ht_reader {
+	int fd;
+	uint64_t size;
+	uint32_t header_size;
+	int scan;            /* no usable footer: tables come from the events */
+	uint64_t events_end; /* offset where event chunks stop */
+
+	struct tables t;
+
+	/* Event stream state. */
+	uint64_t pos;       /* file offset of the next chunk */
+	uint32_t chunk_seq; /* seq of the current chunk, for messages */
+	uint64_t chunk_off;
+	int done;
+	uint8_t *comp;
+	size_t comp_cap;
+	uint8_t *raw;
+	size_t raw_cap;
+	struct ht__cur cur;
+	uint64_t prev_ts;
+	struct slot *slots;
+	uint32_t nslots;
+	uint32_t slots_cap;
+	uint32_t cur_slot;
+	uint64_t ev_index; /* events returned in this pass */
+	uint64_t learned;  /* events whose process changes are already in the tables */
+	char *name;
+	size_t name_cap;
+	ZSTD_DCtx *dctx;
+
+	int damage_warned; /* the damage that ends the stream is in warning[] */
+	char warning[512];
+};
+
+static void *arena_alloc(struct arena *a, size_t n)
+{
+	n = (n + 7) & ~(size_t)7;
+	struct arena_block *b = a->head;
+	if (!b || b->size - b->used < n) {
+		size_t size = n > 65536 - sizeof(*b) ? n : 65536 - sizeof(*b);
+		b = malloc(sizeof(*b) + size);
+		if (!b)
+			return NULL;
+		b->size = size;
+		b->used = 0;
+		b->next = a->head;
+		a->head = b;
+	}
+	void *p = b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+static const char *arena_strndup(struct arena *a, const char *s, size_t n)
+{
+	char *d = arena_alloc(a, n + 1);
+	if (!d)
+		return NULL;
+	memcpy(d, s, n);
+	d[n] = 0;
+	return d;
+}
+
+static void arena_release(struct arena *a)
+{
+	while (a->head) {
+		struct arena_block *b = a->head;
+		a->head = b->next;
+		free(b);
+	}
+}
+
+static void *svec_at(const struct svec *v, uint32_t i)
+{
+	return v->blocks[i / BLOCK_ELEMS] + (size_t)(i % BLOCK_ELEMS) * v->elem;
+}
+
+/* Grows v to n elements (new ones zeroed). 0 or HT_ERR_NOMEM. */
+static int svec_resize(struct svec *v, uint32_t n)
+{
+	uint32_t need = (n + BLOCK_ELEMS - 1) / BLOCK_ELEMS;
+	if (need > v->nblocks) {
+		char **b = realloc(v->blocks, need * sizeof(*b));
+		if (!b)
+			return HT_ERR_NOMEM;
+		v->blocks = b;
+		for (; v->nblocks < need; v->nblocks++)
+			if (!(b[v->nblocks] = calloc(BLOCK_ELEMS, v->elem)))
+				return HT_ERR_NOMEM;
+	}
+	if (n > v->n)
+		v->n = n;
+	return 0;
+}
+
+static void svec_release(struct svec *v)
+{
+	for (uint32_t i = 0; i < v->nblocks; i++)
+		free(v->blocks[i]);
+	free(v->blocks);
+	v->blocks = NULL;
+	v->nblocks = v->n = 0;
+}
+
+static void tables_init(struct tables *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->modules.elem = sizeof(struct ht_module);
+	t->frames.elem = sizeof(struct ht_frame);
+	t->info.argv = NULL;
+	t->info.hostname = "";
+}
+
+static void tables_release(struct tables *t)
+{
+	arena_release(&t->arena);
+	svec_release(&t->modules);
+	svec_release(&t->frames);
+	free(t->phys);
+	free(t->stacks);
+	free(t->scratch);
+	ht__proctab_release(&t->procs);
+	tables_init(t);
+}
+
+static void add_warning(struct ht_reader *r, const char *fmt, ...)
+{
+	size_t len = strlen(r->warning);
+	if (len && len + 3 < sizeof(r->warning)) {
+		strcpy(r->warning + len, "; ");
+		len += 2;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->warning + len, sizeof(r->warning) - len, fmt, ap);
+	va_end(ap);
+}
+
+static int read_at(struct ht_reader *r, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t n = pread(r->fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return HT_ERR_IO;
+		}
+		if (n == 0)
+			return HT_ERR_CORRUPT; /* short file */
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t n)
+{
+	if (*cap >= n)
+		return 0;
+	uint8_t *b = realloc(*buf, n);
+	if (!b)
+		return HT_ERR_NOMEM;
+	*buf = b;
+	*cap = n;
+	return 0;
+}
+
+/*
+ * Reads and decompresses the chunk at off into r->raw. On success *h is its
+ * header and *next the offset after it. Returns 0, HT_ERR_CORRUPT (with
+ * *why set) or HT_ERR_IO / NOMEM.
+ */
+static int load_chunk(struct ht_reader *r, uint64_t off, uint64_t limit, struct ht__chunk_header *h,
+		      uint64_t *next, const char **why)
+{
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	*why = NULL;
+	if (limit < off || limit - off < HT__CHUNK_HEADER_SIZE) {
+		*why = "partial chunk header";
+		return HT_ERR_CORRUPT;
+	}
+	int rc = read_at(r, hb, sizeof(hb), off);
+	if (rc == HT_ERR_CORRUPT)
+		*why = "partial chunk header";
+	if (rc < 0)
+		return rc;
+	if (ht__chunk_header_parse(hb, h) < 0) {
+		*why = "damaged chunk header";
+		return HT_ERR_CORRUPT;
+	}
+	if (h->comp_size > limit - off - HT__CHUNK_HEADER_SIZE) {
+		*why = "partial chunk";
+		return HT_ERR_CORRUPT;
+	}
+	if (h->raw_size > HT__RAW_MAX) {
+		*why = "chunk too large";
+		return HT_ERR_CORRUPT;
+	}
+	if (grow(&r->comp, &r->comp_cap, h->comp_size ? h->comp_size : 1) < 0 ||
+	    grow(&r->raw, &r->raw_cap, h->raw_size ? h->raw_size : 1) < 0)
+		return HT_ERR_NOMEM;
+	if ((rc = read_at(r, r->comp, h->comp_size, off + HT__CHUNK_HEADER_SIZE)) < 0) {
+		*why = "partial chunk";
+		return rc;
+	}
+	size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, h->raw_size, r->comp, h->comp_size);
+	if (ZSTD_isError(n) || n != h->raw_size) {
+		*why = "chunk fails its checksum";
+		return HT_ERR_CORRUPT;
+	}
+	*next = off + HT__CHUNK_HEADER_SIZE + h->comp_size;
+	return 0;
+}
+
+/* ---- definitions ---- */
+
+static int def_module(struct tables *t, uint32_t id, const char *path, uint32_t plen,
+		      const uint8_t *bid, uint32_t blen)
+{
+	if (id >= HT__MAX_MODULE_ID)
+		return HT_ERR_CORRUPT;
+	uint32_t old = t->modules.n;
+	if (svec_resize(&t->modules, id + 1) < 0)
+		return HT_ERR_NOMEM;
+	for (uint32_t i = old; i < t->modules.n; i++) {
+		struct ht_module *m = svec_at(&t->modules, i);
+		m->path = m->name = m->build_id = "";
+	}
+	struct ht_module *m = svec_at(&t->modules, id);
+	if (*m->path) /* defined already (a rewind, or the DEFS table) */
+		return 0;
+	const char *p = arena_strndup(&t->arena, path, plen);
+	char *hex = arena_alloc(&t->arena, (size_t)blen * 2 + 1);
+	if (!p || !hex)
+		return HT_ERR_NOMEM;
+	for (uint32_t i = 0; i < blen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", bid[i]);
+	hex[2 * blen] = 0;
+	const char *slash = strrchr(p, '/');
+	m->path = p;
+	m->name = slash ? slash + 1 : p;
+	m->build_id = hex;
+	return 0;
+}
+
+static int phys_reserve(struct tables *t, uint32_t id)
+{
+	if (id >= HT__MAX_FRAME_ID)
+		return HT_ERR_CORRUPT;
+	if (id >= t->phys_cap) {
+		uint32_t cap = t->phys_cap ? t->phys_cap : 1024;
+		while (cap <= id)
+			cap *= 2;
+		struct phys_frame *p = realloc(t->phys, cap * sizeof(*p));
+		if (!p)
+			return HT_ERR_NOMEM;
+		memset(p + t->phys_cap, 0, (cap - t->phys_cap) * sizeof(*p));
+		t->phys = p;
+		t->phys_cap = cap;
+	}
+	if (id >= t->nphys)
+		t->nphys = id + 1;
+	return 0;
+}
+
+/* Adds n logical frames for physical frame id (n = 1 without symbols). */
+static int add_logical(struct tables *t, uint32_t id, const struct sym_tmp *syms, uint32_t n)
+{
+	struct phys_frame *pf = &t->phys[id];
+	uint32_t first = t->frames.n;
+	uint32_t count = n ? n : 1;
+	if (first + count > HT__MAX_FRAME_ID * 2u)
+		return HT_ERR_CORRUPT;
+	if (svec_resize(&t->frames, first + count) < 0)
+		return HT_ERR_NOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		struct ht_frame *f = svec_at(&t->frames, first + i);
+		f->module = pf->module;
+		f->rel = pf->rel;
+		if (n) {
+			f->function = syms[i].function;
+			f->file = syms[i].file;
+			f->line = syms[i].line;
+			f->inlined = i + 1 < n;
+		}
+	}
+	pf->first = first;
+	pf->nlog = count;
+	return 0;
+}
+
+/* Stores stack id as logical frames; phys lists physical frame ids. */
+static int def_stack(struct tables *t, uint32_t id, const uint32_t *phys, uint32_t n)
+{
+	if (!id || id >= HT__MAX_STACK_ID)
+		return HT_ERR_CORRUPT;
+	if (id >= t->stacks_cap) {
+		uint32_t cap = t->stacks_cap ? t->stacks_cap : 1024;
+		while (cap <= id)
+			cap *= 2;
+		struct stack_ent *s = realloc(t->stacks, cap * sizeof(*s));
+		if (!s)
+			return HT_ERR_NOMEM;
+		memset(s + t->stacks_cap, 0, (cap - t->stacks_cap) * sizeof(*s));
+		t->stacks = s;
+		t->stacks_cap = cap;
+	}
+	if (id >= t->nstacks)
+		t->nstacks = id + 1;
+	struct stack_ent *s = &t->stacks[id];
+	if (s->defined)
+		return 0;
+	size_t total = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (phys[i] < t->nphys)
+			total += t->phys[phys[i]].nlog;
+	uint32_t *out = arena_alloc(&t->arena, (total ? total : 1) * sizeof(uint32_t));
+	if (!out)
+		return HT_ERR_NOMEM;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (phys[i] >= t->nphys)
+			continue; /* a frame never defined: leave it out */
+		const struct phys_frame *pf = &t->phys[phys[i]];
+		for (uint32_t j = 0; j < pf->nlog; j++)
+			out[k++] = pf->first + j;
+	}
+	s->frames = out;
+	s->n = k;
+	s->defined = 1;
+	return 0;
+}
+
+/*
+ * Decodes one definition record (its code byte already read). With
+ * stacks_raw set (loading the DEFS table), stacks are kept as physical
+ * lists in *stacks_raw for later expansion; otherwise (scan) frames get one
+ * logical frame each and stacks are stored at once. learn = 0 parses only.
+ */
+struct raw_stacks {
+	uint32_t *ids;
+	uint32_t *off;
+	uint32_t n;
+	uint32_t cap;
+	uint32_t *frames;
+	size_t nframes;
+	size_t frames_cap;
+};
+
+static int decode_def(struct tables *t, struct ht__cur *c, unsigned code, int learn,
+		      struct raw_stacks *rs)
+{
+	switch (code) {
+	case HT__REC_DEF_MODULE: {
+		uint64_t id = ht__get_varint(c);
+		uint32_t plen, blen;
+		const char *path = ht__get_bytes(c, &plen);
+		const char *bid = ht__get_bytes(c, &blen);
+		if (c->bad || id > UINT32_MAX)
+			return HT_ERR_CORRUPT;
+		if (blen > 64)
+			blen = 64;
+		return learn ? def_module(t, (uint32_t)id, path, plen, (const uint8_t *)bid, blen) : 0;
+	}
+	case HT__REC_DEF_FRAME: {
+		uint64_t id = ht__get_varint(c);
+		uint64_t mod = ht__get_varint(c);
+		uint64_t rel = ht__get_varint(c);
+		if (c->bad || id > UINT32_MAX || mod > UINT32_MAX)
+			return HT_ERR_CORRUPT;
+		if (!learn)
+			return 0;
+		int rc = phys_reserve(t, (uint32_t)id);
+		if (rc < 0)
+			return rc;
+		struct phys_frame *pf = &t->phys[id];
+		if (pf->nlog || (rs && pf->first == UINT32_MAX))
+			return 0;
+		pf->module = mod ? (uint32_t)(mod - 1) : HT_MODULE_NONE;
+		pf->rel = rel;
+		if (rs) {
+			pf->first = UINT32_MAX; /* defined; logical frames come later */
+			return 0;
+		}
+		return add_logical(t, (uint32_t)id, NULL, 0);
+	}
+	case HT__REC_DEF_STACK: {
+		uint64_t id = ht__get_varint(c);
+		uint64_t n = ht__get_varint(c);
+		if (c->bad || n > (uint64_t)(c->end - c->p) || id > UINT32_MAX)
+			return HT_ERR_CORRUPT; /* every frame takes at least one byte */
+		uint32_t *buf;
+		if (rs) {
+			if (rs->nframes + n > rs->frames_cap) {
+				size_t cap = rs->frames_cap ? rs->frames_cap : 4096;
+				while (cap < rs->nframes + n)
+					cap *= 2;
+				uint32_t *f = realloc(rs->frames, cap * sizeof(*f));
+				if (!f)
+					return HT_ERR_NOMEM;
+				rs->frames = f;
+				rs->frames_cap = cap;
+			}
+			buf = rs->frames + rs->nframes;
+		} else {
+			if (n > t->scratch_cap) {
+				uint32_t *f = realloc(t->scratch, n * sizeof(*f));
+				if (!f)
+					return HT_ERR_NOMEM;
+				t->scratch = f;
+				t->scratch_cap = n;
+			}
+			buf = t->scratch;
+		}
+		int64_t prev = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			prev += ht__unzigzag(ht__get_varint(c));
+			buf[i] = (uint32_t)prev;
+		}
+		if (c->bad)
+			return HT_ERR_CORRUPT;
+		if (!learn)
+			return 0;
+		if (rs) {
+			if (!id || id >= HT__MAX_STACK_ID)
+				return HT_ERR_CORRUPT;
+			if (rs->n == rs->cap) {
+				uint32_t cap = rs->cap ? rs->cap * 2 : 1024;
+				uint32_t *ids = realloc(rs->ids, cap * sizeof(*ids));
+				if (ids)
+					rs->ids = ids;
+				uint32_t *off = realloc(rs->off, (cap + 1) * sizeof(*off));
+				if (off)
+					rs->off = off;
+				if (!ids || !off)
+					return HT_ERR_NOMEM;
+				rs->cap = cap;
+			}
+			rs->ids[rs->n] = (uint32_t)id;
+			rs->off[rs->n] = (uint32_t)rs->nframes;
+			rs->n++;
+			rs->nframes += n;
+			return 0;
+		}
+		return def_stack(t, (uint32_t)id, buf, (uint32_t)n);
+	}
+	default: return HT_ERR_CORRUPT;
+	}
+}
+
+/* ---- tables ---- */
+
+static int parse_meta(struct tables *t, struct ht__cur *c)
+{
+	struct ht_trace_info *in = &t->info;
+	uint64_t layout = ht__get_varint(c);
+	if (c->bad || layout < 1)
+		return HT_ERR_CORRUPT;
+	in->start_realtime_ns = ht__get_varint(c);
+	in->duration_ns = ht__get_varint(c);
+	in->events_lost = ht__get_varint(c);
+	in->stack_mask = (uint32_t)ht__get_varint(c);
+	in->flags = (uint32_t)ht__get_varint(c);
+	ht__get_varint(c); /* event count */
+	uint64_t argc = ht__get_varint(c);
+	if (c->bad || argc > (uint64_t)(c->end - c->p))
+		return HT_ERR_CORRUPT;
+	const char **argv = arena_alloc(&t->arena, (argc + 1) * sizeof(*argv));
+	if (!argv)
+		return HT_ERR_NOMEM;
+	for (uint64_t i = 0; i < argc; i++) {
+		uint32_t len;
+		const char *s = ht__get_bytes(c, &len);
+		if (c->bad)
+			return HT_ERR_CORRUPT;
+		if (!(argv[i] = arena_strndup(&t->arena, s, len)))
+			return HT_ERR_NOMEM;
+	}
+	argv[argc] = NULL;
+	uint64_t hn = ht__get_varint(c);
+	if (c->bad || (hn && hn - 1 > (uint64_t)(c->end - c->p)))
+		return HT_ERR_CORRUPT;
+	const char *host = hn ? arena_strndup(&t->arena, (const char *)c->p, hn - 1) : "";
+	if (!host)
+		return HT_ERR_NOMEM;
+	c->p += hn ? hn - 1 : 0;
+	in->argc = (uint32_t)argc;
+	in->argv = argv;
+	in->hostname = host;
+	return 0;
+}
+
+static int parse_processes(struct tables *t, struct ht__cur *c)
+{
+	const char *small[16];
+	while (c->p < c->end) {
+		uint64_t idx = ht__get_varint(c);
+		struct ht_process d = { 0 };
+		d.pid = (int32_t)ht__unzigzag(ht__get_varint(c));
+		d.ppid = (int32_t)ht__unzigzag(ht__get_varint(c));
+		uint64_t parent = ht__get_varint(c);
+		d.parent = parent ? (uint32_t)(parent - 1) : UINT32_MAX;
+		d.flags = (uint32_t)ht__get_varint(c);
+		d.start_ts = ht__get_varint(c);
+		d.end_ts = ht__get_varint(c);
+		d.exit_code = (int32_t)ht__unzigzag(ht__get_varint(c));
+		d.signal = (int32_t)ht__unzigzag(ht__get_varint(c));
+		uint32_t len;
+		const char *exe = ht__get_bytes(c, &len);
+		uint64_t argc = ht__get_varint(c);
+		if (c->bad || idx >= HT__MAX_PROCESSES || argc > (uint64_t)(c->end - c->p))
+			return HT_ERR_CORRUPT;
+		/* Strings are copied into NUL-terminated scratch first. */
+		char *ex = strndup(exe, len);
+		const char **argv = argc <= 16 ? small : malloc(argc * sizeof(*argv));
+		int rc = ex && argv ? 0 : HT_ERR_NOMEM;
+		uint64_t made = 0;
+		for (; made < argc && !rc; made++) {
+			const char *s = ht__get_bytes(c, &len);
+			if (c->bad) {
+				rc = HT_ERR_CORRUPT;
+				break;
+			}
+			if (!(argv[made] = strndup(s, len)))
+				rc = HT_ERR_NOMEM;
+		}
+		if (!rc) {
+			d.exe = ex;
+			d.argc = (uint32_t)argc;
+			d.argv = argv;
+			rc = ht__proctab_set(&t->procs, (uint32_t)idx, &d);
+		}
+		for (uint64_t i = 0; i < made && argv; i++)
+			free((void *)argv[i]);
+		if (argv != small)
+			free(argv);
+		free(ex);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Reads the table chunks between from and to; 0 or an error with *why. */
+static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const char **why)
+{
+	struct tables *t = &r->t;
+	struct raw_stacks rs = { 0 };
+	struct sym_tmp *syms = NULL; /* per physical frame: an index into symv */
+	uint32_t *sym_first = NULL, *sym_n = NULL;
+	size_t nsyms = 0, syms_cap = 0, symidx_cap = 0;
+	int rc = 0;
+	uint64_t off = from;
+	*why = NULL;
+
+	while (off < to) {
+		struct ht__chunk_header h;
+		uint64_t next;
+		if ((rc = load_chunk(r, off, to, &h, &next, why)) < 0)
+			goto out;
+		struct ht__cur c = { r->raw, r->raw + h.raw_size, 0 };
+		switch (h.kind) {
+		case HT__CHUNK_DEFS:
+			while (c.p < c.end && !rc) {
+				unsigned code = *c.p++;
+				rc = decode_def(t, &c, code, 1, &rs);
+			}
+			break;
+		case HT__CHUNK_SYMBOLS:
+			while (c.p < c.end && !rc) {
+				uint64_t frame = ht__get_varint(&c);
+				uint64_t n = ht__get_varint(&c);
+				if (c.bad || frame >= HT__MAX_FRAME_ID || n > (uint64_t)(c.end - c.p)) {
+					rc = HT_ERR_CORRUPT;
+					break;
+				}
+				if (frame >= symidx_cap) {
+					size_t cap = symidx_cap ? symidx_cap : 1024;
+					while (cap <= frame)
+						cap *= 2;
+					uint32_t *a = realloc(sym_first, cap * sizeof(*a));
+					if (a)
+						sym_first = a;
+					uint32_t *b = realloc(sym_n, cap * sizeof(*b));
+					if (b)
+						sym_n = b;
+					if (!a || !b) {
+						rc = HT_ERR_NOMEM;
+						break;
+					}
+					memset(sym_n + symidx_cap, 0, (cap - symidx_cap) * sizeof(*b));
+					symidx_cap = cap;
+				}
+				if (nsyms + n > syms_cap) {
+					size_t cap = syms_cap ? syms_cap : 1024;
+					while (cap < nsyms + n)
+						cap *= 2;
+					struct sym_tmp *s = realloc(syms, cap * sizeof(*s));
+					if (!s) {
+						rc = HT_ERR_NOMEM;
+						break;
+					}
+					syms = s;
+					syms_cap = cap;
+				}
+				sym_first[frame] = (uint32_t)nsyms;
+				sym_n[frame] = (uint32_t)n;
+				for (uint64_t i = 0; i < n && !rc; i++) {
+					struct sym_tmp *s = &syms[nsyms + i];
+					for (int k = 0; k < 2 && !rc; k++) {
+						uint64_t len = ht__get_varint(&c);
+						const char *str = NULL;
+						if (c.bad || (len && len - 1 > (uint64_t)(c.end - c.p)))
+							rc = HT_ERR_CORRUPT;
+						else if (len) {
+							str = arena_strndup(&t->arena, (const char *)c.p, len - 1);
+							c.p += len - 1;
+							if (!str)
+								rc = HT_ERR_NOMEM;
+						}
+						if (k == 0)
+							s->function = str;
+						else
+							s->file = str;
+					}
+					s->line = (uint32_t)ht__get_varint(&c);
+					if (c.bad)
+						rc = HT_ERR_CORRUPT;
+				}
+				nsyms += n;
+			}
+			break;
+		case HT__CHUNK_PROCESSES:
+			rc = parse_processes(t, &c);
+			break;
+		case HT__CHUNK_META:
+			rc = parse_meta(t, &c);
+			break;
+		default:
+			break; /* a kind from a newer writer: skip it */
+		}
+		if (rc < 0) {
+			if (!*why)
+				*why = "table chunk does not parse";
+			goto out;
+		}
+		off = next;
+	}
+
+	/* Expand physical frames into logical ones, then stacks. */
+	for (uint32_t id = 0; id < t->nphys && !rc; id++) {
+		if (t->phys[id].first != UINT32_MAX)
+			continue; /* never defined */
+		uint32_t n = id < symidx_cap ? sym_n[id] : 0;
+		rc = add_logical(t, id, n ? syms + sym_first[id] : NULL, n);
+	}
+	for (uint32_t i = 0; i < rs.n && !rc; i++) {
+		uint32_t end = i + 1 < rs.n ? rs.off[i + 1] : (uint32_t)rs.nframes;
+		rc = def_stack(t, rs.ids[i], rs.frames + rs.off[i], end - rs.off[i]);
+	}
+	if (rc < 0 && !*why)
+		*why = "tables do not parse";
+out:
+	free(rs.ids);
+	free(rs.off);
+	free(rs.frames);
+	free(syms);
+	free(sym_first);
+	free(sym_n);
+	return rc;
+}
+
+/* ---- open ---- */
+
+static int err_from_errno(int e)
+{
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR: return HT_ERR_NOT_FOUND;
+	case EACCES:
+	case EPERM: return HT_ERR_PERM;
+	case ENOMEM: return HT_ERR_NOMEM;
+	default: return HT_ERR_IO;
+	}
+}
+
+/* Tries the footer; 0 when it and the tables it points at are sound. */
+static int open_footer(struct ht_reader *r, const char **why)
+{
+	uint8_t fb[HT__FOOTER_SIZE];
+	struct ht__footer f;
+	*why = "no footer (the recording did not finish)";
+	if (r->size < r->header_size + HT__FOOTER_SIZE)
+		return HT_ERR_CORRUPT;
+	if (read_at(r, fb, sizeof(fb), r->size - HT__FOOTER_SIZE) < 0 || ht__footer_parse(fb, &f) < 0)
+		return HT_ERR_CORRUPT;
+	*why = "damaged footer";
+	if (f.footer_offset != r->size - HT__FOOTER_SIZE || f.tables_offset < r->header_size ||
+	    f.tables_offset > f.footer_offset)
+		return HT_ERR_CORRUPT;
+	int rc = load_tables(r, f.tables_offset, f.footer_offset, why);
+	if (rc < 0)
+		return rc;
+	r->events_end = f.tables_offset;
+	return 0;
+}
+
+int ht_reader_open(struct ht_reader **out, const char *path)
+{
+	*out = NULL;
+	if (!path)
+		return HT_ERR_INVALID;
+	struct ht_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return HT_ERR_NOMEM;
+	tables_init(&r->t);
+	r->fd = -1;
+	int rc = HT_ERR_NOMEM;
+	if (!(r->dctx = ZSTD_createDCtx()))
+		goto fail;
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0) {
+		rc = err_from_errno(errno);
+		goto fail;
+	}
+	struct stat st;
+	if (fstat(r->fd, &st) < 0) {
+		rc = HT_ERR_IO;
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = HT_ERR_NOT_TRACE;
+		goto fail;
+	}
+	r->size = (uint64_t)st.st_size;
+
+	uint8_t h[HT__HEADER_SIZE];
+	rc = read_at(r, h, sizeof(h), 0);
+	if (rc == HT_ERR_CORRUPT || (!rc && memcmp(h, HT__FILE_MAGIC, 8))) {
+		rc = HT_ERR_NOT_TRACE;
+		goto fail;
+	}
+	if (rc < 0)
+		goto fail;
+	if (ht__get_le32(h + 60) != ht__crc32(h, 60)) {
+		rc = HT_ERR_CORRUPT;
+		goto fail;
+	}
+	if (ht__get_le32(h + 8) != HT__FILE_VERSION || h[12] != 1 || h[13] != 8) {
+		rc = HT_ERR_VERSION;
+		goto fail;
+	}
+	r->header_size = ht__get_le32(h + 16);
+	if (r->header_size < HT__HEADER_SIZE || r->header_size > r->size) {
+		rc = HT_ERR_CORRUPT;
+		goto fail;
+	}
+
+	const char *why;
+	rc = open_footer(r, &why);
+	if (rc == HT_ERR_NOMEM || rc == HT_ERR_IO)
+		goto fail;
+	if (rc < 0) {
+		/* Unfinished or damaged: start over and learn from the events. */
+		tables_release(&r->t);
+		r->scan = 1;
+		r->events_end = r->size;
+		add_warning(r, "%s: reading events up to the last whole chunk, without symbols", why);
+		struct ht_trace_info *in = &r->t.info;
+		in->start_realtime_ns = ht__get_le64(h + 24);
+		in->stack_mask = ht__get_le32(h + 32);
+		/* The first chunk is the early META: the command and the host. */
+		struct ht__chunk_header ch;
+		uint64_t next;
+		if (load_chunk(r, r->header_size, r->size, &ch, &next, &why) == 0 &&
+		    ch.kind == HT__CHUNK_META) {
+			struct ht__cur c = { r->raw, r->raw + ch.raw_size, 0 };
+			if (parse_meta(&r->t, &c) < 0)
+				add_warning(r, "damaged meta chunk");
+		}
+		in->flags = (ht__get_le32(h + 36) | in->flags | HT_TRACEF_TRUNCATED) &
+			    ~HT_TRACEF_COMPLETE;
+		in->duration_ns = 0;
+		in->events_lost = 0;
+	}
+	r->t.info.version = HT__FILE_VERSION;
+	if (!r->t.info.argv) {
+		const char **argv = arena_alloc(&r->t.arena, sizeof(*argv));
+		if (!argv) {
+			rc = HT_ERR_NOMEM;
+			goto fail;
+		}
+		argv[0] = NULL;
+		r->t.info.argv = argv;
+	}
+	ht_reader_rewind(r);
+	*out = r;
+	return 0;
+fail:
+	ht_reader_close(r);
+	return rc;
+}
+
+int ht_reader_rewind(struct ht_reader *r)
+{
+	if (!r)
+		return HT_ERR_INVALID;
+	r->pos = r->header_size;
+	r->done = 0;
+	r->cur.p = r->cur.end = NULL;
+	r->cur.bad = 0;
+	r->nslots = 0;
+	r->cur_slot = UINT32_MAX;
+	r->ev_index = 0;
+	return 0;
+}
+
+/* The stream is over: an unfinished trace's processes end at its last event. */
+static void end_stream(struct ht_reader *r)
+{
+	if (!r->done && r->scan)
+		ht__proctab_end(&r->t.procs, r->t.info.duration_ns);
+	r->done = 1;
+}
+
+/* Ends the stream because of damage at the current position. */
+static int stream_damaged(struct ht_reader *r, const char *why, uint32_t seq, uint64_t off)
+{
+	if (!r->damage_warned) {
+		r->damage_warned = 1;
+		if (seq != UINT32_MAX)
+			add_warning(r, "%s (chunk %u at offset %llu): later events are lost", why, seq,
+				    (unsigned long long)off);
+		else
+			add_warning(r, "%s at offset %llu: later events are lost", why,
+				    (unsigned long long)off);
+	}
+	r->t.info.flags |= HT_TRACEF_TRUNCATED;
+	end_stream(r);
+	return 0;
+}
+
+/* Loads the next events chunk; 1 when there is one, 0 at the end. */
+static int next_chunk(struct ht_reader *r)
+{
+	for (;;) {
+		if (r->pos >= r->events_end)
+			return 0;
+		struct ht__chunk_header h;
+		uint64_t next;
+		const char *why;
+		int rc = load_chunk(r, r->pos, r->events_end, &h, &next, &why);
+		if (rc == HT_ERR_NOMEM || (rc == HT_ERR_IO && !why))
+			return rc;
+		if (rc < 0) {
+			/* A damaged header cannot tell its number; count instead. */
+			stream_damaged(r, why ? why : "unreadable chunk", UINT32_MAX, r->pos);
+			return 0;
+		}
+		r->chunk_off = r->pos;
+		r->chunk_seq = h.seq;
+		r->pos = next;
+		if (h.kind != HT__CHUNK_EVENTS)
+			continue; /* META, or the tables of a trace whose footer is gone */
+		r->cur.p = r->raw;
+		r->cur.end = r->raw + h.raw_size;
+		r->cur.bad = 0;
+		r->prev_ts = h.first_ts;
+		r->nslots = 0;
+		r->cur_slot = UINT32_MAX;
+		return 1;
+	}
+}
+
+static int chunk_damaged(struct ht_reader *r, const char *why)
+{
+	char msg[128];
+	snprintf(msg, sizeof(msg), "%s", why);
+	return stream_damaged(r, msg, r->chunk_seq, r->chunk_off);
+}
+
+/* Reads the process description after a PROCESS_START/EXEC event. */
+static int decode_proc(struct ht_reader *r, struct ht__cur *c, const struct ht_event *ev)
+{
+	struct ht_process d = { 0 };
+	d.ppid = (int32_t)ht__unzigzag(ht__get_varint(c));
+	uint64_t parent = ht__get_varint(c);
+	d.parent = parent ? (uint32_t)(parent - 1) : UINT32_MAX;
+	d.flags = (uint32_t)ht__get_varint(c);
+	uint32_t elen;
+	const char *exe = ht__get_bytes(c, &elen);
+	uint64_t argc = ht__get_varint(c);
+	if (c->bad || argc > (uint64_t)(c->end - c->p))
+		return HT_ERR_CORRUPT;
+	const uint8_t *args = c->p;
+	for (uint64_t i = 0; i < argc; i++) {
+		uint32_t len;
+		ht__get_bytes(c, &len);
+	}
+	if (c->bad)
+		return HT_ERR_CORRUPT;
+	if (!r->scan || r->ev_index < r->learned)
+		return 0;
+	/* Learn the process: build NUL-terminated copies for ht__proctab_set. */
+	char *ex = strndup(exe, elen);
+	const char **argv = calloc(argc + 1, sizeof(*argv));
+	int rc = ex && argv ? 0 : HT_ERR_NOMEM;
+	struct ht__cur a = { args, c->end, 0 };
+	for (uint64_t i = 0; i < argc && !rc; i++) {
+		uint32_t len;
+		const char *s = ht__get_bytes(&a, &len);
+		if (!(argv[i] = strndup(s, len)))
+			rc = HT_ERR_NOMEM;
+	}
+	if (!rc) {
+		d.pid = ev->pid;
+		d.exe = ex;
+		d.argc = (uint32_t)argc;
+		d.argv = argv;
+		d.start_ts = ev->ts;
+		rc = ht__proctab_set(&r->t.procs, ev->process, &d);
+		if (rc == HT_ERR_INVALID)
+			rc = HT_ERR_CORRUPT;
+	}
+	for (uint64_t i = 0; argv && i < argc; i++)
+		free((void *)argv[i]);
+	free(argv);
+	free(ex);
+	return rc;
+}
+
+int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
+{
+	if (!r || !ev)
+		return HT_ERR_INVALID;
+	struct ht__cur *c = &r->cur;
+	for (;;) {
+		if (r->done)
+			return 0;
+		if (c->p >= c->end) {
+			int rc = next_chunk(r);
+			if (rc == 0)
+				end_stream(r);
+			if (rc <= 0)
+				return rc;
+			continue;
+		}
+		uint8_t head = *c->p++;
+		unsigned type = head & HT__REC_TYPE_MASK;
+		if (type >= HT__REC_DEF_MODULE) {
+			int rc = decode_def(&r->t, c, type, r->scan, NULL);
+			if (rc == HT_ERR_NOMEM)
+				return rc;
+			if (rc < 0)
+				return chunk_damaged(r, "definition does not parse");
+			continue;
+		}
+		if (!type || type >= HT_EV__COUNT)
+			return chunk_damaged(r, "unknown record");
+
+		memset(ev, 0, sizeof(*ev));
+		ev->type = (uint8_t)type;
+		if (head & HT__REC_EXT) {
+			ev->func = ht__get_byte(c);
+			ev->flags = (uint16_t)ht__get_varint(c);
+			ev->heap = ht__get_varint(c);
+		} else {
+			ev->func = (uint8_t)ht__default_func(type);
+		}
+		if (!(head & HT__REC_SAME)) {
+			uint64_t s = ht__get_varint(c);
+			if (c->bad || s > r->nslots || s >= HT__MAX_SLOTS)
+				return chunk_damaged(r, "bad thread slot");
+			if (s == r->nslots) {
+				if (r->nslots == r->slots_cap) {
+					uint32_t cap = r->slots_cap ? r->slots_cap * 2 : 64;
+					struct slot *sl = realloc(r->slots, cap * sizeof(*sl));
+					if (!sl)
+						return HT_ERR_NOMEM;
+					r->slots = sl;
+					r->slots_cap = cap;
+				}
+				struct slot *sl = &r->slots[r->nslots++];
+				sl->process = (uint32_t)ht__get_varint(c);
+				sl->pid = (int32_t)ht__unzigzag(ht__get_varint(c));
+				sl->tid = (int32_t)ht__unzigzag(ht__get_varint(c));
+				sl->last_addr = 0;
+			}
+			r->cur_slot = (uint32_t)s;
+		} else if (r->cur_slot == UINT32_MAX) {
+			return chunk_damaged(r, "event without a thread");
+		}
+		struct slot *sl = &r->slots[r->cur_slot];
+		ev->process = sl->process;
+		ev->pid = sl->pid;
+		ev->tid = sl->tid;
+		r->prev_ts += (uint64_t)ht__unzigzag(ht__get_varint(c));
+		ev->ts = r->prev_ts;
+		if (head & HT__REC_STACK)
+			ev->stack = (uint32_t)ht__get_varint(c);
+		uint8_t mask = ht__get_byte(c), mask2 = 0;
+		if (mask & HT__F_MORE)
+			mask2 = ht__get_byte(c);
+		if (mask & HT__F_ADDR) {
+			sl->last_addr += (uint64_t)ht__unzigzag(ht__get_varint(c));
+			ev->addr = sl->last_addr;
+		}
+		if (mask & HT__F_SIZE)
+			ev->size = ht__get_varint(c);
+		if (mask & HT__F_OLD_ADDR) {
+			sl->last_addr += (uint64_t)ht__unzigzag(ht__get_varint(c));
+			ev->old_addr = sl->last_addr;
+		}
+		if (mask & HT__F_OLD_SIZE)
+			ev->old_size = ht__get_varint(c);
+		if (mask & HT__F_PROT)
+			ev->prot = (uint32_t)ht__get_varint(c);
+		if (mask & HT__F_MFLAGS)
+			ev->mflags = (uint32_t)ht__get_varint(c);
+		if (mask & HT__F_FD)
+			ev->fd = (int32_t)ht__unzigzag(ht__get_varint(c));
+		if (mask2 & HT__F2_VALUE)
+			ev->value = (int32_t)ht__unzigzag(ht__get_varint(c));
+		if (mask2 & HT__F2_MODULE)
+			ev->module = (uint32_t)ht__get_varint(c);
+		if (mask2 & HT__F2_NAME) {
+			uint32_t len;
+			const char *s = ht__get_bytes(c, &len);
+			if (c->bad)
+				return chunk_damaged(r, "event does not parse");
+			if (grow((uint8_t **)&r->name, &r->name_cap, (size_t)len + 1) < 0)
+				return HT_ERR_NOMEM;
+			memcpy(r->name, s, len);
+			r->name[len] = 0;
+			ev->name = r->name;
+		}
+		if (c->bad)
+			return chunk_damaged(r, "event does not parse");
+		if (type == HT_EV_PROCESS_START || type == HT_EV_PROCESS_EXEC) {
+			int rc = decode_proc(r, c, ev);
+			if (rc == HT_ERR_NOMEM)
+				return rc;
+			if (rc < 0)
+				return chunk_damaged(r, "process event does not parse");
+		}
+		if (r->scan && r->ev_index >= r->learned) {
+			if (type == HT_EV_PROCESS_EXEC || type == HT_EV_PROCESS_EXIT)
+				ht__proctab_event(&r->t.procs, ev);
+			if (ev->ts > r->t.info.duration_ns)
+				r->t.info.duration_ns = ev->ts;
+			r->learned = r->ev_index + 1;
+		}
+		r->ev_index++;
+		return 1;
+	}
+}
+
+const char *ht_reader_warning(const struct ht_reader *r)
+{
+	return r && r->warning[0] ? r->warning : NULL;
+}
+
+const struct ht_trace_info *ht_reader_info(const struct ht_reader *r) { return &r->t.info; }
+
+uint32_t ht_reader_process_count(const struct ht_reader *r) { return r->t.procs.n; }
+
+const struct ht_process *ht_reader_process(const struct ht_reader *r, uint32_t index)
+{
+	return index < r->t.procs.n ? &r->t.procs.v[index]->p : NULL;
+}
+
+uint32_t ht_reader_module_count(const struct ht_reader *r) { return r->t.modules.n; }
+
+const struct ht_module *ht_reader_module(const struct ht_reader *r, uint32_t id)
+{
+	return id < r->t.modules.n ? svec_at(&r->t.modules, id) : NULL;
+}
+
+uint32_t ht_reader_frame_count(const struct ht_reader *r) { return r->t.frames.n; }
+
+const struct ht_frame *ht_reader_frame(const struct ht_reader *r, uint32_t id)
+{
+	return id < r->t.frames.n ? svec_at(&r->t.frames, id) : NULL;
+}
+
+uint32_t ht_reader_stack_count(const struct ht_reader *r) { return r->t.nstacks ? r->t.nstacks : 1; }
+
+uint32_t ht_reader_stack(const struct ht_reader *r, uint32_t stack, const uint32_t **frames)
+{
+	if (stack >= r->t.nstacks || !r->t.stacks[stack].defined) {
+		if (frames)
+			*frames = NULL;
+		return 0;
+	}
+	if (frames)
+		*frames = r->t.stacks[stack].frames;
+	return r->t.stacks[stack].n;
+}
+
+void ht_reader_close(struct ht_reader *r)
+{
+	if (!r)
+		return;
+	if (r->fd >= 0)
+		close(r->fd);
+	tables_release(&r->t);
+	ZSTD_freeDCtx(r->dctx);
+	free(r->comp);
+	free(r->raw);
+	free(r->slots);
+	free(r->name);
+	free(r);
+}

@@ -1,0 +1,739 @@
+/*
+ * writer.c - writes .htr traces (see writer.h for the calls and
+ * docs/trace-format.md for the bytes): encodes events into a raw chunk
+ * buffer, compresses full chunks with zstd and appends them with write(2),
+ * and at finish appends the table chunks and the footer.
+ */
+#include "format/writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "format/codec.h"
+
+/* zstd level 1: fast enough for millions of events per second on one core,
+   and the varint encoding leaves little that higher levels would find. */
+#define ZSTD_LEVEL 1
+
+/* Threads seen in the current chunk: events name a slot, not (process, tid). */
+struct slot {
+	uint32_t process;
+	int32_t pid;
+	int32_t tid;
+	uint64_t last_addr; /* base of the next address delta */
+};
+
+/* Open-addressing map (process, tid) -> slot, emptied per chunk by a
+   generation bump instead of a memset. */
+struct slot_map_entry {
+	uint64_t key;
+	uint32_t slot;
+	uint32_t gen;
+};
+
+struct ht__writer {
+	int fd;
+	int err;       /* sticky: the first error ends writing */
+	uint64_t off;  /* bytes written so far */
+	uint32_t seq;  /* next chunk number */
+	ZSTD_CCtx *cctx;
+	struct ht__buf comp;
+
+	struct ht__buf ev; /* raw payload of the current events chunk */
+	uint32_t ev_count;
+	uint64_t first_ts;
+	uint64_t last_ts; /* of the current chunk */
+	uint64_t prev_ts; /* base of the next timestamp delta */
+	uint64_t event_total;
+	uint32_t event_chunks;
+	uint64_t max_ts;
+
+	struct slot *slots;
+	uint32_t nslots;
+	uint32_t slots_cap;
+	uint32_t cur_slot; /* slot of the previous event, UINT32_MAX at chunk start */
+	struct slot_map_entry *map;
+	uint32_t map_size; /* power of two */
+	uint32_t gen;
+
+	struct ht__buf defs;  /* every definition, for the DEFS table */
+	struct ht__buf syms;  /* SYMBOLS table payload */
+	uint32_t syms_count;
+	struct ht__proctab procs;
+
+	uint64_t start_realtime_ns;
+	uint32_t stack_mask;
+	uint32_t flags;
+	struct ht__buf cmd; /* argc and argv as encoded in META */
+	char *hostname;
+};
+
+static int write_all(struct ht__writer *w, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	while (len) {
+		ssize_t n = write(w->fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return w->err = HT_ERR_IO;
+		}
+		p += n;
+		len -= (size_t)n;
+		w->off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Compresses payload and appends it as one chunk. */
+static int write_chunk(struct ht__writer *w, uint8_t kind, const uint8_t *payload, size_t len,
+		       uint32_t count, uint64_t first_ts, uint64_t last_ts)
+{
+	size_t bound = ZSTD_compressBound(len);
+	w->comp.len = 0;
+	if (ht__buf_reserve(&w->comp, bound) < 0)
+		return w->err = HT_ERR_NOMEM;
+	size_t c = ZSTD_compress2(w->cctx, w->comp.data, bound, payload, len);
+	if (ZSTD_isError(c))
+		return w->err = HT_ERR_NOMEM;
+	struct ht__chunk_header h = {
+		.kind = kind,
+		.raw_size = (uint32_t)len,
+		.comp_size = (uint32_t)c,
+		.count = count,
+		.seq = w->seq++,
+		.first_ts = first_ts,
+		.last_ts = last_ts,
+	};
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	ht__chunk_header_pack(hb, &h);
+	if (write_all(w, hb, sizeof(hb)) < 0 || write_all(w, w->comp.data, c) < 0)
+		return w->err;
+	return 0;
+}
+
+static int flush_events(struct ht__writer *w)
+{
+	if (w->err)
+		return w->err;
+	if (!w->ev.len)
+		return 0;
+	int rc = write_chunk(w, HT__CHUNK_EVENTS, w->ev.data, w->ev.len, w->ev_count,
+			     w->first_ts, w->last_ts);
+	if (rc < 0)
+		return rc;
+	if (w->ev_count)
+		w->event_chunks++;
+	w->ev.len = 0;
+	w->ev_count = 0;
+	w->first_ts = w->last_ts = 0;
+	w->nslots = 0;
+	w->cur_slot = UINT32_MAX;
+	w->gen++;
+	if (!w->gen) { /* wrapped: really clear the map once every 2^32 chunks */
+		memset(w->map, 0, w->map_size * sizeof(*w->map));
+		w->gen = 1;
+	}
+	return 0;
+}
+
+/* META payload: see docs/trace-format.md. */
+static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost, uint32_t flags)
+{
+	struct ht__buf b = { 0 };
+	int rc = ht__buf_reserve(&b, 128 + w->cmd.len);
+	if (rc < 0)
+		return w->err = rc;
+	uint8_t *p = b.data;
+	p = ht__put_varint(p, 1); /* meta layout version */
+	p = ht__put_varint(p, w->start_realtime_ns);
+	p = ht__put_varint(p, duration_ns);
+	p = ht__put_varint(p, events_lost);
+	p = ht__put_varint(p, w->stack_mask);
+	p = ht__put_varint(p, flags);
+	p = ht__put_varint(p, w->event_total);
+	b.len = p - b.data;
+	memcpy(b.data + b.len, w->cmd.data, w->cmd.len);
+	b.len += w->cmd.len;
+	if (ht__buf_nstr(&b, w->hostname) < 0) {
+		ht__buf_release(&b);
+		return w->err = HT_ERR_NOMEM;
+	}
+	rc = write_chunk(w, HT__CHUNK_META, b.data, b.len, 1, 0, duration_ns);
+	ht__buf_release(&b);
+	return rc;
+}
+
+static int err_from_errno(int e)
+{
+	switch (e) {
+	case EEXIST: return HT_ERR_EXISTS;
+	case EACCES:
+	case EPERM:
+	case EROFS: return HT_ERR_PERM;
+	case ENOENT:
+	case ENOTDIR: return HT_ERR_NOT_FOUND;
+	case ENOMEM: return HT_ERR_NOMEM;
+	default: return HT_ERR_IO;
+	}
+}
+
+int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__trace_meta *meta)
+{
+	*out = NULL;
+	if (!path || !meta)
+		return HT_ERR_INVALID;
+	struct ht__writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return HT_ERR_NOMEM;
+	w->fd = -1;
+	w->cur_slot = UINT32_MAX;
+	w->gen = 1;
+	w->map_size = 256;
+	w->map = calloc(w->map_size, sizeof(*w->map));
+	w->cctx = ZSTD_createCCtx();
+	int rc = HT_ERR_NOMEM;
+	if (!w->map || !w->cctx)
+		goto fail;
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)))
+		goto fail;
+	w->start_realtime_ns = meta->start_realtime_ns;
+	w->stack_mask = meta->stack_mask;
+	w->flags = meta->flags & ~(HT_TRACEF_COMPLETE | HT_TRACEF_TRUNCATED | HT_TRACEF_SYMBOLS);
+	if (meta->hostname && !(w->hostname = strdup(meta->hostname)))
+		goto fail;
+	if (ht__buf_reserve(&w->cmd, 10) < 0)
+		goto fail;
+	w->cmd.len = ht__put_varint(w->cmd.data, meta->argc) - w->cmd.data;
+	for (uint32_t i = 0; i < meta->argc; i++) {
+		const char *a = meta->argv && meta->argv[i] ? meta->argv[i] : "";
+		if (ht__buf_str(&w->cmd, a, strlen(a)) < 0)
+			goto fail;
+	}
+	if (ht__buf_reserve(&w->ev, HT__CHUNK_TARGET + 4096) < 0)
+		goto fail;
+
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		rc = err_from_errno(errno);
+		goto fail;
+	}
+	/* File header: see docs/trace-format.md. */
+	uint8_t h[HT__HEADER_SIZE] = { 0 };
+	memcpy(h, HT__FILE_MAGIC, 8);
+	ht__put_le32(h + 8, HT__FILE_VERSION);
+	h[12] = 1; /* little-endian */
+	h[13] = 8; /* pointer size */
+	ht__put_le32(h + 16, HT__HEADER_SIZE);
+	ht__put_le64(h + 24, w->start_realtime_ns);
+	ht__put_le32(h + 32, w->stack_mask);
+	ht__put_le32(h + 36, w->flags);
+	ht__put_le32(h + 60, ht__crc32(h, 60));
+	if ((rc = write_all(w, h, sizeof(h))) < 0)
+		goto fail_unlink;
+	/* An early META chunk, so an unfinished trace still names its command. */
+	if ((rc = write_meta(w, 0, 0, w->flags)) < 0)
+		goto fail_unlink;
+	*out = w;
+	return 0;
+
+fail_unlink:
+	unlink(path);
+fail:
+	ht__writer_abort(w);
+	return rc;
+}
+
+/* Appends a definition both to the events chunk and to the DEFS table. */
+static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
+{
+	if (w->err)
+		return w->err;
+	if (ht__buf_reserve(&w->defs, len) < 0 || ht__buf_reserve(&w->ev, len) < 0)
+		return w->err = HT_ERR_NOMEM;
+	memcpy(w->defs.data + w->defs.len, rec, len);
+	w->defs.len += len;
+	memcpy(w->ev.data + w->ev.len, rec, len);
+	w->ev.len += len;
+	if (w->ev.len >= HT__CHUNK_TARGET)
+		return flush_events(w);
+	return 0;
+}
+
+int ht__writer_module(struct ht__writer *w, uint32_t id, const char *path,
+		      const uint8_t *build_id, uint32_t build_id_len)
+{
+	if (!w)
+		return HT_ERR_INVALID;
+	if (!path)
+		path = "";
+	size_t plen = strlen(path);
+	struct ht__buf b = { 0 };
+	if (ht__buf_reserve(&b, 16) < 0)
+		return HT_ERR_NOMEM;
+	b.data[0] = HT__REC_DEF_MODULE;
+	b.len = ht__put_varint(b.data + 1, id) - b.data;
+	int rc = ht__buf_str(&b, path, plen);
+	if (!rc)
+		rc = ht__buf_str(&b, (const char *)build_id, build_id ? build_id_len : 0);
+	if (!rc)
+		rc = add_def(w, b.data, b.len);
+	ht__buf_release(&b);
+	return rc;
+}
+
+int ht__writer_frame(struct ht__writer *w, uint32_t id, uint32_t module, uint64_t rel)
+{
+	if (!w)
+		return HT_ERR_INVALID;
+	uint8_t rec[32], *p = rec;
+	*p++ = HT__REC_DEF_FRAME;
+	p = ht__put_varint(p, id);
+	p = ht__put_varint(p, module == HT_MODULE_NONE ? 0 : (uint64_t)module + 1);
+	p = ht__put_varint(p, rel);
+	return add_def(w, rec, p - rec);
+}
+
+int ht__writer_stack(struct ht__writer *w, uint32_t id, const uint32_t *frames, uint32_t n)
+{
+	if (!w || !id || (n && !frames))
+		return HT_ERR_INVALID;
+	uint8_t small[256];
+	size_t need = 1 + 10 + 10 + (size_t)n * 10;
+	uint8_t *rec = need <= sizeof(small) ? small : malloc(need);
+	if (!rec)
+		return HT_ERR_NOMEM;
+	uint8_t *p = rec;
+	*p++ = HT__REC_DEF_STACK;
+	p = ht__put_varint(p, id);
+	p = ht__put_varint(p, n);
+	/* Frame ids of one stack are often close: store deltas. */
+	int64_t prev = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		p = ht__put_varint(p, ht__zigzag((int64_t)frames[i] - prev));
+		prev = frames[i];
+	}
+	int rc = add_def(w, rec, p - rec);
+	if (rec != small)
+		free(rec);
+	return rc;
+}
+
+static uint32_t slot_hash(uint64_t key) { return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40); }
+
+/* Slot of (process, pid, tid) in this chunk, made when new (*fresh = 1). */
+static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *out, int *fresh)
+{
+	uint64_t key = (uint64_t)ev->process << 32 | (uint32_t)ev->tid;
+	uint32_t mask = w->map_size - 1;
+	uint32_t i = slot_hash(key) & mask;
+	for (;; i = (i + 1) & mask) {
+		struct slot_map_entry *e = &w->map[i];
+		if (e->gen != w->gen)
+			break;
+		if (e->key == key && w->slots[e->slot].pid == ev->pid) {
+			*out = e->slot;
+			*fresh = 0;
+			return 0;
+		}
+	}
+	if (w->nslots >= HT__MAX_SLOTS) { /* absurdly many threads: start a chunk */
+		int rc = flush_events(w);
+		if (rc < 0)
+			return rc;
+		return find_slot(w, ev, out, fresh);
+	}
+	if ((w->nslots + 1) * 2 > w->map_size) {
+		/* Grow the map and re-insert this chunk's slots. */
+		uint32_t size = w->map_size * 2;
+		struct slot_map_entry *m = calloc(size, sizeof(*m));
+		if (!m)
+			return w->err = HT_ERR_NOMEM;
+		free(w->map);
+		w->map = m;
+		w->map_size = size;
+		w->gen = 1;
+		for (uint32_t s = 0; s < w->nslots; s++) {
+			uint64_t k = (uint64_t)w->slots[s].process << 32 | (uint32_t)w->slots[s].tid;
+			uint32_t j = slot_hash(k) & (size - 1);
+			while (m[j].gen == w->gen)
+				j = (j + 1) & (size - 1);
+			m[j] = (struct slot_map_entry){ k, s, w->gen };
+		}
+		mask = size - 1;
+		i = slot_hash(key) & mask;
+		while (w->map[i].gen == w->gen)
+			i = (i + 1) & mask;
+	}
+	if (w->nslots == w->slots_cap) {
+		uint32_t cap = w->slots_cap ? w->slots_cap * 2 : 64;
+		struct slot *s = realloc(w->slots, cap * sizeof(*s));
+		if (!s)
+			return w->err = HT_ERR_NOMEM;
+		w->slots = s;
+		w->slots_cap = cap;
+	}
+	uint32_t s = w->nslots++;
+	w->slots[s] = (struct slot){ ev->process, ev->pid, ev->tid, 0 };
+	w->map[i] = (struct slot_map_entry){ key, s, w->gen };
+	*out = s;
+	*fresh = 1;
+	return 0;
+}
+
+int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const struct ht_process *proc)
+{
+	if (!w || !ev)
+		return HT_ERR_INVALID;
+	if (w->err)
+		return w->err;
+	if (!ev->type || ev->type >= HT_EV__COUNT)
+		return HT_ERR_INVALID;
+	int is_proc = ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC;
+	size_t name_len = ev->name ? strlen(ev->name) : 0;
+	size_t need = 192 + name_len;
+	if (is_proc && proc) {
+		need += (proc->exe ? strlen(proc->exe) : 0) + 10;
+		for (uint32_t i = 0; i < proc->argc; i++)
+			need += (proc->argv[i] ? strlen(proc->argv[i]) : 0) + 10;
+	}
+	if (ht__buf_reserve(&w->ev, need) < 0)
+		return w->err = HT_ERR_NOMEM;
+
+	uint32_t si;
+	int fresh;
+	int rc = find_slot(w, ev, &si, &fresh);
+	if (rc < 0)
+		return rc;
+	struct slot *sl = &w->slots[si];
+	if (!w->ev_count) {
+		w->first_ts = ev->ts;
+		w->prev_ts = ev->ts;
+	}
+
+	uint8_t *p = w->ev.data + w->ev.len;
+	int ext = ev->func != ht__default_func(ev->type) || ev->flags || ev->heap;
+	uint8_t head = ev->type;
+	if (ext)
+		head |= HT__REC_EXT;
+	if (si == w->cur_slot)
+		head |= HT__REC_SAME;
+	if (ev->stack)
+		head |= HT__REC_STACK;
+	*p++ = head;
+	if (ext) {
+		*p++ = ev->func;
+		p = ht__put_varint(p, ev->flags);
+		p = ht__put_varint(p, ev->heap);
+	}
+	if (si != w->cur_slot) {
+		p = ht__put_varint(p, si);
+		if (fresh) {
+			p = ht__put_varint(p, ev->process);
+			p = ht__put_varint(p, ht__zigzag(ev->pid));
+			p = ht__put_varint(p, ht__zigzag(ev->tid));
+		}
+		w->cur_slot = si;
+	}
+	p = ht__put_varint(p, ht__zigzag((int64_t)(ev->ts - w->prev_ts)));
+	w->prev_ts = ev->ts;
+	if (ev->stack)
+		p = ht__put_varint(p, ev->stack);
+
+	uint8_t mask = 0, mask2 = 0;
+	if (ev->addr) mask |= HT__F_ADDR;
+	if (ev->size) mask |= HT__F_SIZE;
+	if (ev->old_addr) mask |= HT__F_OLD_ADDR;
+	if (ev->old_size) mask |= HT__F_OLD_SIZE;
+	if (ev->prot) mask |= HT__F_PROT;
+	if (ev->mflags) mask |= HT__F_MFLAGS;
+	if (ev->fd) mask |= HT__F_FD;
+	if (ev->value) mask2 |= HT__F2_VALUE;
+	if (ev->module) mask2 |= HT__F2_MODULE;
+	if (ev->name) mask2 |= HT__F2_NAME;
+	if (mask2)
+		mask |= HT__F_MORE;
+	*p++ = mask;
+	if (mask2)
+		*p++ = mask2;
+	/* Addresses are deltas from the thread's previous address: allocations
+	   of one thread cluster, so most deltas fit in two or three bytes. */
+	if (mask & HT__F_ADDR) {
+		p = ht__put_varint(p, ht__zigzag((int64_t)(ev->addr - sl->last_addr)));
+		sl->last_addr = ev->addr;
+	}
+	if (mask & HT__F_SIZE)
+		p = ht__put_varint(p, ev->size);
+	if (mask & HT__F_OLD_ADDR) {
+		p = ht__put_varint(p, ht__zigzag((int64_t)(ev->old_addr - sl->last_addr)));
+		sl->last_addr = ev->old_addr;
+	}
+	if (mask & HT__F_OLD_SIZE)
+		p = ht__put_varint(p, ev->old_size);
+	if (mask & HT__F_PROT)
+		p = ht__put_varint(p, ev->prot);
+	if (mask & HT__F_MFLAGS)
+		p = ht__put_varint(p, ev->mflags);
+	if (mask & HT__F_FD)
+		p = ht__put_varint(p, ht__zigzag(ev->fd));
+	if (mask2 & HT__F2_VALUE)
+		p = ht__put_varint(p, ht__zigzag(ev->value));
+	if (mask2 & HT__F2_MODULE)
+		p = ht__put_varint(p, ev->module);
+	if (mask2 & HT__F2_NAME) {
+		p = ht__put_varint(p, name_len);
+		memcpy(p, ev->name, name_len);
+		p += name_len;
+	}
+	w->ev.len = p - w->ev.data;
+
+	if (is_proc) {
+		struct ht_process d = { 0 };
+		if (proc)
+			d = *proc;
+		else
+			d.parent = UINT32_MAX;
+		d.pid = ev->pid;
+		d.start_ts = ev->ts;
+		d.end_ts = 0;
+		d.flags &= HT_PROCF_ROOT | HT_PROCF_FORK | HT_PROCF_EXEC | HT_PROCF_ATTACHED;
+		if (ev->type == HT_EV_PROCESS_EXEC)
+			d.flags |= HT_PROCF_EXEC;
+		uint8_t *q = w->ev.data + w->ev.len;
+		q = ht__put_varint(q, ht__zigzag(d.ppid));
+		q = ht__put_varint(q, d.parent == UINT32_MAX ? 0 : (uint64_t)d.parent + 1);
+		q = ht__put_varint(q, d.flags);
+		w->ev.len = q - w->ev.data;
+		const char *exe = d.exe ? d.exe : "";
+		ht__buf_str(&w->ev, exe, strlen(exe)); /* space reserved above */
+		q = ht__put_varint(w->ev.data + w->ev.len, d.argc);
+		w->ev.len = q - w->ev.data;
+		for (uint32_t i = 0; i < d.argc; i++) {
+			const char *a = d.argv[i] ? d.argv[i] : "";
+			ht__buf_str(&w->ev, a, strlen(a));
+		}
+		if ((rc = ht__proctab_set(&w->procs, ev->process, &d)) < 0)
+			return w->err = rc;
+	}
+	if (ev->type == HT_EV_PROCESS_EXEC || ev->type == HT_EV_PROCESS_EXIT)
+		ht__proctab_event(&w->procs, ev);
+
+	w->ev_count++;
+	w->event_total++;
+	w->last_ts = ev->ts;
+	if (ev->ts > w->max_ts)
+		w->max_ts = ev->ts;
+	if (w->ev.len >= HT__CHUNK_TARGET)
+		return flush_events(w);
+	return 0;
+}
+
+int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms, uint32_t n)
+{
+	if (!w || (n && !syms))
+		return HT_ERR_INVALID;
+	if (w->err)
+		return w->err;
+	size_t need = 20;
+	for (uint32_t i = 0; i < n; i++)
+		need += 30 + (syms[i].function ? strlen(syms[i].function) : 0) +
+			(syms[i].file ? strlen(syms[i].file) : 0);
+	if (ht__buf_reserve(&w->syms, need) < 0)
+		return w->err = HT_ERR_NOMEM;
+	uint8_t *p = w->syms.data + w->syms.len;
+	p = ht__put_varint(p, frame);
+	p = ht__put_varint(p, n);
+	w->syms.len = p - w->syms.data;
+	for (uint32_t i = 0; i < n; i++) {
+		ht__buf_nstr(&w->syms, syms[i].function);
+		ht__buf_nstr(&w->syms, syms[i].file);
+		p = ht__put_varint(w->syms.data + w->syms.len, syms[i].line);
+		w->syms.len = p - w->syms.data;
+	}
+	w->syms_count++;
+	return 0;
+}
+
+int ht__writer_flush(struct ht__writer *w)
+{
+	if (!w)
+		return HT_ERR_INVALID;
+	return flush_events(w);
+}
+
+/* Writes a table payload as chunks of at most HT__TABLE_CHUNK_MAX raw bytes,
+   cut at record boundaries found by walking the records with skip(). */
+static int write_table(struct ht__writer *w, uint8_t kind, const struct ht__buf *b,
+		       size_t (*skip)(const uint8_t *p, const uint8_t *end))
+{
+	size_t start = 0, pos = 0;
+	uint32_t count = 0;
+	while (pos < b->len) {
+		size_t n = skip(b->data + pos, b->data + b->len);
+		if (!n)
+			return w->err = HT_ERR_INVALID;
+		if (pos + n - start > HT__TABLE_CHUNK_MAX && pos > start) {
+			int rc = write_chunk(w, kind, b->data + start, pos - start, count, 0, 0);
+			if (rc < 0)
+				return rc;
+			start = pos;
+			count = 0;
+		}
+		pos += n;
+		count++;
+	}
+	if (pos > start)
+		return write_chunk(w, kind, b->data + start, pos - start, count, 0, 0);
+	return 0;
+}
+
+static size_t skip_def(const uint8_t *p, const uint8_t *end)
+{
+	struct ht__cur c = { p + 1, end, 0 };
+	uint32_t len;
+	switch (*p) {
+	case HT__REC_DEF_MODULE:
+		ht__get_varint(&c);
+		ht__get_bytes(&c, &len);
+		ht__get_bytes(&c, &len);
+		break;
+	case HT__REC_DEF_FRAME:
+		ht__get_varint(&c);
+		ht__get_varint(&c);
+		ht__get_varint(&c);
+		break;
+	case HT__REC_DEF_STACK: {
+		ht__get_varint(&c);
+		uint64_t n = ht__get_varint(&c);
+		for (uint64_t i = 0; i < n && !c.bad; i++)
+			ht__get_varint(&c);
+		break;
+	}
+	default: return 0;
+	}
+	return c.bad ? 0 : (size_t)(c.p - p);
+}
+
+static size_t skip_nstr(struct ht__cur *c)
+{
+	uint64_t n = ht__get_varint(c);
+	if (n && !c->bad) {
+		if (n - 1 > (uint64_t)(c->end - c->p))
+			c->bad = 1;
+		else
+			c->p += n - 1;
+	}
+	return 0;
+}
+
+static size_t skip_sym(const uint8_t *p, const uint8_t *end)
+{
+	struct ht__cur c = { p, end, 0 };
+	ht__get_varint(&c);
+	uint64_t n = ht__get_varint(&c);
+	for (uint64_t i = 0; i < n && !c.bad; i++) {
+		skip_nstr(&c);
+		skip_nstr(&c);
+		ht__get_varint(&c);
+	}
+	return c.bad ? 0 : (size_t)(c.p - p);
+}
+
+static int write_processes(struct ht__writer *w)
+{
+	struct ht__buf b = { 0 };
+	int rc = 0;
+	for (uint32_t i = 0; i < w->procs.n && !rc; i++) {
+		const struct ht_process *d = &w->procs.v[i]->p;
+		if ((rc = ht__buf_reserve(&b, 128)) < 0)
+			break;
+		uint8_t *p = b.data + b.len;
+		p = ht__put_varint(p, i);
+		p = ht__put_varint(p, ht__zigzag(d->pid));
+		p = ht__put_varint(p, ht__zigzag(d->ppid));
+		p = ht__put_varint(p, d->parent == UINT32_MAX ? 0 : (uint64_t)d->parent + 1);
+		p = ht__put_varint(p, d->flags);
+		p = ht__put_varint(p, d->start_ts);
+		p = ht__put_varint(p, d->end_ts);
+		p = ht__put_varint(p, ht__zigzag(d->exit_code));
+		p = ht__put_varint(p, ht__zigzag(d->signal));
+		b.len = p - b.data;
+		rc = ht__buf_str(&b, d->exe, strlen(d->exe));
+		if (!rc && !(rc = ht__buf_reserve(&b, 10)))
+			b.len = ht__put_varint(b.data + b.len, d->argc) - b.data;
+		for (uint32_t a = 0; a < d->argc && !rc; a++)
+			rc = ht__buf_str(&b, d->argv[a], strlen(d->argv[a]));
+	}
+	if (!rc && b.len)
+		rc = write_chunk(w, HT__CHUNK_PROCESSES, b.data, b.len, w->procs.n, 0, 0);
+	ht__buf_release(&b);
+	return rc < 0 ? (w->err = rc) : 0;
+}
+
+int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost, uint32_t flags)
+{
+	if (!w)
+		return HT_ERR_INVALID;
+	int rc = flush_events(w);
+	if (duration_ns < w->max_ts)
+		duration_ns = w->max_ts;
+	uint64_t tables = w->off;
+	ht__proctab_end(&w->procs, duration_ns);
+	flags = (w->flags | flags | HT_TRACEF_COMPLETE) & ~HT_TRACEF_TRUNCATED;
+	if (w->syms_count)
+		flags |= HT_TRACEF_SYMBOLS;
+	if (events_lost)
+		flags |= HT_TRACEF_LOSSY;
+	if (!rc)
+		rc = write_table(w, HT__CHUNK_DEFS, &w->defs, skip_def);
+	if (!rc)
+		rc = write_table(w, HT__CHUNK_SYMBOLS, &w->syms, skip_sym);
+	if (!rc)
+		rc = write_processes(w);
+	if (!rc)
+		rc = write_meta(w, duration_ns, events_lost, flags);
+	if (!rc) {
+		struct ht__footer f = {
+			.tables_offset = tables,
+			.footer_offset = w->off,
+			.event_count = w->event_total,
+			.event_chunks = w->event_chunks,
+		};
+		uint8_t fb[HT__FOOTER_SIZE];
+		ht__footer_pack(fb, &f);
+		rc = write_all(w, fb, sizeof(fb));
+	}
+	if (!rc && close(w->fd) < 0)
+		rc = HT_ERR_IO;
+	else if (rc)
+		close(w->fd);
+	w->fd = -1;
+	ht__writer_abort(w);
+	return rc;
+}
+
+void ht__writer_abort(struct ht__writer *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0) {
+		flush_events(w); /* best effort: keep what was given so far */
+		close(w->fd);
+	}
+	ZSTD_freeCCtx(w->cctx);
+	ht__buf_release(&w->comp);
+	ht__buf_release(&w->ev);
+	ht__buf_release(&w->defs);
+	ht__buf_release(&w->syms);
+	ht__buf_release(&w->cmd);
+	ht__proctab_release(&w->procs);
+	free(w->slots);
+	free(w->map);
+	free(w->hostname);
+	free(w);
+}

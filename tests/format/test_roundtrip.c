@@ -1,0 +1,519 @@
+/*
+ * test_roundtrip.c - writes traces with the writer and reads them back with
+ * the reader: every event type and field, the tables (modules, logical frames
+ * from inline symbols, stacks, processes, meta), many chunks, an unfinished
+ * trace read from its inline definitions, and the file's creation rules.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "format/writer.h"
+#include "heaptrail/trace.h"
+#include "testutil.h"
+
+#define NEV 64
+static struct ht_event evs[NEV];
+static int nev;
+
+static struct ht_event *ev_add(uint8_t type, uint32_t process, int32_t pid, int32_t tid, uint64_t ts)
+{
+	struct ht_event *e = &evs[nev++];
+	memset(e, 0, sizeof(*e));
+	e->type = type;
+	e->process = process;
+	e->pid = pid;
+	e->tid = tid;
+	e->ts = ts;
+	switch (type) {
+	case HT_EV_ALLOC:
+	case HT_EV_ALLOC_FAIL: e->func = HT_FN_MALLOC; break;
+	case HT_EV_REALLOC: e->func = HT_FN_REALLOC; break;
+	case HT_EV_FREE: e->func = HT_FN_FREE; break;
+	case HT_EV_MMAP: e->func = HT_FN_MMAP; break;
+	case HT_EV_MUNMAP: e->func = HT_FN_MUNMAP; break;
+	case HT_EV_MREMAP: e->func = HT_FN_MREMAP; break;
+	case HT_EV_MPROTECT: e->func = HT_FN_MPROTECT; break;
+	case HT_EV_BRK: e->func = HT_FN_BRK; break;
+	}
+	return e;
+}
+
+static const char *const root_argv[] = { "./app", "-x", "arg with space" };
+static const char *const child_argv[] = { "/bin/true", "--version" };
+
+/* Builds the events of the main test trace into evs[]. */
+static void build_events(void)
+{
+	struct ht_event *e;
+	nev = 0;
+	ev_add(HT_EV_PROCESS_START, 0, 100, 100, 0);
+	e = ev_add(HT_EV_THREAD_START, 0, 100, 100, 5);
+	e->name = "main";
+	e = ev_add(HT_EV_MODULE_LOAD, 0, 100, 100, 10);
+	e->module = 1;
+	e->addr = 0x7f0000000000ull;
+	e->size = 0x200000;
+	e->old_addr = 0x7f0000000000ull;
+	e = ev_add(HT_EV_ALLOC, 0, 100, 100, 1000);
+	e->addr = 0x5555aaaa0010ull;
+	e->size = 100;
+	e->stack = 1;
+	e = ev_add(HT_EV_ALLOC, 0, 100, 100, 1001);
+	e->func = HT_FN_CALLOC;
+	e->addr = 0x5555aaaa0080ull;
+	e->size = 400;
+	e->stack = 2;
+	e = ev_add(HT_EV_ALLOC_FAIL, 0, 100, 100, 1002);
+	e->size = 1ull << 40;
+	e = ev_add(HT_EV_REALLOC, 0, 100, 100, 2000);
+	e->old_addr = 0x5555aaaa0010ull;
+	e->addr = 0x5555aaab0000ull;
+	e->size = 5000;
+	e->stack = 1;
+	e = ev_add(HT_EV_REALLOC, 0, 100, 100, 2001);
+	e->flags = HT_EVF_FAILED;
+	e->old_addr = 0x5555aaab0000ull;
+	e->size = 1ull << 50;
+	e = ev_add(HT_EV_FREE, 0, 100, 100, 2002);
+	e->addr = 0x5555aaaa0080ull;
+	e = ev_add(HT_EV_MMAP, 0, 100, 102, 3000); /* another thread */
+	e->addr = 0x7f1234560000ull;
+	e->size = 1 << 20;
+	e->prot = 3;
+	e->mflags = 0x22;
+	e->fd = -1;
+	e->stack = 2;
+	e = ev_add(HT_EV_MMAP, 0, 100, 102, 3001);
+	e->flags = HT_EVF_FAILED;
+	e->size = 1ull << 46;
+	e->prot = 3;
+	e->mflags = 0x22;
+	e->fd = -1;
+	e = ev_add(HT_EV_MUNMAP, 0, 100, 100, 3002);
+	e->addr = 0x7f1234560000ull;
+	e->size = 4096;
+	e = ev_add(HT_EV_MREMAP, 0, 100, 102, 3003);
+	e->old_addr = 0x7f1234561000ull;
+	e->old_size = 0x1000;
+	e->addr = 0x7f2000000000ull;
+	e->size = 0x10000;
+	e->mflags = 1;
+	e = ev_add(HT_EV_MPROTECT, 0, 100, 102, 3004);
+	e->addr = 0x7f2000000000ull;
+	e->size = 0x1000;
+	e = ev_add(HT_EV_BRK, 0, 100, 100, 3005);
+	e->func = HT_FN_SBRK;
+	e->old_addr = 0x555555560000ull;
+	e->addr = 0x555555581000ull;
+	e = ev_add(HT_EV_HEAP_CREATE, 0, 100, 100, 4000);
+	e->func = HT_FN_HEAP_API;
+	e->heap = 0x1000;
+	e->name = "pool";
+	e = ev_add(HT_EV_ALLOC, 0, 100, 100, 4001);
+	e->func = HT_FN_HEAP_API;
+	e->heap = 0x1000;
+	e->addr = 0x600000;
+	e->size = 32;
+	e = ev_add(HT_EV_HEAP_DESTROY, 0, 100, 100, 4002);
+	e->func = HT_FN_HEAP_API;
+	e->heap = 0x1000;
+	ev_add(HT_EV_PROCESS_START, 1, 101, 101, 5000);
+	e = ev_add(HT_EV_ALLOC, 1, 101, 101, 5001);
+	e->addr = 0x5555aaaa0010ull; /* same address, other process */
+	e->size = 7;
+	ev_add(HT_EV_PROCESS_EXEC, 2, 101, 101, 6000);
+	e = ev_add(HT_EV_THREAD_NAME, 0, 100, 102, 6001);
+	e->name = "worker-with-a-long-name";
+	ev_add(HT_EV_THREAD_EXIT, 0, 100, 102, 6002);
+	e = ev_add(HT_EV_MODULE_UNLOAD, 0, 100, 100, 6003);
+	e->module = 1;
+	e = ev_add(HT_EV_RSS, 0, 100, 0, 6004);
+	e->size = 123456789;
+	e = ev_add(HT_EV_PROCESS_EXIT, 2, 101, 101, 7000);
+	e->value = 3;
+	e = ev_add(HT_EV_PROCESS_EXIT, 0, 100, 100, 8000);
+	e->flags = HT_EVF_SIGNAL;
+	e->value = 9;
+}
+
+static const struct ht_process *proc_for(int i)
+{
+	static struct ht_process root, child, exec;
+	root = (struct ht_process){ .pid = 100, .ppid = 1, .parent = UINT32_MAX,
+				    .flags = HT_PROCF_ROOT, .exe = "/home/u/app", .argc = 3,
+				    .argv = root_argv };
+	child = (struct ht_process){ .pid = 101, .ppid = 100, .parent = 0, .flags = HT_PROCF_FORK,
+				     .exe = "/home/u/app", .argc = 3, .argv = root_argv };
+	exec = (struct ht_process){ .pid = 101, .ppid = 100, .parent = 0, .flags = HT_PROCF_EXEC,
+				    .exe = "/bin/true", .argc = 2, .argv = child_argv };
+	if (evs[i].type == HT_EV_PROCESS_START)
+		return evs[i].process == 0 ? &root : &child;
+	if (evs[i].type == HT_EV_PROCESS_EXEC)
+		return &exec;
+	return NULL;
+}
+
+static const uint8_t bid[] = { 0xde, 0xad, 0xbe, 0xef, 0x01 };
+
+/* Writes the definitions and events; finish or not. */
+static void write_trace(const char *path, int finish)
+{
+	struct ht__trace_meta meta = {
+		.start_realtime_ns = 1700000000123456789ull,
+		.stack_mask = 0x1b,
+		.flags = HT_TRACEF_ATTACHED,
+		.argc = 3,
+		.argv = root_argv,
+		.hostname = "testhost",
+	};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	CHECK_EQ(ht__writer_module(w, 0, "/home/u/app", bid, sizeof(bid)), 0);
+	CHECK_EQ(ht__writer_module(w, 1, "/usr/lib/libc.so.6", NULL, 0), 0);
+	CHECK_EQ(ht__writer_frame(w, 0, 0, 0x1234), 0);
+	CHECK_EQ(ht__writer_frame(w, 1, 0, 0x5678), 0);
+	CHECK_EQ(ht__writer_frame(w, 2, 1, 0x9abc), 0);
+	CHECK_EQ(ht__writer_frame(w, 3, HT_MODULE_NONE, 0x7fff0000ull), 0);
+	uint32_t s1[] = { 0, 2 }, s2[] = { 1, 0, 3 };
+	CHECK_EQ(ht__writer_stack(w, 1, s1, 2), 0);
+	CHECK_EQ(ht__writer_stack(w, 2, s2, 3), 0);
+	for (int i = 0; i < nev; i++)
+		CHECK_EQ(ht__writer_event(w, &evs[i], proc_for(i)), 0);
+	if (!finish) {
+		ht__writer_abort(w);
+		return;
+	}
+	struct ht__symbol f0[] = { { "inner", "a.c", 10 }, { "outer(int)", "a.c", 20 } };
+	struct ht__symbol f2[] = { { "malloc", NULL, 0 } };
+	CHECK_EQ(ht__writer_symbols(w, 0, f0, 2), 0);
+	CHECK_EQ(ht__writer_symbols(w, 2, f2, 1), 0);
+	CHECK_EQ(ht__writer_finish(w, 9000, 17, 0), 0);
+}
+
+static void check_events(struct ht_reader *r)
+{
+	struct ht_event ev;
+	int i = 0, rc;
+	while ((rc = ht_reader_next(r, &ev)) > 0) {
+		if (i >= nev) {
+			i++;
+			continue;
+		}
+		const struct ht_event *x = &evs[i];
+		CHECK_EQ(ev.type, x->type);
+		CHECK_EQ(ev.func, x->func);
+		CHECK_EQ(ev.flags, x->flags);
+		CHECK_EQ(ev.process, x->process);
+		CHECK_EQ(ev.pid, x->pid);
+		CHECK_EQ(ev.tid, x->tid);
+		CHECK_EQ(ev.ts, x->ts);
+		CHECK_EQ(ev.stack, x->stack);
+		CHECK_EQ(ev.module, x->module);
+		CHECK_EQ(ev.heap, x->heap);
+		CHECK_EQ(ev.addr, x->addr);
+		CHECK_EQ(ev.size, x->size);
+		CHECK_EQ(ev.old_addr, x->old_addr);
+		CHECK_EQ(ev.old_size, x->old_size);
+		CHECK_EQ(ev.prot, x->prot);
+		CHECK_EQ(ev.mflags, x->mflags);
+		CHECK_EQ(ev.fd, x->fd);
+		CHECK_EQ(ev.value, x->value);
+		if (x->name)
+			CHECK_STR(ev.name, x->name);
+		else
+			CHECK(ev.name == NULL);
+		if (test_failures) {
+			fprintf(stderr, "  at event %d (%s)\n", i, ht_event_name(x->type));
+			break;
+		}
+		i++;
+	}
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(i, nev);
+}
+
+static void check_processes(struct ht_reader *r, uint64_t end)
+{
+	CHECK_EQ(ht_reader_process_count(r), 3);
+	const struct ht_process *p = ht_reader_process(r, 0);
+	CHECK_EQ(p->pid, 100);
+	CHECK_EQ(p->ppid, 1);
+	CHECK_EQ(p->parent, UINT32_MAX);
+	CHECK_EQ(p->flags, HT_PROCF_ROOT | HT_PROCF_SIGNALED);
+	CHECK_EQ(p->signal, 9);
+	CHECK_EQ(p->start_ts, 0);
+	CHECK_EQ(p->end_ts, 8000);
+	CHECK_STR(p->exe, "/home/u/app");
+	CHECK_EQ(p->argc, 3);
+	CHECK_STR(p->argv[2], "arg with space");
+	CHECK(p->argv[3] == NULL);
+	p = ht_reader_process(r, 1);
+	CHECK_EQ(p->pid, 101);
+	CHECK_EQ(p->parent, 0);
+	CHECK_EQ(p->flags, HT_PROCF_FORK | HT_PROCF_EXECED);
+	CHECK_EQ(p->start_ts, 5000);
+	CHECK_EQ(p->end_ts, 6000);
+	p = ht_reader_process(r, 2);
+	CHECK_EQ(p->pid, 101);
+	CHECK_EQ(p->flags, HT_PROCF_EXEC | HT_PROCF_EXITED);
+	CHECK_EQ(p->exit_code, 3);
+	CHECK_EQ(p->start_ts, 6000);
+	CHECK_EQ(p->end_ts, 7000);
+	CHECK_STR(p->exe, "/bin/true");
+	CHECK_EQ(p->argc, 2);
+	CHECK_STR(p->argv[1], "--version");
+	CHECK(ht_reader_process(r, 3) == NULL);
+	(void)end;
+}
+
+static void test_finished(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "full.htr");
+	build_events();
+	write_trace(path, 1);
+
+	struct stat st;
+	CHECK_EQ(stat(path, &st), 0);
+	CHECK_EQ(st.st_mode & 0777, 0600);
+
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	CHECK(ht_reader_warning(r) == NULL);
+	const struct ht_trace_info *in = ht_reader_info(r);
+	CHECK_EQ(in->version, 1);
+	CHECK_EQ(in->start_realtime_ns, 1700000000123456789ull);
+	CHECK_EQ(in->duration_ns, 9000);
+	CHECK_EQ(in->events_lost, 17);
+	CHECK_EQ(in->stack_mask, 0x1b);
+	CHECK_EQ(in->flags, HT_TRACEF_COMPLETE | HT_TRACEF_SYMBOLS | HT_TRACEF_LOSSY |
+				    HT_TRACEF_ATTACHED);
+	CHECK_EQ(in->argc, 3);
+	CHECK_STR(in->argv[0], "./app");
+	CHECK_STR(in->argv[2], "arg with space");
+	CHECK(in->argv[3] == NULL);
+	CHECK_STR(in->hostname, "testhost");
+
+	CHECK_EQ(ht_reader_module_count(r), 2);
+	CHECK_STR(ht_reader_module(r, 0)->path, "/home/u/app");
+	CHECK_STR(ht_reader_module(r, 0)->name, "app");
+	CHECK_STR(ht_reader_module(r, 0)->build_id, "deadbeef01");
+	CHECK_STR(ht_reader_module(r, 1)->name, "libc.so.6");
+	CHECK_STR(ht_reader_module(r, 1)->build_id, "");
+
+	/* Physical 0 has two symbols (inline first), 2 has one, 1 and 3 none. */
+	CHECK_EQ(ht_reader_frame_count(r), 5);
+	const struct ht_frame *f = ht_reader_frame(r, 0);
+	CHECK_STR(f->function, "inner");
+	CHECK_STR(f->file, "a.c");
+	CHECK_EQ(f->line, 10);
+	CHECK_EQ(f->inlined, 1);
+	CHECK_EQ(f->module, 0);
+	CHECK_EQ(f->rel, 0x1234);
+	f = ht_reader_frame(r, 1);
+	CHECK_STR(f->function, "outer(int)");
+	CHECK_EQ(f->line, 20);
+	CHECK_EQ(f->inlined, 0);
+	CHECK_EQ(f->rel, 0x1234);
+	f = ht_reader_frame(r, 2);
+	CHECK(f->function == NULL && f->file == NULL);
+	CHECK_EQ(f->rel, 0x5678);
+	f = ht_reader_frame(r, 3);
+	CHECK_STR(f->function, "malloc");
+	CHECK(f->file == NULL);
+	CHECK_EQ(f->module, 1);
+	f = ht_reader_frame(r, 4);
+	CHECK_EQ(f->module, HT_MODULE_NONE);
+	CHECK_EQ(f->rel, 0x7fff0000ull);
+
+	CHECK_EQ(ht_reader_stack_count(r), 3);
+	const uint32_t *fr;
+	CHECK_EQ(ht_reader_stack(r, 1, &fr), 3);
+	CHECK_EQ(fr[0], 0);
+	CHECK_EQ(fr[1], 1);
+	CHECK_EQ(fr[2], 3);
+	CHECK_EQ(ht_reader_stack(r, 2, &fr), 4);
+	CHECK_EQ(fr[0], 2);
+	CHECK_EQ(fr[1], 0);
+	CHECK_EQ(fr[2], 1);
+	CHECK_EQ(fr[3], 4);
+	CHECK_EQ(ht_reader_stack(r, 0, &fr), 0);
+	CHECK_EQ(ht_reader_stack(r, 99, &fr), 0);
+
+	check_processes(r, 9000);
+	check_events(r);
+	/* A second pass gives the same events and leaves the tables alone. */
+	CHECK_EQ(ht_reader_rewind(r), 0);
+	check_events(r);
+	check_processes(r, 9000);
+	CHECK(ht_reader_warning(r) == NULL);
+	ht_reader_close(r);
+
+	/* The writer never overwrites. */
+	struct ht__trace_meta meta = { 0 };
+	struct ht__writer *w = (void *)1;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), HT_ERR_EXISTS);
+	CHECK(w == NULL);
+}
+
+static void test_unfinished(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "partial.htr");
+	build_events();
+	write_trace(path, 0);
+
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	CHECK(ht_reader_warning(r) != NULL);
+	const struct ht_trace_info *in = ht_reader_info(r);
+	CHECK_EQ(in->flags, HT_TRACEF_TRUNCATED | HT_TRACEF_ATTACHED);
+	CHECK_EQ(in->argc, 3);
+	CHECK_STR(in->argv[1], "-x");
+	CHECK_STR(in->hostname, "testhost");
+	CHECK_EQ(in->start_realtime_ns, 1700000000123456789ull);
+	/* The tables fill in while events are read. */
+	check_events(r);
+	CHECK_EQ(in->duration_ns, 8000);
+	check_processes(r, 8000);
+	CHECK_EQ(ht_reader_module_count(r), 2);
+	CHECK_STR(ht_reader_module(r, 0)->build_id, "deadbeef01");
+	CHECK_EQ(ht_reader_frame_count(r), 4);
+	CHECK(ht_reader_frame(r, 0)->function == NULL);
+	CHECK_EQ(ht_reader_frame(r, 3)->rel, 0x7fff0000ull);
+	const uint32_t *fr;
+	CHECK_EQ(ht_reader_stack(r, 2, &fr), 3);
+	CHECK_EQ(fr[0], 1);
+	CHECK_EQ(fr[2], 3);
+	CHECK_EQ(ht_reader_rewind(r), 0);
+	check_events(r);
+	check_processes(r, 8000);
+	ht_reader_close(r);
+}
+
+/* Deterministic pseudo-random numbers for the many-chunk test. */
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void test_many_chunks(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "many.htr");
+	struct ht__trace_meta meta = { .argc = 0 };
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	const int n = 400000;
+	uint32_t frames[3];
+	uint64_t ts = 0;
+	rng = 88172645463325252ull;
+	for (int i = 0; i < n; i++) {
+		if (i % 1000 == 0) { /* definitions keep coming between events */
+			uint32_t id = (uint32_t)(i / 1000);
+			ht__writer_frame(w, id, HT_MODULE_NONE, 0x400000 + id);
+			frames[0] = id;
+			frames[1] = id / 2;
+			frames[2] = 0;
+			ht__writer_stack(w, id + 1, frames, 3);
+		}
+		uint64_t x = next_rand();
+		struct ht_event e = { 0 };
+		e.type = (x & 1) ? HT_EV_ALLOC : HT_EV_FREE;
+		e.func = (x & 1) ? HT_FN_MALLOC : HT_FN_FREE;
+		e.process = (uint32_t)(x >> 8) & 1;
+		e.pid = 10 + (int32_t)e.process;
+		e.tid = 1000 + (int32_t)((x >> 9) & 7);
+		ts += (x >> 12) & 0xfff;
+		e.ts = ts;
+		e.addr = 0x55550000000ull + ((x >> 20) & 0xffffff) * 16;
+		e.size = (x & 1) ? (x >> 44) & 0xffff : 0;
+		e.stack = (x & 1) ? (uint32_t)(i / 1000) + 1 : 0;
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_info(r)->duration_ns, ts);
+	CHECK_EQ(ht_reader_stack_count(r), n / 1000 + 1);
+	const uint32_t *fr;
+	CHECK_EQ(ht_reader_stack(r, 300, &fr), 3);
+	CHECK_EQ(fr[0], 299);
+	CHECK_EQ(fr[1], 149);
+	CHECK_EQ(ht_reader_frame(r, 299)->rel, 0x400000 + 299);
+	rng = 88172645463325252ull;
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	uint64_t t2 = 0;
+	while (ht_reader_next(r, &ev) > 0) {
+		uint64_t x = next_rand();
+		t2 += (x >> 12) & 0xfff;
+		if (ev.type != ((x & 1) ? HT_EV_ALLOC : HT_EV_FREE) || ev.ts != t2 ||
+		    ev.tid != 1000 + (int32_t)((x >> 9) & 7) ||
+		    ev.pid != 10 + (int32_t)((x >> 8) & 1) ||
+		    ev.addr != 0x55550000000ull + ((x >> 20) & 0xffffff) * 16 ||
+		    ev.size != ((x & 1) ? (x >> 44) & 0xffff : 0))
+			bad++;
+		i++;
+	}
+	CHECK_EQ(i, n);
+	CHECK_EQ(bad, 0);
+	CHECK(ht_reader_warning(r) == NULL);
+	ht_reader_close(r);
+}
+
+static void test_names(void)
+{
+	CHECK_STR(ht_event_name(HT_EV_ALLOC), "alloc");
+	CHECK_STR(ht_event_name(HT_EV_RSS), "rss");
+	CHECK_STR(ht_event_name(0), "?");
+	CHECK_STR(ht_event_name(HT_EV__COUNT), "?");
+	CHECK_STR(ht_func_name(HT_FN_POSIX_MEMALIGN), "posix_memalign");
+	CHECK_STR(ht_func_name(200), "?");
+	CHECK_STR(ht_strerror(HT_ERR_NOT_TRACE), "not a heaptrail trace");
+	CHECK_STR(ht_strerror(-1000), "unknown error");
+	for (unsigned t = 1; t < HT_EV__COUNT; t++)
+		CHECK(strcmp(ht_event_name(t), "?") != 0);
+	for (unsigned f = 0; f < HT_FN__COUNT; f++)
+		CHECK(strcmp(ht_func_name(f), "?") != 0);
+}
+
+static void test_open_errors(void)
+{
+	char path[300];
+	struct ht_reader *r = (void *)1;
+	test_path(path, sizeof(path), "missing.htr");
+	CHECK_EQ(ht_reader_open(&r, path), HT_ERR_NOT_FOUND);
+	CHECK(r == NULL);
+	test_path(path, sizeof(path), "text.htr");
+	FILE *f = fopen(path, "w");
+	fputs("this is not a trace, but it is long enough to have a header of 64 bytes.....\n", f);
+	fclose(f);
+	CHECK_EQ(ht_reader_open(&r, path), HT_ERR_NOT_TRACE);
+	test_path(path, sizeof(path), "empty.htr");
+	f = fopen(path, "w");
+	fclose(f);
+	CHECK_EQ(ht_reader_open(&r, path), HT_ERR_NOT_TRACE);
+	CHECK_EQ(ht_reader_open(&r, test_tmpdir()), HT_ERR_NOT_TRACE);
+}
+
+int main(void)
+{
+	test_names();
+	test_finished();
+	test_unfinished();
+	test_many_chunks();
+	test_open_errors();
+	return test_result("test_roundtrip");
+}
