@@ -1,0 +1,84 @@
+/*
+ * The recorder's side of include/heaptrail/heap.h: custom heaps a program
+ * declares itself become HEAP_* records with their own handles.
+ */
+#define _GNU_SOURCE
+#include "heaptrail/heap.h"
+#include "heaptrail/trace.h"
+#include "internal.h"
+
+HT_EXPORT void ht_rec_heap_create(uint64_t heap, const char *name)
+{
+	struct ht__thread *t = &ht__t;
+	int e = errno;
+	if (!ht__enter(t))
+		return;
+	size_t n = name ? strnlen(name, 255) : 0;
+	uint32_t len = ht__rec_align((uint32_t)(sizeof(struct ht__rec_heap) + n + 1));
+	uint32_t stack = ht__stack_for(t, HT_STK_HEAP_CREATE);
+	struct ht__rec_heap *r = (struct ht__rec_heap *)ht__rec_begin(t, HT_REC_HEAP_CREATE, HT_FN_HEAP_API, len, stack);
+	if (r) {
+		r->handle = heap;
+		char *p = (char *)(r + 1);
+		memcpy(p, name ? name : "", n);
+		memset(p + n, 0, len - sizeof *r - n);
+		ht__rec_commit(t);
+	}
+	ht__leave(t);
+	errno = e;
+}
+
+HT_EXPORT void ht_rec_heap_destroy(uint64_t heap)
+{
+	struct ht__thread *t = &ht__t;
+	int e = errno;
+	if (!ht__enter(t))
+		return;
+	uint32_t stack = ht__stack_for(t, HT_STK_HEAP_DESTROY);
+	struct ht__rec_heap *r =
+		(struct ht__rec_heap *)ht__rec_begin(t, HT_REC_HEAP_DESTROY, HT_FN_HEAP_API, sizeof *r, stack);
+	if (r) {
+		r->handle = heap;
+		ht__rec_commit(t);
+	}
+	ht__leave(t);
+	errno = e;
+}
+
+static void ht_heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *old, const void *p, size_t size,
+		       unsigned flags)
+{
+	struct ht__thread *t = &ht__t;
+	int e = errno;
+	if (!ht__enter(t))
+		return;
+	uint32_t stack = ht__stack_for(t, bit);
+	struct ht__rec_heap_op *r = (struct ht__rec_heap_op *)ht__rec_begin(t, type, HT_FN_HEAP_API | flags, sizeof *r, stack);
+	if (r) {
+		r->handle = heap;
+		r->addr = (uint64_t)(uintptr_t)p;
+		r->size = size;
+		r->old_addr = (uint64_t)(uintptr_t)old;
+		ht__rec_commit(t);
+	}
+	ht__leave(t);
+	errno = e;
+}
+
+HT_EXPORT void ht_rec_heap_alloc(uint64_t heap, const void *ptr, size_t size)
+{
+	ht_heap_op(HT_REC_HEAP_ALLOC, HT_STK_ALLOC, heap, NULL, ptr, size, ptr ? 0 : HT_RECF_FAILED);
+}
+
+HT_EXPORT void ht_rec_heap_realloc(uint64_t heap, const void *old_ptr, const void *new_ptr, size_t size)
+{
+	ht_heap_op(HT_REC_HEAP_REALLOC, HT_STK_REALLOC, heap, old_ptr, new_ptr, size,
+		   (!new_ptr && size) ? HT_RECF_FAILED : 0);
+}
+
+HT_EXPORT void ht_rec_heap_free(uint64_t heap, const void *ptr)
+{
+	if (!ptr)
+		return;
+	ht_heap_op(HT_REC_HEAP_FREE, HT_STK_FREE, heap, NULL, ptr, 0, 0);
+}

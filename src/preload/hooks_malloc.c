@@ -1,0 +1,202 @@
+/*
+ * Hooks of the process heap (glibc malloc and its relatives). Allocations are
+ * stamped after the real call returns, frees before the real call is made, so
+ * that sorting by time gives a consistent history of every address.
+ */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+static inline void ht_rec_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
+{
+	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);
+	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_begin(
+		t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack);
+	if (HT_LIKELY(r != NULL)) {
+		r->addr = (uint64_t)(uintptr_t)p;
+		r->size = size;
+		ht__rec_commit(t);
+	}
+}
+
+static inline void ht_rec_realloc(struct ht__thread *t, unsigned func, void *old, void *p, uint64_t size)
+{
+	uint32_t stack = ht__stack_for(t, HT_STK_REALLOC);
+	if (!p && size)
+		func |= HT_RECF_FAILED;
+	struct ht__rec_realloc *r =
+		(struct ht__rec_realloc *)ht__rec_begin(t, HT_REC_REALLOC, func, sizeof *r, stack);
+	if (HT_LIKELY(r != NULL)) {
+		r->old_addr = (uint64_t)(uintptr_t)old;
+		r->new_addr = (uint64_t)(uintptr_t)p;
+		r->size = size;
+		ht__rec_commit(t);
+	}
+}
+
+static uint64_t ht_mul(size_t a, size_t b)
+{
+	size_t r;
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* Passing through before the real functions are known: boot memory. */
+static HT_COLD void *ht_pass_malloc(size_t size)
+{
+	if (!ht__real.malloc)
+		return ht__boot_alloc(size, 16);
+	return ht__real.malloc(size);
+}
+
+HT_EXPORT void *malloc(size_t size)
+{
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(!ht__enter(t)))
+		return ht_pass_malloc(size);
+	void *p = ht__real.malloc(size);
+	int e = errno;
+	ht_rec_alloc(t, HT_FN_MALLOC, p, size);
+	errno = e;
+	ht__leave(t);
+	return p;
+}
+
+HT_EXPORT void free(void *p)
+{
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(!p || ht__is_boot(p)))
+		return;
+	if (HT_UNLIKELY(!ht__enter(t))) {
+		if (ht__real.free)
+			ht__real.free(p);
+		return;
+	}
+	int e = errno;
+	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
+	struct ht__rec_free *r = (struct ht__rec_free *)ht__rec_begin(t, HT_REC_FREE, HT_FN_FREE, sizeof *r, stack);
+	if (HT_LIKELY(r != NULL)) {
+		r->addr = (uint64_t)(uintptr_t)p;
+		ht__rec_commit(t);
+	}
+	errno = e;
+	ht__real.free(p);
+	ht__leave(t);
+}
+
+static HT_COLD void *ht_pass_calloc(size_t n, size_t size)
+{
+	if (!ht__real.calloc) {
+		uint64_t total = ht_mul(n, size);
+		return total == UINT64_MAX ? NULL : ht__boot_alloc(total, 16); /* boot memory is zero */
+	}
+	return ht__real.calloc(n, size);
+}
+
+HT_EXPORT void *calloc(size_t n, size_t size)
+{
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(!ht__enter(t)))
+		return ht_pass_calloc(n, size);
+	void *p = ht__real.calloc(n, size);
+	int e = errno;
+	ht_rec_alloc(t, HT_FN_CALLOC, p, ht_mul(n, size));
+	errno = e;
+	ht__leave(t);
+	return p;
+}
+
+/* realloc of a block from the boot buffer: move it to the real heap. */
+static HT_COLD void *ht_boot_realloc(void *old, size_t size)
+{
+	void *p = ht__real.malloc ? ht__real.malloc(size) : ht__boot_alloc(size, 16);
+	if (p) {
+		size_t n = ht__boot_size(old);
+		memcpy(p, old, n < size ? n : size);
+	}
+	return p;
+}
+
+/* realloc and reallocarray: size 0 frees old, stamped before the real call. */
+static inline void *ht_realloc(struct ht__thread *t, unsigned func, void *old, size_t size, void *(*fn)(void *, size_t))
+{
+	if (HT_UNLIKELY(old && size == 0)) {
+		int e = errno;
+		ht_rec_realloc(t, func, old, NULL, 0);
+		errno = e;
+		void *p = fn(old, 0);
+		ht__leave(t);
+		return p;
+	}
+	void *p = fn(old, size);
+	int e = errno;
+	ht_rec_realloc(t, func, old, p, size);
+	errno = e;
+	ht__leave(t);
+	return p;
+}
+
+HT_EXPORT void *realloc(void *old, size_t size)
+{
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(old && ht__is_boot(old)))
+		return ht_boot_realloc(old, size);
+	if (HT_UNLIKELY(!ht__enter(t)))
+		return ht__real.realloc ? ht__real.realloc(old, size) : ht_boot_realloc(old, size);
+	return ht_realloc(t, HT_FN_REALLOC, old, size, ht__real.realloc);
+}
+
+HT_EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	struct ht__thread *t = &ht__t;
+	uint64_t total = ht_mul(n, size);
+	if (HT_UNLIKELY(total == UINT64_MAX)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (HT_UNLIKELY(old && ht__is_boot(old)))
+		return ht_boot_realloc(old, total);
+	if (HT_UNLIKELY(!ht__enter(t)))
+		return ht__real.realloc ? ht__real.realloc(old, total) : ht_boot_realloc(old, total);
+	return ht_realloc(t, HT_FN_REALLOCARRAY, old, total, ht__real.realloc);
+}
+
+HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(!ht__enter(t))) {
+		if (!ht__real.posix_memalign) {
+			*out = ht__boot_alloc(size, align);
+			return *out ? 0 : ENOMEM;
+		}
+		return ht__real.posix_memalign(out, align, size);
+	}
+	int e = errno;
+	int rc = ht__real.posix_memalign(out, align, size);
+	ht_rec_alloc(t, HT_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size);
+	errno = e;
+	ht__leave(t);
+	return rc;
+}
+
+/* aligned_alloc, memalign, valloc, pvalloc: one shape, one body. */
+#define HT_ALIGNED_HOOK(name, FN, params, args, align_expr)                    \
+	HT_EXPORT void *name params                                              \
+	{                                                                        \
+		struct ht__thread *t = &ht__t;                                   \
+		if (HT_UNLIKELY(!ht__enter(t)))                                  \
+			return ht__real.name ? ht__real.name args                \
+					     : ht__boot_alloc(size, align_expr); \
+		void *p = ht__real.name args;                                    \
+		int e = errno;                                                   \
+		ht_rec_alloc(t, FN, p, size);                                    \
+		errno = e;                                                       \
+		ht__leave(t);                                                    \
+		return p;                                                        \
+	}
+
+HT_ALIGNED_HOOK(aligned_alloc, HT_FN_ALIGNED_ALLOC, (size_t align, size_t size), (align, size), align)
+HT_ALIGNED_HOOK(memalign, HT_FN_MEMALIGN, (size_t align, size_t size), (align, size), align)
+HT_ALIGNED_HOOK(valloc, HT_FN_VALLOC, (size_t size), (size), 4096)
+HT_ALIGNED_HOOK(pvalloc, HT_FN_PVALLOC, (size_t size), (size), 4096)

@@ -1,0 +1,193 @@
+/*
+ * Hooks of process and thread life: _exit/_Exit, the wait family (children's
+ * exit status), dlopen/dlclose (the module list), pthread_setname_np (thread
+ * names) and clone without CLONE_VM (a child that is a new instance).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static void ht_exit_self(int status)
+{
+	/* A vfork child shares our memory and TLS: it must not speak for us. */
+	if (atomic_load(&ht__g.state) == HT_ST_READY && (pid_t)syscall(SYS_getpid) == ht__g.pid)
+		ht__write_exit(ht__g.pid, HT_EXIT_CODE, status);
+}
+
+HT_EXPORT void _exit(int status)
+{
+	ht_exit_self(status);
+	if (ht__real._exit)
+		ht__real._exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+HT_EXPORT void _Exit(int status)
+{
+	ht_exit_self(status);
+	if (ht__real._Exit)
+		ht__real._Exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+static void ht_reaped(pid_t pid, int status)
+{
+	if (pid <= 0)
+		return;
+	if (WIFEXITED(status))
+		ht__write_exit(pid, HT_EXIT_CODE, WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		ht__write_exit(pid, HT_EXIT_SIGNAL, WTERMSIG(status));
+}
+
+HT_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
+{
+	int st = 0;
+	if (!ht__real.waitpid)
+		ht__resolve();
+	pid_t r = ht__real.waitpid(pid, &st, options);
+	int e = errno;
+	if (status)
+		*status = st;
+	ht_reaped(r, st);
+	errno = e;
+	return r;
+}
+
+HT_EXPORT pid_t wait(int *status)
+{
+	int st = 0;
+	if (!ht__real.wait)
+		ht__resolve();
+	pid_t r = ht__real.wait(&st);
+	int e = errno;
+	if (status)
+		*status = st;
+	ht_reaped(r, st);
+	errno = e;
+	return r;
+}
+
+HT_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+	int st = 0;
+	if (!ht__real.wait4)
+		ht__resolve();
+	pid_t r = ht__real.wait4(pid, &st, options, ru);
+	int e = errno;
+	if (status)
+		*status = st;
+	ht_reaped(r, st);
+	errno = e;
+	return r;
+}
+
+HT_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
+{
+	if (!ht__real.waitid)
+		ht__resolve();
+	int r = ht__real.waitid(idtype, id, info, options);
+	int e = errno;
+	/* WNOWAIT leaves the child waitable: it is reported when reaped. */
+	if (r == 0 && info && info->si_pid > 0 && !(options & WNOWAIT)) {
+		if (info->si_code == CLD_EXITED)
+			ht__write_exit(info->si_pid, HT_EXIT_CODE, info->si_status);
+		else if (info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED)
+			ht__write_exit(info->si_pid, HT_EXIT_SIGNAL, info->si_status);
+	}
+	errno = e;
+	return r;
+}
+
+/*
+ * dlopen finds the caller's RUNPATH and $ORIGIN from its return address, so
+ * this hook must be a tail call that leaves the program's return address in
+ * place. The module list is refreshed lazily: the next stack looks at the
+ * dirty flag, and an address in no known module refreshes it anyway.
+ */
+HT_EXPORT void *dlopen(const char *file, int mode)
+{
+	if (HT_UNLIKELY(!ht__real.dlopen))
+		ht__resolve();
+	atomic_store_explicit(&ht__modules_dirty, 1, memory_order_relaxed);
+	return ht__real.dlopen(file, mode);
+}
+
+HT_EXPORT int dlclose(void *handle)
+{
+	if (HT_UNLIKELY(!ht__real.dlclose))
+		ht__resolve();
+	int r = ht__real.dlclose(handle);
+	int e = errno;
+	struct ht__thread *t = &ht__t;
+	if (ht__enter(t)) {
+		ht__modules_refresh(0);
+		ht__leave(t);
+	}
+	errno = e;
+	return r;
+}
+
+HT_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
+{
+	if (HT_UNLIKELY(!ht__real.pthread_setname_np))
+		ht__resolve();
+	int r = ht__real.pthread_setname_np((unsigned long)thread, name);
+	int e = errno;
+	struct ht__thread *t = &ht__t;
+	if (r == 0 && ht__enter(t)) {
+		/* Another thread is named by tid if it has a ring; if not, its
+		   THREAD_START will carry the new name. */
+		int self = pthread_equal(thread, pthread_self());
+		if (self && !t->tid)
+			t->tid = (int32_t)syscall(SYS_gettid);
+		pid_t tid = self ? t->tid : ht__thread_tid((unsigned long)thread);
+		if (tid)
+			ht__write_thread(t, HT_REC_THREAD_NAME, tid, name);
+		ht__leave(t);
+	}
+	errno = e;
+	return r;
+}
+
+struct ht_clone_arg {
+	int (*fn)(void *);
+	void *arg;
+};
+
+/* First code of a clone child that does not share our memory. */
+static int ht_clone_child(void *p)
+{
+	struct ht_clone_arg *a = p;
+	if (atomic_load(&ht__g.state) == HT_ST_READY)
+		ht__child_start();
+	return a->fn(a->arg);
+}
+
+HT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	pid_t *ptid = va_arg(ap, pid_t *);
+	void *tls = va_arg(ap, void *);
+	pid_t *ctid = va_arg(ap, pid_t *);
+	va_end(ap);
+	if (HT_UNLIKELY(!ht__real.clone))
+		ht__resolve();
+	if ((flags & CLONE_VM) || atomic_load(&ht__g.state) != HT_ST_READY)
+		return ht__real.clone(fn, stack, flags, arg, ptid, tls, ctid);
+	/* The child gets a copy of this frame, so the wrapper may live here. */
+	struct ht_clone_arg a = {fn, arg};
+	return ht__real.clone(ht_clone_child, stack, flags, &a, ptid, tls, ctid);
+}

@@ -1,0 +1,341 @@
+/*
+ * Start-up of the recorder: resolving the real functions (serving dlsym's own
+ * allocations from a static buffer), mapping the session file, and starting an
+ * instance (PROCESS_START, THREAD_START, modules) at the first hook call, from
+ * the constructor, after fork and after exec.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <libunwind.h>
+
+#include "internal.h"
+
+struct ht__global ht__g;
+struct ht__real ht__real;
+__thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")));
+
+/*
+ * dlsym() allocates (calloc for its error state) before we know the real
+ * malloc. Those few blocks come from here and are never freed: free() ignores
+ * pointers in this range.
+ */
+#define HT_BOOT_SIZE (64 * 1024)
+static char ht_boot_buf[HT_BOOT_SIZE] __attribute__((aligned(64)));
+static _Atomic size_t ht_boot_used;
+
+void *ht__boot_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	for (;;) {
+		size_t used = atomic_load(&ht_boot_used);
+		size_t start = (used + 16 + align - 1) & ~(align - 1);
+		if (size > HT_BOOT_SIZE || start + size > HT_BOOT_SIZE)
+			return NULL;
+		if (atomic_compare_exchange_weak(&ht_boot_used, &used, start + size)) {
+			/* The size sits just before the block, for realloc. */
+			memcpy(ht_boot_buf + start - sizeof(size_t), &size, sizeof(size_t));
+			return ht_boot_buf + start;
+		}
+	}
+}
+
+int ht__is_boot(const void *p)
+{
+	return (const char *)p >= ht_boot_buf && (const char *)p < ht_boot_buf + HT_BOOT_SIZE;
+}
+
+size_t ht__boot_size(const void *p)
+{
+	size_t n;
+	memcpy(&n, (const char *)p - sizeof(size_t), sizeof(size_t));
+	return n;
+}
+
+/* Memory of the recorder itself: never malloc, never the hooked mmap. */
+void *ht__raw_mmap(size_t len)
+{
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p < 0 && p > -4096)
+		return NULL;
+	return (void *)p;
+}
+
+uint64_t ht__now(void) { return ht__clock(); }
+
+#define RESOLVE(name) ht__real.name = (__typeof__(ht__real.name))dlsym(RTLD_NEXT, #name)
+
+/* Resolves every real function once. Re-entrant calls get boot memory. */
+void ht__resolve(void)
+{
+	static _Atomic int done;
+	if (atomic_load(&done))
+		return;
+	int save = errno;
+	ht__t.guard++;
+	RESOLVE(mmap);
+	RESOLVE(mmap64);
+	RESOLVE(munmap);
+	RESOLVE(mremap);
+	RESOLVE(mprotect);
+	RESOLVE(calloc);
+	RESOLVE(malloc);
+	RESOLVE(realloc);
+	RESOLVE(reallocarray);
+	RESOLVE(posix_memalign);
+	RESOLVE(aligned_alloc);
+	RESOLVE(memalign);
+	RESOLVE(valloc);
+	RESOLVE(pvalloc);
+	RESOLVE(brk);
+	RESOLVE(sbrk);
+	RESOLVE(_exit);
+	RESOLVE(_Exit);
+	RESOLVE(waitpid);
+	RESOLVE(wait);
+	RESOLVE(wait4);
+	RESOLVE(waitid);
+	RESOLVE(dlopen);
+	RESOLVE(dlclose);
+	RESOLVE(pthread_setname_np);
+	RESOLVE(clone);
+	/* free last: until it is known, frees of boot blocks are no-ops anyway. */
+	RESOLVE(free);
+	ht__t.guard--;
+	atomic_store(&done, 1);
+	errno = save;
+}
+
+void ht__go_dormant(void) { atomic_store(&ht__g.state, HT_ST_DORMANT); }
+
+/* The path of the running program, also the main module's path. */
+char ht__exe[4096];
+uint32_t ht__exe_len;
+/* /proc/self/cmdline, truncated so PROCESS_START stays a small record. */
+static char ht_args[16384];
+
+static uint32_t ht_random_token(void)
+{
+	uint32_t v = 0;
+	if (syscall(SYS_getrandom, &v, sizeof v, 1 /* GRND_NONBLOCK */) != (long)sizeof v || v == 0)
+		v = (uint32_t)(ht__clock() * 2654435761u) ^ (uint32_t)getpid();
+	return v ? v : 1;
+}
+
+static uint32_t ht_read_args(void)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	uint32_t n = 0;
+	for (;;) {
+		ssize_t r = read(fd, ht_args + n, sizeof ht_args - n);
+		if (r <= 0)
+			break;
+		n += (uint32_t)r;
+		if (n == sizeof ht_args)
+			break;
+	}
+	close(fd);
+	/* Cut a truncated list at its last complete argument. */
+	if (n == sizeof ht_args)
+		while (n > 0 && ht_args[n - 1] != '\0')
+			n--;
+	return n;
+}
+
+static void ht_write_process(uint32_t flags)
+{
+	struct ht__thread *t = &ht__t;
+	uint32_t args_len = ht_read_args();
+	uint32_t max = ht__g.ring_size / 4;
+	if (sizeof(struct ht__rec_process) + ht__exe_len + args_len > max)
+		args_len = 0;
+	uint32_t len = ht__rec_align((uint32_t)sizeof(struct ht__rec_process) + ht__exe_len + args_len);
+	struct ht__rec_process *r =
+		(struct ht__rec_process *)ht__rec_begin(t, HT_REC_PROCESS_START, 0, len, 0);
+	if (!r)
+		return;
+	r->pid = ht__g.pid;
+	r->ppid = getppid();
+	r->flags = flags;
+	r->instance = ht__g.instance;
+	r->exe_len = ht__exe_len;
+	r->args_len = args_len;
+	char *p = (char *)(r + 1);
+	memcpy(p, ht__exe, ht__exe_len);
+	memcpy(p + ht__exe_len, ht_args, args_len);
+	memset(p + ht__exe_len + args_len, 0, len - sizeof *r - ht__exe_len - args_len);
+	ht__rec_commit(t);
+}
+
+/*
+ * First records of an instance, written by the thread that starts it while
+ * the state is still INITIALIZING, so no other thread can write first.
+ */
+static void ht_instance_begin(uint32_t flags)
+{
+	struct ht__thread *t = &ht__t;
+	ht__g.instance = ht_random_token();
+	ht__stacks_init();
+	ht__modules_reset();
+	ht_write_process(flags);
+	char name[16] = {0};
+	prctl(PR_GET_NAME, name, 0, 0, 0);
+	if (t->ring)
+		ht__write_thread(t, HT_REC_THREAD_START, t->tid, name);
+	ht__modules_refresh(1);
+	atomic_store(&ht__g.state, HT_ST_READY);
+}
+
+/* Maps the session and starts the first instance of this process image. */
+static void ht_init(void)
+{
+	ht__resolve();
+	struct ht__thread *t = &ht__t;
+	t->tid = (int32_t)syscall(SYS_gettid);
+
+	const char *path = getenv(HT_ENV_SESSION);
+	if (!path || !*path)
+		goto dormant;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		goto dormant;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || (size_t)st.st_size < HT_SHM_HEADER_SIZE) {
+		close(fd);
+		goto dormant;
+	}
+	long m = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m < 0 && m > -4096)
+		goto dormant;
+	struct ht__shm_header *h = (struct ht__shm_header *)m;
+	size_t size = (size_t)st.st_size;
+	if (h->magic != HT_SHM_MAGIC || h->version != HT_PROTO_VERSION ||
+	    h->header_size < sizeof *h || h->ring_size < 4096 || (h->ring_size & (h->ring_size - 1)) ||
+	    h->ring_count == 0 ||
+	    h->header_size + (uint64_t)h->ring_count * (HT_RING_HEADER_SIZE + h->ring_size) > size ||
+	    atomic_load(&h->state) == HT_SESSION_STOPPING)
+		goto unmap;
+	pid_t pid = getpid();
+	if ((h->flags & HT_SHM_NO_FOLLOW) && pid != h->root_pid)
+		goto unmap;
+
+	ht__g.hdr = h;
+	ht__g.map_size = size;
+	ht__g.rings = (char *)h + h->header_size;
+	ht__g.ring_size = h->ring_size;
+	ht__g.ring_mask = h->ring_size - 1;
+	ht__g.ring_count = h->ring_count;
+	ht__g.ring_stride = HT_RING_HEADER_SIZE + h->ring_size;
+	ht__g.flags = h->flags;
+	ht__g.stack_mask = h->stack_mask;
+	ht__g.pid = pid;
+
+	ssize_t n = readlink("/proc/self/exe", ht__exe, sizeof ht__exe - 1);
+	ht__exe_len = n > 0 ? (uint32_t)n : 0;
+
+	uint32_t flags = pid == h->root_pid ? HT_PROC_ROOT : 0;
+	/*
+	 * exec: the old image of this pid still owns rings (with another
+	 * token, since ours is not chosen yet). They are released so the
+	 * collector drains and frees them.
+	 */
+	for (uint32_t i = 0; i < ht__g.ring_count; i++) {
+		struct ht__ring *r = (struct ht__ring *)(ht__g.rings + (size_t)i * ht__g.ring_stride);
+		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == pid) {
+			uint32_t owned = HT_RING_OWNED;
+			if (atomic_compare_exchange_strong(&r->state, &owned, HT_RING_RELEASED))
+				flags |= HT_PROC_EXEC;
+		}
+	}
+	ht__threads_init();
+	ht__find_self();
+	ht_instance_begin(flags);
+	return;
+unmap:
+	syscall(SYS_munmap, (void *)m, size);
+dormant:
+	ht__go_dormant();
+}
+
+int ht__ensure(void)
+{
+	int s = atomic_load(&ht__g.state);
+	if (s == HT_ST_READY)
+		return 1;
+	if (s != HT_ST_UNINIT)
+		return 0;
+	if (!atomic_compare_exchange_strong(&ht__g.state, &s, HT_ST_INITIALIZING))
+		return atomic_load(&ht__g.state) == HT_ST_READY;
+	int save = errno;
+	ht__t.guard++;
+	ht_init();
+	ht__t.guard--;
+	errno = save;
+	return atomic_load(&ht__g.state) == HT_ST_READY;
+}
+
+int ht__enter_slow(struct ht__thread *t)
+{
+	if (t->guard || !ht__ensure())
+		return 0;
+	t->guard = 1;
+	return 1;
+}
+
+/*
+ * A child of fork (or of clone without CLONE_VM) is a new instance: its own
+ * token, an empty stack table, its own rings. The parent's rings are not
+ * touched: this thread's copy of its ring pointer is simply forgotten.
+ */
+void ht__child_start(void)
+{
+	struct ht__thread *t = &ht__t;
+	memset(t, 0, sizeof *t);
+	t->guard = 1;
+	t->tid = (int32_t)syscall(SYS_gettid);
+	atomic_store(&ht__g.state, HT_ST_INITIALIZING);
+	ht__g.pid = getpid();
+	if ((ht__g.flags & HT_SHM_NO_FOLLOW) && ht__g.pid != ht__g.hdr->root_pid) {
+		ht__go_dormant();
+	} else {
+		ht__thread_forget_all();
+		ht_instance_begin(HT_PROC_FORK | (ht__g.pid == ht__g.hdr->root_pid ? HT_PROC_ROOT : 0));
+	}
+	t->guard = 0;
+}
+
+static void ht_atfork_child(void)
+{
+	if (atomic_load(&ht__g.state) == HT_ST_READY)
+		ht__child_start();
+}
+
+/* Exit code of exit() and of returning from main. */
+static void ht_on_exit(int status, void *arg)
+{
+	(void)arg;
+	ht__write_exit(getpid(), HT_EXIT_CODE, status);
+}
+
+__attribute__((constructor)) static void ht_constructor(void)
+{
+	int save = errno;
+	if (ht__ensure()) {
+		pthread_atfork(NULL, NULL, ht_atfork_child);
+		on_exit(ht_on_exit, NULL);
+	}
+	errno = save;
+}

@@ -1,0 +1,212 @@
+/*
+ * Internals of libheaptrail.so shared by its source files: the global recorder
+ * state, the per-thread state in initial-exec TLS, the real functions, and the
+ * inlined record writer that every hook uses (see docs/session-protocol.md).
+ */
+#ifndef HT_PRELOAD_INTERNAL_H
+#define HT_PRELOAD_INTERNAL_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "heaptrail/trace.h"
+#include "session/protocol.h"
+
+#define HT_EXPORT __attribute__((visibility("default")))
+#define HT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HT_COLD __attribute__((cold, noinline))
+
+/* ht__g.state: the life of the recorder in this process image. */
+enum ht__state {
+	HT_ST_UNINIT = 0,
+	HT_ST_INITIALIZING = 1,
+	HT_ST_READY = 2,   /* tracing */
+	HT_ST_DORMANT = 3, /* pass through forever (no session, dead collector, ...) */
+};
+
+/* The real functions, resolved once with dlsym(RTLD_NEXT). */
+struct ht__real {
+	void *(*malloc)(size_t);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	void (*free)(void *);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	void *(*mmap64)(void *, size_t, int, int, int, off_t);
+	int (*munmap)(void *, size_t);
+	void *(*mremap)(void *, size_t, size_t, int, ...);
+	int (*mprotect)(void *, size_t, int);
+	int (*brk)(void *);
+	void *(*sbrk)(intptr_t);
+	void (*_exit)(int) __attribute__((noreturn));
+	void (*_Exit)(int) __attribute__((noreturn));
+	pid_t (*waitpid)(pid_t, int *, int);
+	pid_t (*wait)(int *);
+	pid_t (*wait4)(pid_t, int *, int, void *);
+	int (*waitid)(int, id_t, void *, int);
+	void *(*dlopen)(const char *, int);
+	int (*dlclose)(void *);
+	int (*pthread_setname_np)(unsigned long, const char *);
+	int (*clone)(int (*)(void *), void *, int, void *, ...);
+};
+
+/* Everything about the current instance (one process image). */
+struct ht__global {
+	_Atomic int state; /* enum ht__state */
+	struct ht__shm_header *hdr;
+	char *rings; /* base of ring 0 */
+	size_t map_size;
+	uint32_t ring_size, ring_mask, ring_count, ring_stride;
+	uint32_t flags, stack_mask;
+	uint32_t instance;
+	pid_t pid;
+	uintptr_t self_start, self_end; /* our own code, dropped from stacks */
+};
+
+/* Per thread, in initial-exec TLS so the hot path needs no call. */
+struct ht__thread {
+	struct ht__ring *ring; /* NULL until the first event */
+	char *data;
+	uint64_t wpos;  /* our copy of write_pos */
+	uint64_t limit; /* cached read_pos + ring_size: wpos may go up to it */
+	uint64_t next;  /* write_pos after the record being written */
+	int guard;      /* non-zero while inside a hook: re-entry passes through */
+	int32_t tid;
+	uint8_t exited;     /* the key destructor ran */
+	uint8_t no_ring;    /* a previous claim timed out: retry without waiting */
+};
+
+extern struct ht__global ht__g;
+extern struct ht__real ht__real;
+extern __thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")));
+
+/* init.c */
+int ht__ensure(void); /* returns 1 when tracing (state READY) */
+void ht__resolve(void);
+void *ht__boot_alloc(size_t size, size_t align);
+int ht__is_boot(const void *p);
+size_t ht__boot_size(const void *p);
+void ht__go_dormant(void);
+void ht__child_start(void); /* new instance after fork/clone in the child */
+void *ht__raw_mmap(size_t len);
+uint64_t ht__now(void);
+extern char ht__exe[4096]; /* /proc/self/exe, the main module's path */
+extern uint32_t ht__exe_len;
+
+/* ring.c: the slow paths of the writer. */
+int ht__make_room(struct ht__thread *t, uint32_t len);
+void ht__thread_release(struct ht__thread *t);
+void ht__threads_init(void);      /* once per process image */
+void ht__thread_forget_all(void); /* fork child: the parent's threads are gone */
+pid_t ht__thread_tid(unsigned long pthread); /* tid of a thread that has a ring, or 0 */
+
+/* stack.c */
+uint32_t ht__stack_capture(struct ht__thread *t);
+int ht__modules_refresh(int force);
+void ht__stacks_init(void);
+void ht__modules_reset(void);
+void ht__find_self(void);
+extern _Atomic int ht__modules_dirty;
+
+/* ring.c: records written from several files. */
+void ht__write_exit(pid_t pid, int kind, int value);
+void ht__write_thread(struct ht__thread *t, unsigned type, pid_t tid, const char *name);
+
+static inline uint64_t ht__clock(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int ht__enter_slow(struct ht__thread *t);
+
+/*
+ * Every hook starts with this: 1 means trace this call (the guard is now
+ * set; ht__leave() clears it), 0 means pass straight through (not tracing,
+ * or re-entered from inside a hook, libunwind or an interrupting signal).
+ */
+static inline int ht__enter(struct ht__thread *t)
+{
+	if (HT_LIKELY(atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY && !t->guard)) {
+		t->guard = 1;
+		return 1;
+	}
+	return ht__enter_slow(t);
+}
+
+static inline void ht__leave(struct ht__thread *t) { t->guard = 0; }
+
+/* Stack id for an event of class bit (HT_STK_*), 0 when not wanted. */
+static inline uint32_t ht__stack_for(struct ht__thread *t, uint32_t bit)
+{
+	return (ht__g.stack_mask & bit) ? ht__stack_capture(t) : 0;
+}
+
+/*
+ * Starts a record of len bytes (a multiple of 8) in the thread's ring: makes
+ * room (claiming a ring, waiting or dropping as the session says), writes a
+ * PAD record when the tail is too short, sets busy, takes the timestamp and
+ * fills the header. Returns NULL when the record is dropped; otherwise the
+ * caller fills the body and calls ht__rec_commit(). Only called with the
+ * guard set.
+ */
+static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type, unsigned func,
+					     uint32_t len, uint32_t stack)
+{
+	uint64_t pos = t->wpos;
+	uint32_t off = (uint32_t)pos & ht__g.ring_mask;
+	uint32_t tail = ht__g.ring_size - off;
+	/* A tail of 8 bytes could not hold a PAD header: never leave one. */
+	int wrap = len > tail || tail - len == 8;
+	uint64_t need = wrap ? (uint64_t)tail + len : len;
+
+	if (HT_UNLIKELY(pos + need > t->limit)) {
+		if (!ht__make_room(t, len))
+			return NULL;
+		pos = t->wpos;
+		off = (uint32_t)pos & ht__g.ring_mask;
+		tail = ht__g.ring_size - off;
+		wrap = len > tail || tail - len == 8;
+	}
+	atomic_store_explicit(&t->ring->busy, 1, memory_order_relaxed);
+	if (HT_UNLIKELY(wrap)) {
+		struct ht__rec *pad = (struct ht__rec *)(t->data + off);
+		pad->type = HT_REC_PAD;
+		pad->func = 0;
+		pad->len = (uint16_t)tail;
+		pad->stack = 0;
+		pad->ts = 0;
+		pos += tail;
+		off = 0;
+	}
+	struct ht__rec *r = (struct ht__rec *)(t->data + off);
+	r->type = (uint8_t)type;
+	r->func = (uint8_t)func;
+	r->len = (uint16_t)len;
+	r->stack = stack;
+	r->ts = ht__clock();
+	t->next = pos + len;
+	return r;
+}
+
+/* Publishes the record started by ht__rec_begin() to the collector. */
+static inline void ht__rec_commit(struct ht__thread *t)
+{
+	t->wpos = t->next;
+	atomic_store_explicit(&t->ring->write_pos, t->next, memory_order_release);
+	atomic_store_explicit(&t->ring->busy, 0, memory_order_relaxed);
+}
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * The cold side of the ring writer: claiming a ring for a thread, waiting for
+ * room (lossless) or dropping (lossy), noticing a dead or stopping session,
+ * releasing the ring when the thread exits, and the thread records.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define HT_DEAD_NS 2000000000ull /* heartbeat older than this: collector gone */
+
+static pthread_key_t ht_key;
+static int ht_key_ok;
+
+/*
+ * Threads that own a ring, so pthread_setname_np() on another thread can
+ * name it by tid. Scanned only on that rare call.
+ */
+#define HT_REG_SIZE 1024
+static struct {
+	_Atomic unsigned long self;
+	pid_t tid;
+} ht_reg[HT_REG_SIZE];
+
+static void ht_reg_add(pid_t tid)
+{
+	unsigned long self = (unsigned long)pthread_self();
+	for (unsigned i = 0; i < HT_REG_SIZE; i++) {
+		unsigned long z = 0;
+		if (atomic_load_explicit(&ht_reg[i].self, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&ht_reg[i].self, &z, self)) {
+			ht_reg[i].tid = tid;
+			return;
+		}
+	}
+}
+
+static void ht_reg_del(void)
+{
+	unsigned long self = (unsigned long)pthread_self();
+	for (unsigned i = 0; i < HT_REG_SIZE; i++)
+		if (atomic_load_explicit(&ht_reg[i].self, memory_order_relaxed) == self) {
+			atomic_store(&ht_reg[i].self, 0);
+			return;
+		}
+}
+
+pid_t ht__thread_tid(unsigned long pthread)
+{
+	for (unsigned i = 0; i < HT_REG_SIZE; i++)
+		if (atomic_load(&ht_reg[i].self) == pthread)
+			return ht_reg[i].tid;
+	return 0;
+}
+
+void ht__thread_forget_all(void)
+{
+	for (unsigned i = 0; i < HT_REG_SIZE; i++)
+		atomic_store(&ht_reg[i].self, 0);
+}
+
+/* Thread exit: THREAD_EXIT, then the ring goes to the collector. */
+static void ht_key_destructor(void *arg)
+{
+	(void)arg;
+	struct ht__thread *t = &ht__t;
+	if (!t->ring)
+		return;
+	int save = errno;
+	t->guard++;
+	ht__thread_release(t);
+	t->exited = 1;
+	t->guard--;
+	errno = save;
+}
+
+void ht__threads_init(void)
+{
+	ht_key_ok = pthread_key_create(&ht_key, ht_key_destructor) == 0;
+}
+
+/*
+ * One step of waiting for the collector: spin, then yield, then sleep 50 us.
+ * Returns 0 when the session is dead (heartbeat older than two seconds) or
+ * stopping: the recorder has then gone dormant.
+ */
+static int ht_wait_step(unsigned *n)
+{
+	unsigned i = (*n)++;
+	if (i < 64) {
+		__builtin_ia32_pause();
+		return 1;
+	}
+	struct ht__shm_header *h = ht__g.hdr;
+	uint64_t hb = atomic_load(&h->heartbeat_ns);
+	uint64_t now = ht__clock();
+	if (atomic_load(&h->state) == HT_SESSION_STOPPING || (now > hb && now - hb > HT_DEAD_NS)) {
+		ht__go_dormant();
+		return 0;
+	}
+	if (i < 128) {
+		sched_yield();
+	} else {
+		struct timespec ts = {0, 50000};
+		nanosleep(&ts, NULL);
+	}
+	return 1;
+}
+
+static struct ht__ring *ht_ring(uint32_t i)
+{
+	return (struct ht__ring *)(ht__g.rings + (size_t)i * ht__g.ring_stride);
+}
+
+static int ht_try_claim(struct ht__thread *t)
+{
+	struct ht__shm_header *h = ht__g.hdr;
+	uint32_t start = atomic_load_explicit(&h->ring_hint, memory_order_relaxed);
+	for (uint32_t k = 0; k < ht__g.ring_count; k++) {
+		uint32_t i = (start + k) % ht__g.ring_count;
+		struct ht__ring *r = ht_ring(i);
+		uint32_t s = HT_RING_FREE;
+		if (atomic_load_explicit(&r->state, memory_order_relaxed) != HT_RING_FREE ||
+		    !atomic_compare_exchange_strong(&r->state, &s, HT_RING_OWNED))
+			continue;
+		/* The collector reads these after it sees our first write_pos. */
+		r->pid = ht__g.pid;
+		r->tid = t->tid;
+		r->instance = ht__g.instance;
+		atomic_store_explicit(&r->lost, 0, memory_order_relaxed);
+		t->ring = r;
+		t->data = (char *)r + HT_RING_HEADER_SIZE;
+		t->wpos = atomic_load_explicit(&r->write_pos, memory_order_acquire);
+		t->limit = atomic_load_explicit(&r->read_pos, memory_order_acquire) + ht__g.ring_size;
+		atomic_store_explicit(&h->ring_hint, (i + 1) % ht__g.ring_count, memory_order_relaxed);
+		return 1;
+	}
+	return 0;
+}
+
+/* Claims a ring for this thread and writes its THREAD_START. */
+static int ht_claim(struct ht__thread *t)
+{
+	if (!t->tid)
+		t->tid = (int32_t)syscall(SYS_gettid);
+	unsigned n = 0;
+	uint64_t t0 = 0;
+	while (!ht_try_claim(t)) {
+		/* After one timeout, later events only try once each. */
+		if (t->no_ring || atomic_load(&ht__g.state) == HT_ST_DORMANT)
+			goto fail;
+		if (!ht_wait_step(&n))
+			return 0;
+		if (n > 128) {
+			uint64_t now = ht__clock();
+			if (!t0)
+				t0 = now;
+			else if (now - t0 > HT_DEAD_NS) {
+				t->no_ring = 1;
+				goto fail;
+			}
+		}
+	}
+	t->no_ring = 0;
+	if (ht_key_ok)
+		pthread_setspecific(ht_key, t);
+	ht_reg_add(t->tid);
+	/* While an instance starts, it writes PROCESS_START first, then this. */
+	if (atomic_load(&ht__g.state) == HT_ST_READY) {
+		char name[16] = {0};
+		prctl(PR_GET_NAME, name, 0, 0, 0);
+		ht__write_thread(t, HT_REC_THREAD_START, t->tid, name);
+	}
+	return 1;
+fail:
+	atomic_fetch_add(&ht__g.hdr->rings_exhausted, 1);
+	return 0;
+}
+
+int ht__make_room(struct ht__thread *t, uint32_t len)
+{
+	if (!t->ring && !ht_claim(t))
+		return 0;
+	unsigned n = 0;
+	for (;;) {
+		uint32_t off = (uint32_t)t->wpos & ht__g.ring_mask;
+		uint32_t tail = ht__g.ring_size - off;
+		uint64_t need = (len > tail || tail - len == 8) ? (uint64_t)tail + len : len;
+		if (t->wpos + need <= t->limit)
+			return 1;
+		t->limit = atomic_load_explicit(&t->ring->read_pos, memory_order_acquire) + ht__g.ring_size;
+		if (t->wpos + need <= t->limit)
+			return 1;
+		if (need > ht__g.ring_size)
+			return 0; /* can never fit */
+		if (ht__g.flags & HT_SHM_LOSSY) {
+			atomic_store_explicit(&t->ring->lost,
+					      atomic_load_explicit(&t->ring->lost, memory_order_relaxed) + 1,
+					      memory_order_relaxed);
+			return 0;
+		}
+		if (!ht_wait_step(&n))
+			return 0;
+	}
+}
+
+void ht__thread_release(struct ht__thread *t)
+{
+	if (!t->ring)
+		return;
+	struct ht__rec *r = ht__rec_begin(t, HT_REC_THREAD_EXIT, 0, sizeof *r, 0);
+	if (r)
+		ht__rec_commit(t);
+	ht_reg_del();
+	atomic_store_explicit(&t->ring->state, HT_RING_RELEASED, memory_order_release);
+	t->ring = NULL;
+	t->data = NULL;
+	t->wpos = t->limit = t->next = 0;
+}
+
+void ht__write_thread(struct ht__thread *t, unsigned type, pid_t tid, const char *name)
+{
+	struct ht__rec_thread *r =
+		(struct ht__rec_thread *)ht__rec_begin(t, type, 0, sizeof *r, 0);
+	if (!r)
+		return;
+	r->tid = tid;
+	r->pad = 0;
+	memset(r->name, 0, sizeof r->name);
+	strncpy(r->name, name, sizeof r->name - 1);
+	ht__rec_commit(t);
+}
+
+/* PROCESS_EXIT for ourselves (exit, _exit) or for a child reaped by wait. */
+void ht__write_exit(pid_t pid, int kind, int value)
+{
+	struct ht__thread *t = &ht__t;
+	if (atomic_load(&ht__g.state) != HT_ST_READY || t->guard)
+		return;
+	int save = errno;
+	t->guard = 1;
+	struct ht__rec_exit *r = (struct ht__rec_exit *)ht__rec_begin(t, HT_REC_PROCESS_EXIT, 0, sizeof *r, 0);
+	if (r) {
+		r->pid = pid;
+		r->kind = (uint32_t)kind;
+		r->value = value;
+		r->pad = 0;
+		ht__rec_commit(t);
+	}
+	t->guard = 0;
+	errno = save;
+}

@@ -1,0 +1,439 @@
+/*
+ * Call stacks: unwinding with libunwind, the per-instance lock-free table
+ * that gives each unique stack a session-wide id (written once as a STACK
+ * record), and the instance's module list that turns addresses into
+ * (module index, ELF address) with MODULE_LOAD records ahead of their use.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <sched.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "internal.h"
+
+/* ---- modules ---- */
+
+#define HT_MAX_MODULES 4096
+
+struct ht_mod {
+	uintptr_t start, end, bias;
+	_Atomic int dead; /* unloaded: no longer matches addresses */
+	int seen;         /* refresh scratch, under the lock */
+};
+
+static struct ht_mod *ht_mods;
+static _Atomic uint32_t ht_nmods; /* entries published to lookups */
+static _Atomic int ht_mod_lock;
+static unsigned long long ht_adds, ht_subs; /* dl_iterate_phdr generation seen */
+_Atomic int ht__modules_dirty;
+
+static void ht_lock(void)
+{
+	int z = 0;
+	while (!atomic_compare_exchange_weak(&ht_mod_lock, &z, 1)) {
+		z = 0;
+		sched_yield();
+	}
+}
+
+static void ht_unlock(void) { atomic_store(&ht_mod_lock, 0); }
+
+/* A new instance starts with no modules (indices are per instance). */
+void ht__modules_reset(void)
+{
+	if (!ht_mods)
+		ht_mods = ht__raw_mmap(HT_MAX_MODULES * sizeof *ht_mods);
+	atomic_store(&ht_nmods, 0);
+	atomic_store(&ht_mod_lock, 0);
+	ht_adds = ht_subs = 0;
+}
+
+static int ht_build_id(const struct dl_phdr_info *info, uint8_t *out)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		const char *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+			const char *name = p + sizeof *n;
+			const char *desc = name + ((n->n_namesz + 3) & ~3u);
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+			    desc + n->n_descsz <= end) {
+				int len = n->n_descsz > 31 ? 31 : (int)n->n_descsz;
+				memcpy(out, desc, (size_t)len);
+				return len;
+			}
+			p = desc + ((n->n_descsz + 3) & ~3u);
+		}
+	}
+	return 0;
+}
+
+static void ht_write_module(uint32_t index, const struct dl_phdr_info *info, uintptr_t start,
+			    uintptr_t end, const char *path, uint32_t path_len)
+{
+	struct ht__thread *t = &ht__t;
+	if (path_len > 4000)
+		path_len = 4000;
+	uint32_t len = ht__rec_align((uint32_t)sizeof(struct ht__rec_module) + path_len);
+	struct ht__rec_module *r = (struct ht__rec_module *)ht__rec_begin(t, HT_REC_MODULE_LOAD, 0, len, 0);
+	if (!r)
+		return;
+	r->index = index;
+	r->path_len = path_len;
+	r->bias = info->dlpi_addr;
+	r->start = start;
+	r->size = end - start;
+	memset(r->build_id, 0, sizeof r->build_id);
+	r->build_id_len = (uint8_t)ht_build_id(info, r->build_id);
+	char *p = (char *)(r + 1);
+	memcpy(p, path, path_len);
+	memset(p + path_len, 0, len - sizeof *r - path_len);
+	ht__rec_commit(t);
+}
+
+struct ht_scan {
+	int force, stop;
+	uint32_t n;
+};
+
+static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct ht_scan *s = data;
+	if (!s->force && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		if (info->dlpi_adds == ht_adds && info->dlpi_subs == ht_subs) {
+			s->stop = 1;
+			return 1;
+		}
+	}
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		ht_adds = info->dlpi_adds;
+		ht_subs = info->dlpi_subs;
+	}
+	s->force = 1; /* the rest of this walk looks at every object */
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	if (strstr(name, "linux-vdso") || strstr(name, "linux-gate"))
+		return 0;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		if (a < lo)
+			lo = a;
+		if (b > hi)
+			hi = b;
+	}
+	if (hi <= lo)
+		return 0;
+	uint32_t n = atomic_load(&ht_nmods);
+	for (uint32_t i = 0; i < n; i++) {
+		struct ht_mod *m = &ht_mods[i];
+		if (!m->dead && m->start == lo && m->end == hi && m->bias == info->dlpi_addr) {
+			m->seen = 1;
+			return 0;
+		}
+	}
+	if (n >= HT_MAX_MODULES)
+		return 0;
+	const char *path = name;
+	uint32_t plen = (uint32_t)strlen(name);
+	if (!*name) {
+		/* The main program has no name here. */
+		path = ht__exe;
+		plen = ht__exe_len;
+	}
+	ht_write_module(n, info, lo, hi, path, plen);
+	struct ht_mod *m = &ht_mods[n];
+	m->start = lo;
+	m->end = hi;
+	m->bias = info->dlpi_addr;
+	m->seen = 1;
+	atomic_store(&m->dead, 0);
+	atomic_store_explicit(&ht_nmods, n + 1, memory_order_release);
+	return 0;
+}
+
+static void ht_write_unload(uint32_t index)
+{
+	struct ht__thread *t = &ht__t;
+	uint32_t len = sizeof(struct ht__rec_module);
+	struct ht__rec_module *r = (struct ht__rec_module *)ht__rec_begin(t, HT_REC_MODULE_UNLOAD, 0, len, 0);
+	if (!r)
+		return;
+	memset((char *)r + sizeof r->h, 0, len - sizeof r->h);
+	r->index = index;
+	ht__rec_commit(t);
+}
+
+/*
+ * Brings the module list up to date: MODULE_LOAD for new objects,
+ * MODULE_UNLOAD for vanished ones (and then a fresh stack table, since their
+ * addresses may come to mean other code). Without force, returns at once when
+ * the loader's add/remove counters have not moved. Returns the number of
+ * modules unloaded. Cold path; the caller holds the guard.
+ */
+int ht__modules_refresh(int force)
+{
+	if (!ht_mods)
+		return 0;
+	ht_lock();
+	atomic_store(&ht__modules_dirty, 0);
+	uint32_t n = atomic_load(&ht_nmods);
+	for (uint32_t i = 0; i < n; i++)
+		ht_mods[i].seen = 0;
+	struct ht_scan s = {force, 0, 0};
+	dl_iterate_phdr(ht_scan_cb, &s);
+	int gone = 0;
+	if (!s.stop) {
+		n = atomic_load(&ht_nmods);
+		for (uint32_t i = 0; i < n; i++) {
+			struct ht_mod *m = &ht_mods[i];
+			if (!m->dead && !m->seen) {
+				atomic_store(&m->dead, 1);
+				ht_write_unload(i);
+				gone++;
+			}
+		}
+	}
+	ht_unlock();
+	if (gone)
+		ht__stacks_init();
+	return gone;
+}
+
+/* Module index of an address, or HT_MODULE_UNKNOWN. */
+static uint32_t ht_find_module(uintptr_t ip)
+{
+	uint32_t n = atomic_load_explicit(&ht_nmods, memory_order_acquire);
+	for (uint32_t i = 0; i < n; i++) {
+		struct ht_mod *m = &ht_mods[i];
+		if (ip >= m->start && ip < m->end && !atomic_load_explicit(&m->dead, memory_order_relaxed))
+			return i;
+	}
+	return HT_MODULE_UNKNOWN;
+}
+
+/* ---- stack table ---- */
+
+struct ht_slot {
+	_Atomic uint64_t key;
+	_Atomic uint32_t id; /* 0 while the inserting thread writes the STACK record */
+	uint32_t pad;
+};
+
+struct ht_table {
+	uint64_t mask;
+	_Atomic uint64_t used;
+	_Atomic int growing;
+	struct ht_slot slots[];
+};
+
+#define HT_STACK_NONE UINT32_MAX /* the STACK record was dropped (lossy) */
+#define HT_TABLE_FIRST (1u << 16)
+
+static _Atomic(struct ht_table *) ht_table;
+
+static struct ht_table *ht_table_new(uint64_t nslots)
+{
+	struct ht_table *tb = ht__raw_mmap(sizeof *tb + nslots * sizeof(struct ht_slot));
+	if (tb)
+		tb->mask = nslots - 1;
+	return tb;
+}
+
+/* An empty table for a new instance or after a module unload. */
+void ht__stacks_init(void)
+{
+	static int unw_ready;
+	if (!unw_ready) {
+		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+		unw_ready = 1;
+	}
+	struct ht_table *tb = ht_table_new(HT_TABLE_FIRST);
+	if (tb)
+		atomic_store(&ht_table, tb);
+}
+
+static int ht_insert_at(struct ht_table *tb, uint64_t key, uint32_t id)
+{
+	for (uint64_t i = key & tb->mask, k = 0; k <= tb->mask; i = (i + 1) & tb->mask, k++) {
+		uint64_t z = 0;
+		if (atomic_compare_exchange_strong(&tb->slots[i].key, &z, key)) {
+			atomic_store(&tb->slots[i].id, id);
+			atomic_fetch_add(&tb->used, 1);
+			return 1;
+		}
+		if (z == key)
+			return 0;
+	}
+	return 0;
+}
+
+/*
+ * The table is 3/4 full: copy the published entries into one four times the
+ * size and swap it in. Entries inserted into the old one meanwhile are just
+ * recorded again under a new id later.
+ */
+static void ht_grow(struct ht_table *old)
+{
+	int z = 0;
+	if (!atomic_compare_exchange_strong(&old->growing, &z, 1))
+		return;
+	struct ht_table *tb = ht_table_new((old->mask + 1) * 4);
+	if (!tb)
+		return;
+	for (uint64_t i = 0; i <= old->mask; i++) {
+		uint64_t key = atomic_load(&old->slots[i].key);
+		uint32_t id = atomic_load(&old->slots[i].id);
+		if (key && id && id != HT_STACK_NONE)
+			ht_insert_at(tb, key, id);
+	}
+	struct ht_table *expect = old;
+	atomic_compare_exchange_strong(&ht_table, &expect, tb);
+}
+
+static uint32_t ht_new_id(void)
+{
+	uint32_t id;
+	do
+		id = atomic_fetch_add(&ht__g.hdr->next_stack_id, 1);
+	while (id == 0 || id == HT_STACK_NONE);
+	return id;
+}
+
+/* Writes the STACK record for a new id; 0 if it was dropped. */
+static int ht_write_stack(struct ht__thread *t, uint32_t id, void *const *ips, int n)
+{
+	uint64_t rel[HT_MAX_FRAMES];
+	uint32_t mod[HT_MAX_FRAMES];
+	int refreshed = 0;
+	if (atomic_load_explicit(&ht__modules_dirty, memory_order_relaxed)) {
+		ht__modules_refresh(0);
+		refreshed = 1;
+	}
+	for (int i = 0; i < n; i++) {
+		uintptr_t ip = (uintptr_t)ips[i];
+		uint32_t m = ht_find_module(ip);
+		if (m == HT_MODULE_UNKNOWN && !refreshed) {
+			refreshed = 1;
+			ht__modules_refresh(0);
+			m = ht_find_module(ip);
+		}
+		mod[i] = m;
+		rel[i] = m == HT_MODULE_UNKNOWN ? ip : ip - ht_mods[m].bias;
+	}
+	uint32_t len = ht__rec_align((uint32_t)(sizeof(struct ht__rec_stack) + (size_t)n * 12));
+	struct ht__rec_stack *r = (struct ht__rec_stack *)ht__rec_begin(t, HT_REC_STACK, 0, len, id);
+	if (!r)
+		return 0;
+	r->nframes = (uint32_t)n;
+	r->pad = 0;
+	char *p = (char *)(r + 1);
+	memcpy(p, rel, (size_t)n * 8);
+	memcpy(p + (size_t)n * 8, mod, (size_t)n * 4);
+	if (n & 1)
+		memset(p + (size_t)n * 12, 0, 4);
+	ht__rec_commit(t);
+	return 1;
+}
+
+static uint32_t ht_wait_id(struct ht_slot *s)
+{
+	for (unsigned i = 0; i < (1u << 22); i++) {
+		uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+		if (id)
+			return id == HT_STACK_NONE ? 0 : id;
+		if (i < 256)
+			__builtin_ia32_pause();
+		else
+			sched_yield();
+	}
+	return 0;
+}
+
+/*
+ * Unwinds the caller's stack, drops our own frames and returns the stack's
+ * id, writing its STACK record (and any MODULE_LOAD it needs) when the stack
+ * is new to this instance. 0 when no stack could be taken.
+ */
+uint32_t ht__stack_capture(struct ht__thread *t)
+{
+	void *ips[HT_MAX_FRAMES + 8];
+	int n = unw_backtrace(ips, HT_MAX_FRAMES + 8);
+	int skip = 0;
+	while (skip < n && (uintptr_t)ips[skip] >= ht__g.self_start && (uintptr_t)ips[skip] < ht__g.self_end)
+		skip++;
+	n -= skip;
+	if (n <= 0)
+		return 0;
+	if (n > HT_MAX_FRAMES)
+		n = HT_MAX_FRAMES;
+	void *const *f = ips + skip;
+
+	uint64_t h = 0x84222325cbf29ce4ull ^ (uint64_t)n;
+	for (int i = 0; i < n; i++) {
+		h ^= (uint64_t)(uintptr_t)f[i];
+		h *= 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	uint64_t key = h ? h : 1;
+
+	struct ht_table *tb = atomic_load_explicit(&ht_table, memory_order_acquire);
+	if (!tb)
+		return 0;
+	for (uint64_t i = key & tb->mask, k = 0; k <= tb->mask; i = (i + 1) & tb->mask, k++) {
+		struct ht_slot *s = &tb->slots[i];
+		uint64_t cur = atomic_load_explicit(&s->key, memory_order_acquire);
+		if (cur == key)
+			return ht_wait_id(s);
+		if (cur != 0)
+			continue;
+		if (!atomic_compare_exchange_strong(&s->key, &cur, key)) {
+			if (cur == key)
+				return ht_wait_id(s);
+			continue;
+		}
+		uint32_t id = ht_new_id();
+		int ok = ht_write_stack(t, id, f, n);
+		atomic_store_explicit(&s->id, ok ? id : HT_STACK_NONE, memory_order_release);
+		if (atomic_fetch_add(&tb->used, 1) + 1 > (tb->mask + 1) / 4 * 3)
+			ht_grow(tb);
+		return ok ? id : 0;
+	}
+	return 0;
+}
+
+static int ht_self_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uintptr_t me = (uintptr_t)data, lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		if (a < lo)
+			lo = a;
+		if (b > hi)
+			hi = b;
+	}
+	if (me < lo || me >= hi)
+		return 0;
+	ht__g.self_start = lo;
+	ht__g.self_end = hi;
+	return 1;
+}
+
+/* Finds our own mapping, whose frames are cut from every stack. */
+void ht__find_self(void)
+{
+	dl_iterate_phdr(ht_self_cb, (void *)(uintptr_t)ht__find_self);
+}

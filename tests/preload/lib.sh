@@ -1,0 +1,51 @@
+# Helpers of the recorder's shell tests: run a program under ringdump and
+# assert on the records it printed. Sourced by tests/preload/t_*.sh.
+set -u
+: "${RINGDUMP:?}" "${RINGDUMP_LIB:?}" "${PROGS:?}"
+export RINGDUMP_LIB
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/htpre.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+OUT=$TMP/out.txt
+fails=0
+
+# record [ringdump options] -- CMD ARGS: records into $OUT, sets $RC.
+record() {
+	RC=0
+	"$RINGDUMP" -o "$OUT" "$@" >"$TMP/stdout" 2>"$TMP/stderr" || RC=$?
+	if ! head -1 "$OUT" | grep -q ' lost=0 rings_exhausted=0 .* bad=0$'; then
+		echo "FAIL: ringdump header: $(head -1 "$OUT")"
+		fails=$((fails + 1))
+	fi
+}
+
+# count PATTERN: number of records matching the extended regex.
+count() { grep -cE -- "$1" "$OUT" || true; }
+
+# expect WHAT GOT WANT
+expect() {
+	if [ "$2" != "$3" ]; then
+		echo "FAIL: $1: got '$2', want '$3'"
+		fails=$((fails + 1))
+	else
+		echo "ok: $1 = $3"
+	fi
+}
+
+# expect_count PATTERN WANT
+expect_count() { expect "count /$1/" "$(count "$1")" "$2"; }
+
+# sum FIELD PATTERN: sum of FIELD=N over the records matching PATTERN.
+sum() {
+	grep -E -- "$2" "$OUT" | sed -nE "s/.* $1=([0-9]+).*/\1/p" | awk '{s += $1} END {print s + 0}'
+}
+
+finish() {
+	if [ "$fails" -ne 0 ]; then
+		echo "--- records ($OUT) ---"
+		head -200 "$OUT"
+		echo "--- stderr ---"
+		cat "$TMP/stderr"
+		exit 1
+	fi
+	exit 0
+}
