@@ -1,0 +1,112 @@
+/*
+ * commit.h - committed memory from mapping events, the Linux counterpart of
+ * VirtualAlloc commit/decommit (DESIGN.md): an address-range map per process
+ * that follows mmap, munmap, mremap, mprotect and brk, and reports the
+ * lifetime of every committed range. 'heaptrail info' takes committed peaks
+ * from it and 'heaptrail table commit' its lifetimes.
+ *
+ * The rules:
+ *   - mmap with PROT_WRITE and MAP_PRIVATE|MAP_ANONYMOUS commits its range;
+ *     an anonymous private PROT_NONE mapping is reserved; other mappings
+ *     (files, shared memory, read-only) are tracked but never committed.
+ *   - mprotect to a writable protection commits the reserved parts of the
+ *     range and the parts no mapping event told us about (mapped before the
+ *     trace, or by code we do not see); file and shared parts stay as they
+ *     are. mprotect to PROT_NONE decommits the committed parts (they become
+ *     reserved). Other protections change nothing.
+ *   - munmap decommits and forgets its range, splitting ranges it cuts.
+ *   - mremap moves the pieces of the old range to the new address, keeping
+ *     their commit time and stack; what it cuts off decommits; what it grows
+ *     is a new committed range when the old mapping was committed (or
+ *     unknown), reserved when it was reserved.
+ *   - brk growth by the program commits [old break, new break); a shrink
+ *     decommits what it releases.
+ *   - A mapping over a range that is still mapped (MAP_FIXED, or an mremap
+ *     target) first decommits what was there.
+ *   - Failed calls (HT_EVF_FAILED) change nothing. Lengths are rounded up to
+ *     4 KiB pages.
+ *
+ * A piece of a committed range that ends is reported as its own lifetime: a
+ * munmap of the middle of a committed range reports the middle (with the
+ * range's commit time and stack) and leaves two ranges, each reported when it
+ * ends. Sizes of the reported lifetimes therefore add up to the committed
+ * bytes, and a range's identity is (process, addr) at the time it ends.
+ *
+ * Process exit and exec: the image's ranges stop counting in the committed
+ * totals (the kernel released them) but are reported by ht_commit_finish()
+ * with decommit_ts == HT_TS_NEVER, as lifetime.h does with leaked blocks.
+ *
+ * Memory grows with the number of live ranges. Each process keeps a sorted
+ * array of ranges, so one operation costs O(log n) plus a move of the tail:
+ * fine for the thousands of mappings programs make, not for millions.
+ * Not thread-safe: one tracker per thread.
+ *
+ * Example:
+ *
+ *     static void on_commit(void *ctx, const struct ht_commit *c) { ... }
+ *     struct ht_commit_tracker *ct = ht_commit_new(on_commit, ctx);
+ *     while (ht_reader_next(r, &ev) > 0)
+ *         if (ht_commit_event(ct, &ev) < 0) ...;
+ *     ht_commit_finish(ct);   // reports ranges still committed
+ *     ht_commit_free(ct);
+ */
+#ifndef HT_ANALYSIS_COMMIT_H
+#define HT_ANALYSIS_COMMIT_H
+
+#include <stdint.h>
+
+#include "analysis/lifetime.h" /* HT_TS_NEVER */
+#include "heaptrail/trace.h"
+
+/* One committed range from its commit to its decommit (or the end). */
+struct ht_commit {
+	uint64_t addr;
+	uint64_t size;
+	uint64_t commit_ts;
+	uint64_t decommit_ts; /* HT_TS_NEVER: still committed at the end */
+	uint32_t process;
+	uint32_t stack; /* stack of the event that committed it */
+	int32_t tid;
+	uint8_t func; /* enum ht_func of the committing call (mmap, mprotect, brk, ...) */
+};
+
+/* Called once per ended piece; the struct is only valid during the call. */
+typedef void (*ht_commit_fn)(void *ctx, const struct ht_commit *c);
+
+struct ht_commit_stats {
+	uint64_t committed_bytes; /* now (processes that ended count 0) */
+	uint64_t peak_bytes;      /* highest committed_bytes so far */
+	uint64_t peak_ts;         /* when it was first reached */
+	uint64_t commits;         /* operations that committed new bytes */
+	uint64_t commit_bytes;    /* bytes newly committed, summed over them */
+	uint64_t ranges;          /* committed ranges live now */
+};
+
+struct ht_commit_tracker;
+
+/* New tracker; on_end (may be NULL) is called as pieces end. NULL when out of memory. */
+struct ht_commit_tracker *ht_commit_new(ht_commit_fn on_end, void *ctx);
+
+/*
+ * Feed one event, in trace order. MMAP, MUNMAP, MREMAP, MPROTECT, BRK,
+ * PROCESS_EXIT and PROCESS_EXEC matter; every other event is ignored.
+ * Returns 0 or HT_ERR_NOMEM.
+ */
+int ht_commit_event(struct ht_commit_tracker *t, const struct ht_event *ev);
+
+/* Reports every range still committed (decommit_ts == HT_TS_NEVER), oldest first. */
+void ht_commit_finish(struct ht_commit_tracker *t);
+
+/* Totals over all processes. */
+const struct ht_commit_stats *ht_commit_stats(const struct ht_commit_tracker *t);
+
+/*
+ * The same for one process index; a process never seen has all zeros. For a
+ * process that ended, committed_bytes is what it had at its end.
+ */
+void ht_commit_process_stats(const struct ht_commit_tracker *t, uint32_t process,
+			     struct ht_commit_stats *out);
+
+void ht_commit_free(struct ht_commit_tracker *t);
+
+#endif
