@@ -1,0 +1,472 @@
+/*
+ * drain.c - the collector's loop: every tick it empties the rings into
+ * per-ring queues, merges them in time order below the watermark
+ * (docs/session-protocol.md, "Time order"), reaps children, samples RSS,
+ * notices dead processes and gives their rings back.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "session/internal.h"
+
+/* How long a writer may stay busy before the watermark stops waiting for it. */
+#define BUSY_SPINS 2000
+/* A process gone without any exit report is declared killed this much later,
+   which leaves its traced parent time to report what wait() told it. */
+#define GONE_GRACE_NS 50000000ull
+/* Dead-owner checks of idle rings: every this many ticks. */
+#define DEAD_CHECK_TICKS 5
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static int slot_append(struct ht__slot *sl, const void *rec, uint32_t len)
+{
+	if (sl->tail + len > sl->cap) {
+		if (sl->head) { /* slide what is pending to the front before growing */
+			memmove(sl->buf, sl->buf + sl->head, sl->tail - sl->head);
+			sl->tail -= sl->head;
+			sl->head = 0;
+		}
+		if (sl->tail + len > sl->cap) {
+			uint32_t ncap = sl->cap ? sl->cap : 65536;
+			while (ncap < sl->tail + len)
+				ncap *= 2;
+			uint8_t *nb = realloc(sl->buf, ncap);
+			if (!nb)
+				return HT_ERR_NOMEM;
+			sl->buf = nb;
+			sl->cap = ncap;
+		}
+	}
+	memcpy(sl->buf + sl->tail, rec, len);
+	sl->tail += len;
+	return 0;
+}
+
+static inline const struct ht__rec *slot_head(const struct ht__slot *sl)
+{
+	return (const struct ht__rec *)(sl->buf + sl->head);
+}
+
+int ht__self_record(struct ht__session *s, const struct ht__rec *rec)
+{
+	struct ht__slot *sl = &s->slots[s->ring_count];
+	int rc = slot_append(sl, rec, rec->len);
+	if (!rc)
+		sl->last_ts = rec->ts;
+	return rc;
+}
+
+/* True when pid is gone or a zombie: it will never write again. */
+static bool pid_dead(int32_t pid, bool *gone)
+{
+	char p[64], buf[512];
+	*gone = false;
+	if (pid <= 0)
+		return false; /* a ring just claimed: its owner has not written its pid yet */
+	if (kill(pid, 0) < 0 && errno == ESRCH) {
+		*gone = true;
+		return true;
+	}
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*gone = errno == ENOENT;
+		return *gone;
+	}
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* The state follows the last ')': the command name may hold anything. */
+	char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/* Resident bytes of pid from /proc/PID/statm; -1 when it cannot be read. */
+static int64_t read_rss(int32_t pid)
+{
+	char p[64], buf[256];
+	snprintf(p, sizeof(p), "/proc/%d/statm", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	unsigned long long size, res;
+	if (sscanf(buf, "%llu %llu", &size, &res) != 2)
+		return -1;
+	return (int64_t)(res * (unsigned long long)sysconf(_SC_PAGESIZE));
+}
+
+/* Queue a PROCESS_EXIT of the session's own making. */
+static int self_exit(struct ht__session *s, int32_t pid, uint32_t kind, int32_t value, uint64_t now)
+{
+	struct ht__rec_exit e = { .h = { .type = HT_REC_PROCESS_EXIT, .len = sizeof(e), .ts = now },
+				  .pid = pid,
+				  .kind = kind,
+				  .value = value };
+	return ht__self_record(s, &e.h);
+}
+
+/*
+ * Reap every child that ended: the launched program and, as a subreaper, the
+ * orphans handed to us. Their exits join the merge like any record; the
+ * first exit report of a process wins, so what its own recorder said (it is
+ * stamped earlier) stays.
+ */
+static int reap_children(struct ht__session *s, uint64_t now)
+{
+	int status;
+	pid_t pid;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		int rc = 0;
+		if (pid == s->root_pid) {
+			s->stats.root_exited = true;
+			s->stats.root_status = status;
+		}
+		if (WIFEXITED(status))
+			rc = self_exit(s, pid, HT_EXIT_CODE, WEXITSTATUS(status), now);
+		else if (WIFSIGNALED(status))
+			rc = self_exit(s, pid, HT_EXIT_SIGNAL, WTERMSIG(status), now);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Look at every live traced process: sample its RSS, and notice when it died
+ * (its rings can then be drained to the end and freed). A process gone
+ * without an exit report gets one after a grace period: killed, no number.
+ */
+static int check_procs(struct ht__session *s, uint64_t now)
+{
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		struct ht__proc *p = s->procs[i];
+		if (p->replaced)
+			continue;
+		if (!p->dead) {
+			int64_t rss = read_rss(p->pid);
+			bool gone;
+			if (rss <= 0 && pid_dead(p->pid, &gone)) {
+				p->dead = true;
+				if (gone)
+					p->gone_ns = now;
+			} else if (rss > 0 && s->cfg.sample_rss && (uint64_t)rss != p->rss) {
+				struct ht__rec_self_rss r = {
+					.h = { .type = HT__REC_SELF_RSS, .len = sizeof(r), .ts = now },
+					.pid = p->pid,
+					.rss = (uint64_t)rss
+				};
+				p->rss = (uint64_t)rss;
+				int rc = ht__self_record(s, &r.h);
+				if (rc < 0)
+					return rc;
+			}
+		} else if (!p->gone_ns && !p->exited) {
+			bool gone;
+			pid_dead(p->pid, &gone);
+			if (gone)
+				p->gone_ns = now;
+		}
+		if (p->gone_ns && !p->exited && now - p->gone_ns > GONE_GRACE_NS) {
+			p->gone_ns = UINT64_MAX / 2; /* queue it once */
+			int rc = self_exit(s, p->pid, HT_EXIT_SIGNAL, 0, now);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* Is the process owning ring i dead (so that nothing more will come)? */
+static bool ring_owner_dead(struct ht__session *s, uint32_t i)
+{
+	struct ht__slot *sl = &s->slots[i];
+	int32_t pid = sl->bound ? sl->pid : ht__ring_at(s, i)->pid;
+	struct ht__proc *p = ht__proc_by_pid(s, pid);
+	if (p && (!sl->bound || p->instance == sl->instance))
+		return p->dead;
+	/* An image we do not know (or an older image of the pid): ask the system,
+	   and treat an older image whose pid now runs another image as gone. */
+	bool gone;
+	if (pid_dead(pid, &gone))
+		return true;
+	return p && sl->bound && p->instance != sl->instance;
+}
+
+/*
+ * Copy everything committed in ring i into its slot and give the space back
+ * to the writer. *wm is lowered to the last timestamp of a ring whose writer
+ * stays busy: the record it is writing may be stamped that early.
+ */
+static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owner_dead)
+{
+	struct ht__ring *r = ht__ring_at(s, i);
+	struct ht__slot *sl = &s->slots[i];
+	uint32_t mask = s->ring_size - 1;
+	const uint8_t *data = ht__ring_data(s, i);
+
+	/* busy before write_pos: a writer idle now stamps its next record later
+	   than our watermark (taken before the scan). */
+	bool stuck = atomic_load(&r->busy) != 0;
+	for (int n = 0; stuck && n < BUSY_SPINS; n++) {
+		cpu_relax();
+		stuck = atomic_load(&r->busy) != 0;
+	}
+	uint64_t w = atomic_load_explicit(&r->write_pos, memory_order_acquire);
+	uint64_t pos = atomic_load_explicit(&r->read_pos, memory_order_relaxed);
+	if (w != pos && !sl->bound) {
+		/* Read after the acquire: the owner wrote these before committing. */
+		sl->pid = r->pid;
+		sl->tid = r->tid;
+		sl->instance = r->instance;
+		sl->proc = 0;
+		sl->bound = true;
+	}
+	if (w - pos > s->ring_size || w < pos) {
+		s->stats.corrupt++;
+		pos = w;
+	}
+	while (pos < w) {
+		uint32_t off = (uint32_t)(pos & mask);
+		if (s->ring_size - off < sizeof(struct ht__rec)) {
+			/* too short for a record header: padding by definition */
+			pos += s->ring_size - off;
+			continue;
+		}
+		const struct ht__rec *rec = (const struct ht__rec *)(data + off);
+		uint32_t len = rec->len;
+		if (len < sizeof(struct ht__rec) || (len & 7) || off + len > s->ring_size ||
+		    pos + len > w) {
+			s->stats.corrupt++; /* a record that cannot be: skip what is left */
+			break;
+		}
+		if (rec->type != HT_REC_PAD) {
+			int rc = slot_append(sl, rec, len);
+			if (rc < 0)
+				return rc;
+			sl->last_ts = rec->ts;
+			s->stats.records++;
+		}
+		pos += len;
+	}
+	atomic_store_explicit(&r->read_pos, w, memory_order_release);
+	if (stuck && !owner_dead && sl->last_ts < *wm)
+		*wm = sl->last_ts;
+	return 0;
+}
+
+/* Give ring i back to the recorders; its slot is empty. */
+static void free_ring(struct ht__session *s, uint32_t i)
+{
+	struct ht__ring *r = ht__ring_at(s, i);
+	struct ht__slot *sl = &s->slots[i];
+	s->lost_freed += atomic_load(&r->lost);
+	atomic_store(&r->lost, 0);
+	atomic_store(&r->busy, 0);
+	atomic_store(&r->write_pos, 0);
+	atomic_store(&r->read_pos, 0);
+	r->pid = r->tid = 0;
+	r->instance = 0;
+	sl->bound = false;
+	sl->proc = 0;
+	sl->head = sl->tail = 0;
+	sl->last_ts = 0;
+	atomic_store_explicit(&r->state, HT_RING_FREE, memory_order_release);
+}
+
+static inline bool heap_less(const struct ht__session *s, uint32_t a, uint32_t b)
+{
+	uint64_t ta = slot_head(&s->slots[a])->ts, tb = slot_head(&s->slots[b])->ts;
+	return ta < tb || (ta == tb && a < b);
+}
+
+static void heap_down(struct ht__session *s, uint32_t n, uint32_t i)
+{
+	uint32_t *h = s->heap;
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+		if (l < n && heap_less(s, h[l], h[m]))
+			m = l;
+		if (l + 1 < n && heap_less(s, h[l + 1], h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		uint32_t t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/*
+ * Write every queued record stamped below wm, in time order: a k-way merge
+ * of the slots (each already in order) through a binary heap.
+ */
+static int merge(struct ht__session *s, uint64_t wm)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i <= s->ring_count; i++) {
+		struct ht__slot *sl = &s->slots[i];
+		if (sl->head < sl->tail && slot_head(sl)->ts < wm)
+			s->heap[n++] = i;
+	}
+	for (uint32_t i = n / 2; i-- > 0;)
+		heap_down(s, n, i);
+	while (n) {
+		struct ht__slot *sl = &s->slots[s->heap[0]];
+		const struct ht__rec *rec = slot_head(sl);
+		sl->head += rec->len;
+		int rc = ht__translate(s, sl, rec);
+		if (rc < 0)
+			return rc;
+		if (sl->head < sl->tail && slot_head(sl)->ts < wm) {
+			heap_down(s, n, 0);
+		} else {
+			s->heap[0] = s->heap[--n];
+			heap_down(s, n, 0);
+		}
+	}
+	for (uint32_t i = 0; i <= s->ring_count; i++) {
+		struct ht__slot *sl = &s->slots[i];
+		if (sl->head == sl->tail)
+			sl->head = sl->tail = 0;
+	}
+	return 0;
+}
+
+/*
+ * One pass over the rings: drain, then give back the rings that are done
+ * (released, or owned by a dead process) once nothing of theirs is pending.
+ * Returns the number of rings still in use, or a negative error.
+ */
+static int drain_all(struct ht__session *s, uint64_t *wm, bool check_dead, bool final)
+{
+	int in_use = 0;
+	for (uint32_t i = 0; i < s->ring_count; i++) {
+		struct ht__ring *r = ht__ring_at(s, i);
+		uint32_t st = atomic_load_explicit(&r->state, memory_order_acquire);
+		if (st == HT_RING_FREE)
+			continue;
+		struct ht__slot *sl = &s->slots[i];
+		bool dead = final || st == HT_RING_RELEASED ||
+			    ((check_dead || sl->bound) && ring_owner_dead(s, i));
+		int rc = drain_ring(s, i, wm, dead);
+		if (rc < 0)
+			return rc;
+		in_use++;
+		if (st == HT_RING_OWNED && !dead)
+			continue;
+		/* A released ring is done once drained; an owned one only when its
+		   process is dead. Re-check the state: the owner may release it now. */
+		if (st == HT_RING_RELEASED || dead) {
+			uint64_t w = atomic_load_explicit(&r->write_pos, memory_order_acquire);
+			if (w == atomic_load(&r->read_pos) && sl->head == sl->tail && !final) {
+				free_ring(s, i);
+				in_use--;
+			}
+		}
+	}
+	return in_use;
+}
+
+static bool all_dead(const struct ht__session *s)
+{
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		if (!s->procs[i]->dead && !s->procs[i]->replaced)
+			return false;
+	return true;
+}
+
+int ht__session_tick(struct ht__session *s)
+{
+	if (s->sink_err)
+		return s->sink_err;
+	uint64_t now = ht__now_ns();
+	atomic_store(&s->hdr->heartbeat_ns, now);
+	s->next_tick_ns = now + HT__TICK_NS;
+	s->tick++;
+
+	int rc;
+	if (s->cfg.reap_children && (rc = reap_children(s, now)) < 0)
+		return rc;
+	if ((rc = check_procs(s, now)) < 0)
+		return rc;
+	uint64_t wm = now > 1000000 ? now - 1000000 : 0;
+	int in_use = drain_all(s, &wm, s->tick % DEAD_CHECK_TICKS == 0, false);
+	if (in_use < 0)
+		return in_use;
+	if ((rc = merge(s, wm)) < 0)
+		return rc;
+	if (s->stop)
+		return 1;
+	bool root_done = s->root_pid > 0 && s->stats.root_exited;
+	if (root_done && in_use == 0 && all_dead(s))
+		return 1;
+	return 0;
+}
+
+unsigned ht__session_sleep_us(const struct ht__session *s)
+{
+	uint64_t now = ht__now_ns();
+	if (now >= s->next_tick_ns)
+		return 0;
+	uint64_t d = (s->next_tick_ns - now) / 1000;
+	return d > HT__TICK_NS / 1000 ? HT__TICK_NS / 1000 : (unsigned)d;
+}
+
+static uint64_t lost_now(struct ht__session *s)
+{
+	uint64_t lost = s->lost_freed + atomic_load(&s->hdr->rings_exhausted);
+	for (uint32_t i = 0; i < s->ring_count; i++)
+		lost += atomic_load(&ht__ring_at(s, i)->lost);
+	return lost;
+}
+
+int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn progress, void *ctx)
+{
+	if (s->sink_err)
+		return s->sink_err;
+	s->finishing = true;
+	atomic_store_explicit(&s->hdr->state, HT_SESSION_STOPPING, memory_order_release);
+	uint64_t now = ht__now_ns();
+	atomic_store(&s->hdr->heartbeat_ns, now);
+	int rc;
+	if (s->cfg.reap_children && (rc = reap_children(s, now)) < 0)
+		return rc;
+	if ((rc = check_procs(s, now)) < 0)
+		return rc;
+	/* Everything committed is in the rings now but for a writer caught in
+	   the middle of a record; drain_ring waits for those a little. */
+	uint64_t wm = UINT64_MAX;
+	if ((rc = drain_all(s, &wm, true, true)) < 0)
+		return rc;
+	if ((rc = merge(s, UINT64_MAX)) < 0)
+		return rc;
+	if ((rc = ht__translate_finish(s)) < 0)
+		return rc;
+	s->stats.lost = lost_now(s);
+	uint64_t end = ht__now_ns() - s->hdr->t0_ns;
+	s->stats.duration_ns = end > s->last_ts ? end : s->last_ts;
+	if (symbolize && (rc = ht__symbolize(s, progress, ctx)) < 0)
+		return rc;
+	return s->sink_err;
+}

@@ -1,0 +1,171 @@
+/*
+ * internal.h - what the files of the session share: the session struct, the
+ * per-ring collector state, the process/module/frame/stack tables and the
+ * functions that cross files (shm.c, drain.c, translate.c, symbolize.c).
+ * Nothing outside src/session/ includes it; the API is session.h.
+ */
+#ifndef HT_SESSION_INTERNAL_H
+#define HT_SESSION_INTERNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "session/protocol.h"
+#include "session/session.h"
+
+/*
+ * Records the session makes itself (its own waitpid, RSS samples, exits of
+ * processes that died unseen). They go through the same merge as ring
+ * records, in a queue of their own, so they land in time order too. Types
+ * above every protocol type.
+ */
+#define HT__REC_SELF_RSS 0xf0
+
+struct ht__rec_self_rss {
+	struct ht__rec h;
+	int32_t pid;
+	uint32_t pad;
+	uint64_t rss;
+};
+
+/*
+ * Open-addressing hash table from a 32-bit hash to a value (an index into an
+ * array the owner keeps). The owner compares keys through eq(). Values are
+ * stored + 1 so that 0 marks an empty slot.
+ */
+struct ht__htab {
+	uint32_t *vals;
+	uint32_t *hashes;
+	uint32_t cap; /* power of two, or 0 */
+	uint32_t n;
+};
+
+typedef bool (*ht__htab_eq)(const void *ctx, uint32_t val, const void *key);
+
+/* The value for key with hash h, or UINT32_MAX. */
+uint32_t ht__htab_find(const struct ht__htab *t, uint32_t h, ht__htab_eq eq, const void *ctx,
+		       const void *key);
+/* Insert (the key must not be present). Returns 0 or HT_ERR_NOMEM. */
+int ht__htab_put(struct ht__htab *t, uint32_t h, uint32_t val);
+/* Replace the value of an existing key, or insert. */
+int ht__htab_set(struct ht__htab *t, uint32_t h, uint32_t val, ht__htab_eq eq, const void *ctx,
+		 const void *key);
+void ht__htab_free(struct ht__htab *t);
+uint32_t ht__hash_bytes(const void *p, size_t n, uint32_t seed);
+
+/* One traced process image (pid + recorder instance); its index is its id. */
+struct ht__proc {
+	int32_t pid, ppid;
+	uint32_t instance;
+	uint32_t index;        /* process index in the trace */
+	uint32_t flags;        /* HT_PROCF_* given to the trace */
+	uint32_t *mods;        /* recorder module index -> trace module id + 1 */
+	uint32_t nmods;
+	uint64_t rss;          /* last RSS emitted */
+	uint64_t gone_ns;      /* when kill(pid, 0) said ESRCH; 0 before */
+	bool dead;             /* zombie or gone: its rings can be reclaimed */
+	bool replaced;         /* a later image of the pid exists (exec, pid reuse) */
+	bool exited;           /* its PROCESS_EXIT was written */
+};
+
+/* The collector's state of one ring (and of the session's own queue). */
+struct ht__slot {
+	uint8_t *buf; /* records copied out of the ring, not yet written */
+	uint32_t head, tail, cap;
+	uint64_t last_ts; /* ts of the last record copied */
+	int32_t pid, tid;
+	uint32_t instance;
+	uint32_t proc; /* process id + 1, 0 until resolved */
+	bool bound;    /* pid/tid/instance read from the ring header */
+};
+
+struct ht__frame_key {
+	uint32_t module;
+	uint64_t rel;
+};
+
+struct ht__module_ent {
+	char *path;
+	uint8_t build_id[32];
+	uint8_t build_id_len;
+};
+
+struct ht__session {
+	struct ht__session_config cfg;
+	char *path;
+	uint8_t *map;
+	size_t map_size;
+	struct ht__shm_header *hdr;
+	uint32_t ring_size, ring_count;
+
+	const struct ht__sink *sink;
+	void *sink_ctx;
+	int sink_err;
+
+	struct ht__slot *slots; /* ring_count + 1: the last is the session's own queue */
+	uint32_t *heap;         /* merge heap of slot indices */
+	uint64_t next_tick_ns;
+	uint64_t tick;
+	uint64_t last_ts;       /* of the last event written, ns since t0 */
+	uint64_t lost_freed;    /* ring.lost of rings already freed */
+	volatile sig_atomic_t stop;
+	pid_t root_pid;
+	bool finishing;
+
+	/* processes: by (pid, instance) and the latest image by pid */
+	struct ht__proc **procs;
+	uint32_t nprocs, procs_cap;
+	struct ht__htab proc_by_key, proc_by_pid;
+
+	struct ht__module_ent *mods;
+	uint32_t nmods, mods_cap;
+	struct ht__htab mod_tab;
+
+	struct ht__frame_key *frames;
+	uint32_t nframes, frames_cap;
+	struct ht__htab frame_tab;
+
+	/* stacks: frame ids of trace stack i at stack_frames[stack_off[i]], stack_len[i] */
+	uint32_t *stack_frames;
+	uint64_t stack_frames_n, stack_frames_cap;
+	uint64_t *stack_off;
+	uint32_t *stack_len;
+	uint32_t nstacks, stacks_cap; /* trace ids 1 .. nstacks */
+	struct ht__htab stack_tab;
+	uint32_t *stack_map; /* recorder stack id -> trace stack id */
+	uint32_t stack_map_cap;
+
+	struct ht__session_stats stats;
+};
+
+uint64_t ht__now_ns(void);
+
+/* shm.c: the shared file. */
+int ht__shm_create(struct ht__session *s);
+void ht__shm_destroy(struct ht__session *s);
+static inline struct ht__ring *ht__ring_at(const struct ht__session *s, uint32_t i)
+{
+	return (struct ht__ring *)(s->map + s->hdr->header_size +
+				   (size_t)i * (HT_RING_HEADER_SIZE + s->ring_size));
+}
+static inline uint8_t *ht__ring_data(const struct ht__session *s, uint32_t i)
+{
+	return (uint8_t *)ht__ring_at(s, i) + HT_RING_HEADER_SIZE;
+}
+
+/* translate.c: one record (copied out of slot) to trace definitions and events. */
+int ht__translate(struct ht__session *s, struct ht__slot *slot, const struct ht__rec *rec);
+/* The latest image of pid, or NULL. */
+struct ht__proc *ht__proc_by_pid(struct ht__session *s, int32_t pid);
+/* Exits for processes that died and were never reported, at the end. */
+int ht__translate_finish(struct ht__session *s);
+void ht__translate_free(struct ht__session *s);
+
+/* drain.c: append a record of the session's own to its queue. */
+int ht__self_record(struct ht__session *s, const struct ht__rec *rec);
+
+/* symbolize.c: resolve every frame of s and hand the symbols to the sink. */
+int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx);
+
+#endif

@@ -1,0 +1,234 @@
+/*
+ * session.c - the life of a session: the shared-memory file (where it lives,
+ * its size, its header), the collector's own state, and tearing both down.
+ * Draining is in drain.c, record translation in translate.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "session/internal.h"
+
+uint64_t ht__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int err_from_errno(int e)
+{
+	switch (e) {
+	case EEXIST:
+		return HT_ERR_EXISTS;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return HT_ERR_PERM;
+	case ENOENT:
+	case ENOTDIR:
+		return HT_ERR_NOT_FOUND;
+	case ENOMEM:
+		return HT_ERR_NOMEM;
+	default:
+		return HT_ERR_IO;
+	}
+}
+
+/*
+ * Make dir (mode 0700) unless it exists. A directory we did not create must
+ * be ours and closed to others: /tmp is shared, and a session file in a
+ * directory someone else controls could be swapped under us.
+ */
+static int ensure_private_dir(const char *dir)
+{
+	struct stat st;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return err_from_errno(errno);
+	if (lstat(dir, &st) < 0)
+		return err_from_errno(errno);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return HT_ERR_PERM;
+	return 0;
+}
+
+/* The directory of session files (docs/session-protocol.md), created if needed. */
+static int session_dir(const struct ht__session_config *cfg, char *out, size_t n)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	int len;
+	if (cfg->dir)
+		len = snprintf(out, n, "%s", cfg->dir);
+	else if (xdg && *xdg == '/')
+		len = snprintf(out, n, "%s/heaptrail", xdg);
+	else if (geteuid() == 0)
+		len = snprintf(out, n, "/run/heaptrail");
+	else
+		len = snprintf(out, n, "/tmp/heaptrail-%u", (unsigned)geteuid());
+	if (len < 0 || (size_t)len >= n)
+		return HT_ERR_INVALID;
+	if (cfg->dir)
+		return 0; /* the caller's directory, used as it is */
+	return ensure_private_dir(out);
+}
+
+int ht__shm_create(struct ht__session *s)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	int rc = session_dir(&s->cfg, dir, sizeof(dir));
+	if (rc < 0)
+		return rc;
+	int fd;
+	if (s->cfg.name) {
+		if (strchr(s->cfg.name, '/') || !*s->cfg.name)
+			return HT_ERR_INVALID;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, s->cfg.name) >= (int)sizeof(path))
+			return HT_ERR_INVALID;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	} else {
+		if (snprintf(path, sizeof(path), "%s/session-%d-XXXXXX", dir, (int)getpid()) >=
+		    (int)sizeof(path))
+			return HT_ERR_INVALID;
+		fd = mkostemp(path, O_CLOEXEC); /* mode 0600 */
+	}
+	if (fd < 0)
+		return err_from_errno(errno);
+	s->path = strdup(path);
+	s->map_size = HT_SHM_HEADER_SIZE +
+		      (size_t)s->ring_count * (HT_RING_HEADER_SIZE + (size_t)s->ring_size);
+	if (!s->path) {
+		rc = HT_ERR_NOMEM;
+		goto unlink_file;
+	}
+	/* Sparse: a ring costs memory only for the pages its writer touches. */
+	if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)s->map_size) < 0) {
+		rc = err_from_errno(errno);
+		goto unlink_file;
+	}
+	s->map = mmap(NULL, s->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (s->map == MAP_FAILED) {
+		s->map = NULL;
+		rc = err_from_errno(errno);
+		goto unlink_file;
+	}
+	close(fd);
+
+	struct ht__shm_header *h = (struct ht__shm_header *)s->map;
+	s->hdr = h;
+	h->magic = HT_SHM_MAGIC;
+	h->version = HT_PROTO_VERSION;
+	h->header_size = HT_SHM_HEADER_SIZE;
+	h->ring_size = s->ring_size;
+	h->ring_count = s->ring_count;
+	h->flags = s->cfg.flags;
+	h->stack_mask = s->cfg.stack_mask;
+	h->collector_pid = (int32_t)getpid();
+	h->root_pid = 0;
+	h->t0_ns = ht__now_ns();
+	atomic_store(&h->next_stack_id, 1);
+	atomic_store(&h->heartbeat_ns, h->t0_ns);
+	atomic_store(&h->ring_hint, 0);
+	atomic_store(&h->rings_exhausted, 0);
+	/* Last, with release: a recorder that sees RUNNING sees the fields above. */
+	atomic_store_explicit(&h->state, HT_SESSION_RUNNING, memory_order_release);
+	return 0;
+
+unlink_file:
+	unlink(path);
+	close(fd);
+	free(s->path);
+	s->path = NULL;
+	return rc;
+}
+
+void ht__shm_destroy(struct ht__session *s)
+{
+	if (s->map)
+		munmap(s->map, s->map_size);
+	if (s->path)
+		unlink(s->path);
+	free(s->path);
+	s->map = NULL;
+	s->path = NULL;
+}
+
+int ht__session_create(struct ht__session **out, const struct ht__session_config *cfg)
+{
+	struct ht__session_config def = HT__SESSION_CONFIG_INIT;
+	if (!cfg)
+		cfg = &def;
+	uint32_t size = cfg->ring_size ? cfg->ring_size : HT__RING_SIZE_DEFAULT;
+	uint32_t count = cfg->ring_count ? cfg->ring_count : HT__RING_COUNT_DEFAULT;
+	if (size < 4096 || (size & (size - 1)) || size > (1u << 30) || count > 65536 ||
+	    (cfg->flags & ~(HT_SHM_LOSSY | HT_SHM_NO_FOLLOW)) || (cfg->stack_mask & ~HT_STK_ALL))
+		return HT_ERR_INVALID;
+
+	struct ht__session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return HT_ERR_NOMEM;
+	s->cfg = *cfg;
+	s->ring_size = size;
+	s->ring_count = count;
+	s->slots = calloc(count + 1, sizeof(*s->slots));
+	s->heap = calloc(count + 1, sizeof(*s->heap));
+	if (!s->slots || !s->heap) {
+		ht__session_destroy(s);
+		return HT_ERR_NOMEM;
+	}
+	int rc = ht__shm_create(s);
+	s->cfg.dir = s->cfg.name = NULL; /* the caller's strings: not kept */
+	if (rc < 0) {
+		ht__session_destroy(s);
+		return rc;
+	}
+	s->next_tick_ns = s->hdr->t0_ns;
+	*out = s;
+	return 0;
+}
+
+const char *ht__session_path(const struct ht__session *s) { return s->path; }
+
+struct ht__shm_header *ht__session_header(struct ht__session *s) { return s->hdr; }
+
+uint64_t ht__session_t0(const struct ht__session *s) { return s->hdr->t0_ns; }
+
+void ht__session_set_root(struct ht__session *s, pid_t pid)
+{
+	s->root_pid = pid;
+	s->hdr->root_pid = (int32_t)pid;
+}
+
+void ht__session_set_sink(struct ht__session *s, const struct ht__sink *sink, void *ctx)
+{
+	s->sink = sink;
+	s->sink_ctx = ctx;
+}
+
+void ht__session_stop(struct ht__session *s) { s->stop = 1; }
+
+const struct ht__session_stats *ht__session_stats(const struct ht__session *s)
+{
+	return &s->stats;
+}
+
+void ht__session_destroy(struct ht__session *s)
+{
+	if (!s)
+		return;
+	ht__shm_destroy(s);
+	if (s->slots)
+		for (uint32_t i = 0; i <= s->ring_count; i++)
+			free(s->slots[i].buf);
+	free(s->slots);
+	free(s->heap);
+	ht__translate_free(s);
+	free(s);
+}

@@ -1,0 +1,151 @@
+/*
+ * session.h - the collector: creates the shared-memory file the recorders write
+ * into (src/session/protocol.h), drains their rings in time order, turns ring
+ * records into trace events, tracks processes, modules and stacks, samples RSS
+ * and resolves symbols at the end. `heaptrail record` drives it; named
+ * background sessions (`heaptrail start/stop`) reuse it.
+ *
+ * The session does not know the trace file: it hands definitions and events to
+ * a sink (struct ht__sink). ht__sink_writer() makes a sink that writes through
+ * src/format/writer.h; tests pass their own sink to see the events directly.
+ *
+ * Typical use (what cmd_record.c does):
+ *
+ *     struct ht__session *s;
+ *     struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
+ *     rc = ht__session_create(&s, &cfg);          // file + header, state RUNNING
+ *     // fork; the child gets HT_ENV_SESSION=ht__session_path(s) and execs
+ *     ht__session_set_root(s, child_pid);
+ *     ht__session_set_sink(s, &sink, ctx);
+ *     while ((rc = ht__session_tick(s)) == 0)     // drains, ~every 10 ms
+ *         usleep(ht__session_sleep_us(s));
+ *     rc = ht__session_finish(s, progress, ctx);  // last drain + symbols
+ *     ht__session_stats(s)->...                   // events, lost, duration
+ *     ht__session_destroy(s);                     // removes the file
+ *
+ * Thread-safety: one thread drives a session. ht__session_stop() alone may be
+ * called from a signal handler or another thread.
+ */
+#ifndef HT_SESSION_SESSION_H
+#define HT_SESSION_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "format/writer.h"
+#include "heaptrail/trace.h"
+
+#define HT__RING_SIZE_DEFAULT (1u << 20)
+#define HT__RING_COUNT_DEFAULT 256u
+#define HT__TICK_NS 10000000ull /* drain period: 10 ms */
+
+/*
+ * Where definitions and events go, in the order a trace writer needs them: a
+ * module, frame or stack is always defined before the first event using its
+ * id; events come in time order (ts in ns since t0); symbols come last, from
+ * ht__session_finish(). Every callback returns 0 or a negative enum ht_error,
+ * which stops the session with that error. symbols may be NULL.
+ */
+struct ht__sink {
+	int (*module)(void *ctx, uint32_t id, const char *path, const uint8_t *build_id,
+		      uint32_t build_id_len);
+	int (*frame)(void *ctx, uint32_t id, uint32_t module, uint64_t rel);
+	int (*stack)(void *ctx, uint32_t id, const uint32_t *frames, uint32_t n);
+	int (*event)(void *ctx, const struct ht_event *ev, const struct ht_process *proc);
+	int (*symbols)(void *ctx, uint32_t frame, const struct ht__symbol *syms, uint32_t n);
+};
+
+/* A sink writing to w (ctx is the struct ht__writer *). */
+const struct ht__sink *ht__sink_writer(void);
+
+struct ht__session_config {
+	const char *dir;     /* NULL: $XDG_RUNTIME_DIR/heaptrail, /run/heaptrail, /tmp/heaptrail-UID */
+	const char *name;    /* file name in dir; NULL: a unique "session-PID-XXXXXX" */
+	uint32_t ring_size;  /* power of two >= 4096; 0: 1 MiB */
+	uint32_t ring_count; /* 1 .. 65536; 0: 256 */
+	uint32_t flags;      /* HT_SHM_LOSSY, HT_SHM_NO_FOLLOW */
+	uint32_t stack_mask; /* HT_STK_* */
+	bool reap_children;  /* waitpid() any child each tick (the launcher, a subreaper) */
+	bool sample_rss;     /* emit HT_EV_RSS for live traced processes */
+};
+
+#define HT__SESSION_CONFIG_INIT { NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, true, true }
+
+/* What the session counted; valid until ht__session_destroy(). */
+struct ht__session_stats {
+	uint64_t events;      /* events handed to the sink */
+	uint64_t lost;        /* ring.lost of every ring + rings_exhausted */
+	uint64_t records;     /* ring records read (PAD excluded) */
+	uint64_t corrupt;     /* rings whose content did not parse (skipped) */
+	uint64_t duration_ns; /* from t0 to the last event or the stop */
+	uint32_t processes;   /* process images seen */
+	uint32_t modules, frames, stacks;
+	uint32_t frames_symbolized; /* frames with at least a function name */
+	bool root_exited;     /* the launched program was reaped by the session */
+	int root_status;      /* its wait status (WIFEXITED/WIFSIGNALED) */
+};
+
+struct ht__session;
+
+/*
+ * Create the session file (mode 0600, its directory 0700 when created here),
+ * size it with ftruncate, map it, fill the header and set state RUNNING.
+ * Returns 0 or HT_ERR_INVALID (config), HT_ERR_EXISTS (name taken), HT_ERR_PERM,
+ * HT_ERR_IO, HT_ERR_NOMEM. On success *out owns the file until destroy.
+ */
+int ht__session_create(struct ht__session **out, const struct ht__session_config *cfg);
+
+/* Path of the shared file: the value of HT_ENV_SESSION for recorders. */
+const char *ht__session_path(const struct ht__session *s);
+
+/* The shared header (tests and diagnostics). */
+struct ht__shm_header *ht__session_header(struct ht__session *s);
+
+/* CLOCK_MONOTONIC ns of the session start (header t0_ns). */
+uint64_t ht__session_t0(const struct ht__session *s);
+
+/*
+ * The launched program: written to the header (root_pid) and waited for. A
+ * session with a root ends when the root and every traced process have
+ * exited; a session without one runs until ht__session_stop().
+ */
+void ht__session_set_root(struct ht__session *s, pid_t pid);
+
+/* Where events go; without a sink they are counted and dropped. */
+void ht__session_set_sink(struct ht__session *s, const struct ht__sink *sink, void *ctx);
+
+/*
+ * One collector pass: heartbeat, drain rings, reap children, sample RSS,
+ * reclaim rings of dead processes, write what is below the watermark.
+ * Returns 0 to be called again, 1 when the session is over (root and traced
+ * processes gone, or stop asked), or a negative error from the sink.
+ */
+int ht__session_tick(struct ht__session *s);
+
+/* Microseconds to sleep until the next tick is due (0 .. 10000). */
+unsigned ht__session_sleep_us(const struct ht__session *s);
+
+/* Ask the session to end at its next tick. Async-signal-safe. */
+void ht__session_stop(struct ht__session *s);
+
+/*
+ * Progress of symbol resolution: done out of total frames. Called from
+ * ht__session_finish() every few frames; the caller decides whether to show it.
+ */
+typedef void (*ht__progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/*
+ * End the session: state STOPPING, drain every ring to the end, write the
+ * remaining events, resolve symbols of every frame (when symbolize) and hand
+ * them to the sink. Does not finish the trace: the caller calls
+ * ht__writer_finish() with ht__session_stats(). Returns 0 or a sink error.
+ */
+int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn progress, void *ctx);
+
+const struct ht__session_stats *ht__session_stats(const struct ht__session *s);
+
+/* Unmap and remove the session file and free everything. NULL is fine. */
+void ht__session_destroy(struct ht__session *s);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * sink_writer.c - the sink that hands the session's output to a trace writer
+ * (src/format/writer.h). Kept apart so that code using another sink (tests)
+ * does not pull the writer in.
+ */
+#include "session/session.h"
+
+static int w_module(void *ctx, uint32_t id, const char *path, const uint8_t *bid, uint32_t n)
+{
+	return ht__writer_module(ctx, id, path, bid, n);
+}
+
+static int w_frame(void *ctx, uint32_t id, uint32_t module, uint64_t rel)
+{
+	return ht__writer_frame(ctx, id, module, rel);
+}
+
+static int w_stack(void *ctx, uint32_t id, const uint32_t *frames, uint32_t n)
+{
+	return ht__writer_stack(ctx, id, frames, n);
+}
+
+static int w_event(void *ctx, const struct ht_event *ev, const struct ht_process *proc)
+{
+	return ht__writer_event(ctx, ev, proc);
+}
+
+static int w_symbols(void *ctx, uint32_t frame, const struct ht__symbol *syms, uint32_t n)
+{
+	return ht__writer_symbols(ctx, frame, syms, n);
+}
+
+static const struct ht__sink writer_sink = { w_module, w_frame, w_stack, w_event, w_symbols };
+
+const struct ht__sink *ht__sink_writer(void) { return &writer_sink; }

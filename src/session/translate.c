@@ -1,0 +1,757 @@
+/*
+ * translate.c - turns ring records into trace definitions and events: (pid,
+ * instance) to a process index, per-instance module indices to trace module
+ * ids (one per path + build-id), stack frames to physical frame ids (one per
+ * module + address) and recorder stack ids to deduplicated trace stack ids.
+ * Lookups go through hash tables; nothing is allocated per event.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session/internal.h"
+
+/* Recorder stack ids above this are refused (a corrupt record, not a program). */
+#define STACK_ID_LIMIT (1u << 28)
+
+static int sink_fail(struct ht__session *s, int rc)
+{
+	if (rc < 0 && !s->sink_err)
+		s->sink_err = rc;
+	return rc;
+}
+
+static int emit(struct ht__session *s, const struct ht_event *ev, const struct ht_process *proc)
+{
+	s->stats.events++;
+	if (!s->sink || !s->sink->event)
+		return 0;
+	return sink_fail(s, s->sink->event(s->sink_ctx, ev, proc));
+}
+
+/* ns since t0, never going back: the sink wants time order. */
+static uint64_t rel_ts(struct ht__session *s, uint64_t ts)
+{
+	uint64_t t0 = s->hdr->t0_ns;
+	uint64_t r = ts > t0 ? ts - t0 : 0;
+	if (r < s->last_ts)
+		r = s->last_ts;
+	s->last_ts = r;
+	return r;
+}
+
+/* ---- processes ---- */
+
+struct proc_key {
+	int32_t pid;
+	uint32_t instance;
+};
+
+static bool proc_key_eq(const void *ctx, uint32_t val, const void *key)
+{
+	const struct ht__session *s = ctx;
+	const struct proc_key *k = key;
+	return s->procs[val]->pid == k->pid && s->procs[val]->instance == k->instance;
+}
+
+static bool proc_pid_eq(const void *ctx, uint32_t val, const void *key)
+{
+	const struct ht__session *s = ctx;
+	return s->procs[val]->pid == *(const int32_t *)key;
+}
+
+static uint32_t pid_hash(int32_t pid) { return ht__hash_bytes(&pid, sizeof(pid), 1); }
+
+struct ht__proc *ht__proc_by_pid(struct ht__session *s, int32_t pid)
+{
+	uint32_t i = ht__htab_find(&s->proc_by_pid, pid_hash(pid), proc_pid_eq, s, &pid);
+	return i == UINT32_MAX ? NULL : s->procs[i];
+}
+
+static inline uint32_t proc_index(const struct ht__session *s, const struct ht__proc *p)
+{
+	(void)s;
+	return p->index;
+}
+
+static int32_t ppid_of(int32_t pid)
+{
+	char p[64], buf[512];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *rp = strrchr(buf, ')');
+	int ppid = 0;
+	if (rp)
+		sscanf(rp + 1, " %*c %d", &ppid);
+	return ppid;
+}
+
+/*
+ * A new process image: into the tables, then its PROCESS_START (or EXEC when
+ * the pid already had a traced image) with its description. args holds
+ * args_len bytes of NUL-separated arguments.
+ */
+static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t instance,
+		    uint32_t flags, const char *exe, const char *args, uint32_t args_len,
+		    uint64_t ts, uint32_t *out)
+{
+	if (s->nprocs == s->procs_cap) {
+		uint32_t ncap = s->procs_cap ? s->procs_cap * 2 : 16;
+		struct ht__proc **np = realloc(s->procs, ncap * sizeof(*np));
+		if (!np)
+			return HT_ERR_NOMEM;
+		s->procs = np;
+		s->procs_cap = ncap;
+	}
+	struct ht__proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return HT_ERR_NOMEM;
+	p->pid = pid;
+	p->ppid = ppid;
+	p->instance = instance;
+	p->flags = flags & (HT_PROCF_ROOT | HT_PROCF_FORK | HT_PROCF_EXEC | HT_PROCF_ATTACHED);
+
+	struct ht__proc *prev = ht__proc_by_pid(s, pid);
+	struct ht__proc *parent = ppid > 0 ? ht__proc_by_pid(s, ppid) : NULL;
+	uint32_t idx = s->nprocs;
+	p->index = idx;
+	struct proc_key k = { pid, instance };
+	int rc;
+	if ((rc = ht__htab_put(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0), idx)) < 0 ||
+	    (rc = ht__htab_set(&s->proc_by_pid, pid_hash(pid), idx, proc_pid_eq, s, &pid)) < 0) {
+		free(p);
+		return rc;
+	}
+	s->procs[s->nprocs++] = p;
+	s->stats.processes = s->nprocs;
+	if (prev) {
+		/* exec (or a reused pid): the older image writes nothing more */
+		prev->replaced = true;
+		prev->dead = true;
+		if (!(p->flags & HT_PROCF_EXEC) && !prev->exited)
+			prev->exited = true; /* no number known: the reader shows it ended */
+	}
+
+	/* argv: split the NUL-separated bytes; a missing final NUL is tolerated. */
+	const char *stack_argv[64];
+	const char **argv = stack_argv;
+	uint32_t argc = 0;
+	for (uint32_t i = 0; i < args_len; i++)
+		if (args[i] == 0 || i + 1 == args_len)
+			argc++;
+	char *copy = NULL;
+	if (argc > 64) {
+		argv = malloc(argc * sizeof(*argv));
+		if (!argv)
+			return HT_ERR_NOMEM;
+	}
+	if (args_len && args[args_len - 1] != 0) {
+		copy = malloc(args_len + 1);
+		if (!copy) {
+			if (argv != stack_argv)
+				free(argv);
+			return HT_ERR_NOMEM;
+		}
+		memcpy(copy, args, args_len);
+		copy[args_len] = 0;
+		args = copy;
+	}
+	uint32_t a = 0;
+	for (uint32_t i = 0; i < args_len && a < argc; a++) {
+		argv[a] = args + i;
+		i += (uint32_t)strnlen(args + i, args_len - i) + 1;
+	}
+
+	struct ht_process hp = { .pid = pid,
+				 .ppid = ppid,
+				 .parent = parent ? proc_index(s, parent) : UINT32_MAX,
+				 .flags = p->flags,
+				 .exe = exe,
+				 .argc = a,
+				 .argv = (const char *const *)argv };
+	struct ht_event ev = { .type = (p->flags & HT_PROCF_EXEC) && prev ? HT_EV_PROCESS_EXEC
+									 : HT_EV_PROCESS_START,
+			       .process = idx,
+			       .pid = pid,
+			       .tid = pid };
+	if ((p->flags & HT_PROCF_EXEC) && !prev)
+		ev.type = HT_EV_PROCESS_EXEC;
+	ev.ts = hp.start_ts = rel_ts(s, ts);
+	rc = emit(s, &ev, &hp);
+	if (argv != stack_argv)
+		free(argv);
+	free(copy);
+	*out = idx;
+	return rc;
+}
+
+/*
+ * A record of an image never introduced (its PROCESS_START was lost, or the
+ * record is older than the session knows): describe it from /proc.
+ */
+static int unknown_proc(struct ht__session *s, int32_t pid, uint32_t instance, uint64_t ts,
+			uint32_t *out)
+{
+	char p[64], exe[PATH_MAX];
+	snprintf(p, sizeof(p), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(p, exe, sizeof(exe) - 1);
+	if (n < 0)
+		n = 0;
+	exe[n] = 0;
+	return new_proc(s, pid, ppid_of(pid), instance, 0, n ? exe : "?", NULL, 0, ts, out);
+}
+
+static int slot_proc(struct ht__session *s, struct ht__slot *sl, uint64_t ts, struct ht__proc **out)
+{
+	if (!sl->proc) {
+		struct proc_key k = { sl->pid, sl->instance };
+		uint32_t i = ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0),
+					   proc_key_eq, s, &k);
+		if (i == UINT32_MAX) {
+			int rc = unknown_proc(s, sl->pid, sl->instance, ts, &i);
+			if (rc < 0)
+				return rc;
+		}
+		sl->proc = i + 1;
+	}
+	*out = s->procs[sl->proc - 1];
+	return 0;
+}
+
+/* ---- modules, frames, stacks ---- */
+
+struct mod_key {
+	const char *path;
+	const uint8_t *bid;
+	uint32_t bid_len;
+};
+
+static bool mod_eq(const void *ctx, uint32_t val, const void *key)
+{
+	const struct ht__session *s = ctx;
+	const struct mod_key *k = key;
+	const struct ht__module_ent *m = &s->mods[val];
+	return m->build_id_len == k->bid_len && !memcmp(m->build_id, k->bid, k->bid_len) &&
+	       !strcmp(m->path, k->path);
+}
+
+static int module_intern(struct ht__session *s, const char *path, const uint8_t *bid,
+			 uint32_t bid_len, uint32_t *out)
+{
+	struct mod_key k = { path, bid, bid_len };
+	uint32_t h = ht__hash_bytes(path, strlen(path), ht__hash_bytes(bid, bid_len, 2));
+	uint32_t id = ht__htab_find(&s->mod_tab, h, mod_eq, s, &k);
+	if (id != UINT32_MAX) {
+		*out = id;
+		return 0;
+	}
+	if (s->nmods == s->mods_cap) {
+		uint32_t ncap = s->mods_cap ? s->mods_cap * 2 : 32;
+		struct ht__module_ent *nm = realloc(s->mods, ncap * sizeof(*nm));
+		if (!nm)
+			return HT_ERR_NOMEM;
+		s->mods = nm;
+		s->mods_cap = ncap;
+	}
+	struct ht__module_ent *m = &s->mods[s->nmods];
+	memset(m, 0, sizeof(*m));
+	m->path = strdup(path);
+	if (!m->path)
+		return HT_ERR_NOMEM;
+	m->build_id_len = (uint8_t)bid_len;
+	memcpy(m->build_id, bid, bid_len);
+	id = s->nmods;
+	int rc = ht__htab_put(&s->mod_tab, h, id);
+	if (rc < 0) {
+		free(m->path);
+		return rc;
+	}
+	s->nmods++;
+	s->stats.modules = s->nmods;
+	*out = id;
+	if (s->sink && s->sink->module)
+		return sink_fail(s, s->sink->module(s->sink_ctx, id, path, bid, bid_len));
+	return 0;
+}
+
+static bool frame_eq(const void *ctx, uint32_t val, const void *key)
+{
+	const struct ht__session *s = ctx;
+	const struct ht__frame_key *k = key;
+	return s->frames[val].rel == k->rel && s->frames[val].module == k->module;
+}
+
+static int frame_intern(struct ht__session *s, uint32_t module, uint64_t rel, uint32_t *out)
+{
+	struct ht__frame_key k = { module, rel };
+	uint64_t mix = rel * 0x9e3779b97f4a7c15ull ^ module;
+	uint32_t h = (uint32_t)(mix >> 32) ^ (uint32_t)mix;
+	uint32_t id = ht__htab_find(&s->frame_tab, h, frame_eq, s, &k);
+	if (id != UINT32_MAX) {
+		*out = id;
+		return 0;
+	}
+	if (s->nframes == s->frames_cap) {
+		uint32_t ncap = s->frames_cap ? s->frames_cap * 2 : 1024;
+		struct ht__frame_key *nf = realloc(s->frames, ncap * sizeof(*nf));
+		if (!nf)
+			return HT_ERR_NOMEM;
+		s->frames = nf;
+		s->frames_cap = ncap;
+	}
+	id = s->nframes;
+	s->frames[id] = k;
+	int rc = ht__htab_put(&s->frame_tab, h, id);
+	if (rc < 0)
+		return rc;
+	s->nframes++;
+	s->stats.frames = s->nframes;
+	*out = id;
+	if (s->sink && s->sink->frame)
+		return sink_fail(s, s->sink->frame(s->sink_ctx, id, module, rel));
+	return 0;
+}
+
+struct stack_key {
+	const uint32_t *frames;
+	uint32_t n;
+};
+
+static bool stack_eq(const void *ctx, uint32_t val, const void *key)
+{
+	const struct ht__session *s = ctx;
+	const struct stack_key *k = key;
+	return s->stack_len[val] == k->n &&
+	       !memcmp(s->stack_frames + s->stack_off[val], k->frames, k->n * sizeof(uint32_t));
+}
+
+static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t n, uint32_t *out)
+{
+	struct stack_key k = { frames, n };
+	uint32_t h = ht__hash_bytes(frames, n * sizeof(uint32_t), 3);
+	uint32_t id = ht__htab_find(&s->stack_tab, h, stack_eq, s, &k);
+	if (id != UINT32_MAX) {
+		*out = id;
+		return 0;
+	}
+	/* ids start at 1: slot 0 of the arrays is unused */
+	if (s->nstacks + 2 > s->stacks_cap) {
+		uint32_t ncap = s->stacks_cap ? s->stacks_cap * 2 : 1024;
+		uint64_t *no = realloc(s->stack_off, ncap * sizeof(*no));
+		if (!no)
+			return HT_ERR_NOMEM;
+		s->stack_off = no;
+		uint32_t *nl = realloc(s->stack_len, ncap * sizeof(*nl));
+		if (!nl)
+			return HT_ERR_NOMEM;
+		s->stack_len = nl;
+		s->stacks_cap = ncap;
+	}
+	if (s->stack_frames_n + n > s->stack_frames_cap) {
+		uint64_t ncap = s->stack_frames_cap ? s->stack_frames_cap * 2 : 16384;
+		while (ncap < s->stack_frames_n + n)
+			ncap *= 2;
+		uint32_t *nf = realloc(s->stack_frames, ncap * sizeof(*nf));
+		if (!nf)
+			return HT_ERR_NOMEM;
+		s->stack_frames = nf;
+		s->stack_frames_cap = ncap;
+	}
+	id = ++s->nstacks;
+	s->stack_off[id] = s->stack_frames_n;
+	s->stack_len[id] = n;
+	memcpy(s->stack_frames + s->stack_frames_n, frames, n * sizeof(uint32_t));
+	s->stack_frames_n += n;
+	int rc = ht__htab_put(&s->stack_tab, h, id);
+	if (rc < 0)
+		return rc;
+	s->stats.stacks = s->nstacks;
+	*out = id;
+	if (s->sink && s->sink->stack)
+		return sink_fail(s, s->sink->stack(s->sink_ctx, id, frames, n));
+	return 0;
+}
+
+static int map_stack(struct ht__session *s, uint32_t rec_id, uint32_t trace_id)
+{
+	if (rec_id == 0 || rec_id >= STACK_ID_LIMIT)
+		return 0;
+	if (rec_id >= s->stack_map_cap) {
+		uint32_t ncap = s->stack_map_cap ? s->stack_map_cap : 4096;
+		while (ncap <= rec_id)
+			ncap *= 2;
+		uint32_t *nm = realloc(s->stack_map, ncap * sizeof(*nm));
+		if (!nm)
+			return HT_ERR_NOMEM;
+		memset(nm + s->stack_map_cap, 0, (ncap - s->stack_map_cap) * sizeof(*nm));
+		s->stack_map = nm;
+		s->stack_map_cap = ncap;
+	}
+	s->stack_map[rec_id] = trace_id;
+	return 0;
+}
+
+static inline uint32_t lookup_stack(const struct ht__session *s, uint32_t rec_id)
+{
+	return rec_id < s->stack_map_cap ? s->stack_map[rec_id] : 0;
+}
+
+static int on_stack(struct ht__session *s, struct ht__proc *p, const struct ht__rec *rec)
+{
+	const struct ht__rec_stack *st = (const void *)rec;
+	uint32_t n = st->nframes;
+	if (n > HT_MAX_FRAMES || sizeof(*st) + (uint64_t)n * 12 > rec->len)
+		return 1;
+	const uint64_t *rel = (const uint64_t *)(st + 1);
+	const uint32_t *mod = (const uint32_t *)(rel + n);
+	uint32_t ids[HT_MAX_FRAMES];
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t m = HT_MODULE_NONE;
+		if (mod[i] != HT_MODULE_UNKNOWN && mod[i] < p->nmods && p->mods[mod[i]])
+			m = p->mods[mod[i]] - 1;
+		int rc = frame_intern(s, m, rel[i], &ids[i]);
+		if (rc < 0)
+			return rc;
+	}
+	uint32_t id;
+	int rc = stack_intern(s, ids, n, &id);
+	if (rc < 0)
+		return rc;
+	return map_stack(s, rec->stack, id);
+}
+
+static int on_module(struct ht__session *s, struct ht__proc *p, struct ht_event *ev,
+		     const struct ht__rec *rec)
+{
+	const struct ht__rec_module *m = (const void *)rec;
+	char path[PATH_MAX];
+	if (sizeof(*m) + (uint64_t)m->path_len > rec->len || m->path_len >= sizeof(path) ||
+	    m->build_id_len > sizeof(m->build_id) || m->index >= 1u << 20)
+		return 1;
+	memcpy(path, m + 1, m->path_len);
+	path[m->path_len] = 0;
+	uint32_t id;
+	int rc = module_intern(s, path, m->build_id, m->build_id_len, &id);
+	if (rc < 0)
+		return rc;
+	if (m->index >= p->nmods) {
+		uint32_t nn = p->nmods ? p->nmods : 16;
+		while (nn <= m->index)
+			nn *= 2;
+		uint32_t *nm = realloc(p->mods, nn * sizeof(*nm));
+		if (!nm)
+			return HT_ERR_NOMEM;
+		memset(nm + p->nmods, 0, (nn - p->nmods) * sizeof(*nm));
+		p->mods = nm;
+		p->nmods = nn;
+	}
+	p->mods[m->index] = id + 1;
+	ev->type = HT_EV_MODULE_LOAD;
+	ev->module = id;
+	ev->addr = m->start;
+	ev->size = m->size;
+	ev->old_addr = m->bias;
+	return 0;
+}
+
+/* Minimum length of each record type, to refuse truncated ones. */
+static uint32_t min_len(uint8_t type)
+{
+	switch (type) {
+	case HT_REC_ALLOC:
+	case HT_REC_ALLOC_FAIL:
+		return sizeof(struct ht__rec_alloc);
+	case HT_REC_REALLOC:
+		return sizeof(struct ht__rec_realloc);
+	case HT_REC_FREE:
+		return sizeof(struct ht__rec_free);
+	case HT_REC_MMAP:
+		return sizeof(struct ht__rec_mmap);
+	case HT_REC_MUNMAP:
+	case HT_REC_MPROTECT:
+		return sizeof(struct ht__rec_range);
+	case HT_REC_MREMAP:
+		return sizeof(struct ht__rec_mremap);
+	case HT_REC_BRK:
+		return sizeof(struct ht__rec_brk);
+	case HT_REC_HEAP_CREATE:
+	case HT_REC_HEAP_DESTROY:
+		return sizeof(struct ht__rec_heap);
+	case HT_REC_HEAP_ALLOC:
+	case HT_REC_HEAP_REALLOC:
+	case HT_REC_HEAP_FREE:
+		return sizeof(struct ht__rec_heap_op);
+	case HT_REC_PROCESS_START:
+		return sizeof(struct ht__rec_process);
+	case HT_REC_PROCESS_EXIT:
+		return sizeof(struct ht__rec_exit);
+	case HT_REC_THREAD_START:
+	case HT_REC_THREAD_NAME:
+		return sizeof(struct ht__rec_thread);
+	case HT_REC_MODULE_LOAD:
+	case HT_REC_MODULE_UNLOAD:
+		return offsetof(struct ht__rec_module, path_len);
+	case HT_REC_STACK:
+		return sizeof(struct ht__rec_stack);
+	case HT__REC_SELF_RSS:
+		return sizeof(struct ht__rec_self_rss);
+	default:
+		return sizeof(struct ht__rec);
+	}
+}
+
+static int on_process_start(struct ht__session *s, struct ht__slot *sl, const struct ht__rec *rec)
+{
+	const struct ht__rec_process *pr = (const void *)rec;
+	if (sizeof(*pr) + (uint64_t)pr->exe_len + pr->args_len > rec->len || pr->exe_len >= PATH_MAX)
+		return 1;
+	struct proc_key k = { pr->pid, pr->instance };
+	uint32_t i = ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0), proc_key_eq,
+				   s, &k);
+	if (i != UINT32_MAX) /* already introduced (from /proc, after a loss) */
+		return 1;
+	char exe[PATH_MAX];
+	memcpy(exe, pr + 1, pr->exe_len);
+	exe[pr->exe_len] = 0;
+	int rc = new_proc(s, pr->pid, pr->ppid, pr->instance, pr->flags, exe,
+			  (const char *)(pr + 1) + pr->exe_len, pr->args_len, rec->ts, &i);
+	if (rc < 0)
+		return rc;
+	if (sl->bound && sl->pid == pr->pid && sl->instance == pr->instance)
+		sl->proc = i + 1;
+	return 1;
+}
+
+/* The first report of a process's end wins; later ones (a parent's wait, our
+   own waitpid) say the same thing less precisely. */
+static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct ht__rec *rec,
+		       bool self_slot)
+{
+	const struct ht__rec_exit *e = (const void *)rec;
+	struct ht__proc *p = ht__proc_by_pid(s, e->pid);
+	if (!p || p->exited)
+		return 1;
+	p->exited = true;
+	struct ht_event ev = { .type = HT_EV_PROCESS_EXIT,
+			       .process = proc_index(s, p),
+			       .pid = e->pid,
+			       .tid = (!self_slot && sl->pid == e->pid) ? sl->tid : e->pid,
+			       .value = e->value,
+			       .flags = e->kind == HT_EXIT_SIGNAL ? HT_EVF_SIGNAL : 0 };
+	ev.ts = rel_ts(s, rec->ts);
+	return emit(s, &ev, NULL);
+}
+
+int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__rec *rec)
+{
+	if (rec->len < min_len(rec->type)) {
+		s->stats.corrupt++;
+		return 0;
+	}
+	bool self_slot = sl == &s->slots[s->ring_count];
+	int rc;
+	if (rec->type == HT_REC_PROCESS_START)
+		return (rc = on_process_start(s, sl, rec)) < 0 ? rc : 0;
+	if (rec->type == HT_REC_PROCESS_EXIT)
+		return (rc = on_exit_rec(s, sl, rec, self_slot)) < 0 ? rc : 0;
+
+	struct ht__proc *p;
+	struct ht_event ev = { .func = rec->func & 0x7f,
+			       .flags = (rec->func & HT_RECF_FAILED) ? HT_EVF_FAILED : 0,
+			       .stack = lookup_stack(s, rec->stack) };
+	char name[17];
+	if (self_slot) {
+		if (rec->type != HT__REC_SELF_RSS)
+			return 0;
+		const struct ht__rec_self_rss *r = (const void *)rec;
+		if (!(p = ht__proc_by_pid(s, r->pid)) || p->dead)
+			return 0;
+		ev.type = HT_EV_RSS;
+		ev.pid = ev.tid = r->pid;
+		ev.size = r->rss;
+		ev.process = proc_index(s, p);
+		ev.ts = rel_ts(s, rec->ts);
+		return emit(s, &ev, NULL);
+	}
+	if ((rc = slot_proc(s, sl, rec->ts, &p)) < 0)
+		return rc;
+	ev.pid = sl->pid;
+	ev.tid = sl->tid;
+	ev.process = sl->proc - 1;
+
+	switch (rec->type) {
+	case HT_REC_ALLOC:
+	case HT_REC_ALLOC_FAIL: {
+		const struct ht__rec_alloc *a = (const void *)rec;
+		ev.type = rec->type == HT_REC_ALLOC ? HT_EV_ALLOC : HT_EV_ALLOC_FAIL;
+		ev.addr = a->addr;
+		ev.size = a->size;
+		break;
+	}
+	case HT_REC_REALLOC: {
+		const struct ht__rec_realloc *a = (const void *)rec;
+		ev.type = HT_EV_REALLOC;
+		ev.old_addr = a->old_addr;
+		ev.addr = a->new_addr;
+		ev.size = a->size;
+		break;
+	}
+	case HT_REC_FREE:
+		ev.type = HT_EV_FREE;
+		ev.addr = ((const struct ht__rec_free *)rec)->addr;
+		break;
+	case HT_REC_MMAP: {
+		const struct ht__rec_mmap *m = (const void *)rec;
+		ev.type = HT_EV_MMAP;
+		ev.addr = m->addr;
+		ev.size = m->len;
+		ev.prot = m->prot;
+		ev.mflags = m->flags;
+		ev.fd = m->fd;
+		break;
+	}
+	case HT_REC_MUNMAP:
+	case HT_REC_MPROTECT: {
+		const struct ht__rec_range *m = (const void *)rec;
+		ev.type = rec->type == HT_REC_MUNMAP ? HT_EV_MUNMAP : HT_EV_MPROTECT;
+		ev.addr = m->addr;
+		ev.size = m->len;
+		if (rec->type == HT_REC_MPROTECT)
+			ev.prot = m->prot;
+		if (m->result < 0)
+			ev.flags |= HT_EVF_FAILED;
+		break;
+	}
+	case HT_REC_MREMAP: {
+		const struct ht__rec_mremap *m = (const void *)rec;
+		ev.type = HT_EV_MREMAP;
+		ev.old_addr = m->old_addr;
+		ev.old_size = m->old_len;
+		ev.addr = m->new_addr;
+		ev.size = m->new_len;
+		ev.mflags = m->flags;
+		break;
+	}
+	case HT_REC_BRK: {
+		const struct ht__rec_brk *b = (const void *)rec;
+		ev.type = HT_EV_BRK;
+		ev.old_addr = b->old_brk;
+		ev.addr = b->new_brk;
+		break;
+	}
+	case HT_REC_HEAP_CREATE:
+	case HT_REC_HEAP_DESTROY: {
+		const struct ht__rec_heap *h = (const void *)rec;
+		ev.type = rec->type == HT_REC_HEAP_CREATE ? HT_EV_HEAP_CREATE : HT_EV_HEAP_DESTROY;
+		ev.heap = h->handle;
+		if (rec->type == HT_REC_HEAP_CREATE && rec->len > sizeof(*h)) {
+			const char *nm = (const char *)(h + 1);
+			size_t room = rec->len - sizeof(*h);
+			if (strnlen(nm, room) < room)
+				ev.name = nm;
+		}
+		break;
+	}
+	case HT_REC_HEAP_ALLOC:
+	case HT_REC_HEAP_REALLOC:
+	case HT_REC_HEAP_FREE: {
+		const struct ht__rec_heap_op *h = (const void *)rec;
+		ev.type = rec->type == HT_REC_HEAP_ALLOC	 ? HT_EV_ALLOC
+			  : rec->type == HT_REC_HEAP_REALLOC ? HT_EV_REALLOC
+							     : HT_EV_FREE;
+		ev.heap = h->handle;
+		ev.addr = h->addr;
+		ev.size = h->size;
+		ev.old_addr = h->old_addr;
+		break;
+	}
+	case HT_REC_THREAD_START:
+	case HT_REC_THREAD_NAME: {
+		const struct ht__rec_thread *t = (const void *)rec;
+		ev.type = rec->type == HT_REC_THREAD_START ? HT_EV_THREAD_START : HT_EV_THREAD_NAME;
+		if (t->tid)
+			ev.tid = t->tid;
+		memcpy(name, t->name, 16);
+		name[16] = 0;
+		ev.name = name;
+		break;
+	}
+	case HT_REC_THREAD_EXIT:
+		ev.type = HT_EV_THREAD_EXIT;
+		break;
+	case HT_REC_MODULE_LOAD:
+		if ((rc = on_module(s, p, &ev, rec)) != 0)
+			return rc < 0 ? rc : 0;
+		break;
+	case HT_REC_MODULE_UNLOAD: {
+		const struct ht__rec_module *m = (const void *)rec;
+		if (m->index >= p->nmods || !p->mods[m->index])
+			return 0;
+		ev.type = HT_EV_MODULE_UNLOAD;
+		ev.module = p->mods[m->index] - 1;
+		break;
+	}
+	case HT_REC_STACK:
+		return (rc = on_stack(s, p, rec)) < 0 ? rc : 0;
+	default:
+		s->stats.corrupt++;
+		return 0;
+	}
+	ev.ts = rel_ts(s, rec->ts);
+	return emit(s, &ev, NULL);
+}
+
+int ht__translate_finish(struct ht__session *s)
+{
+	uint64_t now = ht__now_ns();
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		struct ht__proc *p = s->procs[i];
+		if (p->replaced || p->exited || !p->dead)
+			continue;
+		/* Died and nobody said how: "killed", without a signal number. */
+		p->exited = true;
+		struct ht_event ev = { .type = HT_EV_PROCESS_EXIT,
+				       .process = i,
+				       .pid = p->pid,
+				       .tid = p->pid,
+				       .flags = HT_EVF_SIGNAL };
+		ev.ts = rel_ts(s, now);
+		int rc = emit(s, &ev, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+void ht__translate_free(struct ht__session *s)
+{
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		free(s->procs[i]->mods);
+		free(s->procs[i]);
+	}
+	free(s->procs);
+	for (uint32_t i = 0; i < s->nmods; i++)
+		free(s->mods[i].path);
+	free(s->mods);
+	free(s->frames);
+	free(s->stack_frames);
+	free(s->stack_off);
+	free(s->stack_len);
+	free(s->stack_map);
+	ht__htab_free(&s->proc_by_key);
+	ht__htab_free(&s->proc_by_pid);
+	ht__htab_free(&s->mod_tab);
+	ht__htab_free(&s->frame_tab);
+	ht__htab_free(&s->stack_tab);
+}

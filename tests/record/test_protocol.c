@@ -1,0 +1,522 @@
+/*
+ * test_protocol.c - the session against a fake recorder (fake_producer.h):
+ * the shared file's header, time order across rings by the watermark, PAD
+ * records, reclaiming rings of released threads and dead processes, the first
+ * exit report winning, module/frame/stack translation and lost counts. Events
+ * are caught by a sink of our own, so no trace file is involved.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fake_producer.h"
+#include "session/session.h"
+
+static int failures;
+#define CHECK(c)                                                                   \
+	do {                                                                       \
+		if (!(c)) {                                                        \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+			failures++;                                                \
+		}                                                                  \
+	} while (0)
+#define CHECK_EQ(a, b)                                                             \
+	do {                                                                       \
+		long long a_ = (long long)(a), b_ = (long long)(b);                \
+		if (a_ != b_) {                                                    \
+			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, \
+				#a, a_, b_);                                       \
+			failures++;                                                \
+		}                                                                  \
+	} while (0)
+
+/* ---- a sink that keeps everything ---- */
+
+#define MAXEV 4096
+struct cap {
+	struct ht_event ev[MAXEV];
+	uint32_t nev;
+	char paths[16][64];
+	uint32_t nmod;
+	struct {
+		uint32_t module;
+		uint64_t rel;
+	} frames[64];
+	uint32_t nframes;
+	uint32_t stacks[16][8];
+	uint32_t stack_n[16];
+	uint32_t nstacks;
+	int order_errors;
+	int bad_defs;
+	uint32_t proc_starts;
+};
+
+static int c_module(void *ctx, uint32_t id, const char *path, const uint8_t *b, uint32_t n)
+{
+	struct cap *c = ctx;
+	if (id != c->nmod || id >= 16)
+		c->bad_defs++;
+	else
+		snprintf(c->paths[c->nmod++], 64, "%s", path);
+	return 0;
+}
+
+static int c_frame(void *ctx, uint32_t id, uint32_t module, uint64_t rel)
+{
+	struct cap *c = ctx;
+	if (id != c->nframes || id >= 64 || (module != HT_MODULE_NONE && module >= c->nmod)) {
+		c->bad_defs++;
+		return 0;
+	}
+	c->frames[id].module = module;
+	c->frames[id].rel = rel;
+	c->nframes++;
+	return 0;
+}
+
+static int c_stack(void *ctx, uint32_t id, const uint32_t *frames, uint32_t n)
+{
+	struct cap *c = ctx;
+	if (id != c->nstacks + 1 || id >= 16 || n > 8) {
+		c->bad_defs++;
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (frames[i] >= c->nframes)
+			c->bad_defs++;
+	memcpy(c->stacks[id], frames, n * 4);
+	c->stack_n[id] = n;
+	c->nstacks++;
+	return 0;
+}
+
+static int c_event(void *ctx, const struct ht_event *ev, const struct ht_process *p)
+{
+	struct cap *c = ctx;
+	if (c->nev && ev->ts < c->ev[c->nev - 1].ts)
+		c->order_errors++;
+	if ((ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC) != (p != NULL))
+		c->bad_defs++;
+	if (p)
+		c->proc_starts++;
+	if (ev->stack && ev->stack > c->nstacks)
+		c->bad_defs++;
+	if (c->nev < MAXEV) {
+		c->ev[c->nev] = *ev;
+		c->ev[c->nev++].name = NULL;
+	}
+	return 0;
+}
+
+static const struct ht__sink cap_sink = { c_module, c_frame, c_stack, c_event, NULL };
+
+static char tmpdir[64];
+
+static struct ht__session *new_session(struct cap *c, uint32_t flags, uint32_t rings, bool reap)
+{
+	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
+	struct ht__session *s;
+	cfg.dir = tmpdir;
+	cfg.ring_size = 4096;
+	cfg.ring_count = rings;
+	cfg.flags = flags;
+	cfg.reap_children = reap;
+	cfg.sample_rss = false;
+	int rc = ht__session_create(&s, &cfg);
+	if (rc < 0) {
+		fprintf(stderr, "session_create: %s\n", ht_strerror(rc));
+		exit(1);
+	}
+	memset(c, 0, sizeof(*c));
+	ht__session_set_sink(s, &cap_sink, c);
+	/* Tests stamp records from t0 on; let the clock move past them. */
+	usleep(20000);
+	return s;
+}
+
+/* Events of one type, in order. */
+static uint32_t count_type(const struct cap *c, unsigned type)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < c->nev; i++)
+		n += c->ev[i].type == type;
+	return n;
+}
+
+static void test_header(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, HT_SHM_LOSSY, 8, false);
+	char path[256];
+	snprintf(path, sizeof(path), "%s", ht__session_path(s));
+	struct stat st;
+	CHECK(stat(path, &st) == 0);
+	CHECK_EQ(st.st_mode & 0777, 0600);
+	CHECK_EQ(st.st_size, 4096 + 8 * (256 + 4096));
+	CHECK(strncmp(path, tmpdir, strlen(tmpdir)) == 0);
+	struct fake f;
+	CHECK(fake_open(&f, path) == 0);
+	CHECK_EQ(f.h->ring_size, 4096);
+	CHECK_EQ(f.h->ring_count, 8);
+	CHECK_EQ(f.h->flags, HT_SHM_LOSSY);
+	CHECK_EQ(f.h->stack_mask, HT_STK_DEFAULT);
+	CHECK_EQ(f.h->collector_pid, getpid());
+	CHECK_EQ(atomic_load(&f.h->state), HT_SESSION_RUNNING);
+	CHECK_EQ(atomic_load(&f.h->next_stack_id), 1);
+	CHECK(f.h->t0_ns > 0 && f.h->t0_ns <= fake_now());
+	uint64_t hb = atomic_load(&f.h->heartbeat_ns);
+	usleep(2000);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK(atomic_load(&f.h->heartbeat_ns) > hb);
+	/* Bad configurations are refused. */
+	struct ht__session_config bad = HT__SESSION_CONFIG_INIT;
+	struct ht__session *s2;
+	bad.dir = tmpdir;
+	bad.ring_size = 5000;
+	CHECK_EQ(ht__session_create(&s2, &bad), HT_ERR_INVALID);
+	bad.ring_size = 4096;
+	bad.name = "fixed";
+	CHECK_EQ(ht__session_create(&s2, &bad), 0);
+	CHECK_EQ(ht__session_create(&s, &bad) == HT_ERR_EXISTS, 1);
+	ht__session_destroy(s2);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	CHECK(stat(path, &st) < 0); /* removed */
+	free(c);
+}
+
+/*
+ * Two threads' rings with interleaved stamps come out merged; a ring whose
+ * writer stays busy holds back everything stamped after its last record.
+ */
+static void test_order_and_watermark(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 4, false);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t pid = getpid();
+	uint64_t t = ht__session_t0(s) + 1000; /* 20 ms ago: below the watermark */
+	CHECK(fake_claim(&f, 0, pid, pid, 11) == 0);
+	CHECK(fake_claim(&f, 1, pid, pid + 1, 11) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, HT_PROC_ROOT, 11, "/bin/fake") == 0);
+	for (int i = 0; i < 10; i++) {
+		CHECK(fake_alloc(&f, 0, t + 1000 + 200 * i, 0x1000 + i, 10 + i, 0) == 0);
+		CHECK(fake_alloc(&f, 1, t + 1100 + 200 * i, 0x2000 + i, 100 + i, 0) == 0);
+	}
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, 21);
+	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->ev[0].type, HT_EV_PROCESS_START);
+	for (int i = 0; i < 10; i++) {
+		CHECK_EQ(c->ev[1 + 2 * i].addr, 0x1000 + i);
+		CHECK_EQ(c->ev[1 + 2 * i].size, 10 + i);
+		CHECK_EQ(c->ev[1 + 2 * i].tid, pid);
+		CHECK_EQ(c->ev[2 + 2 * i].addr, 0x2000 + i);
+		CHECK_EQ(c->ev[2 + 2 * i].tid, pid + 1);
+		CHECK_EQ(c->ev[2 + 2 * i].ts, 1100 + 200 * i + t - ht__session_t0(s));
+	}
+
+	/* Ring 1 stays busy after a record at t+5000: ring 0's later records wait. */
+	atomic_store(&fake_ring(&f, 1)->busy, 1);
+	CHECK(fake_alloc(&f, 1, t + 5000, 0x3000, 1, 0) == 0);
+	CHECK(fake_alloc(&f, 0, t + 6000, 0x3001, 2, 0) == 0);
+	CHECK(fake_alloc(&f, 0, t + 8000, 0x3002, 3, 0) == 0);
+	uint32_t before = c->nev;
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before); /* t+5000 is the watermark: nothing at or after it */
+	/* The busy writer commits a record stamped before ring 0's: it comes first. */
+	CHECK(fake_alloc(&f, 1, t + 5500, 0x3003, 4, 0) == 0);
+	atomic_store(&fake_ring(&f, 1)->busy, 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before + 4);
+	CHECK_EQ(c->ev[before].addr, 0x3000);
+	CHECK_EQ(c->ev[before + 1].addr, 0x3003);
+	CHECK_EQ(c->ev[before + 2].addr, 0x3001);
+	CHECK_EQ(c->ev[before + 3].addr, 0x3002);
+	CHECK_EQ(c->order_errors, 0);
+
+	/* Records newer than now - 1 ms wait for a later tick. */
+	CHECK(fake_alloc(&f, 0, fake_now() + 500000000, 0x4000, 5, 0) == 0);
+	before = c->nev;
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	CHECK_EQ(c->nev, before + 1);
+	CHECK_EQ(c->ev[before].addr, 0x4000);
+	CHECK_EQ(ht__session_stats(s)->corrupt, 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/* A record that does not fit before the end of the ring follows a PAD. */
+static void test_pad_and_wrap(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 2, false);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t pid = getpid();
+	uint64_t t = ht__session_t0(s) + 1000;
+	CHECK(fake_claim(&f, 0, pid, pid, 5) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, 0, 5, "/bin/pad") == 0);
+	/* 32-byte allocs: fill the 4 KiB ring several times over, draining between. */
+	uint32_t n = 0;
+	for (int round = 0; round < 5; round++) {
+		for (int i = 0; i < 100; i++, n++)
+			CHECK(fake_alloc(&f, 0, t + 10 + n, 0x10000 + n, n, 0) == 0);
+		/* a 24-byte free shifts the alignment so the ring's end needs a PAD */
+		CHECK(fake_free(&f, 0, t + 10 + n, 0x10000 + n - 1) == 0);
+		n++;
+		CHECK_EQ(ht__session_tick(s), 0);
+	}
+	CHECK(atomic_load(&fake_ring(&f, 0)->write_pos) > 3 * 4096);
+	CHECK_EQ(count_type(c, HT_EV_ALLOC), 500);
+	CHECK_EQ(count_type(c, HT_EV_FREE), 5);
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < c->nev; i++)
+		if (c->ev[i].type == HT_EV_ALLOC) {
+			CHECK_EQ(c->ev[i].size, k + k / 100);
+			k++;
+		}
+	CHECK_EQ(ht__session_stats(s)->corrupt, 0);
+	CHECK_EQ(c->order_errors, 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/*
+ * Modules dedup by path + build-id across processes, frames by module +
+ * address, stacks by their frames; a frame in no module keeps its raw address.
+ */
+static void test_modules_stacks(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 4, false);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t pid = getpid();
+	uint64_t t = ht__session_t0(s) + 1000;
+	uint64_t rel[2] = { 0x1234, 0xdeadbeef };
+	uint32_t mod[2] = { 1, HT_MODULE_UNKNOWN };
+	CHECK(fake_claim(&f, 0, pid, pid, 21) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, 0, 21, "/bin/a") == 0);
+	CHECK(fake_module(&f, 0, t + 1, 0, "/bin/a", 1) == 0);
+	CHECK(fake_module(&f, 0, t + 2, 1, "/lib/libx.so", 2) == 0);
+	CHECK(fake_stack(&f, 0, t + 3, 7, 2, rel, mod) == 0);
+	CHECK(fake_alloc(&f, 0, t + 4, 0x100, 64, 7) == 0);
+	/* A second image (same pid, exec) with the library at index 0: */
+	CHECK(fake_claim(&f, 1, pid, pid, 22) == 0);
+	CHECK(fake_process(&f, 1, t + 10, pid, 1, HT_PROC_EXEC, 22, "/bin/b") == 0);
+	CHECK(fake_module(&f, 1, t + 11, 0, "/lib/libx.so", 2) == 0);
+	CHECK(fake_module(&f, 1, t + 12, 1, "/lib/libx.so", 3) == 0); /* rebuilt: other id */
+	mod[0] = 0;
+	CHECK(fake_stack(&f, 1, t + 13, 9, 2, rel, mod) == 0); /* same frames as 7 */
+	mod[0] = 1;
+	CHECK(fake_stack(&f, 1, t + 14, 10, 2, rel, mod) == 0);
+	CHECK(fake_alloc(&f, 1, t + 15, 0x200, 32, 9) == 0);
+	CHECK(fake_alloc(&f, 1, t + 16, 0x300, 16, 10) == 0);
+	CHECK(fake_alloc(&f, 1, t + 17, 0x400, 8, 99) == 0); /* undefined stack */
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->bad_defs, 0);
+	CHECK_EQ(c->nmod, 3);
+	CHECK(!strcmp(c->paths[0], "/bin/a"));
+	CHECK(!strcmp(c->paths[1], "/lib/libx.so"));
+	CHECK(!strcmp(c->paths[2], "/lib/libx.so"));
+	CHECK_EQ(c->nframes, 3);
+	CHECK_EQ(c->frames[0].module, 1);
+	CHECK_EQ(c->frames[0].rel, 0x1234);
+	CHECK_EQ(c->frames[1].module, HT_MODULE_NONE);
+	CHECK_EQ(c->frames[1].rel, 0xdeadbeef);
+	CHECK_EQ(c->frames[2].module, 2);
+	CHECK_EQ(c->nstacks, 2);
+	CHECK_EQ(c->stack_n[1], 2);
+	CHECK_EQ(c->stacks[1][0], 0);
+	CHECK_EQ(c->stacks[1][1], 1);
+	CHECK_EQ(c->stacks[2][0], 2);
+	CHECK_EQ(count_type(c, HT_EV_PROCESS_START), 1);
+	CHECK_EQ(count_type(c, HT_EV_PROCESS_EXEC), 1);
+	CHECK_EQ(count_type(c, HT_EV_MODULE_LOAD), 4);
+	uint32_t stacks[4], procs[4], k = 0;
+	for (uint32_t i = 0; i < c->nev && k < 4; i++)
+		if (c->ev[i].type == HT_EV_ALLOC) {
+			procs[k] = c->ev[i].process;
+			stacks[k++] = c->ev[i].stack;
+		}
+	CHECK_EQ(k, 4);
+	CHECK_EQ(stacks[0], 1);
+	CHECK_EQ(stacks[1], 1);
+	CHECK_EQ(stacks[2], 2);
+	CHECK_EQ(stacks[3], 0);
+	CHECK_EQ(procs[0], 0);
+	CHECK_EQ(procs[1], 1);
+	for (uint32_t i = 0; i < c->nev; i++)
+		if (c->ev[i].type == HT_EV_MODULE_LOAD && c->ev[i].process == 1 && c->ev[i].ts == t + 12 - ht__session_t0(s)) {
+			CHECK_EQ(c->ev[i].module, 2);
+			CHECK_EQ(c->ev[i].old_addr, 0x7f0000000000ull);
+		}
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/*
+ * A child process writes into a ring and dies without releasing it: the
+ * session drains the ring, frees it, and keeps the child's own exit report
+ * (5) over what waitpid says (6). A released ring is freed once drained.
+ * Lost counts add up ring.lost and rings_exhausted.
+ */
+static void test_dead_process_and_lost(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, HT_SHM_LOSSY, 4, true);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t me = getpid();
+	uint64_t t = ht__session_t0(s) + 1000;
+	CHECK(fake_claim(&f, 0, me, me, 31) == 0);
+	CHECK(fake_process(&f, 0, t, me, 1, 0, 31, "/bin/parent") == 0);
+	pid_t child = fork();
+	if (child == 0) {
+		int32_t cp = getpid();
+		uint64_t ct = fake_now();
+		fake_claim(&f, 2, cp, cp, 32);
+		fake_process(&f, 2, ct, cp, me, HT_PROC_FORK, 32, "/bin/child");
+		fake_alloc(&f, 2, ct + 1, 0xc0, 48, 0);
+		fake_exit(&f, 2, ct + 2, cp, 5);
+		atomic_store(&fake_ring(&f, 2)->lost, 3);
+		_exit(6);
+	}
+	ht__session_set_root(s, child);
+	CHECK_EQ(f.h->root_pid, child);
+	/* A thread of ours that ended: its ring is released. */
+	CHECK(fake_claim(&f, 1, me, me + 7, 31) == 0);
+	CHECK(fake_alloc(&f, 1, t + 5, 0xa0, 1, 0) == 0);
+	atomic_store(&fake_ring(&f, 1)->state, HT_RING_RELEASED);
+	atomic_fetch_add(&f.h->rings_exhausted, 2);
+
+	int rc = 0, ticks = 0;
+	/* Our own process (ring 0) never dies, so the session does not end by
+	   itself: wait until the child's ring is back. */
+	while (ticks++ < 300 && !(ht__session_stats(s)->root_exited &&
+				  atomic_load(&fake_ring(&f, 2)->state) == HT_RING_FREE &&
+				  atomic_load(&fake_ring(&f, 1)->state) == HT_RING_FREE)) {
+		rc = ht__session_tick(s);
+		if (rc)
+			break;
+		usleep(ht__session_sleep_us(s));
+	}
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(atomic_load(&fake_ring(&f, 2)->state), HT_RING_FREE);
+	CHECK_EQ(atomic_load(&fake_ring(&f, 1)->state), HT_RING_FREE);
+	CHECK_EQ(atomic_load(&fake_ring(&f, 0)->state), HT_RING_OWNED);
+	CHECK(ht__session_stats(s)->root_exited);
+	CHECK(WIFEXITED(ht__session_stats(s)->root_status));
+	CHECK_EQ(WEXITSTATUS(ht__session_stats(s)->root_status), 6);
+	/* Let waitpid's exit report (stamped at the reap) reach the merge. */
+	for (int i = 0; i < 5; i++) {
+		usleep(3000);
+		CHECK_EQ(ht__session_tick(s), 0);
+	}
+	uint32_t exits = 0, child_alloc = 0;
+	for (uint32_t i = 0; i < c->nev; i++) {
+		if (c->ev[i].type == HT_EV_PROCESS_EXIT) {
+			exits++;
+			CHECK_EQ(c->ev[i].pid, child);
+			CHECK_EQ(c->ev[i].value, 5);
+			CHECK_EQ(c->ev[i].flags, 0);
+		}
+		if (c->ev[i].type == HT_EV_ALLOC && c->ev[i].pid == child) {
+			child_alloc++;
+			CHECK_EQ(c->ev[i].size, 48);
+			CHECK_EQ(c->ev[i].process, 1);
+		}
+	}
+	CHECK_EQ(exits, 1);
+	CHECK_EQ(child_alloc, 1);
+	CHECK_EQ(count_type(c, HT_EV_ALLOC), 2);
+	/* The freed ring can be claimed again and starts empty. */
+	CHECK(fake_claim(&f, 2, me, me + 9, 31) == 0);
+	CHECK_EQ(atomic_load(&fake_ring(&f, 2)->write_pos), 0);
+	CHECK(fake_alloc(&f, 2, fake_now() - 20000000, 0xe0, 77, 0) == 0);
+	atomic_store(&fake_ring(&f, 0)->lost, 4);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	CHECK_EQ(count_type(c, HT_EV_ALLOC), 3);
+	CHECK_EQ(ht__session_stats(s)->lost, 3 + 2 + 4);
+	CHECK_EQ(c->order_errors, 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/* The session ends by itself when the root and all traced processes are gone. */
+static void test_end_when_all_gone(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 4, true);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int go[2];
+	CHECK(pipe(go) == 0);
+	pid_t child = fork();
+	if (child == 0) {
+		char b;
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(1);
+		int32_t cp = getpid();
+		fake_claim(&f, 0, cp, cp, 41);
+		fake_process(&f, 0, fake_now(), cp, getppid(), HT_PROC_ROOT, 41, "/bin/root");
+		fake_alloc(&f, 0, fake_now(), 0x10, 16, 0);
+		/* dies from a signal: no exit record, the session's waitpid tells */
+		raise(SIGKILL);
+		_exit(1);
+	}
+	close(go[0]);
+	ht__session_set_root(s, child);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK(write(go[1], "x", 1) == 1);
+	close(go[1]);
+	int rc = 0, ticks = 0;
+	while (ticks++ < 500 && (rc = ht__session_tick(s)) == 0)
+		usleep(ht__session_sleep_us(s));
+	CHECK_EQ(rc, 1);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	CHECK_EQ(count_type(c, HT_EV_PROCESS_START), 1);
+	CHECK_EQ(count_type(c, HT_EV_ALLOC), 1);
+	CHECK_EQ(count_type(c, HT_EV_PROCESS_EXIT), 1);
+	struct ht_event *last = &c->ev[c->nev - 1];
+	CHECK_EQ(last->type, HT_EV_PROCESS_EXIT);
+	CHECK_EQ(last->flags, HT_EVF_SIGNAL);
+	CHECK_EQ(last->value, SIGKILL);
+	CHECK(WIFSIGNALED(ht__session_stats(s)->root_status));
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ht-proto-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_header();
+	test_order_and_watermark();
+	test_pad_and_wrap();
+	test_modules_stacks();
+	test_dead_process_and_lost();
+	test_end_when_all_gone();
+	rmdir(tmpdir);
+	if (failures)
+		fprintf(stderr, "%d check(s) failed\n", failures);
+	return failures ? 1 : 0;
+}
