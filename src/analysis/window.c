@@ -162,7 +162,7 @@ static void node_count(struct ht_wnode *n, const struct ht_witem *it, int type)
 {
 	n->live++;
 	if (type == HT_AIFI || type == HT_AIFO) {
-		n->count++;
+		n->count += !it->piece;
 		n->size += it->size;
 	}
 	if (type == HT_AIFO)
@@ -514,14 +514,11 @@ static uint32_t frame_key_get(struct ht_wstacks *s, uint32_t frame)
 	return key;
 }
 
-static bool has_key(const uint64_t *keys, uint32_t n, uint64_t k)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (keys[i] == k)
-			return true;
-	return false;
-}
-
+/*
+ * The frame and image levels group by the topmost frame left after culling
+ * and its module, as 'heaptrail analyze -frames/-images' does, so the two
+ * commands agree and every level's groups add up to their parent.
+ */
 static int resolve(struct ht_wstacks *s, uint32_t raw, struct wstack_entry *e)
 {
 	const uint32_t *frames;
@@ -531,23 +528,17 @@ static int resolve(struct ht_wstacks *s, uint32_t raw, struct wstack_entry *e)
 	n -= first;
 	if (n) {
 		e->canon = canon_get(s, frames, n);
-		if (!e->canon)
+		e->frames = malloc(sizeof(*e->frames));
+		e->images = malloc(sizeof(*e->images));
+		if (!e->canon || !e->frames || !e->images)
 			return HT_ERR_NOMEM;
-		e->frames = malloc(n * sizeof(*e->frames));
-		e->images = malloc(n * sizeof(*e->images));
-		if (!e->frames || !e->images)
-			return HT_ERR_NOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t key = frame_key_get(s, frames[i]);
+		uint32_t key = frame_key_get(s, frames[0]);
 		if (key == UINT32_MAX)
 			return HT_ERR_NOMEM;
-		if (!has_key(e->frames, e->nframes, key))
-			e->frames[e->nframes++] = key;
-		const struct ht_frame *f = ht_reader_frame(s->r, frames[i]);
-		uint64_t img = f ? f->module : HT_MODULE_NONE;
-		if (!has_key(e->images, e->nimages, img))
-			e->images[e->nimages++] = img;
+		const struct ht_frame *f = ht_reader_frame(s->r, frames[0]);
+		e->frames[0] = key;
+		e->images[0] = f ? f->module : HT_MODULE_NONE;
+		e->nframes = e->nimages = 1;
 	}
 	e->done = true;
 	return 0;

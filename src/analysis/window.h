@@ -67,8 +67,8 @@ enum ht_wkey {
 	HT_WK_TYPE = 2,      /* value: enum ht_wtype */
 	HT_WK_IMPACTING = 3, /* value: 0 Transient, 1 Impacting */
 	HT_WK_STACK = 4,     /* value: the item's (culled) stack id */
-	HT_WK_FRAME = 5,     /* value: one of the item's frame keys (an item joins each) */
-	HT_WK_IMAGE = 6,     /* value: one of the item's image keys (an item joins each) */
+	HT_WK_FRAME = 5,     /* value: a frame key of the item (an item joins each it has) */
+	HT_WK_IMAGE = 6,     /* value: an image key of the item (an item joins each it has) */
 	HT_WK_THREAD = 7,    /* value: process index << 32 | tid */
 	HT_WK__COUNT
 };
@@ -101,6 +101,12 @@ struct ht_witem {
 	const uint64_t *frames;
 	const uint64_t *images;
 	uint64_t raw_stack; /* kept in rows for the caller (e.g. the unculled stack id) */
+	/*
+	 * A further piece of an allocation already added (a committed range
+	 * that was decommitted in parts): its bytes count, the allocation does
+	 * not count again in Count.
+	 */
+	bool piece;
 };
 
 /* One block kept as a row (ht_wtree_new with keep_rows). */
@@ -181,8 +187,9 @@ void ht_wtree_free(struct ht_wtree *t);
  * Stacks as the tables see them: each raw stack id of a reader culled (with a
  * frame matcher built from the cull list, or not at all), then given a
  * canonical id shared by every raw stack with the same culled frames, and
- * the distinct frame texts ("module!function") and images (module ids) the
- * frame and image levels group by. Results are cached per raw stack id, so
+ * the frame and image keys the frame and image levels group by: the text
+ * ("module!function") of the topmost frame left after culling and its module
+ * id, as 'heaptrail analyze -frames/-images' groups. Results are cached per raw stack id, so
  * memory grows with the number of distinct stacks only.
  */
 struct ht_frame_matcher;

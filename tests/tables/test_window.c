@@ -237,6 +237,33 @@ static void test_many_groups(void)
 	ht_wtree_free(t);
 }
 
+/* Pieces of one committed range add bytes but count the allocation once. */
+static void test_pieces(void)
+{
+	struct ht_window w = { 0, 100 };
+	enum ht_wkey keys[] = { HT_WK_IMPACTING };
+	struct ht_wtree *t = ht_wtree_new(&w, keys, 1, false);
+	struct ht_witem a = item(0, 1, 10, 20, 4096), b = item(0, 1, 10, 50, 8192),
+			c = item(0, 1, 10, HT_TS_NEVER, 4096);
+	b.piece = c.piece = true;
+	ht_wtree_add(t, &a);
+	ht_wtree_add(t, &b);
+	ht_wtree_add(t, &c);
+	ht_wtree_sort(t, HT_WSORT_IMPACTING, 0);
+	const struct ht_wnode *root = ht_wtree_root(t);
+	CHECK_I64(root->count, 1);
+	CHECK_I64(root->size, 16384);
+	CHECK_I64(root->impacting, 4096);
+	CHECK_I64(root->live, 3);
+	CHECK_I64(root->nchildren, 2);
+	CHECK_I64(root->children[0]->value, 1); /* Impacting: the piece still committed */
+	CHECK_I64(root->children[0]->count, 0);
+	CHECK_I64(root->children[0]->size, 4096);
+	CHECK_I64(root->children[1]->count, 1);
+	CHECK_I64(root->children[1]->size, 12288);
+	ht_wtree_free(t);
+}
+
 static void test_invalid(void)
 {
 	struct ht_window bad = { 10, 10 };
@@ -261,6 +288,7 @@ int main(void)
 	test_tree();
 	test_frames_sort_top();
 	test_many_groups();
+	test_pieces();
 	test_invalid();
 	CHECK_DONE();
 }
