@@ -1,0 +1,649 @@
+/*
+ * aggregate.c - counts heap blocks per stack id (or per process, heap handle
+ * and stack) in one pass, then applies required frames and culling once per
+ * distinct stack and merges stacks into the groups of the xperf heap actions
+ * (see aggregate.h).
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include "analysis/aggregate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_ID UINT32_MAX
+#define NO_STACK_KEY "[no stack]"
+
+/* A counter row of the handle grouping: (process, heap, stack) -> counts. */
+struct hentry {
+	struct ht_agg_counts c;
+	uint64_t heap;
+	uint32_t process;
+	uint32_t stack;
+	bool used;
+};
+
+/* Interned strings (frame texts, module names): text <-> id. */
+struct intern {
+	char **strs;
+	uint32_t count, alloc;
+	uint32_t *tab; /* open addressing: id + 1, 0 empty */
+	size_t cap;
+};
+
+/* A group being built at the end: its key is a sequence of interned ids. */
+struct group {
+	struct ht_agg_counts c;
+	uint32_t stack, first, n; /* representative stack and its kept frames */
+	uint32_t seq, seq_len;    /* key: ids at seqs[seq .. seq + seq_len) */
+};
+
+struct ht_agg {
+	const struct ht_query *q;
+	struct ht_reader *r;
+	bool symbols;
+	bool handle_by_stack; /* handle rows need the stack for -requireFrames */
+	int err;
+	uint64_t end_ts;
+
+	struct ht_agg_counts *stacks; /* per stack id */
+	uint32_t stacks_len;
+
+	struct hentry *htab;
+	size_t hcap, hcount;
+
+	uint8_t *pcache; /* per process index: 0 unknown, 1 wanted, 2 not */
+	uint32_t pcache_len;
+
+	uint32_t *ftext; /* per frame id: interned text id, NO_ID unknown */
+	uint32_t ftext_len;
+	struct intern in;
+
+	struct ht_life_tracker *lt;
+	struct ht_life_stats life_stats;
+
+	/* finish */
+	struct group *groups;
+	size_t ngroups, groups_alloc;
+	uint32_t *seqs;
+	size_t seqs_len, seqs_alloc;
+	uint32_t *gtab; /* open addressing over groups: index + 1 */
+	size_t gcap;
+};
+
+static uint64_t mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return mix64(h);
+}
+
+static uint64_t hash_seq(const uint32_t *v, uint32_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	for (uint32_t i = 0; i < n; i++)
+		h = mix64(h ^ v[i]) + i;
+	return mix64(h);
+}
+
+/* Grows a table so that count + 1 entries keep it at most half full. */
+static int intern_grow(struct intern *in)
+{
+	size_t ncap = in->cap ? in->cap * 2 : 1024;
+	uint32_t *nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return HT_ERR_NOMEM;
+	for (uint32_t id = 0; id < in->count; id++) {
+		size_t i = hash_str(in->strs[id]) & (ncap - 1);
+		while (nt[i])
+			i = (i + 1) & (ncap - 1);
+		nt[i] = id + 1;
+	}
+	free(in->tab);
+	in->tab = nt;
+	in->cap = ncap;
+	return 0;
+}
+
+/* The id of text s, adding a copy when new; NO_ID when out of memory. */
+static uint32_t intern_id(struct intern *in, const char *s)
+{
+	if ((in->count + 1) * 2 > in->cap && intern_grow(in) < 0)
+		return NO_ID;
+	size_t i = hash_str(s) & (in->cap - 1);
+	while (in->tab[i]) {
+		uint32_t id = in->tab[i] - 1;
+		if (!strcmp(in->strs[id], s))
+			return id;
+		i = (i + 1) & (in->cap - 1);
+	}
+	if (in->count == in->alloc) {
+		uint32_t na = in->alloc ? in->alloc * 2 : 1024;
+		char **ns = realloc(in->strs, na * sizeof(*ns));
+		if (!ns)
+			return NO_ID;
+		in->strs = ns;
+		in->alloc = na;
+	}
+	char *copy = strdup(s);
+	if (!copy)
+		return NO_ID;
+	in->strs[in->count] = copy;
+	in->tab[i] = ++in->count;
+	return in->count - 1;
+}
+
+static void intern_release(struct intern *in)
+{
+	for (uint32_t i = 0; i < in->count; i++)
+		free(in->strs[i]);
+	free(in->strs);
+	free(in->tab);
+	memset(in, 0, sizeof(*in));
+}
+
+static void life_end(void *ctx, const struct ht_life *life)
+{
+	struct ht_agg *a = ctx;
+	int rc = ht_agg_add(a, life, a->end_ts);
+	if (rc < 0 && !a->err)
+		a->err = rc;
+}
+
+int ht_agg_new(struct ht_agg **out, const struct ht_query *q, struct ht_reader *r)
+{
+	struct ht_agg *a = calloc(1, sizeof(*a));
+	if (!a)
+		return HT_ERR_NOMEM;
+	a->q = q;
+	a->r = r;
+	const struct ht_trace_info *info = ht_reader_info(r);
+	a->symbols = q->symbols < 0 ? (info && (info->flags & HT_TRACEF_SYMBOLS)) : q->symbols > 0;
+	a->handle_by_stack = q->require.count > 0;
+	a->end_ts = info ? info->duration_ns : 0;
+	a->lt = ht_life_new(life_end, a);
+	if (!a->lt) {
+		free(a);
+		return HT_ERR_NOMEM;
+	}
+	*out = a;
+	return 0;
+}
+
+void ht_agg_free(struct ht_agg *a)
+{
+	if (!a)
+		return;
+	if (a->lt)
+		ht_life_free(a->lt);
+	free(a->stacks);
+	free(a->htab);
+	free(a->pcache);
+	free(a->ftext);
+	intern_release(&a->in);
+	free(a->groups);
+	free(a->seqs);
+	free(a->gtab);
+	free(a);
+}
+
+const struct ht_life_stats *ht_agg_life_stats(const struct ht_agg *a)
+{
+	return &a->life_stats;
+}
+
+/* Whether blocks of process index p pass -pid (cached per index). */
+static bool process_wanted(struct ht_agg *a, uint32_t p)
+{
+	if (!a->q->pid_count)
+		return true;
+	if (p >= a->pcache_len) {
+		uint32_t n = p + 64;
+		uint8_t *nc = realloc(a->pcache, n);
+		if (!nc) {
+			const struct ht_process *pr = ht_reader_process(a->r, p);
+			return pr && ht_query_wants_pid(a->q, pr->pid);
+		}
+		memset(nc + a->pcache_len, 0, n - a->pcache_len);
+		a->pcache = nc;
+		a->pcache_len = n;
+	}
+	if (!a->pcache[p]) {
+		const struct ht_process *pr = ht_reader_process(a->r, p);
+		a->pcache[p] = pr && ht_query_wants_pid(a->q, pr->pid) ? 1 : 2;
+	}
+	return a->pcache[p] == 1;
+}
+
+static void counts_add(struct ht_agg_counts *c, const struct ht_life *life, bool outstanding)
+{
+	c->total_count++;
+	c->total_bytes += life->size;
+	c->realloc_count += life->from_realloc;
+	if (outstanding) {
+		c->outstanding_count++;
+		c->outstanding_bytes += life->size;
+	}
+}
+
+static void counts_sum(struct ht_agg_counts *to, const struct ht_agg_counts *c)
+{
+	to->outstanding_bytes += c->outstanding_bytes;
+	to->outstanding_count += c->outstanding_count;
+	to->total_bytes += c->total_bytes;
+	to->total_count += c->total_count;
+	to->realloc_count += c->realloc_count;
+}
+
+static size_t hentry_slot(const struct hentry *tab, size_t cap, uint32_t process, uint64_t heap,
+			  uint32_t stack)
+{
+	size_t i = mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+	while (tab[i].used &&
+	       (tab[i].process != process || tab[i].heap != heap || tab[i].stack != stack))
+		i = (i + 1) & (cap - 1);
+	return i;
+}
+
+static struct hentry *handle_entry(struct ht_agg *a, uint32_t process, uint64_t heap, uint32_t stack)
+{
+	if ((a->hcount + 1) * 2 > a->hcap) {
+		size_t ncap = a->hcap ? a->hcap * 2 : 256;
+		struct hentry *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < a->hcap; i++)
+			if (a->htab[i].used)
+				nt[hentry_slot(nt, ncap, a->htab[i].process, a->htab[i].heap,
+					       a->htab[i].stack)] = a->htab[i];
+		free(a->htab);
+		a->htab = nt;
+		a->hcap = ncap;
+	}
+	struct hentry *e = &a->htab[hentry_slot(a->htab, a->hcap, process, heap, stack)];
+	if (!e->used) {
+		e->used = true;
+		e->process = process;
+		e->heap = heap;
+		e->stack = stack;
+		a->hcount++;
+	}
+	return e;
+}
+
+int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
+{
+	if (!process_wanted(a, life->process))
+		return 0;
+	bool outstanding;
+	if (!ht_query_accepts(a->q, life, end_ts, &outstanding))
+		return 0;
+	if (a->q->group == HT_GROUP_HANDLE) {
+		struct hentry *e = handle_entry(a, life->process, life->heap,
+						a->handle_by_stack ? life->stack : 0);
+		if (!e)
+			return HT_ERR_NOMEM;
+		counts_add(&e->c, life, outstanding);
+		return 0;
+	}
+	if (life->stack >= a->stacks_len) {
+		uint32_t n = ht_reader_stack_count(a->r);
+		if (n <= life->stack)
+			n = life->stack + 1;
+		if (n < a->stacks_len * 2)
+			n = a->stacks_len * 2;
+		struct ht_agg_counts *ns = realloc(a->stacks, n * sizeof(*ns));
+		if (!ns)
+			return HT_ERR_NOMEM;
+		memset(ns + a->stacks_len, 0, (n - a->stacks_len) * sizeof(*ns));
+		a->stacks = ns;
+		a->stacks_len = n;
+	}
+	counts_add(&a->stacks[life->stack], life, outstanding);
+	return 0;
+}
+
+int ht_agg_run(struct ht_agg *a, ht_agg_progress_fn progress, void *ctx)
+{
+	const struct ht_query *q = a->q;
+	const struct ht_trace_info *info = ht_reader_info(a->r);
+	uint64_t duration = info ? info->duration_ns : 0;
+	struct ht_event ev;
+	uint64_t n = 0;
+	int rc;
+	while ((rc = ht_reader_next(a->r, &ev)) > 0) {
+		/*
+		 * Past the range nothing can count any more: a block allocated
+		 * in it and freed later is outstanding, which is what ending it
+		 * at ht_life_finish() says.
+		 */
+		if (q->has_range && ev.ts >= q->range_end)
+			break;
+		if (ev.ts > a->end_ts)
+			a->end_ts = ev.ts;
+		if (q->pid_count && !ht_query_wants_pid(q, ev.pid))
+			continue;
+		rc = ht_life_event(a->lt, &ev);
+		if (rc < 0)
+			return rc;
+		if (a->err)
+			return a->err;
+		if (progress && !(++n & 0xffff))
+			progress(ctx, ev.ts, duration);
+	}
+	if (rc < 0)
+		return rc;
+	/* The footer (read at the end of an unfinished trace) may know more. */
+	info = ht_reader_info(a->r);
+	if (info && info->duration_ns > a->end_ts)
+		a->end_ts = info->duration_ns;
+	ht_life_finish(a->lt);
+	a->life_stats = *ht_life_stats(a->lt);
+	return a->err;
+}
+
+/* Interned id of a frame's text. */
+static uint32_t frame_text_id(struct ht_agg *a, uint32_t frame)
+{
+	if (frame >= a->ftext_len) {
+		uint32_t n = ht_reader_frame_count(a->r);
+		if (n <= frame)
+			n = frame + 1;
+		uint32_t *nf = realloc(a->ftext, n * sizeof(*nf));
+		if (!nf)
+			return NO_ID;
+		memset(nf + a->ftext_len, 0xff, (n - a->ftext_len) * sizeof(*nf));
+		a->ftext = nf;
+		a->ftext_len = n;
+	}
+	if (a->ftext[frame] != NO_ID)
+		return a->ftext[frame];
+	char buf[512];
+	int len = ht_frame_text(a->r, frame, a->symbols, buf, sizeof(buf));
+	uint32_t id;
+	if (len < (int)sizeof(buf)) {
+		id = intern_id(&a->in, buf);
+	} else {
+		char *big = malloc((size_t)len + 1);
+		if (!big)
+			return NO_ID;
+		ht_frame_text(a->r, frame, a->symbols, big, (size_t)len + 1);
+		id = intern_id(&a->in, big);
+		free(big);
+	}
+	a->ftext[frame] = id;
+	return id;
+}
+
+const char *ht_agg_frame_text(struct ht_agg *a, uint32_t frame)
+{
+	uint32_t id = frame_text_id(a, frame);
+	return id == NO_ID ? "?" : a->in.strs[id];
+}
+
+static int gtab_grow(struct ht_agg *a)
+{
+	size_t ncap = a->gcap ? a->gcap * 2 : 1024;
+	uint32_t *nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return HT_ERR_NOMEM;
+	for (size_t g = 0; g < a->ngroups; g++) {
+		size_t i = hash_seq(a->seqs + a->groups[g].seq, a->groups[g].seq_len) & (ncap - 1);
+		while (nt[i])
+			i = (i + 1) & (ncap - 1);
+		nt[i] = (uint32_t)g + 1;
+	}
+	free(a->gtab);
+	a->gtab = nt;
+	a->gcap = ncap;
+	return 0;
+}
+
+/* The group whose key is key[0..n), created when new; NULL when out of memory. */
+static struct group *group_for(struct ht_agg *a, const uint32_t *key, uint32_t n)
+{
+	if ((a->ngroups + 1) * 2 > a->gcap && gtab_grow(a) < 0)
+		return NULL;
+	size_t i = hash_seq(key, n) & (a->gcap - 1);
+	while (a->gtab[i]) {
+		struct group *g = &a->groups[a->gtab[i] - 1];
+		if (g->seq_len == n && !memcmp(a->seqs + g->seq, key, n * sizeof(*key)))
+			return g;
+		i = (i + 1) & (a->gcap - 1);
+	}
+	if (a->ngroups == a->groups_alloc) {
+		size_t na = a->groups_alloc ? a->groups_alloc * 2 : 1024;
+		struct group *ng = realloc(a->groups, na * sizeof(*ng));
+		if (!ng)
+			return NULL;
+		a->groups = ng;
+		a->groups_alloc = na;
+	}
+	if (a->seqs_len + n > a->seqs_alloc) {
+		size_t na = a->seqs_alloc ? a->seqs_alloc * 2 : 4096;
+		while (na < a->seqs_len + n)
+			na *= 2;
+		uint32_t *ns = realloc(a->seqs, na * sizeof(*ns));
+		if (!ns)
+			return NULL;
+		a->seqs = ns;
+		a->seqs_alloc = na;
+	}
+	struct group *g = &a->groups[a->ngroups];
+	memset(g, 0, sizeof(*g));
+	g->seq = (uint32_t)a->seqs_len;
+	g->seq_len = n;
+	memcpy(a->seqs + a->seqs_len, key, n * sizeof(*key));
+	a->seqs_len += n;
+	a->gtab[i] = (uint32_t)++a->ngroups;
+	g->stack = NO_ID;
+	return g;
+}
+
+static uint64_t sort_metric(const struct ht_agg_counts *c, enum ht_sort s)
+{
+	switch (s) {
+	case HT_SORT_SOC: return c->outstanding_count;
+	case HT_SORT_ST: return c->total_bytes;
+	case HT_SORT_STC: return c->total_count;
+	case HT_SORT_SRC: return c->realloc_count;
+	case HT_SORT_SO:
+	default: return c->outstanding_bytes;
+	}
+}
+
+static int cmp_groups(const void *pa, const void *pb, void *ctx)
+{
+	const struct ht_agg *a = ctx;
+	const struct group *x = pa, *y = pb;
+	uint64_t mx = sort_metric(&x->c, a->q->sort), my = sort_metric(&y->c, a->q->sort);
+	if (mx != my)
+		return mx > my ? -1 : 1;
+	if (x->c.total_bytes != y->c.total_bytes)
+		return x->c.total_bytes > y->c.total_bytes ? -1 : 1;
+	/* Then the key text, frame by frame; a shorter stack first on a tie. */
+	for (uint32_t i = 0; i < x->seq_len && i < y->seq_len; i++) {
+		int c = strcmp(a->in.strs[a->seqs[x->seq + i]], a->in.strs[a->seqs[y->seq + i]]);
+		if (c)
+			return c;
+	}
+	return (x->seq_len > y->seq_len) - (x->seq_len < y->seq_len);
+}
+
+static int cmp_handles(const void *pa, const void *pb, void *ctx)
+{
+	const struct ht_agg_item *x = pa, *y = pb;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->process != y->process)
+		return x->process < y->process ? -1 : 1;
+	return (x->heap > y->heap) - (x->heap < y->heap);
+}
+
+/* The handle rows: merge (process, heap, stack) entries that pass -requireFrames. */
+static int finish_handles(struct ht_agg *a, struct ht_frame_matcher *mr, struct ht_agg_result *res)
+{
+	struct ht_agg_item *items = calloc(a->hcount ? a->hcount : 1, sizeof(*items));
+	if (!items)
+		return HT_ERR_NOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i < a->hcap; i++) {
+		const struct hentry *e = &a->htab[i];
+		if (!e->used)
+			continue;
+		if (mr) {
+			const uint32_t *frames;
+			uint32_t nf = e->stack ? ht_reader_stack(a->r, e->stack, &frames) : 0;
+			if (!ht_frame_matcher_any(mr, frames, nf))
+				continue;
+		}
+		const struct ht_process *p = ht_reader_process(a->r, e->process);
+		items[n].c = e->c;
+		items[n].process = e->process;
+		items[n].pid = p ? p->pid : -1;
+		items[n].heap = e->heap;
+		n++;
+	}
+	qsort_r(items, n, sizeof(*items), cmp_handles, a);
+	/* Entries of one (process, heap) that differ by stack are now adjacent. */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && items[m - 1].process == items[i].process && items[m - 1].heap == items[i].heap) {
+			counts_sum(&items[m - 1].c, &items[i].c);
+			continue;
+		}
+		items[m++] = items[i];
+	}
+	for (size_t i = 0; i < m; i++)
+		counts_sum(&res->totals, &items[i].c);
+	res->items = items;
+	res->total_items = m;
+	return 0;
+}
+
+static int finish_stacks(struct ht_agg *a, struct ht_frame_matcher *mc, struct ht_frame_matcher *mr,
+			 struct ht_agg_result *res)
+{
+	enum ht_group grp = a->q->group;
+	uint32_t *key = NULL;
+	size_t key_alloc = 0;
+	int rc = 0;
+	for (uint32_t s = 0; s < a->stacks_len; s++) {
+		const struct ht_agg_counts *c = &a->stacks[s];
+		if (!c->total_count)
+			continue;
+		const uint32_t *frames = NULL;
+		uint32_t n = s ? ht_reader_stack(a->r, s, &frames) : 0;
+		if (mr && !ht_frame_matcher_any(mr, frames, n))
+			continue;
+		counts_sum(&res->totals, c);
+		uint32_t first = ht_frame_matcher_cull(mc, frames, n);
+		uint32_t kept = n - first;
+		if (grp != HT_GROUP_STACK && kept > 1)
+			kept = 1;
+		if (kept > key_alloc) {
+			key_alloc = kept * 2;
+			uint32_t *nk = realloc(key, key_alloc * sizeof(*nk));
+			if (!nk) {
+				rc = HT_ERR_NOMEM;
+				break;
+			}
+			key = nk;
+		}
+		for (uint32_t i = 0; i < kept; i++) {
+			if (grp == HT_GROUP_IMAGE) {
+				struct ht_match_frame mf;
+				ht_match_frame_from_reader(a->r, frames[first], &mf);
+				key[i] = intern_id(&a->in, mf.module_name ? mf.module_name : "?");
+			} else {
+				key[i] = frame_text_id(a, frames[first + i]);
+			}
+			if (key[i] == NO_ID) {
+				rc = HT_ERR_NOMEM;
+				goto out;
+			}
+		}
+		struct group *g = group_for(a, key, kept);
+		if (!g) {
+			rc = HT_ERR_NOMEM;
+			break;
+		}
+		if (g->stack == NO_ID) {
+			g->stack = s;
+			g->first = first;
+			g->n = kept;
+		}
+		counts_sum(&g->c, c);
+	}
+out:
+	free(key);
+	if (rc < 0)
+		return rc;
+	qsort_r(a->groups, a->ngroups, sizeof(*a->groups), cmp_groups, a);
+	res->items = calloc(a->ngroups ? a->ngroups : 1, sizeof(*res->items));
+	if (!res->items)
+		return HT_ERR_NOMEM;
+	for (size_t i = 0; i < a->ngroups; i++) {
+		const struct group *g = &a->groups[i];
+		struct ht_agg_item *it = &res->items[i];
+		const uint32_t *frames = NULL;
+		if (g->stack)
+			ht_reader_stack(a->r, g->stack, &frames);
+		it->c = g->c;
+		it->stack = g->stack;
+		it->frames = frames ? frames + g->first : NULL;
+		it->nframes = g->n;
+		if (grp != HT_GROUP_STACK)
+			it->key = g->seq_len ? a->in.strs[a->seqs[g->seq]] : NO_STACK_KEY;
+	}
+	res->total_items = a->ngroups;
+	return 0;
+}
+
+int ht_agg_finish(struct ht_agg *a, struct ht_agg_result *res)
+{
+	const struct ht_query *q = a->q;
+	struct ht_frame_matcher *mc = NULL, *mr = NULL;
+	int rc;
+	memset(res, 0, sizeof(*res));
+	res->group = q->group;
+	res->sort = q->sort;
+	res->symbols = a->symbols;
+	if ((rc = ht_frame_matcher_new(&mc, &q->cull, a->r)) < 0)
+		goto out;
+	if (q->require.count && (rc = ht_frame_matcher_new(&mr, &q->require, a->r)) < 0)
+		goto out;
+	if (q->group == HT_GROUP_HANDLE)
+		rc = finish_handles(a, mr, res);
+	else
+		rc = finish_stacks(a, mc, mr, res);
+	if (rc < 0)
+		goto out;
+	uint64_t top = q->top ? q->top : HT_QUERY_DEFAULT_TOP;
+	res->count = q->totals_only ? 0 : res->total_items < top ? res->total_items : (size_t)top;
+	for (size_t i = 0; i < res->count; i++)
+		counts_sum(&res->shown, &res->items[i].c);
+out:
+	ht_frame_matcher_free(mc);
+	ht_frame_matcher_free(mr);
+	if (rc < 0)
+		ht_agg_result_release(res);
+	return rc;
+}
+
+void ht_agg_result_release(struct ht_agg_result *res)
+{
+	free(res->items);
+	res->items = NULL;
+	res->count = res->total_items = 0;
+}
