@@ -1,8 +1,452 @@
-/* cmd_record.c - placeholder until the 'record' command lands; replaced by its owner. */
+/*
+ * cmd_record.c - `heaptrail record -- CMD ARGS`: runs a program under the
+ * recorder (LD_PRELOAD=libheaptrail.so) with a session collecting its events
+ * and those of its traced descendants, and writes the trace.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "format/writer.h"
+#include "session/protocol.h"
+#include "session/session.h"
+
+static const char usage_text[] =
+	"usage: heaptrail record [options] -- CMD [ARGS...]\n"
+	"\n"
+	"Run CMD with heap tracing and write the trace (.htr).\n"
+	"\n"
+	"  -o FILE             write the trace to FILE (default: PROGRAM.PID.htr)\n"
+	"  --stacks LIST       events that capture a call stack, comma-separated:\n"
+	"                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
+	"                      heap-destroy, or none or all\n"
+	"                      (default: alloc,realloc,mmap,mprotect)\n"
+	"  --no-follow         trace only CMD, not the processes it starts\n"
+	"  --lossy             drop events (and count them) when a buffer is full,\n"
+	"                      instead of making the program wait\n"
+	"  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
+	"  --buffers N         number of thread buffers (default 256)\n"
+	"  --force             overwrite FILE if it exists\n"
+	"  -q, --quiet         print nothing but errors\n"
+	"  -h, --help          show this help\n"
+	"\n"
+	"heaptrail exits with the exit status of CMD (128+N when a signal N killed it).\n";
+
+static const struct {
+	const char *name;
+	uint32_t bit;
+} stack_names[] = {
+	{ "alloc", HT_STK_ALLOC },	   { "realloc", HT_STK_REALLOC },
+	{ "free", HT_STK_FREE },	   { "mmap", HT_STK_MMAP },
+	{ "munmap", HT_STK_MUNMAP },	   { "mprotect", HT_STK_MPROTECT },
+	{ "heap-create", HT_STK_HEAP_CREATE }, { "heap-destroy", HT_STK_HEAP_DESTROY },
+};
+
+static uint32_t parse_stacks(const char *list)
+{
+	if (!strcmp(list, "none"))
+		return 0;
+	if (!strcmp(list, "all"))
+		return HT_STK_ALL;
+	uint32_t mask = 0;
+	char *copy = strdup(list), *save = NULL;
+	if (!copy)
+		die("out of memory");
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+		for (i = 0; i < sizeof(stack_names) / sizeof(stack_names[0]); i++)
+			if (!strcmp(tok, stack_names[i].name))
+				break;
+		if (i == sizeof(stack_names) / sizeof(stack_names[0]))
+			die("unknown stack event '%s'; valid: alloc, realloc, free, mmap, munmap, "
+			    "mprotect, heap-create, heap-destroy, none, all",
+			    tok);
+		mask |= stack_names[i].bit;
+	}
+	free(copy);
+	return mask;
+}
+
+/*
+ * Find cmd the way execvp would (a name with a slash is used as it is), so
+ * that a typo is reported before anything starts. Returns 0 with the path,
+ * or the errno that a shell would report (ENOENT, EACCES).
+ */
+static int resolve_command(const char *cmd, char *out, size_t n)
+{
+	struct stat st;
+	if (strchr(cmd, '/')) {
+		if (stat(cmd, &st) < 0)
+			return errno;
+		if (S_ISDIR(st.st_mode) || access(cmd, X_OK) < 0)
+			return EACCES;
+		snprintf(out, n, "%s", cmd);
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int err = ENOENT;
+	while (*path) {
+		const char *end = strchrnul(path, ':');
+		int len = (int)(end - path);
+		snprintf(out, n, "%.*s%s%s", len, path, len ? "/" : "", cmd);
+		if (stat(out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			err = EACCES;
+		}
+		path = *end ? end + 1 : end;
+	}
+	return err;
+}
+
+/* <dir of the heaptrail binary>/../lib/libheaptrail.so */
+static void find_recorder(char *out, size_t n)
+{
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len <= 0)
+		die("cannot find the heaptrail binary: %s", strerror(errno));
+	exe[len] = 0;
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(out, n, "%s/../lib/libheaptrail.so", exe);
+	char real[PATH_MAX];
+	if (!realpath(out, real) || access(real, R_OK) < 0)
+		die("cannot find the recorder '%s'; is heaptrail installed completely?", out);
+	snprintf(out, n, "%s", real);
+}
+
+static volatile pid_t child_pid;
+
+/*
+ * Signals meant for the program go to it. A signal from the terminal
+ * (Ctrl-C, Ctrl-\) reaches the whole foreground process group, the program
+ * included, so it is not sent a second time; the kernel marks those with
+ * SI_KERNEL. Either way we keep running until the program ends, to save its
+ * trace.
+ */
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (child_pid > 0 && si->si_code != SI_KERNEL)
+		kill(child_pid, sig);
+}
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+static void install_forwarding(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaction(forwarded[i], &sa, NULL);
+}
+
+/* In the child between fork and exec: async-signal-safe calls only. */
+static _Noreturn void run_child(int go_fd, int err_fd, const char *path, char **argv,
+				char **envp)
+{
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaction(forwarded[i], &dfl, NULL);
+	char b;
+	/* Wait until the trace file exists: its name may hold our pid. */
+	if (read(go_fd, &b, 1) != 1)
+		_exit(127);
+	execve(path, argv, envp);
+	int e = errno;
+	if (write(err_fd, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* The child's environment: ours plus LD_PRELOAD (ours first) and the session. */
+static char **child_env(const char *recorder, const char *session)
+{
+	extern char **environ;
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 3, sizeof(*env));
+	if (!env)
+		die("out of memory");
+	size_t k = 0;
+	const char *old_preload = getenv("LD_PRELOAD");
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], HT_ENV_SESSION "=", sizeof(HT_ENV_SESSION)))
+			env[k++] = environ[i];
+	if (asprintf(&env[k++], "LD_PRELOAD=%s%s%s", recorder, old_preload && *old_preload ? ":" : "",
+		     old_preload ? old_preload : "") < 0 ||
+	    asprintf(&env[k++], "%s=%s", HT_ENV_SESSION, session) < 0)
+		die("out of memory");
+	env[k] = NULL;
+	return env;
+}
+
+struct progress_state {
+	uint64_t start_ns;
+	bool shown;
+	bool quiet;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress_state *p = ctx;
+	if (p->quiet || !progress_wanted() || mono_ns() - p->start_ns < 1000000000ull)
+		return;
+	fprintf(stderr, "\rheaptrail: resolving symbols: %llu/%llu frames", (unsigned long long)done,
+		(unsigned long long)total);
+	if (done == total)
+		fputc('\n', stderr);
+	p->shown = done != total;
+}
+
+struct options {
+	const char *output;
+	uint32_t stack_mask;
+	uint32_t flags;
+	uint32_t ring_size, ring_count;
+	bool force, quiet;
+};
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	o->stack_mask = HT_STK_DEFAULT;
+	int i;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = NULL;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break; /* the command, without "--" */
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage_text, stdout);
+			exit(0);
+		}
+		bool takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--stacks") ||
+			     !strcmp(a, "--buffer-size") || !strcmp(a, "--buffers");
+		if (takes) {
+			if (i + 1 >= argc)
+				die("option '%s' needs a value; see 'heaptrail record --help'", a);
+			val = argv[++i];
+		}
+		if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			o->output = val;
+		} else if (!strcmp(a, "--stacks")) {
+			o->stack_mask = parse_stacks(val);
+		} else if (!strcmp(a, "--buffer-size")) {
+			uint64_t v;
+			if (parse_size(val, &v) < 0 || v < 4096 || v > (1u << 30) || (v & (v - 1)))
+				die("invalid buffer size '%s': a power of two from 4K to 1G", val);
+			o->ring_size = (uint32_t)v;
+		} else if (!strcmp(a, "--buffers")) {
+			char *end;
+			long v = strtol(val, &end, 10);
+			if (*end || v < 1 || v > 65536)
+				die("invalid buffer count '%s': 1 to 65536", val);
+			o->ring_count = (uint32_t)v;
+		} else if (!strcmp(a, "--no-follow")) {
+			o->flags |= HT_SHM_NO_FOLLOW;
+		} else if (!strcmp(a, "--lossy")) {
+			o->flags |= HT_SHM_LOSSY;
+		} else if (!strcmp(a, "--force")) {
+			o->force = true;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			o->quiet = true;
+		} else {
+			die("unknown option '%s'; see 'heaptrail record --help'", a);
+		}
+	}
+	if (i >= argc) {
+		fputs(usage_text, stderr);
+		exit(2);
+	}
+	return i;
+}
+
+static int exit_status_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
 
 int cmd_record(int argc, char **argv)
 {
-	die("'record' is not built yet");
+	struct options o = { 0 };
+	int first = parse_options(argc, argv, &o);
+	char **cmd = argv + first;
+	int cmd_argc = argc - first;
+
+	char path[PATH_MAX];
+	int err = resolve_command(cmd[0], path, sizeof(path));
+	if (err) {
+		error("cannot run '%s': %s", cmd[0],
+		      err == ENOENT ? "command not found" : strerror(err));
+		return 127;
+	}
+	char recorder[PATH_MAX];
+	find_recorder(recorder, sizeof(recorder));
+
+	if (o.output) {
+		struct stat st;
+		if (lstat(o.output, &st) == 0) {
+			if (!o.force)
+				die("'%s' exists; use --force to overwrite it", o.output);
+			if (S_ISDIR(st.st_mode))
+				die("'%s' is a directory", o.output);
+		}
+	}
+
+	/* Orphaned descendants come back to us, so they are reaped and seen. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
+	cfg.ring_size = o.ring_size;
+	cfg.ring_count = o.ring_count;
+	cfg.flags = o.flags;
+	cfg.stack_mask = o.stack_mask;
+	struct ht__session *s;
+	int rc = ht__session_create(&s, &cfg);
+	if (rc < 0)
+		die("cannot create the session's shared memory: %s", ht_strerror(rc));
+	char **env = child_env(recorder, ht__session_path(s));
+
+	int go[2], errp[2];
+	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		ht__session_destroy(s);
+		die("cannot create a pipe: %s", strerror(errno));
+	}
+	install_forwarding();
+	pid_t pid = fork();
+	if (pid < 0) {
+		ht__session_destroy(s);
+		die("cannot fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		close(go[1]);
+		close(errp[0]);
+		run_child(go[0], errp[1], path, cmd, env);
+	}
+	child_pid = pid;
+	close(go[0]);
+	close(errp[1]);
+	ht__session_set_root(s, pid);
+
+	/* The trace file, now that its default name (with the pid) is known. */
+	char defname[PATH_MAX];
+	const char *output = o.output;
+	if (!output) {
+		const char *base = strrchr(cmd[0], '/');
+		snprintf(defname, sizeof(defname), "%s.%d.htr", base ? base + 1 : cmd[0], (int)pid);
+		output = defname;
+		if (!o.force && access(output, F_OK) == 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			ht__session_destroy(s);
+			die("'%s' exists; use --force to overwrite it", output);
+		}
+	}
+	if (o.force)
+		unlink(output);
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	/* The realtime clock at the session's t0, for absolute times in the trace. */
+	uint64_t real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	uint64_t since_t0 = mono_ns() - ht__session_t0(s);
+	struct ht__trace_meta meta = { .start_realtime_ns = real_ns - since_t0,
+				       .stack_mask = o.stack_mask,
+				       .flags = (o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0,
+				       .argc = (uint32_t)cmd_argc,
+				       .argv = (const char *const *)cmd,
+				       .hostname = host };
+	struct ht__writer *w;
+	rc = ht__writer_open(&w, output, &meta);
+	if (rc < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		ht__session_destroy(s);
+		die("cannot create '%s': %s", output, ht_strerror(rc));
+	}
+	ht__session_set_sink(s, ht__sink_writer(), w);
+
+	/* Go; a failed exec reports its errno through the close-on-exec pipe. */
+	if (write(go[1], "g", 1) != 1)
+		err = EIO;
+	close(go[1]);
+	ssize_t n;
+	do
+		n = read(errp[0], &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	close(errp[0]);
+	if (n == sizeof(err)) {
+		waitpid(pid, NULL, 0);
+		ht__writer_abort(w);
+		unlink(output);
+		ht__session_destroy(s);
+		error("cannot run '%s': %s", cmd[0], strerror(err));
+		return 127;
+	}
+
+	while ((rc = ht__session_tick(s)) == 0) {
+		unsigned us = ht__session_sleep_us(s);
+		if (us)
+			usleep(us);
+	}
+	if (rc < 0)
+		warning("writing '%s' failed: %s; the trace ends early", output, ht_strerror(rc));
+	struct progress_state ps = { .start_ns = mono_ns(), .quiet = o.quiet };
+	if (rc >= 0)
+		rc = ht__session_finish(s, true, show_progress, &ps);
+	const struct ht__session_stats *st = ht__session_stats(s);
+	int status = st->root_exited ? st->root_status : 0;
+	if (!st->root_exited && waitpid(pid, &status, 0) < 0)
+		status = 0;
+	int frc = ht__writer_finish(w, st->duration_ns, st->lost, 0);
+	if (rc < 0 || frc < 0) {
+		error("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
+	} else if (!o.quiet) {
+		fprintf(stderr, "heaptrail: wrote '%s' (%llu events, %llu lost)\n", output,
+			(unsigned long long)st->events, (unsigned long long)st->lost);
+	}
+	ht__session_destroy(s);
+	for (char **e = env; *e; e++)
+		if (!strncmp(*e, "LD_PRELOAD=", 11) || !strncmp(*e, HT_ENV_SESSION "=", sizeof(HT_ENV_SESSION)))
+			free(*e);
+	free(env);
+	return exit_status_of(status);
 }
