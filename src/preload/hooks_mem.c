@@ -16,6 +16,11 @@ static void *ht_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, of
 	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
+/* Calls made by libunwind for its caches belong to the recorder. */
+#define HT_FROM_UNWIND()                                                              \
+	((uintptr_t)__builtin_return_address(0) - ht__g.unw_start <                   \
+	 ht__g.unw_end - ht__g.unw_start)
+
 static inline void *ht_mmap(unsigned func, void *(*fn)(void *, size_t, int, int, int, off_t),
 			    void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
@@ -45,6 +50,8 @@ static inline void *ht_mmap(unsigned func, void *(*fn)(void *, size_t, int, int,
 
 HT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
+	if (HT_UNLIKELY(HT_FROM_UNWIND()))
+		return ht_sys_mmap(addr, len, prot, flags, fd, off);
 	return ht_mmap(HT_FN_MMAP, ht__real.mmap, addr, len, prot, flags, fd, off);
 }
 
@@ -61,7 +68,7 @@ HT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_
 HT_EXPORT int munmap(void *addr, size_t len)
 {
 	struct ht__thread *t = &ht__t;
-	if (HT_UNLIKELY(!ht__enter(t)))
+	if (HT_UNLIKELY(HT_FROM_UNWIND() || !ht__enter(t)))
 		return ht__real.munmap ? ht__real.munmap(addr, len) : (int)syscall(SYS_munmap, addr, len);
 	int e = errno;
 	uint32_t stack = ht__stack_for(t, HT_STK_MUNMAP);

@@ -72,6 +72,7 @@ struct ht__global {
 	uint32_t instance;
 	pid_t pid;
 	uintptr_t self_start, self_end; /* our own code, dropped from stacks */
+	uintptr_t unw_start, unw_end;   /* libunwind's code: its mappings are ours */
 };
 
 /* Per thread, in initial-exec TLS so the hot path needs no call. */

@@ -412,9 +412,14 @@ uint32_t ht__stack_capture(struct ht__thread *t)
 	return 0;
 }
 
-static int ht_self_cb(struct dl_phdr_info *info, size_t size, void *data)
+struct ht_range {
+	uintptr_t addr, start, end;
+};
+
+static int ht_range_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
-	uintptr_t me = (uintptr_t)data, lo = UINTPTR_MAX, hi = 0;
+	struct ht_range *r = data;
+	uintptr_t me = r->addr, lo = UINTPTR_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
@@ -427,13 +432,24 @@ static int ht_self_cb(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	if (me < lo || me >= hi)
 		return 0;
-	ht__g.self_start = lo;
-	ht__g.self_end = hi;
+	r->start = lo;
+	r->end = hi;
 	return 1;
 }
 
-/* Finds our own mapping, whose frames are cut from every stack. */
+/*
+ * Finds our own mapping, whose frames are cut from every stack, and
+ * libunwind's, whose own mmap/munmap calls (its per-thread caches, freed
+ * from a key destructor outside our guard) are not the program's.
+ */
 void ht__find_self(void)
 {
-	dl_iterate_phdr(ht_self_cb, (void *)(uintptr_t)ht__find_self);
+	struct ht_range r = {(uintptr_t)ht__find_self, 0, 0};
+	dl_iterate_phdr(ht_range_cb, &r);
+	ht__g.self_start = r.start;
+	ht__g.self_end = r.end;
+	struct ht_range u = {(uintptr_t)unw_backtrace, 0, 0};
+	dl_iterate_phdr(ht_range_cb, &u);
+	ht__g.unw_start = u.start;
+	ht__g.unw_end = u.end;
 }
