@@ -26,9 +26,13 @@ int main(void)
 	sigaction(SIGPROF, &sa, NULL);
 	struct itimerval it = {{0, 200}, {0, 200}};
 	setitimer(ITIMER_PROF, &it, NULL);
+	/* Work between the calls, so most signals land outside a hook. */
+	volatile unsigned x = 0;
 	for (int i = 0; i < 200000; i++) {
 		void *p = malloc(6002);
 		free(p);
+		for (int k = 0; k < 2000; k++)
+			x += (unsigned)k;
 	}
 	struct itimerval off = {{0, 0}, {0, 0}};
 	setitimer(ITIMER_PROF, &off, NULL);
