@@ -59,7 +59,8 @@ struct ht_life_tracker *ht_life_new(ht_life_fn on_end, void *ctx);
  */
 int ht_life_event(struct ht_life_tracker *t, const struct ht_event *ev);
 
-/* Reports every block still live (free_ts == HT_TS_NEVER). */
+/* Reports every block still live (free_ts == HT_TS_NEVER), oldest first, and
+   empties the tracker; ht_life_stats() keeps counting them as live at the end. */
 void ht_life_finish(struct ht_life_tracker *t);
 
 const struct ht_life_stats *ht_life_stats(const struct ht_life_tracker *t);

@@ -47,7 +47,7 @@ static int test_failures;
 
 static char test_dir[256];
 
-static void test_dir_remove(void)
+static inline void test_dir_remove(void)
 {
 	if (test_dir[0]) {
 		char cmd[300];
@@ -58,7 +58,7 @@ static void test_dir_remove(void)
 }
 
 /* A fresh directory under $TMPDIR (or /tmp), removed at exit. */
-static const char *test_tmpdir(void)
+static inline const char *test_tmpdir(void)
 {
 	if (!test_dir[0]) {
 		const char *base = getenv("TMPDIR");
@@ -73,12 +73,12 @@ static const char *test_tmpdir(void)
 }
 
 /* path = tmpdir/name, in a static buffer per call site is not needed: caller's buffer. */
-static void test_path(char *out, size_t n, const char *name)
+static inline void test_path(char *out, size_t n, const char *name)
 {
 	snprintf(out, n, "%s/%s", test_tmpdir(), name);
 }
 
-static int test_result(const char *name)
+static inline int test_result(const char *name)
 {
 	if (test_failures) {
 		fprintf(stderr, "%s: %d failure(s)\n", name, test_failures);

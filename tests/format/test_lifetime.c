@@ -1,0 +1,225 @@
+/*
+ * test_lifetime.c - the lifetime tracker's rules with exact expectations:
+ * malloc/free, realloc chains, realloc(NULL), realloc(p, 0), failed realloc,
+ * reuse of an address, unknown frees, two processes with the same address,
+ * custom heaps and their destruction, and the order of finish.
+ */
+#include "analysis/lifetime.h"
+#include "testutil.h"
+
+#define MAXL 64
+static struct ht_life got[MAXL];
+static int ngot;
+
+static void on_end(void *ctx, const struct ht_life *l)
+{
+	(void)ctx;
+	if (ngot < MAXL)
+		got[ngot] = *l;
+	ngot++;
+}
+
+static struct ht_event E(uint8_t type, uint64_t ts, uint32_t process, uint64_t old_addr, uint64_t addr,
+			 uint64_t size)
+{
+	struct ht_event e = { 0 };
+	e.type = type;
+	e.ts = ts;
+	e.process = process;
+	e.pid = 100 + (int32_t)process;
+	e.tid = 7;
+	e.old_addr = old_addr;
+	e.addr = addr;
+	e.size = size;
+	e.func = type == HT_EV_REALLOC ? HT_FN_REALLOC : type == HT_EV_FREE ? HT_FN_FREE : HT_FN_MALLOC;
+	e.stack = (uint32_t)ts; /* a recognizable stack per event */
+	return e;
+}
+
+static void feed(struct ht_life_tracker *t, struct ht_event e) { CHECK_EQ(ht_life_event(t, &e), 0); }
+
+static void expect(int i, uint64_t addr, uint64_t size, uint64_t alloc_ts, uint64_t free_ts,
+		   uint32_t process, int from_realloc, int freed_by_realloc)
+{
+	if (i >= ngot) {
+		fprintf(stderr, "lifetime %d missing (got %d)\n", i, ngot);
+		test_failures++;
+		return;
+	}
+	CHECK_EQ(got[i].addr, addr);
+	CHECK_EQ(got[i].size, size);
+	CHECK_EQ(got[i].alloc_ts, alloc_ts);
+	CHECK_EQ(got[i].free_ts, free_ts);
+	CHECK_EQ(got[i].process, process);
+	CHECK_EQ(got[i].stack, alloc_ts);
+	CHECK_EQ(got[i].from_realloc, from_realloc);
+	CHECK_EQ(got[i].freed_by_realloc, freed_by_realloc);
+	CHECK_EQ(got[i].tid, 7);
+}
+
+static void test_basic(void)
+{
+	ngot = 0;
+	struct ht_life_tracker *t = ht_life_new(on_end, NULL);
+	feed(t, E(HT_EV_ALLOC, 10, 0, 0, 0x1000, 100));
+	feed(t, E(HT_EV_ALLOC, 11, 0, 0, 0x2000, 200));
+	CHECK_EQ(ht_life_stats(t)->live_count, 2);
+	CHECK_EQ(ht_life_stats(t)->live_bytes, 300);
+	feed(t, E(HT_EV_FREE, 12, 0, 0, 0x1000, 0));
+	CHECK_EQ(ngot, 1);
+	expect(0, 0x1000, 100, 10, 12, 0, 0, 0);
+	/* The same address again: a new block. */
+	feed(t, E(HT_EV_ALLOC, 13, 0, 0, 0x1000, 50));
+	feed(t, E(HT_EV_FREE, 14, 0, 0, 0x1000, 0));
+	expect(1, 0x1000, 50, 13, 14, 0, 0, 0);
+	/* Unknown and NULL frees: counted (NULL not), never errors. */
+	feed(t, E(HT_EV_FREE, 15, 0, 0, 0x9999, 0));
+	feed(t, E(HT_EV_FREE, 16, 0, 0, 0x1000, 0));
+	feed(t, E(HT_EV_FREE, 17, 0, 0, 0, 0));
+	CHECK_EQ(ht_life_stats(t)->unknown_frees, 2);
+	/* Failed allocations are nothing. */
+	feed(t, E(HT_EV_ALLOC_FAIL, 18, 0, 0, 0, 1ull << 40));
+	CHECK_EQ(ht_life_stats(t)->live_count, 1);
+	CHECK_EQ(ht_life_stats(t)->live_bytes, 200);
+	CHECK_EQ(ngot, 2);
+	ht_life_finish(t);
+	CHECK_EQ(ngot, 3);
+	expect(2, 0x2000, 200, 11, HT_TS_NEVER, 0, 0, 0);
+	CHECK_EQ(ht_life_stats(t)->live_count, 1);
+	CHECK_EQ(ht_life_stats(t)->live_bytes, 200);
+	ht_life_finish(t); /* nothing twice */
+	CHECK_EQ(ngot, 3);
+	ht_life_free(t);
+}
+
+static void test_realloc(void)
+{
+	ngot = 0;
+	struct ht_life_tracker *t = ht_life_new(on_end, NULL);
+	/* realloc(NULL, 10) is an allocation. */
+	feed(t, E(HT_EV_REALLOC, 1, 0, 0, 0xa000, 10));
+	CHECK_EQ(ngot, 0);
+	/* A chain: moves, then grows in place. */
+	feed(t, E(HT_EV_REALLOC, 2, 0, 0xa000, 0xb000, 20));
+	feed(t, E(HT_EV_REALLOC, 3, 0, 0xb000, 0xb000, 30));
+	CHECK_EQ(ngot, 2);
+	expect(0, 0xa000, 10, 1, 2, 0, 1, 1);
+	expect(1, 0xb000, 20, 2, 3, 0, 1, 1);
+	/* A failed realloc leaves the block as it was. */
+	struct ht_event f = E(HT_EV_REALLOC, 4, 0, 0xb000, 0, 1ull << 50);
+	f.flags = HT_EVF_FAILED;
+	feed(t, f);
+	CHECK_EQ(ngot, 2);
+	CHECK_EQ(ht_life_stats(t)->live_bytes, 30);
+	/* realloc(p, 0) frees p. */
+	feed(t, E(HT_EV_REALLOC, 5, 0, 0xb000, 0, 0));
+	CHECK_EQ(ngot, 3);
+	expect(2, 0xb000, 30, 3, 5, 0, 1, 1);
+	CHECK_EQ(ht_life_stats(t)->live_count, 0);
+	/* A block made by malloc and freed by realloc. */
+	feed(t, E(HT_EV_ALLOC, 6, 0, 0, 0xc000, 8));
+	feed(t, E(HT_EV_REALLOC, 7, 0, 0xc000, 0xd000, 16));
+	expect(3, 0xc000, 8, 6, 7, 0, 0, 1);
+	/* realloc of an unknown block: an unknown free, and a new block. */
+	feed(t, E(HT_EV_REALLOC, 8, 0, 0xeeee, 0xe000, 4));
+	CHECK_EQ(ht_life_stats(t)->unknown_frees, 1);
+	CHECK_EQ(ht_life_stats(t)->live_count, 2);
+	ht_life_finish(t);
+	CHECK_EQ(ngot, 6);
+	expect(4, 0xd000, 16, 7, HT_TS_NEVER, 0, 1, 0);
+	expect(5, 0xe000, 4, 8, HT_TS_NEVER, 0, 1, 0);
+	ht_life_free(t);
+}
+
+static void test_processes_and_heaps(void)
+{
+	ngot = 0;
+	struct ht_life_tracker *t = ht_life_new(on_end, NULL);
+	/* Two processes, same address: two blocks. */
+	feed(t, E(HT_EV_ALLOC, 1, 0, 0, 0x5000, 10));
+	feed(t, E(HT_EV_ALLOC, 2, 1, 0, 0x5000, 20));
+	feed(t, E(HT_EV_FREE, 3, 1, 0, 0x5000, 0));
+	CHECK_EQ(ngot, 1);
+	expect(0, 0x5000, 20, 2, 3, 1, 0, 0);
+	/* A custom heap: same address as a process-heap block. */
+	struct ht_event a = E(HT_EV_ALLOC, 4, 0, 0, 0x5000, 30);
+	a.heap = 0x77;
+	a.func = HT_FN_HEAP_API;
+	feed(t, a);
+	a = E(HT_EV_ALLOC, 5, 0, 0, 0x6000, 40);
+	a.heap = 0x77;
+	feed(t, a);
+	a = E(HT_EV_ALLOC, 6, 1, 0, 0x6000, 50); /* other process, same handle */
+	a.heap = 0x77;
+	feed(t, a);
+	CHECK_EQ(ht_life_stats(t)->live_count, 4);
+	struct ht_event d = E(HT_EV_HEAP_DESTROY, 7, 0, 0, 0, 0);
+	d.heap = 0x77;
+	feed(t, d);
+	CHECK_EQ(ngot, 3);
+	/* Both blocks of heap 0x77 in process 0 ended at 7 (order: table order). */
+	int first = got[1].addr == 0x5000 ? 1 : 2;
+	expect(first, 0x5000, 30, 4, 7, 0, 0, 0);
+	CHECK_EQ(got[first].heap, 0x77);
+	CHECK_EQ(got[first].func, HT_FN_HEAP_API);
+	expect(3 - first, 0x6000, 40, 5, 7, 0, 0, 0);
+	CHECK_EQ(ht_life_stats(t)->live_count, 2);
+	/* An allocation at a live address means the free was missed. */
+	feed(t, E(HT_EV_ALLOC, 8, 0, 0, 0x5000, 60));
+	CHECK_EQ(ngot, 4);
+	expect(3, 0x5000, 10, 1, 8, 0, 0, 0);
+	/* Process exit changes nothing: leaks are reported at finish. */
+	struct ht_event x = E(HT_EV_PROCESS_EXIT, 9, 0, 0, 0, 0);
+	feed(t, x);
+	CHECK_EQ(ngot, 4);
+	ht_life_finish(t);
+	CHECK_EQ(ngot, 6);
+	expect(4, 0x6000, 50, 6, HT_TS_NEVER, 1, 0, 0);
+	CHECK_EQ(got[4].heap, 0x77);
+	expect(5, 0x5000, 60, 8, HT_TS_NEVER, 0, 0, 0);
+	ht_life_free(t);
+}
+
+/* Many blocks: the table grows and shrinks through deletions correctly. */
+static void test_many(void)
+{
+	ngot = 0;
+	struct ht_life_tracker *t = ht_life_new(NULL, NULL);
+	const uint64_t n = 200000;
+	for (uint64_t i = 0; i < n; i++)
+		feed(t, E(HT_EV_ALLOC, i, (uint32_t)(i & 1), 0, 0x10000 + (i / 2) * 16, i % 100 + 1));
+	uint64_t bytes = 0;
+	for (uint64_t i = 0; i < n; i++)
+		bytes += i % 100 + 1;
+	CHECK_EQ(ht_life_stats(t)->live_count, n);
+	CHECK_EQ(ht_life_stats(t)->live_bytes, bytes);
+	/* Free every block with i % 3 != 0, in a scrambled order. */
+	uint64_t freed = 0;
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t i = (k * 7919) % n;
+		if (i % 3 == 0)
+			continue;
+		feed(t, E(HT_EV_FREE, n + k, (uint32_t)(i & 1), 0, 0x10000 + (i / 2) * 16, 0));
+		bytes -= i % 100 + 1;
+		freed++;
+	}
+	CHECK_EQ(ht_life_stats(t)->unknown_frees, 0);
+	CHECK_EQ(ht_life_stats(t)->live_count, n - freed);
+	CHECK_EQ(ht_life_stats(t)->live_bytes, bytes);
+	/* Every remaining block is still found. */
+	for (uint64_t i = 0; i < n; i += 3)
+		feed(t, E(HT_EV_FREE, 3 * n, (uint32_t)(i & 1), 0, 0x10000 + (i / 2) * 16, 0));
+	CHECK_EQ(ht_life_stats(t)->unknown_frees, 0);
+	CHECK_EQ(ht_life_stats(t)->live_count, 0);
+	CHECK_EQ(ht_life_stats(t)->live_bytes, 0);
+	ht_life_free(t);
+}
+
+int main(void)
+{
+	test_basic();
+	test_realloc();
+	test_processes_and_heaps();
+	test_many();
+	return test_result("test_lifetime");
+}
