@@ -1,0 +1,432 @@
+/*
+ * test_record_e2e.c - `heaptrail record` end to end: records the programs of
+ * this folder (rec_basic, rec_fork) through the real recorder and checks the
+ * trace through the reader API: exact counts, sizes, processes, exit codes
+ * and symbols. Also the command's own behaviour: exit status passthrough,
+ * a missing program, an existing output file, bad options, and that no
+ * session file is left behind.
+ *
+ * Usage: test_record_e2e HEAPTRAIL PROGRAM_DIR
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "heaptrail/trace.h"
+
+static int failures;
+#define CHECK(c)                                                                   \
+	do {                                                                       \
+		if (!(c)) {                                                        \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+			failures++;                                                \
+		}                                                                  \
+	} while (0)
+#define CHECK_EQ(a, b)                                                             \
+	do {                                                                       \
+		long long a_ = (long long)(a), b_ = (long long)(b);                \
+		if (a_ != b_) {                                                    \
+			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, \
+				#a, a_, b_);                                       \
+			failures++;                                                \
+		}                                                                  \
+	} while (0)
+
+static const char *heaptrail, *progdir;
+static char tmp[64], rtdir[128], errfile[128];
+
+/* Run heaptrail with args (NULL-terminated) in dir; stderr to errfile. Returns
+   the exit status, or -1. */
+static int run(const char *dir, ...)
+{
+	const char *argv[32];
+	int n = 0;
+	va_list ap;
+	argv[n++] = heaptrail;
+	va_start(ap, dir);
+	const char *a;
+	while ((a = va_arg(ap, const char *)) && n < 31)
+		argv[n++] = a;
+	va_end(ap);
+	argv[n] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || dup2(fd, 2) < 0 || chdir(dir) < 0)
+			_exit(120);
+		setenv("XDG_RUNTIME_DIR", rtdir, 1);
+		execv(heaptrail, (char **)argv);
+		_exit(121);
+	}
+	int status;
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[8192];
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return buf;
+}
+
+static bool exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* The session directory must be empty after every run. */
+static void check_no_session_left(void)
+{
+	char d[256];
+	snprintf(d, sizeof(d), "%s/heaptrail", rtdir);
+	DIR *dir = opendir(d);
+	if (!dir)
+		return;
+	struct dirent *e;
+	int n = 0;
+	while ((e = readdir(dir)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(dir);
+	CHECK_EQ(n, 0);
+}
+
+struct ev_list {
+	struct ht_event *v;
+	size_t n;
+};
+
+static struct ht_reader *open_trace(const char *path, struct ev_list *out)
+{
+	struct ht_reader *r;
+	int rc = ht_reader_open(&r, path);
+	if (rc < 0) {
+		fprintf(stderr, "cannot open '%s': %s\n", path, ht_strerror(rc));
+		failures++;
+		return NULL;
+	}
+	size_t cap = 1024;
+	out->v = malloc(cap * sizeof(*out->v));
+	out->n = 0;
+	struct ht_event ev;
+	uint64_t last = 0;
+	int order_ok = 1;
+	while ((rc = ht_reader_next(r, &ev)) > 0) {
+		if (out->n == cap)
+			out->v = realloc(out->v, (cap *= 2) * sizeof(*out->v));
+		if (ev.ts < last)
+			order_ok = 0;
+		last = ev.ts;
+		ev.name = NULL;
+		out->v[out->n++] = ev;
+	}
+	CHECK_EQ(rc, 0);
+	CHECK(order_ok);
+	const struct ht_trace_info *info = ht_reader_info(r);
+	CHECK(info->flags & HT_TRACEF_COMPLETE);
+	CHECK(!(info->flags & HT_TRACEF_TRUNCATED));
+	return r;
+}
+
+/* Does any logical frame of stack id name function fn (in file ending file)? */
+static bool stack_has(struct ht_reader *r, uint32_t stack, const char *fn, const char *file)
+{
+	const uint32_t *frames;
+	uint32_t n = ht_reader_stack(r, stack, &frames);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ht_frame *f = ht_reader_frame(r, frames[i]);
+		if (!f || !f->function || strcmp(f->function, fn))
+			continue;
+		if (!file)
+			return true;
+		size_t lf = f->file ? strlen(f->file) : 0, l = strlen(file);
+		if (lf >= l && !strcmp(f->file + lf - l, file))
+			return true;
+	}
+	return false;
+}
+
+static void test_basic(void)
+{
+	char out[256], prog[256];
+	snprintf(out, sizeof(out), "%s/basic.htr", tmp);
+	snprintf(prog, sizeof(prog), "%s/rec_basic", progdir);
+	CHECK_EQ(run(tmp, "record", "-o", out, "--", prog, "3", NULL), 3);
+	CHECK(strstr(slurp(errfile), "heaptrail: wrote '") != NULL);
+	check_no_session_left();
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e);
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_process_count(r), 1);
+	const struct ht_process *p = ht_reader_process(r, 0);
+	CHECK(p->flags & HT_PROCF_ROOT);
+	CHECK(p->flags & HT_PROCF_EXITED);
+	CHECK_EQ(p->exit_code, 3);
+	CHECK(p->exe && strstr(p->exe, "rec_basic"));
+	CHECK_EQ(ht_reader_info(r)->events_lost, 0);
+	CHECK(ht_reader_info(r)->flags & HT_TRACEF_SYMBOLS);
+	CHECK_EQ(ht_reader_info(r)->stack_mask, 0x2b); /* alloc,realloc,mmap,mprotect */
+
+	uint64_t addr[12] = { 0 };
+	int seen[12] = { 0 }, freed = 0, callocs = 0, reallocs = 0, exits = 0, symbolized = 0;
+	uint64_t r1 = 0;
+	for (size_t i = 0; i < e.n; i++) {
+		struct ht_event *ev = &e.v[i];
+		if (ev->type == HT_EV_ALLOC && ev->size >= 1000 && ev->size < 1012 &&
+		    ev->func == HT_FN_MALLOC) {
+			int k = (int)(ev->size - 1000);
+			seen[k]++;
+			addr[k] = ev->addr;
+			CHECK(ev->stack != 0);
+			if (stack_has(r, ev->stack, "make_block", "rec_basic.c") &&
+			    stack_has(r, ev->stack, "main", "rec_basic.c"))
+				symbolized++;
+		}
+		if (ev->type == HT_EV_FREE)
+			for (int k = 0; k < 12; k += 2)
+				if (addr[k] && ev->addr == addr[k]) {
+					freed++;
+					addr[k] = 0;
+				}
+		if (ev->type == HT_EV_ALLOC && ev->func == HT_FN_CALLOC && ev->size == 999)
+			callocs++;
+		if (ev->type == HT_EV_REALLOC && ev->old_addr == 0 && ev->size == 777) {
+			reallocs++;
+			r1 = ev->addr;
+		}
+		if (ev->type == HT_EV_REALLOC && r1 && ev->old_addr == r1 && ev->size == 7777)
+			reallocs++;
+		if (ev->type == HT_EV_PROCESS_EXIT) {
+			exits++;
+			CHECK_EQ(ev->value, 3);
+			CHECK_EQ(ev->flags & HT_EVF_SIGNAL, 0);
+			CHECK_EQ(i, e.n - 1 - (e.v[e.n - 1].type != HT_EV_PROCESS_EXIT));
+		}
+	}
+	for (int k = 0; k < 12; k++)
+		CHECK_EQ(seen[k], 1);
+	CHECK_EQ(freed, 6);
+	CHECK_EQ(callocs, 1);
+	CHECK_EQ(reallocs, 2);
+	CHECK_EQ(exits, 1);
+	CHECK_EQ(symbolized, 12);
+	CHECK_EQ(e.v[0].type, HT_EV_PROCESS_START);
+	free(e.v);
+	ht_reader_close(r);
+}
+
+static void test_abort_and_stacks_none(void)
+{
+	char out[256], prog[256];
+	snprintf(out, sizeof(out), "%s/abort.htr", tmp);
+	snprintf(prog, sizeof(prog), "%s/rec_basic", progdir);
+	CHECK_EQ(run(tmp, "record", "-q", "--stacks", "none", "-o", out, "--", prog, "abort", NULL),
+		 128 + SIGABRT);
+	CHECK_EQ(strlen(slurp(errfile)), 0); /* -q */
+	check_no_session_left();
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e);
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_info(r)->stack_mask, 0);
+	int exits = 0, allocs = 0;
+	for (size_t i = 0; i < e.n; i++) {
+		if (e.v[i].type == HT_EV_ALLOC && e.v[i].size >= 1000 && e.v[i].size < 1012) {
+			allocs++;
+			CHECK_EQ(e.v[i].stack, 0);
+		}
+		if (e.v[i].type == HT_EV_PROCESS_EXIT) {
+			exits++;
+			CHECK(e.v[i].flags & HT_EVF_SIGNAL);
+			CHECK_EQ(e.v[i].value, SIGABRT);
+		}
+	}
+	CHECK_EQ(allocs, 12);
+	CHECK_EQ(exits, 1);
+	const struct ht_process *p = ht_reader_process(r, 0);
+	CHECK(p && (p->flags & HT_PROCF_SIGNALED) && p->signal == SIGABRT);
+	free(e.v);
+	ht_reader_close(r);
+}
+
+static void test_fork_tree(void)
+{
+	char out[256], prog[256];
+	snprintf(out, sizeof(out), "%s/fork.htr", tmp);
+	snprintf(prog, sizeof(prog), "%s/rec_fork", progdir);
+	CHECK_EQ(run(tmp, "record", "-o", out, "--", prog, NULL), 0);
+	check_no_session_left();
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e);
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_process_count(r), 3);
+	int count[5] = { 0 }; /* sizes 2000 + k */
+	uint32_t proc_of[5] = { 9, 9, 9, 9, 9 };
+	for (size_t i = 0; i < e.n; i++) {
+		struct ht_event *ev = &e.v[i];
+		if (ev->type == HT_EV_ALLOC && ev->size > 2000 && ev->size <= 2004) {
+			int k = (int)(ev->size - 2000);
+			count[k]++;
+			if (proc_of[k] == 9)
+				proc_of[k] = ev->process;
+			CHECK_EQ(ev->process, proc_of[k]);
+		}
+	}
+	CHECK_EQ(count[1], 5);
+	CHECK_EQ(count[2], 7);
+	CHECK_EQ(count[3], 1);
+	CHECK_EQ(count[4], 3);
+	CHECK_EQ(proc_of[1], proc_of[3]);
+	const struct ht_process *root = ht_reader_process(r, proc_of[1]);
+	const struct ht_process *child = ht_reader_process(r, proc_of[2]);
+	const struct ht_process *grand = ht_reader_process(r, proc_of[4]);
+	CHECK(root && child && grand);
+	if (root && child && grand) {
+		CHECK(root->flags & HT_PROCF_ROOT);
+		CHECK_EQ(root->exit_code, 0);
+		CHECK(child->flags & HT_PROCF_FORK);
+		CHECK_EQ(child->parent, proc_of[1]);
+		CHECK_EQ(child->ppid, root->pid);
+		CHECK(child->flags & HT_PROCF_EXITED);
+		CHECK_EQ(child->exit_code, 4);
+		CHECK(grand->flags & HT_PROCF_FORK);
+		/* The recorder reads getppid() when the grandchild first runs; on a
+		   busy machine the child may have exited by then, and the orphan
+		   reports its new parent (heaptrail, the subreaper): no parent index. */
+		if (grand->ppid == child->pid)
+			CHECK_EQ(grand->parent, proc_of[2]);
+		else
+			CHECK_EQ(grand->parent, UINT32_MAX);
+		CHECK(grand->flags & HT_PROCF_EXITED);
+		CHECK_EQ(grand->exit_code, 5);
+		/* the orphan outlived its parent and was still collected */
+		CHECK(grand->end_ts > child->end_ts);
+	}
+	free(e.v);
+	ht_reader_close(r);
+}
+
+static void test_errors(void)
+{
+	char out[256], prog[256];
+	/* a missing program: 127, one clear line, no trace */
+	snprintf(out, sizeof(out), "%s/missing.htr", tmp);
+	CHECK_EQ(run(tmp, "record", "-o", out, "--", "/nonexistent/prog", NULL), 127);
+	CHECK(strstr(slurp(errfile), "cannot run '/nonexistent/prog'") != NULL);
+	CHECK(!exists(out));
+	CHECK_EQ(run(tmp, "record", "-o", out, "--", "heaptrail-no-such-command-xyz", NULL), 127);
+	CHECK(strstr(slurp(errfile), "command not found") != NULL);
+	CHECK(!exists(out));
+	check_no_session_left();
+
+	/* an existing -o file is kept unless --force */
+	snprintf(out, sizeof(out), "%s/exists.htr", tmp);
+	snprintf(prog, sizeof(prog), "%s/rec_basic", progdir);
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, "keep", 4) == 4);
+	close(fd);
+	CHECK_EQ(run(tmp, "record", "-o", out, "--", prog, NULL), 2);
+	CHECK(strstr(slurp(errfile), "exists") != NULL);
+	CHECK(!strcmp(slurp(out), "keep"));
+	CHECK_EQ(run(tmp, "record", "-q", "--force", "-o", out, "--", prog, "7", NULL), 7);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, out), 0);
+	if (r)
+		ht_reader_close(r);
+
+	/* bad --stacks names the valid ones */
+	CHECK_EQ(run(tmp, "record", "--stacks", "alloc,bogus", "--", prog, NULL), 2);
+	CHECK(strstr(slurp(errfile), "'bogus'") && strstr(slurp(errfile), "heap-destroy"));
+	CHECK_EQ(run(tmp, "record", "--buffer-size", "3000", "--", prog, NULL), 2);
+	check_no_session_left();
+}
+
+/* Without -o: PROGRAM.PID.htr in the current directory. */
+static void test_default_name(void)
+{
+	char dir[256], prog[256];
+	snprintf(dir, sizeof(dir), "%s/cwd", tmp);
+	mkdir(dir, 0700);
+	snprintf(prog, sizeof(prog), "%s/rec_basic", progdir);
+	CHECK_EQ(run(dir, "record", "-q", "--", prog, NULL), 0);
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *e;
+	char name[256] = "";
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			n++;
+			snprintf(name, sizeof(name), "%s", e->d_name);
+		}
+	if (d)
+		closedir(d);
+	CHECK_EQ(n, 1);
+	int pid = 0;
+	char rest[16] = "";
+	CHECK(sscanf(name, "rec_basic.%d.%15s", &pid, rest) == 2 && pid > 0 && !strcmp(rest, "htr"));
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void rm_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char p[512];
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		struct stat st;
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			rm_tree(p);
+		else
+			unlink(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(path);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: test_record_e2e HEAPTRAIL PROGRAM_DIR\n");
+		return 2;
+	}
+	heaptrail = argv[1];
+	progdir = argv[2];
+	snprintf(tmp, sizeof(tmp), "/tmp/ht-rec-XXXXXX");
+	if (!mkdtemp(tmp))
+		return 2;
+	snprintf(rtdir, sizeof(rtdir), "%s/rt", tmp);
+	snprintf(errfile, sizeof(errfile), "%s/stderr", tmp);
+	mkdir(rtdir, 0700);
+	test_basic();
+	test_abort_and_stacks_none();
+	test_fork_tree();
+	test_errors();
+	test_default_name();
+	if (failures) {
+		fprintf(stderr, "%d check(s) failed; files kept in %s\n", failures, tmp);
+		return 1;
+	}
+	rm_tree(tmp);
+	return 0;
+}
