@@ -210,11 +210,13 @@ int ht_match_list_add_file(struct ht_match_list *l, const char *path)
 		if (rc < 0)
 			break;
 	}
-	/* getline() returns -1 at EOF and on error; only ferror tells them apart. */
+	/* getline() returns -1 at EOF and on error (EISDIR for a directory). */
+	int saved = errno;
 	if (!rc && ferror(f))
-		rc = errno == EISDIR ? HT_ERR_INVALID : HT_ERR_IO;
+		rc = HT_ERR_IO;
 	free(line);
 	fclose(f);
+	errno = saved;
 	if (rc < 0) {
 		while (l->count > before) {
 			l->count--;

@@ -83,7 +83,8 @@ int ht_match_list_add(struct ht_match_list *l, const char *spec);
  * Add the items of a cull list file: one item per line; blank lines and lines
  * whose first non-blank character is '#' are ignored. Returns the number of
  * items added (>= 0), or HT_ERR_NOT_FOUND / HT_ERR_PERM / HT_ERR_IO when the
- * file cannot be read (errno is kept), HT_ERR_NOMEM. On error nothing of the
+ * file cannot be read (errno says why, EISDIR for a directory), HT_ERR_NOMEM.
+ * Lines that hold no item ("!") are skipped. On error nothing of the
  * file has been added.
  */
 int ht_match_list_add_file(struct ht_match_list *l, const char *path);

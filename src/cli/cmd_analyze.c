@@ -1,8 +1,691 @@
-/* cmd_analyze.c - placeholder until the 'analyze' command lands; replaced by its owner. */
+/*
+ * cmd_analyze.c - 'heaptrail analyze', the xperf heap actions: which stacks,
+ * frames, images, processes and heap handles hold the memory, with xperf's
+ * filters, culling and sort keys, as text, CSV or JSON. The counting is the
+ * analysis core's (src/analysis/aggregate.h); this file parses options and
+ * prints.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "analysis/aggregate.h"
+#include "analysis/query.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "heaptrail/trace.h"
+
+static const char usage_text[] =
+	"usage: heaptrail analyze FILE [options]\n"
+	"\n"
+	"Which stacks, frames, images, processes and heap handles hold the memory, as\n"
+	"the xperf heap actions. Options take one dash or two ('-top 5', '--top 5',\n"
+	"'--top=5'); '-cullFrames' is also '--cull-frames'.\n"
+	"\n"
+	"modes (without one: a row per process and heap handle, TOTAL first):\n"
+	"  -stacks [KEY]          aggregate by whole stack, after culling\n"
+	"  -frames [KEY]          by the topmost frame after culling\n"
+	"  -images [KEY]          by the module (image) of that frame; also -image\n"
+	"  KEY                    a sort key alone means -stacks KEY\n"
+	"sort keys (largest first; ties: then total size, then the key text):\n"
+	"  so   outstanding size (default)   soc  outstanding count\n"
+	"  st   total size                   stc  total count\n"
+	"  src  realloc count (allocations that came from a realloc)\n"
+	"\n"
+	"filters:\n"
+	"  -pid PID               only this process (repeatable, or PID,PID...)\n"
+	"  -range T1 T2           only events in [T1, T2); an allocation is outstanding\n"
+	"                         when it has no free inside the range\n"
+	"  -lifetime L1 L2        only allocations with L1 <= lifetime < L2; one not\n"
+	"                         freed in the range lives up to the range's end (the\n"
+	"                         trace's end without -range)\n"
+	"  -size S1 S2            only allocations of S1 <= size < S2 bytes\n"
+	"  -requireFrames F...    only allocations whose stack has a frame matching one\n"
+	"                         of F (tested before culling)\n"
+	"  times are from the start of the trace, in microseconds unless suffixed\n"
+	"  s, ms, us or ns ('1.5s', '200ms')\n"
+	"\n"
+	"culling (remove the longest run of matching frames from the allocation end;\n"
+	"when every frame matches, keep the bottom one):\n"
+	"  -cullFrames F...       frames to cull\n"
+	"  -cullLists FILE...     files of frames to cull, one per line ('#' comments)\n"
+	"  --no-default-cull      without the built-in list (heaptrail's own frames,\n"
+	"                         malloc & co., operator new/new[], mmap & co.)\n"
+	"  frames: 'module!', 'module!symbol' or 'symbol', case-insensitive; module is\n"
+	"  a file name or full path; a trailing '*' matches a prefix; 'module!0xOFFSET'\n"
+	"  matches an address\n"
+	"\n"
+	"output:\n"
+	"  -top N                 show N items (default: at most 10000, and says so\n"
+	"                         when items were cut)\n"
+	"  -totals                only the totals\n"
+	"  -symbols               frames as module!function (default when the trace\n"
+	"                         has symbols)\n"
+	"  --no-symbols           frames as module!0xOFFSET\n"
+	"  --format text|csv|json\n"
+	"\n"
+	"Put FILE first: lists (-cullFrames ...) run to the next option.\n";
+
+/* What the options asked for, besides the query. */
+struct opts {
+	const char *file;
+	enum out_format format;
+	bool mode_given;
+	bool symbols_asked;
+};
+
+static bool is_sort_key(const char *s)
+{
+	enum ht_sort k;
+	return ht_sort_parse(s, &k) == 0;
+}
+
+/* "xx" after -stacks looks like a mistyped key rather than a file name. */
+static bool looks_like_key(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 4)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalpha((unsigned char)s[i]))
+			return false;
+	struct stat st;
+	return stat(s, &st) < 0;
+}
+
+static _Noreturn void bad_key(const char *s)
+{
+	die("unknown sort key '%s'; use so, soc, st, stc or src", s);
+}
+
+/* The option name without dashes and underscores, lowercase: "cullframes". */
+static void norm_name(const char *arg, size_t len, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len && o + 1 < cap; i++) {
+		if (arg[i] == '-' || arg[i] == '_')
+			continue;
+		out[o++] = (char)tolower((unsigned char)arg[i]);
+	}
+	out[o] = '\0';
+}
+
+/* The value of option opt: the "=VALUE" part, or the next argument. */
+static const char *need_value(int argc, char **argv, int *i, const char *inline_val, const char *opt)
+{
+	if (inline_val)
+		return inline_val;
+	if (*i + 1 >= argc)
+		die("option '%s' needs a value", opt);
+	return argv[++*i];
+}
+
+/*
+ * Two values: "-range T1 T2", or "--range=T1,T2". The inline form is split at
+ * its comma into buf.
+ */
+static void need_two(int argc, char **argv, int *i, const char *inline_val, const char *opt,
+		     const char *what, char *buf, size_t cap, const char **a, const char **b)
+{
+	if (inline_val) {
+		const char *comma = strchr(inline_val, ',');
+		if (!comma || (size_t)(comma - inline_val) >= cap)
+			die("option '%s' needs two values: %s", opt, what);
+		memcpy(buf, inline_val, (size_t)(comma - inline_val));
+		buf[comma - inline_val] = '\0';
+		*a = buf;
+		*b = comma + 1;
+		return;
+	}
+	if (*i + 2 >= argc || (argv[*i + 2][0] == '-' && !isdigit((unsigned char)argv[*i + 2][1])))
+		die("option '%s' needs two values: %s", opt, what);
+	*a = argv[++*i];
+	*b = argv[++*i];
+}
+
+static uint64_t time_arg(const char *s, const char *opt)
+{
+	uint64_t v;
+	if (parse_time_ns(s, 1000, &v) < 0)
+		die("invalid time '%s' for '%s'; use a number with s, ms, us or ns (default us)", s, opt);
+	return v;
+}
+
+static uint64_t size_arg(const char *s, const char *opt)
+{
+	uint64_t v;
+	if (parse_size(s, &v) < 0)
+		die("invalid size '%s' for '%s'; use a number of bytes (K, M, G allowed)", s, opt);
+	return v;
+}
+
+static void add_frames(struct ht_match_list *l, const char *spec, const char *opt)
+{
+	int rc = ht_match_list_add(l, spec);
+	if (rc == HT_ERR_INVALID)
+		die("invalid frame '%s' for '%s'; use module!, module!symbol or symbol", spec, opt);
+	if (rc < 0)
+		die("%s", ht_strerror(rc));
+}
+
+static void add_cull_file(struct ht_query *q, const char *path)
+{
+	int rc = ht_match_list_add_file(&q->cull, path);
+	if (rc == HT_ERR_NOT_FOUND || rc == HT_ERR_PERM || rc == HT_ERR_IO)
+		die("cannot read cull list '%s': %s", path, strerror(errno));
+	if (rc < 0)
+		die("cannot read cull list '%s': %s", path, ht_strerror(rc));
+}
+
+/*
+ * The values of a list option (-cullFrames a b c): every following argument up
+ * to the next option. A value ending in ".htr" is taken as the trace when none
+ * was given yet, so "-cullFrames f app.htr" still works.
+ */
+static void list_values(int argc, char **argv, int *i, const char *inline_val, const char *opt,
+			struct opts *o, struct ht_query *q, int which)
+{
+	int n = 0;
+	if (inline_val) {
+		if (which == 2)
+			add_cull_file(q, inline_val);
+		else
+			add_frames(which ? &q->cull : &q->require, inline_val, opt);
+		return;
+	}
+	while (*i + 1 < argc && argv[*i + 1][0] != '-') {
+		const char *v = argv[++*i];
+		size_t len = strlen(v);
+		if (!o->file && n && len > 4 && !strcmp(v + len - 4, ".htr")) {
+			o->file = v;
+			continue;
+		}
+		if (which == 2)
+			add_cull_file(q, v);
+		else
+			add_frames(which ? &q->cull : &q->require, v, opt);
+		n++;
+	}
+	if (!n)
+		die("option '%s' needs at least one value", opt);
+}
+
+static void set_mode(struct opts *o, struct ht_query *q, enum ht_group g, int argc, char **argv,
+		     int *i, const char *inline_val)
+{
+	if (o->mode_given && q->group != g)
+		die("choose one of -stacks, -frames and -images");
+	o->mode_given = true;
+	q->group = g;
+	const char *key = inline_val;
+	if (!key && *i + 1 < argc && argv[*i + 1][0] != '-') {
+		const char *next = argv[*i + 1];
+		if (is_sort_key(next) || (o->file && looks_like_key(next)) ||
+		    (!o->file && looks_like_key(next) && *i + 2 < argc)) {
+			key = next;
+			++*i;
+		}
+	}
+	if (key && ht_sort_parse(key, &q->sort) < 0)
+		bad_key(key);
+}
+
+static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q)
+{
+	char name[64], buf[128];
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (!strcmp(arg, "--")) {
+			for (i++; i < argc; i++) {
+				if (o->file)
+					die("unexpected argument '%s'", argv[i]);
+				o->file = argv[i];
+			}
+			break;
+		}
+		if (arg[0] != '-' || !arg[1]) {
+			if (!o->file) {
+				o->file = arg;
+			} else if (is_sort_key(arg)) {
+				if (!o->mode_given)
+					q->group = HT_GROUP_STACK;
+				o->mode_given = true;
+				ht_sort_parse(arg, &q->sort);
+			} else if (looks_like_key(arg)) {
+				bad_key(arg);
+			} else {
+				die("unexpected argument '%s'; one trace at a time", arg);
+			}
+			continue;
+		}
+		const char *eq = strchr(arg, '=');
+		const char *val = eq ? eq + 1 : NULL;
+		norm_name(arg, eq ? (size_t)(eq - arg) : strlen(arg), name, sizeof(name));
+		const char *a, *b;
+
+		if (!strcmp(name, "h") || !strcmp(name, "help")) {
+			fputs(usage_text, stdout);
+			exit(0);
+		} else if (!strcmp(name, "stacks") || !strcmp(name, "stack")) {
+			set_mode(o, q, HT_GROUP_STACK, argc, argv, &i, val);
+		} else if (!strcmp(name, "frames") || !strcmp(name, "frame")) {
+			set_mode(o, q, HT_GROUP_FRAME, argc, argv, &i, val);
+		} else if (!strcmp(name, "images") || !strcmp(name, "image")) {
+			set_mode(o, q, HT_GROUP_IMAGE, argc, argv, &i, val);
+		} else if (is_sort_key(name) && !val) {
+			if (!o->mode_given)
+				q->group = HT_GROUP_STACK;
+			o->mode_given = true;
+			ht_sort_parse(name, &q->sort);
+		} else if (!strcmp(name, "sort")) {
+			const char *k = need_value(argc, argv, &i, val, arg);
+			if (ht_sort_parse(k, &q->sort) < 0)
+				bad_key(k);
+			if (!o->mode_given)
+				q->group = HT_GROUP_STACK;
+			o->mode_given = true;
+		} else if (!strcmp(name, "pid")) {
+			const char *v = need_value(argc, argv, &i, val, arg);
+			const char *p = v;
+			while (*p) {
+				char *end;
+				errno = 0;
+				long pid = strtol(p, &end, 10);
+				if (end == p || errno || pid <= 0 || pid > INT32_MAX || (*end && *end != ','))
+					die("invalid pid '%s'", v);
+				if (ht_query_add_pid(q, (int32_t)pid) < 0)
+					die("out of memory");
+				p = *end ? end + 1 : end;
+			}
+		} else if (!strcmp(name, "range")) {
+			need_two(argc, argv, &i, val, arg, "T1 T2", buf, sizeof(buf), &a, &b);
+			q->has_range = true;
+			q->range_start = time_arg(a, arg);
+			q->range_end = time_arg(b, arg);
+			if (q->range_end <= q->range_start)
+				die("invalid range '%s %s': T2 must be after T1", a, b);
+		} else if (!strcmp(name, "lifetime")) {
+			need_two(argc, argv, &i, val, arg, "L1 L2", buf, sizeof(buf), &a, &b);
+			q->life_min = time_arg(a, arg);
+			q->life_max = time_arg(b, arg);
+			if (q->life_max <= q->life_min)
+				die("invalid lifetime '%s %s': L2 must be greater than L1", a, b);
+		} else if (!strcmp(name, "size")) {
+			need_two(argc, argv, &i, val, arg, "S1 S2", buf, sizeof(buf), &a, &b);
+			q->size_min = size_arg(a, arg);
+			q->size_max = size_arg(b, arg);
+			if (q->size_max <= q->size_min)
+				die("invalid size range '%s %s': S2 must be greater than S1", a, b);
+		} else if (!strcmp(name, "requireframes") || !strcmp(name, "requireframe")) {
+			list_values(argc, argv, &i, val, arg, o, q, 0);
+		} else if (!strcmp(name, "cullframes") || !strcmp(name, "cullframe")) {
+			list_values(argc, argv, &i, val, arg, o, q, 1);
+		} else if (!strcmp(name, "culllists") || !strcmp(name, "culllist")) {
+			list_values(argc, argv, &i, val, arg, o, q, 2);
+		} else if (!strcmp(name, "nodefaultcull")) {
+			q->default_cull = false;
+		} else if (!strcmp(name, "top")) {
+			const char *v = need_value(argc, argv, &i, val, arg);
+			char *end;
+			errno = 0;
+			unsigned long long n = strtoull(v, &end, 10);
+			if (!isdigit((unsigned char)*v) || *end || errno || n == 0)
+				die("invalid count '%s' for '%s'; use a number above 0", v, arg);
+			q->top = n;
+			q->top_given = true;
+		} else if (!strcmp(name, "totals")) {
+			q->totals_only = true;
+		} else if (!strcmp(name, "symbols")) {
+			q->symbols = 1;
+			o->symbols_asked = true;
+		} else if (!strcmp(name, "nosymbols")) {
+			q->symbols = 0;
+		} else if (!strcmp(name, "format")) {
+			const char *v = need_value(argc, argv, &i, val, arg);
+			if (parse_format(v, &o->format) < 0)
+				die("unknown format '%s'; use text, csv or json", v);
+		} else {
+			die("unknown option '%s'; 'heaptrail analyze --help' lists the options", arg);
+		}
+	}
+	if (!o->file)
+		die("no trace given; usage: heaptrail analyze FILE [options]");
+}
+
+/* Progress on stderr, only on a terminal and only after the first second. */
+struct progress {
+	struct timespec start;
+	bool shown;
+};
+
+static double elapsed(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void on_progress(void *ctx, uint64_t ts, uint64_t duration)
+{
+	struct progress *p = ctx;
+	if (elapsed(&p->start) < 1.0)
+		return;
+	if (duration)
+		fprintf(stderr, "\rheaptrail: analyzing %3.0f%%", 100.0 * (double)ts / (double)duration);
+	else
+		fprintf(stderr, "\rheaptrail: analyzing %.1f s", (double)ts / 1e9);
+	p->shown = true;
+}
+
+static const char *group_word(enum ht_group g, bool plural)
+{
+	switch (g) {
+	case HT_GROUP_STACK: return plural ? "stacks" : "stack";
+	case HT_GROUP_FRAME: return plural ? "frames" : "frame";
+	case HT_GROUP_IMAGE: return plural ? "images" : "image";
+	default: return plural ? "handles" : "handle";
+	}
+}
+
+static double kb(uint64_t bytes)
+{
+	return (double)bytes / 1024.0;
+}
+
+static void upper_copy(const char *s, char *out, size_t cap)
+{
+	size_t k;
+	for (k = 0; s[k] && k + 1 < cap; k++)
+		out[k] = (char)toupper((unsigned char)s[k]);
+	out[k] = '\0';
+}
+
+static void text_block(const struct ht_agg_counts *c)
+{
+	printf("    Alloc count:       %12" PRIu64 "\n", c->total_count);
+	printf("    Alloc KB:          %14.1f\n", kb(c->total_bytes));
+	printf("    Realloc count:     %12" PRIu64 "\n", c->realloc_count);
+	printf("    Outstanding count: %12" PRIu64 "\n", c->outstanding_count);
+	printf("    Outstanding KB:    %14.1f\n", kb(c->outstanding_bytes));
+}
+
+static void print_frame_line(struct ht_agg *agg, const struct ht_reader *r, uint32_t frame)
+{
+	const struct ht_frame *f = ht_reader_frame(r, frame);
+	printf("        %s", ht_agg_frame_text(agg, frame));
+	if (f && f->file)
+		printf("  %s:%" PRIu32, f->file, f->line);
+	if (f && f->inlined)
+		printf("  (inlined)");
+	putchar('\n');
+}
+
+static const char *exe_of(const struct ht_reader *r, uint32_t process)
+{
+	const struct ht_process *p = ht_reader_process(r, process);
+	return p && p->exe ? p->exe : "?";
+}
+
+static void print_handles_text(const struct ht_agg_result *res, const struct ht_reader *r)
+{
+	printf("%10s %12s %10s %12s %10s  %-18s  %s\n", "Alloc#", "Alloc KB", "Out#", "Out KB",
+	       "Realloc#", "Handle", "Process");
+	const struct ht_agg_counts *t = &res->totals;
+	printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  TOTAL\n", t->total_count,
+	       kb(t->total_bytes), t->outstanding_count, kb(t->outstanding_bytes), t->realloc_count);
+	for (size_t i = 0; i < res->count; i++) {
+		const struct ht_agg_item *it = &res->items[i];
+		char handle[32];
+		snprintf(handle, sizeof(handle), "0x%" PRIx64, it->heap);
+		printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  %-18s  %" PRId32 " %s\n",
+		       it->c.total_count, kb(it->c.total_bytes), it->c.outstanding_count,
+		       kb(it->c.outstanding_bytes), it->c.realloc_count, handle, it->pid,
+		       exe_of(r, it->process));
+	}
+}
+
+static void print_text(const struct ht_agg_result *res, struct ht_agg *agg, const struct ht_reader *r,
+		       const struct ht_query *q)
+{
+	if (res->group == HT_GROUP_HANDLE) {
+		print_handles_text(res, r);
+		if (res->count < res->total_items && !q->totals_only)
+			printf("(%zu of %zu rows shown)\n", res->count, res->total_items);
+		return;
+	}
+	printf("GLOBAL ALLOCATIONS\n");
+	text_block(&res->totals);
+	if (q->totals_only)
+		return;
+	char upper[16], title[32], one[16];
+	upper_copy(group_word(res->group, true), upper, sizeof(upper));
+	upper_copy(group_word(res->group, false), one, sizeof(one));
+	upper_copy(ht_sort_title(res->sort), title, sizeof(title));
+	printf("\nTOP %zu %s BY %s", res->count, upper, title);
+	if (res->count < res->total_items)
+		printf(" (%zu of %zu shown)", res->count, res->total_items);
+	printf("\n");
+	text_block(&res->shown);
+	for (size_t i = 0; i < res->count; i++) {
+		const struct ht_agg_item *it = &res->items[i];
+		printf("\n%s %zu", one, i + 1);
+		if (res->group == HT_GROUP_IMAGE)
+			printf(": %s", it->key);
+		printf("\n    Out# %" PRIu64 ", Out KB %.1f, Alloc# %" PRIu64 ", Alloc KB %.1f, Realloc# %" PRIu64
+		       "\n",
+		       it->c.outstanding_count, kb(it->c.outstanding_bytes), it->c.total_count,
+		       kb(it->c.total_bytes), it->c.realloc_count);
+		if (res->group == HT_GROUP_IMAGE)
+			continue;
+		if (!it->nframes)
+			printf("        [no stack]\n");
+		for (uint32_t f = 0; f < it->nframes; f++)
+			print_frame_line(agg, r, it->frames[f]);
+	}
+}
+
+static void json_counts(struct jw *j, const struct ht_agg_counts *c)
+{
+	jw_key(j, "outstanding_bytes");
+	jw_u64(j, c->outstanding_bytes);
+	jw_key(j, "outstanding_count");
+	jw_u64(j, c->outstanding_count);
+	jw_key(j, "total_bytes");
+	jw_u64(j, c->total_bytes);
+	jw_key(j, "total_count");
+	jw_u64(j, c->total_count);
+	jw_key(j, "realloc_count");
+	jw_u64(j, c->realloc_count);
+}
+
+static void print_json(const struct ht_agg_result *res, struct ht_agg *agg, const struct ht_reader *r,
+		       const struct ht_query *q)
+{
+	struct jw j;
+	jw_init(&j, stdout, true);
+	jw_obj_begin(&j);
+	jw_key(&j, "mode");
+	jw_str(&j, group_word(res->group, true));
+	if (res->group != HT_GROUP_HANDLE) {
+		jw_key(&j, "sort");
+		jw_str(&j, ht_sort_name(res->sort));
+	}
+	jw_key(&j, "symbols");
+	jw_bool(&j, res->symbols);
+	jw_key(&j, "totals");
+	jw_obj_begin(&j);
+	jw_key(&j, "alloc_count");
+	jw_u64(&j, res->totals.total_count);
+	jw_key(&j, "alloc_bytes");
+	jw_u64(&j, res->totals.total_bytes);
+	jw_key(&j, "realloc_count");
+	jw_u64(&j, res->totals.realloc_count);
+	jw_key(&j, "outstanding_count");
+	jw_u64(&j, res->totals.outstanding_count);
+	jw_key(&j, "outstanding_bytes");
+	jw_u64(&j, res->totals.outstanding_bytes);
+	jw_obj_end(&j);
+	if (!q->totals_only) {
+		jw_key(&j, "items_total");
+		jw_u64(&j, res->total_items);
+		jw_key(&j, "items");
+		jw_arr_begin(&j);
+		for (size_t i = 0; i < res->count; i++) {
+			const struct ht_agg_item *it = &res->items[i];
+			jw_obj_begin(&j);
+			switch (res->group) {
+			case HT_GROUP_HANDLE:
+				jw_key(&j, "pid");
+				jw_i64(&j, it->pid);
+				jw_key(&j, "exe");
+				jw_str(&j, exe_of(r, it->process));
+				jw_key(&j, "handle");
+				jw_u64(&j, it->heap);
+				break;
+			case HT_GROUP_STACK:
+				jw_key(&j, "stack");
+				jw_arr_begin(&j);
+				for (uint32_t f = 0; f < it->nframes; f++)
+					jw_str(&j, ht_agg_frame_text(agg, it->frames[f]));
+				jw_arr_end(&j);
+				break;
+			case HT_GROUP_FRAME:
+				jw_key(&j, "frame");
+				jw_str(&j, it->key);
+				break;
+			case HT_GROUP_IMAGE:
+				jw_key(&j, "image");
+				jw_str(&j, it->key);
+				break;
+			}
+			json_counts(&j, &it->c);
+			jw_obj_end(&j);
+		}
+		jw_arr_end(&j);
+	}
+	jw_obj_end(&j);
+	jw_finish(&j);
+}
+
+static void csv_u64(uint64_t v, char sep)
+{
+	printf("%" PRIu64 "%c", v, sep);
+}
+
+static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg, const struct ht_reader *r,
+		      const struct ht_query *q)
+{
+	if (q->totals_only) {
+		printf("alloc_count,alloc_bytes,realloc_count,outstanding_count,outstanding_bytes\n");
+		csv_u64(res->totals.total_count, ',');
+		csv_u64(res->totals.total_bytes, ',');
+		csv_u64(res->totals.realloc_count, ',');
+		csv_u64(res->totals.outstanding_count, ',');
+		csv_u64(res->totals.outstanding_bytes, '\n');
+		return;
+	}
+	if (res->group == HT_GROUP_HANDLE)
+		printf("pid,exe,handle,");
+	printf("outstanding_bytes,outstanding_count,total_bytes,total_count,realloc_count");
+	if (res->group != HT_GROUP_HANDLE)
+		printf(",%s", group_word(res->group, false));
+	putchar('\n');
+	char *line = NULL;
+	size_t line_len = 0;
+	for (size_t i = 0; i < res->count; i++) {
+		const struct ht_agg_item *it = &res->items[i];
+		if (res->group == HT_GROUP_HANDLE) {
+			printf("%" PRId32 ",", it->pid);
+			csv_field(stdout, exe_of(r, it->process));
+			printf(",%" PRIu64 ",", it->heap);
+		}
+		csv_u64(it->c.outstanding_bytes, ',');
+		csv_u64(it->c.outstanding_count, ',');
+		csv_u64(it->c.total_bytes, ',');
+		csv_u64(it->c.total_count, ',');
+		printf("%" PRIu64, it->c.realloc_count);
+		if (res->group == HT_GROUP_STACK) {
+			/* The frames innermost first, joined by ';'. */
+			FILE *m = open_memstream(&line, &line_len);
+			if (!m)
+				die("out of memory");
+			for (uint32_t f = 0; f < it->nframes; f++)
+				fprintf(m, "%s%s", f ? ";" : "", ht_agg_frame_text(agg, it->frames[f]));
+			fclose(m);
+			putchar(',');
+			csv_field(stdout, line);
+		} else if (res->group != HT_GROUP_HANDLE) {
+			putchar(',');
+			csv_field(stdout, it->key);
+		}
+		putchar('\n');
+	}
+	free(line);
+}
 
 int cmd_analyze(int argc, char **argv)
 {
-	die("'analyze' is not built yet");
+	struct opts o = { 0 };
+	struct ht_query q;
+	ht_query_init(&q);
+	parse_args(argc, argv, &o, &q);
+	int rc = ht_query_prepare(&q);
+	if (rc < 0)
+		die("%s", ht_strerror(rc));
+
+	struct ht_reader *r;
+	errno = 0;
+	rc = ht_reader_open(&r, o.file);
+	if (rc == HT_ERR_NOT_TRACE)
+		die("'%s' is not a heaptrail trace", o.file);
+	if (rc == HT_ERR_NOT_FOUND || (rc == HT_ERR_IO && errno))
+		die("cannot open '%s': %s", o.file, strerror(errno ? errno : ENOENT));
+	if (rc < 0)
+		die("cannot read '%s': %s", o.file, ht_strerror(rc));
+	const struct ht_trace_info *info = ht_reader_info(r);
+	if (o.symbols_asked && !(info->flags & HT_TRACEF_SYMBOLS))
+		warning("'%s' has no symbols; frames show as module!0xOFFSET", o.file);
+
+	struct ht_agg *agg;
+	if ((rc = ht_agg_new(&agg, &q, r)) < 0)
+		die("%s", ht_strerror(rc));
+	struct progress prog = { .shown = false };
+	clock_gettime(CLOCK_MONOTONIC, &prog.start);
+	rc = ht_agg_run(agg, progress_wanted() ? on_progress : NULL, &prog);
+	if (prog.shown)
+		fprintf(stderr, "\r%40s\r", "");
+	if (rc < 0)
+		die("cannot read '%s': %s", o.file, ht_strerror(rc));
+	const char *w = ht_reader_warning(r);
+	if (w)
+		warning("%s", w);
+	for (size_t i = 0; i < q.pid_count; i++) {
+		bool found = false;
+		for (uint32_t p = 0; p < ht_reader_process_count(r) && !found; p++)
+			found = ht_reader_process(r, p)->pid == q.pids[i];
+		if (!found)
+			warning("no process with pid %" PRId32 " in '%s'", q.pids[i], o.file);
+	}
+
+	struct ht_agg_result res;
+	if ((rc = ht_agg_finish(agg, &res)) < 0)
+		die("%s", ht_strerror(rc));
+	if (!q.top_given && !q.totals_only && res.count < res.total_items)
+		warning("showing the first %zu of %zu %s; use -top N to show more", res.count,
+			res.total_items, group_word(res.group, true));
+	switch (o.format) {
+	case FMT_JSON: print_json(&res, agg, r, &q); break;
+	case FMT_CSV: print_csv(&res, agg, r, &q); break;
+	default: print_text(&res, agg, r, &q); break;
+	}
+	fflush(stdout);
+	ht_agg_result_release(&res);
+	ht_agg_free(agg);
+	ht_reader_close(r);
+	ht_query_release(&q);
+	return ferror(stdout) ? 1 : 0;
 }

@@ -1,2 +1,0 @@
-/* placeholder so the analysis target has a source; removed when real code lands. */
-typedef int ht__placeholder_analysis;
