@@ -446,7 +446,7 @@ static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *f, uint32_t n)
 	if ((s->ncanon + 1) * 2 > s->canon_index_cap &&
 	    grow_table(&s->canon_index, &s->canon_index_cap, canon_hash, s) < 0)
 		return 0;
-	if (s->ncanon == s->canon_cap) {
+	if (s->ncanon >= s->canon_cap) {
 		uint32_t cap = s->canon_cap ? s->canon_cap * 2 : 64;
 		struct wcanon *c = realloc(s->canon, cap * sizeof(*c));
 		if (!c)

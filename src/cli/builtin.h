@@ -10,5 +10,7 @@ int cmd_record(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
+int cmd_table(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
 
 #endif

@@ -19,6 +19,8 @@ static const struct cmd_struct commands[] = {
 	{ "info", cmd_info, "summarize a trace: processes, events, totals, peaks" },
 	{ "dump", cmd_dump, "print every event of a trace in order" },
 	{ "analyze", cmd_analyze, "xperf heap actions: stacks, frames, images, filters" },
+	{ "table", cmd_table, "WPA tables for a time window: heap allocations, commit lifetimes" },
+	{ "timeline", cmd_timeline, "heap, committed and resident bytes over time, as a table or SVG" },
 };
 
 static void usage(FILE *out)

@@ -1,0 +1,768 @@
+/*
+ * cmd_table.c - 'heaptrail table heap|commit': WPA's Heap Allocations and
+ * VirtualAlloc Commit Lifetimes tables for a time window, as an indented tree
+ * of groups (or one row per block) in text, CSV or JSON. docs/tables.md is the
+ * reference; the window rules are in src/analysis/window.h.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/commit.h"
+#include "analysis/lifetime.h"
+#include "analysis/match.h"
+#include "analysis/query.h"
+#include "analysis/window.h"
+#include "cli/builtin.h"
+#include "cli/common.h"
+#include "cli/table_util.h"
+#include "heaptrail/trace.h"
+
+static const char table_usage[] =
+	"usage: heaptrail table heap|commit FILE [options]\n"
+	"\n"
+	"  --range T1 T2        the window [T1, T2) (default: the whole trace); times in\n"
+	"                       microseconds, or with a suffix s, ms, us, ns\n"
+	"  --pid P[,P...]       only these processes\n"
+	"  --group-by K[,K...]  levels of the tree: process, handle, type, impacting-type,\n"
+	"                       stack, frame, image, thread; 'none' lists every block\n"
+	"                       (default heap: process,handle,impacting-type,stack;\n"
+	"                       commit: process,impacting-type,stack)\n"
+	"  --depth N            show the first N levels only\n"
+	"  --sort K             impacting (default), size or count, at every level\n"
+	"  --top N              the first N groups of every level\n"
+	"  --rows               list the blocks under each group of the last level\n"
+	"  --format F           text (default), csv or json\n"
+	"  --time-unit U        s (default), ms, us or ns for times in text and csv\n"
+	"  -cullFrames F...     cull these frames too (module!, module!symbol, symbol)\n"
+	"  -cullLists FILE...   cull the frames listed in these files\n"
+	"  -requireFrames F...  only blocks whose stack holds one of these frames\n"
+	"  --no-default-cull    do not cull the built-in list (allocator frames)\n";
+
+enum table_kind { TABLE_HEAP, TABLE_COMMIT };
+
+struct table_opts {
+	enum table_kind kind;
+	const char *file;
+	bool has_range;
+	uint64_t t1, t2;
+	enum ht_wkey keys[HT_WK_MAX_LEVELS];
+	uint32_t nkeys;
+	bool keys_given;
+	long depth; /* -1: all */
+	enum ht_wsort sort;
+	uint32_t top;
+	bool rows;
+	enum out_format fmt;
+	struct tu_unit unit;
+	struct ht_query q;
+};
+
+/* Everything one run needs while the trace streams. */
+struct table_run {
+	struct table_opts *o;
+	struct ht_reader *r;
+	struct ht_wtree *tree;
+	struct ht_wstacks *stacks;
+	struct ht_frame_matcher *cull;
+	struct ht_frame_matcher *require;
+	struct ht_window w;
+	int err;
+	/* Commits already counted, (process, tid, commit_ts, stack), so that pieces count once. */
+	struct commit_key *seen;
+	size_t nseen, seen_cap;
+};
+
+struct commit_key {
+	uint64_t ts;
+	uint32_t process, stack;
+	int32_t tid;
+	bool used;
+};
+
+static uint64_t commit_hash(const struct commit_key *k)
+{
+	uint64_t h = k->ts * 0x9e3779b97f4a7c15ull;
+	h ^= ((uint64_t)k->process << 32 | k->stack) * 0xc2b2ae3d27d4eb4full;
+	h ^= (uint64_t)(uint32_t)k->tid * 0x165667b19e3779f9ull;
+	return h ^ (h >> 29);
+}
+
+/* True when this commit was seen before (and remembers it). Dies when out of memory. */
+static bool commit_seen(struct table_run *t, const struct ht_commit *c)
+{
+	struct commit_key k = { c->commit_ts, c->process, c->stack, c->tid, true };
+	if ((t->nseen + 1) * 2 > t->seen_cap) {
+		size_t cap = t->seen_cap ? t->seen_cap * 2 : 1024;
+		struct commit_key *n = calloc(cap, sizeof(*n));
+		if (!n)
+			die("out of memory");
+		for (size_t i = 0; i < t->seen_cap; i++) {
+			if (!t->seen[i].used)
+				continue;
+			size_t s = commit_hash(&t->seen[i]) & (cap - 1);
+			while (n[s].used)
+				s = (s + 1) & (cap - 1);
+			n[s] = t->seen[i];
+		}
+		free(t->seen);
+		t->seen = n;
+		t->seen_cap = cap;
+	}
+	size_t s = commit_hash(&k) & (t->seen_cap - 1);
+	while (t->seen[s].used) {
+		struct commit_key *o = &t->seen[s];
+		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack && o->tid == k.tid)
+			return true;
+		s = (s + 1) & (t->seen_cap - 1);
+	}
+	t->seen[s] = k;
+	t->nseen++;
+	return false;
+}
+
+static bool process_wanted(struct table_run *t, uint32_t process)
+{
+	if (!t->o->q.pid_count)
+		return true;
+	const struct ht_process *p = ht_reader_process(t->r, process);
+	return p && ht_query_wants_pid(&t->o->q, p->pid);
+}
+
+/* Count one heap block or committed range in the tree (blocks outside the window are dropped there). */
+static void add_block(struct table_run *t, uint32_t process, uint64_t heap, int32_t tid, uint32_t stack,
+		      uint64_t addr, uint64_t size, uint64_t alloc_ts, uint64_t free_ts, const struct ht_commit *c)
+{
+	if (t->err || !process_wanted(t, process))
+		return;
+	if (ht_window_classify(&t->w, alloc_ts, free_ts) < 0)
+		return;
+	bool piece = c && commit_seen(t, c);
+	if (t->require) {
+		const uint32_t *frames;
+		uint32_t n = ht_reader_stack(t->r, stack, &frames);
+		if (!ht_frame_matcher_any(t->require, frames, n))
+			return;
+	}
+	struct ht_witem it = { 0 };
+	int rc = ht_wstacks_resolve(t->stacks, stack, &it);
+	if (rc < 0) {
+		t->err = rc;
+		return;
+	}
+	it.alloc_ts = alloc_ts;
+	it.free_ts = free_ts;
+	it.size = size;
+	it.addr = addr;
+	it.heap = heap;
+	it.process = process;
+	it.tid = tid;
+	it.piece = piece;
+	rc = ht_wtree_add(t->tree, &it);
+	if (rc < 0)
+		t->err = rc;
+}
+
+static void on_life(void *ctx, const struct ht_life *l)
+{
+	add_block(ctx, l->process, l->heap, l->tid, l->stack, l->addr, l->size, l->alloc_ts, l->free_ts, NULL);
+}
+
+static void on_commit(void *ctx, const struct ht_commit *c)
+{
+	add_block(ctx, c->process, 0, c->tid, c->stack, c->addr, c->size, c->commit_ts, c->decommit_ts, c);
+}
+
+/* Reads the trace into t->tree. Dies on a read error. */
+static void table_read(struct table_run *t)
+{
+	struct ht_life_tracker *lt = NULL;
+	struct ht_commit_tracker *ct = NULL;
+	if (t->o->kind == TABLE_HEAP)
+		lt = ht_life_new(on_life, t);
+	else
+		ct = ht_commit_new(on_commit, t);
+	if (!lt && !ct)
+		die("out of memory");
+	struct ht_event ev;
+	int rc;
+	while ((rc = ht_reader_next(t->r, &ev)) > 0 && !t->err) {
+		/*
+		 * Whatever happens after the window cannot change a block's type
+		 * (a later free is "outstanding at the end" either way), so stop
+		 * early unless the rows show real free times.
+		 */
+		if (!t->o->rows && ev.ts >= t->w.end)
+			break;
+		int erc = lt ? ht_life_event(lt, &ev) : ht_commit_event(ct, &ev);
+		if (erc < 0)
+			t->err = erc;
+	}
+	if (rc < 0)
+		die("cannot read '%s': %s", t->o->file, ht_strerror(rc));
+	if (lt) {
+		ht_life_finish(lt);
+		ht_life_free(lt);
+	} else {
+		ht_commit_finish(ct);
+		ht_commit_free(ct);
+	}
+	if (t->err)
+		die("cannot build the table: %s", ht_strerror(t->err));
+	const char *warn = ht_reader_warning(t->r);
+	if (warn)
+		warning("%s", warn);
+}
+
+/* ---- output ---- */
+
+static const char *row_time_names[2][2] = { { "alloc", "free" }, { "commit", "decommit" } };
+
+/* The label of a group in text and CSV ("memtestapp (pid 12)", "Impacting", ...). */
+static void node_label(struct table_run *t, const struct ht_wnode *n, char *buf, size_t len)
+{
+	const struct ht_process *p;
+	switch (n->key) {
+	case HT_WK_PROCESS:
+		p = ht_reader_process(t->r, (uint32_t)n->value);
+		snprintf(buf, len, "%s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
+		break;
+	case HT_WK_HANDLE:
+		snprintf(buf, len, "handle 0x%" PRIx64 "%s", n->value,
+			 n->value == HT_HEAP_PROCESS ? " (malloc)" : "");
+		break;
+	case HT_WK_TYPE: snprintf(buf, len, "%s", ht_wtype_name((int)n->value)); break;
+	case HT_WK_IMPACTING: snprintf(buf, len, "%s", n->value ? "Impacting" : "Transient"); break;
+	case HT_WK_FRAME: snprintf(buf, len, "%s", ht_wstacks_frame_name(t->stacks, n->value)); break;
+	case HT_WK_IMAGE: snprintf(buf, len, "%s", ht_wstacks_image_name(t->stacks, n->value)); break;
+	case HT_WK_THREAD: snprintf(buf, len, "thread %d", (int32_t)(uint32_t)n->value); break;
+	case HT_WK_STACK: {
+		/* Innermost first, as xperf prints stacks. */
+		const uint32_t *f;
+		uint32_t nf = ht_wstacks_frames(t->stacks, (uint32_t)n->value, &f);
+		size_t used = 0;
+		buf[0] = 0;
+		if (!nf)
+			snprintf(buf, len, "[no stack]");
+		for (uint32_t i = 0; i < nf && used + 1 < len; i++) {
+			char ft[256];
+			ht_frame_text(t->r, f[i], true, ft, sizeof(ft));
+			int w = snprintf(buf + used, len - used, "%s%s", i ? " <- " : "", ft);
+			if (w < 0)
+				break;
+			used += (size_t)w;
+		}
+		break;
+	}
+	default: snprintf(buf, len, "?"); break;
+	}
+}
+
+static void text_row(struct table_run *t, const struct ht_wrow *w, int indent, bool full)
+{
+	char a[40], f[40], l[40], sz[32];
+	tu_time(a, sizeof(a), w->alloc_ts, &t->o->unit);
+	if (w->free_ts == HT_TS_NEVER) {
+		snprintf(f, sizeof(f), "-");
+		snprintf(l, sizeof(l), "-");
+	} else {
+		tu_time(f, sizeof(f), w->free_ts, &t->o->unit);
+		tu_time(l, sizeof(l), w->free_ts - w->alloc_ts, &t->o->unit);
+	}
+	tu_size(sz, sizeof(sz), (int64_t)w->size);
+	printf("%*s%-4s %-9s 0x%-14" PRIx64 " %14s %14s %14s %10s  thread %d", indent, "",
+	       ht_wtype_name(w->type), ht_wtype_impacting_name(w->type), w->addr, a, f, l, sz, w->tid);
+	if (full) {
+		const struct ht_process *p = ht_reader_process(t->r, w->process);
+		char stack[4096];
+		struct ht_wnode fake = { .key = HT_WK_STACK, .value = w->stack };
+		node_label(t, &fake, stack, sizeof(stack));
+		printf("  %s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
+		if (t->o->kind == TABLE_HEAP)
+			printf("  handle 0x%" PRIx64, w->heap);
+		printf("  %s", stack);
+	}
+	putchar('\n');
+}
+
+static void text_rows_header(struct table_run *t, int indent)
+{
+	const char *const *names = row_time_names[t->o->kind];
+	char a[32], f[32];
+	snprintf(a, sizeof(a), "%s (%s)", names[0], t->o->unit.name);
+	snprintf(f, sizeof(f), "%s (%s)", names[1], t->o->unit.name);
+	printf("%*s%-4s %-9s %-16s %14s %14s %14s %10s\n", indent, "", "Type", "Impacting", "Address", a, f,
+	       "Lifetime", "Size");
+}
+
+static void text_node(struct table_run *t, const struct ht_wnode *n)
+{
+	char label[8192], c[32], i[32], s[32];
+	if (n->depth == 0)
+		snprintf(label, sizeof(label), "Total");
+	else
+		node_label(t, n, label, sizeof(label));
+	snprintf(c, sizeof(c), "%" PRIu64, n->count);
+	tu_size(i, sizeof(i), n->impacting);
+	tu_size(s, sizeof(s), (int64_t)n->size);
+	printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", label);
+	for (uint32_t k = 0; k < n->nchildren; k++)
+		text_node(t, n->children[k]);
+	if (n->nrows) {
+		int indent = 41 + (int)(n->depth + 1) * 2;
+		text_rows_header(t, indent);
+		for (uint32_t k = 0; k < n->nrows; k++)
+			text_row(t, &n->rows[k], indent, false);
+	}
+}
+
+static void print_text(struct table_run *t, const struct ht_wnode *root)
+{
+	char a[40], b[40];
+	tu_time(a, sizeof(a), t->w.start, &t->o->unit);
+	tu_time(b, sizeof(b), t->w.end, &t->o->unit);
+	printf("%s, window [%s %s, %s %s)", t->o->kind == TABLE_HEAP ? "Heap Allocations" : "Commit Lifetimes",
+	       a, t->o->unit.name, b, t->o->unit.name);
+	if (t->o->nkeys) {
+		printf(", grouped by ");
+		for (uint32_t k = 0; k < t->o->nkeys; k++)
+			printf("%s%s", k ? ", " : "", ht_wkey_name(t->o->keys[k]));
+	}
+	printf("\n\n");
+	if (!t->o->nkeys) {
+		/* One row per block, everything on the line. */
+		char i[32], s[32];
+		tu_size(i, sizeof(i), root->impacting);
+		tu_size(s, sizeof(s), (int64_t)root->size);
+		printf("Count %" PRIu64 ", Impacting Size %s, Size %s, %" PRIu64 " blocks in the window\n\n",
+		       root->count, i, s, root->live);
+		text_rows_header(t, 0);
+		for (uint32_t k = 0; k < root->nrows; k++)
+			text_row(t, &root->rows[k], 0, true);
+		return;
+	}
+	printf("%10s %15s %12s  %s\n", "Count", "Impacting Size", "Size", "Group");
+	text_node(t, root);
+}
+
+/* CSV: one line per group with every key column (empty when not on the path), or one per block. */
+static void csv_header(struct table_run *t)
+{
+	if (t->o->rows || !t->o->nkeys) {
+		const char *const *names = row_time_names[t->o->kind];
+		printf("process,pid,handle,type,impacting_type,thread,address,%s_time_%s,%s_time_%s,lifetime_%s,"
+		       "size,stack\n",
+		       names[0], t->o->unit.name, names[1], t->o->unit.name, t->o->unit.name);
+	} else {
+		printf("depth,process,pid,handle,type,impacting_type,stack,frame,image,thread,count,impacting_size,"
+		       "size\n");
+	}
+}
+
+static void csv_rows(struct table_run *t, const struct ht_wnode *n)
+{
+	for (uint32_t k = 0; k < n->nchildren; k++)
+		csv_rows(t, n->children[k]);
+	for (uint32_t k = 0; k < n->nrows; k++) {
+		const struct ht_wrow *w = &n->rows[k];
+		const struct ht_process *p = ht_reader_process(t->r, w->process);
+		char buf[8192];
+		csv_field(stdout, p ? tu_basename(p->exe) : "?");
+		printf(",%d,", p ? p->pid : -1);
+		if (t->o->kind == TABLE_HEAP)
+			printf("%" PRIu64, w->heap);
+		printf(",%s,%s,%d,%" PRIu64 ",", ht_wtype_name(w->type), ht_wtype_impacting_name(w->type), w->tid,
+		       w->addr);
+		tu_time_exact(buf, sizeof(buf), w->alloc_ts, &t->o->unit);
+		printf("%s,", buf);
+		if (w->free_ts != HT_TS_NEVER) {
+			tu_time_exact(buf, sizeof(buf), w->free_ts, &t->o->unit);
+			printf("%s,", buf);
+			tu_time_exact(buf, sizeof(buf), w->free_ts - w->alloc_ts, &t->o->unit);
+			printf("%s", buf);
+		} else {
+			printf(",");
+		}
+		printf(",%" PRIu64 ",", w->size);
+		struct ht_wnode fake = { .key = HT_WK_STACK, .value = w->stack };
+		node_label(t, &fake, buf, sizeof(buf));
+		csv_field(stdout, w->stack ? buf : "");
+		putchar('\n');
+	}
+}
+
+static void csv_node(struct table_run *t, const struct ht_wnode *n, const struct ht_wnode **path)
+{
+	if (n->depth) {
+		path[n->depth - 1] = n;
+		const char *cols[HT_WK__COUNT + 1] = { 0 };
+		static char vals[HT_WK__COUNT + 1][8192];
+		int pid = -1;
+		bool has_pid = false;
+		for (uint32_t d = 0; d < n->depth; d++) {
+			const struct ht_wnode *p = path[d];
+			int col = p->key;
+			/* process gets two columns: the name and the pid. */
+			if (p->key == HT_WK_PROCESS) {
+				const struct ht_process *pr = ht_reader_process(t->r, (uint32_t)p->value);
+				snprintf(vals[col], sizeof(vals[col]), "%s", pr ? tu_basename(pr->exe) : "?");
+				pid = pr ? pr->pid : -1;
+				has_pid = true;
+			} else if (p->key == HT_WK_HANDLE) {
+				snprintf(vals[col], sizeof(vals[col]), "%" PRIu64, p->value);
+			} else if (p->key == HT_WK_THREAD) {
+				snprintf(vals[col], sizeof(vals[col]), "%d", (int32_t)(uint32_t)p->value);
+			} else {
+				node_label(t, p, vals[col], sizeof(vals[col]));
+			}
+			cols[col] = vals[col];
+		}
+		printf("%u", n->depth);
+		static const enum ht_wkey order[] = { HT_WK_PROCESS, HT_WK__COUNT, HT_WK_HANDLE, HT_WK_TYPE,
+						      HT_WK_IMPACTING, HT_WK_STACK, HT_WK_FRAME, HT_WK_IMAGE,
+						      HT_WK_THREAD };
+		for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+			putchar(',');
+			if (order[k] == HT_WK__COUNT) {
+				if (has_pid)
+					printf("%d", pid);
+			} else if (cols[order[k]]) {
+				csv_field(stdout, cols[order[k]]);
+			}
+		}
+		printf(",%" PRIu64 ",%" PRId64 ",%" PRIu64 "\n", n->count, n->impacting, n->size);
+	}
+	for (uint32_t k = 0; k < n->nchildren; k++)
+		csv_node(t, n->children[k], path);
+}
+
+static void json_stack(struct table_run *t, struct jw *j, uint32_t stack)
+{
+	const uint32_t *f;
+	uint32_t nf = ht_wstacks_frames(t->stacks, stack, &f);
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < nf; i++) {
+		char ft[1024];
+		ht_frame_text(t->r, f[i], true, ft, sizeof(ft));
+		jw_str(j, ft);
+	}
+	jw_arr_end(j);
+}
+
+static void json_process(struct table_run *t, struct jw *j, uint32_t process)
+{
+	const struct ht_process *p = ht_reader_process(t->r, process);
+	jw_obj_begin(j);
+	jw_key(j, "pid");
+	jw_i64(j, p ? p->pid : -1);
+	jw_key(j, "exe");
+	jw_str(j, p ? p->exe : NULL);
+	jw_obj_end(j);
+}
+
+static void json_row(struct table_run *t, struct jw *j, const struct ht_wrow *w)
+{
+	const char *const *names = row_time_names[t->o->kind];
+	char key[32];
+	jw_obj_begin(j);
+	jw_key(j, "process");
+	json_process(t, j, w->process);
+	if (t->o->kind == TABLE_HEAP) {
+		jw_key(j, "handle");
+		jw_u64(j, w->heap);
+	}
+	jw_key(j, "type");
+	jw_str(j, ht_wtype_name(w->type));
+	jw_key(j, "impacting_type");
+	jw_str(j, ht_wtype_impacting_name(w->type));
+	jw_key(j, "thread");
+	jw_i64(j, w->tid);
+	jw_key(j, "address");
+	jw_u64(j, w->addr);
+	snprintf(key, sizeof(key), "%s_ns", names[0]);
+	jw_key(j, key);
+	jw_u64(j, w->alloc_ts);
+	snprintf(key, sizeof(key), "%s_ns", names[1]);
+	jw_key(j, key);
+	if (w->free_ts == HT_TS_NEVER)
+		jw_null(j);
+	else
+		jw_u64(j, w->free_ts);
+	jw_key(j, "lifetime_ns");
+	if (w->free_ts == HT_TS_NEVER)
+		jw_null(j);
+	else
+		jw_u64(j, w->free_ts - w->alloc_ts);
+	jw_key(j, "size");
+	jw_u64(j, w->size);
+	jw_key(j, "stack");
+	json_stack(t, j, w->stack);
+	jw_obj_end(j);
+}
+
+static void json_metrics(struct jw *j, const struct ht_wnode *n)
+{
+	jw_key(j, "count");
+	jw_u64(j, n->count);
+	jw_key(j, "size");
+	jw_u64(j, n->size);
+	jw_key(j, "impacting_size");
+	jw_i64(j, n->impacting);
+	jw_key(j, "blocks");
+	jw_u64(j, n->live);
+}
+
+static void json_node(struct table_run *t, struct jw *j, const struct ht_wnode *n)
+{
+	jw_obj_begin(j);
+	char label[1024];
+	switch (n->key) {
+	case HT_WK_PROCESS:
+		jw_key(j, "process");
+		json_process(t, j, (uint32_t)n->value);
+		break;
+	case HT_WK_HANDLE:
+		jw_key(j, "handle");
+		jw_u64(j, n->value);
+		break;
+	case HT_WK_TYPE:
+		jw_key(j, "type");
+		jw_str(j, ht_wtype_name((int)n->value));
+		break;
+	case HT_WK_IMPACTING:
+		jw_key(j, "impacting_type");
+		jw_str(j, n->value ? "Impacting" : "Transient");
+		break;
+	case HT_WK_STACK:
+		jw_key(j, "stack");
+		json_stack(t, j, (uint32_t)n->value);
+		break;
+	case HT_WK_THREAD:
+		jw_key(j, "thread");
+		jw_i64(j, (int32_t)(uint32_t)n->value);
+		break;
+	default:
+		node_label(t, n, label, sizeof(label));
+		jw_key(j, ht_wkey_name(n->key));
+		jw_str(j, label);
+		break;
+	}
+	json_metrics(j, n);
+	jw_key(j, "children");
+	jw_arr_begin(j);
+	for (uint32_t k = 0; k < n->nchildren; k++)
+		json_node(t, j, n->children[k]);
+	jw_arr_end(j);
+	if (t->o->rows && n->depth == t->o->nkeys) {
+		jw_key(j, "rows");
+		jw_arr_begin(j);
+		for (uint32_t k = 0; k < n->nrows; k++)
+			json_row(t, j, &n->rows[k]);
+		jw_arr_end(j);
+	}
+	jw_obj_end(j);
+}
+
+static void print_json(struct table_run *t, const struct ht_wnode *root)
+{
+	struct jw j;
+	jw_init(&j, stdout, true);
+	jw_obj_begin(&j);
+	jw_key(&j, "table");
+	jw_str(&j, t->o->kind == TABLE_HEAP ? "heap" : "commit");
+	jw_key(&j, "window");
+	jw_obj_begin(&j);
+	jw_key(&j, "start_ns");
+	jw_u64(&j, t->w.start);
+	jw_key(&j, "end_ns");
+	jw_u64(&j, t->w.end);
+	jw_obj_end(&j);
+	jw_key(&j, "group_by");
+	jw_arr_begin(&j);
+	for (uint32_t k = 0; k < t->o->nkeys; k++)
+		jw_str(&j, ht_wkey_name(t->o->keys[k]));
+	jw_arr_end(&j);
+	jw_key(&j, "total");
+	jw_obj_begin(&j);
+	json_metrics(&j, root);
+	jw_obj_end(&j);
+	jw_key(&j, "groups");
+	jw_arr_begin(&j);
+	for (uint32_t k = 0; k < root->nchildren; k++)
+		json_node(t, &j, root->children[k]);
+	jw_arr_end(&j);
+	if (t->o->rows) {
+		jw_key(&j, "rows");
+		jw_arr_begin(&j);
+		for (uint32_t k = 0; k < root->nrows; k++)
+			json_row(t, &j, &root->rows[k]);
+		jw_arr_end(&j);
+	}
+	jw_obj_end(&j);
+	jw_finish(&j);
+}
+
+/* ---- options ---- */
+
+static void parse_keys(struct table_opts *o, const char *list)
+{
+	o->nkeys = 0;
+	o->keys_given = true;
+	if (!strcmp(list, "none") || !*list)
+		return;
+	char *copy = strdup(list);
+	if (!copy)
+		die("out of memory");
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int k = ht_wkey_parse(tok);
+		if (k < 0)
+			die("unknown group-by key '%s'; the keys are process, handle, type, impacting-type, "
+			    "stack, frame, image, thread",
+			    tok);
+		if (k == HT_WK_HANDLE && o->kind == TABLE_COMMIT)
+			die("group-by key 'handle' does not apply to commit lifetimes");
+		if (o->nkeys == HT_WK_MAX_LEVELS)
+			die("too many group-by keys (at most %d)", HT_WK_MAX_LEVELS);
+		o->keys[o->nkeys++] = (enum ht_wkey)k;
+	}
+	free(copy);
+}
+
+static void parse_args(struct table_opts *o, int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(table_usage, argc < 2 ? stderr : stdout);
+		exit(argc < 2 ? 2 : 0);
+	}
+	if (!strcmp(argv[1], "heap"))
+		o->kind = TABLE_HEAP;
+	else if (!strcmp(argv[1], "commit"))
+		o->kind = TABLE_COMMIT;
+	else
+		die("unknown table '%s'; the tables are heap and commit", argv[1]);
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(table_usage, stdout);
+			exit(0);
+		} else if (!strcmp(a, "--range") || !strcmp(a, "-range")) {
+			if (i + 2 >= argc)
+				die("'%s' needs two times, T1 and T2", a);
+			tu_parse_range(argv[i + 1], argv[i + 2], &o->t1, &o->t2);
+			o->has_range = true;
+			i += 2;
+		} else if (!strcmp(a, "--pid") || !strcmp(a, "-pid")) {
+			tu_parse_pids(a, v, &o->q);
+			i++;
+		} else if (!strcmp(a, "--group-by")) {
+			if (!v)
+				die("'--group-by' needs a list of keys");
+			parse_keys(o, v);
+			i++;
+		} else if (!strcmp(a, "--depth")) {
+			o->depth = (long)tu_parse_count(a, v);
+			i++;
+		} else if (!strcmp(a, "--sort")) {
+			if (!v)
+				die("'--sort' needs impacting, size or count");
+			if (!strcmp(v, "impacting"))
+				o->sort = HT_WSORT_IMPACTING;
+			else if (!strcmp(v, "size"))
+				o->sort = HT_WSORT_SIZE;
+			else if (!strcmp(v, "count"))
+				o->sort = HT_WSORT_COUNT;
+			else
+				die("unknown sort key '%s'; use impacting, size or count", v);
+			i++;
+		} else if (!strcmp(a, "--top") || !strcmp(a, "-top")) {
+			o->top = (uint32_t)tu_parse_count(a, v);
+			if (!o->top)
+				die("'%s' needs a count above 0", a);
+			i++;
+		} else if (!strcmp(a, "--rows")) {
+			o->rows = true;
+		} else if (!strcmp(a, "--format")) {
+			if (parse_format(v, &o->fmt) < 0)
+				die("unknown format '%s'; use text, csv or json", v ? v : "");
+			i++;
+		} else if (!strcmp(a, "--time-unit")) {
+			if (tu_parse_unit(v, &o->unit) < 0)
+				die("unknown time unit '%s'; use s, ms, us or ns", v ? v : "");
+			i++;
+		} else if (tu_parse_frames_option(&o->q, argc, argv, &i)) {
+			continue;
+		} else if (a[0] == '-' && a[1]) {
+			die("unknown option '%s'; 'heaptrail table --help' lists them", a);
+		} else if (!o->file) {
+			o->file = a;
+		} else {
+			die("unexpected argument '%s'", a);
+		}
+	}
+	if (!o->file)
+		die("no trace file given; usage: heaptrail table heap|commit FILE [options]");
+	if (!o->keys_given) {
+		if (o->kind == TABLE_HEAP)
+			parse_keys(o, "process,handle,impacting-type,stack");
+		else
+			parse_keys(o, "process,impacting-type,stack");
+	}
+	if (o->depth >= 0 && (uint32_t)o->depth < o->nkeys)
+		o->nkeys = (uint32_t)o->depth;
+	if (!o->nkeys)
+		o->rows = true;
+}
+
+int cmd_table(int argc, char **argv)
+{
+	struct table_opts o = { 0 };
+	o.depth = -1;
+	o.fmt = FMT_TEXT;
+	tu_parse_unit("s", &o.unit);
+	ht_query_init(&o.q);
+	parse_args(&o, argc, argv);
+	int rc = ht_query_prepare(&o.q);
+	if (rc < 0)
+		die("invalid query: %s", ht_strerror(rc));
+
+	struct table_run t = { .o = &o };
+	rc = ht_reader_open(&t.r, o.file);
+	if (rc < 0)
+		die("cannot open '%s': %s", o.file, ht_strerror(rc));
+	t.w = tu_window(t.r, o.has_range, o.t1, o.t2);
+	if ((o.q.cull.count && ht_frame_matcher_new(&t.cull, &o.q.cull, t.r) < 0) ||
+	    (o.q.require.count && ht_frame_matcher_new(&t.require, &o.q.require, t.r) < 0) ||
+	    ht_wstacks_new(&t.stacks, t.r, t.cull) < 0)
+		die("out of memory");
+	t.tree = ht_wtree_new(&t.w, o.keys, o.nkeys, o.rows);
+	if (!t.tree)
+		die("out of memory");
+	table_read(&t);
+	tu_window_check(t.r, o.has_range, &t.w);
+	ht_wtree_sort(t.tree, o.sort, o.top);
+	const struct ht_wnode *root = ht_wtree_root(t.tree);
+	const struct ht_wnode *path[HT_WK_MAX_LEVELS];
+	switch (o.fmt) {
+	case FMT_TEXT: print_text(&t, root); break;
+	case FMT_CSV:
+		csv_header(&t);
+		if (o.rows)
+			csv_rows(&t, root);
+		else
+			csv_node(&t, root, path);
+		break;
+	case FMT_JSON: print_json(&t, root); break;
+	}
+	ht_wtree_free(t.tree);
+	ht_wstacks_free(t.stacks);
+	if (t.require)
+		ht_frame_matcher_free(t.require);
+	if (t.cull)
+		ht_frame_matcher_free(t.cull);
+	ht_reader_close(t.r);
+	ht_query_release(&o.q);
+	free(t.seen);
+	return fflush(stdout) ? 1 : 0;
+}

@@ -1,0 +1,519 @@
+/*
+ * cmd_timeline.c - 'heaptrail timeline': outstanding heap bytes, committed
+ * bytes and RSS over time, in total, per process or per heap handle, as a
+ * table (text, CSV, JSON) and as an SVG picture. docs/tables.md is the
+ * reference; what a point means is in src/analysis/timeline.h.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/commit.h"
+#include "analysis/lifetime.h"
+#include "analysis/query.h"
+#include "analysis/timeline.h"
+#include "cli/builtin.h"
+#include "cli/common.h"
+#include "cli/table_util.h"
+#include "heaptrail/trace.h"
+
+static const char timeline_usage[] =
+	"usage: heaptrail timeline FILE [options]\n"
+	"\n"
+	"  --series S[,S...]    heap, commit, rss (default: all three)\n"
+	"  --by K               none (default), process or handle (heap per handle,\n"
+	"                       commit and rss per process)\n"
+	"  --interval T         time between points (default: at most 1000 points);\n"
+	"                       microseconds, or with a suffix s, ms, us, ns\n"
+	"  --range T1 T2        only [T1, T2) (default: the whole trace)\n"
+	"  --pid P[,P...]       only these processes\n"
+	"  --format F           text (default), csv or json\n"
+	"  --time-unit U        s (default), ms, us or ns for times in text and csv\n"
+	"  --svg FILE           draw the series into FILE (then no table unless --format)\n";
+
+struct tl_opts {
+	const char *file;
+	const char *svg;
+	unsigned mask;
+	enum ht_tl_by by;
+	uint64_t interval;
+	bool has_range;
+	uint64_t t1, t2;
+	enum out_format fmt;
+	bool fmt_given;
+	struct tu_unit unit;
+	struct ht_query q;
+};
+
+struct tl_run {
+	struct tl_opts *o;
+	struct ht_reader *r;
+	struct ht_timeline *tl;
+	int err;
+};
+
+static bool process_wanted(struct tl_run *t, uint32_t process)
+{
+	if (!t->o->q.pid_count)
+		return true;
+	const struct ht_process *p = ht_reader_process(t->r, process);
+	return p && ht_query_wants_pid(&t->o->q, p->pid);
+}
+
+static void on_life(void *ctx, const struct ht_life *l)
+{
+	struct tl_run *t = ctx;
+	if (t->err || !process_wanted(t, l->process))
+		return;
+	int rc = ht_timeline_add(t->tl, HT_TL_HEAP, l->process, l->heap, l->alloc_ts, l->free_ts, l->size);
+	if (rc < 0)
+		t->err = rc;
+}
+
+static void on_commit(void *ctx, const struct ht_commit *c)
+{
+	struct tl_run *t = ctx;
+	if (t->err || !process_wanted(t, c->process))
+		return;
+	int rc = ht_timeline_add(t->tl, HT_TL_COMMIT, c->process, 0, c->commit_ts, c->decommit_ts, c->size);
+	if (rc < 0)
+		t->err = rc;
+}
+
+static void tl_read(struct tl_run *t)
+{
+	struct ht_life_tracker *lt = NULL;
+	struct ht_commit_tracker *ct = NULL;
+	if (t->o->mask & (1u << HT_TL_HEAP) && !(lt = ht_life_new(on_life, t)))
+		die("out of memory");
+	if (t->o->mask & (1u << HT_TL_COMMIT) && !(ct = ht_commit_new(on_commit, t)))
+		die("out of memory");
+	uint64_t last = ht_timeline_time(t->tl, ht_timeline_points(t->tl) - 1);
+	struct ht_event ev;
+	int rc;
+	while ((rc = ht_reader_next(t->r, &ev)) > 0 && !t->err) {
+		/* Nothing at or after the last point changes any point. */
+		if (ev.ts >= last)
+			break;
+		int erc = 0;
+		if (lt)
+			erc = ht_life_event(lt, &ev);
+		if (ct && erc >= 0)
+			erc = ht_commit_event(ct, &ev);
+		if (erc >= 0 && process_wanted(t, ev.process)) {
+			if (ev.type == HT_EV_RSS)
+				erc = ht_timeline_rss(t->tl, ev.process, ev.ts, ev.size);
+			else if (ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC)
+				/* The image is gone; an exec'd pid's new image has its own index. */
+				erc = ht_timeline_rss(t->tl, ev.process, ev.ts, 0);
+		}
+		if (erc < 0)
+			t->err = erc;
+	}
+	if (rc < 0)
+		die("cannot read '%s': %s", t->o->file, ht_strerror(rc));
+	if (lt) {
+		ht_life_finish(lt);
+		ht_life_free(lt);
+	}
+	if (ct) {
+		ht_commit_finish(ct);
+		ht_commit_free(ct);
+	}
+	if (t->err)
+		die("cannot build the timeline: %s", ht_strerror(t->err));
+	const char *warn = ht_reader_warning(t->r);
+	if (warn)
+		warning("%s", warn);
+	ht_timeline_finish(t->tl);
+}
+
+/* A series' column name: "heap", "heap:1234", "heap:1234:0x10". */
+static void series_name(struct tl_run *t, const struct ht_tl_series *s, char *buf, size_t len)
+{
+	const char *kind = ht_tl_kind_name(s->kind);
+	if (s->process == UINT32_MAX) {
+		snprintf(buf, len, "%s", kind);
+		return;
+	}
+	const struct ht_process *p = ht_reader_process(t->r, s->process);
+	int pid = p ? p->pid : -1;
+	if (s->has_heap)
+		snprintf(buf, len, "%s:%d:0x%" PRIx64, kind, pid, s->heap);
+	else
+		snprintf(buf, len, "%s:%d", kind, pid);
+}
+
+static void print_table(struct tl_run *t, bool csv)
+{
+	uint32_t ns = ht_timeline_series_count(t->tl);
+	uint64_t np = ht_timeline_points(t->tl);
+	char buf[256];
+	const int64_t **vals = calloc(ns ? ns : 1, sizeof(*vals));
+	if (!vals)
+		die("out of memory");
+	if (csv)
+		printf("time_%s", t->o->unit.name);
+	else
+		printf("%14s", t->o->unit.name[0] == 's' ? "Time (s)" : t->o->unit.name);
+	for (uint32_t i = 0; i < ns; i++) {
+		const struct ht_tl_series *s = ht_timeline_series(t->tl, i, &vals[i]);
+		series_name(t, s, buf, sizeof(buf));
+		if (csv) {
+			putchar(',');
+			csv_field(stdout, buf);
+		} else {
+			printf(" %16s", buf);
+		}
+	}
+	putchar('\n');
+	for (uint64_t p = 0; p < np; p++) {
+		uint64_t ts = ht_timeline_time(t->tl, p);
+		if (csv) {
+			tu_time_exact(buf, sizeof(buf), ts, &t->o->unit);
+			printf("%s", buf);
+		} else {
+			tu_time(buf, sizeof(buf), ts, &t->o->unit);
+			printf("%14s", buf);
+		}
+		for (uint32_t i = 0; i < ns; i++) {
+			if (csv) {
+				printf(",%" PRId64, vals[i][p]);
+			} else {
+				tu_size(buf, sizeof(buf), vals[i][p]);
+				printf(" %16s", buf);
+			}
+		}
+		putchar('\n');
+	}
+	free(vals);
+}
+
+static void print_json(struct tl_run *t)
+{
+	struct jw j;
+	jw_init(&j, stdout, false);
+	jw_obj_begin(&j);
+	jw_key(&j, "interval_ns");
+	jw_u64(&j, ht_timeline_interval(t->tl));
+	jw_key(&j, "start_ns");
+	jw_u64(&j, ht_timeline_time(t->tl, 0));
+	jw_key(&j, "series");
+	jw_arr_begin(&j);
+	uint64_t np = ht_timeline_points(t->tl);
+	for (uint32_t i = 0; i < ht_timeline_series_count(t->tl); i++) {
+		const int64_t *v;
+		const struct ht_tl_series *s = ht_timeline_series(t->tl, i, &v);
+		jw_obj_begin(&j);
+		jw_key(&j, "name");
+		jw_str(&j, ht_tl_kind_name(s->kind));
+		if (s->process != UINT32_MAX) {
+			const struct ht_process *p = ht_reader_process(t->r, s->process);
+			jw_key(&j, "process");
+			jw_obj_begin(&j);
+			jw_key(&j, "pid");
+			jw_i64(&j, p ? p->pid : -1);
+			jw_key(&j, "exe");
+			jw_str(&j, p ? p->exe : NULL);
+			jw_obj_end(&j);
+		}
+		if (s->has_heap) {
+			jw_key(&j, "handle");
+			jw_u64(&j, s->heap);
+		}
+		jw_key(&j, "points");
+		jw_arr_begin(&j);
+		for (uint64_t k = 0; k < np; k++) {
+			jw_arr_begin(&j);
+			jw_u64(&j, ht_timeline_time(t->tl, k));
+			jw_i64(&j, v[k]);
+			jw_arr_end(&j);
+		}
+		jw_arr_end(&j);
+		jw_obj_end(&j);
+	}
+	jw_arr_end(&j);
+	jw_obj_end(&j);
+	jw_finish(&j);
+}
+
+/* ---- SVG ---- */
+
+/* A step of 1, 2 or 5 x 10^k at least span / max_ticks. */
+static double nice_step(double span, int max_ticks)
+{
+	if (span <= 0)
+		return 1;
+	double raw = span / max_ticks;
+	double mag = pow(10, floor(log10(raw)));
+	double steps[] = { 1, 2, 5, 10 };
+	for (int i = 0; i < 4; i++)
+		if (steps[i] * mag >= raw)
+			return steps[i] * mag;
+	return 10 * mag;
+}
+
+/* Prints a tick value without needless decimals ("2.5", "10"). */
+static void tick_text(char *buf, size_t len, double v, double step)
+{
+	int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
+	if (dec > 9)
+		dec = 9;
+	snprintf(buf, len, "%.*f", dec, v);
+	/* "0.50" -> "0.5", "2.0" -> "2": labels read better without trailing zeros. */
+	if (strchr(buf, '.')) {
+		char *e = buf + strlen(buf) - 1;
+		while (*e == '0')
+			*e-- = 0;
+		if (*e == '.')
+			*e = 0;
+	}
+	if (!strcmp(buf, "-0"))
+		snprintf(buf, len, "0");
+}
+
+static void svg_escape(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+static void write_svg(struct tl_run *t)
+{
+	FILE *f = fopen(t->o->svg, "w");
+	if (!f)
+		die("cannot write '%s': %m", t->o->svg);
+	uint32_t ns = ht_timeline_series_count(t->tl);
+	uint64_t np = ht_timeline_points(t->tl);
+	const double W = 960, L = 90, R = 30, B = 60, T = 60 + (double)((ns + 2) / 3) * 16;
+	const double H = T + 400 + B;
+	const double pw = W - L - R, ph = H - T - B;
+	static const char *const colors[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+					      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
+	int64_t maxv = 0;
+	for (uint32_t i = 0; i < ns; i++) {
+		const int64_t *v;
+		ht_timeline_series(t->tl, i, &v);
+		for (uint64_t k = 0; k < np; k++)
+			if (v[k] > maxv)
+				maxv = v[k];
+	}
+	/* y unit: the largest of B, KB, MB, GB that keeps the top value >= 1. */
+	static const char *const yunits[] = { "B", "KB", "MB", "GB", "TB" };
+	int ui = 0;
+	double ydiv = 1;
+	while (ui < 4 && (double)maxv >= ydiv * 1024) {
+		ydiv *= 1024;
+		ui++;
+	}
+	double ymax_u = maxv > 0 ? (double)maxv / ydiv : 1;
+	double ystep = nice_step(ymax_u, 6);
+	double ytop = ceil(ymax_u / ystep) * ystep;
+	if (ytop <= 0)
+		ytop = ystep;
+	uint64_t t0 = ht_timeline_time(t->tl, 0), t1 = ht_timeline_time(t->tl, np - 1);
+	double xspan_s = (double)(t1 - t0) / 1e9;
+	if (xspan_s <= 0)
+		xspan_s = 1e-9;
+	double xstep = nice_step(xspan_s, 10);
+
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	fprintf(f,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+		"font-family=\"sans-serif\" font-size=\"12\">\n",
+		W, H, W, H);
+	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+	fprintf(f, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">heaptrail timeline: ", L);
+	svg_escape(f, tu_basename(t->o->file));
+	fprintf(f, "</text>\n");
+	/* Grid and y labels. */
+	for (double y = 0; y <= ytop + ystep / 1e6; y += ystep) {
+		double py = T + ph - y / ytop * ph;
+		char buf[64];
+		tick_text(buf, sizeof(buf), y, ystep);
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, py, L + pw, py);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s %s</text>\n", L - 6, py + 4, buf,
+			yunits[ui]);
+	}
+	double t0_s = (double)t0 / 1e9;
+	for (double x = ceil(t0_s / xstep) * xstep; x <= t0_s + xspan_s + xstep / 1e6; x += xstep) {
+		double px = L + (x - t0_s) / xspan_s * pw;
+		char buf[64];
+		tick_text(buf, sizeof(buf), x, xstep);
+		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", px, T, px, T + ph);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s s</text>\n", px, T + ph + 18, buf);
+	}
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L, T + ph, L + pw,
+		T + ph);
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L, T, L, T + ph);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (s)</text>\n", L + pw / 2, H - 20);
+	fprintf(f, "<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">bytes (%s)</text>\n",
+		T + ph / 2, yunits[ui]);
+	/* One polyline per series, then its legend entry. */
+	for (uint32_t i = 0; i < ns; i++) {
+		const int64_t *v;
+		const struct ht_tl_series *s = ht_timeline_series(t->tl, i, &v);
+		const char *color = colors[i % (sizeof(colors) / sizeof(colors[0]))];
+		char name[256];
+		series_name(t, s, name, sizeof(name));
+		fprintf(f, "<polyline class=\"series\" data-name=\"");
+		svg_escape(f, name);
+		fprintf(f, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
+		for (uint64_t k = 0; k < np; k++) {
+			double px = L + (double)(ht_timeline_time(t->tl, k) - t0) / 1e9 / xspan_s * pw;
+			double py = T + ph - ((double)v[k] / ydiv) / ytop * ph;
+			fprintf(f, "%s%.1f,%.1f", k ? " " : "", px, py);
+		}
+		fprintf(f, "\"/>\n");
+		/* The legend: three entries a line, above the plot. */
+		double lx = L + (double)(i % 3) * 280, ly = 44 + (double)(i / 3) * 16;
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"4\" fill=\"%s\"/>\n", lx, ly - 6, color);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", lx + 20, ly);
+		svg_escape(f, name);
+		fprintf(f, "</text>\n");
+	}
+	fprintf(f, "</svg>\n");
+	if (fclose(f))
+		die("cannot write '%s': %m", t->o->svg);
+}
+
+/* ---- options ---- */
+
+static void parse_series(struct tl_opts *o, const char *v)
+{
+	if (!v || !*v)
+		die("'--series' needs a list: heap, commit, rss");
+	char *copy = strdup(v);
+	if (!copy)
+		die("out of memory");
+	o->mask = 0;
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int k = ht_tl_kind_parse(tok);
+		if (k < 0)
+			die("unknown series '%s'; the series are heap, commit, rss", tok);
+		o->mask |= 1u << k;
+	}
+	free(copy);
+	if (!o->mask)
+		die("'--series' needs a list: heap, commit, rss");
+}
+
+static void parse_args(struct tl_opts *o, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(timeline_usage, stdout);
+			exit(0);
+		} else if (!strcmp(a, "--series")) {
+			parse_series(o, v);
+			i++;
+		} else if (!strcmp(a, "--by")) {
+			if (!v)
+				die("'--by' needs none, process or handle");
+			if (!strcmp(v, "none"))
+				o->by = HT_TL_BY_NONE;
+			else if (!strcmp(v, "process"))
+				o->by = HT_TL_BY_PROCESS;
+			else if (!strcmp(v, "handle"))
+				o->by = HT_TL_BY_HANDLE;
+			else
+				die("unknown split '%s'; use none, process or handle", v);
+			i++;
+		} else if (!strcmp(a, "--interval")) {
+			if (!v || parse_time_ns(v, 1000, &o->interval) < 0 || !o->interval)
+				die("invalid interval '%s'; use microseconds or a suffix s, ms, us, ns", v ? v : "");
+			i++;
+		} else if (!strcmp(a, "--range") || !strcmp(a, "-range")) {
+			if (i + 2 >= argc)
+				die("'%s' needs two times, T1 and T2", a);
+			tu_parse_range(argv[i + 1], argv[i + 2], &o->t1, &o->t2);
+			o->has_range = true;
+			i += 2;
+		} else if (!strcmp(a, "--pid") || !strcmp(a, "-pid")) {
+			tu_parse_pids(a, v, &o->q);
+			i++;
+		} else if (!strcmp(a, "--format")) {
+			if (parse_format(v, &o->fmt) < 0)
+				die("unknown format '%s'; use text, csv or json", v ? v : "");
+			o->fmt_given = true;
+			i++;
+		} else if (!strcmp(a, "--time-unit")) {
+			if (tu_parse_unit(v, &o->unit) < 0)
+				die("unknown time unit '%s'; use s, ms, us or ns", v ? v : "");
+			i++;
+		} else if (!strcmp(a, "--svg")) {
+			if (!v)
+				die("'--svg' needs a file name");
+			o->svg = v;
+			i++;
+		} else if (a[0] == '-' && a[1]) {
+			die("unknown option '%s'; 'heaptrail timeline --help' lists them", a);
+		} else if (!o->file) {
+			o->file = a;
+		} else {
+			die("unexpected argument '%s'", a);
+		}
+	}
+	if (!o->file)
+		die("no trace file given; usage: heaptrail timeline FILE [options]");
+}
+
+int cmd_timeline(int argc, char **argv)
+{
+	struct tl_opts o = { 0 };
+	o.mask = 1u << HT_TL_HEAP | 1u << HT_TL_COMMIT | 1u << HT_TL_RSS;
+	o.fmt = FMT_TEXT;
+	tu_parse_unit("s", &o.unit);
+	ht_query_init(&o.q);
+	if (argc < 2) {
+		fputs(timeline_usage, stderr);
+		return 2;
+	}
+	parse_args(&o, argc, argv);
+
+	struct tl_run t = { .o = &o };
+	int rc = ht_reader_open(&t.r, o.file);
+	if (rc < 0)
+		die("cannot open '%s': %s", o.file, ht_strerror(rc));
+	struct ht_window w = tu_window(t.r, o.has_range, o.t1, o.t2);
+	if (w.end == UINT64_MAX) {
+		/* An unfinished trace: its end is only known once read. */
+		struct ht_event ev;
+		while ((rc = ht_reader_next(t.r, &ev)) > 0)
+			;
+		if (rc < 0 || (rc = ht_reader_rewind(t.r)) < 0)
+			die("cannot read '%s': %s", o.file, ht_strerror(rc));
+		tu_window_check(t.r, o.has_range, &w);
+	}
+	uint64_t interval = o.interval ? o.interval : ht_timeline_auto_interval(w.start, w.end, 1000);
+	rc = ht_timeline_new(&t.tl, w.start, w.end, interval, o.mask, o.by);
+	if (rc == HT_ERR_INVALID)
+		die("too many points: the interval is too short for the window (at most 10000000 points)");
+	if (rc < 0)
+		die("out of memory");
+	tl_read(&t);
+	if (o.svg)
+		write_svg(&t);
+	if (!o.svg || o.fmt_given) {
+		switch (o.fmt) {
+		case FMT_TEXT: print_table(&t, false); break;
+		case FMT_CSV: print_table(&t, true); break;
+		case FMT_JSON: print_json(&t); break;
+		}
+	}
+	ht_timeline_free(t.tl);
+	ht_reader_close(t.r);
+	ht_query_release(&o.q);
+	return fflush(stdout) ? 1 : 0;
+}

@@ -1,0 +1,198 @@
+/*
+ * table_util.c - units, sizes, windows and the shared options of the table
+ * and timeline commands (see table_util.h).
+ */
+#include "cli/table_util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/common.h"
+
+int tu_parse_unit(const char *s, struct tu_unit *out)
+{
+	static const struct tu_unit units[] = {
+		{ "s", 1000000000ull, 6, 9 },
+		{ "ms", 1000000ull, 3, 6 },
+		{ "us", 1000ull, 1, 3 },
+		{ "ns", 1ull, 0, 0 },
+	};
+	for (size_t i = 0; s && i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(s, units[i].name)) {
+			*out = units[i];
+			return 0;
+		}
+	return -1;
+}
+
+static void time_digits(char *buf, size_t len, uint64_t ns, const struct tu_unit *u, int digits)
+{
+	uint64_t whole = ns / u->ns, frac = ns % u->ns;
+	if (!digits) {
+		snprintf(buf, len, "%" PRIu64, whole);
+		return;
+	}
+	/* Integer arithmetic: doubles would lose ns on long traces. */
+	int exact = u->exact_digits;
+	for (int d = digits; d < exact; d++)
+		frac /= 10;
+	snprintf(buf, len, "%" PRIu64 ".%0*" PRIu64, whole, digits, frac);
+}
+
+void tu_time(char *buf, size_t len, uint64_t ns, const struct tu_unit *u)
+{
+	time_digits(buf, len, ns, u, u->text_digits);
+}
+
+void tu_time_exact(char *buf, size_t len, uint64_t ns, const struct tu_unit *u)
+{
+	time_digits(buf, len, ns, u, u->exact_digits);
+}
+
+void tu_size(char *buf, size_t len, int64_t bytes)
+{
+	uint64_t a = bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes;
+	const char *sign = bytes < 0 ? "-" : "";
+	if (a < 1024)
+		snprintf(buf, len, "%s%" PRIu64 " B", sign, a);
+	else if (a < 1024ull * 1024)
+		snprintf(buf, len, "%s%.1f KB", sign, (double)a / 1024);
+	else if (a < 1024ull * 1024 * 1024)
+		snprintf(buf, len, "%s%.1f MB", sign, (double)a / (1024.0 * 1024));
+	else
+		snprintf(buf, len, "%s%.2f GB", sign, (double)a / (1024.0 * 1024 * 1024));
+}
+
+const char *tu_basename(const char *path)
+{
+	if (!path)
+		return "?";
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+void tu_parse_range(const char *a, const char *b, uint64_t *t1, uint64_t *t2)
+{
+	if (parse_time_ns(a, 1000, t1) < 0)
+		die("invalid time '%s'; use microseconds or a suffix s, ms, us, ns", a);
+	if (parse_time_ns(b, 1000, t2) < 0)
+		die("invalid time '%s'; use microseconds or a suffix s, ms, us, ns", b);
+	if (*t2 <= *t1)
+		die("invalid range '%s' '%s': T2 must be after T1", a, b);
+}
+
+void tu_parse_pids(const char *opt, const char *v, struct ht_query *q)
+{
+	if (!v || !*v)
+		die("'%s' needs a process id", opt);
+	const char *p = v;
+	while (*p) {
+		char *end;
+		errno = 0;
+		long pid = strtol(p, &end, 10);
+		if (errno || end == p || pid <= 0 || pid > INT32_MAX || (*end && *end != ','))
+			die("invalid process id list '%s'", v);
+		if (ht_query_add_pid(q, (int32_t)pid) < 0)
+			die("out of memory");
+		p = *end ? end + 1 : end;
+	}
+}
+
+uint64_t tu_parse_count(const char *opt, const char *v)
+{
+	char *end;
+	if (!v || !*v || *v == '-')
+		die("'%s' needs a number", opt);
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	if (errno || *end || n > UINT32_MAX)
+		die("invalid number '%s' for '%s'", v, opt);
+	return n;
+}
+
+static void add_items(struct ht_match_list *l, const char *opt, const char *arg)
+{
+	char *copy = strdup(arg);
+	if (!copy)
+		die("out of memory");
+	char *save = NULL;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int rc = ht_match_list_add(l, tok);
+		if (rc < 0)
+			die("invalid frame '%s' for '%s'", tok, opt);
+	}
+	free(copy);
+}
+
+bool tu_parse_frames_option(struct ht_query *q, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+	if (!strcmp(a, "--no-default-cull")) {
+		q->default_cull = false;
+		return true;
+	}
+	bool cull = !strcmp(a, "-cullFrames") || !strcmp(a, "--cull-frames");
+	bool lists = !strcmp(a, "-cullLists") || !strcmp(a, "--cull-lists");
+	bool require = !strcmp(a, "-requireFrames") || !strcmp(a, "--require-frames");
+	if (!cull && !lists && !require)
+		return false;
+	int n = 0;
+	while (*i + 1 < argc && argv[*i + 1][0] != '-') {
+		const char *v = argv[++*i];
+		n++;
+		if (cull)
+			add_items(&q->cull, a, v);
+		else if (require)
+			add_items(&q->require, a, v);
+		else {
+			int rc = ht_match_list_add_file(&q->cull, v);
+			if (rc < 0)
+				die("cannot read cull list '%s': %s", v, ht_strerror(rc));
+		}
+	}
+	if (!n)
+		die("'%s' needs at least one %s", a, lists ? "file" : "frame");
+	return true;
+}
+
+static uint64_t trace_end(const struct ht_reader *r)
+{
+	return ht_reader_info(r)->duration_ns;
+}
+
+struct ht_window tu_window(const struct ht_reader *r, bool has_range, uint64_t t1, uint64_t t2)
+{
+	struct ht_window w = { 0, UINT64_MAX };
+	uint64_t end = trace_end(r);
+	bool known = ht_reader_info(r)->flags & HT_TRACEF_COMPLETE;
+	if (has_range) {
+		w.start = t1;
+		w.end = t2;
+		tu_window_check(r, has_range, &w);
+	} else if (known) {
+		/* One past the last event, so that an event at the very end is inside. */
+		w.end = end + 1;
+	}
+	return w;
+}
+
+void tu_window_check(const struct ht_reader *r, bool has_range, struct ht_window *w)
+{
+	uint64_t end = trace_end(r);
+	if (!has_range) {
+		if (w->end == UINT64_MAX)
+			w->end = end + 1;
+		return;
+	}
+	bool known = (ht_reader_info(r)->flags & HT_TRACEF_COMPLETE) || end;
+	if (known && w->start > end) {
+		char a[40];
+		struct tu_unit s;
+		tu_parse_unit("s", &s);
+		tu_time(a, sizeof(a), end, &s);
+		die("the window starts after the end of the trace (%s s); use a range within it", a);
+	}
+}
