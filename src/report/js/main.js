@@ -1,0 +1,185 @@
+// Entry point of the report page: reads the data embedded in the HTML file,
+// draws the summary and the graphs, and recomputes the tables, the flame
+// graph and the xperf view whenever the selected window changes.
+
+import 'uplot/dist/uPlot.min.css';
+import 'tabulator-tables/dist/css/tabulator_simple.min.css';
+import '../css/report.css';
+
+import { loadModel, processLabel } from './model.js';
+import { windowSites, windowTotals, buildTree, flameTree, xperfRows, METRICS, SORT_KEYS } from './window.js';
+import { drawCharts } from './charts.js';
+import { createTreeTable, createXperfTable } from './tables.js';
+import { createFlame } from './flame.js';
+import { fmtBytes, fmtCount, fmtTime, rangeArg, esc } from './format.js';
+
+const $ = (id) => document.getElementById(id);
+
+function readData() {
+	const el = $('heaptrail-data');
+	if (!el) throw new Error('the report has no data');
+	return JSON.parse(el.textContent);
+}
+
+function summary(m) {
+	const t = m.trace;
+	const T = m.totals;
+	const cmd = (t.argv || []).join(' ');
+	document.title = 'heaptrail report: ' + (cmd || t.file || '');
+	$('title-cmd').textContent = cmd || '(unknown command)';
+	const items = [
+		['Trace', t.file || ''],
+		['Host', t.hostname || ''],
+		['Recorded', t.start_realtime_ns ? new Date(t.start_realtime_ns / 1e6).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : ''],
+		['Duration', fmtTime(t.duration_ns)],
+		['Processes', fmtCount(m.processes.length)],
+		['Heap calls', fmtCount(T.heap_allocs) + ' allocations, ' + fmtCount(T.heap_frees) + ' frees, ' + fmtCount(T.heap_reallocs) + ' reallocs'],
+		['Heap bytes allocated', fmtBytes(T.heap_alloc_bytes)],
+		['Peak heap', fmtBytes(T.heap_peak_bytes) + ' at ' + fmtTime(T.heap_peak_ns)],
+		['Leaked at exit', fmtBytes(T.heap_leaked_bytes) + ' in ' + fmtCount(T.heap_leaked_count) + ' blocks'],
+		['Commits', fmtCount(T.commit_count) + ', ' + fmtBytes(T.commit_bytes)],
+		['Peak committed', fmtBytes(T.commit_peak_bytes) + ' at ' + fmtTime(T.commit_peak_ns)],
+		['Peak RSS', T.rss_peak_bytes ? fmtBytes(T.rss_peak_bytes) + ' at ' + fmtTime(T.rss_peak_ns) : 'not sampled'],
+		['Events', fmtCount(t.events) + (t.events_lost ? ', ' + fmtCount(t.events_lost) + ' lost' : ', none lost')],
+	];
+	const flags = [];
+	if (!t.complete) flags.push('the trace was not finished');
+	if (t.truncated) flags.push('the trace is truncated');
+	if (!t.symbols) flags.push('no symbols');
+	if (m.heap.binned || m.commit.binned)
+		flags.push('big trace: the top stacks keep every lifetime, the rest are bucketed by ' + fmtTime(m.heap.bucketNs));
+	$('summary-grid').innerHTML = items
+		.map(([k, v]) => '<div class="k">' + esc(k) + '</div><div class="v" data-key="' + esc(k) + '">' + esc(v) + '</div>')
+		.join('');
+	$('summary-notes').textContent = flags.join('; ');
+	$('processes').innerHTML =
+		'<tr><th>PID</th><th>Parent</th><th>Program</th><th>Start</th><th>End</th><th>Status</th></tr>' +
+		m.processes
+			.map((p) => '<tr><td>' + p.pid + '</td><td>' + p.ppid + '</td><td title="' + esc((p.argv || []).join(' ')) + '">' + esc(p.exe || '') +
+				'</td><td>' + esc(fmtTime(p.start_ns)) + '</td><td>' + esc(fmtTime(p.end_ns)) + '</td><td>' + esc(p.status || '') + '</td></tr>')
+			.join('');
+}
+
+function chartSpecs(m) {
+	const s = m.series;
+	const handle = (h) => m.handles[h];
+	return [
+		{ id: 'heap', title: 'Outstanding heap bytes', series: s.heap.map((x) => ({ label: processLabel(m, x.process) + ' heap ' + handle(x.handle), values: x.max })) },
+		{ id: 'commit', title: 'Committed bytes (mappings)', series: s.commit.map((x) => ({ label: processLabel(m, x.process), values: x.max })) },
+		{ id: 'rss', title: 'Resident set size (RSS)', series: s.rss.map((x) => ({ label: processLabel(m, x.process), values: x.max })) },
+	];
+}
+
+function main() {
+	let m;
+	try {
+		m = loadModel(readData());
+	} catch (e) {
+		$('fatal').textContent = 'cannot show this report: ' + e.message;
+		return;
+	}
+	summary(m);
+	const labels = { process: (p) => processLabel(m, p), handle: (h) => 'Handle ' + m.handles[h] };
+	const file = m.trace.file || 'TRACE.htr';
+	const state = { t1: m.fullWindow[0], t2: m.fullWindow[1], heap: null, commit: null };
+
+	const heapTable = createTreeTable($('heap-table'), 'heap', 'Process / Handle / Impacting Type / Stack');
+	const commitTable = createTreeTable($('commit-table'), 'commit', 'Process / Impacting Type / Commit Stack');
+	const xperf = createXperfTable($('xperf-table'));
+	const flame = createFlame($('flame'), $('flame-details'));
+
+	function heapLevels() {
+		return $('split-type').checked ? ['process', 'handle', 'impacting', 'type', 'stack'] : ['process', 'handle', 'impacting', 'stack'];
+	}
+	function commitLevels() {
+		return $('split-type').checked ? ['process', 'impacting', 'type', 'stack'] : ['process', 'impacting', 'stack'];
+	}
+
+	function drawTables() {
+		heapTable.update(buildTree(m, m.heap, state.heap, heapLevels(), labels));
+		commitTable.update(buildTree(m, m.commit, state.commit, commitLevels(), labels));
+	}
+
+	function drawFlame() {
+		const src = $('flame-source').value;
+		const metric = $('flame-metric').value;
+		const tab = src === 'commit' ? m.commit : m.heap;
+		const ws = src === 'commit' ? state.commit : state.heap;
+		flame.update(flameTree(m, tab, ws, METRICS[metric], $('flame-callees').checked), metric !== 'count');
+	}
+
+	function drawXperf() {
+		const src = $('xperf-source').value;
+		const by = $('xperf-by').value;
+		const key = $('xperf-sort').value;
+		const top = Math.max(1, parseInt($('xperf-top').value, 10) || 50);
+		const tab = src === 'commit' ? m.commit : m.heap;
+		const ws = src === 'commit' ? state.commit : state.heap;
+		const rows = xperfRows(m, tab, ws, by).sort((a, b) => b[key] - a[key] || b.st - a.st).slice(0, top);
+		for (const r of rows) {
+			r.label = r.name;
+			r.kind = by === 'stacks' ? 'stack' : by === 'frames' ? 'frame' : 'image';
+			if (by === 'stacks') {
+				// xperf prints a stack's frames innermost first.
+				const frames = (m.stacks[r.stack] || []).slice().reverse();
+				r._children = frames.map((f) => ({ label: m.frames.names[f], where: m.frames.where[f], kind: 'frame' }));
+			}
+		}
+		xperf.update(rows);
+		$('xperf-cmd').textContent = 'heaptrail analyze ' + file + ' -' + by + ' ' + key + ' -range ' + rangeArg(state.t1) + ' ' + rangeArg(state.t2) + ' -top ' + top;
+	}
+
+	function setWindow(t1, t2) {
+		state.t1 = t1;
+		state.t2 = t2;
+		state.heap = windowSites(m.heap, t1, t2);
+		state.commit = windowSites(m.commit, t1, t2);
+		const full = t1 <= 0 && t2 > m.trace.duration_ns;
+		const h = windowTotals(state.heap);
+		const c = windowTotals(state.commit);
+		$('win-from').value = (t1 / 1e9).toFixed(9).replace(/\.?0+$/, '');
+		$('win-to').value = (Math.min(t2, m.trace.duration_ns) / 1e9).toFixed(9).replace(/\.?0+$/, '');
+		$('win-label').textContent = full
+			? 'whole trace (' + fmtTime(m.trace.duration_ns) + ')'
+			: fmtTime(t1) + ' to ' + fmtTime(t2) + ' (' + fmtTime(t2 - t1) + ')';
+		$('win-stats').textContent =
+			'heap: ' + fmtCount(h.count) + ' allocated, ' + fmtBytes(h.size) + ', impacting ' + fmtBytes(h.impacting) +
+			'; committed: ' + fmtCount(c.count) + ', ' + fmtBytes(c.size) + ', impacting ' + fmtBytes(c.impacting);
+		$('win-cmd').textContent = full
+			? 'heaptrail table heap ' + file
+			: 'heaptrail table heap|commit ' + file + ' --range ' + rangeArg(t1) + ' ' + rangeArg(t2);
+		drawTables();
+		drawFlame();
+		drawXperf();
+	}
+
+	const charts = drawCharts($('charts'), m.series, chartSpecs(m), m.trace.duration_ns, (t1, t2) => setWindow(t1, t2));
+
+	$('win-reset').addEventListener('click', () => {
+		charts.clear();
+		setWindow(m.fullWindow[0], m.fullWindow[1]);
+	});
+	$('win-apply').addEventListener('click', () => {
+		const a = Math.round(parseFloat($('win-from').value) * 1e9);
+		const b = Math.round(parseFloat($('win-to').value) * 1e9);
+		if (!(a >= 0) || !(b > a)) {
+			$('win-stats').textContent = 'the window needs 0 <= from < to (seconds)';
+			return;
+		}
+		charts.select(a, b);
+		setWindow(a, b);
+	});
+	$('split-type').addEventListener('change', drawTables);
+	for (const id of ['flame-source', 'flame-metric', 'flame-callees']) $(id).addEventListener('change', drawFlame);
+	$('flame-icicle').addEventListener('change', () => flame.setInverted($('flame-icicle').checked));
+	$('flame-search').addEventListener('input', () => flame.search($('flame-search').value));
+	for (const id of ['xperf-source', 'xperf-by', 'xperf-sort', 'xperf-top']) $(id).addEventListener('change', drawXperf);
+	$('xperf-sort').innerHTML = Object.entries(SORT_KEYS).map(([k, v]) => '<option value="' + k + '">' + k + ' (' + v + ')</option>').join('');
+
+	setWindow(m.fullWindow[0], m.fullWindow[1]);
+	// For tests and for the curious: the model and the window in the console.
+	window.heaptrail = { model: m, charts: charts.charts, state, setWindow, select: charts.select };
+	document.body.dataset.ready = '1';
+}
+
+main();
