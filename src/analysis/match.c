@@ -239,13 +239,12 @@ int ht_match_list_add_defaults(struct ht_match_list *l)
 }
 
 /*
- * Length of a demangled name without its parameter list and the qualifiers
- * after it: "ns::f(int) const" -> 2 + 2 + 1 ("ns::f"). Names that do not end
- * in a parameter list keep their whole length.
+ * Length of fn[0..n) without its parameter list and the qualifiers after it:
+ * "ns::f(int) const" -> 5 ("ns::f"). Names that do not end in a parameter
+ * list keep their whole length.
  */
-static size_t base_name_len(const char *fn)
+static size_t base_name_len(const char *fn, size_t n)
 {
-	size_t n = strlen(fn);
 	size_t end = n;
 	/* Skip trailing qualifiers: " const", " volatile", " &", " &&", " noexcept". */
 	while (end && fn[end - 1] != ')') {
@@ -293,8 +292,16 @@ static bool symbol_matches(const struct ht_match_item *it, const struct ht_match
 		return !strncasecmp(f->function, it->symbol, slen);
 	if (!strcasecmp(f->function, it->symbol))
 		return true;
-	return base_name_len(f->function) == slen &&
-	       !strncasecmp(f->function, it->symbol, slen);
+	/*
+	 * Symbols from the dynamic symbol table carry an ELF version
+	 * ("malloc@@GLIBC_2.2.5", "pthread_create@GLIBC_2.2.5"); "malloc"
+	 * must still match, so the version is not part of the name.
+	 */
+	const char *at = strchr(f->function, '@');
+	size_t n = at && at != f->function ? (size_t)(at - f->function) : strlen(f->function);
+	if (strncasecmp(f->function, it->symbol, slen))
+		return false;
+	return n == slen || base_name_len(f->function, n) == slen;
 }
 
 bool ht_match_frame(const struct ht_match_list *l, const struct ht_match_frame *f)

@@ -15,7 +15,8 @@
  * A symbol matches the demangled function name, or that name without its
  * parameter list, so "operator new" matches "operator new(unsigned long)",
  * "ns::f" matches "ns::f(int) const" and "Cmp::operator()" matches
- * "Cmp::operator()(int, int) const". A
+ * "Cmp::operator()(int, int) const"; an ELF symbol version is ignored, so
+ * "malloc" matches "malloc@@GLIBC_2.2.5". A
  * trailing '*' on the module or the symbol matches any name that starts with
  * the text before it ("std::vector*"). A symbol "0x1f30" matches a frame at
  * that offset in its module, with or without a symbol.

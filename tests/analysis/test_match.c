@@ -111,6 +111,18 @@ static void test_forms(void)
 	CHECK(match1("cmp::operator()", opcall));
 	CHECK(!match1("cmp::operator", opcall));
 
+	/* ELF symbol versions are not part of the name. */
+	struct ht_match_frame ver = mf("libc.so.6", NULL, "malloc@@GLIBC_2.2.5", 1);
+	struct ht_match_frame ver2 = mf("libc.so.6", NULL, "pthread_create@GLIBC_2.2.5", 1);
+	CHECK(match1("malloc", ver));
+	CHECK(match1("MALLOC", ver));
+	CHECK(match1("libc.so.6!malloc", ver));
+	CHECK(match1("malloc@@GLIBC_2.2.5", ver));
+	CHECK(!match1("mallo", ver));
+	CHECK(!match1("malloc@@GLIBC_2.3", ver));
+	CHECK(match1("pthread_create", ver2));
+	CHECK(match1("pthread_*", ver2));
+
 	/* bad items */
 	struct ht_match_list l = HT_MATCH_LIST_INIT;
 	CHECK_U64(ht_match_list_add(&l, ""), (uint64_t)HT_ERR_INVALID);
