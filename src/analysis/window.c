@@ -339,8 +339,14 @@ struct wstack_entry {
 	bool done;
 };
 
-/* A canonical (culled) stack: its logical frames, innermost first. */
+/*
+ * A canonical (culled) stack: the frame text keys that identify it, and the
+ * logical frames (innermost first) of the first raw stack that had them.
+ * Stacks are merged by text, as analyze merges them, so two calls from the
+ * same function at different lines are one stack.
+ */
 struct wcanon {
+	uint32_t *keys;
 	uint32_t *frames;
 	uint32_t n;
 };
@@ -421,7 +427,7 @@ static int grow_table(uint32_t **tab, uint32_t *cap, uint64_t (*hash)(void *, ui
 static uint64_t canon_hash(void *ctx, uint32_t id)
 {
 	struct ht_wstacks *s = ctx;
-	return hash_frames(s->canon[id].frames, s->canon[id].n);
+	return hash_frames(s->canon[id].keys, s->canon[id].n);
 }
 
 static uint64_t name_hash(void *ctx, uint32_t slot)
@@ -430,15 +436,18 @@ static uint64_t name_hash(void *ctx, uint32_t slot)
 	return hash_str(s->names[slot - 1]);
 }
 
-/* The canonical id of a culled frame list (interned). Returns 0 when out of memory. */
-static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *f, uint32_t n)
+/*
+ * The canonical id of a culled stack with text keys keys[0..n) and logical
+ * frames f[0..n) (interned by keys). Returns 0 when out of memory.
+ */
+static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *keys, const uint32_t *f, uint32_t n)
 {
-	uint64_t h = hash_frames(f, n);
+	uint64_t h = hash_frames(keys, n);
 	if (s->canon_index_cap) {
 		uint32_t slot = (uint32_t)h & (s->canon_index_cap - 1);
 		while (s->canon_index[slot]) {
 			struct wcanon *c = &s->canon[s->canon_index[slot]];
-			if (c->n == n && !memcmp(c->frames, f, n * sizeof(*f)))
+			if (c->n == n && !memcmp(c->keys, keys, n * sizeof(*keys)))
 				return s->canon_index[slot];
 			slot = (slot + 1) & (s->canon_index_cap - 1);
 		}
@@ -454,12 +463,14 @@ static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *f, uint32_t n)
 		s->canon = c;
 		s->canon_cap = cap;
 	}
-	uint32_t *copy = malloc((n ? n : 1) * sizeof(*copy));
+	uint32_t *copy = malloc(2 * (n ? n : 1) * sizeof(*copy));
 	if (!copy)
 		return 0;
-	memcpy(copy, f, n * sizeof(*f));
+	memcpy(copy, keys, n * sizeof(*keys));
+	memcpy(copy + n, f, n * sizeof(*f));
 	uint32_t id = s->ncanon++;
-	s->canon[id].frames = copy;
+	s->canon[id].keys = copy;
+	s->canon[id].frames = copy + n;
 	s->canon[id].n = n;
 	uint32_t slot = (uint32_t)h & (s->canon_index_cap - 1);
 	while (s->canon_index[slot])
@@ -527,13 +538,22 @@ static int resolve(struct ht_wstacks *s, uint32_t raw, struct wstack_entry *e)
 	frames += first;
 	n -= first;
 	if (n) {
-		e->canon = canon_get(s, frames, n);
+		uint32_t *keys = malloc(n * sizeof(*keys));
+		if (!keys)
+			return HT_ERR_NOMEM;
+		for (uint32_t i = 0; i < n; i++) {
+			keys[i] = frame_key_get(s, frames[i]);
+			if (keys[i] == UINT32_MAX) {
+				free(keys);
+				return HT_ERR_NOMEM;
+			}
+		}
+		e->canon = canon_get(s, keys, frames, n);
+		uint32_t key = keys[0];
+		free(keys);
 		e->frames = malloc(sizeof(*e->frames));
 		e->images = malloc(sizeof(*e->images));
 		if (!e->canon || !e->frames || !e->images)
-			return HT_ERR_NOMEM;
-		uint32_t key = frame_key_get(s, frames[0]);
-		if (key == UINT32_MAX)
 			return HT_ERR_NOMEM;
 		const struct ht_frame *f = ht_reader_frame(s->r, frames[0]);
 		e->frames[0] = key;
@@ -605,7 +625,7 @@ void ht_wstacks_free(struct ht_wstacks *s)
 	}
 	free(s->raw);
 	for (uint32_t i = 1; i < s->ncanon; i++)
-		free(s->canon[i].frames);
+		free(s->canon[i].keys);
 	free(s->canon);
 	free(s->canon_index);
 	for (uint32_t i = 0; i < s->nnames; i++)

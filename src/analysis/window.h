@@ -186,10 +186,11 @@ void ht_wtree_free(struct ht_wtree *t);
 /*
  * Stacks as the tables see them: each raw stack id of a reader culled (with a
  * frame matcher built from the cull list, or not at all), then given a
- * canonical id shared by every raw stack with the same culled frames, and
- * the frame and image keys the frame and image levels group by: the text
- * ("module!function") of the topmost frame left after culling and its module
- * id, as 'heaptrail analyze -frames/-images' groups. Results are cached per raw stack id, so
+ * canonical id shared by every raw stack whose culled frames have the same
+ * texts (as analyze merges stacks), and the frame and image keys the frame
+ * and image levels group by: the text ("module!function") of the topmost
+ * frame left after culling and its module id, as 'heaptrail analyze
+ * -frames/-images' groups. Results are cached per raw stack id, so
  * memory grows with the number of distinct stacks only.
  */
 struct ht_frame_matcher;
