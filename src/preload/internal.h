@@ -17,6 +17,8 @@
 #include "heaptrail/trace.h"
 #include "session/protocol.h"
 
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the record header store assumes little-endian");
+
 #define HT_EXPORT __attribute__((visibility("default")))
 #define HT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define HT_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -141,6 +143,12 @@ int ht__enter_slow(struct ht__thread *t);
 static inline int ht__enter(struct ht__thread *t)
 {
 	if (HT_LIKELY(atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY && !t->guard)) {
+		/* A stopping session wants no more events: pass through from now on. */
+		if (HT_UNLIKELY(atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) ==
+				HT_SESSION_STOPPING)) {
+			ht__go_dormant();
+			return 0;
+		}
 		t->guard = 1;
 		return 1;
 	}
@@ -193,10 +201,10 @@ static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type,
 		off = 0;
 	}
 	struct ht__rec *r = (struct ht__rec *)(t->data + off);
-	r->type = (uint8_t)type;
-	r->func = (uint8_t)func;
-	r->len = (uint16_t)len;
-	r->stack = stack;
+	/* type, func, len and stack in one store (little-endian layout). */
+	uint64_t head = (uint64_t)(uint8_t)type | (uint64_t)(uint8_t)func << 8 | (uint64_t)(uint16_t)len << 16 |
+			(uint64_t)stack << 32;
+	memcpy(r, &head, sizeof head);
 	r->ts = ht__clock();
 	t->next = pos + len;
 	return r;

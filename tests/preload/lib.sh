@@ -49,3 +49,12 @@ finish() {
 	fi
 	exit 0
 }
+
+# record_any: like record, without asserting that nothing was lost.
+record_any() {
+	RC=0
+	"$RINGDUMP" -o "$OUT" "$@" >"$TMP/stdout" 2>"$TMP/stderr" || RC=$?
+}
+
+# header FIELD: a number from ringdump's first line.
+header() { head -1 "$OUT" | sed -nE "s/.* $1=([0-9]+).*/\1/p"; }

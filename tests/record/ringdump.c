@@ -5,10 +5,12 @@
  * time order, one per line, in a stable text form that tests grep and count.
  *
  *   ringdump [-r RINGS] [-s RING_SIZE] [-k STACK_MASK] [-l] [-n] [-t] [-o FILE]
- *            [-p LIBHEAPTRAIL] -- CMD [ARGS]
+ *            [-x MS] [-S MS] [-p LIBHEAPTRAIL] -- CMD [ARGS]
  *
  * -l lossy, -n no-follow, -t print timestamps, -o write records to FILE
- * instead of stdout. The library defaults to $RINGDUMP_LIB. Exits with the
+ * instead of stdout. -x MS plays a hung collector: after MS milliseconds it
+ * stops its heartbeat and draining until the command ends. -S MS sets the
+ * session to STOPPING after MS milliseconds (and keeps draining). The library defaults to $RINGDUMP_LIB. Exits with the
  * command's status (128 + signal when it was killed).
  */
 #define _GNU_SOURCE
@@ -298,7 +300,7 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 static void usage(void)
 {
 	fprintf(stderr, "usage: ringdump [-r RINGS] [-s RING_SIZE] [-k STACK_MASK] [-l] [-n] [-t] [-o FILE] "
-			"[-p LIB] -- CMD [ARGS]\n");
+			"[-x MS] [-S MS] [-p LIB] -- CMD [ARGS]\n");
 	exit(2);
 }
 
@@ -306,8 +308,9 @@ int main(int argc, char **argv)
 {
 	uint32_t nrings = 16, rsize = 1u << 20, mask = HT_STK_DEFAULT, flags = 0;
 	int with_ts = 0, opt;
+	long hang_ms = -1, stop_ms = -1;
 	const char *lib = getenv("RINGDUMP_LIB"), *out = NULL;
-	while ((opt = getopt(argc, argv, "+r:s:k:lntp:o:")) != -1) {
+	while ((opt = getopt(argc, argv, "+r:s:k:lntp:o:x:S:")) != -1) {
 		switch (opt) {
 		case 'r': nrings = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 's': rsize = (uint32_t)strtoul(optarg, NULL, 0); break;
@@ -317,6 +320,8 @@ int main(int argc, char **argv)
 		case 't': with_ts = 1; break;
 		case 'p': lib = optarg; break;
 		case 'o': out = optarg; break;
+		case 'x': hang_ms = strtol(optarg, NULL, 0); break;
+		case 'S': stop_ms = strtol(optarg, NULL, 0); break;
 		default: usage();
 		}
 	}
@@ -381,8 +386,13 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	int status = 0, have_root = 0;
+	uint64_t start = now_ns();
 	for (;;) {
-		drain_all();
+		uint64_t ms = (now_ns() - start) / 1000000;
+		if (stop_ms >= 0 && ms >= (uint64_t)stop_ms)
+			atomic_store(&hdr->state, HT_SESSION_STOPPING);
+		if (hang_ms < 0 || ms < (uint64_t)hang_ms)
+			drain_all();
 		int st;
 		pid_t p = waitpid(-1, &st, WNOHANG);
 		if (p == root) {

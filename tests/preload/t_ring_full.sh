@@ -1,0 +1,25 @@
+# Full rings: lossless waits for the collector and loses nothing; lossy drops
+# and counts; more threads than rings wait for released rings.
+. "$(dirname "$0")/lib.sh"
+record -r 4 -s 4096 -- "$PROGS/flood" 1 20000
+expect "lossless exit status" "$RC" 0
+expect_count '^alloc func=malloc .* size=12001$' 20000
+expect "lossless frees" "$(awk '/size=12001$/ { match($0, / addr=0x[0-9a-f]+/); live[substr($0, RSTART, RLENGTH)] = 1 }
+	/^free / { match($0, / addr=0x[0-9a-f]+/); a = substr($0, RSTART, RLENGTH); if (a in live) { n++; delete live[a] } }
+	END { print n + 0 }' "$OUT")" 20000
+
+record_any -l -r 4 -s 4096 -- "$PROGS/flood" 1 200000
+expect "lossy exit status" "$RC" 0
+lost=$(header lost)
+got=$(count '^alloc func=malloc .* size=12001$')
+frees=$(count '^free ')
+echo "lossy: recorded $got allocs, $frees frees, lost $lost"
+expect "lossy lost some" "$([ "$lost" -gt 0 ] && echo yes)" yes
+expect "lossy recorded + lost covers every event" "$([ $((got + frees + lost)) -ge 400000 ] && echo yes)" yes
+
+record -r 3 -s 65536 -- "$PROGS/flood" 6 2000
+expect "rings recycled exit status" "$RC" 0
+expect_count '^alloc func=malloc .* size=12001$' 12000
+expect_count '^thread_start ' 7
+expect_count '^thread_exit ' 6
+finish
