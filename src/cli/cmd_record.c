@@ -124,7 +124,8 @@ static void find_recorder(char *out, size_t n)
 	char *slash = strrchr(exe, '/');
 	if (slash)
 		*slash = 0;
-	snprintf(out, n, "%s/../lib/libheaptrail.so", exe);
+	if ((size_t)snprintf(out, n, "%.*s/../lib/libheaptrail.so", (int)(n - 32), exe) >= n)
+		die("the path of the heaptrail binary is too long");
 	char real[PATH_MAX];
 	if (!realpath(out, real) || access(real, R_OK) < 0)
 		die("cannot find the recorder '%s'; is heaptrail installed completely?", out);

@@ -232,7 +232,7 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 		stuck = atomic_load(&r->busy) != 0;
 	}
 	uint64_t w = atomic_load_explicit(&r->write_pos, memory_order_acquire);
-	uint64_t pos = atomic_load_explicit(&r->read_pos, memory_order_relaxed);
+	uint64_t pos = atomic_load_explicit(&r->read_pos, memory_order_relaxed), start = pos;
 	if (w != pos && !sl->bound) {
 		/* Read after the acquire: the owner wrote these before committing. */
 		sl->pid = r->pid;
@@ -269,6 +269,8 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 		pos += len;
 	}
 	atomic_store_explicit(&r->read_pos, w, memory_order_release);
+	if (w - start > s->ring_size / 4)
+		s->hurry = true; /* at this rate the writer would wait for our next tick */
 	if (stuck && !owner_dead && sl->last_ts < *wm)
 		*wm = sl->last_ts;
 	return 0;
@@ -402,7 +404,6 @@ int ht__session_tick(struct ht__session *s)
 		return s->sink_err;
 	uint64_t now = ht__now_ns();
 	atomic_store(&s->hdr->heartbeat_ns, now);
-	s->next_tick_ns = now + HT__TICK_NS;
 	s->tick++;
 
 	int rc;
@@ -411,7 +412,9 @@ int ht__session_tick(struct ht__session *s)
 	if ((rc = check_procs(s, now)) < 0)
 		return rc;
 	uint64_t wm = now > 1000000 ? now - 1000000 : 0;
+	s->hurry = false;
 	int in_use = drain_all(s, &wm, s->tick % DEAD_CHECK_TICKS == 0, false);
+	s->next_tick_ns = now + (s->hurry ? HT__TICK_NS / 10 : HT__TICK_NS);
 	if (in_use < 0)
 		return in_use;
 	if ((rc = merge(s, wm)) < 0)

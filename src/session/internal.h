@@ -109,6 +109,7 @@ struct ht__session {
 	uint64_t tick;
 	uint64_t last_ts;       /* of the last event written, ns since t0 */
 	uint64_t lost_freed;    /* ring.lost of rings already freed */
+	bool hurry;             /* a ring was filling up: tick again soon */
 	volatile sig_atomic_t stop;
 	pid_t root_pid;
 	bool finishing;

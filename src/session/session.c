@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,23 +62,52 @@ static int ensure_private_dir(const char *dir)
 	return 0;
 }
 
-/* The directory of session files (docs/session-protocol.md), created if needed. */
+static bool on_tmpfs(const char *path)
+{
+	struct statfs fs;
+	return statfs(path, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+}
+
+/*
+ * The directory of session files (docs/session-protocol.md), created if
+ * needed: $XDG_RUNTIME_DIR/heaptrail, /run/heaptrail for root, else
+ * /tmp/heaptrail-UID. The rings must live in memory: on a disk file system
+ * every page the recorders write would also be written back to disk (and
+ * read ahead on fault), which costs the collector more than the draining.
+ * So the first of those whose parent is a tmpfs wins, then
+ * /dev/shm/heaptrail-UID, and only when no tmpfs exists at all the first one.
+ */
 static int session_dir(const struct ht__session_config *cfg, char *out, size_t n)
 {
+	if (cfg->dir) {
+		int len = snprintf(out, n, "%s", cfg->dir);
+		return len < 0 || (size_t)len >= n ? HT_ERR_INVALID : 0; /* used as it is */
+	}
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	int len;
-	if (cfg->dir)
-		len = snprintf(out, n, "%s", cfg->dir);
-	else if (xdg && *xdg == '/')
-		len = snprintf(out, n, "%s/heaptrail", xdg);
-	else if (geteuid() == 0)
-		len = snprintf(out, n, "/run/heaptrail");
-	else
-		len = snprintf(out, n, "/tmp/heaptrail-%u", (unsigned)geteuid());
-	if (len < 0 || (size_t)len >= n)
+	unsigned uid = (unsigned)geteuid();
+	char cand[4][PATH_MAX], parent[4][PATH_MAX];
+	int k = 0;
+	if (xdg && *xdg == '/') {
+		snprintf(cand[k], PATH_MAX, "%s/heaptrail", xdg);
+		snprintf(parent[k++], PATH_MAX, "%s", xdg);
+	}
+	if (uid == 0) {
+		snprintf(cand[k], PATH_MAX, "/run/heaptrail");
+		snprintf(parent[k++], PATH_MAX, "/run");
+	}
+	snprintf(cand[k], PATH_MAX, "/tmp/heaptrail-%u", uid);
+	snprintf(parent[k++], PATH_MAX, "/tmp");
+	snprintf(cand[k], PATH_MAX, "/dev/shm/heaptrail-%u", uid);
+	snprintf(parent[k++], PATH_MAX, "/dev/shm");
+	int pick = 0;
+	for (int i = 0; i < k; i++)
+		if (on_tmpfs(parent[i])) {
+			pick = i;
+			break;
+		}
+	if (strlen(cand[pick]) >= n)
 		return HT_ERR_INVALID;
-	if (cfg->dir)
-		return 0; /* the caller's directory, used as it is */
+	snprintf(out, n, "%s", cand[pick]);
 	return ensure_private_dir(out);
 }
 

@@ -60,7 +60,7 @@ struct ht__sink {
 const struct ht__sink *ht__sink_writer(void);
 
 struct ht__session_config {
-	const char *dir;     /* NULL: $XDG_RUNTIME_DIR/heaptrail, /run/heaptrail, /tmp/heaptrail-UID */
+	const char *dir;     /* NULL: see session_dir() in session.c (a tmpfs) */
 	const char *name;    /* file name in dir; NULL: a unique "session-PID-XXXXXX" */
 	uint32_t ring_size;  /* power of two >= 4096; 0: 1 MiB */
 	uint32_t ring_count; /* 1 .. 65536; 0: 256 */
