@@ -305,7 +305,19 @@ static void text_node(struct table_run *t, const struct ht_wnode *n)
 	snprintf(c, sizeof(c), "%" PRIu64, n->count);
 	tu_size(i, sizeof(i), n->impacting);
 	tu_size(s, sizeof(s), (int64_t)n->size);
-	printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", label);
+	/* A stack reads best one frame a line, innermost first, beside its numbers. */
+	const uint32_t *f = NULL;
+	uint32_t nf = n->depth && n->key == HT_WK_STACK ? ht_wstacks_frames(t->stacks, (uint32_t)n->value, &f) : 0;
+	if (!nf)
+		printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", label);
+	for (uint32_t k = 0; k < nf; k++) {
+		char ft[1024];
+		ht_frame_text(t->r, f[k], true, ft, sizeof(ft));
+		if (!k)
+			printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", ft);
+		else
+			printf("%10s %15s %12s  %*s  %s\n", "", "", "", (int)n->depth * 2, "", ft);
+	}
 	for (uint32_t k = 0; k < n->nchildren; k++)
 		text_node(t, n->children[k]);
 	if (n->nrows) {

@@ -189,7 +189,8 @@ static void test_heap_rows(void)
 	CHECK_I64(r.status, 0);
 	CHECK_CONTAINS(r.out, "Heap Allocations, window [0.000004 s, 0.000010 s), grouped by impacting-type, stack\n");
 	CHECK_CONTAINS(r.out, "         4          1.8 KB       2.5 KB  Total\n");
-	CHECK_CONTAINS(r.out, "         1          -236 B         64 B      app!other <- app!main\n");
+	CHECK_CONTAINS(r.out, "         1          -236 B         64 B      app!other\n"
+			      "                                               app!main\n");
 }
 
 /* Partial munmap, mremap growth and mprotect commit/decommit (traces.h has the events). */
