@@ -359,6 +359,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 /* Progress on stderr, only on a terminal and only after the first second. */
 struct progress {
 	struct timespec start;
+	double last; /* seconds since start of the last line written */
 	bool shown;
 };
 
@@ -372,8 +373,10 @@ static double elapsed(const struct timespec *t0)
 static void on_progress(void *ctx, uint64_t ts, uint64_t duration)
 {
 	struct progress *p = ctx;
-	if (elapsed(&p->start) < 1.0)
+	double now = elapsed(&p->start);
+	if (now < 1.0 || (p->shown && now - p->last < 0.25))
 		return;
+	p->last = now;
 	if (duration)
 		fprintf(stderr, "\rheaptrail: analyzing %3.0f%%", 100.0 * (double)ts / (double)duration);
 	else
