@@ -43,6 +43,7 @@ static int failures;
 
 static const char *heaptrail, *progdir;
 static char tmp[64], rtdir[128], errfile[128];
+static pid_t last_pid; /* of the last heaptrail run */
 
 /* Run heaptrail with args (NULL-terminated) in dir; stderr to errfile. Returns
    the exit status, or -1. */
@@ -68,9 +69,31 @@ static int run(const char *dir, ...)
 		_exit(121);
 	}
 	int status;
+	last_pid = pid;
 	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
 		return -1;
 	return WEXITSTATUS(status);
+}
+
+/* Start heaptrail in the background (stderr to errfile); returns its pid. */
+static pid_t start(const char *dir, const char *const *args)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		const char *argv[32];
+		int n = 0;
+		argv[n++] = heaptrail;
+		while (*args && n < 31)
+			argv[n++] = *args++;
+		argv[n] = NULL;
+		int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || dup2(fd, 2) < 0 || chdir(dir) < 0)
+			_exit(120);
+		setenv("XDG_RUNTIME_DIR", rtdir, 1);
+		execv(heaptrail, (char **)argv);
+		_exit(121);
+	}
+	return pid;
 }
 
 static char *slurp(const char *path)
@@ -86,21 +109,34 @@ static char *slurp(const char *path)
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }
 
-/* The session directory must be empty after every run. */
+/*
+ * Session files of heaptrail process pid ("session-PID-*") in every place a
+ * session may live (session.c picks the first on a tmpfs).
+ */
+static int session_files(pid_t pid)
+{
+	char dirs[4][256], prefix[64];
+	snprintf(dirs[0], sizeof(dirs[0]), "%s/heaptrail", rtdir);
+	snprintf(dirs[1], sizeof(dirs[1]), "/run/heaptrail");
+	snprintf(dirs[2], sizeof(dirs[2]), "/tmp/heaptrail-%u", (unsigned)geteuid());
+	snprintf(dirs[3], sizeof(dirs[3]), "/dev/shm/heaptrail-%u", (unsigned)geteuid());
+	snprintf(prefix, sizeof(prefix), "session-%d-", (int)pid);
+	int n = 0;
+	for (int i = 0; i < 4; i++) {
+		DIR *dir = opendir(dirs[i]);
+		struct dirent *e;
+		while (dir && (e = readdir(dir)))
+			n += !strncmp(e->d_name, prefix, strlen(prefix));
+		if (dir)
+			closedir(dir);
+	}
+	return n;
+}
+
+/* The session file must be gone after every run. */
 static void check_no_session_left(void)
 {
-	char d[256];
-	snprintf(d, sizeof(d), "%s/heaptrail", rtdir);
-	DIR *dir = opendir(d);
-	if (!dir)
-		return;
-	struct dirent *e;
-	int n = 0;
-	while ((e = readdir(dir)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(dir);
-	CHECK_EQ(n, 0);
+	CHECK_EQ(session_files(last_pid), 0);
 }
 
 struct ev_list {
@@ -355,6 +391,128 @@ static void test_errors(void)
 	check_no_session_left();
 }
 
+/* A SIGTERM sent to heaptrail goes to the program; heaptrail exits 128+15. */
+static void test_signal_forwarding(void)
+{
+	char out[256];
+	snprintf(out, sizeof(out), "%s/term.htr", tmp);
+	const char *args[] = { "record", "-q", "-o", out, "--", "sleep", "10", NULL };
+	pid_t pid = start(tmp, args);
+	last_pid = pid;
+	usleep(400000);
+	CHECK_EQ(session_files(pid), 1); /* while it runs, the file exists */
+	CHECK(kill(pid, SIGTERM) == 0);
+	int status = 0;
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+	check_no_session_left();
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e);
+	if (!r)
+		return;
+	const struct ht_process *p = ht_reader_process(r, 0);
+	CHECK(p && (p->flags & HT_PROCF_SIGNALED) && p->signal == SIGTERM);
+	free(e.v);
+	ht_reader_close(r);
+}
+
+/* An exec in the traced pid: a second image with the EXEC flag. */
+static void test_exec(void)
+{
+	char out[256], cmd[512];
+	snprintf(out, sizeof(out), "%s/exec.htr", tmp);
+	snprintf(cmd, sizeof(cmd), "exec %s/rec_basic 9", progdir);
+	CHECK_EQ(run(tmp, "record", "-q", "-o", out, "--", "/bin/sh", "-c", cmd, NULL), 9);
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e);
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_process_count(r), 2);
+	const struct ht_process *sh = ht_reader_process(r, 0), *prog = ht_reader_process(r, 1);
+	CHECK(sh && prog);
+	if (sh && prog) {
+		CHECK_EQ(sh->pid, prog->pid);
+		CHECK(sh->flags & HT_PROCF_EXECED);
+		CHECK(prog->flags & HT_PROCF_EXEC);
+		CHECK(prog->exe && strstr(prog->exe, "rec_basic"));
+		CHECK_EQ(prog->exit_code, 9);
+	}
+	int allocs = 0, execs = 0;
+	for (size_t i = 0; i < e.n; i++) {
+		if (e.v[i].type == HT_EV_ALLOC && e.v[i].size >= 1000 && e.v[i].size < 1012) {
+			allocs++;
+			CHECK_EQ(e.v[i].process, 1);
+		}
+		execs += e.v[i].type == HT_EV_PROCESS_EXEC;
+	}
+	CHECK_EQ(allocs, 12);
+	CHECK_EQ(execs, 1);
+	free(e.v);
+	ht_reader_close(r);
+}
+
+/* --no-follow: the children run untraced, only the root is in the trace. */
+static void test_no_follow(void)
+{
+	char out[256], prog[256];
+	snprintf(out, sizeof(out), "%s/nofollow.htr", tmp);
+	snprintf(prog, sizeof(prog), "%s/rec_fork", progdir);
+	CHECK_EQ(run(tmp, "record", "-q", "--no-follow", "-o", out, "--", prog, NULL), 0);
+	check_no_session_left();
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e);
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_process_count(r), 1);
+	int count[5] = { 0 };
+	for (size_t i = 0; i < e.n; i++)
+		if (e.v[i].type == HT_EV_ALLOC && e.v[i].size > 2000 && e.v[i].size <= 2004)
+			count[e.v[i].size - 2000]++;
+	CHECK_EQ(count[1], 5);
+	CHECK_EQ(count[2], 0);
+	CHECK_EQ(count[3], 1);
+	CHECK_EQ(count[4], 0);
+	free(e.v);
+	ht_reader_close(r);
+}
+
+/*
+ * --lossy with two 4 KiB buffers: events are dropped rather than waited for,
+ * and every dropped one is counted: the footer, the message and the events
+ * kept add up.
+ */
+static void test_lossy(void)
+{
+	char out[256], prog[256];
+	const long n = 200000;
+	snprintf(out, sizeof(out), "%s/lossy.htr", tmp);
+	snprintf(prog, sizeof(prog), "%s/rec_many", progdir);
+	CHECK_EQ(run(tmp, "record", "--lossy", "--buffer-size", "4K", "--buffers", "2", "-o", out,
+		     "--", prog, "200000", NULL),
+		 0);
+	unsigned long long evs = 0, lost = 0;
+	CHECK(sscanf(strstr(slurp(errfile), "heaptrail: wrote") ?: "", "heaptrail: wrote '%*[^']' (%llu events, %llu lost)",
+		     &evs, &lost) == 2);
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e);
+	if (!r)
+		return;
+	const struct ht_trace_info *info = ht_reader_info(r);
+	CHECK(info->flags & HT_TRACEF_LOSSY);
+	CHECK_EQ(info->events_lost, lost);
+	CHECK(lost > 0);
+	CHECK_EQ(e.n, evs);
+	long kept = 0;
+	for (size_t i = 0; i < e.n; i++)
+		kept += (e.v[i].type == HT_EV_ALLOC && e.v[i].size == 48) || e.v[i].type == HT_EV_FREE;
+	/* every malloc(48)/free pair is either kept or counted lost */
+	CHECK(kept <= 2 * n);
+	CHECK(kept + (long)lost >= 2 * n);
+	free(e.v);
+	ht_reader_close(r);
+}
+
 /* Without -o: PROGRAM.PID.htr in the current directory. */
 static void test_default_name(void)
 {
@@ -423,6 +581,10 @@ int main(int argc, char **argv)
 	test_fork_tree();
 	test_errors();
 	test_default_name();
+	test_signal_forwarding();
+	test_exec();
+	test_no_follow();
+	test_lossy();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed; files kept in %s\n", failures, tmp);
 		return 1;
