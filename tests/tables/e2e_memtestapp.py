@@ -1,0 +1,259 @@
+"""e2e_memtestapp.py - the seed's Exercise 2 investigation end to end: records
+examples/memtestapp (time scaled down) with `heaptrail record` and checks every
+finding through `heaptrail table commit|heap` and `heaptrail timeline`, plus
+the agreement of the heap table with `heaptrail analyze`.
+
+The spike and midpoint times are read from the trace (the commit table's
+rows), never hard-coded; the counts come from examples/memtestapp.cpp: 1200
+ticks over the run, one leaked 40-byte object per tick, 10 MB committed by
+main at the start and at the middle tick, ten transient 10 MB buffers held
+for 0.1/30 of the run each.
+
+Usage: e2e_memtestapp.py HEAPTRAIL MEMTESTAPP
+The trace goes to a temporary directory that is removed afterwards."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SECONDS = 3.0
+TICKS = 1200
+MB = 1024 * 1024
+HOLD_NS = int(SECONDS * 0.1 / 30 * 1e9)  # 100 ms of a 30 s run, scaled
+TICK_NS = int(SECONDS * 1e9 / TICKS)
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what, file=sys.stderr)
+
+
+def equal(got, want, what):
+    check(got == want, "%s: got %r, want %r" % (what, got, want))
+
+
+def run(argv, want_rc=0):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+    if p.returncode != want_rc:
+        raise SystemExit("%s: exit %d (want %d)\nstderr: %s" % (" ".join(argv), p.returncode, want_rc, err))
+    return out
+
+
+class Trace:
+    def __init__(self, heaptrail, path, pid):
+        self.heaptrail = heaptrail
+        self.path = path
+        self.pid = pid
+
+    def json(self, cmd, *args):
+        """cmd: the command words ("table commit"); the trace, --pid and --format json are added."""
+        return json.loads(run([self.heaptrail] + cmd.split() + [self.path] + list(args) +
+                              ["--pid", str(self.pid), "--format", "json"]))
+
+
+def ns_arg(ns):
+    return "%dns" % ns
+
+
+def find(nodes, key, pred):
+    """The nodes of a level whose field key satisfies pred."""
+    return [n for n in nodes if key in n and pred(n[key])]
+
+
+def innermost(stack):
+    return stack[0] if stack else ""
+
+
+def main():
+    heaptrail, app = sys.argv[1], sys.argv[2]
+    tmp = tempfile.mkdtemp(prefix="ht-tables-e2e-")
+    try:
+        path = os.path.join(tmp, "memtestapp.htr")
+        run([heaptrail, "record", "-o", path, "--", app, "--seconds", str(SECONDS)])
+        # The traced program's pid, from the commit table's process level.
+        whole = json.loads(run([heaptrail, "table", "commit", path, "--format", "json",
+                                "--group-by", "process"]))
+        procs = [g for g in whole["groups"] if g["process"]["exe"].endswith("memtestapp")]
+        equal(len(procs), 1, "one memtestapp process")
+        t = Trace(heaptrail, path, procs[0]["process"]["pid"])
+        check_commit_whole(t)
+        rows = commit_rows(t)
+        spikes = [r for r in rows if "ManipulateTemporaryBuffer" in innermost(r["stack"])]
+        steady = [r for r in rows if innermost(r["stack"]).startswith("memtestapp!main")]
+        equal(len(spikes), 10, "transient buffers")
+        equal(len(steady), 2, "steady mappings committed by main")
+        if len(spikes) == 10 and len(steady) == 2:
+            check_midpoint(t, spikes, steady)
+            check_last_spikes(t, spikes, steady)
+            check_timeline(t, spikes, steady, tmp)
+            check_heap(t, steady[0]["commit_ns"])
+    finally:
+        shutil.rmtree(tmp)
+    if failures:
+        print("%d check(s) failed" % len(failures), file=sys.stderr)
+        return 1
+    return 0
+
+
+def commit_rows(t):
+    doc = t.json("table commit", "--group-by", "none", "--rows")
+    return sorted(doc["rows"], key=lambda r: r["commit_ns"])
+
+
+def check_commit_whole(t):
+    """Whole trace: Size is everything committed (10 + 10 + 10 x 10 MB and the runtime's), Impacting 0."""
+    doc = t.json("table commit")
+    total = doc["total"]
+    check(total["size"] >= 120 * MB, "whole-trace commit Size %d >= 120 MB" % total["size"])
+    equal(total["impacting_size"], 0, "whole-trace commit Impacting Size")
+    proc = doc["groups"][0]
+    equal(proc["size"], total["size"], "process Size")
+    stacks = [s for it in proc["children"] for s in it["children"]]
+    spike = [s for s in stacks if "ManipulateTemporaryBuffer" in innermost(s["stack"])]
+    main = [s for s in stacks if innermost(s["stack"]).startswith("memtestapp!main")]
+    equal(sum(s["count"] for s in spike), 10, "whole-trace count of transient buffers")
+    equal(sum(s["size"] for s in spike), 100 * MB, "whole-trace size of transient buffers")
+    equal(sum(s["size"] for s in main), 20 * MB, "whole-trace size committed by main")
+    runtime = total["size"] - 120 * MB
+    equal(sum(s["size"] for s in stacks) - 120 * MB, runtime, "the rest is the runtime's")
+
+
+def check_midpoint(t, spikes, steady):
+    """A window around the midpoint increase: Impacting +10 MB, from main's stack."""
+    mid = steady[1]["commit_ns"]
+    before = max([s["decommit_ns"] for s in spikes if s["decommit_ns"] < mid])
+    after = min([s["commit_ns"] for s in spikes if s["commit_ns"] > mid])
+    lo, hi = (before + mid) // 2, (mid + after) // 2
+    doc = t.json("table commit", "--range", ns_arg(lo), ns_arg(hi), "--sort", "impacting")
+    equal(doc["total"]["impacting_size"], 10 * MB, "midpoint window Impacting Size")
+    equal(doc["total"]["count"], 1, "midpoint window Count")
+    proc = doc["groups"][0]
+    imp = find(proc["children"], "impacting_type", lambda v: v == "Impacting")
+    equal(len(imp), 1, "midpoint window has an Impacting row")
+    if imp:
+        equal(imp[0]["impacting_size"], 10 * MB, "Impacting row's Impacting Size")
+        top = imp[0]["children"][0]  # sorted by impacting size
+        check(innermost(top["stack"]).startswith("memtestapp!main"),
+              "midpoint increase attributed to main, got %r" % top["stack"][:3])
+        equal(top["impacting_size"], 10 * MB, "main's Impacting Size")
+    equal(find(proc["children"], "impacting_type", lambda v: v == "Transient"), [],
+          "no transient commit around the midpoint")
+
+
+def check_last_spikes(t, spikes, steady):
+    """The last four spikes: Transient, Count 4, Size 40 MB, Impacting 0, in ManipulateTemporaryBuffer."""
+    lo = (spikes[5]["decommit_ns"] + spikes[6]["commit_ns"]) // 2
+    end_of_run = min(s["decommit_ns"] for s in steady)
+    hi = (spikes[9]["decommit_ns"] + end_of_run) // 2
+    doc = t.json("table commit", "--range", ns_arg(lo), ns_arg(hi), "--sort", "size", "--rows")
+    proc = doc["groups"][0]
+    equal(proc["impacting_size"], 0, "last-spikes window Impacting Size")
+    tr = find(proc["children"], "impacting_type", lambda v: v == "Transient")
+    equal(len(tr), 1, "last-spikes window has a Transient row")
+    if not tr:
+        return
+    tr = tr[0]
+    equal(tr["count"], 4, "Transient Count")
+    equal(tr["size"], 40 * MB, "Transient Size")
+    equal(tr["impacting_size"], 0, "Transient Impacting Size")
+    equal(len(tr["children"]), 1, "one transient stack")
+    st = tr["children"][0]
+    equal([f.split("(")[0] for f in st["stack"][:3]],
+          ["memtestapp!ManipulateTemporaryBuffer", "memtestapp!Operation1", "memtestapp!main"],
+          "transient stack")
+    equal(len(st["rows"]), 4, "four transient buffers")
+    for r in st["rows"]:
+        life = r["decommit_ns"] - r["commit_ns"]
+        check(HOLD_NS <= life < 10 * HOLD_NS,
+              "commit to decommit %d ns, want about %d ns (the scaled 100 ms)" % (life, HOLD_NS))
+        equal(r["type"], "AIFI", "transient buffer type")
+        equal(r["size"], 10 * MB, "transient buffer size")
+    # The steady mappings are outstanding through the window: AOFO, no bytes of their own.
+    imp = find(proc["children"], "impacting_type", lambda v: v == "Impacting")
+    equal([(n["count"], n["impacting_size"], n["blocks"]) for n in imp], [(0, 0, 2)], "steady state is AOFO")
+
+
+def check_timeline(t, spikes, steady, tmp):
+    """The committed series shows the step at the midpoint and the ten spikes."""
+    doc = t.json("timeline", "--series", "commit", "--interval", "1ms")
+    equal(doc["interval_ns"], 1000000, "interval")
+    series = doc["series"]
+    equal([s["name"] for s in series], ["commit"], "series")
+    pts = series[0]["points"]
+    mid = steady[1]["commit_ns"]
+
+    def at(ts):
+        return [v for (x, v) in pts if x <= ts][-1]
+
+    base1 = at(mid - 10 * HOLD_NS // 2)
+    base2 = at(mid + 10 * HOLD_NS // 2)
+    equal(base2 - base1, 10 * MB, "step at the midpoint")
+    # Rising edges above the steady level: one per spike, each 10 MB.
+    rises = []
+    for (a, b) in zip(pts, pts[1:]):
+        if b[1] - a[1] >= 5 * MB and a[1] < b[1]:
+            rises.append((b[0], b[1] - a[1]))
+    # The two steady commits (start, midpoint) are rises too; the rest are the spikes.
+    spike_rises = [r for r in rises if all(abs(r[0] - s["commit_ns"]) > TICK_NS for s in steady)]
+    equal(len(spike_rises), 10, "ten spikes in the committed series")
+    equal(sorted(set(r[1] for r in spike_rises)), [10 * MB], "each spike is 10 MB")
+    peak = max(v for (_, v) in pts)
+    equal(peak, 30 * MB, "peak committed (two steady + one spike)")
+    svg = os.path.join(tmp, "commit.svg")
+    run([t.heaptrail, "timeline", t.path, "--pid", str(t.pid), "--series", "heap,commit", "--svg", svg])
+    with open(svg) as f:
+        text = f.read()
+    check(text.count("<polyline") == 2, "two lines in the svg")
+    check(">30 MB</text>" in text, "svg y axis in MB")
+
+
+def check_heap(t, start):
+    """InnerLoopOperation's 40-byte objects: Impacting, growing linearly with the window, at the program's rate."""
+    sizes = []
+    for length in (0.5, 1.0):
+        lo = start + int(0.8e9)
+        hi = lo + int(length * 1e9)
+        doc = t.json("table heap", "--range", ns_arg(lo), ns_arg(hi), "--group-by", "impacting-type,stack,type")
+        want = length * 1e9 / TICK_NS
+        imp = find(doc["groups"], "impacting_type", lambda v: v == "Impacting")
+        equal(len(imp), 1, "Impacting heap row")
+        if not imp:
+            continue
+        inner = [s for s in imp[0]["children"] if innermost(s["stack"]).startswith("memtestapp!InnerLoopOperation")]
+        equal(len(inner), 1, "one InnerLoopOperation stack")
+        if not inner:
+            continue
+        n = inner[0]
+        check(abs(n["count"] - want) <= 2, "InnerLoopOperation count %d in %.1f s, want %d +- 2" % (n["count"], length, want))
+        equal(n["size"], 40 * n["count"], "40 bytes each")
+        equal(n["impacting_size"], 40 * n["count"], "all still live: Impacting Size = Size")
+        # Made inside and outstanding (AIFO); the older ones are outstanding through it (AOFO).
+        types = {c["type"]: c for c in n["children"]}
+        equal(sorted(types), ["AIFO", "AOFO"], "types of InnerLoopOperation's objects")
+        if "AIFO" in types and "AOFO" in types:
+            equal(types["AIFO"]["count"], n["count"], "every object made inside is AIFO")
+            equal((types["AOFO"]["count"], types["AOFO"]["impacting_size"]), (0, 0), "AOFO adds nothing")
+            check(types["AOFO"]["blocks"] > 0, "the objects made before the window are AOFO")
+        equal(find(doc["groups"], "impacting_type", lambda v: v == "Transient"), [], "no transient heap blocks")
+        sizes.append(n["impacting_size"])
+        # Agreement with analyze over the same range: allocations and outstanding bytes.
+        an = json.loads(run([t.heaptrail, "analyze", t.path, "-range", ns_arg(lo), ns_arg(hi),
+                             "-pid", str(t.pid), "--format", "json"]))
+        equal(an["totals"]["alloc_count"], doc["total"]["count"], "analyze alloc count = table Count")
+        equal(an["totals"]["alloc_bytes"], doc["total"]["size"], "analyze alloc bytes = table Size")
+        aifo = sum(c["size"] for g in doc["groups"] for s in g["children"] for c in s["children"]
+                   if c["type"] == "AIFO")
+        equal(an["totals"]["outstanding_bytes"], aifo, "analyze outstanding bytes = table AIFO bytes")
+    if len(sizes) == 2:
+        ratio = sizes[1] / sizes[0]
+        check(1.9 <= ratio <= 2.1, "Impacting Size doubles with the window's length (ratio %.3f)" % ratio)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
