@@ -155,7 +155,16 @@ static inline int ht__enter(struct ht__thread *t)
 	return ht__enter_slow(t);
 }
 
-static inline void ht__leave(struct ht__thread *t) { t->guard = 0; }
+void ht__thread_linger_release(struct ht__thread *t);
+
+static inline void ht__leave(struct ht__thread *t)
+{
+	/* After its key destructor a thread borrows a ring per event (glibc
+	   still frees its TLS then): hand it straight back. */
+	if (HT_UNLIKELY(t->exited) && t->ring)
+		ht__thread_linger_release(t);
+	t->guard = 0;
+}
 
 /* Stack id for an event of class bit (HT_STK_*), 0 when not wanted. */
 static inline uint32_t ht__stack_for(struct ht__thread *t, uint32_t bit)

@@ -167,11 +167,14 @@ static int ht_claim(struct ht__thread *t)
 		}
 	}
 	t->no_ring = 0;
+	if (t->exited)
+		return 1;
 	if (ht_key_ok)
 		pthread_setspecific(ht_key, t);
 	ht_reg_add(t->tid);
-	/* While an instance starts, it writes PROCESS_START first, then this. */
-	if (atomic_load(&ht__g.state) == HT_ST_READY) {
+	/* While an instance starts, it writes PROCESS_START first, then this.
+	   A thread past its key destructor only borrows the ring for one event. */
+	if (atomic_load(&ht__g.state) == HT_ST_READY && !t->exited) {
 		char name[16] = {0};
 		prctl(PR_GET_NAME, name, 0, 0, 0);
 		ht__write_thread(t, HT_REC_THREAD_START, t->tid, name);
@@ -223,6 +226,14 @@ void ht__thread_release(struct ht__thread *t)
 	t->wpos = t->limit = t->next = 0;
 }
 
+void ht__thread_linger_release(struct ht__thread *t)
+{
+	atomic_store_explicit(&t->ring->state, HT_RING_RELEASED, memory_order_release);
+	t->ring = NULL;
+	t->data = NULL;
+	t->wpos = t->limit = t->next = 0;
+}
+
 void ht__write_thread(struct ht__thread *t, unsigned type, pid_t tid, const char *name)
 {
 	struct ht__rec_thread *r =
@@ -252,6 +263,6 @@ void ht__write_exit(pid_t pid, int kind, int value)
 		r->pad = 0;
 		ht__rec_commit(t);
 	}
-	t->guard = 0;
+	ht__leave(t);
 	errno = save;
 }

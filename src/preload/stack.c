@@ -9,6 +9,8 @@
 #include <elf.h>
 #include <link.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -76,48 +78,62 @@ static int ht_build_id(const struct dl_phdr_info *info, uint8_t *out)
 	return 0;
 }
 
-static void ht_write_module(uint32_t index, const struct dl_phdr_info *info, uintptr_t start,
-			    uintptr_t end, const char *path, uint32_t path_len)
+static void ht_write_module(uint32_t index, uint64_t bias, uintptr_t start, uintptr_t end,
+			    const uint8_t *build_id, int build_id_len, const char *path, uint32_t path_len)
 {
 	struct ht__thread *t = &ht__t;
-	if (path_len > 4000)
-		path_len = 4000;
 	uint32_t len = ht__rec_align((uint32_t)sizeof(struct ht__rec_module) + path_len);
 	struct ht__rec_module *r = (struct ht__rec_module *)ht__rec_begin(t, HT_REC_MODULE_LOAD, 0, len, 0);
 	if (!r)
 		return;
 	r->index = index;
 	r->path_len = path_len;
-	r->bias = info->dlpi_addr;
+	r->bias = bias;
 	r->start = start;
 	r->size = end - start;
 	memset(r->build_id, 0, sizeof r->build_id);
-	r->build_id_len = (uint8_t)ht_build_id(info, r->build_id);
+	memcpy(r->build_id, build_id, (size_t)build_id_len);
+	r->build_id_len = (uint8_t)build_id_len;
 	char *p = (char *)(r + 1);
 	memcpy(p, path, path_len);
 	memset(p + path_len, 0, len - sizeof *r - path_len);
 	ht__rec_commit(t);
 }
 
+/*
+ * What one dl_iterate_phdr walk saw, copied out so that the module lock is
+ * never held while the loader's lock is wanted (a program may allocate inside
+ * its own dl_iterate_phdr callback, holding the loader's lock).
+ */
+struct ht_seen {
+	uintptr_t bias, start, end;
+	uint32_t path_off, path_len;
+	uint8_t build_id[31];
+	uint8_t build_id_len;
+};
+
+#define HT_SCAN_BYTES (1u << 20)
+#define HT_SCAN_MAX 2048
+
 struct ht_scan {
 	int force, stop;
-	uint32_t n;
+	unsigned long long adds, subs;
+	uint32_t n, path_used;
+	struct ht_seen obj[HT_SCAN_MAX];
+	char paths[]; /* up to HT_SCAN_BYTES - sizeof(struct ht_scan) */
 };
 
 static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht_scan *s = data;
-	if (!s->force && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-		if (info->dlpi_adds == ht_adds && info->dlpi_subs == ht_subs) {
+	if (s->n == 0 && s->adds == 0 && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		s->adds = info->dlpi_adds;
+		s->subs = info->dlpi_subs;
+		if (!s->force && s->adds == ht_adds && s->subs == ht_subs) {
 			s->stop = 1;
 			return 1;
 		}
 	}
-	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-		ht_adds = info->dlpi_adds;
-		ht_subs = info->dlpi_subs;
-	}
-	s->force = 1; /* the rest of this walk looks at every object */
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
 	if (strstr(name, "linux-vdso") || strstr(name, "linux-gate"))
 		return 0;
@@ -132,17 +148,7 @@ static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 		if (b > hi)
 			hi = b;
 	}
-	if (hi <= lo)
-		return 0;
-	uint32_t n = atomic_load(&ht_nmods);
-	for (uint32_t i = 0; i < n; i++) {
-		struct ht_mod *m = &ht_mods[i];
-		if (!m->dead && m->start == lo && m->end == hi && m->bias == info->dlpi_addr) {
-			m->seen = 1;
-			return 0;
-		}
-	}
-	if (n >= HT_MAX_MODULES)
+	if (hi <= lo || s->n >= HT_SCAN_MAX)
 		return 0;
 	const char *path = name;
 	uint32_t plen = (uint32_t)strlen(name);
@@ -151,14 +157,20 @@ static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 		path = ht__exe;
 		plen = ht__exe_len;
 	}
-	ht_write_module(n, info, lo, hi, path, plen);
-	struct ht_mod *m = &ht_mods[n];
-	m->start = lo;
-	m->end = hi;
-	m->bias = info->dlpi_addr;
-	m->seen = 1;
-	atomic_store(&m->dead, 0);
-	atomic_store_explicit(&ht_nmods, n + 1, memory_order_release);
+	if (plen > 4000)
+		plen = 4000;
+	size_t room = HT_SCAN_BYTES - sizeof *s - s->path_used;
+	if (plen > room)
+		return 0;
+	struct ht_seen *o = &s->obj[s->n++];
+	o->bias = info->dlpi_addr;
+	o->start = lo;
+	o->end = hi;
+	o->path_off = s->path_used;
+	o->path_len = plen;
+	memcpy(s->paths + s->path_used, path, plen);
+	s->path_used += plen;
+	o->build_id_len = (uint8_t)ht_build_id(info, o->build_id);
 	return 0;
 }
 
@@ -185,16 +197,44 @@ int ht__modules_refresh(int force)
 {
 	if (!ht_mods)
 		return 0;
-	ht_lock();
 	atomic_store(&ht__modules_dirty, 0);
-	uint32_t n = atomic_load(&ht_nmods);
-	for (uint32_t i = 0; i < n; i++)
-		ht_mods[i].seen = 0;
-	struct ht_scan s = {force, 0, 0};
-	dl_iterate_phdr(ht_scan_cb, &s);
+	struct ht_scan *s = ht__raw_mmap(HT_SCAN_BYTES);
+	if (!s)
+		return 0;
+	s->force = force;
+	dl_iterate_phdr(ht_scan_cb, s);
 	int gone = 0;
-	if (!s.stop) {
-		n = atomic_load(&ht_nmods);
+	ht_lock();
+	/* A walk older than the last one merged must not undo it. */
+	if (!s->stop && (force || s->adds + s->subs >= ht_adds + ht_subs)) {
+		ht_adds = s->adds;
+		ht_subs = s->subs;
+		uint32_t n = atomic_load(&ht_nmods);
+		for (uint32_t i = 0; i < n; i++)
+			ht_mods[i].seen = 0;
+		for (uint32_t k = 0; k < s->n; k++) {
+			struct ht_seen *o = &s->obj[k];
+			uint32_t i;
+			for (i = 0; i < n; i++) {
+				struct ht_mod *m = &ht_mods[i];
+				if (!m->dead && m->start == o->start && m->end == o->end && m->bias == o->bias) {
+					m->seen = 1;
+					break;
+				}
+			}
+			if (i < n || n >= HT_MAX_MODULES)
+				continue;
+			/* MODULE_LOAD first: lookups only see announced modules. */
+			ht_write_module(n, o->bias, o->start, o->end, o->build_id, o->build_id_len,
+					s->paths + o->path_off, o->path_len);
+			struct ht_mod *m = &ht_mods[n];
+			m->start = o->start;
+			m->end = o->end;
+			m->bias = o->bias;
+			m->seen = 1;
+			atomic_store(&m->dead, 0);
+			atomic_store_explicit(&ht_nmods, ++n, memory_order_release);
+		}
 		for (uint32_t i = 0; i < n; i++) {
 			struct ht_mod *m = &ht_mods[i];
 			if (!m->dead && !m->seen) {
@@ -205,6 +245,7 @@ int ht__modules_refresh(int force)
 		}
 	}
 	ht_unlock();
+	syscall(SYS_munmap, s, HT_SCAN_BYTES);
 	if (gone)
 		ht__stacks_init();
 	return gone;

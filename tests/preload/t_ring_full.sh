@@ -22,4 +22,10 @@ expect "rings recycled exit status" "$RC" 0
 expect_count '^alloc func=malloc .* size=12001$' 12000
 expect_count '^thread_start ' 7
 expect_count '^thread_exit ' 6
+
+record -r 3 -s 65536 -- "$PROGS/many_threads"
+expect "short threads exit status" "$RC" 0
+expect_count '^alloc func=malloc .* size=13001$' 320
+# 320 workers and main, which ends with pthread_exit
+expect_count '^thread_exit ' 321
 finish
