@@ -1,8 +1,376 @@
-/* cmd_dump.c - placeholder until the 'dump' command lands; replaced by its owner. */
+/*
+ * cmd_dump.c - 'heaptrail dump': every event of a trace in order, one line
+ * each, as stable text (for golden tests and eyes) or JSON Lines (for
+ * scripts), optionally with each event's stack. docs/json-output.md has the
+ * fields.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "heaptrail/trace.h"
+
+static const char usage_text[] =
+	"usage: heaptrail dump FILE [--format text|json] [--stacks]\n"
+	"\n"
+	"Print every event of a trace in time order, one per line:\n"
+	"  TS PID TID TYPE FUNC FIELD=VALUE... stack=ID\n"
+	"TS is in ns since the start of the trace; addresses, handles, prot and flags\n"
+	"are hex, sizes and ids decimal; stack=0 means no stack was captured.\n"
+	"\n"
+	"options:\n"
+	"  --format text|json   text (default) or JSON Lines: one object per event\n"
+	"                       (fields in docs/json-output.md)\n"
+	"  --stacks             add each event's frames, innermost first, as\n"
+	"                       'module!function file:line' or 'module!0xREL'\n"
+	"  -h, --help           show this help\n";
+
+/* Fields of struct ht_event that dump prints, in printing order. */
+enum field {
+	F_PROCESS = 1u << 0,
+	F_HEAP = 1u << 1,
+	F_OLD_ADDR = 1u << 2,
+	F_OLD_SIZE = 1u << 3,
+	F_ADDR = 1u << 4,
+	F_SIZE = 1u << 5,
+	F_PROT = 1u << 6,
+	F_MFLAGS = 1u << 7,
+	F_FD = 1u << 8,
+	F_MODULE = 1u << 9,
+	F_VALUE = 1u << 10,
+	F_NAME = 1u << 11,
+};
+
+/* Fields printed for a type even when 0 (others only when set). */
+static unsigned always(unsigned type)
+{
+	switch (type) {
+	case HT_EV_ALLOC: return F_ADDR | F_SIZE;
+	case HT_EV_ALLOC_FAIL: return F_SIZE;
+	case HT_EV_REALLOC: return F_OLD_ADDR | F_ADDR | F_SIZE;
+	case HT_EV_FREE: return F_ADDR;
+	case HT_EV_MMAP: return F_ADDR | F_SIZE | F_PROT | F_MFLAGS | F_FD;
+	case HT_EV_MUNMAP: return F_ADDR | F_SIZE;
+	case HT_EV_MREMAP: return F_OLD_ADDR | F_OLD_SIZE | F_ADDR | F_SIZE | F_MFLAGS;
+	case HT_EV_MPROTECT: return F_ADDR | F_SIZE | F_PROT;
+	case HT_EV_BRK: return F_OLD_ADDR | F_ADDR;
+	case HT_EV_HEAP_CREATE: return F_HEAP | F_NAME;
+	case HT_EV_HEAP_DESTROY: return F_HEAP;
+	case HT_EV_PROCESS_START:
+	case HT_EV_PROCESS_EXEC:
+	case HT_EV_PROCESS_EXIT: return F_PROCESS;
+	case HT_EV_THREAD_START:
+	case HT_EV_THREAD_NAME: return F_NAME;
+	case HT_EV_MODULE_LOAD: return F_MODULE | F_ADDR | F_SIZE | F_OLD_ADDR;
+	case HT_EV_MODULE_UNLOAD: return F_MODULE;
+	case HT_EV_RSS: return F_SIZE;
+	default: return 0;
+	}
+}
+
+static int is_heap_event(unsigned type)
+{
+	return type == HT_EV_ALLOC || type == HT_EV_ALLOC_FAIL || type == HT_EV_REALLOC ||
+	       type == HT_EV_FREE;
+}
+
+static unsigned fields_of(const struct ht_event *ev)
+{
+	unsigned f = always(ev->type);
+	f |= ev->heap ? F_HEAP : 0;
+	f |= ev->old_addr ? F_OLD_ADDR : 0;
+	f |= ev->old_size ? F_OLD_SIZE : 0;
+	f |= ev->addr ? F_ADDR : 0;
+	f |= ev->size ? F_SIZE : 0;
+	f |= ev->prot ? F_PROT : 0;
+	f |= ev->mflags ? F_MFLAGS : 0;
+	f |= ev->fd ? F_FD : 0;
+	f |= ev->module ? F_MODULE : 0;
+	f |= ev->value ? F_VALUE : 0;
+	f |= ev->name ? F_NAME : 0;
+	return f;
+}
+
+/* A string in double quotes with \", \\ and \xNN for control bytes. */
+static void quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* "module!function file:line", "module!0xREL" or "0xADDR" into buf. */
+static void frame_text(struct ht_reader *r, uint32_t id, char *buf, size_t n)
+{
+	const struct ht_frame *fr = ht_reader_frame(r, id);
+	if (!fr) {
+		snprintf(buf, n, "?");
+		return;
+	}
+	const struct ht_module *m = fr->module != HT_MODULE_NONE ? ht_reader_module(r, fr->module) : NULL;
+	const char *mod = m ? (*m->name ? m->name : "?") : NULL;
+	int k;
+	if (fr->function && mod)
+		k = snprintf(buf, n, "%s!%s", mod, fr->function);
+	else if (fr->function)
+		k = snprintf(buf, n, "%s", fr->function);
+	else if (mod)
+		k = snprintf(buf, n, "%s!0x%" PRIx64, mod, fr->rel);
+	else
+		k = snprintf(buf, n, "0x%" PRIx64, fr->rel);
+	if (k >= 0 && (size_t)k < n && fr->file)
+		snprintf(buf + k, n - (size_t)k, fr->line ? " %s:%u" : " %s", fr->file, fr->line);
+}
+
+static void print_text(struct ht_reader *r, const struct ht_event *ev, int stacks)
+{
+	FILE *f = stdout;
+	fprintf(f, "%" PRIu64 " %d %d %s %s", ev->ts, ev->pid, ev->tid, ht_event_name(ev->type),
+		ht_func_name(ev->func));
+	unsigned fl = fields_of(ev);
+	if (fl & F_PROCESS)
+		fprintf(f, " process=%u", ev->process);
+	if (fl & F_HEAP)
+		fprintf(f, " heap=0x%" PRIx64, ev->heap);
+	if (fl & F_OLD_ADDR)
+		fprintf(f, ev->type == HT_EV_MODULE_LOAD ? " bias=0x%" PRIx64 : " old_addr=0x%" PRIx64,
+			ev->old_addr);
+	if (fl & F_OLD_SIZE)
+		fprintf(f, " old_size=%" PRIu64, ev->old_size);
+	if (fl & F_ADDR)
+		fprintf(f, " addr=0x%" PRIx64, ev->addr);
+	if (fl & F_SIZE)
+		fprintf(f, " size=%" PRIu64, ev->size);
+	if (fl & F_PROT)
+		fprintf(f, " prot=0x%x", ev->prot);
+	if (fl & F_MFLAGS)
+		fprintf(f, " mflags=0x%x", ev->mflags);
+	if (fl & F_FD)
+		fprintf(f, " fd=%d", ev->fd);
+	if (fl & F_MODULE)
+		fprintf(f, " module=%u", ev->module);
+	if (ev->type == HT_EV_PROCESS_EXIT)
+		fprintf(f, (ev->flags & HT_EVF_SIGNAL) ? " signal=%d" : " exit_code=%d", ev->value);
+	else if (fl & F_VALUE)
+		fprintf(f, " value=%d", ev->value);
+	if (fl & F_NAME) {
+		fputs(" name=", f);
+		quoted(f, ev->name);
+	}
+	if (ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC) {
+		const struct ht_process *p = ht_reader_process(r, ev->process);
+		if (p) {
+			fprintf(f, " ppid=%d exe=", p->ppid);
+			quoted(f, p->exe);
+		}
+	}
+	if (ev->type == HT_EV_MODULE_LOAD) {
+		const struct ht_module *m = ht_reader_module(r, ev->module);
+		if (m) {
+			fputs(" path=", f);
+			quoted(f, m->path);
+		}
+	}
+	if (ev->flags & HT_EVF_FAILED)
+		fputs(" failed", f);
+	fprintf(f, " stack=%u\n", ev->stack);
+	if (stacks && ev->stack) {
+		const uint32_t *frames;
+		uint32_t n = ht_reader_stack(r, ev->stack, &frames);
+		char buf[1024];
+		for (uint32_t i = 0; i < n; i++) {
+			frame_text(r, frames[i], buf, sizeof(buf));
+			const struct ht_frame *fr = ht_reader_frame(r, frames[i]);
+			fprintf(f, "    %s%s\n", buf, fr && fr->inlined ? " (inlined)" : "");
+		}
+	}
+}
+
+static void print_json(struct ht_reader *r, const struct ht_event *ev, int stacks)
+{
+	struct jw j;
+	jw_init(&j, stdout, false);
+	jw_obj_begin(&j);
+	jw_key(&j, "ts");
+	jw_u64(&j, ev->ts);
+	jw_key(&j, "pid");
+	jw_i64(&j, ev->pid);
+	jw_key(&j, "tid");
+	jw_i64(&j, ev->tid);
+	jw_key(&j, "process");
+	jw_u64(&j, ev->process);
+	jw_key(&j, "type");
+	jw_str(&j, ht_event_name(ev->type));
+	jw_key(&j, "func");
+	jw_str(&j, ht_func_name(ev->func));
+	unsigned fl = fields_of(ev);
+	if (is_heap_event(ev->type))
+		fl |= F_HEAP;
+	if (fl & F_HEAP) {
+		jw_key(&j, "heap");
+		jw_u64(&j, ev->heap);
+	}
+	if (fl & F_OLD_ADDR) {
+		jw_key(&j, ev->type == HT_EV_MODULE_LOAD ? "bias" : "old_addr");
+		jw_u64(&j, ev->old_addr);
+	}
+	if (fl & F_OLD_SIZE) {
+		jw_key(&j, "old_size");
+		jw_u64(&j, ev->old_size);
+	}
+	if (fl & F_ADDR) {
+		jw_key(&j, "addr");
+		jw_u64(&j, ev->addr);
+	}
+	if (fl & F_SIZE) {
+		jw_key(&j, "size");
+		jw_u64(&j, ev->size);
+	}
+	if (fl & F_PROT) {
+		jw_key(&j, "prot");
+		jw_u64(&j, ev->prot);
+	}
+	if (fl & F_MFLAGS) {
+		jw_key(&j, "mflags");
+		jw_u64(&j, ev->mflags);
+	}
+	if (fl & F_FD) {
+		jw_key(&j, "fd");
+		jw_i64(&j, ev->fd);
+	}
+	if (fl & F_MODULE) {
+		jw_key(&j, "module");
+		jw_u64(&j, ev->module);
+	}
+	if (ev->type == HT_EV_PROCESS_EXIT) {
+		jw_key(&j, (ev->flags & HT_EVF_SIGNAL) ? "signal" : "exit_code");
+		jw_i64(&j, ev->value);
+	} else if (fl & F_VALUE) {
+		jw_key(&j, "value");
+		jw_i64(&j, ev->value);
+	}
+	if (fl & F_NAME) {
+		jw_key(&j, "name");
+		jw_str(&j, ev->name);
+	}
+	if (ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC) {
+		const struct ht_process *p = ht_reader_process(r, ev->process);
+		if (p) {
+			jw_key(&j, "ppid");
+			jw_i64(&j, p->ppid);
+			jw_key(&j, "exe");
+			jw_str(&j, p->exe);
+		}
+	}
+	if (ev->type == HT_EV_MODULE_LOAD) {
+		const struct ht_module *m = ht_reader_module(r, ev->module);
+		if (m) {
+			jw_key(&j, "path");
+			jw_str(&j, m->path);
+		}
+	}
+	if (ev->flags & HT_EVF_FAILED) {
+		jw_key(&j, "failed");
+		jw_bool(&j, true);
+	}
+	jw_key(&j, "stack");
+	jw_u64(&j, ev->stack);
+	if (stacks && ev->stack) {
+		const uint32_t *frames;
+		uint32_t n = ht_reader_stack(r, ev->stack, &frames);
+		jw_key(&j, "frames");
+		jw_arr_begin(&j);
+		for (uint32_t i = 0; i < n; i++) {
+			const struct ht_frame *fr = ht_reader_frame(r, frames[i]);
+			const struct ht_module *m =
+				fr && fr->module != HT_MODULE_NONE ? ht_reader_module(r, fr->module) : NULL;
+			jw_obj_begin(&j);
+			jw_key(&j, "module");
+			jw_str(&j, m ? m->name : NULL);
+			jw_key(&j, "rel");
+			jw_u64(&j, fr ? fr->rel : 0);
+			jw_key(&j, "function");
+			jw_str(&j, fr ? fr->function : NULL);
+			jw_key(&j, "file");
+			jw_str(&j, fr ? fr->file : NULL);
+			jw_key(&j, "line");
+			jw_u64(&j, fr ? fr->line : 0);
+			jw_key(&j, "inlined");
+			jw_bool(&j, fr && fr->inlined);
+			jw_obj_end(&j);
+		}
+		jw_arr_end(&j);
+	}
+	jw_obj_end(&j);
+	fputc('\n', stdout); /* not jw_finish: no flush per line */
+}
 
 int cmd_dump(int argc, char **argv)
 {
-	die("'dump' is not built yet");
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "stacks", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum out_format fmt = FMT_TEXT;
+	int stacks = 0, c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (parse_format(optarg, &fmt) < 0 || fmt == FMT_CSV)
+				die("unknown format '%s'; dump writes text or json", optarg);
+			break;
+		case 's':
+			stacks = 1;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case ':':
+			die("option '%s' needs a value; see 'heaptrail dump --help'", argv[optind - 1]);
+		default:
+			die("unknown option '%s'; see 'heaptrail dump --help'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		die("no trace file given; usage: heaptrail dump FILE [--format text|json] [--stacks]");
+	if (optind + 1 < argc)
+		die("too many arguments: '%s'; dump reads one trace", argv[optind + 1]);
+	const char *path = argv[optind];
+
+	struct ht_reader *r;
+	int rc = ht_reader_open(&r, path);
+	if (rc < 0)
+		die("cannot open '%s': %s", path, ht_strerror(rc));
+	static char outbuf[1 << 16];
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	struct ht_event ev;
+	while ((rc = ht_reader_next(r, &ev)) > 0) {
+		if (fmt == FMT_JSON)
+			print_json(r, &ev, stacks);
+		else
+			print_text(r, &ev, stacks);
+	}
+	if (fflush(stdout) != 0)
+		die("cannot write the dump: output error");
+	if (rc < 0)
+		die("cannot read '%s': %s", path, ht_strerror(rc));
+	const char *warn = ht_reader_warning(r);
+	if (warn)
+		warning("'%s' is incomplete: %s", path, warn);
+	ht_reader_close(r);
+	return 0;
 }

@@ -1,8 +1,428 @@
-/* cmd_info.c - placeholder until the 'info' command lands; replaced by its owner. */
+/*
+ * cmd_info.c - 'heaptrail info': what a trace holds at a glance (command,
+ * processes, duration, event counts, lost events) and, per process and in
+ * total, allocation calls and bytes, peak heap, leaks and committed memory.
+ * The numbers come from src/analysis/summary.h; this file prints them.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analysis/summary.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "heaptrail/trace.h"
+
+static const char usage_text[] =
+	"usage: heaptrail info FILE [--format text|json]\n"
+	"\n"
+	"Summarize a trace: the recorded command, its processes (pid, parent, exe,\n"
+	"how they ended), duration, event counts, lost events and, per process and in\n"
+	"total, allocation calls and bytes, peak outstanding heap (and when), what was\n"
+	"never freed, and committed memory (mappings committed, peak committed).\n"
+	"\n"
+	"options:\n"
+	"  --format text|json   output format (default text); JSON fields are in\n"
+	"                       docs/json-output.md\n"
+	"  -h, --help           show this help\n";
+
+/* "1.234 ms": a time in the largest unit that keeps it >= 1, three decimals. */
+static const char *fmt_time(char *buf, size_t n, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(buf, n, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " us", ns / 1000, ns % 1000);
+	else if (ns < 1000000000)
+		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " ms", ns / 1000000, ns / 1000 % 1000);
+	else
+		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " s", ns / 1000000000, ns / 1000000 % 1000);
+	return buf;
+}
+
+/* "12.3 MiB" for sizes of 1 KiB and more; exact bytes are printed next to it. */
+static const char *fmt_human(char *buf, size_t n, uint64_t bytes)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	if (bytes < 1024) {
+		buf[0] = 0;
+		return buf;
+	}
+	double v = (double)bytes / 1024;
+	int u = 0;
+	while (v >= 1024 && u < 3) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, n, " (%.1f %s)", v, units[u]);
+	return buf;
+}
+
+/* A shell-like rendering of argv: words with odd characters in single quotes. */
+static void print_command(FILE *f, uint32_t argc, const char *const *argv)
+{
+	for (uint32_t i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (i)
+			fputc(' ', f);
+		if (*a && !a[strcspn(a, " \t\n'\"\\$`*?[]{}()<>|&;!#~")]) {
+			fputs(a, f);
+			continue;
+		}
+		fputc('\'', f);
+		for (; *a; a++) {
+			if (*a == '\'')
+				fputs("'\\''", f);
+			else
+				fputc(*a, f);
+		}
+		fputc('\'', f);
+	}
+}
+
+static const char *proc_end(char *buf, size_t n, const struct ht_process *p)
+{
+	if (p->flags & HT_PROCF_EXITED)
+		snprintf(buf, n, "exit %d", p->exit_code);
+	else if (p->flags & HT_PROCF_SIGNALED)
+		snprintf(buf, n, "killed by signal %d", p->signal);
+	else if (p->flags & HT_PROCF_EXECED)
+		snprintf(buf, n, "replaced by exec");
+	else
+		snprintf(buf, n, "running at the end of the trace");
+	return buf;
+}
+
+static void print_counts(FILE *f, const struct ht_summary_counts *c)
+{
+	char t[32], h[32];
+	fprintf(f, "  allocation calls     %" PRIu64 "\n", c->alloc_calls);
+	fprintf(f, "  bytes allocated      %" PRIu64 "%s\n", c->alloc_bytes,
+		fmt_human(h, sizeof(h), c->alloc_bytes));
+	fprintf(f, "  peak heap            %" PRIu64 " bytes%s", c->peak_bytes,
+		fmt_human(h, sizeof(h), c->peak_bytes));
+	if (c->peak_bytes)
+		fprintf(f, " at %s", fmt_time(t, sizeof(t), c->peak_ts));
+	fputc('\n', f);
+	fprintf(f, "  never freed          %" PRIu64 " bytes%s in %" PRIu64 " block%s\n",
+		c->leaked_bytes, fmt_human(h, sizeof(h), c->leaked_bytes), c->leaked_count,
+		c->leaked_count == 1 ? "" : "s");
+	if (c->unknown_frees)
+		fprintf(f, "  frees of unknown     %" PRIu64 "\n", c->unknown_frees);
+	fprintf(f, "  mappings committed   %" PRIu64 ", %" PRIu64 " bytes%s\n", c->commits,
+		c->commit_bytes, fmt_human(h, sizeof(h), c->commit_bytes));
+	fprintf(f, "  peak committed       %" PRIu64 " bytes%s", c->committed_peak_bytes,
+		fmt_human(h, sizeof(h), c->committed_peak_bytes));
+	if (c->committed_peak_bytes)
+		fprintf(f, " at %s", fmt_time(t, sizeof(t), c->committed_peak_ts));
+	fputc('\n', f);
+}
+
+/* The warnings info shows: truncation, lost events. n is how many were put in w. */
+static int collect_warnings(struct ht_reader *r, char w[3][600])
+{
+	const struct ht_trace_info *in = ht_reader_info(r);
+	int n = 0;
+	if (in->flags & HT_TRACEF_TRUNCATED) {
+		const char *why = ht_reader_warning(r);
+		snprintf(w[n++], 600, "the trace is incomplete%s%s", why ? ": " : "", why ? why : "");
+	}
+	if (in->events_lost)
+		snprintf(w[n++], 600, "%" PRIu64 " events were lost (the session was lossy)",
+			 in->events_lost);
+	return n;
+}
+
+static void print_text(const char *path, struct ht_reader *r, const struct ht_summary *s)
+{
+	const struct ht_trace_info *in = ht_reader_info(r);
+	FILE *f = stdout;
+	char t[32], buf[64];
+	char warn[3][600];
+	int nwarn = collect_warnings(r, warn);
+	for (int i = 0; i < nwarn; i++)
+		fprintf(f, "warning: %s\n", warn[i]);
+
+	fprintf(f, "trace:      %s (format %u%s%s)\n", path, in->version,
+		in->flags & HT_TRACEF_COMPLETE ? ", complete" : ", incomplete",
+		in->flags & HT_TRACEF_SYMBOLS ? ", symbols" : "");
+	fprintf(f, "command:    ");
+	print_command(f, in->argc, in->argv);
+	fputc('\n', f);
+	if (in->hostname && *in->hostname)
+		fprintf(f, "host:       %s\n", in->hostname);
+	if (in->start_realtime_ns) {
+		time_t sec = (time_t)(in->start_realtime_ns / 1000000000);
+		struct tm tm;
+		gmtime_r(&sec, &tm);
+		strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm);
+		fprintf(f, "started:    %s\n", buf);
+	}
+	fprintf(f, "duration:   %s\n", fmt_time(t, sizeof(t), in->duration_ns));
+	fprintf(f, "events:     %" PRIu64, s->event_count);
+	const char *sep = " (";
+	for (unsigned k = 1; k < HT_EV__COUNT; k++) {
+		if (!s->events[k])
+			continue;
+		fprintf(f, "%s%s %" PRIu64, sep, ht_event_name(k), s->events[k]);
+		sep = ", ";
+	}
+	fputs(*sep == ',' ? ")\n" : "\n", f);
+	fprintf(f, "lost:       %" PRIu64 "\n", in->events_lost);
+	if (in->flags & HT_TRACEF_ATTACHED)
+		fprintf(f, "note:       the trace started after some processes did: their earlier "
+			   "allocations are unknown\n");
+
+	uint32_t np = ht_reader_process_count(r);
+	fprintf(f, "\nprocesses:  %u\n", np);
+	for (uint32_t i = 0; i < np; i++) {
+		const struct ht_process *p = ht_reader_process(r, i);
+		fprintf(f, "  [%u] pid %d, parent %d", i, p->pid, p->ppid);
+		if (p->parent != UINT32_MAX)
+			fprintf(f, " [%u]", p->parent);
+		fprintf(f, ", %s, %s", *p->exe ? p->exe : "(unknown exe)", proc_end(buf, sizeof(buf), p));
+		if (p->flags & HT_PROCF_ROOT)
+			fputs(", launched", f);
+		if (p->flags & HT_PROCF_FORK)
+			fputs(", forked", f);
+		if (p->flags & HT_PROCF_EXEC)
+			fputs(", exec'd", f);
+		if (p->flags & HT_PROCF_ATTACHED)
+			fputs(", attached after it started", f);
+		fputc('\n', f);
+		if (p->argc) {
+			fputs("      ", f);
+			print_command(f, p->argc, p->argv);
+			fputc('\n', f);
+		}
+	}
+
+	fprintf(f, "\ntotal:\n");
+	print_counts(f, &s->total);
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		const struct ht_process *p = ht_reader_process(r, i);
+		if (p)
+			fprintf(f, "\nprocess [%u] pid %d %s:\n", i, p->pid, *p->exe ? p->exe : "(unknown exe)");
+		else
+			fprintf(f, "\nprocess [%u] (not in the process table):\n", i);
+		print_counts(f, &s->procs[i]);
+	}
+}
+
+static void json_counts(struct jw *j, const struct ht_summary_counts *c)
+{
+	jw_key(j, "alloc_calls");
+	jw_u64(j, c->alloc_calls);
+	jw_key(j, "alloc_bytes");
+	jw_u64(j, c->alloc_bytes);
+	jw_key(j, "free_calls");
+	jw_u64(j, c->free_calls);
+	jw_key(j, "unknown_frees");
+	jw_u64(j, c->unknown_frees);
+	jw_key(j, "peak_bytes");
+	jw_u64(j, c->peak_bytes);
+	jw_key(j, "peak_time_ns");
+	jw_u64(j, c->peak_ts);
+	jw_key(j, "leaked_bytes");
+	jw_u64(j, c->leaked_bytes);
+	jw_key(j, "leaked_count");
+	jw_u64(j, c->leaked_count);
+	jw_key(j, "committed_count");
+	jw_u64(j, c->commits);
+	jw_key(j, "committed_bytes");
+	jw_u64(j, c->commit_bytes);
+	jw_key(j, "committed_peak_bytes");
+	jw_u64(j, c->committed_peak_bytes);
+	jw_key(j, "committed_peak_time_ns");
+	jw_u64(j, c->committed_peak_ts);
+}
+
+static void json_argv(struct jw *j, uint32_t argc, const char *const *argv)
+{
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < argc; i++)
+		jw_str(j, argv[i]);
+	jw_arr_end(j);
+}
+
+static void print_json(const char *path, struct ht_reader *r, const struct ht_summary *s)
+{
+	const struct ht_trace_info *in = ht_reader_info(r);
+	struct jw j;
+	jw_init(&j, stdout, true);
+	jw_obj_begin(&j);
+	jw_key(&j, "file");
+	jw_str(&j, path);
+	jw_key(&j, "version");
+	jw_u64(&j, in->version);
+	jw_key(&j, "complete");
+	jw_bool(&j, in->flags & HT_TRACEF_COMPLETE);
+	jw_key(&j, "truncated");
+	jw_bool(&j, in->flags & HT_TRACEF_TRUNCATED);
+	jw_key(&j, "symbols");
+	jw_bool(&j, in->flags & HT_TRACEF_SYMBOLS);
+	jw_key(&j, "attached");
+	jw_bool(&j, in->flags & HT_TRACEF_ATTACHED);
+	jw_key(&j, "warnings");
+	char warn[3][600];
+	int nwarn = collect_warnings(r, warn);
+	jw_arr_begin(&j);
+	for (int i = 0; i < nwarn; i++)
+		jw_str(&j, warn[i]);
+	jw_arr_end(&j);
+	jw_key(&j, "command");
+	json_argv(&j, in->argc, in->argv);
+	jw_key(&j, "hostname");
+	jw_str(&j, in->hostname);
+	jw_key(&j, "start_realtime_ns");
+	jw_u64(&j, in->start_realtime_ns);
+	jw_key(&j, "duration_ns");
+	jw_u64(&j, in->duration_ns);
+	jw_key(&j, "events_lost");
+	jw_u64(&j, in->events_lost);
+	jw_key(&j, "event_count");
+	jw_u64(&j, s->event_count);
+	jw_key(&j, "events");
+	jw_obj_begin(&j);
+	for (unsigned k = 1; k < HT_EV__COUNT; k++) {
+		jw_key(&j, ht_event_name(k));
+		jw_u64(&j, s->events[k]);
+	}
+	jw_obj_end(&j);
+	jw_key(&j, "totals");
+	jw_obj_begin(&j);
+	json_counts(&j, &s->total);
+	jw_obj_end(&j);
+	/* The same totals grouped, for readers that look for heap and commit. */
+	jw_key(&j, "heap");
+	jw_obj_begin(&j);
+	jw_key(&j, "alloc_calls");
+	jw_u64(&j, s->total.alloc_calls);
+	jw_key(&j, "alloc_bytes");
+	jw_u64(&j, s->total.alloc_bytes);
+	jw_key(&j, "peak_bytes");
+	jw_u64(&j, s->total.peak_bytes);
+	jw_key(&j, "peak_time_ns");
+	jw_u64(&j, s->total.peak_ts);
+	jw_key(&j, "leaked_bytes");
+	jw_u64(&j, s->total.leaked_bytes);
+	jw_key(&j, "leaked_count");
+	jw_u64(&j, s->total.leaked_count);
+	jw_obj_end(&j);
+	jw_key(&j, "commit");
+	jw_obj_begin(&j);
+	jw_key(&j, "count");
+	jw_u64(&j, s->total.commits);
+	jw_key(&j, "bytes");
+	jw_u64(&j, s->total.commit_bytes);
+	jw_key(&j, "peak_bytes");
+	jw_u64(&j, s->total.committed_peak_bytes);
+	jw_key(&j, "peak_time_ns");
+	jw_u64(&j, s->total.committed_peak_ts);
+	jw_obj_end(&j);
+
+	static const struct {
+		uint32_t bit;
+		const char *name;
+	} flag_names[] = {
+		{ HT_PROCF_ROOT, "root" },       { HT_PROCF_FORK, "fork" },
+		{ HT_PROCF_EXEC, "exec" },       { HT_PROCF_ATTACHED, "attached" },
+		{ HT_PROCF_EXITED, "exited" },   { HT_PROCF_SIGNALED, "signaled" },
+		{ HT_PROCF_EXECED, "execed" },
+	};
+	jw_key(&j, "processes");
+	jw_arr_begin(&j);
+	uint32_t np = ht_reader_process_count(r);
+	if (s->nprocs > np)
+		np = s->nprocs;
+	static const struct ht_summary_counts zero;
+	for (uint32_t i = 0; i < np; i++) {
+		const struct ht_process *p = ht_reader_process(r, i);
+		jw_obj_begin(&j);
+		jw_key(&j, "index");
+		jw_u64(&j, i);
+		jw_key(&j, "pid");
+		p ? jw_i64(&j, p->pid) : jw_null(&j);
+		jw_key(&j, "ppid");
+		p ? jw_i64(&j, p->ppid) : jw_null(&j);
+		jw_key(&j, "parent");
+		p && p->parent != UINT32_MAX ? jw_u64(&j, p->parent) : jw_null(&j);
+		jw_key(&j, "exe");
+		jw_str(&j, p ? p->exe : NULL);
+		jw_key(&j, "argv");
+		if (p)
+			json_argv(&j, p->argc, p->argv);
+		else
+			jw_null(&j);
+		jw_key(&j, "flags");
+		jw_arr_begin(&j);
+		for (size_t k = 0; p && k < sizeof(flag_names) / sizeof(flag_names[0]); k++)
+			if (p->flags & flag_names[k].bit)
+				jw_str(&j, flag_names[k].name);
+		jw_arr_end(&j);
+		jw_key(&j, "start_ns");
+		jw_u64(&j, p ? p->start_ts : 0);
+		jw_key(&j, "end_ns");
+		jw_u64(&j, p ? p->end_ts : 0);
+		jw_key(&j, "exit_code");
+		p && (p->flags & HT_PROCF_EXITED) ? jw_i64(&j, p->exit_code) : jw_null(&j);
+		jw_key(&j, "signal");
+		p && (p->flags & HT_PROCF_SIGNALED) ? jw_i64(&j, p->signal) : jw_null(&j);
+		json_counts(&j, i < s->nprocs ? &s->procs[i] : &zero);
+		jw_obj_end(&j);
+	}
+	jw_arr_end(&j);
+	jw_obj_end(&j);
+	jw_finish(&j);
+}
 
 int cmd_info(int argc, char **argv)
 {
-	die("'info' is not built yet");
+	static const struct option opts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum out_format fmt = FMT_TEXT;
+	int c;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (parse_format(optarg, &fmt) < 0 || fmt == FMT_CSV)
+				die("unknown format '%s'; info writes text or json", optarg);
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		case ':':
+			die("option '%s' needs a value; see 'heaptrail info --help'", argv[optind - 1]);
+		default:
+			die("unknown option '%s'; see 'heaptrail info --help'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		die("no trace file given; usage: heaptrail info FILE [--format text|json]");
+	if (optind + 1 < argc)
+		die("too many arguments: '%s'; info reads one trace", argv[optind + 1]);
+	const char *path = argv[optind];
+
+	struct ht_reader *r;
+	int rc = ht_reader_open(&r, path);
+	if (rc < 0)
+		die("cannot open '%s': %s", path, ht_strerror(rc));
+	struct ht_summary s;
+	rc = ht_summary_run(&s, r);
+	if (rc < 0)
+		die("cannot read '%s': %s", path, ht_strerror(rc));
+	if (fmt == FMT_JSON)
+		print_json(path, r, &s);
+	else
+		print_text(path, r, &s);
+	ht_summary_release(&s);
+	ht_reader_close(r);
+	return 0;
 }
