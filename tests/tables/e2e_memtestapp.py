@@ -230,7 +230,11 @@ def check_heap(t, start):
         if not inner:
             continue
         n = inner[0]
-        check(abs(n["count"] - want) <= 2, "InnerLoopOperation count %d in %.1f s, want %d +- 2" % (n["count"], length, want))
+        # Ticks are absolute deadlines, but a spike's hold or a busy machine makes the
+        # program late by a few ticks, which it then catches up: allow 20 ms of them.
+        slack = 20000000 // TICK_NS
+        check(abs(n["count"] - want) <= slack,
+              "InnerLoopOperation count %d in %.1f s, want %d +- %d" % (n["count"], length, want, slack))
         equal(n["size"], 40 * n["count"], "40 bytes each")
         equal(n["impacting_size"], 40 * n["count"], "all still live: Impacting Size = Size")
         # Made inside and outstanding (AIFO); the older ones are outstanding through it (AOFO).
@@ -252,7 +256,7 @@ def check_heap(t, start):
         equal(an["totals"]["outstanding_bytes"], aifo, "analyze outstanding bytes = table AIFO bytes")
     if len(sizes) == 2:
         ratio = sizes[1] / sizes[0]
-        check(1.9 <= ratio <= 2.1, "Impacting Size doubles with the window's length (ratio %.3f)" % ratio)
+        check(1.85 <= ratio <= 2.15, "Impacting Size doubles with the window's length (ratio %.3f)" % ratio)
 
 
 if __name__ == "__main__":
