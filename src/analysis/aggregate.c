@@ -327,8 +327,12 @@ int ht_agg_run(struct ht_agg *a, ht_agg_progress_fn progress, void *ctx)
 		 * in it and freed later is outstanding, which is what ending it
 		 * at ht_life_finish() says.
 		 */
-		if (q->has_range && ev.ts >= q->range_end)
+		if (q->has_range && ev.ts >= q->range_end) {
+			/* The trace goes on at least to here (it may have no footer). */
+			if (ev.ts > a->end_ts)
+				a->end_ts = ev.ts;
 			break;
+		}
 		if (ev.ts > a->end_ts)
 			a->end_ts = ev.ts;
 		if (q->pid_count && !ht_query_wants_pid(q, ev.pid))
