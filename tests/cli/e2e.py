@@ -75,21 +75,31 @@ class Trace:
     def __init__(self, env, path):
         self.env = env
         self.path = path
+        self._events = None
         rc, out, err = env.run([env.heaptrail, "info", "--format", "json", path])
         if rc != 0:
             raise Failure("info failed (%d): %s" % (rc, err))
-        self.info = json.loads(out)
-        rc, out, err = env.run([env.heaptrail, "dump", "--format", "json", path])
-        if rc != 0:
-            raise Failure("dump failed (%d): %s" % (rc, err))
-        self.events = []
-        for n, line in enumerate(out.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                self.events.append(json.loads(line))
-            except ValueError as e:
-                raise Failure("dump line %d is not JSON (%s): %r" % (n, e, line[:200]))
+        try:
+            self.info = json.loads(out)
+        except ValueError as e:
+            raise Failure("info --format json is not JSON (%s): %r" % (e, out[:300]))
+
+    @property
+    def events(self):
+        """The events of dump --format json, read on first use."""
+        if self._events is None:
+            rc, out, err = self.env.run([self.env.heaptrail, "dump", "--format", "json", "--stacks", self.path])
+            if rc != 0:
+                raise Failure("dump failed (%d): %s" % (rc, err))
+            self._events = []
+            for n, line in enumerate(out.splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    self._events.append(json.loads(line))
+                except ValueError as e:
+                    raise Failure("dump line %d is not JSON (%s): %r" % (n, e, line[:200]))
+        return self._events
 
     # The event stream
 
@@ -103,7 +113,8 @@ class Trace:
         return ev.get("frames") or []
 
     def functions(self, ev):
-        return [f.get("function") or "" for f in self.frames(ev)]
+        """Function names of the stack, without C++ parameter lists ("f()" is "f")."""
+        return [base_name(f.get("function")) for f in self.frames(ev)]
 
     def under(self, ev, fn):
         """True when fn is one of the functions on the event's stack."""
@@ -123,6 +134,15 @@ class Trace:
         return roots[0]
 
 
+def base_name(function):
+    """A demangled name without its parameter list: "InnerLoopOperation()" -> "InnerLoopOperation"."""
+    if not function:
+        return ""
+    if function.startswith("operator"):
+        return re.sub(r"^(operator ?(new\[\]|delete\[\]|new|delete|\(\)|\S+?))\(.*$", r"\1", function)
+    return function.split("(", 1)[0]
+
+
 def source_line(env, file, marker):
     """Line number of the '@marker' comment in a source file of tests/programs/."""
     path = os.path.join(env.src, "tests", "programs", file)
@@ -131,6 +151,24 @@ def source_line(env, file, marker):
             if re.search(r"@%s\b" % re.escape(marker), line):
                 return n
     raise Failure("no @%s in %s" % (marker, path))
+
+
+def info_events(tr, **want):
+    """Event counts by type in info --format json."""
+    got = {k: tr.info.get("events", {}).get(k) for k in want}
+    equal(got, want, "info event counts")
+
+
+def info_totals(tr, **want):
+    """Whole-trace totals in info --format json."""
+    got = {k: tr.info.get("totals", {}).get(k) for k in want}
+    equal(got, want, "info totals")
+
+
+def proc_by_pid(tr, pid):
+    got = [p for p in tr.processes() if p["pid"] == pid]
+    check(got, "process %d in info" % pid)
+    return got[-1]
 
 
 def sizes(events, key="size"):
@@ -144,7 +182,7 @@ ALLOCATORS = re.compile(r"^(malloc|calloc|realloc|reallocarray|free|posix_memali
 
 def innermost_user_frame(tr, ev):
     for f in tr.frames(ev):
-        if not ALLOCATORS.match(f.get("function") or ""):
+        if not ALLOCATORS.match(base_name(f.get("function"))):
             return f
     return None
 
@@ -152,7 +190,7 @@ def innermost_user_frame(tr, ev):
 def check_frame(tr, ev, fn, file, marker):
     f = innermost_user_frame(tr, ev)
     check(f is not None, "no frame outside the allocator in %r" % tr.frames(ev))
-    equal(f.get("function"), fn, "innermost non-allocator frame")
+    equal(base_name(f.get("function")), fn, "innermost non-allocator frame")
     equal(os.path.basename(f.get("file") or ""), file, "file of %s" % fn)
     equal(f.get("line"), source_line(tr.env, file, marker), "line of %s" % fn)
 
@@ -167,7 +205,7 @@ class Heap:
             if pid is not None and e.get("pid") != pid:
                 continue
             t = e.get("type")
-            if t == "alloc":
+            if t == "alloc" and not e.get("failed"):
                 self.live[e["addr"]] = e
             elif t == "free":
                 self.frees.append((e, self.live.pop(e["addr"], None)))
@@ -188,6 +226,15 @@ class Heap:
 def malloc_family(env):
     tr = env.record([env.prog("malloc_family")])
     pid = tr.root()["pid"]
+    # Nothing else in the process allocates: info's totals are the program's.
+    # 30 = 14 malloc + 5 calloc + 11 aligned; realloc 8 = 6 realloc + 2 reallocarray;
+    # alloc calls 36 = 30 + 6 reallocs that made a block; free calls 30 = 29 + realloc(p, 0).
+    info_events(tr, alloc=30, alloc_fail=1, realloc=8, free=29, mmap=0)
+    info_totals(tr, alloc_calls=36, alloc_bytes=49294, free_calls=30, peak_bytes=22726,
+                leaked_bytes=12726, leaked_count=3)
+    equal(tr.root().get("exit_code"), 0, "exit code in info")
+    equal(tr.info.get("events_lost"), 0, "events lost")
+    check(tr.info.get("complete") and tr.info.get("symbols"), "trace complete with symbols")
     user = lambda t, **k: [e for e in tr.of(t, pid=pid, **k) if tr.under(e, "main")]
 
     mallocs = user("alloc", func="malloc")
@@ -234,13 +281,14 @@ def malloc_family(env):
     equal(sizes(left), {4242: 3}, "blocks outstanding at exit")
     exits = tr.of("process_exit", pid=pid)
     equal(len(exits), 1, "process_exit events")
-    equal(exits[0].get("value"), 0, "exit code")
+    equal(exits[0].get("exit_code"), 0, "exit code")
 
 
 @case
 def cxx_new(env):
     tr = env.record([env.prog("cxx_new")])
     pid = tr.root()["pid"]
+    info_events(tr, alloc_fail=1)
     allocs = [e for e in tr.events if e.get("pid") == pid and e.get("type") == "alloc"]
     by = lambda fn: [e for e in allocs if tr.under(e, fn)]
     equal(sizes(by("make_objects")), {24: 4}, "new Obj24")
@@ -256,8 +304,10 @@ def cxx_new(env):
               "operator new on the stack (demangled): %r" % tr.functions(e))
         check_frame(tr, e, "make_objects", "cxx_new.cpp", "make_objects")
     for e in by("make_arrays"):
-        check(any(f.startswith("operator new[]") for f in tr.functions(e)),
-              "operator new[] on the stack: %r" % tr.functions(e))
+        # operator new[] ends in a tail call to operator new: either may show.
+        check(any(f.startswith("operator new") for f in tr.functions(e)),
+              "operator new on the stack: %r" % tr.functions(e))
+        check_frame(tr, e, "make_arrays", "cxx_new.cpp", "make_arrays")
     fails = [e for e in tr.of("alloc_fail", pid=pid) if tr.under(e, "make_failed")]
     equal(len(fails), 1, "failed new")
     equal(fails[0].get("size"), 1 << 61, "failed new size")
@@ -270,6 +320,12 @@ def cxx_new(env):
 def mmap_ops(env):
     tr = env.record([env.prog("mmap_ops")])
     pid = tr.root()["pid"]
+    # The runtime's own mappings (loader, malloc) are not calls the program made.
+    info_events(tr, mmap=5, munmap=6, mremap=1, mprotect=2, alloc=0)
+    # Committed: 16384 + 65536 (mprotect) + 8192 + 57344 (mremap growth) + 8192 (sbrk).
+    commit = tr.info.get("commit", {})
+    equal((commit.get("count"), commit.get("bytes"), commit.get("peak_bytes")), (5, 155648, 65536),
+          "committed count, bytes, peak")
     maps = [e for e in tr.of("mmap", pid=pid) if tr.under(e, "main")]
     equal([e.get("size") for e in maps], [16384, 1 << 20, 8192, 0, 4096], "mmap sizes in order")
     equal([e.get("prot") for e in maps], [3, 0, 3, 3, 1], "mmap prot")
@@ -308,6 +364,7 @@ def mmap_ops(env):
 def threads(env):
     tr = env.record([env.prog("threads")])
     pid = tr.root()["pid"]
+    info_events(tr, thread_start=5, thread_name=4, thread_exit=4)
     allocs = [e for e in tr.of("alloc", pid=pid) if tr.under(e, "thread_alloc")]
     per_tid = collections.defaultdict(list)
     for e in allocs:
@@ -352,20 +409,32 @@ def process_tree(env):
     equal(os.path.basename(before[0].get("exe", "")), "spawn_tree", "image before exec")
     check("execed" in before[0].get("flags", []), "first image flagged execed: %r" % before[0])
 
-    def counts(pid, fn):
-        return sizes([e for e in tr.of("alloc", pid=pid) if tr.under(e, fn)])
-
-    equal(counts(rpid, "root_alloc"), {1111: 3}, "root allocations")
-    equal(counts(fork_child["pid"], "fork_child_alloc"), {2222: 7}, "fork child allocations")
-    equal(counts(spawn_child["pid"], "child_alloc"), {3333: 5}, "spawned child allocations")
-    equal(counts(exec_child["pid"], "child_alloc"), {3333: 4}, "exec'd child allocations")
+    calls = lambda p: (p.get("alloc_calls"), p.get("alloc_bytes"), p.get("leaked_count"))
+    equal(calls(root), (3, 3333, 3), "root allocations")
+    equal(calls(fork_child), (7, 15554, 7), "fork child allocations")
+    equal(calls(spawn_child), (5, 16665, 5), "spawned child allocations")
+    equal(calls(exec_child), (4, 13332, 4), "exec'd child allocations")
+    equal(calls(before[0]), (0, 0, 0), "fork + exec child before exec")
+    info_events(tr, alloc=19, process_start=4, process_exec=1, process_exit=4)
     equal(len({p["pid"] for p in procs}), 4, "pids in the tree")
+    equal(len(procs), 5, "process images (the fork + exec child has two)")
+
+
+@case
+def no_follow(env):
+    tr = env.record([env.prog("spawn_tree")], extra=("--no-follow",))
+    equal(len(tr.processes()), 1, "processes traced with --no-follow")
+    root = tr.root()
+    equal((root.get("alloc_calls"), root.get("alloc_bytes"), root.get("exit_code")), (3, 3333, 0),
+          "the root alone")
+    info_events(tr, alloc=3, process_start=1)
 
 
 @case
 def dlopen(env):
     tr = env.record([env.prog("dlopen_prog")])
     pid = tr.root()["pid"]
+    info_events(tr, module_unload=1)
     loads = [e for e in tr.of("module_load", pid=pid) if str(e.get("path", "")).endswith("libhtdso.so")]
     equal(len(loads), 1, "module_load of libhtdso.so")
     unloads = [e for e in tr.of("module_unload", pid=pid) if e.get("module") == loads[0].get("module")]
@@ -385,10 +454,13 @@ def dlopen(env):
 
 def crash_case(env, mode, rc, n, size, signal=None, code=None):
     tr = env.record([env.prog("crash"), mode], want_rc=rc)
-    pid = tr.root()["pid"]
+    # Nothing else allocates: every block made before the end is there, never freed.
+    info_events(tr, alloc=n, free=0, process_exit=1)
+    info_totals(tr, alloc_calls=n, alloc_bytes=n * size, leaked_count=n, leaked_bytes=n * size)
+    root = tr.root()
+    pid = root["pid"]
     got = [e for e in tr.of("alloc", pid=pid) if tr.under(e, "before_crash")]
     equal(sizes(got), {size: n}, "allocations before the end")
-    root = tr.root()
     if signal is not None:
         equal(root.get("signal"), signal, "signal of the root process")
         check("signaled" in root.get("flags", []), "root flagged signaled: %r" % root)
@@ -420,6 +492,8 @@ def crash_exit(env):
 def signal_handler(env):
     tr = env.record([env.prog("signal_alloc")])
     pid = tr.root()["pid"]
+    info_events(tr, alloc=4, free=4)
+    info_totals(tr, alloc_bytes=700 + 3 * 5555, peak_bytes=700 + 5555, leaked_count=0)
     got = [e for e in tr.of("alloc", pid=pid) if tr.under(e, "handler_alloc")]
     equal(sizes(got), {5555: 3}, "allocations in the handler")
     for e in got:
@@ -434,6 +508,9 @@ def signal_handler(env):
 def ctor_dtor(env):
     tr = env.record([env.prog("ctor_dtor")])
     pid = tr.root()["pid"]
+    info_events(tr, alloc=5, free=2)
+    info_totals(tr, alloc_bytes=2 * 7007 + 100 + 8008 + 9009, leaked_count=3,
+                leaked_bytes=7007 + 100 + 8008)
     a = lambda fn, size: [e for e in tr.of("alloc", pid=pid, size=size) if tr.under(e, fn)]
     early, main, at_exit, late = a("early_alloc", 7007), a("main", 100), a("at_exit_alloc", 8008), \
         a("after_exit", 9009)
@@ -470,19 +547,37 @@ def memtestapp(env):
         i = fns.index("ManipulateTemporaryBuffer")
         equal(fns[i:i + 3], ["ManipulateTemporaryBuffer", "Operation1", "main"], "spike stack")
     steady = [e for e in tr.of("mmap", pid=pid) if innermost_user_frame(tr, e) and
-              innermost_user_frame(tr, e).get("function") == "main"]
+              base_name(innermost_user_frame(tr, e).get("function")) == "main"]
     equal(sizes(steady), {10 << 20: 2}, "steady mappings made by main")
     unmapped = {(e.get("addr"), e.get("size")) for e in tr.of("munmap", pid=pid)}
     for e in spikes + steady:
         check((e["addr"], e["size"]) in unmapped, "mapping at %#x unmapped" % e["addr"])
+    # Committed: 2 steady + 10 spikes of 10 MiB; the peak is both steady ones plus a spike.
+    info_events(tr, mmap=12, munmap=12)
     commit = tr.info.get("commit", {})
+    equal((commit.get("count"), commit.get("bytes")), (12, 120 << 20), "committed mappings")
     check(commit.get("peak_bytes", 0) >= 30 << 20, "committed peak >= 30 MB: %r" % commit)
+    equal(commit.get("peak_bytes"), 30 << 20, "committed peak")
+    # Time: ticks have absolute deadlines over 3 s (tick 1199 at 2.9975 s, tick 600 at
+    # 1.5 s), and each spike is held for 100 ms scaled to 10 ms.
+    equal(sorted(e["ts"] for e in leaks), [e["ts"] for e in leaks], "leaks in time order")
+    # The clock starts just before the first steady mapping (10 ms allowed for that call).
+    first, second = sorted(steady, key=lambda e: e["ts"])
+    check(leaks[-1]["ts"] - first["ts"] >= 2.9875e9, "leaks spread over the run")
+    check(second["ts"] - first["ts"] >= 1.49e9, "second steady mapping halfway")
+    unmap_ts = {(e.get("addr"), e.get("size")): e["ts"] for e in tr.of("munmap", pid=pid)}
+    for e in spikes:
+        check(unmap_ts[(e["addr"], e["size"])] - e["ts"] >= 10e6, "spike held >= 10 ms")
+    rss = [e.get("size", 0) for e in tr.of("rss", pid=pid)]
+    check(rss and max(rss) >= 20 << 20, "RSS samples see the 20 MiB steady state: max %r" %
+          (max(rss) if rss else None))
 
 
 @case
 def custom_heap(env):
-    tr = env.record([env.prog("custom_heap")])
+    tr = env.record([env.prog("custom_heap")], extra=("--stacks", "all"))
     pid = tr.root()["pid"]
+    info_events(tr, heap_create=2, heap_destroy=2, realloc=1)
     m = re.search(r"test pool=(0x[0-9a-f]+) second pool=(0x[0-9a-f]+)", tr.stdout)
     check(m, "handles printed by custom_heap: %r" % tr.stdout)
     first, second = int(m.group(1), 16), int(m.group(2), 16)
@@ -491,7 +586,7 @@ def custom_heap(env):
           sorted([(first, "test pool"), (second, "second pool")]), "heap_create events")
     check_frame(tr, [e for e in creates if e.get("heap") == first][0], "pool_init", "custom_heap.c",
                 "pool_init")
-    allocs = tr.of("alloc", pid=pid, heap=first)
+    allocs = [e for e in tr.of("alloc", pid=pid, heap=first) if not e.get("failed")]
     equal(sizes(allocs), {48: 6}, "allocations in the test pool")
     check(all(e.get("func") == "heap_api" for e in allocs), "func of pool allocations")
     for e in allocs:
@@ -501,11 +596,18 @@ def custom_heap(env):
           "freed blocks")
     re_ = tr.of("realloc", pid=pid, heap=first)
     equal([(e.get("old_addr"), e.get("size")) for e in re_], [(allocs[0]["addr"], 96)], "pool realloc")
-    equal(sizes(tr.of("alloc_fail", pid=pid, heap=first)), {4096: 1}, "failed pool allocation")
+    # trace.h says alloc_fail; the session currently writes a failed alloc with addr 0.
+    # Either way: exactly one failure of 4096 bytes, and no block.
+    fails = tr.of("alloc_fail", pid=pid, heap=first) + \
+        [e for e in tr.of("alloc", pid=pid, heap=first) if e.get("failed")]
+    equal([(e.get("size"), e.get("addr", 0)) for e in fails], [(4096, 0)], "failed pool allocation")
     equal(sizes(tr.of("alloc", pid=pid, heap=second)), {16: 2}, "allocations in the second pool")
     equal(len(tr.of("free", pid=pid, heap=second)), 2, "frees in the second pool")
-    destroys = [e.get("heap") for e in tr.of("heap_destroy", pid=pid)]
-    equal(destroys, [first, second], "heap_destroy events in order")
+    destroys = tr.of("heap_destroy", pid=pid)
+    equal([e.get("heap") for e in destroys], [first, second], "heap_destroy events in order")
+    for e in destroys + tr.of("free", pid=pid, heap=first):
+        check(tr.under(e, "pool_destroy") or tr.under(e, "pool_free"),
+              "--stacks all gives destroy and free stacks: %r" % tr.functions(e))
     # No glibc allocation may be attributed to a pool, nor a pool one to glibc.
     equal(len([e for e in tr.of("alloc", pid=pid, heap=0) if tr.under(e, "pool_alloc")]), 0,
           "pool allocations on the process heap")
