@@ -51,6 +51,7 @@ struct ht__writer {
 	uint64_t event_total;
 	uint32_t event_chunks;
 	uint64_t max_ts;
+	uint32_t chunk_target; /* raw bytes that close an events chunk */
 
 	struct slot *slots;
 	uint32_t nslots;
@@ -192,6 +193,7 @@ int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__
 		return HT_ERR_NOMEM;
 	w->fd = -1;
 	w->cur_slot = UINT32_MAX;
+	w->chunk_target = HT__CHUNK_TARGET;
 	w->gen = 1;
 	w->map_size = 256;
 	w->map = calloc(w->map_size, sizeof(*w->map));
@@ -260,8 +262,16 @@ static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
 	w->defs.len += len;
 	memcpy(w->ev.data + w->ev.len, rec, len);
 	w->ev.len += len;
-	if (w->ev.len >= HT__CHUNK_TARGET)
+	if (w->ev.len >= w->chunk_target)
 		return flush_events(w);
+	return 0;
+}
+
+int ht__writer_set_chunk_size(struct ht__writer *w, uint32_t bytes)
+{
+	if (!w || bytes < 256 || bytes > HT__CHUNK_TARGET * 16u)
+		return HT_ERR_INVALID;
+	w->chunk_target = bytes;
 	return 0;
 }
 
@@ -528,7 +538,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	w->last_ts = ev->ts;
 	if (ev->ts > w->max_ts)
 		w->max_ts = ev->ts;
-	if (w->ev.len >= HT__CHUNK_TARGET)
+	if (w->ev.len >= w->chunk_target)
 		return flush_events(w);
 	return 0;
 }

@@ -71,6 +71,12 @@ int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__sy
  */
 int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost, uint32_t flags);
 
+/*
+ * Raw payload bytes after which an events chunk is closed (default 1 MiB,
+ * at least 256). Tests use small chunks to get many of them.
+ */
+int ht__writer_set_chunk_size(struct ht__writer *w, uint32_t bytes);
+
 /* Flush the pending chunk so that a reader sees every event written so far. */
 int ht__writer_flush(struct ht__writer *w);
 
