@@ -15,6 +15,10 @@ expect "frees of worker blocks" "$(awk '
 	/^free / { match($0, / addr=0x[0-9a-f]+/); a = substr($0, RSTART, RLENGTH); if (a in live) { n++; delete live[a] } }
 	END { print n + 0 }' "$OUT")" 80000
 expect "worker tids" "$(grep -E '^alloc .* size=500[0-3]$' "$OUT" | sed -E 's/.* tid=([0-9]+) .*/\1/' | sort -u | wc -l)" 4
+# main renamed worker 0: the record is in main's ring, naming worker 0's tid
+w0=$(sed -nE 's/^alloc .* tid=([0-9]+) .* size=5000$/\1/p' "$OUT" | head -1)
+main=$(sed -nE 's/^process_start .* p.pid=([0-9]+) .*/\1/p' "$OUT")
+expect_count "^thread_name .* tid=$main .* t.tid=$w0 name=renamed0$" 1
 expect_count "^thread_start " 5
 expect_count "^thread_exit " 4
 finish
