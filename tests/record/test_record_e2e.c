@@ -513,6 +513,50 @@ static void test_lossy(void)
 	ht_reader_close(r);
 }
 
+/*
+ * Inlined code: the frame of malloc's return address in outer_fn() resolves
+ * to inner_alloc (inlined, at the malloc call, line 12) then outer_fn (at
+ * the place inner_alloc was inlined, line 17).
+ */
+static void test_inline_symbols(void)
+{
+	char out[256], prog[256];
+	snprintf(out, sizeof(out), "%s/inline.htr", tmp);
+	snprintf(prog, sizeof(prog), "%s/rec_inline", progdir);
+	CHECK_EQ(run(tmp, "record", "-q", "-o", out, "--", prog, NULL), 0);
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e);
+	if (!r)
+		return;
+	int allocs = 0, good = 0;
+	for (size_t i = 0; i < e.n; i++) {
+		if (e.v[i].type != HT_EV_ALLOC || e.v[i].size != 4321)
+			continue;
+		allocs++;
+		const uint32_t *frames;
+		uint32_t n = ht_reader_stack(r, e.v[i].stack, &frames);
+		for (uint32_t k = 0; k + 1 < n; k++) {
+			const struct ht_frame *a = ht_reader_frame(r, frames[k]);
+			const struct ht_frame *b = ht_reader_frame(r, frames[k + 1]);
+			if (!a || !b || !a->function || !b->function || strcmp(a->function, "inner_alloc"))
+				continue;
+			CHECK_EQ(a->inlined, 1);
+			CHECK_EQ(a->line, 12);
+			CHECK(a->file && strstr(a->file, "rec_inline.c"));
+			CHECK(!strcmp(b->function, "outer_fn"));
+			CHECK_EQ(b->inlined, 0);
+			CHECK_EQ(b->line, 17);
+			CHECK_EQ(a->rel, b->rel); /* one return address, two logical frames */
+			good++;
+			break;
+		}
+	}
+	CHECK_EQ(allocs, 4);
+	CHECK_EQ(good, 4);
+	free(e.v);
+	ht_reader_close(r);
+}
+
 /* Without -o: PROGRAM.PID.htr in the current directory. */
 static void test_default_name(void)
 {
@@ -585,6 +629,7 @@ int main(int argc, char **argv)
 	test_exec();
 	test_no_follow();
 	test_lossy();
+	test_inline_symbols();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed; files kept in %s\n", failures, tmp);
 		return 1;
