@@ -280,7 +280,8 @@ static void text_row(struct table_run *t, const struct ht_wrow *w, int indent, b
 		printf("  %s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
 		if (t->o->kind == TABLE_HEAP)
 			printf("  handle 0x%" PRIx64, w->heap);
-		printf("  %s", stack);
+		/* The stack on a line of its own: rows stay aligned, stacks are long. */
+		printf("\n%*s  %s", indent, "", stack);
 	}
 	putchar('\n');
 }
@@ -603,7 +604,7 @@ static void print_json(struct table_run *t, const struct ht_wnode *root)
 	for (uint32_t k = 0; k < root->nchildren; k++)
 		json_node(t, &j, root->children[k]);
 	jw_arr_end(&j);
-	if (t->o->rows) {
+	if (!t->o->nkeys) {
 		jw_key(&j, "rows");
 		jw_arr_begin(&j);
 		for (uint32_t k = 0; k < root->nrows; k++)
