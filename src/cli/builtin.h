@@ -12,5 +12,6 @@ int cmd_dump(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_table(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

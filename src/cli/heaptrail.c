@@ -21,6 +21,7 @@ static const struct cmd_struct commands[] = {
 	{ "analyze", cmd_analyze, "xperf heap actions: stacks, frames, images, filters" },
 	{ "table", cmd_table, "WPA tables for a time window: heap allocations, commit lifetimes" },
 	{ "timeline", cmd_timeline, "heap, committed and resident bytes over time, as a table or SVG" },
+	{ "report", cmd_report, "one self-contained HTML file: graphs, window tables, flame graphs" },
 };
 
 static void usage(FILE *out)

@@ -5,6 +5,10 @@
 import uPlot from 'uplot';
 import { fmtBytes, fmtSeconds } from './format.js';
 
+// Axis steps in powers of two of the byte units, so ticks read 8 MB, 16 MB, ...
+const BYTE_INCRS = [];
+for (let u = 1; u <= 1024 ** 4; u *= 1024) for (let m = 1; m < 1024; m *= 2) BYTE_INCRS.push(u * m);
+
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
 
 /*
@@ -52,7 +56,7 @@ export function drawCharts(el, series, specs, durationNs, onSelect) {
 			scales: { x: { time: false, range: [0, span] } },
 			axes: [
 				{ values: (u, vals) => vals.map((v) => fmtSeconds(v, span)) },
-				{ values: (u, vals) => vals.map((v) => fmtBytes(v)), size: 80 },
+				{ values: (u, vals) => vals.map((v) => fmtBytes(v)), size: 80, incrs: BYTE_INCRS },
 			],
 			series: [
 				{ label: 'time', value: (u, v) => (v === null || v === undefined ? '' : fmtSeconds(v, span)) },

@@ -1,0 +1,690 @@
+/*
+ * reportdata.c - computes what the HTML report shows (reportdata.h): the
+ * summary, lifetimes grouped by site within a budget, and series over time.
+ * The numbers follow the same rules as 'heaptrail table' (window.h) so that
+ * the page and the tables agree for any window.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/commit.h"
+#include "analysis/lifetime.h"
+#include "analysis/match.h"
+#include "analysis/reportdata.h"
+#include "analysis/window.h"
+
+#define NONE32 UINT32_MAX
+
+/* What one run needs besides the result. */
+struct run {
+	struct ht_report_data *d;
+	const struct ht_report_opts *o;
+	struct ht_reader *r;
+	struct ht_match_list cull_list;
+	struct ht_frame_matcher *cull;
+	struct ht_wstacks *ws;
+	int err;
+	/* Canonical stack id -> output stack index + 1 (0: not yet used). */
+	uint32_t *canon_out;
+	size_t canon_cap;
+	/* Commits already counted, as 'heaptrail table' keeps them, so a range
+	   decommitted in pieces counts once in Count. */
+	struct seen_key *seen;
+	size_t nseen, seen_cap;
+	/* RSS of each process, to follow the sum's peak. */
+	uint64_t *rss;
+	size_t rss_cap;
+	uint64_t rss_sum;
+	/* Last series hit, since events of one process and heap come in runs. */
+	uint32_t last_heap_series;
+	uint32_t last_handle;
+	size_t handles_cap;
+};
+
+struct seen_key {
+	uint64_t ts;
+	uint32_t process, stack;
+	int32_t tid;
+	bool used;
+};
+
+static uint64_t mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
+}
+
+/* Grows *p (of *cap elements of size sz) to hold at least n; 0 or HT_ERR_NOMEM. */
+static int grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+	if (n <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 16;
+	while (c < n)
+		c *= 2;
+	void *np = realloc(*p, c * sz);
+	if (!np)
+		return HT_ERR_NOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+/* As grow(), and the new elements read 0. */
+static int grow_zero(void **p, size_t *cap, size_t n, size_t sz)
+{
+	size_t old = *cap;
+	int rc = grow(p, cap, n, sz);
+	if (rc == 0 && *cap > old)
+		memset((char *)*p + old * sz, 0, (*cap - old) * sz);
+	return rc;
+}
+
+static int grow32(void **p, uint32_t *cap, size_t n, size_t sz)
+{
+	size_t c = *cap;
+	int rc = grow(p, &c, n, sz);
+	if (rc == 0)
+		*cap = (uint32_t)c;
+	return rc;
+}
+
+/* ---- sites and cells ---- */
+
+static uint64_t site_hash(uint32_t process, uint32_t handle, uint32_t stack)
+{
+	return mix64(((uint64_t)process << 32 | handle) ^ mix64(stack));
+}
+
+static int site_reindex(struct ht_rd_table *t, uint32_t cap)
+{
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+	if (!idx)
+		return HT_ERR_NOMEM;
+	for (uint32_t i = 0; i < t->nsites; i++) {
+		struct ht_rd_site *s = &t->sites[i];
+		uint32_t slot = (uint32_t)site_hash(s->process, s->handle, s->stack) & (cap - 1);
+		while (idx[slot])
+			slot = (slot + 1) & (cap - 1);
+		idx[slot] = i + 1;
+	}
+	free(t->site_index);
+	t->site_index = idx;
+	t->site_index_cap = cap;
+	return 0;
+}
+
+/* The index of the site (process, handle, stack), added when new; negative on error. */
+static int64_t site_get(struct ht_rd_table *t, uint32_t process, uint32_t handle, uint32_t stack)
+{
+	if ((t->nsites + 1) * 2 > t->site_index_cap) {
+		int rc = site_reindex(t, t->site_index_cap ? t->site_index_cap * 2 : 256);
+		if (rc < 0)
+			return rc;
+	}
+	uint32_t slot = (uint32_t)site_hash(process, handle, stack) & (t->site_index_cap - 1);
+	while (t->site_index[slot]) {
+		struct ht_rd_site *s = &t->sites[t->site_index[slot] - 1];
+		if (s->process == process && s->handle == handle && s->stack == stack)
+			return t->site_index[slot] - 1;
+		slot = (slot + 1) & (t->site_index_cap - 1);
+	}
+	if (grow32((void **)&t->sites, &t->sites_cap, t->nsites + 1, sizeof(*t->sites)) < 0)
+		return HT_ERR_NOMEM;
+	struct ht_rd_site *s = &t->sites[t->nsites];
+	memset(s, 0, sizeof(*s));
+	s->process = process;
+	s->handle = handle;
+	s->stack = stack;
+	t->site_index[slot] = ++t->nsites;
+	return t->nsites - 1;
+}
+
+static uint64_t cell_hash(uint32_t site, uint32_t ab, uint32_t fb)
+{
+	return mix64((uint64_t)site << 32 ^ mix64((uint64_t)ab << 32 | fb));
+}
+
+static int cell_reindex(struct ht_rd_table *t, size_t cap)
+{
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+	if (!idx)
+		return HT_ERR_NOMEM;
+	for (size_t i = 0; i < t->ncells; i++) {
+		struct ht_rd_cell *c = &t->cells[i];
+		size_t slot = cell_hash(c->site, c->alloc_bucket, c->free_bucket) & (cap - 1);
+		while (idx[slot])
+			slot = (slot + 1) & (cap - 1);
+		idx[slot] = (uint32_t)i + 1;
+	}
+	free(t->cell_index);
+	t->cell_index = idx;
+	t->cell_index_cap = cap;
+	return 0;
+}
+
+static int cell_add_raw(struct ht_rd_table *t, const struct ht_rd_cell *add)
+{
+	if ((t->ncells + 1) * 2 > t->cell_index_cap) {
+		int rc = cell_reindex(t, t->cell_index_cap ? t->cell_index_cap * 2 : 1024);
+		if (rc < 0)
+			return rc;
+	}
+	size_t slot = cell_hash(add->site, add->alloc_bucket, add->free_bucket) & (t->cell_index_cap - 1);
+	while (t->cell_index[slot]) {
+		struct ht_rd_cell *c = &t->cells[t->cell_index[slot] - 1];
+		if (c->site == add->site && c->alloc_bucket == add->alloc_bucket && c->free_bucket == add->free_bucket) {
+			c->count += add->count;
+			c->bytes += add->bytes;
+			c->reallocs += add->reallocs;
+			return 0;
+		}
+		slot = (slot + 1) & (t->cell_index_cap - 1);
+	}
+	if (grow((void **)&t->cells, &t->cells_cap, t->ncells + 1, sizeof(*t->cells)) < 0)
+		return HT_ERR_NOMEM;
+	t->cells[t->ncells] = *add;
+	t->cell_index[slot] = (uint32_t)++t->ncells;
+	return 0;
+}
+
+/*
+ * Halves the time resolution of the cells: buckets twice as wide, cells that
+ * now share both buckets merged. Called when the cells outgrow their budget.
+ */
+static int cells_coarsen(struct ht_rd_table *t)
+{
+	struct ht_rd_cell *old = t->cells;
+	size_t n = t->ncells;
+	t->cells = NULL;
+	t->ncells = 0;
+	t->cells_cap = 0;
+	free(t->cell_index);
+	t->cell_index = NULL;
+	t->cell_index_cap = 0;
+	t->bucket_ns *= 2;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct ht_rd_cell c = old[i];
+		c.alloc_bucket /= 2;
+		if (c.free_bucket != NONE32)
+			c.free_bucket /= 2;
+		rc = cell_add_raw(t, &c);
+	}
+	free(old);
+	return rc;
+}
+
+static int cell_add(struct ht_rd_table *t, uint32_t site, const struct ht_rd_life *l)
+{
+	struct ht_rd_cell c = {
+		.site = site,
+		.alloc_bucket = (uint32_t)(l->alloc_ts / t->bucket_ns),
+		.free_bucket = l->free_ts == HT_TS_NEVER ? NONE32 : (uint32_t)(l->free_ts / t->bucket_ns),
+		.count = !l->piece,
+		.bytes = l->size,
+		.reallocs = l->realloc,
+	};
+	int rc = cell_add_raw(t, &c);
+	while (rc == 0 && t->ncells > t->cell_budget && t->bucket_ns < (UINT64_MAX >> 2))
+		rc = cells_coarsen(t);
+	return rc;
+}
+
+/* Moves a site's exact lifetimes into cells; from now on it is binned. */
+static int site_bin(struct ht_rd_table *t, uint32_t i)
+{
+	struct ht_rd_site *s = &t->sites[i];
+	for (uint32_t k = 0; k < s->nlives; k++) {
+		int rc = cell_add(t, i, &s->lives[k]);
+		if (rc < 0)
+			return rc;
+	}
+	t->nexact -= s->nlives;
+	free(s->lives);
+	s->lives = NULL;
+	s->nlives = s->lives_cap = 0;
+	s->binned = true;
+	t->binned_sites++;
+	return 0;
+}
+
+static const struct ht_rd_table *sort_table;
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct ht_rd_site *x = &sort_table->sites[*(const uint32_t *)a];
+	const struct ht_rd_site *y = &sort_table->sites[*(const uint32_t *)b];
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? -1 : 1;
+	return x->nlives < y->nlives ? -1 : x->nlives > y->nlives;
+}
+
+/*
+ * Over budget: bins the sites with the fewest bytes until the exact lifetimes
+ * are down to three quarters of the budget, so that binning happens in a few
+ * rounds however many lifetimes the trace has.
+ */
+static int table_trim(struct ht_rd_table *t)
+{
+	uint32_t *order = malloc((size_t)t->nsites * sizeof(*order) + 1);
+	if (!order)
+		return HT_ERR_NOMEM;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < t->nsites; i++)
+		if (!t->sites[i].binned && t->sites[i].nlives)
+			order[n++] = i;
+	sort_table = t;
+	qsort(order, n, sizeof(*order), by_bytes);
+	int rc = 0;
+	uint64_t target = t->budget - t->budget / 4;
+	for (uint32_t k = 0; k < n && t->nexact > target && rc == 0; k++)
+		rc = site_bin(t, order[k]);
+	free(order);
+	return rc;
+}
+
+static int table_add(struct ht_rd_table *t, uint32_t site, const struct ht_rd_life *l)
+{
+	struct ht_rd_site *s = &t->sites[site];
+	s->bytes += l->size;
+	if (s->binned)
+		return cell_add(t, site, l);
+	if (grow32((void **)&s->lives, &s->lives_cap, s->nlives + 1, sizeof(*s->lives)) < 0)
+		return HT_ERR_NOMEM;
+	s->lives[s->nlives++] = *l;
+	if (++t->nexact > t->budget)
+		return table_trim(t);
+	return 0;
+}
+
+static void table_release(struct ht_rd_table *t)
+{
+	for (uint32_t i = 0; i < t->nsites; i++)
+		free(t->sites[i].lives);
+	free(t->sites);
+	free(t->cells);
+	free(t->site_index);
+	free(t->cell_index);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- handles, stacks ---- */
+
+static int64_t handle_index(struct run *x, uint64_t heap)
+{
+	struct ht_report_data *d = x->d;
+	if (x->last_handle < d->nhandles && d->handles[x->last_handle] == heap)
+		return x->last_handle;
+	for (uint32_t i = 0; i < d->nhandles; i++)
+		if (d->handles[i] == heap)
+			return x->last_handle = i;
+	if (grow((void **)&d->handles, &x->handles_cap, (size_t)d->nhandles + 1, sizeof(*d->handles)) < 0)
+		return HT_ERR_NOMEM;
+	d->handles[d->nhandles] = heap;
+	return x->last_handle = d->nhandles++;
+}
+
+/* The canonical (culled) stack id of a raw stack id; negative on error. */
+static int64_t canon_stack(struct run *x, uint32_t raw)
+{
+	struct ht_witem it = { 0 };
+	int rc = ht_wstacks_resolve(x->ws, raw, &it);
+	if (rc < 0)
+		return rc;
+	return it.stack;
+}
+
+/* ---- series ---- */
+
+static int series_get(struct ht_rd_series **arr, uint32_t *n, uint32_t points, uint32_t process,
+		      uint32_t handle, struct ht_rd_series **out)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if ((*arr)[i].process == process && (*arr)[i].handle == handle) {
+			*out = &(*arr)[i];
+			return 0;
+		}
+	struct ht_rd_series *na = realloc(*arr, (*n + 1) * sizeof(**arr));
+	if (!na)
+		return HT_ERR_NOMEM;
+	*arr = na;
+	struct ht_rd_series *s = &na[*n];
+	memset(s, 0, sizeof(*s));
+	s->process = process;
+	s->handle = handle;
+	s->max = calloc(points, sizeof(uint64_t));
+	s->last = calloc(points, sizeof(uint64_t));
+	if (!s->max || !s->last) {
+		free(s->max);
+		free(s->last);
+		return HT_ERR_NOMEM;
+	}
+	(*n)++;
+	*out = s;
+	return 0;
+}
+
+/* Closes the points before p with their values and opens p. */
+static void series_move(struct ht_rd_series *s, uint32_t p)
+{
+	if (p <= s->filled)
+		return;
+	s->last[s->filled] = s->cur;
+	for (uint32_t q = s->filled + 1; q < p; q++)
+		s->max[q] = s->last[q] = s->cur;
+	s->filled = p;
+	s->max[p] = s->cur;
+}
+
+static void series_set(struct ht_rd_series *s, uint32_t p, uint64_t v)
+{
+	series_move(s, p);
+	s->cur = v;
+	if (v > s->max[s->filled])
+		s->max[s->filled] = v;
+	s->last[s->filled] = v;
+}
+
+static uint32_t point_of(const struct ht_report_data *d, uint64_t ts)
+{
+	uint64_t p = ts / d->point_ns;
+	return p >= d->points ? d->points - 1 : (uint32_t)p;
+}
+
+static void series_release(struct ht_rd_series *arr, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		free(arr[i].max);
+		free(arr[i].last);
+	}
+	free(arr);
+}
+
+/* ---- trackers' callbacks ---- */
+
+static void on_life(void *ctx, const struct ht_life *l)
+{
+	struct run *x = ctx;
+	if (x->err)
+		return;
+	int64_t h = handle_index(x, l->heap);
+	int64_t st = h < 0 ? h : canon_stack(x, l->stack);
+	int64_t site = st < 0 ? st : site_get(&x->d->heap, l->process, (uint32_t)h, (uint32_t)st);
+	if (site < 0) {
+		x->err = (int)site;
+		return;
+	}
+	struct ht_rd_life rl = { l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0 };
+	int rc = table_add(&x->d->heap, (uint32_t)site, &rl);
+	if (rc < 0)
+		x->err = rc;
+}
+
+static uint64_t seen_hash(const struct seen_key *k)
+{
+	return mix64(k->ts ^ mix64((uint64_t)k->process << 32 | k->stack) ^ (uint32_t)k->tid);
+}
+
+/* True when this commit was counted before (and remembers it); -1 when out of memory. */
+static int commit_seen(struct run *x, const struct ht_commit *c)
+{
+	struct seen_key k = { c->commit_ts, c->process, c->stack, c->tid, true };
+	if ((x->nseen + 1) * 2 > x->seen_cap) {
+		size_t cap = x->seen_cap ? x->seen_cap * 2 : 1024;
+		struct seen_key *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return -1;
+		for (size_t i = 0; i < x->seen_cap; i++) {
+			if (!x->seen[i].used)
+				continue;
+			size_t s = seen_hash(&x->seen[i]) & (cap - 1);
+			while (n[s].used)
+				s = (s + 1) & (cap - 1);
+			n[s] = x->seen[i];
+		}
+		free(x->seen);
+		x->seen = n;
+		x->seen_cap = cap;
+	}
+	size_t s = seen_hash(&k) & (x->seen_cap - 1);
+	while (x->seen[s].used) {
+		struct seen_key *o = &x->seen[s];
+		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack && o->tid == k.tid)
+			return 1;
+		s = (s + 1) & (x->seen_cap - 1);
+	}
+	x->seen[s] = k;
+	x->nseen++;
+	return 0;
+}
+
+static void on_commit(void *ctx, const struct ht_commit *c)
+{
+	struct run *x = ctx;
+	if (x->err)
+		return;
+	int piece = commit_seen(x, c);
+	int64_t h = piece < 0 ? HT_ERR_NOMEM : handle_index(x, 0);
+	int64_t st = h < 0 ? h : canon_stack(x, c->stack);
+	int64_t site = st < 0 ? st : site_get(&x->d->commit, c->process, (uint32_t)h, (uint32_t)st);
+	if (site < 0) {
+		x->err = (int)site;
+		return;
+	}
+	struct ht_rd_life rl = { c->size, c->commit_ts, c->decommit_ts, 0, (uint8_t)piece };
+	int rc = table_add(&x->d->commit, (uint32_t)site, &rl);
+	if (rc < 0)
+		x->err = rc;
+}
+
+/* ---- the pass ---- */
+
+static bool is_mapping(unsigned type)
+{
+	return type == HT_EV_MMAP || type == HT_EV_MUNMAP || type == HT_EV_MREMAP || type == HT_EV_MPROTECT ||
+	       type == HT_EV_BRK;
+}
+
+static int set_rss(struct run *x, uint32_t process, uint64_t ts, uint64_t v)
+{
+	struct ht_report_data *d = x->d;
+	struct ht_rd_series *s;
+	if (grow_zero((void **)&x->rss, &x->rss_cap, (size_t)process + 1, sizeof(*x->rss)) < 0)
+		return HT_ERR_NOMEM;
+	int rc = series_get(&d->rss_series, &d->nrss_series, d->points, process, 0, &s);
+	if (rc < 0)
+		return rc;
+	series_set(s, point_of(d, ts), v);
+	x->rss_sum = x->rss_sum - x->rss[process] + v;
+	x->rss[process] = v;
+	if (x->rss_sum > d->rss_peak) {
+		d->rss_peak = x->rss_sum;
+		d->rss_peak_ts = ts;
+	}
+	return 0;
+}
+
+static int stream(struct run *x)
+{
+	struct ht_report_data *d = x->d;
+	struct ht_life_tracker *lt = ht_life_new(on_life, x);
+	struct ht_commit_tracker *ct = ht_commit_new(on_commit, x);
+	int rc = (lt && ct) ? ht_reader_rewind(x->r) : HT_ERR_NOMEM;
+	struct ht_event ev;
+	while (rc >= 0 && !x->err && (rc = ht_reader_next(x->r, &ev)) > 0) {
+		uint32_t p = point_of(d, ev.ts);
+		uint64_t before = ht_life_stats(lt)->live_bytes;
+		if ((rc = ht_life_event(lt, &ev)) < 0)
+			break;
+		uint64_t after = ht_life_stats(lt)->live_bytes;
+		if (after != before) {
+			/* Every change of the live bytes belongs to the event's process and heap. */
+			int64_t h = handle_index(x, ev.heap);
+			struct ht_rd_series *s;
+			if (h < 0 || (rc = series_get(&d->heap_series, &d->nheap_series, d->points, ev.process,
+						      (uint32_t)h, &s)) < 0) {
+				rc = HT_ERR_NOMEM;
+				break;
+			}
+			series_set(s, p, s->cur + after - before);
+		}
+		if (is_mapping(ev.type) || ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC) {
+			if ((rc = ht_commit_event(ct, &ev)) < 0)
+				break;
+			struct ht_commit_stats cs;
+			ht_commit_process_stats(ct, ev.process, &cs);
+			bool ended = ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC;
+			struct ht_rd_series *s;
+			if ((rc = series_get(&d->commit_series, &d->ncommit_series, d->points, ev.process, 0, &s)) < 0)
+				break;
+			/* The kernel releases a process's mappings at its exit (or exec). */
+			series_set(s, p, ended ? 0 : cs.committed_bytes);
+			if (ended && ev.process < x->rss_cap && x->rss[ev.process] && (rc = set_rss(x, ev.process, ev.ts, 0)) < 0)
+				break;
+		}
+		if (ev.type == HT_EV_RSS && (rc = set_rss(x, ev.process, ev.ts, ev.size)) < 0)
+			break;
+	}
+	if (rc >= 0 && !x->err) {
+		ht_life_finish(lt);
+		ht_commit_finish(ct);
+	}
+	if (lt)
+		ht_life_free(lt);
+	if (ct)
+		ht_commit_free(ct);
+	if (rc < 0)
+		return rc;
+	return x->err;
+}
+
+/* Gives each used canonical stack an output index and lists its frames, outermost first. */
+static int build_stacks(struct run *x)
+{
+	struct ht_report_data *d = x->d;
+	struct ht_rd_table *tabs[2] = { &d->heap, &d->commit };
+	uint32_t *frame_out = NULL; /* reader frame id -> output index + 1 */
+	size_t frame_cap = 0;
+	size_t off_cap = 0, fr_cap = 0, ids_cap = 0;
+	int rc = 0;
+	d->nstacks = 1; /* stack 0: no frames */
+	if (grow((void **)&d->stack_off, &off_cap, 2, sizeof(uint32_t)) < 0)
+		return HT_ERR_NOMEM;
+	d->stack_off[0] = d->stack_off[1] = 0;
+	uint32_t nfr = 0;
+	for (int k = 0; k < 2 && rc == 0; k++) {
+		struct ht_rd_table *t = tabs[k];
+		for (uint32_t i = 0; i < t->nsites && rc == 0; i++) {
+			uint32_t canon = t->sites[i].stack;
+			const uint32_t *frames;
+			uint32_t n = canon ? ht_wstacks_frames(x->ws, canon, &frames) : 0;
+			if (!n) {
+				t->sites[i].stack = 0;
+				continue;
+			}
+			if ((rc = grow_zero((void **)&x->canon_out, &x->canon_cap, (size_t)canon + 1, sizeof(uint32_t))) < 0)
+				break;
+			if (x->canon_out[canon]) {
+				t->sites[i].stack = x->canon_out[canon] - 1;
+				continue;
+			}
+			uint32_t si = d->nstacks++;
+			x->canon_out[canon] = si + 1;
+			t->sites[i].stack = si;
+			if ((rc = grow((void **)&d->stack_off, &off_cap, (size_t)d->nstacks + 1, sizeof(uint32_t))) < 0 ||
+			    (rc = grow((void **)&d->stack_frames, &fr_cap, (size_t)nfr + n, sizeof(uint32_t))) < 0)
+				break;
+			for (uint32_t j = n; j-- > 0;) {
+				uint32_t f = frames[j];
+				if ((rc = grow_zero((void **)&frame_out, &frame_cap, (size_t)f + 1, sizeof(*frame_out))) < 0)
+					break;
+				if (!frame_out[f]) {
+					if ((rc = grow((void **)&d->frame_ids, &ids_cap, (size_t)d->nframes + 1, sizeof(uint32_t))) < 0)
+						break;
+					d->frame_ids[d->nframes++] = f;
+					frame_out[f] = d->nframes;
+				}
+				d->stack_frames[nfr++] = frame_out[f] - 1;
+			}
+			d->stack_off[d->nstacks] = nfr;
+		}
+	}
+	free(frame_out);
+	return rc;
+}
+
+int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r, const struct ht_report_opts *o)
+{
+	struct ht_report_opts defaults = HT_REPORT_OPTS_INIT;
+	if (!o)
+		o = &defaults;
+	memset(d, 0, sizeof(*d));
+	if (!o->points || !o->buckets || !o->heap_budget || !o->commit_budget || !o->cell_budget)
+		return HT_ERR_INVALID;
+	struct run x = { .d = d, .o = o, .r = r };
+	ht_match_list_init(&x.cull_list);
+	int rc = ht_summary_run(&d->summary, r);
+	if (rc < 0) {
+		memset(d, 0, sizeof(*d));
+		return rc;
+	}
+	uint64_t dur = ht_reader_info(r)->duration_ns;
+	if (dur < d->summary.last_ts)
+		dur = d->summary.last_ts;
+	d->duration_ns = dur;
+	d->points = o->points;
+	d->point_ns = dur / o->points + 1;
+	d->heap.budget = o->heap_budget;
+	d->commit.budget = o->commit_budget;
+	d->heap.cell_budget = d->commit.cell_budget = o->cell_budget;
+	d->heap.bucket_ns = d->commit.bucket_ns = dur / o->buckets + 1;
+
+	if (o->default_cull && (rc = ht_match_list_add_defaults(&x.cull_list)) < 0)
+		goto out;
+	if (x.cull_list.count && (rc = ht_frame_matcher_new(&x.cull, &x.cull_list, r)) < 0)
+		goto out;
+	if ((rc = ht_wstacks_new(&x.ws, r, x.cull)) < 0)
+		goto out;
+	if ((rc = stream(&x)) < 0)
+		goto out;
+	struct ht_rd_series *all[3] = { d->heap_series, d->commit_series, d->rss_series };
+	uint32_t counts[3] = { d->nheap_series, d->ncommit_series, d->nrss_series };
+	for (int k = 0; k < 3; k++)
+		for (uint32_t i = 0; i < counts[k]; i++) {
+			series_move(&all[k][i], d->points - 1);
+			all[k][i].last[d->points - 1] = all[k][i].cur;
+		}
+	rc = build_stacks(&x);
+out:
+	if (x.ws)
+		ht_wstacks_free(x.ws);
+	if (x.cull)
+		ht_frame_matcher_free(x.cull);
+	ht_match_list_release(&x.cull_list);
+	free(x.canon_out);
+	free(x.seen);
+	free(x.rss);
+	if (rc < 0)
+		ht_report_data_release(d);
+	return rc < 0 ? rc : 0;
+}
+
+void ht_report_data_release(struct ht_report_data *d)
+{
+	ht_summary_release(&d->summary);
+	free(d->handles);
+	table_release(&d->heap);
+	table_release(&d->commit);
+	series_release(d->heap_series, d->nheap_series);
+	series_release(d->commit_series, d->ncommit_series);
+	series_release(d->rss_series, d->nrss_series);
+	free(d->stack_off);
+	free(d->stack_frames);
+	free(d->frame_ids);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,517 @@
+/*
+ * cmd_report.c - 'heaptrail report': one self-contained HTML file with the
+ * graphs, the window tables, flame graphs and the xperf view of a trace. The
+ * page is built at build time (src/report/) into share/heaptrail/ next to the
+ * binary; this command writes that page with the trace's data inline, in the
+ * JSON described in docs/report.md.
+ */
+#define _GNU_SOURCE /* asprintf, fopencookie */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/lifetime.h"
+#include "analysis/match.h"
+#include "analysis/reportdata.h"
+#include "cli/builtin.h"
+#include "cli/common.h"
+#include "heaptrail/trace.h"
+
+static const char report_usage[] =
+	"usage: heaptrail report FILE [-o OUT.html] [options]\n"
+	"\n"
+	"Writes one HTML file that opens in any current browser without network\n"
+	"access: memory graphs over time, drag to select a window, the Heap\n"
+	"Allocations and Commit Lifetimes tables of that window, flame graphs and\n"
+	"the top stacks, frames and images.\n"
+	"\n"
+	"  -o, --output FILE    the HTML file (default: FILE with .html for .htr)\n"
+	"  --exact N            heap lifetimes kept exactly (default 250000); the\n"
+	"                       sites with the fewest bytes beyond that are bucketed\n"
+	"  --points N           points of each graph (default 2000)\n"
+	"  --no-default-cull    keep allocator frames on the stacks\n";
+
+#define DATA_MARKER "/*@@HEAPTRAIL_DATA@@*/"
+
+/* Where the bundled page is: bin/../share/heaptrail/report.html. */
+static char *template_path(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		die("cannot find the heaptrail binary's directory: %s", strerror(errno));
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	char *path;
+	if (asprintf(&path, "%s/../share/heaptrail/report.html", exe) < 0)
+		die("out of memory");
+	return path;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	struct stat st;
+	char *buf = NULL;
+	if (fstat(fileno(f), &st) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
+		*len = fread(buf, 1, (size_t)st.st_size, f);
+		buf[*len] = 0;
+	}
+	fclose(f);
+	return buf;
+}
+
+/*
+ * The JSON goes inside a <script> element: escaping every '<' (which only
+ * occurs inside JSON strings) keeps "</script>" in a symbol name from ending
+ * it early, and stays valid JSON.
+ */
+static ssize_t escape_write(void *cookie, const char *buf, size_t size)
+{
+	FILE *out = cookie;
+	size_t start = 0;
+	for (size_t i = 0; i < size; i++) {
+		if (buf[i] != '<')
+			continue;
+		if (i > start && fwrite(buf + start, 1, i - start, out) != i - start)
+			return -1;
+		if (fputs("\\u003c", out) < 0)
+			return -1;
+		start = i + 1;
+	}
+	if (size > start && fwrite(buf + start, 1, size - start, out) != size - start)
+		return -1;
+	return (ssize_t)size;
+}
+
+static void u64_array(struct jw *j, const char *key, const uint64_t *v, uint32_t n)
+{
+	jw_key(j, key);
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < n; i++)
+		jw_u64(j, v[i]);
+	jw_arr_end(j);
+}
+
+static void write_trace(struct jw *j, struct ht_reader *r, const char *file, const struct ht_report_data *d)
+{
+	const struct ht_trace_info *info = ht_reader_info(r);
+	const char *base = strrchr(file, '/');
+	jw_key(j, "trace");
+	jw_obj_begin(j);
+	jw_key(j, "file");
+	jw_str(j, base ? base + 1 : file);
+	jw_key(j, "argv");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < info->argc; i++)
+		jw_str(j, info->argv[i]);
+	jw_arr_end(j);
+	jw_key(j, "hostname");
+	jw_str(j, info->hostname);
+	jw_key(j, "start_realtime_ns");
+	jw_u64(j, info->start_realtime_ns);
+	jw_key(j, "duration_ns");
+	jw_u64(j, d->duration_ns);
+	jw_key(j, "events");
+	jw_u64(j, d->summary.event_count);
+	jw_key(j, "events_lost");
+	jw_u64(j, info->events_lost);
+	jw_key(j, "complete");
+	jw_bool(j, info->flags & HT_TRACEF_COMPLETE);
+	jw_key(j, "symbols");
+	jw_bool(j, info->flags & HT_TRACEF_SYMBOLS);
+	jw_key(j, "truncated");
+	jw_bool(j, info->flags & HT_TRACEF_TRUNCATED);
+	jw_key(j, "lossy");
+	jw_bool(j, info->flags & HT_TRACEF_LOSSY);
+	jw_obj_end(j);
+}
+
+static void write_totals(struct jw *j, const struct ht_report_data *d)
+{
+	const struct ht_summary_counts *t = &d->summary.total;
+	const struct { const char *k; uint64_t v; } f[] = {
+		{ "heap_allocs", t->alloc_calls },
+		{ "heap_frees", t->free_calls },
+		{ "heap_reallocs", d->summary.events[HT_EV_REALLOC] },
+		{ "heap_alloc_bytes", t->alloc_bytes },
+		{ "heap_peak_bytes", t->peak_bytes },
+		{ "heap_peak_ns", t->peak_ts },
+		{ "heap_leaked_count", t->leaked_count },
+		{ "heap_leaked_bytes", t->leaked_bytes },
+		{ "unknown_frees", t->unknown_frees },
+		{ "commit_count", t->commits },
+		{ "commit_bytes", t->commit_bytes },
+		{ "commit_peak_bytes", t->committed_peak_bytes },
+		{ "commit_peak_ns", t->committed_peak_ts },
+		{ "rss_peak_bytes", d->rss_peak },
+		{ "rss_peak_ns", d->rss_peak_ts },
+	};
+	jw_key(j, "totals");
+	jw_obj_begin(j);
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		jw_key(j, f[i].k);
+		jw_u64(j, f[i].v);
+	}
+	jw_obj_end(j);
+}
+
+static void write_processes(struct jw *j, struct ht_reader *r)
+{
+	jw_key(j, "processes");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < ht_reader_process_count(r); i++) {
+		const struct ht_process *p = ht_reader_process(r, i);
+		char status[64];
+		if (p->flags & HT_PROCF_SIGNALED)
+			snprintf(status, sizeof(status), "signal %d", p->signal);
+		else if (p->flags & HT_PROCF_EXITED)
+			snprintf(status, sizeof(status), "exit %d", p->exit_code);
+		else if (p->flags & HT_PROCF_EXECED)
+			snprintf(status, sizeof(status), "exec");
+		else
+			snprintf(status, sizeof(status), "running at the end");
+		jw_obj_begin(j);
+		jw_key(j, "pid");
+		jw_i64(j, p->pid);
+		jw_key(j, "ppid");
+		jw_i64(j, p->ppid);
+		jw_key(j, "exe");
+		jw_str(j, p->exe);
+		jw_key(j, "argv");
+		jw_arr_begin(j);
+		for (uint32_t k = 0; k < p->argc; k++)
+			jw_str(j, p->argv[k]);
+		jw_arr_end(j);
+		jw_key(j, "start_ns");
+		jw_u64(j, p->start_ts);
+		jw_key(j, "end_ns");
+		jw_u64(j, p->end_ts);
+		jw_key(j, "status");
+		jw_str(j, status);
+		jw_obj_end(j);
+	}
+	jw_arr_end(j);
+}
+
+/* Modules, frames (columns) and stacks (frame indices, outermost first). */
+static void write_symbols(struct jw *j, struct ht_reader *r, const struct ht_report_data *d)
+{
+	jw_key(j, "modules");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < ht_reader_module_count(r); i++) {
+		const struct ht_module *m = ht_reader_module(r, i);
+		jw_str(j, m && m->name ? m->name : "?");
+	}
+	jw_arr_end(j);
+
+	char buf[4096];
+	jw_key(j, "frames");
+	jw_obj_begin(j);
+	jw_key(j, "name");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < d->nframes; i++) {
+		ht_frame_text(r, d->frame_ids[i], true, buf, sizeof(buf));
+		jw_str(j, buf);
+	}
+	jw_arr_end(j);
+	jw_key(j, "file");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < d->nframes; i++)
+		jw_str(j, ht_reader_frame(r, d->frame_ids[i])->file);
+	jw_arr_end(j);
+	jw_key(j, "line");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < d->nframes; i++)
+		jw_u64(j, ht_reader_frame(r, d->frame_ids[i])->line);
+	jw_arr_end(j);
+	jw_key(j, "module");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < d->nframes; i++) {
+		uint32_t m = ht_reader_frame(r, d->frame_ids[i])->module;
+		jw_i64(j, m == HT_MODULE_NONE ? -1 : (int64_t)m);
+	}
+	jw_arr_end(j);
+	jw_obj_end(j);
+
+	jw_key(j, "stacks");
+	jw_arr_begin(j);
+	for (uint32_t s = 0; s < d->nstacks; s++) {
+		jw_arr_begin(j);
+		for (uint32_t k = d->stack_off[s]; k < d->stack_off[s + 1]; k++)
+			jw_u64(j, d->stack_frames[k]);
+		jw_arr_end(j);
+	}
+	jw_arr_end(j);
+
+	jw_key(j, "handles");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < d->nhandles; i++) {
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)d->handles[i]);
+		jw_str(j, buf);
+	}
+	jw_arr_end(j);
+}
+
+static void write_table(struct jw *j, const char *key, const struct ht_rd_table *t)
+{
+	jw_key(j, key);
+	jw_obj_begin(j);
+	jw_key(j, "sites");
+	jw_obj_begin(j);
+	const char *names[3] = { "process", "handle", "stack" };
+	for (int c = 0; c < 3; c++) {
+		jw_key(j, names[c]);
+		jw_arr_begin(j);
+		for (uint32_t i = 0; i < t->nsites; i++)
+			jw_u64(j, c == 0 ? t->sites[i].process : c == 1 ? t->sites[i].handle : t->sites[i].stack);
+		jw_arr_end(j);
+	}
+	jw_obj_end(j);
+
+	/* Exact lifetimes, column by column, grouped by site. */
+	jw_key(j, "exact");
+	jw_obj_begin(j);
+	const char *cols[6] = { "site", "size", "alloc", "free", "realloc", "piece" };
+	for (int c = 0; c < 6; c++) {
+		jw_key(j, cols[c]);
+		jw_arr_begin(j);
+		for (uint32_t i = 0; i < t->nsites; i++) {
+			const struct ht_rd_site *s = &t->sites[i];
+			for (uint32_t k = 0; k < s->nlives; k++) {
+				const struct ht_rd_life *l = &s->lives[k];
+				switch (c) {
+				case 0: jw_u64(j, i); break;
+				case 1: jw_u64(j, l->size); break;
+				case 2: jw_u64(j, l->alloc_ts); break;
+				case 3:
+					if (l->free_ts == HT_TS_NEVER)
+						jw_i64(j, -1);
+					else
+						jw_u64(j, l->free_ts);
+					break;
+				case 4: jw_u64(j, l->realloc); break;
+				default: jw_u64(j, l->piece); break;
+				}
+			}
+		}
+		jw_arr_end(j);
+	}
+	jw_obj_end(j);
+
+	jw_key(j, "bucket_ns");
+	jw_u64(j, t->bucket_ns);
+	jw_key(j, "binned");
+	jw_obj_begin(j);
+	const char *bcols[6] = { "site", "alloc", "free", "count", "bytes", "reallocs" };
+	for (int c = 0; c < 6; c++) {
+		jw_key(j, bcols[c]);
+		jw_arr_begin(j);
+		for (size_t i = 0; i < t->ncells; i++) {
+			const struct ht_rd_cell *x = &t->cells[i];
+			switch (c) {
+			case 0: jw_u64(j, x->site); break;
+			case 1: jw_u64(j, x->alloc_bucket); break;
+			case 2:
+				if (x->free_bucket == UINT32_MAX)
+					jw_i64(j, -1);
+				else
+					jw_u64(j, x->free_bucket);
+				break;
+			case 3: jw_u64(j, x->count); break;
+			case 4: jw_u64(j, x->bytes); break;
+			default: jw_u64(j, x->reallocs); break;
+			}
+		}
+		jw_arr_end(j);
+	}
+	jw_obj_end(j);
+	jw_obj_end(j);
+}
+
+static void write_series_list(struct jw *j, const char *key, const struct ht_rd_series *s, uint32_t n,
+			      uint32_t points, bool handle)
+{
+	jw_key(j, key);
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < n; i++) {
+		jw_obj_begin(j);
+		jw_key(j, "process");
+		jw_u64(j, s[i].process);
+		if (handle) {
+			jw_key(j, "handle");
+			jw_u64(j, s[i].handle);
+		}
+		u64_array(j, "max", s[i].max, points);
+		u64_array(j, "last", s[i].last, points);
+		jw_obj_end(j);
+	}
+	jw_arr_end(j);
+}
+
+static void write_data(FILE *f, struct ht_reader *r, const char *file, const struct ht_report_data *d)
+{
+	struct jw j;
+	jw_init(&j, f, false);
+	jw_obj_begin(&j);
+	jw_key(&j, "format");
+	jw_str(&j, "heaptrail-report");
+	jw_key(&j, "version");
+	jw_u64(&j, 1);
+	write_trace(&j, r, file, d);
+	write_totals(&j, d);
+	write_processes(&j, r);
+	write_symbols(&j, r, d);
+	write_table(&j, "heap", &d->heap);
+	write_table(&j, "commit", &d->commit);
+	jw_key(&j, "series");
+	jw_obj_begin(&j);
+	jw_key(&j, "bucket_ns");
+	jw_u64(&j, d->point_ns);
+	jw_key(&j, "count");
+	jw_u64(&j, d->points);
+	write_series_list(&j, "heap", d->heap_series, d->nheap_series, d->points, true);
+	write_series_list(&j, "commit", d->commit_series, d->ncommit_series, d->points, false);
+	write_series_list(&j, "rss", d->rss_series, d->nrss_series, d->points, false);
+	jw_obj_end(&j);
+	jw_key(&j, "limits");
+	jw_obj_begin(&j);
+	jw_key(&j, "heap_exact");
+	jw_u64(&j, d->heap.nexact);
+	jw_key(&j, "heap_budget");
+	jw_u64(&j, d->heap.budget);
+	jw_key(&j, "heap_binned_sites");
+	jw_u64(&j, d->heap.binned_sites);
+	jw_key(&j, "commit_exact");
+	jw_u64(&j, d->commit.nexact);
+	jw_key(&j, "commit_binned_sites");
+	jw_u64(&j, d->commit.binned_sites);
+	jw_obj_end(&j);
+	jw_obj_end(&j);
+	fflush(f);
+}
+
+static char *default_output(const char *file)
+{
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	size_t n = strlen(base);
+	if (n > 4 && !strcmp(base + n - 4, ".htr"))
+		n -= 4;
+	char *out;
+	if (asprintf(&out, "%.*s.html", (int)n, base) < 0)
+		die("out of memory");
+	return out;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	const char *file = NULL;
+	char *out = NULL;
+	struct ht_report_opts o = HT_REPORT_OPTS_INIT;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(report_usage, stdout);
+			return 0;
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			if (++i >= argc)
+				die("'%s' needs a file name", a);
+			free(out);
+			out = strdup(argv[i]);
+		} else if (!strcmp(a, "--exact") || !strcmp(a, "--points")) {
+			char *end;
+			if (i + 1 >= argc)
+				die("'%s' needs a number", a);
+			unsigned long long v = strtoull(argv[++i], &end, 10);
+			if (*end || !v || argv[i][0] == '-' || v > 100000000ull)
+				die("invalid number '%s' for '%s'", argv[i], a);
+			if (!strcmp(a, "--exact"))
+				o.heap_budget = v;
+			else
+				o.points = (uint32_t)v;
+		} else if (!strcmp(a, "--no-default-cull")) {
+			o.default_cull = false;
+		} else if (a[0] == '-' && a[1]) {
+			fputs(report_usage, stderr);
+			die("unknown option '%s'", a);
+		} else if (!file) {
+			file = a;
+		} else {
+			die("one trace at a time: '%s' is one too many", a);
+		}
+	}
+	if (!file) {
+		fputs(report_usage, stderr);
+		return 2;
+	}
+	if (!out)
+		out = default_output(file);
+
+	char *tpath = template_path();
+	size_t tlen = 0;
+	char *tpl = read_file(tpath, &tlen);
+	if (!tpl)
+		die("the report page was not built ('%s' is missing): build heaptrail with node and npm installed",
+		    tpath);
+	char *mark = strstr(tpl, DATA_MARKER);
+	if (!mark)
+		die("'%s' is not a heaptrail report page: rebuild heaptrail", tpath);
+
+	struct ht_reader *r;
+	int rc = ht_reader_open(&r, file);
+	if (rc < 0)
+		die("cannot open '%s': %s", file, ht_strerror(rc));
+	struct ht_report_data d;
+	rc = ht_report_data_run(&d, r, &o);
+	if (rc < 0)
+		die("cannot read '%s': %s", file, ht_strerror(rc));
+	if (ht_reader_warning(r))
+		warning("'%s': %s", file, ht_reader_warning(r));
+
+	/* Written next to its final name and renamed, so a failed run leaves no half page. */
+	char *tmp;
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", out) < 0)
+		die("out of memory");
+	int fd = mkstemp(tmp);
+	if (fd < 0)
+		die("cannot create '%s': %s", out, strerror(errno));
+	fchmod(fd, 0644);
+	FILE *f = fdopen(fd, "wb");
+	cookie_io_functions_t io = { .write = escape_write };
+	FILE *jf = f ? fopencookie(f, "w", io) : NULL;
+	if (!jf) {
+		unlink(tmp);
+		die("cannot write '%s': %s", out, strerror(errno));
+	}
+	fwrite(tpl, 1, (size_t)(mark - tpl), f);
+	write_data(jf, r, file, &d);
+	bool bad = fclose(jf) != 0;
+	const char *rest = mark + strlen(DATA_MARKER);
+	fwrite(rest, 1, tlen - (size_t)(rest - tpl), f);
+	bad |= ferror(f) != 0;
+	bad |= fclose(f) != 0;
+	if (bad || rename(tmp, out) < 0) {
+		int e = errno;
+		unlink(tmp);
+		die("cannot write '%s': %s", out, strerror(e));
+	}
+	struct stat st;
+	if (stat(out, &st) == 0)
+		printf("heaptrail: wrote '%s' (%.1f MB)\n", out, st.st_size / 1048576.0);
+
+	ht_report_data_release(&d);
+	ht_reader_close(r);
+	free(tmp);
+	free(tpl);
+	free(tpath);
+	free(out);
+	return 0;
+}
