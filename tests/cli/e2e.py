@@ -352,12 +352,13 @@ def mmap_ops(env):
     equal((r.get("old_addr"), r.get("old_size"), r.get("size")), (small, 8192, 65536), "mremap")
     check((r.get("addr"), 65536) in unmaps, "remapped range unmapped")
 
+    # sbrk(0) only asks where the break is: not an event. brk(start) is one, moving nothing.
     brks = [e for e in tr.of("brk", pid=pid) if tr.under(e, "break_moves")]
-    moves = [e.get("addr") - e.get("old_addr") for e in brks]
-    check(8192 in moves and -8192 in moves, "sbrk(+8192) and sbrk(-8192) recorded: %r" % moves)
-    grow = [e for e in brks if e.get("addr") - e.get("old_addr") == 8192][0]
-    equal(grow.get("func"), "sbrk", "function of the growing call")
-    check_frame(tr, grow, "break_moves", "mmap_ops.c", "sbrk_grow")
+    equal([(e.get("func"), e.get("addr", 0) - e.get("old_addr", 0)) for e in brks],
+          [("sbrk", 8192), ("sbrk", -8192), ("brk", 0)], "brk and sbrk calls")
+    equal(brks[1].get("addr"), brks[0].get("old_addr"), "sbrk(-8192) returns to the start")
+    check_frame(tr, brks[0], "break_moves", "mmap_ops.c", "sbrk_grow")
+    info_events(tr, brk=3)
 
 
 @case
@@ -415,6 +416,14 @@ def process_tree(env):
     equal(calls(spawn_child), (5, 16665, 5), "spawned child allocations")
     equal(calls(exec_child), (4, 13332, 4), "exec'd child allocations")
     equal(calls(before[0]), (0, 0, 0), "fork + exec child before exec")
+    # Each new image symbolizes its own stacks: fork child and exec'd image alike.
+    fork_allocs = tr.of("alloc", pid=fork_child["pid"])
+    equal(sizes(fork_allocs), {2222: 7}, "fork child's events")
+    check_frame(tr, fork_allocs[0], "fork_child_alloc", "spawn_tree.c", "fork_child_alloc")
+    for child in (exec_child, spawn_child):
+        got = [e for e in tr.events if e.get("process") == child["index"] and e.get("type") == "alloc"]
+        equal(len(got), child["alloc_calls"], "events of process %d" % child["index"])
+        check_frame(tr, got[0], "child_alloc", "child_prog.c", "child_alloc")
     info_events(tr, alloc=19, process_start=4, process_exec=1, process_exit=4)
     equal(len({p["pid"] for p in procs}), 4, "pids in the tree")
     equal(len(procs), 5, "process images (the fork + exec child has two)")
