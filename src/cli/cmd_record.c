@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <alloca.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,6 +62,8 @@ static uint32_t parse_stacks(const char *list)
 	if (!strcmp(list, "all"))
 		return HT_STK_ALL;
 	uint32_t mask = 0;
+	if (!*list)
+		die("empty --stacks list; use 'none' for no stacks");
 	char *copy = strdup(list), *save = NULL;
 	if (!copy)
 		die("out of memory");
@@ -133,18 +136,22 @@ static void find_recorder(char *out, size_t n)
 }
 
 static volatile pid_t child_pid;
+static volatile sig_atomic_t child_gone, stop_signals;
 
 /*
  * Signals meant for the program go to it. A signal from the terminal
  * (Ctrl-C, Ctrl-\) reaches the whole foreground process group, the program
  * included, so it is not sent a second time; the kernel marks those with
  * SI_KERNEL. Either way we keep running until the program ends, to save its
- * trace.
+ * trace. Once the program is gone and only its traced descendants keep the
+ * session open (a daemon, say), such a signal ends the recording instead.
  */
 static void forward_signal(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
-	if (child_pid > 0 && si->si_code != SI_KERNEL)
+	if (child_gone)
+		stop_signals = 1; /* only traced descendants remain: end the trace */
+	else if (child_pid > 0 && si->si_code != SI_KERNEL)
 		kill(child_pid, sig);
 }
 
@@ -176,6 +183,19 @@ static _Noreturn void run_child(int go_fd, int err_fd, const char *path, char **
 		_exit(127);
 	execve(path, argv, envp);
 	int e = errno;
+	if (e == ENOEXEC) {
+		/* A script without "#!": run it with sh, as execvp and shells do. */
+		int n = 0;
+		while (argv[n])
+			n++;
+		char **sh = alloca((size_t)(n + 2) * sizeof(*sh));
+		sh[0] = "sh";
+		sh[1] = (char *)path;
+		for (int i = 1; i <= n; i++)
+			sh[i + 1] = argv[i];
+		execve("/bin/sh", sh, envp);
+		e = errno;
+	}
 	if (write(err_fd, &e, sizeof(e)) < 0)
 		_exit(127);
 	_exit(127);
@@ -424,6 +444,10 @@ int cmd_record(int argc, char **argv)
 	}
 
 	while ((rc = ht__session_tick(s)) == 0) {
+		if (ht__session_stats(s)->root_exited)
+			child_gone = 1;
+		if (stop_signals)
+			ht__session_stop(s);
 		unsigned us = ht__session_sleep_us(s);
 		if (us)
 			usleep(us);

@@ -21,6 +21,8 @@
 /* A process gone without any exit report is declared killed this much later,
    which leaves its traced parent time to report what wait() told it. */
 #define GONE_GRACE_NS 50000000ull
+/* Processes looked at in /proc per tick (RSS, death). */
+#define PROC_CHECKS_PER_TICK 64
 /* Dead-owner checks of idle rings: every this many ticks. */
 #define DEAD_CHECK_TICKS 5
 
@@ -152,42 +154,51 @@ static int reap_children(struct ht__session *s, uint64_t now)
 }
 
 /*
- * Look at every live traced process: sample its RSS, and notice when it died
- * (its rings can then be drained to the end and freed). A process gone
- * without an exit report gets one after a grace period: killed, no number.
+ * Look at the live traced processes: sample their RSS, and notice when one
+ * died (its rings can then be drained to the end and freed). At most budget
+ * of them per call, taking turns, so that a session with thousands of
+ * processes does not spend its ticks in /proc. A process gone without an exit
+ * report gets one after a grace period: killed, no number.
  */
-static int check_procs(struct ht__session *s, uint64_t now)
+static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 {
-	for (uint32_t i = 0; i < s->nprocs; i++) {
+	uint32_t n = s->nprocs, examined = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = (s->proc_cursor + k) % n;
 		struct ht__proc *p = s->procs[i];
 		if (p->replaced)
 			continue;
-		if (!p->dead) {
-			int64_t rss = read_rss(p->pid);
+		bool look = !p->dead || (!p->gone_ns && !p->exited);
+		if (look && examined < budget) {
+			examined++;
+			s->proc_cursor = (i + 1) % n;
 			bool gone;
-			if (rss <= 0 && pid_dead(p->pid, &gone)) {
-				p->dead = true;
+			if (!p->dead) {
+				int64_t rss = read_rss(p->pid);
+				if (rss <= 0 && pid_dead(p->pid, &gone)) {
+					p->dead = true;
+					if (gone)
+						p->gone_ns = now;
+				} else if (rss > 0 && s->cfg.sample_rss && (uint64_t)rss != p->rss) {
+					struct ht__rec_self_rss r = {
+						.h = { .type = HT__REC_SELF_RSS, .len = sizeof(r), .ts = now },
+						.pid = p->pid,
+						.rss = (uint64_t)rss
+					};
+					p->rss = (uint64_t)rss;
+					int rc = ht__self_record(s, &r.h);
+					if (rc < 0)
+						return rc;
+				}
+			} else {
+				pid_dead(p->pid, &gone);
 				if (gone)
 					p->gone_ns = now;
-			} else if (rss > 0 && s->cfg.sample_rss && (uint64_t)rss != p->rss) {
-				struct ht__rec_self_rss r = {
-					.h = { .type = HT__REC_SELF_RSS, .len = sizeof(r), .ts = now },
-					.pid = p->pid,
-					.rss = (uint64_t)rss
-				};
-				p->rss = (uint64_t)rss;
-				int rc = ht__self_record(s, &r.h);
-				if (rc < 0)
-					return rc;
 			}
-		} else if (!p->gone_ns && !p->exited) {
-			bool gone;
-			pid_dead(p->pid, &gone);
-			if (gone)
-				p->gone_ns = now;
 		}
-		if (p->gone_ns && !p->exited && now - p->gone_ns > GONE_GRACE_NS) {
-			p->gone_ns = UINT64_MAX / 2; /* queue it once */
+		if (p->gone_ns && !p->exited && now - p->gone_ns > GONE_GRACE_NS &&
+		    p->gone_ns != UINT64_MAX) {
+			p->gone_ns = UINT64_MAX; /* queue it once */
 			int rc = self_exit(s, p->pid, HT_EXIT_SIGNAL, 0, now);
 			if (rc < 0)
 				return rc;
@@ -409,7 +420,7 @@ int ht__session_tick(struct ht__session *s)
 	int rc;
 	if (s->cfg.reap_children && (rc = reap_children(s, now)) < 0)
 		return rc;
-	if ((rc = check_procs(s, now)) < 0)
+	if ((rc = check_procs(s, now, PROC_CHECKS_PER_TICK)) < 0)
 		return rc;
 	uint64_t wm = now > 1000000 ? now - 1000000 : 0;
 	s->hurry = false;
@@ -455,7 +466,7 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	int rc;
 	if (s->cfg.reap_children && (rc = reap_children(s, now)) < 0)
 		return rc;
-	if ((rc = check_procs(s, now)) < 0)
+	if ((rc = check_procs(s, now, UINT32_MAX)) < 0)
 		return rc;
 	/* Everything committed is in the rings now but for a writer caught in
 	   the middle of a record; drain_ring waits for those a little. */

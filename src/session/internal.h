@@ -117,6 +117,7 @@ struct ht__session {
 	/* processes: by (pid, instance) and the latest image by pid */
 	struct ht__proc **procs;
 	uint32_t nprocs, procs_cap;
+	uint32_t proc_cursor;   /* where check_procs() goes on next tick */
 	struct ht__htab proc_by_key, proc_by_pid;
 
 	struct ht__module_ent *mods;

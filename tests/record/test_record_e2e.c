@@ -557,6 +557,19 @@ static void test_inline_symbols(void)
 	ht_reader_close(r);
 }
 
+/* A script without "#!" runs with sh, as a shell would run it. */
+static void test_script(void)
+{
+	char out[256], script[256];
+	snprintf(out, sizeof(out), "%s/script.htr", tmp);
+	snprintf(script, sizeof(script), "%s/script", tmp);
+	int fd = open(script, O_WRONLY | O_CREAT | O_TRUNC, 0700);
+	CHECK(fd >= 0 && write(fd, "exit 4\n", 7) == 7);
+	close(fd);
+	CHECK_EQ(run(tmp, "record", "-q", "-o", out, "--", script, NULL), 4);
+	CHECK(exists(out));
+}
+
 /* Without -o: PROGRAM.PID.htr in the current directory. */
 static void test_default_name(void)
 {
@@ -630,6 +643,7 @@ int main(int argc, char **argv)
 	test_no_follow();
 	test_lossy();
 	test_inline_symbols();
+	test_script();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed; files kept in %s\n", failures, tmp);
 		return 1;
