@@ -178,7 +178,14 @@ function main() {
 
 	setWindow(m.fullWindow[0], m.fullWindow[1]);
 	// For tests and for the curious: the model and the window in the console.
-	window.heaptrail = { model: m, charts: charts.charts, state, setWindow, select: charts.select };
+	window.heaptrail = {
+		model: m,
+		charts: charts.charts,
+		state,
+		setWindow,
+		select: charts.select,
+		totals: () => ({ heap: windowTotals(state.heap), commit: windowTotals(state.commit) }),
+	};
 	document.body.dataset.ready = '1';
 }
 

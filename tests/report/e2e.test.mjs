@@ -1,0 +1,182 @@
+// End to end: records examples/memtestapp for 3 s, writes its report, opens
+// it in headless chromium and does the seed's investigation (002): select
+// the window over the last four spikes, see 4 transient commits of 40 MB in
+// all, expand the stack down to ManipulateTemporaryBuffer. The page's numbers
+// are checked against 'heaptrail table --range' for the same window.
+//
+//   node e2e.test.mjs --heaptrail BIN --memtestapp BIN --modules DIR --artifacts DIR
+
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync, statSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openPage, check, dragWindow, rowCells, visibleLabels } from './browser.mjs';
+
+const args = process.argv.slice(2);
+const opt = (n) => args[args.indexOf(n) + 1];
+const heaptrail = opt('--heaptrail');
+const memtestapp = opt('--memtestapp');
+const modules = opt('--modules');
+const artifacts = opt('--artifacts');
+const MB = 1024 * 1024;
+
+function run(cmd, argv) {
+	const r = spawnSync(cmd, argv, { encoding: 'utf8', timeout: 120000 });
+	if (r.status !== 0) throw new Error(cmd + ' ' + argv.join(' ') + ' failed (' + r.status + '): ' + r.stderr);
+	return r.stdout;
+}
+
+// The totals of 'heaptrail table KIND --range' in JSON.
+function tableTotals(kind, file, t1, t2) {
+	const j = JSON.parse(run(heaptrail, ['table', kind, file, '--range', t1 + 'ns', t2 + 'ns', '--format', 'json']));
+	return { count: j.total.count, size: j.total.size, impacting: j.total.impacting_size };
+}
+
+const tmp = mkdtempSync(join(tmpdir(), 'heaptrail-report-e2e-'));
+let browser = null;
+try {
+	const trace = join(tmp, 'memtest.htr');
+	const html = join(tmp, 'memtest.html');
+	run(heaptrail, ['record', '-o', trace, '--', memtestapp, '--seconds', '3']);
+	const out = run(heaptrail, ['report', trace, '-o', html]);
+	check(existsSync(html) && statSync(html).size > 100000, 'heaptrail report wrote ' + html + ': ' + out.trim());
+
+	browser = await openPage(modules, html);
+	const { page } = browser;
+
+	// The graphs are drawn: three charts, each with a canvas that has ink on it.
+	const ink = await page.evaluate(() =>
+		window.heaptrail.charts.map((u) => {
+			const c = u.ctx.canvas;
+			const d = u.ctx.getImageData(0, 0, c.width, c.height).data;
+			let n = 0;
+			for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && (d[i] < 200 || d[i + 2] < 200)) n++;
+			return n;
+		}));
+	check(ink.length === 3 && ink.every((n) => n > 500), 'three graphs are drawn (pixels: ' + ink.join(', ') + ')');
+
+	// The ten spikes, from the data: commits whose stack has ManipulateTemporaryBuffer.
+	const info = await page.evaluate(() => {
+		const m = window.heaptrail.model;
+		const t = m.commit;
+		const spikes = [];
+		const steady = [];
+		for (let i = 0; i < t.items.exactCount; i++) {
+			const frames = m.stacks[t.sites.stack[t.items.site[i]]] || [];
+			const names = frames.map((f) => m.frames.names[f]).join(' ');
+			const rec = { a: t.items.alloc[i], f: t.items.free[i], size: t.items.bytes[i] };
+			if (names.includes('ManipulateTemporaryBuffer')) spikes.push(rec);
+			else if (rec.size === 10 * 1024 * 1024) steady.push(rec);
+		}
+		spikes.sort((x, y) => x.a - y.a);
+		return { spikes, steady, duration: m.trace.duration_ns };
+	});
+	check(info.spikes.length === 10 && info.spikes.every((s) => s.size === 10 * MB), '10 spikes of 10 MB in the data');
+	check(info.steady.length === 2, 'two steady 10 MB mappings in the data');
+	const sp = info.spikes;
+	const want1 = (sp[5].f + sp[6].a) / 2;
+	const want2 = Math.min(sp[9].f + 40e6, (sp[9].f + Math.min(...info.steady.map((s) => s.f))) / 2);
+
+	// Drag on the committed-bytes graph over the last four spikes.
+	const [t1, t2] = await dragWindow(page, 1, want1, want2);
+	check(t1 > sp[5].f && t1 < sp[6].a && t2 > sp[9].f && t2 < Math.min(...info.steady.map((s) => s.f)),
+		'the dragged window [' + t1 + ', ' + t2 + ') holds exactly the last four spikes');
+
+	const transient = await rowCells(page, 'commit-table', 'Transient');
+	check(transient && transient.count === '4', 'commit table: Transient Count 4 (got ' + JSON.stringify(transient) + ')');
+	check(transient.size === '40 MB', 'commit table: Transient Size 40 MB');
+	check(transient.impacting === '0 B', 'commit table: Transient Impacting Size 0 B');
+
+	// The same numbers as heaptrail table for that window, heap and commit.
+	const page_tot = await page.evaluate(() => window.heaptrail.totals());
+	for (const kind of ['commit', 'heap']) {
+		const tt = tableTotals(kind, trace, t1, t2);
+		const pt = page_tot[kind];
+		check(pt.count === tt.count && pt.size === tt.size && pt.impacting === tt.impacting,
+			kind + ' window totals equal heaptrail table --range: ' + JSON.stringify(tt) + ' vs page ' +
+			JSON.stringify({ count: pt.count, size: pt.size, impacting: pt.impacting }));
+	}
+
+	// Expand Transient and its stack down to the allocation site.
+	await page.evaluate(() => {
+		for (const row of document.querySelectorAll('#commit-table .tabulator-row'))
+			if (row.querySelector('.lbl')?.textContent.trim() === 'Transient')
+				row.querySelector('.tabulator-data-tree-control')?.click();
+	});
+	for (let k = 0; k < 20; k++) {
+		const clicked = await page.evaluate(() => {
+			for (const row of document.querySelectorAll('#commit-table .tabulator-row')) {
+				if (!row.querySelector('.lbl-frame')) continue;
+				const ctl = row.querySelector('.tabulator-data-tree-control');
+				if (ctl && ctl.querySelector('.tabulator-data-tree-control-expand')) {
+					ctl.click();
+					return true;
+				}
+			}
+			return false;
+		});
+		if (!clicked) break;
+	}
+	const labels = await visibleLabels(page, 'commit-table');
+	const iMain = labels.indexOf('memtestapp!main');
+	const iOp = labels.findIndex((l) => l.startsWith('memtestapp!Operation1'));
+	const iMtb = labels.findIndex((l) => l.startsWith('memtestapp!ManipulateTemporaryBuffer'));
+	check(iMain >= 0 && iOp === iMain + 1 && iMtb === iOp + 1,
+		'the stack expands main -> Operation1 -> ManipulateTemporaryBuffer (rows: ' + labels.join(' | ') + ')');
+	const where = await page.evaluate(() => {
+		for (const row of document.querySelectorAll('#commit-table .tabulator-row'))
+			if (row.querySelector('.lbl')?.textContent.startsWith('memtestapp!ManipulateTemporaryBuffer'))
+				return row.querySelector('.where')?.textContent || '';
+		return '';
+	});
+	check(/^memtestapp\.cpp:\d+$/.test(where), 'the frame shows its file:line (' + where + ')');
+	const blocks = await page.evaluate(() => document.querySelectorAll('#commit-table .lbl-block').length);
+	check(blocks === 4, 'the four transient buffers are listed as blocks under the stack (' + blocks + ')');
+
+	// The flame graph is drawn and searchable.
+	const rects = await page.evaluate(() => document.querySelectorAll('#flame svg rect').length);
+	check(rects >= 3, 'the flame graph has frames (' + rects + ')');
+	await page.selectOption('#flame-source', 'commit');
+	await page.selectOption('#flame-metric', 'size');
+	await page.fill('#flame-search', 'Operation1');
+	const details = await page.textContent('#flame-details');
+	check(/40 MB of 40 MB/.test(details), 'flame graph search finds Operation1 with 40 MB of 40 MB (' + details + ')');
+
+	// The xperf view of the window: the spikes' stack on top of the committed view by st.
+	await page.selectOption('#xperf-source', 'commit');
+	await page.selectOption('#xperf-sort', 'st');
+	const top = await page.evaluate(() => document.querySelector('#xperf-table .tabulator-row .lbl')?.textContent || '');
+	check(top.startsWith('memtestapp!ManipulateTemporaryBuffer'), 'xperf view: top stack by st is ManipulateTemporaryBuffer (' + top + ')');
+
+	check(browser.errors.length === 0, 'no console errors (' + browser.errors.join('; ') + ')');
+	check(browser.requests.length === 0, 'no network requests (' + browser.requests.join(' ') + ')');
+	mkdirSync(artifacts, { recursive: true });
+	await page.screenshot({ path: join(artifacts, 'report-e2e.png'), fullPage: true });
+	console.log('screenshot: ' + join(artifacts, 'report-e2e.png'));
+	await browser.close();
+	browser = null;
+
+	// A report with a tiny exact budget bins the leak's 1200 blocks: the whole
+	// trace and bucket-aligned windows still give heaptrail table's numbers.
+	const small = join(tmp, 'binned.html');
+	run(heaptrail, ['report', trace, '-o', small, '--exact', '50']);
+	browser = await openPage(modules, small);
+	const b = await browser.page.evaluate(() => ({ binned: window.heaptrail.model.heap.binned, w: window.heaptrail.model.heap.bucketNs, tot: window.heaptrail.totals() }));
+	check(b.binned, 'with --exact 50 some heap sites are binned');
+	const whole = JSON.parse(run(heaptrail, ['table', 'heap', trace, '--format', 'json'])).total;
+	check(b.tot.heap.count === whole.count && b.tot.heap.size === whole.size && b.tot.heap.impacting === whole.impacting_size,
+		'binned report: whole-trace heap totals equal heaptrail table');
+	const a1 = 100 * b.w;
+	const a2 = 200 * b.w;
+	const aligned = await browser.page.evaluate(([x, y]) => {
+		window.heaptrail.setWindow(x, y);
+		return window.heaptrail.totals().heap;
+	}, [a1, a2]);
+	const ta = tableTotals('heap', trace, a1, a2);
+	check(aligned.count === ta.count && aligned.size === ta.size && aligned.impacting === ta.impacting,
+		'binned report: a bucket-aligned window equals heaptrail table (' + JSON.stringify(ta) + ')');
+	check(browser.errors.length === 0, 'binned report: no console errors');
+} finally {
+	if (browser) await browser.close();
+	rmSync(tmp, { recursive: true, force: true });
+}
