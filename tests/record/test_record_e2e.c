@@ -557,6 +557,55 @@ static void test_inline_symbols(void)
 	ht_reader_close(r);
 }
 
+/*
+ * Four threads allocating at once into small rings (4 KiB: they fill in
+ * microseconds, so writers wait for the collector and the ends of the rings
+ * are padded all the time): lossless means every event is there, once, in
+ * time order, attributed to the thread that made it.
+ */
+static void test_threads_lossless(void)
+{
+	char out[256], prog[256];
+	const long per = 20000;
+	snprintf(out, sizeof(out), "%s/threads.htr", tmp);
+	snprintf(prog, sizeof(prog), "%s/rec_threads", progdir);
+	CHECK_EQ(run(tmp, "record", "-q", "--buffer-size", "4K", "-o", out, "--", prog, "4", "20000",
+		     NULL),
+		 0);
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e); /* checks time order */
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_info(r)->events_lost, 0);
+	long allocs[4] = { 0 }, frees = 0;
+	int32_t tid[4] = { 0 };
+	uint64_t live[4] = { 0 };
+	for (size_t i = 0; i < e.n; i++) {
+		struct ht_event *ev = &e.v[i];
+		if (ev->type == HT_EV_ALLOC && ev->size >= 100 && ev->size < 104) {
+			int k = (int)(ev->size - 100);
+			allocs[k]++;
+			if (!tid[k])
+				tid[k] = ev->tid;
+			CHECK_EQ(ev->tid, tid[k]);
+			CHECK_EQ(live[k], 0); /* each block is freed before the next */
+			live[k] = ev->addr;
+		} else if (ev->type == HT_EV_FREE) {
+			for (int k = 0; k < 4; k++)
+				if (live[k] && ev->addr == live[k] && ev->tid == tid[k]) {
+					live[k] = 0;
+					frees++;
+				}
+		}
+	}
+	for (int k = 0; k < 4; k++)
+		CHECK_EQ(allocs[k], per);
+	CHECK_EQ(frees, 4 * per);
+	CHECK(tid[0] != tid[1] && tid[1] != tid[2] && tid[2] != tid[3]);
+	free(e.v);
+	ht_reader_close(r);
+}
+
 /* A script without "#!" runs with sh, as a shell would run it. */
 static void test_script(void)
 {
@@ -644,6 +693,7 @@ int main(int argc, char **argv)
 	test_lossy();
 	test_inline_symbols();
 	test_script();
+	test_threads_lossless();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed; files kept in %s\n", failures, tmp);
 		return 1;
