@@ -9,10 +9,15 @@ what=${1:-build}
 pkgs=(gcc g++ make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev)
 case "$what" in
   build) ;;
-  test) pkgs+=(python3 heaptrack procps) ;;
-  bench) pkgs+=(python3 heaptrack procps jq) ;;
+  test) pkgs+=(python3 heaptrack procps chromium) ;;
+  bench) pkgs+=(python3 heaptrack procps jq chromium) ;;
   *) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
 esac
+# The report page is bundled with node and npm; machines set up from
+# nodesource already have them (their nodejs bundles npm), so Debian's
+# packages are asked for only when the commands are missing.
+if ! command -v node >/dev/null 2>&1; then pkgs+=(nodejs); fi
+if ! command -v npm >/dev/null 2>&1; then pkgs+=(npm); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
