@@ -107,8 +107,16 @@ static void drain_ring(uint32_t i)
 		rp += h->len;
 	}
 	atomic_store_explicit(&r->read_pos, rp, memory_order_release);
-	if (state == HT_RING_RELEASED && atomic_load(&r->write_pos) == rp) {
+	/* A ring stays OWNED when its process died (killed, exec of an
+	   untraced image): free it once the owner is gone and it is drained. */
+	int dead = state == HT_RING_OWNED && r->pid > 0 && kill(r->pid, 0) < 0 && errno == ESRCH;
+	if ((state == HT_RING_RELEASED || dead) && atomic_load(&r->write_pos) == rp) {
+		/* as the collector does: a free ring starts at position 0 */
 		atomic_store_explicit(&r->busy, 0, memory_order_relaxed);
+		atomic_store(&r->write_pos, 0);
+		atomic_store(&r->read_pos, 0);
+		r->pid = r->tid = 0;
+		r->instance = 0;
 		atomic_store_explicit(&r->state, HT_RING_FREE, memory_order_release);
 	}
 }
