@@ -78,6 +78,8 @@ struct ht__session_stats {
 	uint64_t lost;        /* ring.lost of every ring + rings_exhausted */
 	uint64_t records;     /* ring records read (PAD excluded) */
 	uint64_t corrupt;     /* rings whose content did not parse (skipped) */
+	uint64_t late;        /* records older than one already written (stamped
+	                         as that one): 0 unless the watermark was wrong */
 	uint64_t duration_ns; /* from t0 to the last event or the stop */
 	uint32_t processes;   /* process images seen */
 	uint32_t modules, frames, stacks;

@@ -38,8 +38,10 @@ static uint64_t rel_ts(struct ht__session *s, uint64_t ts)
 {
 	uint64_t t0 = s->hdr->t0_ns;
 	uint64_t r = ts > t0 ? ts - t0 : 0;
-	if (r < s->last_ts)
+	if (r < s->last_ts) {
+		s->stats.late++;
 		r = s->last_ts;
+	}
 	s->last_ts = r;
 	return r;
 }

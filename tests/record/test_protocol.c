@@ -250,6 +250,7 @@ static void test_order_and_watermark(void)
 	CHECK_EQ(c->nev, before + 1);
 	CHECK_EQ(c->ev[before].addr, 0x4000);
 	CHECK_EQ(ht__session_stats(s)->corrupt, 0);
+	CHECK_EQ(ht__session_stats(s)->late, 0);
 	munmap(f.map, f.size);
 	ht__session_destroy(s);
 	free(c);
