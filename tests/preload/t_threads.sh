@@ -19,6 +19,10 @@ expect "worker tids" "$(grep -E '^alloc .* size=500[0-3]$' "$OUT" | sed -E 's/.*
 w0=$(sed -nE 's/^alloc .* tid=([0-9]+) .* size=5000$/\1/p' "$OUT" | head -1)
 main=$(sed -nE 's/^process_start .* p.pid=([0-9]+) .*/\1/p' "$OUT")
 expect_count "^thread_name .* tid=$main .* t.tid=$w0 name=renamed0$" 1
+# the four workers share one call stack: one id, defined once
+ids=$(sed -nE 's/^alloc .* stack=([0-9]+) .* size=500[0-3]$/\1/p' "$OUT" | sort -u)
+expect "worker stack ids" "$(echo "$ids" | wc -w)" 1
+expect_count "^stack .* stack=$ids " 1
 expect_count "^thread_start " 5
 expect_count "^thread_exit " 4
 finish
