@@ -1,7 +1,8 @@
 /*
  * Hooks of process and thread life: _exit/_Exit, the wait family (children's
  * exit status), dlopen/dlclose (the module list), pthread_setname_np (thread
- * names) and clone without CLONE_VM (a child that is a new instance).
+ * names), and _Fork and clone without CLONE_VM (a child that is a new
+ * instance).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -158,6 +159,23 @@ HT_EXPORT int pthread_setname_np(pthread_t thread, const char *name)
 		ht__leave(t);
 	}
 	errno = e;
+	return r;
+}
+
+/*
+ * _Fork (glibc 2.34) forks without running atfork handlers, so its child
+ * starts its instance here. fork() itself is covered by the atfork handler.
+ */
+HT_EXPORT pid_t _Fork(void)
+{
+	if (HT_UNLIKELY(!ht__real._Fork))
+		ht__resolve();
+	pid_t r = ht__real._Fork ? ht__real._Fork() : (pid_t)syscall(SYS_fork);
+	if (r == 0 && atomic_load(&ht__g.state) == HT_ST_READY) {
+		int e = errno;
+		ht__child_start();
+		errno = e;
+	}
 	return r;
 }
 

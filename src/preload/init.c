@@ -109,6 +109,7 @@ void ht__resolve(void)
 	RESOLVE(dlclose);
 	RESOLVE(pthread_setname_np);
 	RESOLVE(clone);
+	RESOLVE(_Fork);
 	/* free last: until it is known, frees of boot blocks are no-ops anyway. */
 	RESOLVE(free);
 	ht__t.guard--;
@@ -198,19 +199,23 @@ static void ht_instance_begin(uint32_t flags)
 	atomic_store(&ht__g.state, HT_ST_READY);
 }
 
-/* Maps the session and starts the first instance of this process image. */
-static void ht_init(void)
+/*
+ * Maps the session file at path and starts the first instance of this
+ * process image, its PROCESS_START carrying flags (attach.c passes
+ * HT_PROC_ATTACHED). Returns 0, or a negative enum ht_error with the
+ * recorder dormant.
+ */
+int ht__init_session(const char *path, uint32_t flags)
 {
-	ht__resolve();
 	struct ht__thread *t = &ht__t;
-	t->tid = (int32_t)syscall(SYS_gettid);
-
-	const char *path = getenv(HT_ENV_SESSION);
-	if (!path || !*path)
-		goto dormant;
+	if (!t->tid)
+		t->tid = (int32_t)syscall(SYS_gettid);
+	int rc = HT_ERR_INVALID;
 	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		rc = errno == EACCES || errno == EPERM ? HT_ERR_PERM : HT_ERR_NOT_FOUND;
 		goto dormant;
+	}
 	struct stat st;
 	if (fstat(fd, &st) < 0 || (size_t)st.st_size < HT_SHM_HEADER_SIZE) {
 		close(fd);
@@ -218,8 +223,10 @@ static void ht_init(void)
 	}
 	long m = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (m < 0 && m > -4096)
+	if (m < 0 && m > -4096) {
+		rc = HT_ERR_NOMEM;
 		goto dormant;
+	}
 	struct ht__shm_header *h = (struct ht__shm_header *)m;
 	size_t size = (size_t)st.st_size;
 	if (h->magic != HT_SHM_MAGIC || h->version != HT_PROTO_VERSION ||
@@ -246,13 +253,13 @@ static void ht_init(void)
 	ssize_t n = readlink("/proc/self/exe", ht__exe, sizeof ht__exe - 1);
 	ht__exe_len = n > 0 ? (uint32_t)n : 0;
 
-	uint32_t flags = pid == h->root_pid ? HT_PROC_ROOT : 0;
+	flags |= pid == h->root_pid ? HT_PROC_ROOT : 0;
 	/*
 	 * exec: the old image of this pid still owns rings (with another
 	 * token, since ours is not chosen yet). They are released so the
 	 * collector drains and frees them.
 	 */
-	for (uint32_t i = 0; i < ht__g.ring_count; i++) {
+	for (uint32_t i = 0; i < ht__g.ring_count && !(flags & HT_PROC_ATTACHED); i++) {
 		struct ht__ring *r = (struct ht__ring *)(ht__g.rings + (size_t)i * ht__g.ring_stride);
 		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == pid) {
 			uint32_t owned = HT_RING_OWNED;
@@ -263,11 +270,24 @@ static void ht_init(void)
 	ht__threads_init();
 	ht__find_self();
 	ht_instance_begin(flags);
-	return;
+	return 0;
 unmap:
 	syscall(SYS_munmap, (void *)m, size);
 dormant:
 	ht__go_dormant();
+	return rc;
+}
+
+/* Maps the session named by the environment, if any. */
+static void ht_init(void)
+{
+	ht__resolve();
+	ht__t.tid = (int32_t)syscall(SYS_gettid);
+	const char *path = getenv(HT_ENV_SESSION);
+	if (!path || !*path)
+		ht__go_dormant();
+	else
+		ht__init_session(path, 0);
 }
 
 int ht__ensure(void)

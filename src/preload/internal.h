@@ -61,6 +61,7 @@ struct ht__real {
 	int (*dlclose)(void *);
 	int (*pthread_setname_np)(unsigned long, const char *);
 	int (*clone)(int (*)(void *), void *, int, void *, ...);
+	pid_t (*_Fork)(void);
 };
 
 /* Everything about the current instance (one process image). */
@@ -96,6 +97,7 @@ extern __thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")
 
 /* init.c */
 int ht__ensure(void); /* returns 1 when tracing (state READY) */
+int ht__init_session(const char *path, uint32_t flags); /* 0 or enum ht_error */
 void ht__resolve(void);
 void *ht__boot_alloc(size_t size, size_t align);
 int ht__is_boot(const void *p);
@@ -121,6 +123,16 @@ void ht__stacks_init(void);
 void ht__modules_reset(void);
 void ht__find_self(void);
 extern _Atomic int ht__modules_dirty;
+
+/*
+ * attach.c, exported: attach mode from inside the process (the injector or a
+ * loader hook calls these on any thread). ht_attach_start() maps the session
+ * at path and redirects the GOT entries of every module to the hooks; it
+ * runs once per loaded copy of the library. ht_attach_stop() puts them back
+ * and leaves the recorder dormant. Both return 0 or a negative enum ht_error.
+ */
+int ht_attach_start(const char *session_path);
+int ht_attach_stop(void);
 
 /* ring.c: records written from several files. */
 void ht__write_exit(pid_t pid, int kind, int value);

@@ -3,11 +3,15 @@
 . "$(dirname "$0")/lib.sh"
 record -- "$PROGS/fork_exec"
 expect "exit status" "$RC" 5
-expect_count '^process_start ' 4
+expect_count '^process_start ' 5
 root=$(sed -nE 's/^process_start .* p.pid=([0-9]+) .* flags=R instance=.*/\1/p' "$OUT")
 expect "one root instance" "$(echo "$root" | wc -w)" 1
 fchild=$(sed -nE 's/^alloc .* pid=([0-9]+) .* size=7002$/\1/p' "$OUT")
 cchild=$(sed -nE 's/^alloc .* pid=([0-9]+) .* size=7004$/\1/p' "$OUT")
+Fchild=$(sed -nE 's/^alloc .* pid=([0-9]+) .* size=7005$/\1/p' "$OUT")
+expect_count "^process_start .* p.pid=$Fchild ppid=$root flags=F " 1
+expect_count "^process_exit .* pid=$Fchild .* p.pid=$Fchild kind=code value=8$" 1
+expect_count "^process_exit .* pid=$root .* p.pid=$Fchild kind=code value=8$" 1
 expect_count "^process_start .* p.pid=$fchild ppid=$root flags=F " 1
 expect_count "^process_start .* p.pid=$cchild ppid=$root flags=F " 1
 expect_count "^process_start .* p.pid=$root .* flags=RE .* args=.*fork_exec exec$" 1
@@ -29,6 +33,6 @@ expect_count "^module_load .* inst=$(inst "$root" RE) .* index=0 .*/fork_exec$" 
 record -n -- "$PROGS/fork_exec"
 expect "no-follow exit status" "$RC" 5
 expect_count '^process_start ' 2
-expect_count '^alloc .* size=700[124]$' 1
+expect_count '^alloc .* size=700[1245]$' 1
 expect_count '^alloc .* size=7003$' 1
 finish

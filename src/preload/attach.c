@@ -1,0 +1,562 @@
+/*
+ * Attach mode of the recorder (docs/attach.md): loaded into a running
+ * process (dlopen by the injector, or by a loader hook), it redirects the
+ * GOT entries of the hooked functions in every loaded module to the hooks,
+ * follows modules loaded later, and on stop puts every entry back and goes
+ * dormant for good.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* The functions redirected, as the program's modules import them. */
+static const char *const ht_names[] = {
+	"malloc",  "calloc",  "realloc", "reallocarray", "free",	       "posix_memalign", "aligned_alloc",
+	"memalign", "valloc", "pvalloc", "mmap",	 "mmap64",	       "munmap",	 "mremap",
+	"mprotect", "brk",    "sbrk",	 "dlopen",	 "dlclose",	       "_exit",		 "_Exit",
+	"pthread_setname_np",
+};
+#define HT_NHOOKS (sizeof ht_names / sizeof ht_names[0])
+#define HT_HOOK_DLOPEN 17
+
+static uintptr_t ht_hooks[HT_NHOOKS]; /* our function for each name */
+static _Atomic int ht_attached;       /* GOT entries point at the hooks */
+static int ht_started;                /* this copy of the module has attached once */
+
+/* ---- saved GOT entries: slot address -> value before patching ---- */
+
+struct ht_saved {
+	uintptr_t slot, old;
+};
+
+#define HT_SAVED_MAX (1u << 16)
+static struct ht_saved *ht_saved;
+
+static struct ht_saved *ht_saved_at(uintptr_t slot, int add)
+{
+	uint32_t i = (uint32_t)((slot >> 3) * 0x9e3779b97f4a7c15ull >> 40) & (HT_SAVED_MAX - 1);
+	for (uint32_t k = 0; k < HT_SAVED_MAX; k++, i = (i + 1) & (HT_SAVED_MAX - 1)) {
+		if (ht_saved[i].slot == slot)
+			return &ht_saved[i];
+		if (ht_saved[i].slot == 0) {
+			if (!add)
+				return NULL;
+			ht_saved[i].slot = slot;
+			return &ht_saved[i];
+		}
+	}
+	return NULL;
+}
+
+static int ht_hook_index(const char *name)
+{
+	/* Most imported names start with none of these: a cheap first filter. */
+	if (!strchr("cfmprvabsd_", name[0]))
+		return -1;
+	for (unsigned i = 0; i < HT_NHOOKS; i++)
+		if (!strcmp(name, ht_names[i]))
+			return (int)i;
+	return -1;
+}
+
+/* ---- walking a module's relocations ---- */
+
+struct ht_walk {
+	int restore;
+	uintptr_t self_lo, loader_lo; /* modules to leave alone, by lowest address */
+	unsigned changed;
+};
+
+static uintptr_t ht_lowest(const struct dl_phdr_info *info)
+{
+	uintptr_t lo = UINTPTR_MAX;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_addr + info->dlpi_phdr[i].p_vaddr < lo)
+			lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+	return lo;
+}
+
+/*
+ * Stores v in a GOT slot. A slot in the RELRO range (made read-only by the
+ * loader, whole pages only) is made writable for the store, then read-only
+ * again. Raw system calls: the hooks must not see the recorder's own work.
+ */
+static void ht_store(uintptr_t slot, uintptr_t v, uintptr_t ro_lo, uintptr_t ro_hi)
+{
+	uintptr_t page = slot & ~(uintptr_t)4095;
+	int ro = page >= ro_lo && page < ro_hi;
+	if (ro && syscall(SYS_mprotect, page, 4096, PROT_READ | PROT_WRITE) != 0)
+		return;
+	__atomic_store_n((uintptr_t *)slot, v, __ATOMIC_RELEASE);
+	if (ro)
+		syscall(SYS_mprotect, page, 4096, PROT_READ);
+}
+
+static void ht_walk_relocs(struct ht_walk *w, uintptr_t bias, const ElfW(Rela) *rel, size_t bytes,
+			   const ElfW(Sym) *symtab, const char *strtab, uintptr_t ro_lo, uintptr_t ro_hi)
+{
+	size_t n = bytes / sizeof *rel;
+	for (size_t i = 0; i < n; i++) {
+		unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
+		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+			continue;
+		size_t si = ELF64_R_SYM(rel[i].r_info);
+		if (si == 0)
+			continue;
+		int k = ht_hook_index(strtab + symtab[si].st_name);
+		if (k < 0)
+			continue;
+		uintptr_t slot = bias + rel[i].r_offset;
+		uintptr_t cur = __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE);
+		if (w->restore) {
+			struct ht_saved *s = ht_saved_at(slot, 0);
+			/* An entry someone else rewrote since is theirs now. */
+			if (s && cur == ht_hooks[k]) {
+				ht_store(slot, s->old, ro_lo, ro_hi);
+				w->changed++;
+			}
+			continue;
+		}
+		if (cur == ht_hooks[k])
+			continue;
+		struct ht_saved *s = ht_saved_at(slot, 1);
+		if (!s)
+			continue; /* table full: leave this one alone */
+		s->old = cur;
+		ht_store(slot, ht_hooks[k], ro_lo, ro_hi);
+		w->changed++;
+	}
+}
+
+/* The loader adjusts most d_ptr values by the load bias, but not in a
+   read-only dynamic section (the vDSO): an unadjusted one is below the bias. */
+static uintptr_t ht_dptr(uintptr_t p, uintptr_t bias)
+{
+	return p && p < bias ? p + bias : p;
+}
+
+/*
+ * One module, under the loader's lock (dl_iterate_phdr holds it, so no
+ * module can be unmapped meanwhile, and walks never overlap): patch or
+ * restore its GOT entries of the hooked names.
+ */
+static int ht_walk_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct ht_walk *w = data;
+	(void)size;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	const char *base = strrchr(name, '/');
+	base = base ? base + 1 : name;
+	uintptr_t lo = ht_lowest(info);
+	if (lo == w->self_lo || lo == w->loader_lo || strstr(name, "linux-vdso") || strstr(name, "linux-gate") ||
+	    !strncmp(base, "libheaptrail", 12))
+		return 0;
+	uintptr_t bias = info->dlpi_addr, ro_lo = 0, ro_hi = 0;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(bias + ph->p_vaddr);
+		if (ph->p_type == PT_GNU_RELRO) {
+			ro_lo = (bias + ph->p_vaddr) & ~(uintptr_t)4095;
+			ro_hi = (bias + ph->p_vaddr + ph->p_memsz) & ~(uintptr_t)4095;
+		}
+	}
+	if (!dyn)
+		return 0;
+	uintptr_t symtab = 0, strtab = 0, jmprel = 0, rela = 0;
+	size_t pltrelsz = 0, relasz = 0;
+	int pltrel = DT_RELA;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: symtab = ht_dptr(dyn->d_un.d_ptr, bias); break;
+		case DT_STRTAB: strtab = ht_dptr(dyn->d_un.d_ptr, bias); break;
+		case DT_JMPREL: jmprel = ht_dptr(dyn->d_un.d_ptr, bias); break;
+		case DT_PLTRELSZ: pltrelsz = dyn->d_un.d_val; break;
+		case DT_PLTREL: pltrel = (int)dyn->d_un.d_val; break;
+		case DT_RELA: rela = ht_dptr(dyn->d_un.d_ptr, bias); break;
+		case DT_RELASZ: relasz = dyn->d_un.d_val; break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 0;
+	const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab;
+	const char *str = (const char *)strtab;
+	if (jmprel && pltrel == DT_RELA)
+		ht_walk_relocs(w, bias, (const ElfW(Rela) *)jmprel, pltrelsz, sym, str, ro_lo, ro_hi);
+	if (rela)
+		ht_walk_relocs(w, bias, (const ElfW(Rela) *)rela, relasz, sym, str, ro_lo, ro_hi);
+	return 0;
+}
+
+struct ht_range_find {
+	uintptr_t addr, lo;
+};
+
+static int ht_range_find_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct ht_range_find *f = data;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && f->addr >= a && f->addr < a + ph->p_memsz) {
+			f->lo = ht_lowest(info);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Lowest address of the module holding addr, or 0. */
+static uintptr_t ht_module_of(const void *addr)
+{
+	struct ht_range_find f = { (uintptr_t)addr, 0 };
+	if (addr)
+		dl_iterate_phdr(ht_range_find_cb, &f);
+	return f.lo;
+}
+
+/* Patches (or restores) every module; returns the number of entries changed. */
+static unsigned ht_walk_all(int restore)
+{
+	struct ht_walk w = { .restore = restore };
+	w.self_lo = ht_module_of((const void *)ht_module_of);
+	w.loader_lo = ht_module_of(&_r_debug);
+	dl_iterate_phdr(ht_walk_cb, &w);
+	return w.changed;
+}
+
+/* ---- dlopen in attach mode ---- */
+
+struct ht_caller {
+	uintptr_t addr;
+	int found;
+	char dir[4096];     /* $ORIGIN of the calling module */
+	char runpath[4096]; /* its DT_RUNPATH, or "" */
+	char rpath[4096];   /* its DT_RPATH, or "" */
+};
+
+static void ht_copy(char *dst, size_t n, const char *src)
+{
+	size_t len = strnlen(src, n - 1);
+	memcpy(dst, src, len);
+	dst[len] = 0;
+}
+
+static int ht_caller_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct ht_caller *c = data;
+	(void)size;
+	const ElfW(Dyn) *dyn = NULL;
+	int inside = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && c->addr >= a && c->addr < a + ph->p_memsz)
+			inside = 1;
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+	}
+	if (!inside)
+		return 0;
+	c->found = 1;
+	const char *path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : ht__exe;
+	ht_copy(c->dir, sizeof c->dir, path);
+	char *slash = strrchr(c->dir, '/');
+	if (slash)
+		*(slash == c->dir ? slash + 1 : slash) = 0;
+	uintptr_t strtab = 0, runpath = 0, rpath = 0;
+	int has_runpath = 0, has_rpath = 0;
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		if (dyn->d_tag == DT_STRTAB)
+			strtab = ht_dptr(dyn->d_un.d_ptr, info->dlpi_addr);
+		else if (dyn->d_tag == DT_RUNPATH)
+			runpath = dyn->d_un.d_val, has_runpath = 1;
+		else if (dyn->d_tag == DT_RPATH)
+			rpath = dyn->d_un.d_val, has_rpath = 1;
+	}
+	if (strtab && has_runpath)
+		ht_copy(c->runpath, sizeof c->runpath, (const char *)strtab + runpath);
+	if (strtab && has_rpath)
+		ht_copy(c->rpath, sizeof c->rpath, (const char *)strtab + rpath);
+	return 1;
+}
+
+/* Replaces $ORIGIN and ${ORIGIN} in s by dir; 0 when another token is there
+   ($LIB, $PLATFORM) or the result does not fit. */
+static int ht_expand(const char *s, size_t len, const char *dir, char *out, size_t n)
+{
+	size_t o = 0, dl = strlen(dir);
+	for (size_t i = 0; i < len;) {
+		if (s[i] == '$') {
+			size_t skip = !strncmp(s + i, "$ORIGIN", 7) ? 7 : !strncmp(s + i, "${ORIGIN}", 9) ? 9 : 0;
+			if (!skip || o + dl >= n)
+				return 0;
+			memcpy(out + o, dir, dl);
+			o += dl;
+			i += skip;
+			continue;
+		}
+		if (o + 1 >= n)
+			return 0;
+		out[o++] = s[i++];
+	}
+	out[o] = 0;
+	return 1;
+}
+
+/* Looks for file in the ':'-separated list; the full path into out. */
+static int ht_search(const char *list, const char *dir, const char *file, char *out, size_t n)
+{
+	while (list && *list) {
+		const char *end = strchrnul(list, ':');
+		char d[4096];
+		if (end > list && ht_expand(list, (size_t)(end - list), dir, d, sizeof d)) {
+			size_t dl = strlen(d), fl = strlen(file);
+			if (dl + 1 + fl < n) {
+				memcpy(out, d, dl);
+				out[dl] = '/';
+				memcpy(out + dl + 1, file, fl + 1);
+				if (access(out, F_OK) == 0)
+					return 1;
+			}
+		}
+		list = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+/*
+ * The loader resolves a bare name and $ORIGIN through the module that called
+ * dlopen, found from the return address. Our hook is that caller now, so the
+ * calling module's DT_RPATH / DT_RUNPATH and $ORIGIN are applied here, in the
+ * loader's order (RPATH, LD_LIBRARY_PATH, RUNPATH; the cache and the default
+ * directories follow in the real dlopen). Returns 1 with a path in out when
+ * file should be opened under another name.
+ */
+static int ht_caller_path(const char *file, void *ret, char *out, size_t n)
+{
+	int has_dollar = strchr(file, '$') != NULL;
+	if (strchr(file, '/') && !has_dollar)
+		return 0;
+	struct ht_caller *c = ht__raw_mmap(sizeof *c);
+	if (!c)
+		return 0;
+	c->addr = (uintptr_t)ret;
+	dl_iterate_phdr(ht_caller_cb, c);
+	int found = 0;
+	if (c->found) {
+		if (has_dollar) {
+			found = ht_expand(file, strlen(file), c->dir, out, n);
+		} else if (c->rpath[0] && !c->runpath[0]) {
+			found = ht_search(c->rpath, c->dir, file, out, n);
+		} else if (c->runpath[0] && !ht_search(getenv("LD_LIBRARY_PATH"), c->dir, file, out, n)) {
+			found = ht_search(c->runpath, c->dir, file, out, n);
+		}
+	}
+	syscall(SYS_munmap, c, sizeof *c);
+	return found;
+}
+
+/*
+ * dlopen while attached: the real dlopen, then the GOT entries of whatever
+ * it loaded are redirected before the program sees the handle.
+ */
+static void *ht_attach_dlopen(const char *file, int mode)
+{
+	void *ret = __builtin_return_address(0);
+	char path[4096];
+	const char *use = file;
+	if (file && ht_caller_path(file, ret, path, sizeof path))
+		use = path;
+	void *h = ht__real.dlopen(use, mode);
+	if (!h && use != file)
+		h = ht__real.dlopen(file, mode);
+	int e = errno;
+	atomic_store_explicit(&ht__modules_dirty, 1, memory_order_relaxed);
+	if (h && atomic_load(&ht_attached))
+		ht_walk_all(0);
+	errno = e;
+	return h;
+}
+
+/* ---- start and stop ---- */
+
+/* A fork child is not followed in attach mode: dormant, its parent's ring forgotten. */
+static void ht_attach_child(void)
+{
+	if (atomic_load(&ht__g.state) != HT_ST_READY)
+		return;
+	ht__go_dormant();
+	memset(&ht__t, 0, sizeof ht__t);
+	syscall(SYS_munmap, ht__g.hdr, ht__g.map_size);
+}
+
+static void ht_attach_on_exit(int status, void *arg)
+{
+	(void)arg;
+	ht__write_exit(getpid(), HT_EXIT_CODE, status);
+}
+
+/*
+ * Our hook for each name, looked up in our own module (a reference from our
+ * code would bind through the global scope to libc's function instead).
+ */
+static int ht_find_hooks(void)
+{
+	Dl_info di;
+	if (!dladdr((void *)ht_find_hooks, &di) || !di.dli_fname)
+		return HT_ERR_NOT_FOUND;
+	void *self = ht__real.dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!self)
+		return HT_ERR_NOT_FOUND;
+	int rc = 0;
+	for (unsigned i = 0; i < HT_NHOOKS; i++) {
+		ht_hooks[i] = i == HT_HOOK_DLOPEN ? (uintptr_t)ht_attach_dlopen : (uintptr_t)dlsym(self, ht_names[i]);
+		if (!ht_hooks[i])
+			rc = HT_ERR_NOT_FOUND;
+	}
+	ht__real.dlclose(self);
+	return rc;
+}
+
+/*
+ * The real functions are what the program's global scope binds each name to
+ * (what its GOT entries hold). When the recorder itself is in that scope
+ * (preloaded by a loader hook), the next definition after it is meant.
+ */
+static void ht_find_reals(void)
+{
+	void **real[HT_NHOOKS] = {
+		(void **)&ht__real.malloc,	  (void **)&ht__real.calloc,	(void **)&ht__real.realloc,
+		(void **)&ht__real.reallocarray, (void **)&ht__real.free,	(void **)&ht__real.posix_memalign,
+		(void **)&ht__real.aligned_alloc, (void **)&ht__real.memalign, (void **)&ht__real.valloc,
+		(void **)&ht__real.pvalloc,	  (void **)&ht__real.mmap,	(void **)&ht__real.mmap64,
+		(void **)&ht__real.munmap,	  (void **)&ht__real.mremap,	(void **)&ht__real.mprotect,
+		(void **)&ht__real.brk,		  (void **)&ht__real.sbrk,	(void **)&ht__real.dlopen,
+		(void **)&ht__real.dlclose,	  (void **)&ht__real._exit,	(void **)&ht__real._Exit,
+		(void **)&ht__real.pthread_setname_np,
+	};
+	_Static_assert(sizeof real / sizeof real[0] == HT_NHOOKS, "one real function per hook");
+	for (unsigned i = 0; i < HT_NHOOKS; i++) {
+		void *p = dlsym(RTLD_DEFAULT, ht_names[i]);
+		if (p && (uintptr_t)p == ht_hooks[i])
+			p = dlsym(RTLD_NEXT, ht_names[i]);
+		if (p)
+			*real[i] = p;
+	}
+}
+
+HT_EXPORT int ht_attach_start(const char *session_path)
+{
+	int save = errno;
+	struct ht__thread *t = &ht__t;
+	int rc = HT_ERR_EXISTS;
+	if (!session_path || !*session_path) {
+		rc = HT_ERR_INVALID;
+		goto out;
+	}
+	/* Once per copy of the module: threads may still point at an old session. */
+	if (ht_started || atomic_load(&ht__g.state) == HT_ST_READY || atomic_load(&ht_attached))
+		goto out;
+	t->guard++;
+	ht__resolve();
+	rc = ht_find_hooks();
+	if (rc == 0) {
+		ht_find_reals();
+		if (!ht_saved)
+			ht_saved = ht__raw_mmap(HT_SAVED_MAX * sizeof *ht_saved);
+		if (!ht_saved)
+			rc = HT_ERR_NOMEM;
+	}
+	if (rc == 0) {
+		atomic_store(&ht__g.state, HT_ST_INITIALIZING);
+		rc = ht__init_session(session_path, HT_PROC_ATTACHED);
+	}
+	if (rc == 0) {
+		ht_started = 1;
+		pthread_atfork(NULL, NULL, ht_attach_child);
+		on_exit(ht_attach_on_exit, NULL);
+		atomic_store(&ht_attached, 1);
+		ht_walk_all(0);
+	}
+	t->guard--;
+out:
+	errno = save;
+	return rc;
+}
+
+static struct ht__ring *ht_ring_in(char *base, uint32_t i)
+{
+	return (struct ht__ring *)(base + ht__g.hdr->header_size + (size_t)i * ht__g.ring_stride);
+}
+
+/* Whether a ring of ours is in the middle of a record. */
+static int ht_any_busy(void)
+{
+	for (uint32_t i = 0; i < ht__g.ring_count; i++) {
+		struct ht__ring *r = ht_ring_in((char *)ht__g.hdr, i);
+		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == ht__g.pid &&
+		    r->instance == ht__g.instance && atomic_load(&r->busy))
+			return 1;
+	}
+	return 0;
+}
+
+HT_EXPORT int ht_attach_stop(void)
+{
+	int save = errno;
+	if (!atomic_exchange(&ht_attached, 0)) {
+		errno = save;
+		return HT_ERR_NOT_FOUND;
+	}
+	struct ht__thread *t = &ht__t;
+	t->guard++;
+	ht_walk_all(1);
+	ht__go_dormant();
+	/* Threads caught inside a hook finish their record. */
+	for (int i = 0; i < 200 && ht_any_busy(); i++) {
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+	struct timespec ts = { 0, 2000000 };
+	nanosleep(&ts, NULL);
+	/*
+	 * A second view of the shared pages, then anonymous memory over the
+	 * first: a straggler still inside a hook writes there harmlessly, and
+	 * the rings are handed to the collector through the second view.
+	 */
+	char *hdr = (char *)ht__g.hdr;
+	size_t size = ht__g.map_size;
+	uint32_t count = ht__g.ring_count, stride = ht__g.ring_stride, hsize = ht__g.hdr->header_size;
+	long view = syscall(SYS_mremap, hdr, 0, size, MREMAP_MAYMOVE);
+	char *shared = hdr;
+	if (!(view < 0 && view > -4096)) {
+		long m = syscall(SYS_mmap, hdr, size, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+		if (m < 0 && m > -4096)
+			syscall(SYS_munmap, view, size); /* release the rings in place */
+		else
+			shared = (char *)view;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		struct ht__ring *r = (struct ht__ring *)(shared + hsize + (size_t)i * stride);
+		uint32_t owned = HT_RING_OWNED;
+		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == ht__g.pid && r->instance == ht__g.instance)
+			atomic_compare_exchange_strong(&r->state, &owned, HT_RING_RELEASED);
+	}
+	if (shared != hdr)
+		syscall(SYS_munmap, shared, size);
+	t->guard--;
+	errno = save;
+	return 0;
+}
