@@ -33,8 +33,9 @@ struct intern {
 /* A group being built at the end: its key is a sequence of interned ids. */
 struct group {
 	struct ht_agg_counts c;
-	uint32_t stack, first, n; /* representative stack and its kept frames */
-	uint32_t seq, seq_len;    /* key: ids at seqs[seq .. seq + seq_len) */
+	uint32_t stack;        /* representative: the lowest stack id in the group */
+	uint32_t seq, seq_len; /* key: ids at seqs[seq .. seq + seq_len), and the
+				  representative's frames at frames[seq ...] */
 };
 
 struct ht_agg {
@@ -65,6 +66,7 @@ struct ht_agg {
 	struct group *groups;
 	size_t ngroups, groups_alloc;
 	uint32_t *seqs;
+	uint32_t *frames; /* parallel to seqs */
 	size_t seqs_len, seqs_alloc;
 	uint32_t *gtab; /* open addressing over groups: index + 1 */
 	size_t gcap;
@@ -193,6 +195,7 @@ void ht_agg_free(struct ht_agg *a)
 	intern_release(&a->in);
 	free(a->groups);
 	free(a->seqs);
+	free(a->frames);
 	free(a->gtab);
 	free(a);
 }
@@ -413,8 +416,11 @@ static int gtab_grow(struct ht_agg *a)
 	return 0;
 }
 
-/* The group whose key is key[0..n), created when new; NULL when out of memory. */
-static struct group *group_for(struct ht_agg *a, const uint32_t *key, uint32_t n)
+/*
+ * The group whose key is key[0..n), created when new with frames[0..n) as the
+ * frames it shows; NULL when out of memory.
+ */
+static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint32_t *frames, uint32_t n)
 {
 	if ((a->ngroups + 1) * 2 > a->gcap && gtab_grow(a) < 0)
 		return NULL;
@@ -441,6 +447,10 @@ static struct group *group_for(struct ht_agg *a, const uint32_t *key, uint32_t n
 		if (!ns)
 			return NULL;
 		a->seqs = ns;
+		uint32_t *nf = realloc(a->frames, na * sizeof(*nf));
+		if (!nf)
+			return NULL;
+		a->frames = nf;
 		a->seqs_alloc = na;
 	}
 	struct group *g = &a->groups[a->ngroups];
@@ -448,6 +458,7 @@ static struct group *group_for(struct ht_agg *a, const uint32_t *key, uint32_t n
 	g->seq = (uint32_t)a->seqs_len;
 	g->seq_len = n;
 	memcpy(a->seqs + a->seqs_len, key, n * sizeof(*key));
+	memcpy(a->frames + a->seqs_len, frames, n * sizeof(*frames));
 	a->seqs_len += n;
 	a->gtab[i] = (uint32_t)++a->ngroups;
 	g->stack = NO_ID;
@@ -539,7 +550,7 @@ static int finish_stacks(struct ht_agg *a, struct ht_frame_matcher *mc, struct h
 			 struct ht_agg_result *res)
 {
 	enum ht_group grp = a->q->group;
-	uint32_t *key = NULL;
+	uint32_t *key = NULL, *kf = NULL;
 	size_t key_alloc = 0;
 	int rc = 0;
 	for (uint32_t s = 0; s < a->stacks_len; s++) {
@@ -552,45 +563,56 @@ static int finish_stacks(struct ht_agg *a, struct ht_frame_matcher *mc, struct h
 			continue;
 		counts_sum(&res->totals, c);
 		uint32_t first = ht_frame_matcher_cull(mc, frames, n);
-		uint32_t kept = n - first;
-		if (grp != HT_GROUP_STACK && kept > 1)
-			kept = 1;
-		if (kept > key_alloc) {
-			key_alloc = kept * 2;
+		uint32_t left = n - first;
+		if (left > key_alloc) {
+			key_alloc = left * 2;
 			uint32_t *nk = realloc(key, key_alloc * sizeof(*nk));
-			if (!nk) {
+			uint32_t *nf = nk ? realloc(kf, key_alloc * sizeof(*nf)) : NULL;
+			if (nk)
+				key = nk;
+			if (!nf) {
 				rc = HT_ERR_NOMEM;
 				break;
 			}
-			key = nk;
+			kf = nf;
 		}
-		for (uint32_t i = 0; i < kept; i++) {
+		uint32_t kept = 0;
+		for (uint32_t i = first; i < n; i++) {
+			uint32_t id;
 			if (grp == HT_GROUP_IMAGE) {
 				struct ht_match_frame mf;
-				ht_match_frame_from_reader(a->r, frames[first], &mf);
-				key[i] = intern_id(&a->in, mf.module_name ? mf.module_name : "?");
+				ht_match_frame_from_reader(a->r, frames[i], &mf);
+				id = intern_id(&a->in, mf.module_name ? mf.module_name : "?");
 			} else {
-				key[i] = frame_text_id(a, frames[first + i]);
+				id = frame_text_id(a, frames[i]);
 			}
-			if (key[i] == NO_ID) {
+			if (id == NO_ID) {
 				rc = HT_ERR_NOMEM;
 				goto out;
 			}
+			/*
+			 * Without symbols an inlined frame and its caller print
+			 * the same address: show it once.
+			 */
+			if (!a->symbols && kept && key[kept - 1] == id && grp == HT_GROUP_STACK)
+				continue;
+			key[kept] = id;
+			kf[kept++] = frames[i];
+			if (grp != HT_GROUP_STACK)
+				break;
 		}
-		struct group *g = group_for(a, key, kept);
+		struct group *g = group_for(a, key, kf, kept);
 		if (!g) {
 			rc = HT_ERR_NOMEM;
 			break;
 		}
-		if (g->stack == NO_ID) {
+		if (g->stack == NO_ID)
 			g->stack = s;
-			g->first = first;
-			g->n = kept;
-		}
 		counts_sum(&g->c, c);
 	}
 out:
 	free(key);
+	free(kf);
 	if (rc < 0)
 		return rc;
 	qsort_r(a->groups, a->ngroups, sizeof(*a->groups), cmp_groups, a);
@@ -600,13 +622,10 @@ out:
 	for (size_t i = 0; i < a->ngroups; i++) {
 		const struct group *g = &a->groups[i];
 		struct ht_agg_item *it = &res->items[i];
-		const uint32_t *frames = NULL;
-		if (g->stack)
-			ht_reader_stack(a->r, g->stack, &frames);
 		it->c = g->c;
 		it->stack = g->stack;
-		it->frames = frames ? frames + g->first : NULL;
-		it->nframes = g->n;
+		it->frames = g->seq_len ? a->frames + g->seq : NULL;
+		it->nframes = g->seq_len;
 		if (grp != HT_GROUP_STACK)
 			it->key = g->seq_len ? a->in.strs[a->seqs[g->seq]] : NO_STACK_KEY;
 	}

@@ -20,8 +20,8 @@
  *     ht_agg_result_release(&res);
  *     ht_agg_free(a);
  *
- * Ownership: the query and the reader must outlive the aggregator and the
- * result; item frames point into the reader's stack table. Not thread-safe.
+ * Ownership: the query and the reader must outlive the aggregator, and the
+ * aggregator the result. Not thread-safe.
  */
 #ifndef HT_ANALYSIS_AGGREGATE_H
 #define HT_ANALYSIS_AGGREGATE_H
@@ -51,7 +51,8 @@ struct ht_agg_item {
 	 * the one frame; HT_GROUP_IMAGE: that frame too (its module is the
 	 * key). nframes is 0 for blocks recorded without a stack. These are the
 	 * frames of the lowest stack id in the group (file:line may differ
-	 * between the merged stacks).
+	 * between the merged stacks); without symbols an inlined frame that
+	 * prints like its caller is left out. Owned by the aggregator.
 	 */
 	const uint32_t *frames;
 	uint32_t nframes;

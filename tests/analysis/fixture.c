@@ -208,6 +208,29 @@ static int write_ties(const char *path)
 	return finish_fx(&f, 30, true);
 }
 
+/*
+ * "inline": one block of 40 bytes whose stack is app 0x100 (helper inlined
+ * into caller, helper.h:3 and app.c:20), then app 0x200 (main).
+ */
+static int write_inline(const char *path)
+{
+	struct fx f;
+	int rc = open_fx(&f, path);
+	if (rc < 0)
+		return rc;
+	check(&f, ht__writer_module(f.w, 0, "/home/u/app", NULL, 0));
+	frame(&f, 0, 0, 0x100);
+	frame(&f, 1, 0, 0x200);
+	static const uint32_t s1[] = { 0, 1 };
+	stack(&f, 1, s1, 2);
+	process_start(&f, 0, 100, "/home/u/app", 0);
+	event(&f, HT_EV_ALLOC, 0, 10, 1, 0, 0x1000, 40, 0);
+	static const struct ht__symbol inl[] = { { "helper", "helper.h", 3 }, { "caller", "app.c", 20 } };
+	check(&f, ht__writer_symbols(f.w, 0, inl, 2));
+	symbol(&f, 1, "main", "app.c", 30);
+	return finish_fx(&f, 20, true);
+}
+
 /* "many": 10005 stacks of one frame each, stack i holding one block of i bytes. */
 static int write_many(const char *path)
 {
@@ -234,6 +257,8 @@ int fixture_write(const char *path, const char *name)
 		return write_basic(path, false);
 	if (!strcmp(name, "ties"))
 		return write_ties(path);
+	if (!strcmp(name, "inline"))
+		return write_inline(path);
 	if (!strcmp(name, "many"))
 		return write_many(path);
 	return HT_ERR_INVALID;

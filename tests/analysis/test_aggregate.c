@@ -13,7 +13,7 @@
 #include "fixture.h"
 
 static char dir[] = "/tmp/ht-test-agg-XXXXXX";
-static char basic[300], nosym[300], ties[300], many[300];
+static char basic[300], nosym[300], ties[300], many[300], inl[300];
 
 /* One aggregation: the reader, aggregator and result, kept until done(). */
 struct run {
@@ -475,6 +475,40 @@ static void test_symbols(void)
 	done(&x, &q);
 }
 
+static void test_inline(void)
+{
+	struct ht_query q;
+	struct run x;
+	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
+	if (run(&x, inl, &q)) {
+		CHECK_U64(x.res.count, 1);
+		CHECK_STR(key(&x, 0), "app!helper;app!caller;app!main");
+		const struct ht_frame *f0 = ht_reader_frame(x.r, x.res.items[0].frames[0]);
+		const struct ht_frame *f1 = ht_reader_frame(x.r, x.res.items[0].frames[1]);
+		CHECK(f0 && f0->inlined && f0->line == 3);
+		CHECK(f1 && !f1->inlined && f1->line == 20);
+	}
+	done(&x, &q);
+	/* Without symbols helper and caller are one address: shown once. */
+	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
+	q.symbols = 0;
+	if (run(&x, inl, &q)) {
+		CHECK_STR(key(&x, 0), "app!0x100;app!0x200");
+		CHECK_U64(x.res.items[0].nframes, 2);
+	}
+	done(&x, &q);
+	q_init(&q, HT_GROUP_FRAME, HT_SORT_SO);
+	if (run(&x, inl, &q))
+		CHECK_STR(key(&x, 0), "app!helper");
+	done(&x, &q);
+	/* Culling the inlined function leaves its caller. */
+	q_init(&q, HT_GROUP_FRAME, HT_SORT_SO);
+	ht_match_list_add(&q.cull, "helper");
+	if (run(&x, inl, &q))
+		CHECK_STR(key(&x, 0), "app!caller");
+	done(&x, &q);
+}
+
 static void test_top_totals(void)
 {
 	struct ht_query q;
@@ -520,6 +554,7 @@ int main(void)
 	snprintf(nosym, sizeof(nosym), "%s/nosym.htr", dir);
 	snprintf(ties, sizeof(ties), "%s/ties.htr", dir);
 	snprintf(many, sizeof(many), "%s/many.htr", dir);
+	snprintf(inl, sizeof(inl), "%s/inline.htr", dir);
 	int rc = fixture_write(basic, "basic");
 	if (!rc)
 		rc = fixture_write(nosym, "nosym");
@@ -527,6 +562,8 @@ int main(void)
 		rc = fixture_write(ties, "ties");
 	if (!rc)
 		rc = fixture_write(many, "many");
+	if (!rc)
+		rc = fixture_write(inl, "inline");
 	if (rc < 0) {
 		fprintf(stderr, "cannot write the fixtures: %s\n", ht_strerror(rc));
 		check_failures++;
@@ -541,11 +578,13 @@ int main(void)
 		test_require_cull();
 		test_symbols();
 		test_top_totals();
+		test_inline();
 	}
 	unlink(basic);
 	unlink(nosym);
 	unlink(ties);
 	unlink(many);
+	unlink(inl);
 	rmdir(dir);
 	CHECK_DONE();
 }

@@ -61,7 +61,7 @@ def fails(args, message, what):
 tmp = tempfile.mkdtemp(prefix="ht-test-analyze-")
 try:
     paths = {}
-    for name in ("basic", "nosym", "ties", "many"):
+    for name in ("basic", "nosym", "ties", "many", "inline"):
         paths[name] = os.path.join(tmp, name + ".htr")
         subprocess.run([MKFIXTURE, paths[name], name], check=True)
     basic = paths["basic"]
@@ -188,6 +188,12 @@ try:
     check("GLOBAL ALLOCATIONS\n    Alloc count:                 13\n" in out, "GLOBAL block")
     check("STACK 1\n    Out# 4, Out KB 4.5, Alloc# 5, Alloc KB 4.6, Realloc# 0\n"
           "        app!make_node  app.c:12\n        app!main  app.c:30\n" in out, "stack block")
+    rc, out, err = run(paths["inline"], "-stacks")
+    check("        app!helper  helper.h:3  (inlined)\n        app!caller  app.c:20\n"
+          "        app!main  app.c:30\n" in out, f"inlined frames in text: {out!r}")
+    rc, out, err = run(basic, "-totals")
+    check(rc == 0 and len(out.splitlines()) == 2 and out.splitlines()[1].split()[-1] == "TOTAL",
+          f"-totals without a mode: {out!r}")
     rc, out, err = run(basic, "-stacks", "so", "--format=csv")
     lines = out.splitlines()
     check(lines[0] == "outstanding_bytes,outstanding_count,total_bytes,total_count,realloc_count,stack",
