@@ -432,7 +432,8 @@ int ht__session_tick(struct ht__session *s)
 		return rc;
 	if (s->stop)
 		return 1;
-	bool root_done = s->root_pid > 0 && s->stats.root_exited;
+	bool root_done = s->root_pid > 0 ? s->stats.root_exited
+					 : s->cfg.end_when_gone && s->nprocs > 0;
 	if (root_done && in_use == 0 && all_dead(s))
 		return 1;
 	return 0;

@@ -67,10 +67,12 @@ struct ht__session_config {
 	uint32_t flags;      /* HT_SHM_LOSSY, HT_SHM_NO_FOLLOW */
 	uint32_t stack_mask; /* HT_STK_* */
 	bool reap_children;  /* waitpid() any child each tick (the launcher, a subreaper) */
-	bool sample_rss;     /* emit HT_EV_RSS for live traced processes */
+	bool sample_rss;     /* emit HT_EV_RSS for live traced processes, when it changes */
+	bool end_when_gone;  /* without a root (attach): end once the processes seen
+	                        have all exited and every ring is back */
 };
 
-#define HT__SESSION_CONFIG_INIT { NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, true, true }
+#define HT__SESSION_CONFIG_INIT { NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, true, true, false }
 
 /* What the session counted; valid until ht__session_destroy(). */
 struct ht__session_stats {
@@ -110,7 +112,8 @@ uint64_t ht__session_t0(const struct ht__session *s);
 /*
  * The launched program: written to the header (root_pid) and waited for. A
  * session with a root ends when the root and every traced process have
- * exited; a session without one runs until ht__session_stop().
+ * exited; a session without one runs until ht__session_stop(), or with
+ * end_when_gone until the processes it saw have all exited.
  */
 void ht__session_set_root(struct ht__session *s, pid_t pid);
 

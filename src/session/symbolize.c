@@ -33,14 +33,14 @@ static const Dwfl_Callbacks offline_callbacks = {
 };
 
 struct names {
-	char *owned[MAX_INLINE + 1];
+	char *owned[MAX_INLINE + 2];
 	uint32_t n;
 };
 
 /* name, demangled when it is a C++ symbol; the result lives until names_free. */
 static const char *demangle(struct names *nm, const char *name)
 {
-	if (!name || name[0] != '_' || name[1] != 'Z' || nm->n >= MAX_INLINE + 1)
+	if (!name || name[0] != '_' || name[1] != 'Z' || nm->n >= MAX_INLINE + 2)
 		return name;
 	int status = 0;
 	char *d = __cxa_demangle(name, NULL, NULL, &status);
@@ -174,7 +174,16 @@ static uint32_t resolve(Dwfl_Module *mod, Dwarf_Addr pc, struct ht__symbol *out,
 		free(scopes);
 	}
 	/* The symbol table names the real function with its full (mangled) name,
-	   which demangles to the qualified one; DWARF is the fallback. */
+	   which demangles to the qualified one; DWARF is the fallback. A
+	   dynamic symbol's version ("@@GLIBC_2.34") is not part of the name. */
+	const char *at = symname ? strchr(symname, '@') : NULL;
+	if (at && at != symname && nm->n < MAX_INLINE + 1) {
+		char *plain = strndup(symname, (size_t)(at - symname));
+		if (plain) {
+			nm->owned[nm->n++] = plain;
+			symname = plain;
+		}
+	}
 	const char *fn = symname ? demangle(nm, symname) : outer;
 	if (fn || file || n)
 		out[n++] = (struct ht__symbol){ fn, file, (uint32_t)(line > 0 ? line : 0) };

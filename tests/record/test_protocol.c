@@ -503,6 +503,63 @@ static void test_end_when_all_gone(void)
 	free(c);
 }
 
+/*
+ * Without a root, end_when_gone ends the session once the processes seen are
+ * gone; RSS samples of a live process arrive as HT_EV_RSS.
+ */
+static void test_end_when_gone_and_rss(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
+	struct ht__session *s;
+	cfg.dir = tmpdir;
+	cfg.ring_size = 4096;
+	cfg.ring_count = 4;
+	cfg.end_when_gone = true;
+	CHECK_EQ(ht__session_create(&s, &cfg), 0);
+	ht__session_set_sink(s, &cap_sink, c);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int go[2];
+	CHECK(pipe(go) == 0);
+	pid_t child = fork();
+	if (child == 0) {
+		char b;
+		close(go[1]);
+		int32_t cp = getpid();
+		fake_claim(&f, 0, cp, cp, 51);
+		fake_process(&f, 0, fake_now(), cp, getppid(), HT_PROC_ATTACHED, 51, "/bin/attached");
+		/* stay alive until told, so the session samples our RSS */
+		if (read(go[0], &b, 1) != 1)
+			_exit(1);
+		fake_alloc(&f, 0, fake_now(), 0x10, 16, 0);
+		_exit(0);
+	}
+	close(go[0]);
+	int rc = 0, ticks = 0;
+	while (ticks++ < 500 && count_type(c, HT_EV_RSS) == 0 && (rc = ht__session_tick(s)) == 0)
+		usleep(ht__session_sleep_us(s));
+	CHECK_EQ(rc, 0); /* alive: the session goes on */
+	CHECK_EQ(count_type(c, HT_EV_RSS), 1);
+	for (uint32_t i = 0; i < c->nev; i++)
+		if (c->ev[i].type == HT_EV_RSS) {
+			CHECK_EQ(c->ev[i].pid, child);
+			CHECK_EQ(c->ev[i].process, 0);
+			CHECK(c->ev[i].size >= 4096);
+		}
+	CHECK(write(go[1], "x", 1) == 1);
+	close(go[1]);
+	while (ticks++ < 1000 && (rc = ht__session_tick(s)) == 0)
+		usleep(ht__session_sleep_us(s));
+	CHECK_EQ(rc, 1);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	CHECK_EQ(count_type(c, HT_EV_ALLOC), 1);
+	CHECK_EQ(count_type(c, HT_EV_PROCESS_EXIT), 1);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ht-proto-XXXXXX");
@@ -516,6 +573,7 @@ int main(void)
 	test_modules_stacks();
 	test_dead_process_and_lost();
 	test_end_when_all_gone();
+	test_end_when_gone_and_rss();
 	rmdir(tmpdir);
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
