@@ -207,6 +207,20 @@ try:
     rc, out, err = run("--help")
     check(rc == 0 and "then total size, then the key text" in out and "range's end" in out, "--help")
 
+    # Golden outputs: the whole text, CSV and JSON of a few commands, byte for byte.
+    # After a deliberate change of layout, regenerate them with the commands below
+    # (mkfixture basic.htr basic; heaptrail analyze basic.htr ARGS > golden/FILE).
+    golden_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+    for name, args in (("handles.txt", []), ("stacks.txt", ["-stacks"]),
+                       ("frames_soc.csv", ["-frames", "soc", "--format", "csv"]),
+                       ("images.json", ["-images", "--format", "json"]),
+                       ("stacks_nosym_top3.json", ["-stacks", "--no-symbols", "-top", "3",
+                                                   "--format", "json"])):
+        with open(os.path.join(golden_dir, name)) as f:
+            want = f.read()
+        rc, out, err = run(basic, *args)
+        check(rc == 0 and out == want, f"golden {name}: got {out!r}")
+
     # Bad input: one clear line, non-zero exit.
     fails([basic, "--bogus"], "unknown option '--bogus'", "unknown option")
     fails([basic, "-bogus"], "unknown option '-bogus'", "unknown one-dash option")
