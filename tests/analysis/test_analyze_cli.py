@@ -221,6 +221,28 @@ try:
         rc, out, err = run(basic, *args)
         check(rc == 0 and out == want, f"golden {name}: got {out!r}")
 
+    # Damaged traces: cut anywhere or with a byte flipped, analyze never crashes;
+    # it fails with one error line, or reads what is whole and counts no more.
+    with open(basic, "rb") as f:
+        data = f.read()
+    damaged = os.path.join(tmp, "damaged.htr")
+    cases = [data[:n] for n in range(0, len(data), 7)]
+    cases += [data[:n] + bytes([data[n] ^ 0x5a]) + data[n + 1:] for n in range(0, len(data), 13)]
+    for k, blob in enumerate(cases):
+        with open(damaged, "wb") as f:
+            f.write(blob)
+        rc, out, err = run(damaged, "-stacks", "--format", "json")
+        ok = rc in (0, 2)
+        if rc == 0:
+            try:
+                t = json.loads(out)["totals"]
+                ok = t["alloc_count"] <= 13 or len(blob) == len(data)
+            except (ValueError, KeyError):
+                ok = False
+        else:
+            ok = ok and len(err.splitlines()) == 1 and err.startswith("heaptrail: error: ")
+        check(ok, f"damaged trace {k} ({len(blob)} bytes): exit {rc}, {err!r}")
+
     # Bad input: one clear line, non-zero exit.
     fails([basic, "--bogus"], "unknown option '--bogus'", "unknown option")
     fails([basic, "-bogus"], "unknown option '-bogus'", "unknown one-dash option")
