@@ -21,6 +21,9 @@
 /* A process gone without any exit report is declared killed this much later,
    which leaves its traced parent time to report what wait() told it. */
 #define GONE_GRACE_NS 50000000ull
+/* How long a writer may stay busy without progress before the merge stops
+   waiting for it. */
+#define STUCK_NS 1000000000ull
 /* Processes looked at in /proc per tick (RSS, death). */
 #define PROC_CHECKS_PER_TICK 64
 /* Dead-owner checks of idle rings: every this many ticks. */
@@ -282,7 +285,15 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 	atomic_store_explicit(&r->read_pos, w, memory_order_release);
 	if (w - start > s->ring_size / 4)
 		s->hurry = true; /* at this rate the writer would wait for our next tick */
-	if (stuck && !owner_dead && sl->last_ts < *wm)
+	/* A writer busy at the same place for a second was stopped (SIGSTOP, a
+	   debugger): waiting for it would hold every other ring's events back
+	   in memory, so the merge goes on without it. */
+	if (!stuck || w != sl->stuck_pos || !sl->stuck_ns) {
+		sl->stuck_pos = w;
+		sl->stuck_ns = stuck ? s->now_ns : 0;
+	}
+	bool stopped = stuck && s->now_ns - sl->stuck_ns > STUCK_NS;
+	if (stuck && !owner_dead && !stopped && sl->last_ts < *wm)
 		*wm = sl->last_ts;
 	return 0;
 }
@@ -301,6 +312,7 @@ static void free_ring(struct ht__session *s, uint32_t i)
 	r->instance = 0;
 	sl->bound = false;
 	sl->proc = 0;
+	sl->stuck_ns = 0;
 	sl->head = sl->tail = 0;
 	sl->last_ts = 0;
 	atomic_store_explicit(&r->state, HT_RING_FREE, memory_order_release);
@@ -415,6 +427,7 @@ int ht__session_tick(struct ht__session *s)
 		return s->sink_err;
 	uint64_t now = ht__now_ns();
 	atomic_store(&s->hdr->heartbeat_ns, now);
+	s->now_ns = now;
 	s->tick++;
 
 	int rc;
@@ -464,6 +477,7 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	atomic_store_explicit(&s->hdr->state, HT_SESSION_STOPPING, memory_order_release);
 	uint64_t now = ht__now_ns();
 	atomic_store(&s->hdr->heartbeat_ns, now);
+	s->now_ns = now;
 	int rc;
 	if (s->cfg.reap_children && (rc = reap_children(s, now)) < 0)
 		return rc;

@@ -77,6 +77,8 @@ struct ht__slot {
 	int32_t pid, tid;
 	uint32_t instance;
 	uint32_t proc; /* process id + 1, 0 until resolved */
+	uint64_t stuck_pos;   /* write_pos while the writer was seen busy */
+	uint64_t stuck_ns;    /* since when it stays busy there, 0: not busy */
 	bool bound;    /* pid/tid/instance read from the ring header */
 };
 
@@ -107,6 +109,7 @@ struct ht__session {
 	uint32_t *heap;         /* merge heap of slot indices */
 	uint64_t next_tick_ns;
 	uint64_t tick;
+	uint64_t now_ns;        /* CLOCK_MONOTONIC at the start of this tick */
 	uint64_t last_ts;       /* of the last event written, ns since t0 */
 	uint64_t lost_freed;    /* ring.lost of rings already freed */
 	bool hurry;             /* a ring was filling up: tick again soon */

@@ -241,6 +241,24 @@ static void test_order_and_watermark(void)
 	CHECK_EQ(c->ev[before + 3].addr, 0x3002);
 	CHECK_EQ(c->order_errors, 0);
 
+	/* A writer that stays busy without progress for over a second (stopped)
+	   no longer holds the others back. */
+	atomic_store(&fake_ring(&f, 1)->busy, 1);
+	CHECK(fake_alloc(&f, 1, t + 9000, 0x5000, 6, 0) == 0);
+	CHECK(fake_alloc(&f, 0, t + 9500, 0x5001, 7, 0) == 0);
+	before = c->nev;
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before); /* held at the busy ring's last record */
+	usleep(300000);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before); /* still waiting */
+	usleep(800000);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before + 2);
+	CHECK_EQ(c->ev[before].addr, 0x5000);
+	CHECK_EQ(c->ev[before + 1].addr, 0x5001);
+	atomic_store(&fake_ring(&f, 1)->busy, 0);
+
 	/* Records newer than now - 1 ms wait for a later tick. */
 	CHECK(fake_alloc(&f, 0, fake_now() + 500000000, 0x4000, 5, 0) == 0);
 	before = c->nev;
