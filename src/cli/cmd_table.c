@@ -349,9 +349,11 @@ static void print_text(struct table_run *t, const struct ht_wnode *root)
 		tu_size(s, sizeof(s), (int64_t)root->size);
 		printf("Count %" PRIu64 ", Impacting Size %s, Size %s, %" PRIu64 " blocks in the window\n\n",
 		       root->count, i, s, root->live);
-		text_rows_header(t, 0);
-		for (uint32_t k = 0; k < root->nrows; k++)
-			text_row(t, &root->rows[k], 0, true);
+		if (t->o->rows) {
+			text_rows_header(t, 0);
+			for (uint32_t k = 0; k < root->nrows; k++)
+				text_row(t, &root->rows[k], 0, true);
+		}
 		return;
 	}
 	printf("%10s %15s %12s  %s\n", "Count", "Impacting Size", "Size", "Group");
@@ -361,7 +363,7 @@ static void print_text(struct table_run *t, const struct ht_wnode *root)
 /* CSV: one line per group with every key column (empty when not on the path), or one per block. */
 static void csv_header(struct table_run *t)
 {
-	if (t->o->rows || !t->o->nkeys) {
+	if (t->o->rows) {
 		const char *const *names = row_time_names[t->o->kind];
 		printf("process,pid,handle,type,impacting_type,thread,address,%s_time_%s,%s_time_%s,lifetime_%s,"
 		       "size,stack\n",
@@ -404,47 +406,52 @@ static void csv_rows(struct table_run *t, const struct ht_wnode *n)
 	}
 }
 
+/* One CSV line for a group: its depth, every key along its path (depth 0 is the total), its metrics. */
+static void csv_group(struct table_run *t, const struct ht_wnode *n, const struct ht_wnode **path)
+{
+	if (n->depth)
+		path[n->depth - 1] = n;
+	const char *cols[HT_WK__COUNT + 1] = { 0 };
+	static char vals[HT_WK__COUNT + 1][8192];
+	int pid = -1;
+	bool has_pid = false;
+	for (uint32_t d = 0; d < n->depth; d++) {
+		const struct ht_wnode *p = path[d];
+		int col = p->key;
+		/* process gets two columns: the name and the pid. */
+		if (p->key == HT_WK_PROCESS) {
+			const struct ht_process *pr = ht_reader_process(t->r, (uint32_t)p->value);
+			snprintf(vals[col], sizeof(vals[col]), "%s", pr ? tu_basename(pr->exe) : "?");
+			pid = pr ? pr->pid : -1;
+			has_pid = true;
+		} else if (p->key == HT_WK_HANDLE) {
+			snprintf(vals[col], sizeof(vals[col]), "%" PRIu64, p->value);
+		} else if (p->key == HT_WK_THREAD) {
+			snprintf(vals[col], sizeof(vals[col]), "%d", (int32_t)(uint32_t)p->value);
+		} else {
+			node_label(t, p, vals[col], sizeof(vals[col]));
+		}
+		cols[col] = vals[col];
+	}
+	printf("%u", n->depth);
+	static const enum ht_wkey order[] = { HT_WK_PROCESS, HT_WK__COUNT, HT_WK_HANDLE, HT_WK_TYPE,
+					      HT_WK_IMPACTING, HT_WK_STACK, HT_WK_FRAME, HT_WK_IMAGE,
+					      HT_WK_THREAD };
+	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
+		putchar(',');
+		if (order[k] == HT_WK__COUNT) {
+			if (has_pid)
+				printf("%d", pid);
+		} else if (cols[order[k]]) {
+			csv_field(stdout, cols[order[k]]);
+		}
+	}
+	printf(",%" PRIu64 ",%" PRId64 ",%" PRIu64 "\n", n->count, n->impacting, n->size);
+}
+
 static void csv_node(struct table_run *t, const struct ht_wnode *n, const struct ht_wnode **path)
 {
-	if (n->depth) {
-		path[n->depth - 1] = n;
-		const char *cols[HT_WK__COUNT + 1] = { 0 };
-		static char vals[HT_WK__COUNT + 1][8192];
-		int pid = -1;
-		bool has_pid = false;
-		for (uint32_t d = 0; d < n->depth; d++) {
-			const struct ht_wnode *p = path[d];
-			int col = p->key;
-			/* process gets two columns: the name and the pid. */
-			if (p->key == HT_WK_PROCESS) {
-				const struct ht_process *pr = ht_reader_process(t->r, (uint32_t)p->value);
-				snprintf(vals[col], sizeof(vals[col]), "%s", pr ? tu_basename(pr->exe) : "?");
-				pid = pr ? pr->pid : -1;
-				has_pid = true;
-			} else if (p->key == HT_WK_HANDLE) {
-				snprintf(vals[col], sizeof(vals[col]), "%" PRIu64, p->value);
-			} else if (p->key == HT_WK_THREAD) {
-				snprintf(vals[col], sizeof(vals[col]), "%d", (int32_t)(uint32_t)p->value);
-			} else {
-				node_label(t, p, vals[col], sizeof(vals[col]));
-			}
-			cols[col] = vals[col];
-		}
-		printf("%u", n->depth);
-		static const enum ht_wkey order[] = { HT_WK_PROCESS, HT_WK__COUNT, HT_WK_HANDLE, HT_WK_TYPE,
-						      HT_WK_IMPACTING, HT_WK_STACK, HT_WK_FRAME, HT_WK_IMAGE,
-						      HT_WK_THREAD };
-		for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
-			putchar(',');
-			if (order[k] == HT_WK__COUNT) {
-				if (has_pid)
-					printf("%d", pid);
-			} else if (cols[order[k]]) {
-				csv_field(stdout, cols[order[k]]);
-			}
-		}
-		printf(",%" PRIu64 ",%" PRId64 ",%" PRIu64 "\n", n->count, n->impacting, n->size);
-	}
+	csv_group(t, n, path);
 	for (uint32_t k = 0; k < n->nchildren; k++)
 		csv_node(t, n->children[k], path);
 }
@@ -722,9 +729,11 @@ static void parse_args(struct table_opts *o, int argc, char **argv)
 		else
 			parse_keys(o, "process,impacting-type,stack");
 	}
+	bool listing = !o->nkeys;
 	if (o->depth >= 0 && (uint32_t)o->depth < o->nkeys)
 		o->nkeys = (uint32_t)o->depth;
-	if (!o->nkeys)
+	/* 'none' lists the blocks; --depth 0 shows the total only. */
+	if (listing)
 		o->rows = true;
 }
 

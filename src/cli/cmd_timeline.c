@@ -81,6 +81,26 @@ static void on_commit(void *ctx, const struct ht_commit *c)
 		t->err = rc;
 }
 
+/*
+ * A process image ended: its resident bytes stop counting. An exec event
+ * carries the new image's index, so the old image is found by its pid.
+ */
+static int rss_gone(struct tl_run *t, const struct ht_event *ev)
+{
+	if (ev->type == HT_EV_PROCESS_EXIT)
+		return ht_timeline_rss(t->tl, ev->process, ev->ts, 0);
+	uint32_t n = ht_reader_process_count(t->r);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ht_process *p = ht_reader_process(t->r, i);
+		if (i != ev->process && p && p->pid == ev->pid) {
+			int rc = ht_timeline_rss(t->tl, i, ev->ts, 0);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 static void tl_read(struct tl_run *t)
 {
 	struct ht_life_tracker *lt = NULL;
@@ -105,8 +125,7 @@ static void tl_read(struct tl_run *t)
 			if (ev.type == HT_EV_RSS)
 				erc = ht_timeline_rss(t->tl, ev.process, ev.ts, ev.size);
 			else if (ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC)
-				/* The image is gone; an exec'd pid's new image has its own index. */
-				erc = ht_timeline_rss(t->tl, ev.process, ev.ts, 0);
+				erc = rss_gone(t, &ev);
 		}
 		if (erc < 0)
 			t->err = erc;

@@ -87,6 +87,7 @@ static void test_heap_groups(void)
 	char expect[4096];
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by process,impacting-type,stack", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,app,100,,,,,,,,4,1804,2604\n"
 		 "2,app,100,,,Impacting,,,,,3,1804,2104\n"
 		 "3,app,100,,,Impacting,app!temp <- app!main,,,,1,2000,2000\n"
@@ -99,6 +100,7 @@ static void test_heap_groups(void)
 	/* The default levels, cut at depth 2: the two heap handles. */
 	run(&r, "table heap '%s' --range 4us 10000ns --format csv --depth 2", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,app,100,,,,,,,,4,1804,2604\n"
 		 "2,app,100,0,,,,,,,3,1740,2540\n"
 		 "2,app,100,20480,,,,,,,1,64,64\n");
@@ -106,6 +108,7 @@ static void test_heap_groups(void)
 
 	run(&r, "table heap '%s' -range 0.004ms 0.01ms --format csv --group-by thread,type", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,,,,,,,,,100,3,1804,2104\n"
 		 "2,,,,AIFO,,,,,100,3,2104,2104\n"
 		 "2,,,,AOFO,,,,,100,0,0,0\n"
@@ -117,6 +120,7 @@ static void test_heap_groups(void)
 	/* Frame and image: the topmost frame after culling malloc, as analyze -frames. */
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame,image", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,,,,,,,app!temp,,,1,2000,2000\n"
 		 "2,,,,,,,app!temp,app,,1,2000,2000\n"
 		 "1,,,,,,,app!leaky,,,1,40,40\n"
@@ -127,32 +131,49 @@ static void test_heap_groups(void)
 
 	/* Sort by count, top 1 per level. */
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame --sort count --top 1", heap_trace);
-	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "1,,,,,,,app!other,,,2,-236,564\n");
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,,,app!other,,,2,-236,564\n");
 	CHECK_OUT(&r, expect);
 
 	/* Without culling, every stack starts at malloc. */
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame --no-default-cull", heap_trace);
-	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "1,,,,,,,libc.so.6!malloc,,,4,1804,2604\n");
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,,,libc.so.6!malloc,,,4,1804,2604\n");
 	CHECK_OUT(&r, expect);
 
 	/* -cullFrames takes app!temp off E's stack; -requireFrames keeps stacks with leaky. */
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack -cullFrames app!temp --sort size",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,,,,,,app!main,,,,1,2000,2000\n"
 		 "1,,,,,,app!other <- app!main,,,,2,-236,564\n"
 		 "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack -requireFrames leaky", heap_trace);
-	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,1,40,40\n"
+		 "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
 	CHECK_OUT(&r, expect);
 
 	/* The whole trace: what was never freed is the impacting size. */
 	run(&r, "table heap '%s' --format csv --group-by process", heap_trace);
-	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "1,app,100,,,,,,,,8,211,4011\n");
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,8,211,4011\n"
+		 "1,app,100,,,,,,,,8,211,4011\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table heap '%s' --format csv --group-by process --pid 7", heap_trace);
-	CHECK_OUT(&r, GROUP_HEADER);
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,0,0,0\n");
+	CHECK_OUT(&r, expect);
+	/* Depth 0: the total alone. */
+	run(&r, "table heap '%s' --range 4 10 --format csv --depth 0", heap_trace);
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,4,1804,2604\n");
+	CHECK_OUT(&r, expect);
+	run(&r, "table heap '%s' --range 4 10 --depth 0", heap_trace);
+	CHECK_CONTAINS(r.out, "Count 4, Impacting Size 1.8 KB, Size 2.5 KB, 6 blocks in the window\n");
+	CHECK(!strstr(r.out, "Address"));
 }
 
 static void test_heap_rows(void)
@@ -209,6 +230,7 @@ static void test_commit(void)
 		      "app,100,,AIFI,Transient,100,805826560,7000,9000,2000,524288,app!other <- app!main\n");
 	run(&r, "table commit '%s' --format csv", commit_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,3,524288,1589248\n"
 		 "1,app,100,,,,,,,,3,524288,1589248\n"
 		 "2,app,100,,,Impacting,,,,,0,524288,524288\n"
 		 "3,app,100,,,Impacting,app!main,,,,0,524288,524288\n"
@@ -219,6 +241,7 @@ static void test_commit(void)
 	CHECK_OUT(&r, expect);
 	run(&r, "table commit '%s' --range 6 10 --format csv --group-by type", commit_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,1,-536576,524288\n"
 		 "1,,,,AIFI,,,,,,1,0,524288\n"
 		 "1,,,,AOFO,,,,,,0,0,0\n"
 		 "1,,,,AOFI,,,,,,0,-536576,0\n");
