@@ -666,6 +666,9 @@ int cmd_analyze(int argc, char **argv)
 	const char *w = ht_reader_warning(r);
 	if (w)
 		warning("%s", w);
+	if (info->events_lost)
+		warning("'%s' lost %" PRIu64 " events while recording; counts may be low", o.file,
+			info->events_lost);
 	for (size_t i = 0; i < q.pid_count; i++) {
 		bool found = false;
 		for (uint32_t p = 0; p < ht_reader_process_count(r) && !found; p++)
