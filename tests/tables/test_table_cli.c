@@ -298,6 +298,10 @@ static void test_timeline(void)
 	run(&r, "timeline '%s' --series heap --by handle --interval 5us --format csv --time-unit us", heap_trace);
 	CHECK_OUT(&r, "time_us,heap:100:0x0,heap:100:0x5000\n0.000,0,0\n5.000,100,0\n10.000,2140,64\n"
 		      "15.000,147,64\n20.000,147,64\n25.000,147,64\n");
+	/* RSS: the samples hold until the next one; the exit at 19 us drops it. */
+	run(&r, "timeline '%s' --series rss,heap --by process --interval 5us --format csv --time-unit ns", heap_trace);
+	CHECK_OUT(&r, "time_ns,heap:100,rss:100\n0,0,0\n5000,100,4096\n10000,2204,4096\n15000,211,8192\n"
+		      "20000,211,0\n25000,211,0\n");
 	run(&r, "timeline '%s' --series heap --by process --range 4 10 --interval 3us --format json", heap_trace);
 	CHECK_OUT(&r, "{\"interval_ns\":3000,\"start_ns\":4000,\"series\":[{\"name\":\"heap\",\"process\":"
 		      "{\"pid\":100,\"exe\":\"/usr/bin/app\"},\"points\":[[4000,400],[7000,640],[10000,2204]]}]}\n");

@@ -62,7 +62,10 @@ static void tr_ev(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr
 {
 	struct ht_event ev = { .type = type, .pid = 100, .tid = 100, .ts = ts, .addr = addr, .size = size,
 			       .stack = stack };
-	ev.func = type == HT_EV_FREE ? HT_FN_FREE : HT_FN_MALLOC;
+	if (type == HT_EV_FREE)
+		ev.func = HT_FN_FREE;
+	else if (type == HT_EV_ALLOC)
+		ev.func = HT_FN_MALLOC;
 	ht__writer_event(w, &ev, NULL);
 }
 
@@ -76,6 +79,7 @@ static void tr_ev(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr
  *   F 0x6000 64 B   stack other   7000 -> never  AIFO, heap 0x5000
  *   E 0x7000 2000 B stack temp    8000 -> 12000  AIFO
  *   H 0x8000 7 B    stack leaky  10000 -> never  outside (allocated at T2)
+ * RSS samples: 4096 at 1500, 8192 at 11000; the process exits at 19000.
  */
 static int tr_heap(const char *path)
 {
@@ -84,6 +88,7 @@ static int tr_heap(const char *path)
 	if (rc < 0)
 		return rc;
 	tr_ev(w, HT_EV_ALLOC, 1000, 0x1000, 100, 1);
+	tr_ev(w, HT_EV_RSS, 1500, 0, 4096, 0);
 	tr_ev(w, HT_EV_ALLOC, 2000, 0x2000, 1000, 2);
 	tr_ev(w, HT_EV_FREE, 3000, 0x2000, 0, 0);
 	tr_ev(w, HT_EV_ALLOC, 3500, 0x3000, 300, 3);
@@ -103,7 +108,9 @@ static int tr_heap(const char *path)
 	d.stack = 0;
 	ht__writer_event(w, &d, NULL);
 	tr_ev(w, HT_EV_ALLOC, 10000, 0x8000, 7, 1);
+	tr_ev(w, HT_EV_RSS, 11000, 0, 8192, 0);
 	tr_ev(w, HT_EV_FREE, 12000, 0x7000, 0, 0);
+	tr_ev(w, HT_EV_PROCESS_EXIT, 19000, 0, 0, 0);
 	return tr_end(w, 20000);
 }
 
