@@ -68,21 +68,27 @@ static bool on_tmpfs(const char *path)
 	return statfs(path, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 }
 
+/* The caller's directory as it is, or the default one, created if needed. */
+static int session_dir(const struct ht__session_config *cfg, char *out, size_t n)
+{
+	if (cfg->dir) {
+		int len = snprintf(out, n, "%s", cfg->dir);
+		return len < 0 || (size_t)len >= n ? HT_ERR_INVALID : 0;
+	}
+	return ht__session_default_dir(out, n, true);
+}
+
 /*
- * The directory of session files (docs/session-protocol.md), created if
- * needed: $XDG_RUNTIME_DIR/heaptrail, /run/heaptrail for root, else
+ * The directory of session files (docs/session-protocol.md):
+ * $XDG_RUNTIME_DIR/heaptrail, /run/heaptrail for root, else
  * /tmp/heaptrail-UID. The rings must live in memory: on a disk file system
  * every page the recorders write would also be written back to disk (and
  * read ahead on fault), which costs the collector more than the draining.
  * So the first of those whose parent is a tmpfs wins, then
  * /dev/shm/heaptrail-UID, and only when no tmpfs exists at all the first one.
  */
-static int session_dir(const struct ht__session_config *cfg, char *out, size_t n)
+int ht__session_default_dir(char *out, size_t n, bool create)
 {
-	if (cfg->dir) {
-		int len = snprintf(out, n, "%s", cfg->dir);
-		return len < 0 || (size_t)len >= n ? HT_ERR_INVALID : 0; /* used as it is */
-	}
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	unsigned uid = (unsigned)geteuid();
 	char cand[4][PATH_MAX], parent[4][PATH_MAX];
@@ -108,7 +114,7 @@ static int session_dir(const struct ht__session_config *cfg, char *out, size_t n
 	if (strlen(cand[pick]) >= n)
 		return HT_ERR_INVALID;
 	snprintf(out, n, "%s", cand[pick]);
-	return ensure_private_dir(out);
+	return create ? ensure_private_dir(out) : 0;
 }
 
 int ht__shm_create(struct ht__session *s)

@@ -60,7 +60,7 @@ struct ht__sink {
 const struct ht__sink *ht__sink_writer(void);
 
 struct ht__session_config {
-	const char *dir;     /* NULL: see session_dir() in session.c (a tmpfs) */
+	const char *dir;     /* NULL: ht__session_default_dir() */
 	const char *name;    /* file name in dir; NULL: a unique "session-PID-XXXXXX" */
 	uint32_t ring_size;  /* power of two >= 4096; 0: 1 MiB */
 	uint32_t ring_count; /* 1 .. 65536; 0: 256 */
@@ -99,6 +99,15 @@ struct ht__session;
  * HT_ERR_IO, HT_ERR_NOMEM. On success *out owns the file until destroy.
  */
 int ht__session_create(struct ht__session **out, const struct ht__session_config *cfg);
+
+/*
+ * The directory where sessions live by default, into out (n bytes): the first
+ * of $XDG_RUNTIME_DIR/heaptrail, /run/heaptrail (root), /tmp/heaptrail-UID
+ * whose parent is a tmpfs, else /dev/shm/heaptrail-UID, else the first one.
+ * With create, it is made (0700) and checked to be ours and private. For
+ * commands that look for named sessions. Returns 0 or a negative error.
+ */
+int ht__session_default_dir(char *out, size_t n, bool create);
 
 /* Path of the shared file: the value of HT_ENV_SESSION for recorders. */
 const char *ht__session_path(const struct ht__session *s);
