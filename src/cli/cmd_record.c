@@ -1,7 +1,8 @@
 /*
  * cmd_record.c - `heaptrail record -- CMD ARGS`: runs a program under the
  * recorder (LD_PRELOAD=libheaptrail.so) with a session collecting its events
- * and those of its traced descendants, and writes the trace.
+ * and those of its traced descendants, and writes the trace. With -p it
+ * attaches to running processes instead (docs/attach.md).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,15 +22,21 @@
 #include "cli/builtin.h"
 #include "cli/common.h"
 #include "format/writer.h"
+#include "session/inject.h"
 #include "session/protocol.h"
 #include "session/session.h"
 
 static const char usage_text[] =
 	"usage: heaptrail record [options] -- CMD [ARGS...]\n"
+	"   or: heaptrail record [options] -p PID[,PID...] [--duration T]\n"
 	"\n"
-	"Run CMD with heap tracing and write the trace (.htr).\n"
+	"Run CMD with heap tracing and write the trace (.htr), or trace running\n"
+	"processes from now until Ctrl-C, T, or their exit; they run on untouched.\n"
 	"\n"
 	"  -o FILE             write the trace to FILE (default: PROGRAM.PID.htr)\n"
+	"  -p, --pid PID,...   attach to these running processes (needs ptrace\n"
+	"                      permission: same user, or root)\n"
+	"  --duration T        with -p: stop after T (s, ms, us or ns; default unit s)\n"
 	"  --stacks LIST       events that capture a call stack, comma-separated:\n"
 	"                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
 	"                      heap-destroy, or none or all\n"
@@ -255,6 +262,8 @@ struct options {
 	uint32_t flags;
 	uint32_t ring_size, ring_count;
 	bool force, quiet;
+	const char *pids;     /* -p: comma-separated */
+	uint64_t duration_ns; /* --duration, 0: until stopped */
 };
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -275,7 +284,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			exit(0);
 		}
 		bool takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--stacks") ||
-			     !strcmp(a, "--buffer-size") || !strcmp(a, "--buffers");
+			     !strcmp(a, "--buffer-size") || !strcmp(a, "--buffers") || !strcmp(a, "-p") ||
+			     !strcmp(a, "--pid") || !strcmp(a, "--duration");
 		if (takes) {
 			if (i + 1 >= argc)
 				die("option '%s' needs a value; see 'heaptrail record --help'", a);
@@ -296,6 +306,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (*end || v < 1 || v > 65536)
 				die("invalid buffer count '%s': 1 to 65536", val);
 			o->ring_count = (uint32_t)v;
+		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
+			o->pids = val;
+		} else if (!strcmp(a, "--duration")) {
+			if (parse_time_ns(val, 1000000000ull, &o->duration_ns) < 0 || !o->duration_ns)
+				die("invalid duration '%s': a positive time like 10, 2.5s or 500ms", val);
 		} else if (!strcmp(a, "--no-follow")) {
 			o->flags |= HT_SHM_NO_FOLLOW;
 		} else if (!strcmp(a, "--lossy")) {
@@ -308,7 +323,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 			die("unknown option '%s'; see 'heaptrail record --help'", a);
 		}
 	}
-	if (i >= argc) {
+	if (o->pids && i < argc)
+		die("give either -p PID or a command to run, not both");
+	if (o->duration_ns && !o->pids)
+		die("--duration goes with -p; a launched command is traced until it ends");
+	if (i >= argc && !o->pids) {
 		fputs(usage_text, stderr);
 		exit(2);
 	}
@@ -324,10 +343,241 @@ static int exit_status_of(int status)
 	return 1;
 }
 
+/* ---- -p: attaching to running processes ---- */
+
+#define MAX_ATTACH 64
+
+static volatile sig_atomic_t stop_asked;
+
+static void ask_stop(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
+
+static int parse_pids(const char *list, pid_t *out)
+{
+	int n = 0;
+	const char *p = list;
+	while (*p) {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (end == p || errno || v <= 0 || v > INT32_MAX || (*end && *end != ','))
+			die("invalid process id list '%s': numbers separated by commas", list);
+		bool dup = false;
+		for (int i = 0; i < n; i++)
+			dup |= out[i] == (pid_t)v;
+		if (!dup) {
+			if (n == MAX_ATTACH)
+				die("too many processes in '%s': at most %d", list, MAX_ATTACH);
+			out[n++] = (pid_t)v;
+		}
+		p = *end ? end + 1 : end;
+	}
+	if (!n)
+		die("invalid process id list '%s': numbers separated by commas", list);
+	return n;
+}
+
+/* A process that no longer runs: gone, or a zombie nobody reaped yet. */
+static bool process_gone(pid_t pid)
+{
+	char name[64], buf[512];
+	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')');
+	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* /proc/PID/cmdline as an argv (for the trace header); argc 0 when unreadable. */
+static char **target_argv(pid_t pid, uint32_t *argc)
+{
+	static char buf[16384];
+	static char *argv[256];
+	char name[64];
+	snprintf(name, sizeof(name), "/proc/%d/cmdline", (int)pid);
+	*argc = 0;
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return argv;
+	buf[n] = 0;
+	for (ssize_t i = 0; i < n && *argc < 255; i += (ssize_t)strlen(buf + i) + 1)
+		argv[(*argc)++] = buf + i;
+	argv[*argc] = NULL;
+	return argv;
+}
+
+static _Noreturn void die_no_ptrace(pid_t pid)
+{
+	char hint[512];
+	ht__inject_perm_hint(pid, hint, sizeof(hint));
+	die("cannot attach to process %d: permission denied: %s", (int)pid, hint);
+}
+
+static int record_attach(const struct options *o)
+{
+	pid_t pids[MAX_ATTACH];
+	int npids = parse_pids(o->pids, pids);
+	char recorder[PATH_MAX];
+	find_recorder(recorder, sizeof(recorder));
+
+	/* Every process is checked before any is touched. */
+	for (int i = 0; i < npids; i++) {
+		if (pids[i] == getpid())
+			die("cannot attach to heaptrail itself (process %d)", (int)pids[i]);
+		int rc = ht__inject_check(pids[i]);
+		if (rc == HT_ERR_NOT_FOUND || (rc == 0 && process_gone(pids[i])))
+			die("no process %d", (int)pids[i]);
+		if (rc < 0)
+			die_no_ptrace(pids[i]);
+	}
+	char defname[PATH_MAX];
+	const char *output = o->output;
+	if (!output) {
+		char comm[64] = "process", name[64];
+		snprintf(name, sizeof(name), "/proc/%d/comm", (int)pids[0]);
+		int fd = open(name, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, comm, sizeof(comm) - 1);
+		if (fd >= 0)
+			close(fd);
+		if (n > 0)
+			comm[strcspn(comm, "\n/")] = 0;
+		snprintf(defname, sizeof(defname), "%s.%d.htr", comm[0] ? comm : "process", (int)pids[0]);
+		output = defname;
+	}
+	struct stat st;
+	if (lstat(output, &st) == 0) {
+		if (!o->force)
+			die("'%s' exists; use --force to overwrite it", output);
+		if (S_ISDIR(st.st_mode))
+			die("'%s' is a directory", output);
+		unlink(output);
+	}
+
+	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
+	cfg.ring_size = o->ring_size;
+	cfg.ring_count = o->ring_count;
+	cfg.flags = o->flags & HT_SHM_LOSSY;
+	cfg.stack_mask = o->stack_mask;
+	cfg.reap_children = false;
+	struct ht__session *s;
+	int rc = ht__session_create(&s, &cfg);
+	if (rc < 0)
+		die("cannot create the session's shared memory: %s", ht_strerror(rc));
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	uint64_t real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	uint64_t since_t0 = mono_ns() - ht__session_t0(s);
+	uint32_t targc;
+	char **targv = target_argv(pids[0], &targc);
+	struct ht__trace_meta meta = { .start_realtime_ns = real_ns - since_t0,
+				       .stack_mask = o->stack_mask,
+				       .flags = HT_TRACEF_ATTACHED | ((o->flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0),
+				       .argc = targc,
+				       .argv = (const char *const *)targv,
+				       .hostname = host };
+	struct ht__writer *w;
+	rc = ht__writer_open(&w, output, &meta);
+	if (rc < 0) {
+		ht__session_destroy(s);
+		die("cannot create '%s': %s", output, ht_strerror(rc));
+	}
+	ht__session_set_sink(s, ht__sink_writer(), w);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = ask_stop;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaction(forwarded[i], &sa, NULL);
+
+	static struct ht__attach att[MAX_ATTACH];
+	bool attached[MAX_ATTACH] = { false };
+	int failures = 0, live = 0;
+	for (int i = 0; i < npids && !stop_asked; i++) {
+		char why[512];
+		rc = ht__inject_attach(&att[i], pids[i], recorder, ht__session_path(s), why, sizeof(why));
+		if (rc == HT_ERR_PERM) {
+			char hint[512];
+			ht__inject_perm_hint(pids[i], hint, sizeof(hint));
+			error("cannot attach to process %d: permission denied: %s", (int)pids[i], hint);
+		} else if (rc < 0) {
+			error("cannot attach to process %d: %s", (int)pids[i], why);
+		}
+		attached[i] = rc == 0;
+		failures += rc < 0;
+		live += rc == 0;
+	}
+	if (!live) {
+		ht__writer_abort(w);
+		unlink(output);
+		ht__session_destroy(s);
+		return 1;
+	}
+	if (!o->quiet)
+		fprintf(stderr, "heaptrail: tracing %d process%s; Ctrl-C to stop\n", live, live == 1 ? "" : "es");
+
+	uint64_t deadline = o->duration_ns ? mono_ns() + o->duration_ns : 0;
+	while ((rc = ht__session_tick(s)) == 0 && !stop_asked) {
+		if (deadline && mono_ns() >= deadline)
+			break;
+		bool any = false;
+		for (int i = 0; i < npids; i++)
+			any |= attached[i] && !process_gone(pids[i]);
+		if (!any)
+			break;
+		unsigned us = ht__session_sleep_us(s);
+		if (us)
+			usleep(us);
+	}
+	if (rc < 0)
+		warning("writing '%s' failed: %s; the trace ends early", output, ht_strerror(rc));
+	/* Put every process back before the session stops collecting. */
+	for (int i = 0; i < npids; i++) {
+		char why[512];
+		if (!attached[i] || process_gone(pids[i]))
+			continue;
+		int drc = ht__inject_detach(&att[i], why, sizeof(why));
+		if (drc < 0 && drc != HT_ERR_NOT_FOUND) {
+			error("cannot detach from process %d: %s", (int)pids[i], why);
+			failures++;
+		}
+	}
+	struct progress_state ps = { .start_ns = mono_ns(), .quiet = o->quiet };
+	if (rc >= 0)
+		rc = ht__session_finish(s, true, show_progress, &ps);
+	const struct ht__session_stats *sst = ht__session_stats(s);
+	int frc = ht__writer_finish(w, sst->duration_ns, sst->lost, HT_TRACEF_ATTACHED);
+	if (rc < 0 || frc < 0) {
+		error("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
+		failures++;
+	} else if (!o->quiet) {
+		fprintf(stderr, "heaptrail: wrote '%s' (%llu events, %llu lost)\n", output,
+			(unsigned long long)sst->events, (unsigned long long)sst->lost);
+	}
+	ht__session_destroy(s);
+	return failures ? 1 : 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct options o = { 0 };
 	int first = parse_options(argc, argv, &o);
+	if (o.pids)
+		return record_attach(&o);
 	char **cmd = argv + first;
 	int cmd_argc = argc - first;
 
