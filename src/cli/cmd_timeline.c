@@ -158,10 +158,20 @@ static void series_name(struct tl_run *t, const struct ht_tl_series *s, char *bu
 	}
 	const struct ht_process *p = ht_reader_process(t->r, s->process);
 	int pid = p ? p->pid : -1;
+	/* A pid that exec'd has one image per program: the program's name tells them apart. */
+	char image[256] = "";
+	uint32_t n = ht_reader_process_count(t->r);
+	for (uint32_t i = 0; p && i < n; i++) {
+		const struct ht_process *o = ht_reader_process(t->r, i);
+		if (i != s->process && o && o->pid == pid) {
+			snprintf(image, sizeof(image), ":%s", tu_basename(p->exe));
+			break;
+		}
+	}
 	if (s->has_heap)
-		snprintf(buf, len, "%s:%d:0x%" PRIx64, kind, pid, s->heap);
+		snprintf(buf, len, "%s:%d%s:0x%" PRIx64, kind, pid, image, s->heap);
 	else
-		snprintf(buf, len, "%s:%d", kind, pid);
+		snprintf(buf, len, "%s:%d%s", kind, pid, image);
 }
 
 static void print_table(struct tl_run *t, bool csv)
