@@ -299,10 +299,21 @@ int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
 		counts_add(&e->c, life, outstanding);
 		return 0;
 	}
-	if (life->stack >= a->stacks_len) {
+	uint32_t stack = life->stack;
+	if (stack >= a->stacks_len) {
 		uint32_t n = ht_reader_stack_count(a->r);
-		if (n <= life->stack)
-			n = life->stack + 1;
+		/*
+		 * A stack is defined before the first event that uses it, so
+		 * an id the reader does not know is damage: count it as "no
+		 * stack" rather than growing the table to a wild size.
+		 */
+		if (stack >= n)
+			stack = 0;
+	}
+	if (stack >= a->stacks_len) {
+		uint32_t n = ht_reader_stack_count(a->r);
+		if (n <= stack)
+			n = stack + 1;
 		if (n < a->stacks_len * 2)
 			n = a->stacks_len * 2;
 		struct ht_agg_counts *ns = realloc(a->stacks, n * sizeof(*ns));
@@ -312,7 +323,7 @@ int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
 		a->stacks = ns;
 		a->stacks_len = n;
 	}
-	counts_add(&a->stacks[life->stack], life, outstanding);
+	counts_add(&a->stacks[stack], life, outstanding);
 	return 0;
 }
 

@@ -475,6 +475,39 @@ static void test_symbols(void)
 	done(&x, &q);
 }
 
+/* Blocks fed by a caller's own lifetime tracker; a stack id the trace does not know. */
+static void test_add(void)
+{
+	struct ht_query q;
+	struct run x;
+	memset(&x, 0, sizeof(x));
+	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
+	if (ht_query_prepare(&q) < 0 || ht_reader_open(&x.r, basic) < 0 || ht_agg_new(&x.a, &q, x.r) < 0) {
+		check_failures++;
+		done(&x, &q);
+		return;
+	}
+	struct ht_life l = { 0 };
+	l.free_ts = HT_TS_NEVER;
+	l.size = 8;
+	l.stack = 0xfffffff0u;
+	CHECK_U64(ht_agg_add(x.a, &l, 1000), 0);
+	l.size = 16;
+	l.stack = 1;
+	l.free_ts = 500;
+	l.from_realloc = 1;
+	CHECK_U64(ht_agg_add(x.a, &l, 1000), 0);
+	CHECK_U64(ht_agg_finish(x.a, &x.res), 0);
+	CHECK_U64(x.res.count, 2);
+	if (x.res.count == 2) {
+		CHECK_STR(key(&x, 0), "");
+		CHECK_COUNTS(&x.res.items[0].c, 8, 1, 8, 1, 0);
+		CHECK_STR(key(&x, 1), "app!make_node;app!main");
+		CHECK_COUNTS(&x.res.items[1].c, 0, 0, 16, 1, 1);
+	}
+	done(&x, &q);
+}
+
 static void test_inline(void)
 {
 	struct ht_query q;
@@ -579,6 +612,7 @@ int main(void)
 		test_symbols();
 		test_top_totals();
 		test_inline();
+		test_add();
 	}
 	unlink(basic);
 	unlink(nosym);
