@@ -667,13 +667,13 @@ static void parse_args(struct table_opts *o, int argc, char **argv)
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			fputs(table_usage, stdout);
 			exit(0);
-		} else if (!strcmp(a, "--range") || !strcmp(a, "-range")) {
+		} else if (!strcmp(a, "--range")) {
 			if (i + 2 >= argc)
 				die("'%s' needs two times, T1 and T2", a);
 			tu_parse_range(argv[i + 1], argv[i + 2], &o->t1, &o->t2);
 			o->has_range = true;
 			i += 2;
-		} else if (!strcmp(a, "--pid") || !strcmp(a, "-pid")) {
+		} else if (!strcmp(a, "--pid")) {
 			tu_parse_pids(a, v, &o->q);
 			i++;
 		} else if (!strcmp(a, "--group-by")) {
@@ -696,7 +696,7 @@ static void parse_args(struct table_opts *o, int argc, char **argv)
 			else
 				die("unknown sort key '%s'; use impacting, size or count", v);
 			i++;
-		} else if (!strcmp(a, "--top") || !strcmp(a, "-top")) {
+		} else if (!strcmp(a, "--top")) {
 			o->top = (uint32_t)tu_parse_count(a, v);
 			if (!o->top)
 				die("'%s' needs a count above 0", a);
@@ -744,6 +744,7 @@ int cmd_table(int argc, char **argv)
 	o.fmt = FMT_TEXT;
 	tu_parse_unit("s", &o.unit);
 	ht_query_init(&o.q);
+	argv = tu_normalize_args(argc, argv, &argc);
 	parse_args(&o, argc, argv);
 	int rc = ht_query_prepare(&o.q);
 	if (rc < 0)

@@ -463,13 +463,13 @@ static void parse_args(struct tl_opts *o, int argc, char **argv)
 			if (!v || parse_time_ns(v, 1000, &o->interval) < 0 || !o->interval)
 				die("invalid interval '%s'; use microseconds or a suffix s, ms, us, ns", v ? v : "");
 			i++;
-		} else if (!strcmp(a, "--range") || !strcmp(a, "-range")) {
+		} else if (!strcmp(a, "--range")) {
 			if (i + 2 >= argc)
 				die("'%s' needs two times, T1 and T2", a);
 			tu_parse_range(argv[i + 1], argv[i + 2], &o->t1, &o->t2);
 			o->has_range = true;
 			i += 2;
-		} else if (!strcmp(a, "--pid") || !strcmp(a, "-pid")) {
+		} else if (!strcmp(a, "--pid")) {
 			tu_parse_pids(a, v, &o->q);
 			i++;
 		} else if (!strcmp(a, "--format")) {
@@ -509,6 +509,7 @@ int cmd_timeline(int argc, char **argv)
 		fputs(timeline_usage, stderr);
 		return 2;
 	}
+	argv = tu_normalize_args(argc, argv, &argc);
 	parse_args(&o, argc, argv);
 
 	struct tl_run t = { .o = &o };

@@ -4,6 +4,7 @@
  */
 #include "cli/table_util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +12,40 @@
 #include <string.h>
 
 #include "cli/common.h"
+
+char **tu_normalize_args(int argc, char **argv, int *out_argc)
+{
+	/* Static so the arguments stay reachable until exit (no leak reports). */
+	static char **out;
+	out = calloc((size_t)argc * 2 + 1, sizeof(*out));
+	if (!out)
+		die("out of memory");
+	int n = 0;
+	for (int i = 0; i < argc; i++) {
+		char *a = argv[i];
+		bool xperf = !strcmp(a, "-cullFrames") || !strcmp(a, "-cullLists") || !strcmp(a, "-requireFrames");
+		if (i > 0 && a[0] == '-' && a[1] != '-' && isalpha((unsigned char)a[1]) && a[2] && !xperf) {
+			char *l = malloc(strlen(a) + 2);
+			if (!l)
+				die("out of memory");
+			l[0] = '-';
+			strcpy(l + 1, a);
+			a = l;
+		}
+		char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+		if (i > 0 && eq) {
+			char *name = strndup(a, (size_t)(eq - a));
+			if (!name)
+				die("out of memory");
+			out[n++] = name;
+			out[n++] = eq + 1;
+		} else {
+			out[n++] = a;
+		}
+	}
+	*out_argc = n;
+	return out;
+}
 
 int tu_parse_unit(const char *s, struct tu_unit *out)
 {

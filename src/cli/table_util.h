@@ -23,6 +23,14 @@ struct tu_unit {
 	int exact_digits; /* decimals that keep every ns (csv) */
 };
 
+/*
+ * Options spelled as 'heaptrail analyze' takes them: '-range' for '--range'
+ * and '--top=5' for '--top 5'. Returns the arguments with every long option
+ * in the '--name' form and '=' values split off; -cullFrames, -cullLists and
+ * -requireFrames keep their xperf spelling. The result lives until exit.
+ */
+char **tu_normalize_args(int argc, char **argv, int *out_argc);
+
 /* Returns 0, or -1 for an unknown unit. */
 int tu_parse_unit(const char *s, struct tu_unit *out);
 

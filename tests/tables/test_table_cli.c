@@ -106,7 +106,7 @@ static void test_heap_groups(void)
 		 "2,app,100,20480,,,,,,,1,64,64\n");
 	CHECK_OUT(&r, expect);
 
-	run(&r, "table heap '%s' -range 0.004ms 0.01ms --format csv --group-by thread,type", heap_trace);
+	run(&r, "table heap '%s' -range 0.004ms 0.01ms --format=csv -group-by thread,type", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,,,,,,,,,100,3,1804,2104\n"
