@@ -29,8 +29,7 @@ __thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")));
  * malloc. Those few blocks come from here and are never freed: free() ignores
  * pointers in this range.
  */
-#define HT_BOOT_SIZE (64 * 1024)
-static char ht_boot_buf[HT_BOOT_SIZE] __attribute__((aligned(64)));
+char ht__boot_buf[HT_BOOT_SIZE] __attribute__((aligned(64)));
 static _Atomic size_t ht_boot_used;
 
 void *ht__boot_alloc(size_t size, size_t align)
@@ -44,15 +43,10 @@ void *ht__boot_alloc(size_t size, size_t align)
 			return NULL;
 		if (atomic_compare_exchange_weak(&ht_boot_used, &used, start + size)) {
 			/* The size sits just before the block, for realloc. */
-			memcpy(ht_boot_buf + start - sizeof(size_t), &size, sizeof(size_t));
-			return ht_boot_buf + start;
+			memcpy(ht__boot_buf + start - sizeof(size_t), &size, sizeof(size_t));
+			return ht__boot_buf + start;
 		}
 	}
-}
-
-int ht__is_boot(const void *p)
-{
-	return (const char *)p >= ht_boot_buf && (const char *)p < ht_boot_buf + HT_BOOT_SIZE;
 }
 
 size_t ht__boot_size(const void *p)

@@ -100,7 +100,13 @@ int ht__ensure(void); /* returns 1 when tracing (state READY) */
 int ht__init_session(const char *path, uint32_t flags); /* 0 or enum ht_error */
 void ht__resolve(void);
 void *ht__boot_alloc(size_t size, size_t align);
-int ht__is_boot(const void *p);
+#define HT_BOOT_SIZE (64 * 1024)
+extern char ht__boot_buf[HT_BOOT_SIZE];
+/* Blocks from the boot buffer are never given to the real free(). */
+static inline int ht__is_boot(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)ht__boot_buf < HT_BOOT_SIZE;
+}
 size_t ht__boot_size(const void *p);
 void ht__go_dormant(void);
 void ht__child_start(void); /* new instance after fork/clone in the child */
