@@ -176,6 +176,42 @@ static void test_heap_groups(void)
 	CHECK(!strstr(r.out, "Address"));
 }
 
+/*
+ * The same question to 'heaptrail analyze': its range counts the allocations
+ * made inside (the table's Count and Size) and calls outstanding what is not
+ * freed inside (the table's AIFO: C 40 + F 64 + E 2000).
+ */
+static void test_agrees_with_analyze(void)
+{
+	static struct result r;
+	char expect[4096];
+	run(&r, "analyze '%s' -range 4 10 --format json", heap_trace);
+	CHECK_I64(r.status, 0);
+	CHECK_CONTAINS(r.out, "\"alloc_count\": 4,\n    \"alloc_bytes\": 2604,");
+	CHECK_CONTAINS(r.out, "\"outstanding_count\": 3,\n    \"outstanding_bytes\": 2104\n");
+	run(&r, "table heap '%s' --range 4 10 --format csv --group-by type --depth 1", heap_trace);
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,AIFO,,,,,,3,2104,2104\n"
+		 "1,,,,AIFI,,,,,,1,0,500\n"
+		 "1,,,,AOFO,,,,,,0,0,0\n"
+		 "1,,,,AOFI,,,,,,0,-300,0\n");
+	CHECK_OUT(&r, expect);
+	/* Per stack: analyze's total bytes are the table's Size. */
+	run(&r, "analyze '%s' -range 4 10 -stacks --format csv", heap_trace);
+	CHECK_OUT(&r, "outstanding_bytes,outstanding_count,total_bytes,total_count,realloc_count,stack\n"
+		      "2000,1,2000,1,0,app!temp;app!main\n"
+		      "64,1,564,2,0,app!other;app!main\n"
+		      "40,1,40,1,0,app!leaky;app!main\n");
+	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack --sort size", heap_trace);
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,,app!temp <- app!main,,,,1,2000,2000\n"
+		 "1,,,,,,app!other <- app!main,,,,2,-236,564\n"
+		 "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
+	CHECK_OUT(&r, expect);
+}
+
 static void test_heap_rows(void)
 {
 	static struct result r;
@@ -338,6 +374,7 @@ int main(int argc, char **argv)
 	CHECK_I64(tr_heap(heap_trace), 0);
 	CHECK_I64(tr_commit(commit_trace), 0);
 	test_heap_groups();
+	test_agrees_with_analyze();
 	test_heap_rows();
 	test_commit();
 	test_bad_input();
