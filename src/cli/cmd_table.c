@@ -21,6 +21,12 @@
 static const char table_usage[] =
 	"usage: heaptrail table heap|commit FILE [options]\n"
 	"\n"
+	"WPA's Heap Allocations (heap) and Commit Lifetimes (commit) tables for a time\n"
+	"window: every block live in it, typed AIFI/AIFO/AOFI/AOFO (allocated and freed\n"
+	"inside or outside), grouped into a tree with Count (allocated inside), Size\n"
+	"(their bytes) and Impacting Size (outstanding at the end minus at the start).\n"
+	"docs/tables.md has the details.\n"
+	"\n"
 	"  --range T1 T2        the window [T1, T2) (default: the whole trace); times in\n"
 	"                       microseconds, or with a suffix s, ms, us, ns\n"
 	"  --pid P[,P...]       only these processes\n"

@@ -21,6 +21,9 @@
 static const char timeline_usage[] =
 	"usage: heaptrail timeline FILE [options]\n"
 	"\n"
+	"Outstanding heap bytes, committed bytes and resident bytes (RSS) at regular\n"
+	"points in time, as a table or an SVG picture. docs/tables.md has the details.\n"
+	"\n"
 	"  --series S[,S...]    heap, commit, rss (default: all three)\n"
 	"  --by K               none (default), process or handle (heap per handle,\n"
 	"                       commit and rss per process)\n"
@@ -345,6 +348,8 @@ static void write_svg(struct tl_run *t)
 	}
 	double ymax_u = maxv > 0 ? (double)maxv / ydiv : 1;
 	double ystep = nice_step(ymax_u, 6);
+	if (!ui && ystep < 1)
+		ystep = 1; /* no fractions of a byte */
 	double ytop = ceil(ymax_u / ystep) * ystep;
 	if (ytop <= 0)
 		ytop = ystep;
