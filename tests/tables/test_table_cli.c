@@ -293,6 +293,27 @@ static void test_commit(void)
 		      "22000,524288\n");
 }
 
+/* A trace without a footer: its end is the last event read, the window is checked after reading. */
+static void test_unfinished(void)
+{
+	static struct result r;
+	char path[300], expect[1024];
+	snprintf(path, sizeof(path), "%s/unfinished.htr", dir);
+	CHECK_I64(tr_unfinished(path), 0);
+	run(&r, "table heap '%s' --format json --depth 0", path);
+	CHECK_CONTAINS(r.out, "\"start_ns\": 0,\n    \"end_ns\": 3001\n");
+	CHECK_CONTAINS(r.err, "no footer");
+	run(&r, "table heap '%s' --format csv --depth 0", path);
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,2,100,1100\n");
+	CHECK_OUT(&r, expect);
+	run(&r, "timeline '%s' --series heap --interval 1us --format csv --time-unit ns", path);
+	CHECK_OUT(&r, "time_ns,heap\n0,0\n1000,0\n2000,100\n3000,1100\n4000,100\n");
+	run(&r, "table heap '%s' --range 5 6", path);
+	CHECK_I64(r.status, 2);
+	CHECK_CONTAINS(r.err, "heaptrail: error: the window starts after the end of the trace (0.000003 s)");
+	unlink(path);
+}
+
 static void test_bad_input(void)
 {
 	static struct result r;
@@ -377,6 +398,7 @@ int main(int argc, char **argv)
 	test_agrees_with_analyze();
 	test_heap_rows();
 	test_commit();
+	test_unfinished();
 	test_bad_input();
 	test_timeline();
 	unlink(heap_trace);

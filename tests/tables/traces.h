@@ -114,6 +114,21 @@ static int tr_heap(const char *path)
 	return tr_end(w, 20000);
 }
 
+/* The start of the heap trace without a footer (a recording that did not finish): flushed, then abandoned. */
+static int tr_unfinished(const char *path)
+{
+	struct ht__writer *w;
+	int rc = tr_begin(&w, path);
+	if (rc < 0)
+		return rc;
+	tr_ev(w, HT_EV_ALLOC, 1000, 0x1000, 100, 1);
+	tr_ev(w, HT_EV_ALLOC, 2000, 0x2000, 1000, 2);
+	tr_ev(w, HT_EV_FREE, 3000, 0x2000, 0, 0);
+	rc = ht__writer_flush(w);
+	ht__writer_abort(w);
+	return rc;
+}
+
 static void tr_map(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr, uint64_t size, uint32_t prot,
 		   uint32_t stack)
 {
