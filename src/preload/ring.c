@@ -189,18 +189,28 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 {
 	if (!t->ring && !ht_claim(t))
 		return 0;
+	if (len > ht__g.ring_size - 16)
+		return 0; /* can never fit */
 	unsigned n = 0;
 	for (;;) {
 		uint32_t off = (uint32_t)t->wpos & ht__g.ring_mask;
 		uint32_t tail = ht__g.ring_size - off;
 		uint64_t need = (len > tail || tail - len == 8) ? (uint64_t)tail + len : len;
-		if (t->wpos + need <= t->limit)
-			return 1;
-		t->limit = atomic_load_explicit(&t->ring->read_pos, memory_order_acquire) + ht__g.ring_size;
-		if (t->wpos + need <= t->limit)
-			return 1;
-		if (need > ht__g.ring_size)
-			return 0; /* can never fit */
+		/* In a small ring PAD + record may exceed the ring: PAD alone first. */
+		uint64_t want = need > ht__g.ring_size ? tail : need;
+		if (t->wpos + want > t->limit)
+			t->limit = atomic_load_explicit(&t->ring->read_pos, memory_order_acquire) + ht__g.ring_size;
+		if (t->wpos + want <= t->limit) {
+			if (want == need)
+				return 1;
+			struct ht__rec *pad = (struct ht__rec *)(t->data + off);
+			memset(pad, 0, sizeof *pad);
+			pad->type = HT_REC_PAD;
+			pad->len = (uint16_t)tail;
+			t->wpos += tail;
+			atomic_store_explicit(&t->ring->write_pos, t->wpos, memory_order_release);
+			continue;
+		}
 		if (ht__g.flags & HT_SHM_LOSSY) {
 			atomic_store_explicit(&t->ring->lost,
 					      atomic_load_explicit(&t->ring->lost, memory_order_relaxed) + 1,

@@ -23,6 +23,12 @@ expect_count '^alloc func=malloc .* size=12001$' 12000
 expect_count '^thread_start ' 7
 expect_count '^thread_exit ' 6
 
+# 4 KiB rings: long records (modules, stacks) still fit, padding first
+record -r 4 -s 4096 -- "$PROGS/dlopen_prog" "$PROGS"
+expect "small rings exit status" "$RC" 0
+expect_count '^module_load .*/libdso_ctor\.so$' 1
+expect_count '^alloc func=malloc .* stack=[1-9][0-9]* .* size=800[123]$' 4
+
 record -r 3 -s 65536 -- "$PROGS/many_threads"
 expect "short threads exit status" "$RC" 0
 expect_count '^alloc func=malloc .* size=13001$' 320
