@@ -133,6 +133,16 @@ try {
 	const blocks = await page.evaluate(() => document.querySelectorAll('#commit-table .lbl-block').length);
 	check(blocks === 4, 'the four transient buffers are listed as blocks under the stack (' + blocks + ')');
 
+	// Typing the window and Apply recomputes it the same, and keeps what was expanded.
+	await page.fill('#win-from', String(t1 / 1e9));
+	await page.fill('#win-to', String(t2 / 1e9));
+	await page.click('#win-apply');
+	const again = await page.evaluate(() => [window.heaptrail.state.t1, window.heaptrail.state.t2]);
+	check(Math.abs(again[0] - t1) <= 1 && Math.abs(again[1] - t2) <= 1, 'Apply sets the typed window (' + again.join(', ') + ')');
+	const kept = await visibleLabels(page, 'commit-table');
+	check(kept.some((l) => l.startsWith('memtestapp!ManipulateTemporaryBuffer')) && (await rowCells(page, 'commit-table', 'Transient')).count === '4',
+		'after Apply the stack stays expanded and Transient still counts 4');
+
 	// The flame graph is drawn and searchable.
 	const rects = await page.evaluate(() => document.querySelectorAll('#flame svg rect').length);
 	check(rects >= 3, 'the flame graph has frames (' + rects + ')');

@@ -36,10 +36,15 @@ export function createTreeTable(el, kind, treeTitle) {
 	const allocTitle = kind === 'commit' ? 'Commit Time' : 'Alloc Time';
 	const freeTitle = kind === 'commit' ? 'Decommit Time' : 'Free Time';
 	const num = { hozAlign: 'right', headerHozAlign: 'right', sorter: 'number', headerSortStartingDir: 'desc', width: 120 };
+	// What the user opened or closed, by row path: kept across windows as WPA does.
+	const open = new Map();
 	const table = new Tabulator(el, {
 		data: [],
 		dataTree: true,
-		dataTreeStartExpanded: (row, level) => level < 1,
+		dataTreeStartExpanded: (row, level) => {
+			const p = row.getData().path;
+			return open.has(p) ? open.get(p) : level < 1;
+		},
 		dataTreeChildIndent: 14,
 		layout: 'fitColumns',
 		renderVertical: 'basic',
@@ -57,6 +62,8 @@ export function createTreeTable(el, kind, treeTitle) {
 			{ title: freeTitle, field: 'free', formatter: timeCell, ...num, headerSortStartingDir: 'asc' },
 		],
 	});
+	table.on('dataTreeRowExpanded', (row) => open.set(row.getData().path, true));
+	table.on('dataTreeRowCollapsed', (row) => open.set(row.getData().path, false));
 	let built = false;
 	let pending = null;
 	table.on('tableBuilt', () => {

@@ -160,7 +160,7 @@ export function buildTree(m, tab, ws, levels, labels) {
 			if (levels.includes('stack')) addBlocks(node, tab, ws, s, types);
 		}
 	}
-	return toRows(root).kids;
+	return toRows(root, '').kids;
 }
 
 // The individual blocks of a site under its innermost frame (exact lifetimes only).
@@ -183,8 +183,11 @@ function addBlocks(node, tab, ws, s, types) {
 	}
 }
 
-function toRows(node) {
+// path names a row by its keys from the root, the same in every window, so
+// the tables can keep what the user expanded when the window changes.
+function toRows(node, path) {
 	const row = {
+		path,
 		label: node.label,
 		where: node.where,
 		kind: node.kind || '',
@@ -198,7 +201,7 @@ function toRows(node) {
 		bytes: node.bytes,
 	};
 	if (node.kids) {
-		const kids = [...node.kids.values()].map(toRows);
+		const kids = [...node.kids.entries()].map(([k, c]) => toRows(c, path + '/' + k));
 		kids.sort((a, b) => b.size - a.size || b.live - a.live);
 		row.kids = kids;
 		row._children = kids;
