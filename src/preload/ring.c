@@ -84,21 +84,33 @@ void ht__threads_init(void)
 	ht_key_ok = pthread_key_create(&ht_key, ht_key_destructor) == 0;
 }
 
+/* The state of one wait for the collector (for room or for a ring). */
+struct ht_wait {
+	unsigned n;
+	uint64_t since; /* when the wait began to sleep */
+};
+
 /*
  * One step of waiting for the collector: spin, then yield, then sleep 50 us.
- * Returns 0 when the session is dead (heartbeat older than two seconds) or
- * stopping: the recorder has then gone dormant.
+ * Returns 0 when the session is stopping or dead: no heartbeat for two
+ * seconds, counted from the later of the last heartbeat and the start of
+ * this wait (a collector that never beat gets two seconds too). The
+ * recorder has then gone dormant.
  */
-static int ht_wait_step(unsigned *n)
+static int ht_wait_step(struct ht_wait *w)
 {
-	unsigned i = (*n)++;
+	unsigned i = w->n++;
 	if (i < 64) {
 		__builtin_ia32_pause();
 		return 1;
 	}
 	struct ht__shm_header *h = ht__g.hdr;
-	uint64_t hb = atomic_load(&h->heartbeat_ns);
 	uint64_t now = ht__clock();
+	if (!w->since)
+		w->since = now;
+	uint64_t hb = atomic_load(&h->heartbeat_ns);
+	if (hb < w->since)
+		hb = w->since;
 	if (atomic_load(&h->state) == HT_SESSION_STOPPING || (now > hb && now - hb > HT_DEAD_NS)) {
 		ht__go_dormant();
 		return 0;
@@ -148,22 +160,16 @@ static int ht_claim(struct ht__thread *t)
 {
 	if (!t->tid)
 		t->tid = (int32_t)syscall(SYS_gettid);
-	unsigned n = 0;
-	uint64_t t0 = 0;
+	struct ht_wait w = {0, 0};
 	while (!ht_try_claim(t)) {
 		/* After one timeout, later events only try once each. */
 		if (t->no_ring || atomic_load(&ht__g.state) == HT_ST_DORMANT)
 			goto fail;
-		if (!ht_wait_step(&n))
+		if (!ht_wait_step(&w))
 			return 0;
-		if (n > 128) {
-			uint64_t now = ht__clock();
-			if (!t0)
-				t0 = now;
-			else if (now - t0 > HT_DEAD_NS) {
-				t->no_ring = 1;
-				goto fail;
-			}
+		if (w.since && ht__clock() - w.since > HT_DEAD_NS) {
+			t->no_ring = 1;
+			goto fail;
 		}
 	}
 	t->no_ring = 0;
@@ -191,7 +197,7 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 		return 0;
 	if (len > ht__g.ring_size - 16)
 		return 0; /* can never fit */
-	unsigned n = 0;
+	struct ht_wait w = {0, 0};
 	for (;;) {
 		uint32_t off = (uint32_t)t->wpos & ht__g.ring_mask;
 		uint32_t tail = ht__g.ring_size - off;
@@ -217,7 +223,7 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 					      memory_order_relaxed);
 			return 0;
 		}
-		if (!ht_wait_step(&n))
+		if (!ht_wait_step(&w))
 			return 0;
 	}
 }
