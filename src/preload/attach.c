@@ -479,15 +479,24 @@ HT_EXPORT int ht_attach_start(const char *session_path)
 			rc = HT_ERR_NOMEM;
 	}
 	if (rc == 0) {
+		/*
+		 * Redirect first, with the hooks still passing through, then
+		 * start tracing: every function is traced from the same moment,
+		 * so no thread has, say, its mallocs traced but not its frees.
+		 */
 		atomic_store(&ht__g.state, HT_ST_INITIALIZING);
+		atomic_store(&ht_attached, 1);
+		ht_walk_all(0);
 		rc = ht__init_session(session_path, HT_PROC_ATTACHED);
+		if (rc < 0) {
+			atomic_store(&ht_attached, 0);
+			ht_walk_all(1);
+		}
 	}
 	if (rc == 0) {
 		ht_started = 1;
 		pthread_atfork(NULL, NULL, ht_attach_child);
 		on_exit(ht_attach_on_exit, NULL);
-		atomic_store(&ht_attached, 1);
-		ht_walk_all(0);
 	}
 	t->guard--;
 out:
@@ -521,8 +530,9 @@ HT_EXPORT int ht_attach_stop(void)
 	}
 	struct ht__thread *t = &ht__t;
 	t->guard++;
-	ht_walk_all(1);
+	/* Tracing ends for every function at once, then the entries go back. */
 	ht__go_dormant();
+	ht_walk_all(1);
 	/* Threads caught inside a hook finish their record. */
 	for (int i = 0; i < 200 && ht_any_busy(); i++) {
 		struct timespec ts = { 0, 100000 };
@@ -532,8 +542,10 @@ HT_EXPORT int ht_attach_stop(void)
 	nanosleep(&ts, NULL);
 	/*
 	 * A second view of the shared pages, then anonymous memory over the
-	 * first: a straggler still inside a hook writes there harmlessly, and
-	 * the rings are handed to the collector through the second view.
+	 * first: a straggler still inside a hook writes there harmlessly (one
+	 * waiting for room in its ring reads STOPPING there and gives up at
+	 * once), and the rings are handed to the collector through the second
+	 * view.
 	 */
 	char *hdr = (char *)ht__g.hdr;
 	size_t size = ht__g.map_size;
@@ -543,10 +555,12 @@ HT_EXPORT int ht_attach_stop(void)
 	if (!(view < 0 && view > -4096)) {
 		long m = syscall(SYS_mmap, hdr, size, PROT_READ | PROT_WRITE,
 				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-		if (m < 0 && m > -4096)
+		if (m < 0 && m > -4096) {
 			syscall(SYS_munmap, view, size); /* release the rings in place */
-		else
+		} else {
 			shared = (char *)view;
+			atomic_store(&((struct ht__shm_header *)hdr)->state, HT_SESSION_STOPPING);
+		}
 	}
 	for (uint32_t i = 0; i < count; i++) {
 		struct ht__ring *r = (struct ht__ring *)(shared + hsize + (size_t)i * stride);

@@ -1,0 +1,819 @@
+/*
+ * test_attach.c - `heaptrail record -p` end to end: attaches to the programs
+ * of this folder while they run (a busy 8-thread allocator, processes blocked
+ * in read(), two at once), checks the traces event by event through the
+ * reader API, checks that the processes run on correctly after the detach,
+ * and that a missing ptrace permission is one clear line with the target
+ * untouched. Every process started here is killed and reaped, also on
+ * failure, and the temporary directory is removed.
+ *
+ * Usage: test_attach HEAPTRAIL PROGRAM_DIR
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heaptrail/trace.h"
+
+static int failures;
+#define CHECK(c)                                                                          \
+	do {                                                                              \
+		if (!(c)) {                                                               \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+			failures++;                                                       \
+		}                                                                         \
+	} while (0)
+#define CHECK_EQ(a, b)                                                                     \
+	do {                                                                               \
+		long long a_ = (long long)(a), b_ = (long long)(b);                        \
+		if (a_ != b_) {                                                            \
+			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, \
+				#a, a_, b_);                                               \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+static const char *heaptrail, *progdir;
+static char tmp[128];
+
+/* ---- processes: every child is remembered until reaped ---- */
+
+#define MAX_KIDS 32
+static pid_t kids[MAX_KIDS];
+
+static void kid_add(pid_t pid)
+{
+	for (int i = 0; i < MAX_KIDS; i++)
+		if (!kids[i]) {
+			kids[i] = pid;
+			return;
+		}
+}
+
+static void kid_forget(pid_t pid)
+{
+	for (int i = 0; i < MAX_KIDS; i++)
+		if (kids[i] == pid)
+			kids[i] = 0;
+}
+
+static void kill_all(void)
+{
+	for (int i = 0; i < MAX_KIDS; i++)
+		if (kids[i] > 0) {
+			kill(kids[i], SIGKILL);
+			waitpid(kids[i], NULL, 0);
+			kids[i] = 0;
+		}
+}
+
+/* Waits for pid for up to ms; returns its status, or -1 (then it is killed). */
+static int wait_for(pid_t pid, int ms)
+{
+	int st;
+	for (int i = 0; i < ms; i++) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid) {
+			kid_forget(pid);
+			return st;
+		}
+		usleep(1000);
+	}
+	fprintf(stderr, "process %d did not end within %d ms\n", (int)pid, ms);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	kid_forget(pid);
+	return -1;
+}
+
+static void remove_tmp(void)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *e;
+	char path[512];
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			snprintf(path, sizeof(path), "%s/%s", tmp, e->d_name);
+			unlink(path);
+		}
+	if (d)
+		closedir(d);
+	rmdir(tmp);
+}
+
+static void cleanup(void)
+{
+	kill_all();
+	remove_tmp();
+}
+
+/*
+ * Starts argv with the given stdin, stdout and stderr (-1: /dev/null). The
+ * child dies with us. With as_nobody it runs as uid/gid 65534.
+ */
+static pid_t spawn(const char *const *argv, int in, int out, int err, bool as_nobody)
+{
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		if (dup2(in >= 0 ? in : null, 0) < 0 || dup2(out >= 0 ? out : null, 1) < 0 ||
+		    dup2(err >= 0 ? err : null, 2) < 0)
+			_exit(120);
+		if (chdir(tmp) < 0)
+			_exit(120);
+		if (as_nobody && (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0))
+			_exit(122);
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* after setuid, which clears it */
+		execv(argv[0], (char *const *)argv);
+		_exit(121);
+	}
+	kid_add(pid);
+	return pid;
+}
+
+/* One line from fd into buf (without the newline) within ms; false on timeout or EOF. */
+static bool read_line(int fd, char *buf, size_t n, int ms)
+{
+	size_t k = 0;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		long left = ms - ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd p = { fd, POLLIN, 0 };
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return false;
+		char c;
+		if (read(fd, &c, 1) != 1)
+			return false;
+		if (c == '\n') {
+			buf[k] = 0;
+			return true;
+		}
+		if (k + 1 < n)
+			buf[k++] = c;
+	}
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[16384];
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? 0 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return buf;
+}
+
+static long tracer_of(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	const char *s = strstr(slurp(path), "TracerPid:");
+	return s ? atol(s + 10) : -1;
+}
+
+static bool maps_have(pid_t pid, const char *what)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	bool found = false;
+	while (f && fgets(line, sizeof(line), f))
+		found |= strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Waits until pid sits in read(2) (syscall 0), so the attach meets it there. */
+static bool wait_in_read(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (int i = 0; i < 5000; i++) {
+		if (!strncmp(slurp(path), "0 ", 2))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* Starts `heaptrail record ARGS` with stderr on a pipe; waits for its
+   "tracing" line. Returns its pid; *errfd is the pipe. */
+static pid_t start_record(const char *const *args, int *errfd)
+{
+	const char *argv[16] = { heaptrail, "record" };
+	int n = 2;
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		exit(1);
+	pid_t pid = spawn(argv, -1, -1, p[1], false);
+	close(p[1]);
+	*errfd = p[0];
+	char line[512];
+	bool ok = read_line(p[0], line, sizeof(line), 20000);
+	if (!ok || !strstr(line, "tracing")) {
+		fprintf(stderr, "heaptrail record did not start tracing: '%s'\n", ok ? line : "(nothing)");
+		failures++;
+	}
+	return pid;
+}
+
+struct waiter {
+	pid_t pid;
+	int in, out;         /* its stdin (we write), its stdout (we read) */
+	uint64_t kept[8];    /* address of the kept block after each line */
+	int lines;
+};
+
+static void waiter_start(struct waiter *w, const char *count)
+{
+	char prog[512];
+	snprintf(prog, sizeof(prog), "%s/waiter", progdir);
+	const char *argv[] = { prog, count, NULL };
+	int in[2], out[2];
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+		exit(1);
+	w->pid = spawn(argv, in[0], out[1], -1, false);
+	close(in[0]);
+	close(out[1]);
+	w->in = in[1];
+	w->out = out[0];
+	w->lines = 0;
+	char line[256];
+	CHECK(read_line(w->out, line, sizeof(line), 5000));
+	CHECK(sscanf(line, "kept %lx", (unsigned long *)&w->kept[0]) == 1);
+	CHECK(wait_in_read(w->pid));
+}
+
+/* Sends one line; the waiter answers with its new kept block. */
+static bool waiter_poke(struct waiter *w)
+{
+	char line[256];
+	if (write(w->in, "go\n", 3) != 3 || !read_line(w->out, line, sizeof(line), 5000))
+		return false;
+	int n = 0;
+	unsigned long addr;
+	if (sscanf(line, "kept %lx %d", &addr, &n) != 2 || n != w->lines + 1 || n >= 8)
+		return false;
+	w->lines = n;
+	w->kept[n] = addr;
+	return true;
+}
+
+/* Closes its stdin: it exits 0. */
+static int waiter_end(struct waiter *w)
+{
+	close(w->in);
+	int st = wait_for(w->pid, 5000);
+	close(w->out);
+	return st;
+}
+
+static struct ht_reader *open_trace(const char *path)
+{
+	struct ht_reader *r = NULL;
+	int rc = ht_reader_open(&r, path);
+	if (rc < 0) {
+		fprintf(stderr, "cannot open '%s': %s\n", path, ht_strerror(rc));
+		failures++;
+		return NULL;
+	}
+	return r;
+}
+
+static const struct ht_process *process_of(struct ht_reader *r, pid_t pid)
+{
+	for (uint32_t i = 0; i < ht_reader_process_count(r); i++)
+		if (ht_reader_process(r, i)->pid == pid)
+			return ht_reader_process(r, i);
+	return NULL;
+}
+
+/* ---- the busy allocator ---- */
+
+#define NTHREADS 8
+
+struct busy_thread {
+	int32_t tid;
+	int k;          /* thread index from the sizes, -1 before the first group */
+	int phase;      /* 0: next is malloc(LO), 1: malloc(HI), 2: inside, 3: free(p) */
+	uint64_t i, lo, p, q;
+	bool mapped, unmapped;
+	uint64_t first, last, groups, mmaps;
+	unsigned errors;
+};
+
+static struct busy_thread *busy_thread_of(struct busy_thread *t, int *n, int32_t tid)
+{
+	for (int i = 0; i < *n; i++)
+		if (t[i].tid == tid)
+			return &t[i];
+	if (*n == 64)
+		return NULL;
+	memset(&t[*n], 0, sizeof(t[*n]));
+	t[*n].tid = tid;
+	t[*n].k = -1;
+	return &t[(*n)++];
+}
+
+static void busy_error(struct busy_thread *t, const char *what, const struct ht_event *ev)
+{
+	if (t->errors++ < 5)
+		fprintf(stderr, "busy thread %d: %s at event %s size %llu (group %llu)\n", (int)t->tid, what,
+			ht_event_name(ev->type), (unsigned long long)ev->size, (unsigned long long)t->groups);
+}
+
+/*
+ * Follows one thread's events through the groups of busy.c: every group
+ * after the first must be the next iteration, with nothing missing or extra.
+ */
+static void busy_step(struct busy_thread *t, const struct ht_event *ev)
+{
+	bool is_lo = ev->type == HT_EV_ALLOC && ev->size >= 64 && ev->size < 64 + 8 * 4096;
+	if (t->phase == 0 && t->groups == 0 && !t->lo && !is_lo)
+		return; /* before the first whole group */
+	switch (t->phase) {
+	case 0:
+		if (!is_lo)
+			return busy_error(t, "expected malloc(LO)", ev);
+		t->lo = ev->size;
+		t->p = ev->addr;
+		t->phase = 1;
+		return;
+	case 1: {
+		uint64_t hi = ev->size - 40000;
+		if (ev->type != HT_EV_ALLOC || ev->size < 40000 || hi >= 8 * 4096 || hi % 8 != (t->lo - 64) % 8)
+			return busy_error(t, "expected malloc(HI)", ev);
+		int k = (int)((t->lo - 64) % 8);
+		uint64_t i = (hi / 8) * 4096 + (t->lo - 64) / 8;
+		if (t->k >= 0 && k != t->k)
+			busy_error(t, "thread index changed", ev);
+		if (t->groups && i != t->last + 1)
+			busy_error(t, "iteration missing", ev);
+		t->k = k;
+		t->i = i;
+		t->q = ev->addr;
+		t->mapped = t->unmapped = false;
+		t->phase = 2;
+		return;
+	}
+	case 2:
+		if (ev->type == HT_EV_MMAP && !t->mapped && ev->size == 4096u * (unsigned)(t->k + 1)) {
+			t->mapped = true;
+			return;
+		}
+		if (ev->type == HT_EV_MUNMAP && t->mapped && !t->unmapped && ev->size == 4096u * (unsigned)(t->k + 1)) {
+			t->unmapped = true;
+			return;
+		}
+		if (ev->type != HT_EV_FREE || ev->addr != t->q)
+			return busy_error(t, "expected free(q)", ev);
+		if (t->mapped != (t->i % 1024 == 512) || t->mapped != t->unmapped)
+			busy_error(t, "mmap/munmap of the iteration wrong", ev);
+		t->phase = 3;
+		return;
+	case 3:
+		if (ev->type != HT_EV_FREE || ev->addr != t->p)
+			return busy_error(t, "expected free(p)", ev);
+		if (!t->groups)
+			t->first = t->i;
+		t->last = t->i;
+		t->groups++;
+		t->mmaps += t->mapped;
+		t->phase = 0;
+		return;
+	}
+}
+
+static volatile uint64_t *busy_counters(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static void test_busy(void)
+{
+	char prog[512], counters_path[256], trace[256];
+	snprintf(prog, sizeof(prog), "%s/busy", progdir);
+	snprintf(counters_path, sizeof(counters_path), "%s/counters", tmp);
+	snprintf(trace, sizeof(trace), "%s/busy.htr", tmp);
+	const char *argv[] = { prog, counters_path, "8", NULL };
+	pid_t pid = spawn(argv, -1, -1, -1, false);
+	volatile uint64_t *c = NULL;
+	for (int i = 0; i < 5000 && !c; i++) {
+		usleep(1000);
+		struct stat st;
+		if (stat(counters_path, &st) == 0 && st.st_size == 4096)
+			c = busy_counters(counters_path);
+	}
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	/* Busy: every thread has allocated for a while. */
+	for (int i = 0; i < 5000; i++) {
+		int ready = 0;
+		for (int k = 0; k < NTHREADS; k++)
+			ready += c[k] > 1000;
+		if (ready == NTHREADS)
+			break;
+		usleep(1000);
+	}
+	uint64_t before[NTHREADS], after[NTHREADS];
+	for (int k = 0; k < NTHREADS; k++)
+		before[k] = c[k];
+
+	char pidarg[32];
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)pid);
+	const char *rec[] = { heaptrail, "record", "-q", "-p", pidarg, "--duration", "1", "-o", trace, NULL };
+	char errpath[256];
+	snprintf(errpath, sizeof(errpath), "%s/busy.err", tmp);
+	int errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	pid_t hp = spawn(rec, -1, -1, errfd, false);
+	close(errfd);
+	int st = wait_for(hp, 60000);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "heaptrail record -p said: %s\n", slurp(errpath));
+	usleep(50000);
+	for (int k = 0; k < NTHREADS; k++)
+		after[k] = c[k];
+	CHECK_EQ(tracer_of(pid), 0);
+
+	struct ht_reader *r = open_trace(trace);
+	if (r) {
+		CHECK(ht_reader_info(r)->flags & HT_TRACEF_ATTACHED);
+		CHECK(ht_reader_info(r)->flags & HT_TRACEF_COMPLETE);
+		CHECK_EQ(ht_reader_info(r)->events_lost, 0);
+		static struct busy_thread th[64];
+		int nth = 0, starts = 0, names = 0;
+		struct ht_event ev;
+		while (ht_reader_next(r, &ev) > 0) {
+			if (ev.pid != pid)
+				continue;
+			starts += ev.type == HT_EV_PROCESS_START;
+			names += ev.type == HT_EV_THREAD_START && ev.name && !strncmp(ev.name, "busy", 4);
+			if (ev.type < HT_EV_ALLOC || ev.type > HT_EV_MPROTECT)
+				continue;
+			struct busy_thread *t = busy_thread_of(th, &nth, ev.tid);
+			if (t)
+				busy_step(t, &ev);
+		}
+		CHECK_EQ(starts, 1);
+		CHECK_EQ(names, NTHREADS); /* a THREAD_START with its name from each worker */
+		const struct ht_process *p = process_of(r, pid);
+		CHECK(p && (p->flags & HT_PROCF_ATTACHED));
+		int workers = 0;
+		unsigned seen = 0;
+		for (int i = 0; i < nth; i++) {
+			struct busy_thread *t = &th[i];
+			if (t->k < 0)
+				continue;
+			workers++;
+			seen |= 1u << t->k;
+			CHECK_EQ(t->errors, 0);
+			CHECK(t->groups >= 100);
+			/* Exact: every iteration from the first traced to the last is there. */
+			CHECK_EQ(t->groups, t->last - t->first + 1);
+			uint64_t want_mmaps = 0;
+			for (uint64_t i = t->first; i <= t->last; i++)
+				want_mmaps += i % 1024 == 512;
+			CHECK_EQ(t->mmaps, want_mmaps);
+			/* The program's own counters bracket the traced interval. */
+			CHECK(t->first >= before[t->k]);
+			CHECK(t->last < after[t->k]);
+			if (t->errors || t->first < before[t->k] || t->last >= after[t->k])
+				fprintf(stderr, "thread %d: iterations %llu..%llu traced, counter %llu before, %llu after\n",
+					t->k, (unsigned long long)t->first, (unsigned long long)t->last,
+					(unsigned long long)before[t->k], (unsigned long long)after[t->k]);
+		}
+		CHECK_EQ(workers, NTHREADS);
+		CHECK_EQ(seen, (1u << NTHREADS) - 1);
+		ht_reader_close(r);
+	}
+
+	/* Detached: it keeps allocating, nothing of ours is live in it, and it ends well. */
+	usleep(200000);
+	for (int k = 0; k < NTHREADS; k++)
+		CHECK(c[k] > after[k]);
+	CHECK(!maps_have(pid, "/heaptrail/session"));
+	kill(pid, SIGTERM);
+	st = wait_for(pid, 10000);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	munmap((void *)c, 4096);
+}
+
+/* ---- processes blocked in read() ---- */
+
+struct waiter_counts {
+	int big_allocs, big_frees, kept_allocs, unknown_free, exits;
+	uint64_t kept_addr;
+};
+
+/* Counts the events of w's pid: its 12345-byte blocks, its kept block, and
+   whether the block it had before the attach is freed without an allocation. */
+static void count_waiter(struct ht_reader *r, const struct waiter *w, struct waiter_counts *out)
+{
+	memset(out, 0, sizeof(*out));
+	ht_reader_rewind(r);
+	struct ht_event ev;
+	bool seen_before = false;
+	uint64_t big[64];
+	int nbig = 0;
+	while (ht_reader_next(r, &ev) > 0) {
+		if (ev.pid != w->pid)
+			continue;
+		if (ev.type == HT_EV_PROCESS_EXIT)
+			out->exits++;
+		if (ev.type == HT_EV_ALLOC && ev.size == 12345) {
+			out->big_allocs++;
+			if (nbig < 64)
+				big[nbig++] = ev.addr;
+		}
+		if (ev.type == HT_EV_FREE)
+			for (int i = 0; i < nbig; i++)
+				if (big[i] == ev.addr) {
+					out->big_frees++;
+					big[i] = 0;
+					break;
+				}
+		if (ev.type == HT_EV_ALLOC && ev.size == 777) {
+			out->kept_allocs++;
+			out->kept_addr = ev.addr;
+		}
+		if ((ev.type == HT_EV_ALLOC || ev.type == HT_EV_FREE) && ev.addr == w->kept[0] && !seen_before) {
+			seen_before = true;
+			out->unknown_free = ev.type == HT_EV_FREE;
+		}
+	}
+}
+
+/* heaptrail info's "frees of unknown" of the whole trace, or -1. */
+static long info_unknown_frees(const char *trace, bool *attached_note)
+{
+	char out[256];
+	snprintf(out, sizeof(out), "%s/info.txt", tmp);
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	const char *argv[] = { heaptrail, "info", trace, NULL };
+	pid_t pid = spawn(argv, -1, fd, -1, false);
+	close(fd);
+	int st = wait_for(pid, 30000);
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return -1;
+	const char *text = slurp(out);
+	*attached_note = strstr(text, "attached") != NULL;
+	const char *total = strstr(text, "\ntotal:");
+	const char *line = total ? strstr(total, "frees of unknown") : NULL;
+	return line ? atol(line + strlen("frees of unknown")) : -1;
+}
+
+static void test_blocked_in_read(void)
+{
+	struct waiter w;
+	waiter_start(&w, "5");
+	char trace[256], pidarg[32];
+	snprintf(trace, sizeof(trace), "%s/wait.htr", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
+	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	int errfd;
+	pid_t hp = start_record(args, &errfd);
+	/* Put back into its read(): it still waits there, then wakes for our line. */
+	CHECK(wait_in_read(w.pid));
+	CHECK(waiter_poke(&w));
+	kill(hp, SIGINT);
+	int st = wait_for(hp, 30000);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(errfd);
+	CHECK_EQ(tracer_of(w.pid), 0);
+	/* After the detach: it handles a second line as before and exits 0. */
+	CHECK(waiter_poke(&w));
+	st = waiter_end(&w);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	struct ht_reader *r = open_trace(trace);
+	if (!r)
+		return;
+	CHECK(ht_reader_info(r)->flags & HT_TRACEF_ATTACHED);
+	const struct ht_process *p = process_of(r, w.pid);
+	CHECK(p && (p->flags & HT_PROCF_ATTACHED) && !(p->flags & HT_PROCF_ROOT));
+	struct waiter_counts n;
+	count_waiter(r, &w, &n);
+	CHECK_EQ(n.big_allocs, 5);
+	CHECK_EQ(n.big_frees, 5);
+	CHECK_EQ(n.kept_allocs, 1);
+	CHECK_EQ(n.kept_addr, w.kept[1]);
+	CHECK_EQ(n.unknown_free, 1); /* the block from before the attach */
+	CHECK_EQ(n.exits, 0);
+	ht_reader_close(r);
+	bool note = false;
+	CHECK_EQ(info_unknown_frees(trace, &note), 1);
+	CHECK(note);
+}
+
+static void test_two_processes(void)
+{
+	struct waiter a, b;
+	waiter_start(&a, "5");
+	waiter_start(&b, "7");
+	char trace[256], pidarg[64];
+	snprintf(trace, sizeof(trace), "%s/two.htr", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d,%d", (int)a.pid, (int)b.pid);
+	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	int errfd;
+	pid_t hp = start_record(args, &errfd);
+	CHECK(waiter_poke(&a));
+	CHECK(waiter_poke(&b));
+	/* One ends while traced: its exit is in the trace; the other goes on. */
+	int st = waiter_end(&a);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(waiter_poke(&b));
+	kill(hp, SIGTERM);
+	st = wait_for(hp, 30000);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(errfd);
+	CHECK(waiter_poke(&b));
+	st = waiter_end(&b);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	struct ht_reader *r = open_trace(trace);
+	if (!r)
+		return;
+	const struct ht_process *pa = process_of(r, a.pid), *pb = process_of(r, b.pid);
+	CHECK(pa && (pa->flags & HT_PROCF_ATTACHED));
+	CHECK(pb && (pb->flags & HT_PROCF_ATTACHED));
+	CHECK(pa && (pa->flags & HT_PROCF_EXITED) && pa->exit_code == 0);
+	struct waiter_counts n;
+	count_waiter(r, &a, &n);
+	CHECK_EQ(n.big_allocs, 5);
+	CHECK_EQ(n.big_frees, 5);
+	CHECK_EQ(n.unknown_free, 1);
+	CHECK_EQ(n.exits, 1);
+	count_waiter(r, &b, &n);
+	CHECK_EQ(n.big_allocs, 14);
+	CHECK_EQ(n.big_frees, 14);
+	CHECK_EQ(n.kept_allocs, 2);
+	CHECK_EQ(n.unknown_free, 1);
+	CHECK_EQ(n.exits, 0);
+	ht_reader_close(r);
+}
+
+/* A process that exits ends the recording by itself. */
+static void test_target_exits(void)
+{
+	struct waiter w;
+	waiter_start(&w, "1");
+	char trace[256], pidarg[32];
+	snprintf(trace, sizeof(trace), "%s/exit.htr", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
+	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	int errfd;
+	pid_t hp = start_record(args, &errfd);
+	CHECK(waiter_poke(&w));
+	int st = waiter_end(&w);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = wait_for(hp, 20000);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(errfd);
+	struct ht_reader *r = open_trace(trace);
+	if (!r)
+		return;
+	const struct ht_process *p = process_of(r, w.pid);
+	CHECK(p && (p->flags & HT_PROCF_EXITED) && p->exit_code == 0);
+	ht_reader_close(r);
+}
+
+/* Without ptrace permission: one clear line, non-zero exit, the target untouched. */
+static void test_no_permission(void)
+{
+	struct waiter w;
+	waiter_start(&w, "2");
+	char trace[256], pidarg[32], errpath[256];
+	snprintf(trace, sizeof(trace), "%s/perm.htr", tmp);
+	snprintf(errpath, sizeof(errpath), "%s/perm.err", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
+	int errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	const char *argv[] = { heaptrail, "record", "-p", pidarg, "-o", trace, NULL };
+	pid_t hp = spawn(argv, -1, -1, errfd, true);
+	close(errfd);
+	int st = wait_for(hp, 20000);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 122);
+	const char *err = slurp(errpath);
+	const char *nl = strchr(err, '\n');
+	CHECK(nl && nl[1] == 0); /* exactly one line */
+	CHECK(strstr(err, "cannot attach to process") && strstr(err, pidarg));
+	CHECK(strstr(err, "permission denied"));
+	CHECK(strstr(err, "root") || strstr(err, "same user") || strstr(err, "ptrace_scope"));
+	if (failures)
+		fprintf(stderr, "heaptrail said: %s", err);
+	CHECK(access(trace, F_OK) != 0);
+	/* Untouched: never traced, no recorder in it, and it works. */
+	CHECK_EQ(tracer_of(w.pid), 0);
+	CHECK(!maps_have(w.pid, "libheaptrail"));
+	CHECK(wait_in_read(w.pid));
+	CHECK(waiter_poke(&w));
+	st = waiter_end(&w);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* Mistakes on the command line: a message and exit status 2, nothing started. */
+static void test_bad_arguments(void)
+{
+	static const char *const cases[][6] = {
+		{ "record", "-p", "0", NULL },
+		{ "record", "-p", "12x", NULL },
+		{ "record", "-p", "2147483647", NULL },
+		{ "record", "--duration", "1", "--", "/bin/true", NULL },
+		{ "record", "-p", "1", "--duration", "soon", NULL },
+		{ "record", "-p", "1", "/bin/true", NULL },
+	};
+	static const char *const want[] = { "invalid process id", "invalid process id", "no process 2147483647",
+					    "--duration goes with -p", "invalid duration", "not both" };
+	char errpath[256];
+	snprintf(errpath, sizeof(errpath), "%s/args.err", tmp);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[8] = { heaptrail };
+		for (int k = 0; cases[i][k]; k++)
+			argv[k + 1] = cases[i][k];
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		pid_t pid = spawn(argv, -1, -1, fd, false);
+		close(fd);
+		int st = wait_for(pid, 10000);
+		CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 2);
+		const char *err = slurp(errpath);
+		if (!strstr(err, want[i])) {
+			fprintf(stderr, "case %zu: wanted '%s' in: %s\n", i, want[i], err);
+			failures++;
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: test_attach HEAPTRAIL PROGRAM_DIR\n");
+		return 2;
+	}
+	/* Absolute: the programs run in the temporary directory. */
+	heaptrail = realpath(argv[1], NULL);
+	progdir = realpath(argv[2], NULL);
+	if (!heaptrail || !progdir) {
+		fprintf(stderr, "test_attach: cannot find '%s' or '%s'\n", argv[1], argv[2]);
+		return 2;
+	}
+	snprintf(tmp, sizeof(tmp), "/tmp/htattach.XXXXXX");
+	if (!mkdtemp(tmp)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	atexit(cleanup);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct {
+		const char *name;
+		void (*fn)(void);
+	} tests[] = {
+		{ "bad arguments", test_bad_arguments },
+		{ "no permission", test_no_permission },
+		{ "blocked in read", test_blocked_in_read },
+		{ "two processes", test_two_processes },
+		{ "target exits", test_target_exits },
+		{ "busy 8 threads", test_busy },
+	};
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		int before = failures;
+		tests[i].fn();
+		kill_all();
+		printf("%s: %s\n", before == failures ? "ok" : "FAIL", tests[i].name);
+	}
+	return failures ? 1 : 0;
+}

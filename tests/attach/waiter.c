@@ -1,0 +1,42 @@
+/*
+ * waiter.c - a program that spends its life blocked in read() on stdin, for
+ * the attach tests. It keeps one block of 777 bytes; for each line it reads it
+ * frees that block (the first one was allocated before any attach), makes
+ * COUNT blocks of 12345 bytes and frees them, keeps a new block of 777 bytes,
+ * and prints "kept ADDR N" (N lines handled so far). Exits 0 at end of file.
+ *
+ * Usage: waiter [COUNT]   (default 5)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	int count = argc > 1 ? atoi(argv[1]) : 5;
+	setvbuf(stdout, NULL, _IONBF, 0);
+	char *kept = malloc(777);
+	printf("kept %p 0\n", (void *)kept);
+	char buf[256];
+	int lines = 0;
+	for (;;) {
+		/* read(2) itself, not stdio: the process sits in this system call. */
+		ssize_t n = read(0, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] != '\n')
+				continue;
+			free(kept);
+			for (int j = 0; j < count; j++) {
+				volatile char *p = malloc(12345);
+				p[0] = (char)j;
+				free((void *)p);
+			}
+			kept = malloc(777);
+			printf("kept %p %d\n", (void *)kept, ++lines);
+		}
+	}
+	free(kept);
+	return 0;
+}
