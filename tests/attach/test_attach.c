@@ -422,42 +422,21 @@ static volatile uint64_t *busy_counters(const char *path)
 	return m == MAP_FAILED ? NULL : m;
 }
 
-static void test_busy(void)
+/*
+ * One attach to the running busy program for duration: every worker's
+ * traced iterations are whole and consecutive, bracketed by the program's
+ * own counters, and the program keeps going after the detach.
+ */
+static void busy_round(pid_t pid, volatile uint64_t *c, const char *duration, const char *name)
 {
-	char prog[512], counters_path[256], trace[256];
-	snprintf(prog, sizeof(prog), "%s/busy", progdir);
-	snprintf(counters_path, sizeof(counters_path), "%s/counters", tmp);
-	snprintf(trace, sizeof(trace), "%s/busy.htr", tmp);
-	const char *argv[] = { prog, counters_path, "8", NULL };
-	pid_t pid = spawn(argv, -1, -1, -1, false);
-	volatile uint64_t *c = NULL;
-	for (int i = 0; i < 5000 && !c; i++) {
-		usleep(1000);
-		struct stat st;
-		if (stat(counters_path, &st) == 0 && st.st_size == 4096)
-			c = busy_counters(counters_path);
-	}
-	CHECK(c != NULL);
-	if (!c)
-		return;
-	/* Busy: every thread has allocated for a while. */
-	for (int i = 0; i < 5000; i++) {
-		int ready = 0;
-		for (int k = 0; k < NTHREADS; k++)
-			ready += c[k] > 1000;
-		if (ready == NTHREADS)
-			break;
-		usleep(1000);
-	}
+	char trace[256], errpath[256], pidarg[32];
+	snprintf(trace, sizeof(trace), "%s/%s.htr", tmp, name);
+	snprintf(errpath, sizeof(errpath), "%s/%s.err", tmp, name);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)pid);
 	uint64_t before[NTHREADS], after[NTHREADS];
 	for (int k = 0; k < NTHREADS; k++)
 		before[k] = c[k];
-
-	char pidarg[32];
-	snprintf(pidarg, sizeof(pidarg), "%d", (int)pid);
-	const char *rec[] = { heaptrail, "record", "-q", "-p", pidarg, "--duration", "1", "-o", trace, NULL };
-	char errpath[256];
-	snprintf(errpath, sizeof(errpath), "%s/busy.err", tmp);
+	const char *rec[] = { heaptrail, "record", "-q", "-p", pidarg, "--duration", duration, "-o", trace, NULL };
 	int errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	pid_t hp = spawn(rec, -1, -1, errfd, false);
 	close(errfd);
@@ -513,8 +492,8 @@ static void test_busy(void)
 			CHECK(t->first >= before[t->k]);
 			CHECK(t->last < after[t->k]);
 			if (t->errors || t->first < before[t->k] || t->last >= after[t->k])
-				fprintf(stderr, "thread %d: iterations %llu..%llu traced, counter %llu before, %llu after\n",
-					t->k, (unsigned long long)t->first, (unsigned long long)t->last,
+				fprintf(stderr, "%s: thread %d: iterations %llu..%llu traced, counter %llu before, %llu after\n",
+					name, t->k, (unsigned long long)t->first, (unsigned long long)t->last,
 					(unsigned long long)before[t->k], (unsigned long long)after[t->k]);
 		}
 		CHECK_EQ(workers, NTHREADS);
@@ -522,13 +501,45 @@ static void test_busy(void)
 		ht_reader_close(r);
 	}
 
-	/* Detached: it keeps allocating, nothing of ours is live in it, and it ends well. */
+	/* Detached: every thread keeps allocating, and no session is mapped in it. */
 	usleep(200000);
 	for (int k = 0; k < NTHREADS; k++)
 		CHECK(c[k] > after[k]);
 	CHECK(!maps_have(pid, "/heaptrail/session"));
+}
+
+static void test_busy(void)
+{
+	char prog[512], counters_path[256];
+	snprintf(prog, sizeof(prog), "%s/busy", progdir);
+	snprintf(counters_path, sizeof(counters_path), "%s/counters", tmp);
+	const char *argv[] = { prog, counters_path, "8", NULL };
+	pid_t pid = spawn(argv, -1, -1, -1, false);
+	volatile uint64_t *c = NULL;
+	for (int i = 0; i < 5000 && !c; i++) {
+		usleep(1000);
+		struct stat st;
+		if (stat(counters_path, &st) == 0 && st.st_size == 4096)
+			c = busy_counters(counters_path);
+	}
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	/* Busy: every thread has allocated for a while. */
+	for (int i = 0; i < 5000; i++) {
+		int ready = 0;
+		for (int k = 0; k < NTHREADS; k++)
+			ready += c[k] > 1000;
+		if (ready == NTHREADS)
+			break;
+		usleep(1000);
+	}
+	busy_round(pid, c, "1", "busy1");
+	/* Attached again: a fresh recorder, the same exact trace. */
+	busy_round(pid, c, "500ms", "busy2");
+	/* Its own checks passed all along: it ends with its normal status. */
 	kill(pid, SIGTERM);
-	st = wait_for(pid, 10000);
+	int st = wait_for(pid, 10000);
 	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	munmap((void *)c, 4096);
 }
