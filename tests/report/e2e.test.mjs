@@ -143,6 +143,11 @@ try {
 	check(kept.some((l) => l.startsWith('memtestapp!ManipulateTemporaryBuffer')) && (await rowCells(page, 'commit-table', 'Transient')).count === '4',
 		'after Apply the stack stays expanded and Transient still counts 4');
 
+	// Clicking Transient highlights its four buffers on the committed graph.
+	await page.click('#commit-table .lbl-impacting >> text=Transient');
+	const hl = await page.evaluate(() => window.heaptrail.state.highlighted);
+	check(hl && hl.kind === 'commit' && hl.spans === 4, 'clicking Transient highlights 4 spans on the committed graph (' + JSON.stringify(hl) + ')');
+
 	// The flame graph is drawn and searchable.
 	const rects = await page.evaluate(() => document.querySelectorAll('#flame svg rect').length);
 	check(rects >= 3, 'the flame graph has frames (' + rects + ')');

@@ -25,6 +25,24 @@ export function drawCharts(el, series, specs, durationNs, onSelect) {
 	const span = durationNs / 1e9;
 	const charts = [];
 	let syncing = false;
+	// Spans highlighted on a chart by id ([t1, t2] in ns), drawn over the series.
+	const marks = new Map();
+
+	const drawMarks = (u) => {
+		const list = marks.get(u.htId);
+		if (!list || !list.length) return;
+		const ctx = u.ctx;
+		const { top, height, left, width } = u.bbox;
+		ctx.save();
+		ctx.fillStyle = 'rgba(30, 100, 230, 0.35)';
+		for (const [a, b] of list) {
+			const x1 = Math.max(left, u.valToPos(a / 1e9, 'x', true));
+			const x2 = Math.min(left + width, u.valToPos(b / 1e9, 'x', true));
+			// At least two device pixels, so a 10 ms buffer in a minute-long trace shows.
+			ctx.fillRect(x1, top, Math.max(x2 - x1, 2), height);
+		}
+		ctx.restore();
+	};
 
 	const selectAll = (t1, t2, from) => {
 		syncing = true;
@@ -71,6 +89,7 @@ export function drawCharts(el, series, specs, durationNs, onSelect) {
 			],
 			cursor: { drag: { x: true, y: false, setScale: false }, sync: { key: 'heaptrail' } },
 			hooks: {
+				draw: [drawMarks],
 				setSelect: [
 					(u) => {
 						if (syncing || u.select.width < 2) return;
@@ -83,7 +102,9 @@ export function drawCharts(el, series, specs, durationNs, onSelect) {
 				],
 			},
 		};
-		charts.push(new uPlot(opts, data, box));
+		const u = new uPlot(opts, data, box);
+		u.htId = spec.id;
+		charts.push(u);
 	}
 
 	window.addEventListener('resize', () => {
@@ -93,6 +114,11 @@ export function drawCharts(el, series, specs, durationNs, onSelect) {
 	return {
 		charts,
 		select: (t1, t2) => selectAll(t1, t2, null),
+		// Highlights spans on the chart with that id (an empty list clears).
+		highlight: (id, list) => {
+			marks.set(id, list);
+			for (const c of charts) if (c.htId === id) c.redraw(false);
+		},
 		clear: () => {
 			syncing = true;
 			for (const c of charts) c.setSelect({ left: 0, width: 0, top: 0, height: 0 }, false);

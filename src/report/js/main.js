@@ -7,7 +7,7 @@ import 'tabulator-tables/dist/css/tabulator_simple.min.css';
 import '../css/report.css';
 
 import { loadModel, processLabel } from './model.js';
-import { windowSites, windowTotals, buildTree, flameTree, xperfRows, METRICS, SORT_KEYS } from './window.js';
+import { windowSites, windowTotals, buildTree, flameTree, xperfRows, spans, METRICS, SORT_KEYS } from './window.js';
 import { drawCharts } from './charts.js';
 import { createTreeTable, createXperfTable } from './tables.js';
 import { createFlame } from './flame.js';
@@ -83,8 +83,17 @@ function main() {
 	const file = m.trace.file || 'TRACE.htr';
 	const state = { t1: m.fullWindow[0], t2: m.fullWindow[1], heap: null, commit: null };
 
-	const heapTable = createTreeTable($('heap-table'), 'heap', 'Process / Handle / Impacting Type / Stack');
-	const commitTable = createTreeTable($('commit-table'), 'commit', 'Process / Impacting Type / Commit Stack');
+	let charts = null;
+	// A picked row's blocks are highlighted on its graph; a new window clears them.
+	const pick = (kind) => (row) => {
+		const tab = kind === 'commit' ? m.commit : m.heap;
+		const ws = kind === 'commit' ? state.commit : state.heap;
+		const list = row.kind === 'block' ? [[row.alloc, Math.min(row.free, m.trace.duration_ns)]] : spans(tab, ws, row.sk || [], m.trace.duration_ns);
+		charts.highlight(kind, list);
+		state.highlighted = { kind, spans: list.length };
+	};
+	const heapTable = createTreeTable($('heap-table'), 'heap', 'Process / Handle / Impacting Type / Stack', pick('heap'));
+	const commitTable = createTreeTable($('commit-table'), 'commit', 'Process / Impacting Type / Commit Stack', pick('commit'));
 	const xperf = createXperfTable($('xperf-table'));
 	const flame = createFlame($('flame'), $('flame-details'));
 
@@ -130,6 +139,10 @@ function main() {
 	}
 
 	function setWindow(t1, t2) {
+		if (charts) {
+			charts.highlight('heap', []);
+			charts.highlight('commit', []);
+		}
 		state.t1 = t1;
 		state.t2 = t2;
 		state.heap = windowSites(m.heap, t1, t2);
@@ -158,7 +171,7 @@ function main() {
 		state.timings = { tables: p1 - p0, flame: p2 - p1, xperf: performance.now() - p2 };
 	}
 
-	const charts = drawCharts($('charts'), m.series, chartSpecs(m), m.trace.duration_ns, (t1, t2) => setWindow(t1, t2));
+	charts = drawCharts($('charts'), m.series, chartSpecs(m), m.trace.duration_ns, (t1, t2) => setWindow(t1, t2));
 
 	$('win-reset').addEventListener('click', () => {
 		charts.clear();

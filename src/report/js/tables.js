@@ -2,10 +2,10 @@
 // tree (Process -> Handle -> Impacting Type -> Stack -> blocks) drawn with
 // Tabulator, recomputed from scratch whenever the window changes.
 
-import { Tabulator, SortModule, FormatModule, DataTreeModule, ResizeColumnsModule, TooltipModule } from 'tabulator-tables';
+import { Tabulator, SortModule, FormatModule, DataTreeModule, ResizeColumnsModule, TooltipModule, InteractionModule } from 'tabulator-tables';
 import { fmtBytes, fmtCount, fmtTime, esc } from './format.js';
 
-Tabulator.registerModule([SortModule, FormatModule, DataTreeModule, ResizeColumnsModule, TooltipModule]);
+Tabulator.registerModule([SortModule, FormatModule, DataTreeModule, ResizeColumnsModule, TooltipModule, InteractionModule]);
 
 const bytesCell = (cell) => esc(fmtBytes(cell.getValue()));
 const countCell = (cell) => esc(fmtCount(cell.getValue()));
@@ -30,9 +30,10 @@ function labelCell(cell) {
 
 /*
  * Creates a table in el; kind is 'heap' or 'commit' (which names the time
- * columns as WPA does). Returns { update(rows) }.
+ * columns as WPA does); onPick(rowData) is called when a row is clicked.
+ * Returns { update(rows) }.
  */
-export function createTreeTable(el, kind, treeTitle) {
+export function createTreeTable(el, kind, treeTitle, onPick) {
 	const allocTitle = kind === 'commit' ? 'Commit Time' : 'Alloc Time';
 	const freeTitle = kind === 'commit' ? 'Decommit Time' : 'Free Time';
 	const num = { hozAlign: 'right', headerHozAlign: 'right', sorter: 'number', headerSortStartingDir: 'desc', width: 120 };
@@ -61,6 +62,15 @@ export function createTreeTable(el, kind, treeTitle) {
 			{ title: allocTitle, field: 'alloc', formatter: timeCell, ...num, headerSortStartingDir: 'asc' },
 			{ title: freeTitle, field: 'free', formatter: timeCell, ...num, headerSortStartingDir: 'asc' },
 		],
+	});
+	// A click on a row highlights its blocks on the graph, as WPA does.
+	let picked = null;
+	table.on('rowClick', (e, row) => {
+		if (e.target.closest('.tabulator-data-tree-control')) return;
+		if (picked) picked.classList.remove('picked');
+		picked = row.getElement();
+		picked.classList.add('picked');
+		if (onPick) onPick(row.getData());
 	});
 	table.on('dataTreeRowExpanded', (row) => open.set(row.getData().path, true));
 	table.on('dataTreeRowCollapsed', (row) => open.set(row.getData().path, false));

@@ -93,6 +93,12 @@ function newNode(label, extra) {
 	return Object.assign({ label, where: '', count: 0, size: 0, impacting: 0, live: 0, kids: null }, extra);
 }
 
+// Remembers which site and types a group holds, so a click can highlight them.
+function mark(node, s, types) {
+	if (!node.sk) node.sk = [];
+	for (const t of types) node.sk.push(s * 4 + t);
+}
+
 function addStats(node, st) {
 	node.count += st.count;
 	node.size += st.size;
@@ -132,28 +138,34 @@ export function buildTree(m, tab, ws, levels, labels) {
 					const p = tab.sites.process[s];
 					node = child(node, 'p' + p, () => newNode(labels.process(p), { kind: 'process' }));
 					addStats(node, st);
+					mark(node, s, types);
 				} else if (lv === 'handle') {
 					const h = tab.sites.handle[s];
 					node = child(node, 'h' + h, () => newNode(labels.handle(h), { kind: 'handle' }));
 					addStats(node, st);
+					mark(node, s, types);
 				} else if (lv === 'impacting') {
 					const name = impactingName(types[0]);
 					node = child(node, name, () => newNode(name, { kind: 'impacting' }));
 					addStats(node, st);
+					mark(node, s, types);
 				} else if (lv === 'type') {
 					const name = TYPE_NAMES[types[0]];
 					node = child(node, name, () => newNode(name, { kind: 'type', type: name }));
 					addStats(node, st);
+					mark(node, s, types);
 				} else if (lv === 'stack') {
 					const frames = m.stacks[tab.sites.stack[s]] || [];
 					if (!frames.length) {
 						node = child(node, 'nostack', () => newNode('[no stack]', { kind: 'frame' }));
 						addStats(node, st);
+						mark(node, s, types);
 					}
 					for (const f of frames) {
 						node = child(node, 'f' + f, () =>
 							newNode(m.frames.names[f], { kind: 'frame', where: m.frames.where[f] }));
 						addStats(node, st);
+						mark(node, s, types);
 					}
 				}
 			}
@@ -199,6 +211,7 @@ function toRows(node, path) {
 		alloc: node.alloc,
 		free: node.free,
 		bytes: node.bytes,
+		sk: node.sk,
 	};
 	if (node.kids) {
 		const kids = [...node.kids.entries()].map(([k, c]) => toRows(c, path + '/' + k));
@@ -207,6 +220,22 @@ function toRows(node, path) {
 		row._children = kids;
 	}
 	return row;
+}
+
+/*
+ * The [alloc, free) spans of the exact lifetimes in window ws whose site and
+ * type (site * 4 + type) are in keys, at most limit of them: what a click on
+ * a table row highlights on the graph. Free is capped at end.
+ */
+export function spans(tab, ws, keys, end, limit = 20000) {
+	const want = new Set(keys);
+	const it = tab.items;
+	const out = [];
+	for (let i = 0; i < it.exactCount && out.length < limit; i++) {
+		const t = classify(it.alloc[i], it.free[i], ws.t1, ws.t2);
+		if (t >= 0 && want.has(it.site[i] * 4 + t)) out.push([it.alloc[i], Math.min(it.free[i], end)]);
+	}
+	return out;
 }
 
 // Per-site values for the flame graph and the xperf view.
