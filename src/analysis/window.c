@@ -479,13 +479,43 @@ static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *keys, const uint
 	return id;
 }
 
+static uint32_t frame_key_intern(struct ht_wstacks *s, const char *buf);
+
 /* The text key of a logical frame (interned "module!function"); UINT32_MAX when out of memory. */
 static uint32_t frame_key_get(struct ht_wstacks *s, uint32_t frame)
 {
+	/* An unfinished trace grows its frame table while it is read. */
+	if (frame >= s->nframe_key && frame < ht_reader_frame_count(s->r)) {
+		uint32_t n = ht_reader_frame_count(s->r);
+		uint32_t *k = realloc(s->frame_key, n * sizeof(*k));
+		if (!k)
+			return UINT32_MAX;
+		memset(k + s->nframe_key, 0, (n - s->nframe_key) * sizeof(*k));
+		s->frame_key = k;
+		s->nframe_key = n;
+	}
 	if (frame < s->nframe_key && s->frame_key[frame])
 		return s->frame_key[frame] - 1;
-	char buf[512];
-	ht_frame_text(s->r, frame, true, buf, sizeof(buf));
+	char small[512], *buf = small;
+	int len = ht_frame_text(s->r, frame, true, small, sizeof(small));
+	if (len >= (int)sizeof(small)) {
+		/* Long demangled templates: the whole text, so different names stay different keys. */
+		buf = malloc((size_t)len + 1);
+		if (!buf)
+			return UINT32_MAX;
+		ht_frame_text(s->r, frame, true, buf, (size_t)len + 1);
+	}
+	uint32_t key = frame_key_intern(s, buf);
+	if (buf != small)
+		free(buf);
+	if (key != UINT32_MAX && frame < s->nframe_key)
+		s->frame_key[frame] = key + 1;
+	return key;
+}
+
+/* The key of a frame text, added when new; UINT32_MAX when out of memory. */
+static uint32_t frame_key_intern(struct ht_wstacks *s, const char *buf)
+{
 	uint64_t h = hash_str(buf);
 	uint32_t key = UINT32_MAX;
 	if (s->name_index_cap) {
@@ -520,8 +550,6 @@ static uint32_t frame_key_get(struct ht_wstacks *s, uint32_t frame)
 			slot = (slot + 1) & (s->name_index_cap - 1);
 		s->name_index[slot] = key + 1;
 	}
-	if (frame < s->nframe_key)
-		s->frame_key[frame] = key + 1;
 	return key;
 }
 
@@ -605,6 +633,13 @@ uint32_t ht_wstacks_frames(const struct ht_wstacks *s, uint32_t stack, const uin
 const char *ht_wstacks_frame_name(const struct ht_wstacks *s, uint64_t key)
 {
 	return key < s->nnames ? s->names[key] : "?";
+}
+
+const char *ht_wstacks_frame_text(const struct ht_wstacks *s, uint32_t frame)
+{
+	if (frame < s->nframe_key && s->frame_key[frame])
+		return s->names[s->frame_key[frame] - 1];
+	return "?";
 }
 
 const char *ht_wstacks_image_name(const struct ht_wstacks *s, uint64_t key)

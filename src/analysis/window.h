@@ -213,6 +213,13 @@ uint32_t ht_wstacks_frames(const struct ht_wstacks *s, uint32_t stack, const uin
 /* The text of a frame key ("module!function"), "?" when unknown. */
 const char *ht_wstacks_frame_name(const struct ht_wstacks *s, uint64_t key);
 
+/*
+ * The text ("module!function", untruncated) of a logical frame of a stack
+ * that went through ht_wstacks_resolve(), as ht_wstacks_frames() returns
+ * them; "?" for other frames.
+ */
+const char *ht_wstacks_frame_text(const struct ht_wstacks *s, uint32_t frame);
+
 /* The name of an image key (the module's file name), "?" when none. */
 const char *ht_wstacks_image_name(const struct ht_wstacks *s, uint64_t key);
 

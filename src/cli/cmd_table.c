@@ -224,6 +224,36 @@ static void table_read(struct table_run *t)
 
 static const char *row_time_names[2][2] = { { "alloc", "free" }, { "commit", "decommit" } };
 
+/*
+ * A stack on one line, innermost first as xperf prints stacks: "a <- b <- c",
+ * "[no stack]" without frames. Valid until the next call.
+ */
+static const char *stack_text(struct table_run *t, uint32_t stack)
+{
+	static char *buf;
+	static size_t cap;
+	const uint32_t *f;
+	uint32_t nf = ht_wstacks_frames(t->stacks, stack, &f);
+	size_t need = 16;
+	for (uint32_t i = 0; i < nf; i++)
+		need += strlen(ht_wstacks_frame_text(t->stacks, f[i])) + 4;
+	if (need > cap) {
+		char *b = realloc(buf, need);
+		if (!b)
+			die("out of memory");
+		buf = b;
+		cap = need;
+	}
+	if (!nf) {
+		strcpy(buf, "[no stack]");
+		return buf;
+	}
+	char *p = buf;
+	for (uint32_t i = 0; i < nf; i++)
+		p += sprintf(p, "%s%s", i ? " <- " : "", ht_wstacks_frame_text(t->stacks, f[i]));
+	return buf;
+}
+
 /* The label of a group in text and CSV ("memtestapp (pid 12)", "Impacting", ...). */
 static void node_label(struct table_run *t, const struct ht_wnode *n, char *buf, size_t len)
 {
@@ -242,24 +272,7 @@ static void node_label(struct table_run *t, const struct ht_wnode *n, char *buf,
 	case HT_WK_FRAME: snprintf(buf, len, "%s", ht_wstacks_frame_name(t->stacks, n->value)); break;
 	case HT_WK_IMAGE: snprintf(buf, len, "%s", ht_wstacks_image_name(t->stacks, n->value)); break;
 	case HT_WK_THREAD: snprintf(buf, len, "thread %d", (int32_t)(uint32_t)n->value); break;
-	case HT_WK_STACK: {
-		/* Innermost first, as xperf prints stacks. */
-		const uint32_t *f;
-		uint32_t nf = ht_wstacks_frames(t->stacks, (uint32_t)n->value, &f);
-		size_t used = 0;
-		buf[0] = 0;
-		if (!nf)
-			snprintf(buf, len, "[no stack]");
-		for (uint32_t i = 0; i < nf && used + 1 < len; i++) {
-			char ft[256];
-			ht_frame_text(t->r, f[i], true, ft, sizeof(ft));
-			int w = snprintf(buf + used, len - used, "%s%s", i ? " <- " : "", ft);
-			if (w < 0)
-				break;
-			used += (size_t)w;
-		}
-		break;
-	}
+	case HT_WK_STACK: snprintf(buf, len, "%s", stack_text(t, (uint32_t)n->value)); break;
 	default: snprintf(buf, len, "?"); break;
 	}
 }
@@ -280,14 +293,11 @@ static void text_row(struct table_run *t, const struct ht_wrow *w, int indent, b
 	       ht_wtype_name(w->type), ht_wtype_impacting_name(w->type), w->addr, a, f, l, sz, w->tid);
 	if (full) {
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
-		char stack[4096];
-		struct ht_wnode fake = { .key = HT_WK_STACK, .value = w->stack };
-		node_label(t, &fake, stack, sizeof(stack));
 		printf("  %s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
 		if (t->o->kind == TABLE_HEAP)
 			printf("  handle 0x%" PRIx64, w->heap);
 		/* The stack on a line of its own: rows stay aligned, stacks are long. */
-		printf("\n%*s  %s", indent, "", stack);
+		printf("\n%*s  %s", indent, "", stack_text(t, w->stack));
 	}
 	putchar('\n');
 }
@@ -318,8 +328,7 @@ static void text_node(struct table_run *t, const struct ht_wnode *n)
 	if (!nf)
 		printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", label);
 	for (uint32_t k = 0; k < nf; k++) {
-		char ft[1024];
-		ht_frame_text(t->r, f[k], true, ft, sizeof(ft));
+		const char *ft = ht_wstacks_frame_text(t->stacks, f[k]);
 		if (!k)
 			printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", ft);
 		else
@@ -387,7 +396,7 @@ static void csv_rows(struct table_run *t, const struct ht_wnode *n)
 	for (uint32_t k = 0; k < n->nrows; k++) {
 		const struct ht_wrow *w = &n->rows[k];
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
-		char buf[8192];
+		char buf[64];
 		csv_field(stdout, p ? tu_basename(p->exe) : "?");
 		printf(",%d,", p ? p->pid : -1);
 		if (t->o->kind == TABLE_HEAP)
@@ -405,9 +414,7 @@ static void csv_rows(struct table_run *t, const struct ht_wnode *n)
 			printf(",");
 		}
 		printf(",%" PRIu64 ",", w->size);
-		struct ht_wnode fake = { .key = HT_WK_STACK, .value = w->stack };
-		node_label(t, &fake, buf, sizeof(buf));
-		csv_field(stdout, w->stack ? buf : "");
+		csv_field(stdout, w->stack ? stack_text(t, w->stack) : "");
 		putchar('\n');
 	}
 }
@@ -418,7 +425,7 @@ static void csv_group(struct table_run *t, const struct ht_wnode *n, const struc
 	if (n->depth)
 		path[n->depth - 1] = n;
 	const char *cols[HT_WK__COUNT + 1] = { 0 };
-	static char vals[HT_WK__COUNT + 1][8192];
+	static char vals[HT_WK__COUNT + 1][256];
 	int pid = -1;
 	bool has_pid = false;
 	for (uint32_t d = 0; d < n->depth; d++) {
@@ -434,6 +441,12 @@ static void csv_group(struct table_run *t, const struct ht_wnode *n, const struc
 			snprintf(vals[col], sizeof(vals[col]), "%" PRIu64, p->value);
 		} else if (p->key == HT_WK_THREAD) {
 			snprintf(vals[col], sizeof(vals[col]), "%d", (int32_t)(uint32_t)p->value);
+		} else if (p->key == HT_WK_STACK || p->key == HT_WK_FRAME || p->key == HT_WK_IMAGE) {
+			/* Texts of any length, used before the next stack_text() call. */
+			cols[col] = p->key == HT_WK_STACK   ? stack_text(t, (uint32_t)p->value)
+				    : p->key == HT_WK_FRAME ? ht_wstacks_frame_name(t->stacks, p->value)
+							    : ht_wstacks_image_name(t->stacks, p->value);
+			continue;
 		} else {
 			node_label(t, p, vals[col], sizeof(vals[col]));
 		}
@@ -467,11 +480,8 @@ static void json_stack(struct table_run *t, struct jw *j, uint32_t stack)
 	const uint32_t *f;
 	uint32_t nf = ht_wstacks_frames(t->stacks, stack, &f);
 	jw_arr_begin(j);
-	for (uint32_t i = 0; i < nf; i++) {
-		char ft[1024];
-		ht_frame_text(t->r, f[i], true, ft, sizeof(ft));
-		jw_str(j, ft);
-	}
+	for (uint32_t i = 0; i < nf; i++)
+		jw_str(j, ht_wstacks_frame_text(t->stacks, f[i]));
 	jw_arr_end(j);
 }
 
