@@ -80,8 +80,8 @@ export function drawCharts(el, series, specs, durationNs, onSelect) {
 				{ label: 'time', value: (u, v) => (v === null || v === undefined ? '' : fmtSeconds(v, span)) },
 				...spec.series.map((s, i) => ({
 					label: s.label,
-					stroke: PALETTE[i % PALETTE.length],
-					fill: PALETTE[i % PALETTE.length] + '22',
+					stroke: PALETTE[(s.color ?? i) % PALETTE.length],
+					fill: PALETTE[(s.color ?? i) % PALETTE.length] + '22',
 					width: 1.5,
 					paths: uPlot.paths.stepped({ align: 1 }),
 					value: (u, v) => (v === null || v === undefined ? '' : fmtBytes(v)),

@@ -64,9 +64,10 @@ function chartSpecs(m) {
 	const s = m.series;
 	const handle = (h) => m.handles[h];
 	return [
-		{ id: 'heap', title: 'Outstanding heap bytes', series: s.heap.map((x) => ({ label: processLabel(m, x.process) + ' heap ' + handle(x.handle), values: x.max })) },
-		{ id: 'commit', title: 'Committed bytes (mappings)', series: s.commit.map((x) => ({ label: processLabel(m, x.process), values: x.max })) },
-		{ id: 'rss', title: 'Resident set size (RSS)', series: s.rss.map((x) => ({ label: processLabel(m, x.process), values: x.max })) },
+		// One color per process on every graph; further heaps of a process get their own.
+		{ id: 'heap', title: 'Outstanding heap bytes', series: s.heap.map((x) => ({ label: processLabel(m, x.process) + ' heap ' + handle(x.handle), values: x.max, color: x.process + 3 * x.handle })) },
+		{ id: 'commit', title: 'Committed bytes (mappings)', series: s.commit.map((x) => ({ label: processLabel(m, x.process), values: x.max, color: x.process })) },
+		{ id: 'rss', title: 'Resident set size (RSS)', series: s.rss.map((x) => ({ label: processLabel(m, x.process), values: x.max, color: x.process })) },
 	];
 }
 

@@ -303,7 +303,9 @@ export function xperfRows(m, tab, ws, by) {
 		let name;
 		if (by === 'stacks') {
 			key = stack;
+			// The caller tells apart stacks that end in the same frame.
 			name = inner >= 0 ? m.frames.names[inner] : '[no stack]';
+			if (frames.length > 1) name += ' \u2190 ' + m.frames.names[frames[frames.length - 2]];
 		} else if (by === 'frames') {
 			key = inner;
 			name = inner >= 0 ? m.frames.names[inner] : '[no stack]';
