@@ -17,7 +17,7 @@
 static const char *const tr_argv[] = { "/usr/bin/app" };
 
 /* Module 0 is the program, 1 libc; frames 0 malloc, 1 leaky, 2 temp, 3 main, 4 other, 5 mmap. */
-static int tr_begin(struct ht__writer **w, const char *path)
+static inline int tr_begin(struct ht__writer **w, const char *path)
 {
 	struct ht__trace_meta meta = { 0 };
 	meta.argc = 1;
@@ -48,7 +48,7 @@ static int tr_begin(struct ht__writer **w, const char *path)
 	return ht__writer_event(*w, &ev, &proc);
 }
 
-static int tr_end(struct ht__writer *w, uint64_t duration)
+static inline int tr_end(struct ht__writer *w, uint64_t duration)
 {
 	static const char *const names[] = { "malloc", "leaky", "temp", "main", "other", "mmap" };
 	for (uint32_t f = 0; f < 6; f++) {
@@ -58,7 +58,7 @@ static int tr_end(struct ht__writer *w, uint64_t duration)
 	return ht__writer_finish(w, duration, 0, HT_TRACEF_SYMBOLS);
 }
 
-static void tr_ev(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr, uint64_t size, uint32_t stack)
+static inline void tr_ev(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr, uint64_t size, uint32_t stack)
 {
 	struct ht_event ev = { .type = type, .pid = 100, .tid = 100, .ts = ts, .addr = addr, .size = size,
 			       .stack = stack };
@@ -81,7 +81,7 @@ static void tr_ev(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr
  *   H 0x8000 7 B    stack leaky  10000 -> never  outside (allocated at T2)
  * RSS samples: 4096 at 1500, 8192 at 11000; the process exits at 19000.
  */
-static int tr_heap(const char *path)
+static inline int tr_heap(const char *path)
 {
 	struct ht__writer *w;
 	int rc = tr_begin(&w, path);
@@ -115,7 +115,7 @@ static int tr_heap(const char *path)
 }
 
 /* The start of the heap trace without a footer (a recording that did not finish): flushed, then abandoned. */
-static int tr_unfinished(const char *path)
+static inline int tr_unfinished(const char *path)
 {
 	struct ht__writer *w;
 	int rc = tr_begin(&w, path);
@@ -129,7 +129,7 @@ static int tr_unfinished(const char *path)
 	return rc;
 }
 
-static void tr_map(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr, uint64_t size, uint32_t prot,
+static inline void tr_map(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr, uint64_t size, uint32_t prot,
 		   uint32_t stack)
 {
 	struct ht_event ev = { .type = type, .pid = 100, .tid = 100, .ts = ts, .addr = addr, .size = size,
@@ -151,7 +151,7 @@ static void tr_map(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t add
  *   9500  mprotect 0x20000000 + 16 KB PROT_NONE       decommits 16 KB
  *   0x10000000 + 0x80000 stays committed.
  */
-static int tr_commit(const char *path)
+static inline int tr_commit(const char *path)
 {
 	struct ht__writer *w;
 	int rc = tr_begin(&w, path);
