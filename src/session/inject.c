@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "heaptrail/trace.h"
+#include "session/protocol.h"
 
 #ifndef __x86_64__
 #error "the injector knows the x86-64 calling convention only"
@@ -747,6 +748,30 @@ static int fresh_copy(const char *lib, const char *session_path, pid_t pid, char
 	return HT_ERR_IO;
 }
 
+/*
+ * Whether pid was started under `heaptrail record` (its environment names a
+ * session): its recorder is preloaded and already tracing into that session.
+ */
+static bool launched_traced(pid_t pid)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "/proc/%d/environ", (int)pid);
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	static char env[256 * 1024];
+	ssize_t n = read(fd, env, sizeof(env) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	env[n] = 0;
+	static const char key[] = HT_ENV_SESSION "=";
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(env + i) + 1)
+		if (!strncmp(env + i, key, sizeof(key) - 1) && env[i + sizeof(key) - 1])
+			return true;
+	return false;
+}
+
 static int find_dlopen(pid_t pid, uint64_t *addr)
 {
 	if (target_symbol(pid, match_libc, NULL, "dlopen", addr, NULL) == 0)
@@ -766,6 +791,10 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 	if (rc < 0) {
 		say(why, n, rc == HT_ERR_PERM ? "ptrace is not permitted" : "no such process");
 		return rc;
+	}
+	if (launched_traced(pid)) {
+		say(why, n, "it runs under 'heaptrail record' already and is traced by that session");
+		return HT_ERR_EXISTS;
 	}
 	uint64_t dlopen_fn;
 	rc = find_dlopen(pid, &dlopen_fn);

@@ -56,6 +56,7 @@ void ht__inject_perm_hint(pid_t pid, char *buf, size_t n);
  * is still loaded (inert), a fresh copy of lib is loaded instead, next to the
  * session file. On success *a describes the attach. Returns 0,
  * HT_ERR_NOT_FOUND (process gone, no glibc, symbol missing), HT_ERR_PERM,
+ * HT_ERR_EXISTS (it runs under `heaptrail record` already),
  * HT_ERR_IO (ptrace failed, the call timed out or crashed) or the error
  * ht_attach_start() returned in the target. The target is left running and
  * unchanged on every error before the dlopen.
