@@ -252,11 +252,11 @@ struct waiter {
 	int lines;
 };
 
-static void waiter_start(struct waiter *w, const char *count)
+static void waiter_start(struct waiter *w, const char *count, const char *module)
 {
 	char prog[512];
 	snprintf(prog, sizeof(prog), "%s/waiter", progdir);
-	const char *argv[] = { prog, count, NULL };
+	const char *argv[] = { prog, count, module, NULL };
 	int in[2], out[2];
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
 		exit(1);
@@ -611,7 +611,7 @@ static long info_unknown_frees(const char *trace, bool *attached_note)
 static void test_blocked_in_read(void)
 {
 	struct waiter w;
-	waiter_start(&w, "5");
+	waiter_start(&w, "5", NULL);
 	char trace[256], pidarg[32];
 	snprintf(trace, sizeof(trace), "%s/wait.htr", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
@@ -654,8 +654,8 @@ static void test_blocked_in_read(void)
 static void test_two_processes(void)
 {
 	struct waiter a, b;
-	waiter_start(&a, "5");
-	waiter_start(&b, "7");
+	waiter_start(&a, "5", NULL);
+	waiter_start(&b, "7", NULL);
 	char trace[256], pidarg[64];
 	snprintf(trace, sizeof(trace), "%s/two.htr", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d,%d", (int)a.pid, (int)b.pid);
@@ -698,11 +698,58 @@ static void test_two_processes(void)
 	ht_reader_close(r);
 }
 
+/*
+ * A module loaded after the attach, by a bare name that only the calling
+ * program's RUNPATH finds: it loads, and its own mallocs are traced with
+ * stacks in it.
+ */
+static void test_dlopen_later(void)
+{
+	struct waiter w;
+	waiter_start(&w, "1", "libattachdyn.so");
+	CHECK(!maps_have(w.pid, "libattachdyn"));
+	char trace[256], pidarg[32];
+	snprintf(trace, sizeof(trace), "%s/dl.htr", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
+	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	int errfd;
+	pid_t hp = start_record(args, &errfd);
+	CHECK(waiter_poke(&w));
+	kill(hp, SIGINT);
+	int st = wait_for(hp, 30000);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(errfd);
+	CHECK(maps_have(w.pid, "libattachdyn"));
+	CHECK(waiter_poke(&w));
+	st = waiter_end(&w);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	struct ht_reader *r = open_trace(trace);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int allocs = 0, in_module = 0;
+	while (ht_reader_next(r, &ev) > 0) {
+		if (ev.pid != w.pid || ev.type != HT_EV_ALLOC || ev.size != 23456)
+			continue;
+		allocs++;
+		const uint32_t *frames;
+		if (ht_reader_stack(r, ev.stack, &frames) > 0) {
+			const struct ht_frame *f = ht_reader_frame(r, frames[0]);
+			const struct ht_module *m = f && f->module != HT_MODULE_NONE ? ht_reader_module(r, f->module) : NULL;
+			in_module += m && !strcmp(m->name, "libattachdyn.so");
+		}
+	}
+	CHECK_EQ(allocs, 3);
+	CHECK_EQ(in_module, 3);
+	ht_reader_close(r);
+}
+
 /* A process that exits ends the recording by itself. */
 static void test_target_exits(void)
 {
 	struct waiter w;
-	waiter_start(&w, "1");
+	waiter_start(&w, "1", NULL);
 	char trace[256], pidarg[32];
 	snprintf(trace, sizeof(trace), "%s/exit.htr", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
@@ -727,7 +774,7 @@ static void test_target_exits(void)
 static void test_no_permission(void)
 {
 	struct waiter w;
-	waiter_start(&w, "2");
+	waiter_start(&w, "2", NULL);
 	char trace[256], pidarg[32], errpath[256];
 	snprintf(trace, sizeof(trace), "%s/perm.htr", tmp);
 	snprintf(errpath, sizeof(errpath), "%s/perm.err", tmp);
@@ -818,6 +865,7 @@ int main(int argc, char **argv)
 		{ "blocked in read", test_blocked_in_read },
 		{ "two processes", test_two_processes },
 		{ "target exits", test_target_exits },
+		{ "dlopen after attach", test_dlopen_later },
 		{ "busy 8 threads", test_busy },
 	};
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

@@ -4,9 +4,13 @@
  * frees that block (the first one was allocated before any attach), makes
  * COUNT blocks of 12345 bytes and frees them, keeps a new block of 777 bytes,
  * and prints "kept ADDR N" (N lines handled so far). Exits 0 at end of file.
+ * With MODULE, the first line also loads MODULE by that name (a bare name is
+ * found through this program's RUNPATH) and has it make 3 blocks of 23456
+ * bytes; it exits 4 when that fails.
  *
- * Usage: waiter [COUNT]   (default 5)
+ * Usage: waiter [COUNT [MODULE]]   (default 5)
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -14,6 +18,7 @@
 int main(int argc, char **argv)
 {
 	int count = argc > 1 ? atoi(argv[1]) : 5;
+	const char *module = argc > 2 ? argv[2] : NULL;
 	setvbuf(stdout, NULL, _IONBF, 0);
 	char *kept = malloc(777);
 	printf("kept %p 0\n", (void *)kept);
@@ -34,6 +39,15 @@ int main(int argc, char **argv)
 				free((void *)p);
 			}
 			kept = malloc(777);
+			if (module) {
+				void *h = dlopen(module, RTLD_NOW);
+				int (*work)(int) = h ? (int (*)(int))dlsym(h, "attachdyn_work") : NULL;
+				if (!work || work(3) != 3) {
+					printf("cannot use '%s': %s\n", module, dlerror());
+					return 4;
+				}
+				module = NULL;
+			}
 			printf("kept %p %d\n", (void *)kept, ++lines);
 		}
 	}
