@@ -355,6 +355,12 @@ static void ask_stop(int sig)
 	stop_asked = 1;
 }
 
+/* Between the steps of an injection: keep draining the processes attached. */
+static void tick_while_injecting(void *ctx)
+{
+	ht__session_tick(ctx);
+}
+
 static int parse_pids(const char *list, pid_t *out)
 {
 	int n = 0;
@@ -504,6 +510,7 @@ static int record_attach(const struct options *o)
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		sigaction(forwarded[i], &sa, NULL);
 
+	ht__inject_set_idle(tick_while_injecting, s);
 	static struct ht__attach att[MAX_ATTACH];
 	bool attached[MAX_ATTACH] = { false };
 	int failures = 0, live = 0;

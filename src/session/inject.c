@@ -72,6 +72,28 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+static void (*idle_fn)(void *);
+static void *idle_ctx;
+static uint64_t idle_last;
+
+void ht__inject_set_idle(void (*idle)(void *ctx), void *ctx)
+{
+	idle_fn = idle;
+	idle_ctx = ctx;
+}
+
+/* Sleeps us microseconds, running the idle work when it is due. */
+static void pause_us(long us)
+{
+	uint64_t now = now_ms();
+	if (idle_fn && now - idle_last >= 10) {
+		idle_last = now;
+		idle_fn(idle_ctx);
+	}
+	struct timespec ts = { 0, us * 1000 };
+	nanosleep(&ts, NULL);
+}
+
 /* ---- ELF ---- */
 
 int ht__elf_dynsym(const char *path, const char *name, uint64_t *value, uint64_t *base_vaddr)
@@ -522,8 +544,7 @@ static int borrow_thread(struct borrowed *b, pid_t pid, char *why, size_t n)
 			ptrace(PTRACE_DETACH, tid, 0, 0);
 		}
 		/* Let the threads run on a little before looking again. */
-		struct timespec ts = { 0, round < 20 ? 200000 : 2000000 };
-		nanosleep(&ts, NULL);
+		pause_us(round < 20 ? 200 : 2000);
 		round++;
 	}
 	say(why, n, "none of its threads reached a safe point (outside libc and the loader) in %d ms",
@@ -629,8 +650,7 @@ static int call_in(struct borrowed *b, uint64_t low, uint64_t fn, uint64_t a0, u
 				    HT__INJECT_CALL_MS);
 				return HT_ERR_IO;
 			}
-			struct timespec ts = { 0, 200000 };
-			nanosleep(&ts, NULL);
+			pause_us(200);
 			continue;
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {

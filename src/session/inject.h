@@ -28,6 +28,13 @@
 /* How long an injected call may take before it is abandoned. */
 #define HT__INJECT_CALL_MS 10000
 
+/*
+ * Work to do while an injection waits (for a safe point, for a call to
+ * return), at most every 10 ms: the session's tick, so processes already
+ * attached are drained meanwhile and never see a silent collector. NULL: none.
+ */
+void ht__inject_set_idle(void (*idle)(void *ctx), void *ctx);
+
 /* One process the recorder was injected into, for ht__inject_detach(). */
 struct ht__attach {
 	pid_t pid;
