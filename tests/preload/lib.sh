@@ -58,3 +58,7 @@ record_any() {
 
 # header FIELD: a number from ringdump's first line.
 header() { head -1 "$OUT" | sed -nE "s/.* $1=([0-9]+).*/\1/p"; }
+
+# field NAME: the value of NAME=... in each line of stdin (faster than sed on
+# big outputs).
+field() { awk -v k="$1=" '{ for (i = 1; i <= NF; i++) if (index($i, k) == 1) { print substr($i, length(k) + 1); break } }'; }

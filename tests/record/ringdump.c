@@ -67,6 +67,24 @@ static struct ht__ring *ring_at(uint32_t i) { return (struct ht__ring *)(rings +
 
 static int bad_records;
 
+/* Record bytes live in big chunks: one malloc per record is too slow to
+   keep up with a busy writer. */
+static uint8_t *chunk;
+static size_t chunk_left;
+
+static uint8_t *keep_bytes(const void *src, size_t n)
+{
+	if (n > chunk_left) {
+		chunk_left = 1u << 20;
+		chunk = xmalloc(chunk_left);
+	}
+	uint8_t *p = chunk;
+	memcpy(p, src, n);
+	chunk += n;
+	chunk_left -= n;
+	return p;
+}
+
 /* Moves every committed record of ring i into recs; frees a drained released ring. */
 static void drain_ring(uint32_t i)
 {
@@ -89,7 +107,7 @@ static void drain_ring(uint32_t i)
 		}
 		if (h->type != HT_REC_PAD) {
 			if (nrecs == caprecs) {
-				caprecs = caprecs ? caprecs * 2 : 4096;
+				caprecs = caprecs ? caprecs * 2 : 65536;
 				recs = realloc(recs, caprecs * sizeof *recs);
 				if (!recs)
 					exit(99);
@@ -101,8 +119,7 @@ static void drain_ring(uint32_t i)
 			o->tid = r->tid;
 			o->instance = r->instance;
 			o->ring = i;
-			o->bytes = xmalloc(h->len);
-			memcpy(o->bytes, h, h->len);
+			o->bytes = keep_bytes(h, h->len);
 		}
 		rp += h->len;
 	}
