@@ -6,7 +6,7 @@ expect "exit status" "$RC" 0
 expect_count '^alloc func=malloc .* size=14001$' 65536
 expect_count '^alloc func=malloc .* stack=0 .* size=14001$' 0
 expect "distinct stack ids of the leaf" \
-	"$(sed -nE 's/^alloc .* stack=([0-9]+) .* size=14001$/\1/p' "$OUT" | sort -u | wc -l)" 65536
-expect "stack records defined once" "$(sed -nE 's/^stack .* stack=([0-9]+) .*/\1/p' "$OUT" | sort | uniq -d | wc -l)" 0
-expect "distinct frame lists" "$(grep -E '^stack .* nframes=2[0-9] ' "$OUT" | sed -E 's/.* frames=//' | sort -u | wc -l)" 65536
+	"$(grep -E '^alloc .* size=14001$' "$OUT" | field stack | sort -u | wc -l)" 65536
+expect "stack records defined once" "$(grep -E '^stack ' "$OUT" | field stack | sort | uniq -d | wc -l)" 0
+expect "distinct frame lists" "$(grep -E '^stack .* nframes=2[0-9] ' "$OUT" | field frames | sort -u | wc -l)" 65536
 finish
