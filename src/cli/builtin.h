@@ -13,5 +13,23 @@ int cmd_analyze(int argc, char **argv);
 int cmd_table(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_start(int argc, char **argv);
+int cmd_update(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_sessions(int argc, char **argv);
+int cmd_ifeo(int argc, char **argv);
+int cmd_autologger(int argc, char **argv);
+
+/*
+ * Shared by the session commands (cmd_start.c): a --stacks list into event
+ * types (returns how many; dies on a bad name), a --pid list appended to
+ * out[n..max) (returns the new count; dies when malformed), and the
+ * message for a failed control call on session name.
+ */
+#include <sys/types.h>
+#include "heaptrail/trace.h"
+int parse_stack_events(const char *list, enum ht_event_type *out);
+int parse_pid_option(const char *list, pid_t *out, unsigned n, unsigned max);
+_Noreturn void session_error(const char *verb, const char *name, int rc);
 
 #endif

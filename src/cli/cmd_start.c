@@ -1,0 +1,216 @@
+/*
+ * cmd_start.c - `heaptrail start NAME`: starts a named background session
+ * (the StartHeapTrace of seed 001) for running processes, for programs
+ * enabled with `heaptrail ifeo enable`, or both, through the control
+ * library (include/heaptrail/control.h). See docs/sessions.md.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/builtin.h"
+#include "cli/common.h"
+#include "control/internal.h"
+#include "heaptrail/control.h"
+
+static const char usage_text[] =
+	"usage: heaptrail start NAME [-o FILE] [--pid PID...] [--stacks LIST]\n"
+	"                       [--buffer-size SIZE] [--buffers N] [--lossy] [--ifeo]\n"
+	"\n"
+	"Start a background heap tracing session called NAME and return once it\n"
+	"traces. Processes join with --pid (now) or 'heaptrail update' (later);\n"
+	"with --ifeo every new start of a program enabled with 'heaptrail ifeo\n"
+	"enable' joins too. 'heaptrail stop NAME' writes the trace.\n"
+	"\n"
+	"  -o FILE             the trace (default: NAME.htr in this directory)\n"
+	"  -p, --pid PID,...   trace these running processes (may be repeated)\n"
+	"  --stacks LIST       events that capture a call stack, comma-separated:\n"
+	"                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
+	"                      heap-destroy, or none or all\n"
+	"                      (default: alloc,realloc,mmap,mprotect)\n"
+	"  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
+	"  --buffers N         number of thread buffers (default 256)\n"
+	"  --lossy             drop events (and count them) when a buffer is full\n"
+	"  --ifeo              programs enabled for IFEO join this session\n"
+	"  --max-size SIZE     end the session by itself once the trace is this big\n"
+	"  --force             overwrite FILE if it exists\n"
+	"  -q, --quiet         print nothing but errors\n"
+	"  -h, --help          show this help\n";
+
+static const struct {
+	const char *name;
+	enum ht_event_type ev;
+} stack_names[] = {
+	{ "alloc", HT_EV_ALLOC },	      { "realloc", HT_EV_REALLOC },	    { "free", HT_EV_FREE },
+	{ "mmap", HT_EV_MMAP },		      { "munmap", HT_EV_MUNMAP },	    { "mprotect", HT_EV_MPROTECT },
+	{ "heap-create", HT_EV_HEAP_CREATE }, { "heap-destroy", HT_EV_HEAP_DESTROY },
+};
+#define NSTACK_NAMES (sizeof(stack_names) / sizeof(stack_names[0]))
+
+int parse_stack_events(const char *list, enum ht_event_type *out)
+{
+	if (!strcmp(list, "none"))
+		return 0;
+	unsigned n = 0;
+	if (!strcmp(list, "all")) {
+		for (size_t i = 0; i < NSTACK_NAMES; i++)
+			out[n++] = stack_names[i].ev;
+		return (int)n;
+	}
+	if (!*list)
+		die("empty --stacks list; use 'none' for no stacks");
+	char *copy = strdup(list), *save = NULL;
+	if (!copy)
+		die("out of memory");
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+		for (i = 0; i < NSTACK_NAMES; i++)
+			if (!strcmp(tok, stack_names[i].name))
+				break;
+		if (i == NSTACK_NAMES)
+			die("unknown stack event '%s'; valid: alloc, realloc, free, mmap, munmap, "
+			    "mprotect, heap-create, heap-destroy, none, all",
+			    tok);
+		bool dup = false;
+		for (unsigned k = 0; k < n; k++)
+			dup |= out[k] == stack_names[i].ev;
+		if (!dup)
+			out[n++] = stack_names[i].ev;
+	}
+	free(copy);
+	return (int)n;
+}
+
+int parse_pid_option(const char *list, pid_t *out, unsigned n, unsigned max)
+{
+	const char *p = list;
+	if (!*p)
+		die("invalid process id list '%s': numbers separated by commas", list);
+	while (*p) {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (end == p || errno || v <= 0 || v > INT32_MAX || (*end && *end != ','))
+			die("invalid process id list '%s': numbers separated by commas", list);
+		bool dup = false;
+		for (unsigned i = 0; i < n; i++)
+			dup |= out[i] == (pid_t)v;
+		if (!dup) {
+			if (n == max)
+				die("too many processes: at most %u", max);
+			out[n++] = (pid_t)v;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return (int)n;
+}
+
+_Noreturn void session_error(const char *verb, const char *name, int rc)
+{
+	const char *why = ht__ctl_why();
+	if (rc == HT_ERR_NOT_FOUND && !*why)
+		die("no session '%s'; 'heaptrail sessions' lists the running ones", name);
+	if (rc == HT_ERR_PERM && !*why)
+		die("cannot %s session '%s': permission denied (it belongs to another user)", verb, name);
+	if (rc == HT_ERR_INVALID && !ht__ctl_name_ok(name))
+		die("invalid session name '%s': letters, digits, '.', '_' and '-', at most %d", name,
+		    HT_SESSION_NAME_MAX);
+	if (*why)
+		die("cannot %s session '%s': %s", verb, name, why);
+	die("cannot %s session '%s': %s", verb, name, ht_strerror(rc));
+}
+
+int cmd_start(int argc, char **argv)
+{
+	struct ht_trace_properties props = HT_TRACE_PROPERTIES_INIT;
+	static pid_t pids[HT__CTL_MAX_PIDS];
+	unsigned npids = 0;
+	enum ht_event_type stacks[16];
+	int nstacks = -1;
+	const char *name = NULL, *output = NULL;
+	bool quiet = false;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = NULL;
+#define VALUE()                                                               \
+	do {                                                                  \
+		if (i + 1 >= argc)                                            \
+			die("option '%s' needs a value; see 'heaptrail start --help'", a); \
+		val = argv[++i];                                              \
+	} while (0)
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+			VALUE();
+			output = val;
+		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
+			VALUE();
+			npids = (unsigned)parse_pid_option(val, pids, npids, HT__CTL_MAX_PIDS);
+		} else if (!strcmp(a, "--stacks")) {
+			VALUE();
+			nstacks = parse_stack_events(val, stacks);
+		} else if (!strcmp(a, "--buffer-size")) {
+			VALUE();
+			uint64_t v;
+			if (parse_size(val, &v) < 0 || v < 4096 || v > (1u << 30) || (v & (v - 1)))
+				die("invalid buffer size '%s': a power of two from 4K to 1G", val);
+			props.buffer_size = (uint32_t)v;
+		} else if (!strcmp(a, "--buffers")) {
+			VALUE();
+			char *end;
+			unsigned long v = strtoul(val, &end, 10);
+			if (*end || !*val || v < 1 || v > 65536)
+				die("invalid buffer count '%s': 1 to 65536", val);
+			props.buffers = (uint32_t)v;
+		} else if (!strcmp(a, "--max-size")) {
+			VALUE();
+			if (parse_size(val, &props.max_file_size) < 0 || !props.max_file_size)
+				die("invalid size '%s': like 512M or 2G", val);
+		} else if (!strcmp(a, "--lossy")) {
+			props.flags |= HT_TRACE_LOSSY;
+		} else if (!strcmp(a, "--ifeo")) {
+			props.flags |= HT_TRACE_IFEO;
+		} else if (!strcmp(a, "--force")) {
+			props.flags |= HT_TRACE_FORCE;
+		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			quiet = true;
+		} else if (a[0] == '-' && a[1]) {
+			die("unknown option '%s'; see 'heaptrail start --help'", a);
+		} else if (!name) {
+			name = a;
+		} else {
+			die("unexpected argument '%s'; see 'heaptrail start --help'", a);
+		}
+#undef VALUE
+	}
+	if (!name) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	if (!ht__ctl_name_ok(name))
+		die("invalid session name '%s': letters, digits, '.', '_' and '-', at most %d", name,
+		    HT_SESSION_NAME_MAX);
+	if (output && (size_t)snprintf(props.file, sizeof(props.file), "%s", output) >= sizeof(props.file))
+		die("the path '%s' is too long", output);
+	ht_trace_handle h;
+	int rc = ht_start_heap_trace(&h, &props, name, pids, npids, nstacks < 0 ? NULL : stacks,
+				     nstacks < 0 ? 0 : (unsigned)nstacks);
+	if (rc == HT_ERR_EXISTS) {
+		const char *why = ht__ctl_why();
+		if (*why)
+			die("cannot start session '%s': %s%s", name, why,
+			    strstr(why, "' exists") ? "; use --force to overwrite it" : "");
+		die("session '%s' already exists; 'heaptrail stop %s' ends it", name, name);
+	}
+	if (rc < 0)
+		session_error("start", name, rc);
+	if (!quiet)
+		fprintf(stderr, "heaptrail: session '%s' started (%u process%s%s); trace: '%s'\n", name, npids,
+			npids == 1 ? "" : "es", (props.flags & HT_TRACE_IFEO) ? ", IFEO programs join" : "",
+			props.file);
+	return 0;
+}

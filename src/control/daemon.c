@@ -1,0 +1,662 @@
+/*
+ * daemon.c - the session daemon of a named session: one process that owns
+ * the session (src/session/session.h) and its trace writer, ticks the
+ * collector in its main thread, and serves the control socket in a second
+ * thread (docs/control-protocol.md), attaching and detaching processes with
+ * the injector (src/session/inject.h) there so that a slow injection never
+ * holds up draining.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/internal.h"
+#include "format/writer.h"
+#include "session/inject.h"
+#include "session/live.h"
+#include "session/protocol.h"
+#include "session/session.h"
+
+struct member {
+	pid_t pid;
+	bool attached;
+	struct ht__attach att;
+};
+
+static struct {
+	const struct ht__daemon_args *a;
+	uint64_t id;
+	struct ht__session *s;
+	struct ht__writer *w;
+	int listen_fd;
+	pthread_mutex_t sess_lock;    /* the session and its stats: main thread ticks */
+	pthread_mutex_t members_lock; /* members[], injections */
+	struct member *members;       /* processes attached by pid */
+	unsigned nmembers;
+	volatile sig_atomic_t stop;   /* asked by STOP, a signal, or the size limit */
+	int stop_fd;                  /* the STOP client, answered when the trace is done */
+	uint32_t stack_mask;
+} D = { .sess_lock = PTHREAD_MUTEX_INITIALIZER, .members_lock = PTHREAD_MUTEX_INITIALIZER, .stop_fd = -1 };
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	D.stop = 1;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A process that no longer runs: gone, or a zombie nobody reaped yet. */
+static bool process_gone(pid_t pid)
+{
+	char name[64], buf[512];
+	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')');
+	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+static void send_line(int fd, const char *line)
+{
+	size_t n = strlen(line);
+	while (n) {
+		ssize_t w = send(fd, line, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		line += w;
+		n -= (size_t)w;
+	}
+}
+
+static void reply_err(int fd, int rc, const char *what)
+{
+	char line[1024];
+	snprintf(line, sizeof(line), "ERR %d %s\n", rc, what ? what : ht_strerror(rc));
+	send_line(fd, line);
+}
+
+/* ---- members: processes attached by pid ---- */
+
+static int check_pid(pid_t pid, char *why, size_t n)
+{
+	if (pid == getpid()) {
+		snprintf(why, n, "process %d is the session itself", (int)pid);
+		return HT_ERR_INVALID;
+	}
+	int rc = ht__inject_check(pid);
+	if (rc == HT_ERR_NOT_FOUND || (rc == 0 && process_gone(pid))) {
+		snprintf(why, n, "no process %d", (int)pid);
+		return HT_ERR_NOT_FOUND;
+	}
+	if (rc == HT_ERR_PERM) {
+		char hint[512];
+		ht__inject_perm_hint(pid, hint, sizeof(hint));
+		snprintf(why, n, "cannot trace process %d: %s", (int)pid, hint);
+	}
+	return rc;
+}
+
+static struct member *member_of(pid_t pid)
+{
+	for (unsigned i = 0; i < D.nmembers; i++)
+		if (D.members[i].pid == pid)
+			return &D.members[i];
+	return NULL;
+}
+
+/* Attach pid (members_lock held). */
+static int member_add(pid_t pid, char *why, size_t n)
+{
+	struct member *m = member_of(pid);
+	if (m && m->attached && !process_gone(pid))
+		return 0;
+	if (!m) {
+		struct member *grown = realloc(D.members, (D.nmembers + 1) * sizeof(*grown));
+		if (!grown)
+			return HT_ERR_NOMEM;
+		D.members = grown;
+		m = &D.members[D.nmembers++];
+		memset(m, 0, sizeof(*m));
+		m->pid = pid;
+	}
+	char w[512] = "";
+	int rc = ht__inject_attach(&m->att, pid, D.a->recorder, ht__session_path(D.s), w, sizeof(w));
+	m->attached = rc == 0;
+	if (rc < 0) {
+		if (rc == HT_ERR_PERM) {
+			char hint[512];
+			ht__inject_perm_hint(pid, hint, sizeof(hint));
+			snprintf(why, n, "cannot attach to process %d: %s", (int)pid, hint);
+		} else {
+			snprintf(why, n, "cannot attach to process %d: %s", (int)pid, w);
+		}
+		*m = D.members[--D.nmembers];
+	}
+	return rc;
+}
+
+/* Detach member i and drop it (members_lock held). */
+static int member_remove(unsigned i, char *why, size_t n)
+{
+	struct member *m = &D.members[i];
+	int rc = 0;
+	if (m->attached && !process_gone(m->pid)) {
+		char w[512] = "";
+		rc = ht__inject_detach(&m->att, w, sizeof(w));
+		if (rc == HT_ERR_NOT_FOUND)
+			rc = 0; /* exec'd or gone: nothing to undo */
+		if (rc < 0)
+			snprintf(why, n, "cannot detach from process %d: %s", (int)m->pid, w);
+	}
+	D.members[i] = D.members[--D.nmembers];
+	return rc;
+}
+
+/* ---- requests ---- */
+
+/* "OK name=... pid=... ... file=PATH", the state of the session. */
+static void status_line(char *out, size_t n, const char *verb_extra)
+{
+	pid_t live[HT__CTL_MAX_PIDS];
+	unsigned nlive;
+	uint64_t events, lost;
+	uint32_t used;
+	pthread_mutex_lock(&D.sess_lock);
+	nlive = ht__session_live_pids(D.s, live, HT__CTL_MAX_PIDS);
+	events = ht__session_stats(D.s)->events;
+	lost = ht__session_lost_now(D.s);
+	used = ht__session_rings_in_use(D.s);
+	uint64_t exhausted = atomic_load(&ht__session_header(D.s)->rings_exhausted);
+	pthread_mutex_unlock(&D.sess_lock);
+	if (nlive > HT__CTL_MAX_PIDS)
+		nlive = HT__CTL_MAX_PIDS;
+	/* Processes attached a moment ago show before their first event is drained. */
+	pthread_mutex_lock(&D.members_lock);
+	for (unsigned i = 0; i < D.nmembers && nlive < HT__CTL_MAX_PIDS; i++) {
+		bool seen = false;
+		for (unsigned k = 0; k < nlive; k++)
+			seen |= live[k] == D.members[i].pid;
+		if (!seen && D.members[i].attached && !process_gone(D.members[i].pid))
+			live[nlive++] = D.members[i].pid;
+	}
+	pthread_mutex_unlock(&D.members_lock);
+	char pids[HT__CTL_MAX_PIDS * 12 + 2] = "-";
+	size_t off = 0;
+	for (unsigned i = 0; i < nlive; i++)
+		off += (size_t)snprintf(pids + off, sizeof(pids) - off, "%s%d", i ? "," : "", (int)live[i]);
+	const struct ht__shm_header *h = ht__session_header(D.s);
+	snprintf(out, n,
+		 "OK%s name=%s id=%llu pid=%d pids=%s events=%llu lost=%llu buffers_lost=%llu buffers=%u "
+		 "buffer_size=%u buffers_used=%u stacks=0x%x flags=0x%x max_size=%llu file=%s\n",
+		 verb_extra, D.a->name, (unsigned long long)D.id, (int)getpid(), pids, (unsigned long long)events,
+		 (unsigned long long)lost, (unsigned long long)exhausted, h->ring_count, h->ring_size, used,
+		 D.stack_mask, D.a->flags, (unsigned long long)D.a->max_file_size, D.a->file);
+}
+
+static int parse_pid_list(const char *v, pid_t *out, unsigned *n)
+{
+	*n = 0;
+	if (!strcmp(v, "-"))
+		return 0;
+	while (*v) {
+		char *end;
+		long p = strtol(v, &end, 10);
+		if (end == v || p <= 0 || p > INT32_MAX || (*end && *end != ',') || *n >= HT__CTL_MAX_PIDS)
+			return HT_ERR_INVALID;
+		bool dup = false;
+		for (unsigned i = 0; i < *n; i++)
+			dup |= out[i] == (pid_t)p;
+		if (!dup)
+			out[(*n)++] = (pid_t)p;
+		v = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+static void do_update(int fd, const char *line)
+{
+	char v[HT__CTL_LINE];
+	pid_t want[HT__CTL_MAX_PIDS];
+	unsigned nwant = 0;
+	char why[1024] = "";
+	if (!ht__ctl_get(line, "pids", v, sizeof(v)) || parse_pid_list(v, want, &nwant) < 0) {
+		reply_err(fd, HT_ERR_INVALID, "invalid process list");
+		return;
+	}
+	uint32_t mask = D.stack_mask;
+	if (ht__ctl_get(line, "stacks", v, sizeof(v))) {
+		char *end;
+		unsigned long m = strtoul(v, &end, 0);
+		if (*end || (m & ~(unsigned long)HT_STK_ALL)) {
+			reply_err(fd, HT_ERR_FLAGS, NULL);
+			return;
+		}
+		mask = (uint32_t)m;
+	}
+	pthread_mutex_lock(&D.members_lock);
+	/* Every new process is checked before anything changes. */
+	for (unsigned i = 0; i < nwant; i++) {
+		struct member *m = member_of(want[i]);
+		if (m && m->attached && !process_gone(want[i]))
+			continue;
+		int rc = check_pid(want[i], why, sizeof(why));
+		if (rc < 0) {
+			pthread_mutex_unlock(&D.members_lock);
+			reply_err(fd, rc, why);
+			return;
+		}
+	}
+	int err = 0;
+	for (unsigned i = 0; i < D.nmembers;) {
+		bool keep = false;
+		for (unsigned k = 0; k < nwant; k++)
+			keep |= D.members[i].pid == want[k];
+		if (keep) {
+			i++;
+			continue;
+		}
+		int rc = member_remove(i, why, sizeof(why));
+		if (rc < 0 && !err)
+			err = rc;
+	}
+	/* The new mask before new processes start: they read it at attach. */
+	D.stack_mask = mask;
+	__atomic_store_n(&ht__session_header(D.s)->stack_mask, mask, __ATOMIC_RELAXED);
+	for (unsigned k = 0; k < nwant; k++) {
+		int rc = member_add(want[k], why, sizeof(why));
+		if (rc < 0 && !err)
+			err = rc;
+	}
+	pthread_mutex_unlock(&D.members_lock);
+	if (err) {
+		reply_err(fd, err, why);
+		return;
+	}
+	char out[HT__CTL_LINE];
+	status_line(out, sizeof(out), "");
+	send_line(fd, out);
+}
+
+/* Reads one request line from fd into buf; false on timeout or close. */
+static bool read_line(int fd, char *buf, size_t n)
+{
+	size_t got = 0;
+	uint64_t deadline = mono_ns() + 5000000000ull;
+	while (got < n - 1) {
+		uint64_t now = mono_ns();
+		if (now >= deadline)
+			return false;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int pr = poll(&p, 1, (int)((deadline - now) / 1000000) + 1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0)
+			return false;
+		ssize_t r = read(fd, buf + got, n - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+		buf[got] = 0;
+		char *nl = strchr(buf, '\n');
+		if (nl) {
+			*nl = 0;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* One client: returns true when it asked to stop (fd is kept for the answer). */
+static bool serve(int fd)
+{
+	/* The socket is 0600 in a 0700 directory; the peer check holds even
+	   if someone loosened those. */
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid()) {
+		reply_err(fd, HT_ERR_PERM, "the session belongs to another user");
+		return false;
+	}
+	char line[HT__CTL_LINE];
+	if (!read_line(fd, line, sizeof(line)))
+		return false;
+	if (!strncmp(line, "PING", 4)) {
+		send_line(fd, "OK\n");
+		return false;
+	}
+	char v[64];
+	if (ht__ctl_get(line, "id", v, sizeof(v)) && strtoull(v, NULL, 10) != 0 &&
+	    strtoull(v, NULL, 10) != D.id) {
+		reply_err(fd, HT_ERR_NOT_FOUND, "the session of that handle has ended");
+		return false;
+	}
+	if (!strncmp(line, "STATUS", 6)) {
+		char out[HT__CTL_LINE];
+		status_line(out, sizeof(out), "");
+		send_line(fd, out);
+	} else if (!strncmp(line, "UPDATE", 6)) {
+		do_update(fd, line);
+	} else if (!strncmp(line, "STOP", 4)) {
+		return true;
+	} else {
+		reply_err(fd, HT_ERR_INVALID, "unknown request");
+	}
+	return false;
+}
+
+static void *control_thread(void *arg)
+{
+	(void)arg;
+	while (!D.stop) {
+		struct pollfd p = { .fd = D.listen_fd, .events = POLLIN };
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		int fd = accept4(D.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (serve(fd)) {
+			D.stop_fd = fd;
+			D.stop = 1;
+			break;
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+/* ---- start-up and the main loop ---- */
+
+static int err_of(int e)
+{
+	return e == EEXIST ? HT_ERR_EXISTS
+	     : e == EACCES || e == EPERM ? HT_ERR_PERM
+	     : e == ENOMEM ? HT_ERR_NOMEM
+	     : e == ENOENT ? HT_ERR_NOT_FOUND
+			   : HT_ERR_IO;
+}
+
+/* A lock file held for the life of the daemon: its name, or the IFEO role. */
+static int take_lock(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return err_of(errno);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return errno == EWOULDBLOCK ? HT_ERR_EXISTS : HT_ERR_IO;
+	}
+	return fd;
+}
+
+static int listen_on(const char *path)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_of(errno);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		close(fd);
+		return HT_ERR_INVALID;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	unlink(path); /* left by a daemon that died: we hold the name's lock */
+	mode_t old = umask(077);
+	int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc < 0 || chmod(path, 0600) < 0 || listen(fd, 16) < 0) {
+		rc = err_of(errno);
+		close(fd);
+		unlink(path);
+		return rc;
+	}
+	return fd;
+}
+
+/* Detach what is still attached (the processes run on), then finish the trace. */
+static int finish(void)
+{
+	pthread_mutex_lock(&D.members_lock);
+	char why[512];
+	while (D.nmembers)
+		member_remove(D.nmembers - 1, why, sizeof(why));
+	pthread_mutex_unlock(&D.members_lock);
+	pthread_mutex_lock(&D.sess_lock);
+	int rc = ht__session_finish(D.s, true, NULL, NULL);
+	const struct ht__session_stats *st = ht__session_stats(D.s);
+	int frc = ht__writer_finish(D.w, st->duration_ns, st->lost, HT_TRACEF_ATTACHED);
+	D.w = NULL;
+	pthread_mutex_unlock(&D.sess_lock);
+	return rc < 0 ? rc : frc;
+}
+
+static void report(int fd, int rc, uint64_t id, const char *why)
+{
+	struct ht__ready r = { rc, (int32_t)getpid(), id, "" };
+	if (why)
+		snprintf(r.why, sizeof(r.why), "%s", why);
+	if (write(fd, &r, sizeof(r)) < 0) {
+		/* The caller is gone; nobody to tell. */
+	}
+	close(fd);
+}
+
+_Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
+{
+	D.a = a;
+	D.stack_mask = a->stack_mask;
+	int rc;
+	/* Nothing of the caller's stays open but the ready pipe. */
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != ready_fd)
+			close(fd);
+	int null = open("/dev/null", O_RDWR);
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+	if (chdir("/") < 0) {
+		report(ready_fd, HT_ERR_IO, 0, "cannot change to '/'");
+		_exit(1);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+
+	int lock_fd = take_lock(a->paths.lock);
+	if (lock_fd < 0) {
+		report(ready_fd, lock_fd, 0, NULL);
+		_exit(1);
+	}
+	int ifeo_fd = -1;
+	if ((a->flags & HT_TRACE_IFEO) && (ifeo_fd = take_lock(a->paths.ifeo_lock)) < 0) {
+		report(ready_fd, ifeo_fd, 0, ifeo_fd == HT_ERR_EXISTS ? "an IFEO session is running already" : NULL);
+		_exit(1);
+	}
+	char why[1024];
+	for (unsigned i = 0; i < a->npids; i++)
+		if ((rc = check_pid(a->pids[i], why, sizeof(why))) < 0) {
+			report(ready_fd, rc, 0, why);
+			_exit(1);
+		}
+	struct stat st;
+	if (lstat(a->file, &st) == 0) {
+		if (!(a->flags & HT_TRACE_FORCE) || S_ISDIR(st.st_mode)) {
+			snprintf(why, sizeof(why), "'%.900s' exists", a->file);
+			report(ready_fd, HT_ERR_EXISTS, 0, why);
+			_exit(1);
+		}
+		unlink(a->file);
+	}
+
+	unlink(a->paths.shm);
+	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
+	char shm_name[HT_SESSION_NAME_MAX + 8];
+	snprintf(shm_name, sizeof(shm_name), "%s.shm", a->name);
+	cfg.dir = a->paths.dir;
+	cfg.name = shm_name;
+	cfg.ring_size = a->buffer_size;
+	cfg.ring_count = a->buffers;
+	cfg.flags = (a->flags & HT_TRACE_LOSSY) ? HT_SHM_LOSSY : 0;
+	cfg.stack_mask = a->stack_mask;
+	cfg.reap_children = false;
+	cfg.end_when_gone = false;
+	if ((rc = ht__session_create(&D.s, &cfg)) < 0) {
+		report(ready_fd, rc, 0, "cannot create the session's buffers");
+		_exit(1);
+	}
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	uint64_t real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+	const char *argv[] = { "heaptrail", "start", a->name };
+	struct ht__trace_meta meta = { .start_realtime_ns = real_ns - (mono_ns() - ht__session_t0(D.s)),
+				       .stack_mask = a->stack_mask,
+				       .flags = HT_TRACEF_ATTACHED | ((a->flags & HT_TRACE_LOSSY) ? HT_TRACEF_LOSSY : 0),
+				       .argc = 3,
+				       .argv = argv,
+				       .hostname = host };
+	why[0] = 0;
+	if ((rc = ht__writer_open(&D.w, a->file, &meta)) < 0) {
+		snprintf(why, sizeof(why), "cannot create '%.900s'", a->file);
+		goto fail_session;
+	}
+	ht__session_set_sink(D.s, ht__sink_writer(), D.w);
+	if ((D.listen_fd = listen_on(a->paths.sock)) < 0) {
+		rc = D.listen_fd;
+		goto fail_writer;
+	}
+	if (getrandom(&D.id, sizeof(D.id), 0) != sizeof(D.id) || !D.id)
+		D.id = mono_ns() ^ ((uint64_t)getpid() << 32);
+	D.id &= 0x7fffffffffffffffull; /* stays positive as text anywhere */
+	if (!D.id)
+		D.id = 1;
+
+	for (unsigned i = 0; i < a->npids; i++) {
+		pthread_mutex_lock(&D.members_lock);
+		rc = member_add(a->pids[i], why, sizeof(why));
+		pthread_mutex_unlock(&D.members_lock);
+		if (rc < 0) {
+			pthread_mutex_lock(&D.members_lock);
+			while (D.nmembers)
+				member_remove(D.nmembers - 1, why, sizeof(why));
+			pthread_mutex_unlock(&D.members_lock);
+			goto fail_socket;
+		}
+	}
+	if (ifeo_fd >= 0) {
+		/* Programs enabled for IFEO find the session through this link. */
+		unlink(a->paths.ifeo);
+		if (symlink(shm_name, a->paths.ifeo) < 0) {
+			rc = err_of(errno);
+			goto fail_members;
+		}
+	}
+	pthread_t th;
+	if (pthread_create(&th, NULL, control_thread, NULL) != 0) {
+		rc = HT_ERR_NOMEM;
+		goto fail_ifeo;
+	}
+	report(ready_fd, 0, D.id, NULL);
+
+	uint64_t next_size_check = 0;
+	while (!D.stop) {
+		pthread_mutex_lock(&D.sess_lock);
+		rc = ht__session_tick(D.s);
+		unsigned us = ht__session_sleep_us(D.s);
+		pthread_mutex_unlock(&D.sess_lock);
+		if (rc != 0)
+			break; /* a write error: finish what can be finished */
+		if (a->max_file_size && mono_ns() >= next_size_check) {
+			next_size_check = mono_ns() + 200000000ull;
+			if (stat(a->file, &st) == 0 && (uint64_t)st.st_size >= a->max_file_size)
+				break;
+		}
+		if (us)
+			usleep(us);
+	}
+	D.stop = 1;
+	pthread_join(th, NULL);
+	/* No new process joins from here on. */
+	if (ifeo_fd >= 0)
+		unlink(a->paths.ifeo);
+	unlink(a->paths.sock);
+	close(D.listen_fd);
+	int frc = finish();
+	if (D.stop_fd >= 0) {
+		if (frc < 0) {
+			reply_err(D.stop_fd, frc, "cannot write the trace");
+		} else {
+			char out[HT__CTL_LINE];
+			const struct ht__session_stats *sst = ht__session_stats(D.s);
+			snprintf(out, sizeof(out),
+				 "OK name=%s id=%llu pid=%d events=%llu lost=%llu buffers_lost=%llu buffers=%u "
+				 "buffer_size=%u processes=%u frames=%u symbolized=%u file=%s\n",
+				 a->name, (unsigned long long)D.id, (int)getpid(), (unsigned long long)sst->events,
+				 (unsigned long long)sst->lost,
+				 (unsigned long long)atomic_load(&ht__session_header(D.s)->rings_exhausted),
+				 ht__session_header(D.s)->ring_count, ht__session_header(D.s)->ring_size,
+				 sst->processes, sst->frames, sst->frames_symbolized, a->file);
+			send_line(D.stop_fd, out);
+		}
+		close(D.stop_fd);
+	}
+	ht__session_destroy(D.s);
+	unlink(a->paths.lock);
+	_exit(frc < 0 ? 1 : 0);
+
+fail_ifeo:
+	if (ifeo_fd >= 0)
+		unlink(a->paths.ifeo);
+fail_members:
+	pthread_mutex_lock(&D.members_lock);
+	while (D.nmembers)
+		member_remove(D.nmembers - 1, why, sizeof(why));
+	pthread_mutex_unlock(&D.members_lock);
+fail_socket:
+	close(D.listen_fd);
+	unlink(a->paths.sock);
+fail_writer:
+	ht__writer_abort(D.w);
+	unlink(a->file);
+fail_session:
+	ht__session_destroy(D.s);
+	unlink(a->paths.lock);
+	report(ready_fd, rc, 0, why[0] ? why : NULL);
+	_exit(1);
+}
