@@ -149,7 +149,8 @@ static uint32_t ht_read_args(void)
 	return n;
 }
 
-static void ht_write_process(uint32_t flags)
+/* Returns 0 when the record was dropped (no ring could be had). */
+static int ht_write_process(uint32_t flags)
 {
 	struct ht__thread *t = &ht__t;
 	uint32_t args_len = ht_read_args();
@@ -160,7 +161,7 @@ static void ht_write_process(uint32_t flags)
 	struct ht__rec_process *r =
 		(struct ht__rec_process *)ht__rec_begin(t, HT_REC_PROCESS_START, 0, len, 0);
 	if (!r)
-		return;
+		return 0;
 	r->pid = ht__g.pid;
 	r->ppid = getppid();
 	r->flags = flags;
@@ -172,6 +173,15 @@ static void ht_write_process(uint32_t flags)
 	memcpy(p + ht__exe_len, ht_args, args_len);
 	memset(p + ht__exe_len + args_len, 0, len - sizeof *r - ht__exe_len - args_len);
 	ht__rec_commit(t);
+	return 1;
+}
+
+/* PROCESS_START that could not be written when the instance began. */
+void ht__write_process_pending(void)
+{
+	uint32_t f = atomic_exchange(&ht__g.process_pending, 0);
+	if (f && !ht_write_process(f & ~HT_PROC_PENDING))
+		atomic_store(&ht__g.process_pending, f);
 }
 
 /*
@@ -184,7 +194,8 @@ static void ht_instance_begin(uint32_t flags)
 	ht__g.instance = ht_random_token();
 	ht__stacks_init();
 	ht__modules_reset();
-	ht_write_process(flags);
+	/* Without a ring now, the first thread that gets one writes it. */
+	atomic_store(&ht__g.process_pending, ht_write_process(flags) ? 0 : flags | HT_PROC_PENDING);
 	char name[16] = {0};
 	prctl(PR_GET_NAME, name, 0, 0, 0);
 	if (t->ring)

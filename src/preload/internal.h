@@ -76,6 +76,7 @@ struct ht__global {
 	pid_t pid;
 	uintptr_t self_start, self_end; /* our own code, dropped from stacks */
 	uintptr_t unw_start, unw_end;   /* libunwind's code: its mappings are ours */
+	_Atomic uint32_t process_pending; /* PROCESS_START flags | HT_PROC_PENDING, or 0 */
 };
 
 /* Per thread, in initial-exec TLS so the hot path needs no call. */
@@ -110,6 +111,8 @@ static inline int ht__is_boot(const void *p)
 size_t ht__boot_size(const void *p);
 void ht__go_dormant(void);
 void ht__child_start(void); /* new instance after fork/clone in the child */
+#define HT_PROC_PENDING 0x80000000u
+void ht__write_process_pending(void);
 void *ht__raw_mmap(size_t len);
 uint64_t ht__now(void);
 extern char ht__exe[4096]; /* /proc/self/exe, the main module's path */

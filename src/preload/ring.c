@@ -181,6 +181,8 @@ static int ht_claim(struct ht__thread *t)
 	/* While an instance starts, it writes PROCESS_START first, then this.
 	   A thread past its key destructor only borrows the ring for one event. */
 	if (atomic_load(&ht__g.state) == HT_ST_READY && !t->exited) {
+		if (HT_UNLIKELY(atomic_load(&ht__g.process_pending)))
+			ht__write_process_pending();
 		char name[16] = {0};
 		prctl(PR_GET_NAME, name, 0, 0, 0);
 		ht__write_thread(t, HT_REC_THREAD_START, t->tid, name);

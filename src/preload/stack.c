@@ -31,6 +31,7 @@ static struct ht_mod *ht_mods;
 static _Atomic uint32_t ht_nmods; /* entries published to lookups */
 static _Atomic int ht_mod_lock;
 static unsigned long long ht_adds, ht_subs; /* dl_iterate_phdr generation seen */
+static _Atomic int ht_mods_retry; /* a MODULE_LOAD was dropped: rescan next time */
 _Atomic int ht__modules_dirty;
 
 static void ht_lock(void)
@@ -52,6 +53,7 @@ void ht__modules_reset(void)
 	atomic_store(&ht_nmods, 0);
 	atomic_store(&ht_mod_lock, 0);
 	ht_adds = ht_subs = 0;
+	atomic_store(&ht_mods_retry, 0);
 }
 
 static int ht_build_id(const struct dl_phdr_info *info, uint8_t *out)
@@ -78,14 +80,15 @@ static int ht_build_id(const struct dl_phdr_info *info, uint8_t *out)
 	return 0;
 }
 
-static void ht_write_module(uint32_t index, uint64_t bias, uintptr_t start, uintptr_t end,
-			    const uint8_t *build_id, int build_id_len, const char *path, uint32_t path_len)
+/* Returns 0 when the record was dropped (lossy, no ring, session gone). */
+static int ht_write_module(uint32_t index, uint64_t bias, uintptr_t start, uintptr_t end,
+			   const uint8_t *build_id, int build_id_len, const char *path, uint32_t path_len)
 {
 	struct ht__thread *t = &ht__t;
 	uint32_t len = ht__rec_align((uint32_t)sizeof(struct ht__rec_module) + path_len);
 	struct ht__rec_module *r = (struct ht__rec_module *)ht__rec_begin(t, HT_REC_MODULE_LOAD, 0, len, 0);
 	if (!r)
-		return;
+		return 0;
 	r->index = index;
 	r->path_len = path_len;
 	r->bias = bias;
@@ -98,6 +101,7 @@ static void ht_write_module(uint32_t index, uint64_t bias, uintptr_t start, uint
 	memcpy(p, path, path_len);
 	memset(p + path_len, 0, len - sizeof *r - path_len);
 	ht__rec_commit(t);
+	return 1;
 }
 
 /*
@@ -201,6 +205,8 @@ int ht__modules_refresh(int force)
 	struct ht_scan *s = ht__raw_mmap(HT_SCAN_BYTES);
 	if (!s)
 		return 0;
+	if (atomic_exchange(&ht_mods_retry, 0))
+		force = 1;
 	s->force = force;
 	dl_iterate_phdr(ht_scan_cb, s);
 	int gone = 0;
@@ -225,8 +231,11 @@ int ht__modules_refresh(int force)
 			if (i < n || n >= HT_MAX_MODULES)
 				continue;
 			/* MODULE_LOAD first: lookups only see announced modules. */
-			ht_write_module(n, o->bias, o->start, o->end, o->build_id, o->build_id_len,
-					s->paths + o->path_off, o->path_len);
+			if (!ht_write_module(n, o->bias, o->start, o->end, o->build_id, o->build_id_len,
+					     s->paths + o->path_off, o->path_len)) {
+				atomic_store(&ht_mods_retry, 1);
+				continue;
+			}
 			struct ht_mod *m = &ht_mods[n];
 			m->start = o->start;
 			m->end = o->end;
