@@ -41,7 +41,7 @@ const tab = {
 };
 const m = {
 	stacks: [[], [0, 1], [0, 2]],
-	frames: { names: ['a!main', 'a!spike', 'a!keep'], where: ['a.c:1', 'a.c:2', 'a.c:3'], images: ['a', 'a', 'a'] },
+	frames: { names: ['a!main', 'a!spike', 'a!keep'], where: ['a.c:1', 'a.c:2', 'a.c:3'], images: ['a', 'a', 'a'], files: ['/src/a.c', '/src/a.c', null], lines: [1, 2, 0] },
 };
 const ws = windowSites(tab, 100, 200);
 const tot = windowTotals(ws);
@@ -57,6 +57,7 @@ const im = p._children.find((r) => r.label === 'Impacting');
 check(tr.count === 1 && tr.size === 10 * MB && tr.impacting === 0, 'Transient: Count 1, Size 10 MB, Impacting 0');
 check(im.count === 1 && im.size === 10 * MB && im.impacting === 6 * MB, 'Impacting: Count 1, Size 10 MB, Impacting 6 MB');
 check(tr._children[0].label === 'a!main' && tr._children[0]._children[0].label === 'a!spike', 'a stack expands outermost first');
+check(tr._children[0]._children[0].where === 'a.c:2' && tr._children[0]._children[0].full === '/src/a.c:2', 'a frame row has its file:line and full path');
 check(tr._children[0]._children[0]._children.length === 1 && tr._children[0]._children[0]._children[0].kind === 'block', 'the block is listed under its stack');
 
 const xs = xperfRows(m, tab, ws, 'stacks');

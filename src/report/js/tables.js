@@ -28,6 +28,12 @@ function labelCell(cell) {
 	return h;
 }
 
+// The whole name and the full source path, for names cut by the column's width.
+const labelTip = (e, cell) => {
+	const d = cell.getRow().getData();
+	return d.kind === 'block' ? '' : d.label + (d.full ? '\n' + d.full : '');
+};
+
 /*
  * Creates a table in el; kind is 'heap' or 'commit' (which names the time
  * columns as WPA does); onPick(rowData) is called when a row is clicked.
@@ -53,7 +59,7 @@ export function createTreeTable(el, kind, treeTitle, onPick) {
 		placeholder: 'nothing in this window',
 		initialSort: [{ column: 'size', dir: 'desc' }],
 		columns: [
-			{ title: treeTitle, field: 'label', formatter: labelCell, minWidth: 320, widthGrow: 4, headerSortStartingDir: 'asc' },
+			{ title: treeTitle, field: 'label', formatter: labelCell, minWidth: 320, widthGrow: 4, headerSortStartingDir: 'asc', tooltip: labelTip },
 			{ title: 'Type', field: 'type', width: 70 },
 			{ title: 'Count', field: 'count', formatter: countCell, ...num, width: 90 },
 			{ title: 'Impacting Size', field: 'impacting', formatter: bytesCell, tooltip: exactBytes, ...num },

@@ -89,6 +89,12 @@ export function windowTotals(ws) {
 	return tot;
 }
 
+// The full source path of a frame, for tooltips.
+function fullWhere(m, f) {
+	const file = m.frames.files[f];
+	return file ? file + (m.frames.lines[f] ? ':' + m.frames.lines[f] : '') : '';
+}
+
 function newNode(label, extra) {
 	return Object.assign({ label, where: '', count: 0, size: 0, impacting: 0, live: 0, kids: null }, extra);
 }
@@ -163,7 +169,7 @@ export function buildTree(m, tab, ws, levels, labels) {
 					}
 					for (const f of frames) {
 						node = child(node, 'f' + f, () =>
-							newNode(m.frames.names[f], { kind: 'frame', where: m.frames.where[f] }));
+							newNode(m.frames.names[f], { kind: 'frame', where: m.frames.where[f], full: fullWhere(m, f) }));
 						addStats(node, st);
 						mark(node, s, types);
 					}
@@ -211,6 +217,7 @@ function toRows(node, path) {
 		alloc: node.alloc,
 		free: node.free,
 		bytes: node.bytes,
+		full: node.full || '',
 		sk: node.sk,
 	};
 	if (node.kids) {
