@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -313,6 +314,7 @@ static void free_ring(struct ht__session *s, uint32_t i)
 	sl->bound = false;
 	sl->proc = 0;
 	sl->stuck_ns = 0;
+	sl->thread_dead = false;
 	sl->head = sl->tail = 0;
 	sl->last_ts = 0;
 	atomic_store_explicit(&r->state, HT_RING_FREE, memory_order_release);
@@ -379,6 +381,22 @@ static int merge(struct ht__session *s, uint64_t wm)
 }
 
 /*
+ * Is the thread owning idle ring i gone while its process lives on? A thread
+ * normally releases its ring when it exits, but one that still made a call
+ * after its release (glibc frees a thread's stack after the key destructors
+ * ran) takes a ring it never gives back.
+ */
+static bool owner_thread_gone(struct ht__session *s, uint32_t i)
+{
+	struct ht__ring *r = ht__ring_at(s, i);
+	int32_t pid = r->pid, tid = r->tid;
+	if (pid <= 0 || tid <= 0 || atomic_load(&r->busy) ||
+	    atomic_load(&r->write_pos) != atomic_load(&r->read_pos))
+		return false;
+	return syscall(SYS_tgkill, pid, tid, 0) < 0 && errno == ESRCH;
+}
+
+/*
  * One pass over the rings: drain, then give back the rings that are done
  * (released, or owned by a dead process) once nothing of theirs is pending.
  * Returns the number of rings still in use, or a negative error.
@@ -394,6 +412,10 @@ static int drain_all(struct ht__session *s, uint64_t *wm, bool check_dead, bool 
 		struct ht__slot *sl = &s->slots[i];
 		bool dead = final || st == HT_RING_RELEASED ||
 			    ((check_dead || sl->bound) && ring_owner_dead(s, i));
+		if (!dead && (check_dead || s->rings_scarce) && !sl->thread_dead &&
+		    owner_thread_gone(s, i))
+			sl->thread_dead = true;
+		dead = dead || sl->thread_dead;
 		int rc = drain_ring(s, i, wm, dead);
 		if (rc < 0)
 			return rc;
@@ -410,6 +432,11 @@ static int drain_all(struct ht__session *s, uint64_t *wm, bool check_dead, bool 
 			}
 		}
 	}
+	/* Threads may be waiting for a ring: look again soon, and check for
+	   rings of dead threads every time until there are rings to spare. */
+	s->rings_scarce = (uint32_t)in_use + s->ring_count / 8 + 1 > s->ring_count;
+	if (s->rings_scarce)
+		s->hurry = true;
 	return in_use;
 }
 

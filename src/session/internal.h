@@ -80,6 +80,7 @@ struct ht__slot {
 	uint64_t stuck_pos;   /* write_pos while the writer was seen busy */
 	uint64_t stuck_ns;    /* since when it stays busy there, 0: not busy */
 	bool bound;    /* pid/tid/instance read from the ring header */
+	bool thread_dead; /* its thread exited without releasing it */
 };
 
 struct ht__frame_key {
@@ -113,6 +114,7 @@ struct ht__session {
 	uint64_t last_ts;       /* of the last event written, ns since t0 */
 	uint64_t lost_freed;    /* ring.lost of rings already freed */
 	bool hurry;             /* a ring was filling up: tick again soon */
+	bool rings_scarce;      /* almost every ring is taken */
 	volatile sig_atomic_t stop;
 	pid_t root_pid;
 	bool finishing;

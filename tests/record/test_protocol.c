@@ -6,11 +6,13 @@
  * are caught by a sink of our own, so no trace file is involved.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -521,6 +523,42 @@ static void test_end_when_all_gone(void)
 	free(c);
 }
 
+static void *note_tid(void *arg)
+{
+	*(int32_t *)arg = (int32_t)syscall(SYS_gettid);
+	return NULL;
+}
+
+/* A ring still owned by a thread that has exited (process alive) comes back. */
+static void test_dead_thread_ring(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 4, false);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t me = getpid(), gone = 0;
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, note_tid, &gone) == 0);
+	pthread_join(th, NULL);
+	CHECK(gone > 0 && gone != me);
+	uint64_t t = ht__session_t0(s) + 1000;
+	CHECK(fake_claim(&f, 0, me, me, 61) == 0);
+	CHECK(fake_process(&f, 0, t, me, 1, 0, 61, "/bin/t") == 0);
+	CHECK(fake_claim(&f, 1, me, gone, 61) == 0);
+	CHECK(fake_alloc(&f, 1, t + 10, 0x99, 9, 0) == 0);
+	for (int i = 0; i < 20 && atomic_load(&fake_ring(&f, 1)->state) != HT_RING_FREE; i++) {
+		CHECK_EQ(ht__session_tick(s), 0);
+		usleep(2000);
+	}
+	CHECK_EQ(atomic_load(&fake_ring(&f, 1)->state), HT_RING_FREE);
+	CHECK_EQ(atomic_load(&fake_ring(&f, 0)->state), HT_RING_OWNED); /* ours lives */
+	CHECK_EQ(count_type(c, HT_EV_ALLOC), 1);
+	CHECK_EQ(c->ev[c->nev - 1].tid, gone);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
 /*
  * Without a root, end_when_gone ends the session once the processes seen are
  * gone; RSS samples of a live process arrive as HT_EV_RSS.
@@ -592,6 +630,7 @@ int main(void)
 	test_dead_process_and_lost();
 	test_end_when_all_gone();
 	test_end_when_gone_and_rss();
+	test_dead_thread_ring();
 	rmdir(tmpdir);
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "heaptrail/trace.h"
@@ -606,6 +607,38 @@ static void test_threads_lossless(void)
 	ht_reader_close(r);
 }
 
+/*
+ * 200 threads in turn with 4 rings: rings come back when threads end (even
+ * a ring a thread took again while exiting), so no event is lost and no
+ * thread waits long.
+ */
+static void test_ring_reuse(void)
+{
+	char out[256], prog[256];
+	snprintf(out, sizeof(out), "%s/seq.htr", tmp);
+	snprintf(prog, sizeof(prog), "%s/rec_seqthreads", progdir);
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	CHECK_EQ(run(tmp, "record", "-q", "--buffers", "4", "-o", out, "--", prog, "200", NULL), 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	/* a thread waits at most a few ticks for a ring, never the 2 s timeout */
+	CHECK(b.tv_sec - a.tv_sec < 15);
+	struct ev_list e;
+	struct ht_reader *r = open_trace(out, &e);
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_info(r)->events_lost, 0);
+	int allocs = 0, starts = 0;
+	for (size_t i = 0; i < e.n; i++) {
+		allocs += e.v[i].type == HT_EV_ALLOC && e.v[i].size == 777;
+		starts += e.v[i].type == HT_EV_THREAD_START && e.v[i].tid != e.v[i].pid;
+	}
+	CHECK_EQ(allocs, 200);
+	CHECK(starts >= 200);
+	free(e.v);
+	ht_reader_close(r);
+}
+
 /* A script without "#!" runs with sh, as a shell would run it. */
 static void test_script(void)
 {
@@ -694,6 +727,7 @@ int main(int argc, char **argv)
 	test_inline_symbols();
 	test_script();
 	test_threads_lossless();
+	test_ring_reuse();
 	if (failures) {
 		fprintf(stderr, "%d check(s) failed; files kept in %s\n", failures, tmp);
 		return 1;
