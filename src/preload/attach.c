@@ -69,10 +69,16 @@ static int ht_hook_index(const char *name)
 
 /* ---- walking a module's relocations ---- */
 
+enum ht_walk_mode { HT_PATCH, HT_RESTORE, HT_INSPECT };
+
 struct ht_walk {
-	int restore;
+	int mode; /* enum ht_walk_mode */
 	uintptr_t self_lo, loader_lo; /* modules to leave alone, by lowest address */
 	unsigned changed;
+	/* HT_INSPECT: a non-PIE program's canonical PLT entry for a hooked name
+	   (the address every module binds the name to) and the GOT entry behind it. */
+	uintptr_t canon[HT_NHOOKS], canon_got[HT_NHOOKS];
+	uintptr_t lo, hi; /* the module being walked */
 };
 
 static uintptr_t ht_lowest(const struct dl_phdr_info *info)
@@ -116,7 +122,17 @@ static void ht_walk_relocs(struct ht_walk *w, uintptr_t bias, const ElfW(Rela) *
 			continue;
 		uintptr_t slot = bias + rel[i].r_offset;
 		uintptr_t cur = __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE);
-		if (w->restore) {
+		if (w->mode == HT_INSPECT) {
+			const ElfW(Sym) *s = &symtab[si];
+			/* A value still inside the module is a lazy slot not bound yet. */
+			if (type == R_X86_64_JUMP_SLOT && s->st_shndx == SHN_UNDEF && s->st_value &&
+			    !w->canon[k]) {
+				w->canon[k] = bias + s->st_value;
+				w->canon_got[k] = cur >= w->lo && cur < w->hi ? 0 : cur;
+			}
+			continue;
+		}
+		if (w->mode == HT_RESTORE) {
 			struct ht_saved *s = ht_saved_at(slot, 0);
 			/* An entry someone else rewrote since is theirs now. */
 			if (s && cur == ht_hooks[k]) {
@@ -156,6 +172,12 @@ static int ht_walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 	const char *base = strrchr(name, '/');
 	base = base ? base + 1 : name;
 	uintptr_t lo = ht_lowest(info);
+	w->lo = lo;
+	w->hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD &&
+		    info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz > w->hi)
+			w->hi = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz;
 	if (lo == w->self_lo || lo == w->loader_lo || strstr(name, "linux-vdso") || strstr(name, "linux-gate") ||
 	    !strncmp(base, "libheaptrail", 12))
 		return 0;
@@ -225,13 +247,15 @@ static uintptr_t ht_module_of(const void *addr)
 	return f.lo;
 }
 
-/* Patches (or restores) every module; returns the number of entries changed. */
-static unsigned ht_walk_all(int restore)
+/* Walks every module in mode; returns the number of entries changed. */
+static unsigned ht_walk_all(int mode, struct ht_walk *out)
 {
-	struct ht_walk w = { .restore = restore };
+	struct ht_walk w = { .mode = mode };
 	w.self_lo = ht_module_of((const void *)ht_module_of);
 	w.loader_lo = ht_module_of(&_r_debug);
 	dl_iterate_phdr(ht_walk_cb, &w);
+	if (out)
+		*out = w;
 	return w.changed;
 }
 
@@ -384,7 +408,7 @@ static void *ht_attach_dlopen(const char *file, int mode)
 	int e = errno;
 	atomic_store_explicit(&ht__modules_dirty, 1, memory_order_relaxed);
 	if (h && atomic_load(&ht_attached))
-		ht_walk_all(0);
+		ht_walk_all(HT_PATCH, NULL);
 	errno = e;
 	return h;
 }
@@ -431,11 +455,16 @@ static int ht_find_hooks(void)
 
 /*
  * The real functions are what the program's global scope binds each name to
- * (what its GOT entries hold). When the recorder itself is in that scope
+ * (what its GOT entries hold). Two exceptions. A non-PIE program that takes
+ * a function's address owns its canonical address, a PLT entry jumping
+ * through the program's own GOT entry, which we redirect: the function is
+ * what that entry held. When the recorder itself is in the global scope
  * (preloaded by a loader hook), the next definition after it is meant.
  */
 static void ht_find_reals(void)
 {
+	struct ht_walk w;
+	ht_walk_all(HT_INSPECT, &w);
 	void **real[HT_NHOOKS] = {
 		(void **)&ht__real.malloc,	  (void **)&ht__real.calloc,	(void **)&ht__real.realloc,
 		(void **)&ht__real.reallocarray, (void **)&ht__real.free,	(void **)&ht__real.posix_memalign,
@@ -449,6 +478,8 @@ static void ht_find_reals(void)
 	_Static_assert(sizeof real / sizeof real[0] == HT_NHOOKS, "one real function per hook");
 	for (unsigned i = 0; i < HT_NHOOKS; i++) {
 		void *p = dlsym(RTLD_DEFAULT, ht_names[i]);
+		if (p && (uintptr_t)p == w.canon[i])
+			p = w.canon_got[i] ? (void *)w.canon_got[i] : dlsym(RTLD_NEXT, ht_names[i]);
 		if (p && (uintptr_t)p == ht_hooks[i])
 			p = dlsym(RTLD_NEXT, ht_names[i]);
 		if (p)
@@ -486,11 +517,11 @@ HT_EXPORT int ht_attach_start(const char *session_path)
 		 */
 		atomic_store(&ht__g.state, HT_ST_INITIALIZING);
 		atomic_store(&ht_attached, 1);
-		ht_walk_all(0);
+		ht_walk_all(HT_PATCH, NULL);
 		rc = ht__init_session(session_path, HT_PROC_ATTACHED);
 		if (rc < 0) {
 			atomic_store(&ht_attached, 0);
-			ht_walk_all(1);
+			ht_walk_all(HT_RESTORE, NULL);
 		}
 	}
 	if (rc == 0) {
@@ -532,7 +563,7 @@ HT_EXPORT int ht_attach_stop(void)
 	t->guard++;
 	/* Tracing ends for every function at once, then the entries go back. */
 	ht__go_dormant();
-	ht_walk_all(1);
+	ht_walk_all(HT_RESTORE, NULL);
 	/* Threads caught inside a hook finish their record. */
 	for (int i = 0; i < 200 && ht_any_busy(); i++) {
 		struct timespec ts = { 0, 100000 };

@@ -252,10 +252,10 @@ struct waiter {
 	int lines;
 };
 
-static void waiter_start(struct waiter *w, const char *count, const char *module)
+static void program_start(struct waiter *w, const char *name, const char *count, const char *module)
 {
 	char prog[512];
-	snprintf(prog, sizeof(prog), "%s/waiter", progdir);
+	snprintf(prog, sizeof(prog), "%s/%s", progdir, name);
 	const char *argv[] = { prog, count, module, NULL };
 	int in[2], out[2];
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
@@ -270,6 +270,11 @@ static void waiter_start(struct waiter *w, const char *count, const char *module
 	CHECK(read_line(w->out, line, sizeof(line), 5000));
 	CHECK(sscanf(line, "kept %lx", (unsigned long *)&w->kept[0]) == 1);
 	CHECK(wait_in_read(w->pid));
+}
+
+static void waiter_start(struct waiter *w, const char *count, const char *module)
+{
+	program_start(w, "waiter", count, module);
 }
 
 /* Sends one line; the waiter answers with its new kept block. */
@@ -745,6 +750,42 @@ static void test_dlopen_later(void)
 	ht_reader_close(r);
 }
 
+/*
+ * A non-PIE program whose malloc is a PLT entry of its own: the hooks must
+ * call the function behind it, not the entry (which leads back to them).
+ */
+static void test_canonical_plt(void)
+{
+	struct waiter w;
+	program_start(&w, "nopie", NULL, NULL);
+	char trace[256], pidarg[32];
+	snprintf(trace, sizeof(trace), "%s/nopie.htr", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
+	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	int errfd;
+	pid_t hp = start_record(args, &errfd);
+	CHECK(waiter_poke(&w));
+	kill(hp, SIGINT);
+	int st = wait_for(hp, 30000);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(errfd);
+	CHECK(waiter_poke(&w));
+	st = waiter_end(&w);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct ht_reader *r = open_trace(trace);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int allocs = 0, frees = 0;
+	while (ht_reader_next(r, &ev) > 0) {
+		allocs += ev.pid == w.pid && ev.type == HT_EV_ALLOC && ev.size == 4321;
+		frees += ev.pid == w.pid && ev.type == HT_EV_FREE;
+	}
+	CHECK_EQ(allocs, 4);
+	CHECK_EQ(frees, 4);
+	ht_reader_close(r);
+}
+
 /* A process that exits ends the recording by itself. */
 static void test_target_exits(void)
 {
@@ -866,6 +907,7 @@ int main(int argc, char **argv)
 		{ "two processes", test_two_processes },
 		{ "target exits", test_target_exits },
 		{ "dlopen after attach", test_dlopen_later },
+		{ "non-PIE program, canonical PLT", test_canonical_plt },
 		{ "busy 8 threads", test_busy },
 	};
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
