@@ -147,6 +147,13 @@ static int reap_children(struct ht__session *s, uint64_t now)
 			s->stats.root_exited = true;
 			s->stats.root_status = status;
 		}
+		/* Reaped: its rings can go back now, not when /proc is next read. */
+		struct ht__proc *p = ht__proc_by_pid(s, pid);
+		if (p && !p->replaced) {
+			p->dead = true;
+			if (!p->gone_ns)
+				p->gone_ns = now;
+		}
 		if (WIFEXITED(status))
 			rc = self_exit(s, pid, HT_EXIT_CODE, WEXITSTATUS(status), now);
 		else if (WIFSIGNALED(status))
