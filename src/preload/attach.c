@@ -168,6 +168,9 @@ static int ht_walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht_walk *w = data;
 	(void)size;
+	/* A dlopen racing with the stop: once the stop's walk is done, patch nothing. */
+	if (w->mode == HT_PATCH && !atomic_load(&ht_attached))
+		return 1;
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
 	const char *base = strrchr(name, '/');
 	base = base ? base + 1 : name;
@@ -421,6 +424,7 @@ static void ht_attach_child(void)
 	if (atomic_load(&ht__g.state) != HT_ST_READY)
 		return;
 	ht__go_dormant();
+	atomic_store(&ht_attached, 0);
 	memset(&ht__t, 0, sizeof ht__t);
 	syscall(SYS_munmap, ht__g.hdr, ht__g.map_size);
 }
