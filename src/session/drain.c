@@ -455,7 +455,19 @@ static bool all_dead(const struct ht__session *s)
 	return true;
 }
 
+static int tick(struct ht__session *s);
+
 int ht__session_tick(struct ht__session *s)
+{
+	int rc = tick(s);
+	/* The trace cannot take more (disk full, say): let the programs run on
+	   untraced rather than wait for a collector that stopped collecting. */
+	if (rc < 0)
+		atomic_store_explicit(&s->hdr->state, HT_SESSION_STOPPING, memory_order_release);
+	return rc;
+}
+
+static int tick(struct ht__session *s)
 {
 	if (s->sink_err)
 		return s->sink_err;

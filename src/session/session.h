@@ -133,7 +133,8 @@ void ht__session_set_sink(struct ht__session *s, const struct ht__sink *sink, vo
  * One collector pass: heartbeat, drain rings, reap children, sample RSS,
  * reclaim rings of dead processes, write what is below the watermark.
  * Returns 0 to be called again, 1 when the session is over (root and traced
- * processes gone, or stop asked), or a negative error from the sink.
+ * processes gone, or stop asked), or a negative error from the sink; after
+ * an error the recorders are told to stop (state STOPPING) and pass through.
  */
 int ht__session_tick(struct ht__session *s);
 
