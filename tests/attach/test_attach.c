@@ -277,11 +277,12 @@ static void waiter_start(struct waiter *w, const char *count, const char *module
 	program_start(w, "waiter", count, module);
 }
 
-/* Sends one line; the waiter answers with its new kept block. */
-static bool waiter_poke(struct waiter *w)
+/* Sends text (one line); the waiter answers with its new kept block. */
+static bool waiter_send(struct waiter *w, const char *text)
 {
 	char line[256];
-	if (write(w->in, "go\n", 3) != 3 || !read_line(w->out, line, sizeof(line), 5000))
+	ssize_t len = (ssize_t)strlen(text);
+	if (write(w->in, text, (size_t)len) != len || !read_line(w->out, line, sizeof(line), 5000))
 		return false;
 	int n = 0;
 	unsigned long addr;
@@ -291,6 +292,8 @@ static bool waiter_poke(struct waiter *w)
 	w->kept[n] = addr;
 	return true;
 }
+
+static bool waiter_poke(struct waiter *w) { return waiter_send(w, "go\n"); }
 
 /* Closes its stdin: it exits 0. */
 static int waiter_end(struct waiter *w)
@@ -786,6 +789,44 @@ static void test_canonical_plt(void)
 	ht_reader_close(r);
 }
 
+/*
+ * Children are not followed in attach mode: a child forked while attached
+ * allocates untraced and exits normally; its parent goes on being traced.
+ */
+static void test_fork_child(void)
+{
+	struct waiter w;
+	waiter_start(&w, "2", NULL);
+	char trace[256], pidarg[32];
+	snprintf(trace, sizeof(trace), "%s/fork.htr", tmp);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
+	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	int errfd;
+	pid_t hp = start_record(args, &errfd);
+	CHECK(waiter_send(&w, "fork\n"));
+	CHECK(waiter_poke(&w));
+	kill(hp, SIGINT);
+	int st = wait_for(hp, 30000);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(errfd);
+	CHECK(waiter_send(&w, "fork\n"));
+	st = waiter_end(&w);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct ht_reader *r = open_trace(trace);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int child = 0, mine = 0;
+	while (ht_reader_next(r, &ev) > 0) {
+		child += ev.type == HT_EV_ALLOC && ev.size == 999;
+		mine += ev.pid == w.pid && ev.type == HT_EV_ALLOC && ev.size == 12345;
+	}
+	CHECK_EQ(child, 0);
+	CHECK_EQ(mine, 4);
+	CHECK_EQ(ht_reader_process_count(r), 1);
+	ht_reader_close(r);
+}
+
 /* A process that exits ends the recording by itself. */
 static void test_target_exits(void)
 {
@@ -908,6 +949,7 @@ int main(int argc, char **argv)
 		{ "target exits", test_target_exits },
 		{ "dlopen after attach", test_dlopen_later },
 		{ "non-PIE program, canonical PLT", test_canonical_plt },
+		{ "fork while attached", test_fork_child },
 		{ "busy 8 threads", test_busy },
 	};
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {

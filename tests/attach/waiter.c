@@ -6,13 +6,16 @@
  * and prints "kept ADDR N" (N lines handled so far). Exits 0 at end of file.
  * With MODULE, the first line also loads MODULE by that name (a bare name is
  * found through this program's RUNPATH) and has it make 3 blocks of 23456
- * bytes; it exits 4 when that fails.
+ * bytes; it exits 4 when that fails. A line starting with 'f' also forks a
+ * child that makes 10 blocks of 999 bytes; the waiter exits 5 unless the
+ * child exits 0.
  *
  * Usage: waiter [COUNT [MODULE]]   (default 5)
  */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
@@ -23,13 +26,28 @@ int main(int argc, char **argv)
 	char *kept = malloc(777);
 	printf("kept %p 0\n", (void *)kept);
 	char buf[256];
-	int lines = 0;
+	int lines = 0, start = 1;
 	for (;;) {
 		/* read(2) itself, not stdio: the process sits in this system call. */
 		ssize_t n = read(0, buf, sizeof(buf));
 		if (n <= 0)
 			break;
 		for (ssize_t i = 0; i < n; i++) {
+			if (start && buf[i] == 'f') {
+				pid_t pid = fork();
+				if (pid == 0) {
+					for (int j = 0; j < 10; j++) {
+						volatile char *p = malloc(999);
+						p[0] = (char)j;
+						free((void *)p);
+					}
+					_exit(0);
+				}
+				int st;
+				if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+					return 5;
+			}
+			start = buf[i] == '\n';
 			if (buf[i] != '\n')
 				continue;
 			free(kept);
