@@ -627,7 +627,7 @@ static void print_json(struct table_run *t, const struct ht_wnode *root)
 	for (uint32_t k = 0; k < root->nchildren; k++)
 		json_node(t, &j, root->children[k]);
 	jw_arr_end(&j);
-	if (!t->o->nkeys) {
+	if (!t->o->nkeys && t->o->rows) {
 		jw_key(&j, "rows");
 		jw_arr_begin(&j);
 		for (uint32_t k = 0; k < root->nrows; k++)
