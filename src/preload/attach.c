@@ -18,18 +18,20 @@
 #include "internal.h"
 
 /* The functions redirected, as the program's modules import them. */
+/* clang-format off */
 static const char *const ht_names[] = {
-	"malloc",  "calloc",  "realloc", "reallocarray", "free",	       "posix_memalign", "aligned_alloc",
-	"memalign", "valloc", "pvalloc", "mmap",	 "mmap64",	       "munmap",	 "mremap",
-	"mprotect", "brk",    "sbrk",	 "dlopen",	 "dlclose",	       "_exit",		 "_Exit",
-	"pthread_setname_np",
+	"malloc", "calloc", "realloc", "reallocarray", "free",
+	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+	"mmap", "mmap64", "munmap", "mremap", "mprotect", "brk", "sbrk",
+	"dlopen", "dlclose", "_exit", "_Exit", "pthread_setname_np",
 };
+/* clang-format on */
 #define HT_NHOOKS (sizeof ht_names / sizeof ht_names[0])
-#define HT_HOOK_DLOPEN 17
+#define HT_HOOK_DLOPEN 17 /* ht_names[HT_HOOK_DLOPEN] is "dlopen" */
 
 static uintptr_t ht_hooks[HT_NHOOKS]; /* our function for each name */
-static _Atomic int ht_attached;       /* GOT entries point at the hooks */
-static int ht_started;                /* this copy of the module has attached once */
+static _Atomic int ht_attached;	      /* GOT entries point at the hooks */
+static int ht_started;		      /* this copy of the module has attached once */
 
 /* ---- saved GOT entries: slot address -> value before patching ---- */
 
@@ -72,7 +74,7 @@ static int ht_hook_index(const char *name)
 enum ht_walk_mode { HT_PATCH, HT_RESTORE, HT_INSPECT };
 
 struct ht_walk {
-	int mode; /* enum ht_walk_mode */
+	int mode;		      /* enum ht_walk_mode */
 	uintptr_t self_lo, loader_lo; /* modules to leave alone, by lowest address */
 	unsigned changed;
 	/* HT_INSPECT: a non-PIE program's canonical PLT entry for a hooked name
@@ -85,7 +87,8 @@ static uintptr_t ht_lowest(const struct dl_phdr_info *info)
 {
 	uintptr_t lo = UINTPTR_MAX;
 	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_addr + info->dlpi_phdr[i].p_vaddr < lo)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD &&
+		    info->dlpi_addr + info->dlpi_phdr[i].p_vaddr < lo)
 			lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
 	return lo;
 }
@@ -106,8 +109,9 @@ static void ht_store(uintptr_t slot, uintptr_t v, uintptr_t ro_lo, uintptr_t ro_
 		syscall(SYS_mprotect, page, 4096, PROT_READ);
 }
 
-static void ht_walk_relocs(struct ht_walk *w, uintptr_t bias, const ElfW(Rela) *rel, size_t bytes,
-			   const ElfW(Sym) *symtab, const char *strtab, uintptr_t ro_lo, uintptr_t ro_hi)
+static void ht_walk_relocs(struct ht_walk *w, uintptr_t bias, const Elf64_Rela *rel, size_t bytes,
+			   const Elf64_Sym *symtab, const char *strtab, uintptr_t ro_lo,
+			   uintptr_t ro_hi)
 {
 	size_t n = bytes / sizeof *rel;
 	for (size_t i = 0; i < n; i++) {
@@ -123,7 +127,7 @@ static void ht_walk_relocs(struct ht_walk *w, uintptr_t bias, const ElfW(Rela) *
 		uintptr_t slot = bias + rel[i].r_offset;
 		uintptr_t cur = __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE);
 		if (w->mode == HT_INSPECT) {
-			const ElfW(Sym) *s = &symtab[si];
+			const Elf64_Sym *s = &symtab[si];
 			/* A value still inside the module is a lazy slot not bound yet. */
 			if (type == R_X86_64_JUMP_SLOT && s->st_shndx == SHN_UNDEF && s->st_value &&
 			    !w->canon[k]) {
@@ -179,10 +183,12 @@ static int ht_walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 	w->hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_LOAD &&
-		    info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz > w->hi)
-			w->hi = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz;
-	if (lo == w->self_lo || lo == w->loader_lo || strstr(name, "linux-vdso") || strstr(name, "linux-gate") ||
-	    !strncmp(base, "libheaptrail", 12))
+		    info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz >
+			w->hi)
+			w->hi = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr +
+				info->dlpi_phdr[i].p_memsz;
+	if (lo == w->self_lo || lo == w->loader_lo || strstr(name, "linux-vdso") ||
+	    strstr(name, "linux-gate") || !strncmp(base, "libheaptrail", 12))
 		return 0;
 	uintptr_t bias = info->dlpi_addr, ro_lo = 0, ro_hi = 0;
 	const ElfW(Dyn) *dyn = NULL;
@@ -202,23 +208,38 @@ static int ht_walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 	int pltrel = DT_RELA;
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		switch (dyn->d_tag) {
-		case DT_SYMTAB: symtab = ht_dptr(dyn->d_un.d_ptr, bias); break;
-		case DT_STRTAB: strtab = ht_dptr(dyn->d_un.d_ptr, bias); break;
-		case DT_JMPREL: jmprel = ht_dptr(dyn->d_un.d_ptr, bias); break;
-		case DT_PLTRELSZ: pltrelsz = dyn->d_un.d_val; break;
-		case DT_PLTREL: pltrel = (int)dyn->d_un.d_val; break;
-		case DT_RELA: rela = ht_dptr(dyn->d_un.d_ptr, bias); break;
-		case DT_RELASZ: relasz = dyn->d_un.d_val; break;
+		case DT_SYMTAB:
+			symtab = ht_dptr(dyn->d_un.d_ptr, bias);
+			break;
+		case DT_STRTAB:
+			strtab = ht_dptr(dyn->d_un.d_ptr, bias);
+			break;
+		case DT_JMPREL:
+			jmprel = ht_dptr(dyn->d_un.d_ptr, bias);
+			break;
+		case DT_PLTRELSZ:
+			pltrelsz = dyn->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			pltrel = (int)dyn->d_un.d_val;
+			break;
+		case DT_RELA:
+			rela = ht_dptr(dyn->d_un.d_ptr, bias);
+			break;
+		case DT_RELASZ:
+			relasz = dyn->d_un.d_val;
+			break;
 		}
 	}
 	if (!symtab || !strtab)
 		return 0;
-	const ElfW(Sym) *sym = (const ElfW(Sym) *)symtab;
+	const Elf64_Sym *sym = (const Elf64_Sym *)symtab;
 	const char *str = (const char *)strtab;
 	if (jmprel && pltrel == DT_RELA)
-		ht_walk_relocs(w, bias, (const ElfW(Rela) *)jmprel, pltrelsz, sym, str, ro_lo, ro_hi);
+		ht_walk_relocs(w, bias, (const Elf64_Rela *)jmprel, pltrelsz, sym, str, ro_lo,
+			       ro_hi);
 	if (rela)
-		ht_walk_relocs(w, bias, (const ElfW(Rela) *)rela, relasz, sym, str, ro_lo, ro_hi);
+		ht_walk_relocs(w, bias, (const Elf64_Rela *)rela, relasz, sym, str, ro_lo, ro_hi);
 	return 0;
 }
 
@@ -244,7 +265,7 @@ static int ht_range_find_cb(struct dl_phdr_info *info, size_t size, void *data)
 /* Lowest address of the module holding addr, or 0. */
 static uintptr_t ht_module_of(const void *addr)
 {
-	struct ht_range_find f = { (uintptr_t)addr, 0 };
+	struct ht_range_find f = {(uintptr_t)addr, 0};
 	if (addr)
 		dl_iterate_phdr(ht_range_find_cb, &f);
 	return f.lo;
@@ -253,7 +274,7 @@ static uintptr_t ht_module_of(const void *addr)
 /* Walks every module in mode; returns the number of entries changed. */
 static unsigned ht_walk_all(int mode, struct ht_walk *out)
 {
-	struct ht_walk w = { .mode = mode };
+	struct ht_walk w = {.mode = mode};
 	w.self_lo = ht_module_of((const void *)ht_module_of);
 	w.loader_lo = ht_module_of(&_r_debug);
 	dl_iterate_phdr(ht_walk_cb, &w);
@@ -267,7 +288,7 @@ static unsigned ht_walk_all(int mode, struct ht_walk *out)
 struct ht_caller {
 	uintptr_t addr;
 	int found;
-	char dir[4096];     /* $ORIGIN of the calling module */
+	char dir[4096];	    /* $ORIGIN of the calling module */
 	char runpath[4096]; /* its DT_RUNPATH, or "" */
 	char rpath[4096];   /* its DT_RPATH, or "" */
 };
@@ -325,7 +346,9 @@ static int ht_expand(const char *s, size_t len, const char *dir, char *out, size
 	size_t o = 0, dl = strlen(dir);
 	for (size_t i = 0; i < len;) {
 		if (s[i] == '$') {
-			size_t skip = !strncmp(s + i, "$ORIGIN", 7) ? 7 : !strncmp(s + i, "${ORIGIN}", 9) ? 9 : 0;
+			size_t skip = !strncmp(s + i, "$ORIGIN", 7)	? 7
+				      : !strncmp(s + i, "${ORIGIN}", 9) ? 9
+									: 0;
 			if (!skip || o + dl >= n)
 				return 0;
 			memcpy(out + o, dir, dl);
@@ -386,7 +409,8 @@ static int ht_caller_path(const char *file, void *ret, char *out, size_t n)
 			found = ht_expand(file, strlen(file), c->dir, out, n);
 		} else if (c->rpath[0] && !c->runpath[0]) {
 			found = ht_search(c->rpath, c->dir, file, out, n);
-		} else if (c->runpath[0] && !ht_search(getenv("LD_LIBRARY_PATH"), c->dir, file, out, n)) {
+		} else if (c->runpath[0] &&
+			   !ht_search(getenv("LD_LIBRARY_PATH"), c->dir, file, out, n)) {
 			found = ht_search(c->runpath, c->dir, file, out, n);
 		}
 	}
@@ -449,7 +473,8 @@ static int ht_find_hooks(void)
 		return HT_ERR_NOT_FOUND;
 	int rc = 0;
 	for (unsigned i = 0; i < HT_NHOOKS; i++) {
-		ht_hooks[i] = i == HT_HOOK_DLOPEN ? (uintptr_t)ht_attach_dlopen : (uintptr_t)dlsym(self, ht_names[i]);
+		ht_hooks[i] = i == HT_HOOK_DLOPEN ? (uintptr_t)ht_attach_dlopen
+						  : (uintptr_t)dlsym(self, ht_names[i]);
 		if (!ht_hooks[i])
 			rc = HT_ERR_NOT_FOUND;
 	}
@@ -470,14 +495,17 @@ static void ht_find_reals(void)
 	struct ht_walk w;
 	ht_walk_all(HT_INSPECT, &w);
 	void **real[HT_NHOOKS] = {
-		(void **)&ht__real.malloc,	  (void **)&ht__real.calloc,	(void **)&ht__real.realloc,
-		(void **)&ht__real.reallocarray, (void **)&ht__real.free,	(void **)&ht__real.posix_memalign,
-		(void **)&ht__real.aligned_alloc, (void **)&ht__real.memalign, (void **)&ht__real.valloc,
-		(void **)&ht__real.pvalloc,	  (void **)&ht__real.mmap,	(void **)&ht__real.mmap64,
-		(void **)&ht__real.munmap,	  (void **)&ht__real.mremap,	(void **)&ht__real.mprotect,
-		(void **)&ht__real.brk,		  (void **)&ht__real.sbrk,	(void **)&ht__real.dlopen,
-		(void **)&ht__real.dlclose,	  (void **)&ht__real._exit,	(void **)&ht__real._Exit,
-		(void **)&ht__real.pthread_setname_np,
+	    (void **)&ht__real.malloc,	      (void **)&ht__real.calloc,
+	    (void **)&ht__real.realloc,	      (void **)&ht__real.reallocarray,
+	    (void **)&ht__real.free,	      (void **)&ht__real.posix_memalign,
+	    (void **)&ht__real.aligned_alloc, (void **)&ht__real.memalign,
+	    (void **)&ht__real.valloc,	      (void **)&ht__real.pvalloc,
+	    (void **)&ht__real.mmap,	      (void **)&ht__real.mmap64,
+	    (void **)&ht__real.munmap,	      (void **)&ht__real.mremap,
+	    (void **)&ht__real.mprotect,      (void **)&ht__real.brk,
+	    (void **)&ht__real.sbrk,	      (void **)&ht__real.dlopen,
+	    (void **)&ht__real.dlclose,	      (void **)&ht__real._exit,
+	    (void **)&ht__real._Exit,	      (void **)&ht__real.pthread_setname_np,
 	};
 	_Static_assert(sizeof real / sizeof real[0] == HT_NHOOKS, "one real function per hook");
 	for (unsigned i = 0; i < HT_NHOOKS; i++) {
@@ -570,10 +598,10 @@ HT_EXPORT int ht_attach_stop(void)
 	ht_walk_all(HT_RESTORE, NULL);
 	/* Threads caught inside a hook finish their record. */
 	for (int i = 0; i < 200 && ht_any_busy(); i++) {
-		struct timespec ts = { 0, 100000 };
+		struct timespec ts = {0, 100000};
 		nanosleep(&ts, NULL);
 	}
-	struct timespec ts = { 0, 2000000 };
+	struct timespec ts = {0, 2000000};
 	nanosleep(&ts, NULL);
 	/*
 	 * A second view of the shared pages, then anonymous memory over the
@@ -584,7 +612,8 @@ HT_EXPORT int ht_attach_stop(void)
 	 */
 	char *hdr = (char *)ht__g.hdr;
 	size_t size = ht__g.map_size;
-	uint32_t count = ht__g.ring_count, stride = ht__g.ring_stride, hsize = ht__g.hdr->header_size;
+	uint32_t count = ht__g.ring_count, stride = ht__g.ring_stride,
+		 hsize = ht__g.hdr->header_size;
 	long view = syscall(SYS_mremap, hdr, 0, size, MREMAP_MAYMOVE);
 	char *shared = hdr;
 	if (!(view < 0 && view > -4096)) {
@@ -600,7 +629,8 @@ HT_EXPORT int ht_attach_stop(void)
 	for (uint32_t i = 0; i < count; i++) {
 		struct ht__ring *r = (struct ht__ring *)(shared + hsize + (size_t)i * stride);
 		uint32_t owned = HT_RING_OWNED;
-		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == ht__g.pid && r->instance == ht__g.instance)
+		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == ht__g.pid &&
+		    r->instance == ht__g.instance)
 			atomic_compare_exchange_strong(&r->state, &owned, HT_RING_RELEASED);
 	}
 	if (shared != hdr)

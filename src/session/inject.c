@@ -90,7 +90,7 @@ static void pause_us(long us)
 		idle_last = now;
 		idle_fn(idle_ctx);
 	}
-	struct timespec ts = { 0, us * 1000 };
+	struct timespec ts = {0, us * 1000};
 	nanosleep(&ts, NULL);
 }
 
@@ -131,8 +131,8 @@ int ht__elf_dynsym(const char *path, const char *name, uint64_t *value, uint64_t
 		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum)
 			continue;
 		const Elf64_Shdr *strs = &sh[sh[i].sh_link];
-		if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset || strs->sh_offset > size ||
-		    strs->sh_size > size - strs->sh_offset) {
+		if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset ||
+		    strs->sh_offset > size || strs->sh_size > size - strs->sh_offset) {
 			rc = HT_ERR_CORRUPT;
 			goto out;
 		}
@@ -140,7 +140,8 @@ int ht__elf_dynsym(const char *path, const char *name, uint64_t *value, uint64_t
 		const char *str = (const char *)(f + strs->sh_offset);
 		size_t count = sh[i].sh_size / sizeof(Elf64_Sym), len = strlen(name);
 		for (size_t k = 0; k < count; k++) {
-			if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_value == 0 || sym[k].st_name >= strs->sh_size ||
+			if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_value == 0 ||
+			    sym[k].st_name >= strs->sh_size ||
 			    strs->sh_size - sym[k].st_name <= len)
 				continue;
 			if (!memcmp(str + sym[k].st_name, name, len + 1)) {
@@ -170,7 +171,9 @@ static int maps_each(pid_t pid, int (*cb)(const struct map_line *, void *), void
 	snprintf(name, sizeof(name), "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(name, "re");
 	if (!f)
-		return errno == ENOENT ? HT_ERR_NOT_FOUND : errno == EACCES ? HT_ERR_PERM : HT_ERR_IO;
+		return errno == ENOENT	 ? HT_ERR_NOT_FOUND
+		       : errno == EACCES ? HT_ERR_PERM
+					 : HT_ERR_IO;
 	int rc = 0;
 	while (!rc && fgets(line, sizeof(line), f)) {
 		struct map_line m;
@@ -207,7 +210,8 @@ static bool is_libc(const char *path)
 static bool is_loader(const char *path)
 {
 	const char *b = base_name(path);
-	return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld64.so", 7) || (!strncmp(b, "ld-", 3) && strstr(b, ".so"));
+	return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld64.so", 7) ||
+	       (!strncmp(b, "ld-", 3) && strstr(b, ".so"));
 }
 
 struct find_mod {
@@ -227,7 +231,11 @@ static int find_mod_cb(const struct map_line *m, void *ctx)
 	return 1;
 }
 
-static bool match_libc(const char *path, const void *arg) { (void)arg; return is_libc(path); }
+static bool match_libc(const char *path, const void *arg)
+{
+	(void)arg;
+	return is_libc(path);
+}
 static bool match_libdl(const char *path, const void *arg)
 {
 	(void)arg;
@@ -247,10 +255,10 @@ static bool match_exact_or_deleted(const char *path, const void *arg)
  * the target's maps and the file's .dynsym (read through /proc/PID/root, so a
  * process in another mount namespace is read right).
  */
-static int target_symbol(pid_t pid, bool (*match)(const char *, const void *), const void *arg, const char *name,
-			 uint64_t *addr, uint64_t *base)
+static int target_symbol(pid_t pid, bool (*match)(const char *, const void *), const void *arg,
+			 const char *name, uint64_t *addr, uint64_t *base)
 {
-	struct find_mod fm = { .match = match, .arg = arg };
+	struct find_mod fm = {.match = match, .arg = arg};
 	int rc = maps_each(pid, find_mod_cb, &fm);
 	if (rc < 0)
 		return rc;
@@ -326,7 +334,8 @@ void ht__inject_perm_hint(pid_t pid, char *buf, size_t n)
 {
 	long tracer = status_field(pid, "TracerPid", 0);
 	if (tracer > 0) {
-		say(buf, n, "it is already traced by process %ld (a debugger?); detach that first", tracer);
+		say(buf, n, "it is already traced by process %ld (a debugger?); detach that first",
+		    tracer);
 		return;
 	}
 	long scope = -1;
@@ -341,15 +350,21 @@ void ht__inject_perm_hint(pid_t pid, char *buf, size_t n)
 	if (scope == 3) {
 		say(buf, n, "kernel.yama.ptrace_scope is 3, which forbids ptrace until reboot");
 	} else if (uid >= 0 && (uid_t)uid != geteuid() && !root) {
-		say(buf, n, "it runs as user %ld; attach as the same user, or as root (CAP_SYS_PTRACE)", uid);
+		say(buf, n,
+		    "it runs as user %ld; attach as the same user, or as root (CAP_SYS_PTRACE)",
+		    uid);
 	} else if (scope == 2 && !root) {
-		say(buf, n, "kernel.yama.ptrace_scope is 2: only CAP_SYS_PTRACE may attach; run as root");
+		say(buf, n,
+		    "kernel.yama.ptrace_scope is 2: only CAP_SYS_PTRACE may attach; run as root");
 	} else if (scope == 1 && !root) {
-		say(buf, n, "kernel.yama.ptrace_scope is 1: only a parent may attach; run as root "
-			    "(CAP_SYS_PTRACE) or set it to 0 with 'sysctl kernel.yama.ptrace_scope=0'");
+		say(buf, n,
+		    "kernel.yama.ptrace_scope is 1: only a parent may attach; run as root "
+		    "(CAP_SYS_PTRACE) or set it to 0 with 'sysctl kernel.yama.ptrace_scope=0'");
 	} else {
-		say(buf, n, "ptrace is not allowed (a non-dumpable process, a security module or a container "
-			    "without CAP_SYS_PTRACE); run as root with CAP_SYS_PTRACE");
+		say(buf, n,
+		    "ptrace is not allowed (a non-dumpable process, a security module or a "
+		    "container "
+		    "without CAP_SYS_PTRACE); run as root with CAP_SYS_PTRACE");
 	}
 }
 
@@ -404,7 +419,8 @@ static int unsafe_cb(const struct map_line *m, void *ctx)
 		return 0;
 	const char *b = base_name(m->path);
 	if (is_libc(m->path) || is_loader(m->path) || !strncmp(b, "libheaptrail", 12) ||
-	    !strncmp(b, "libunwind", 9) || !strncmp(b, "libpthread", 10) || !strncmp(b, "libdl", 5)) {
+	    !strncmp(b, "libunwind", 9) || !strncmp(b, "libpthread", 10) ||
+	    !strncmp(b, "libdl", 5)) {
 		r->lo[r->n] = m->start;
 		r->hi[r->n] = m->end;
 		r->n++;
@@ -432,8 +448,8 @@ static bool safe_point(const struct user_regs_struct *r, const struct ranges *un
 	long nr = (long)r->orig_rax;
 	long ret = (long)r->rax;
 	bool in_syscall = nr >= 0 && (ret == -HT_ERESTARTSYS || ret == -HT_ERESTARTNOINTR ||
-				      ret == -HT_ERESTARTNOHAND || ret == -HT_ERESTART_RESTARTBLOCK ||
-				      ret == -EINTR);
+				      ret == -HT_ERESTARTNOHAND ||
+				      ret == -HT_ERESTART_RESTARTBLOCK || ret == -EINTR);
 	if (in_syscall)
 		return nr != SYS_futex || futex_ok;
 	return !in_ranges(unsafe, r->rip);
@@ -506,7 +522,7 @@ static int borrow_thread(struct borrowed *b, pid_t pid, char *why, size_t n)
 	unsigned round = 0;
 	while (now_ms() - start < HT_BORROW_MS) {
 		bool futex_ok = now_ms() - start > HT_BORROW_MS / 3;
-		struct ranges unsafe = { .n = 0 };
+		struct ranges unsafe = {.n = 0};
 		int rc = maps_each(pid, unsafe_cb, &unsafe);
 		if (rc < 0) {
 			say(why, n, "cannot read its memory map");
@@ -526,12 +542,14 @@ static int borrow_thread(struct borrowed *b, pid_t pid, char *why, size_t n)
 				}
 				continue; /* the thread is gone */
 			}
-			if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0 || wait_interrupt_stop(tid) < 0) {
+			if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0 ||
+			    wait_interrupt_stop(tid) < 0) {
 				ptrace(PTRACE_DETACH, tid, 0, 0);
 				continue;
 			}
 			struct user_regs_struct r;
-			if (ptrace(PTRACE_GETREGS, tid, 0, &r) == 0 && safe_point(&r, &unsafe, futex_ok)) {
+			if (ptrace(PTRACE_GETREGS, tid, 0, &r) == 0 &&
+			    safe_point(&r, &unsafe, futex_ok)) {
 				b->tid = tid;
 				rc = save_state(b);
 				if (rc == 0)
@@ -547,7 +565,8 @@ static int borrow_thread(struct borrowed *b, pid_t pid, char *why, size_t n)
 		pause_us(round < 20 ? 200 : 2000);
 		round++;
 	}
-	say(why, n, "none of its threads reached a safe point (outside libc and the loader) in %d ms",
+	say(why, n,
+	    "none of its threads reached a safe point (outside libc and the loader) in %d ms",
 	    HT_BORROW_MS);
 	return HT_ERR_IO;
 }
@@ -564,7 +583,7 @@ static int return_thread(struct borrowed *b)
 
 static int write_mem(pid_t tid, uint64_t addr, const void *buf, size_t len)
 {
-	struct iovec local = { (void *)buf, len }, remote = { (void *)addr, len };
+	struct iovec local = {(void *)buf, len}, remote = {(void *)addr, len};
 	if (process_vm_writev(tid, &local, 1, &remote, 1, 0) == (ssize_t)len)
 		return 0;
 	/* Word by word through ptrace when process_vm_writev is not allowed. */
@@ -597,7 +616,8 @@ static void stop_call(pid_t tid)
 		int st;
 		if (waitpid(tid, &st, __WALL) < 0 && errno != EINTR)
 			return;
-		if (WIFEXITED(st) || WIFSIGNALED(st) || (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP))
+		if (WIFEXITED(st) || WIFSIGNALED(st) ||
+		    (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP))
 			return;
 		if (WIFSTOPPED(st) && ptrace(PTRACE_CONT, tid, 0, (void *)(long)WSTOPSIG(st)) < 0)
 			return;
@@ -611,8 +631,8 @@ static void stop_call(pid_t tid)
  * delivered. Signals that arrive meanwhile are delivered as usual. *ret gets
  * rax. Returns 0, HT_ERR_NOT_FOUND (the process died) or HT_ERR_IO.
  */
-static int call_in(struct borrowed *b, uint64_t low, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t *ret,
-		   char *why, size_t n)
+static int call_in(struct borrowed *b, uint64_t low, uint64_t fn, uint64_t a0, uint64_t a1,
+		   uint64_t *ret, char *why, size_t n)
 {
 	struct user_regs_struct r = b->regs;
 	uint64_t sp = ((low - 256) & ~(uint64_t)15) - 8;
@@ -646,8 +666,8 @@ static int call_in(struct borrowed *b, uint64_t low, uint64_t fn, uint64_t a0, u
 		if (w == 0) {
 			if (now_ms() - start > HT__INJECT_CALL_MS) {
 				stop_call(b->tid);
-				say(why, n, "the call in thread %d did not return within %d ms", (int)b->tid,
-				    HT__INJECT_CALL_MS);
+				say(why, n, "the call in thread %d did not return within %d ms",
+				    (int)b->tid, HT__INJECT_CALL_MS);
 				return HT_ERR_IO;
 			}
 			pause_us(200);
@@ -675,8 +695,8 @@ static int call_in(struct borrowed *b, uint64_t low, uint64_t fn, uint64_t a0, u
 				*ret = now.rax;
 				return 0;
 			}
-			say(why, n, "the call crashed at 0x%llx in thread %d", (unsigned long long)now.rip,
-			    (int)b->tid);
+			say(why, n, "the call crashed at 0x%llx in thread %d",
+			    (unsigned long long)now.rip, (int)b->tid);
 			return HT_ERR_IO;
 		}
 		if (ptrace(PTRACE_CONT, b->tid, 0, (void *)(long)sig) < 0) {
@@ -705,7 +725,8 @@ struct lib_seen {
 static int lib_seen_cb(const struct map_line *m, void *ctx)
 {
 	struct lib_seen *s = ctx;
-	if (match_exact_or_deleted(m->path, s->want) || !strncmp(base_name(m->path), "libheaptrail", 12)) {
+	if (match_exact_or_deleted(m->path, s->want) ||
+	    !strncmp(base_name(m->path), "libheaptrail", 12)) {
 		s->found = true;
 		return 1;
 	}
@@ -746,7 +767,8 @@ static int fresh_copy(const char *lib, const char *session_path, pid_t pid, char
 		*slash = 0;
 		if (noexec_dir(dirs[i]))
 			continue;
-		if ((size_t)snprintf(out, n, "%.*s/libheaptrail-attach-%d-XXXXXX", (int)(n - 64), dirs[i], (int)pid) >= n)
+		if ((size_t)snprintf(out, n, "%.*s/libheaptrail-attach-%d-XXXXXX", (int)(n - 64),
+				     dirs[i], (int)pid) >= n)
 			continue;
 		int fd = mkostemp(out, O_CLOEXEC);
 		if (fd < 0)
@@ -802,8 +824,8 @@ static int find_dlopen(pid_t pid, uint64_t *addr)
 	return target_symbol(pid, match_libc, NULL, "__libc_dlopen_mode", addr, NULL);
 }
 
-int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const char *session_path, char *why,
-		      size_t n)
+int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const char *session_path,
+		      char *why, size_t n)
 {
 	memset(a, 0, sizeof(*a));
 	a->pid = pid;
@@ -813,7 +835,8 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 		return rc;
 	}
 	if (launched_traced(pid)) {
-		say(why, n, "it runs under 'heaptrail record' already and is traced by that session");
+		say(why, n,
+		    "it runs under 'heaptrail record' already and is traced by that session");
 		return HT_ERR_EXISTS;
 	}
 	uint64_t dlopen_fn;
@@ -835,13 +858,15 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 	}
 
 	/* An earlier recorder still loaded: load a fresh copy of the file. */
-	struct lib_seen seen = { .want = lib };
+	struct lib_seen seen = {.want = lib};
 	maps_each(pid, lib_seen_cb, &seen);
 	char copy[PATH_MAX] = "";
 	const char *load = lib;
 	if (seen.found) {
 		if (fresh_copy(lib, session_path, pid, copy, sizeof(copy)) < 0) {
-			say(why, n, "a recorder from an earlier attach is loaded and no fresh copy could be made");
+			say(why, n,
+			    "a recorder from an earlier attach is loaded and no fresh copy could "
+			    "be made");
 			return HT_ERR_IO;
 		}
 		load = copy;
@@ -868,7 +893,7 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 	}
 	uint64_t base = 0, start_fn = 0;
 	if (rc == 0) {
-		struct find_mod fm = { .match = match_exact_or_deleted, .arg = load };
+		struct find_mod fm = {.match = match_exact_or_deleted, .arg = load};
 		maps_each(pid, find_mod_cb, &fm);
 		base = fm.base;
 		if (!base) {
@@ -903,7 +928,7 @@ out:
 int ht__inject_detach(const struct ht__attach *a, char *why, size_t n)
 {
 	/* Gone, or exec'd since (our module no longer at its place): nothing to undo. */
-	struct find_mod fm = { .match = match_exact_or_deleted, .arg = a->lib_path };
+	struct find_mod fm = {.match = match_exact_or_deleted, .arg = a->lib_path};
 	int rc = maps_each(a->pid, find_mod_cb, &fm);
 	if (rc < 0 || fm.base != a->lib_base) {
 		say(why, n, "the process is gone or has exec'd");

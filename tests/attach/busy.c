@@ -55,7 +55,8 @@ static void *worker(void *arg)
 		p[lo / 8 - 1] = k;
 		if (i % 1024 == 512) {
 			size_t len = 4096 * (k + 1);
-			char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 			if (m == MAP_FAILED) {
 				atomic_store(&bad, 1);
 				break;

@@ -32,21 +32,21 @@
 #include "heaptrail/trace.h"
 
 static int failures;
-#define CHECK(c)                                                                          \
-	do {                                                                              \
-		if (!(c)) {                                                               \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-			failures++;                                                       \
-		}                                                                         \
+#define CHECK(c)                                                                                   \
+	do {                                                                                       \
+		if (!(c)) {                                                                        \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);      \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
-#define CHECK_EQ(a, b)                                                                     \
-	do {                                                                               \
-		long long a_ = (long long)(a), b_ = (long long)(b);                        \
-		if (a_ != b_) {                                                            \
-			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, \
-				#a, a_, b_);                                               \
-			failures++;                                                        \
-		}                                                                          \
+#define CHECK_EQ(a, b)                                                                             \
+	do {                                                                                       \
+		long long a_ = (long long)(a), b_ = (long long)(b);                                \
+		if (a_ != b_) {                                                                    \
+			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__,  \
+				#a, a_, b_);                                                       \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 static const char *heaptrail, *progdir;
@@ -159,8 +159,9 @@ static bool read_line(int fd, char *buf, size_t n, int ms)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		long left = ms - ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
-		struct pollfd p = { fd, POLLIN, 0 };
+		long left =
+		    ms - ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd p = {fd, POLLIN, 0};
 		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
 			return false;
 		char c;
@@ -225,7 +226,7 @@ static bool wait_in_read(pid_t pid)
    "tracing" line. Returns its pid; *errfd is the pipe. */
 static pid_t start_record(const char *const *args, int *errfd)
 {
-	const char *argv[16] = { heaptrail, "record" };
+	const char *argv[16] = {heaptrail, "record"};
 	int n = 2;
 	while (*args && n < 15)
 		argv[n++] = *args++;
@@ -239,7 +240,8 @@ static pid_t start_record(const char *const *args, int *errfd)
 	char line[512];
 	bool ok = read_line(p[0], line, sizeof(line), 20000);
 	if (!ok || !strstr(line, "tracing")) {
-		fprintf(stderr, "heaptrail record did not start tracing: '%s'\n", ok ? line : "(nothing)");
+		fprintf(stderr, "heaptrail record did not start tracing: '%s'\n",
+			ok ? line : "(nothing)");
 		failures++;
 	}
 	return pid;
@@ -247,8 +249,8 @@ static pid_t start_record(const char *const *args, int *errfd)
 
 struct waiter {
 	pid_t pid;
-	int in, out;         /* its stdin (we write), its stdout (we read) */
-	uint64_t kept[8];    /* address of the kept block after each line */
+	int in, out;	  /* its stdin (we write), its stdout (we read) */
+	uint64_t kept[8]; /* address of the kept block after each line */
 	int lines;
 };
 
@@ -256,7 +258,7 @@ static void program_start(struct waiter *w, const char *name, const char *count,
 {
 	char prog[512];
 	snprintf(prog, sizeof(prog), "%s/%s", progdir, name);
-	const char *argv[] = { prog, count, module, NULL };
+	const char *argv[] = {prog, count, module, NULL};
 	int in[2], out[2];
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
 		exit(1);
@@ -293,7 +295,10 @@ static bool waiter_send(struct waiter *w, const char *text)
 	return true;
 }
 
-static bool waiter_poke(struct waiter *w) { return waiter_send(w, "go\n"); }
+static bool waiter_poke(struct waiter *w)
+{
+	return waiter_send(w, "go\n");
+}
 
 /* Closes its stdin: it exits 0. */
 static int waiter_end(struct waiter *w)
@@ -330,8 +335,8 @@ static const struct ht_process *process_of(struct ht_reader *r, pid_t pid)
 
 struct busy_thread {
 	int32_t tid;
-	int k;          /* thread index from the sizes, -1 before the first group */
-	int phase;      /* 0: next is malloc(LO), 1: malloc(HI), 2: inside, 3: free(p) */
+	int k;	   /* thread index from the sizes, -1 before the first group */
+	int phase; /* 0: next is malloc(LO), 1: malloc(HI), 2: inside, 3: free(p) */
 	uint64_t i, lo, p, q;
 	bool mapped, unmapped;
 	uint64_t first, last, groups, mmaps;
@@ -354,8 +359,9 @@ static struct busy_thread *busy_thread_of(struct busy_thread *t, int *n, int32_t
 static void busy_error(struct busy_thread *t, const char *what, const struct ht_event *ev)
 {
 	if (t->errors++ < 5)
-		fprintf(stderr, "busy thread %d: %s at event %s size %llu (group %llu)\n", (int)t->tid, what,
-			ht_event_name(ev->type), (unsigned long long)ev->size, (unsigned long long)t->groups);
+		fprintf(stderr, "busy thread %d: %s at event %s size %llu (group %llu)\n",
+			(int)t->tid, what, ht_event_name(ev->type), (unsigned long long)ev->size,
+			(unsigned long long)t->groups);
 }
 
 /*
@@ -377,7 +383,8 @@ static void busy_step(struct busy_thread *t, const struct ht_event *ev)
 		return;
 	case 1: {
 		uint64_t hi = ev->size - 40000;
-		if (ev->type != HT_EV_ALLOC || ev->size < 40000 || hi >= 8 * 4096 || hi % 8 != (t->lo - 64) % 8)
+		if (ev->type != HT_EV_ALLOC || ev->size < 40000 || hi >= 8 * 4096 ||
+		    hi % 8 != (t->lo - 64) % 8)
 			return busy_error(t, "expected malloc(HI)", ev);
 		int k = (int)((t->lo - 64) % 8);
 		uint64_t i = (hi / 8) * 4096 + (t->lo - 64) / 8;
@@ -393,11 +400,13 @@ static void busy_step(struct busy_thread *t, const struct ht_event *ev)
 		return;
 	}
 	case 2:
-		if (ev->type == HT_EV_MMAP && !t->mapped && ev->size == 4096u * (unsigned)(t->k + 1)) {
+		if (ev->type == HT_EV_MMAP && !t->mapped &&
+		    ev->size == 4096u * (unsigned)(t->k + 1)) {
 			t->mapped = true;
 			return;
 		}
-		if (ev->type == HT_EV_MUNMAP && t->mapped && !t->unmapped && ev->size == 4096u * (unsigned)(t->k + 1)) {
+		if (ev->type == HT_EV_MUNMAP && t->mapped && !t->unmapped &&
+		    ev->size == 4096u * (unsigned)(t->k + 1)) {
 			t->unmapped = true;
 			return;
 		}
@@ -444,7 +453,8 @@ static void busy_round(pid_t pid, volatile uint64_t *c, const char *duration, co
 	uint64_t before[NTHREADS], after[NTHREADS];
 	for (int k = 0; k < NTHREADS; k++)
 		before[k] = c[k];
-	const char *rec[] = { heaptrail, "record", "-q", "-p", pidarg, "--duration", duration, "-o", trace, NULL };
+	const char *rec[] = {heaptrail,	   "record", "-q", "-p",  pidarg,
+			     "--duration", duration, "-o", trace, NULL};
 	int errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	pid_t hp = spawn(rec, -1, -1, errfd, false);
 	close(errfd);
@@ -469,7 +479,8 @@ static void busy_round(pid_t pid, volatile uint64_t *c, const char *duration, co
 			if (ev.pid != pid)
 				continue;
 			starts += ev.type == HT_EV_PROCESS_START;
-			names += ev.type == HT_EV_THREAD_START && ev.name && !strncmp(ev.name, "busy", 4);
+			names += ev.type == HT_EV_THREAD_START && ev.name &&
+				 !strncmp(ev.name, "busy", 4);
 			if (ev.type < HT_EV_ALLOC || ev.type > HT_EV_MPROTECT)
 				continue;
 			struct busy_thread *t = busy_thread_of(th, &nth, ev.tid);
@@ -500,9 +511,13 @@ static void busy_round(pid_t pid, volatile uint64_t *c, const char *duration, co
 			CHECK(t->first >= before[t->k]);
 			CHECK(t->last < after[t->k]);
 			if (t->errors || t->first < before[t->k] || t->last >= after[t->k])
-				fprintf(stderr, "%s: thread %d: iterations %llu..%llu traced, counter %llu before, %llu after\n",
-					name, t->k, (unsigned long long)t->first, (unsigned long long)t->last,
-					(unsigned long long)before[t->k], (unsigned long long)after[t->k]);
+				fprintf(stderr,
+					"%s: thread %d: iterations %llu..%llu traced, counter %llu "
+					"before, %llu after\n",
+					name, t->k, (unsigned long long)t->first,
+					(unsigned long long)t->last,
+					(unsigned long long)before[t->k],
+					(unsigned long long)after[t->k]);
 		}
 		CHECK_EQ(workers, NTHREADS);
 		CHECK_EQ(seen, (1u << NTHREADS) - 1);
@@ -521,7 +536,7 @@ static void test_busy(void)
 	char prog[512], counters_path[256];
 	snprintf(prog, sizeof(prog), "%s/busy", progdir);
 	snprintf(counters_path, sizeof(counters_path), "%s/counters", tmp);
-	const char *argv[] = { prog, counters_path, "8", NULL };
+	const char *argv[] = {prog, counters_path, "8", NULL};
 	pid_t pid = spawn(argv, -1, -1, -1, false);
 	volatile uint64_t *c = NULL;
 	for (int i = 0; i < 5000 && !c; i++) {
@@ -590,7 +605,8 @@ static void count_waiter(struct ht_reader *r, const struct waiter *w, struct wai
 			out->kept_allocs++;
 			out->kept_addr = ev.addr;
 		}
-		if ((ev.type == HT_EV_ALLOC || ev.type == HT_EV_FREE) && ev.addr == w->kept[0] && !seen_before) {
+		if ((ev.type == HT_EV_ALLOC || ev.type == HT_EV_FREE) && ev.addr == w->kept[0] &&
+		    !seen_before) {
 			seen_before = true;
 			out->unknown_free = ev.type == HT_EV_FREE;
 		}
@@ -603,7 +619,7 @@ static long info_unknown_frees(const char *trace, bool *attached_note)
 	char out[256];
 	snprintf(out, sizeof(out), "%s/info.txt", tmp);
 	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	const char *argv[] = { heaptrail, "info", trace, NULL };
+	const char *argv[] = {heaptrail, "info", trace, NULL};
 	pid_t pid = spawn(argv, -1, fd, -1, false);
 	close(fd);
 	int st = wait_for(pid, 30000);
@@ -623,7 +639,7 @@ static void test_blocked_in_read(void)
 	char trace[256], pidarg[32];
 	snprintf(trace, sizeof(trace), "%s/wait.htr", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
-	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	const char *args[] = {"-p", pidarg, "-o", trace, NULL};
 	int errfd;
 	pid_t hp = start_record(args, &errfd);
 	/* Put back into its read(): it still waits there, then wakes for our line. */
@@ -667,7 +683,7 @@ static void test_two_processes(void)
 	char trace[256], pidarg[64];
 	snprintf(trace, sizeof(trace), "%s/two.htr", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d,%d", (int)a.pid, (int)b.pid);
-	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	const char *args[] = {"-p", pidarg, "-o", trace, NULL};
 	int errfd;
 	pid_t hp = start_record(args, &errfd);
 	CHECK(waiter_poke(&a));
@@ -719,7 +735,7 @@ static void test_dlopen_later(void)
 	char trace[256], pidarg[32];
 	snprintf(trace, sizeof(trace), "%s/dl.htr", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
-	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	const char *args[] = {"-p", pidarg, "-o", trace, NULL};
 	int errfd;
 	pid_t hp = start_record(args, &errfd);
 	CHECK(waiter_poke(&w));
@@ -744,7 +760,9 @@ static void test_dlopen_later(void)
 		const uint32_t *frames;
 		if (ht_reader_stack(r, ev.stack, &frames) > 0) {
 			const struct ht_frame *f = ht_reader_frame(r, frames[0]);
-			const struct ht_module *m = f && f->module != HT_MODULE_NONE ? ht_reader_module(r, f->module) : NULL;
+			const struct ht_module *m = f && f->module != HT_MODULE_NONE
+							? ht_reader_module(r, f->module)
+							: NULL;
 			in_module += m && !strcmp(m->name, "libattachdyn.so");
 		}
 	}
@@ -764,7 +782,7 @@ static void test_canonical_plt(void)
 	char trace[256], pidarg[32];
 	snprintf(trace, sizeof(trace), "%s/nopie.htr", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
-	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	const char *args[] = {"-p", pidarg, "-o", trace, NULL};
 	int errfd;
 	pid_t hp = start_record(args, &errfd);
 	CHECK(waiter_poke(&w));
@@ -800,7 +818,7 @@ static void test_fork_child(void)
 	char trace[256], pidarg[32];
 	snprintf(trace, sizeof(trace), "%s/fork.htr", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
-	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	const char *args[] = {"-p", pidarg, "-o", trace, NULL};
 	int errfd;
 	pid_t hp = start_record(args, &errfd);
 	CHECK(waiter_send(&w, "fork\n"));
@@ -835,7 +853,7 @@ static void test_target_exits(void)
 	char trace[256], pidarg[32];
 	snprintf(trace, sizeof(trace), "%s/exit.htr", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
-	const char *args[] = { "-p", pidarg, "-o", trace, NULL };
+	const char *args[] = {"-p", pidarg, "-o", trace, NULL};
 	int errfd;
 	pid_t hp = start_record(args, &errfd);
 	CHECK(waiter_poke(&w));
@@ -862,7 +880,7 @@ static void test_no_permission(void)
 	snprintf(errpath, sizeof(errpath), "%s/perm.err", tmp);
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)w.pid);
 	int errfd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-	const char *argv[] = { heaptrail, "record", "-p", pidarg, "-o", trace, NULL };
+	const char *argv[] = {heaptrail, "record", "-p", pidarg, "-o", trace, NULL};
 	pid_t hp = spawn(argv, -1, -1, errfd, true);
 	close(errfd);
 	int st = wait_for(hp, 20000);
@@ -889,19 +907,20 @@ static void test_no_permission(void)
 static void test_bad_arguments(void)
 {
 	static const char *const cases[][6] = {
-		{ "record", "-p", "0", NULL },
-		{ "record", "-p", "12x", NULL },
-		{ "record", "-p", "2147483647", NULL },
-		{ "record", "--duration", "1", "--", "/bin/true", NULL },
-		{ "record", "-p", "1", "--duration", "soon", NULL },
-		{ "record", "-p", "1", "/bin/true", NULL },
+	    {"record", "-p", "0", NULL},
+	    {"record", "-p", "12x", NULL},
+	    {"record", "-p", "2147483647", NULL},
+	    {"record", "--duration", "1", "--", "/bin/true", NULL},
+	    {"record", "-p", "1", "--duration", "soon", NULL},
+	    {"record", "-p", "1", "/bin/true", NULL},
 	};
-	static const char *const want[] = { "invalid process id", "invalid process id", "no process 2147483647",
-					    "--duration goes with -p", "invalid duration", "not both" };
+	static const char *const want[] = {"invalid process id",    "invalid process id",
+					   "no process 2147483647", "--duration goes with -p",
+					   "invalid duration",	    "not both"};
 	char errpath[256];
 	snprintf(errpath, sizeof(errpath), "%s/args.err", tmp);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *argv[8] = { heaptrail };
+		const char *argv[8] = {heaptrail};
 		for (int k = 0; cases[i][k]; k++)
 			argv[k + 1] = cases[i][k];
 		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -942,15 +961,15 @@ int main(int argc, char **argv)
 		const char *name;
 		void (*fn)(void);
 	} tests[] = {
-		{ "bad arguments", test_bad_arguments },
-		{ "no permission", test_no_permission },
-		{ "blocked in read", test_blocked_in_read },
-		{ "two processes", test_two_processes },
-		{ "target exits", test_target_exits },
-		{ "dlopen after attach", test_dlopen_later },
-		{ "non-PIE program, canonical PLT", test_canonical_plt },
-		{ "fork while attached", test_fork_child },
-		{ "busy 8 threads", test_busy },
+	    {"bad arguments", test_bad_arguments},
+	    {"no permission", test_no_permission},
+	    {"blocked in read", test_blocked_in_read},
+	    {"two processes", test_two_processes},
+	    {"target exits", test_target_exits},
+	    {"dlopen after attach", test_dlopen_later},
+	    {"non-PIE program, canonical PLT", test_canonical_plt},
+	    {"fork while attached", test_fork_child},
+	    {"busy 8 threads", test_busy},
 	};
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		int before = failures;

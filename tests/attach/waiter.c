@@ -44,7 +44,8 @@ int main(int argc, char **argv)
 					_exit(0);
 				}
 				int st;
-				if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+				if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+				    WEXITSTATUS(st))
 					return 5;
 			}
 			start = buf[i] == '\n';
@@ -59,7 +60,8 @@ int main(int argc, char **argv)
 			kept = malloc(777);
 			if (module) {
 				void *h = dlopen(module, RTLD_NOW);
-				int (*work)(int) = h ? (int (*)(int))dlsym(h, "attachdyn_work") : NULL;
+				int (*work)(int) =
+				    h ? (int (*)(int))dlsym(h, "attachdyn_work") : NULL;
 				if (!work || work(3) != 3) {
 					printf("cannot use '%s': %s\n", module, dlerror());
 					return 4;
