@@ -168,13 +168,20 @@ def check_last_spikes(t, spikes, steady):
           ["memtestapp!ManipulateTemporaryBuffer", "memtestapp!Operation1", "memtestapp!main"],
           "transient stack")
     equal(len(st["rows"]), 4, "four transient buffers")
+    lives = []
     for r in st["rows"]:
-        life = r["decommit_ns"] - r["commit_ns"]
-        # At least the hold; touching 10 MB under the recorder on a busy machine adds some.
-        check(HOLD_NS <= life < 20 * HOLD_NS,
-              "commit to decommit %d ns, want about %d ns (the scaled 100 ms)" % (life, HOLD_NS))
+        lives.append(r["decommit_ns"] - r["commit_ns"])
         equal(r["type"], "AIFI", "transient buffer type")
         equal(r["size"], 10 * MB, "transient buffer size")
+    # Every buffer lives at least the hold (the scaled 100 ms). Touching 10 MB adds a
+    # little; a busy machine can stall the program far longer, so only the quickest
+    # must be close to the hold and none may last a large part of the run.
+    if lives:
+        check(min(lives) >= HOLD_NS, "commit to decommit %r ns, want >= %d ns" % (lives, HOLD_NS))
+        check(min(lives) < 5 * HOLD_NS, "commit to decommit %r ns, want about %d ns (the scaled 100 ms)"
+              % (lives, HOLD_NS))
+        check(max(lives) < 50 * HOLD_NS, "commit to decommit %r ns, want well under %d ns"
+              % (lives, 50 * HOLD_NS))
     # The steady mappings are outstanding through the window: AOFO, no bytes of their own.
     imp = find(proc["children"], "impacting_type", lambda v: v == "Impacting")
     equal([(n["count"], n["impacting_size"], n["blocks"]) for n in imp], [(0, 0, 2)], "steady state is AOFO")
