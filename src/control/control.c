@@ -119,10 +119,9 @@ int ht__ctl_call(const char *name, const char *request, char *reply, size_t n, i
 		close(fd);
 		return HT_ERR_INVALID;
 	}
-	if ((rc = write_all(fd, line, (size_t)len)) < 0) {
-		close(fd);
-		return rc;
-	}
+	/* A daemon that refuses us answers and closes before reading: its
+	   answer is still there to read when the send fails. */
+	write_all(fd, line, (size_t)len);
 	size_t got = 0;
 	for (;;) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -294,7 +293,9 @@ static int find_recorder(char *out, size_t n)
 		char *slash = strrchr(exe, '/');
 		if (slash)
 			*slash = 0;
-		const char *rel[] = { "../lib/libheaptrail.so", "lib/libheaptrail.so", "libheaptrail.so" };
+		/* Installed (bin/ and lib/), or a program in a build tree. */
+		const char *rel[] = { "../lib/libheaptrail.so", "lib/libheaptrail.so", "../../lib/libheaptrail.so",
+				      "../../../lib/libheaptrail.so" };
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 			char cand[PATH_MAX + 64];
 			snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);

@@ -46,6 +46,8 @@ static struct {
 	pthread_mutex_t members_lock; /* members[], injections */
 	struct member *members;       /* processes attached by pid */
 	unsigned nmembers;
+	pid_t removed[HT__CTL_MAX_PIDS]; /* detached by update: no longer listed */
+	unsigned nremoved;
 	volatile sig_atomic_t stop;   /* asked by STOP, a signal, or the size limit */
 	int stop_fd;                  /* the STOP client, answered when the trace is done */
 	uint32_t stack_mask;
@@ -137,6 +139,9 @@ static int member_add(pid_t pid, char *why, size_t n)
 	struct member *m = member_of(pid);
 	if (m && m->attached && !process_gone(pid))
 		return 0;
+	for (unsigned i = 0; i < D.nremoved; i++)
+		if (D.removed[i] == pid)
+			D.removed[i--] = D.removed[--D.nremoved];
 	if (!m) {
 		struct member *grown = realloc(D.members, (D.nmembers + 1) * sizeof(*grown));
 		if (!grown)
@@ -175,6 +180,8 @@ static int member_remove(unsigned i, char *why, size_t n)
 		if (rc < 0)
 			snprintf(why, n, "cannot detach from process %d: %s", (int)m->pid, w);
 	}
+	if (D.nremoved < HT__CTL_MAX_PIDS)
+		D.removed[D.nremoved++] = m->pid;
 	D.members[i] = D.members[--D.nmembers];
 	return rc;
 }
@@ -197,8 +204,15 @@ static void status_line(char *out, size_t n, const char *verb_extra)
 	pthread_mutex_unlock(&D.sess_lock);
 	if (nlive > HT__CTL_MAX_PIDS)
 		nlive = HT__CTL_MAX_PIDS;
-	/* Processes attached a moment ago show before their first event is drained. */
+	/* Processes attached a moment ago show before their first event is
+	   drained; processes detached by update are no longer listed. */
 	pthread_mutex_lock(&D.members_lock);
+	for (unsigned k = 0; k < nlive; k++)
+		for (unsigned i = 0; i < D.nremoved; i++)
+			if (live[k] == D.removed[i]) {
+				live[k--] = live[--nlive];
+				break;
+			}
 	for (unsigned i = 0; i < D.nmembers && nlive < HT__CTL_MAX_PIDS; i++) {
 		bool seen = false;
 		for (unsigned k = 0; k < nlive; k++)
