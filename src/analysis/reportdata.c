@@ -179,6 +179,7 @@ static int cell_add_raw(struct ht_rd_table *t, const struct ht_rd_cell *add)
 		struct ht_rd_cell *c = &t->cells[t->cell_index[slot] - 1];
 		if (c->site == add->site && c->alloc_bucket == add->alloc_bucket && c->free_bucket == add->free_bucket) {
 			c->count += add->count;
+			c->blocks += add->blocks;
 			c->bytes += add->bytes;
 			c->reallocs += add->reallocs;
 			return 0;
@@ -226,6 +227,7 @@ static int cell_add(struct ht_rd_table *t, uint32_t site, const struct ht_rd_lif
 		.alloc_bucket = (uint32_t)(l->alloc_ts / t->bucket_ns),
 		.free_bucket = l->free_ts == HT_TS_NEVER ? NONE32 : (uint32_t)(l->free_ts / t->bucket_ns),
 		.count = !l->piece,
+		.blocks = 1,
 		.bytes = l->size,
 		.reallocs = l->realloc,
 	};
@@ -563,6 +565,21 @@ static int stream(struct run *x)
 	return x->err;
 }
 
+static int by_alloc(const void *a, const void *b)
+{
+	const struct ht_rd_life *x = a, *y = b;
+	if (x->alloc_ts != y->alloc_ts)
+		return x->alloc_ts < y->alloc_ts ? -1 : 1;
+	return x->free_ts < y->free_ts ? -1 : x->free_ts > y->free_ts;
+}
+
+/* Each site's lifetimes in allocation order, so the output can store time deltas. */
+static void sort_lives(struct ht_rd_table *t)
+{
+	for (uint32_t i = 0; i < t->nsites; i++)
+		qsort(t->sites[i].lives, t->sites[i].nlives, sizeof(struct ht_rd_life), by_alloc);
+}
+
 /* Gives each used canonical stack an output index and lists its frames, outermost first. */
 static int build_stacks(struct run *x)
 {
@@ -659,6 +676,8 @@ int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r, const stru
 			series_move(&all[k][i], d->points - 1);
 			all[k][i].last[d->points - 1] = all[k][i].cur;
 		}
+	sort_lives(&d->heap);
+	sort_lives(&d->commit);
 	rc = build_stacks(&x);
 out:
 	if (x.ws)

@@ -59,6 +59,7 @@ struct ht_rd_cell {
 	uint32_t alloc_bucket;
 	uint32_t free_bucket; /* UINT32_MAX: never freed */
 	uint64_t count;       /* allocations (pieces not counted) */
+	uint64_t blocks;      /* lifetimes, pieces included */
 	uint64_t bytes;
 	uint64_t reallocs;
 };
@@ -70,7 +71,7 @@ struct ht_rd_site {
 	uint32_t stack;  /* index into the output stacks (0: no frames) */
 	uint64_t bytes;  /* over every lifetime seen, for the budget's choice */
 	bool binned;
-	struct ht_rd_life *lives;
+	struct ht_rd_life *lives; /* in allocation order once the run is done */
 	uint32_t nlives, lives_cap;
 };
 

@@ -276,30 +276,41 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 	}
 	jw_obj_end(j);
 
-	/* Exact lifetimes, column by column, grouped by site. */
+	/*
+	 * Exact lifetimes, column by column, grouped by site (site_count says how
+	 * many each site has) and in allocation order within a site: alloc is
+	 * the delta from the site's previous allocation, life is free - alloc.
+	 * Small numbers keep big reports small.
+	 */
 	jw_key(j, "exact");
 	jw_obj_begin(j);
-	const char *cols[6] = { "site", "size", "alloc", "free", "realloc", "piece" };
-	for (int c = 0; c < 6; c++) {
+	jw_key(j, "site_count");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < t->nsites; i++)
+		jw_u64(j, t->sites[i].nlives);
+	jw_arr_end(j);
+	const char *cols[5] = { "size", "alloc", "life", "realloc", "piece" };
+	for (int c = 0; c < 5; c++) {
 		jw_key(j, cols[c]);
 		jw_arr_begin(j);
 		for (uint32_t i = 0; i < t->nsites; i++) {
 			const struct ht_rd_site *s = &t->sites[i];
+			uint64_t prev = 0;
 			for (uint32_t k = 0; k < s->nlives; k++) {
 				const struct ht_rd_life *l = &s->lives[k];
 				switch (c) {
-				case 0: jw_u64(j, i); break;
-				case 1: jw_u64(j, l->size); break;
-				case 2: jw_u64(j, l->alloc_ts); break;
-				case 3:
+				case 0: jw_u64(j, l->size); break;
+				case 1: jw_u64(j, l->alloc_ts - prev); break;
+				case 2:
 					if (l->free_ts == HT_TS_NEVER)
 						jw_i64(j, -1);
 					else
-						jw_u64(j, l->free_ts);
+						jw_u64(j, l->free_ts - l->alloc_ts);
 					break;
-				case 4: jw_u64(j, l->realloc); break;
+				case 3: jw_u64(j, l->realloc); break;
 				default: jw_u64(j, l->piece); break;
 				}
+				prev = l->alloc_ts;
 			}
 		}
 		jw_arr_end(j);
@@ -310,8 +321,8 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 	jw_u64(j, t->bucket_ns);
 	jw_key(j, "binned");
 	jw_obj_begin(j);
-	const char *bcols[6] = { "site", "alloc", "free", "count", "bytes", "reallocs" };
-	for (int c = 0; c < 6; c++) {
+	const char *bcols[7] = { "site", "alloc", "free", "count", "blocks", "bytes", "reallocs" };
+	for (int c = 0; c < 7; c++) {
 		jw_key(j, bcols[c]);
 		jw_arr_begin(j);
 		for (size_t i = 0; i < t->ncells; i++) {
@@ -326,7 +337,8 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 					jw_u64(j, x->free_bucket);
 				break;
 			case 3: jw_u64(j, x->count); break;
-			case 4: jw_u64(j, x->bytes); break;
+			case 4: jw_u64(j, x->blocks); break;
+			case 5: jw_u64(j, x->bytes); break;
 			default: jw_u64(j, x->reallocs); break;
 			}
 		}

@@ -149,6 +149,7 @@ try {
 	check(hl && hl.kind === 'commit' && hl.spans === 4, 'clicking Transient highlights 4 spans on the committed graph (' + JSON.stringify(hl) + ')');
 
 	// The flame graph is drawn and searchable.
+	await page.waitForSelector('#flame svg rect', { timeout: 20000 });
 	const rects = await page.evaluate(() => document.querySelectorAll('#flame svg rect').length);
 	check(rects >= 3, 'the flame graph has frames (' + rects + ')');
 	await page.selectOption('#flame-source', 'commit');

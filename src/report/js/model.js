@@ -12,7 +12,8 @@ function decodeTable(t, trace) {
 		handle: Int32Array.from(t.sites.handle),
 		stack: Int32Array.from(t.sites.stack),
 	};
-	const ne = t.exact.site.length;
+	const ex = t.exact;
+	const ne = ex.size.length;
 	const nb = t.binned ? t.binned.site.length : 0;
 	const n = ne + nb;
 	const it = {
@@ -22,18 +23,27 @@ function decodeTable(t, trace) {
 		alloc: new Float64Array(n),
 		free: new Float64Array(n),
 		count: new Float64Array(n),
+		blocks: new Float64Array(n),
 		bytes: new Float64Array(n),
 		reallocs: new Float64Array(n),
 	};
-	for (let i = 0; i < ne; i++) {
-		it.site[i] = t.exact.site[i];
-		it.alloc[i] = t.exact.alloc[i];
-		const f = t.exact.free[i];
-		it.free[i] = f < 0 ? NEVER : f;
-		it.count[i] = 1;
-		it.bytes[i] = t.exact.size[i];
-		it.reallocs[i] = t.exact.realloc[i];
+	// Exact lifetimes come grouped by site, alloc as deltas within a site and
+	// life = free - alloc (docs/report.md).
+	let i = 0;
+	for (let s = 0; s < ex.site_count.length; s++) {
+		let a = 0;
+		for (let k = 0; k < ex.site_count[s]; k++, i++) {
+			a += ex.alloc[i];
+			it.site[i] = s;
+			it.alloc[i] = a;
+			it.free[i] = ex.life[i] < 0 ? NEVER : a + ex.life[i];
+			it.count[i] = ex.piece[i] ? 0 : 1;
+			it.blocks[i] = 1;
+			it.bytes[i] = ex.size[i];
+			it.reallocs[i] = ex.realloc[i];
+		}
 	}
+	if (i !== ne) throw new Error('report data: exact lifetimes do not add up');
 	// A binned cell stands for its blocks at the middle of their buckets: exact
 	// whenever the window's edges fall on bucket boundaries.
 	const w = t.bucket_ns || 1;
@@ -44,6 +54,7 @@ function decodeTable(t, trace) {
 		const f = t.binned.free[j];
 		it.free[i] = f < 0 ? NEVER : (f + 0.5) * w;
 		it.count[i] = t.binned.count[j];
+		it.blocks[i] = t.binned.blocks[j];
 		it.bytes[i] = t.binned.bytes[j];
 		it.reallocs[i] = t.binned.reallocs[j];
 	}

@@ -25,13 +25,16 @@ const ROWS_PER_LEAF = 100;
 
 /*
  * Sums per site and type for window [t1, t2) over one table (model.heap or
- * model.commit): cnt/bytes/rea are indexed site * 4 + type. rows maps
+ * model.commit): cnt (allocations; a further piece of a committed range is
+ * not one), blk (blocks, pieces included), bytes and rea (reallocs) are
+ * indexed site * 4 + type. rows maps
  * site * 4 + type to the indices of the exact lifetimes (at most
  * ROWS_PER_LEAF each) so tables can list the individual blocks.
  */
 export function windowSites(tab, t1, t2) {
 	const ns = tab.sites.stack.length;
 	const cnt = new Float64Array(ns * 4);
+	const blk = new Float64Array(ns * 4);
 	const bytes = new Float64Array(ns * 4);
 	const rea = new Float64Array(ns * 4);
 	const rows = new Map();
@@ -41,6 +44,7 @@ export function windowSites(tab, t1, t2) {
 		if (t < 0) continue;
 		const k = it.site[i] * 4 + t;
 		cnt[k] += it.count[i];
+		blk[k] += it.blocks[i];
 		bytes[k] += it.bytes[i];
 		rea[k] += it.reallocs[i];
 		if (i < it.exactCount) {
@@ -49,7 +53,7 @@ export function windowSites(tab, t1, t2) {
 			if (r.length < ROWS_PER_LEAF) r.push(i);
 		}
 	}
-	return { t1, t2, nsites: ns, cnt, bytes, rea, rows };
+	return { t1, t2, nsites: ns, cnt, blk, bytes, rea, rows };
 }
 
 // Count, Size, Impacting Size and Live of one site restricted to some types.
@@ -60,11 +64,10 @@ export function siteStats(ws, s, types) {
 	let live = 0;
 	for (const t of types) {
 		const k = s * 4 + t;
-		const c = ws.cnt[k];
-		if (!c) continue;
-		live += c;
+		if (!ws.blk[k]) continue;
+		live += ws.blk[k];
 		if (t === AIFI || t === AIFO) {
-			count += c;
+			count += ws.cnt[k];
 			size += ws.bytes[k];
 		}
 		if (t === AIFO) impacting += ws.bytes[k];

@@ -40,15 +40,31 @@ const stacks = [
 	[fInit],                         // 5: start-up allocation, binned
 ];
 
-const heap = { sites: { process: [0, 0], handle: [0, 0], stack: [4, 5] }, exact: { site: [], size: [], alloc: [], free: [], realloc: [] }, bucket_ns: W, binned: { site: [], alloc: [], free: [], count: [], bytes: [], reallocs: [] } };
-const commit = { sites: { process: [0, 0, 0], handle: [0, 0, 0], stack: [1, 2, 3] }, exact: { site: [], size: [], alloc: [], free: [], realloc: [] }, bucket_ns: W, binned: { site: [], alloc: [], free: [], count: [], bytes: [], reallocs: [] } };
-const life = (t, site, size, a, f) => {
-	t.exact.site.push(site);
-	t.exact.size.push(size);
-	t.exact.alloc.push(Math.round(a));
-	t.exact.free.push(f < 0 ? -1 : Math.round(f));
-	t.exact.realloc.push(0);
-};
+const binned = () => ({ site: [], alloc: [], free: [], count: [], blocks: [], bytes: [], reallocs: [] });
+const heap = { sites: { process: [0, 0], handle: [0, 0], stack: [4, 5] }, lives: [], bucket_ns: W, binned: binned() };
+const commit = { sites: { process: [0, 0, 0], handle: [0, 0, 0], stack: [1, 2, 3] }, lives: [], bucket_ns: W, binned: binned() };
+const life = (t, site, size, a, f) => t.lives.push({ site, size, a: Math.round(a), f: f < 0 ? -1 : Math.round(f) });
+
+// The contract's exact columns: grouped by site, alloc deltas, life = free - alloc.
+function encode(t) {
+	const ex = { site_count: t.sites.stack.map(() => 0), size: [], alloc: [], life: [], realloc: [], piece: [] };
+	const sorted = t.lives.slice().sort((x, y) => x.site - y.site || x.a - y.a);
+	let prev = -1;
+	let last = 0;
+	for (const l of sorted) {
+		if (l.site !== prev) last = 0;
+		prev = l.site;
+		ex.site_count[l.site]++;
+		ex.size.push(l.size);
+		ex.alloc.push(l.a - last);
+		ex.life.push(l.f < 0 ? -1 : l.f - l.a);
+		ex.realloc.push(0);
+		ex.piece.push(0);
+		last = l.a;
+	}
+	const out = { sites: t.sites, exact: ex, bucket_ns: t.bucket_ns, binned: t.binned };
+	return out;
+}
 
 const t0 = 1e6; // the program starts 1 ms into the trace
 for (let i = 0; i < TICKS; i++) life(heap, 0, 40, t0 + i * tick + 1000, -1);
@@ -57,6 +73,7 @@ heap.binned.site.push(1);
 heap.binned.alloc.push(0);
 heap.binned.free.push(1);
 heap.binned.count.push(50);
+heap.binned.blocks.push(50);
 heap.binned.bytes.push(50 * 1024);
 heap.binned.reallocs.push(5);
 
@@ -72,10 +89,10 @@ for (let s = 0; s < 10; s++) {
 // Series: the largest value of each bucket, from the lifetimes.
 function series(t, filter) {
 	const ev = [];
-	for (let i = 0; i < t.exact.site.length; i++) {
-		if (!filter(t.exact.site[i])) continue;
-		ev.push([t.exact.alloc[i], t.exact.size[i]]);
-		if (t.exact.free[i] >= 0) ev.push([t.exact.free[i], -t.exact.size[i]]);
+	for (const l of t.lives) {
+		if (!filter(l.site)) continue;
+		ev.push([l.a, l.size]);
+		if (l.f >= 0) ev.push([l.f, -l.size]);
 	}
 	ev.sort((a, b) => a[0] - b[0]);
 	const max = new Array(NB).fill(0);
@@ -111,8 +128,8 @@ const data = {
 	frames,
 	stacks,
 	handles: ['0x0'],
-	heap,
-	commit,
+	heap: encode(heap),
+	commit: encode(commit),
 	series: { bucket_ns: W, count: NB, heap: [{ process: 0, handle: 0, ...hs }], commit: [{ process: 0, ...cs }], rss: [{ process: 0, ...rss }] },
 	limits: { exact_budget: 200000, exact_sites: 1, binned_sites: 1 },
 };
