@@ -479,8 +479,11 @@ static void busy_round(pid_t pid, volatile uint64_t *c, const char *duration, co
 			if (ev.pid != pid)
 				continue;
 			starts += ev.type == HT_EV_PROCESS_START;
+			/* Workers are busy0..busy7; the main thread is "busy" and may
+			   show up too when it was the thread borrowed. */
 			names += ev.type == HT_EV_THREAD_START && ev.name &&
-				 !strncmp(ev.name, "busy", 4);
+				 !strncmp(ev.name, "busy", 4) && ev.name[4] >= '0' &&
+				 ev.name[4] <= '7' && !ev.name[5];
 			if (ev.type < HT_EV_ALLOC || ev.type > HT_EV_MPROTECT)
 				continue;
 			struct busy_thread *t = busy_thread_of(th, &nth, ev.tid);
