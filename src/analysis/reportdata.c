@@ -36,8 +36,8 @@ struct run {
 	uint64_t *rss;
 	size_t rss_cap;
 	uint64_t rss_sum;
-	/* Last series hit, since events of one process and heap come in runs. */
-	uint32_t last_heap_series;
+	/* Last series and handle found, since events of one process and heap come in runs. */
+	uint32_t hint_heap, hint_commit, hint_rss;
 	uint32_t last_handle;
 	size_t handles_cap;
 };
@@ -343,12 +343,22 @@ static int64_t canon_stack(struct run *x, uint32_t raw)
 
 /* ---- series ---- */
 
-static int series_get(struct ht_rd_series **arr, uint32_t *n, uint32_t points, uint32_t process,
-		      uint32_t handle, struct ht_rd_series **out)
+/*
+ * The series of (process, handle) in *arr, added when new. *hint is the
+ * index found last time: events of one process and heap come in runs, so
+ * the search is skipped most of the time.
+ */
+static int series_get(struct ht_rd_series **arr, uint32_t *n, uint32_t *hint, uint32_t points,
+		      uint32_t process, uint32_t handle, struct ht_rd_series **out)
 {
+	if (*hint < *n && (*arr)[*hint].process == process && (*arr)[*hint].handle == handle) {
+		*out = &(*arr)[*hint];
+		return 0;
+	}
 	for (uint32_t i = 0; i < *n; i++)
 		if ((*arr)[i].process == process && (*arr)[i].handle == handle) {
 			*out = &(*arr)[i];
+			*hint = i;
 			return 0;
 		}
 	struct ht_rd_series *na = realloc(*arr, (*n + 1) * sizeof(**arr));
@@ -366,7 +376,7 @@ static int series_get(struct ht_rd_series **arr, uint32_t *n, uint32_t points, u
 		free(s->last);
 		return HT_ERR_NOMEM;
 	}
-	(*n)++;
+	*hint = (*n)++;
 	*out = s;
 	return 0;
 }
@@ -498,7 +508,7 @@ static int set_rss(struct run *x, uint32_t process, uint64_t ts, uint64_t v)
 	struct ht_rd_series *s;
 	if (grow_zero((void **)&x->rss, &x->rss_cap, (size_t)process + 1, sizeof(*x->rss)) < 0)
 		return HT_ERR_NOMEM;
-	int rc = series_get(&d->rss_series, &d->nrss_series, d->points, process, 0, &s);
+	int rc = series_get(&d->rss_series, &d->nrss_series, &x->hint_rss, d->points, process, 0, &s);
 	if (rc < 0)
 		return rc;
 	series_set(s, point_of(d, ts), v);
@@ -528,7 +538,7 @@ static int stream(struct run *x)
 			/* Every change of the live bytes belongs to the event's process and heap. */
 			int64_t h = handle_index(x, ev.heap);
 			struct ht_rd_series *s;
-			if (h < 0 || (rc = series_get(&d->heap_series, &d->nheap_series, d->points, ev.process,
+			if (h < 0 || (rc = series_get(&d->heap_series, &d->nheap_series, &x->hint_heap, d->points, ev.process,
 						      (uint32_t)h, &s)) < 0) {
 				rc = HT_ERR_NOMEM;
 				break;
@@ -542,7 +552,7 @@ static int stream(struct run *x)
 			ht_commit_process_stats(ct, ev.process, &cs);
 			bool ended = ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC;
 			struct ht_rd_series *s;
-			if ((rc = series_get(&d->commit_series, &d->ncommit_series, d->points, ev.process, 0, &s)) < 0)
+			if ((rc = series_get(&d->commit_series, &d->ncommit_series, &x->hint_commit, d->points, ev.process, 0, &s)) < 0)
 				break;
 			/* The kernel releases a process's mappings at its exit (or exec). */
 			series_set(s, p, ended ? 0 : cs.committed_bytes);
