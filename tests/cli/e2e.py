@@ -667,13 +667,12 @@ def replay_peak(tr, pid, keep):
     return calls, peak
 
 
-@case
-def heaptrack_compare(env):
-    prog = env.prog("compare_workload")
+def compare_with_heaptrack(env, name, want_calls):
+    prog = env.prog(name)
     tr = env.record([prog])
     pid = tr.root()["pid"]
     hk_calls, hk_peak = heaptrack_costs(env, prog, "main")
-    equal(hk_calls, 3 * (1000 + 10 * 7), "heaptrack's calls from main (sanity)")
+    equal(hk_calls, want_calls, "heaptrack's calls from main (sanity)")
     calls, peak = replay_peak(tr, pid, lambda e: tr.under(e, "main"))
     equal(calls, hk_calls, "alloc calls from main, heaptrail vs heaptrack")
     equal(peak, hk_peak, "peak heap of main's blocks, heaptrail vs heaptrack")
@@ -682,6 +681,18 @@ def heaptrack_compare(env):
     heap = tr.info.get("heap", {})
     equal(heap.get("peak_bytes"), all_peak, "info peak heap vs the events")
     check(all_peak >= hk_peak, "whole-process peak at least main's")
+
+
+@case
+def heaptrack_compare(env):
+    # 3 rounds of 1000 malloc/calloc and 10 x (malloc + 6 realloc).
+    compare_with_heaptrack(env, "compare_workload", 3 * (1000 + 10 * 7))
+
+
+@case
+def heaptrack_compare_cxx(env):
+    # new: 4 + 3 + 2 aligned + 1 nothrow + 2 leaked, and the bad_alloc exception object.
+    compare_with_heaptrack(env, "cxx_new", 13)
 
 
 def one_error_line(rc, err, what, mention=None):
