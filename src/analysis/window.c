@@ -2,6 +2,7 @@
  * window.c - classification of lifetimes against a time window and the
  * grouped tree of the table commands (see window.h for the rules).
  */
+#define _GNU_SOURCE /* qsort_r */
 #include "analysis/window.h"
 
 #include <stdlib.h>
@@ -245,19 +246,17 @@ int ht_wtree_add(struct ht_wtree *t, const struct ht_witem *it)
 	return rc < 0 ? rc : 1;
 }
 
-static enum ht_wsort g_sort_by; /* qsort has no context argument in C11 */
-
 static int cmp_u64_desc(uint64_t a, uint64_t b)
 {
 	return a < b ? 1 : a > b ? -1 : 0;
 }
 
-static int cmp_node(const void *pa, const void *pb)
+static int cmp_node(const void *pa, const void *pb, void *ctx)
 {
 	const struct ht_wnode *a = *(const struct ht_wnode *const *)pa;
 	const struct ht_wnode *b = *(const struct ht_wnode *const *)pb;
 	int c = 0;
-	switch (g_sort_by) {
+	switch (*(const enum ht_wsort *)ctx) {
 	case HT_WSORT_IMPACTING:
 		c = a->impacting < b->impacting ? 1 : a->impacting > b->impacting ? -1 : 0;
 		break;
@@ -285,25 +284,24 @@ static int cmp_row(const void *pa, const void *pb)
 	return 0;
 }
 
-static void sort_node(struct ht_wnode *n, uint32_t top)
+static void sort_node(struct ht_wnode *n, enum ht_wsort by, uint32_t top)
 {
 	/* The index refers to positions, which sorting changes; the tree is final now. */
 	free(n->index);
 	n->index = NULL;
 	n->index_cap = 0;
 	if (n->nall > 1)
-		qsort(n->children, n->nall, sizeof(n->children[0]), cmp_node);
+		qsort_r(n->children, n->nall, sizeof(n->children[0]), cmp_node, &by);
 	n->nchildren = top && top < n->nall ? top : n->nall;
 	for (uint32_t i = 0; i < n->nall; i++)
-		sort_node(n->children[i], top);
+		sort_node(n->children[i], by, top);
 	if (n->nrows > 1)
 		qsort(n->rows, n->nrows, sizeof(n->rows[0]), cmp_row);
 }
 
 void ht_wtree_sort(struct ht_wtree *t, enum ht_wsort by, uint32_t top)
 {
-	g_sort_by = by;
-	sort_node(&t->root, top);
+	sort_node(&t->root, by, top);
 }
 
 const struct ht_wnode *ht_wtree_root(const struct ht_wtree *t)
