@@ -174,10 +174,12 @@ static int cell_add_raw(struct ht_rd_table *t, const struct ht_rd_cell *add)
 		if (rc < 0)
 			return rc;
 	}
-	size_t slot = cell_hash(add->site, add->alloc_bucket, add->free_bucket) & (t->cell_index_cap - 1);
+	size_t slot =
+	    cell_hash(add->site, add->alloc_bucket, add->free_bucket) & (t->cell_index_cap - 1);
 	while (t->cell_index[slot]) {
 		struct ht_rd_cell *c = &t->cells[t->cell_index[slot] - 1];
-		if (c->site == add->site && c->alloc_bucket == add->alloc_bucket && c->free_bucket == add->free_bucket) {
+		if (c->site == add->site && c->alloc_bucket == add->alloc_bucket &&
+		    c->free_bucket == add->free_bucket) {
 			c->count += add->count;
 			c->blocks += add->blocks;
 			c->bytes += add->bytes;
@@ -223,13 +225,14 @@ static int cells_coarsen(struct ht_rd_table *t)
 static int cell_add(struct ht_rd_table *t, uint32_t site, const struct ht_rd_life *l)
 {
 	struct ht_rd_cell c = {
-		.site = site,
-		.alloc_bucket = (uint32_t)(l->alloc_ts / t->bucket_ns),
-		.free_bucket = l->free_ts == HT_TS_NEVER ? NONE32 : (uint32_t)(l->free_ts / t->bucket_ns),
-		.count = !l->piece,
-		.blocks = 1,
-		.bytes = l->size,
-		.reallocs = l->realloc,
+	    .site = site,
+	    .alloc_bucket = (uint32_t)(l->alloc_ts / t->bucket_ns),
+	    .free_bucket =
+		l->free_ts == HT_TS_NEVER ? NONE32 : (uint32_t)(l->free_ts / t->bucket_ns),
+	    .count = !l->piece,
+	    .blocks = 1,
+	    .bytes = l->size,
+	    .reallocs = l->realloc,
 	};
 	int rc = cell_add_raw(t, &c);
 	while (rc == 0 && t->ncells > t->cell_budget && t->bucket_ns < (UINT64_MAX >> 2))
@@ -325,7 +328,8 @@ static int64_t handle_index(struct run *x, uint64_t heap)
 	for (uint32_t i = 0; i < d->nhandles; i++)
 		if (d->handles[i] == heap)
 			return x->last_handle = i;
-	if (grow((void **)&d->handles, &x->handles_cap, (size_t)d->nhandles + 1, sizeof(*d->handles)) < 0)
+	if (grow((void **)&d->handles, &x->handles_cap, (size_t)d->nhandles + 1,
+		 sizeof(*d->handles)) < 0)
 		return HT_ERR_NOMEM;
 	d->handles[d->nhandles] = heap;
 	return x->last_handle = d->nhandles++;
@@ -466,7 +470,8 @@ static int commit_seen(struct run *x, const struct ht_commit *c)
 	size_t s = seen_hash(&k) & (x->seen_cap - 1);
 	while (x->seen[s].used) {
 		struct seen_key *o = &x->seen[s];
-		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack && o->tid == k.tid)
+		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack &&
+		    o->tid == k.tid)
 			return 1;
 		s = (s + 1) & (x->seen_cap - 1);
 	}
@@ -498,8 +503,8 @@ static void on_commit(void *ctx, const struct ht_commit *c)
 
 static bool is_mapping(unsigned type)
 {
-	return type == HT_EV_MMAP || type == HT_EV_MUNMAP || type == HT_EV_MREMAP || type == HT_EV_MPROTECT ||
-	       type == HT_EV_BRK;
+	return type == HT_EV_MMAP || type == HT_EV_MUNMAP || type == HT_EV_MREMAP ||
+	       type == HT_EV_MPROTECT || type == HT_EV_BRK;
 }
 
 static int set_rss(struct run *x, uint32_t process, uint64_t ts, uint64_t v)
@@ -508,7 +513,8 @@ static int set_rss(struct run *x, uint32_t process, uint64_t ts, uint64_t v)
 	struct ht_rd_series *s;
 	if (grow_zero((void **)&x->rss, &x->rss_cap, (size_t)process + 1, sizeof(*x->rss)) < 0)
 		return HT_ERR_NOMEM;
-	int rc = series_get(&d->rss_series, &d->nrss_series, &x->hint_rss, d->points, process, 0, &s);
+	int rc =
+	    series_get(&d->rss_series, &d->nrss_series, &x->hint_rss, d->points, process, 0, &s);
 	if (rc < 0)
 		return rc;
 	series_set(s, point_of(d, ts), v);
@@ -535,28 +541,32 @@ static int stream(struct run *x)
 			break;
 		uint64_t after = ht_life_stats(lt)->live_bytes;
 		if (after != before) {
-			/* Every change of the live bytes belongs to the event's process and heap. */
+			/* Every change of the live bytes is the event's process and heap's. */
 			int64_t h = handle_index(x, ev.heap);
 			struct ht_rd_series *s;
-			if (h < 0 || (rc = series_get(&d->heap_series, &d->nheap_series, &x->hint_heap, d->points, ev.process,
-						      (uint32_t)h, &s)) < 0) {
+			if (h < 0 ||
+			    (rc = series_get(&d->heap_series, &d->nheap_series, &x->hint_heap,
+					     d->points, ev.process, (uint32_t)h, &s)) < 0) {
 				rc = HT_ERR_NOMEM;
 				break;
 			}
 			series_set(s, p, s->cur + after - before);
 		}
-		if (is_mapping(ev.type) || ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC) {
+		if (is_mapping(ev.type) || ev.type == HT_EV_PROCESS_EXIT ||
+		    ev.type == HT_EV_PROCESS_EXEC) {
 			if ((rc = ht_commit_event(ct, &ev)) < 0)
 				break;
 			struct ht_commit_stats cs;
 			ht_commit_process_stats(ct, ev.process, &cs);
 			bool ended = ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC;
 			struct ht_rd_series *s;
-			if ((rc = series_get(&d->commit_series, &d->ncommit_series, &x->hint_commit, d->points, ev.process, 0, &s)) < 0)
+			if ((rc = series_get(&d->commit_series, &d->ncommit_series, &x->hint_commit,
+					     d->points, ev.process, 0, &s)) < 0)
 				break;
 			/* The kernel releases a process's mappings at its exit (or exec). */
 			series_set(s, p, ended ? 0 : cs.committed_bytes);
-			if (ended && ev.process < x->rss_cap && x->rss[ev.process] && (rc = set_rss(x, ev.process, ev.ts, 0)) < 0)
+			if (ended && ev.process < x->rss_cap && x->rss[ev.process] &&
+			    (rc = set_rss(x, ev.process, ev.ts, 0)) < 0)
 				break;
 		}
 		if (ev.type == HT_EV_RSS && (rc = set_rss(x, ev.process, ev.ts, ev.size)) < 0)
@@ -614,7 +624,8 @@ static int build_stacks(struct run *x)
 				t->sites[i].stack = 0;
 				continue;
 			}
-			if ((rc = grow_zero((void **)&x->canon_out, &x->canon_cap, (size_t)canon + 1, sizeof(uint32_t))) < 0)
+			if ((rc = grow_zero((void **)&x->canon_out, &x->canon_cap,
+					    (size_t)canon + 1, sizeof(uint32_t))) < 0)
 				break;
 			if (x->canon_out[canon]) {
 				t->sites[i].stack = x->canon_out[canon] - 1;
@@ -623,15 +634,20 @@ static int build_stacks(struct run *x)
 			uint32_t si = d->nstacks++;
 			x->canon_out[canon] = si + 1;
 			t->sites[i].stack = si;
-			if ((rc = grow((void **)&d->stack_off, &off_cap, (size_t)d->nstacks + 1, sizeof(uint32_t))) < 0 ||
-			    (rc = grow((void **)&d->stack_frames, &fr_cap, (size_t)nfr + n, sizeof(uint32_t))) < 0)
+			if ((rc = grow((void **)&d->stack_off, &off_cap, (size_t)d->nstacks + 1,
+				       sizeof(uint32_t))) < 0 ||
+			    (rc = grow((void **)&d->stack_frames, &fr_cap, (size_t)nfr + n,
+				       sizeof(uint32_t))) < 0)
 				break;
 			for (uint32_t j = n; j-- > 0;) {
 				uint32_t f = frames[j];
-				if ((rc = grow_zero((void **)&frame_out, &frame_cap, (size_t)f + 1, sizeof(*frame_out))) < 0)
+				if ((rc = grow_zero((void **)&frame_out, &frame_cap, (size_t)f + 1,
+						    sizeof(*frame_out))) < 0)
 					break;
 				if (!frame_out[f]) {
-					if ((rc = grow((void **)&d->frame_ids, &ids_cap, (size_t)d->nframes + 1, sizeof(uint32_t))) < 0)
+					if ((rc = grow((void **)&d->frame_ids, &ids_cap,
+						       (size_t)d->nframes + 1, sizeof(uint32_t))) <
+					    0)
 						break;
 					d->frame_ids[d->nframes++] = f;
 					frame_out[f] = d->nframes;
@@ -645,7 +661,8 @@ static int build_stacks(struct run *x)
 	return rc;
 }
 
-int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r, const struct ht_report_opts *o)
+int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
+		       const struct ht_report_opts *o)
 {
 	struct ht_report_opts defaults = HT_REPORT_OPTS_INIT;
 	if (!o)

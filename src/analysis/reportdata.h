@@ -130,7 +130,8 @@ struct ht_report_data {
  * fills *d, which the caller then owns. Returns 0 or a negative error (the
  * reader's, HT_ERR_NOMEM); *d is released on error.
  */
-int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r, const struct ht_report_opts *o);
+int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
+		       const struct ht_report_opts *o);
 
 void ht_report_data_release(struct ht_report_data *d);
 

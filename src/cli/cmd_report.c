@@ -100,7 +100,8 @@ static void u64_array(struct jw *j, const char *key, const uint64_t *v, uint32_t
 	jw_arr_end(j);
 }
 
-static void write_trace(struct jw *j, struct ht_reader *r, const char *file, const struct ht_report_data *d)
+static void write_trace(struct jw *j, struct ht_reader *r, const char *file,
+			const struct ht_report_data *d)
 {
 	const struct ht_trace_info *info = ht_reader_info(r);
 	const char *base = strrchr(file, '/');
@@ -260,6 +261,14 @@ static void write_symbols(struct jw *j, struct ht_reader *r, const struct ht_rep
 	jw_arr_end(j);
 }
 
+/* Column c of a site: 0 process, 1 handle, 2 stack. */
+static uint64_t site_field(const struct ht_rd_site *s, int c)
+{
+	if (c == 0)
+		return s->process;
+	return c == 1 ? s->handle : s->stack;
+}
+
 static void write_table(struct jw *j, const char *key, const struct ht_rd_table *t)
 {
 	jw_key(j, key);
@@ -271,7 +280,7 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 		jw_key(j, names[c]);
 		jw_arr_begin(j);
 		for (uint32_t i = 0; i < t->nsites; i++)
-			jw_u64(j, c == 0 ? t->sites[i].process : c == 1 ? t->sites[i].handle : t->sites[i].stack);
+			jw_u64(j, site_field(&t->sites[i], c));
 		jw_arr_end(j);
 	}
 	jw_obj_end(j);
@@ -348,8 +357,8 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 	jw_obj_end(j);
 }
 
-static void write_series_list(struct jw *j, const char *key, const struct ht_rd_series *s, uint32_t n,
-			      uint32_t points, bool handle)
+static void write_series_list(struct jw *j, const char *key, const struct ht_rd_series *s,
+			      uint32_t n, uint32_t points, bool handle)
 {
 	jw_key(j, key);
 	jw_arr_begin(j);
@@ -368,7 +377,8 @@ static void write_series_list(struct jw *j, const char *key, const struct ht_rd_
 	jw_arr_end(j);
 }
 
-static void write_data(FILE *f, struct ht_reader *r, const char *file, const struct ht_report_data *d)
+static void write_data(FILE *f, struct ht_reader *r, const char *file,
+		       const struct ht_report_data *d)
 {
 	struct jw j;
 	jw_init(&j, f, false);
@@ -471,7 +481,8 @@ int cmd_report(int argc, char **argv)
 	size_t tlen = 0;
 	char *tpl = read_file(tpath, &tlen);
 	if (!tpl)
-		die("the report page was not built ('%s' is missing): build heaptrail with node and npm installed",
+		die("the report page was not built ('%s' is missing): build heaptrail with node "
+		    "and npm installed",
 		    tpath);
 	char *mark = strstr(tpl, DATA_MARKER);
 	if (!mark)

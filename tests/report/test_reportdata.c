@@ -17,32 +17,39 @@
 
 static int failures;
 
-#define CHECK_EQ(a, b)                                                                           \
-	do {                                                                                     \
-		int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                    \
-		if (a_ != b_) {                                                                  \
-			fprintf(stderr, "%s:%d: %s == %" PRId64 ", expected %" PRId64 "\n", __FILE__, \
-				__LINE__, #a, a_, b_);                                            \
-			failures++;                                                              \
-		}                                                                                \
+#define CHECK_EQ(a, b)                                                                             \
+	do {                                                                                       \
+		int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                      \
+		if (a_ != b_) {                                                                    \
+			fprintf(stderr, "%s:%d: %s == %" PRId64 ", expected %" PRId64 "\n",        \
+				__FILE__, __LINE__, #a, a_, b_);                                   \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_STR(a, b)                                                                           \
-	do {                                                                                      \
-		if (strcmp((a), (b))) {                                                           \
-			fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__, \
-				#a, (a), (b));                                                    \
-			failures++;                                                               \
-		}                                                                                 \
+#define CHECK_STR(a, b)                                                                            \
+	do {                                                                                       \
+		if (strcmp((a), (b))) {                                                            \
+			fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__,        \
+				__LINE__, #a, (a), (b));                                           \
+			failures++;                                                                \
+		}                                                                                  \
 	} while (0)
 
 static const char *const argv0[] = { "/usr/bin/app" };
 
-static void ev(struct ht__writer *w, uint8_t type, uint8_t func, uint64_t ts, uint64_t addr, uint64_t size,
-	       uint32_t stack)
+static void ev(struct ht__writer *w, uint8_t type, uint8_t func, uint64_t ts, uint64_t addr,
+	       uint64_t size, uint32_t stack)
 {
-	struct ht_event e = { .type = type, .func = func, .pid = 100, .tid = 100, .ts = ts, .addr = addr,
-			      .size = size, .stack = stack, .fd = -1 };
+	struct ht_event e = {.type = type,
+			     .func = func,
+			     .pid = 100,
+			     .tid = 100,
+			     .ts = ts,
+			     .addr = addr,
+			     .size = size,
+			     .stack = stack,
+			     .fd = -1};
 	if (type == HT_EV_MMAP) {
 		e.prot = 3;     /* PROT_READ | PROT_WRITE */
 		e.mflags = 0x22; /* MAP_PRIVATE | MAP_ANONYMOUS */
@@ -74,8 +81,13 @@ static int write_trace(const char *path)
 	ht__writer_stack(w, 1, s1, 3);
 	ht__writer_stack(w, 2, s2, 3);
 	ht__writer_stack(w, 3, s3, 3);
-	struct ht_process proc = { .pid = 100, .ppid = 1, .parent = UINT32_MAX, .flags = HT_PROCF_ROOT,
-				   .exe = "/usr/bin/app", .argc = 1, .argv = argv0 };
+	struct ht_process proc = {.pid = 100,
+				  .ppid = 1,
+				  .parent = UINT32_MAX,
+				  .flags = HT_PROCF_ROOT,
+				  .exe = "/usr/bin/app",
+				  .argc = 1,
+				  .argv = argv0};
 	struct ht_event start = { .type = HT_EV_PROCESS_START, .pid = 100, .tid = 100 };
 	ht__writer_event(w, &start, &proc);
 	for (int i = 0; i < 8; i++) {
@@ -100,7 +112,8 @@ static int write_trace(const char *path)
 		ev(w, HT_EV_FREE, HT_FN_FREE, t + 500, 0x1000, 0, 0);
 	}
 	for (int i = 0; i < 200; i++)
-		ev(w, HT_EV_ALLOC, HT_FN_MALLOC, 8100 + (uint64_t)i, 0x100000 + 16 * (uint64_t)i, 8, 2);
+		ev(w, HT_EV_ALLOC, HT_FN_MALLOC, 8100 + (uint64_t)i, 0x100000 + 16 * (uint64_t)i, 8,
+		   2);
 	ev(w, HT_EV_PROCESS_EXIT, 0, 9500, 0, 0, 0);
 	static const char *const names[] = { "malloc", "big", "small", "main", "mmap", "spike" };
 	for (uint32_t f = 0; f < 6; f++) {
@@ -111,7 +124,8 @@ static int write_trace(const char *path)
 }
 
 /* The frame texts of output stack s, outermost first, joined with " > ". */
-static void stack_text(struct ht_reader *r, const struct ht_report_data *d, uint32_t s, char *buf, size_t len)
+static void stack_text(struct ht_reader *r, const struct ht_report_data *d, uint32_t s, char *buf,
+		       size_t len)
 {
 	buf[0] = 0;
 	for (uint32_t k = d->stack_off[s]; k < d->stack_off[s + 1]; k++) {
