@@ -251,6 +251,7 @@ struct waiter {
 	pid_t pid;
 	int in, out;	  /* its stdin (we write), its stdout (we read) */
 	uint64_t kept[8]; /* address of the kept block after each line */
+	uint64_t fn[8];	  /* what its GOT said malloc was then (waiter only) */
 	int lines;
 };
 
@@ -270,7 +271,10 @@ static void program_start(struct waiter *w, const char *name, const char *count,
 	w->lines = 0;
 	char line[256];
 	CHECK(read_line(w->out, line, sizeof(line), 5000));
-	CHECK(sscanf(line, "kept %lx", (unsigned long *)&w->kept[0]) == 1);
+	unsigned long addr = 0, fn = 0;
+	CHECK(sscanf(line, "kept %lx %*d %lx", &addr, &fn) >= 1);
+	w->kept[0] = addr;
+	w->fn[0] = fn;
 	CHECK(wait_in_read(w->pid));
 }
 
@@ -287,11 +291,12 @@ static bool waiter_send(struct waiter *w, const char *text)
 	if (write(w->in, text, (size_t)len) != len || !read_line(w->out, line, sizeof(line), 5000))
 		return false;
 	int n = 0;
-	unsigned long addr;
-	if (sscanf(line, "kept %lx %d", &addr, &n) != 2 || n != w->lines + 1 || n >= 8)
+	unsigned long addr, fn = 0;
+	if (sscanf(line, "kept %lx %d %lx", &addr, &n, &fn) < 2 || n != w->lines + 1 || n >= 8)
 		return false;
 	w->lines = n;
 	w->kept[n] = addr;
+	w->fn[n] = fn;
 	return true;
 }
 
@@ -655,6 +660,10 @@ static void test_blocked_in_read(void)
 	CHECK_EQ(tracer_of(w.pid), 0);
 	/* After the detach: it handles a second line as before and exits 0. */
 	CHECK(waiter_poke(&w));
+	/* Its GOT said malloc was our hook while attached, and is as before now. */
+	CHECK(w.fn[0] != 0);
+	CHECK(w.fn[1] != w.fn[0]);
+	CHECK_EQ(w.fn[2], w.fn[0]);
 	st = waiter_end(&w);
 	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
@@ -902,6 +911,7 @@ static void test_no_permission(void)
 	CHECK(!maps_have(w.pid, "libheaptrail"));
 	CHECK(wait_in_read(w.pid));
 	CHECK(waiter_poke(&w));
+	CHECK(w.fn[0] != 0 && w.fn[1] == w.fn[0]);
 	st = waiter_end(&w);
 	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }

@@ -3,7 +3,8 @@
  * the attach tests. It keeps one block of 777 bytes; for each line it reads it
  * frees that block (the first one was allocated before any attach), makes
  * COUNT blocks of 12345 bytes and frees them, keeps a new block of 777 bytes,
- * and prints "kept ADDR N" (N lines handled so far). Exits 0 at end of file.
+ * and prints "kept ADDR N FN" (N lines handled so far, FN the address its
+ * GOT gives for malloc right now). Exits 0 at end of file.
  * With MODULE, the first line also loads MODULE by that name (a bare name is
  * found through this program's RUNPATH) and has it make 3 blocks of 23456
  * bytes; it exits 4 when that fails. A line starting with 'f' also forks a
@@ -18,13 +19,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Read through the GOT on every call: what the program's malloc is now. */
+__attribute__((noinline)) static void *malloc_now(void)
+{
+	void *volatile fn = (void *)malloc;
+	return fn;
+}
+
 int main(int argc, char **argv)
 {
 	int count = argc > 1 ? atoi(argv[1]) : 5;
 	const char *module = argc > 2 ? argv[2] : NULL;
 	setvbuf(stdout, NULL, _IONBF, 0);
 	char *kept = malloc(777);
-	printf("kept %p 0\n", (void *)kept);
+	printf("kept %p 0 %p\n", (void *)kept, malloc_now());
 	char buf[256];
 	int lines = 0, start = 1;
 	for (;;) {
@@ -68,7 +76,7 @@ int main(int argc, char **argv)
 				}
 				module = NULL;
 			}
-			printf("kept %p %d\n", (void *)kept, ++lines);
+			printf("kept %p %d %p\n", (void *)kept, ++lines, malloc_now());
 		}
 	}
 	free(kept);
