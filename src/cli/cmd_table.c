@@ -176,7 +176,10 @@ static void on_life(void *ctx, const struct ht_life *l)
 
 static void on_commit(void *ctx, const struct ht_commit *c)
 {
-	add_block(ctx, c->process, 0, c->tid, c->stack, c->addr, c->size, c->commit_ts, c->decommit_ts, c);
+	struct table_run *t = ctx;
+	/* A range still committed when its process ended was released by the kernel then. */
+	uint64_t end = tu_decommit_ts(t->r, c->process, c->decommit_ts);
+	add_block(t, c->process, 0, c->tid, c->stack, c->addr, c->size, c->commit_ts, end, c);
 }
 
 /* Reads the trace into t->tree. Dies on a read error. */

@@ -79,7 +79,9 @@ static void on_commit(void *ctx, const struct ht_commit *c)
 	struct tl_run *t = ctx;
 	if (t->err || !process_wanted(t, c->process))
 		return;
-	int rc = ht_timeline_add(t->tl, HT_TL_COMMIT, c->process, 0, c->commit_ts, c->decommit_ts, c->size);
+	/* A range still committed when its process ended was released by the kernel then. */
+	uint64_t end = tu_decommit_ts(t->r, c->process, c->decommit_ts);
+	int rc = ht_timeline_add(t->tl, HT_TL_COMMIT, c->process, 0, c->commit_ts, end, c->size);
 	if (rc < 0)
 		t->err = rc;
 }

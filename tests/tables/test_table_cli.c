@@ -259,21 +259,27 @@ static void test_commit(void)
 	run(&r, "table commit '%s' --group-by none --format csv --time-unit ns", commit_trace);
 	CHECK_OUT(&r, "process,pid,handle,type,impacting_type,thread,address,commit_time_ns,decommit_time_ns,"
 		      "lifetime_ns,size,stack\n"
-		      "app,100,,AIFO,Impacting,100,268435456,1000,,,524288,app!main\n"
+		      "app,100,,AIFI,Transient,100,268435456,1000,19000,18000,524288,app!main\n"
 		      "app,100,,AIFI,Transient,100,268959744,1000,5000,4000,4096,app!main\n"
 		      "app,100,,AIFI,Transient,100,805306368,1000,9000,8000,520192,app!main\n"
 		      "app,100,,AIFI,Transient,100,536870912,3000,9500,6500,16384,app!temp <- app!main\n"
 		      "app,100,,AIFI,Transient,100,805826560,7000,9000,2000,524288,app!other <- app!main\n");
 	run(&r, "table commit '%s' --format csv", commit_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,3,0,1589248\n"
+		 "1,app,100,,,,,,,,3,0,1589248\n"
+		 "2,app,100,,,Transient,,,,,3,0,1589248\n"
+		 "3,app,100,,,Transient,app!main,,,,1,0,1048576\n"
+		 "3,app,100,,,Transient,app!other <- app!main,,,,1,0,524288\n"
+		 "3,app,100,,,Transient,app!temp <- app!main,,,,1,0,16384\n");
+	CHECK_OUT(&r, expect);
+	/* Until the exit, the first half of the 1 MB mapping is still committed. */
+	run(&r, "table commit '%s' --range 0 19 --format csv --depth 2", commit_trace);
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,3,524288,1589248\n"
 		 "1,app,100,,,,,,,,3,524288,1589248\n"
 		 "2,app,100,,,Impacting,,,,,0,524288,524288\n"
-		 "3,app,100,,,Impacting,app!main,,,,0,524288,524288\n"
-		 "2,app,100,,,Transient,,,,,3,0,1064960\n"
-		 "3,app,100,,,Transient,app!main,,,,1,0,524288\n"
-		 "3,app,100,,,Transient,app!other <- app!main,,,,1,0,524288\n"
-		 "3,app,100,,,Transient,app!temp <- app!main,,,,1,0,16384\n");
+		 "2,app,100,,,Transient,,,,,3,0,1064960\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table commit '%s' --range 6 10 --format csv --group-by type", commit_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
@@ -289,8 +295,8 @@ static void test_commit(void)
 	/* Committed bytes over time: the mprotect commit, the middle page, the mremap growth. */
 	run(&r, "timeline '%s' --series commit --interval 2us --format csv --time-unit ns", commit_trace);
 	CHECK_OUT(&r, "time_ns,commit\n0,0\n2000,1048576\n4000,1064960\n6000,1060864\n8000,1585152\n"
-		      "10000,524288\n12000,524288\n14000,524288\n16000,524288\n18000,524288\n20000,524288\n"
-		      "22000,524288\n");
+		      "10000,524288\n12000,524288\n14000,524288\n16000,524288\n18000,524288\n20000,0\n"
+		      "22000,0\n");
 }
 
 /* A trace without a footer: its end is the last event read, the window is checked after reading. */

@@ -149,7 +149,7 @@ static inline void tr_map(struct ht__writer *w, uint8_t type, uint64_t ts, uint6
  *   7000  mremap 0x10081000 + 0x7f000 -> 0x30000000 + 0xff000 (other): moves, grows 0x80000
  *   9000  munmap 0x30000000 + 0xff000                 decommits the moved and grown parts
  *   9500  mprotect 0x20000000 + 16 KB PROT_NONE       decommits 16 KB
- *   0x10000000 + 0x80000 stays committed.
+ *   0x10000000 + 0x80000 stays committed until the process exits at 19000.
  */
 static inline int tr_commit(const char *path)
 {
@@ -167,6 +167,7 @@ static inline int tr_commit(const char *path)
 	ht__writer_event(w, &ev, NULL);
 	tr_map(w, HT_EV_MUNMAP, 9000, 0x30000000, 0xff000, 0, 0);
 	tr_map(w, HT_EV_MPROTECT, 9500, 0x20000000, 0x4000, 0, 0);
+	tr_ev(w, HT_EV_PROCESS_EXIT, 19000, 0, 0, 0);
 	return tr_end(w, 20000);
 }
 
