@@ -16,7 +16,7 @@
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
 #define HT__FILE_VERSION 1u
 #define HT__HEADER_SIZE 64u
-#define HT__CHUNK_MAGIC 0x4b43544855ull /* "HTCK" little-endian, low 32 bits used */
+#define HT__CHUNK_MAGIC 0x4b435448u /* "HTCK" as a little-endian u32 */
 #define HT__CHUNK_HEADER_SIZE 48u
 #define HT__FOOTER_MAGIC "HTRFOOT1"
 #define HT__FOOTER_SIZE 48u
@@ -45,7 +45,60 @@ enum ht__chunk_kind {
 #define HT__REC_SAME 0x40u  /* same thread slot as the previous event */
 #define HT__REC_STACK 0x80u /* a stack id varint follows */
 
-/* Bits of an event's field mask: which optional fields follow, in this order. */
+/*
+ * An events chunk's payload is split into streams, one per kind of value, so
+ * that zstd sees long runs of alike bytes (sizes next to sizes, timestamps
+ * next to timestamps). The payload starts with varint HT__NSTREAMS and the
+ * varint length of each stream; the streams follow in this order.
+ */
+enum ht__stream {
+	HT__S_OPS = 0,   /* record first bytes, func bytes, field masks */
+	HT__S_MISC = 1,  /* flags, heap, thread slots, prot, mflags, fd, value, module, names,
+			    process descriptions, definition bodies */
+	HT__S_TIME = 2,  /* timestamp deltas */
+	HT__S_ADDR = 3,  /* address codes */
+	HT__S_SIZE = 4,  /* size, old_size */
+	HT__S_STACK = 5, /* stack ids */
+	HT__NSTREAMS = 6
+};
+
+/*
+ * Heap addresses are predicted the way malloc reuses memory, per chunk: a
+ * free names its block by how many allocations of the chunk ago it was made,
+ * and an allocation takes the address of a block of its size class that its
+ * thread freed recently (rings of HT__RING_DEPTH addresses per size class).
+ * Anything else is a delta from the thread's previous address.
+ */
+#define HT__RING_CLASSES 64
+#define HT__RING_DEPTH 16
+
+/* glibc's bins: a request of size takes a chunk of max(32, size + 8 rounded
+   up to 16) bytes, and freed chunks of one size are reused first. */
+static inline unsigned ht__size_class(uint64_t size)
+{
+	if (size >= (HT__RING_CLASSES - 1) * 16)
+		return HT__RING_CLASSES - 1;
+	uint64_t chunk = (size + 8 + 15) & ~15ull;
+	return (unsigned)((chunk < 32 ? 32 : chunk) >> 4);
+}
+
+typedef uint64_t ht__rings[HT__RING_CLASSES][HT__RING_DEPTH];
+
+static inline void ht__ring_push(uint64_t *ring, uint64_t addr)
+{
+	memmove(ring + 1, ring, (HT__RING_DEPTH - 1) * sizeof(*ring));
+	ring[0] = addr;
+}
+
+static inline uint64_t ht__ring_take(uint64_t *ring, unsigned k)
+{
+	uint64_t a = ring[k];
+	memmove(ring + k, ring + k + 1, (HT__RING_DEPTH - 1 - k) * sizeof(*ring));
+	ring[HT__RING_DEPTH - 1] = 0;
+	return a;
+}
+
+/* Bits of an event's field mask: which optional fields follow. */
 #define HT__F_ADDR 0x01u
 #define HT__F_SIZE 0x02u
 #define HT__F_OLD_ADDR 0x04u

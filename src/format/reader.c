@@ -77,6 +77,11 @@ struct tables {
 	size_t scratch_cap;
 };
 
+struct alloc_ent {
+	uint64_t addr;
+	uint64_t size;
+};
+
 struct slot {
 	uint32_t process;
 	int32_t pid;
@@ -102,11 +107,15 @@ struct ht_reader {
 	size_t comp_cap;
 	uint8_t *raw;
 	size_t raw_cap;
-	struct ht__cur cur;
+	struct ht__cur cur[HT__NSTREAMS]; /* the streams of the current events chunk */
 	uint64_t prev_ts;
 	struct slot *slots;
+	ht__rings *rings; /* per slot, as the writer keeps them */
 	uint32_t nslots;
 	uint32_t slots_cap;
+	struct alloc_ent *allocs; /* allocations of the chunk */
+	uint32_t nallocs;
+	uint32_t allocs_cap;
 	uint32_t cur_slot;
 	uint64_t ev_index; /* events returned in this pass */
 	uint64_t learned;  /* events whose process changes are already in the tables */
@@ -895,8 +904,7 @@ int ht_reader_rewind(struct ht_reader *r)
 		return HT_ERR_INVALID;
 	r->pos = r->header_size;
 	r->done = 0;
-	r->cur.p = r->cur.end = NULL;
-	r->cur.bad = 0;
+	memset(r->cur, 0, sizeof(r->cur));
 	r->nslots = 0;
 	r->cur_slot = UINT32_MAX;
 	r->ev_index = 0;
@@ -950,9 +958,26 @@ static int next_chunk(struct ht_reader *r)
 		r->pos = next;
 		if (h.kind != HT__CHUNK_EVENTS)
 			continue; /* META, or the tables of a trace whose footer is gone */
-		r->cur.p = r->raw;
-		r->cur.end = r->raw + h.raw_size;
-		r->cur.bad = 0;
+		/* The stream table: count, then each stream's length. */
+		struct ht__cur c = { r->raw, r->raw + h.raw_size, 0 };
+		uint64_t n = ht__get_varint(&c);
+		uint64_t len[HT__NSTREAMS] = { 0 }, total = 0;
+		for (uint64_t i = 0; i < n && !c.bad && i < 64; i++) {
+			uint64_t l = ht__get_varint(&c);
+			if (i < HT__NSTREAMS)
+				len[i] = l;
+			total += l > h.raw_size ? h.raw_size + 1ull : l;
+		}
+		if (c.bad || n < HT__NSTREAMS || n >= 64 || total > (uint64_t)(c.end - c.p)) {
+			stream_damaged(r, "bad stream table", h.seq, r->chunk_off);
+			return 0;
+		}
+		const uint8_t *p = c.p;
+		for (int i = 0; i < HT__NSTREAMS; i++) {
+			r->cur[i] = (struct ht__cur){ p, p + len[i], 0 };
+			p += len[i];
+		}
+		r->nallocs = 0;
 		r->prev_ts = h.first_ts;
 		r->nslots = 0;
 		r->cur_slot = UINT32_MAX;
@@ -1017,15 +1042,70 @@ static int decode_proc(struct ht_reader *r, struct ht__cur *c, const struct ht_e
 	return rc;
 }
 
+/* Decodes a raw address code (tag bit clear, or the 0 escape). */
+static uint64_t get_raw_addr(struct ht__cur *a, uint64_t v, struct slot *sl)
+{
+	uint64_t zz = v ? v >> 1 : ht__get_varint(a);
+	sl->last_addr += (uint64_t)ht__unzigzag(zz);
+	return sl->last_addr;
+}
+
+/* The address of a block leaving; 0 with a->bad set when the code is bad. */
+static uint64_t get_free_addr(struct ht_reader *r, struct ht__cur *a, uint32_t si)
+{
+	struct slot *sl = &r->slots[si];
+	uint64_t v = ht__get_varint(a);
+	if (!(v & 1))
+		return get_raw_addr(a, v, sl);
+	uint64_t d = v >> 1;
+	if (!d || d > r->nallocs) {
+		a->bad = 1;
+		return 0;
+	}
+	const struct alloc_ent *e = &r->allocs[r->nallocs - d];
+	ht__ring_push(r->rings[si][ht__size_class(e->size)], e->addr);
+	return sl->last_addr = e->addr;
+}
+
+/* The address of a new block of size; records it as an allocation. */
+static uint64_t get_alloc_addr(struct ht_reader *r, struct ht__cur *a, uint32_t si, uint64_t size)
+{
+	struct slot *sl = &r->slots[si];
+	uint64_t v = ht__get_varint(a), addr;
+	if (!(v & 1)) {
+		addr = get_raw_addr(a, v, sl);
+	} else {
+		uint64_t k = v >> 1;
+		uint64_t *ring = r->rings[si][ht__size_class(size)];
+		if (k >= HT__RING_DEPTH || !ring[k]) {
+			a->bad = 1;
+			return 0;
+		}
+		addr = sl->last_addr = ht__ring_take(ring, (unsigned)k);
+	}
+	if (r->nallocs == r->allocs_cap) {
+		uint32_t cap = r->allocs_cap ? r->allocs_cap * 2 : 4096;
+		struct alloc_ent *n = realloc(r->allocs, cap * sizeof(*n));
+		if (!n) {
+			a->bad = 1; /* reported as damage: the stream cannot go on */
+			return 0;
+		}
+		r->allocs = n;
+		r->allocs_cap = cap;
+	}
+	r->allocs[r->nallocs++] = (struct alloc_ent){ addr, size };
+	return addr;
+}
+
 int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 {
 	if (!r || !ev)
 		return HT_ERR_INVALID;
-	struct ht__cur *c = &r->cur;
+	struct ht__cur *op = &r->cur[HT__S_OPS], *mi = &r->cur[HT__S_MISC];
 	for (;;) {
 		if (r->done)
 			return 0;
-		if (c->p >= c->end) {
+		if (op->p >= op->end) {
 			int rc = next_chunk(r);
 			if (rc == 0)
 				end_stream(r);
@@ -1033,10 +1113,10 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 				return rc;
 			continue;
 		}
-		uint8_t head = *c->p++;
+		uint8_t head = *op->p++;
 		unsigned type = head & HT__REC_TYPE_MASK;
 		if (type >= HT__REC_DEF_MODULE) {
-			int rc = decode_def(&r->t, c, type, r->scan, NULL);
+			int rc = decode_def(&r->t, mi, type, r->scan, NULL);
 			if (rc == HT_ERR_NOMEM)
 				return rc;
 			if (rc < 0)
@@ -1049,72 +1129,84 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 		memset(ev, 0, sizeof(*ev));
 		ev->type = (uint8_t)type;
 		if (head & HT__REC_EXT) {
-			ev->func = ht__get_byte(c);
-			ev->flags = (uint16_t)ht__get_varint(c);
-			ev->heap = ht__get_varint(c);
+			ev->func = ht__get_byte(op);
+			ev->flags = (uint16_t)ht__get_varint(mi);
+			ev->heap = ht__get_varint(mi);
 		} else {
 			ev->func = (uint8_t)ht__default_func(type);
 		}
 		if (!(head & HT__REC_SAME)) {
-			uint64_t s = ht__get_varint(c);
-			if (c->bad || s > r->nslots || s >= HT__MAX_SLOTS)
+			uint64_t s = ht__get_varint(mi);
+			if (mi->bad || s > r->nslots || s >= HT__MAX_SLOTS)
 				return chunk_damaged(r, "bad thread slot");
 			if (s == r->nslots) {
 				if (r->nslots == r->slots_cap) {
-					uint32_t cap = r->slots_cap ? r->slots_cap * 2 : 64;
+					uint32_t cap = r->slots_cap ? r->slots_cap * 2 : 16;
 					struct slot *sl = realloc(r->slots, cap * sizeof(*sl));
 					if (!sl)
 						return HT_ERR_NOMEM;
 					r->slots = sl;
+					ht__rings *rg = realloc(r->rings, cap * sizeof(*rg));
+					if (!rg)
+						return HT_ERR_NOMEM;
+					r->rings = rg;
 					r->slots_cap = cap;
 				}
-				struct slot *sl = &r->slots[r->nslots++];
-				sl->process = (uint32_t)ht__get_varint(c);
-				sl->pid = (int32_t)ht__unzigzag(ht__get_varint(c));
-				sl->tid = (int32_t)ht__unzigzag(ht__get_varint(c));
+				struct slot *sl = &r->slots[r->nslots];
+				memset(r->rings[r->nslots], 0, sizeof(r->rings[r->nslots]));
+				r->nslots++;
+				sl->process = (uint32_t)ht__get_varint(mi);
+				sl->pid = (int32_t)ht__unzigzag(ht__get_varint(mi));
+				sl->tid = (int32_t)ht__unzigzag(ht__get_varint(mi));
 				sl->last_addr = 0;
 			}
 			r->cur_slot = (uint32_t)s;
 		} else if (r->cur_slot == UINT32_MAX) {
 			return chunk_damaged(r, "event without a thread");
 		}
-		struct slot *sl = &r->slots[r->cur_slot];
+		uint32_t si = r->cur_slot;
+		struct slot *sl = &r->slots[si];
 		ev->process = sl->process;
 		ev->pid = sl->pid;
 		ev->tid = sl->tid;
-		r->prev_ts += (uint64_t)ht__unzigzag(ht__get_varint(c));
+		r->prev_ts += (uint64_t)ht__unzigzag(ht__get_varint(&r->cur[HT__S_TIME]));
 		ev->ts = r->prev_ts;
 		if (head & HT__REC_STACK)
-			ev->stack = (uint32_t)ht__get_varint(c);
-		uint8_t mask = ht__get_byte(c), mask2 = 0;
+			ev->stack = (uint32_t)ht__get_varint(&r->cur[HT__S_STACK]);
+		uint8_t mask = ht__get_byte(op), mask2 = 0;
 		if (mask & HT__F_MORE)
-			mask2 = ht__get_byte(c);
-		if (mask & HT__F_ADDR) {
-			sl->last_addr += (uint64_t)ht__unzigzag(ht__get_varint(c));
-			ev->addr = sl->last_addr;
-		}
+			mask2 = ht__get_byte(op);
+		struct ht__cur *z = &r->cur[HT__S_SIZE], *a = &r->cur[HT__S_ADDR];
 		if (mask & HT__F_SIZE)
-			ev->size = ht__get_varint(c);
-		if (mask & HT__F_OLD_ADDR) {
-			sl->last_addr += (uint64_t)ht__unzigzag(ht__get_varint(c));
-			ev->old_addr = sl->last_addr;
-		}
+			ev->size = ht__get_varint(z);
 		if (mask & HT__F_OLD_SIZE)
-			ev->old_size = ht__get_varint(c);
+			ev->old_size = ht__get_varint(z);
+		int heap_ev = type == HT_EV_ALLOC || type == HT_EV_FREE ||
+			      (type == HT_EV_REALLOC && !(ev->flags & HT_EVF_FAILED));
+		if (mask & HT__F_OLD_ADDR)
+			ev->old_addr = heap_ev ? get_free_addr(r, a, si) : get_raw_addr(a, ht__get_varint(a), sl);
+		if (mask & HT__F_ADDR) {
+			if (type == HT_EV_FREE)
+				ev->addr = get_free_addr(r, a, si);
+			else if (heap_ev)
+				ev->addr = get_alloc_addr(r, a, si, ev->size);
+			else
+				ev->addr = get_raw_addr(a, ht__get_varint(a), sl);
+		}
 		if (mask & HT__F_PROT)
-			ev->prot = (uint32_t)ht__get_varint(c);
+			ev->prot = (uint32_t)ht__get_varint(mi);
 		if (mask & HT__F_MFLAGS)
-			ev->mflags = (uint32_t)ht__get_varint(c);
+			ev->mflags = (uint32_t)ht__get_varint(mi);
 		if (mask & HT__F_FD)
-			ev->fd = (int32_t)ht__unzigzag(ht__get_varint(c));
+			ev->fd = (int32_t)ht__unzigzag(ht__get_varint(mi));
 		if (mask2 & HT__F2_VALUE)
-			ev->value = (int32_t)ht__unzigzag(ht__get_varint(c));
+			ev->value = (int32_t)ht__unzigzag(ht__get_varint(mi));
 		if (mask2 & HT__F2_MODULE)
-			ev->module = (uint32_t)ht__get_varint(c);
+			ev->module = (uint32_t)ht__get_varint(mi);
 		if (mask2 & HT__F2_NAME) {
 			uint32_t len;
-			const char *s = ht__get_bytes(c, &len);
-			if (c->bad)
+			const char *s = ht__get_bytes(mi, &len);
+			if (mi->bad)
 				return chunk_damaged(r, "event does not parse");
 			if (grow((uint8_t **)&r->name, &r->name_cap, (size_t)len + 1) < 0)
 				return HT_ERR_NOMEM;
@@ -1122,10 +1214,13 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 			r->name[len] = 0;
 			ev->name = r->name;
 		}
-		if (c->bad)
+		int bad = 0;
+		for (int i = 0; i < HT__NSTREAMS; i++)
+			bad |= r->cur[i].bad;
+		if (bad)
 			return chunk_damaged(r, "event does not parse");
 		if (type == HT_EV_PROCESS_START || type == HT_EV_PROCESS_EXEC) {
-			int rc = decode_proc(r, c, ev);
+			int rc = decode_proc(r, mi, ev);
 			if (rc == HT_ERR_NOMEM)
 				return rc;
 			if (rc < 0)
@@ -1196,6 +1291,8 @@ void ht_reader_close(struct ht_reader *r)
 	free(r->comp);
 	free(r->raw);
 	free(r->slots);
+	free(r->rings);
+	free(r->allocs);
 	free(r->name);
 	free(r);
 }

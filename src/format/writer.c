@@ -35,6 +35,15 @@ struct slot_map_entry {
 	uint32_t gen;
 };
 
+/* An allocation of the current chunk, by address: its number in the chunk
+   (UINT32_MAX once freed) and size. Stale generations are empty. */
+struct amap_ent {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t idx;
+	uint32_t gen;
+};
+
 struct ht__writer {
 	int fd;
 	int err;       /* sticky: the first error ends writing */
@@ -43,7 +52,9 @@ struct ht__writer {
 	ZSTD_CCtx *cctx;
 	struct ht__buf comp;
 
-	struct ht__buf ev; /* raw payload of the current events chunk */
+	struct ht__buf st[HT__NSTREAMS]; /* streams of the current events chunk */
+	size_t raw_len;                  /* their total length */
+	struct ht__buf payload;          /* the streams joined, for compression */
 	uint32_t ev_count;
 	uint64_t first_ts;
 	uint64_t last_ts; /* of the current chunk */
@@ -54,8 +65,15 @@ struct ht__writer {
 	uint32_t chunk_target; /* raw bytes that close an events chunk */
 
 	struct slot *slots;
+	ht__rings *rings; /* per slot: recently freed addresses by size class */
 	uint32_t nslots;
 	uint32_t slots_cap;
+	/* Allocations of the chunk (address prediction, codec.h): how many, and
+	   the latest at each address. */
+	uint32_t nallocs;
+	struct amap_ent *amap;
+	uint32_t amap_size; /* power of two */
+	uint32_t amap_gen;
 	uint32_t cur_slot; /* slot of the previous event, UINT32_MAX at chunk start */
 	struct slot_map_entry *map;
 	uint32_t map_size; /* power of two */
@@ -121,15 +139,32 @@ static int flush_events(struct ht__writer *w)
 {
 	if (w->err)
 		return w->err;
-	if (!w->ev.len)
+	if (!w->raw_len)
 		return 0;
-	int rc = write_chunk(w, HT__CHUNK_EVENTS, w->ev.data, w->ev.len, w->ev_count,
+	/* Join the streams behind a small table of their lengths. */
+	w->payload.len = 0;
+	if (ht__buf_reserve(&w->payload, w->raw_len + 11 * (HT__NSTREAMS + 1)) < 0)
+		return w->err = HT_ERR_NOMEM;
+	uint8_t *p = ht__put_varint(w->payload.data, HT__NSTREAMS);
+	for (int i = 0; i < HT__NSTREAMS; i++)
+		p = ht__put_varint(p, w->st[i].len);
+	for (int i = 0; i < HT__NSTREAMS; i++) {
+		memcpy(p, w->st[i].data, w->st[i].len);
+		p += w->st[i].len;
+		w->st[i].len = 0;
+	}
+	int rc = write_chunk(w, HT__CHUNK_EVENTS, w->payload.data, p - w->payload.data, w->ev_count,
 			     w->first_ts, w->last_ts);
 	if (rc < 0)
 		return rc;
 	if (w->ev_count)
 		w->event_chunks++;
-	w->ev.len = 0;
+	w->raw_len = 0;
+	w->nallocs = 0;
+	if (!++w->amap_gen) {
+		memset(w->amap, 0, w->amap_size * sizeof(*w->amap));
+		w->amap_gen = 1;
+	}
 	w->ev_count = 0;
 	w->first_ts = w->last_ts = 0;
 	w->nslots = 0;
@@ -197,9 +232,12 @@ int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__
 	w->gen = 1;
 	w->map_size = 256;
 	w->map = calloc(w->map_size, sizeof(*w->map));
+	w->amap_size = 4096;
+	w->amap_gen = 1;
+	w->amap = calloc(w->amap_size, sizeof(*w->amap));
 	w->cctx = ZSTD_createCCtx();
 	int rc = HT_ERR_NOMEM;
-	if (!w->map || !w->cctx)
+	if (!w->map || !w->amap || !w->cctx)
 		goto fail;
 	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)))
@@ -217,8 +255,9 @@ int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__
 		if (ht__buf_str(&w->cmd, a, strlen(a)) < 0)
 			goto fail;
 	}
-	if (ht__buf_reserve(&w->ev, HT__CHUNK_TARGET + 4096) < 0)
-		goto fail;
+	for (int i = 0; i < HT__NSTREAMS; i++)
+		if (ht__buf_reserve(&w->st[i], 65536) < 0)
+			goto fail;
 
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
@@ -251,18 +290,22 @@ fail:
 	return rc;
 }
 
-/* Appends a definition both to the events chunk and to the DEFS table. */
+/* Appends a definition both to the events chunk (code byte in OPS, body in
+   MISC) and to the DEFS table (as one record). */
 static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
 {
 	if (w->err)
 		return w->err;
-	if (ht__buf_reserve(&w->defs, len) < 0 || ht__buf_reserve(&w->ev, len) < 0)
+	if (ht__buf_reserve(&w->defs, len) < 0 || ht__buf_reserve(&w->st[HT__S_OPS], 1) < 0 ||
+	    ht__buf_reserve(&w->st[HT__S_MISC], len) < 0)
 		return w->err = HT_ERR_NOMEM;
 	memcpy(w->defs.data + w->defs.len, rec, len);
 	w->defs.len += len;
-	memcpy(w->ev.data + w->ev.len, rec, len);
-	w->ev.len += len;
-	if (w->ev.len >= w->chunk_target)
+	w->st[HT__S_OPS].data[w->st[HT__S_OPS].len++] = rec[0];
+	memcpy(w->st[HT__S_MISC].data + w->st[HT__S_MISC].len, rec + 1, len - 1);
+	w->st[HT__S_MISC].len += len - 1;
+	w->raw_len += len;
+	if (w->raw_len >= w->chunk_target)
 		return flush_events(w);
 	return 0;
 }
@@ -381,19 +424,108 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 			i = (i + 1) & mask;
 	}
 	if (w->nslots == w->slots_cap) {
-		uint32_t cap = w->slots_cap ? w->slots_cap * 2 : 64;
+		uint32_t cap = w->slots_cap ? w->slots_cap * 2 : 16;
 		struct slot *s = realloc(w->slots, cap * sizeof(*s));
 		if (!s)
 			return w->err = HT_ERR_NOMEM;
 		w->slots = s;
+		ht__rings *r = realloc(w->rings, cap * sizeof(*r));
+		if (!r)
+			return w->err = HT_ERR_NOMEM;
+		w->rings = r;
 		w->slots_cap = cap;
 	}
 	uint32_t s = w->nslots++;
 	w->slots[s] = (struct slot){ ev->process, ev->pid, ev->tid, 0 };
+	memset(w->rings[s], 0, sizeof(w->rings[s]));
 	w->map[i] = (struct slot_map_entry){ key, s, w->gen };
 	*out = s;
 	*fresh = 1;
 	return 0;
+}
+
+/* Address map of the chunk's allocations: index of the latest at addr. */
+static uint32_t amap_hash(uint64_t addr) { return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 32); }
+
+static struct amap_ent *amap_slot(struct ht__writer *w, uint64_t addr)
+{
+	uint32_t mask = w->amap_size - 1;
+	for (uint32_t i = amap_hash(addr) & mask;; i = (i + 1) & mask) {
+		struct amap_ent *e = &w->amap[i];
+		if (e->gen != w->amap_gen || e->addr == addr)
+			return e;
+	}
+}
+
+/* Records an allocation of the chunk; 0 or HT_ERR_NOMEM. */
+static int note_alloc(struct ht__writer *w, uint64_t addr, uint64_t size)
+{
+	if ((w->nallocs + 1) * 2 > w->amap_size) {
+		/* Grow: move this generation's entries to a twice larger map. */
+		uint32_t old_size = w->amap_size;
+		struct amap_ent *old = w->amap, *m = calloc((size_t)old_size * 2, sizeof(*m));
+		if (!m)
+			return HT_ERR_NOMEM;
+		uint32_t gen = w->amap_gen;
+		w->amap = m;
+		w->amap_size = old_size * 2;
+		w->amap_gen = 1;
+		for (uint32_t i = 0; i < old_size; i++) {
+			if (old[i].gen != gen)
+				continue;
+			struct amap_ent *e = amap_slot(w, old[i].addr);
+			*e = old[i];
+			e->gen = 1;
+		}
+		free(old);
+	}
+	*amap_slot(w, addr) = (struct amap_ent){ addr, size, w->nallocs++, w->amap_gen };
+	return 0;
+}
+
+/* A raw address: a delta from the thread's previous address, tagged even. */
+static uint8_t *put_raw_addr(uint8_t *p, struct slot *sl, uint64_t addr)
+{
+	uint64_t zz = ht__zigzag((int64_t)(addr - sl->last_addr));
+	if (zz && zz < (1ull << 63)) {
+		p = ht__put_varint(p, zz << 1);
+	} else { /* 0 escapes: the full zigzag follows */
+		*p++ = 0;
+		p = ht__put_varint(p, zz);
+	}
+	sl->last_addr = addr;
+	return p;
+}
+
+/* A block leaving: the allocation of this chunk it came from, or raw. */
+static uint8_t *put_free_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uint64_t addr)
+{
+	struct slot *sl = &w->slots[si];
+	struct amap_ent *e = amap_slot(w, addr);
+	if (e->gen == w->amap_gen && e->idx != UINT32_MAX) {
+		uint64_t d = w->nallocs - e->idx;
+		e->idx = UINT32_MAX; /* freed; the entry stays for the probe chains */
+		ht__ring_push(w->rings[si][ht__size_class(e->size)], addr);
+		sl->last_addr = addr;
+		return ht__put_varint(p, d << 1 | 1);
+	}
+	return put_raw_addr(p, sl, addr);
+}
+
+/* A new block: a recently freed address of its size class, or raw. */
+static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uint64_t addr,
+			       uint64_t size)
+{
+	struct slot *sl = &w->slots[si];
+	uint64_t *ring = w->rings[si][ht__size_class(size)];
+	for (unsigned k = 0; k < HT__RING_DEPTH; k++) {
+		if (ring[k] == addr) {
+			ht__ring_take(ring, k);
+			sl->last_addr = addr;
+			return ht__put_varint(p, (uint64_t)k << 1 | 1);
+		}
+	}
+	return put_raw_addr(p, sl, addr);
 }
 
 int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const struct ht_process *proc)
@@ -406,27 +538,36 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		return HT_ERR_INVALID;
 	int is_proc = ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC;
 	size_t name_len = ev->name ? strlen(ev->name) : 0;
-	size_t need = 192 + name_len;
+	size_t need = 128 + name_len;
 	if (is_proc && proc) {
 		need += (proc->exe ? strlen(proc->exe) : 0) + 10;
 		for (uint32_t i = 0; i < proc->argc; i++)
 			need += (proc->argv[i] ? strlen(proc->argv[i]) : 0) + 10;
 	}
-	if (ht__buf_reserve(&w->ev, need) < 0)
-		return w->err = HT_ERR_NOMEM;
+	for (int i = 0; i < HT__NSTREAMS; i++)
+		if (ht__buf_reserve(&w->st[i], i == HT__S_MISC ? need : 32) < 0)
+			return w->err = HT_ERR_NOMEM;
 
 	uint32_t si;
-	int fresh;
-	int rc = find_slot(w, ev, &si, &fresh);
-	if (rc < 0)
-		return rc;
-	struct slot *sl = &w->slots[si];
+	int fresh = 0;
+	if (w->cur_slot != UINT32_MAX && w->slots[w->cur_slot].tid == ev->tid &&
+	    w->slots[w->cur_slot].process == ev->process && w->slots[w->cur_slot].pid == ev->pid) {
+		si = w->cur_slot; /* most events come from the thread of the previous one */
+	} else {
+		int rc = find_slot(w, ev, &si, &fresh);
+		if (rc < 0)
+			return rc;
+	}
 	if (!w->ev_count) {
 		w->first_ts = ev->ts;
 		w->prev_ts = ev->ts;
 	}
+	size_t before = 0;
+	for (int i = 0; i < HT__NSTREAMS; i++)
+		before += w->st[i].len;
 
-	uint8_t *p = w->ev.data + w->ev.len;
+	uint8_t *op = w->st[HT__S_OPS].data + w->st[HT__S_OPS].len;
+	uint8_t *mi = w->st[HT__S_MISC].data + w->st[HT__S_MISC].len;
 	int ext = ev->func != ht__default_func(ev->type) || ev->flags || ev->heap;
 	uint8_t head = ev->type;
 	if (ext)
@@ -435,25 +576,28 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		head |= HT__REC_SAME;
 	if (ev->stack)
 		head |= HT__REC_STACK;
-	*p++ = head;
+	*op++ = head;
 	if (ext) {
-		*p++ = ev->func;
-		p = ht__put_varint(p, ev->flags);
-		p = ht__put_varint(p, ev->heap);
+		*op++ = ev->func;
+		mi = ht__put_varint(mi, ev->flags);
+		mi = ht__put_varint(mi, ev->heap);
 	}
 	if (si != w->cur_slot) {
-		p = ht__put_varint(p, si);
+		mi = ht__put_varint(mi, si);
 		if (fresh) {
-			p = ht__put_varint(p, ev->process);
-			p = ht__put_varint(p, ht__zigzag(ev->pid));
-			p = ht__put_varint(p, ht__zigzag(ev->tid));
+			mi = ht__put_varint(mi, ev->process);
+			mi = ht__put_varint(mi, ht__zigzag(ev->pid));
+			mi = ht__put_varint(mi, ht__zigzag(ev->tid));
 		}
 		w->cur_slot = si;
 	}
-	p = ht__put_varint(p, ht__zigzag((int64_t)(ev->ts - w->prev_ts)));
+	struct ht__buf *tb = &w->st[HT__S_TIME];
+	tb->len = ht__put_varint(tb->data + tb->len, ht__zigzag((int64_t)(ev->ts - w->prev_ts))) - tb->data;
 	w->prev_ts = ev->ts;
-	if (ev->stack)
-		p = ht__put_varint(p, ev->stack);
+	if (ev->stack) {
+		struct ht__buf *sb = &w->st[HT__S_STACK];
+		sb->len = ht__put_varint(sb->data + sb->len, ev->stack) - sb->data;
+	}
 
 	uint8_t mask = 0, mask2 = 0;
 	if (ev->addr) mask |= HT__F_ADDR;
@@ -468,39 +612,56 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	if (ev->name) mask2 |= HT__F2_NAME;
 	if (mask2)
 		mask |= HT__F_MORE;
-	*p++ = mask;
+	*op++ = mask;
 	if (mask2)
-		*p++ = mask2;
-	/* Addresses are deltas from the thread's previous address: allocations
-	   of one thread cluster, so most deltas fit in two or three bytes. */
-	if (mask & HT__F_ADDR) {
-		p = ht__put_varint(p, ht__zigzag((int64_t)(ev->addr - sl->last_addr)));
-		sl->last_addr = ev->addr;
-	}
+		*op++ = mask2;
+	w->st[HT__S_OPS].len = op - w->st[HT__S_OPS].data;
+
+	struct ht__buf *zb = &w->st[HT__S_SIZE];
+	uint8_t *z = zb->data + zb->len;
 	if (mask & HT__F_SIZE)
-		p = ht__put_varint(p, ev->size);
-	if (mask & HT__F_OLD_ADDR) {
-		p = ht__put_varint(p, ht__zigzag((int64_t)(ev->old_addr - sl->last_addr)));
-		sl->last_addr = ev->old_addr;
-	}
+		z = ht__put_varint(z, ev->size);
 	if (mask & HT__F_OLD_SIZE)
-		p = ht__put_varint(p, ev->old_size);
-	if (mask & HT__F_PROT)
-		p = ht__put_varint(p, ev->prot);
-	if (mask & HT__F_MFLAGS)
-		p = ht__put_varint(p, ev->mflags);
-	if (mask & HT__F_FD)
-		p = ht__put_varint(p, ht__zigzag(ev->fd));
-	if (mask2 & HT__F2_VALUE)
-		p = ht__put_varint(p, ht__zigzag(ev->value));
-	if (mask2 & HT__F2_MODULE)
-		p = ht__put_varint(p, ev->module);
-	if (mask2 & HT__F2_NAME) {
-		p = ht__put_varint(p, name_len);
-		memcpy(p, ev->name, name_len);
-		p += name_len;
+		z = ht__put_varint(z, ev->old_size);
+	zb->len = z - zb->data;
+
+	/* Addresses, the old one first (a realloc frees before it allocates). */
+	struct ht__buf *ab = &w->st[HT__S_ADDR];
+	uint8_t *a = ab->data + ab->len;
+	int heap_ev = ev->type == HT_EV_ALLOC || ev->type == HT_EV_FREE ||
+		      (ev->type == HT_EV_REALLOC && !(ev->flags & HT_EVF_FAILED));
+	if (mask & HT__F_OLD_ADDR)
+		a = heap_ev ? put_free_addr(w, a, si, ev->old_addr)
+			    : put_raw_addr(a, &w->slots[si], ev->old_addr);
+	if (mask & HT__F_ADDR) {
+		if (ev->type == HT_EV_FREE)
+			a = put_free_addr(w, a, si, ev->addr);
+		else if (heap_ev) {
+			a = put_alloc_addr(w, a, si, ev->addr, ev->size);
+			if (note_alloc(w, ev->addr, ev->size) < 0)
+				return w->err = HT_ERR_NOMEM;
+		} else
+			a = put_raw_addr(a, &w->slots[si], ev->addr);
 	}
-	w->ev.len = p - w->ev.data;
+	ab->len = a - ab->data;
+
+	if (mask & HT__F_PROT)
+		mi = ht__put_varint(mi, ev->prot);
+	if (mask & HT__F_MFLAGS)
+		mi = ht__put_varint(mi, ev->mflags);
+	if (mask & HT__F_FD)
+		mi = ht__put_varint(mi, ht__zigzag(ev->fd));
+	if (mask2 & HT__F2_VALUE)
+		mi = ht__put_varint(mi, ht__zigzag(ev->value));
+	if (mask2 & HT__F2_MODULE)
+		mi = ht__put_varint(mi, ev->module);
+	if (mask2 & HT__F2_NAME) {
+		mi = ht__put_varint(mi, name_len);
+		memcpy(mi, ev->name, name_len);
+		mi += name_len;
+	}
+	struct ht__buf *mb = &w->st[HT__S_MISC];
+	mb->len = mi - mb->data;
 
 	if (is_proc) {
 		struct ht_process d = { 0 };
@@ -514,31 +675,36 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		d.flags &= HT_PROCF_ROOT | HT_PROCF_FORK | HT_PROCF_EXEC | HT_PROCF_ATTACHED;
 		if (ev->type == HT_EV_PROCESS_EXEC)
 			d.flags |= HT_PROCF_EXEC;
-		uint8_t *q = w->ev.data + w->ev.len;
+		uint8_t *q = mb->data + mb->len;
 		q = ht__put_varint(q, ht__zigzag(d.ppid));
 		q = ht__put_varint(q, d.parent == UINT32_MAX ? 0 : (uint64_t)d.parent + 1);
 		q = ht__put_varint(q, d.flags);
-		w->ev.len = q - w->ev.data;
+		mb->len = q - mb->data;
 		const char *exe = d.exe ? d.exe : "";
-		ht__buf_str(&w->ev, exe, strlen(exe)); /* space reserved above */
-		q = ht__put_varint(w->ev.data + w->ev.len, d.argc);
-		w->ev.len = q - w->ev.data;
+		ht__buf_str(mb, exe, strlen(exe)); /* space reserved above */
+		q = ht__put_varint(mb->data + mb->len, d.argc);
+		mb->len = q - mb->data;
 		for (uint32_t i = 0; i < d.argc; i++) {
-			const char *a = d.argv[i] ? d.argv[i] : "";
-			ht__buf_str(&w->ev, a, strlen(a));
+			const char *arg = d.argv[i] ? d.argv[i] : "";
+			ht__buf_str(mb, arg, strlen(arg));
 		}
-		if ((rc = ht__proctab_set(&w->procs, ev->process, &d)) < 0)
+		int rc = ht__proctab_set(&w->procs, ev->process, &d);
+		if (rc < 0)
 			return w->err = rc;
 	}
 	if (ev->type == HT_EV_PROCESS_EXEC || ev->type == HT_EV_PROCESS_EXIT)
 		ht__proctab_event(&w->procs, ev);
 
+	size_t after = 0;
+	for (int i = 0; i < HT__NSTREAMS; i++)
+		after += w->st[i].len;
+	w->raw_len += after - before;
 	w->ev_count++;
 	w->event_total++;
 	w->last_ts = ev->ts;
 	if (ev->ts > w->max_ts)
 		w->max_ts = ev->ts;
-	if (w->ev.len >= w->chunk_target)
+	if (w->raw_len >= w->chunk_target)
 		return flush_events(w);
 	return 0;
 }
@@ -737,7 +903,11 @@ void ht__writer_abort(struct ht__writer *w)
 	}
 	ZSTD_freeCCtx(w->cctx);
 	ht__buf_release(&w->comp);
-	ht__buf_release(&w->ev);
+	for (int i = 0; i < HT__NSTREAMS; i++)
+		ht__buf_release(&w->st[i]);
+	ht__buf_release(&w->payload);
+	free(w->amap);
+	free(w->rings);
 	ht__buf_release(&w->defs);
 	ht__buf_release(&w->syms);
 	ht__buf_release(&w->cmd);

@@ -7,6 +7,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <zstd.h>
+
+#include "format/codec.h"
 #include "format/writer.h"
 #include "heaptrail/trace.h"
 #include "testutil.h"
@@ -473,6 +476,160 @@ static void test_many_chunks(void)
 	ht_reader_close(r);
 }
 
+/*
+ * A malloc-like stream: per thread LIFO free lists by size class, in-place
+ * and moving reallocs, failed reallocs, realloc(p, 0), frees of blocks from
+ * earlier chunks, custom-heap blocks at the same addresses, small chunks.
+ * Every event must come back exactly; reuse must make it small.
+ */
+#define PRED_N 300000
+static struct ht_event pred[PRED_N];
+
+static void test_predicted_addresses(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "pred.htr");
+	enum { TH = 3, CL = 40, DEPTH = 64 };
+	static uint64_t freelist[TH][CL + 2][DEPTH];
+	static int nfree[TH][CL + 2];
+	static uint64_t live[TH][512];
+	static uint64_t live_size[TH][512];
+	uint64_t top = 0x555555560000ull;
+	memset(nfree, 0, sizeof(nfree));
+	memset(live, 0, sizeof(live));
+	rng = 12345;
+	uint64_t ts = 0;
+	for (int i = 0; i < PRED_N; i++) {
+		struct ht_event *e = &pred[i];
+		memset(e, 0, sizeof(*e));
+		uint64_t x = next_rand();
+		int t = (int)((x >> 5) % TH);
+		if ((i / 1000) % 2)
+			t = 0; /* long single-thread stretches */
+		e->pid = 7;
+		e->tid = 70 + t;
+		ts += 20 + (x >> 40) % 60;
+		e->ts = ts;
+		e->stack = 1 + (uint32_t)((x >> 20) % 5);
+		int slot = (int)((x >> 8) % 512);
+		uint64_t size = 8 + (x >> 30) % 600;
+		int cl = (int)(((size + 8 + 15) & ~15ull) / 16); /* glibc's bins */
+		uint64_t r = (x >> 50) % 100;
+		if (live[t][slot] && r < 10) { /* realloc, in place when the class allows */
+			e->type = HT_EV_REALLOC;
+			e->func = HT_FN_REALLOC;
+			e->old_addr = live[t][slot];
+			if (r == 0) {
+				e->flags = HT_EVF_FAILED;
+				e->size = 1ull << 45;
+			} else if (r == 1) {
+				e->size = 0; /* realloc(p, 0) */
+				live[t][slot] = 0;
+			} else if (((size + 23) & ~15ull) == ((live_size[t][slot] + 23) & ~15ull)) {
+				e->addr = e->old_addr;
+				e->size = size;
+				live_size[t][slot] = size;
+			} else {
+				e->addr = top;
+				top += (size + 31) & ~15ull;
+				e->size = size;
+				live[t][slot] = e->addr;
+				live_size[t][slot] = size;
+			}
+		} else if (live[t][slot]) {
+			e->type = HT_EV_FREE;
+			e->func = HT_FN_FREE;
+			e->addr = live[t][slot];
+			int c = (int)(((live_size[t][slot] + 8 + 15) & ~15ull) / 16);
+			if (nfree[t][c] < DEPTH)
+				freelist[t][c][nfree[t][c]++] = e->addr;
+			live[t][slot] = 0;
+		} else {
+			e->type = HT_EV_ALLOC;
+			e->func = r < 20 ? HT_FN_CALLOC : HT_FN_MALLOC;
+			e->size = size;
+			if (nfree[t][cl])
+				e->addr = freelist[t][cl][--nfree[t][cl]];
+			else {
+				e->addr = top;
+				top += (size + 31) & ~15ull;
+			}
+			if (r == 99)
+				e->heap = 0x1000; /* a custom heap block: not tracked as live */
+			else {
+				live[t][slot] = e->addr;
+				live_size[t][slot] = size;
+			}
+		}
+	}
+	struct ht__trace_meta meta = { .argc = 0 };
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	CHECK_EQ(ht__writer_set_chunk_size(w, 512 << 10), 0);
+	for (uint32_t s = 1; s <= 5; s++) {
+		ht__writer_frame(w, s - 1, HT_MODULE_NONE, s * 0x100);
+		uint32_t f = s - 1;
+		ht__writer_stack(w, s, &f, 1);
+	}
+	for (int i = 0; i < PRED_N; i++)
+		CHECK_EQ(ht__writer_event(w, &pred[i], NULL), 0);
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+
+	struct ht_reader *rd;
+	CHECK_EQ(ht_reader_open(&rd, path), 0);
+	if (!rd)
+		return;
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	while (ht_reader_next(rd, &ev) > 0) {
+		const struct ht_event *x = &pred[i < PRED_N ? i : 0];
+		if (ev.type != x->type || ev.addr != x->addr || ev.old_addr != x->old_addr ||
+		    ev.size != x->size || ev.ts != x->ts || ev.tid != x->tid || ev.heap != x->heap ||
+		    ev.flags != x->flags || ev.func != x->func || ev.stack != x->stack) {
+			if (!bad)
+				fprintf(stderr, "event %d: %s addr %llx old %llx, want %s addr %llx old %llx\n", i,
+					ht_event_name(ev.type), (unsigned long long)ev.addr,
+					(unsigned long long)ev.old_addr, ht_event_name(x->type),
+					(unsigned long long)x->addr, (unsigned long long)x->old_addr);
+			bad++;
+		}
+		i++;
+	}
+	CHECK_EQ(i, PRED_N);
+	CHECK_EQ(bad, 0);
+	CHECK(ht_reader_warning(rd) == NULL);
+	ht_reader_close(rd);
+	/* The address stream, raw: predicted addresses take a byte or two,
+	   where deltas between scattered blocks would take four or five. */
+	uint64_t addr_bytes = 0;
+	FILE *f = fopen(path, "rb");
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	struct ht__chunk_header h;
+	long off = HT__HEADER_SIZE;
+	static uint8_t comp[2 << 20], raw[2 << 20];
+	while (f && fseek(f, off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), f) == sizeof(hb) &&
+	       ht__chunk_header_parse(hb, &h) == 0 && h.comp_size <= sizeof(comp)) {
+		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
+		if (h.kind != HT__CHUNK_EVENTS || fread(comp, 1, h.comp_size, f) != h.comp_size)
+			continue;
+		size_t n = ZSTD_decompress(raw, sizeof(raw), comp, h.comp_size);
+		CHECK(!ZSTD_isError(n));
+		struct ht__cur c = { raw, raw + n, 0 };
+		uint64_t lens[HT__NSTREAMS];
+		CHECK_EQ(ht__get_varint(&c), HT__NSTREAMS);
+		for (int k = 0; k < HT__NSTREAMS; k++)
+			lens[k] = ht__get_varint(&c);
+		addr_bytes += lens[HT__S_ADDR];
+	}
+	if (f)
+		fclose(f);
+	double per = (double)addr_bytes / PRED_N;
+	if (per > 2.0 || per < 0.5) { /* raw deltas here take 3 to 4 bytes */
+		fprintf(stderr, "%.2f raw address bytes per event: prediction does not work\n", per);
+		test_failures++;
+	}
+}
+
 static void test_names(void)
 {
 	CHECK_STR(ht_event_name(HT_EV_ALLOC), "alloc");
@@ -514,6 +671,7 @@ int main(void)
 	test_finished();
 	test_unfinished();
 	test_many_chunks();
+	test_predicted_addresses();
 	test_open_errors();
 	return test_result("test_roundtrip");
 }
