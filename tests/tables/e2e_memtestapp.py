@@ -144,6 +144,13 @@ def check_midpoint(t, spikes, steady):
         equal(top["impacting_size"], 10 * MB, "main's Impacting Size")
     equal(find(proc["children"], "impacting_type", lambda v: v == "Transient"), [],
           "no transient commit around the midpoint")
+    # The timeline's points at the window's edges differ by the same Impacting Size.
+    tl = t.json("timeline", "--series", "commit", "--range", ns_arg(lo), ns_arg(hi),
+                "--interval", ns_arg(hi - lo))
+    pts = tl["series"][0]["points"]
+    equal([p[0] for p in pts], [lo, hi], "timeline points at the window's edges")
+    if len(pts) == 2:
+        equal(pts[1][1] - pts[0][1], doc["total"]["impacting_size"], "timeline difference = Impacting Size")
 
 
 def check_last_spikes(t, spikes, steady):
