@@ -137,6 +137,7 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 	}
 	s->procs[s->nprocs++] = p;
 	s->stats.processes = s->nprocs;
+	bool prev_exited = prev && prev->exited;
 	if (prev) {
 		/* exec (or a reused pid): the older image writes nothing more */
 		prev->replaced = true;
@@ -182,13 +183,16 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 				 .exe = exe,
 				 .argc = a,
 				 .argv = (const char *const *)argv };
-	struct ht_event ev = { .type = (p->flags & HT_PROCF_EXEC) && prev ? HT_EV_PROCESS_EXEC
-									 : HT_EV_PROCESS_START,
+	/* An exec whose earlier image was never traced (a vfork child, an
+	   untraced program) starts a process as far as the trace knows. */
+	if (!prev || prev_exited)
+		p->flags &= ~HT_PROCF_EXEC;
+	hp.flags = p->flags;
+	struct ht_event ev = { .type = (p->flags & HT_PROCF_EXEC) ? HT_EV_PROCESS_EXEC
+								  : HT_EV_PROCESS_START,
 			       .process = idx,
 			       .pid = pid,
 			       .tid = pid };
-	if ((p->flags & HT_PROCF_EXEC) && !prev)
-		ev.type = HT_EV_PROCESS_EXEC;
 	ev.ts = hp.start_ts = rel_ts(s, ts);
 	rc = emit(s, &ev, &hp);
 	if (argv != stack_argv)
