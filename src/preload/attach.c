@@ -10,6 +10,8 @@
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -24,10 +26,10 @@ static const char *const ht_names[] = {
 	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
 	"mmap", "mmap64", "munmap", "mremap", "mprotect", "brk", "sbrk",
 	"dlopen", "dlclose", "_exit", "_Exit", "pthread_setname_np",
+	"_Fork", "clone",
 };
 /* clang-format on */
 #define HT_NHOOKS (sizeof ht_names / sizeof ht_names[0])
-#define HT_HOOK_DLOPEN 17 /* ht_names[HT_HOOK_DLOPEN] is "dlopen" */
 
 static uintptr_t ht_hooks[HT_NHOOKS]; /* our function for each name */
 static _Atomic int ht_attached;	      /* GOT entries point at the hooks */
@@ -453,6 +455,46 @@ static void ht_attach_child(void)
 	syscall(SYS_munmap, ht__g.hdr, ht__g.map_size);
 }
 
+/* _Fork runs no atfork handlers: its child leaves the attach here. */
+static pid_t ht_attach_fork(void)
+{
+	pid_t r = ht__real._Fork ? ht__real._Fork() : (pid_t)syscall(SYS_fork);
+	if (r == 0) {
+		int e = errno;
+		ht_attach_child();
+		errno = e;
+	}
+	return r;
+}
+
+struct ht_clone_arg {
+	int (*fn)(void *);
+	void *arg;
+};
+
+static int ht_attach_clone_child(void *p)
+{
+	struct ht_clone_arg *a = p;
+	ht_attach_child();
+	return a->fn(a->arg);
+}
+
+/* A clone that does not share our memory is a fork child too. */
+static int ht_attach_clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	pid_t *ptid = va_arg(ap, pid_t *);
+	void *tls = va_arg(ap, void *);
+	pid_t *ctid = va_arg(ap, pid_t *);
+	va_end(ap);
+	if (flags & CLONE_VM)
+		return ht__real.clone(fn, stack, flags, arg, ptid, tls, ctid);
+	/* The child gets a copy of this frame, so the wrapper may live here. */
+	struct ht_clone_arg a = {fn, arg};
+	return ht__real.clone(ht_attach_clone_child, stack, flags, &a, ptid, tls, ctid);
+}
+
 static void ht_attach_on_exit(int status, void *arg)
 {
 	(void)arg;
@@ -473,8 +515,16 @@ static int ht_find_hooks(void)
 		return HT_ERR_NOT_FOUND;
 	int rc = 0;
 	for (unsigned i = 0; i < HT_NHOOKS; i++) {
-		ht_hooks[i] = i == HT_HOOK_DLOPEN ? (uintptr_t)ht_attach_dlopen
-						  : (uintptr_t)dlsym(self, ht_names[i]);
+		/* Where attach mode must behave unlike launch mode, its own hook. */
+		const char *name = ht_names[i];
+		if (!strcmp(name, "dlopen"))
+			ht_hooks[i] = (uintptr_t)ht_attach_dlopen;
+		else if (!strcmp(name, "_Fork"))
+			ht_hooks[i] = (uintptr_t)ht_attach_fork;
+		else if (!strcmp(name, "clone"))
+			ht_hooks[i] = (uintptr_t)ht_attach_clone;
+		else
+			ht_hooks[i] = (uintptr_t)dlsym(self, name);
 		if (!ht_hooks[i])
 			rc = HT_ERR_NOT_FOUND;
 	}
@@ -506,6 +556,7 @@ static void ht_find_reals(void)
 	    (void **)&ht__real.sbrk,	      (void **)&ht__real.dlopen,
 	    (void **)&ht__real.dlclose,	      (void **)&ht__real._exit,
 	    (void **)&ht__real._Exit,	      (void **)&ht__real.pthread_setname_np,
+	    (void **)&ht__real._Fork,	      (void **)&ht__real.clone,
 	};
 	_Static_assert(sizeof real / sizeof real[0] == HT_NHOOKS, "one real function per hook");
 	for (unsigned i = 0; i < HT_NHOOKS; i++) {

@@ -834,6 +834,7 @@ static void test_fork_child(void)
 	int errfd;
 	pid_t hp = start_record(args, &errfd);
 	CHECK(waiter_send(&w, "fork\n"));
+	CHECK(waiter_send(&w, "Fork\n"));
 	CHECK(waiter_poke(&w));
 	kill(hp, SIGINT);
 	int st = wait_for(hp, 30000);
@@ -852,7 +853,7 @@ static void test_fork_child(void)
 		mine += ev.pid == w.pid && ev.type == HT_EV_ALLOC && ev.size == 12345;
 	}
 	CHECK_EQ(child, 0);
-	CHECK_EQ(mine, 4);
+	CHECK_EQ(mine, 6);
 	CHECK_EQ(ht_reader_process_count(r), 1);
 	ht_reader_close(r);
 }

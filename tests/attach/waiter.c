@@ -8,11 +8,12 @@
  * With MODULE, the first line also loads MODULE by that name (a bare name is
  * found through this program's RUNPATH) and has it make 3 blocks of 23456
  * bytes; it exits 4 when that fails. A line starting with 'f' also forks a
- * child that makes 10 blocks of 999 bytes; the waiter exits 5 unless the
- * child exits 0.
+ * child that makes 10 blocks of 999 bytes ('F': the same through _Fork, which
+ * runs no atfork handlers); the waiter exits 5 unless the child exits 0.
  *
  * Usage: waiter [COUNT [MODULE]]   (default 5)
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +42,8 @@ int main(int argc, char **argv)
 		if (n <= 0)
 			break;
 		for (ssize_t i = 0; i < n; i++) {
-			if (start && buf[i] == 'f') {
-				pid_t pid = fork();
+			if (start && (buf[i] == 'f' || buf[i] == 'F')) {
+				pid_t pid = buf[i] == 'f' ? fork() : _Fork();
 				if (pid == 0) {
 					for (int j = 0; j < 10; j++) {
 						volatile char *p = malloc(999);
