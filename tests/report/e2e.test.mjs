@@ -148,6 +148,19 @@ try {
 	const hl = await page.evaluate(() => window.heaptrail.state.highlighted);
 	check(hl && hl.kind === 'commit' && hl.spans === 4, 'clicking Transient highlights 4 spans on the committed graph (' + JSON.stringify(hl) + ')');
 
+	// The Size column sorts the tree: ascending puts Impacting (0 B) above Transient.
+	const order = async () => (await visibleLabels(page, 'commit-table')).filter((l) => l === 'Transient' || l === 'Impacting');
+	check((await order()).join() === 'Transient,Impacting', 'sorted by Size, largest first: Transient above Impacting');
+	await page.click('#commit-table .tabulator-col[tabulator-field="size"] .tabulator-col-title');
+	const first = (await order()).join();
+	if (first !== 'Impacting,Transient') await page.click('#commit-table .tabulator-col[tabulator-field="size"] .tabulator-col-title');
+	check((await order()).join() === 'Impacting,Transient', 'a click on Size sorts the children ascending: Impacting above Transient');
+	await page.click('#commit-table .tabulator-col[tabulator-field="size"] .tabulator-col-title');
+
+	// The window is in the address: the same report opened with it shows the same window.
+	const hash = await page.evaluate(() => location.hash);
+	check(hash === '#window=' + t1 + 'ns-' + t2 + 'ns', 'the address holds the window (' + hash + ')');
+
 	// The flame graph is drawn and searchable.
 	await page.waitForSelector('#flame svg rect', { timeout: 20000 });
 	const rects = await page.evaluate(() => document.querySelectorAll('#flame svg rect').length);
@@ -169,6 +182,13 @@ try {
 	mkdirSync(artifacts, { recursive: true });
 	await page.screenshot({ path: join(artifacts, 'report-e2e.png'), fullPage: true });
 	console.log('screenshot: ' + join(artifacts, 'report-e2e.png'));
+	await browser.close();
+	browser = null;
+
+	browser = await openPage(modules, html + hash);
+	const reopened = await browser.page.evaluate(() => [window.heaptrail.state.t1, window.heaptrail.state.t2]);
+	const again4 = await rowCells(browser.page, 'commit-table', 'Transient');
+	check(reopened[0] === t1 && reopened[1] === t2 && again4 && again4.count === '4', 'opening report.html' + hash + ' shows that window');
 	await browser.close();
 	browser = null;
 

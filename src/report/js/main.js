@@ -159,6 +159,7 @@ function main() {
 		$('win-stats').textContent =
 			'heap: ' + fmtCount(h.count) + ' allocated, ' + fmtBytes(h.size) + ', impacting ' + fmtBytes(h.impacting) +
 			'; committed: ' + fmtCount(c.count) + ', ' + fmtBytes(c.size) + ', impacting ' + fmtBytes(c.impacting);
+		history.replaceState(null, '', full ? location.pathname : '#window=' + rangeArg(t1) + '-' + rangeArg(t2));
 		$('win-cmd').textContent = full
 			? 'heaptrail table heap ' + file
 			: 'heaptrail table heap|commit ' + file + ' --range ' + rangeArg(t1) + ' ' + rangeArg(t2);
@@ -201,7 +202,15 @@ function main() {
 	for (const id of ['xperf-source', 'xperf-by', 'xperf-sort', 'xperf-top']) $(id).addEventListener('change', drawXperf);
 	$('xperf-sort').innerHTML = Object.entries(SORT_KEYS).map(([k, v]) => '<option value="' + k + '">' + k + ' (' + v + ')</option>').join('');
 
-	setWindow(m.fullWindow[0], m.fullWindow[1]);
+	// A window in the address (#window=T1ns-T2ns) opens with it, so a link to the
+	// attached report can point at the spike it is about.
+	const fromHash = /^#window=(\d+)ns-(\d+)ns$/.exec(location.hash);
+	if (fromHash && +fromHash[2] > +fromHash[1]) {
+		charts.select(+fromHash[1], +fromHash[2]);
+		setWindow(+fromHash[1], +fromHash[2]);
+	} else {
+		setWindow(m.fullWindow[0], m.fullWindow[1]);
+	}
 	// For tests and for the curious: the model and the window in the console.
 	window.heaptrail = {
 		model: m,

@@ -101,7 +101,7 @@ export function createTreeTable(el, kind, treeTitle, onPick) {
  * st, stc, src, frames? } where frames (stacks mode) are shown on expansion.
  */
 export function createXperfTable(el) {
-	const num = { hozAlign: 'right', headerHozAlign: 'right', sorter: 'number', headerSortStartingDir: 'desc', width: 120 };
+	const num = { hozAlign: 'right', headerHozAlign: 'right', sorter: 'number', headerSortStartingDir: 'desc', width: 140 };
 	const table = new Tabulator(el, {
 		data: [],
 		dataTree: true,
