@@ -4,9 +4,11 @@
  * Draining is in drain.c, record translation in translate.c.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,28 @@ int ht__session_default_dir(char *out, size_t n, bool create)
 	return create ? ensure_private_dir(out) : 0;
 }
 
+/*
+ * Remove the files of unnamed sessions whose collector is gone (killed with
+ * SIGKILL, say): nobody else would, and each holds the memory its rings used.
+ */
+static void remove_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int pid;
+		char rest[16];
+		if (sscanf(e->d_name, "session-%d-%15s", &pid, rest) != 2 || pid <= 0 ||
+		    strlen(rest) != 6)
+			continue;
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
 int ht__shm_create(struct ht__session *s)
 {
 	char dir[PATH_MAX], path[PATH_MAX];
@@ -131,6 +155,7 @@ int ht__shm_create(struct ht__session *s)
 			return HT_ERR_INVALID;
 		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	} else {
+		remove_stale(dir);
 		if (snprintf(path, sizeof(path), "%s/session-%d-XXXXXX", dir, (int)getpid()) >=
 		    (int)sizeof(path))
 			return HT_ERR_INVALID;

@@ -175,6 +175,23 @@ static void test_header(void)
 	usleep(2000);
 	CHECK_EQ(ht__session_tick(s), 0);
 	CHECK(atomic_load(&f.h->heartbeat_ns) > hb);
+	/* The file of an unnamed session whose collector died is removed when
+	   the next session starts there; a live one's is not. */
+	char stale[300], live[300];
+	snprintf(stale, sizeof(stale), "%s/session-999999999-AbCdEf", tmpdir);
+	snprintf(live, sizeof(live), "%s/session-%d-XyZabc", tmpdir, (int)getpid());
+	close(open(stale, O_CREAT | O_WRONLY, 0600));
+	close(open(live, O_CREAT | O_WRONLY, 0600));
+	struct ht__session_config c2 = HT__SESSION_CONFIG_INIT;
+	struct ht__session *s3;
+	c2.dir = tmpdir;
+	c2.ring_size = 4096;
+	c2.ring_count = 1;
+	CHECK_EQ(ht__session_create(&s3, &c2), 0);
+	CHECK(stat(stale, &st) < 0);
+	CHECK(stat(live, &st) == 0);
+	ht__session_destroy(s3);
+	unlink(live);
 	/* Bad configurations are refused. */
 	struct ht__session_config bad = HT__SESSION_CONFIG_INIT;
 	struct ht__session *s2;
