@@ -706,6 +706,29 @@ static int call_in(struct borrowed *b, uint64_t low, uint64_t fn, uint64_t a0, u
 	}
 }
 
+/*
+ * The target's dlerror() text after a failed dlopen, so the user sees the
+ * loader's reason (a missing file, static TLS exhausted, a noexec mount).
+ */
+static void dlerror_in(struct borrowed *b, uint64_t low, char *out, size_t n)
+{
+	snprintf(out, n, "dlopen returned NULL");
+	uint64_t fn, text = 0;
+	if (target_symbol(b->pid, match_libc, NULL, "dlerror", &fn, NULL) < 0 &&
+	    target_symbol(b->pid, match_libdl, NULL, "dlerror", &fn, NULL) < 0)
+		return;
+	if (call_in(b, low, fn, 0, 0, &text, NULL, 0) < 0 || !text)
+		return;
+	struct iovec local = {out, n - 1}, remote = {(void *)text, n - 1};
+	ssize_t got = process_vm_readv(b->pid, &local, 1, &remote, 1, 0);
+	if (got <= 0) {
+		snprintf(out, n, "dlopen returned NULL");
+		return;
+	}
+	out[got] = 0;
+	out[strnlen(out, (size_t)got)] = 0;
+}
+
 /* Writes s below the red zone under the borrowed thread's stack pointer (or
    below *low when given) and returns its address, or 0. */
 static uint64_t put_string(struct borrowed *b, uint64_t below, const char *s)
@@ -888,7 +911,9 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 	uint64_t handle = 0;
 	rc = call_in(&b, ses_str, dlopen_fn, lib_str, RTLD_NOW, &handle, why, n);
 	if (rc == 0 && !handle) {
-		say(why, n, "dlopen of '%s' failed in the process", load);
+		char msg[256];
+		dlerror_in(&b, ses_str, msg, sizeof(msg));
+		say(why, n, "loading the recorder failed in the process: %s", msg);
 		rc = HT_ERR_IO;
 	}
 	uint64_t base = 0, start_fn = 0;
