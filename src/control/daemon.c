@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "control/internal.h"
+#include "control/relay.h"
 #include "format/writer.h"
 #include "session/inject.h"
 #include "session/live.h"
@@ -51,6 +52,7 @@ static struct {
 	volatile sig_atomic_t stop;   /* asked by STOP, a signal, or the size limit */
 	int stop_fd;                  /* the STOP client, answered when the trace is done */
 	uint32_t stack_mask;
+	struct ht__relay *relay;      /* IFEO: buffers of programs that started first */
 } D = { .sess_lock = PTHREAD_MUTEX_INITIALIZER, .members_lock = PTHREAD_MUTEX_INITIALIZER, .stop_fd = -1 };
 
 static void on_signal(int sig)
@@ -464,6 +466,8 @@ static int finish(void)
 		member_remove(D.nmembers - 1, why, sizeof(why));
 	pthread_mutex_unlock(&D.members_lock);
 	pthread_mutex_lock(&D.sess_lock);
+	if (D.relay)
+		ht__relay_stop(D.relay);
 	int rc = ht__session_finish(D.s, true, NULL, NULL);
 	const struct ht__session_stats *st = ht__session_stats(D.s);
 	int frc = ht__writer_finish(D.w, st->duration_ns, st->lost, HT_TRACEF_ATTACHED);
@@ -521,7 +525,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 		report(ready_fd, ifeo_fd, 0, ifeo_fd == HT_ERR_EXISTS ? "an IFEO session is running already" : NULL);
 		_exit(1);
 	}
-	char why[1024];
+	char why[1024] = "";
 	for (unsigned i = 0; i < a->npids; i++)
 		if ((rc = check_pid(a->pids[i], why, sizeof(why))) < 0) {
 			report(ready_fd, rc, 0, why);
@@ -552,6 +556,15 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	if ((rc = ht__session_create(&D.s, &cfg)) < 0) {
 		report(ready_fd, rc, 0, "cannot create the session's buffers");
 		_exit(1);
+	}
+	if (a->flags & HT_TRACE_IFEO) {
+		/* Programs that started before us: the trace starts with the oldest. */
+		if ((rc = ht__relay_new(&D.relay, ht__session_header(D.s))) < 0)
+			goto fail_session;
+		ht__relay_scan(D.relay);
+		uint64_t t0 = ht__relay_min_t0(D.relay);
+		if (t0 < ht__session_header(D.s)->t0_ns)
+			ht__session_header(D.s)->t0_ns = t0;
 	}
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
@@ -608,9 +621,19 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	}
 	report(ready_fd, 0, D.id, NULL);
 
-	uint64_t next_size_check = 0;
+	uint64_t next_size_check = 0, started = mono_ns(), next_scan = started + 200000000ull;
 	while (!D.stop) {
 		pthread_mutex_lock(&D.sess_lock);
+		if (D.relay) {
+			/* A program that looked for the session just before it existed
+			   made a buffer after our first scan: look again, often at first. */
+			uint64_t now = mono_ns();
+			if (now >= next_scan) {
+				ht__relay_scan(D.relay);
+				next_scan = now + (now - started < 10000000000ull ? 1000000000ull : 10000000000ull);
+			}
+			ht__relay_pump(D.relay);
+		}
 		rc = ht__session_tick(D.s);
 		unsigned us = ht__session_sleep_us(D.s);
 		pthread_mutex_unlock(&D.sess_lock);
@@ -650,6 +673,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 		}
 		close(D.stop_fd);
 	}
+	ht__relay_free(D.relay);
 	ht__session_destroy(D.s);
 	unlink(a->paths.lock);
 	_exit(frc < 0 ? 1 : 0);
@@ -669,6 +693,10 @@ fail_writer:
 	ht__writer_abort(D.w);
 	unlink(a->file);
 fail_session:
+	if (D.relay) {
+		ht__relay_stop(D.relay);
+		ht__relay_free(D.relay);
+	}
 	ht__session_destroy(D.s);
 	unlink(a->paths.lock);
 	report(ready_fd, rc, 0, why[0] ? why : NULL);

@@ -4,7 +4,9 @@
  * 0 and grows by one on each SIGUSR1; each new phase is announced on stdout
  * ("phase N"), so a test can tell which allocations came after a change.
  * With "wait" as second argument it first blocks in read() on stdin until a
- * byte arrives (started "suspended"). Exits on SIGTERM (status 0).
+ * byte arrives (started "suspended"). Its first allocation is a marker of
+ * 100000 + BASE bytes. Exits on SIGTERM (status 0) after printing
+ * "allocs N", the number of BASE + phase allocations it made.
  */
 #define _GNU_SOURCE
 #include <signal.h>
@@ -36,6 +38,7 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
+	free(malloc(100000 + base));
 	if (argc > 2 && !strcmp(argv[2], "wait")) {
 		char c;
 		if (read(0, &c, 1) != 1)
@@ -44,6 +47,7 @@ int main(int argc, char **argv)
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
 	int shown = 0;
+	unsigned long count = 0;
 	while (!done) {
 		int ph = phase;
 		if (ph != shown) {
@@ -54,9 +58,11 @@ int main(int argc, char **argv)
 		volatile char *p = malloc(base + (size_t)ph);
 		if (p)
 			p[0] = 1;
+		count++;
 		free((void *)p);
 		struct timespec ts = { 0, 5000000 };
 		nanosleep(&ts, NULL);
 	}
+	printf("allocs %lu\n", count);
 	return 0;
 }

@@ -1,0 +1,347 @@
+/*
+ * relay.c - events of programs that started before their IFEO session. The
+ * loader hook (src/ifeo/hook.c) gives such a program a session file of its
+ * own in memory (a memfd named "heaptrail-pending", lossy, bounded); the
+ * IFEO session finds those buffers in /proc/PID/fd when it starts, and from
+ * then on copies every record from them into rings of its own shared file,
+ * as if the program's threads had written there: the collector sees one
+ * protocol (docs/session-protocol.md) and the trace holds the program's
+ * whole history. Stack ids, which are per session file, are renumbered on
+ * the way. Driven by the daemon's main thread, before each collector tick.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control/relay.h"
+#include "heaptrail/trace.h"
+#include "session/protocol.h"
+
+#define PENDING_LINK "/memfd:heaptrail-pending"
+
+struct pending {
+	dev_t dev;
+	ino_t ino;
+	uint8_t *map;
+	size_t size;
+	struct ht__shm_header *h;
+	uint32_t *stack_map; /* pending stack id -> session stack id, 0: not yet */
+	uint32_t stack_cap;
+	int32_t *dst;        /* per pending ring: session ring + 1, 0: none */
+	uint64_t *dst_wpos;  /* our write position in that session ring */
+	uint64_t exhausted;  /* rings_exhausted of the pending file, counted so far */
+};
+
+struct ht__relay {
+	struct ht__shm_header *sh; /* the session's file */
+	uint32_t ring_size, ring_count;
+	struct pending *p;
+	unsigned n;
+	uint64_t min_t0;
+};
+
+static struct ht__ring *ring_in(struct ht__shm_header *h, uint32_t i)
+{
+	return (struct ht__ring *)((uint8_t *)h + h->header_size + (size_t)i * (HT_RING_HEADER_SIZE + h->ring_size));
+}
+
+int ht__relay_new(struct ht__relay **out, struct ht__shm_header *session)
+{
+	struct ht__relay *r = calloc(1, sizeof(*r));
+	if (!r)
+		return HT_ERR_NOMEM;
+	r->sh = session;
+	r->ring_size = session->ring_size;
+	r->ring_count = session->ring_count;
+	r->min_t0 = UINT64_MAX;
+	*out = r;
+	return 0;
+}
+
+/* Maps one pending file found at /proc/PID/fd/N, unless known or not one of ours. */
+static void adopt(struct ht__relay *r, const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (size_t)st.st_size < HT_SHM_HEADER_SIZE) {
+		close(fd);
+		return;
+	}
+	for (unsigned i = 0; i < r->n; i++)
+		if (r->p[i].dev == st.st_dev && r->p[i].ino == st.st_ino) {
+			close(fd);
+			return;
+		}
+	size_t size = (size_t)st.st_size;
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return;
+	struct ht__shm_header *h = m;
+	uint32_t zero = 0;
+	/* Checked like a recorder checks a session file; collector_pid claims it
+	   (0 while nobody collects it), so two sessions never both relay one. */
+	if (h->magic != HT_SHM_MAGIC || h->version != HT_PROTO_VERSION || h->header_size != HT_SHM_HEADER_SIZE ||
+	    h->ring_size < 4096 || (h->ring_size & (h->ring_size - 1)) || h->ring_size > (1u << 30) ||
+	    !h->ring_count || h->ring_count > 4096 ||
+	    h->header_size + (uint64_t)h->ring_count * (HT_RING_HEADER_SIZE + h->ring_size) > size ||
+	    !__atomic_compare_exchange_n((uint32_t *)&h->collector_pid, &zero, (uint32_t)getpid(), false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		munmap(m, size);
+		return;
+	}
+	struct pending *grown = realloc(r->p, (r->n + 1) * sizeof(*grown));
+	if (!grown) {
+		munmap(m, size);
+		return;
+	}
+	r->p = grown;
+	struct pending *p = &r->p[r->n];
+	memset(p, 0, sizeof(*p));
+	p->dev = st.st_dev;
+	p->ino = st.st_ino;
+	p->map = m;
+	p->size = size;
+	p->h = h;
+	p->dst = calloc(h->ring_count, sizeof(*p->dst));
+	p->dst_wpos = calloc(h->ring_count, sizeof(*p->dst_wpos));
+	if (!p->dst || !p->dst_wpos) {
+		free(p->dst);
+		free(p->dst_wpos);
+		munmap(m, size);
+		return;
+	}
+	r->n++;
+	if (h->t0_ns < r->min_t0)
+		r->min_t0 = h->t0_ns;
+}
+
+unsigned ht__relay_scan(struct ht__relay *r)
+{
+	unsigned before = r->n;
+	DIR *procd = opendir("/proc");
+	if (!procd)
+		return 0;
+	struct dirent *pe;
+	while ((pe = readdir(procd))) {
+		if (pe->d_name[0] < '1' || pe->d_name[0] > '9')
+			continue;
+		char dir[64];
+		snprintf(dir, sizeof(dir), "/proc/%.20s/fd", pe->d_name);
+		struct stat st;
+		/* Only our own processes: the same user's, as every session is. */
+		if (stat(dir, &st) < 0 || st.st_uid != geteuid())
+			continue;
+		DIR *fdd = opendir(dir);
+		if (!fdd)
+			continue;
+		struct dirent *fe;
+		while ((fe = readdir(fdd))) {
+			if (fe->d_name[0] < '0' || fe->d_name[0] > '9')
+				continue;
+			char link[128], target[64];
+			snprintf(link, sizeof(link), "%s/%.20s", dir, fe->d_name);
+			ssize_t n = readlink(link, target, sizeof(target) - 1);
+			if (n < (ssize_t)strlen(PENDING_LINK))
+				continue;
+			target[n] = 0;
+			if (!strncmp(target, PENDING_LINK, strlen(PENDING_LINK)))
+				adopt(r, link);
+		}
+		closedir(fdd);
+	}
+	closedir(procd);
+	return r->n - before;
+}
+
+uint64_t ht__relay_min_t0(const struct ht__relay *r) { return r->min_t0; }
+
+static uint32_t map_stack(struct ht__relay *r, struct pending *p, uint32_t id)
+{
+	if (!id)
+		return 0;
+	if (id >= p->stack_cap) {
+		uint32_t cap = p->stack_cap ? p->stack_cap : 1024;
+		while (cap <= id)
+			cap *= 2;
+		uint32_t *grown = realloc(p->stack_map, cap * sizeof(*grown));
+		if (!grown)
+			return 0;
+		memset(grown + p->stack_cap, 0, (cap - p->stack_cap) * sizeof(*grown));
+		p->stack_map = grown;
+		p->stack_cap = cap;
+	}
+	if (!p->stack_map[id])
+		p->stack_map[id] = atomic_fetch_add(&r->sh->next_stack_id, 1);
+	return p->stack_map[id];
+}
+
+/* A free ring of the session, claimed for the writer of src, or -1. */
+static int claim(struct ht__relay *r, const struct ht__ring *src, uint64_t *wpos)
+{
+	for (uint32_t i = 0; i < r->ring_count; i++) {
+		struct ht__ring *d = ring_in(r->sh, i);
+		uint32_t free_state = HT_RING_FREE;
+		if (atomic_load(&d->state) != HT_RING_FREE ||
+		    !atomic_compare_exchange_strong(&d->state, &free_state, HT_RING_OWNED))
+			continue;
+		d->pid = src->pid;
+		d->tid = src->tid;
+		d->instance = src->instance;
+		atomic_store(&d->lost, 0);
+		*wpos = atomic_load_explicit(&d->write_pos, memory_order_acquire);
+		return (int)i;
+	}
+	return -1;
+}
+
+static bool process_gone(pid_t pid)
+{
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	char name[64], buf[256];
+	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
+	int fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')');
+	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* Copies what ring i of p has committed into its session ring. */
+static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
+{
+	struct ht__ring *src = ring_in(p->h, i);
+	uint32_t state = atomic_load_explicit(&src->state, memory_order_acquire);
+	if (state == HT_RING_FREE)
+		return;
+	uint64_t w = atomic_load_explicit(&src->write_pos, memory_order_acquire);
+	uint64_t rd = atomic_load_explicit(&src->read_pos, memory_order_relaxed);
+	uint32_t smask = p->h->ring_size - 1;
+	const uint8_t *sdata = (const uint8_t *)src + HT_RING_HEADER_SIZE;
+	if (rd < w && !p->dst[i]) {
+		int d = claim(r, src, &p->dst_wpos[i]);
+		if (d < 0)
+			return; /* every session ring is taken: next tick */
+		p->dst[i] = d + 1;
+	}
+	struct ht__ring *dst = p->dst[i] ? ring_in(r->sh, (uint32_t)p->dst[i] - 1) : NULL;
+	if (dst) {
+		uint8_t *ddata = (uint8_t *)dst + HT_RING_HEADER_SIZE;
+		uint64_t dw = p->dst_wpos[i];
+		uint64_t dlimit = atomic_load_explicit(&dst->read_pos, memory_order_acquire) + r->ring_size;
+		while (rd < w) {
+			const struct ht__rec *rec = (const struct ht__rec *)(sdata + (rd & smask));
+			uint32_t len = rec->len, off = (uint32_t)(rd & smask);
+			if (len < sizeof(*rec) || (len & 7) || off + len > p->h->ring_size) {
+				rd = w; /* not a record: the rest of this ring cannot be trusted */
+				break;
+			}
+			if (rec->type == HT_REC_PAD) {
+				rd += len;
+				continue;
+			}
+			uint32_t doff = (uint32_t)(dw & (r->ring_size - 1)), tail = r->ring_size - doff;
+			bool wrap = len > tail || tail - len == 8;
+			uint64_t need = wrap ? (uint64_t)tail + len : len;
+			if (dw + need > dlimit)
+				break; /* the collector frees room at its tick */
+			if (wrap) {
+				struct ht__rec pad = { .type = HT_REC_PAD, .len = (uint16_t)tail };
+				memcpy(ddata + doff, &pad, sizeof(pad));
+				dw += tail;
+				doff = 0;
+			}
+			struct ht__rec *copy = (struct ht__rec *)(ddata + doff);
+			memcpy(copy, rec, len);
+			copy->stack = map_stack(r, p, rec->stack);
+			dw += len;
+			rd += len;
+		}
+		p->dst_wpos[i] = dw;
+		atomic_store_explicit(&dst->lost, atomic_load(&src->lost), memory_order_relaxed);
+		atomic_store_explicit(&dst->write_pos, dw, memory_order_release);
+		/* A writer caught mid-record there is one here too, for the watermark. */
+		atomic_store_explicit(&dst->busy, atomic_load(&src->busy), memory_order_relaxed);
+		atomic_store_explicit(&src->read_pos, rd, memory_order_release);
+	}
+	if (rd < w)
+		return;
+	/* All copied: a ring its thread gave back (or whose process died) ends here too. */
+	if (state == HT_RING_RELEASED || process_gone(src->pid)) {
+		if (dst) {
+			atomic_store(&dst->busy, 0);
+			atomic_store_explicit(&dst->state, HT_RING_RELEASED, memory_order_release);
+			p->dst[i] = 0;
+		}
+		if (state == HT_RING_RELEASED) {
+			atomic_store(&src->lost, 0);
+			atomic_store_explicit(&src->state, HT_RING_FREE, memory_order_release);
+		}
+	}
+}
+
+void ht__relay_pump(struct ht__relay *r)
+{
+	for (unsigned k = 0; k < r->n; k++) {
+		struct pending *p = &r->p[k];
+		atomic_store(&p->h->heartbeat_ns, atomic_load(&r->sh->heartbeat_ns));
+		for (uint32_t i = 0; i < p->h->ring_count; i++)
+			pump_ring(r, p, i);
+		uint64_t ex = atomic_load(&p->h->rings_exhausted);
+		if (ex > p->exhausted) {
+			atomic_fetch_add(&r->sh->rings_exhausted, ex - p->exhausted);
+			p->exhausted = ex;
+		}
+	}
+}
+
+void ht__relay_stop(struct ht__relay *r)
+{
+	for (unsigned k = 0; k < r->n; k++)
+		atomic_store_explicit(&r->p[k].h->state, HT_SESSION_STOPPING, memory_order_release);
+	/* A thread inside a hook finishes its record (the recorders' own grace). */
+	struct timespec ts = { 0, 5000000 };
+	nanosleep(&ts, NULL);
+	ht__relay_pump(r);
+	for (unsigned k = 0; k < r->n; k++)
+		for (uint32_t i = 0; i < r->p[k].h->ring_count; i++)
+			if (r->p[k].dst[i]) {
+				struct ht__ring *dst = ring_in(r->sh, (uint32_t)r->p[k].dst[i] - 1);
+				atomic_store(&dst->busy, 0);
+				atomic_store_explicit(&dst->state, HT_RING_RELEASED, memory_order_release);
+				r->p[k].dst[i] = 0;
+			}
+}
+
+void ht__relay_free(struct ht__relay *r)
+{
+	if (!r)
+		return;
+	for (unsigned k = 0; k < r->n; k++) {
+		struct pending *p = &r->p[k];
+		munmap(p->map, p->size);
+		free(p->stack_map);
+		free(p->dst);
+		free(p->dst_wpos);
+	}
+	free(r->p);
+	free(r);
+}
