@@ -391,7 +391,10 @@ static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t 
 
 static int map_stack(struct ht__session *s, uint32_t rec_id, uint32_t trace_id)
 {
-	if (rec_id == 0 || rec_id >= STACK_ID_LIMIT)
+	/* Ids come from the header's counter: one above it is a damaged record,
+	   and must not make the map grow. */
+	if (rec_id == 0 || rec_id >= STACK_ID_LIMIT ||
+	    rec_id >= atomic_load(&s->hdr->next_stack_id))
 		return 0;
 	if (rec_id >= s->stack_map_cap) {
 		uint32_t ncap = s->stack_map_cap ? s->stack_map_cap : 4096;

@@ -348,6 +348,8 @@ static void test_modules_stacks(void)
 	CHECK(fake_process(&f, 0, t, pid, 1, 0, 21, "/bin/a") == 0);
 	CHECK(fake_module(&f, 0, t + 1, 0, "/bin/a", 1) == 0);
 	CHECK(fake_module(&f, 0, t + 2, 1, "/lib/libx.so", 2) == 0);
+	/* ids are taken from the header's counter, as the recorder does: 1..10 */
+	CHECK_EQ(atomic_fetch_add(&f.h->next_stack_id, 10), 1);
 	CHECK(fake_stack(&f, 0, t + 3, 7, 2, rel, mod) == 0);
 	CHECK(fake_alloc(&f, 0, t + 4, 0x100, 64, 7) == 0);
 	/* A second image (same pid, exec) with the library at index 0: */
@@ -362,6 +364,9 @@ static void test_modules_stacks(void)
 	CHECK(fake_alloc(&f, 1, t + 15, 0x200, 32, 9) == 0);
 	CHECK(fake_alloc(&f, 1, t + 16, 0x300, 16, 10) == 0);
 	CHECK(fake_alloc(&f, 1, t + 17, 0x400, 8, 99) == 0); /* undefined stack */
+	/* an id the counter never gave out is refused */
+	CHECK(fake_stack(&f, 1, t + 18, 200000000, 2, rel, mod) == 0);
+	CHECK(fake_alloc(&f, 1, t + 19, 0x500, 4, 200000000) == 0);
 	CHECK_EQ(ht__session_tick(s), 0);
 	CHECK_EQ(c->bad_defs, 0);
 	CHECK_EQ(c->nmod, 3);
@@ -382,13 +387,14 @@ static void test_modules_stacks(void)
 	CHECK_EQ(count_type(c, HT_EV_PROCESS_START), 1);
 	CHECK_EQ(count_type(c, HT_EV_PROCESS_EXEC), 1);
 	CHECK_EQ(count_type(c, HT_EV_MODULE_LOAD), 4);
-	uint32_t stacks[4], procs[4], k = 0;
-	for (uint32_t i = 0; i < c->nev && k < 4; i++)
+	uint32_t stacks[5], procs[5], k = 0;
+	for (uint32_t i = 0; i < c->nev && k < 5; i++)
 		if (c->ev[i].type == HT_EV_ALLOC) {
 			procs[k] = c->ev[i].process;
 			stacks[k++] = c->ev[i].stack;
 		}
-	CHECK_EQ(k, 4);
+	CHECK_EQ(k, 5);
+	CHECK_EQ(stacks[4], 0);
 	CHECK_EQ(stacks[0], 1);
 	CHECK_EQ(stacks[1], 1);
 	CHECK_EQ(stacks[2], 2);
