@@ -556,18 +556,24 @@ static int stream(struct run *x)
 		    ev.type == HT_EV_PROCESS_EXEC) {
 			if ((rc = ht_commit_event(ct, &ev)) < 0)
 				break;
-			struct ht_commit_stats cs;
-			ht_commit_process_stats(ct, ev.process, &cs);
 			bool ended = ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC;
-			struct ht_rd_series *s;
-			if ((rc = series_get(&d->commit_series, &d->ncommit_series, &x->hint_commit,
-					     d->points, ev.process, 0, &s)) < 0)
+			/*
+			 * Ranges committed at an exit stay in the committed series, as they
+			 * stay Impacting in the tables (their decommit time is "never"),
+			 * so the graph and the tables agree; RSS drops to 0.
+			 */
+			if (!ended) {
+				struct ht_commit_stats cs;
+				struct ht_rd_series *s;
+				ht_commit_process_stats(ct, ev.process, &cs);
+				if ((rc = series_get(&d->commit_series, &d->ncommit_series,
+						     &x->hint_commit, d->points, ev.process, 0, &s)) < 0)
+					break;
+				series_set(s, p, cs.committed_bytes);
+			} else if (ev.process < x->rss_cap && x->rss[ev.process] &&
+				   (rc = set_rss(x, ev.process, ev.ts, 0)) < 0) {
 				break;
-			/* The kernel releases a process's mappings at its exit (or exec). */
-			series_set(s, p, ended ? 0 : cs.committed_bytes);
-			if (ended && ev.process < x->rss_cap && x->rss[ev.process] &&
-			    (rc = set_rss(x, ev.process, ev.ts, 0)) < 0)
-				break;
+			}
 		}
 		if (ev.type == HT_EV_RSS && (rc = set_rss(x, ev.process, ev.ts, ev.size)) < 0)
 			break;
