@@ -639,6 +639,49 @@ static void test_end_when_gone_and_rss(void)
 	free(c);
 }
 
+/*
+ * Damaged rings: random bytes where records should be never crash the
+ * session, never make it write events out of order, and are counted.
+ */
+static void test_garbage(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 2, false);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t me = getpid();
+	uint64_t t = ht__session_t0(s) + 1000;
+	CHECK(fake_claim(&f, 0, me, me, 71) == 0);
+	CHECK(fake_process(&f, 0, t, me, 1, 0, 71, "/bin/g") == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	unsigned seed = 12345;
+	for (int round = 0; round < 300; round++) {
+		struct ht__ring *r = fake_ring(&f, 0);
+		uint8_t *data = (uint8_t *)r + HT_RING_HEADER_SIZE;
+		uint64_t w = atomic_load(&r->write_pos);
+		uint32_t off = (uint32_t)(w & 4095), n = 8 * (1 + rand_r(&seed) % 64);
+		if (off + n > 4096)
+			n = 4096 - off;
+		for (uint32_t i = 0; i < n; i++)
+			data[off + i] = (uint8_t)rand_r(&seed);
+		/* keep headers plausible half of the time so records get parsed */
+		if (n >= 16 && (round & 1)) {
+			struct ht__rec *h = (struct ht__rec *)(data + off);
+			h->len = (uint16_t)n;
+			h->ts = t + (uint64_t)round;
+			h->type = (uint8_t)(rand_r(&seed) % 25);
+		}
+		atomic_store(&r->write_pos, w + n);
+		CHECK_EQ(ht__session_tick(s), 0);
+	}
+	CHECK_EQ(c->order_errors, 0);
+	CHECK(ht__session_stats(s)->corrupt > 0);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ht-proto-XXXXXX");
@@ -654,6 +697,7 @@ int main(void)
 	test_end_when_all_gone();
 	test_end_when_gone_and_rss();
 	test_dead_thread_ring();
+	test_garbage();
 	rmdir(tmpdir);
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
