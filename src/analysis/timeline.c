@@ -13,7 +13,9 @@
 
 struct series {
 	struct ht_tl_series d;
-	int64_t *v; /* deltas by point, values after finish */
+	int64_t *v; /* deltas by point, values after finish; peak mode: values as they come */
+	int64_t cur; /* peak mode: the value now */
+	uint64_t filled; /* peak mode: points v[0 .. filled) that have a value */
 };
 
 struct ht_timeline {
@@ -27,6 +29,7 @@ struct ht_timeline {
 	uint64_t *rss; /* last RSS sample per process index */
 	uint32_t nrss;
 	int finished;
+	int peak;
 };
 
 static const char *const kind_names[HT_TL__KINDS] = { "heap", "commit", "rss" };
@@ -172,11 +175,52 @@ static void delta_at(struct ht_timeline *tl, struct series *s, uint64_t ts, int6
 		s->v[b] += delta;
 }
 
+void ht_timeline_peak(struct ht_timeline *tl)
+{
+	if (!tl->ns && !tl->finished)
+		tl->peak = 1;
+}
+
+/*
+ * Peak mode, in time order: the series' value changes by delta at ts. Point k
+ * covers [t(k-1), t(k)] and keeps the highest value seen in it; point 0 is
+ * the value at the start.
+ */
+static void peak_step(struct ht_timeline *tl, struct series *s, uint64_t ts, int64_t delta)
+{
+	uint64_t b = ts < tl->start ? 0 : (ts - tl->start) / tl->interval + 1;
+	if (b >= tl->npoints)
+		return; /* after the last point: changes nothing shown */
+	/* Points the series went through unchanged hold its value; a new one starts there. */
+	while (s->filled <= b)
+		s->v[s->filled++] = s->cur;
+	s->cur += delta;
+	if (b == 0 || s->cur > s->v[b])
+		s->v[b] = s->cur;
+}
+
+int ht_timeline_step(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process, uint64_t heap,
+		     uint64_t ts, int64_t delta)
+{
+	if ((unsigned)kind >= HT_TL__KINDS || !(tl->mask & (1u << kind)) || tl->finished || !delta)
+		return 0;
+	struct series *s = series_get(tl, kind, process, heap);
+	if (!s)
+		return HT_ERR_NOMEM;
+	if (tl->peak)
+		peak_step(tl, s, ts, delta);
+	else
+		delta_at(tl, s, ts, delta);
+	return 0;
+}
+
 int ht_timeline_add(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process, uint64_t heap,
 		    uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
 {
 	if ((unsigned)kind >= HT_TL__KINDS || !(tl->mask & (1u << kind)) || tl->finished)
 		return 0;
+	if (tl->peak)
+		return HT_ERR_INVALID; /* needs time order: ht_timeline_step */
 	/* A block freed before the first point never shows (one freed at it does). */
 	if (free_ts < tl->start)
 		return 0;
@@ -204,13 +248,7 @@ int ht_timeline_rss(struct ht_timeline *tl, uint32_t process, uint64_t ts, uint6
 	}
 	int64_t delta = (int64_t)rss - (int64_t)tl->rss[process];
 	tl->rss[process] = rss;
-	if (!delta)
-		return 0;
-	struct series *s = series_get(tl, HT_TL_RSS, process, 0);
-	if (!s)
-		return HT_ERR_NOMEM;
-	delta_at(tl, s, ts, delta);
-	return 0;
+	return ht_timeline_step(tl, HT_TL_RSS, process, 0, ts, delta);
 }
 
 static int cmp_series(const void *pa, const void *pb)
@@ -237,10 +275,17 @@ void ht_timeline_finish(struct ht_timeline *tl)
 			if (tl->mask & (1u << k))
 				series_get(tl, (enum ht_tl_kind)k, 0, 0);
 	for (uint32_t i = 0; i < tl->ns; i++) {
+		struct series *s = &tl->s[i];
+		if (tl->peak) {
+			/* The points after the last change hold the last value. */
+			while (s->filled < tl->npoints)
+				s->v[s->filled++] = s->cur;
+			continue;
+		}
 		int64_t sum = 0;
 		for (uint64_t p = 0; p < tl->npoints; p++) {
-			sum += tl->s[i].v[p];
-			tl->s[i].v[p] = sum;
+			sum += s->v[p];
+			s->v[p] = sum;
 		}
 	}
 	if (tl->ns > 1)

@@ -79,6 +79,24 @@ int ht_timeline_add(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t proce
 		    uint64_t alloc_ts, uint64_t free_ts, uint64_t size);
 
 /*
+ * Peak mode (call right after ht_timeline_new): a point holds the highest
+ * value the series had since the previous point (its interval's both ends
+ * included) instead of the value at the point, so that a spike shorter than
+ * the interval still shows. Everything is then fed in time order through
+ * ht_timeline_step() and ht_timeline_rss(); ht_timeline_add() returns
+ * HT_ERR_INVALID.
+ */
+void ht_timeline_peak(struct ht_timeline *tl);
+
+/*
+ * The series of kind for this process (and heap) changes by delta bytes at
+ * ts. In time order in peak mode; any order otherwise. Returns 0 or
+ * HT_ERR_NOMEM.
+ */
+int ht_timeline_step(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process, uint64_t heap,
+		     uint64_t ts, int64_t delta);
+
+/*
  * An RSS sample: the process's resident bytes are rss from ts on (until its
  * next sample). Report a process's end as a sample of 0. Returns 0 or
  * HT_ERR_NOMEM.

@@ -33,6 +33,8 @@ static const char timeline_usage[] =
 	"  --pid P[,P...]       only these processes\n"
 	"  --format F           text (default), csv or json\n"
 	"  --time-unit U        s (default), ms, us or ns for times in text and csv\n"
+	"  --peak               each point is the highest value since the previous one\n"
+	"                       (spikes shorter than the interval show)\n"
 	"  --svg FILE           draw the series into FILE (then no table unless --format)\n";
 
 struct tl_opts {
@@ -45,6 +47,7 @@ struct tl_opts {
 	uint64_t t1, t2;
 	enum out_format fmt;
 	bool fmt_given;
+	bool peak;
 	struct tu_unit unit;
 	struct ht_query q;
 };
@@ -54,6 +57,9 @@ struct tl_run {
 	struct ht_reader *r;
 	struct ht_timeline *tl;
 	int err;
+	uint64_t freed; /* peak mode: heap bytes freed by the event being fed */
+	bool *ended;    /* peak mode: process images whose committed bytes were dropped */
+	uint32_t nended;
 };
 
 static bool process_wanted(struct tl_run *t, uint32_t process)
@@ -67,6 +73,19 @@ static bool process_wanted(struct tl_run *t, uint32_t process)
 static void on_life(void *ctx, const struct ht_life *l)
 {
 	struct tl_run *t = ctx;
+	if (t->o->peak) {
+		/* In time order: the free now; blocks never freed stay counted. */
+		if (l->free_ts == HT_TS_NEVER)
+			return;
+		t->freed += l->size;
+		if (!t->err && process_wanted(t, l->process)) {
+			int rc = ht_timeline_step(t->tl, HT_TL_HEAP, l->process, l->heap, l->free_ts,
+						  -(int64_t)l->size);
+			if (rc < 0)
+				t->err = rc;
+		}
+		return;
+	}
 	if (t->err || !process_wanted(t, l->process))
 		return;
 	int rc = ht_timeline_add(t->tl, HT_TL_HEAP, l->process, l->heap, l->alloc_ts, l->free_ts, l->size);
@@ -77,7 +96,7 @@ static void on_life(void *ctx, const struct ht_life *l)
 static void on_commit(void *ctx, const struct ht_commit *c)
 {
 	struct tl_run *t = ctx;
-	if (t->err || !process_wanted(t, c->process))
+	if (t->o->peak || t->err || !process_wanted(t, c->process))
 		return;
 	/* A range still committed when its process ended was released by the kernel then. */
 	uint64_t end = tu_decommit_ts(t->r, c->process, c->decommit_ts);
@@ -106,6 +125,73 @@ static int rss_gone(struct tl_run *t, const struct ht_event *ev)
 	return 0;
 }
 
+/*
+ * Peak mode: an image that exited (or was replaced by exec) had its
+ * committed bytes released by the kernel. The commit map keeps an ended
+ * image's total as it was, so each image is dropped once, here.
+ */
+static int peak_commit_gone(struct tl_run *t, struct ht_commit_tracker *ct, const struct ht_event *ev)
+{
+	uint32_t n = ht_reader_process_count(t->r);
+	if (n > t->nended) {
+		bool *e = realloc(t->ended, n * sizeof(*e));
+		if (!e)
+			return HT_ERR_NOMEM;
+		memset(e + t->nended, 0, (n - t->nended) * sizeof(*e));
+		t->ended = e;
+		t->nended = n;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ht_process *p = ht_reader_process(t->r, i);
+		bool gone = ev->type == HT_EV_PROCESS_EXIT ? i == ev->process : i != ev->process;
+		if (!p || p->pid != ev->pid || !gone || t->ended[i])
+			continue;
+		t->ended[i] = true;
+		struct ht_commit_stats st;
+		ht_commit_process_stats(ct, i, &st);
+		if (st.committed_bytes && process_wanted(t, i)) {
+			int rc = ht_timeline_step(t->tl, HT_TL_COMMIT, i, 0, ev->ts, -(int64_t)st.committed_bytes);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Peak mode: feed one event's changes in time order. The lifetime tracker
+ * reports frees (on_life); what the event allocated is the rest of the change
+ * of its live bytes, in the event's process and heap. Committed bytes are the
+ * change of the commit map's total for the event's process, dropping to 0 for
+ * images that end.
+ */
+static int peak_event(struct tl_run *t, struct ht_life_tracker *lt, struct ht_commit_tracker *ct,
+		      const struct ht_event *ev)
+{
+	int rc = 0;
+	if (lt) {
+		uint64_t before = ht_life_stats(lt)->live_bytes;
+		t->freed = 0;
+		rc = ht_life_event(lt, ev);
+		int64_t allocated = (int64_t)(ht_life_stats(lt)->live_bytes - before) + (int64_t)t->freed;
+		if (rc >= 0 && allocated && process_wanted(t, ev->process))
+			rc = ht_timeline_step(t->tl, HT_TL_HEAP, ev->process, ev->heap, ev->ts, allocated);
+	}
+	if (ct && rc >= 0) {
+		struct ht_commit_stats st;
+		ht_commit_process_stats(ct, ev->process, &st);
+		uint64_t before = st.committed_bytes;
+		rc = ht_commit_event(ct, ev);
+		ht_commit_process_stats(ct, ev->process, &st);
+		int64_t delta = (int64_t)(st.committed_bytes - before);
+		if (rc >= 0 && delta && process_wanted(t, ev->process))
+			rc = ht_timeline_step(t->tl, HT_TL_COMMIT, ev->process, 0, ev->ts, delta);
+		if (rc >= 0 && (ev->type == HT_EV_PROCESS_EXIT || ev->type == HT_EV_PROCESS_EXEC))
+			rc = peak_commit_gone(t, ct, ev);
+	}
+	return rc;
+}
+
 static void tl_read(struct tl_run *t)
 {
 	struct ht_life_tracker *lt = NULL;
@@ -122,10 +208,14 @@ static void tl_read(struct tl_run *t)
 		if (ev.ts >= last)
 			break;
 		int erc = 0;
-		if (lt)
-			erc = ht_life_event(lt, &ev);
-		if (ct && erc >= 0)
-			erc = ht_commit_event(ct, &ev);
+		if (t->o->peak) {
+			erc = peak_event(t, lt, ct, &ev);
+		} else {
+			if (lt)
+				erc = ht_life_event(lt, &ev);
+			if (ct && erc >= 0)
+				erc = ht_commit_event(ct, &ev);
+		}
 		if (erc >= 0 && process_wanted(t, ev.process)) {
 			if (ev.type == HT_EV_RSS)
 				erc = ht_timeline_rss(t->tl, ev.process, ev.ts, ev.size);
@@ -488,6 +578,8 @@ static void parse_args(struct tl_opts *o, int argc, char **argv)
 			if (tu_parse_unit(v, &o->unit) < 0)
 				die("unknown time unit '%s'; use s, ms, us or ns", v ? v : "");
 			i++;
+		} else if (!strcmp(a, "--peak")) {
+			o->peak = true;
 		} else if (!strcmp(a, "--svg")) {
 			if (!v)
 				die("'--svg' needs a file name");
@@ -539,6 +631,8 @@ int cmd_timeline(int argc, char **argv)
 		die("too many points: the interval is too short for the window (at most 10000000 points)");
 	if (rc < 0)
 		die("out of memory");
+	if (o.peak)
+		ht_timeline_peak(t.tl);
 	tl_read(&t);
 	if (o.svg)
 		write_svg(&t);
@@ -550,6 +644,7 @@ int cmd_timeline(int argc, char **argv)
 		}
 	}
 	ht_timeline_free(t.tl);
+	free(t.ended);
 	ht_reader_close(t.r);
 	ht_query_release(&o.q);
 	return fflush(stdout) ? 1 : 0;

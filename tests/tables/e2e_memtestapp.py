@@ -223,6 +223,14 @@ def check_timeline(t, spikes, steady, tmp):
     equal(sorted(set(r[1] for r in spike_rises)), [10 * MB], "each spike is 10 MB")
     peak = max(v for (_, v) in pts)
     equal(peak, 30 * MB, "peak committed (two steady + one spike)")
+    # With --peak, points far apart (10 spike holds) still show every spike.
+    iv = 10 * HOLD_NS
+    doc = t.json("timeline", "--series", "commit", "--interval", ns_arg(iv), "--peak")
+    pk = doc["series"][0]["points"]
+    rises = [(b[0], b[1] - a[1]) for (a, b) in zip(pk, pk[1:]) if b[1] - a[1] >= 5 * MB]
+    spike_rises = [r for r in rises if all(not (0 <= r[0] - s["commit_ns"] <= iv) for s in steady)]
+    equal(len(spike_rises), 10, "ten spikes with --peak at %d ms points" % (iv // 1000000))
+    equal(max(v for (_, v) in pk), 30 * MB, "peak committed with --peak")
     svg = os.path.join(tmp, "commit.svg")
     run([t.heaptrail, "timeline", t.path, "--pid", str(t.pid), "--series", "heap,commit", "--svg", svg])
     with open(svg) as f:

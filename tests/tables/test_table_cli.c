@@ -369,6 +369,19 @@ static void test_timeline(void)
 	CHECK_OUT(&r, "{\"interval_ns\":3000,\"start_ns\":4000,\"series\":[{\"name\":\"heap\",\"process\":"
 		      "{\"pid\":100,\"exe\":\"/usr/bin/app\"},\"points\":[[4000,400],[7000,640],[10000,2204]]}]}\n");
 
+	/* --peak: the highest value since the previous point (B's 1000 bytes live 2 to 3 us). */
+	run(&r, "timeline '%s' --series heap,rss --interval 2us --format csv --time-unit ns --peak", heap_trace);
+	CHECK_OUT(&r, "time_ns,heap,rss\n0,0,0\n2000,100,4096\n4000,1100,4096\n6000,400,4096\n8000,704,4096\n"
+		      "10000,2704,4096\n12000,2211,8192\n14000,2211,8192\n16000,211,8192\n18000,211,8192\n"
+		      "20000,211,8192\n22000,211,0\n");
+	run(&r, "timeline '%s' --series commit --interval 2us --format csv --time-unit ns --peak", commit_trace);
+	CHECK_OUT(&r, "time_ns,commit\n0,0\n2000,1048576\n4000,1064960\n6000,1064960\n8000,1585152\n"
+		      "10000,1585152\n12000,524288\n14000,524288\n16000,524288\n18000,524288\n20000,524288\n"
+		      "22000,0\n");
+	/* One point for the whole trace: the peak of each. */
+	run(&r, "timeline '%s' --interval 1s --format csv --time-unit ns --peak --by process", commit_trace);
+	CHECK_OUT(&r, "time_ns,commit:100\n0,0\n1000000000,1585152\n");
+
 	char svg[300];
 	snprintf(svg, sizeof(svg), "%s/t.svg", dir);
 	run(&r, "timeline '%s' --series heap,commit --interval 1us --svg '%s'", heap_trace, svg);

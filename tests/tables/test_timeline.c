@@ -110,10 +110,59 @@ static void test_split(void)
 	ht_timeline_free(tl);
 }
 
+/* Peak mode: a point keeps the highest value since the previous point, so short spikes show. */
+static void test_peak(void)
+{
+	struct ht_timeline *tl;
+	unsigned mask = 1u << HT_TL_HEAP | 1u << HT_TL_RSS;
+	CHECK_I64(ht_timeline_new(&tl, 100, 200, 10, mask, HT_TL_BY_NONE), 0);
+	ht_timeline_peak(tl);
+	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 50, 7), 0);   /* before the start */
+	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 105, 100), 0); /* a spike between points */
+	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 108, -100), 0);
+	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 110, 50), 0);  /* on a point: counts after it */
+	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 125, -50), 0);
+	CHECK_I64(ht_timeline_rss(tl, 0, 115, 4096), 0);
+	CHECK_I64(ht_timeline_rss(tl, 0, 117, 0), 0);
+	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 500, 1000), 0); /* after the last point */
+	CHECK_I64(ht_timeline_add(tl, HT_TL_HEAP, 0, 0, 1, 2, 3), HT_ERR_INVALID);
+	ht_timeline_finish(tl);
+	CHECK_I64(ht_timeline_points(tl), 11);
+	const int64_t *h = values_of(tl, HT_TL_HEAP, UINT32_MAX, 0);
+	const int64_t *r = values_of(tl, HT_TL_RSS, UINT32_MAX, 0);
+	CHECK(h && r);
+	if (h && r) {
+		static const int64_t eh[] = { 7, 107, 57, 57, 7, 7, 7, 7, 7, 7, 7 };
+		static const int64_t er[] = { 0, 0, 4096, 0, 0, 0, 0, 0, 0, 0, 0 };
+		for (int i = 0; i < 11; i++) {
+			CHECK_I64(h[i], eh[i]);
+			CHECK_I64(r[i], er[i]);
+		}
+	}
+	ht_timeline_free(tl);
+
+	/* Without peak mode, steps are order-free deltas: the values at the points. */
+	CHECK_I64(ht_timeline_new(&tl, 100, 200, 10, mask, HT_TL_BY_NONE), 0);
+	ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 125, -50);
+	ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 105, 100);
+	ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 108, -100);
+	ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 110, 50);
+	ht_timeline_finish(tl);
+	h = values_of(tl, HT_TL_HEAP, UINT32_MAX, 0);
+	CHECK(h != NULL);
+	if (h) {
+		static const int64_t eh[] = { 0, 0, 50, 0, 0, 0 };
+		for (int i = 0; i < 6; i++)
+			CHECK_I64(h[i], eh[i]);
+	}
+	ht_timeline_free(tl);
+}
+
 int main(void)
 {
 	test_points();
 	test_total();
 	test_split();
+	test_peak();
 	CHECK_DONE();
 }
