@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync, statSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openPage, check, dragWindow, rowCells, visibleLabels } from './browser.mjs';
+import { openPage, check, dragWindow, rowCells, visibleLabels, expandRow } from './browser.mjs';
 
 const args = process.argv.slice(2);
 const opt = (n) => args[args.indexOf(n) + 1];
@@ -191,6 +191,47 @@ try {
 	check(reopened[0] === t1 && reopened[1] === t2 && again4 && again4.count === '4', 'opening report.html' + hash + ' shows that window');
 	await browser.close();
 	browser = null;
+
+	// Seed step 3: a window in the middle of the run, Handle -> Impacting ->
+	// stack down to InnerLoopOperation, whose 40-byte objects are all still live.
+	browser = await openPage(modules, html);
+	{
+		const p2 = browser.page;
+		const d = await p2.evaluate(() => window.heaptrail.model.trace.duration_ns);
+		const [h1, h2] = await dragWindow(p2, 0, 0.35 * d, 0.65 * d);
+		await expandRow(p2, 'heap-table', 'Handle 0x0');
+		await expandRow(p2, 'heap-table', 'Impacting');
+		for (let k = 0; k < 30; k++) {
+			const more = await p2.evaluate(() => {
+				for (const row of document.querySelectorAll('#heap-table .tabulator-row')) {
+					if (!row.querySelector('.lbl-frame')) continue;
+					if (row.querySelector('.lbl').textContent.startsWith('memtestapp!InnerLoopOperation')) continue;
+					const ctl = row.querySelector('.tabulator-data-tree-control');
+					if (ctl && ctl.querySelector('.tabulator-data-tree-control-expand')) {
+						ctl.click();
+						return true;
+					}
+				}
+				return false;
+			});
+			if (!more) break;
+		}
+		const leak = await rowCells(p2, 'heap-table', 'memtestapp!InnerLoopOperation()');
+		const tj = JSON.parse(run(heaptrail, ['table', 'heap', trace, '--range', h1 + 'ns', h2 + 'ns', '--format', 'json']));
+		let want = null;
+		const walk = (n, impacting) => {
+			if (n.impacting_type) impacting = n.impacting_type;
+			if (impacting === 'Impacting' && n.stack && n.stack[0].startsWith('memtestapp!InnerLoopOperation')) want = n;
+			for (const c of n.children || []) walk(c, impacting);
+		};
+		for (const g of tj.groups) walk(g, '');
+		check(want && want.count > 300 && want.size === 40 * want.count, 'heaptrail table: InnerLoopOperation allocated ' + (want && want.count) + ' objects of 40 bytes in the window');
+		check(leak && leak.count === want.count.toLocaleString('en-US') && leak.impacting === leak.size,
+			'heap table: InnerLoopOperation under Impacting with the same Count as heaptrail table, Impacting Size = Size (' + JSON.stringify(leak) + ')');
+		check(browser.errors.length === 0, 'heap window: no console errors');
+		await browser.close();
+		browser = null;
+	}
 
 	// A report with a tiny exact budget bins the leak's 1200 blocks: the whole
 	// trace and bucket-aligned windows still give heaptrail table's numbers.
