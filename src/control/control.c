@@ -96,6 +96,42 @@ static int write_all(int fd, const char *buf, size_t n)
 	return 0;
 }
 
+/*
+ * Root's sessions started by systemd (the AutoLogger) live where a session
+ * without XDG_RUNTIME_DIR lives (session.c's order: /run, /tmp, /dev/shm,
+ * the first on a tmpfs); a root login shell has XDG_RUNTIME_DIR set.
+ */
+static bool system_sock(const char *name, char *out, size_t n)
+{
+	if (geteuid() != 0 || !getenv("XDG_RUNTIME_DIR"))
+		return false;
+	const char *dirs[] = { "/run/heaptrail", "/tmp/heaptrail-0", "/dev/shm/heaptrail-0" };
+	for (size_t i = 0; i < 3; i++) {
+		struct stat st;
+		if (!join(out, n, dirs[i], name, ".ctl"))
+			return false;
+		if (stat(out, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == 0)
+			return true;
+	}
+	return false;
+}
+
+static int connect_to(const char *path, int *fd_out)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno_error(errno);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	memcpy(sa.sun_path, path, strlen(path) + 1); /* fits: checked by the callers */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int rc = errno_error(errno);
+		close(fd);
+		return rc;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
 int ht__ctl_call(const char *name, const char *request, char *reply, size_t n, int timeout_ms)
 {
 	last_why[0] = 0;
@@ -103,16 +139,13 @@ int ht__ctl_call(const char *name, const char *request, char *reply, size_t n, i
 	int rc = ht__ctl_paths(&p, name, false);
 	if (rc < 0)
 		return rc;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return errno_error(errno);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	memcpy(sa.sun_path, p.sock, strlen(p.sock) + 1); /* fits: checked by ht__ctl_paths */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		rc = errno_error(errno);
-		close(fd);
+	int fd;
+	char sys[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	rc = connect_to(p.sock, &fd);
+	if (rc == HT_ERR_NOT_FOUND && system_sock(name, sys, sizeof(sys)))
+		rc = connect_to(sys, &fd);
+	if (rc < 0)
 		return rc;
-	}
 	char line[HT__CTL_LINE];
 	int len = snprintf(line, sizeof(line), "%s\n", request);
 	if (len < 0 || (size_t)len >= sizeof(line)) {
