@@ -46,16 +46,23 @@ struct ht_life_tracker *ht_life_new(ht_life_fn on_end, void *ctx)
 	return t;
 }
 
+/*
+ * Slots follow addresses within each 16 MiB window (a block of 32 bytes or
+ * more per 16-byte slot step, so a dense heap fills at most half of them),
+ * and windows, heaps and processes land at random offsets. Neighbouring
+ * blocks then share cache lines in the table: malloc reuses recently freed
+ * memory, so most lookups hit lines that are already cached, where a fully
+ * mixing hash would miss the cache on every event of a large trace.
+ */
 static uint64_t hash(uint32_t process, uint64_t heap, uint64_t addr)
 {
-	/* Block addresses are 16-byte aligned: mix the bits well (murmur finalizer). */
-	uint64_t h = addr ^ (heap * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)process << 47);
+	uint64_t h = (addr >> 24) ^ (heap * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)process << 40);
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
 	h ^= h >> 33;
 	h *= 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 33;
-	return h;
+	return (addr >> 4) + h;
 }
 
 /* Slot of the block, or of the empty slot where it would go. */
