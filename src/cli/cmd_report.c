@@ -357,24 +357,89 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 	jw_obj_end(j);
 }
 
+/* Series drawn one by one on a graph; the rest are summed into one. */
+#define MAX_SERIES 16
+
+static uint64_t series_peak(const struct ht_rd_series *s, uint32_t points)
+{
+	uint64_t m = 0;
+	for (uint32_t i = 0; i < points; i++)
+		if (s->max[i] > m)
+			m = s->max[i];
+	return m;
+}
+
+static const struct ht_rd_series *sort_series;
+static uint32_t sort_points;
+
+static int by_peak(const void *a, const void *b)
+{
+	uint64_t x = series_peak(&sort_series[*(const uint32_t *)a], sort_points);
+	uint64_t y = series_peak(&sort_series[*(const uint32_t *)b], sort_points);
+	return x > y ? -1 : x < y;
+}
+
+/*
+ * The series of one graph. With many processes only the MAX_SERIES - 1 with
+ * the highest peaks are kept; the others are summed into one entry with
+ * process -1 and "others" (their count): its "last" is exact, its "max" the
+ * sum of their maxima (an upper bound). This keeps the report's size bounded
+ * however many processes the trace has.
+ */
 static void write_series_list(struct jw *j, const char *key, const struct ht_rd_series *s,
 			      uint32_t n, uint32_t points, bool handle)
 {
+	uint32_t *order = malloc(((size_t)n + 1) * sizeof(*order));
+	uint64_t *max = calloc(points, sizeof(*max)), *last = calloc(points, sizeof(*last));
+	if (!order || !max || !last)
+		die("out of memory");
+	for (uint32_t i = 0; i < n; i++)
+		order[i] = i;
+	uint32_t shown = n;
+	if (n > MAX_SERIES) {
+		sort_series = s;
+		sort_points = points;
+		qsort(order, n, sizeof(*order), by_peak);
+		shown = MAX_SERIES - 1;
+	}
 	jw_key(j, key);
 	jw_arr_begin(j);
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t k = 0; k < shown; k++) {
+		const struct ht_rd_series *x = &s[order[k]];
 		jw_obj_begin(j);
 		jw_key(j, "process");
-		jw_u64(j, s[i].process);
+		jw_u64(j, x->process);
 		if (handle) {
 			jw_key(j, "handle");
-			jw_u64(j, s[i].handle);
+			jw_u64(j, x->handle);
 		}
-		u64_array(j, "max", s[i].max, points);
-		u64_array(j, "last", s[i].last, points);
+		u64_array(j, "max", x->max, points);
+		u64_array(j, "last", x->last, points);
+		jw_obj_end(j);
+	}
+	if (shown < n) {
+		for (uint32_t k = shown; k < n; k++)
+			for (uint32_t i = 0; i < points; i++) {
+				max[i] += s[order[k]].max[i];
+				last[i] += s[order[k]].last[i];
+			}
+		jw_obj_begin(j);
+		jw_key(j, "process");
+		jw_i64(j, -1);
+		if (handle) {
+			jw_key(j, "handle");
+			jw_i64(j, -1);
+		}
+		jw_key(j, "others");
+		jw_u64(j, n - shown);
+		u64_array(j, "max", max, points);
+		u64_array(j, "last", last, points);
 		jw_obj_end(j);
 	}
 	jw_arr_end(j);
+	free(order);
+	free(max);
+	free(last);
 }
 
 static void write_data(FILE *f, struct ht_reader *r, const char *file,

@@ -9,7 +9,11 @@ import { fmtBytes, fmtSeconds } from './format.js';
 const BYTE_INCRS = [];
 for (let u = 1; u <= 1024 ** 4; u *= 1024) for (let m = 1; m < 1024; m *= 2) BYTE_INCRS.push(u * m);
 
-const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
+const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22'];
+const GREY = '#7f7f7f'; // the processes summed beyond the top ones
+
+// A series' color: its index in the palette, or grey for a negative index.
+const colorOf = (i) => (i < 0 ? GREY : PALETTE[i % PALETTE.length]);
 
 /*
  * Draws one chart per entry of specs ({ title, series: [{ label, values }] })
@@ -80,8 +84,8 @@ export function drawCharts(el, series, specs, durationNs, onSelect) {
 				{ label: 'time', value: (u, v) => (v === null || v === undefined ? '' : fmtSeconds(v, span)) },
 				...spec.series.map((s, i) => ({
 					label: s.label,
-					stroke: PALETTE[(s.color ?? i) % PALETTE.length],
-					fill: PALETTE[(s.color ?? i) % PALETTE.length] + '22',
+					stroke: colorOf(s.color ?? i),
+					fill: colorOf(s.color ?? i) + '22',
 					width: 1.5,
 					paths: uPlot.paths.stepped({ align: 1 }),
 					value: (u, v) => (v === null || v === undefined ? '' : fmtBytes(v)),

@@ -63,11 +63,14 @@ function summary(m) {
 function chartSpecs(m) {
 	const s = m.series;
 	const handle = (h) => m.handles[h];
+	const seriesLabel = (x, what) => (x.process < 0 ? x.others + ' other processes (summed)' : processLabel(m, x.process) + what);
+	const seriesColor = (x, extra) => (x.process < 0 ? -1 : x.process + extra);
 	return [
-		// One color per process on every graph; further heaps of a process get their own.
-		{ id: 'heap', title: 'Outstanding heap bytes', series: s.heap.map((x) => ({ label: processLabel(m, x.process) + ' heap ' + handle(x.handle), values: x.max, color: x.process + 3 * x.handle })) },
-		{ id: 'commit', title: 'Committed bytes (mappings)', series: s.commit.map((x) => ({ label: processLabel(m, x.process), values: x.max, color: x.process })) },
-		{ id: 'rss', title: 'Resident set size (RSS)', series: s.rss.map((x) => ({ label: processLabel(m, x.process), values: x.max, color: x.process })) },
+		// One color per process on every graph; further heaps of a process get
+		// their own; the sum of the processes beyond the top ones is grey.
+		{ id: 'heap', title: 'Outstanding heap bytes', series: s.heap.map((x) => ({ label: seriesLabel(x, ' heap ' + handle(x.handle)), values: x.max, color: seriesColor(x, 3 * x.handle) })) },
+		{ id: 'commit', title: 'Committed bytes (mappings)', series: s.commit.map((x) => ({ label: seriesLabel(x, ''), values: x.max, color: seriesColor(x, 0) })) },
+		{ id: 'rss', title: 'Resident set size (RSS)', series: s.rss.map((x) => ({ label: seriesLabel(x, ''), values: x.max, color: seriesColor(x, 0) })) },
 	];
 }
 
