@@ -156,6 +156,8 @@ static struct series *series_get(struct ht_timeline *tl, enum ht_tl_kind kind, u
 		return NULL;
 	struct series *s = &tl->s[tl->ns++];
 	s->d = d;
+	s->cur = 0;
+	s->filled = 0;
 	s->v = v;
 	uint32_t slot = (uint32_t)h & (tl->index_cap - 1);
 	while (tl->index[slot])
