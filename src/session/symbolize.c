@@ -124,15 +124,87 @@ static Dwfl_Module *open_module(Dwfl **dwfl, const struct ht__module_ent *m)
 }
 
 /*
+ * A module's functions sorted by address. dwfl_module_addrinfo scans the
+ * whole symbol table on every call; with a few thousand frames in a library
+ * of ten thousand symbols that scan was most of the symbolizing time, so the
+ * table is read once per module and searched by bisection.
+ */
+struct sym_ent {
+	uint64_t addr, size;
+	const char *name; /* owned by the Dwfl */
+	int rank;         /* GLOBAL 0, WEAK 1, LOCAL 2: aliases prefer the lower */
+};
+
+struct symtab {
+	struct sym_ent *v;
+	size_t n;
+};
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct sym_ent *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->rank - y->rank;
+}
+
+static void symtab_build(Dwfl_Module *mod, struct symtab *st)
+{
+	st->v = NULL;
+	st->n = 0;
+	int n = dwfl_module_getsymtab(mod);
+	if (n <= 1 || !(st->v = malloc((size_t)n * sizeof(*st->v))))
+		return;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF || shndx == (GElf_Word)-1 ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		st->v[st->n++] = (struct sym_ent){ addr, sym.st_size, name,
+						   bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2 };
+	}
+	qsort(st->v, st->n, sizeof(*st->v), sym_cmp);
+	/* keep one symbol per address: the best ranked, first after the sort */
+	size_t k = 0;
+	for (size_t i = 0; i < st->n; i++)
+		if (!k || st->v[i].addr != st->v[k - 1].addr)
+			st->v[k++] = st->v[i];
+	st->n = k;
+}
+
+/* The function containing pc, or NULL. */
+static const char *symtab_find(const struct symtab *st, uint64_t pc)
+{
+	size_t lo = 0, hi = st->n;
+	while (lo < hi) { /* first entry above pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (st->v[mid].addr <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	const struct sym_ent *e = &st->v[lo - 1];
+	/* A sized symbol must cover pc; an unsized one reaches to the next. */
+	if (e->size && pc >= e->addr + e->size)
+		return NULL;
+	return e->name;
+}
+
+/*
  * The logical frames at pc (a Dwfl address), innermost first: each inlined
  * function at the place it is executing, then the function it was inlined
  * into at the call site, out to the real function. Returns how many.
  */
-static uint32_t resolve(Dwfl_Module *mod, Dwarf_Addr pc, struct ht__symbol *out, struct names *nm)
+static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, Dwarf_Addr pc,
+			struct ht__symbol *out, struct names *nm)
 {
-	GElf_Off off;
-	GElf_Sym sym;
-	const char *symname = dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
+	const char *symname = symtab_find(st, pc);
 	const char *file = NULL;
 	int line = 0;
 	Dwfl_Line *dl = dwfl_module_getsrc(mod, pc);
@@ -232,13 +304,16 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 		GElf_Addr bias = 0;
 		if (mod && !dwfl_module_getelf(mod, &bias))
 			mod = NULL;
+		struct symtab st = { NULL, 0 };
+		if (mod)
+			symtab_build(mod, &st);
 		for (uint32_t i = start[m]; i < start[m + 1] && rc >= 0; i++) {
 			uint32_t f = order[i];
 			struct ht__symbol syms[MAX_INLINE + 1];
 			struct names names = { .n = 0 };
 			/* Return addresses point after the call: look up the call itself. */
 			uint64_t rel = s->frames[f].rel;
-			uint32_t n = mod && rel ? resolve(mod, rel - 1 + bias, syms, &names) : 0;
+			uint32_t n = mod && rel ? resolve(mod, &st, rel - 1 + bias, syms, &names) : 0;
 			if (n) {
 				if (syms[n - 1].function || n > 1)
 					s->stats.frames_symbolized++;
@@ -248,6 +323,7 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 			if (progress && (++done % 256 == 0 || done == total))
 				progress(ctx, done, total);
 		}
+		free(st.v);
 		if (dwfl)
 			dwfl_end(dwfl);
 	}
