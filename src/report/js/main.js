@@ -11,7 +11,8 @@ import { windowSites, windowTotals, buildTree, flameTree, xperfRows, spans, METR
 import { drawCharts } from './charts.js';
 import { createTreeTable, createXperfTable } from './tables.js';
 import { createFlame } from './flame.js';
-import { fmtBytes, fmtCount, fmtTime, rangeArg, esc } from './format.js';
+import { summary } from './summary.js';
+import { fmtBytes, fmtCount, fmtTime, rangeArg } from './format.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -19,45 +20,6 @@ function readData() {
 	const el = $('heaptrail-data');
 	if (!el) throw new Error('the report has no data');
 	return JSON.parse(el.textContent);
-}
-
-function summary(m) {
-	const t = m.trace;
-	const T = m.totals;
-	const cmd = (t.argv || []).join(' ');
-	document.title = 'heaptrail report: ' + (cmd || t.file || '');
-	$('title-cmd').textContent = cmd || '(unknown command)';
-	const items = [
-		['Trace', t.file || ''],
-		['Host', t.hostname || ''],
-		['Recorded', t.start_realtime_ns ? new Date(t.start_realtime_ns / 1e6).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : ''],
-		['Duration', fmtTime(t.duration_ns)],
-		['Processes', fmtCount(m.processes.length)],
-		['Heap calls', fmtCount(T.heap_allocs) + ' allocations, ' + fmtCount(T.heap_frees) + ' frees, ' + fmtCount(T.heap_reallocs) + ' reallocs'],
-		['Heap bytes allocated', fmtBytes(T.heap_alloc_bytes)],
-		['Peak heap', fmtBytes(T.heap_peak_bytes) + ' at ' + fmtTime(T.heap_peak_ns)],
-		['Leaked at exit', fmtBytes(T.heap_leaked_bytes) + ' in ' + fmtCount(T.heap_leaked_count) + ' blocks'],
-		['Commits', fmtCount(T.commit_count) + ', ' + fmtBytes(T.commit_bytes)],
-		['Peak committed', fmtBytes(T.commit_peak_bytes) + ' at ' + fmtTime(T.commit_peak_ns)],
-		['Peak RSS', T.rss_peak_bytes ? fmtBytes(T.rss_peak_bytes) + ' at ' + fmtTime(T.rss_peak_ns) : 'not sampled'],
-		['Events', fmtCount(t.events) + (t.events_lost ? ', ' + fmtCount(t.events_lost) + ' lost' : ', none lost')],
-	];
-	const flags = [];
-	if (!t.complete) flags.push('the trace was not finished');
-	if (t.truncated) flags.push('the trace is truncated');
-	if (!t.symbols) flags.push('no symbols');
-	if (m.heap.binned || m.commit.binned)
-		flags.push('big trace: the top stacks keep every lifetime, the rest are bucketed by ' + fmtTime(m.heap.bucketNs));
-	$('summary-grid').innerHTML = items
-		.map(([k, v]) => '<div class="k">' + esc(k) + '</div><div class="v" data-key="' + esc(k) + '">' + esc(v) + '</div>')
-		.join('');
-	$('summary-notes').textContent = flags.join('; ');
-	$('processes').innerHTML =
-		'<tr><th>PID</th><th>Parent</th><th>Program</th><th>Start</th><th>End</th><th>Status</th></tr>' +
-		m.processes
-			.map((p) => '<tr><td>' + p.pid + '</td><td>' + p.ppid + '</td><td title="' + esc((p.argv || []).join(' ')) + '">' + esc(p.exe || '') +
-				'</td><td>' + esc(fmtTime(p.start_ns)) + '</td><td>' + esc(fmtTime(p.end_ns)) + '</td><td>' + esc(p.status || '') + '</td></tr>')
-			.join('');
 }
 
 function chartSpecs(m) {
