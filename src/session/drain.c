@@ -17,7 +17,8 @@
 
 #include "session/internal.h"
 
-/* How long a writer may stay busy before the watermark stops waiting for it. */
+/* Pauses to wait for a busy writer to commit; after them the watermark stops
+   at the writer's last record instead (a few microseconds). */
 #define BUSY_SPINS 2000
 /* A process gone without any exit report is declared killed this much later,
    which leaves its traced parent time to report what wait() told it. */
