@@ -400,8 +400,11 @@ static void test_signal_forwarding(void)
 	const char *args[] = { "record", "-q", "-o", out, "--", "sleep", "10", NULL };
 	pid_t pid = start(tmp, args);
 	last_pid = pid;
-	usleep(400000);
-	CHECK_EQ(session_files(pid), 1); /* while it runs, the file exists */
+	/* while it runs, the file exists (wait for it: the machine may be busy) */
+	for (int i = 0; i < 100 && session_files(pid) == 0; i++)
+		usleep(50000);
+	CHECK_EQ(session_files(pid), 1);
+	usleep(200000); /* let the program start */
 	CHECK(kill(pid, SIGTERM) == 0);
 	int status = 0;
 	CHECK(waitpid(pid, &status, 0) == pid);
