@@ -72,14 +72,22 @@ enum ht__stream {
 #define HT__RING_CLASSES 64
 #define HT__RING_DEPTH 16
 
-/* glibc's bins: a request of size takes a chunk of max(32, size + 8 rounded
-   up to 16) bytes, and freed chunks of one size are reused first. */
+/* An allocation code naming the slot's next address at the top of the heap. */
+#define HT__ADDR_TOP HT__RING_DEPTH
+
+/* glibc's chunk for a request: max(32, size + 8 rounded up to 16) bytes. */
+static inline uint64_t ht__chunk_size(uint64_t size)
+{
+	uint64_t chunk = (size + 8 + 15) & ~15ull;
+	return chunk < 32 || chunk < size ? 32 : chunk;
+}
+
+/* glibc's bins: freed chunks of one size are reused first. */
 static inline unsigned ht__size_class(uint64_t size)
 {
 	if (size >= (HT__RING_CLASSES - 1) * 16)
 		return HT__RING_CLASSES - 1;
-	uint64_t chunk = (size + 8 + 15) & ~15ull;
-	return (unsigned)((chunk < 32 ? 32 : chunk) >> 4);
+	return (unsigned)(ht__chunk_size(size) >> 4);
 }
 
 typedef uint64_t ht__rings[HT__RING_CLASSES][HT__RING_DEPTH];

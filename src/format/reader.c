@@ -87,6 +87,7 @@ struct slot {
 	int32_t pid;
 	int32_t tid;
 	uint64_t last_addr;
+	uint64_t next_top;
 };
 
 struct ht_reader {
@@ -1074,6 +1075,12 @@ static uint64_t get_alloc_addr(struct ht_reader *r, struct ht__cur *a, uint32_t 
 	uint64_t v = ht__get_varint(a), addr;
 	if (!(v & 1)) {
 		addr = get_raw_addr(a, v, sl);
+	} else if ((v >> 1) == HT__ADDR_TOP) {
+		if (!sl->next_top) {
+			a->bad = 1;
+			return 0;
+		}
+		addr = sl->last_addr = sl->next_top;
 	} else {
 		uint64_t k = v >> 1;
 		uint64_t *ring = r->rings[si][ht__size_class(size)];
@@ -1083,6 +1090,7 @@ static uint64_t get_alloc_addr(struct ht_reader *r, struct ht__cur *a, uint32_t 
 		}
 		addr = sl->last_addr = ht__ring_take(ring, (unsigned)k);
 	}
+	sl->next_top = addr + ht__chunk_size(size);
 	if (r->nallocs == r->allocs_cap) {
 		uint32_t cap = r->allocs_cap ? r->allocs_cap * 2 : 4096;
 		struct alloc_ent *n = realloc(r->allocs, cap * sizeof(*n));
@@ -1159,6 +1167,7 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 				sl->pid = (int32_t)ht__unzigzag(ht__get_varint(mi));
 				sl->tid = (int32_t)ht__unzigzag(ht__get_varint(mi));
 				sl->last_addr = 0;
+				sl->next_top = 0;
 			}
 			r->cur_slot = (uint32_t)s;
 		} else if (r->cur_slot == UINT32_MAX) {

@@ -25,6 +25,7 @@ struct slot {
 	int32_t pid;
 	int32_t tid;
 	uint64_t last_addr; /* base of the next address delta */
+	uint64_t next_top;  /* the end of the thread's last new block */
 };
 
 /* Open-addressing map (process, tid) -> slot, emptied per chunk by a
@@ -436,7 +437,7 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 		w->slots_cap = cap;
 	}
 	uint32_t s = w->nslots++;
-	w->slots[s] = (struct slot){ ev->process, ev->pid, ev->tid, 0 };
+	w->slots[s] = (struct slot){ ev->process, ev->pid, ev->tid, 0, 0 };
 	memset(w->rings[s], 0, sizeof(w->rings[s]));
 	w->map[i] = (struct slot_map_entry){ key, s, w->gen };
 	*out = s;
@@ -518,12 +519,18 @@ static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, ui
 {
 	struct slot *sl = &w->slots[si];
 	uint64_t *ring = w->rings[si][ht__size_class(size)];
+	uint64_t top = sl->next_top;
+	sl->next_top = addr + ht__chunk_size(size);
 	for (unsigned k = 0; k < HT__RING_DEPTH; k++) {
 		if (ring[k] == addr) {
 			ht__ring_take(ring, k);
 			sl->last_addr = addr;
 			return ht__put_varint(p, (uint64_t)k << 1 | 1);
 		}
+	}
+	if (addr == top && top) { /* carved from the top, right after the last one */
+		sl->last_addr = addr;
+		return ht__put_varint(p, (uint64_t)HT__ADDR_TOP << 1 | 1);
 	}
 	return put_raw_addr(p, sl, addr);
 }
