@@ -30,17 +30,20 @@ export async function openPage(modules, htmlPath) {
 	page.on('request', (r) => {
 		if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) requests.push(r.url());
 	});
-	await page.goto('file://' + htmlPath);
-	await page.waitForSelector('body[data-ready="1"]', { timeout: 20000 });
-	return {
-		page,
-		errors,
-		requests,
-		async close() {
-			await context.close();
-			rmSync(profile, { recursive: true, force: true });
-		},
+	const close = async () => {
+		await context.close();
+		// chromium may still be closing files: a few retries keep /tmp clean.
+		rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 	};
+	try {
+		await page.goto('file://' + htmlPath);
+		// Generous: the machine running the tests may be busy.
+		await page.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
+	} catch (e) {
+		await close();
+		throw new Error('the report did not open: ' + e.message + (errors.length ? ' (page errors: ' + errors.join('; ') + ')' : ''));
+	}
+	return { page, errors, requests, close };
 }
 
 // A failed check: the message says what was expected and what was found.
