@@ -303,6 +303,9 @@ void ht__relay_pump(struct ht__relay *r)
 	for (unsigned k = 0; k < r->n; k++) {
 		struct pending *p = &r->p[k];
 		atomic_store(&p->h->heartbeat_ns, atomic_load(&r->sh->heartbeat_ns));
+		/* From now on the program captures the stacks the session wants. */
+		__atomic_store_n(&p->h->stack_mask, __atomic_load_n(&r->sh->stack_mask, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
 		for (uint32_t i = 0; i < p->h->ring_count; i++)
 			pump_ring(r, p, i);
 		uint64_t ex = atomic_load(&p->h->rings_exhausted);

@@ -187,10 +187,15 @@ static inline void ht__leave(struct ht__thread *t)
 	t->guard = 0;
 }
 
-/* Stack id for an event of class bit (HT_STK_*), 0 when not wanted. */
+/*
+ * Stack id for an event of class bit (HT_STK_*), 0 when not wanted. The mask
+ * is read from the session's header at each event: `heaptrail update
+ * --stacks` changes it while the program runs (same cache line as state).
+ */
 static inline uint32_t ht__stack_for(struct ht__thread *t, uint32_t bit)
 {
-	return (ht__g.stack_mask & bit) ? ht__stack_capture(t) : 0;
+	uint32_t mask = __atomic_load_n(&ht__g.hdr->stack_mask, __ATOMIC_RELAXED);
+	return (mask & bit) ? ht__stack_capture(t) : 0;
 }
 
 /*

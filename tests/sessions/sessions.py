@@ -174,7 +174,7 @@ def update(env):
     trace = env.path("upd.htr")
     env.ht("start", "upd", "-o", trace, "-p", str(a.pid), "-p", str(b.pid), "--stacks", "alloc,free")
     time.sleep(0.3)
-    env.ht("update", "upd", "--pid", str(a.pid))
+    env.ht("update", "upd", "--pid", str(a.pid), "--stacks", "none")
     s = env.sessions()
     equal(s[0]["pids"], [a.pid], "pids after update")
     check(b.poll() is None, "the removed process keeps running")
@@ -198,6 +198,11 @@ def update(env):
     check(allocs(ev, b.pid, 5002) > 5, "b's allocations before the update: %d" % allocs(ev, b.pid, 5002))
     equal(allocs(ev, b.pid, 5003), 0, "b's allocations after it was removed")
     check(allocs(ev, c.pid, 5003) > 5, "c's allocations: %d" % allocs(ev, c.pid, 5003))
+    # --stacks none from the update on: a's later allocations carry no stack.
+    stacks = lambda pid, size: {bool(e["stack"]) for e in ev if e["type"] == "alloc" and e["pid"] == pid
+                                and e["size"] == size}
+    check(True in stacks(a.pid, 5001), "stacks of a's allocations before the update")
+    equal(stacks(a.pid, 5002), {False}, "stacks of a's allocations after 'update --stacks none'")
     exits = [e for e in ev if e["type"] == "process_exit" and e["pid"] == a.pid]
     equal(len(exits), 1, "a's exit is in the trace")
     starts = sorted(e["pid"] for e in ev if e["type"] == "process_start")
@@ -335,21 +340,260 @@ def suspended(env):
     equal(env.sessions(), [], "no session left by the example")
 
 
+
+# ---- IFEO and the AutoLogger: inside a private mount namespace ----
+#
+# The case runs itself again under `unshare --mount` (--inside); there /etc
+# gets an overlay whose upper layer is in the test's directory, so the
+# registry, /etc/ld.so.preload and the unit are written there and vanish
+# with the namespace. The real /etc is compared before and after.
+
+OTHER_PRELOAD = "/lib/x86_64-linux-gnu/libdl.so.2"  # a harmless entry of "someone else"
+
+
+def in_namespace(env, name):
+    before = etc_state()
+    py = sys.executable
+    rc, out, err = env.run(["unshare", "--mount", "--propagation", "private", py, os.path.abspath(__file__),
+                            "--build", env.build, "--src", env.src, "--inside", name], timeout=170)
+    equal(etc_state(), before, "the real /etc after the test")
+    if rc != 0:
+        raise Failure("inside the namespace: exit %d\n%s%s" % (rc, out, err))
+
+
+def etc_state():
+    state = {}
+    for p in ("/etc/ld.so.preload", "/etc/heaptrail", "/etc/systemd/system/heaptrail-autologger.service"):
+        try:
+            st = os.lstat(p)
+            state[p] = (st.st_mode, st.st_size, st.st_mtime_ns)
+        except OSError:
+            state[p] = None
+    return state
+
+
+def overlay_etc(env):
+    upper, work = env.path("etc-upper"), env.path("etc-work")
+    os.mkdir(upper)
+    os.mkdir(work)
+    subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                    "lowerdir=/etc,upperdir=%s,workdir=%s" % (upper, work), "/etc"], check=True)
+    env.env.pop("HEAPTRAIL_ROOT", None)
+
+
+def pending_buffer(pid):
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("/memfd:heaptrail-pending"):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+@case
+def ifeo(env):
+    in_namespace(env, "ifeo")
+
+
+def inside_ifeo(env):
+    overlay_etc(env)
+    have_other = os.path.exists(OTHER_PRELOAD)
+    if have_other:
+        with open("/etc/ld.so.preload", "w") as f:
+            f.write(OTHER_PRELOAD + "\n")
+    out, _ = env.ht("ifeo", "list")
+    check("not installed" in out, "hook before install: %r" % out)
+    env.ht("ifeo", "install")
+    hook = os.path.realpath(os.path.join(env.build, "lib", "libheaptrail-ifeo.so"))
+    lines = open("/etc/ld.so.preload").read().split()
+    equal(lines, ([OTHER_PRELOAD] if have_other else []) + [hook], "ld.so.preload after install")
+    out, _ = env.ht("ifeo", "install")
+    check("already" in out, "second install: %r" % out)
+    equal(open("/etc/ld.so.preload").read().split().count(hook), 1, "the hook is listed once")
+    env.ht("ifeo", "enable", "worker")
+    env.ht("ifeo", "enable", "/usr/bin/true")
+    _, err = env.ht("ifeo", "enable", "x", "--flags", "bogus", want_rc=2)
+    check("unknown IFEO flags 'bogus'" in err, "bad flags: %r" % err)
+    js = json.loads(env.ht("ifeo", "list", "--format", "json")[0])
+    equal(js["hook_installed"], True, "hook_installed")
+    equal([(p["name"], p["paths"]) for p in js["programs"]],
+          [("true", ["/usr/bin/true"]), ("worker", [])], "enabled programs")
+    for f in os.listdir("/etc/heaptrail/ifeo"):
+        equal(stat.S_IMODE(os.stat("/etc/heaptrail/ifeo/" + f).st_mode), 0o644, "mode of the entry " + f)
+
+    trace = env.path("ifeo.htr")
+    env.ht("start", "ifs", "--ifeo", "-o", trace)
+    _, err = env.ht("start", "ifs2", "--ifeo", "-o", env.path("ifs2.htr"), want_rc=2)
+    check("IFEO session is running already" in err, "a second IFEO session: %r" % err)
+    w = env.spawn(9101)  # enabled by name: traced through /etc/ld.so.preload
+    other = env.path("other")
+    os.symlink(env.worker, other)
+    p = subprocess.Popen([other, "9102"], stdout=subprocess.PIPE, cwd=env.tmp, env=env.env)
+    env.procs.append(p)
+    env.wait_line(p, "ready")
+    time.sleep(0.4)
+    pids = env.sessions()[0]["pids"]
+    equal(pids, [w.pid], "pids of the IFEO session")
+    check(not pending_buffer(p.pid), "a program that is not enabled has no buffer")
+    w.terminate()
+    n = int(env.wait_line(w, "allocs").split()[1])
+    w.wait()
+    env.ht("stop", "ifs")
+    ev = env.events(trace)
+    equal(allocs(ev, w.pid, 109101), 1, "the enabled program's first allocation")
+    equal(allocs(ev, w.pid, 9101), n, "every allocation of the enabled program")
+    equal([e for e in ev if e["pid"] == p.pid], [], "events of the program that is not enabled")
+    equal(env.info(trace)["events_lost"], 0, "events lost")
+
+    # Setuid programs are never traced, even when enabled.
+    shared = tempfile.mkdtemp(prefix="ht-suid-", dir="/dev/shm")
+    try:
+        os.chmod(shared, 0o755)
+        exe = os.path.join(shared, "worker")
+        shutil.copy(env.worker, exe)
+        nobody = pwd.getpwnam("nobody")
+        as_nobody = ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid, "--clear-groups"]
+        seen = {}
+        for mode in (0o4755, 0o755):
+            os.chmod(exe, mode)
+            q = subprocess.Popen(as_nobody + [exe, "9103"], stdout=subprocess.PIPE, cwd=shared, env=env.env)
+            env.procs.append(q)
+            env.wait_line(q, "ready")
+            seen[mode] = pending_buffer(q.pid)
+            q.kill()
+            q.wait()
+        equal(seen, {0o4755: False, 0o755: True}, "hook acted (setuid, plain) as another user")
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+    env.ht("ifeo", "disable", "worker")
+    env.ht("ifeo", "disable", "/usr/bin/true")
+    _, err = env.ht("ifeo", "disable", "worker", want_rc=2)
+    check("not enabled" in err, "disable twice: %r" % err)
+    equal(os.listdir("/etc/heaptrail/ifeo"), [], "registry after disable")
+    env.ht("ifeo", "uninstall")
+    if have_other:
+        equal(open("/etc/ld.so.preload").read().split(), [OTHER_PRELOAD], "ld.so.preload after uninstall")
+    else:
+        check(not os.path.exists("/etc/ld.so.preload"), "ld.so.preload removed when it held only the hook")
+
+
+@case
+def boot(env):
+    in_namespace(env, "boot")
+
+
+def inside_boot(env):
+    """A boot: the program starts before the session, which then starts as
+    systemd would start the AutoLogger's unit; nothing may be lost."""
+    overlay_etc(env)
+    trace = env.path("boot.htr")
+    env.ht("ifeo", "enable", "worker")
+    env.ht("autologger", "enable", "-o", trace, "--max-size", "64M", "--stacks", "alloc,free")
+    unit = open("/etc/systemd/system/heaptrail-autologger.service").read()
+    check(os.path.realpath(os.path.join(env.build, "lib", "libheaptrail-ifeo.so")) in
+          open("/etc/ld.so.preload").read(), "enable installs the hook")
+    w = env.spawn(9201)
+    time.sleep(0.3)
+    check(pending_buffer(w.pid), "the program keeps its events in memory before the session")
+    exec_start = [l[len("ExecStart="):] for l in unit.splitlines() if l.startswith("ExecStart=")][0]
+    rc, out, err = env.run(exec_start.split())
+    equal(rc, 0, "ExecStart of the unit (%s)" % err.strip())
+    time.sleep(0.4)
+    out, _ = env.ht("autologger", "status")
+    check("session:  running" in out and "1 process" in out, "status: %r" % out)
+    equal(env.sessions()[0]["pids"], [w.pid], "the early program is in the session")
+    w.terminate()
+    n = int(env.wait_line(w, "allocs").split()[1])
+    w.wait()
+    exec_stop = [l[len("ExecStop="):] for l in unit.splitlines() if l.startswith("ExecStop=")][0]
+    rc, out, err = env.run(exec_stop.split())
+    equal(rc, 0, "ExecStop of the unit (%s)" % err.strip())
+    ev = env.events(trace)
+    equal(allocs(ev, w.pid, 109201), 1, "the program's first allocation, made before the session")
+    equal(allocs(ev, w.pid, 9201), n, "every allocation of the program")
+    # Before the session the program captured the default stacks (no frees);
+    # from the session's start on, the session's (--stacks alloc,free).
+    frees = [e for e in ev if e["type"] == "free" and e["pid"] == w.pid]
+    check(len(frees) >= n, "frees: %d of %d" % (len(frees), n))
+    check(not frees[0]["stack"] and frees[-1]["stack"], "free stacks: none before the session, then some")
+    info = env.info(trace)
+    equal(info["events_lost"], 0, "events lost")
+    first = min(e["ts"] for e in ev if e["pid"] == w.pid)
+    check(first < 400e6, "the trace starts with the program, not the session (first event at %d ns)" % first)
+    env.ht("autologger", "disable")
+    check(not os.path.exists("/etc/systemd/system/heaptrail-autologger.service"), "unit after disable")
+
+
+@case
+def autologger(env):
+    root = env.path("root")
+    os.mkdir(root)
+    env.env["HEAPTRAIL_ROOT"] = root
+    trace = env.path("al.htr")
+    _, err = env.ht("autologger", "enable", "-o", "relative.htr", want_rc=2)
+    check("absolute path" in err, "relative trace path: %r" % err)
+    _, err = env.ht("autologger", "enable", "--max-size", "lots", want_rc=2)
+    check("invalid size 'lots'" in err, "bad size: %r" % err)
+    out, _ = env.ht("autologger", "status")
+    check("not installed" in out and "not running" in out, "status before: %r" % out)
+    env.ht("autologger", "enable", "-o", trace, "--max-size", "10M", "--buffers", "64")
+    unit_path = os.path.join(root, "etc/systemd/system/heaptrail-autologger.service")
+    unit = open(unit_path).read()
+    link = os.path.join(root, "etc/systemd/system/sysinit.target.wants/heaptrail-autologger.service")
+    equal(os.readlink(link), "../heaptrail-autologger.service", "the enable link")
+    for want in ("DefaultDependencies=no", "Before=sysinit.target", "WantedBy=sysinit.target", "Type=forking",
+                 "start autologger --ifeo --force -q -o %s --max-size 10M --buffers 64" % trace,
+                 "ExecStop=%s stop -q autologger" % os.path.realpath(env.heaptrail)):
+        check(want in unit, "unit has %r:\n%s" % (want, unit))
+    out, _ = env.ht("autologger", "unit", "-o", trace, "--max-size", "10M", "--buffers", "64")
+    equal(out, unit, "'autologger unit' prints what enable installs")
+    hook = os.path.realpath(os.path.join(env.build, "lib", "libheaptrail-ifeo.so"))
+    equal(open(os.path.join(root, "etc/ld.so.preload")).read().split(), [hook], "the hook installed under the root")
+    if shutil.which("systemd-analyze"):
+        rc, out, err = env.run(["systemd-analyze", "verify", unit_path])
+        equal((rc, (out + err).strip()), (0, ""), "systemd-analyze verify")
+    out, _ = env.ht("autologger", "status")
+    check("(enabled)" in out and "--max-size 10M" in out, "status: %r" % out)
+    # The size limit: a session with --max-size ends by itself and finishes its trace.
+    w = env.spawn(9301)
+    small = env.path("small.htr")
+    env.ht("start", "capped", "-o", small, "--pid", str(w.pid), "--max-size", "4K")
+    daemon = env.sessions()[0]["daemon_pid"]
+    deadline = time.time() + 90
+    while os.path.exists("/proc/%d" % daemon) and time.time() < deadline:
+        time.sleep(0.2)
+    check(not os.path.exists("/proc/%d" % daemon), "the capped session ended by itself")
+    equal(env.sessions(), [], "sessions after the capped one ended")
+    check(env.info(small)["complete"], "the capped trace is complete")
+    check(w.poll() is None, "the process runs on")
+    env.ht("autologger", "disable")
+    check(not os.path.exists(unit_path) and not os.path.lexists(link), "unit and link after disable")
+    out, _ = env.ht("autologger", "disable")
+    check("not enabled" in out, "disable twice: %r" % out)
+
+
+INSIDE = {"ifeo": inside_ifeo, "boot": inside_boot}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--src", required=True)
-    ap.add_argument("case", choices=sorted(CASES))
+    ap.add_argument("--inside", choices=sorted(INSIDE))
+    ap.add_argument("case", nargs="?", choices=sorted(CASES))
     args = ap.parse_args()
     env = Env(os.path.abspath(args.build), os.path.abspath(args.src))
+    name = args.inside or args.case
     try:
-        CASES[args.case](env)
+        (INSIDE[args.inside] if args.inside else CASES[args.case])(env)
     except Failure as e:
-        print("FAIL %s: %s" % (args.case, e))
+        print("FAIL %s: %s" % (name, e))
         return 1
     finally:
         env.cleanup()
-    print("ok %s" % args.case)
+    print("ok %s" % name)
     return 0
 
 
