@@ -805,6 +805,7 @@ int cmd_table(int argc, char **argv)
 		ht_frame_matcher_free(t.cull);
 	ht_reader_close(t.r);
 	ht_query_release(&o.q);
+	tu_args_release();
 	free(t.seen);
 	return fflush(stdout) ? 1 : 0;
 }

@@ -647,5 +647,6 @@ int cmd_timeline(int argc, char **argv)
 	free(t.ended);
 	ht_reader_close(t.r);
 	ht_query_release(&o.q);
+	tu_args_release();
 	return fflush(stdout) ? 1 : 0;
 }

@@ -13,12 +13,17 @@
 
 #include "cli/common.h"
 
+/* The normalized arguments and the strings made for them, freed by tu_args_release(). */
+static char **norm_args;
+static char **norm_made;
+static int norm_nmade;
+
 char **tu_normalize_args(int argc, char **argv, int *out_argc)
 {
-	/* Static so the arguments stay reachable until exit (no leak reports). */
-	static char **out;
-	out = calloc((size_t)argc * 2 + 1, sizeof(*out));
-	if (!out)
+	tu_args_release();
+	norm_args = calloc((size_t)argc * 2 + 1, sizeof(*norm_args));
+	norm_made = calloc((size_t)argc + 1, sizeof(*norm_made));
+	if (!norm_args || !norm_made)
 		die("out of memory");
 	int n = 0;
 	for (int i = 0; i < argc; i++) {
@@ -30,21 +35,42 @@ char **tu_normalize_args(int argc, char **argv, int *out_argc)
 				die("out of memory");
 			l[0] = '-';
 			strcpy(l + 1, a);
+			norm_made[norm_nmade++] = l;
 			a = l;
 		}
 		char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
 		if (i > 0 && eq) {
-			char *name = strndup(a, (size_t)(eq - a));
+			/* "--name=value" becomes "--name" and "value", cut in a copy we own. */
+			size_t at = (size_t)(eq - a);
+			char *name = strdup(a);
 			if (!name)
 				die("out of memory");
-			out[n++] = name;
-			out[n++] = eq + 1;
+			if (a != argv[i]) {
+				free(a); /* the "-name=value" copy made above */
+				norm_made[norm_nmade - 1] = name;
+			} else {
+				norm_made[norm_nmade++] = name;
+			}
+			name[at] = 0;
+			norm_args[n++] = name;
+			norm_args[n++] = name + at + 1;
 		} else {
-			out[n++] = a;
+			norm_args[n++] = a;
 		}
 	}
 	*out_argc = n;
-	return out;
+	return norm_args;
+}
+
+void tu_args_release(void)
+{
+	for (int i = 0; i < norm_nmade; i++)
+		free(norm_made[i]);
+	free(norm_made);
+	free(norm_args);
+	norm_made = NULL;
+	norm_args = NULL;
+	norm_nmade = 0;
 }
 
 uint64_t tu_decommit_ts(const struct ht_reader *r, uint32_t process, uint64_t decommit_ts)

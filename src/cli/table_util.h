@@ -27,9 +27,11 @@ struct tu_unit {
  * Options spelled as 'heaptrail analyze' takes them: '-range' for '--range'
  * and '--top=5' for '--top 5'. Returns the arguments with every long option
  * in the '--name' form and '=' values split off; -cullFrames, -cullLists and
- * -requireFrames keep their xperf spelling. The result lives until exit.
+ * -requireFrames keep their xperf spelling. The result lives until
+ * tu_args_release().
  */
 char **tu_normalize_args(int argc, char **argv, int *out_argc);
+void tu_args_release(void);
 
 /*
  * When a committed range ended: its decommit, or for a range still committed
