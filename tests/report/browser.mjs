@@ -11,7 +11,7 @@ export async function openPage(modules, htmlPath) {
 	const require = createRequire(join(modules, 'noop.js'));
 	const { chromium } = require('playwright-core');
 	const profile = mkdtempSync(join(tmpdir(), 'heaptrail-report-chromium-'));
-	const context = await chromium.launchPersistentContext(profile, {
+	const launched = chromium.launchPersistentContext(profile, {
 		executablePath: process.env.HT_CHROMIUM || '/usr/bin/chromium',
 		headless: true,
 		viewport: { width: 1400, height: 1000 },
@@ -20,6 +20,13 @@ export async function openPage(modules, htmlPath) {
 			'--disable-background-networking', '--disable-component-update', '--disable-sync',
 		],
 	});
+	let context;
+	try {
+		context = await launched;
+	} catch (e) {
+		rmSync(profile, { recursive: true, force: true });
+		throw e;
+	}
 	const page = context.pages()[0] || (await context.newPage());
 	const errors = [];
 	const requests = [];
