@@ -480,7 +480,8 @@ static int record_attach(const struct options *o)
 	struct ht__session *s;
 	int rc = ht__session_create(&s, &cfg);
 	if (rc < 0)
-		die("cannot create the session's shared memory: %s", ht_strerror(rc));
+		die("cannot create the session's shared memory: %s%s", ht_strerror(rc),
+		    rc == HT_ERR_NOMEM ? "; use fewer or smaller buffers (--buffers, --buffer-size)" : "");
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	struct timespec rt;
@@ -619,7 +620,8 @@ int cmd_record(int argc, char **argv)
 	struct ht__session *s;
 	int rc = ht__session_create(&s, &cfg);
 	if (rc < 0)
-		die("cannot create the session's shared memory: %s", ht_strerror(rc));
+		die("cannot create the session's shared memory: %s%s", ht_strerror(rc),
+		    rc == HT_ERR_NOMEM ? "; use fewer or smaller buffers (--buffers, --buffer-size)" : "");
 	char **env = child_env(recorder, ht__session_path(s));
 
 	int go[2], errp[2];

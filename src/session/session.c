@@ -170,6 +170,15 @@ int ht__shm_create(struct ht__session *s)
 		rc = HT_ERR_NOMEM;
 		goto unlink_file;
 	}
+	/* The file is sparse, but full rings would use it all: a memory file
+	   system out of room kills the traced program with SIGBUS on its next
+	   write, so refuse sizes the file system could not hold. */
+	struct statfs fs;
+	if (fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC &&
+	    (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize < s->map_size) {
+		rc = HT_ERR_NOMEM;
+		goto unlink_file;
+	}
 	/* Sparse: a ring costs memory only for the pages its writer touches. */
 	if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)s->map_size) < 0) {
 		rc = err_from_errno(errno);
