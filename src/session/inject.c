@@ -837,6 +837,19 @@ static bool launched_traced(pid_t pid)
 	return false;
 }
 
+/*
+ * A session file mapped in pid (shared, in a heaptrail directory): a recorder
+ * there is tracing into some session right now. Its path goes to ctx.
+ */
+static int session_mapped_cb(const struct map_line *m, void *ctx)
+{
+	if (m->perms[3] != 's' ||
+	    (!strstr(m->path, "/heaptrail/") && !strstr(m->path, "/heaptrail-")))
+		return 0;
+	snprintf(ctx, PATH_MAX, "%s", m->path);
+	return 1;
+}
+
 static int find_dlopen(pid_t pid, uint64_t *addr)
 {
 	if (target_symbol(pid, match_libc, NULL, "dlopen", addr, NULL) == 0)
@@ -860,6 +873,11 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 	if (launched_traced(pid)) {
 		say(why, n,
 		    "it runs under 'heaptrail record' already and is traced by that session");
+		return HT_ERR_EXISTS;
+	}
+	char other[PATH_MAX] = "";
+	if (maps_each(pid, session_mapped_cb, other) == 0 && other[0]) {
+		say(why, n, "another heaptrail session traces it already ('%s')", other);
 		return HT_ERR_EXISTS;
 	}
 	uint64_t dlopen_fn;

@@ -652,9 +652,20 @@ static void test_blocked_in_read(void)
 	pid_t hp = start_record(args, &errfd);
 	/* Put back into its read(): it still waits there, then wakes for our line. */
 	CHECK(wait_in_read(w.pid));
+	/* A second session is refused while this one traces it. */
+	char errpath[256], other[256];
+	snprintf(errpath, sizeof(errpath), "%s/second.err", tmp);
+	snprintf(other, sizeof(other), "%s/second.htr", tmp);
+	int efd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	const char *second[] = {heaptrail, "record", "-p", pidarg, "-o", other, NULL};
+	int st = wait_for(spawn(second, -1, -1, efd, false), 20000);
+	close(efd);
+	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CHECK(strstr(slurp(errpath), "another heaptrail session traces it already"));
+	CHECK(access(other, F_OK) != 0);
 	CHECK(waiter_poke(&w));
 	kill(hp, SIGINT);
-	int st = wait_for(hp, 30000);
+	st = wait_for(hp, 30000);
 	CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	close(errfd);
 	CHECK_EQ(tracer_of(w.pid), 0);
