@@ -323,6 +323,8 @@ static void print_json(struct tl_run *t)
 	jw_u64(&j, ht_timeline_interval(t->tl));
 	jw_key(&j, "start_ns");
 	jw_u64(&j, ht_timeline_time(t->tl, 0));
+	jw_key(&j, "peak");
+	jw_bool(&j, t->o->peak);
 	jw_key(&j, "series");
 	jw_arr_begin(&j);
 	uint64_t np = ht_timeline_points(t->tl);

@@ -366,7 +366,7 @@ static void test_timeline(void)
 	CHECK_OUT(&r, "time_ns,heap:100,rss:100\n0,0,0\n5000,100,4096\n10000,2204,4096\n15000,211,8192\n"
 		      "20000,211,0\n25000,211,0\n");
 	run(&r, "timeline '%s' --series heap --by process --range 4 10 --interval 3us --format json", heap_trace);
-	CHECK_OUT(&r, "{\"interval_ns\":3000,\"start_ns\":4000,\"series\":[{\"name\":\"heap\",\"process\":"
+	CHECK_OUT(&r, "{\"interval_ns\":3000,\"start_ns\":4000,\"peak\":false,\"series\":[{\"name\":\"heap\",\"process\":"
 		      "{\"pid\":100,\"exe\":\"/usr/bin/app\"},\"points\":[[4000,400],[7000,640],[10000,2204]]}]}\n");
 
 	/* --peak: the highest value since the previous point (B's 1000 bytes live 2 to 3 us). */
