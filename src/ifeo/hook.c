@@ -111,7 +111,7 @@ static int find_session(char *out, size_t n)
  * so that the session finds it in /proc/PID/fd when it starts; its path
  * for ht_attach_start goes to out.
  */
-static int make_pending(char *out, size_t n)
+static int make_pending(char *out, size_t n, int *fd_out)
 {
 	int fd = memfd_create(PENDING_NAME, MFD_CLOEXEC);
 	if (fd < 0)
@@ -147,6 +147,7 @@ static int make_pending(char *out, size_t n)
 		close(fd);
 		fd = high;
 	}
+	*fd_out = fd;
 	char num[16];
 	int k = (int)sizeof(num) - 1;
 	num[k] = 0;
@@ -185,21 +186,23 @@ __attribute__((constructor)) static void ht_ifeo_init(void)
 		return;
 
 	char session[4096];
-	if (!find_session(session, sizeof(session)) && !make_pending(session, sizeof(session)))
+	int pending = -1;
+	if (!find_session(session, sizeof(session)) && !make_pending(session, sizeof(session), &pending))
 		return;
 	Dl_info di;
 	char lib[4096];
-	if (!dladdr((void *)ht_ifeo_init, &di) || !di.dli_fname)
-		return;
-	const char *slash = strrchr(di.dli_fname, '/');
-	if (!slash || (size_t)(slash - di.dli_fname) + 32 >= sizeof(lib))
-		return;
-	memcpy(lib, di.dli_fname, (size_t)(slash - di.dli_fname));
-	memcpy(lib + (slash - di.dli_fname), "/libheaptrail.so", sizeof("/libheaptrail.so"));
-	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return;
-	int (*start)(const char *) = (int (*)(const char *))dlsym(h, "ht_attach_start");
-	if (start)
-		start(session);
+	void *h = NULL;
+	if (dladdr((void *)ht_ifeo_init, &di) && di.dli_fname) {
+		const char *slash = strrchr(di.dli_fname, '/');
+		size_t dl = slash ? (size_t)(slash - di.dli_fname) : 0;
+		if (slash && dl + 32 < sizeof(lib)) {
+			memcpy(lib, di.dli_fname, dl);
+			memcpy(lib + dl, "/libheaptrail.so", sizeof("/libheaptrail.so"));
+			h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+		}
+	}
+	int (*start)(const char *) = h ? (int (*)(const char *))dlsym(h, "ht_attach_start") : NULL;
+	/* Not traced after all: the program keeps no descriptor of ours. */
+	if ((!start || start(session) != 0) && pending >= 0)
+		close(pending);
 }
