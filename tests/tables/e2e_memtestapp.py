@@ -212,15 +212,22 @@ def check_timeline(t, spikes, steady, tmp):
     base1 = at((before + mid) // 2)
     base2 = at((mid + after) // 2)
     equal(base2 - base1, 10 * MB, "step at the midpoint")
-    # Rising edges above the steady level: one per spike, each 10 MB.
-    rises = []
-    for (a, b) in zip(pts, pts[1:]):
-        if b[1] - a[1] >= 5 * MB and a[1] < b[1]:
-            rises.append((b[0], b[1] - a[1]))
-    # The two steady commits (start, midpoint) are rises too; the rest are the spikes.
-    spike_rises = [r for r in rises if all(abs(r[0] - s["commit_ns"]) > TICK_NS for s in steady)]
-    equal(len(spike_rises), 10, "ten spikes in the committed series")
-    equal(sorted(set(r[1] for r in spike_rises)), [10 * MB], "each spike is 10 MB")
+    # Each spike: 10 MB above the steady state at the first point after its commit,
+    # back to the steady state at a point after its decommit (the trace's own times).
+    def level(ts):
+        return 10 * MB * sum(1 for st in steady if st["commit_ns"] < ts)
+
+    def first_after(ts):
+        return next((x, v) for (x, v) in pts if x > ts)
+
+    shown = 0
+    for sp in spikes:
+        x, v = first_after(sp["commit_ns"])
+        if x < sp["decommit_ns"]:
+            shown += v == level(x) + 10 * MB
+        x, v = first_after(sp["decommit_ns"])
+        check(v == level(x), "back to the steady state %d ms after a spike" % ((x - sp["decommit_ns"]) // 1000000))
+    equal(shown, 10, "ten 10 MB spikes in the committed series")
     peak = max(v for (_, v) in pts)
     equal(peak, 30 * MB, "peak committed (two steady + one spike)")
     # With --peak, points far apart (10 spike holds) still show every spike.
