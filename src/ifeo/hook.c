@@ -31,8 +31,8 @@
 /* The in-memory buffer of a program that starts before its session: a
    session file in a memfd of this name, lossy, PENDING_RINGS x PENDING_RING. */
 #define PENDING_NAME "heaptrail-pending"
-#define PENDING_RINGS 16u
-#define PENDING_RING (1u << 20)
+#define PENDING_RINGS 32u
+#define PENDING_RING (1u << 19)
 /* The descriptor is kept (so the session can find the buffer) at or above this. */
 #define PENDING_FD_MIN 900
 
