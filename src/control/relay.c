@@ -207,6 +207,13 @@ static int claim(struct ht__relay *r, const struct ht__ring *src, uint64_t *wpos
 	return -1;
 }
 
+/* The session ring we copy into is still the one we claimed for src. */
+static bool still_ours(struct ht__ring *dst, const struct ht__ring *src)
+{
+	return atomic_load_explicit(&dst->state, memory_order_acquire) == HT_RING_OWNED && dst->pid == src->pid &&
+	       dst->tid == src->tid && dst->instance == src->instance;
+}
+
 static bool process_gone(pid_t pid)
 {
 	if (kill(pid, 0) < 0 && errno == ESRCH)
@@ -243,6 +250,18 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 		p->dst[i] = d + 1;
 	}
 	struct ht__ring *dst = p->dst[i] ? ring_in(r->sh, (uint32_t)p->dst[i] - 1) : NULL;
+	if (dst && !still_ours(dst, src)) {
+		/* The collector took it back (its writer looked dead): a new one if needed. */
+		p->dst[i] = 0;
+		dst = NULL;
+		if (rd < w) {
+			int d = claim(r, src, &p->dst_wpos[i]);
+			if (d < 0)
+				return;
+			p->dst[i] = d + 1;
+			dst = ring_in(r->sh, (uint32_t)d);
+		}
+	}
 	if (dst) {
 		uint8_t *ddata = (uint8_t *)dst + HT_RING_HEADER_SIZE;
 		uint64_t dw = p->dst_wpos[i];
@@ -328,8 +347,10 @@ void ht__relay_stop(struct ht__relay *r)
 		for (uint32_t i = 0; i < r->p[k].h->ring_count; i++)
 			if (r->p[k].dst[i]) {
 				struct ht__ring *dst = ring_in(r->sh, (uint32_t)r->p[k].dst[i] - 1);
-				atomic_store(&dst->busy, 0);
-				atomic_store_explicit(&dst->state, HT_RING_RELEASED, memory_order_release);
+				if (still_ours(dst, ring_in(r->p[k].h, i))) {
+					atomic_store(&dst->busy, 0);
+					atomic_store_explicit(&dst->state, HT_RING_RELEASED, memory_order_release);
+				}
 				r->p[k].dst[i] = 0;
 			}
 }
