@@ -559,7 +559,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	}
 	if (a->flags & HT_TRACE_IFEO) {
 		/* Programs that started before us: the trace starts with the oldest. */
-		if ((rc = ht__relay_new(&D.relay, ht__session_header(D.s))) < 0)
+		if ((rc = ht__relay_new(&D.relay, ht__session_header(D.s), a->paths.dir)) < 0)
 			goto fail_session;
 		ht__relay_scan(D.relay);
 		uint64_t t0 = ht__relay_min_t0(D.relay);

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,10 +25,11 @@
 #include <unistd.h>
 
 #include "control/relay.h"
+#include "ifeo/pending.h"
 #include "heaptrail/trace.h"
 #include "session/protocol.h"
 
-#define PENDING_LINK "/memfd:heaptrail-pending"
+#define PENDING_LINK "/memfd:" HT__PENDING_NAME
 
 struct pending {
 	dev_t dev;
@@ -44,6 +46,7 @@ struct pending {
 
 struct ht__relay {
 	struct ht__shm_header *sh; /* the session's file */
+	char dir[PATH_MAX];        /* the session's directory */
 	uint32_t ring_size, ring_count;
 	struct pending *p;
 	unsigned n;
@@ -55,17 +58,39 @@ static struct ht__ring *ring_in(struct ht__shm_header *h, uint32_t i)
 	return (struct ht__ring *)((uint8_t *)h + h->header_size + (size_t)i * (HT_RING_HEADER_SIZE + h->ring_size));
 }
 
-int ht__relay_new(struct ht__relay **out, struct ht__shm_header *session)
+int ht__relay_new(struct ht__relay **out, struct ht__shm_header *session, const char *dir)
 {
 	struct ht__relay *r = calloc(1, sizeof(*r));
 	if (!r)
 		return HT_ERR_NOMEM;
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
 	r->sh = session;
 	r->ring_size = session->ring_size;
 	r->ring_count = session->ring_count;
 	r->min_t0 = UINT64_MAX;
 	*out = r;
 	return 0;
+}
+
+/*
+ * Whether a program with this XDG_RUNTIME_DIR would have looked for its
+ * session in our directory: the hook's list (src/ifeo/hook.c), which is
+ * ht__session_default_dir's candidates.
+ */
+static bool would_find(const struct ht__relay *r, const char *xdg)
+{
+	char cand[PATH_MAX];
+	unsigned uid = (unsigned)geteuid();
+	if (*xdg == '/' && snprintf(cand, sizeof(cand), "%s/heaptrail", xdg) < (int)sizeof(cand) &&
+	    !strcmp(cand, r->dir))
+		return true;
+	if (uid == 0 && !strcmp(r->dir, "/run/heaptrail"))
+		return true;
+	snprintf(cand, sizeof(cand), "/tmp/heaptrail-%u", uid);
+	if (!strcmp(cand, r->dir))
+		return true;
+	snprintf(cand, sizeof(cand), "/dev/shm/heaptrail-%u", uid);
+	return !strcmp(cand, r->dir);
 }
 
 /* Maps one pending file found at /proc/PID/fd/N, unless known or not one of ours. */
@@ -91,6 +116,12 @@ static void adopt(struct ht__relay *r, const char *path)
 		return;
 	struct ht__shm_header *h = m;
 	uint32_t zero = 0;
+	const char *tag = (const char *)m + HT__PENDING_TAG_OFFSET;
+	if (strncmp(tag, "xdg=", 4) || strnlen(tag, HT__PENDING_TAG_MAX) == HT__PENDING_TAG_MAX ||
+	    !would_find(r, tag + 4)) {
+		munmap(m, size);
+		return;
+	}
 	/* Checked like a recorder checks a session file; collector_pid claims it
 	   (0 while nobody collects it), so two sessions never both relay one. */
 	if (h->magic != HT_SHM_MAGIC || h->version != HT_PROTO_VERSION || h->header_size != HT_SHM_HEADER_SIZE ||

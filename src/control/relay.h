@@ -12,8 +12,12 @@
 
 struct ht__relay;
 
-/* A relay into the session whose shared header is session. 0 or HT_ERR_NOMEM. */
-int ht__relay_new(struct ht__relay **out, struct ht__shm_header *session);
+/*
+ * A relay into the session whose shared header is session, in directory
+ * dir: it adopts buffers of programs that would have looked for their
+ * session there. 0 or HT_ERR_NOMEM.
+ */
+int ht__relay_new(struct ht__relay **out, struct ht__shm_header *session, const char *dir);
 
 /* Looks for new buffers of this user's processes; returns how many were adopted. */
 unsigned ht__relay_scan(struct ht__relay *r);

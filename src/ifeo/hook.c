@@ -28,13 +28,7 @@
 
 #define REGISTRY "/etc/heaptrail/ifeo"
 
-/* The in-memory buffer of a program that starts before its session: a
-   session file in a memfd of this name, lossy, PENDING_RINGS x PENDING_RING. */
-#define PENDING_NAME "heaptrail-pending"
-#define PENDING_RINGS 32u
-#define PENDING_RING (1u << 19)
-/* The descriptor is kept (so the session can find the buffer) at or above this. */
-#define PENDING_FD_MIN 900
+#include "ifeo/pending.h"
 
 /* Whether the registry entry (its text) lets this program's path in: an
    entry without "path=" lines is for every program of that name. */
@@ -113,10 +107,10 @@ static int find_session(char *out, size_t n)
  */
 static int make_pending(char *out, size_t n, int *fd_out)
 {
-	int fd = memfd_create(PENDING_NAME, MFD_CLOEXEC);
+	int fd = memfd_create(HT__PENDING_NAME, MFD_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	size_t size = HT_SHM_HEADER_SIZE + (size_t)PENDING_RINGS * (HT_RING_HEADER_SIZE + PENDING_RING);
+	size_t size = HT_SHM_HEADER_SIZE + (size_t)HT__PENDING_RINGS * (HT_RING_HEADER_SIZE + HT__PENDING_RING);
 	void *m = MAP_FAILED;
 	if (ftruncate(fd, (off_t)size) == 0)
 		m = mmap(NULL, HT_SHM_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -131,8 +125,8 @@ static int make_pending(char *out, size_t n, int *fd_out)
 	h->magic = HT_SHM_MAGIC;
 	h->version = HT_PROTO_VERSION;
 	h->header_size = HT_SHM_HEADER_SIZE;
-	h->ring_size = PENDING_RING;
-	h->ring_count = PENDING_RINGS;
+	h->ring_size = HT__PENDING_RING;
+	h->ring_count = HT__PENDING_RINGS;
 	h->flags = HT_SHM_LOSSY;
 	h->stack_mask = HT_STK_DEFAULT;
 	h->collector_pid = 0;
@@ -140,9 +134,11 @@ static int make_pending(char *out, size_t n, int *fd_out)
 	h->t0_ns = now;
 	atomic_store(&h->next_stack_id, 1);
 	atomic_store(&h->heartbeat_ns, now);
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	join3((char *)m + HT__PENDING_TAG_OFFSET, HT__PENDING_TAG_MAX, "xdg=", xdg ? xdg : "", "");
 	atomic_store_explicit(&h->state, HT_SESSION_RUNNING, memory_order_release);
 	munmap(m, HT_SHM_HEADER_SIZE);
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, PENDING_FD_MIN);
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, HT__PENDING_FD_MIN);
 	if (high >= 0) {
 		close(fd);
 		fd = high;
