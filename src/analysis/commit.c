@@ -184,7 +184,8 @@ static int extract(struct ht_commit_tracker *t, uint32_t process, struct pmap *p
 			pm->cap = cap;
 		}
 	}
-	memmove(pm->v + i + keep, pm->v + j, (pm->n - j) * sizeof(*pm->v));
+	if (pm->n > j) /* (an empty map may have no array at all) */
+		memmove(pm->v + i + keep, pm->v + j, (pm->n - j) * sizeof(*pm->v));
 	pm->n = pm->n - gone + keep;
 	if (has_left)
 		pm->v[i++] = left;
@@ -215,7 +216,8 @@ static int insert(struct ht_commit_tracker *t, struct pmap *pm, const struct ran
 		pm->cap = cap;
 	}
 	uint32_t i = find(pm, r->start);
-	memmove(pm->v + i + 1, pm->v + i, (pm->n - i) * sizeof(*pm->v));
+	if (pm->n > i)
+		memmove(pm->v + i + 1, pm->v + i, (pm->n - i) * sizeof(*pm->v));
 	pm->v[i] = *r;
 	pm->n++;
 	if (r->state == R_COMMITTED)
