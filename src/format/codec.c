@@ -99,22 +99,6 @@ int ht__footer_parse(const uint8_t in[HT__FOOTER_SIZE], struct ht__footer *f)
 	return 0;
 }
 
-unsigned ht__default_func(unsigned type)
-{
-	switch (type) {
-	case HT_EV_ALLOC:
-	case HT_EV_ALLOC_FAIL: return HT_FN_MALLOC;
-	case HT_EV_REALLOC: return HT_FN_REALLOC;
-	case HT_EV_FREE: return HT_FN_FREE;
-	case HT_EV_MMAP: return HT_FN_MMAP;
-	case HT_EV_MUNMAP: return HT_FN_MUNMAP;
-	case HT_EV_MREMAP: return HT_FN_MREMAP;
-	case HT_EV_MPROTECT: return HT_FN_MPROTECT;
-	case HT_EV_BRK: return HT_FN_BRK;
-	default: return HT_FN_NONE;
-	}
-}
-
 int ht__buf_reserve(struct ht__buf *b, size_t n)
 {
 	if (b->cap - b->len >= n)

@@ -153,7 +153,17 @@ void ht__footer_pack(uint8_t out[HT__FOOTER_SIZE], const struct ht__footer *f);
 int ht__footer_parse(const uint8_t in[HT__FOOTER_SIZE], struct ht__footer *f);
 
 /* Default func of an event type: an event with it needs no EXT byte. */
-unsigned ht__default_func(unsigned type);
+static inline unsigned ht__default_func(unsigned type)
+{
+	static const uint8_t def[HT_EV__COUNT] = {
+		[HT_EV_ALLOC] = HT_FN_MALLOC,   [HT_EV_ALLOC_FAIL] = HT_FN_MALLOC,
+		[HT_EV_REALLOC] = HT_FN_REALLOC, [HT_EV_FREE] = HT_FN_FREE,
+		[HT_EV_MMAP] = HT_FN_MMAP,       [HT_EV_MUNMAP] = HT_FN_MUNMAP,
+		[HT_EV_MREMAP] = HT_FN_MREMAP,   [HT_EV_MPROTECT] = HT_FN_MPROTECT,
+		[HT_EV_BRK] = HT_FN_BRK,
+	};
+	return type < HT_EV__COUNT ? def[type] : HT_FN_NONE;
+}
 
 static inline void ht__put_le16(uint8_t *p, uint16_t v)
 {
