@@ -15,7 +15,7 @@
 enum range_state {
 	R_COMMITTED = 1,
 	R_RESERVED = 2, /* anonymous private, PROT_NONE */
-	R_OTHER = 3,    /* file or shared mapping, or private read-only */
+	R_OTHER = 3,	/* file or shared mapping, or private read-only */
 };
 
 struct range {
@@ -102,14 +102,14 @@ static void report(struct ht_commit_tracker *t, uint32_t process, const struct r
 	if (!t->on_end)
 		return;
 	struct ht_commit c = {
-		.addr = r->start,
-		.size = r->end - r->start,
-		.commit_ts = r->commit_ts,
-		.decommit_ts = end_ts,
-		.process = process,
-		.stack = r->stack,
-		.tid = r->tid,
-		.func = r->func,
+	    .addr = r->start,
+	    .size = r->end - r->start,
+	    .commit_ts = r->commit_ts,
+	    .decommit_ts = end_ts,
+	    .process = process,
+	    .stack = r->stack,
+	    .tid = r->tid,
+	    .func = r->func,
 	};
 	t->on_end(t->ctx, &c);
 }
@@ -153,7 +153,7 @@ static int extract(struct ht_commit_tracker *t, uint32_t process, struct pmap *p
 	t->ntmp = 0;
 	uint32_t i = find(pm, lo);
 	uint32_t j = i;
-	struct range left = { 0 }, right = { 0 };
+	struct range left = {0}, right = {0};
 	int has_left = 0, has_right = 0;
 	for (; j < pm->n && pm->v[j].start < hi; j++) {
 		struct range r = pm->v[j];
@@ -243,17 +243,17 @@ static void count_commit(struct ht_commit_tracker *t, struct pmap *pm, uint64_t 
 	t->st.commit_bytes += bytes;
 }
 
-static struct range new_range(const struct ht_event *ev, uint64_t start, uint64_t end, uint8_t state,
-			      uint8_t anon)
+static struct range new_range(const struct ht_event *ev, uint64_t start, uint64_t end,
+			      uint8_t state, uint8_t anon)
 {
-	return (struct range){ .start = start,
-			       .end = end,
-			       .commit_ts = ev->ts,
-			       .stack = ev->stack,
-			       .tid = ev->tid,
-			       .state = state,
-			       .func = ev->func,
-			       .anon = anon };
+	return (struct range){.start = start,
+			      .end = end,
+			      .commit_ts = ev->ts,
+			      .stack = ev->stack,
+			      .tid = ev->tid,
+			      .state = state,
+			      .func = ev->func,
+			      .anon = anon};
 }
 
 static uint64_t page_end(uint64_t addr, uint64_t len)
@@ -307,25 +307,25 @@ static int on_mprotect(struct ht_commit_tracker *t, struct pmap *pm, const struc
 		memcpy(pieces, t->tmp, n * sizeof(*pieces));
 	int rc = 0;
 	uint64_t at = lo, committed = 0;
-	struct range pending = { 0 }; /* newly committed bytes merge into one range */
+	struct range pending = {0}; /* newly committed bytes merge into one range */
 	int has_pending = 0;
-#define FLUSH_PENDING()                                                     \
-	do {                                                                \
-		if (has_pending && !rc) {                                   \
-			rc = insert(t, pm, &pending, ev->ts);               \
-			has_pending = 0;                                    \
-		}                                                           \
+#define FLUSH_PENDING()                                                                            \
+	do {                                                                                       \
+		if (has_pending && !rc) {                                                          \
+			rc = insert(t, pm, &pending, ev->ts);                                      \
+			has_pending = 0;                                                           \
+		}                                                                                  \
 	} while (0)
-#define COMMIT_NEW(s, e)                                                    \
-	do {                                                                \
-		if (has_pending && pending.end == (s))                      \
-			pending.end = (e);                                  \
-		else {                                                      \
-			FLUSH_PENDING();                                    \
-			pending = new_range(ev, (s), (e), R_COMMITTED, 1);  \
-			has_pending = 1;                                    \
-		}                                                           \
-		committed += (e) - (s);                                     \
+#define COMMIT_NEW(s, e)                                                                           \
+	do {                                                                                       \
+		if (has_pending && pending.end == (s))                                             \
+			pending.end = (e);                                                         \
+		else {                                                                             \
+			FLUSH_PENDING();                                                           \
+			pending = new_range(ev, (s), (e), R_COMMITTED, 1);                         \
+			has_pending = 1;                                                           \
+		}                                                                                  \
+		committed += (e) - (s);                                                            \
 	} while (0)
 	for (uint32_t k = 0; k <= n && !rc; k++) {
 		uint64_t gap_end = k < n ? pieces[k].start : hi;
@@ -427,7 +427,10 @@ static int on_mremap(struct ht_commit_tracker *t, struct pmap *pm, const struct 
 	return rc;
 }
 
-static uint64_t page_up(uint64_t a) { return a % PAGE ? (a & ~(PAGE - 1)) + PAGE : a; }
+static uint64_t page_up(uint64_t a)
+{
+	return a % PAGE ? (a & ~(PAGE - 1)) + PAGE : a;
+}
 
 static int on_brk(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
 {
@@ -462,8 +465,9 @@ int ht_commit_event(struct ht_commit_tracker *t, const struct ht_event *ev)
 		for (uint32_t p = 0; p < t->nprocs; p++) {
 			struct pmap *pm = &t->procs[p];
 			int ends = ev->type == HT_EV_PROCESS_EXIT
-					   ? p == ev->process
-					   : p != ev->process && pm->pid == ev->pid && (pm->n || pm->st.commits);
+				       ? p == ev->process
+				       : p != ev->process && pm->pid == ev->pid &&
+					     (pm->n || pm->st.commits);
 			if (ends && !pm->ended) {
 				t->st.committed_bytes -= pm->st.committed_bytes;
 				t->st.ranges -= pm->st.ranges;
@@ -481,11 +485,16 @@ int ht_commit_event(struct ht_commit_tracker *t, const struct ht_event *ev)
 		return HT_ERR_NOMEM;
 	pm->pid = ev->pid;
 	switch (ev->type) {
-	case HT_EV_MMAP: return ev->addr ? on_mmap(t, pm, ev) : 0;
-	case HT_EV_MUNMAP: return on_munmap(t, pm, ev);
-	case HT_EV_MREMAP: return ev->addr ? on_mremap(t, pm, ev) : 0;
-	case HT_EV_MPROTECT: return on_mprotect(t, pm, ev);
-	case HT_EV_BRK: return on_brk(t, pm, ev);
+	case HT_EV_MMAP:
+		return ev->addr ? on_mmap(t, pm, ev) : 0;
+	case HT_EV_MUNMAP:
+		return on_munmap(t, pm, ev);
+	case HT_EV_MREMAP:
+		return ev->addr ? on_mremap(t, pm, ev) : 0;
+	case HT_EV_MPROTECT:
+		return on_mprotect(t, pm, ev);
+	case HT_EV_BRK:
+		return on_brk(t, pm, ev);
 	}
 	return 0;
 }
@@ -520,7 +529,7 @@ void ht_commit_finish(struct ht_commit_tracker *t)
 			if (pm->v[i].state != R_COMMITTED)
 				continue;
 			if (refs)
-				refs[k++] = (struct live_ref){ pm->v[i].commit_ts, p, i };
+				refs[k++] = (struct live_ref){pm->v[i].commit_ts, p, i};
 			else
 				report(t, p, &pm->v[i], HT_TS_NEVER); /* no memory to sort */
 		}
@@ -537,7 +546,10 @@ void ht_commit_finish(struct ht_commit_tracker *t)
 		t->procs[p].n = 0;
 }
 
-const struct ht_commit_stats *ht_commit_stats(const struct ht_commit_tracker *t) { return &t->st; }
+const struct ht_commit_stats *ht_commit_stats(const struct ht_commit_tracker *t)
+{
+	return &t->st;
+}
 
 void ht_commit_process_stats(const struct ht_commit_tracker *t, uint32_t process,
 			     struct ht_commit_stats *out)

@@ -75,11 +75,11 @@ typedef void (*ht_commit_fn)(void *ctx, const struct ht_commit *c);
 
 struct ht_commit_stats {
 	uint64_t committed_bytes; /* now (processes that ended count 0) */
-	uint64_t peak_bytes;      /* highest committed_bytes so far */
-	uint64_t peak_ts;         /* when it was first reached */
-	uint64_t commits;         /* operations that committed new bytes */
-	uint64_t commit_bytes;    /* bytes newly committed, summed over them */
-	uint64_t ranges;          /* committed ranges live now */
+	uint64_t peak_bytes;	  /* highest committed_bytes so far */
+	uint64_t peak_ts;	  /* when it was first reached */
+	uint64_t commits;	  /* operations that committed new bytes */
+	uint64_t commit_bytes;	  /* bytes newly committed, summed over them */
+	uint64_t ranges;	  /* committed ranges live now */
 };
 
 struct ht_commit_tracker;

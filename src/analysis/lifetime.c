@@ -121,24 +121,25 @@ static void end_block(struct ht_life_tracker *t, struct block *b, uint64_t ts, i
 	t->st.live_bytes -= b->size;
 	if (t->on_end) {
 		struct ht_life l = {
-			.heap = b->heap,
-			.addr = b->addr,
-			.size = b->size,
-			.alloc_ts = b->alloc_ts,
-			.free_ts = ts,
-			.process = b->process,
-			.stack = b->stack,
-			.tid = b->tid,
-			.func = b->func,
-			.from_realloc = b->from_realloc,
-			.freed_by_realloc = (uint8_t)by_realloc,
+		    .heap = b->heap,
+		    .addr = b->addr,
+		    .size = b->size,
+		    .alloc_ts = b->alloc_ts,
+		    .free_ts = ts,
+		    .process = b->process,
+		    .stack = b->stack,
+		    .tid = b->tid,
+		    .func = b->func,
+		    .from_realloc = b->from_realloc,
+		    .freed_by_realloc = (uint8_t)by_realloc,
 		};
 		t->on_end(t->ctx, &l);
 	}
 }
 
 /* Frees (process, heap, addr) at ts; an unknown block is only counted. */
-static void free_block(struct ht_life_tracker *t, const struct ht_event *ev, uint64_t addr, int by_realloc)
+static void free_block(struct ht_life_tracker *t, const struct ht_event *ev, uint64_t addr,
+		       int by_realloc)
 {
 	struct block *b = lookup(t, ev->process, ev->heap, addr);
 	if (!b->addr) {
@@ -159,15 +160,15 @@ static int alloc_block(struct ht_life_tracker *t, const struct ht_event *ev, int
 		end_block(t, b, ev->ts, 0);
 	}
 	*b = (struct block){
-		.addr = ev->addr,
-		.heap = ev->heap,
-		.size = ev->size,
-		.alloc_ts = ev->ts,
-		.process = ev->process,
-		.stack = ev->stack,
-		.tid = ev->tid,
-		.func = ev->func,
-		.from_realloc = (uint8_t)from_realloc,
+	    .addr = ev->addr,
+	    .heap = ev->heap,
+	    .size = ev->size,
+	    .alloc_ts = ev->ts,
+	    .process = ev->process,
+	    .stack = ev->stack,
+	    .tid = ev->tid,
+	    .func = ev->func,
+	    .from_realloc = (uint8_t)from_realloc,
 	};
 	t->st.live_count++;
 	t->st.live_bytes += ev->size;
@@ -234,7 +235,7 @@ void ht_life_finish(struct ht_life_tracker *t)
 		if (!t->tab[i].addr)
 			continue;
 		if (refs && k < n)
-			refs[k++] = (struct live_ref){ t->tab[i].alloc_ts, i };
+			refs[k++] = (struct live_ref){t->tab[i].alloc_ts, i};
 		else
 			end_block(t, &t->tab[i], HT_TS_NEVER, 0); /* no memory to sort */
 	}
@@ -250,7 +251,10 @@ void ht_life_finish(struct ht_life_tracker *t)
 	t->st.live_bytes = bytes;
 }
 
-const struct ht_life_stats *ht_life_stats(const struct ht_life_tracker *t) { return &t->st; }
+const struct ht_life_stats *ht_life_stats(const struct ht_life_tracker *t)
+{
+	return &t->st;
+}
 
 void ht_life_free(struct ht_life_tracker *t)
 {

@@ -13,7 +13,7 @@
 
 struct proc_live {
 	uint64_t bytes; /* outstanding heap bytes now */
-	int ended;      /* exited, or replaced by exec */
+	int ended;	/* exited, or replaced by exec */
 };
 
 struct run {
@@ -107,7 +107,7 @@ void ht_summary_release(struct ht_summary *s)
 int ht_summary_run(struct ht_summary *s, struct ht_reader *reader)
 {
 	memset(s, 0, sizeof(*s));
-	struct run r = { .s = s };
+	struct run r = {.s = s};
 	struct ht_life_tracker *lt = ht_life_new(on_life_end, &r);
 	struct ht_commit_tracker *ct = ht_commit_new(NULL, NULL);
 	int rc = HT_ERR_NOMEM;
@@ -161,10 +161,11 @@ int ht_summary_run(struct ht_summary *s, struct ht_reader *reader)
 			break;
 		case HT_EV_PROCESS_EXEC:
 			/* The earlier image of the same pid ends here. */
-			for (uint32_t p = 0; p < ht_reader_process_count(reader) && p < r.nlive; p++) {
+			for (uint32_t p = 0; p < ht_reader_process_count(reader) && p < r.nlive;
+			     p++) {
 				const struct ht_process *pr = ht_reader_process(reader, p);
-				if (p != ev.process && pr->pid == ev.pid && (pr->flags & HT_PROCF_EXECED) &&
-				    pr->end_ts == ev.ts)
+				if (p != ev.process && pr->pid == ev.pid &&
+				    (pr->flags & HT_PROCF_EXECED) && pr->end_ts == ev.ts)
 					end_process(&r, p);
 			}
 			break;

@@ -24,7 +24,7 @@ struct ht_summary_counts {
 	   realloc counted once per call that returned a block) and their bytes. */
 	uint64_t alloc_calls;
 	uint64_t alloc_bytes;
-	uint64_t free_calls;    /* free() of a non-NULL pointer, realloc(p, 0) */
+	uint64_t free_calls;	/* free() of a non-NULL pointer, realloc(p, 0) */
 	uint64_t unknown_frees; /* frees of blocks never seen allocated */
 	/* Outstanding heap bytes: highest, and when first reached. In the total
 	   a process stops counting when it exits. */

@@ -14,19 +14,19 @@
 #include "heaptrail/trace.h"
 
 static const char usage_text[] =
-	"usage: heaptrail dump FILE [--format text|json] [--stacks]\n"
-	"\n"
-	"Print every event of a trace in time order, one per line:\n"
-	"  TS PID TID TYPE FUNC FIELD=VALUE... stack=ID\n"
-	"TS is in ns since the start of the trace; addresses, handles, prot and flags\n"
-	"are hex, sizes and ids decimal; stack=0 means no stack was captured.\n"
-	"\n"
-	"options:\n"
-	"  --format text|json   text (default) or JSON Lines: one object per event\n"
-	"                       (fields in docs/json-output.md)\n"
-	"  --stacks             add each event's frames, innermost first, as\n"
-	"                       'module!function file:line' or 'module!0xREL'\n"
-	"  -h, --help           show this help\n";
+    "usage: heaptrail dump FILE [--format text|json] [--stacks]\n"
+    "\n"
+    "Print every event of a trace in time order, one per line:\n"
+    "  TS PID TID TYPE FUNC FIELD=VALUE... stack=ID\n"
+    "TS is in ns since the start of the trace; addresses, handles, prot and flags\n"
+    "are hex, sizes and ids decimal; stack=0 means no stack was captured.\n"
+    "\n"
+    "options:\n"
+    "  --format text|json   text (default) or JSON Lines: one object per event\n"
+    "                       (fields in docs/json-output.md)\n"
+    "  --stacks             add each event's frames, innermost first, as\n"
+    "                       'module!function file:line' or 'module!0xREL'\n"
+    "  -h, --help           show this help\n";
 
 /* Fields of struct ht_event that dump prints, in printing order. */
 enum field {
@@ -48,26 +48,43 @@ enum field {
 static unsigned always(unsigned type)
 {
 	switch (type) {
-	case HT_EV_ALLOC: return F_ADDR | F_SIZE;
-	case HT_EV_ALLOC_FAIL: return F_SIZE;
-	case HT_EV_REALLOC: return F_OLD_ADDR | F_ADDR | F_SIZE;
-	case HT_EV_FREE: return F_ADDR;
-	case HT_EV_MMAP: return F_ADDR | F_SIZE | F_PROT | F_MFLAGS | F_FD;
-	case HT_EV_MUNMAP: return F_ADDR | F_SIZE;
-	case HT_EV_MREMAP: return F_OLD_ADDR | F_OLD_SIZE | F_ADDR | F_SIZE | F_MFLAGS;
-	case HT_EV_MPROTECT: return F_ADDR | F_SIZE | F_PROT;
-	case HT_EV_BRK: return F_OLD_ADDR | F_ADDR;
-	case HT_EV_HEAP_CREATE: return F_HEAP | F_NAME;
-	case HT_EV_HEAP_DESTROY: return F_HEAP;
+	case HT_EV_ALLOC:
+		return F_ADDR | F_SIZE;
+	case HT_EV_ALLOC_FAIL:
+		return F_SIZE;
+	case HT_EV_REALLOC:
+		return F_OLD_ADDR | F_ADDR | F_SIZE;
+	case HT_EV_FREE:
+		return F_ADDR;
+	case HT_EV_MMAP:
+		return F_ADDR | F_SIZE | F_PROT | F_MFLAGS | F_FD;
+	case HT_EV_MUNMAP:
+		return F_ADDR | F_SIZE;
+	case HT_EV_MREMAP:
+		return F_OLD_ADDR | F_OLD_SIZE | F_ADDR | F_SIZE | F_MFLAGS;
+	case HT_EV_MPROTECT:
+		return F_ADDR | F_SIZE | F_PROT;
+	case HT_EV_BRK:
+		return F_OLD_ADDR | F_ADDR;
+	case HT_EV_HEAP_CREATE:
+		return F_HEAP | F_NAME;
+	case HT_EV_HEAP_DESTROY:
+		return F_HEAP;
 	case HT_EV_PROCESS_START:
 	case HT_EV_PROCESS_EXEC:
-	case HT_EV_PROCESS_EXIT: return F_PROCESS;
+	case HT_EV_PROCESS_EXIT:
+		return F_PROCESS;
 	case HT_EV_THREAD_START:
-	case HT_EV_THREAD_NAME: return F_NAME;
-	case HT_EV_MODULE_LOAD: return F_MODULE | F_ADDR | F_SIZE | F_OLD_ADDR;
-	case HT_EV_MODULE_UNLOAD: return F_MODULE;
-	case HT_EV_RSS: return F_SIZE;
-	default: return 0;
+	case HT_EV_THREAD_NAME:
+		return F_NAME;
+	case HT_EV_MODULE_LOAD:
+		return F_MODULE | F_ADDR | F_SIZE | F_OLD_ADDR;
+	case HT_EV_MODULE_UNLOAD:
+		return F_MODULE;
+	case HT_EV_RSS:
+		return F_SIZE;
+	default:
+		return 0;
 	}
 }
 
@@ -117,7 +134,8 @@ static void frame_text(struct ht_reader *r, uint32_t id, char *buf, size_t n)
 		snprintf(buf, n, "?");
 		return;
 	}
-	const struct ht_module *m = fr->module != HT_MODULE_NONE ? ht_reader_module(r, fr->module) : NULL;
+	const struct ht_module *m =
+	    fr->module != HT_MODULE_NONE ? ht_reader_module(r, fr->module) : NULL;
 	const char *mod = m ? (*m->name ? m->name : "?") : NULL;
 	int k;
 	if (fr->function && mod)
@@ -143,7 +161,8 @@ static void print_text(struct ht_reader *r, const struct ht_event *ev, int stack
 	if (fl & F_HEAP)
 		fprintf(f, " heap=0x%" PRIx64, ev->heap);
 	if (fl & F_OLD_ADDR)
-		fprintf(f, ev->type == HT_EV_MODULE_LOAD ? " bias=0x%" PRIx64 : " old_addr=0x%" PRIx64,
+		fprintf(f,
+			ev->type == HT_EV_MODULE_LOAD ? " bias=0x%" PRIx64 : " old_addr=0x%" PRIx64,
 			ev->old_addr);
 	if (fl & F_OLD_SIZE)
 		fprintf(f, " old_size=%" PRIu64, ev->old_size);
@@ -292,8 +311,9 @@ static void print_json(struct ht_reader *r, const struct ht_event *ev, int stack
 		jw_arr_begin(&j);
 		for (uint32_t i = 0; i < n; i++) {
 			const struct ht_frame *fr = ht_reader_frame(r, frames[i]);
-			const struct ht_module *m =
-				fr && fr->module != HT_MODULE_NONE ? ht_reader_module(r, fr->module) : NULL;
+			const struct ht_module *m = fr && fr->module != HT_MODULE_NONE
+							? ht_reader_module(r, fr->module)
+							: NULL;
 			jw_obj_begin(&j);
 			jw_key(&j, "module");
 			jw_str(&j, m ? m->name : NULL);
@@ -318,10 +338,10 @@ static void print_json(struct ht_reader *r, const struct ht_event *ev, int stack
 int cmd_dump(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "stacks", no_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"format", required_argument, NULL, 'f'},
+	    {"stacks", no_argument, NULL, 's'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	enum out_format fmt = FMT_TEXT;
 	int stacks = 0, c;
@@ -340,13 +360,15 @@ int cmd_dump(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return 0;
 		case ':':
-			die("option '%s' needs a value; see 'heaptrail dump --help'", argv[optind - 1]);
+			die("option '%s' needs a value; see 'heaptrail dump --help'",
+			    argv[optind - 1]);
 		default:
 			die("unknown option '%s'; see 'heaptrail dump --help'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)
-		die("no trace file given; usage: heaptrail dump FILE [--format text|json] [--stacks]");
+		die("no trace file given; usage: heaptrail dump FILE [--format text|json] "
+		    "[--stacks]");
 	if (optind + 1 < argc)
 		die("too many arguments: '%s'; dump reads one trace", argv[optind + 1]);
 	const char *path = argv[optind];

@@ -16,17 +16,17 @@
 #include "heaptrail/trace.h"
 
 static const char usage_text[] =
-	"usage: heaptrail info FILE [--format text|json]\n"
-	"\n"
-	"Summarize a trace: the recorded command, its processes (pid, parent, exe,\n"
-	"how they ended), duration, event counts, lost events and, per process and in\n"
-	"total, allocation calls and bytes, peak outstanding heap (and when), what was\n"
-	"never freed, and committed memory (mappings committed, peak committed).\n"
-	"\n"
-	"options:\n"
-	"  --format text|json   output format (default text); JSON fields are in\n"
-	"                       docs/json-output.md\n"
-	"  -h, --help           show this help\n";
+    "usage: heaptrail info FILE [--format text|json]\n"
+    "\n"
+    "Summarize a trace: the recorded command, its processes (pid, parent, exe,\n"
+    "how they ended), duration, event counts, lost events and, per process and in\n"
+    "total, allocation calls and bytes, peak outstanding heap (and when), what was\n"
+    "never freed, and committed memory (mappings committed, peak committed).\n"
+    "\n"
+    "options:\n"
+    "  --format text|json   output format (default text); JSON fields are in\n"
+    "                       docs/json-output.md\n"
+    "  -h, --help           show this help\n";
 
 /* "1.234 ms": a time in the largest unit that keeps it >= 1, three decimals. */
 static const char *fmt_time(char *buf, size_t n, uint64_t ns)
@@ -38,14 +38,15 @@ static const char *fmt_time(char *buf, size_t n, uint64_t ns)
 	else if (ns < 1000000000)
 		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " ms", ns / 1000000, ns / 1000 % 1000);
 	else
-		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " s", ns / 1000000000, ns / 1000000 % 1000);
+		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " s", ns / 1000000000,
+			 ns / 1000000 % 1000);
 	return buf;
 }
 
 /* "12.3 MiB" for sizes of 1 KiB and more; exact bytes are printed next to it. */
 static const char *fmt_human(char *buf, size_t n, uint64_t bytes)
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
 	if (bytes < 1024) {
 		buf[0] = 0;
 		return buf;
@@ -127,7 +128,8 @@ static int collect_warnings(struct ht_reader *r, char w[3][600])
 	int n = 0;
 	if (in->flags & HT_TRACEF_TRUNCATED) {
 		const char *why = ht_reader_warning(r);
-		snprintf(w[n++], 600, "the trace is incomplete%s%s", why ? ": " : "", why ? why : "");
+		snprintf(w[n++], 600, "the trace is incomplete%s%s", why ? ": " : "",
+			 why ? why : "");
 	}
 	if (in->events_lost)
 		snprintf(w[n++], 600, "%" PRIu64 " events were lost (the session was lossy)",
@@ -182,7 +184,8 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht_su
 		fprintf(f, "  [%u] pid %d, parent %d", i, p->pid, p->ppid);
 		if (p->parent != UINT32_MAX)
 			fprintf(f, " [%u]", p->parent);
-		fprintf(f, ", %s, %s", *p->exe ? p->exe : "(unknown exe)", proc_end(buf, sizeof(buf), p));
+		fprintf(f, ", %s, %s", *p->exe ? p->exe : "(unknown exe)",
+			proc_end(buf, sizeof(buf), p));
 		if (p->flags & HT_PROCF_ROOT)
 			fputs(", launched", f);
 		if (p->flags & HT_PROCF_FORK)
@@ -204,7 +207,8 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht_su
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct ht_process *p = ht_reader_process(r, i);
 		if (p)
-			fprintf(f, "\nprocess [%u] pid %d %s:\n", i, p->pid, *p->exe ? p->exe : "(unknown exe)");
+			fprintf(f, "\nprocess [%u] pid %d %s:\n", i, p->pid,
+				*p->exe ? p->exe : "(unknown exe)");
 		else
 			fprintf(f, "\nprocess [%u] (not in the process table):\n", i);
 		print_counts(f, &s->procs[i]);
@@ -327,10 +331,10 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht_su
 		uint32_t bit;
 		const char *name;
 	} flag_names[] = {
-		{ HT_PROCF_ROOT, "root" },       { HT_PROCF_FORK, "fork" },
-		{ HT_PROCF_EXEC, "exec" },       { HT_PROCF_ATTACHED, "attached" },
-		{ HT_PROCF_EXITED, "exited" },   { HT_PROCF_SIGNALED, "signaled" },
-		{ HT_PROCF_EXECED, "execed" },
+	    {HT_PROCF_ROOT, "root"},	 {HT_PROCF_FORK, "fork"},
+	    {HT_PROCF_EXEC, "exec"},	 {HT_PROCF_ATTACHED, "attached"},
+	    {HT_PROCF_EXITED, "exited"}, {HT_PROCF_SIGNALED, "signaled"},
+	    {HT_PROCF_EXECED, "execed"},
 	};
 	jw_key(&j, "processes");
 	jw_arr_begin(&j);
@@ -381,9 +385,9 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht_su
 int cmd_info(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"format", required_argument, NULL, 'f'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	enum out_format fmt = FMT_TEXT;
 	int c;
@@ -399,7 +403,8 @@ int cmd_info(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return 0;
 		case ':':
-			die("option '%s' needs a value; see 'heaptrail info --help'", argv[optind - 1]);
+			die("option '%s' needs a value; see 'heaptrail info --help'",
+			    argv[optind - 1]);
 		default:
 			die("unknown option '%s'; see 'heaptrail info --help'", argv[optind - 1]);
 		}

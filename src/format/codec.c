@@ -148,7 +148,7 @@ void ht__buf_release(struct ht__buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static const char *const empty_argv[1] = { NULL };
+static const char *const empty_argv[1] = {NULL};
 
 static void proc_blank(struct ht__proc *e)
 {

@@ -28,11 +28,11 @@
 #define HT__RAW_MAX (64u << 20)
 
 enum ht__chunk_kind {
-	HT__CHUNK_EVENTS = 1,    /* events and inline definitions */
-	HT__CHUNK_DEFS = 2,      /* every module, frame and stack definition again */
-	HT__CHUNK_SYMBOLS = 3,   /* symbols of physical frames */
+	HT__CHUNK_EVENTS = 1,	 /* events and inline definitions */
+	HT__CHUNK_DEFS = 2,	 /* every module, frame and stack definition again */
+	HT__CHUNK_SYMBOLS = 3,	 /* symbols of physical frames */
 	HT__CHUNK_PROCESSES = 4, /* the process table */
-	HT__CHUNK_META = 5,      /* command, hostname; at finish also duration, lost */
+	HT__CHUNK_META = 5,	 /* command, hostname; at finish also duration, lost */
 };
 
 /* Record codes in the low 5 bits of a record's first byte. Events use their
@@ -52,12 +52,12 @@ enum ht__chunk_kind {
  * varint length of each stream; the streams follow in this order.
  */
 enum ht__stream {
-	HT__S_OPS = 0,   /* record first bytes, func bytes, field masks */
-	HT__S_MISC = 1,  /* flags, heap, thread slots, prot, mflags, fd, value, module, names,
+	HT__S_OPS = 0,	 /* record first bytes, func bytes, field masks */
+	HT__S_MISC = 1,	 /* flags, heap, thread slots, prot, mflags, fd, value, module, names,
 			    process descriptions, definition bodies */
-	HT__S_TIME = 2,  /* timestamp deltas */
-	HT__S_ADDR = 3,  /* address codes */
-	HT__S_SIZE = 4,  /* size, old_size */
+	HT__S_TIME = 2,	 /* timestamp deltas */
+	HT__S_ADDR = 3,	 /* address codes */
+	HT__S_SIZE = 4,	 /* size, old_size */
 	HT__S_STACK = 5, /* stack ids */
 	HT__NSTREAMS = 6
 };
@@ -131,7 +131,7 @@ struct ht__chunk_header {
 	uint32_t raw_size;
 	uint32_t comp_size;
 	uint32_t count; /* events (EVENTS) or entries (tables) */
-	uint32_t seq;   /* position of the chunk in the file, from 0 */
+	uint32_t seq;	/* position of the chunk in the file, from 0 */
 	uint64_t first_ts;
 	uint64_t last_ts;
 };
@@ -156,11 +156,11 @@ int ht__footer_parse(const uint8_t in[HT__FOOTER_SIZE], struct ht__footer *f);
 static inline unsigned ht__default_func(unsigned type)
 {
 	static const uint8_t def[HT_EV__COUNT] = {
-		[HT_EV_ALLOC] = HT_FN_MALLOC,   [HT_EV_ALLOC_FAIL] = HT_FN_MALLOC,
-		[HT_EV_REALLOC] = HT_FN_REALLOC, [HT_EV_FREE] = HT_FN_FREE,
-		[HT_EV_MMAP] = HT_FN_MMAP,       [HT_EV_MUNMAP] = HT_FN_MUNMAP,
-		[HT_EV_MREMAP] = HT_FN_MREMAP,   [HT_EV_MPROTECT] = HT_FN_MPROTECT,
-		[HT_EV_BRK] = HT_FN_BRK,
+	    [HT_EV_ALLOC] = HT_FN_MALLOC,    [HT_EV_ALLOC_FAIL] = HT_FN_MALLOC,
+	    [HT_EV_REALLOC] = HT_FN_REALLOC, [HT_EV_FREE] = HT_FN_FREE,
+	    [HT_EV_MMAP] = HT_FN_MMAP,	     [HT_EV_MUNMAP] = HT_FN_MUNMAP,
+	    [HT_EV_MREMAP] = HT_FN_MREMAP,   [HT_EV_MPROTECT] = HT_FN_MPROTECT,
+	    [HT_EV_BRK] = HT_FN_BRK,
 	};
 	return type < HT_EV__COUNT ? def[type] : HT_FN_NONE;
 }
@@ -183,7 +183,10 @@ static inline void ht__put_le64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static inline uint16_t ht__get_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint16_t ht__get_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
 
 static inline uint32_t ht__get_le32(const uint8_t *p)
 {
@@ -195,8 +198,14 @@ static inline uint64_t ht__get_le64(const uint8_t *p)
 	return (uint64_t)ht__get_le32(p) | (uint64_t)ht__get_le32(p + 4) << 32;
 }
 
-static inline uint64_t ht__zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static inline int64_t ht__unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+static inline uint64_t ht__zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t ht__unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
 
 /* Writes v as LEB128 at p (up to 10 bytes); returns the new end. */
 static inline uint8_t *ht__put_varint(uint8_t *p, uint64_t v)
@@ -290,7 +299,7 @@ void ht__buf_release(struct ht__buf *b);
  */
 struct ht__proc {
 	struct ht_process p; /* first: a struct ht__proc * is a struct ht_process * */
-	char *strings;       /* exe and argv bytes, owned */
+	char *strings;	     /* exe and argv bytes, owned */
 	const char **argv;   /* owned */
 };
 

@@ -45,7 +45,7 @@ struct svec {
 struct phys_frame {
 	uint32_t module;
 	uint32_t first; /* first logical frame */
-	uint32_t nlog;  /* 0: not defined */
+	uint32_t nlog;	/* 0: not defined */
 	uint64_t rel;
 };
 
@@ -94,13 +94,13 @@ struct ht_reader {
 	int fd;
 	uint64_t size;
 	uint32_t header_size;
-	int scan;            /* no usable footer: tables come from the events */
+	int scan;	     /* no usable footer: tables come from the events */
 	uint64_t events_end; /* offset where event chunks stop */
 
 	struct tables t;
 
 	/* Event stream state. */
-	uint64_t pos;       /* file offset of the next chunk */
+	uint64_t pos;	    /* file offset of the next chunk */
 	uint32_t chunk_seq; /* seq of the current chunk, for messages */
 	uint64_t chunk_off;
 	int done;
@@ -458,7 +458,8 @@ static int decode_def(struct tables *t, struct ht__cur *c, unsigned code, int le
 			return HT_ERR_CORRUPT;
 		if (blen > 64)
 			blen = 64;
-		return learn ? def_module(t, (uint32_t)id, path, plen, (const uint8_t *)bid, blen) : 0;
+		return learn ? def_module(t, (uint32_t)id, path, plen, (const uint8_t *)bid, blen)
+			     : 0;
 	}
 	case HT__REC_DEF_FRAME: {
 		uint64_t id = ht__get_varint(c);
@@ -542,7 +543,8 @@ static int decode_def(struct tables *t, struct ht__cur *c, unsigned code, int le
 		}
 		return def_stack(t, (uint32_t)id, buf, (uint32_t)n);
 	}
-	default: return HT_ERR_CORRUPT;
+	default:
+		return HT_ERR_CORRUPT;
 	}
 }
 
@@ -593,7 +595,7 @@ static int parse_processes(struct tables *t, struct ht__cur *c)
 	const char *small[16];
 	while (c->p < c->end) {
 		uint64_t idx = ht__get_varint(c);
-		struct ht_process d = { 0 };
+		struct ht_process d = {0};
 		d.pid = (int32_t)ht__unzigzag(ht__get_varint(c));
 		d.ppid = (int32_t)ht__unzigzag(ht__get_varint(c));
 		uint64_t parent = ht__get_varint(c);
@@ -643,7 +645,7 @@ static int parse_processes(struct tables *t, struct ht__cur *c)
 static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const char **why)
 {
 	struct tables *t = &r->t;
-	struct raw_stacks rs = { 0 };
+	struct raw_stacks rs = {0};
 	struct sym_tmp *syms = NULL; /* per physical frame: an index into symv */
 	uint32_t *sym_first = NULL, *sym_n = NULL;
 	size_t nsyms = 0, syms_cap = 0, symidx_cap = 0;
@@ -656,7 +658,7 @@ static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const ch
 		uint64_t next;
 		if ((rc = load_chunk(r, off, to, &h, &next, why)) < 0)
 			goto out;
-		struct ht__cur c = { r->raw, r->raw + h.raw_size, 0 };
+		struct ht__cur c = {r->raw, r->raw + h.raw_size, 0};
 		switch (h.kind) {
 		case HT__CHUNK_DEFS:
 			while (c.p < c.end && !rc) {
@@ -668,7 +670,8 @@ static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const ch
 			while (c.p < c.end && !rc) {
 				uint64_t frame = ht__get_varint(&c);
 				uint64_t n = ht__get_varint(&c);
-				if (c.bad || frame >= HT__MAX_FRAME_ID || n > (uint64_t)(c.end - c.p)) {
+				if (c.bad || frame >= HT__MAX_FRAME_ID ||
+				    n > (uint64_t)(c.end - c.p)) {
 					rc = HT_ERR_CORRUPT;
 					break;
 				}
@@ -686,7 +689,8 @@ static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const ch
 						rc = HT_ERR_NOMEM;
 						break;
 					}
-					memset(sym_n + symidx_cap, 0, (cap - symidx_cap) * sizeof(*b));
+					memset(sym_n + symidx_cap, 0,
+					       (cap - symidx_cap) * sizeof(*b));
 					symidx_cap = cap;
 				}
 				if (nsyms + n > syms_cap) {
@@ -708,10 +712,12 @@ static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const ch
 					for (int k = 0; k < 2 && !rc; k++) {
 						uint64_t len = ht__get_varint(&c);
 						const char *str = NULL;
-						if (c.bad || (len && len - 1 > (uint64_t)(c.end - c.p)))
+						if (c.bad ||
+						    (len && len - 1 > (uint64_t)(c.end - c.p)))
 							rc = HT_ERR_CORRUPT;
 						else if (len) {
-							str = arena_strndup(&t->arena, (const char *)c.p, len - 1);
+							str = arena_strndup(
+							    &t->arena, (const char *)c.p, len - 1);
 							c.p += len - 1;
 							if (!str)
 								rc = HT_ERR_NOMEM;
@@ -774,11 +780,15 @@ static int err_from_errno(int e)
 {
 	switch (e) {
 	case ENOENT:
-	case ENOTDIR: return HT_ERR_NOT_FOUND;
+	case ENOTDIR:
+		return HT_ERR_NOT_FOUND;
 	case EACCES:
-	case EPERM: return HT_ERR_PERM;
-	case ENOMEM: return HT_ERR_NOMEM;
-	default: return HT_ERR_IO;
+	case EPERM:
+		return HT_ERR_PERM;
+	case ENOMEM:
+		return HT_ERR_NOMEM;
+	default:
+		return HT_ERR_IO;
 	}
 }
 
@@ -790,7 +800,8 @@ static int open_footer(struct ht_reader *r, const char **why)
 	*why = "no footer (the recording did not finish)";
 	if (r->size < r->header_size + HT__FOOTER_SIZE)
 		return HT_ERR_CORRUPT;
-	if (read_at(r, fb, sizeof(fb), r->size - HT__FOOTER_SIZE) < 0 || ht__footer_parse(fb, &f) < 0)
+	if (read_at(r, fb, sizeof(fb), r->size - HT__FOOTER_SIZE) < 0 ||
+	    ht__footer_parse(fb, &f) < 0)
 		return HT_ERR_CORRUPT;
 	*why = "damaged footer";
 	if (f.footer_offset != r->size - HT__FOOTER_SIZE || f.tables_offset < r->header_size ||
@@ -863,7 +874,8 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		tables_release(&r->t);
 		r->scan = 1;
 		r->events_end = r->size;
-		add_warning(r, "%s: reading events up to the last whole chunk, without symbols", why);
+		add_warning(r, "%s: reading events up to the last whole chunk, without symbols",
+			    why);
 		struct ht_trace_info *in = &r->t.info;
 		in->start_realtime_ns = ht__get_le64(h + 24);
 		in->stack_mask = ht__get_le32(h + 32);
@@ -872,12 +884,12 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		uint64_t next;
 		if (load_chunk(r, r->header_size, r->size, &ch, &next, &why) == 0 &&
 		    ch.kind == HT__CHUNK_META) {
-			struct ht__cur c = { r->raw, r->raw + ch.raw_size, 0 };
+			struct ht__cur c = {r->raw, r->raw + ch.raw_size, 0};
 			if (parse_meta(&r->t, &c) < 0)
 				add_warning(r, "damaged meta chunk");
 		}
-		in->flags = (ht__get_le32(h + 36) | in->flags | HT_TRACEF_TRUNCATED) &
-			    ~HT_TRACEF_COMPLETE;
+		in->flags =
+		    (ht__get_le32(h + 36) | in->flags | HT_TRACEF_TRUNCATED) & ~HT_TRACEF_COMPLETE;
 		in->duration_ns = 0;
 		in->events_lost = 0;
 	}
@@ -926,8 +938,8 @@ static int stream_damaged(struct ht_reader *r, const char *why, uint32_t seq, ui
 	if (!r->damage_warned) {
 		r->damage_warned = 1;
 		if (seq != UINT32_MAX)
-			add_warning(r, "%s (chunk %u at offset %llu): later events are lost", why, seq,
-				    (unsigned long long)off);
+			add_warning(r, "%s (chunk %u at offset %llu): later events are lost", why,
+				    seq, (unsigned long long)off);
 		else
 			add_warning(r, "%s at offset %llu: later events are lost", why,
 				    (unsigned long long)off);
@@ -960,9 +972,9 @@ static int next_chunk(struct ht_reader *r)
 		if (h.kind != HT__CHUNK_EVENTS)
 			continue; /* META, or the tables of a trace whose footer is gone */
 		/* The stream table: count, then each stream's length. */
-		struct ht__cur c = { r->raw, r->raw + h.raw_size, 0 };
+		struct ht__cur c = {r->raw, r->raw + h.raw_size, 0};
 		uint64_t n = ht__get_varint(&c);
-		uint64_t len[HT__NSTREAMS] = { 0 }, total = 0;
+		uint64_t len[HT__NSTREAMS] = {0}, total = 0;
 		for (uint64_t i = 0; i < n && !c.bad && i < 64; i++) {
 			uint64_t l = ht__get_varint(&c);
 			if (i < HT__NSTREAMS)
@@ -975,7 +987,7 @@ static int next_chunk(struct ht_reader *r)
 		}
 		const uint8_t *p = c.p;
 		for (int i = 0; i < HT__NSTREAMS; i++) {
-			r->cur[i] = (struct ht__cur){ p, p + len[i], 0 };
+			r->cur[i] = (struct ht__cur){p, p + len[i], 0};
 			p += len[i];
 		}
 		r->nallocs = 0;
@@ -996,7 +1008,7 @@ static int chunk_damaged(struct ht_reader *r, const char *why)
 /* Reads the process description after a PROCESS_START/EXEC event. */
 static int decode_proc(struct ht_reader *r, struct ht__cur *c, const struct ht_event *ev)
 {
-	struct ht_process d = { 0 };
+	struct ht_process d = {0};
 	d.ppid = (int32_t)ht__unzigzag(ht__get_varint(c));
 	uint64_t parent = ht__get_varint(c);
 	d.parent = parent ? (uint32_t)(parent - 1) : UINT32_MAX;
@@ -1019,7 +1031,7 @@ static int decode_proc(struct ht_reader *r, struct ht__cur *c, const struct ht_e
 	char *ex = strndup(exe, elen);
 	const char **argv = calloc(argc + 1, sizeof(*argv));
 	int rc = ex && argv ? 0 : HT_ERR_NOMEM;
-	struct ht__cur a = { args, c->end, 0 };
+	struct ht__cur a = {args, c->end, 0};
 	for (uint64_t i = 0; i < argc && !rc; i++) {
 		uint32_t len;
 		const char *s = ht__get_bytes(&a, &len);
@@ -1101,7 +1113,7 @@ static uint64_t get_alloc_addr(struct ht_reader *r, struct ht__cur *a, uint32_t 
 		r->allocs = n;
 		r->allocs_cap = cap;
 	}
-	r->allocs[r->nallocs++] = (struct alloc_ent){ addr, size };
+	r->allocs[r->nallocs++] = (struct alloc_ent){addr, size};
 	return addr;
 }
 
@@ -1193,7 +1205,8 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 		int heap_ev = type == HT_EV_ALLOC || type == HT_EV_FREE ||
 			      (type == HT_EV_REALLOC && !(ev->flags & HT_EVF_FAILED));
 		if (mask & HT__F_OLD_ADDR)
-			ev->old_addr = heap_ev ? get_free_addr(r, a, si) : get_raw_addr(a, ht__get_varint(a), sl);
+			ev->old_addr = heap_ev ? get_free_addr(r, a, si)
+					       : get_raw_addr(a, ht__get_varint(a), sl);
 		if (mask & HT__F_ADDR) {
 			if (type == HT_EV_FREE)
 				ev->addr = get_free_addr(r, a, si);
@@ -1252,30 +1265,45 @@ const char *ht_reader_warning(const struct ht_reader *r)
 	return r && r->warning[0] ? r->warning : NULL;
 }
 
-const struct ht_trace_info *ht_reader_info(const struct ht_reader *r) { return &r->t.info; }
+const struct ht_trace_info *ht_reader_info(const struct ht_reader *r)
+{
+	return &r->t.info;
+}
 
-uint32_t ht_reader_process_count(const struct ht_reader *r) { return r->t.procs.n; }
+uint32_t ht_reader_process_count(const struct ht_reader *r)
+{
+	return r->t.procs.n;
+}
 
 const struct ht_process *ht_reader_process(const struct ht_reader *r, uint32_t index)
 {
 	return index < r->t.procs.n ? &r->t.procs.v[index]->p : NULL;
 }
 
-uint32_t ht_reader_module_count(const struct ht_reader *r) { return r->t.modules.n; }
+uint32_t ht_reader_module_count(const struct ht_reader *r)
+{
+	return r->t.modules.n;
+}
 
 const struct ht_module *ht_reader_module(const struct ht_reader *r, uint32_t id)
 {
 	return id < r->t.modules.n ? svec_at(&r->t.modules, id) : NULL;
 }
 
-uint32_t ht_reader_frame_count(const struct ht_reader *r) { return r->t.frames.n; }
+uint32_t ht_reader_frame_count(const struct ht_reader *r)
+{
+	return r->t.frames.n;
+}
 
 const struct ht_frame *ht_reader_frame(const struct ht_reader *r, uint32_t id)
 {
 	return id < r->t.frames.n ? svec_at(&r->t.frames, id) : NULL;
 }
 
-uint32_t ht_reader_stack_count(const struct ht_reader *r) { return r->t.nstacks ? r->t.nstacks : 1; }
+uint32_t ht_reader_stack_count(const struct ht_reader *r)
+{
+	return r->t.nstacks ? r->t.nstacks : 1;
+}
 
 uint32_t ht_reader_stack(const struct ht_reader *r, uint32_t stack, const uint32_t **frames)
 {

@@ -47,15 +47,15 @@ struct amap_ent {
 
 struct ht__writer {
 	int fd;
-	int err;       /* sticky: the first error ends writing */
-	uint64_t off;  /* bytes written so far */
-	uint32_t seq;  /* next chunk number */
+	int err;      /* sticky: the first error ends writing */
+	uint64_t off; /* bytes written so far */
+	uint32_t seq; /* next chunk number */
 	ZSTD_CCtx *cctx;
 	struct ht__buf comp;
 
 	struct ht__buf st[HT__NSTREAMS]; /* streams of the current events chunk */
-	size_t raw_len;                  /* their total length */
-	struct ht__buf payload;          /* the streams joined, for compression */
+	size_t raw_len;			 /* their total length */
+	struct ht__buf payload;		 /* the streams joined, for compression */
 	uint32_t ev_count;
 	uint64_t first_ts;
 	uint64_t last_ts; /* of the current chunk */
@@ -80,8 +80,8 @@ struct ht__writer {
 	uint32_t map_size; /* power of two */
 	uint32_t gen;
 
-	struct ht__buf defs;  /* every definition, for the DEFS table */
-	struct ht__buf syms;  /* SYMBOLS table payload */
+	struct ht__buf defs; /* every definition, for the DEFS table */
+	struct ht__buf syms; /* SYMBOLS table payload */
 	uint32_t syms_count;
 	struct ht__proctab procs;
 
@@ -121,13 +121,13 @@ static int write_chunk(struct ht__writer *w, uint8_t kind, const uint8_t *payloa
 	if (ZSTD_isError(c))
 		return w->err = HT_ERR_NOMEM;
 	struct ht__chunk_header h = {
-		.kind = kind,
-		.raw_size = (uint32_t)len,
-		.comp_size = (uint32_t)c,
-		.count = count,
-		.seq = w->seq++,
-		.first_ts = first_ts,
-		.last_ts = last_ts,
+	    .kind = kind,
+	    .raw_size = (uint32_t)len,
+	    .comp_size = (uint32_t)c,
+	    .count = count,
+	    .seq = w->seq++,
+	    .first_ts = first_ts,
+	    .last_ts = last_ts,
 	};
 	uint8_t hb[HT__CHUNK_HEADER_SIZE];
 	ht__chunk_header_pack(hb, &h);
@@ -179,9 +179,10 @@ static int flush_events(struct ht__writer *w)
 }
 
 /* META payload: see docs/trace-format.md. */
-static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost, uint32_t flags)
+static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost,
+		      uint32_t flags)
 {
-	struct ht__buf b = { 0 };
+	struct ht__buf b = {0};
 	int rc = ht__buf_reserve(&b, 128 + w->cmd.len);
 	if (rc < 0)
 		return w->err = rc;
@@ -208,14 +209,19 @@ static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 static int err_from_errno(int e)
 {
 	switch (e) {
-	case EEXIST: return HT_ERR_EXISTS;
+	case EEXIST:
+		return HT_ERR_EXISTS;
 	case EACCES:
 	case EPERM:
-	case EROFS: return HT_ERR_PERM;
+	case EROFS:
+		return HT_ERR_PERM;
 	case ENOENT:
-	case ENOTDIR: return HT_ERR_NOT_FOUND;
-	case ENOMEM: return HT_ERR_NOMEM;
-	default: return HT_ERR_IO;
+	case ENOTDIR:
+		return HT_ERR_NOT_FOUND;
+	case ENOMEM:
+		return HT_ERR_NOMEM;
+	default:
+		return HT_ERR_IO;
 	}
 }
 
@@ -266,7 +272,7 @@ int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__
 		goto fail;
 	}
 	/* File header: see docs/trace-format.md. */
-	uint8_t h[HT__HEADER_SIZE] = { 0 };
+	uint8_t h[HT__HEADER_SIZE] = {0};
 	memcpy(h, HT__FILE_MAGIC, 8);
 	ht__put_le32(h + 8, HT__FILE_VERSION);
 	h[12] = 1; /* little-endian */
@@ -319,15 +325,15 @@ int ht__writer_set_chunk_size(struct ht__writer *w, uint32_t bytes)
 	return 0;
 }
 
-int ht__writer_module(struct ht__writer *w, uint32_t id, const char *path,
-		      const uint8_t *build_id, uint32_t build_id_len)
+int ht__writer_module(struct ht__writer *w, uint32_t id, const char *path, const uint8_t *build_id,
+		      uint32_t build_id_len)
 {
 	if (!w)
 		return HT_ERR_INVALID;
 	if (!path)
 		path = "";
 	size_t plen = strlen(path);
-	struct ht__buf b = { 0 };
+	struct ht__buf b = {0};
 	if (ht__buf_reserve(&b, 16) < 0)
 		return HT_ERR_NOMEM;
 	b.data[0] = HT__REC_DEF_MODULE;
@@ -378,7 +384,10 @@ int ht__writer_stack(struct ht__writer *w, uint32_t id, const uint32_t *frames, 
 	return rc;
 }
 
-static uint32_t slot_hash(uint64_t key) { return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40); }
+static uint32_t slot_hash(uint64_t key)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40);
+}
 
 /* Slot of (process, pid, tid) in this chunk, made when new (*fresh = 1). */
 static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *out, int *fresh)
@@ -413,11 +422,12 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 		w->map_size = size;
 		w->gen = 1;
 		for (uint32_t s = 0; s < w->nslots; s++) {
-			uint64_t k = (uint64_t)w->slots[s].process << 32 | (uint32_t)w->slots[s].tid;
+			uint64_t k =
+			    (uint64_t)w->slots[s].process << 32 | (uint32_t)w->slots[s].tid;
 			uint32_t j = slot_hash(k) & (size - 1);
 			while (m[j].gen == w->gen)
 				j = (j + 1) & (size - 1);
-			m[j] = (struct slot_map_entry){ k, s, w->gen };
+			m[j] = (struct slot_map_entry){k, s, w->gen};
 		}
 		mask = size - 1;
 		i = slot_hash(key) & mask;
@@ -437,16 +447,19 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 		w->slots_cap = cap;
 	}
 	uint32_t s = w->nslots++;
-	w->slots[s] = (struct slot){ ev->process, ev->pid, ev->tid, 0, 0 };
+	w->slots[s] = (struct slot){ev->process, ev->pid, ev->tid, 0, 0};
 	memset(w->rings[s], 0, sizeof(w->rings[s]));
-	w->map[i] = (struct slot_map_entry){ key, s, w->gen };
+	w->map[i] = (struct slot_map_entry){key, s, w->gen};
 	*out = s;
 	*fresh = 1;
 	return 0;
 }
 
 /* Address map of the chunk's allocations: index of the latest at addr. */
-static uint32_t amap_hash(uint64_t addr) { return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 32); }
+static uint32_t amap_hash(uint64_t addr)
+{
+	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 32);
+}
 
 static struct amap_ent *amap_slot(struct ht__writer *w, uint64_t addr)
 {
@@ -480,7 +493,7 @@ static int note_alloc(struct ht__writer *w, uint64_t addr, uint64_t size)
 		}
 		free(old);
 	}
-	*amap_slot(w, addr) = (struct amap_ent){ addr, size, w->nallocs++, w->amap_gen };
+	*amap_slot(w, addr) = (struct amap_ent){addr, size, w->nallocs++, w->amap_gen};
 	return 0;
 }
 
@@ -599,7 +612,8 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		w->cur_slot = si;
 	}
 	struct ht__buf *tb = &w->st[HT__S_TIME];
-	tb->len = ht__put_varint(tb->data + tb->len, ht__zigzag((int64_t)(ev->ts - w->prev_ts))) - tb->data;
+	tb->len = ht__put_varint(tb->data + tb->len, ht__zigzag((int64_t)(ev->ts - w->prev_ts))) -
+		  tb->data;
 	w->prev_ts = ev->ts;
 	if (ev->stack) {
 		struct ht__buf *sb = &w->st[HT__S_STACK];
@@ -607,16 +621,26 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	}
 
 	uint8_t mask = 0, mask2 = 0;
-	if (ev->addr) mask |= HT__F_ADDR;
-	if (ev->size) mask |= HT__F_SIZE;
-	if (ev->old_addr) mask |= HT__F_OLD_ADDR;
-	if (ev->old_size) mask |= HT__F_OLD_SIZE;
-	if (ev->prot) mask |= HT__F_PROT;
-	if (ev->mflags) mask |= HT__F_MFLAGS;
-	if (ev->fd) mask |= HT__F_FD;
-	if (ev->value) mask2 |= HT__F2_VALUE;
-	if (ev->module) mask2 |= HT__F2_MODULE;
-	if (ev->name) mask2 |= HT__F2_NAME;
+	if (ev->addr)
+		mask |= HT__F_ADDR;
+	if (ev->size)
+		mask |= HT__F_SIZE;
+	if (ev->old_addr)
+		mask |= HT__F_OLD_ADDR;
+	if (ev->old_size)
+		mask |= HT__F_OLD_SIZE;
+	if (ev->prot)
+		mask |= HT__F_PROT;
+	if (ev->mflags)
+		mask |= HT__F_MFLAGS;
+	if (ev->fd)
+		mask |= HT__F_FD;
+	if (ev->value)
+		mask2 |= HT__F2_VALUE;
+	if (ev->module)
+		mask2 |= HT__F2_MODULE;
+	if (ev->name)
+		mask2 |= HT__F2_NAME;
 	if (mask2)
 		mask |= HT__F_MORE;
 	*op++ = mask;
@@ -671,7 +695,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	mb->len = mi - mb->data;
 
 	if (is_proc) {
-		struct ht_process d = { 0 };
+		struct ht_process d = {0};
 		if (proc)
 			d = *proc;
 		else
@@ -716,7 +740,8 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	return 0;
 }
 
-int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms, uint32_t n)
+int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms,
+		       uint32_t n)
 {
 	if (!w || (n && !syms))
 		return HT_ERR_INVALID;
@@ -777,7 +802,7 @@ static int write_table(struct ht__writer *w, uint8_t kind, const struct ht__buf 
 
 static size_t skip_def(const uint8_t *p, const uint8_t *end)
 {
-	struct ht__cur c = { p + 1, end, 0 };
+	struct ht__cur c = {p + 1, end, 0};
 	uint32_t len;
 	switch (*p) {
 	case HT__REC_DEF_MODULE:
@@ -797,7 +822,8 @@ static size_t skip_def(const uint8_t *p, const uint8_t *end)
 			ht__get_varint(&c);
 		break;
 	}
-	default: return 0;
+	default:
+		return 0;
 	}
 	return c.bad ? 0 : (size_t)(c.p - p);
 }
@@ -816,7 +842,7 @@ static size_t skip_nstr(struct ht__cur *c)
 
 static size_t skip_sym(const uint8_t *p, const uint8_t *end)
 {
-	struct ht__cur c = { p, end, 0 };
+	struct ht__cur c = {p, end, 0};
 	ht__get_varint(&c);
 	uint64_t n = ht__get_varint(&c);
 	for (uint64_t i = 0; i < n && !c.bad; i++) {
@@ -829,7 +855,7 @@ static size_t skip_sym(const uint8_t *p, const uint8_t *end)
 
 static int write_processes(struct ht__writer *w)
 {
-	struct ht__buf b = { 0 };
+	struct ht__buf b = {0};
 	int rc = 0;
 	for (uint32_t i = 0; i < w->procs.n && !rc; i++) {
 		const struct ht_process *d = &w->procs.v[i]->p;
@@ -858,7 +884,8 @@ static int write_processes(struct ht__writer *w)
 	return rc < 0 ? (w->err = rc) : 0;
 }
 
-int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost, uint32_t flags)
+int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost,
+		      uint32_t flags)
 {
 	if (!w)
 		return HT_ERR_INVALID;
@@ -882,10 +909,10 @@ int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 		rc = write_meta(w, duration_ns, events_lost, flags);
 	if (!rc) {
 		struct ht__footer f = {
-			.tables_offset = tables,
-			.footer_offset = w->off,
-			.event_count = w->event_total,
-			.event_chunks = w->event_chunks,
+		    .tables_offset = tables,
+		    .footer_offset = w->off,
+		    .event_count = w->event_total,
+		    .event_chunks = w->event_chunks,
 		};
 		uint8_t fb[HT__FOOTER_SIZE];
 		ht__footer_pack(fb, &f);

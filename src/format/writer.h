@@ -44,8 +44,8 @@ struct ht__symbol {
 int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__trace_meta *meta);
 
 /* Module id (0, 1, ... in order of definition): path and build-id bytes. */
-int ht__writer_module(struct ht__writer *w, uint32_t id, const char *path,
-		      const uint8_t *build_id, uint32_t build_id_len);
+int ht__writer_module(struct ht__writer *w, uint32_t id, const char *path, const uint8_t *build_id,
+		      uint32_t build_id_len);
 
 /* Physical frame id (0, 1, ...): a return address in a module. */
 int ht__writer_frame(struct ht__writer *w, uint32_t id, uint32_t module, uint64_t rel);
@@ -59,17 +59,20 @@ int ht__writer_stack(struct ht__writer *w, uint32_t id, const uint32_t *frames, 
  * in *proc (argv copied); pass NULL for every other type. The writer keeps
  * the process table from these events and writes it at finish.
  */
-int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const struct ht_process *proc);
+int ht__writer_event(struct ht__writer *w, const struct ht_event *ev,
+		     const struct ht_process *proc);
 
 /* Symbols of a physical frame, for the final symbol table (after all events). */
-int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms, uint32_t n);
+int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms,
+		       uint32_t n);
 
 /*
  * Write what is pending, the tables and the footer, and close the file.
  * duration_ns and events_lost go into the footer; flags add HT_TRACEF_*
  * (HT_TRACEF_SYMBOLS when symbols were written). Frees w.
  */
-int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost, uint32_t flags);
+int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost,
+		      uint32_t flags);
 
 /*
  * Raw payload bytes after which an events chunk is closed (default 1 MiB,

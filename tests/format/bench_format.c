@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	char path[512];
 	snprintf(path, sizeof(path), "%s/bench-%d.htr", dir, (int)getpid());
 
-	struct ht__trace_meta meta = { .argc = 0 };
+	struct ht__trace_meta meta = {.argc = 0};
 	struct ht__writer *w;
 	if (ht__writer_open(&w, path, &meta) < 0) {
 		fprintf(stderr, "cannot create %s\n", path);
@@ -60,9 +60,9 @@ int main(int argc, char **argv)
 	uint64_t next_addr[THREADS];
 	for (int t = 0; t < THREADS; t++)
 		next_addr[t] = 0x7f0000000000ull + (uint64_t)t * 0x10000000ull;
-	static const uint64_t sizes[] = { 16, 24, 32, 48, 64, 100, 128, 256, 512, 1000, 4096, 24 };
+	static const uint64_t sizes[] = {16, 24, 32, 48, 64, 100, 128, 256, 512, 1000, 4096, 24};
 	uint64_t ts = 0;
-	struct ht_event e = { 0 };
+	struct ht_event e = {0};
 	e.pid = 1000;
 	double t0 = now();
 	for (long i = 0; i < n; i++) {
@@ -131,7 +131,8 @@ int main(int argc, char **argv)
 	ht_reader_close(r);
 	unlink(path);
 	printf("events %ld, file %ld bytes, %.2f bytes/event\n", n, bytes, (double)bytes / n);
-	printf("raw encoding %.2f bytes/event, zstd ratio %.2f\n", (double)raw / n, (double)raw / bytes);
+	printf("raw encoding %.2f bytes/event, zstd ratio %.2f\n", (double)raw / n,
+	       (double)raw / bytes);
 	printf("write: %.3f s, %.1f M events/s, %.1f MB/s encoded, %.1f MB/s written\n", t1 - t0,
 	       n / (t1 - t0) / 1e6, raw / (t1 - t0) / 1e6, bytes / (t1 - t0) / 1e6);
 	printf("read:  %.3f s, %.1f M events/s (%ld events, checksum %llu)\n", t3 - t2,

@@ -23,14 +23,26 @@ static void put(struct ht_event e, const struct ht_process *p)
 
 static struct ht_event ev(uint8_t type, uint64_t ts, uint32_t process, int32_t pid, int32_t tid)
 {
-	struct ht_event e = { .type = type, .ts = ts, .process = process, .pid = pid, .tid = tid };
+	struct ht_event e = {.type = type, .ts = ts, .process = process, .pid = pid, .tid = tid};
 	switch (type) {
-	case HT_EV_ALLOC: e.func = HT_FN_MALLOC; break;
-	case HT_EV_REALLOC: e.func = HT_FN_REALLOC; break;
-	case HT_EV_FREE: e.func = HT_FN_FREE; break;
-	case HT_EV_MMAP: e.func = HT_FN_MMAP; break;
-	case HT_EV_MUNMAP: e.func = HT_FN_MUNMAP; break;
-	case HT_EV_MPROTECT: e.func = HT_FN_MPROTECT; break;
+	case HT_EV_ALLOC:
+		e.func = HT_FN_MALLOC;
+		break;
+	case HT_EV_REALLOC:
+		e.func = HT_FN_REALLOC;
+		break;
+	case HT_EV_FREE:
+		e.func = HT_FN_FREE;
+		break;
+	case HT_EV_MMAP:
+		e.func = HT_FN_MMAP;
+		break;
+	case HT_EV_MUNMAP:
+		e.func = HT_FN_MUNMAP;
+		break;
+	case HT_EV_MPROTECT:
+		e.func = HT_FN_MPROTECT;
+		break;
 	}
 	return e;
 }
@@ -42,35 +54,43 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int finish = !strcmp(argv[1], "demo");
-	static const char *const cmd[] = { "demo", "--run", "two words" };
-	static const char *const child_argv[] = { "demo", "--child" };
+	static const char *const cmd[] = {"demo", "--run", "two words"};
+	static const char *const child_argv[] = {"demo", "--child"};
 	struct ht__trace_meta meta = {
-		.start_realtime_ns = 1700000000000000000ull, /* 2023-11-14 22:13:20 UTC */
-		.stack_mask = 0xf,
-		.argc = 3,
-		.argv = cmd,
-		.hostname = "buildhost",
+	    .start_realtime_ns = 1700000000000000000ull, /* 2023-11-14 22:13:20 UTC */
+	    .stack_mask = 0xf,
+	    .argc = 3,
+	    .argv = cmd,
+	    .hostname = "buildhost",
 	};
 	int rc = ht__writer_open(&w, argv[2], &meta);
 	if (rc < 0) {
 		fprintf(stderr, "mktrace: cannot create '%s': %s\n", argv[2], ht_strerror(rc));
 		return 1;
 	}
-	static const uint8_t bid[] = { 0x12, 0x34, 0xab };
+	static const uint8_t bid[] = {0x12, 0x34, 0xab};
 	ht__writer_module(w, 0, "/usr/bin/demo", bid, sizeof(bid));
 	ht__writer_module(w, 1, "/lib/x86_64-linux-gnu/libc.so.6", NULL, 0);
 	ht__writer_frame(w, 0, 1, 0x2a0f0); /* malloc */
 	ht__writer_frame(w, 1, 0, 0x1150);  /* helper inlined into main */
 	ht__writer_frame(w, 2, 0, 0x1200);  /* main, no symbols */
 	ht__writer_frame(w, 3, HT_MODULE_NONE, 0x7ffff7fc1000ull);
-	uint32_t s1[] = { 0, 1, 2 }, s2[] = { 0, 2, 3 };
+	uint32_t s1[] = {0, 1, 2}, s2[] = {0, 2, 3};
 	ht__writer_stack(w, 1, s1, 3);
 	ht__writer_stack(w, 2, s2, 3);
 
-	struct ht_process root = { .ppid = 1, .parent = UINT32_MAX, .flags = HT_PROCF_ROOT,
-				   .exe = "/usr/bin/demo", .argc = 3, .argv = cmd };
-	struct ht_process child = { .ppid = 100, .parent = 0, .flags = HT_PROCF_FORK,
-				    .exe = "/usr/bin/demo", .argc = 2, .argv = child_argv };
+	struct ht_process root = {.ppid = 1,
+				  .parent = UINT32_MAX,
+				  .flags = HT_PROCF_ROOT,
+				  .exe = "/usr/bin/demo",
+				  .argc = 3,
+				  .argv = cmd};
+	struct ht_process child = {.ppid = 100,
+				   .parent = 0,
+				   .flags = HT_PROCF_FORK,
+				   .exe = "/usr/bin/demo",
+				   .argc = 2,
+				   .argv = child_argv};
 	struct ht_event e;
 	put(ev(HT_EV_PROCESS_START, 0, 0, 100, 100), &root);
 	e = ev(HT_EV_MODULE_LOAD, 10, 0, 100, 100);
@@ -139,8 +159,8 @@ int main(int argc, char **argv)
 		ht__writer_abort(w);
 		return failed;
 	}
-	struct ht__symbol malloc_sym[] = { { "malloc", NULL, 0 } };
-	struct ht__symbol f1[] = { { "helper(int)", "/src/demo.c", 7 }, { "main", "/src/demo.c", 21 } };
+	struct ht__symbol malloc_sym[] = {{"malloc", NULL, 0}};
+	struct ht__symbol f1[] = {{"helper(int)", "/src/demo.c", 7}, {"main", "/src/demo.c", 21}};
 	ht__writer_symbols(w, 0, malloc_sym, 1);
 	ht__writer_symbols(w, 1, f1, 2);
 	if (ht__writer_finish(w, 2100, 5, 0) < 0)

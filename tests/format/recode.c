@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "recode: cannot open '%s': %s\n", argv[1], ht_strerror(rc));
 		return 1;
 	}
-	struct ht__trace_meta meta = { .argc = 0 };
+	struct ht__trace_meta meta = {.argc = 0};
 	struct ht__writer *w;
 	unlink(argv[2]);
 	if ((rc = ht__writer_open(&w, argv[2], &meta)) < 0) {

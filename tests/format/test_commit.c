@@ -26,10 +26,10 @@ static void on_end(void *ctx, const struct ht_commit *c)
 
 static struct ht_commit_tracker *ct;
 
-static void ev(uint8_t type, uint64_t ts, uint32_t process, uint64_t addr, uint64_t size, uint32_t prot,
-	       uint32_t mflags)
+static void ev(uint8_t type, uint64_t ts, uint32_t process, uint64_t addr, uint64_t size,
+	       uint32_t prot, uint32_t mflags)
 {
-	struct ht_event e = { 0 };
+	struct ht_event e = {0};
 	e.type = type;
 	e.ts = ts;
 	e.process = process;
@@ -40,13 +40,15 @@ static void ev(uint8_t type, uint64_t ts, uint32_t process, uint64_t addr, uint6
 	e.prot = prot;
 	e.mflags = mflags;
 	e.stack = (uint32_t)ts;
-	e.func = type == HT_EV_MMAP ? HT_FN_MMAP : type == HT_EV_MPROTECT ? HT_FN_MPROTECT : HT_FN_MUNMAP;
+	e.func = type == HT_EV_MMAP	  ? HT_FN_MMAP
+		 : type == HT_EV_MPROTECT ? HT_FN_MPROTECT
+					  : HT_FN_MUNMAP;
 	CHECK_EQ(ht_commit_event(ct, &e), 0);
 }
 
 static void remap(uint64_t ts, uint64_t old_addr, uint64_t old_size, uint64_t addr, uint64_t size)
 {
-	struct ht_event e = { 0 };
+	struct ht_event e = {0};
 	e.type = HT_EV_MREMAP;
 	e.func = HT_FN_MREMAP;
 	e.ts = ts;
@@ -78,7 +80,10 @@ static void expect(int i, uint32_t process, uint64_t addr, uint64_t size, uint64
 		fprintf(stderr, "  at lifetime %d\n", i);
 }
 
-static uint64_t committed(void) { return ht_commit_stats(ct)->committed_bytes; }
+static uint64_t committed(void)
+{
+	return ht_commit_stats(ct)->committed_bytes;
+}
 
 int main(void)
 {
@@ -120,8 +125,12 @@ int main(void)
 	/* File and shared mappings never commit; failed calls change nothing. */
 	ev(HT_EV_MMAP, 9, 0, 0x300000, 8 * P, RW, MAP_PRIVATE);
 	ev(HT_EV_MMAP, 9, 0, 0x400000, 8 * P, RW, MAP_SHARED | MAP_ANONYMOUS);
-	struct ht_event f = { .type = HT_EV_MMAP, .ts = 9, .size = 8 * P, .prot = RW, .mflags = ANON,
-			      .flags = HT_EVF_FAILED };
+	struct ht_event f = {.type = HT_EV_MMAP,
+			     .ts = 9,
+			     .size = 8 * P,
+			     .prot = RW,
+			     .mflags = ANON,
+			     .flags = HT_EVF_FAILED};
 	CHECK_EQ(ht_commit_event(ct, &f), 0);
 	CHECK_EQ(committed(), 4 * P);
 	/* MAP_FIXED over [B, B + 2P) ends the committed [B + P, B + 2P). */
@@ -130,8 +139,13 @@ int main(void)
 	expect(3, 0, B + P, P, 6, 10);
 	CHECK_EQ(committed(), 5 * P);
 	/* brk growth commits whole pages past the old break's page. */
-	struct ht_event b = { .type = HT_EV_BRK, .func = HT_FN_SBRK, .ts = 11, .pid = 50,
-			      .old_addr = 0x555010, .addr = 0x557800, .stack = 11 };
+	struct ht_event b = {.type = HT_EV_BRK,
+			     .func = HT_FN_SBRK,
+			     .ts = 11,
+			     .pid = 50,
+			     .old_addr = 0x555010,
+			     .addr = 0x557800,
+			     .stack = 11};
 	CHECK_EQ(ht_commit_event(ct, &b), 0);
 	CHECK_EQ(committed(), 7 * P);
 	CHECK_EQ(ht_commit_stats(ct)->peak_bytes, 7 * P);
@@ -139,7 +153,7 @@ int main(void)
 	/* Another process at the same address. */
 	ev(HT_EV_MMAP, 13, 1, A, P, RW, ANON);
 	CHECK_EQ(committed(), 8 * P);
-	struct ht_event x = { .type = HT_EV_PROCESS_EXIT, .ts = 14, .process = 1, .pid = 51 };
+	struct ht_event x = {.type = HT_EV_PROCESS_EXIT, .ts = 14, .process = 1, .pid = 51};
 	CHECK_EQ(ht_commit_event(ct, &x), 0);
 	CHECK_EQ(committed(), 7 * P);
 	/* mprotect to writable of a range never seen commits it. */

@@ -31,20 +31,25 @@ static uint64_t rnd(void)
 
 static void make_trace(void)
 {
-	static const char *const argv[] = { "prog", "arg" };
-	struct ht__trace_meta meta = { .start_realtime_ns = 1, .argc = 2, .argv = argv, .hostname = "h" };
+	static const char *const argv[] = {"prog", "arg"};
+	struct ht__trace_meta meta = {
+	    .start_realtime_ns = 1, .argc = 2, .argv = argv, .hostname = "h"};
 	struct ht__writer *w;
 	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
 	CHECK_EQ(ht__writer_set_chunk_size(w, 2048), 0);
 	ht__writer_module(w, 0, "/bin/prog", (const uint8_t *)"\1\2", 2);
-	struct ht_process p = { .ppid = 1, .parent = UINT32_MAX, .flags = HT_PROCF_ROOT, .exe = "/bin/prog",
-				.argc = 2, .argv = argv };
+	struct ht_process p = {.ppid = 1,
+			       .parent = UINT32_MAX,
+			       .flags = HT_PROCF_ROOT,
+			       .exe = "/bin/prog",
+			       .argc = 2,
+			       .argv = argv};
 	uint64_t ts = 0;
 	for (int i = 0; i < NEV; i++) {
 		if (i % 50 == 0) {
 			uint32_t id = (uint32_t)(i / 50);
 			ht__writer_frame(w, id, id % 3 ? 0 : HT_MODULE_NONE, 0x1000 + id * 16);
-			uint32_t fr[2] = { id, id / 2 };
+			uint32_t fr[2] = {id, id / 2};
 			ht__writer_stack(w, id + 1, fr, 2);
 		}
 		struct ht_event *e = &orig[i];
@@ -60,18 +65,37 @@ static void make_trace(void)
 			continue;
 		}
 		switch ((x >> 12) % 5) {
-		case 0: e->type = HT_EV_ALLOC; e->func = HT_FN_MALLOC; break;
-		case 1: e->type = HT_EV_FREE; e->func = HT_FN_FREE; break;
-		case 2: e->type = HT_EV_REALLOC; e->func = HT_FN_REALLOC; e->old_addr = (x >> 20) & 0xffff0; break;
-		case 3: e->type = HT_EV_MMAP; e->func = HT_FN_MMAP; e->prot = 3; e->mflags = 0x22; e->fd = -1; break;
-		default: e->type = HT_EV_THREAD_NAME; e->name = "t"; break;
+		case 0:
+			e->type = HT_EV_ALLOC;
+			e->func = HT_FN_MALLOC;
+			break;
+		case 1:
+			e->type = HT_EV_FREE;
+			e->func = HT_FN_FREE;
+			break;
+		case 2:
+			e->type = HT_EV_REALLOC;
+			e->func = HT_FN_REALLOC;
+			e->old_addr = (x >> 20) & 0xffff0;
+			break;
+		case 3:
+			e->type = HT_EV_MMAP;
+			e->func = HT_FN_MMAP;
+			e->prot = 3;
+			e->mflags = 0x22;
+			e->fd = -1;
+			break;
+		default:
+			e->type = HT_EV_THREAD_NAME;
+			e->name = "t";
+			break;
 		}
 		e->addr = 0x10000 + ((x >> 24) & 0xffff) * 16;
 		e->size = (x >> 40) & 0xfff;
 		e->stack = (x >> 52) & 1 ? (uint32_t)(i / 50) + 1 : 0;
 		CHECK_EQ(ht__writer_event(w, e, NULL), 0);
 	}
-	struct ht__symbol s = { "f", "f.c", 3 };
+	struct ht__symbol s = {"f", "f.c", 3};
 	ht__writer_symbols(w, 0, &s, 1);
 	CHECK_EQ(ht__writer_finish(w, ts, 0, 0), 0);
 
@@ -130,7 +154,8 @@ static long read_back(int strict)
 				uint32_t m = ht_reader_stack(r, ev.stack, &fr);
 				for (uint32_t i = 0; i < m; i++)
 					if (ht_reader_frame(r, fr[i]) == NULL) {
-						fprintf(stderr, "stack %u names a missing frame\n", ev.stack);
+						fprintf(stderr, "stack %u names a missing frame\n",
+							ev.stack);
 						test_failures++;
 					}
 			}
@@ -177,7 +202,8 @@ static void test_truncation(void)
 			CHECK(n <= NEV);
 		/* Longer cuts never give fewer events (chunks are whole or gone)... */
 		if (n >= 0 && n < prev && len < file_len - HT__FOOTER_SIZE - 2048) {
-			fprintf(stderr, "cut at %zu gave %ld events, shorter cut gave %ld\n", len, n, prev);
+			fprintf(stderr, "cut at %zu gave %ld events, shorter cut gave %ld\n", len,
+				n, prev);
 			test_failures++;
 		}
 		if (n > prev)
@@ -215,7 +241,8 @@ static void test_resealed(void)
 		int target = (int)(rnd() % 20); /* which chunk to damage */
 		int idx = 0;
 		struct ht__chunk_header h;
-		while (off + HT__CHUNK_HEADER_SIZE <= file_len && ht__chunk_header_parse(file + off, &h) == 0) {
+		while (off + HT__CHUNK_HEADER_SIZE <= file_len &&
+		       ht__chunk_header_parse(file + off, &h) == 0) {
 			const uint8_t *payload = file + off + HT__CHUNK_HEADER_SIZE;
 			uint32_t orig_comp = h.comp_size;
 			size_t len = ZSTD_decompress(raw, HT__RAW_MAX, payload, orig_comp);
@@ -225,13 +252,20 @@ static void test_resealed(void)
 				int muts = 1 + (int)(rnd() % 6);
 				for (int k = 0; k < muts && len; k++) {
 					switch (rnd() % 3) {
-					case 0: raw[rnd() % len] ^= (uint8_t)(1u << (rnd() % 8)); break;
-					case 1: raw[rnd() % len] = (uint8_t)rnd(); break;
-					default: len -= rnd() % (len < 64 ? len : 64); break; /* cut short */
+					case 0:
+						raw[rnd() % len] ^= (uint8_t)(1u << (rnd() % 8));
+						break;
+					case 1:
+						raw[rnd() % len] = (uint8_t)rnd();
+						break;
+					default:
+						len -= rnd() % (len < 64 ? len : 64);
+						break; /* cut short */
 					}
 				}
 			}
-			size_t c = ZSTD_compress(out + o + HT__CHUNK_HEADER_SIZE, file_len + 65536, raw, len, 1);
+			size_t c = ZSTD_compress(out + o + HT__CHUNK_HEADER_SIZE, file_len + 65536,
+						 raw, len, 1);
 			h.raw_size = (uint32_t)len;
 			h.comp_size = (uint32_t)c;
 			ht__chunk_header_pack(out + o, &h);
@@ -248,7 +282,7 @@ static void test_resealed(void)
 				tables = t;
 			t += HT__CHUNK_HEADER_SIZE + h.comp_size;
 		}
-		struct ht__footer f = { .tables_offset = tables ? tables : o, .footer_offset = o };
+		struct ht__footer f = {.tables_offset = tables ? tables : o, .footer_offset = o};
 		ht__footer_pack(out + o, &f);
 		o += HT__FOOTER_SIZE;
 		write_file(out, o);

@@ -19,10 +19,9 @@ static void on_end(void *ctx, const struct ht_life *l)
 	ngot++;
 }
 
-static struct ht_event E(uint8_t type, uint64_t ts, uint32_t process, uint64_t old_addr, uint64_t addr,
-			 uint64_t size)
-{
-	struct ht_event e = { 0 };
+static struct ht_event E(uint8_t type, uint64_t ts, uint32_t process, uint64_t old_addr,
+			 uint64_t addr, uint64_t size) {
+	struct ht_event e = {0};
 	e.type = type;
 	e.ts = ts;
 	e.process = process;
@@ -31,12 +30,18 @@ static struct ht_event E(uint8_t type, uint64_t ts, uint32_t process, uint64_t o
 	e.old_addr = old_addr;
 	e.addr = addr;
 	e.size = size;
-	e.func = type == HT_EV_REALLOC ? HT_FN_REALLOC : type == HT_EV_FREE ? HT_FN_FREE : HT_FN_MALLOC;
+	e.func = type == HT_EV_REALLOC ? HT_FN_REALLOC
+		 : type == HT_EV_FREE  ? HT_FN_FREE
+				       : HT_FN_MALLOC;
 	e.stack = (uint32_t)ts; /* a recognizable stack per event */
 	return e;
 }
 
-static void feed(struct ht_life_tracker *t, struct ht_event e) { CHECK_EQ(ht_life_event(t, &e), 0); }
+static void
+feed(struct ht_life_tracker *t, struct ht_event e)
+{
+	CHECK_EQ(ht_life_event(t, &e), 0);
+}
 
 static void expect(int i, uint64_t addr, uint64_t size, uint64_t alloc_ts, uint64_t free_ts,
 		   uint32_t process, int from_realloc, int freed_by_realloc)
@@ -187,7 +192,8 @@ static void test_many(void)
 	struct ht_life_tracker *t = ht_life_new(NULL, NULL);
 	const uint64_t n = 200000;
 	for (uint64_t i = 0; i < n; i++)
-		feed(t, E(HT_EV_ALLOC, i, (uint32_t)(i & 1), 0, 0x10000 + (i / 2) * 16, i % 100 + 1));
+		feed(t,
+		     E(HT_EV_ALLOC, i, (uint32_t)(i & 1), 0, 0x10000 + (i / 2) * 16, i % 100 + 1));
 	uint64_t bytes = 0;
 	for (uint64_t i = 0; i < n; i++)
 		bytes += i % 100 + 1;

@@ -18,7 +18,8 @@
 static struct ht_event evs[NEV];
 static int nev;
 
-static struct ht_event *ev_add(uint8_t type, uint32_t process, int32_t pid, int32_t tid, uint64_t ts)
+static struct ht_event *ev_add(uint8_t type, uint32_t process, int32_t pid, int32_t tid,
+			       uint64_t ts)
 {
 	struct ht_event *e = &evs[nev++];
 	memset(e, 0, sizeof(*e));
@@ -29,20 +30,36 @@ static struct ht_event *ev_add(uint8_t type, uint32_t process, int32_t pid, int3
 	e->ts = ts;
 	switch (type) {
 	case HT_EV_ALLOC:
-	case HT_EV_ALLOC_FAIL: e->func = HT_FN_MALLOC; break;
-	case HT_EV_REALLOC: e->func = HT_FN_REALLOC; break;
-	case HT_EV_FREE: e->func = HT_FN_FREE; break;
-	case HT_EV_MMAP: e->func = HT_FN_MMAP; break;
-	case HT_EV_MUNMAP: e->func = HT_FN_MUNMAP; break;
-	case HT_EV_MREMAP: e->func = HT_FN_MREMAP; break;
-	case HT_EV_MPROTECT: e->func = HT_FN_MPROTECT; break;
-	case HT_EV_BRK: e->func = HT_FN_BRK; break;
+	case HT_EV_ALLOC_FAIL:
+		e->func = HT_FN_MALLOC;
+		break;
+	case HT_EV_REALLOC:
+		e->func = HT_FN_REALLOC;
+		break;
+	case HT_EV_FREE:
+		e->func = HT_FN_FREE;
+		break;
+	case HT_EV_MMAP:
+		e->func = HT_FN_MMAP;
+		break;
+	case HT_EV_MUNMAP:
+		e->func = HT_FN_MUNMAP;
+		break;
+	case HT_EV_MREMAP:
+		e->func = HT_FN_MREMAP;
+		break;
+	case HT_EV_MPROTECT:
+		e->func = HT_FN_MPROTECT;
+		break;
+	case HT_EV_BRK:
+		e->func = HT_FN_BRK;
+		break;
 	}
 	return e;
 }
 
-static const char *const root_argv[] = { "./app", "-x", "arg with space" };
-static const char *const child_argv[] = { "/bin/true", "--version" };
+static const char *const root_argv[] = {"./app", "-x", "arg with space"};
+static const char *const child_argv[] = {"/bin/true", "--version"};
 
 /* Builds the events of the main test trace into evs[]. */
 static void build_events(void)
@@ -142,13 +159,27 @@ static void build_events(void)
 static const struct ht_process *proc_for(int i)
 {
 	static struct ht_process root, child, exec;
-	root = (struct ht_process){ .pid = 100, .ppid = 1, .parent = UINT32_MAX,
-				    .flags = HT_PROCF_ROOT, .exe = "/home/u/app", .argc = 3,
-				    .argv = root_argv };
-	child = (struct ht_process){ .pid = 101, .ppid = 100, .parent = 0, .flags = HT_PROCF_FORK,
-				     .exe = "/home/u/app", .argc = 3, .argv = root_argv };
-	exec = (struct ht_process){ .pid = 101, .ppid = 100, .parent = 0, .flags = HT_PROCF_EXEC,
-				    .exe = "/bin/true", .argc = 2, .argv = child_argv };
+	root = (struct ht_process){.pid = 100,
+				   .ppid = 1,
+				   .parent = UINT32_MAX,
+				   .flags = HT_PROCF_ROOT,
+				   .exe = "/home/u/app",
+				   .argc = 3,
+				   .argv = root_argv};
+	child = (struct ht_process){.pid = 101,
+				    .ppid = 100,
+				    .parent = 0,
+				    .flags = HT_PROCF_FORK,
+				    .exe = "/home/u/app",
+				    .argc = 3,
+				    .argv = root_argv};
+	exec = (struct ht_process){.pid = 101,
+				   .ppid = 100,
+				   .parent = 0,
+				   .flags = HT_PROCF_EXEC,
+				   .exe = "/bin/true",
+				   .argc = 2,
+				   .argv = child_argv};
 	if (evs[i].type == HT_EV_PROCESS_START)
 		return evs[i].process == 0 ? &root : &child;
 	if (evs[i].type == HT_EV_PROCESS_EXEC)
@@ -156,18 +187,18 @@ static const struct ht_process *proc_for(int i)
 	return NULL;
 }
 
-static const uint8_t bid[] = { 0xde, 0xad, 0xbe, 0xef, 0x01 };
+static const uint8_t bid[] = {0xde, 0xad, 0xbe, 0xef, 0x01};
 
 /* Writes the definitions and events; finish or not. */
 static void write_trace(const char *path, int finish)
 {
 	struct ht__trace_meta meta = {
-		.start_realtime_ns = 1700000000123456789ull,
-		.stack_mask = 0x1b,
-		.flags = HT_TRACEF_ATTACHED,
-		.argc = 3,
-		.argv = root_argv,
-		.hostname = "testhost",
+	    .start_realtime_ns = 1700000000123456789ull,
+	    .stack_mask = 0x1b,
+	    .flags = HT_TRACEF_ATTACHED,
+	    .argc = 3,
+	    .argv = root_argv,
+	    .hostname = "testhost",
 	};
 	struct ht__writer *w;
 	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
@@ -177,7 +208,7 @@ static void write_trace(const char *path, int finish)
 	CHECK_EQ(ht__writer_frame(w, 1, 0, 0x5678), 0);
 	CHECK_EQ(ht__writer_frame(w, 2, 1, 0x9abc), 0);
 	CHECK_EQ(ht__writer_frame(w, 3, HT_MODULE_NONE, 0x7fff0000ull), 0);
-	uint32_t s1[] = { 0, 2 }, s2[] = { 1, 0, 3 };
+	uint32_t s1[] = {0, 2}, s2[] = {1, 0, 3};
 	CHECK_EQ(ht__writer_stack(w, 1, s1, 2), 0);
 	CHECK_EQ(ht__writer_stack(w, 2, s2, 3), 0);
 	for (int i = 0; i < nev; i++)
@@ -186,8 +217,8 @@ static void write_trace(const char *path, int finish)
 		ht__writer_abort(w);
 		return;
 	}
-	struct ht__symbol f0[] = { { "inner", "a.c", 10 }, { "outer(int)", "a.c", 20 } };
-	struct ht__symbol f2[] = { { "malloc", NULL, 0 } };
+	struct ht__symbol f0[] = {{"inner", "a.c", 10}, {"outer(int)", "a.c", 20}};
+	struct ht__symbol f2[] = {{"malloc", NULL, 0}};
 	CHECK_EQ(ht__writer_symbols(w, 0, f0, 2), 0);
 	CHECK_EQ(ht__writer_symbols(w, 2, f2, 1), 0);
 	CHECK_EQ(ht__writer_finish(w, 9000, 17, 0), 0);
@@ -291,8 +322,8 @@ static void test_finished(void)
 	CHECK_EQ(in->duration_ns, 9000);
 	CHECK_EQ(in->events_lost, 17);
 	CHECK_EQ(in->stack_mask, 0x1b);
-	CHECK_EQ(in->flags, HT_TRACEF_COMPLETE | HT_TRACEF_SYMBOLS | HT_TRACEF_LOSSY |
-				    HT_TRACEF_ATTACHED);
+	CHECK_EQ(in->flags,
+		 HT_TRACEF_COMPLETE | HT_TRACEF_SYMBOLS | HT_TRACEF_LOSSY | HT_TRACEF_ATTACHED);
 	CHECK_EQ(in->argc, 3);
 	CHECK_STR(in->argv[0], "./app");
 	CHECK_STR(in->argv[2], "arg with space");
@@ -355,7 +386,7 @@ static void test_finished(void)
 	ht_reader_close(r);
 
 	/* The writer never overwrites. */
-	struct ht__trace_meta meta = { 0 };
+	struct ht__trace_meta meta = {0};
 	struct ht__writer *w = (void *)1;
 	CHECK_EQ(ht__writer_open(&w, path, &meta), HT_ERR_EXISTS);
 	CHECK(w == NULL);
@@ -412,7 +443,7 @@ static void test_many_chunks(void)
 {
 	char path[300];
 	test_path(path, sizeof(path), "many.htr");
-	struct ht__trace_meta meta = { .argc = 0 };
+	struct ht__trace_meta meta = {.argc = 0};
 	struct ht__writer *w;
 	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
 	const int n = 400000;
@@ -429,7 +460,7 @@ static void test_many_chunks(void)
 			ht__writer_stack(w, id + 1, frames, 3);
 		}
 		uint64_t x = next_rand();
-		struct ht_event e = { 0 };
+		struct ht_event e = {0};
 		e.type = (x & 1) ? HT_EV_ALLOC : HT_EV_FREE;
 		e.func = (x & 1) ? HT_FN_MALLOC : HT_FN_FREE;
 		e.process = (uint32_t)(x >> 8) & 1;
@@ -562,7 +593,7 @@ static void test_predicted_addresses(void)
 			}
 		}
 	}
-	struct ht__trace_meta meta = { .argc = 0 };
+	struct ht__trace_meta meta = {.argc = 0};
 	struct ht__writer *w;
 	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
 	CHECK_EQ(ht__writer_set_chunk_size(w, 512 << 10), 0);
@@ -584,13 +615,16 @@ static void test_predicted_addresses(void)
 	while (ht_reader_next(rd, &ev) > 0) {
 		const struct ht_event *x = &pred[i < PRED_N ? i : 0];
 		if (ev.type != x->type || ev.addr != x->addr || ev.old_addr != x->old_addr ||
-		    ev.size != x->size || ev.ts != x->ts || ev.tid != x->tid || ev.heap != x->heap ||
-		    ev.flags != x->flags || ev.func != x->func || ev.stack != x->stack) {
+		    ev.size != x->size || ev.ts != x->ts || ev.tid != x->tid ||
+		    ev.heap != x->heap || ev.flags != x->flags || ev.func != x->func ||
+		    ev.stack != x->stack) {
 			if (!bad)
-				fprintf(stderr, "event %d: %s addr %llx old %llx, want %s addr %llx old %llx\n", i,
-					ht_event_name(ev.type), (unsigned long long)ev.addr,
-					(unsigned long long)ev.old_addr, ht_event_name(x->type),
-					(unsigned long long)x->addr, (unsigned long long)x->old_addr);
+				fprintf(
+				    stderr,
+				    "event %d: %s addr %llx old %llx, want %s addr %llx old %llx\n",
+				    i, ht_event_name(ev.type), (unsigned long long)ev.addr,
+				    (unsigned long long)ev.old_addr, ht_event_name(x->type),
+				    (unsigned long long)x->addr, (unsigned long long)x->old_addr);
 			bad++;
 		}
 		i++;
@@ -614,7 +648,7 @@ static void test_predicted_addresses(void)
 			continue;
 		size_t n = ZSTD_decompress(raw, sizeof(raw), comp, h.comp_size);
 		CHECK(!ZSTD_isError(n));
-		struct ht__cur c = { raw, raw + n, 0 };
+		struct ht__cur c = {raw, raw + n, 0};
 		uint64_t lens[HT__NSTREAMS];
 		CHECK_EQ(ht__get_varint(&c), HT__NSTREAMS);
 		for (int k = 0; k < HT__NSTREAMS; k++)
@@ -625,7 +659,8 @@ static void test_predicted_addresses(void)
 		fclose(f);
 	double per = (double)addr_bytes / PRED_N;
 	if (per > 2.0 || per < 0.5) { /* raw deltas here take 3 to 4 bytes */
-		fprintf(stderr, "%.2f raw address bytes per event: prediction does not work\n", per);
+		fprintf(stderr, "%.2f raw address bytes per event: prediction does not work\n",
+			per);
 		test_failures++;
 	}
 }

@@ -14,35 +14,33 @@
 
 static int test_failures;
 
-#define CHECK(cond)                                                                  \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                              \
-			test_failures++;                                             \
-		}                                                                    \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+			test_failures++;                                                           \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_EQ(a, b)                                                               \
-	do {                                                                         \
-		unsigned long long va_ = (unsigned long long)(a);                    \
-		unsigned long long vb_ = (unsigned long long)(b);                    \
-		if (va_ != vb_) {                                                    \
-			fprintf(stderr, "%s:%d: %s == %s failed: %llu != %llu\n",    \
-				__FILE__, __LINE__, #a, #b, va_, vb_);               \
-			test_failures++;                                             \
-		}                                                                    \
+#define CHECK_EQ(a, b)                                                                             \
+	do {                                                                                       \
+		unsigned long long va_ = (unsigned long long)(a);                                  \
+		unsigned long long vb_ = (unsigned long long)(b);                                  \
+		if (va_ != vb_) {                                                                  \
+			fprintf(stderr, "%s:%d: %s == %s failed: %llu != %llu\n", __FILE__,        \
+				__LINE__, #a, #b, va_, vb_);                                       \
+			test_failures++;                                                           \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_STR(a, b)                                                              \
-	do {                                                                         \
-		const char *sa_ = (a), *sb_ = (b);                                   \
-		if (!sa_ || !sb_ || strcmp(sa_, sb_)) {                              \
-			fprintf(stderr, "%s:%d: %s == %s failed: '%s' != '%s'\n",    \
-				__FILE__, __LINE__, #a, #b, sa_ ? sa_ : "(null)",    \
-				sb_ ? sb_ : "(null)");                               \
-			test_failures++;                                             \
-		}                                                                    \
+#define CHECK_STR(a, b)                                                                            \
+	do {                                                                                       \
+		const char *sa_ = (a), *sb_ = (b);                                                 \
+		if (!sa_ || !sb_ || strcmp(sa_, sb_)) {                                            \
+			fprintf(stderr, "%s:%d: %s == %s failed: '%s' != '%s'\n", __FILE__,        \
+				__LINE__, #a, #b, sa_ ? sa_ : "(null)", sb_ ? sb_ : "(null)");     \
+			test_failures++;                                                           \
+		}                                                                                  \
 	} while (0)
 
 static char test_dir[256];
@@ -62,7 +60,8 @@ static inline const char *test_tmpdir(void)
 {
 	if (!test_dir[0]) {
 		const char *base = getenv("TMPDIR");
-		snprintf(test_dir, sizeof(test_dir), "%s/htfmt.XXXXXX", base && *base ? base : "/tmp");
+		snprintf(test_dir, sizeof(test_dir), "%s/htfmt.XXXXXX",
+			 base && *base ? base : "/tmp");
 		if (!mkdtemp(test_dir)) {
 			perror("mkdtemp");
 			exit(2);
