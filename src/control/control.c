@@ -396,9 +396,11 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 	if (props->recorder) {
 		if (!realpath(props->recorder, a.recorder))
 			return HT_ERR_NOT_FOUND;
-	} else if (npids || (props->flags & HT_TRACE_IFEO)) {
-		if ((rc = find_recorder(a.recorder, sizeof(a.recorder))) < 0)
+	} else if ((rc = find_recorder(a.recorder, sizeof(a.recorder))) < 0) {
+		/* Needed now for pids; without, a later update says it is missing. */
+		if (npids)
 			return rc;
+		a.recorder[0] = 0;
 	}
 
 	/* The trace path is absolute: the daemon works from "/". */

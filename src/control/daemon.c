@@ -141,6 +141,10 @@ static int member_add(pid_t pid, char *why, size_t n)
 	struct member *m = member_of(pid);
 	if (m && m->attached && !process_gone(pid))
 		return 0;
+	if (!D.a->recorder[0]) {
+		snprintf(why, n, "cannot find the recorder libheaptrail.so to load into process %d", (int)pid);
+		return HT_ERR_NOT_FOUND;
+	}
 	for (unsigned i = 0; i < D.nremoved; i++)
 		if (D.removed[i] == pid)
 			D.removed[i--] = D.removed[--D.nremoved];
