@@ -665,6 +665,41 @@ static void test_predicted_addresses(void)
 	}
 }
 
+/* More threads than a chunk takes: the writer starts new chunks. */
+static void test_many_threads(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "threads.htr");
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	const int n = 10000;
+	for (int i = 0; i < n; i++) {
+		struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 5};
+		e.tid = 100 + i;
+		e.ts = (uint64_t)i;
+		e.addr = 0x1000 + (uint64_t)i * 32;
+		e.size = 16;
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	while (ht_reader_next(r, &ev) > 0) {
+		bad += ev.tid != 100 + i || ev.addr != 0x1000 + (uint64_t)i * 32 ||
+		       ev.ts != (uint64_t)i;
+		i++;
+	}
+	CHECK_EQ(i, n);
+	CHECK_EQ(bad, 0);
+	CHECK(ht_reader_warning(r) == NULL);
+	ht_reader_close(r);
+}
+
 static void test_names(void)
 {
 	CHECK_STR(ht_event_name(HT_EV_ALLOC), "alloc");
@@ -707,6 +742,7 @@ int main(void)
 	test_unfinished();
 	test_many_chunks();
 	test_predicted_addresses();
+	test_many_threads();
 	test_open_errors();
 	return test_result("test_roundtrip");
 }
