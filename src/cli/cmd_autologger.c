@@ -1,12 +1,8 @@
 /*
- * cmd_autologger.c - `heaptrail autologger`: heap tracing from boot, the
- * counterpart of the AutoLogger of seed 000. `enable` writes a systemd unit
- * that starts the system session ("autologger", with --ifeo) early in boot,
- * before ordinary services, and installs the IFEO loader hook, so that
- * every program enabled with `heaptrail ifeo enable` is traced from its
- * first allocation. A size limit keeps a long boot trace from filling the
- * disk. HEAPTRAIL_ROOT moves the unit under another root (tests); nothing
- * here starts or enables anything through systemctl.
+ * cmd_autologger.c - `heaptrail autologger`, heap tracing from boot (the
+ * AutoLogger of seed 000): a systemd unit that starts the IFEO session
+ * "autologger" before ordinary services, with the loader hook installed and
+ * a size limit (docs/sessions.md); nothing here asks systemd to start it.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,10 +1,8 @@
 /*
- * cmd_ifeo.c - `heaptrail ifeo`: the counterpart of the IFEO TracingFlags
- * value (seeds 000 and 003). A small registry of programs under
- * /etc/heaptrail/ifeo (one file per program name) says which programs are
- * traced from their start, and `install` puts the loader hook
- * (libheaptrail-ifeo.so, src/ifeo/hook.c) into /etc/ld.so.preload. See
- * docs/sessions.md. HEAPTRAIL_ROOT moves both under another root (tests).
+ * cmd_ifeo.c - `heaptrail ifeo`, the counterpart of the IFEO TracingFlags
+ * value (seeds 000 and 003): a registry of programs under /etc/heaptrail/ifeo
+ * (one file per program name) and the loader hook in /etc/ld.so.preload
+ * (src/ifeo/hook.c); HEAPTRAIL_ROOT moves both under another root for tests.
  */
 #define _GNU_SOURCE
 #include <dirent.h>

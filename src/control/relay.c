@@ -1,13 +1,9 @@
 /*
- * relay.c - events of programs that started before their IFEO session. The
- * loader hook (src/ifeo/hook.c) gives such a program a session file of its
- * own in memory (a memfd named "heaptrail-pending", lossy, bounded); the
- * IFEO session finds those buffers in /proc/PID/fd when it starts, and from
- * then on copies every record from them into rings of its own shared file,
- * as if the program's threads had written there: the collector sees one
- * protocol (docs/session-protocol.md) and the trace holds the program's
- * whole history. Stack ids, which are per session file, are renumbered on
- * the way. Driven by the daemon's main thread, before each collector tick.
+ * relay.c - events of programs that started before their IFEO session: the
+ * session adopts the in-memory buffers the loader hook made for them
+ * (src/ifeo/pending.h) and copies every record into rings of its own shared
+ * file, renumbering stack ids, so the collector sees one protocol and the
+ * trace has the programs' whole history (docs/sessions.md).
  */
 #define _GNU_SOURCE
 #include <dirent.h>

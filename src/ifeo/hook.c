@@ -1,15 +1,13 @@
 /*
- * hook.c - libheaptrail-ifeo.so, the loader hook that /etc/ld.so.preload
- * names for IFEO (docs/sessions.md). In every program it runs one
- * constructor that looks the program's name up in the IFEO registry with
- * one open(); for a program that is enabled it loads libheaptrail.so and
- * starts it in attach mode (ht_attach_start, docs/attach.md), into the
- * running IFEO session or, when none runs yet, into a bounded in-memory
- * buffer that the session collects once it starts.
+ * hook.c - libheaptrail-ifeo.so, the IFEO loader hook that /etc/ld.so.preload
+ * names: one constructor that looks the program up in the IFEO registry and,
+ * for an enabled program, starts libheaptrail.so in attach mode into the IFEO
+ * session, or into an in-memory buffer until that session starts. See
+ * docs/sessions.md.
  *
- * It defines no function a program calls (no malloc, no hooks), so a
- * program that is not enabled pays only the constructor. It never writes a
- * file, and never acts in a setuid or setgid program (AT_SECURE).
+ * It defines no function a program calls (no malloc, no hooks), so a program
+ * that is not enabled pays the constructor and one failed open(). It never
+ * writes a file, and never acts in a setuid or setgid program (AT_SECURE).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -64,6 +62,32 @@ static int join3(char *out, size_t n, const char *a, const char *b, const char *
 	return 1;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A session file of ours that nobody else can open, whose collector ticked
+ * within the last second: the link of a session daemon that was killed
+ * would otherwise make the program wait for a collector that never comes.
+ */
+static int session_alive(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	struct ht__shm_header h;
+	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077) &&
+		 pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == HT_SHM_MAGIC &&
+		 atomic_load(&h.state) == HT_SESSION_RUNNING && mono_ns() - atomic_load(&h.heartbeat_ns) < 1000000000ull;
+	close(fd);
+	return ok;
+}
+
 /*
  * The running IFEO session of this user: "ifeo" in the first session
  * directory (as ht__session_default_dir orders them) that has one, a
@@ -91,8 +115,7 @@ static int find_session(char *out, size_t n)
 			ok = join3(dir, sizeof(dir), "/dev/shm/heaptrail-", uid + k, "");
 		if (!ok || !join3(out, n, dir, "/ifeo", ""))
 			continue;
-		struct stat st;
-		if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077))
+		if (session_alive(out))
 			return 1;
 	}
 	return 0;
@@ -119,9 +142,7 @@ static int make_pending(char *out, size_t n, int *fd_out)
 		return 0;
 	}
 	struct ht__shm_header *h = m;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	uint64_t now = mono_ns();
 	h->magic = HT_SHM_MAGIC;
 	h->version = HT_PROTO_VERSION;
 	h->header_size = HT_SHM_HEADER_SIZE;

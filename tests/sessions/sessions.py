@@ -237,6 +237,19 @@ def errors(env):
     check("unknown stack event 'bogus'" in err, "bad stack list: %r" % err)
     equal([s["name"] for s in env.sessions()], ["dup"], "only the first session runs")
     env.ht("stop", "dup")
+    # A daemon that was killed leaves files behind: not listed, and the name is free.
+    env.ht("start", "stale", "-o", env.path("stale.htr"))
+    daemon = env.sessions()[0]["daemon_pid"]
+    os.kill(daemon, signal.SIGKILL)
+    deadline = time.time() + 10
+    while os.path.exists("/proc/%d" % daemon) and time.time() < deadline:
+        time.sleep(0.05)
+    equal(env.sessions(), [], "a killed session is not listed")
+    _, err = env.ht("stop", "stale", want_rc=2)
+    check("no session 'stale'" in err, "stop of a killed session: %r" % err)
+    env.ht("start", "stale", "-o", env.path("stale2.htr"))
+    equal([s["name"] for s in env.sessions()], ["stale"], "the name of a killed session is free again")
+    env.ht("stop", "stale")
 
 
 @case
@@ -445,6 +458,18 @@ def inside_ifeo(env):
     equal(allocs(ev, w.pid, 9101), n, "every allocation of the enabled program")
     equal([e for e in ev if e["pid"] == p.pid], [], "events of the program that is not enabled")
     equal(env.info(trace)["events_lost"], 0, "events lost")
+
+    # The link left by a killed IFEO session is not joined: the program buffers instead.
+    env.ht("start", "dead", "--ifeo", "-o", env.path("dead.htr"))
+    daemon = env.sessions()[0]["daemon_pid"]
+    os.kill(daemon, signal.SIGKILL)
+    while os.path.exists("/proc/%d" % daemon):
+        time.sleep(0.05)
+    time.sleep(1.1)
+    late = env.spawn(9104)
+    check(pending_buffer(late.pid), "a program started after its session was killed buffers in memory")
+    late.kill()
+    late.wait()
 
     # Setuid programs are never traced, even when enabled.
     shared = tempfile.mkdtemp(prefix="ht-suid-", dir="/dev/shm")
