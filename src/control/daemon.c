@@ -496,10 +496,14 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	D.a = a;
 	D.stack_mask = a->stack_mask;
 	int rc;
-	/* Nothing of the caller's stays open but the ready pipe. */
-	for (int fd = 3; fd < 1024; fd++)
-		if (fd != ready_fd)
-			close(fd);
+	/* Nothing of the caller's stays open but the ready pipe, and none of
+	   its blocked signals stay blocked. */
+	if (ready_fd > 3)
+		close_range(3, (unsigned)ready_fd - 1, 0);
+	close_range((unsigned)ready_fd + 1, ~0u, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	int null = open("/dev/null", O_RDWR);
 	if (null >= 0) {
 		dup2(null, 0);
