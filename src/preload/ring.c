@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -91,11 +92,32 @@ struct ht_wait {
 };
 
 /*
+ * The collector died long ago: no heartbeat for two seconds and its process
+ * is gone. A wait that starts then gives up at once instead of after two
+ * more seconds; without this, once the dead session's rings are all taken,
+ * every new process and thread of the program (each exec of a long shell
+ * script) would stall two seconds at its first event. A session nobody
+ * collects yet (collector_pid 0, a buffer waiting for its session) is never
+ * gone. Cold path: the kill() is made once per wait.
+ */
+static int ht_collector_gone(struct ht__shm_header *h, uint64_t now, uint64_t hb)
+{
+	pid_t pid = h->collector_pid;
+	if (pid <= 0 || now <= hb || now - hb <= HT_DEAD_NS)
+		return 0;
+	int save = errno;
+	int gone = kill(pid, 0) < 0 && errno == ESRCH;
+	errno = save;
+	return gone;
+}
+
+/*
  * One step of waiting for the collector: spin, then yield, then sleep 50 us.
  * Returns 0 when the session is stopping or dead: no heartbeat for two
  * seconds, counted from the later of the last heartbeat and the start of
- * this wait (a collector that never beat gets two seconds too). The
- * recorder has then gone dormant.
+ * this wait (a collector that never beat gets two seconds too), or at once
+ * when the collector is gone (ht_collector_gone). The recorder has then
+ * gone dormant.
  */
 static int ht_wait_step(struct ht_wait *w)
 {
@@ -106,9 +128,14 @@ static int ht_wait_step(struct ht_wait *w)
 	}
 	struct ht__shm_header *h = ht__g.hdr;
 	uint64_t now = ht__clock();
-	if (!w->since)
-		w->since = now;
 	uint64_t hb = atomic_load(&h->heartbeat_ns);
+	if (!w->since) {
+		w->since = now;
+		if (ht_collector_gone(h, now, hb)) {
+			ht__go_dormant();
+			return 0;
+		}
+	}
 	if (hb < w->since)
 		hb = w->since;
 	if (atomic_load(&h->state) == HT_SESSION_STOPPING || (now > hb && now - hb > HT_DEAD_NS)) {

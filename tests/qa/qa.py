@@ -1,0 +1,576 @@
+"""qa.py - the recorder's promises, checked with real programs.
+
+Each case runs programs natively and under `heaptrail record`, asserts that
+their output and exit status are the same, and asserts exact or bounded
+values on the trace (`heaptrail info --format json`, `heaptrail dump`):
+nothing lost, every process ended as it did, the allocations a program
+makes countably are all there.
+
+Usage: qa.py --build BUILD_DIR --progs PROGS_DIR CASE
+Each CASE is one ctest test (tests/qa/CMakeLists.txt). Everything goes to a
+temporary directory that is removed afterwards; every process a case starts
+is in its own process group, killed on a timeout."""
+import argparse
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__.replace("_", "-")] = fn
+    return fn
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def equal(got, want, what):
+    if got != want:
+        raise Failure("%s: got %r, want %r" % (what, got, want))
+
+
+def run(argv, cwd, env=None, timeout=60, stdin=subprocess.DEVNULL):
+    """Runs argv in its own process group; (status, stdout, stderr)."""
+    e = dict(os.environ)
+    for k in ("HEAPTRAIL_SESSION", "LD_PRELOAD"):
+        e.pop(k, None)
+    if env:
+        e.update(env)
+    p = subprocess.Popen(argv, cwd=cwd, env=e, stdin=stdin, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise Failure("timed out after %d s: %s" % (timeout, " ".join(argv)))
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # leave nothing behind
+        except ProcessLookupError:
+            pass
+    return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+class Env:
+    def __init__(self, build, progs, tmp):
+        self.tmp = tmp
+        self.progs = progs
+        self.heaptrail = os.path.join(build, "bin", "heaptrail")
+        self.n = 0
+
+    def prog(self, name):
+        return os.path.join(self.progs, name)
+
+    def native(self, argv, env=None, cwd=None, timeout=60):
+        """Status, stdout of the program run without heaptrail."""
+        rc, out, err = run(argv, cwd or self.tmp, env, timeout)
+        return rc, out
+
+    def record(self, argv, opts=(), env=None, cwd=None, timeout=60):
+        """Status, stdout, trace path of the program run under heaptrail."""
+        self.n += 1
+        trace = os.path.join(self.tmp, "t%d.htr" % self.n)
+        rc, out, err = run([self.heaptrail, "record", "-q", "-o", trace] + list(opts) + ["--"] + argv,
+                           cwd or self.tmp, env, timeout)
+        check(os.path.exists(trace), "no trace written: %s" % err)
+        self.last_err = err
+        return rc, out, trace
+
+    def same(self, argv, want_rc, opts=(), env=None, cwd=None, cwd2=None, timeout=60):
+        """Runs argv natively and recorded: same status (want_rc) and stdout.
+        Returns (stdout, trace)."""
+        rc, out = self.native(argv, env, cwd, timeout)
+        equal(rc, want_rc, "native status of %s" % argv)
+        rrc, rout, trace = self.record(argv, opts, env, cwd2 or cwd, timeout)
+        equal(rrc, want_rc, "recorded status of %s (stderr: %s)" % (argv, self.last_err.strip()))
+        equal(rout, out, "stdout recorded vs native of %s" % argv)
+        return out, trace
+
+    def info(self, trace, complete=True):
+        rc, out, err = run([self.heaptrail, "info", "--format", "json", trace], self.tmp)
+        equal(rc, 0, "heaptrail info status (%s)" % err.strip())
+        j = json.loads(out)
+        if complete:
+            equal(j["complete"], True, "trace complete")
+            equal(j["truncated"], False, "trace truncated")
+            equal(j["warnings"], [], "info warnings")
+            equal(j["events_lost"], 0, "events lost")
+        return j
+
+    def dump(self, trace, keep):
+        """Events of the text dump for which keep(fields) is true, as dicts
+        (pid, type, func and the key=value fields)."""
+        p = subprocess.Popen([self.heaptrail, "dump", trace], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        evs = []
+        for line in p.stdout:
+            f = line.split()
+            if len(f) < 5:
+                continue
+            ev = {"ts": int(f[0]), "pid": int(f[1]), "tid": int(f[2]), "type": f[3], "func": f[4]}
+            for kv in f[5:]:
+                k, _, v = kv.partition("=")
+                ev[k] = v
+            if keep(ev):
+                evs.append(ev)
+        equal(p.wait(), 0, "heaptrail dump status")
+        return evs
+
+
+def sized(evs, type_, size):
+    return [e for e in evs if e["type"] == type_ and e.get("size") == str(size)]
+
+
+def ended(p):
+    """How a process image ended: 'exit N', 'signal N', 'exec' or 'running'."""
+    if "execed" in p["flags"]:
+        return "exec"
+    if p["exit_code"] is not None:
+        return "exit %d" % p["exit_code"]
+    if p["signal"] is not None:
+        return "signal %d" % p["signal"]
+    return "running"
+
+
+def all_ended(j):
+    for p in j["processes"]:
+        check(ended(p) != "running", "process %d (%s) has no end" % (p["pid"], p["exe"]))
+
+
+# ---- shells and interpreters ----
+
+BASH_SCRIPT = r"""
+set -e
+for i in $(seq 1 30); do echo "line $i $((i*i))"; done | sort -k3 -n -r | head -5
+x=$( (echo a; echo b) | tr a-z A-Z | paste -sd, )
+echo "$x"
+( cd / && pwd; exit 3 ) || echo "subshell=$?"
+{ echo one; echo two; } > >(cat -n)
+wait
+cnt=0; while read -r l; do cnt=$((cnt+1)); done < <(seq 1 200 | grep 7)
+echo cnt=$cnt
+awk 'BEGIN { for (i = 0; i < 5; i++) print i * i }' | xargs -n2 echo
+f() { local v; v=$(echo "$1" | rev); echo "$v"; }
+f abc
+exit 5
+"""
+
+
+@case
+def bash_pipeline(env):
+    """Pipelines, subshells, process substitution, command substitution: a
+    fork and exec storm. Same output and status; every process is in the
+    trace with its end."""
+    path = os.path.join(env.tmp, "s.sh")
+    with open(path, "w") as f:
+        f.write(BASH_SCRIPT)
+    out, trace = env.same(["bash", path], 5)
+    check("subshell=3" in out and "cnt=38" in out and "cba" in out, "script output: %r" % out)
+    j = env.info(trace)
+    all_ended(j)
+    procs = j["processes"]
+    check(len(procs) >= 30, "processes: %d, want >= 30" % len(procs))
+    equal(ended(procs[0]), "exit 5", "bash's end")
+    exes = {}
+    for p in procs:
+        exes.setdefault(os.path.basename(p["exe"]), []).append(ended(p))
+    for tool in ("seq", "sort", "head", "tr", "paste", "cat", "grep", "xargs", "rev", "echo"):
+        check(tool in exes, "no process for %s (have %s)" % (tool, sorted(exes)))
+        # xargs forks children that exec echo.
+        equal(set(exes[tool]) - {"exec"} if tool == "xargs" else set(exes[tool]), {"exit 0"}, "ends of %s" % tool)
+    check("exit 3" in exes["bash"], "the subshell's exit 3: %s" % exes["bash"])
+
+
+PY_SCRIPT = r"""
+import hashlib, json, multiprocessing, subprocess, sys, threading
+
+def work(i, out):
+    d = {"k%d" % j: [j] * (j % 7) for j in range(1500)}
+    out[i] = hashlib.sha1(json.dumps(d).encode()).hexdigest()[:8]
+
+def square(x):
+    return x * x
+
+if __name__ == "__main__":
+    out = {}
+    ts = [threading.Thread(target=work, args=(i, out)) for i in range(6)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    print(sorted(out.items()))
+    print(subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip())
+    print(subprocess.check_output("echo a | tr a b", shell=True).decode().strip())
+    with multiprocessing.get_context("fork").Pool(3) as pool:
+        print(sum(pool.map(square, range(500))))
+    sys.exit(7)
+"""
+
+
+@case
+def python_threads_subprocess(env):
+    """python3 with threads, json, subprocess (posix_spawn and a shell
+    pipeline) and a multiprocessing pool of fork workers."""
+    path = os.path.join(env.tmp, "p.py")
+    with open(path, "w") as f:
+        f.write(PY_SCRIPT)
+    out, trace = env.same([sys.executable, path], 7)
+    check(out.endswith("hi\nb\n41541750\n"), "script output: %r" % out)
+    j = env.info(trace)
+    all_ended(j)
+    procs = j["processes"]
+    equal(ended(procs[0]), "exit 7", "python's end")
+    workers = [p for p in procs if "fork" in p["flags"] and p["exe"] == procs[0]["exe"]]
+    check(len(workers) >= 3, "pool workers: %d" % len(workers))
+    byexe = {os.path.basename(p["exe"]): ended(p) for p in procs}
+    equal(byexe.get("echo"), "exit 0", "echo's end")
+    equal(byexe.get("tr"), "exit 0", "tr's end")
+    check(procs[0]["alloc_calls"] > 1000, "python's allocations: %d" % procs[0]["alloc_calls"])
+
+
+@case
+def python_malloc(env):
+    """PYTHONMALLOC=malloc: every object is a malloc; the counts are large
+    and frees follow allocations."""
+    argv = [sys.executable, "-c",
+            "import json; x = [json.dumps({'a': list(range(i % 50))}) for i in range(20000)]; "
+            "print(len(''.join(x)))"]
+    out, trace = env.same(argv, 0, env={"PYTHONMALLOC": "malloc"})
+    j = env.info(trace)
+    t = j["totals"]
+    check(t["alloc_calls"] >= 40000, "alloc calls: %d" % t["alloc_calls"])
+    check(t["free_calls"] >= t["alloc_calls"] // 2, "free calls %d of %d allocs" % (t["free_calls"], t["alloc_calls"]))
+    equal(ended(j["processes"][0]), "exit 0", "python's end")
+
+
+# ---- compilers and build tools ----
+
+TINY_C = """#include <stdio.h>
+#include <stdlib.h>
+int main(void) { char *p = malloc(10); snprintf(p, 10, "%d", 42); puts(p); free(p); return 0; }
+"""
+
+
+@case
+def gcc_no_follow(env):
+    """gcc forks cc1 and as: --no-follow traces only the driver, the default
+    follows them all; the object file is the same as the native one."""
+    src = os.path.join(env.tmp, "tiny.c")
+    with open(src, "w") as f:
+        f.write(TINY_C)
+    rc, _ = env.native(["gcc", "-c", "tiny.c", "-o", "native.o"])
+    equal(rc, 0, "native gcc")
+    rc, _, trace = env.record(["gcc", "-c", "tiny.c", "-o", "nofollow.o"], ["--no-follow"])
+    equal(rc, 0, "gcc --no-follow")
+    j = env.info(trace)
+    equal(len(j["processes"]), 1, "processes with --no-follow")
+    check("gcc" in os.path.basename(j["processes"][0]["exe"]), "traced %s" % j["processes"][0]["exe"])
+    equal(ended(j["processes"][0]), "exit 0", "gcc's end")
+    check(j["totals"]["alloc_calls"] > 100, "gcc allocations: %d" % j["totals"]["alloc_calls"])
+    rc, _, trace = env.record(["gcc", "-c", "tiny.c", "-o", "follow.o"], ["--stacks", "none"])
+    equal(rc, 0, "gcc followed")
+    j = env.info(trace)
+    all_ended(j)
+    names = sorted(os.path.basename(p["exe"]) for p in j["processes"])
+    check(any("cc1" in n for n in names) and any(n.endswith("as") for n in names),
+          "processes: %s" % names)
+    for p in j["processes"]:
+        equal(ended(p), "exit 0", "end of %s" % p["exe"])
+    for o in ("nofollow.o", "follow.o"):
+        with open(os.path.join(env.tmp, "native.o"), "rb") as a, open(os.path.join(env.tmp, o), "rb") as b:
+            check(a.read() == b.read(), "%s differs from the native object" % o)
+
+
+MAKEFILE = """OBJ = f1.o f2.o f3.o f4.o main.o
+prog: $(OBJ)
+\t$(CC) -o $@ $(OBJ)
+%.o: %.c
+\t$(CC) -c -O1 $< -o $@
+"""
+
+
+@case
+def make_j2(env):
+    """make -j2 of a tiny project (its jobserver, parallel children,
+    compilers): the same program comes out and runs the same."""
+    for d in ("native", "rec"):
+        os.mkdir(os.path.join(env.tmp, d))
+        for i in range(1, 5):
+            with open(os.path.join(env.tmp, d, "f%d.c" % i), "w") as f:
+                f.write("int f%d(int x) { return x * %d; }\n" % (i, i))
+        with open(os.path.join(env.tmp, d, "main.c"), "w") as f:
+            f.write("#include <stdio.h>\nint f1(int), f2(int), f3(int), f4(int);\n"
+                    "int main(void) { printf(\"%d\\n\", f1(1) + f2(2) + f3(3) + f4(4)); return 0; }\n")
+        with open(os.path.join(env.tmp, d, "Makefile"), "w") as f:
+            f.write(MAKEFILE)
+    argv = ["sh", "-c", "make -s -j2 && ./prog"]
+    out, trace = env.same(argv, 0, ["--stacks", "none"], cwd=os.path.join(env.tmp, "native"),
+                          cwd2=os.path.join(env.tmp, "rec"))
+    equal(out, "30\n", "the program's output")
+    j = env.info(trace)
+    all_ended(j)
+    names = [os.path.basename(p["exe"]) for p in j["processes"]]
+    equal(names.count("make"), 1, "make processes in %s" % names)
+    check(sum("cc1" in n for n in names) == 5, "5 cc1 in %s" % names)
+    for p in j["processes"]:
+        check(ended(p) in ("exit 0", "exec"), "end of %s: %s" % (p["exe"], ended(p)))
+
+
+# ---- processes, signals, crashes ----
+
+@case
+def fork_from_threads(env):
+    """Forks while four threads allocate: every child records its 100
+    allocations exactly and exits with its status."""
+    nforks = 20
+    out, trace = env.same([env.prog("mtfork"), "4", str(nforks)], 0)
+    equal(out, "sum=%d\n" % sum(f % 7 for f in range(nforks)), "output")
+    j = env.info(trace)
+    procs = j["processes"]
+    equal(len(procs), nforks + 1, "processes")
+    children = sorted((p for p in procs[1:]), key=lambda p: p["start_ns"])
+    equal([ended(p) for p in children], ["exit %d" % (f % 7) for f in range(nforks)], "children's ends")
+    evs = env.dump(trace, lambda e: e.get("size") == "7777" or e["type"] == "free")
+    for p in children:
+        allocs = [e for e in evs if e["pid"] == p["pid"] and e["type"] == "alloc"]
+        equal(len(allocs), 100, "allocations of 7777 in child %d" % p["pid"])
+        addrs = {e["addr"] for e in allocs}
+        frees = [e for e in evs if e["pid"] == p["pid"] and e["type"] == "free" and e["addr"] in addrs]
+        equal(len(frees), 100, "their frees in child %d" % p["pid"])
+        equal(p["alloc_calls"], 100, "child %d alloc_calls" % p["pid"])
+
+
+@case
+def exit_in_signal_handler(env):
+    """exit(42) from a signal handler: at a known point (every allocation
+    recorded), and from a timer anywhere in a malloc/free loop."""
+    out, trace = env.same([env.prog("sigexit"), "1000"], 42)
+    j = env.info(trace)
+    equal(ended(j["processes"][0]), "exit 42", "end")
+    evs = env.dump(trace, lambda e: e["type"] in ("alloc", "free"))
+    equal(len(sized(evs, "alloc", 1234)), 1000, "allocations of 1234")
+    equal(len(sized(evs, "alloc", 4321)), 10, "allocations in the handler")
+    equal(len([e for e in evs if e["type"] == "free"]), 1000, "frees")
+    for usec in (2000, 3500, 5000, 8000, 13000):
+        rc, _, trace = env.record([env.prog("sigexit"), "10", str(usec)])
+        equal(rc, 42, "status with a timer of %d us" % usec)
+        j = env.info(trace)
+        equal(ended(j["processes"][0]), "exit 42", "end with a timer of %d us" % usec)
+        # Inside a hook the handler's mallocs pass through untraced.
+        n = len(env.dump(trace, lambda e: e["type"] == "alloc" and e.get("size") == "4321"))
+        check(n in (0, 10), "handler allocations with a timer: %d" % n)
+
+
+@case
+def sigsegv(env):
+    """A program killed by SIGSEGV: heaptrail exits 139 and the trace holds
+    every allocation it made before."""
+    rc, out = env.native([env.prog("segv"), "1000"])
+    equal(rc, -signal.SIGSEGV, "native status")
+    rrc, rout, trace = env.record([env.prog("segv"), "1000"])
+    equal(rrc, 128 + signal.SIGSEGV, "heaptrail's status")
+    equal(rout, out, "output")
+    j = env.info(trace)
+    equal(ended(j["processes"][0]), "signal 11", "end")
+    evs = env.dump(trace, lambda e: e["type"] == "alloc" and e.get("size") == "2468")
+    equal(len(evs), 1000, "allocations before the crash")
+    equal(len({e["addr"] for e in evs}), 1000, "distinct blocks")
+
+
+@case
+def exit_while_threads_allocate(env):
+    """main returns while four threads allocate without pause."""
+    for _ in range(3):
+        out, trace = env.same([env.prog("exitrace"), "4"], 3)
+        equal(out, "bye\n", "output")
+        j = env.info(trace)
+        equal(ended(j["processes"][0]), "exit 3", "end")
+        check(j["totals"]["alloc_calls"] > 0, "allocations recorded")
+
+
+@case
+def closed_fds(env):
+    """A program that closes every descriptor at start (close_range), forks
+    and execs."""
+    for arg in ([], ["all"]):
+        out, trace = env.same([env.prog("closefds")] + arg, 10)
+        j = env.info(trace)
+        all_ended(j)
+        equal([ended(p) for p in j["processes"]], ["exit 10", "exec", "exit 9"], "ends %s" % arg)
+        evs = env.dump(trace, lambda e: e["type"] == "alloc")
+        root, child = j["processes"][0]["pid"], j["processes"][1]["pid"]
+        equal(len([e for e in sized(evs, "alloc", 3333) if e["pid"] == root]), 500, "parent's allocations %s" % arg)
+        equal(len([e for e in sized(evs, "alloc", 3334) if e["pid"] == child]), 50, "child's allocations %s" % arg)
+
+
+@case
+def cleared_env(env):
+    """A program that clears its environment (or drops one of heaptrail's
+    variables) and execs: the new image runs untraced and unharmed."""
+    for how in ("clear", "nosession", "nopreload", "keep"):
+        out, trace = env.same([env.prog("envexec"), how], 11)
+        equal(out, "Hi\n", "output (%s)" % how)
+        j = env.info(trace)
+        evs = env.dump(trace, lambda e: e["type"] == "alloc" and e.get("size") == "5555")
+        equal(len(evs), 100, "allocations before the exec (%s)" % how)
+        if how == "keep":
+            check(len(j["processes"]) >= 3, "the shell is traced too (%d processes)" % len(j["processes"]))
+        else:
+            equal(len(j["processes"]), 1, "processes (%s)" % how)
+            equal(ended(j["processes"][0]), "exit 11", "end (%s)" % how)
+
+
+@case
+def small_stacks(env):
+    """malloc in a signal handler on an 8 KiB alternate stack (SIGSTKSZ of
+    old, what crash handlers use) and in a thread with the smallest stack:
+    capturing the stack must not overflow them."""
+    out, trace = env.same([env.prog("altstack"), "8192"], 0)
+    equal(out, "handler 3\nthread 1\n", "output")
+    j = env.info(trace)
+    evs = env.dump(trace, lambda e: e["type"] == "alloc")
+    equal(len(sized(evs, "alloc", 777)), 3, "allocations in the handler")
+    equal(len(sized(evs, "alloc", 555)), 1, "allocation in the small thread")
+    check(all(e["stack"] != "0" for e in sized(evs, "alloc", 777) + sized(evs, "alloc", 555)),
+          "their stacks were captured")
+
+
+COLLECTOR_KILLED_SCRIPT = r"""
+"$PROGS/churn" 200000 100
+echo $$ > "$TMP/started"
+while [ ! -e "$TMP/killed" ]; do sleep 0.05; done
+sleep 2.2
+# The session is dead: every new process and thread must run at once.
+for i in $(seq 1 40); do /bin/echo "$i"; done | tail -1
+"$PROGS/churn" 1000 100
+exit 7
+"""
+
+
+@case
+def collector_killed(env):
+    """SIGKILL of `heaptrail record` mid-run: the program runs on untraced,
+    without stalls, to its normal end and status; the partial trace reads
+    up to its last whole chunk, with a warning."""
+    PR_SET_CHILD_SUBREAPER = 36
+    libc = ctypes.CDLL(None, use_errno=True)
+    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, "prctl(PR_SET_CHILD_SUBREAPER)")
+    path = os.path.join(env.tmp, "k.sh")
+    with open(path, "w") as f:
+        f.write(COLLECTOR_KILLED_SCRIPT)
+    trace = os.path.join(env.tmp, "k.htr")
+    out = open(os.path.join(env.tmp, "k.out"), "w")
+    e = dict(os.environ, PROGS=env.progs, TMP=env.tmp)
+    # Few buffers: the dead session's are all taken after a few processes.
+    rec = subprocess.Popen([env.heaptrail, "record", "-q", "--buffers", "8", "-o", trace, "--", "bash", path],
+                           cwd=env.tmp, env=e, stdout=out, stderr=subprocess.PIPE, start_new_session=True)
+    pgid = rec.pid
+    bash = None
+    try:
+        deadline = time.time() + 60
+        started = os.path.join(env.tmp, "started")
+        while not (os.path.exists(started) and open(started).read().strip()):
+            if rec.poll() is not None:
+                raise Failure("heaptrail record ended early: %s" % rec.stderr.read())
+            check(time.time() < deadline, "the program did not start")
+            time.sleep(0.02)
+        bash = int(open(started).read())
+        os.kill(rec.pid, signal.SIGKILL)
+        equal(rec.wait(), -signal.SIGKILL, "heaptrail record killed")
+        t0 = time.time()
+        open(os.path.join(env.tmp, "killed"), "w").close()
+        status = None
+        while time.time() < t0 + 30:
+            pid, st = os.waitpid(bash, os.WNOHANG)
+            if pid == bash:
+                status = st
+                break
+            time.sleep(0.02)
+        took = time.time() - t0
+        check(status is not None, "the program did not end within 30 s of the collector's death")
+        equal(os.waitstatus_to_exitcode(status), 7, "the program's status")
+        # 2.2 s of sleep, 40 echos and a churn: far less than one 2 s stall each.
+        check(took < 12, "the program took %.1f s after the collector died" % took)
+    finally:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        while True:  # reap what was reparented to us
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    time.sleep(0.05)
+            except ChildProcessError:
+                break
+        out.close()
+    with open(os.path.join(env.tmp, "k.out")) as f:
+        equal(f.read(), "churned 200000\n40\nchurned 1000\n", "the program's output")
+    j = env.info(trace, complete=False)
+    equal(j["complete"], False, "complete")
+    check(any("incomplete" in w for w in j["warnings"]), "warnings: %s" % j["warnings"])
+    n = j["totals"]["alloc_calls"]
+    check(100000 <= n <= 200000 + 1000, "allocations in the partial trace: %d" % n)
+
+
+@case
+def lossy_small_buffers(env):
+    """64 KiB buffers: lossless keeps every event (the program waits);
+    --lossy drops and counts, and every event is either in the trace or
+    counted lost. --stacks all on the way."""
+    n = 300000
+    argv = [env.prog("churn"), str(n), "100"]
+    out, trace = env.same(argv, 0, ["--buffer-size", "64K", "--stacks", "all"])
+    j = env.info(trace)
+    evs = env.dump(trace, lambda e: e["type"] in ("alloc", "free"))
+    allocs = sized(evs, "alloc", 100)
+    equal(len(allocs), n, "allocations, lossless")
+    addrs = {e["addr"] for e in allocs}
+    equal(len([e for e in evs if e["type"] == "free" and e["addr"] in addrs]), n, "their frees, lossless")
+    check(all(e["stack"] != "0" for e in evs), "every event has a stack with --stacks all")
+    rc, rout, trace = env.record(argv, ["--buffer-size", "64K", "--lossy"])
+    equal((rc, rout), (0, out), "lossy status and output")
+    j = env.info(trace, complete=False)
+    equal(j["complete"], True, "lossy trace complete")
+    got = j["events"]["alloc"] + j["events"]["free"]
+    lost = j["events_lost"]
+    check(got <= 2 * n, "recorded %d of %d" % (got, 2 * n))
+    # Lost records may also be STACK or THREAD records: at least the events.
+    check(got + lost >= 2 * n, "recorded %d + lost %d < %d events" % (got, lost, 2 * n))
+    if lost:
+        check(any("lost" in w for w in j["warnings"]), "warnings: %s" % j["warnings"])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--progs", required=True)
+    ap.add_argument("case", choices=sorted(CASES))
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="htqa.") as tmp:
+        env = Env(os.path.abspath(a.build), os.path.abspath(a.progs), tmp)
+        t0 = time.time()
+        try:
+            CASES[a.case](env)
+        except Failure as f:
+            print("FAIL %s: %s" % (a.case, f))
+            return 1
+        print("ok %s (%.1f s)" % (a.case, time.time() - t0))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
