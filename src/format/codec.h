@@ -124,7 +124,8 @@ static inline uint64_t ht__ring_take(uint64_t *ring, unsigned k)
 #define HT__MAX_FRAME_ID (1u << 27)
 #define HT__MAX_STACK_ID (1u << 27)
 #define HT__MAX_PROCESSES (1u << 22)
-#define HT__MAX_SLOTS 4096u /* rings of 8 KiB each: at most 32 MiB */
+#define HT__MAX_TS_UNIT 1000000u /* 1 ms: coarser timestamps are refused */
+#define HT__MAX_SLOTS 4096u	 /* rings of 8 KiB each: at most 32 MiB */
 
 struct ht__chunk_header {
 	uint8_t kind;

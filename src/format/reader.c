@@ -109,7 +109,8 @@ struct ht_reader {
 	uint8_t *raw;
 	size_t raw_cap;
 	struct ht__cur cur[HT__NSTREAMS]; /* the streams of the current events chunk */
-	uint64_t prev_ts;
+	uint64_t prev_ts;		  /* in ts_unit */
+	uint32_t ts_unit;		  /* ns per stored timestamp unit */
 	struct slot *slots;
 	ht__rings *rings; /* per slot, as the writer keeps them */
 	uint32_t nslots;
@@ -859,6 +860,13 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		rc = HT_ERR_VERSION;
 		goto fail;
 	}
+	r->ts_unit = ht__get_le32(h + 40);
+	if (!r->ts_unit)
+		r->ts_unit = 1;
+	if (r->ts_unit > HT__MAX_TS_UNIT) {
+		rc = HT_ERR_VERSION;
+		goto fail;
+	}
 	r->header_size = ht__get_le32(h + 16);
 	if (r->header_size < HT__HEADER_SIZE || r->header_size > r->size) {
 		rc = HT_ERR_CORRUPT;
@@ -991,7 +999,7 @@ static int next_chunk(struct ht_reader *r)
 			p += len[i];
 		}
 		r->nallocs = 0;
-		r->prev_ts = h.first_ts;
+		r->prev_ts = h.first_ts / r->ts_unit;
 		r->nslots = 0;
 		r->cur_slot = UINT32_MAX;
 		return 1;
@@ -1191,7 +1199,7 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 		ev->pid = sl->pid;
 		ev->tid = sl->tid;
 		r->prev_ts += (uint64_t)ht__unzigzag(ht__get_varint(&r->cur[HT__S_TIME]));
-		ev->ts = r->prev_ts;
+		ev->ts = r->prev_ts * r->ts_unit;
 		if (head & HT__REC_STACK)
 			ev->stack = (uint32_t)ht__get_varint(&r->cur[HT__S_STACK]);
 		uint8_t mask = ht__get_byte(op), mask2 = 0;

@@ -59,7 +59,8 @@ struct ht__writer {
 	uint32_t ev_count;
 	uint64_t first_ts;
 	uint64_t last_ts; /* of the current chunk */
-	uint64_t prev_ts; /* base of the next timestamp delta */
+	uint64_t prev_ts; /* base of the next timestamp delta, in ts_unit */
+	uint32_t ts_unit; /* ns per stored timestamp unit, >= 1 */
 	uint64_t event_total;
 	uint32_t event_chunks;
 	uint64_t max_ts;
@@ -250,6 +251,11 @@ int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__
 	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)))
 		goto fail;
 	w->start_realtime_ns = meta->start_realtime_ns;
+	w->ts_unit = meta->ts_unit_ns > 1 ? meta->ts_unit_ns : 1;
+	if (w->ts_unit > HT__MAX_TS_UNIT) {
+		rc = HT_ERR_INVALID;
+		goto fail;
+	}
 	w->stack_mask = meta->stack_mask;
 	w->flags = meta->flags & ~(HT_TRACEF_COMPLETE | HT_TRACEF_TRUNCATED | HT_TRACEF_SYMBOLS);
 	if (meta->hostname && !(w->hostname = strdup(meta->hostname)))
@@ -281,6 +287,7 @@ int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__
 	ht__put_le64(h + 24, w->start_realtime_ns);
 	ht__put_le32(h + 32, w->stack_mask);
 	ht__put_le32(h + 36, w->flags);
+	ht__put_le32(h + 40, w->ts_unit);
 	ht__put_le32(h + 60, ht__crc32(h, 60));
 	if ((rc = write_all(w, h, sizeof(h))) < 0)
 		goto fail_unlink;
@@ -580,7 +587,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	}
 	if (!w->ev_count) {
 		w->first_ts = ev->ts;
-		w->prev_ts = ev->ts;
+		w->prev_ts = ev->ts / w->ts_unit;
 	}
 	size_t before = 0;
 	for (int i = 0; i < HT__NSTREAMS; i++)
@@ -612,9 +619,10 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		w->cur_slot = si;
 	}
 	struct ht__buf *tb = &w->st[HT__S_TIME];
-	tb->len = ht__put_varint(tb->data + tb->len, ht__zigzag((int64_t)(ev->ts - w->prev_ts))) -
-		  tb->data;
-	w->prev_ts = ev->ts;
+	uint64_t q = ev->ts / w->ts_unit;
+	tb->len =
+	    ht__put_varint(tb->data + tb->len, ht__zigzag((int64_t)(q - w->prev_ts))) - tb->data;
+	w->prev_ts = q;
 	if (ev->stack) {
 		struct ht__buf *sb = &w->st[HT__S_STACK];
 		sb->len = ht__put_varint(sb->data + sb->len, ev->stack) - sb->data;

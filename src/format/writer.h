@@ -28,6 +28,13 @@ struct ht__trace_meta {
 	uint32_t argc;
 	const char *const *argv; /* the recorded command */
 	const char *hostname;
+	/*
+	 * Event timestamps are stored in units of this many ns, rounded down
+	 * (readers get multiples of it); 0 or 1 keeps them exact. Timestamp
+	 * deltas are the largest part of a compressed heap trace: a unit of 16
+	 * to 64 ns makes a trace about a quarter to a third smaller.
+	 */
+	uint32_t ts_unit_ns;
 };
 
 /* One entry of a frame's symbol information, innermost (most inlined) first. */

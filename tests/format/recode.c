@@ -2,9 +2,10 @@
  * recode.c - rewrites the events of a trace with this build's writer and
  * prints the sizes, so that encodings can be compared on the same events
  * (recording twice gives different timestamps). By hand, not in ctest:
- * recode IN.htr OUT.htr
+ * recode IN.htr OUT.htr [TS_UNIT_NS]
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,8 +14,8 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: recode IN.htr OUT.htr\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: recode IN.htr OUT.htr [TS_UNIT_NS]\n");
 		return 2;
 	}
 	struct ht_reader *r;
@@ -23,7 +24,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "recode: cannot open '%s': %s\n", argv[1], ht_strerror(rc));
 		return 1;
 	}
-	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__trace_meta meta = {.ts_unit_ns = argc > 3 ? (uint32_t)atoi(argv[3]) : 0};
 	struct ht__writer *w;
 	unlink(argv[2]);
 	if ((rc = ht__writer_open(&w, argv[2], &meta)) < 0) {

@@ -700,6 +700,48 @@ static void test_many_threads(void)
 	ht_reader_close(r);
 }
 
+/* A coarser timestamp unit: times come back rounded down, nothing else changes. */
+static void test_ts_unit(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "unit.htr");
+	struct ht__trace_meta meta = {.ts_unit_ns = 16};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	CHECK_EQ(ht__writer_set_chunk_size(w, 4096), 0);
+	const int n = 20000;
+	uint64_t ts = 5;
+	for (int i = 0; i < n; i++) {
+		struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 5, .tid = 5};
+		ts += (uint64_t)(i % 37) * 3;
+		e.ts = ts;
+		e.addr = 0x1000 + (uint64_t)i * 32;
+		e.size = (uint64_t)i;
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_info(r)->duration_ns, ts); /* exact: from the footer */
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	ts = 5;
+	while (ht_reader_next(r, &ev) > 0) {
+		ts += (uint64_t)(i % 37) * 3;
+		bad += ev.ts != ts / 16 * 16 || ev.size != (uint64_t)i ||
+		       ev.addr != 0x1000 + (uint64_t)i * 32;
+		i++;
+	}
+	CHECK_EQ(i, n);
+	CHECK_EQ(bad, 0);
+	ht_reader_close(r);
+	struct ht__trace_meta bad_meta = {.ts_unit_ns = 2000000};
+	test_path(path, sizeof(path), "unit2.htr");
+	CHECK_EQ(ht__writer_open(&w, path, &bad_meta), HT_ERR_INVALID);
+}
+
 static void test_names(void)
 {
 	CHECK_STR(ht_event_name(HT_EV_ALLOC), "alloc");
@@ -743,6 +785,7 @@ int main(void)
 	test_many_chunks();
 	test_predicted_addresses();
 	test_many_threads();
+	test_ts_unit();
 	test_open_errors();
 	return test_result("test_roundtrip");
 }
