@@ -328,7 +328,10 @@ int ht__enter_slow(struct ht__thread *t)
 void ht__child_start(void)
 {
 	struct ht__thread *t = &ht__t;
+	/* The unwinding stack is this thread's copy of the parent's: keep it. */
+	char *ustack = t->ustack;
 	memset(t, 0, sizeof *t);
+	t->ustack = ustack;
 	t->guard = 1;
 	t->tid = (int32_t)syscall(SYS_gettid);
 	atomic_store(&ht__g.state, HT_ST_INITIALIZING);

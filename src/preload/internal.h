@@ -90,6 +90,7 @@ struct ht__thread {
 	int32_t tid;
 	uint8_t exited;     /* the key destructor ran */
 	uint8_t no_ring;    /* a previous claim timed out: retry without waiting */
+	char *ustack;       /* the stack captures run on (stack.c), or NULL */
 };
 
 extern struct ht__global ht__g;
@@ -124,9 +125,11 @@ void ht__thread_release(struct ht__thread *t);
 void ht__threads_init(void);      /* once per process image */
 void ht__thread_forget_all(void); /* fork child: the parent's threads are gone */
 pid_t ht__thread_tid(unsigned long pthread); /* tid of a thread that has a ring, or 0 */
+void ht__thread_watch(struct ht__thread *t);  /* run the exit cleanup for this thread */
 
 /* stack.c */
 uint32_t ht__stack_capture(struct ht__thread *t);
+void ht__ustack_unmap(struct ht__thread *t); /* at thread exit */
 int ht__modules_refresh(int force);
 void ht__stacks_init(void);
 void ht__modules_reset(void);

@@ -65,19 +65,28 @@ void ht__thread_forget_all(void)
 		atomic_store(&ht_reg[i].self, 0);
 }
 
-/* Thread exit: THREAD_EXIT, then the ring goes to the collector. */
+/*
+ * Thread exit: THREAD_EXIT, then the ring goes to the collector, and the
+ * unwinding stack is unmapped. Set up by the first ring claim or unwinding
+ * stack of the thread (ht__thread_watch).
+ */
 static void ht_key_destructor(void *arg)
 {
 	(void)arg;
 	struct ht__thread *t = &ht__t;
-	if (!t->ring)
-		return;
 	int save = errno;
 	t->guard++;
 	ht__thread_release(t);
+	ht__ustack_unmap(t);
 	t->exited = 1;
 	t->guard--;
 	errno = save;
+}
+
+void ht__thread_watch(struct ht__thread *t)
+{
+	if (ht_key_ok)
+		pthread_setspecific(ht_key, t);
 }
 
 void ht__threads_init(void)
@@ -202,8 +211,7 @@ static int ht_claim(struct ht__thread *t)
 	t->no_ring = 0;
 	if (t->exited)
 		return 1;
-	if (ht_key_ok)
-		pthread_setspecific(ht_key, t);
+	ht__thread_watch(t);
 	ht_reg_add(t->tid);
 	/* While an instance starts, it writes PROCESS_START first, then this.
 	   A thread past its key destructor only borrows the ring for one event. */

@@ -9,6 +9,7 @@
 #include <elf.h>
 #include <link.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -413,9 +414,10 @@ static uint32_t ht_wait_id(struct ht_slot *s)
 /*
  * Unwinds the caller's stack, drops our own frames and returns the stack's
  * id, writing its STACK record (and any MODULE_LOAD it needs) when the stack
- * is new to this instance. 0 when no stack could be taken.
+ * is new to this instance. 0 when no stack could be taken. Runs on the
+ * thread's unwinding stack when it has one (see ht__stack_capture).
  */
-uint32_t ht__stack_capture(struct ht__thread *t)
+static __attribute__((noinline)) uint32_t ht_capture(struct ht__thread *t)
 {
 	void *ips[HT_MAX_FRAMES + 8];
 	int n = unw_backtrace(ips, HT_MAX_FRAMES + 8);
@@ -460,6 +462,106 @@ uint32_t ht__stack_capture(struct ht__thread *t)
 		return ok ? id : 0;
 	}
 	return 0;
+}
+
+/* ---- the unwinding stack ---- */
+
+/*
+ * A capture needs about 7 KiB of stack (libunwind's context and cursor, its
+ * DWARF parser on a first visit, the STACK record being built, a module
+ * scan), more than a program leaves in a signal handler on an 8 KiB
+ * alternate stack (SIGSTKSZ of old, what crash handlers use), in a coroutine
+ * or near the end of a small thread stack: there, tracing would turn a
+ * working program into a crash. So the capture runs on a stack of the
+ * recorder's own, one per thread, with a guard page below it, mapped at the
+ * thread's first capture and unmapped when the thread releases its ring.
+ * Only ht__stack_capture's small frame stays on the program's stack.
+ *
+ * ht__on_stack(arg, fn, top) calls fn(arg) with the stack pointer at top.
+ * Its frame keeps the program's stack pointer in rbp and its CFI says so
+ * (CFA = rbp + 16), so libunwind (and a debugger) walks from the recorder's
+ * stack back onto the program's as through any frame-pointer frame.
+ */
+#define HT_USTACK_SIZE (128 * 1024)
+#define HT_USTACK_GUARD 4096
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+	".globl ht__on_stack\n"
+	".hidden ht__on_stack\n"
+	".type ht__on_stack, @function\n"
+	".p2align 4\n"
+	"ht__on_stack:\n"
+	".cfi_startproc\n"
+	"\tpush %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"\tmov %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"\tmov %rdx, %rsp\n"
+	"\tcall *%rsi\n"
+	"\tmov %rbp, %rsp\n"
+	"\tpop %rbp\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"\tret\n"
+	".cfi_endproc\n"
+	".size ht__on_stack, .-ht__on_stack\n");
+void ht__on_stack(void *arg, void (*fn)(void *), void *top);
+#define HT_HAVE_USTACK 1
+#else
+#define HT_HAVE_USTACK 0
+#endif
+
+struct ht_capture_call {
+	struct ht__thread *t;
+	uint32_t id;
+};
+
+static void ht_capture_on_ustack(void *arg)
+{
+	struct ht_capture_call *c = arg;
+	c->id = ht_capture(c->t);
+}
+
+/* Maps the thread's unwinding stack; leaves it NULL when that fails. */
+static HT_COLD void ht_ustack_map(struct ht__thread *t)
+{
+	char *m = ht__raw_mmap(HT_USTACK_GUARD + HT_USTACK_SIZE);
+	if (!m)
+		return;
+	syscall(SYS_mprotect, m, HT_USTACK_GUARD, PROT_NONE);
+	t->ustack = m + HT_USTACK_GUARD;
+	ht__thread_watch(t); /* unmapped at thread exit, ring or not */
+}
+
+void ht__ustack_unmap(struct ht__thread *t)
+{
+	if (!t->ustack)
+		return;
+	syscall(SYS_munmap, t->ustack - HT_USTACK_GUARD, HT_USTACK_GUARD + HT_USTACK_SIZE);
+	t->ustack = NULL;
+}
+
+/*
+ * The stack id of the current call, captured on the thread's unwinding
+ * stack. A thread past its key destructor (glibc freeing its TLS) captures
+ * in place: it has given its unwinding stack back and runs on its own,
+ * normal-sized stack then.
+ */
+uint32_t ht__stack_capture(struct ht__thread *t)
+{
+	if (!HT_HAVE_USTACK || t->exited)
+		return ht_capture(t);
+	if (HT_UNLIKELY(!t->ustack)) {
+		ht_ustack_map(t);
+		if (!t->ustack)
+			return ht_capture(t);
+	}
+	struct ht_capture_call c = {t, 0};
+#if HT_HAVE_USTACK
+	ht__on_stack(&c, ht_capture_on_ustack, t->ustack + HT_USTACK_SIZE);
+#endif
+	return c.id;
 }
 
 struct ht_range {
