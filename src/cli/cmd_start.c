@@ -26,7 +26,8 @@ static const char usage_text[] =
 	"enable' joins too. 'heaptrail stop NAME' writes the trace.\n"
 	"\n"
 	"  -o FILE             the trace (default: NAME.htr in this directory)\n"
-	"  -p, --pid PID,...   trace these running processes (may be repeated)\n"
+	"  -p, --pid PID...    trace these running processes (PID,PID or PID PID;\n"
+	"                      may be repeated)\n"
 	"  --stacks LIST       events that capture a call stack, comma-separated:\n"
 	"                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
 	"                      heap-destroy, or none or all\n"
@@ -150,6 +151,9 @@ int cmd_start(int argc, char **argv)
 		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
 			VALUE();
 			npids = (unsigned)parse_pid_option(val, pids, npids, HT__CTL_MAX_PIDS);
+			/* "--pid 12 34": more numbers after the first are pids too. */
+			while (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
+				npids = (unsigned)parse_pid_option(argv[++i], pids, npids, HT__CTL_MAX_PIDS);
 		} else if (!strcmp(a, "--stacks")) {
 			VALUE();
 			nstacks = parse_stack_events(val, stacks);

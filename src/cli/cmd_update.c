@@ -18,7 +18,8 @@ static const char usage_text[] =
 	"that join through IFEO), and with --stacks change which events capture a\n"
 	"call stack. Processes no longer listed are detached and keep running.\n"
 	"\n"
-	"  -p, --pid PID,...   the new set of processes (may be repeated)\n"
+	"  -p, --pid PID...    the new set of processes (PID,PID or PID PID;\n"
+	"                      may be repeated)\n"
 	"  --stacks LIST       as for 'heaptrail start'\n"
 	"  -q, --quiet         print nothing but errors\n"
 	"  -h, --help          show this help\n";
@@ -42,6 +43,9 @@ int cmd_update(int argc, char **argv)
 			if (!strcmp(a, "--stacks"))
 				nstacks = parse_stack_events(argv[++i], stacks);
 			else
+				npids = (unsigned)parse_pid_option(argv[++i], pids, npids, HT__CTL_MAX_PIDS);
+			/* "--pid 12 34": more numbers after the first are pids too. */
+			while (strcmp(a, "--stacks") && i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
 				npids = (unsigned)parse_pid_option(argv[++i], pids, npids, HT__CTL_MAX_PIDS);
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			quiet = true;

@@ -150,7 +150,7 @@ def allocs(events, pid, size):
 def two_pids(env):
     a, b = env.spawn(4001), env.spawn(4002)
     trace = env.path("two.htr")
-    _, err = env.ht("start", "two", "-o", trace, "--pid", "%d,%d" % (a.pid, b.pid))
+    _, err = env.ht("start", "two", "-o", trace, "--pid", str(a.pid), str(b.pid))
     check("session 'two' started" in err, "start message: %r" % err)
     check(os.stat(trace).st_mode & 0o777 == 0o600, "the trace must be created 0600")
     time.sleep(0.4)
