@@ -289,7 +289,7 @@ static int resolve(ht_trace_handle h, const char *name, char *out, uint64_t *id)
 	*id = 0;
 	if (!h) {
 		if (!ht__ctl_name_ok(name))
-			return name ? HT_ERR_INVALID : HT_ERR_INVALID;
+			return HT_ERR_INVALID;
 		snprintf(out, HT_SESSION_NAME_MAX + 1, "%s", name);
 		return 0;
 	}
@@ -360,6 +360,11 @@ static int format_pids(char *buf, size_t n, const pid_t *pids, unsigned npids)
 	return 0;
 }
 
+/* ht_start_heap_trace() once its arguments are checked; a is zeroed, ours to fill. */
+static int start(ht_trace_handle *handle, struct ht_trace_properties *props, const char *session_name,
+		 const pid_t *pids, unsigned npids, const enum ht_event_type *stack_events, unsigned nstack_events,
+		 struct ht__daemon_args *a);
+
 int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *props, const char *session_name,
 			const pid_t *pids, unsigned npids, const enum ht_event_type *stack_events,
 			unsigned nstack_events)
@@ -379,28 +384,40 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 		if (pids[i] <= 0)
 			return HT_ERR_INVALID;
 
-	static struct ht__daemon_args a; /* large; only read by the child */
-	memset(&a, 0, sizeof(a));
-	int rc = ht__ctl_stack_mask(stack_events, nstack_events, &a.stack_mask);
+	/* Large (paths): on the heap, so that threads may start sessions at once. */
+	struct ht__daemon_args *args = calloc(1, sizeof(*args));
+	if (!args)
+		return HT_ERR_NOMEM;
+	int rc = start(handle, props, session_name, pids, npids, stack_events, nstack_events, args);
+	free(args);
+	return rc;
+}
+
+static int start(ht_trace_handle *handle, struct ht_trace_properties *props, const char *session_name,
+		 const pid_t *pids, unsigned npids, const enum ht_event_type *stack_events, unsigned nstack_events,
+		 struct ht__daemon_args *a)
+{
+	int rc = ht__ctl_stack_mask(stack_events, nstack_events, &a->stack_mask);
 	if (rc < 0)
 		return rc;
-	if ((rc = ht__ctl_paths(&a.paths, session_name, true)) < 0)
+	uint32_t size = props->buffer_size, count = props->buffers;
+	if ((rc = ht__ctl_paths(&a->paths, session_name, true)) < 0)
 		return rc;
-	snprintf(a.name, sizeof(a.name), "%s", session_name);
-	a.buffer_size = size;
-	a.buffers = count;
-	a.flags = props->flags;
-	a.max_file_size = props->max_file_size;
-	a.pids = pids;
-	a.npids = npids;
+	snprintf(a->name, sizeof(a->name), "%s", session_name);
+	a->buffer_size = size;
+	a->buffers = count;
+	a->flags = props->flags;
+	a->max_file_size = props->max_file_size;
+	a->pids = pids;
+	a->npids = npids;
 	if (props->recorder) {
-		if (!realpath(props->recorder, a.recorder))
+		if (!realpath(props->recorder, a->recorder))
 			return HT_ERR_NOT_FOUND;
-	} else if ((rc = find_recorder(a.recorder, sizeof(a.recorder))) < 0) {
+	} else if ((rc = find_recorder(a->recorder, sizeof(a->recorder))) < 0) {
 		/* Needed now for pids; without, a later update says it is missing. */
 		if (npids)
 			return rc;
-		a.recorder[0] = 0;
+		a->recorder[0] = 0;
 	}
 
 	/* The trace path is absolute: the daemon works from "/". */
@@ -413,10 +430,10 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof(cwd)))
 			return HT_ERR_IO;
-		if ((size_t)snprintf(a.file, sizeof(a.file), "%s/%s", cwd, file) >= sizeof(a.file))
+		if ((size_t)snprintf(a->file, sizeof(a->file), "%s/%s", cwd, file) >= sizeof(a->file))
 			return HT_ERR_INVALID;
 	} else {
-		snprintf(a.file, sizeof(a.file), "%s", file);
+		snprintf(a->file, sizeof(a->file), "%s", file);
 	}
 
 	int ready[2];
@@ -442,7 +459,7 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 		}
 		if (d > 0)
 			_exit(0);
-		ht__daemon_main(&a, ready[1]);
+		ht__daemon_main(a, ready[1]);
 	}
 	close(ready[1]);
 	int st;
@@ -466,7 +483,7 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 		return res.rc < 0 && got >= sizeof(res.rc) ? res.rc : HT_ERR_IO;
 	if (res.rc < 0)
 		return res.rc;
-	snprintf(props->file, sizeof(props->file), "%s", a.file);
+	snprintf(props->file, sizeof(props->file), "%s", a->file);
 	props->daemon_pid = res.pid;
 	*handle = res.id;
 	handle_add(res.id, session_name);
