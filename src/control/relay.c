@@ -37,12 +37,14 @@ struct pending {
 	uint32_t stack_cap;
 	int32_t *dst;        /* per pending ring: session ring + 1, 0: none */
 	uint64_t *dst_wpos;  /* our write position in that session ring */
+	uint64_t *lost_seen; /* per pending ring: its lost count already passed on */
 	uint64_t exhausted;  /* rings_exhausted of the pending file, counted so far */
 };
 
 struct ht__relay {
 	struct ht__shm_header *sh; /* the session's file */
 	char dir[PATH_MAX];        /* the session's directory */
+	uint64_t pumps;            /* calls of ht__relay_pump, to space out liveness checks */
 	uint32_t ring_size, ring_count;
 	struct pending *p;
 	unsigned n;
@@ -144,9 +146,11 @@ static void adopt(struct ht__relay *r, const char *path)
 	p->h = h;
 	p->dst = calloc(h->ring_count, sizeof(*p->dst));
 	p->dst_wpos = calloc(h->ring_count, sizeof(*p->dst_wpos));
-	if (!p->dst || !p->dst_wpos) {
+	p->lost_seen = calloc(h->ring_count, sizeof(*p->lost_seen));
+	if (!p->dst || !p->dst_wpos || !p->lost_seen) {
 		free(p->dst);
 		free(p->dst_wpos);
+		free(p->lost_seen);
 		munmap(m, size);
 		return;
 	}
@@ -300,7 +304,9 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 				rd = w; /* not a record: the rest of this ring cannot be trusted */
 				break;
 			}
-			if (rec->type == HT_REC_PAD) {
+			/* A record too big for the session's rings (a long PROCESS_START
+			   into 4 KiB buffers) cannot be passed on: dropped. */
+			if (rec->type == HT_REC_PAD || len + 8 > r->ring_size) {
 				rd += len;
 				continue;
 			}
@@ -322,7 +328,11 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 			rd += len;
 		}
 		p->dst_wpos[i] = dw;
-		atomic_store_explicit(&dst->lost, atomic_load(&src->lost), memory_order_relaxed);
+		uint64_t lost = atomic_load(&src->lost);
+		if (lost > p->lost_seen[i]) {
+			atomic_fetch_add(&dst->lost, lost - p->lost_seen[i]);
+			p->lost_seen[i] = lost;
+		}
 		atomic_store_explicit(&dst->write_pos, dw, memory_order_release);
 		/* A writer caught mid-record there is one here too, for the watermark. */
 		atomic_store_explicit(&dst->busy, atomic_load(&src->busy), memory_order_relaxed);
@@ -330,8 +340,9 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 	}
 	if (rd < w)
 		return;
-	/* All copied: a ring its thread gave back (or whose process died) ends here too. */
-	if (state == HT_RING_RELEASED || process_gone(src->pid)) {
+	/* All copied: a ring its thread gave back (or whose process died) ends
+	   here too. Whether a process died is asked every 50th tick. */
+	if (state == HT_RING_RELEASED || (r->pumps % 50 == 0 && process_gone(src->pid))) {
 		if (dst) {
 			atomic_store(&dst->busy, 0);
 			atomic_store_explicit(&dst->state, HT_RING_RELEASED, memory_order_release);
@@ -339,6 +350,7 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 		}
 		if (state == HT_RING_RELEASED) {
 			atomic_store(&src->lost, 0);
+			p->lost_seen[i] = 0;
 			atomic_store_explicit(&src->state, HT_RING_FREE, memory_order_release);
 		}
 	}
@@ -346,6 +358,7 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 
 void ht__relay_pump(struct ht__relay *r)
 {
+	r->pumps++;
 	for (unsigned k = 0; k < r->n; k++) {
 		struct pending *p = &r->p[k];
 		atomic_store(&p->h->heartbeat_ns, atomic_load(&r->sh->heartbeat_ns));
@@ -392,6 +405,7 @@ void ht__relay_free(struct ht__relay *r)
 		free(p->stack_map);
 		free(p->dst);
 		free(p->dst_wpos);
+		free(p->lost_seen);
 	}
 	free(r->p);
 	free(r);
