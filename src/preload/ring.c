@@ -17,6 +17,7 @@
 
 static pthread_key_t ht_key;
 static int ht_key_ok;
+static _Atomic uint64_t ht_claim_gave_up; /* when a claim of ours last gave up (ht_claim) */
 
 /*
  * Threads that own a ring, so pthread_setname_np() on another thread can
@@ -63,6 +64,7 @@ void ht__thread_forget_all(void)
 {
 	for (unsigned i = 0; i < HT_REG_SIZE; i++)
 		atomic_store(&ht_reg[i].self, 0);
+	atomic_store(&ht_claim_gave_up, 0);
 }
 
 /*
@@ -191,6 +193,19 @@ static int ht_try_claim(struct ht__thread *t)
 	return 0;
 }
 
+/*
+ * Waiting for a ring is worth it while the collector may still free one: it
+ * frees released rings and those of dead threads within a few ticks. Once
+ * it has been seen ticking for HT_CLAIM_NS since the wait began and no ring
+ * came free, the rings are held by live threads and more waiting only
+ * stalls the program (a thread that waits may hold the program's lock: 300
+ * Python threads waited two seconds each, one after the other, under the
+ * GIL). Then the event is counted in rings_exhausted, and for
+ * HT_CLAIM_QUIET_NS the other threads of the process try without waiting.
+ */
+#define HT_CLAIM_NS 200000000ull
+#define HT_CLAIM_QUIET_NS 1000000000ull
+
 /* Claims a ring for this thread and writes its THREAD_START. */
 static int ht_claim(struct ht__thread *t)
 {
@@ -201,10 +216,18 @@ static int ht_claim(struct ht__thread *t)
 		/* After one timeout, later events only try once each. */
 		if (t->no_ring || atomic_load(&ht__g.state) == HT_ST_DORMANT)
 			goto fail;
+		uint64_t gave_up = atomic_load_explicit(&ht_claim_gave_up, memory_order_relaxed);
+		if (gave_up && ht__clock() - gave_up < HT_CLAIM_QUIET_NS)
+			goto fail;
 		if (!ht_wait_step(&w))
 			return 0;
-		if (w.since && ht__clock() - w.since > HT_DEAD_NS) {
+		if (!w.since)
+			continue;
+		uint64_t now = ht__clock();
+		uint64_t hb = atomic_load_explicit(&ht__g.hdr->heartbeat_ns, memory_order_relaxed);
+		if (now - w.since > HT_DEAD_NS || (hb > w.since && hb - w.since > HT_CLAIM_NS)) {
 			t->no_ring = 1;
+			atomic_store_explicit(&ht_claim_gave_up, now, memory_order_relaxed);
 			goto fail;
 		}
 	}

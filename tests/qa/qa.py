@@ -527,6 +527,26 @@ def collector_killed(env):
 
 
 @case
+def more_threads_than_buffers(env):
+    """40 threads, 8 buffers, each thread's first allocation under one lock:
+    a thread that finds no buffer may not stall the others for long (it
+    waited two seconds each, one after the other). Its events are counted
+    as lost."""
+    n = 40
+    t0 = time.time()
+    out, trace = env.same([env.prog("lockthreads"), str(n)], 0, ["--buffers", "8"], timeout=40)
+    took = time.time() - t0
+    equal(out, "made %d\n" % n, "output")
+    check(took < 15, "native and recorded runs took %.1f s" % took)
+    j = env.info(trace, complete=False)
+    equal(j["complete"], True, "complete")
+    got = len(env.dump(trace, lambda e: e["type"] == "alloc" and e.get("size") == "6666"))
+    check(1 <= got <= 7, "threads that recorded their allocation: %d" % got)
+    check(got + j["events_lost"] >= n, "recorded %d + lost %d < %d" % (got, j["events_lost"], n))
+    check(any("lost" in w for w in j["warnings"]), "warnings: %s" % j["warnings"])
+
+
+@case
 def lossy_small_buffers(env):
     """64 KiB buffers: lossless keeps every event (the program waits);
     --lossy drops and counts, and every event is either in the trace or
