@@ -81,7 +81,7 @@ class Env:
         p = subprocess.Popen([self.worker, str(base)] + list(extra), stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, cwd=self.tmp, env=self.env)
         self.procs.append(p)
-        if not extra:
+        if "wait" not in extra:
             self.wait_line(p, "ready")
         return p
 
@@ -519,7 +519,7 @@ def inside_boot(env):
     unit = open("/etc/systemd/system/heaptrail-autologger.service").read()
     check(os.path.realpath(os.path.join(env.build, "lib", "libheaptrail-ifeo.so")) in
           open("/etc/ld.so.preload").read(), "enable installs the hook")
-    w = env.spawn(9201)
+    w = env.spawn(9201, "threads")  # four threads sharing one allocation stack
     time.sleep(0.3)
     check(pending_buffer(w.pid), "the program keeps its events in memory before the session")
     exec_start = [l[len("ExecStart="):] for l in unit.splitlines() if l.startswith("ExecStart=")][0]
@@ -538,6 +538,16 @@ def inside_boot(env):
     ev = env.events(trace)
     equal(allocs(ev, w.pid, 109201), 1, "the program's first allocation, made before the session")
     equal(allocs(ev, w.pid, 9201), n, "every allocation of the program")
+    # Stack ids are renumbered per buffer: the three threads of one call site share one.
+    by_tid = {}
+    for e in ev:
+        if e["type"] == "alloc" and e["pid"] == w.pid and e["size"] == 9201:
+            by_tid.setdefault(e["tid"], set()).add(e["stack"])
+    equal(len(by_tid), 4, "threads that allocated")
+    loop_stacks = set().union(*(v for t, v in by_tid.items() if t != w.pid))
+    check(len(loop_stacks) == 1 and 0 not in loop_stacks, "the threads' shared stack: %r" % loop_stacks)
+    check(loop_stacks != by_tid[w.pid], "main's own call site has its own stack")
+    equal(env.info(trace)["warnings"], [], "warnings reading the trace")
     # Before the session the program captured the default stacks (no frees);
     # from the session's start on, the session's (--stacks alloc,free).
     frees = [e for e in ev if e["type"] == "free" and e["pid"] == w.pid]

@@ -6,10 +6,14 @@
  * With "wait" as second argument it first blocks in read() on stdin until a
  * byte arrives (started "suspended"). Its first allocation is a marker of
  * 100000 + BASE bytes. Exits on SIGTERM (status 0) after printing
- * "allocs N", the number of BASE + phase allocations it made.
+ * "allocs N", the number of BASE + phase allocations it made. With
+ * "threads" as second argument, three more threads do the same loop (the
+ * count is of all four).
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,24 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t phase, done;
+static size_t base;
+static _Atomic unsigned long count;
+
+/* The loop of every thread: one call site, so all threads share its stack. */
+static void *loop(void *arg)
+{
+	(void)arg;
+	while (!done) {
+		volatile char *p = malloc(base + (size_t)phase);
+		if (p)
+			p[0] = 1;
+		count++;
+		free((void *)p);
+		struct timespec ts = { 0, 5000000 };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
 
 static void on_usr1(int sig)
 {
@@ -32,7 +54,7 @@ static void on_term(int sig)
 
 int main(int argc, char **argv)
 {
-	size_t base = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
+	base = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
@@ -46,8 +68,18 @@ int main(int argc, char **argv)
 	}
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
+	pthread_t th[3];
+	int nth = argc > 2 && !strcmp(argv[2], "threads") ? 3 : 0;
+	/* SIGTERM and SIGUSR1 go to the main thread, which prints and joins. */
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	for (int i = 0; i < nth; i++)
+		pthread_create(&th[i], NULL, loop, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	int shown = 0;
-	unsigned long count = 0;
 	while (!done) {
 		int ph = phase;
 		if (ph != shown) {
@@ -63,6 +95,8 @@ int main(int argc, char **argv)
 		struct timespec ts = { 0, 5000000 };
 		nanosleep(&ts, NULL);
 	}
-	printf("allocs %lu\n", count);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	printf("allocs %lu\n", (unsigned long)count);
 	return 0;
 }
