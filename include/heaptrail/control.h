@@ -100,10 +100,10 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 			const enum ht_event_type *stack_events, unsigned nstack_events);
 
 /*
- * Replaces the session's set of processes and, when stack_events is not
- * NULL, its stack events (seen by every recorder from its next event).
- * Processes left out stop being traced and keep running; new ones are
- * attached. The session is named by handle, or by session_name when handle
+ * Replaces the session's set of processes when pids is not NULL (npids 0:
+ * none but IFEO joiners) and its stack events when stack_events is not NULL
+ * (seen by every recorder from its next event). Processes left out stop
+ * being traced and keep running; new ones are attached. The session is named by handle, or by session_name when handle
  * is 0. Errors as for start, and HT_ERR_NOT_FOUND for an unknown session.
  * Every pid is checked before anything changes.
  */

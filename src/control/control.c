@@ -517,7 +517,7 @@ static int request(ht_trace_handle h, const char *name, const char *verb, const 
 int ht_update_heap_trace(ht_trace_handle handle, const char *session_name, const pid_t *pids, unsigned npids,
 			 const enum ht_event_type *stack_events, unsigned nstack_events)
 {
-	if ((npids && !pids) || npids > HT__CTL_MAX_PIDS)
+	if (npids > HT__CTL_MAX_PIDS || (npids && !pids))
 		return HT_ERR_INVALID;
 	char *args = malloc(HT__CTL_LINE);
 	if (!args)
@@ -529,10 +529,16 @@ int ht_update_heap_trace(ht_trace_handle handle, const char *session_name, const
 	uint32_t mask = 0;
 	if (stack_events && (rc = ht__ctl_stack_mask(stack_events, nstack_events, &mask)) < 0)
 		goto out;
-	if (stack_events)
-		snprintf(args, HT__CTL_LINE, "pids=%s stacks=0x%x", npids ? list : "-", mask);
+	/* No pids array: the set stays as it is (only the stacks change). */
+	char pidarg[HT__CTL_LINE - 200];
+	if (pids)
+		snprintf(pidarg, sizeof(pidarg), "pids=%s", npids ? list : "-");
 	else
-		snprintf(args, HT__CTL_LINE, "pids=%s", npids ? list : "-");
+		snprintf(pidarg, sizeof(pidarg), "pids=keep");
+	if (stack_events)
+		snprintf(args, HT__CTL_LINE, "%s stacks=0x%x", pidarg, mask);
+	else
+		snprintf(args, HT__CTL_LINE, "%s", pidarg);
 	char reply[HT__CTL_LINE];
 	rc = request(handle, session_name, "UPDATE", args, reply, sizeof(reply), 120000);
 out:

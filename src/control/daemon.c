@@ -266,7 +266,8 @@ static void do_update(int fd, const char *line)
 	pid_t want[HT__CTL_MAX_PIDS];
 	unsigned nwant = 0;
 	char why[1024] = "";
-	if (!ht__ctl_get(line, "pids", v, sizeof(v)) || parse_pid_list(v, want, &nwant) < 0) {
+	bool keep = ht__ctl_get(line, "pids", v, sizeof(v)) && !strcmp(v, "keep");
+	if (!keep && (!ht__ctl_get(line, "pids", v, sizeof(v)) || parse_pid_list(v, want, &nwant) < 0)) {
 		reply_err(fd, HT_ERR_INVALID, "invalid process list");
 		return;
 	}
@@ -281,6 +282,11 @@ static void do_update(int fd, const char *line)
 		mask = (uint32_t)m;
 	}
 	pthread_mutex_lock(&D.members_lock);
+	if (keep) {
+		nwant = 0;
+		for (unsigned i = 0; i < D.nmembers && nwant < HT__CTL_MAX_PIDS; i++)
+			want[nwant++] = D.members[i].pid;
+	}
 	/* Every new process is checked before anything changes. */
 	for (unsigned i = 0; i < nwant; i++) {
 		struct member *m = member_of(want[i]);
