@@ -55,7 +55,7 @@ int main(int argc, char **argv)
 	struct ht_trace_properties props = HT_TRACE_PROPERTIES_INIT;
 	snprintf(props.file, sizeof(props.file), "%s", argc > 1 ? argv[1] : "suspended.htr");
 	props.flags = HT_TRACE_FORCE;
-	enum ht_event_type stacks[] = { HT_EV_ALLOC, HT_EV_FREE };
+	enum ht_event_type stacks[] = {HT_EV_ALLOC, HT_EV_FREE};
 	char name[32];
 	snprintf(name, sizeof(name), "suspended-%d", (int)getpid());
 	ht_trace_handle h;
@@ -80,8 +80,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("child %d exited with %d\n", (int)pid, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	printf("trace: %s\nevents written: %llu\nevents lost: %llu\nbuffers lost: %llu\n", props.file,
-	       (unsigned long long)props.events_written, (unsigned long long)props.events_lost,
-	       (unsigned long long)props.buffers_lost);
+	printf("trace: %s\nevents written: %llu\nevents lost: %llu\nbuffers lost: %llu\n",
+	       props.file, (unsigned long long)props.events_written,
+	       (unsigned long long)props.events_lost, (unsigned long long)props.buffers_lost);
 	return 0;
 }

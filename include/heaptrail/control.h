@@ -58,25 +58,28 @@ struct ht_trace_properties {
 	/* in/out: the trace file. Empty: NAME.htr in the current directory.
 	   Start makes it absolute; stop and query return it. */
 	char file[4096];
-	uint32_t buffer_size; /* bytes per buffer (one per thread), a power of
-	                         two >= 4096; 0: 1 MiB */
-	uint32_t buffers;     /* number of buffers, 1 .. 65536; 0: 256 */
-	uint32_t flags;       /* HT_TRACE_*; unknown bits: HT_ERR_FLAGS */
+	uint32_t buffer_size;	/* bytes per buffer (one per thread), a power of
+				   two >= 4096; 0: 1 MiB */
+	uint32_t buffers;	/* number of buffers, 1 .. 65536; 0: 256 */
+	uint32_t flags;		/* HT_TRACE_*; unknown bits: HT_ERR_FLAGS */
 	uint64_t max_file_size; /* > 0: the session ends by itself (trace
-	                           finished and symbolized) once the file is
-	                           this large */
-	const char *recorder; /* libheaptrail.so to inject; NULL: found next to
-	                         the program (../lib/) or where it is installed */
+				   finished and symbolized) once the file is
+				   this large */
+	const char *recorder;	/* libheaptrail.so to inject; NULL: found next to
+				   the program (../lib/) or where it is installed */
 
 	/* out */
 	uint64_t events_written; /* events in the trace */
-	uint64_t events_lost;    /* events dropped (lossy mode, no free buffer) */
-	uint64_t buffers_lost;   /* of those, dropped because no buffer was free */
+	uint64_t events_lost;	 /* events dropped (lossy mode, no free buffer) */
+	uint64_t buffers_lost;	 /* of those, dropped because no buffer was free */
 	uint32_t buffers_in_use; /* query: buffers owned by a thread right now */
-	pid_t daemon_pid;        /* the session daemon */
+	pid_t daemon_pid;	 /* the session daemon */
 };
 
-#define HT_TRACE_PROPERTIES_INIT { { 0 }, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0 }
+#define HT_TRACE_PROPERTIES_INIT                                                                   \
+	{                                                                                          \
+		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0                                               \
+	}
 
 /*
  * Starts session session_name for pids (npids of them, may be 0: processes
@@ -103,12 +106,13 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
  * Replaces the session's set of processes when pids is not NULL (npids 0:
  * none but IFEO joiners) and its stack events when stack_events is not NULL
  * (seen by every recorder from its next event). Processes left out stop
- * being traced and keep running; new ones are attached. The session is named by handle, or by session_name when handle
- * is 0. Errors as for start, and HT_ERR_NOT_FOUND for an unknown session.
+ * being traced and keep running; new ones are attached. The session is named by handle, or by
+ * session_name when handle is 0. Errors as for start, and HT_ERR_NOT_FOUND for an unknown session.
  * Every pid is checked before anything changes.
  */
 int ht_update_heap_trace(ht_trace_handle handle, const char *session_name, const pid_t *pids,
-			 unsigned npids, const enum ht_event_type *stack_events, unsigned nstack_events);
+			 unsigned npids, const enum ht_event_type *stack_events,
+			 unsigned nstack_events);
 
 /*
  * Stops the session (by handle, or by name when handle is 0): every process
@@ -116,7 +120,8 @@ int ht_update_heap_trace(ht_trace_handle handle, const char *session_name, const
  * is not NULL it gets the file, events_written, events_lost and
  * buffers_lost. Returns when the trace is complete.
  */
-int ht_stop_heap_trace(ht_trace_handle handle, const char *session_name, struct ht_trace_properties *props);
+int ht_stop_heap_trace(ht_trace_handle handle, const char *session_name,
+		       struct ht_trace_properties *props);
 
 /*
  * What a running session is doing: props gets file, buffer_size, buffers,

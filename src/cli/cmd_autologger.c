@@ -18,25 +18,25 @@
 #include "heaptrail/control.h"
 
 static const char usage_text[] =
-	"usage: heaptrail autologger enable [-o FILE] [--max-size SIZE] [--stacks LIST]\n"
-	"                                   [--buffer-size SIZE] [--buffers N]\n"
-	"   or: heaptrail autologger disable\n"
-	"   or: heaptrail autologger status\n"
-	"   or: heaptrail autologger unit [options of enable]\n"
-	"\n"
-	"Trace from boot: 'enable' installs a systemd unit that starts the session\n"
-	"'autologger' early in boot (before ordinary services) with the IFEO loader\n"
-	"hook, so programs enabled with 'heaptrail ifeo enable' are traced from\n"
-	"their first allocation. 'heaptrail stop autologger' writes the trace; so\n"
-	"does shutdown. The previous boot's trace is kept as FILE.prev. 'unit'\n"
-	"prints the unit without installing it. Needs root.\n"
-	"\n"
-	"  -o FILE             the trace (default /var/log/heaptrail/boot.htr)\n"
-	"  --max-size SIZE     the session ends once the trace is this big (default 1G)\n"
-	"  --stacks LIST       as for 'heaptrail start'\n"
-	"  --buffer-size SIZE  bytes per thread buffer\n"
-	"  --buffers N         number of thread buffers\n"
-	"  -h, --help          show this help\n";
+    "usage: heaptrail autologger enable [-o FILE] [--max-size SIZE] [--stacks LIST]\n"
+    "                                   [--buffer-size SIZE] [--buffers N]\n"
+    "   or: heaptrail autologger disable\n"
+    "   or: heaptrail autologger status\n"
+    "   or: heaptrail autologger unit [options of enable]\n"
+    "\n"
+    "Trace from boot: 'enable' installs a systemd unit that starts the session\n"
+    "'autologger' early in boot (before ordinary services) with the IFEO loader\n"
+    "hook, so programs enabled with 'heaptrail ifeo enable' are traced from\n"
+    "their first allocation. 'heaptrail stop autologger' writes the trace; so\n"
+    "does shutdown. The previous boot's trace is kept as FILE.prev. 'unit'\n"
+    "prints the unit without installing it. Needs root.\n"
+    "\n"
+    "  -o FILE             the trace (default /var/log/heaptrail/boot.htr)\n"
+    "  --max-size SIZE     the session ends once the trace is this big (default 1G)\n"
+    "  --stacks LIST       as for 'heaptrail start'\n"
+    "  --buffer-size SIZE  bytes per thread buffer\n"
+    "  --buffers N         number of thread buffers\n"
+    "  -h, --help          show this help\n";
 
 #define UNIT_NAME "heaptrail-autologger.service"
 #define SESSION "autologger"
@@ -65,11 +65,11 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		const char **slot = !strcmp(a, "-o") || !strcmp(a, "--output") ? &o->file
-				  : !strcmp(a, "--max-size")			  ? &o->max_size
-				  : !strcmp(a, "--stacks")			  ? &o->stacks
-				  : !strcmp(a, "--buffer-size")			  ? &o->buffer_size
-				  : !strcmp(a, "--buffers")			  ? &o->buffers
-										  : NULL;
+				    : !strcmp(a, "--max-size")		       ? &o->max_size
+				    : !strcmp(a, "--stacks")		       ? &o->stacks
+				    : !strcmp(a, "--buffer-size")	       ? &o->buffer_size
+				    : !strcmp(a, "--buffers")		       ? &o->buffers
+									       : NULL;
 		if (!slot)
 			die("unknown option '%s'; see 'heaptrail autologger --help'", a);
 		if (i + 1 >= argc)
@@ -79,7 +79,9 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 	if (o->file[0] != '/')
 		die("the boot trace needs an absolute path, not '%s'", o->file);
 	if (strpbrk(o->file, " \t\n\"'\\%$"))
-		die("the path '%s' has characters a unit file would need quoted; pick a plainer one", o->file);
+		die("the path '%s' has characters a unit file would need quoted; pick a plainer "
+		    "one",
+		    o->file);
 	uint64_t v;
 	if (parse_size(o->max_size, &v) < 0 || !v)
 		die("invalid size '%s': like 512M or 2G", o->max_size);
@@ -87,10 +89,12 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 		enum ht_event_type ev[16];
 		parse_stack_events(o->stacks, ev);
 	}
-	if (o->buffer_size && (parse_size(o->buffer_size, &v) < 0 || v < 4096 || v > (1u << 30) || (v & (v - 1))))
+	if (o->buffer_size &&
+	    (parse_size(o->buffer_size, &v) < 0 || v < 4096 || v > (1u << 30) || (v & (v - 1))))
 		die("invalid buffer size '%s': a power of two from 4K to 1G", o->buffer_size);
-	if (o->buffers && (strtoul(o->buffers, NULL, 10) < 1 || strtoul(o->buffers, NULL, 10) > 65536 ||
-			   strspn(o->buffers, "0123456789") != strlen(o->buffers)))
+	if (o->buffers &&
+	    (strtoul(o->buffers, NULL, 10) < 1 || strtoul(o->buffers, NULL, 10) > 65536 ||
+	     strspn(o->buffers, "0123456789") != strlen(o->buffers)))
 		die("invalid buffer count '%s': 1 to 65536", o->buffers);
 }
 
@@ -157,7 +161,8 @@ static char *unit_text(const struct opts *o)
 static void need_root(void)
 {
 	if (!getenv("HEAPTRAIL_ROOT") && geteuid() != 0)
-		die("the AutoLogger needs root: it installs a system unit and the IFEO loader hook");
+		die("the AutoLogger needs root: it installs a system unit and the IFEO loader "
+		    "hook");
 }
 
 static void mkdirs(const char *path, mode_t mode)
@@ -190,19 +195,21 @@ static int autologger_enable(const struct opts *o)
 	char tmp[PATH_MAX + 8];
 	snprintf(tmp, sizeof(tmp), "%s.new", unit);
 	FILE *f = fopen(tmp, "we");
-	if (!f || fputs(text, f) < 0 || fclose(f) != 0 || chmod(tmp, 0644) < 0 || rename(tmp, unit) < 0)
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0 || chmod(tmp, 0644) < 0 ||
+	    rename(tmp, unit) < 0)
 		die("cannot write '%s': %s", unit, strerror(errno));
 	free(text);
 	/* What 'systemctl enable' does, without asking systemd to do anything now. */
 	unlink(link);
 	if (symlink("../" UNIT_NAME, link) < 0)
 		die("cannot create '%s': %s", link, strerror(errno));
-	char *install[] = { "ifeo", "install", NULL };
+	char *install[] = {"ifeo", "install", NULL};
 	int rc = cmd_ifeo(2, install);
 	if (rc)
 		return rc;
 	printf("enabled the AutoLogger: '%s'\n"
-	       "the session starts at the next boot; 'systemctl daemon-reload' makes systemd see it now,\n"
+	       "the session starts at the next boot; 'systemctl daemon-reload' makes systemd see "
+	       "it now,\n"
 	       "'heaptrail stop " SESSION "' writes '%s'\n",
 	       unit, o->file);
 	return 0;
@@ -235,7 +242,8 @@ static int autologger_status(void)
 	root_path(link, sizeof(link), "/etc/systemd/system/sysinit.target.wants/" UNIT_NAME);
 	struct stat st;
 	bool installed = stat(unit, &st) == 0, enabled = lstat(link, &st) == 0;
-	printf("unit:     %s (%s)\n", unit, installed ? (enabled ? "enabled" : "installed, not enabled") : "not installed");
+	printf("unit:     %s (%s)\n", unit,
+	       installed ? (enabled ? "enabled" : "installed, not enabled") : "not installed");
 	if (installed) {
 		FILE *f = fopen(unit, "re");
 		char line[8192];
@@ -250,9 +258,11 @@ static int autologger_status(void)
 	unsigned np = 256;
 	int rc = ht_query_heap_trace(0, SESSION, &p, pids, &np);
 	if (rc == 0)
-		printf("session:  running (pid %d): %u process%s, %llu events, %llu lost, trace '%s'\n",
-		       (int)p.daemon_pid, np, np == 1 ? "" : "es", (unsigned long long)p.events_written,
-		       (unsigned long long)p.events_lost, p.file);
+		printf("session:  running (pid %d): %u process%s, %llu events, %llu lost, trace "
+		       "'%s'\n",
+		       (int)p.daemon_pid, np, np == 1 ? "" : "es",
+		       (unsigned long long)p.events_written, (unsigned long long)p.events_lost,
+		       p.file);
 	else
 		printf("session:  not running\n");
 	return 0;
@@ -269,7 +279,7 @@ int cmd_autologger(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	struct opts o = { 0 };
+	struct opts o = {0};
 	if (!strcmp(sub, "enable") || !strcmp(sub, "unit")) {
 		parse_opts(argc - 2, argv + 2, &o);
 		if (!strcmp(sub, "enable"))

@@ -19,22 +19,22 @@
 #include "cli/common.h"
 
 static const char usage_text[] =
-	"usage: heaptrail ifeo enable PROGRAM [--flags heap]\n"
-	"   or: heaptrail ifeo disable PROGRAM\n"
-	"   or: heaptrail ifeo list [--format text|json]\n"
-	"   or: heaptrail ifeo install | uninstall\n"
-	"\n"
-	"Trace every new start of PROGRAM (a file name like 'myapp', or a full\n"
-	"path for that file only) into the session started with\n"
-	"'heaptrail start NAME --ifeo' (or the AutoLogger's). A program started\n"
-	"before that session keeps its events in memory until the session starts.\n"
-	"'install' puts the loader hook into /etc/ld.so.preload (other entries\n"
-	"stay); 'uninstall' takes it out. Setuid and setgid programs are never\n"
-	"traced. Changing the registry or the hook needs root.\n"
-	"\n"
-	"  --flags heap        what to trace (heap, the only one: TracingFlags 1)\n"
-	"  --format FMT        list as text (default) or json\n"
-	"  -h, --help          show this help\n";
+    "usage: heaptrail ifeo enable PROGRAM [--flags heap]\n"
+    "   or: heaptrail ifeo disable PROGRAM\n"
+    "   or: heaptrail ifeo list [--format text|json]\n"
+    "   or: heaptrail ifeo install | uninstall\n"
+    "\n"
+    "Trace every new start of PROGRAM (a file name like 'myapp', or a full\n"
+    "path for that file only) into the session started with\n"
+    "'heaptrail start NAME --ifeo' (or the AutoLogger's). A program started\n"
+    "before that session keeps its events in memory until the session starts.\n"
+    "'install' puts the loader hook into /etc/ld.so.preload (other entries\n"
+    "stay); 'uninstall' takes it out. Setuid and setgid programs are never\n"
+    "traced. Changing the registry or the hook needs root.\n"
+    "\n"
+    "  --flags heap        what to trace (heap, the only one: TracingFlags 1)\n"
+    "  --format FMT        list as text (default) or json\n"
+    "  -h, --help          show this help\n";
 
 #define HOOK_NAME "libheaptrail-ifeo.so"
 
@@ -54,7 +54,8 @@ static void root_path(char *out, size_t n, const char *rel)
 static void need_root(const char *what)
 {
 	if (!getenv("HEAPTRAIL_ROOT") && geteuid() != 0)
-		die("%s needs root: the IFEO registry and /etc/ld.so.preload are the system's", what);
+		die("%s needs root: the IFEO registry and /etc/ld.so.preload are the system's",
+		    what);
 }
 
 /* Writes text to path through a temporary file and rename, mode 0644. */
@@ -117,7 +118,7 @@ static char *read_file(const char *path)
 static void make_dirs(void)
 {
 	char path[PATH_MAX];
-	const char *parts[] = { "/etc", "/etc/heaptrail", "/etc/heaptrail/ifeo" };
+	const char *parts[] = {"/etc", "/etc/heaptrail", "/etc/heaptrail/ifeo"};
 	for (size_t i = 0; i < 3; i++) {
 		root_path(path, sizeof(path), parts[i]);
 		if (mkdir(path, 0755) < 0 && errno != EEXIST)
@@ -152,7 +153,9 @@ static void write_entry(const char *file, char **paths, int n)
 	FILE *m = open_memstream(&text, &len);
 	if (!m)
 		die("out of memory");
-	fprintf(m, "# heaptrail IFEO entry (heaptrail ifeo enable): trace every start of this program\n");
+	fprintf(
+	    m,
+	    "# heaptrail IFEO entry (heaptrail ifeo enable): trace every start of this program\n");
 	fprintf(m, "flags=heap\n");
 	for (int i = 0; i < n; i++)
 		fprintf(m, "path=%s\n", paths[i]);
@@ -273,7 +276,8 @@ static void hook_path(char *out, size_t n)
 static bool is_hook(const char *tok, size_t len)
 {
 	size_t hl = strlen(HOOK_NAME);
-	return len >= hl && !memcmp(tok + len - hl, HOOK_NAME, hl) && (len == hl || tok[len - hl - 1] == '/');
+	return len >= hl && !memcmp(tok + len - hl, HOOK_NAME, hl) &&
+	       (len == hl || tok[len - hl - 1] == '/');
 }
 
 /* ld.so.preload without our hook (every other entry as it was), plus add if given. */
@@ -326,21 +330,23 @@ static char *preload_without_hook(const char *text, const char *add, bool *had)
 	return out;
 }
 
-/* The hook is loaded into every program, setuid ones included: only root may be able to change it. */
+/* The hook is loaded into every program, setuid ones included: only root may be able to change it.
+ */
 static void check_hook_safe(const char *path)
 {
 	if (getenv("HEAPTRAIL_ROOT"))
 		return;
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s", path);
-	const char *checks[2] = { path, dir };
+	const char *checks[2] = {path, dir};
 	*strrchr(dir, '/') = 0;
 	for (int i = 0; i < 2; i++) {
 		struct stat st;
 		if (stat(checks[i], &st) < 0)
 			die("cannot check '%s': %s", checks[i], strerror(errno));
 		if (st.st_uid != 0 || (st.st_mode & 022))
-			die("'%s' must belong to root and be writable by nobody else: every program "
+			die("'%s' must belong to root and be writable by nobody else: every "
+			    "program "
 			    "on the system loads the hook",
 			    checks[i]);
 	}
@@ -355,7 +361,8 @@ static int ifeo_install(bool install)
 		hook_path(hook, sizeof(hook));
 		check_hook_safe(hook);
 		char lib[PATH_MAX + 32];
-		snprintf(lib, sizeof(lib), "%.*s/libheaptrail.so", (int)(strrchr(hook, '/') - hook), hook);
+		snprintf(lib, sizeof(lib), "%.*s/libheaptrail.so", (int)(strrchr(hook, '/') - hook),
+			 hook);
 		check_hook_safe(lib);
 	}
 	char *old = read_file(preload);
@@ -381,7 +388,8 @@ static int ifeo_install(bool install)
 	} else {
 		write_file(preload, text);
 	}
-	printf(install ? "installed the loader hook '%s' in '%s'\n" : "removed the loader hook from '%s%s'\n",
+	printf(install ? "installed the loader hook '%s' in '%s'\n"
+		       : "removed the loader hook from '%s%s'\n",
 	       install ? hook : "", preload);
 	free(old);
 	free(text);
@@ -425,7 +433,8 @@ static int ifeo_list(int argc, char **argv)
 	int shown = 0;
 	for (int i = 0; i < n; i++) {
 		const char *name = ents[i]->d_name;
-		if (name[0] == '.' || strchr(name, '~') || strstr(name, ".XXXXXX") || strlen(name) > 200) {
+		if (name[0] == '.' || strchr(name, '~') || strstr(name, ".XXXXXX") ||
+		    strlen(name) > 200) {
 			free(ents[i]);
 			continue;
 		}
@@ -468,7 +477,9 @@ static int ifeo_list(int argc, char **argv)
 	}
 	if (!shown)
 		printf("no program is enabled; 'heaptrail ifeo enable PROGRAM' adds one\n");
-	printf("loader hook: %s\n", installed ? "installed" : "not installed; 'heaptrail ifeo install' (as root) puts it in");
+	printf("loader hook: %s\n",
+	       installed ? "installed"
+			 : "not installed; 'heaptrail ifeo install' (as root) puts it in");
 	return 0;
 }
 

@@ -12,15 +12,15 @@
 #include "heaptrail/control.h"
 
 static const char usage_text[] =
-	"usage: heaptrail sessions [--format text|json]\n"
-	"\n"
-	"List your running heap tracing sessions: name, traced processes,\n"
-	"buffers (in use / count x size), events written and lost, trace file.\n"
-	"\n"
-	"  --format FMT        text (default) or json: a list of objects with name,\n"
-	"                      file, pids, events, events_lost, buffers, buffer_size,\n"
-	"                      buffers_used, daemon_pid, ifeo, lossy\n"
-	"  -h, --help          show this help\n";
+    "usage: heaptrail sessions [--format text|json]\n"
+    "\n"
+    "List your running heap tracing sessions: name, traced processes,\n"
+    "buffers (in use / count x size), events written and lost, trace file.\n"
+    "\n"
+    "  --format FMT        text (default) or json: a list of objects with name,\n"
+    "                      file, pids, events, events_lost, buffers, buffer_size,\n"
+    "                      buffers_used, daemon_pid, ifeo, lossy\n"
+    "  -h, --help          show this help\n";
 
 #define MAX_SESSIONS 256
 
@@ -54,8 +54,8 @@ int cmd_sessions(int argc, char **argv)
 		printf("no sessions\n");
 		return 0;
 	} else {
-		printf("%-16s %8s %9s %-16s %12s %10s  %s\n", "NAME", "PID", "PROCESSES", "BUFFERS", "EVENTS", "LOST",
-		       "FILE");
+		printf("%-16s %8s %9s %-16s %12s %10s  %s\n", "NAME", "PID", "PROCESSES", "BUFFERS",
+		       "EVENTS", "LOST", "FILE");
 	}
 	for (int i = 0; i < n; i++) {
 		struct ht_trace_properties p = HT_TRACE_PROPERTIES_INIT;
@@ -97,9 +97,11 @@ int cmd_sessions(int argc, char **argv)
 		}
 		char procs[32], bufs[48];
 		snprintf(procs, sizeof(procs), "%u", np);
-		snprintf(bufs, sizeof(bufs), "%u/%u x %uK", p.buffers_in_use, p.buffers, p.buffer_size / 1024);
-		printf("%-16s %8d %9s %-16s %12llu %10llu  %s\n", names[i], (int)p.daemon_pid, procs, bufs,
-		       (unsigned long long)p.events_written, (unsigned long long)p.events_lost, p.file);
+		snprintf(bufs, sizeof(bufs), "%u/%u x %uK", p.buffers_in_use, p.buffers,
+			 p.buffer_size / 1024);
+		printf("%-16s %8d %9s %-16s %12llu %10llu  %s\n", names[i], (int)p.daemon_pid,
+		       procs, bufs, (unsigned long long)p.events_written,
+		       (unsigned long long)p.events_lost, p.file);
 		if (np) {
 			printf("%-16s %8s pids:", "", "");
 			for (unsigned k = 0; k < np; k++)

@@ -17,37 +17,42 @@
 #include "heaptrail/control.h"
 
 static const char usage_text[] =
-	"usage: heaptrail start NAME [-o FILE] [--pid PID...] [--stacks LIST]\n"
-	"                       [--buffer-size SIZE] [--buffers N] [--lossy] [--ifeo]\n"
-	"\n"
-	"Start a background heap tracing session called NAME and return once it\n"
-	"traces. Processes join with --pid (now) or 'heaptrail update' (later);\n"
-	"with --ifeo every new start of a program enabled with 'heaptrail ifeo\n"
-	"enable' joins too. 'heaptrail stop NAME' writes the trace.\n"
-	"\n"
-	"  -o FILE             the trace (default: NAME.htr in this directory)\n"
-	"  -p, --pid PID...    trace these running processes (PID,PID or PID PID;\n"
-	"                      may be repeated)\n"
-	"  --stacks LIST       events that capture a call stack, comma-separated:\n"
-	"                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
-	"                      heap-destroy, or none or all\n"
-	"                      (default: alloc,realloc,mmap,mprotect)\n"
-	"  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
-	"  --buffers N         number of thread buffers (default 256)\n"
-	"  --lossy             drop events (and count them) when a buffer is full\n"
-	"  --ifeo              programs enabled for IFEO join this session\n"
-	"  --max-size SIZE     end the session by itself once the trace is this big\n"
-	"  --force             overwrite FILE if it exists\n"
-	"  -q, --quiet         print nothing but errors\n"
-	"  -h, --help          show this help\n";
+    "usage: heaptrail start NAME [-o FILE] [--pid PID...] [--stacks LIST]\n"
+    "                       [--buffer-size SIZE] [--buffers N] [--lossy] [--ifeo]\n"
+    "\n"
+    "Start a background heap tracing session called NAME and return once it\n"
+    "traces. Processes join with --pid (now) or 'heaptrail update' (later);\n"
+    "with --ifeo every new start of a program enabled with 'heaptrail ifeo\n"
+    "enable' joins too. 'heaptrail stop NAME' writes the trace.\n"
+    "\n"
+    "  -o FILE             the trace (default: NAME.htr in this directory)\n"
+    "  -p, --pid PID...    trace these running processes (PID,PID or PID PID;\n"
+    "                      may be repeated)\n"
+    "  --stacks LIST       events that capture a call stack, comma-separated:\n"
+    "                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
+    "                      heap-destroy, or none or all\n"
+    "                      (default: alloc,realloc,mmap,mprotect)\n"
+    "  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
+    "  --buffers N         number of thread buffers (default 256)\n"
+    "  --lossy             drop events (and count them) when a buffer is full\n"
+    "  --ifeo              programs enabled for IFEO join this session\n"
+    "  --max-size SIZE     end the session by itself once the trace is this big\n"
+    "  --force             overwrite FILE if it exists\n"
+    "  -q, --quiet         print nothing but errors\n"
+    "  -h, --help          show this help\n";
 
 static const struct {
 	const char *name;
 	enum ht_event_type ev;
 } stack_names[] = {
-	{ "alloc", HT_EV_ALLOC },	      { "realloc", HT_EV_REALLOC },	    { "free", HT_EV_FREE },
-	{ "mmap", HT_EV_MMAP },		      { "munmap", HT_EV_MUNMAP },	    { "mprotect", HT_EV_MPROTECT },
-	{ "heap-create", HT_EV_HEAP_CREATE }, { "heap-destroy", HT_EV_HEAP_DESTROY },
+    {"alloc", HT_EV_ALLOC},
+    {"realloc", HT_EV_REALLOC},
+    {"free", HT_EV_FREE},
+    {"mmap", HT_EV_MMAP},
+    {"munmap", HT_EV_MUNMAP},
+    {"mprotect", HT_EV_MPROTECT},
+    {"heap-create", HT_EV_HEAP_CREATE},
+    {"heap-destroy", HT_EV_HEAP_DESTROY},
 };
 #define NSTACK_NAMES (sizeof(stack_names) / sizeof(stack_names[0]))
 
@@ -115,10 +120,11 @@ _Noreturn void session_error(const char *verb, const char *name, int rc)
 	if (rc == HT_ERR_NOT_FOUND && !*why)
 		die("no session '%s'; 'heaptrail sessions' lists the running ones", name);
 	if (rc == HT_ERR_PERM && !*why)
-		die("cannot %s session '%s': permission denied (it belongs to another user)", verb, name);
+		die("cannot %s session '%s': permission denied (it belongs to another user)", verb,
+		    name);
 	if (rc == HT_ERR_INVALID && !ht__ctl_name_ok(name))
-		die("invalid session name '%s': letters, digits, '.', '_' and '-', at most %d", name,
-		    HT_SESSION_NAME_MAX);
+		die("invalid session name '%s': letters, digits, '.', '_' and '-', at most %d",
+		    name, HT_SESSION_NAME_MAX);
 	if (*why)
 		die("cannot %s session '%s': %s", verb, name, why);
 	die("cannot %s session '%s': %s", verb, name, ht_strerror(rc));
@@ -136,11 +142,11 @@ int cmd_start(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *val = NULL;
-#define VALUE()                                                               \
-	do {                                                                  \
-		if (i + 1 >= argc)                                            \
-			die("option '%s' needs a value; see 'heaptrail start --help'", a); \
-		val = argv[++i];                                              \
+#define VALUE()                                                                                    \
+	do {                                                                                       \
+		if (i + 1 >= argc)                                                                 \
+			die("option '%s' needs a value; see 'heaptrail start --help'", a);         \
+		val = argv[++i];                                                                   \
 	} while (0)
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(usage_text, stdout);
@@ -153,7 +159,8 @@ int cmd_start(int argc, char **argv)
 			npids = (unsigned)parse_pid_option(val, pids, npids, HT__CTL_MAX_PIDS);
 			/* "--pid 12 34": more numbers after the first are pids too. */
 			while (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
-				npids = (unsigned)parse_pid_option(argv[++i], pids, npids, HT__CTL_MAX_PIDS);
+				npids = (unsigned)parse_pid_option(argv[++i], pids, npids,
+								   HT__CTL_MAX_PIDS);
 		} else if (!strcmp(a, "--stacks")) {
 			VALUE();
 			nstacks = parse_stack_events(val, stacks);
@@ -196,9 +203,10 @@ int cmd_start(int argc, char **argv)
 		return 2;
 	}
 	if (!ht__ctl_name_ok(name))
-		die("invalid session name '%s': letters, digits, '.', '_' and '-', at most %d", name,
-		    HT_SESSION_NAME_MAX);
-	if (output && (size_t)snprintf(props.file, sizeof(props.file), "%s", output) >= sizeof(props.file))
+		die("invalid session name '%s': letters, digits, '.', '_' and '-', at most %d",
+		    name, HT_SESSION_NAME_MAX);
+	if (output &&
+	    (size_t)snprintf(props.file, sizeof(props.file), "%s", output) >= sizeof(props.file))
 		die("the path '%s' is too long", output);
 	ht_trace_handle h;
 	int rc = ht_start_heap_trace(&h, &props, name, pids, npids, nstacks < 0 ? NULL : stacks,
@@ -213,8 +221,8 @@ int cmd_start(int argc, char **argv)
 	if (rc < 0)
 		session_error("start", name, rc);
 	if (!quiet)
-		fprintf(stderr, "heaptrail: session '%s' started (%u process%s%s); trace: '%s'\n", name, npids,
-			npids == 1 ? "" : "es", (props.flags & HT_TRACE_IFEO) ? ", IFEO programs join" : "",
-			props.file);
+		fprintf(stderr, "heaptrail: session '%s' started (%u process%s%s); trace: '%s'\n",
+			name, npids, npids == 1 ? "" : "es",
+			(props.flags & HT_TRACE_IFEO) ? ", IFEO programs join" : "", props.file);
 	return 0;
 }

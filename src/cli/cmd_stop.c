@@ -11,13 +11,13 @@
 #include "heaptrail/control.h"
 
 static const char usage_text[] =
-	"usage: heaptrail stop NAME\n"
-	"\n"
-	"Stop session NAME: the traced processes run on untraced, the trace is\n"
-	"finished and symbolized, and its path is printed on standard output.\n"
-	"\n"
-	"  -q, --quiet         print only the path\n"
-	"  -h, --help          show this help\n";
+    "usage: heaptrail stop NAME\n"
+    "\n"
+    "Stop session NAME: the traced processes run on untraced, the trace is\n"
+    "finished and symbolized, and its path is printed on standard output.\n"
+    "\n"
+    "  -q, --quiet         print only the path\n"
+    "  -h, --help          show this help\n";
 
 int cmd_stop(int argc, char **argv)
 {
@@ -47,8 +47,9 @@ int cmd_stop(int argc, char **argv)
 	if (rc < 0)
 		session_error("stop", name, rc);
 	if (!quiet)
-		fprintf(stderr, "heaptrail: session '%s' stopped: wrote '%s' (%llu events, %llu lost)\n", name,
-			props.file, (unsigned long long)props.events_written,
+		fprintf(stderr,
+			"heaptrail: session '%s' stopped: wrote '%s' (%llu events, %llu lost)\n",
+			name, props.file, (unsigned long long)props.events_written,
 			(unsigned long long)props.events_lost);
 	printf("%s\n", props.file);
 	return 0;

@@ -12,18 +12,18 @@
 #include "heaptrail/control.h"
 
 static const char usage_text[] =
-	"usage: heaptrail update NAME [--pid PID...|none] [--stacks LIST]\n"
-	"\n"
-	"With --pid, make session NAME trace exactly the processes given ('none':\n"
-	"only the ones that join through IFEO); processes no longer listed are\n"
-	"detached and keep running. With --stacks, change which events capture a\n"
-	"call stack. What is not given stays as it is.\n"
-	"\n"
-	"  -p, --pid PID...    the new set of processes (PID,PID or PID PID;\n"
-	"                      may be repeated)\n"
-	"  --stacks LIST       as for 'heaptrail start'\n"
-	"  -q, --quiet         print nothing but errors\n"
-	"  -h, --help          show this help\n";
+    "usage: heaptrail update NAME [--pid PID...|none] [--stacks LIST]\n"
+    "\n"
+    "With --pid, make session NAME trace exactly the processes given ('none':\n"
+    "only the ones that join through IFEO); processes no longer listed are\n"
+    "detached and keep running. With --stacks, change which events capture a\n"
+    "call stack. What is not given stays as it is.\n"
+    "\n"
+    "  -p, --pid PID...    the new set of processes (PID,PID or PID PID;\n"
+    "                      may be repeated)\n"
+    "  --stacks LIST       as for 'heaptrail start'\n"
+    "  -q, --quiet         print nothing but errors\n"
+    "  -h, --help          show this help\n";
 
 int cmd_update(int argc, char **argv)
 {
@@ -50,8 +50,10 @@ int cmd_update(int argc, char **argv)
 				continue;
 			npids = (unsigned)parse_pid_option(argv[i], pids, npids, HT__CTL_MAX_PIDS);
 			/* "--pid 12 34": more numbers after the first are pids too. */
-			while (strcmp(a, "--stacks") && i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
-				npids = (unsigned)parse_pid_option(argv[++i], pids, npids, HT__CTL_MAX_PIDS);
+			while (strcmp(a, "--stacks") && i + 1 < argc && argv[i + 1][0] >= '0' &&
+			       argv[i + 1][0] <= '9')
+				npids = (unsigned)parse_pid_option(argv[++i], pids, npids,
+								   HT__CTL_MAX_PIDS);
 		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
 			quiet = true;
 		} else if (a[0] == '-' && a[1]) {
@@ -68,14 +70,16 @@ int cmd_update(int argc, char **argv)
 	}
 	if (!have_pids && nstacks < 0)
 		die("nothing to change: give --pid (or --pid none) and/or --stacks");
-	int rc = ht_update_heap_trace(0, name, have_pids ? pids : NULL, npids, nstacks < 0 ? NULL : stacks,
-				      nstacks < 0 ? 0 : (unsigned)nstacks);
+	int rc =
+	    ht_update_heap_trace(0, name, have_pids ? pids : NULL, npids,
+				 nstacks < 0 ? NULL : stacks, nstacks < 0 ? 0 : (unsigned)nstacks);
 	if (rc < 0)
 		session_error("update", name, rc);
 	if (!quiet && have_pids)
 		fprintf(stderr, "heaptrail: session '%s' now traces %u process%s\n", name, npids,
 			npids == 1 ? "" : "es");
 	else if (!quiet)
-		fprintf(stderr, "heaptrail: session '%s' now captures the new stack events\n", name);
+		fprintf(stderr, "heaptrail: session '%s' now captures the new stack events\n",
+			name);
 	return 0;
 }

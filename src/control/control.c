@@ -24,15 +24,18 @@
 
 static __thread char last_why[512];
 
-const char *ht__ctl_why(void) { return last_why; }
+const char *ht__ctl_why(void)
+{
+	return last_why;
+}
 
 bool ht__ctl_name_ok(const char *name)
 {
 	if (!name || !*name || name[0] == '.' || strlen(name) > HT_SESSION_NAME_MAX)
 		return false;
 	for (const char *p = name; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		      *p == '.' || *p == '_' || *p == '-'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
 			return false;
 	/* "ifeo" names the IFEO session's link in the same directory. */
 	return strcmp(name, "ifeo") != 0;
@@ -105,7 +108,7 @@ static bool system_sock(const char *name, char *out, size_t n)
 {
 	if (geteuid() != 0 || !getenv("XDG_RUNTIME_DIR"))
 		return false;
-	const char *dirs[] = { "/run/heaptrail", "/tmp/heaptrail-0", "/dev/shm/heaptrail-0" };
+	const char *dirs[] = {"/run/heaptrail", "/tmp/heaptrail-0", "/dev/shm/heaptrail-0"};
 	for (size_t i = 0; i < 3; i++) {
 		struct stat st;
 		if (!join(out, n, dirs[i], name, ".ctl"))
@@ -121,7 +124,7 @@ static int connect_to(const char *path, int *fd_out)
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno_error(errno);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	memcpy(sa.sun_path, path, strlen(path) + 1); /* fits: checked by the callers */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int rc = errno_error(errno);
@@ -157,7 +160,7 @@ int ht__ctl_call(const char *name, const char *request, char *reply, size_t n, i
 	write_all(fd, line, (size_t)len);
 	size_t got = 0;
 	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		int pr = poll(&pfd, 1, timeout_ms);
 		if (pr < 0 && errno == EINTR)
 			continue;
@@ -327,8 +330,8 @@ static int find_recorder(char *out, size_t n)
 		if (slash)
 			*slash = 0;
 		/* Installed (bin/ and lib/), or a program in a build tree. */
-		const char *rel[] = { "../lib/libheaptrail.so", "lib/libheaptrail.so", "../../lib/libheaptrail.so",
-				      "../../../lib/libheaptrail.so" };
+		const char *rel[] = {"../lib/libheaptrail.so", "lib/libheaptrail.so",
+				     "../../lib/libheaptrail.so", "../../../lib/libheaptrail.so"};
 		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
 			char cand[PATH_MAX + 64];
 			snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
@@ -361,13 +364,14 @@ static int format_pids(char *buf, size_t n, const pid_t *pids, unsigned npids)
 }
 
 /* ht_start_heap_trace() once its arguments are checked; a is zeroed, ours to fill. */
-static int start(ht_trace_handle *handle, struct ht_trace_properties *props, const char *session_name,
-		 const pid_t *pids, unsigned npids, const enum ht_event_type *stack_events, unsigned nstack_events,
+static int start(ht_trace_handle *handle, struct ht_trace_properties *props,
+		 const char *session_name, const pid_t *pids, unsigned npids,
+		 const enum ht_event_type *stack_events, unsigned nstack_events,
 		 struct ht__daemon_args *a);
 
-int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *props, const char *session_name,
-			const pid_t *pids, unsigned npids, const enum ht_event_type *stack_events,
-			unsigned nstack_events)
+int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *props,
+			const char *session_name, const pid_t *pids, unsigned npids,
+			const enum ht_event_type *stack_events, unsigned nstack_events)
 {
 	if (handle)
 		*handle = 0;
@@ -393,8 +397,9 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 	return rc;
 }
 
-static int start(ht_trace_handle *handle, struct ht_trace_properties *props, const char *session_name,
-		 const pid_t *pids, unsigned npids, const enum ht_event_type *stack_events, unsigned nstack_events,
+static int start(ht_trace_handle *handle, struct ht_trace_properties *props,
+		 const char *session_name, const pid_t *pids, unsigned npids,
+		 const enum ht_event_type *stack_events, unsigned nstack_events,
 		 struct ht__daemon_args *a)
 {
 	int rc = ht__ctl_stack_mask(stack_events, nstack_events, &a->stack_mask);
@@ -430,7 +435,8 @@ static int start(ht_trace_handle *handle, struct ht_trace_properties *props, con
 		char cwd[PATH_MAX];
 		if (!getcwd(cwd, sizeof(cwd)))
 			return HT_ERR_IO;
-		if ((size_t)snprintf(a->file, sizeof(a->file), "%s/%s", cwd, file) >= sizeof(a->file))
+		if ((size_t)snprintf(a->file, sizeof(a->file), "%s/%s", cwd, file) >=
+		    sizeof(a->file))
 			return HT_ERR_INVALID;
 	} else {
 		snprintf(a->file, sizeof(a->file), "%s", file);
@@ -452,7 +458,7 @@ static int start(ht_trace_handle *handle, struct ht_trace_properties *props, con
 		setsid();
 		pid_t d = fork();
 		if (d < 0) {
-			struct ht__ready fail = { HT_ERR_IO, 0, 0, "cannot fork" };
+			struct ht__ready fail = {HT_ERR_IO, 0, 0, "cannot fork"};
 			if (write(ready[1], &fail, sizeof(fail)) < 0)
 				_exit(1);
 			_exit(1);
@@ -465,7 +471,7 @@ static int start(ht_trace_handle *handle, struct ht_trace_properties *props, con
 	int st;
 	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
-	struct ht__ready res = { HT_ERR_IO, 0, 0, "" };
+	struct ht__ready res = {HT_ERR_IO, 0, 0, ""};
 	last_why[0] = 0;
 	size_t got = 0;
 	while (got < sizeof(res)) {
@@ -492,8 +498,8 @@ static int start(ht_trace_handle *handle, struct ht_trace_properties *props, con
 
 /* ---- update, stop, query, list ---- */
 
-static int request(ht_trace_handle h, const char *name, const char *verb, const char *args, char *reply,
-		   size_t n, int timeout_ms)
+static int request(ht_trace_handle h, const char *name, const char *verb, const char *args,
+		   char *reply, size_t n, int timeout_ms)
 {
 	char which[HT_SESSION_NAME_MAX + 1];
 	uint64_t id;
@@ -503,8 +509,8 @@ static int request(ht_trace_handle h, const char *name, const char *verb, const 
 	char *req = malloc(HT__CTL_LINE);
 	if (!req)
 		return HT_ERR_NOMEM;
-	int len = snprintf(req, HT__CTL_LINE, "%s id=%llu%s%s", verb, (unsigned long long)id, args ? " " : "",
-			   args ? args : "");
+	int len = snprintf(req, HT__CTL_LINE, "%s id=%llu%s%s", verb, (unsigned long long)id,
+			   args ? " " : "", args ? args : "");
 	if (len < 0 || len >= HT__CTL_LINE - 1) {
 		free(req);
 		return HT_ERR_INVALID;
@@ -514,8 +520,9 @@ static int request(ht_trace_handle h, const char *name, const char *verb, const 
 	return rc;
 }
 
-int ht_update_heap_trace(ht_trace_handle handle, const char *session_name, const pid_t *pids, unsigned npids,
-			 const enum ht_event_type *stack_events, unsigned nstack_events)
+int ht_update_heap_trace(ht_trace_handle handle, const char *session_name, const pid_t *pids,
+			 unsigned npids, const enum ht_event_type *stack_events,
+			 unsigned nstack_events)
 {
 	if (npids > HT__CTL_MAX_PIDS || (npids && !pids))
 		return HT_ERR_INVALID;
@@ -560,7 +567,8 @@ static void fill_props(struct ht_trace_properties *props, const char *reply)
 	props->daemon_pid = (pid_t)ht__ctl_get_u64(reply, "pid");
 }
 
-int ht_stop_heap_trace(ht_trace_handle handle, const char *session_name, struct ht_trace_properties *props)
+int ht_stop_heap_trace(ht_trace_handle handle, const char *session_name,
+		       struct ht_trace_properties *props)
 {
 	char reply[HT__CTL_LINE];
 	/* Symbolizing a long trace takes a while: no time limit. */
@@ -574,8 +582,8 @@ int ht_stop_heap_trace(ht_trace_handle handle, const char *session_name, struct 
 	return 0;
 }
 
-int ht_query_heap_trace(ht_trace_handle handle, const char *session_name, struct ht_trace_properties *props,
-			pid_t *pids, unsigned *npids)
+int ht_query_heap_trace(ht_trace_handle handle, const char *session_name,
+			struct ht_trace_properties *props, pid_t *pids, unsigned *npids)
 {
 	char reply[HT__CTL_LINE];
 	int rc = request(handle, session_name, "STATUS", NULL, reply, sizeof(reply), 10000);
@@ -602,7 +610,10 @@ int ht_query_heap_trace(ht_trace_handle handle, const char *session_name, struct
 	return 0;
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(a, b); }
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
 
 int ht_list_heap_traces(char (*names)[HT_SESSION_NAME_MAX + 1], unsigned max)
 {

@@ -45,15 +45,17 @@ static struct {
 	int listen_fd;
 	pthread_mutex_t sess_lock;    /* the session and its stats: main thread ticks */
 	pthread_mutex_t members_lock; /* members[], injections */
-	struct member *members;       /* processes attached by pid */
+	struct member *members;	      /* processes attached by pid */
 	unsigned nmembers;
 	pid_t removed[HT__CTL_MAX_PIDS]; /* detached by update: no longer listed */
 	unsigned nremoved;
-	volatile sig_atomic_t stop;   /* asked by STOP, a signal, or the size limit */
-	int stop_fd;                  /* the STOP client, answered when the trace is done */
+	volatile sig_atomic_t stop; /* asked by STOP, a signal, or the size limit */
+	int stop_fd;		    /* the STOP client, answered when the trace is done */
 	uint32_t stack_mask;
-	struct ht__relay *relay;      /* IFEO: buffers of programs that started first */
-} D = { .sess_lock = PTHREAD_MUTEX_INITIALIZER, .members_lock = PTHREAD_MUTEX_INITIALIZER, .stop_fd = -1 };
+	struct ht__relay *relay; /* IFEO: buffers of programs that started first */
+} D = {.sess_lock = PTHREAD_MUTEX_INITIALIZER,
+       .members_lock = PTHREAD_MUTEX_INITIALIZER,
+       .stop_fd = -1};
 
 static void on_signal(int sig)
 {
@@ -142,7 +144,8 @@ static int member_add(pid_t pid, char *why, size_t n)
 	if (m && m->attached && !process_gone(pid))
 		return 0;
 	if (!D.a->recorder[0]) {
-		snprintf(why, n, "cannot find the recorder libheaptrail.so to load into process %d", (int)pid);
+		snprintf(why, n, "cannot find the recorder libheaptrail.so to load into process %d",
+			 (int)pid);
 		return HT_ERR_NOT_FOUND;
 	}
 	for (unsigned i = 0; i < D.nremoved; i++)
@@ -158,7 +161,8 @@ static int member_add(pid_t pid, char *why, size_t n)
 		m->pid = pid;
 	}
 	char w[512] = "";
-	int rc = ht__inject_attach(&m->att, pid, D.a->recorder, ht__session_path(D.s), w, sizeof(w));
+	int rc =
+	    ht__inject_attach(&m->att, pid, D.a->recorder, ht__session_path(D.s), w, sizeof(w));
 	m->attached = rc == 0;
 	if (rc < 0) {
 		if (rc == HT_ERR_PERM) {
@@ -230,14 +234,17 @@ static void status_line(char *out, size_t n, const char *verb_extra)
 	char pids[HT__CTL_MAX_PIDS * 12 + 2] = "-";
 	size_t off = 0;
 	for (unsigned i = 0; i < nlive; i++)
-		off += (size_t)snprintf(pids + off, sizeof(pids) - off, "%s%d", i ? "," : "", (int)live[i]);
+		off += (size_t)snprintf(pids + off, sizeof(pids) - off, "%s%d", i ? "," : "",
+					(int)live[i]);
 	const struct ht__shm_header *h = ht__session_header(D.s);
 	snprintf(out, n,
-		 "OK%s name=%s id=%llu pid=%d pids=%s events=%llu lost=%llu buffers_lost=%llu buffers=%u "
+		 "OK%s name=%s id=%llu pid=%d pids=%s events=%llu lost=%llu buffers_lost=%llu "
+		 "buffers=%u "
 		 "buffer_size=%u buffers_used=%u stacks=0x%x flags=0x%x max_size=%llu file=%s\n",
-		 verb_extra, D.a->name, (unsigned long long)D.id, (int)getpid(), pids, (unsigned long long)events,
-		 (unsigned long long)lost, (unsigned long long)exhausted, h->ring_count, h->ring_size, used,
-		 D.stack_mask, D.a->flags, (unsigned long long)D.a->max_file_size, D.a->file);
+		 verb_extra, D.a->name, (unsigned long long)D.id, (int)getpid(), pids,
+		 (unsigned long long)events, (unsigned long long)lost,
+		 (unsigned long long)exhausted, h->ring_count, h->ring_size, used, D.stack_mask,
+		 D.a->flags, (unsigned long long)D.a->max_file_size, D.a->file);
 }
 
 static int parse_pid_list(const char *v, pid_t *out, unsigned *n)
@@ -248,7 +255,8 @@ static int parse_pid_list(const char *v, pid_t *out, unsigned *n)
 	while (*v) {
 		char *end;
 		long p = strtol(v, &end, 10);
-		if (end == v || p <= 0 || p > INT32_MAX || (*end && *end != ',') || *n >= HT__CTL_MAX_PIDS)
+		if (end == v || p <= 0 || p > INT32_MAX || (*end && *end != ',') ||
+		    *n >= HT__CTL_MAX_PIDS)
 			return HT_ERR_INVALID;
 		bool dup = false;
 		for (unsigned i = 0; i < *n; i++)
@@ -267,7 +275,8 @@ static void do_update(int fd, const char *line)
 	unsigned nwant = 0;
 	char why[1024] = "";
 	bool keep = ht__ctl_get(line, "pids", v, sizeof(v)) && !strcmp(v, "keep");
-	if (!keep && (!ht__ctl_get(line, "pids", v, sizeof(v)) || parse_pid_list(v, want, &nwant) < 0)) {
+	if (!keep &&
+	    (!ht__ctl_get(line, "pids", v, sizeof(v)) || parse_pid_list(v, want, &nwant) < 0)) {
 		reply_err(fd, HT_ERR_INVALID, "invalid process list");
 		return;
 	}
@@ -339,7 +348,7 @@ static bool read_line(int fd, char *buf, size_t n)
 		uint64_t now = mono_ns();
 		if (now >= deadline)
 			return false;
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		int pr = poll(&p, 1, (int)((deadline - now) / 1000000) + 1);
 		if (pr < 0 && errno == EINTR)
 			continue;
@@ -403,7 +412,7 @@ static void *control_thread(void *arg)
 {
 	(void)arg;
 	while (!D.stop) {
-		struct pollfd p = { .fd = D.listen_fd, .events = POLLIN };
+		struct pollfd p = {.fd = D.listen_fd, .events = POLLIN};
 		if (poll(&p, 1, 100) <= 0)
 			continue;
 		int fd = accept4(D.listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -423,11 +432,11 @@ static void *control_thread(void *arg)
 
 static int err_of(int e)
 {
-	return e == EEXIST ? HT_ERR_EXISTS
-	     : e == EACCES || e == EPERM ? HT_ERR_PERM
-	     : e == ENOMEM ? HT_ERR_NOMEM
-	     : e == ENOENT ? HT_ERR_NOT_FOUND
-			   : HT_ERR_IO;
+	return e == EEXIST		   ? HT_ERR_EXISTS
+	       : e == EACCES || e == EPERM ? HT_ERR_PERM
+	       : e == ENOMEM		   ? HT_ERR_NOMEM
+	       : e == ENOENT		   ? HT_ERR_NOT_FOUND
+					   : HT_ERR_IO;
 }
 
 /* A lock file held for the life of the daemon: its name, or the IFEO role. */
@@ -448,7 +457,7 @@ static int listen_on(const char *path)
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return err_of(errno);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		close(fd);
 		return HT_ERR_INVALID;
@@ -488,7 +497,7 @@ static int finish(void)
 
 static void report(int fd, int rc, uint64_t id, const char *why)
 {
-	struct ht__ready r = { rc, (int32_t)getpid(), id, "" };
+	struct ht__ready r = {rc, (int32_t)getpid(), id, ""};
 	if (why)
 		snprintf(r.why, sizeof(r.why), "%s", why);
 	if (write(fd, &r, sizeof(r)) < 0) {
@@ -525,7 +534,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 
@@ -536,7 +545,8 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	}
 	int ifeo_fd = -1;
 	if ((a->flags & HT_TRACE_IFEO) && (ifeo_fd = take_lock(a->paths.ifeo_lock)) < 0) {
-		report(ready_fd, ifeo_fd, 0, ifeo_fd == HT_ERR_EXISTS ? "an IFEO session is running already" : NULL);
+		report(ready_fd, ifeo_fd, 0,
+		       ifeo_fd == HT_ERR_EXISTS ? "an IFEO session is running already" : NULL);
 		_exit(1);
 	}
 	char why[1024] = "";
@@ -585,13 +595,14 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	uint64_t real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
-	const char *argv[] = { "heaptrail", "start", a->name };
-	struct ht__trace_meta meta = { .start_realtime_ns = real_ns - (mono_ns() - ht__session_t0(D.s)),
-				       .stack_mask = a->stack_mask,
-				       .flags = HT_TRACEF_ATTACHED | ((a->flags & HT_TRACE_LOSSY) ? HT_TRACEF_LOSSY : 0),
-				       .argc = 3,
-				       .argv = argv,
-				       .hostname = host };
+	const char *argv[] = {"heaptrail", "start", a->name};
+	struct ht__trace_meta meta = {
+	    .start_realtime_ns = real_ns - (mono_ns() - ht__session_t0(D.s)),
+	    .stack_mask = a->stack_mask,
+	    .flags = HT_TRACEF_ATTACHED | ((a->flags & HT_TRACE_LOSSY) ? HT_TRACEF_LOSSY : 0),
+	    .argc = 3,
+	    .argv = argv,
+	    .hostname = host};
 	why[0] = 0;
 	if ((rc = ht__writer_open(&D.w, a->file, &meta)) < 0) {
 		snprintf(why, sizeof(why), "cannot create '%.900s'", a->file);
@@ -644,7 +655,8 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 			uint64_t now = mono_ns();
 			if (now >= next_scan) {
 				ht__relay_scan(D.relay);
-				next_scan = now + (now - started < 10000000000ull ? 1000000000ull : 10000000000ull);
+				next_scan = now + (now - started < 10000000000ull ? 1000000000ull
+										  : 10000000000ull);
 			}
 			ht__relay_pump(D.relay);
 		}
@@ -681,13 +693,16 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 			char out[HT__CTL_LINE];
 			const struct ht__session_stats *sst = ht__session_stats(D.s);
 			snprintf(out, sizeof(out),
-				 "OK name=%s id=%llu pid=%d events=%llu lost=%llu buffers_lost=%llu buffers=%u "
+				 "OK name=%s id=%llu pid=%d events=%llu lost=%llu "
+				 "buffers_lost=%llu buffers=%u "
 				 "buffer_size=%u processes=%u frames=%u symbolized=%u file=%s\n",
-				 a->name, (unsigned long long)D.id, (int)getpid(), (unsigned long long)sst->events,
-				 (unsigned long long)sst->lost,
-				 (unsigned long long)atomic_load(&ht__session_header(D.s)->rings_exhausted),
-				 ht__session_header(D.s)->ring_count, ht__session_header(D.s)->ring_size,
-				 sst->processes, sst->frames, sst->frames_symbolized, a->file);
+				 a->name, (unsigned long long)D.id, (int)getpid(),
+				 (unsigned long long)sst->events, (unsigned long long)sst->lost,
+				 (unsigned long long)atomic_load(
+				     &ht__session_header(D.s)->rings_exhausted),
+				 ht__session_header(D.s)->ring_count,
+				 ht__session_header(D.s)->ring_size, sst->processes, sst->frames,
+				 sst->frames_symbolized, a->file);
 			send_line(D.stop_fd, out);
 		}
 		close(D.stop_fd);

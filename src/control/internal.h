@@ -70,9 +70,9 @@ struct ht__daemon_args {
 
 /* What the daemon writes to the ready pipe once it serves, or failed. */
 struct ht__ready {
-	int32_t rc;  /* 0 or a negative enum ht_error */
-	int32_t pid; /* the daemon */
-	uint64_t id; /* the session's id: the handle of ht_start_heap_trace() */
+	int32_t rc;    /* 0 or a negative enum ht_error */
+	int32_t pid;   /* the daemon */
+	uint64_t id;   /* the session's id: the handle of ht_start_heap_trace() */
 	char why[512]; /* what failed, one lowercase line, or empty */
 };
 

@@ -35,7 +35,7 @@ struct pending {
 	struct ht__shm_header *h;
 	uint32_t *stack_map; /* pending stack id -> session stack id, 0: not yet */
 	uint32_t stack_cap;
-	int32_t *dst;        /* per pending ring: session ring + 1, 0: none */
+	int32_t *dst;	     /* per pending ring: session ring + 1, 0: none */
 	uint64_t *dst_wpos;  /* our write position in that session ring */
 	uint64_t *lost_seen; /* per pending ring: its lost count already passed on */
 	uint64_t exhausted;  /* rings_exhausted of the pending file, counted so far */
@@ -43,8 +43,8 @@ struct pending {
 
 struct ht__relay {
 	struct ht__shm_header *sh; /* the session's file */
-	char dir[PATH_MAX];        /* the session's directory */
-	uint64_t pumps;            /* calls of ht__relay_pump, to space out liveness checks */
+	char dir[PATH_MAX];	   /* the session's directory */
+	uint64_t pumps;		   /* calls of ht__relay_pump, to space out liveness checks */
 	uint32_t ring_size, ring_count;
 	struct pending *p;
 	unsigned n;
@@ -53,7 +53,8 @@ struct ht__relay {
 
 static struct ht__ring *ring_in(struct ht__shm_header *h, uint32_t i)
 {
-	return (struct ht__ring *)((uint8_t *)h + h->header_size + (size_t)i * (HT_RING_HEADER_SIZE + h->ring_size));
+	return (struct ht__ring *)((uint8_t *)h + h->header_size +
+				   (size_t)i * (HT_RING_HEADER_SIZE + h->ring_size));
 }
 
 int ht__relay_new(struct ht__relay **out, struct ht__shm_header *session, const char *dir)
@@ -98,7 +99,8 @@ static void adopt(struct ht__relay *r, const char *path)
 	if (fd < 0)
 		return;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (size_t)st.st_size < HT_SHM_HEADER_SIZE) {
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() ||
+	    (size_t)st.st_size < HT_SHM_HEADER_SIZE) {
 		close(fd);
 		return;
 	}
@@ -122,12 +124,14 @@ static void adopt(struct ht__relay *r, const char *path)
 	}
 	/* Checked like a recorder checks a session file; collector_pid claims it
 	   (0 while nobody collects it), so two sessions never both relay one. */
-	if (h->magic != HT_SHM_MAGIC || h->version != HT_PROTO_VERSION || h->header_size != HT_SHM_HEADER_SIZE ||
-	    h->ring_size < 4096 || (h->ring_size & (h->ring_size - 1)) || h->ring_size > (1u << 30) ||
-	    !h->ring_count || h->ring_count > 4096 ||
-	    h->header_size + (uint64_t)h->ring_count * (HT_RING_HEADER_SIZE + h->ring_size) > size ||
-	    !__atomic_compare_exchange_n((uint32_t *)&h->collector_pid, &zero, (uint32_t)getpid(), false,
-					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+	if (h->magic != HT_SHM_MAGIC || h->version != HT_PROTO_VERSION ||
+	    h->header_size != HT_SHM_HEADER_SIZE || h->ring_size < 4096 ||
+	    (h->ring_size & (h->ring_size - 1)) || h->ring_size > (1u << 30) || !h->ring_count ||
+	    h->ring_count > 4096 ||
+	    h->header_size + (uint64_t)h->ring_count * (HT_RING_HEADER_SIZE + h->ring_size) >
+		size ||
+	    !__atomic_compare_exchange_n((uint32_t *)&h->collector_pid, &zero, (uint32_t)getpid(),
+					 false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		munmap(m, size);
 		return;
 	}
@@ -197,7 +201,10 @@ unsigned ht__relay_scan(struct ht__relay *r)
 	return r->n - before;
 }
 
-uint64_t ht__relay_min_t0(const struct ht__relay *r) { return r->min_t0; }
+uint64_t ht__relay_min_t0(const struct ht__relay *r)
+{
+	return r->min_t0;
+}
 
 static uint32_t map_stack(struct ht__relay *r, struct pending *p, uint32_t id)
 {
@@ -241,8 +248,8 @@ static int claim(struct ht__relay *r, const struct ht__ring *src, uint64_t *wpos
 /* The session ring we copy into is still the one we claimed for src. */
 static bool still_ours(struct ht__ring *dst, const struct ht__ring *src)
 {
-	return atomic_load_explicit(&dst->state, memory_order_acquire) == HT_RING_OWNED && dst->pid == src->pid &&
-	       dst->tid == src->tid && dst->instance == src->instance;
+	return atomic_load_explicit(&dst->state, memory_order_acquire) == HT_RING_OWNED &&
+	       dst->pid == src->pid && dst->tid == src->tid && dst->instance == src->instance;
 }
 
 static bool process_gone(pid_t pid)
@@ -296,7 +303,8 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 	if (dst) {
 		uint8_t *ddata = (uint8_t *)dst + HT_RING_HEADER_SIZE;
 		uint64_t dw = p->dst_wpos[i];
-		uint64_t dlimit = atomic_load_explicit(&dst->read_pos, memory_order_acquire) + r->ring_size;
+		uint64_t dlimit =
+		    atomic_load_explicit(&dst->read_pos, memory_order_acquire) + r->ring_size;
 		while (rd < w) {
 			const struct ht__rec *rec = (const struct ht__rec *)(sdata + (rd & smask));
 			uint32_t len = rec->len, off = (uint32_t)(rd & smask);
@@ -310,13 +318,14 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 				rd += len;
 				continue;
 			}
-			uint32_t doff = (uint32_t)(dw & (r->ring_size - 1)), tail = r->ring_size - doff;
+			uint32_t doff = (uint32_t)(dw & (r->ring_size - 1)),
+				 tail = r->ring_size - doff;
 			bool wrap = len > tail || tail - len == 8;
 			uint64_t need = wrap ? (uint64_t)tail + len : len;
 			if (dw + need > dlimit)
 				break; /* the collector frees room at its tick */
 			if (wrap) {
-				struct ht__rec pad = { .type = HT_REC_PAD, .len = (uint16_t)tail };
+				struct ht__rec pad = {.type = HT_REC_PAD, .len = (uint16_t)tail};
 				memcpy(ddata + doff, &pad, sizeof(pad));
 				dw += tail;
 				doff = 0;
@@ -363,7 +372,8 @@ void ht__relay_pump(struct ht__relay *r)
 		struct pending *p = &r->p[k];
 		atomic_store(&p->h->heartbeat_ns, atomic_load(&r->sh->heartbeat_ns));
 		/* From now on the program captures the stacks the session wants. */
-		__atomic_store_n(&p->h->stack_mask, __atomic_load_n(&r->sh->stack_mask, __ATOMIC_RELAXED),
+		__atomic_store_n(&p->h->stack_mask,
+				 __atomic_load_n(&r->sh->stack_mask, __ATOMIC_RELAXED),
 				 __ATOMIC_RELAXED);
 		for (uint32_t i = 0; i < p->h->ring_count; i++)
 			pump_ring(r, p, i);
@@ -380,7 +390,7 @@ void ht__relay_stop(struct ht__relay *r)
 	for (unsigned k = 0; k < r->n; k++)
 		atomic_store_explicit(&r->p[k].h->state, HT_SESSION_STOPPING, memory_order_release);
 	/* A thread inside a hook finishes its record (the recorders' own grace). */
-	struct timespec ts = { 0, 5000000 };
+	struct timespec ts = {0, 5000000};
 	nanosleep(&ts, NULL);
 	ht__relay_pump(r);
 	for (unsigned k = 0; k < r->n; k++)
@@ -389,7 +399,8 @@ void ht__relay_stop(struct ht__relay *r)
 				struct ht__ring *dst = ring_in(r->sh, (uint32_t)r->p[k].dst[i] - 1);
 				if (still_ours(dst, ring_in(r->p[k].h, i))) {
 					atomic_store(&dst->busy, 0);
-					atomic_store_explicit(&dst->state, HT_RING_RELEASED, memory_order_release);
+					atomic_store_explicit(&dst->state, HT_RING_RELEASED,
+							      memory_order_release);
 				}
 				r->p[k].dst[i] = 0;
 			}

@@ -81,9 +81,10 @@ static int session_alive(const char *path)
 		return 0;
 	struct stat st;
 	struct ht__shm_header h;
-	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077) &&
-		 pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == HT_SHM_MAGIC &&
-		 atomic_load(&h.state) == HT_SESSION_RUNNING && mono_ns() - atomic_load(&h.heartbeat_ns) < 1000000000ull;
+	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+		 !(st.st_mode & 077) && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
+		 h.magic == HT_SHM_MAGIC && atomic_load(&h.state) == HT_SESSION_RUNNING &&
+		 mono_ns() - atomic_load(&h.heartbeat_ns) < 1000000000ull;
 	close(fd);
 	return ok;
 }
@@ -133,7 +134,8 @@ static int make_pending(char *out, size_t n, int *fd_out)
 	int fd = memfd_create(HT__PENDING_NAME, MFD_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	size_t size = HT_SHM_HEADER_SIZE + (size_t)HT__PENDING_RINGS * (HT_RING_HEADER_SIZE + HT__PENDING_RING);
+	size_t size = HT_SHM_HEADER_SIZE +
+		      (size_t)HT__PENDING_RINGS * (HT_RING_HEADER_SIZE + HT__PENDING_RING);
 	void *m = MAP_FAILED;
 	if (ftruncate(fd, (off_t)size) == 0)
 		m = mmap(NULL, HT_SHM_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -204,7 +206,8 @@ __attribute__((constructor)) static void ht_ifeo_init(void)
 
 	char session[4096];
 	int pending = -1;
-	if (!find_session(session, sizeof(session)) && !make_pending(session, sizeof(session), &pending))
+	if (!find_session(session, sizeof(session)) &&
+	    !make_pending(session, sizeof(session), &pending))
 		return;
 	Dl_info di;
 	char lib[4096];

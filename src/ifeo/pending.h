@@ -8,7 +8,8 @@
 #ifndef HT_IFEO_PENDING_H
 #define HT_IFEO_PENDING_H
 
-#define HT__PENDING_NAME "heaptrail-pending" /* memfd name: /memfd:heaptrail-pending in /proc/PID/fd */
+#define HT__PENDING_NAME                                                                           \
+	"heaptrail-pending" /* memfd name: /memfd:heaptrail-pending in /proc/PID/fd */
 #define HT__PENDING_RINGS 32u
 #define HT__PENDING_RING (1u << 19)
 #define HT__PENDING_FD_MIN 900 /* the descriptor is kept at or above this */

@@ -44,16 +44,16 @@ static void cleanup(void)
 		unlink(trace_path);
 }
 
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-			fprintf(stderr, __VA_ARGS__);                     \
-			fputc('\n', stderr);                              \
-			failures++;                                       \
-			cleanup();                                        \
-			exit(1);                                          \
-		}                                                         \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                       \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			failures++;                                                                \
+			cleanup();                                                                 \
+			exit(1);                                                                   \
+		}                                                                                  \
 	} while (0)
 
 static pid_t spawn(const char *worker, const char *base)
@@ -71,7 +71,7 @@ static pid_t spawn(const char *worker, const char *base)
 
 static void sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 	nanosleep(&ts, NULL);
 }
 
@@ -80,7 +80,7 @@ static int start_without_memory(void)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
-		struct rlimit rl = { 512u << 20, 512u << 20 };
+		struct rlimit rl = {512u << 20, 512u << 20};
 		setrlimit(RLIMIT_AS, &rl);
 		struct ht_trace_properties p = HT_TRACE_PROPERTIES_INIT;
 		if (snprintf(p.file, sizeof(p.file), "%.4000s.nomem", trace_path) < 0)
@@ -103,7 +103,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	snprintf(trace_path, sizeof(trace_path), "%s/api.htr", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	snprintf(trace_path, sizeof(trace_path), "%s/api.htr",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	unlink(trace_path);
 	pid_t a = spawn(argv[1], "3001");
 	pid_t b = spawn(argv[1], "3002");
@@ -114,8 +115,8 @@ int main(int argc, char **argv)
 	snprintf(props.file, sizeof(props.file), "%s", trace_path);
 	props.buffer_size = 1u << 16;
 	props.buffers = 64;
-	enum ht_event_type stacks[] = { HT_EV_ALLOC, HT_EV_FREE };
-	pid_t pids[2] = { a, b };
+	enum ht_event_type stacks[] = {HT_EV_ALLOC, HT_EV_FREE};
+	pid_t pids[2] = {a, b};
 	ht_trace_handle h = 0;
 	int rc = ht_start_heap_trace(&h, &props, "api", pids, 2, stacks, 2);
 	CHECK(rc == 0, "start: %s (%s)", ht_strerror(rc), ht__ctl_why());
@@ -127,9 +128,10 @@ int main(int argc, char **argv)
 	ht_trace_handle h2 = 77;
 	struct ht_trace_properties p2 = HT_TRACE_PROPERTIES_INIT;
 	rc = ht_start_heap_trace(&h2, &p2, "api", NULL, 0, NULL, 0);
-	CHECK(rc == HT_ERR_EXISTS && h2 == 0, "second start: rc %d handle %llu", rc, (unsigned long long)h2);
+	CHECK(rc == HT_ERR_EXISTS && h2 == 0, "second start: rc %d handle %llu", rc,
+	      (unsigned long long)h2);
 	CHECK(!strcmp(ht_strerror(rc), "already exists"), "strerror: '%s'", ht_strerror(rc));
-	enum ht_event_type bad[] = { HT_EV_ALLOC, HT_EV_RSS };
+	enum ht_event_type bad[] = {HT_EV_ALLOC, HT_EV_RSS};
 	h2 = 77;
 	rc = ht_start_heap_trace(&h2, &p2, "api2", NULL, 0, bad, 2);
 	CHECK(rc == HT_ERR_FLAGS && h2 == 0, "bad stack event: rc %d", rc);
@@ -153,8 +155,10 @@ int main(int argc, char **argv)
 	rc = ht_query_heap_trace(h, NULL, &q, got, &ngot);
 	CHECK(rc == 0, "query: %s", ht_strerror(rc));
 	CHECK(ngot == 2, "query: %u pids", ngot);
-	CHECK((got[0] == a && got[1] == b) || (got[0] == b && got[1] == a), "query: pids %d %d", got[0], got[1]);
-	CHECK(q.buffers == 64 && q.buffer_size == 65536, "query: buffers %u x %u", q.buffers, q.buffer_size);
+	CHECK((got[0] == a && got[1] == b) || (got[0] == b && got[1] == a), "query: pids %d %d",
+	      got[0], got[1]);
+	CHECK(q.buffers == 64 && q.buffer_size == 65536, "query: buffers %u x %u", q.buffers,
+	      q.buffer_size);
 	CHECK(q.events_written > 0, "query: no events yet");
 	char names[4][HT_SESSION_NAME_MAX + 1];
 	rc = ht_list_heap_traces(names, 4);
@@ -179,8 +183,9 @@ int main(int argc, char **argv)
 	CHECK(rc == 0, "stop: %s", ht_strerror(rc));
 	CHECK(!strcmp(s.file, trace_path), "stop: file '%s'", s.file);
 	CHECK(s.events_written > 0 && s.events_lost == 0 && s.buffers_lost == 0,
-	      "stop: %llu written, %llu lost, %llu buffers lost", (unsigned long long)s.events_written,
-	      (unsigned long long)s.events_lost, (unsigned long long)s.buffers_lost);
+	      "stop: %llu written, %llu lost, %llu buffers lost",
+	      (unsigned long long)s.events_written, (unsigned long long)s.events_lost,
+	      (unsigned long long)s.buffers_lost);
 	rc = ht_stop_heap_trace(h, NULL, NULL);
 	CHECK(rc == HT_ERR_NOT_FOUND, "second stop by handle: %d", rc);
 	CHECK(kill(a, 0) == 0 && kill(b, 0) == 0, "both processes must run on after stop");
@@ -189,7 +194,7 @@ int main(int argc, char **argv)
 	rc = ht_reader_open(&r, trace_path);
 	CHECK(rc == 0, "open the trace: %s", ht_strerror(rc));
 	struct ht_event ev;
-	uint64_t n = 0, allocs[2] = { 0, 0 }, frees_with_stack = 0, frees = 0;
+	uint64_t n = 0, allocs[2] = {0, 0}, frees_with_stack = 0, frees = 0;
 	while ((rc = ht_reader_next(r, &ev)) > 0) {
 		n++;
 		if (ev.type == HT_EV_ALLOC && ev.size == 3001 && ev.pid == a)
@@ -204,11 +209,12 @@ int main(int argc, char **argv)
 	CHECK(rc == 0, "read the trace: %s", ht_strerror(rc));
 	CHECK(n == s.events_written, "trace has %llu events, stop said %llu", (unsigned long long)n,
 	      (unsigned long long)s.events_written);
-	CHECK(allocs[0] > 10 && allocs[1] > 10, "allocations of a %llu, of b %llu", (unsigned long long)allocs[0],
-	      (unsigned long long)allocs[1]);
-	CHECK(frees > 0 && frees_with_stack == frees, "frees %llu, with a stack %llu", (unsigned long long)frees,
-	      (unsigned long long)frees_with_stack);
-	CHECK(ht_reader_process_count(r) == 2, "processes in the trace: %u", ht_reader_process_count(r));
+	CHECK(allocs[0] > 10 && allocs[1] > 10, "allocations of a %llu, of b %llu",
+	      (unsigned long long)allocs[0], (unsigned long long)allocs[1]);
+	CHECK(frees > 0 && frees_with_stack == frees, "frees %llu, with a stack %llu",
+	      (unsigned long long)frees, (unsigned long long)frees_with_stack);
+	CHECK(ht_reader_process_count(r) == 2, "processes in the trace: %u",
+	      ht_reader_process_count(r));
 	ht_reader_close(r);
 	cleanup();
 	printf("ok\n");

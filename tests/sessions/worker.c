@@ -34,7 +34,7 @@ static void *loop(void *arg)
 			p[0] = 1;
 		count++;
 		free((void *)p);
-		struct timespec ts = { 0, 5000000 };
+		struct timespec ts = {0, 5000000};
 		nanosleep(&ts, NULL);
 	}
 	return NULL;
@@ -55,7 +55,7 @@ static void on_term(int sig)
 int main(int argc, char **argv)
 {
 	base = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
-	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct sigaction sa = {.sa_handler = on_usr1};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = on_term;
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 			p[0] = 1;
 		count++;
 		free((void *)p);
-		struct timespec ts = { 0, 5000000 };
+		struct timespec ts = {0, 5000000};
 		nanosleep(&ts, NULL);
 	}
 	for (int i = 0; i < nth; i++)
