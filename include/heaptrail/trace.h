@@ -193,6 +193,7 @@ struct ht_trace_info {
 	uint32_t argc;              /* command heaptrail recorded (argv of the target) */
 	const char *const *argv;
 	const char *hostname;
+	uint32_t ts_unit_ns;        /* event times are multiples of this (1: exact) */
 };
 
 #define HT_TRACEF_COMPLETE 0x1u  /* the session finished the trace normally */

@@ -163,6 +163,10 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht_su
 		fprintf(f, "started:    %s\n", buf);
 	}
 	fprintf(f, "duration:   %s\n", fmt_time(t, sizeof(t), in->duration_ns));
+	if (in->ts_unit_ns > 1)
+		fprintf(f, "times:      in units of %u ns\n", in->ts_unit_ns);
+	else
+		fprintf(f, "times:      exact (1 ns)\n");
 	fprintf(f, "events:     %" PRIu64, s->event_count);
 	const char *sep = " (";
 	for (unsigned k = 1; k < HT_EV__COUNT; k++) {
@@ -284,6 +288,8 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht_su
 	jw_u64(&j, in->start_realtime_ns);
 	jw_key(&j, "duration_ns");
 	jw_u64(&j, in->duration_ns);
+	jw_key(&j, "time_resolution_ns");
+	jw_u64(&j, in->ts_unit_ns);
 	jw_key(&j, "events_lost");
 	jw_u64(&j, in->events_lost);
 	jw_key(&j, "event_count");

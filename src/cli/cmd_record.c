@@ -41,6 +41,9 @@ static const char usage_text[] =
 	"                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
 	"                      heap-destroy, or none or all\n"
 	"                      (default: alloc,realloc,mmap,mprotect)\n"
+	"  --time-resolution T store event times in units of T (s, ms, us or ns;\n"
+	"                      default unit ns): 1ns keeps them exact; at most 1us\n"
+	"                      (default " HT__TS_UNIT_DEFAULT_STR ", smaller traces)\n"
 	"  --no-follow         trace only CMD, not the processes it starts\n"
 	"  --lossy             drop events (and count them) when a buffer is full,\n"
 	"                      instead of making the program wait\n"
@@ -264,11 +267,13 @@ struct options {
 	bool force, quiet;
 	const char *pids;     /* -p: comma-separated */
 	uint64_t duration_ns; /* --duration, 0: until stopped */
+	uint32_t ts_unit_ns;  /* --time-resolution */
 };
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	o->stack_mask = HT_STK_DEFAULT;
+	o->ts_unit_ns = HT__TS_UNIT_DEFAULT;
 	int i;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -285,7 +290,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		}
 		bool takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--stacks") ||
 			     !strcmp(a, "--buffer-size") || !strcmp(a, "--buffers") || !strcmp(a, "-p") ||
-			     !strcmp(a, "--pid") || !strcmp(a, "--duration");
+			     !strcmp(a, "--pid") || !strcmp(a, "--duration") ||
+			     !strcmp(a, "--time-resolution");
 		if (takes) {
 			if (i + 1 >= argc)
 				die("option '%s' needs a value; see 'heaptrail record --help'", a);
@@ -311,6 +317,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 		} else if (!strcmp(a, "--duration")) {
 			if (parse_time_ns(val, 1000000000ull, &o->duration_ns) < 0 || !o->duration_ns)
 				die("invalid duration '%s': a positive time like 10, 2.5s or 500ms", val);
+		} else if (!strcmp(a, "--time-resolution")) {
+			uint64_t v;
+			if (parse_time_ns(val, 1, &v) < 0 || v < 1 || v > 1000)
+				die("invalid time resolution '%s': 1ns to 1us, like 1ns, 100ns or 1us",
+				    val);
+			o->ts_unit_ns = (uint32_t)v;
 		} else if (!strcmp(a, "--no-follow")) {
 			o->flags |= HT_SHM_NO_FOLLOW;
 		} else if (!strcmp(a, "--lossy")) {
@@ -492,6 +504,7 @@ static int record_attach(const struct options *o)
 	char **targv = target_argv(pids[0], &targc);
 	struct ht__trace_meta meta = { .start_realtime_ns = real_ns - since_t0,
 				       .stack_mask = o->stack_mask,
+				       .ts_unit_ns = o->ts_unit_ns,
 				       .flags = HT_TRACEF_ATTACHED | ((o->flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0),
 				       .argc = targc,
 				       .argv = (const char *const *)targv,
@@ -670,6 +683,7 @@ int cmd_record(int argc, char **argv)
 	uint64_t since_t0 = mono_ns() - ht__session_t0(s);
 	struct ht__trace_meta meta = { .start_realtime_ns = real_ns - since_t0,
 				       .stack_mask = o.stack_mask,
+				       .ts_unit_ns = o.ts_unit_ns,
 				       .flags = (o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0,
 				       .argc = (uint32_t)cmd_argc,
 				       .argv = (const char *const *)cmd,

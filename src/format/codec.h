@@ -14,7 +14,7 @@
 #include "heaptrail/trace.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-#define HT__FILE_VERSION 1u
+#define HT__FILE_VERSION 2u
 #define HT__HEADER_SIZE 64u
 #define HT__CHUNK_MAGIC 0x4b435448u /* "HTCK" as a little-endian u32 */
 #define HT__CHUNK_HEADER_SIZE 48u
@@ -72,8 +72,12 @@ enum ht__stream {
 #define HT__RING_CLASSES 64
 #define HT__RING_DEPTH 16
 
-/* An allocation code naming the slot's next address at the top of the heap. */
+/* Allocation codes past the ring entries: the address right after the
+   slot's previous new block; right after its previous block not taken from
+   a ring; a realloc's old address (it stayed in place). */
 #define HT__ADDR_TOP HT__RING_DEPTH
+#define HT__ADDR_FRESH (HT__RING_DEPTH + 1)
+#define HT__ADDR_OLD (HT__RING_DEPTH + 2)
 
 /* glibc's chunk for a request: max(32, size + 8 rounded up to 16) bytes. */
 static inline uint64_t ht__chunk_size(uint64_t size)

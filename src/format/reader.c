@@ -73,8 +73,15 @@ struct tables {
 	uint32_t stacks_cap;
 	struct ht__proctab procs;
 	struct ht_trace_info info;
-	uint32_t *scratch; /* a stack's physical frames while decoding it */
+	uint32_t *scratch; /* the previous stack's physical frames (inline defs) */
 	size_t scratch_cap;
+	uint32_t prev_n;    /* how many; 0 at the start of each events chunk */
+	uint32_t *scratch2; /* the stack being decoded */
+	size_t scratch2_cap;
+	/* Frames that stack definitions may still expand to: a stack shares its
+	   outer frames with the previous one for a byte, so without this bound a
+	   small hostile file could ask for any amount of memory. */
+	uint64_t frames_left;
 };
 
 struct alloc_ent {
@@ -88,6 +95,7 @@ struct slot {
 	int32_t tid;
 	uint64_t last_addr;
 	uint64_t next_top;
+	uint64_t fresh_top;
 };
 
 struct ht_reader {
@@ -216,6 +224,7 @@ static void tables_release(struct tables *t)
 	free(t->phys);
 	free(t->stacks);
 	free(t->scratch);
+	free(t->scratch2);
 	ht__proctab_release(&t->procs);
 	tables_init(t);
 }
@@ -486,10 +495,24 @@ static int decode_def(struct tables *t, struct ht__cur *c, unsigned code, int le
 	}
 	case HT__REC_DEF_STACK: {
 		uint64_t id = ht__get_varint(c);
-		uint64_t n = ht__get_varint(c);
-		if (c->bad || n > (uint64_t)(c->end - c->p) || id > UINT32_MAX)
-			return HT_ERR_CORRUPT; /* every frame takes at least one byte */
+		uint64_t nnew = ht__get_varint(c);
+		uint64_t k = ht__get_varint(c);
+		/* The previous stack of the same stream: its outer k frames follow
+		   the nnew new ones. */
+		size_t prev_off = 0;
+		uint64_t prev_n = t->prev_n;
+		if (rs) {
+			prev_off = rs->n ? rs->off[rs->n - 1] : 0;
+			prev_n = rs->nframes - prev_off;
+		}
+		/* every new frame takes at least one byte */
+		if (c->bad || nnew > (uint64_t)(c->end - c->p) || k > prev_n || id > UINT32_MAX ||
+		    nnew + k > t->frames_left)
+			return HT_ERR_CORRUPT;
+		uint64_t n = nnew + k;
+		t->frames_left -= n;
 		uint32_t *buf;
+		const uint32_t *prevf;
 		if (rs) {
 			if (rs->nframes + n > rs->frames_cap) {
 				size_t cap = rs->frames_cap ? rs->frames_cap : 4096;
@@ -502,23 +525,37 @@ static int decode_def(struct tables *t, struct ht__cur *c, unsigned code, int le
 				rs->frames_cap = cap;
 			}
 			buf = rs->frames + rs->nframes;
+			prevf = rs->frames + prev_off;
 		} else {
-			if (n > t->scratch_cap) {
-				uint32_t *f = realloc(t->scratch, n * sizeof(*f));
+			if (n > t->scratch2_cap) {
+				uint32_t *f = realloc(t->scratch2, n * sizeof(*f));
 				if (!f)
 					return HT_ERR_NOMEM;
-				t->scratch = f;
-				t->scratch_cap = n;
+				t->scratch2 = f;
+				t->scratch2_cap = n;
 			}
-			buf = t->scratch;
+			buf = t->scratch2;
+			prevf = t->scratch;
 		}
 		int64_t prev = 0;
-		for (uint64_t i = 0; i < n; i++) {
+		for (uint64_t i = 0; i < nnew; i++) {
 			prev += ht__unzigzag(ht__get_varint(c));
 			buf[i] = (uint32_t)prev;
 		}
+		if (k)
+			memcpy(buf + nnew, prevf + prev_n - k, k * sizeof(*buf));
 		if (c->bad)
 			return HT_ERR_CORRUPT;
+		if (!rs) { /* this stack is the base of the next one */
+			uint32_t *f = t->scratch;
+			size_t cap = t->scratch_cap;
+			t->scratch = t->scratch2;
+			t->scratch_cap = t->scratch2_cap;
+			t->scratch2 = f;
+			t->scratch2_cap = cap;
+			t->prev_n = (uint32_t)n;
+			buf = t->scratch;
+		}
 		if (!learn)
 			return 0;
 		if (rs) {
@@ -815,6 +852,13 @@ static int open_footer(struct ht_reader *r, const char **why)
 	return 0;
 }
 
+/* The bound on frames of stack definitions per pass: far above what real
+   traces of the file's size hold, far below what it could ask for. */
+static uint64_t frames_limit(const struct ht_reader *r)
+{
+	return (1ull << 24) + 64 * r->size;
+}
+
 int ht_reader_open(struct ht_reader **out, const char *path)
 {
 	*out = NULL;
@@ -843,6 +887,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		goto fail;
 	}
 	r->size = (uint64_t)st.st_size;
+	r->t.frames_left = frames_limit(r);
 
 	uint8_t h[HT__HEADER_SIZE];
 	rc = read_at(r, h, sizeof(h), 0);
@@ -880,6 +925,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 	if (rc < 0) {
 		/* Unfinished or damaged: start over and learn from the events. */
 		tables_release(&r->t);
+		r->t.frames_left = frames_limit(r);
 		r->scan = 1;
 		r->events_end = r->size;
 		add_warning(r, "%s: reading events up to the last whole chunk, without symbols",
@@ -902,6 +948,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		in->events_lost = 0;
 	}
 	r->t.info.version = HT__FILE_VERSION;
+	r->t.info.ts_unit_ns = r->ts_unit;
 	if (!r->t.info.argv) {
 		const char **argv = arena_alloc(&r->t.arena, sizeof(*argv));
 		if (!argv) {
@@ -925,6 +972,7 @@ int ht_reader_rewind(struct ht_reader *r)
 		return HT_ERR_INVALID;
 	r->pos = r->header_size;
 	r->done = 0;
+	r->t.frames_left = frames_limit(r); /* inline stacks are decoded again */
 	memset(r->cur, 0, sizeof(r->cur));
 	r->nslots = 0;
 	r->cur_slot = UINT32_MAX;
@@ -999,6 +1047,7 @@ static int next_chunk(struct ht_reader *r)
 			p += len[i];
 		}
 		r->nallocs = 0;
+		r->t.prev_n = 0; /* stacks share frames only within a chunk */
 		r->prev_ts = h.first_ts / r->ts_unit;
 		r->nslots = 0;
 		r->cur_slot = UINT32_MAX;
@@ -1089,28 +1138,38 @@ static uint64_t get_free_addr(struct ht_reader *r, struct ht__cur *a, uint32_t s
 }
 
 /* The address of a new block of size; records it as an allocation. */
-static uint64_t get_alloc_addr(struct ht_reader *r, struct ht__cur *a, uint32_t si, uint64_t size)
+static uint64_t get_alloc_addr(struct ht_reader *r, struct ht__cur *a, uint32_t si, uint64_t size,
+			       uint64_t old_addr)
 {
 	struct slot *sl = &r->slots[si];
 	uint64_t v = ht__get_varint(a), addr;
+	uint64_t k = v >> 1;
 	if (!(v & 1)) {
 		addr = get_raw_addr(a, v, sl);
-	} else if ((v >> 1) == HT__ADDR_TOP) {
-		if (!sl->next_top) {
-			a->bad = 1;
-			return 0;
-		}
-		addr = sl->last_addr = sl->next_top;
-	} else {
-		uint64_t k = v >> 1;
+	} else if (k < HT__RING_DEPTH) {
 		uint64_t *ring = r->rings[si][ht__size_class(size)];
-		if (k >= HT__RING_DEPTH || !ring[k]) {
+		if (!ring[k]) {
 			a->bad = 1;
 			return 0;
 		}
-		addr = sl->last_addr = ht__ring_take(ring, (unsigned)k);
+		addr = ht__ring_take(ring, (unsigned)k);
+	} else if (k == HT__ADDR_TOP) {
+		addr = sl->next_top;
+	} else if (k == HT__ADDR_FRESH) {
+		addr = sl->fresh_top;
+	} else if (k == HT__ADDR_OLD) {
+		addr = old_addr;
+	} else {
+		addr = 0;
 	}
+	if (!addr) {
+		a->bad = 1;
+		return 0;
+	}
+	sl->last_addr = addr;
 	sl->next_top = addr + ht__chunk_size(size);
+	if (!(v & 1) || k == HT__ADDR_TOP || k == HT__ADDR_FRESH)
+		sl->fresh_top = sl->next_top;
 	if (r->nallocs == r->allocs_cap) {
 		uint32_t cap = r->allocs_cap ? r->allocs_cap * 2 : 4096;
 		struct alloc_ent *n = realloc(r->allocs, cap * sizeof(*n));
@@ -1188,6 +1247,7 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 				sl->tid = (int32_t)ht__unzigzag(ht__get_varint(mi));
 				sl->last_addr = 0;
 				sl->next_top = 0;
+				sl->fresh_top = 0;
 			}
 			r->cur_slot = (uint32_t)s;
 		} else if (r->cur_slot == UINT32_MAX) {
@@ -1219,7 +1279,8 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 			if (type == HT_EV_FREE)
 				ev->addr = get_free_addr(r, a, si);
 			else if (heap_ev)
-				ev->addr = get_alloc_addr(r, a, si, ev->size);
+				ev->addr = get_alloc_addr(r, a, si, ev->size,
+							  type == HT_EV_REALLOC ? ev->old_addr : 0);
 			else
 				ev->addr = get_raw_addr(a, ht__get_varint(a), sl);
 		}

@@ -26,6 +26,7 @@ struct slot {
 	int32_t tid;
 	uint64_t last_addr; /* base of the next address delta */
 	uint64_t next_top;  /* the end of the thread's last new block */
+	uint64_t fresh_top; /* the end of its last block not taken from a ring */
 };
 
 /* Open-addressing map (process, tid) -> slot, emptied per chunk by a
@@ -80,6 +81,12 @@ struct ht__writer {
 	struct slot_map_entry *map;
 	uint32_t map_size; /* power of two */
 	uint32_t gen;
+
+	/* The previous stack defined in the events chunk and in the DEFS
+	   table: a stack is written as the frames it does not share with it. */
+	uint32_t *prev_stack[2];
+	uint32_t prev_n[2];
+	uint32_t prev_cap[2];
 
 	struct ht__buf defs; /* every definition, for the DEFS table */
 	struct ht__buf syms; /* SYMBOLS table payload */
@@ -163,6 +170,7 @@ static int flush_events(struct ht__writer *w)
 		w->event_chunks++;
 	w->raw_len = 0;
 	w->nallocs = 0;
+	w->prev_n[0] = 0; /* the next chunk's stacks share nothing yet */
 	if (!++w->amap_gen) {
 		memset(w->amap, 0, w->amap_size * sizeof(*w->amap));
 		w->amap_gen = 1;
@@ -305,16 +313,18 @@ fail:
 }
 
 /* Appends a definition both to the events chunk (code byte in OPS, body in
-   MISC) and to the DEFS table (as one record). */
-static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
+   MISC) and to the DEFS table (trec: the same record, or a stack encoded
+   against the table's previous stack). */
+static int add_def2(struct ht__writer *w, const uint8_t *rec, size_t len, const uint8_t *trec,
+		    size_t tlen)
 {
 	if (w->err)
 		return w->err;
-	if (ht__buf_reserve(&w->defs, len) < 0 || ht__buf_reserve(&w->st[HT__S_OPS], 1) < 0 ||
+	if (ht__buf_reserve(&w->defs, tlen) < 0 || ht__buf_reserve(&w->st[HT__S_OPS], 1) < 0 ||
 	    ht__buf_reserve(&w->st[HT__S_MISC], len) < 0)
 		return w->err = HT_ERR_NOMEM;
-	memcpy(w->defs.data + w->defs.len, rec, len);
-	w->defs.len += len;
+	memcpy(w->defs.data + w->defs.len, trec, tlen);
+	w->defs.len += tlen;
 	w->st[HT__S_OPS].data[w->st[HT__S_OPS].len++] = rec[0];
 	memcpy(w->st[HT__S_MISC].data + w->st[HT__S_MISC].len, rec + 1, len - 1);
 	w->st[HT__S_MISC].len += len - 1;
@@ -322,6 +332,36 @@ static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
 	if (w->raw_len >= w->chunk_target)
 		return flush_events(w);
 	return 0;
+}
+
+static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
+{
+	return add_def2(w, rec, len, rec, len);
+}
+
+/* Encodes stack id as the frames it does not share with the previous stack
+   of context c (0: events chunk, 1: DEFS table) and makes it that stack. */
+static uint8_t *put_stack(struct ht__writer *w, int c, uint8_t *p, uint32_t id,
+			  const uint32_t *frames, uint32_t n)
+{
+	const uint32_t *prev = w->prev_stack[c];
+	uint32_t pn = w->prev_n[c], k = 0;
+	while (k < n && k < pn && frames[n - 1 - k] == prev[pn - 1 - k])
+		k++;
+	*p++ = HT__REC_DEF_STACK;
+	p = ht__put_varint(p, id);
+	p = ht__put_varint(p, n - k);
+	p = ht__put_varint(p, k);
+	/* Frame ids of one stack are often close: store deltas. */
+	int64_t d = 0;
+	for (uint32_t i = 0; i < n - k; i++) {
+		p = ht__put_varint(p, ht__zigzag((int64_t)frames[i] - d));
+		d = frames[i];
+	}
+	if (n)
+		memcpy(w->prev_stack[c], frames, n * sizeof(*frames));
+	w->prev_n[c] = n;
+	return p;
 }
 
 int ht__writer_set_chunk_size(struct ht__writer *w, uint32_t bytes)
@@ -370,22 +410,24 @@ int ht__writer_stack(struct ht__writer *w, uint32_t id, const uint32_t *frames, 
 {
 	if (!w || !id || (n && !frames))
 		return HT_ERR_INVALID;
-	uint8_t small[256];
-	size_t need = 1 + 10 + 10 + (size_t)n * 10;
+	for (int c = 0; c < 2; c++) {
+		if (n > w->prev_cap[c]) {
+			uint32_t *f = realloc(w->prev_stack[c], n * sizeof(*f));
+			if (!f)
+				return w->err = HT_ERR_NOMEM;
+			w->prev_stack[c] = f;
+			w->prev_cap[c] = n;
+		}
+	}
+	uint8_t small[512];
+	size_t need = 2 * (1 + 3 * 10 + (size_t)n * 10);
 	uint8_t *rec = need <= sizeof(small) ? small : malloc(need);
 	if (!rec)
 		return HT_ERR_NOMEM;
-	uint8_t *p = rec;
-	*p++ = HT__REC_DEF_STACK;
-	p = ht__put_varint(p, id);
-	p = ht__put_varint(p, n);
-	/* Frame ids of one stack are often close: store deltas. */
-	int64_t prev = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		p = ht__put_varint(p, ht__zigzag((int64_t)frames[i] - prev));
-		prev = frames[i];
-	}
-	int rc = add_def(w, rec, p - rec);
+	uint8_t *trec = rec + need / 2;
+	uint8_t *p = put_stack(w, 0, rec, id, frames, n);
+	uint8_t *tp = put_stack(w, 1, trec, id, frames, n);
+	int rc = add_def2(w, rec, p - rec, trec, tp - trec);
 	if (rec != small)
 		free(rec);
 	return rc;
@@ -454,7 +496,7 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 		w->slots_cap = cap;
 	}
 	uint32_t s = w->nslots++;
-	w->slots[s] = (struct slot){ev->process, ev->pid, ev->tid, 0, 0};
+	w->slots[s] = (struct slot){ev->process, ev->pid, ev->tid, 0, 0, 0};
 	memset(w->rings[s], 0, sizeof(w->rings[s]));
 	w->map[i] = (struct slot_map_entry){key, s, w->gen};
 	*out = s;
@@ -535,11 +577,11 @@ static uint8_t *put_free_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uin
 
 /* A new block: a recently freed address of its size class, or raw. */
 static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uint64_t addr,
-			       uint64_t size)
+			       uint64_t size, uint64_t old_addr)
 {
 	struct slot *sl = &w->slots[si];
 	uint64_t *ring = w->rings[si][ht__size_class(size)];
-	uint64_t top = sl->next_top;
+	uint64_t top = sl->next_top, fresh = sl->fresh_top;
 	sl->next_top = addr + ht__chunk_size(size);
 	for (unsigned k = 0; k < HT__RING_DEPTH; k++) {
 		if (ring[k] == addr) {
@@ -548,9 +590,22 @@ static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, ui
 			return ht__put_varint(p, (uint64_t)k << 1 | 1);
 		}
 	}
-	if (addr == top && top) { /* carved from the top, right after the last one */
+	/* Not reused from a ring: a realloc that stayed in place, or a block
+	   carved from fresh memory, usually right after the previous new block
+	   (TOP) or the previous fresh one (FRESH, when reused blocks came in
+	   between). */
+	unsigned code = 0;
+	if (addr == old_addr)
+		code = HT__ADDR_OLD;
+	else if (addr == top && top)
+		code = HT__ADDR_TOP;
+	else if (addr == fresh && fresh)
+		code = HT__ADDR_FRESH;
+	if (code != HT__ADDR_OLD)
+		sl->fresh_top = sl->next_top;
+	if (code) {
 		sl->last_addr = addr;
-		return ht__put_varint(p, (uint64_t)HT__ADDR_TOP << 1 | 1);
+		return ht__put_varint(p, (uint64_t)code << 1 | 1);
 	}
 	return put_raw_addr(p, sl, addr);
 }
@@ -676,7 +731,8 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		if (ev->type == HT_EV_FREE)
 			a = put_free_addr(w, a, si, ev->addr);
 		else if (heap_ev) {
-			a = put_alloc_addr(w, a, si, ev->addr, ev->size);
+			a = put_alloc_addr(w, a, si, ev->addr, ev->size,
+					   ev->type == HT_EV_REALLOC ? ev->old_addr : 0);
 			if (note_alloc(w, ev->addr, ev->size) < 0)
 				return w->err = HT_ERR_NOMEM;
 		} else
@@ -826,6 +882,7 @@ static size_t skip_def(const uint8_t *p, const uint8_t *end)
 	case HT__REC_DEF_STACK: {
 		ht__get_varint(&c);
 		uint64_t n = ht__get_varint(&c);
+		ht__get_varint(&c); /* frames shared with the previous stack */
 		for (uint64_t i = 0; i < n && !c.bad; i++)
 			ht__get_varint(&c);
 		break;
@@ -950,6 +1007,8 @@ void ht__writer_abort(struct ht__writer *w)
 	ht__buf_release(&w->payload);
 	free(w->amap);
 	free(w->rings);
+	free(w->prev_stack[0]);
+	free(w->prev_stack[1]);
 	ht__buf_release(&w->defs);
 	ht__buf_release(&w->syms);
 	ht__buf_release(&w->cmd);

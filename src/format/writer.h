@@ -37,6 +37,15 @@ struct ht__trace_meta {
 	uint32_t ts_unit_ns;
 };
 
+/*
+ * The time resolution `heaptrail record` uses unless told otherwise: 100 ns,
+ * WPA's tick. Finer costs trace size (timing jitter does not compress);
+ * docs/trace-format.md has the measurements. The writer itself keeps times
+ * exact when ts_unit_ns is 0.
+ */
+#define HT__TS_UNIT_DEFAULT 100u
+#define HT__TS_UNIT_DEFAULT_STR "100ns"
+
 /* One entry of a frame's symbol information, innermost (most inlined) first. */
 struct ht__symbol {
 	const char *function; /* demangled, NULL when unknown */

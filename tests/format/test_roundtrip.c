@@ -317,7 +317,7 @@ static void test_finished(void)
 		return;
 	CHECK(ht_reader_warning(r) == NULL);
 	const struct ht_trace_info *in = ht_reader_info(r);
-	CHECK_EQ(in->version, 1);
+	CHECK_EQ(in->version, 2);
 	CHECK_EQ(in->start_realtime_ns, 1700000000123456789ull);
 	CHECK_EQ(in->duration_ns, 9000);
 	CHECK_EQ(in->events_lost, 17);
