@@ -64,8 +64,11 @@ class Env:
 
     def run(self, argv, timeout=120, env=None, **kw):
         e = dict(self.env)
-        if env:
-            e.update(env)
+        for k, v in (env or {}).items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
                            cwd=self.tmp, env=e, **kw)
         return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
@@ -611,6 +614,12 @@ def autologger(env):
     check(w.poll() is None, "the process runs on")
     env.ht("autologger", "disable")
     check(not os.path.exists(unit_path) and not os.path.lexists(link), "unit and link after disable")
+    # The registry, the hook and the unit are root's (without a test root).
+    nobody = pwd.getpwnam("nobody")
+    as_nobody = ["setpriv", "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid, "--clear-groups"]
+    for args in (["ifeo", "enable", "x"], ["ifeo", "install"], ["autologger", "enable"]):
+        rc, _, err = env.run(as_nobody + [env.heaptrail] + args, env={"HEAPTRAIL_ROOT": None})
+        check(rc == 2 and "needs root" in err, "%s as another user: rc %d, %r" % (" ".join(args), rc, err))
     out, _ = env.ht("autologger", "disable")
     check("not enabled" in out, "disable twice: %r" % out)
 
