@@ -127,21 +127,23 @@ static uint32_t ht_random_token(void)
 	return v ? v : 1;
 }
 
+/* Raw system calls: open, read and close are cancellation points, and the
+   fork child and first hook that get here must not become ones. */
 static uint32_t ht_read_args(void)
 {
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	uint32_t n = 0;
 	for (;;) {
-		ssize_t r = read(fd, ht_args + n, sizeof ht_args - n);
+		long r = syscall(SYS_read, fd, ht_args + n, sizeof ht_args - n);
 		if (r <= 0)
 			break;
 		n += (uint32_t)r;
 		if (n == sizeof ht_args)
 			break;
 	}
-	close(fd);
+	syscall(SYS_close, fd);
 	/* Cut a truncated list at its last complete argument. */
 	if (n == sizeof ht_args)
 		while (n > 0 && ht_args[n - 1] != '\0')
@@ -347,8 +349,10 @@ void ht__child_start(void)
 
 static void ht_atfork_child(void)
 {
+	int save = errno;
 	if (atomic_load(&ht__g.state) == HT_ST_READY)
 		ht__child_start();
+	errno = save;
 }
 
 /* Exit code of exit() and of returning from main. */

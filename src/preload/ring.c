@@ -156,8 +156,10 @@ static int ht_wait_step(struct ht_wait *w)
 	if (i < 128) {
 		sched_yield();
 	} else {
+		/* Not nanosleep(): that is a cancellation point, and malloc must
+		   not become one (a thread cancelled in here leaks the block). */
 		struct timespec ts = {0, 50000};
-		nanosleep(&ts, NULL);
+		syscall(SYS_nanosleep, &ts, NULL);
 	}
 	return 1;
 }

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -547,20 +548,32 @@ void ht__ustack_unmap(struct ht__thread *t)
  * stack. A thread past its key destructor (glibc freeing its TLS) captures
  * in place: it has given its unwinding stack back and runs on its own,
  * normal-sized stack then.
+ *
+ * Cancellation is disabled meanwhile: on a stack it has not seen, libunwind
+ * checks memory with write() and read() on a pipe, and opens files, all
+ * cancellation points, which would make malloc one (a thread cancelled
+ * there loses the block malloc returned, and stops where the program never
+ * could). In glibc that is an atomic operation on the thread, no call.
  */
 uint32_t ht__stack_capture(struct ht__thread *t)
 {
-	if (!HT_HAVE_USTACK || t->exited)
-		return ht_capture(t);
-	if (HT_UNLIKELY(!t->ustack)) {
-		ht_ustack_map(t);
-		if (!t->ustack)
-			return ht_capture(t);
-	}
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	struct ht_capture_call c = {t, 0};
+	if (!HT_HAVE_USTACK || t->exited) {
+		c.id = ht_capture(t);
+	} else {
+		if (HT_UNLIKELY(!t->ustack))
+			ht_ustack_map(t);
+		if (!t->ustack)
+			c.id = ht_capture(t);
 #if HT_HAVE_USTACK
-	ht__on_stack(&c, ht_capture_on_ustack, t->ustack + HT_USTACK_SIZE);
+		else
+			ht__on_stack(&c, ht_capture_on_ustack, t->ustack + HT_USTACK_SIZE);
 #endif
+	}
+	if (cancel != PTHREAD_CANCEL_DISABLE)
+		pthread_setcancelstate(cancel, NULL);
 	return c.id;
 }
 

@@ -69,6 +69,7 @@ class Env:
     def __init__(self, build, progs, tmp):
         self.tmp = tmp
         self.progs = progs
+        self.build = build
         self.heaptrail = os.path.join(build, "bin", "heaptrail")
         self.n = 0
 
@@ -522,8 +523,10 @@ def collector_killed(env):
     j = env.info(trace, complete=False)
     equal(j["complete"], False, "complete")
     check(any("incomplete" in w for w in j["warnings"]), "warnings: %s" % j["warnings"])
+    # What the collector had drained but not yet written (up to a chunk and
+    # its merge buffer) died with it; what it wrote is there.
     n = j["totals"]["alloc_calls"]
-    check(100000 <= n <= 200000 + 1000, "allocations in the partial trace: %d" % n)
+    check(1000 <= n <= 200000 + 1000, "allocations in the partial trace: %d" % n)
 
 
 @case
@@ -544,6 +547,30 @@ def more_threads_than_buffers(env):
     check(1 <= got <= 7, "threads that recorded their allocation: %d" % got)
     check(got + j["events_lost"] >= n, "recorded %d + lost %d < %d" % (got, j["events_lost"], n))
     check(any("lost" in w for w in j["warnings"]), "warnings: %s" % j["warnings"])
+
+
+@case
+def thread_cancel(env):
+    """pthread_cancel: malloc is no cancellation point, also while the
+    recorder unwinds a new stack (libunwind reads and writes a pipe then)
+    or waits for room; and the forced unwinding runs the C library's
+    cleanups (with libunwind's _Unwind_* serving the process instead of
+    libgcc's, the stdout lock stayed held and main hung)."""
+    argv = [env.prog("cancelwait"), "20000"]
+    want = "finished 20000\ncancelled\n"
+    rc, out = env.native(argv)
+    equal((rc, out), (0, want), "native run")
+    for opts in ([], ["--stacks", "none"]):
+        rc, out, trace = env.record(argv, opts, timeout=30)
+        equal((rc, out), (0, want), "recorded %s" % opts)
+        n = len(env.dump(trace, lambda e: e["type"] == "alloc" and e.get("size") == "100"))
+        equal(n, 20000, "allocations recorded %s" % opts)
+    # A collector that stops draining at once: the small buffer fills and
+    # malloc waits (until the session is declared dead two seconds later).
+    rc, out, err = run([os.path.join(env.build, "bin", "ringdump"), "-x", "1", "-s", "4096",
+                        "-o", os.path.join(env.tmp, "records.txt"), "--"] + argv, env.tmp,
+                       {"RINGDUMP_LIB": os.path.join(env.build, "lib", "libheaptrail.so")}, 30)
+    equal((rc, out), (0, want), "under a collector that stops draining")
 
 
 @case
