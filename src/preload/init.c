@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -285,13 +286,28 @@ dormant:
 	return rc;
 }
 
+/*
+ * The session is mapped whole (256 MiB by default), and under an
+ * address-space limit (ulimit -v) that comes out of the program's budget:
+ * an allocation that works natively would fail traced. When the session
+ * would take more than a quarter of the limit, the program runs untraced.
+ */
+static int ht_fits_address_limit(const char *path)
+{
+	struct rlimit rl;
+	struct stat st;
+	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || stat(path, &st) != 0)
+		return 1;
+	return (uint64_t)st.st_size <= (uint64_t)rl.rlim_cur / 4;
+}
+
 /* Maps the session named by the environment, if any. */
 static void ht_init(void)
 {
 	ht__resolve();
 	ht__t.tid = (int32_t)syscall(SYS_gettid);
 	const char *path = getenv(HT_ENV_SESSION);
-	if (!path || !*path)
+	if (!path || !*path || !ht_fits_address_limit(path))
 		ht__go_dormant();
 	else
 		ht__init_session(path, 0);

@@ -574,6 +574,21 @@ def thread_cancel(env):
 
 
 @case
+def address_space_limit(env):
+    """Under ulimit -v the session's mapping (256 MiB) would come out of
+    the program's address space: a 200 MiB malloc that works natively under
+    a 300 MB limit failed traced. Such a program runs untraced; under a
+    roomy limit it is traced."""
+    big = 200 * 1024 * 1024
+    for limit_kb, traced in ((300000, False), (4000000, True)):
+        argv = ["sh", "-c", 'ulimit -v %d && exec "$0" 1 %d' % (limit_kb, big), env.prog("churn")]
+        out, trace = env.same(argv, 0)
+        equal(out, "churned 1\n", "output under ulimit -v %d" % limit_kb)
+        n = len(env.dump(trace, lambda e: e["type"] == "alloc" and e.get("size") == str(big)))
+        equal(n, 1 if traced else 0, "the big allocation recorded under ulimit -v %d" % limit_kb)
+
+
+@case
 def lossy_small_buffers(env):
     """64 KiB buffers: lossless keeps every event (the program waits);
     --lossy drops and counts, and every event is either in the trace or
