@@ -179,8 +179,10 @@ def machine():
         pass
     hk = subprocess.run(["heaptrack", "--version"], stdout=subprocess.PIPE,
                         stderr=subprocess.STDOUT).stdout.decode().strip().splitlines()
-    return "%s, %d cores, Linux %s, %s" % (cpu, os.cpu_count() or 0, platform.release(),
-                                           hk[0] if hk else "heaptrack ?")
+    # The load says how much the other users of a shared machine disturbed the run.
+    load = "load average %.1f at the end" % os.getloadavg()[0]
+    return "%s, %d cores, Linux %s, %s, %s" % (cpu, os.cpu_count() or 0, platform.release(),
+                                               hk[0] if hk else "heaptrack ?", load)
 
 
 def rewrite_doc(section):
