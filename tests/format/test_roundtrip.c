@@ -742,6 +742,179 @@ static void test_ts_unit(void)
 	CHECK_EQ(ht__writer_open(&w, path, &bad_meta), HT_ERR_INVALID);
 }
 
+/* Stacks that share outer frames with the previous one, across many small
+   chunks: every stack reads back whole, from the DEFS table of a finished
+   trace and from the inline definitions of an unfinished one. */
+static void check_shared_stacks(const char *path, int finish)
+{
+	enum { NS = 3000, NF = 40 };
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	if (!w)
+		return;
+	CHECK_EQ(ht__writer_set_chunk_size(w, 1024), 0);
+	for (uint32_t f = 0; f < NF; f++)
+		CHECK_EQ(ht__writer_frame(w, f, HT_MODULE_NONE, 0x1000 + f), 0);
+	uint32_t frames[NF];
+	for (uint32_t s = 1; s <= NS; s++) {
+		/* depth 1..NF; inner frames vary, the outer ones are 0, 1, 2, ... */
+		uint32_t n = 1 + s % NF;
+		for (uint32_t i = 0; i < n; i++)
+			frames[i] = n - 1 - i;
+		frames[0] = (s * 7) % NF;
+		CHECK_EQ(ht__writer_stack(w, s, frames, n), 0);
+		struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 1, .tid = 1,
+				     .ts = s, .stack = s, .addr = 0x10000 + s * 64, .size = 8};
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	if (finish)
+		CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	else
+		ht__writer_abort(w);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int nev = 0;
+	while (ht_reader_next(r, &ev) > 0)
+		nev++;
+	CHECK_EQ(nev, NS);
+	int bad = 0;
+	for (uint32_t s = 1; s <= NS; s++) {
+		const uint32_t *lf;
+		uint32_t n = ht_reader_stack(r, s, &lf);
+		bad += n != 1 + s % NF;
+		for (uint32_t i = 0; i < n && !bad; i++) {
+			uint32_t want = i ? n - 1 - i : (s * 7) % NF;
+			bad += ht_reader_frame(r, lf[i])->rel != 0x1000 + want;
+		}
+	}
+	CHECK_EQ(bad, 0);
+	ht_reader_close(r);
+}
+
+static void test_shared_stacks(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "shared.htr");
+	check_shared_stacks(path, 1);
+	test_path(path, sizeof(path), "shared-partial.htr");
+	check_shared_stacks(path, 0);
+}
+
+/* The new-block codes of version 2: a block carved right after the previous
+   fresh one although reused blocks came in between (FRESH), a realloc that
+   grows in place into another size class (OLD). Values come back exact, and
+   the address stream stays at one byte per address. */
+static void test_fresh_and_old(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "fresh.htr");
+	enum { N = 3000 };
+	static struct ht_event evs2[N];
+	uint64_t fresh = 0x7f0000001000ull, small = 0x7f0000000040ull, ts = 0;
+	int n = 0;
+	struct ht_event b = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 2, .tid = 2,
+			     .ts = ++ts, .addr = small, .size = 24};
+	evs2[n++] = b;
+	while (n + 4 <= N) {
+		/* a fresh block right after the previous fresh one (FRESH: the
+		   reused small block came in between), shrunk in place into
+		   another size class (OLD), then the small block freed and
+		   taken again (a ring) */
+		struct ht_event a = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 2, .tid = 2,
+				     .ts = ++ts, .addr = fresh, .size = 200};
+		evs2[n++] = a;
+		struct ht_event rl = {.type = HT_EV_REALLOC, .func = HT_FN_REALLOC, .pid = 2,
+				      .tid = 2, .ts = ++ts, .old_addr = fresh, .addr = fresh,
+				      .size = 150};
+		evs2[n++] = rl;
+		struct ht_event f = {.type = HT_EV_FREE, .func = HT_FN_FREE, .pid = 2, .tid = 2,
+				     .ts = ++ts, .addr = small};
+		evs2[n++] = f;
+		b.ts = ++ts;
+		evs2[n++] = b;
+		fresh += ht__chunk_size(200);
+	}
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(ht__writer_event(w, &evs2[i], NULL), 0);
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	while (ht_reader_next(r, &ev) > 0 && i < n) {
+		const struct ht_event *x = &evs2[i++];
+		bad += ev.type != x->type || ev.addr != x->addr || ev.old_addr != x->old_addr ||
+		       ev.size != x->size || ev.ts != x->ts;
+	}
+	CHECK_EQ(i, n);
+	CHECK_EQ(bad, 0);
+	ht_reader_close(r);
+	/* One events chunk: its address stream has one code per address. */
+	FILE *fp = fopen(path, "rb");
+	static uint8_t comp[1 << 20], raw[1 << 20];
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	struct ht__chunk_header h;
+	long off = HT__HEADER_SIZE;
+	uint64_t addr_bytes = 0;
+	while (fp && fseek(fp, off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), fp) == sizeof(hb) &&
+	       ht__chunk_header_parse(hb, &h) == 0 && h.comp_size <= sizeof(comp)) {
+		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
+		if (h.kind != HT__CHUNK_EVENTS || fread(comp, 1, h.comp_size, fp) != h.comp_size)
+			continue;
+		size_t len = ZSTD_decompress(raw, sizeof(raw), comp, h.comp_size);
+		CHECK(!ZSTD_isError(len));
+		struct ht__cur c = {raw, raw + len, 0};
+		CHECK_EQ(ht__get_varint(&c), HT__NSTREAMS);
+		for (int k = 0; k < HT__NSTREAMS; k++) {
+			uint64_t l = ht__get_varint(&c);
+			if (k == HT__S_ADDR)
+				addr_bytes += l;
+		}
+	}
+	if (fp)
+		fclose(fp);
+	/* 5 addresses per 4 events, one byte each; the first two raw. */
+	CHECK(addr_bytes <= (uint64_t)(n - 1) / 4 * 5 + 16);
+}
+
+/* A trace of another format version is refused, never misread. */
+static void test_other_version(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "v1.htr");
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	FILE *f = fopen(path, "r+b");
+	uint8_t h[HT__HEADER_SIZE];
+	CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h));
+	CHECK_EQ(ht__get_le32(h + 8), HT__FILE_VERSION);
+	for (uint32_t v = 0; v < 4; v++) {
+		if (v == HT__FILE_VERSION)
+			continue;
+		ht__put_le32(h + 8, v);
+		ht__put_le32(h + 60, ht__crc32(h, 60)); /* a sound header of version v */
+		fseek(f, 0, SEEK_SET);
+		fwrite(h, 1, sizeof(h), f);
+		fflush(f);
+		struct ht_reader *r = (void *)1;
+		CHECK_EQ(ht_reader_open(&r, path), HT_ERR_VERSION);
+		CHECK(r == NULL);
+	}
+	fclose(f);
+	CHECK(strstr(ht_strerror(HT_ERR_VERSION), "version") != NULL);
+}
+
 static void test_names(void)
 {
 	CHECK_STR(ht_event_name(HT_EV_ALLOC), "alloc");
@@ -786,6 +959,9 @@ int main(void)
 	test_predicted_addresses();
 	test_many_threads();
 	test_ts_unit();
+	test_shared_stacks();
+	test_fresh_and_old();
+	test_other_version();
 	test_open_errors();
 	return test_result("test_roundtrip");
 }
