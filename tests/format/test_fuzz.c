@@ -49,8 +49,9 @@ static void make_trace(void)
 		if (i % 50 == 0) {
 			uint32_t id = (uint32_t)(i / 50);
 			ht__writer_frame(w, id, id % 3 ? 0 : HT_MODULE_NONE, 0x1000 + id * 16);
-			uint32_t fr[2] = {id, id / 2};
-			ht__writer_stack(w, id + 1, fr, 2);
+			/* outer frames shared with the previous stack (format 2) */
+			uint32_t fr[5] = {id, id / 2, id / 4, id / 8, 0};
+			ht__writer_stack(w, id + 1, fr, 5);
 		}
 		struct ht_event *e = &orig[i];
 		memset(e, 0, sizeof(*e));
