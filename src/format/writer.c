@@ -129,8 +129,8 @@ static int write_chunk(struct ht__writer *w, uint8_t kind, const uint8_t *payloa
 		       uint32_t count, uint64_t first_ts, uint64_t last_ts)
 {
 	size_t bound = ZSTD_compressBound(len);
-	int level = kind != HT__CHUNK_EVENTS && len <= TABLE_STRONG_MAX ? ZSTD_LEVEL_TABLES
-									 : ZSTD_LEVEL;
+	int level =
+	    kind != HT__CHUNK_EVENTS && len <= TABLE_STRONG_MAX ? ZSTD_LEVEL_TABLES : ZSTD_LEVEL;
 	if (level != w->level) {
 		if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level)))
 			return w->err = HT_ERR_NOMEM;

@@ -764,8 +764,14 @@ static void check_shared_stacks(const char *path, int finish)
 			frames[i] = n - 1 - i;
 		frames[0] = (s * 7) % NF;
 		CHECK_EQ(ht__writer_stack(w, s, frames, n), 0);
-		struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 1, .tid = 1,
-				     .ts = s, .stack = s, .addr = 0x10000 + s * 64, .size = 8};
+		struct ht_event e = {.type = HT_EV_ALLOC,
+				     .func = HT_FN_MALLOC,
+				     .pid = 1,
+				     .tid = 1,
+				     .ts = s,
+				     .stack = s,
+				     .addr = 0x10000 + s * 64,
+				     .size = 8};
 		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
 	}
 	if (finish)
@@ -816,23 +822,42 @@ static void test_fresh_and_old(void)
 	static struct ht_event evs2[N];
 	uint64_t fresh = 0x7f0000001000ull, small = 0x7f0000000040ull, ts = 0;
 	int n = 0;
-	struct ht_event b = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 2, .tid = 2,
-			     .ts = ++ts, .addr = small, .size = 24};
+	struct ht_event b = {.type = HT_EV_ALLOC,
+			     .func = HT_FN_MALLOC,
+			     .pid = 2,
+			     .tid = 2,
+			     .ts = ++ts,
+			     .addr = small,
+			     .size = 24};
 	evs2[n++] = b;
 	while (n + 4 <= N) {
 		/* a fresh block right after the previous fresh one (FRESH: the
 		   reused small block came in between), shrunk in place into
 		   another size class (OLD), then the small block freed and
 		   taken again (a ring) */
-		struct ht_event a = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 2, .tid = 2,
-				     .ts = ++ts, .addr = fresh, .size = 200};
+		struct ht_event a = {.type = HT_EV_ALLOC,
+				     .func = HT_FN_MALLOC,
+				     .pid = 2,
+				     .tid = 2,
+				     .ts = ++ts,
+				     .addr = fresh,
+				     .size = 200};
 		evs2[n++] = a;
-		struct ht_event rl = {.type = HT_EV_REALLOC, .func = HT_FN_REALLOC, .pid = 2,
-				      .tid = 2, .ts = ++ts, .old_addr = fresh, .addr = fresh,
+		struct ht_event rl = {.type = HT_EV_REALLOC,
+				      .func = HT_FN_REALLOC,
+				      .pid = 2,
+				      .tid = 2,
+				      .ts = ++ts,
+				      .old_addr = fresh,
+				      .addr = fresh,
 				      .size = 150};
 		evs2[n++] = rl;
-		struct ht_event f = {.type = HT_EV_FREE, .func = HT_FN_FREE, .pid = 2, .tid = 2,
-				     .ts = ++ts, .addr = small};
+		struct ht_event f = {.type = HT_EV_FREE,
+				     .func = HT_FN_FREE,
+				     .pid = 2,
+				     .tid = 2,
+				     .ts = ++ts,
+				     .addr = small};
 		evs2[n++] = f;
 		b.ts = ++ts;
 		evs2[n++] = b;
