@@ -16,8 +16,10 @@
 #include "format/codec.h"
 
 /* Events chunks at zstd level 6: on real traces it is 10 to 18 % smaller
-   than level 3 (lazy matching finds the repeats of heap patterns) for about
-   20 ns more per event; the writer stays at millions of events per second. */
+   than level 3 (lazy matching finds the repeats of heap patterns) for 0 to
+   40 ns more per event, and it is what keeps the python benchmark's trace
+   under twice heaptrack's; the writer stays at millions of events per
+   second (docs/trace-format.md). */
 #define ZSTD_LEVEL 6
 /* Tables are written once, at finish: up to TABLE_STRONG_MAX raw bytes they
    get level 15 (about 8 MB/s, 10 % smaller stack tables); larger ones the
