@@ -599,6 +599,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	struct ht__trace_meta meta = {
 	    .start_realtime_ns = real_ns - (mono_ns() - ht__session_t0(D.s)),
 	    .stack_mask = a->stack_mask,
+	    .ts_unit_ns = HT__TS_UNIT_DEFAULT, /* as `heaptrail record` (trace-format.md) */
 	    .flags = HT_TRACEF_ATTACHED | ((a->flags & HT_TRACE_LOSSY) ? HT_TRACEF_LOSSY : 0),
 	    .argc = 3,
 	    .argv = argv,
