@@ -687,6 +687,12 @@ int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__r
 		ev.addr = h->addr;
 		ev.size = h->size;
 		ev.old_addr = h->old_addr;
+		/* A custom heap that failed to allocate reports it as the glibc heap
+		   does: an alloc_fail event with the size asked for, no block. */
+		if (rec->type == HT_REC_HEAP_ALLOC && !h->addr) {
+			ev.type = HT_EV_ALLOC_FAIL;
+			ev.flags &= ~HT_EVF_FAILED;
+		}
 		break;
 	}
 	case HT_REC_THREAD_START:
