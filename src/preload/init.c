@@ -152,6 +152,13 @@ static uint32_t ht_read_args(void)
 	return n;
 }
 
+/*
+ * The pid of the process a fork child was copied from. getppid() in the child
+ * is not it when the parent exits first: the child is then adopted (by the
+ * session, a subreaper), and the trace would lose the parent link.
+ */
+static pid_t ht_fork_parent;
+
 /* Returns 0 when the record was dropped (no ring could be had). */
 static int ht_write_process(uint32_t flags)
 {
@@ -166,7 +173,7 @@ static int ht_write_process(uint32_t flags)
 	if (!r)
 		return 0;
 	r->pid = ht__g.pid;
-	r->ppid = getppid();
+	r->ppid = (flags & HT_PROC_FORK) && ht_fork_parent ? ht_fork_parent : getppid();
 	r->flags = flags;
 	r->instance = ht__g.instance;
 	r->exe_len = ht__exe_len;
@@ -353,6 +360,7 @@ void ht__child_start(void)
 	t->guard = 1;
 	t->tid = (int32_t)syscall(SYS_gettid);
 	atomic_store(&ht__g.state, HT_ST_INITIALIZING);
+	ht_fork_parent = ht__g.pid; /* still the parent's: this is its copy */
 	ht__g.pid = getpid();
 	if ((ht__g.flags & HT_SHM_NO_FOLLOW) && ht__g.pid != ht__g.hdr->root_pid) {
 		ht__go_dormant();
