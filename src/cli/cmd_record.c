@@ -178,6 +178,30 @@ static void install_forwarding(void)
 		sigaction(forwarded[i], &sa, NULL);
 }
 
+/*
+ * The forwarded signals are blocked from just before fork() until child_pid
+ * is set, so that one arriving in between is forwarded, not lost; *old is the
+ * mask to go back to.
+ */
+static void block_forwarded(sigset_t *old)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&set, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+/* The signal mask the program starts with: the one heaptrail was given. */
+static sigset_t start_mask;
+
+/*
+ * SIGPIPE as heaptrail was given it, for the program. heaptrail itself
+ * ignores it: a program killed before it execs closes the pipe heaptrail
+ * writes its go-ahead to, and that must not kill the recording.
+ */
+static struct sigaction start_pipe;
+
 /* In the child between fork and exec: async-signal-safe calls only. */
 static _Noreturn void run_child(int go_fd, int err_fd, const char *path, char **argv,
 				char **envp)
@@ -187,6 +211,8 @@ static _Noreturn void run_child(int go_fd, int err_fd, const char *path, char **
 	dfl.sa_handler = SIG_DFL;
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		sigaction(forwarded[i], &dfl, NULL);
+	sigaction(SIGPIPE, &start_pipe, NULL);
+	sigprocmask(SIG_SETMASK, &start_mask, NULL);
 	char b;
 	/* Wait until the trace file exists: its name may hold our pid. */
 	if (read(go_fd, &b, 1) != 1)
@@ -642,6 +668,11 @@ int cmd_record(int argc, char **argv)
 		ht__session_destroy(s);
 		die("cannot create a pipe: %s", strerror(errno));
 	}
+	block_forwarded(&start_mask);
+	struct sigaction ign;
+	memset(&ign, 0, sizeof(ign));
+	ign.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &ign, &start_pipe);
 	install_forwarding();
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -654,6 +685,7 @@ int cmd_record(int argc, char **argv)
 		run_child(go[0], errp[1], path, cmd, env);
 	}
 	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &start_mask, NULL);
 	close(go[0]);
 	close(errp[1]);
 	ht__session_set_root(s, pid);
