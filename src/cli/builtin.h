@@ -21,7 +21,8 @@ int cmd_ifeo(int argc, char **argv);
 int cmd_autologger(int argc, char **argv);
 
 /*
- * Shared by the session commands (cmd_start.c): a --stacks list into event
+ * Shared by the commands that name processes and events (cmd_start.c,
+ * cmd_update.c, cmd_record.c): a --stacks list into event
  * types (returns how many; dies on a bad name), a --pid list appended to
  * out[n..max) (returns the new count; dies when malformed), and the
  * message for a failed control call on session name.

@@ -399,31 +399,6 @@ static void tick_while_injecting(void *ctx)
 	ht__session_tick(ctx);
 }
 
-static int parse_pids(const char *list, pid_t *out)
-{
-	int n = 0;
-	const char *p = list;
-	while (*p) {
-		char *end;
-		errno = 0;
-		long v = strtol(p, &end, 10);
-		if (end == p || errno || v <= 0 || v > INT32_MAX || (*end && *end != ','))
-			die("invalid process id list '%s': numbers separated by commas", list);
-		bool dup = false;
-		for (int i = 0; i < n; i++)
-			dup |= out[i] == (pid_t)v;
-		if (!dup) {
-			if (n == MAX_ATTACH)
-				die("too many processes in '%s': at most %d", list, MAX_ATTACH);
-			out[n++] = (pid_t)v;
-		}
-		p = *end ? end + 1 : end;
-	}
-	if (!n)
-		die("invalid process id list '%s': numbers separated by commas", list);
-	return n;
-}
-
 /* A process that no longer runs: gone, or a zombie nobody reaped yet. */
 static bool process_gone(pid_t pid)
 {
@@ -472,7 +447,7 @@ static _Noreturn void die_no_ptrace(pid_t pid)
 static int record_attach(const struct options *o)
 {
 	pid_t pids[MAX_ATTACH];
-	int npids = parse_pids(o->pids, pids);
+	int npids = parse_pid_option(o->pids, pids, 0, MAX_ATTACH);
 	char recorder[PATH_MAX];
 	find_recorder(recorder, sizeof(recorder));
 
