@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "control/internal.h"
+#include "format/errors.h"
 #include "session/protocol.h"
 #include "session/session.h"
 
@@ -68,23 +69,6 @@ int ht__ctl_paths(struct ht__ctl_paths *p, const char *name, bool create)
 	return 0;
 }
 
-static int errno_error(int e)
-{
-	switch (e) {
-	case ENOENT:
-	case ECONNREFUSED:
-	case ENOTDIR:
-		return HT_ERR_NOT_FOUND;
-	case EACCES:
-	case EPERM:
-		return HT_ERR_PERM;
-	case ENOMEM:
-		return HT_ERR_NOMEM;
-	default:
-		return HT_ERR_IO;
-	}
-}
-
 static int write_all(int fd, const char *buf, size_t n)
 {
 	while (n) {
@@ -123,11 +107,11 @@ static int connect_to(const char *path, int *fd_out)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return errno_error(errno);
+		return ht__error_from_errno(errno);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	memcpy(sa.sun_path, path, strlen(path) + 1); /* fits: checked by the callers */
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int rc = errno_error(errno);
+		int rc = ht__error_from_errno(errno);
 		close(fd);
 		return rc;
 	}
@@ -444,10 +428,10 @@ static int start(ht_trace_handle *handle, struct ht_trace_properties *props,
 
 	int ready[2];
 	if (pipe2(ready, O_CLOEXEC) < 0)
-		return errno_error(errno);
+		return ht__error_from_errno(errno);
 	pid_t mid = fork();
 	if (mid < 0) {
-		rc = errno_error(errno);
+		rc = ht__error_from_errno(errno);
 		close(ready[0]);
 		close(ready[1]);
 		return rc;
@@ -623,7 +607,7 @@ int ht_list_heap_traces(char (*names)[HT_SESSION_NAME_MAX + 1], unsigned max)
 		return rc;
 	DIR *d = opendir(p.dir);
 	if (!d)
-		return errno == ENOENT ? 0 : errno_error(errno);
+		return errno == ENOENT ? 0 : ht__error_from_errno(errno);
 	unsigned n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {

@@ -6,6 +6,7 @@
  * stream with a warning, never a crash.
  */
 #include "heaptrail/trace.h"
+#include "format/errors.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -814,22 +815,6 @@ out:
 
 /* ---- open ---- */
 
-static int err_from_errno(int e)
-{
-	switch (e) {
-	case ENOENT:
-	case ENOTDIR:
-		return HT_ERR_NOT_FOUND;
-	case EACCES:
-	case EPERM:
-		return HT_ERR_PERM;
-	case ENOMEM:
-		return HT_ERR_NOMEM;
-	default:
-		return HT_ERR_IO;
-	}
-}
-
 /* Tries the footer; 0 when it and the tables it points at are sound. */
 static int open_footer(struct ht_reader *r, const char **why)
 {
@@ -874,7 +859,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		goto fail;
 	r->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (r->fd < 0) {
-		rc = err_from_errno(errno);
+		rc = ht__error_from_errno(errno);
 		goto fail;
 	}
 	struct stat st;

@@ -5,6 +5,7 @@
  * and at finish appends the table chunks and the footer.
  */
 #include "format/writer.h"
+#include "format/errors.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -231,25 +232,6 @@ static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 	return rc;
 }
 
-static int err_from_errno(int e)
-{
-	switch (e) {
-	case EEXIST:
-		return HT_ERR_EXISTS;
-	case EACCES:
-	case EPERM:
-	case EROFS:
-		return HT_ERR_PERM;
-	case ENOENT:
-	case ENOTDIR:
-		return HT_ERR_NOT_FOUND;
-	case ENOMEM:
-		return HT_ERR_NOMEM;
-	default:
-		return HT_ERR_IO;
-	}
-}
-
 int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__trace_meta *meta)
 {
 	*out = NULL;
@@ -299,7 +281,7 @@ int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__
 
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
-		rc = err_from_errno(errno);
+		rc = ht__error_from_errno(errno);
 		goto fail;
 	}
 	/* File header: see docs/trace-format.md. */

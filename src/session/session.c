@@ -20,31 +20,13 @@
 #include <unistd.h>
 
 #include "session/internal.h"
+#include "format/errors.h"
 
 uint64_t ht__now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int err_from_errno(int e)
-{
-	switch (e) {
-	case EEXIST:
-		return HT_ERR_EXISTS;
-	case EACCES:
-	case EPERM:
-	case EROFS:
-		return HT_ERR_PERM;
-	case ENOENT:
-	case ENOTDIR:
-		return HT_ERR_NOT_FOUND;
-	case ENOMEM:
-		return HT_ERR_NOMEM;
-	default:
-		return HT_ERR_IO;
-	}
 }
 
 /*
@@ -56,9 +38,9 @@ static int ensure_private_dir(const char *dir)
 {
 	struct stat st;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return err_from_errno(errno);
+		return ht__error_from_errno(errno);
 	if (lstat(dir, &st) < 0)
-		return err_from_errno(errno);
+		return ht__error_from_errno(errno);
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
 		return HT_ERR_PERM;
 	return 0;
@@ -162,7 +144,7 @@ int ht__shm_create(struct ht__session *s)
 		fd = mkostemp(path, O_CLOEXEC); /* mode 0600 */
 	}
 	if (fd < 0)
-		return err_from_errno(errno);
+		return ht__error_from_errno(errno);
 	s->path = strdup(path);
 	s->map_size = HT_SHM_HEADER_SIZE +
 		      (size_t)s->ring_count * (HT_RING_HEADER_SIZE + (size_t)s->ring_size);
@@ -181,13 +163,13 @@ int ht__shm_create(struct ht__session *s)
 	}
 	/* Sparse: a ring costs memory only for the pages its writer touches. */
 	if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)s->map_size) < 0) {
-		rc = err_from_errno(errno);
+		rc = ht__error_from_errno(errno);
 		goto unlink_file;
 	}
 	s->map = mmap(NULL, s->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (s->map == MAP_FAILED) {
 		s->map = NULL;
-		rc = err_from_errno(errno);
+		rc = ht__error_from_errno(errno);
 		goto unlink_file;
 	}
 	close(fd);
