@@ -87,7 +87,8 @@ enum ht_event_type {
 	HT_EV_HEAP_DESTROY = 11, /* heap */
 	HT_EV_PROCESS_START = 12, /* a new process (fork, root, attach): process */
 	HT_EV_PROCESS_EXEC = 13,  /* a traced pid loaded a new image: process is new */
-	HT_EV_PROCESS_EXIT = 14,  /* value = exit code, or signal with HT_EVF_SIGNAL */
+	HT_EV_PROCESS_EXIT = 14,  /* value = exit code, or signal with HT_EVF_SIGNAL,
+	                             or 0 with HT_EVF_EXEC */
 	HT_EV_THREAD_START = 15,  /* name */
 	HT_EV_THREAD_EXIT = 16,
 	HT_EV_THREAD_NAME = 17,   /* name */
@@ -103,6 +104,10 @@ const char *ht_event_name(unsigned type);
 /* ht_event.flags */
 #define HT_EVF_FAILED 0x1u  /* the call failed (mmap, mremap, realloc, brk) */
 #define HT_EVF_SIGNAL 0x2u  /* PROCESS_EXIT: value is a signal number */
+/* PROCESS_EXIT: the image was replaced by exec of a program that is not
+   traced (a cleared environment, a setuid program). Its process gets
+   HT_PROCF_EXECED and no image follows it; no exit status is known. */
+#define HT_EVF_EXEC 0x4u
 
 /* The process heap (glibc malloc) handle; custom heaps use their own handles. */
 #define HT_HEAP_PROCESS 0

@@ -178,7 +178,9 @@ static void print_text(struct ht_reader *r, const struct ht_event *ev, int stack
 		fprintf(f, " fd=%d", ev->fd);
 	if (fl & F_MODULE)
 		fprintf(f, " module=%u", ev->module);
-	if (ev->type == HT_EV_PROCESS_EXIT)
+	if (ev->type == HT_EV_PROCESS_EXIT && (ev->flags & HT_EVF_EXEC))
+		fputs(" end=exec", f);
+	else if (ev->type == HT_EV_PROCESS_EXIT)
 		fprintf(f, (ev->flags & HT_EVF_SIGNAL) ? " signal=%d" : " exit_code=%d", ev->value);
 	else if (fl & F_VALUE)
 		fprintf(f, " value=%d", ev->value);
@@ -271,7 +273,10 @@ static void print_json(struct ht_reader *r, const struct ht_event *ev, int stack
 		jw_key(&j, "module");
 		jw_u64(&j, ev->module);
 	}
-	if (ev->type == HT_EV_PROCESS_EXIT) {
+	if (ev->type == HT_EV_PROCESS_EXIT && (ev->flags & HT_EVF_EXEC)) {
+		jw_key(&j, "end");
+		jw_str(&j, "exec");
+	} else if (ev->type == HT_EV_PROCESS_EXIT) {
 		jw_key(&j, (ev->flags & HT_EVF_SIGNAL) ? "signal" : "exit_code");
 		jw_i64(&j, ev->value);
 	} else if (fl & F_VALUE) {

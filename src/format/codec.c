@@ -242,7 +242,9 @@ void ht__proctab_event(struct ht__proctab *t, const struct ht_event *ev)
 		if (ev->process >= t->n)
 			return;
 		struct ht_process *p = &t->v[ev->process]->p;
-		if (ev->flags & HT_EVF_SIGNAL) {
+		if (ev->flags & HT_EVF_EXEC) {
+			p->flags |= HT_PROCF_EXECED; /* into an untraced program */
+		} else if (ev->flags & HT_EVF_SIGNAL) {
 			p->flags |= HT_PROCF_SIGNALED;
 			p->signal = ev->value;
 		} else {

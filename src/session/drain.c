@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ifeo/pending.h"
 #include "session/internal.h"
 
 /* Pauses to wait for a busy writer to commit; after them the watermark stops
@@ -30,6 +32,11 @@
 #define PROC_CHECKS_PER_TICK 64
 /* Dead-owner checks of idle rings: every this many ticks. */
 #define DEAD_CHECK_TICKS 5
+/* How often a live process's memory map is looked at for the session file,
+   and how long the file must stay missing before its image counts as
+   replaced: a traced image maps it as its recorder starts, which follows
+   the exec by the dynamic loader's work. */
+#define IMAGE_CHECK_NS 100000000ull
 
 static inline void cpu_relax(void)
 {
@@ -122,6 +129,105 @@ static int64_t read_rss(int32_t pid)
 	return (int64_t)(res * (unsigned long long)sysconf(_SC_PAGESIZE));
 }
 
+/*
+ * Does pid run an image that writes to this session? Its recorder maps the
+ * session file for the image's whole life (the buffer of a program started
+ * before its IFEO session is a memfd the relay copies from), and exec drops
+ * every mapping. Returns 1 when the file (or such a buffer) is mapped, 0
+ * when the map lists other mappings only, -1 when it cannot tell (no such
+ * process, no access, an exiting process whose map is empty).
+ */
+static int image_maps_session(const struct ht__session *s, int32_t pid)
+{
+	static const char pending[] = "/memfd:" HT__PENDING_NAME;
+	char p[64], buf[16384];
+	snprintf(p, sizeof(p), "/proc/%d/maps", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t have = 0;
+	bool lines = false;
+	int found = 0;
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		buf[have] = 0;
+		char *line = buf, *nl;
+		while ((nl = memchr(line, '\n', have - (size_t)(line - buf)))) {
+			*nl = 0;
+			lines = true;
+			/* start-end perms offset major:minor inode path */
+			unsigned maj, min;
+			unsigned long long ino;
+			if (sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &ino) == 3 &&
+			    ino == s->shm_ino && makedev(maj, min) == s->shm_dev)
+				found = 1;
+			else if (strstr(line, pending))
+				found = 1;
+			line = nl + 1;
+			if (found)
+				break;
+		}
+		if (found)
+			break;
+		have -= (size_t)(line - buf);
+		if (have == sizeof(buf) - 1)
+			have = 0; /* a line longer than the buffer: no mapping of ours */
+		memmove(buf, line, have);
+	}
+	close(fd);
+	return found ? 1 : lines ? 0 : -1;
+}
+
+/*
+ * A fingerprint of pid's address space from /proc/PID/stat: where its stack,
+ * code, break, arguments and environment start. They are fixed for the life
+ * of an image and come out elsewhere after exec (randomized, or moved by
+ * other arguments, environment or binary), and /proc/PID/stat costs a
+ * fraction of /proc/PID/maps. 0 when unknown (no access: the kernel shows
+ * zeros).
+ */
+static uint64_t mm_fingerprint(int32_t pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *q = strrchr(buf, ')');
+	if (!q)
+		return 0;
+	/* Fields 26-28 (startcode, endcode, startstack) and 45-51 (data,
+	   brk, arguments and environment); the token after ')' is field 3. */
+	uint64_t h = 0, any = 0;
+	int field = 3;
+	for (char *tok = q + 1; *tok; field++) {
+		while (*tok == ' ')
+			tok++;
+		if (!*tok)
+			break;
+		char *end;
+		unsigned long long v = strtoull(tok, &end, 10);
+		if ((field >= 26 && field <= 28) || (field >= 45 && field <= 51)) {
+			h = (h ^ v) * 0x100000001b3ull;
+			any |= v;
+		}
+		tok = end > tok ? end : tok + 1;
+		while (*tok && *tok != ' ')
+			tok++;
+	}
+	return any ? (h ? h : 1) : 0;
+}
+
 /* Queue a PROCESS_EXIT of the session's own making. */
 static int self_exit(struct ht__session *s, int32_t pid, uint32_t kind, int32_t value, uint64_t now)
 {
@@ -166,11 +272,52 @@ static int reap_children(struct ht__session *s, uint64_t now)
 }
 
 /*
+ * Has the traced image p been replaced by exec of a program that is not
+ * traced (a cleared environment, a setuid program)? Such a program writes
+ * no exit report for the image we know and may run for long, so the
+ * session would wait for it. Looked at every IMAGE_CHECK_NS: the session
+ * file missing from the pid's memory map on two looks that far apart means
+ * the image is gone (a traced new image would have mapped it by then).
+ * Returns true when p counts as replaced from now on.
+ *
+ * Not for the launched program, which the session waits for anyway and
+ * whose exit status it reaps (the trace gives that status to its last
+ * traced image), nor for attached processes, which unmap the file when
+ * they are detached and run on.
+ */
+static bool image_replaced(struct ht__session *s, struct ht__proc *p, uint64_t now)
+{
+	if (p->pid == s->root_pid || (p->flags & HT_PROCF_ATTACHED) || now < p->image_check_ns)
+		return false;
+	p->image_check_ns = now + IMAGE_CHECK_NS;
+	/* The same address space as when the file was last seen mapped: the
+	   same image, without reading the whole map. */
+	uint64_t fp = mm_fingerprint(p->pid);
+	if (fp && fp == p->mm_fp)
+		return false;
+	int m = image_maps_session(s, p->pid);
+	if (m != 0) {
+		if (m > 0) {
+			p->unmapped_ns = 0;
+			/* Unchanged around the look at the map: it is this image's. */
+			p->mm_fp = fp && mm_fingerprint(p->pid) == fp ? fp : 0;
+		}
+		return false;
+	}
+	if (!p->unmapped_ns) {
+		p->unmapped_ns = now;
+		return false;
+	}
+	return now - p->unmapped_ns >= IMAGE_CHECK_NS;
+}
+
+/*
  * Look at the live traced processes: sample their RSS, and notice when one
- * died (its rings can then be drained to the end and freed). At most budget
- * of them per call, taking turns, so that a session with thousands of
- * processes does not spend its ticks in /proc. A process gone without an exit
- * report gets one after a grace period: killed, no number.
+ * died (its rings can then be drained to the end and freed) or exec'd into
+ * an untraced program. At most budget of them per call, taking turns, so
+ * that a session with thousands of processes does not spend its ticks in
+ * /proc. A process gone without an exit report gets one after a grace
+ * period: killed, no number.
  */
 static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 {
@@ -185,7 +332,16 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 			examined++;
 			s->proc_cursor = (i + 1) % n;
 			bool gone;
-			if (!p->dead) {
+			if (!p->dead && image_replaced(s, p, now)) {
+				/* Its rings can go back, and nobody waits for it; the
+				   exit record (PROCESS_EXIT marked as an exec) says how
+				   it ended. The instance tells it from a later image. */
+				p->dead = p->replaced = true;
+				int rc = self_exit(s, p->pid, HT__EXIT_UNTRACED_EXEC,
+						   (int32_t)p->instance, now);
+				if (rc < 0)
+					return rc;
+			} else if (!p->dead) {
 				int64_t rss = read_rss(p->pid);
 				if (rss <= 0 && pid_dead(p->pid, &gone)) {
 					p->dead = true;
@@ -456,6 +612,24 @@ static bool all_dead(const struct ht__session *s)
 	return true;
 }
 
+/*
+ * Between ticks what the sink holds is a whole prefix of the trace (merged
+ * in time order, definitions first): have it written about once a second,
+ * so a collector killed without warning loses at most that much.
+ */
+static int flush_sink(struct ht__session *s, uint64_t now)
+{
+	if (!s->sink || !s->sink->flush || now - s->flush_ns < HT__FLUSH_NS ||
+	    s->stats.events == s->flushed_events)
+		return 0;
+	s->flush_ns = now;
+	s->flushed_events = s->stats.events;
+	int rc = s->sink->flush(s->sink_ctx);
+	if (rc < 0 && !s->sink_err)
+		s->sink_err = rc;
+	return rc;
+}
+
 static int tick(struct ht__session *s);
 
 int ht__session_tick(struct ht__session *s)
@@ -489,6 +663,8 @@ static int tick(struct ht__session *s)
 	if (in_use < 0)
 		return in_use;
 	if ((rc = merge(s, wm)) < 0)
+		return rc;
+	if ((rc = flush_sink(s, now)) < 0)
 		return rc;
 	if (s->stop)
 		return 1;

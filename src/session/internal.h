@@ -22,6 +22,13 @@
  */
 #define HT__REC_SELF_RSS 0xf0
 
+/*
+ * kind of a PROCESS_EXIT of the session's own making: the image (instance
+ * in value) was replaced by exec of a program that is not traced. No exit
+ * status is known, and no image follows in the trace.
+ */
+#define HT__EXIT_UNTRACED_EXEC 0xf0u
+
 struct ht__rec_self_rss {
 	struct ht__rec h;
 	int32_t pid;
@@ -64,6 +71,10 @@ struct ht__proc {
 	uint32_t nmods;
 	uint64_t rss;          /* last RSS emitted */
 	uint64_t gone_ns;      /* when kill(pid, 0) said ESRCH; 0 before */
+	uint64_t image_check_ns; /* when its memory map is next looked at */
+	uint64_t unmapped_ns;  /* first seen without the session mapped; 0: mapped */
+	uint64_t mm_fp;        /* /proc/PID/stat layout of the image seen mapping the
+	                          session; 0: none yet */
 	bool dead;             /* zombie or gone: its rings can be reclaimed */
 	bool replaced;         /* a later image of the pid exists (exec, pid reuse) */
 	bool exited;           /* its PROCESS_EXIT was written */
@@ -113,6 +124,9 @@ struct ht__session {
 	uint64_t now_ns;        /* CLOCK_MONOTONIC at the start of this tick */
 	uint64_t last_ts;       /* of the last event written, ns since t0 */
 	uint64_t lost_freed;    /* ring.lost of rings already freed */
+	uint64_t flush_ns;      /* when the sink was last asked to flush */
+	uint64_t flushed_events; /* stats.events at that time */
+	uint64_t shm_dev, shm_ino; /* the session file, as /proc/PID/maps shows it */
 	bool hurry;             /* a ring was filling up: tick again soon */
 	bool rings_scarce;      /* almost every ring is taken */
 	volatile sig_atomic_t stop;

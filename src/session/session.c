@@ -166,6 +166,13 @@ int ht__shm_create(struct ht__session *s)
 		rc = ht__error_from_errno(errno);
 		goto unlink_file;
 	}
+	/* Recorders map this file for as long as their image lives: where
+	   /proc/PID/maps no longer shows it, the image is gone (drain.c). */
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		s->shm_dev = (uint64_t)st.st_dev;
+		s->shm_ino = (uint64_t)st.st_ino;
+	}
 	s->map = mmap(NULL, s->map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (s->map == MAP_FAILED) {
 		s->map = NULL;
@@ -243,6 +250,7 @@ int ht__session_create(struct ht__session **out, const struct ht__session_config
 		return rc;
 	}
 	s->next_tick_ns = s->hdr->t0_ns;
+	s->flush_ns = s->hdr->t0_ns;
 	*out = s;
 	return 0;
 }

@@ -39,6 +39,7 @@
 #define HT__RING_SIZE_DEFAULT (1u << 20)
 #define HT__RING_COUNT_DEFAULT 256u
 #define HT__TICK_NS 10000000ull /* drain period: 10 ms */
+#define HT__FLUSH_NS 1000000000ull /* sink flush period: 1 s */
 
 /*
  * Where definitions and events go, in the order a trace writer needs them: a
@@ -46,6 +47,14 @@
  * id; events come in time order (ts in ns since t0); symbols come last, from
  * ht__session_finish(). Every callback returns 0 or a negative enum ht_error,
  * which stops the session with that error. symbols may be NULL.
+ *
+ * flush (may be NULL) makes what was handed over so far durable and
+ * readable: the session calls it between ticks, at most every HT__FLUSH_NS
+ * and only when events came since the last call, so that a collector killed
+ * with SIGKILL leaves a trace that reaches about a second before its death.
+ * What it has been given then is a whole prefix: in time order, with every
+ * definition before its first use. Not more often: each flush closes a
+ * chunk, and a chunk starts its address prediction afresh.
  */
 struct ht__sink {
 	int (*module)(void *ctx, uint32_t id, const char *path, const uint8_t *build_id,
@@ -54,6 +63,7 @@ struct ht__sink {
 	int (*stack)(void *ctx, uint32_t id, const uint32_t *frames, uint32_t n);
 	int (*event)(void *ctx, const struct ht_event *ev, const struct ht_process *proc);
 	int (*symbols)(void *ctx, uint32_t frame, const struct ht__symbol *syms, uint32_t n);
+	int (*flush)(void *ctx);
 };
 
 /* A sink writing to w (ctx is the struct ht__writer *). */

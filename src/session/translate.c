@@ -551,13 +551,20 @@ static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct 
 	struct ht__proc *p = ht__proc_by_pid(s, e->pid);
 	if (!p || p->exited)
 		return 1;
+	bool untraced_exec = self_slot && e->kind == HT__EXIT_UNTRACED_EXEC;
+	/* Noticed for an image that a traced one has followed since: that
+	   image's PROCESS_EXEC ends it already. */
+	if (untraced_exec && p->instance != (uint32_t)e->value)
+		return 1;
 	p->exited = true;
 	struct ht_event ev = { .type = HT_EV_PROCESS_EXIT,
 			       .process = proc_index(s, p),
 			       .pid = e->pid,
 			       .tid = (!self_slot && sl->pid == e->pid) ? sl->tid : e->pid,
-			       .value = e->value,
-			       .flags = e->kind == HT_EXIT_SIGNAL ? HT_EVF_SIGNAL : 0 };
+			       .value = untraced_exec ? 0 : e->value,
+			       .flags = untraced_exec		  ? HT_EVF_EXEC
+					: e->kind == HT_EXIT_SIGNAL ? HT_EVF_SIGNAL
+								    : 0 };
 	ev.ts = rel_ts(s, rec->ts);
 	return emit(s, &ev, NULL);
 }

@@ -529,6 +529,112 @@ def collector_killed(env):
     check(1000 <= n <= 200000 + 1000, "allocations in the partial trace: %d" % n)
 
 
+def reap_all():
+    """Reaps every child left to us (we are a subreaper), without waiting."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+@case
+def collector_killed_recent(env):
+    """SIGKILL of `heaptrail record` loses only the last second or so: the
+    collector has its trace written about once a second, not only when a
+    chunk fills. A program allocating at a steady rate (and saying how far
+    it got) is recorded for about 2 s; the partial trace must hold at least
+    half of what the program had made 1 s before the kill."""
+    PR_SET_CHILD_SUBREAPER = 36
+    libc = ctypes.CDLL(None, use_errno=True)
+    check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, "prctl(PR_SET_CHILD_SUBREAPER)")
+    trace = os.path.join(env.tmp, "r.htr")
+    progress = os.path.join(env.tmp, "progress")
+    # 30000 allocations over 3 s: far below one chunk per second of events.
+    rec = subprocess.Popen([env.heaptrail, "record", "-q", "-o", trace, "--",
+                            env.prog("steady"), "30000", "3", progress],
+                           cwd=env.tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           start_new_session=True)
+    samples = []  # (time, allocations the program had made by then)
+    try:
+        deadline = time.time() + 30
+        while True:
+            check(rec.poll() is None, "heaptrail record ended early")
+            check(time.time() < deadline, "the program did not start")
+            try:
+                with open(progress) as f:
+                    if f.read().strip():
+                        break
+            except FileNotFoundError:
+                pass
+            time.sleep(0.01)
+        started = time.time()
+        while time.time() < started + 2.0:
+            with open(progress) as f:
+                txt = f.read().strip()
+            if txt:
+                samples.append((time.time(), int(txt)))
+            time.sleep(0.01)
+        killed_at = time.time()
+        os.kill(rec.pid, signal.SIGKILL)
+        equal(rec.wait(), -signal.SIGKILL, "heaptrail record killed")
+    finally:
+        try:
+            os.killpg(rec.pid, signal.SIGKILL)  # the orphaned program too
+        except ProcessLookupError:
+            pass
+        time.sleep(0.05)
+        reap_all()
+    before = [n for t, n in samples if t <= killed_at - 1.0]
+    check(before, "no progress sample 1 s before the kill")
+    want = before[-1] // 2
+    check(want > 0, "the program made nothing in its first second")
+    j = env.info(trace, complete=False)
+    equal(j["complete"], False, "complete")
+    check(any("incomplete" in w for w in j["warnings"]), "warnings: %s" % j["warnings"])
+    got = len(env.dump(trace, lambda e: e["type"] == "alloc" and e.get("size") == "4242"))
+    check(got >= want, "allocations in the partial trace: %d, want >= %d (half of %d made 1 s "
+          "before the kill; %d by the kill)" % (got, want, before[-1], samples[-1][1]))
+    check(got <= 30000, "allocations in the partial trace: %d of 30000" % got)
+    print("%d allocations in the trace; %d made 1 s before the kill, %d by the kill"
+          % (got, before[-1], samples[-1][1]))
+
+
+@case
+def untraced_exec(env):
+    """A traced process that execs into an untraced program (env -i clears
+    the environment) ends as a traced image: the recording does not wait for
+    the untraced program, and the image counts as replaced by exec, not as
+    ended with that program's status."""
+    trace = os.path.join(env.tmp, "u.htr")
+    outp = os.path.join(env.tmp, "u.out")
+    # Output to a file: sleep keeps a pipe open after heaptrail is done.
+    with open(outp, "w") as out:
+        t0 = time.time()
+        rec = subprocess.Popen([env.heaptrail, "record", "-q", "-o", trace, "--", "bash", "-c",
+                                "env -i sleep 3 & echo hi"], cwd=env.tmp, stdout=out,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            rc = rec.wait(timeout=30)
+            took = time.time() - t0
+        finally:
+            try:
+                os.killpg(rec.pid, signal.SIGKILL)  # sleep, orphaned
+            except ProcessLookupError:
+                pass
+    with open(outp) as f:
+        equal((rc, f.read()), (0, "hi\n"), "status and output")
+    check(took < 2, "recording took %.2f s (sleep 3 runs untraced in the background)" % took)
+    j = env.info(trace)
+    all_ended(j)
+    ends = [(os.path.basename(p["exe"]), ended(p)) for p in j["processes"]]
+    equal(ends[0], ("bash", "exit 0"), "bash's end")
+    envs = [e for exe, e in ends if exe == "env"]
+    equal(envs, ["exec"], "env's image and its end (all: %s)" % ends)
+    check(not any(exe == "sleep" for exe, e in ends), "an untraced image in the trace: %s" % ends)
+
+
 @case
 def more_threads_than_buffers(env):
     """40 threads, 8 buffers, each thread's first allocation under one lock:

@@ -2,8 +2,9 @@
  * test_protocol.c - the session against a fake recorder (fake_producer.h):
  * the shared file's header, time order across rings by the watermark, PAD
  * records, reclaiming rings of released threads and dead processes, the first
- * exit report winning, module/frame/stack translation and lost counts. Events
- * are caught by a sink of our own, so no trace file is involved.
+ * exit report winning, module/frame/stack translation and lost counts, the
+ * sink flushed about once a second, images replaced by an untraced program.
+ * Events are caught by a sink of our own, so no trace file is involved.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -116,6 +117,25 @@ static int c_event(void *ctx, const struct ht_event *ev, const struct ht_process
 }
 
 static const struct ht__sink cap_sink = { c_module, c_frame, c_stack, c_event, NULL };
+
+/* Flushes: how many, and the events and definitions the sink had then. */
+static struct {
+	uint32_t n;
+	uint32_t nev[8];
+	int bad_defs;
+} flushes;
+
+static int c_flush(void *ctx)
+{
+	struct cap *c = ctx;
+	if (flushes.n < 8)
+		flushes.nev[flushes.n] = c->nev;
+	flushes.n++;
+	flushes.bad_defs += c->bad_defs;
+	return 0;
+}
+
+static const struct ht__sink flush_sink = { c_module, c_frame, c_stack, c_event, NULL, c_flush };
 
 static char tmpdir[64];
 
@@ -682,6 +702,125 @@ static void test_garbage(void)
 	free(c);
 }
 
+/*
+ * The sink is flushed between ticks about once a second, only when events
+ * came since the last flush, and what it holds then is whole: stacks
+ * defined before the events using them.
+ */
+static void test_flush_period(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 2, false);
+	ht__session_set_sink(s, &flush_sink, c);
+	memset(&flushes, 0, sizeof(flushes));
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t pid = getpid();
+	uint64_t t0 = ht__session_t0(s);
+	CHECK(fake_claim(&f, 0, pid, pid, 21) == 0);
+	CHECK(fake_process(&f, 0, t0 + 1000, pid, 1, HT_PROC_ROOT, 21, "/bin/fake") == 0);
+	atomic_fetch_add(&f.h->next_stack_id, 1); /* stack id 1 is taken */
+	uint64_t rel[2] = { 0x10, 0x20 };
+	uint32_t mod[2] = { HT_MODULE_UNKNOWN, HT_MODULE_UNKNOWN };
+	CHECK(fake_stack(&f, 0, t0 + 1500, 1, 2, rel, mod) == 0);
+	CHECK(fake_alloc(&f, 0, t0 + 2000, 0x1000, 10, 1) == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, 2);
+	CHECK_EQ(flushes.n, 0); /* not a second since the start yet */
+	CHECK_EQ(c->ev[1].stack, 1);
+	while (fake_now() < t0 + 1000000000ull + 5000000)
+		usleep(20000);
+	CHECK(fake_alloc(&f, 0, fake_now() - 2000000, 0x1001, 11, 1) == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(flushes.n, 1);
+	CHECK_EQ(flushes.nev[0], 3); /* everything merged by then */
+	CHECK(fake_alloc(&f, 0, fake_now() - 2000000, 0x1002, 12, 1) == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, 4);
+	CHECK_EQ(flushes.n, 1); /* at most once a second */
+	uint64_t second = fake_now() + 1000000000ull;
+	while (fake_now() < second)
+		usleep(20000);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(flushes.n, 2);
+	CHECK_EQ(flushes.nev[1], 4);
+	usleep(20000);
+	CHECK_EQ(ht__session_tick(s), 0); /* nothing new: no flush */
+	CHECK_EQ(flushes.n, 2);
+	CHECK_EQ(flushes.bad_defs, 0);
+	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/*
+ * A traced image that execs an untraced program (the session file is gone
+ * from its memory map) ends there, marked as an exec: the session does not
+ * wait for the program. One that keeps the file mapped is not taken for one.
+ */
+static void test_untraced_exec(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
+	struct ht__session *s;
+	cfg.dir = tmpdir;
+	cfg.ring_size = 4096;
+	cfg.ring_count = 4;
+	cfg.sample_rss = false;
+	cfg.end_when_gone = true;
+	CHECK_EQ(ht__session_create(&s, &cfg), 0);
+	ht__session_set_sink(s, &cap_sink, c);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	pid_t kids[2];
+	for (int k = 0; k < 2; k++) {
+		kids[k] = fork();
+		if (kids[k] == 0) {
+			int32_t me = getpid();
+			fake_claim(&f, (uint32_t)k, me, me, 61 + (uint32_t)k);
+			fake_process(&f, (uint32_t)k, fake_now(), me, getppid(), HT_PROC_FORK,
+				     61 + (uint32_t)k, "/bin/kid");
+			fake_alloc(&f, (uint32_t)k, fake_now(), 0x100 + (uint64_t)k, 16, 0);
+			if (k == 0)
+				execl("/bin/sleep", "sleep", "5", (char *)NULL);
+			usleep(400000); /* mapped all along: looked at several times */
+			_exit(3);
+		}
+	}
+	uint64_t start = fake_now();
+	int rc = 0, ticks = 0;
+	while (ticks++ < 1000 && (rc = ht__session_tick(s)) == 0)
+		usleep(ht__session_sleep_us(s));
+	uint64_t took = fake_now() - start;
+	CHECK_EQ(rc, 1);
+	CHECK(took < 2000000000ull); /* not the 5 s of sleep */
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	CHECK_EQ(count_type(c, HT_EV_PROCESS_START), 2);
+	CHECK_EQ(count_type(c, HT_EV_ALLOC), 2);
+	CHECK_EQ(count_type(c, HT_EV_PROCESS_EXIT), 2);
+	for (uint32_t i = 0; i < c->nev; i++) {
+		const struct ht_event *ev = &c->ev[i];
+		if (ev->type != HT_EV_PROCESS_EXIT)
+			continue;
+		if (ev->pid == kids[0]) {
+			CHECK_EQ(ev->flags, HT_EVF_EXEC);
+			CHECK_EQ(ev->value, 0);
+		} else {
+			CHECK_EQ(ev->pid, kids[1]);
+			CHECK_EQ(ev->flags, 0);
+			CHECK_EQ(ev->value, 3);
+		}
+	}
+	kill(kids[0], SIGKILL);
+	waitpid(kids[0], NULL, 0);
+	waitpid(kids[1], NULL, WNOHANG);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ht-proto-XXXXXX");
@@ -698,6 +837,8 @@ int main(void)
 	test_end_when_gone_and_rss();
 	test_dead_thread_ring();
 	test_garbage();
+	test_flush_period();
+	test_untraced_exec();
 	rmdir(tmpdir);
 	if (failures)
 		fprintf(stderr, "%d check(s) failed\n", failures);
