@@ -399,23 +399,6 @@ static void tick_while_injecting(void *ctx)
 	ht__session_tick(ctx);
 }
 
-/* A process that no longer runs: gone, or a zombie nobody reaped yet. */
-static bool process_gone(pid_t pid)
-{
-	char name[64], buf[512];
-	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	const char *paren = strrchr(buf, ')');
-	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
-}
-
 /* /proc/PID/cmdline as an argv (for the trace header); argc 0 when unreadable. */
 static char **target_argv(pid_t pid, uint32_t *argc)
 {
@@ -456,7 +439,7 @@ static int record_attach(const struct options *o)
 		if (pids[i] == getpid())
 			die("cannot attach to heaptrail itself (process %d)", (int)pids[i]);
 		int rc = ht__inject_check(pids[i]);
-		if (rc == HT_ERR_NOT_FOUND || (rc == 0 && process_gone(pids[i])))
+		if (rc == HT_ERR_NOT_FOUND || (rc == 0 && ht__pid_exited(pids[i])))
 			die("no process %d", (int)pids[i]);
 		if (rc < 0)
 			die_no_ptrace(pids[i]);
@@ -558,7 +541,7 @@ static int record_attach(const struct options *o)
 			break;
 		bool any = false;
 		for (int i = 0; i < npids; i++)
-			any |= attached[i] && !process_gone(pids[i]);
+			any |= attached[i] && !ht__pid_exited(pids[i]);
 		if (!any)
 			break;
 		unsigned us = ht__session_sleep_us(s);
@@ -570,7 +553,7 @@ static int record_attach(const struct options *o)
 	/* Put every process back before the session stops collecting. */
 	for (int i = 0; i < npids; i++) {
 		char why[512];
-		if (!attached[i] || process_gone(pids[i]))
+		if (!attached[i] || ht__pid_exited(pids[i]))
 			continue;
 		int drc = ht__inject_detach(&att[i], why, sizeof(why));
 		if (drc < 0 && drc != HT_ERR_NOT_FOUND) {

@@ -70,23 +70,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A process that no longer runs: gone, or a zombie nobody reaped yet. */
-static bool process_gone(pid_t pid)
-{
-	char name[64], buf[512];
-	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	const char *paren = strrchr(buf, ')');
-	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
-}
-
 static void send_line(int fd, const char *line)
 {
 	size_t n = strlen(line);
@@ -117,7 +100,7 @@ static int check_pid(pid_t pid, char *why, size_t n)
 		return HT_ERR_INVALID;
 	}
 	int rc = ht__inject_check(pid);
-	if (rc == HT_ERR_NOT_FOUND || (rc == 0 && process_gone(pid))) {
+	if (rc == HT_ERR_NOT_FOUND || (rc == 0 && ht__pid_exited(pid))) {
 		snprintf(why, n, "no process %d", (int)pid);
 		return HT_ERR_NOT_FOUND;
 	}
@@ -141,7 +124,7 @@ static struct member *member_of(pid_t pid)
 static int member_add(pid_t pid, char *why, size_t n)
 {
 	struct member *m = member_of(pid);
-	if (m && m->attached && !process_gone(pid))
+	if (m && m->attached && !ht__pid_exited(pid))
 		return 0;
 	if (!D.a->recorder[0]) {
 		snprintf(why, n, "cannot find the recorder libheaptrail.so to load into process %d",
@@ -182,7 +165,7 @@ static int member_remove(unsigned i, char *why, size_t n)
 {
 	struct member *m = &D.members[i];
 	int rc = 0;
-	if (m->attached && !process_gone(m->pid)) {
+	if (m->attached && !ht__pid_exited(m->pid)) {
 		char w[512] = "";
 		rc = ht__inject_detach(&m->att, w, sizeof(w));
 		if (rc == HT_ERR_NOT_FOUND)
@@ -227,7 +210,7 @@ static void status_line(char *out, size_t n, const char *verb_extra)
 		bool seen = false;
 		for (unsigned k = 0; k < nlive; k++)
 			seen |= live[k] == D.members[i].pid;
-		if (!seen && D.members[i].attached && !process_gone(D.members[i].pid))
+		if (!seen && D.members[i].attached && !ht__pid_exited(D.members[i].pid))
 			live[nlive++] = D.members[i].pid;
 	}
 	pthread_mutex_unlock(&D.members_lock);
@@ -299,7 +282,7 @@ static void do_update(int fd, const char *line)
 	/* Every new process is checked before anything changes. */
 	for (unsigned i = 0; i < nwant; i++) {
 		struct member *m = member_of(want[i]);
-		if (m && m->attached && !process_gone(want[i]))
+		if (m && m->attached && !ht__pid_exited(want[i]))
 			continue;
 		int rc = check_pid(want[i], why, sizeof(why));
 		if (rc < 0) {

@@ -24,6 +24,7 @@
 #include "ifeo/pending.h"
 #include "heaptrail/trace.h"
 #include "session/protocol.h"
+#include "session/session.h"
 
 #define PENDING_LINK "/memfd:" HT__PENDING_NAME
 
@@ -252,24 +253,6 @@ static bool still_ours(struct ht__ring *dst, const struct ht__ring *src)
 	       dst->pid == src->pid && dst->tid == src->tid && dst->instance == src->instance;
 }
 
-static bool process_gone(pid_t pid)
-{
-	if (kill(pid, 0) < 0 && errno == ESRCH)
-		return true;
-	char name[64], buf[256];
-	snprintf(name, sizeof(name), "/proc/%d/stat", (int)pid);
-	int fd = open(name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
-	const char *paren = strrchr(buf, ')');
-	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
-}
-
 /* Copies what ring i of p has committed into its session ring. */
 static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 {
@@ -351,7 +334,7 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 		return;
 	/* All copied: a ring its thread gave back (or whose process died) ends
 	   here too. Whether a process died is asked every 50th tick. */
-	if (state == HT_RING_RELEASED || (r->pumps % 50 == 0 && process_gone(src->pid))) {
+	if (state == HT_RING_RELEASED || (r->pumps % 50 == 0 && ht__pid_exited(src->pid))) {
 		if (dst) {
 			atomic_store(&dst->busy, 0);
 			atomic_store_explicit(&dst->state, HT_RING_RELEASED, memory_order_release);

@@ -86,28 +86,12 @@ int ht__self_record(struct ht__session *s, const struct ht__rec *rec)
 /* True when pid is gone or a zombie: it will never write again. */
 static bool pid_dead(int32_t pid, bool *gone)
 {
-	char p[64], buf[512];
 	*gone = false;
 	if (pid <= 0)
 		return false; /* a ring just claimed: its owner has not written its pid yet */
-	if (kill(pid, 0) < 0 && errno == ESRCH) {
-		*gone = true;
-		return true;
-	}
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		*gone = errno == ENOENT;
-		return *gone;
-	}
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	/* The state follows the last ')': the command name may hold anything. */
-	char *rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+	enum ht__pid_state st = ht__pid_state(pid);
+	*gone = st == HT__PID_GONE;
+	return st != HT__PID_ALIVE;
 }
 
 /* Resident bytes of pid from /proc/PID/statm; -1 when it cannot be read. */

@@ -29,6 +29,25 @@ uint64_t ht__now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+enum ht__pid_state ht__pid_state(pid_t pid)
+{
+	char p[64], buf[512];
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return HT__PID_GONE;
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? HT__PID_GONE : HT__PID_ALIVE;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return HT__PID_ALIVE;
+	buf[n] = 0;
+	/* The state follows the last ')': the command name may hold anything. */
+	const char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X') ? HT__PID_ZOMBIE : HT__PID_ALIVE;
+}
+
 /*
  * Make dir (mode 0700) unless it exists. A directory we did not create must
  * be ours and closed to others: /tmp is shared, and a session file in a

@@ -119,6 +119,23 @@ int ht__session_create(struct ht__session **out, const struct ht__session_config
  */
 int ht__session_default_dir(char *out, size_t n, bool create);
 
+/* Whether a process still runs; see ht__pid_state(). */
+enum ht__pid_state {
+	HT__PID_ALIVE = 0,
+	HT__PID_ZOMBIE = 1, /* exited, not reaped yet: it will never write again */
+	HT__PID_GONE = 2,   /* no such process */
+};
+
+/*
+ * The state of pid from kill(pid, 0) and /proc/PID/stat. A process whose
+ * /proc entry cannot be read (hidepid, another user) counts as alive.
+ * Shared by everything that waits for traced processes to end.
+ */
+enum ht__pid_state ht__pid_state(pid_t pid);
+
+/* True when pid is a zombie or gone. */
+static inline bool ht__pid_exited(pid_t pid) { return ht__pid_state(pid) != HT__PID_ALIVE; }
+
 /* Path of the shared file: the value of HT_ENV_SESSION for recorders. */
 const char *ht__session_path(const struct ht__session *s);
 
