@@ -197,12 +197,533 @@ static const char *symtab_find(const struct symtab *st, uint64_t pc)
 }
 
 /*
+ * dwarf_getscopes() answers one pc by walking its CU from the root: it tests
+ * every top-level DIE against pc, and when pc is in inlined code it walks the
+ * whole CU again to find the inlined function's abstract definition. In a
+ * big C++ CU that is a walk of hundreds of thousands of DIEs per frame, and
+ * it was nearly all the time of symbolizing (4000 frames of one -O2 -g C++
+ * file took 120 s). The scope chain is rebuilt here by the same rules, with
+ * the same result, from what is computed once: per CU, the address ranges of
+ * its top-level DIEs; per CU holding abstract definitions, the scopes around
+ * each subprogram; per definition, its scopes. Whatever these rules do not
+ * cover (imported units, a DIE or range list that does not read) goes back
+ * to libdw's own functions, so the answer never changes, only its cost.
+ */
+#define MAX_SCOPES 256
+
+struct top_range {
+	uint64_t lo, hi;
+	uint32_t child; /* index in cu_index.children: DIE order */
+};
+
+struct cu_index {
+	const void *addr;       /* the CU DIE's bytes: names the CU */
+	Dwarf_Die *children;    /* top-level DIEs that have ranges, in DIE order */
+	struct top_range *r;    /* their ranges, sorted by lo */
+	uint64_t *maxhi;        /* highest hi of r[0 .. i] */
+	size_t nchildren, nr;
+	bool usable;            /* false: ask dwarf_getscopes() */
+};
+
+/* What dwarf_getscopes_die() says of an abstract definition: its scopes, outward. */
+struct origin_ent {
+	const void *addr; /* the definition's DIE bytes */
+	Dwarf_Die *scopes; /* malloc'd; [0] is the definition itself */
+	int n;             /* as returned: <= 0 when not found */
+};
+
+struct scope_cache {
+	struct cu_index *cus;
+	size_t ncus, cus_cap;
+	struct ht__htab cu_tab;
+	struct origin_ent *origins;
+	size_t norigins, origins_cap;
+	struct ht__htab origin_tab;
+	struct origin_cu *ocus;
+	size_t nocus, ocus_cap;
+	struct ht__htab ocu_tab;
+};
+
+static uint32_t ptr_hash(const void *p)
+{
+	return ht__hash_bytes(&p, sizeof(p), 0x5c09e5u);
+}
+
+static bool cu_eq(const void *ctx, uint32_t val, const void *key)
+{
+	return ((const struct scope_cache *)ctx)->cus[val].addr == key;
+}
+
+static bool origin_eq(const void *ctx, uint32_t val, const void *key)
+{
+	return ((const struct scope_cache *)ctx)->origins[val].addr == key;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct top_range *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->child < y->child ? -1 : x->child > y->child;
+}
+
+static bool push_range(struct cu_index *ci, size_t *cap, uint64_t lo, uint64_t hi)
+{
+	if (ci->nr == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		struct top_range *r = realloc(ci->r, nc * sizeof(*r));
+		if (!r)
+			return false;
+		ci->r = r;
+		*cap = nc;
+	}
+	ci->r[ci->nr++] = (struct top_range){ lo, hi, (uint32_t)ci->nchildren };
+	return true;
+}
+
+/*
+ * Fill ci with the ranges of cu's top-level DIEs. Any DIE whose ranges do not
+ * read, and any imported unit (whose DIEs dwarf_getscopes would visit as if
+ * they were here), leaves the index unusable.
+ */
+static void cu_index_build(struct cu_index *ci, Dwarf_Die *cu)
+{
+	Dwarf_Die child;
+	size_t rcap = 0, ccap = 0;
+	int r = dwarf_child(cu, &child);
+	if (r < 0)
+		return;
+	while (r == 0) {
+		if (dwarf_tag(&child) == DW_TAG_imported_unit)
+			return;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		bool any = false;
+		while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+			if (!push_range(ci, &rcap, lo, hi))
+				return;
+			any = true;
+		}
+		if (off < 0)
+			return;
+		if (any) {
+			if (ci->nchildren == ccap) {
+				size_t nc = ccap ? ccap * 2 : 64;
+				Dwarf_Die *c = realloc(ci->children, nc * sizeof(*c));
+				if (!c)
+					return;
+				ci->children = c;
+				ccap = nc;
+			}
+			ci->children[ci->nchildren++] = child;
+		}
+		r = dwarf_siblingof(&child, &child);
+	}
+	if (r < 0)
+		return;
+	qsort(ci->r, ci->nr, sizeof(*ci->r), range_cmp);
+	if (ci->nr && !(ci->maxhi = malloc(ci->nr * sizeof(*ci->maxhi))))
+		return;
+	for (size_t i = 0; i < ci->nr; i++)
+		ci->maxhi[i] = i && ci->maxhi[i - 1] > ci->r[i].hi ? ci->maxhi[i - 1] : ci->r[i].hi;
+	ci->usable = true;
+}
+
+static struct cu_index *cu_index_get(struct scope_cache *sc, Dwarf_Die *cu)
+{
+	const void *key = cu->addr;
+	uint32_t h = ptr_hash(key);
+	uint32_t i = ht__htab_find(&sc->cu_tab, h, cu_eq, sc, key);
+	if (i != UINT32_MAX)
+		return &sc->cus[i];
+	if (sc->ncus == sc->cus_cap) {
+		size_t nc = sc->cus_cap ? sc->cus_cap * 2 : 16;
+		struct cu_index *c = realloc(sc->cus, nc * sizeof(*c));
+		if (!c)
+			return NULL;
+		sc->cus = c;
+		sc->cus_cap = nc;
+	}
+	struct cu_index *ci = &sc->cus[sc->ncus];
+	*ci = (struct cu_index){ .addr = key };
+	if (ht__htab_put(&sc->cu_tab, h, (uint32_t)sc->ncus) < 0)
+		return NULL;
+	sc->ncus++;
+	cu_index_build(ci, cu);
+	return ci;
+}
+
+/*
+ * The first top-level DIE in DIE order whose ranges hold pc: the one
+ * dwarf_getscopes would descend into. Returns its index or -1 for none.
+ */
+static long cu_index_find(const struct cu_index *ci, uint64_t pc)
+{
+	size_t lo = 0, hi = ci->nr;
+	while (lo < hi) { /* count of ranges starting at or below pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (ci->r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	long best = -1;
+	for (size_t i = lo; i-- > 0 && ci->maxhi[i] > pc;)
+		if (ci->r[i].hi > pc && (best < 0 || ci->r[i].child < (uint32_t)best))
+			best = ci->r[i].child;
+	return best;
+}
+
+/* Tags dwarf_getscopes looks inside. */
+static bool may_have_scopes(int tag)
+{
+	switch (tag) {
+	case DW_TAG_compile_unit:
+	case DW_TAG_module:
+	case DW_TAG_lexical_block:
+	case DW_TAG_with_stmt:
+	case DW_TAG_catch_block:
+	case DW_TAG_try_block:
+	case DW_TAG_entry_point:
+	case DW_TAG_inlined_subroutine:
+	case DW_TAG_subprogram:
+	case DW_TAG_namespace:
+	case DW_TAG_class_type:
+	case DW_TAG_structure_type:
+		return true;
+	default:
+		return false;
+	}
+}
+
+struct chain {
+	Dwarf_Die die[MAX_SCOPES]; /* die[d]: the DIE holding pc at depth d below the top */
+	unsigned innermost, inlined;
+};
+
+/*
+ * Inside parent (at depth - 1), the first child holding pc and then its
+ * innermost descendant holding pc, as dwarf_getscopes' walk finds them.
+ * Returns 1 found, 0 none, -1 when this walk cannot promise the same answer.
+ */
+/* Returns 1 when the siblings after die read, -1 when not or one is an imported unit. */
+static int rest_of_siblings(Dwarf_Die *die)
+{
+	Dwarf_Die d = *die;
+	int r;
+	while ((r = dwarf_siblingof(&d, &d)) == 0)
+		if (dwarf_tag(&d) == DW_TAG_imported_unit)
+			return -1;
+	return r < 0 ? -1 : 1;
+}
+
+static int chain_walk(Dwarf_Die *parent, Dwarf_Addr pc, struct chain *ch, unsigned depth)
+{
+	Dwarf_Die child;
+	int r = dwarf_child(parent, &child);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_imported_unit)
+			return -1;
+		int has = dwarf_haspc(&child, pc);
+		if (has < 0)
+			return -1;
+		if (has > 0) {
+			if (depth >= MAX_SCOPES)
+				return -1;
+			ch->die[depth] = child;
+			if (tag == DW_TAG_inlined_subroutine)
+				ch->inlined = depth;
+			int w = 0;
+			/* Like libdw, a DIE whose abbreviation does not read counts as
+			   having children, and the walk then fails in dwarf_child. */
+			if (may_have_scopes(tag) && dwarf_haschildren(&child) != 0)
+				w = chain_walk(&ch->die[depth], pc, ch, depth + 1);
+			if (w < 0)
+				return -1;
+			if (!w)
+				ch->innermost = depth;
+			/* Below the innermost inlined instance, libdw's walk goes on
+			   through the remaining siblings without testing them, and fails
+			   when one does not read. */
+			if (ch->inlined && depth >= ch->inlined)
+				return rest_of_siblings(&child);
+			return 1;
+		}
+		r = dwarf_siblingof(&child, &child);
+	} while (r == 0);
+	return r < 0 ? -1 : 0;
+}
+
+/*
+ * The definitions of one CU that dwarf_getscopes_die() can find, with the
+ * scopes around each, from one walk with its rules: the walk looks inside
+ * the tags may_have_scopes() names. Only subprograms are kept: abstract
+ * definitions of inlined functions are subprograms, and any other origin
+ * is asked of libdw. An imported unit, or a DIE that does not read, makes
+ * the index unusable and every origin of that CU is asked of libdw too.
+ */
+struct origin_cu {
+	const void *addr;       /* the CU DIE's bytes */
+	Dwarf_Die *scopes;      /* scopes[0] is the CU DIE, then every DIE walked into */
+	uint32_t *scope_parent; /* index in scopes, UINT32_MAX for the CU */
+	size_t nscopes, scopes_cap;
+	const void **sub;       /* subprograms: their DIE bytes */
+	uint32_t *sub_parent;   /* the scope holding each */
+	size_t nsub, sub_cap;
+	struct ht__htab sub_tab;
+	bool usable;
+};
+
+static bool sub_eq(const void *ctx, uint32_t val, const void *key)
+{
+	return ((const struct origin_cu *)ctx)->sub[val] == key;
+}
+
+static bool origin_cu_eq(const void *ctx, uint32_t val, const void *key);
+
+static int origin_cu_walk(struct origin_cu *oc, uint32_t parent)
+{
+	Dwarf_Die child;
+	int r = dwarf_child(&oc->scopes[parent], &child);
+	if (r != 0)
+		return r < 0 ? -1 : 0;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_imported_unit)
+			return -1;
+		if (tag == DW_TAG_subprogram) {
+			if (oc->nsub == oc->sub_cap) {
+				size_t nc = oc->sub_cap ? oc->sub_cap * 2 : 256;
+				const void **s = realloc(oc->sub, nc * sizeof(*s));
+				uint32_t *p = s ? realloc(oc->sub_parent, nc * sizeof(*p)) : NULL;
+				if (s)
+					oc->sub = s;
+				if (!p)
+					return -1;
+				oc->sub_parent = p;
+				oc->sub_cap = nc;
+			}
+			oc->sub[oc->nsub] = child.addr;
+			oc->sub_parent[oc->nsub] = parent;
+			if (ht__htab_put(&oc->sub_tab, ptr_hash(child.addr), (uint32_t)oc->nsub) < 0)
+				return -1;
+			oc->nsub++;
+		}
+		if (may_have_scopes(tag) && dwarf_haschildren(&child) != 0) {
+			if (oc->nscopes == oc->scopes_cap) {
+				size_t nc = oc->scopes_cap * 2;
+				Dwarf_Die *s = realloc(oc->scopes, nc * sizeof(*s));
+				uint32_t *p = s ? realloc(oc->scope_parent, nc * sizeof(*p)) : NULL;
+				if (s)
+					oc->scopes = s;
+				if (!p)
+					return -1;
+				oc->scope_parent = p;
+				oc->scopes_cap = nc;
+			}
+			uint32_t me = (uint32_t)oc->nscopes++;
+			oc->scopes[me] = child;
+			oc->scope_parent[me] = parent;
+			if (origin_cu_walk(oc, me) < 0)
+				return -1;
+		}
+		r = dwarf_siblingof(&child, &child);
+	} while (r == 0);
+	return r < 0 ? -1 : 0;
+}
+
+static void origin_cu_build(struct origin_cu *oc, Dwarf_Die *cu)
+{
+	oc->scopes_cap = 64;
+	oc->scopes = malloc(oc->scopes_cap * sizeof(*oc->scopes));
+	oc->scope_parent = malloc(oc->scopes_cap * sizeof(*oc->scope_parent));
+	if (!oc->scopes || !oc->scope_parent)
+		return;
+	oc->scopes[0] = *cu;
+	oc->scope_parent[0] = UINT32_MAX;
+	oc->nscopes = 1;
+	oc->usable = origin_cu_walk(oc, 0) == 0;
+}
+
+static void origin_cu_free(struct origin_cu *oc)
+{
+	free(oc->scopes);
+	free(oc->scope_parent);
+	free(oc->sub);
+	free(oc->sub_parent);
+	ht__htab_free(&oc->sub_tab);
+}
+
+/*
+ * What dwarf_getscopes_die(origin) returns, from the index of its CU when
+ * there is one: the count (0 when the walk does not reach origin) and the
+ * scopes in *out, to free.
+ */
+static int origin_scopes(struct scope_cache *sc, Dwarf_Die *origin, Dwarf_Die **out)
+{
+	Dwarf_Die cu;
+	if (dwarf_tag(origin) != DW_TAG_subprogram || !dwarf_diecu(origin, &cu, NULL, NULL))
+		return dwarf_getscopes_die(origin, out);
+	uint32_t h = ptr_hash(cu.addr);
+	uint32_t i = ht__htab_find(&sc->ocu_tab, h, origin_cu_eq, sc, cu.addr);
+	if (i == UINT32_MAX) {
+		if (sc->nocus == sc->ocus_cap) {
+			size_t nc = sc->ocus_cap ? sc->ocus_cap * 2 : 16;
+			struct origin_cu *o = realloc(sc->ocus, nc * sizeof(*o));
+			if (!o)
+				return dwarf_getscopes_die(origin, out);
+			sc->ocus = o;
+			sc->ocus_cap = nc;
+		}
+		i = (uint32_t)sc->nocus;
+		sc->ocus[i] = (struct origin_cu){ .addr = cu.addr };
+		if (ht__htab_put(&sc->ocu_tab, h, i) < 0)
+			return dwarf_getscopes_die(origin, out);
+		sc->nocus++;
+		origin_cu_build(&sc->ocus[i], &cu);
+	}
+	struct origin_cu *oc = &sc->ocus[i];
+	if (!oc->usable)
+		return dwarf_getscopes_die(origin, out);
+	uint32_t k = ht__htab_find(&oc->sub_tab, ptr_hash(origin->addr), sub_eq, oc, origin->addr);
+	if (k == UINT32_MAX)
+		return 0;
+	int n = 1;
+	for (uint32_t p = oc->sub_parent[k]; p != UINT32_MAX; p = oc->scope_parent[p])
+		n++;
+	Dwarf_Die *v = malloc((size_t)n * sizeof(*v));
+	if (!v)
+		return dwarf_getscopes_die(origin, out);
+	v[0] = *origin;
+	n = 1;
+	for (uint32_t p = oc->sub_parent[k]; p != UINT32_MAX; p = oc->scope_parent[p])
+		v[n++] = oc->scopes[p];
+	*out = v;
+	return n;
+}
+
+static bool origin_cu_eq(const void *ctx, uint32_t val, const void *key)
+{
+	return ((const struct scope_cache *)ctx)->ocus[val].addr == key;
+}
+
+/* The scopes containing the abstract definition origin, computed once each. */
+static const struct origin_ent *origin_get(struct scope_cache *sc, Dwarf_Die *origin)
+{
+	const void *key = origin->addr;
+	uint32_t h = ptr_hash(key);
+	uint32_t i = ht__htab_find(&sc->origin_tab, h, origin_eq, sc, key);
+	if (i != UINT32_MAX)
+		return &sc->origins[i];
+	if (sc->norigins == sc->origins_cap) {
+		size_t nc = sc->origins_cap ? sc->origins_cap * 2 : 64;
+		struct origin_ent *o = realloc(sc->origins, nc * sizeof(*o));
+		if (!o)
+			return NULL;
+		sc->origins = o;
+		sc->origins_cap = nc;
+	}
+	struct origin_ent *o = &sc->origins[sc->norigins];
+	*o = (struct origin_ent){ .addr = key };
+	o->n = origin_scopes(sc, origin, &o->scopes);
+	if (o->n <= 0)
+		o->scopes = NULL;
+	if (ht__htab_put(&sc->origin_tab, h, (uint32_t)sc->norigins) < 0) {
+		free(o->scopes);
+		return NULL;
+	}
+	return &sc->origins[sc->norigins++];
+}
+
+static void scope_cache_free(struct scope_cache *sc)
+{
+	for (size_t i = 0; i < sc->ncus; i++) {
+		free(sc->cus[i].children);
+		free(sc->cus[i].r);
+		free(sc->cus[i].maxhi);
+	}
+	for (size_t i = 0; i < sc->norigins; i++)
+		free(sc->origins[i].scopes);
+	for (size_t i = 0; i < sc->nocus; i++)
+		origin_cu_free(&sc->ocus[i]);
+	free(sc->cus);
+	free(sc->origins);
+	free(sc->ocus);
+	ht__htab_free(&sc->ocu_tab);
+	ht__htab_free(&sc->cu_tab);
+	ht__htab_free(&sc->origin_tab);
+	*sc = (struct scope_cache){ .cus = NULL };
+}
+
+/*
+ * What dwarf_getscopes(cu, pc) returns, into *out (count, like its result):
+ * either in scratch (which must hold MAX_SCOPES * 2 DIEs; *owned is NULL) or
+ * in memory of dwarf_getscopes (*owned, to free).
+ */
+static int get_scopes(struct scope_cache *sc, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die *scratch,
+		      Dwarf_Die **out, Dwarf_Die **owned)
+{
+	*owned = NULL;
+	*out = NULL;
+	struct cu_index *ci = cu_index_get(sc, cu);
+	if (!ci || !ci->usable)
+		goto slow;
+	long top = cu_index_find(ci, pc);
+	if (top < 0)
+		return 0; /* no top-level DIE holds pc: nothing does */
+	Dwarf_Die *s = &ci->children[top];
+	if (dwarf_tag(s) != DW_TAG_subprogram)
+		goto slow;
+	struct chain ch;
+	ch.die[0] = *s;
+	ch.innermost = 0;
+	ch.inlined = 0;
+	if (dwarf_haschildren(s) != 0 && chain_walk(s, pc, &ch, 1) < 0)
+		goto slow;
+	int n = 0;
+	if (!ch.inlined) {
+		/* The chain out to the subprogram, then the CU. */
+		for (unsigned d = ch.innermost + 1; d-- > 0;)
+			scratch[n++] = ch.die[d];
+		scratch[n++] = *cu;
+		*out = scratch;
+		return n;
+	}
+	/* Out to the innermost inlined instance, then the scopes around the
+	   abstract definition of its function. */
+	for (unsigned d = ch.innermost + 1; d-- > ch.inlined;)
+		scratch[n++] = ch.die[d];
+	Dwarf_Attribute a;
+	Dwarf_Die origin;
+	if (!dwarf_formref_die(dwarf_attr(&ch.die[ch.inlined], DW_AT_abstract_origin, &a), &origin))
+		return -1;
+	const struct origin_ent *o = origin_get(sc, &origin);
+	if (!o)
+		goto slow;
+	if (o->n <= 0)
+		return o->n;
+	if (n + o->n - 1 > MAX_SCOPES * 2)
+		goto slow;
+	for (int i = 1; i < o->n; i++)
+		scratch[n++] = o->scopes[i];
+	*out = scratch;
+	return n;
+slow:
+	n = dwarf_getscopes(cu, pc, owned);
+	*out = *owned;
+	return n;
+}
+
+/*
  * The logical frames at pc (a Dwfl address), innermost first: each inlined
  * function at the place it is executing, then the function it was inlined
  * into at the call site, out to the real function. Returns how many.
  */
-static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, Dwarf_Addr pc,
-			struct ht__symbol *out, struct names *nm)
+static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, struct scope_cache *sc,
+			Dwarf_Addr pc, struct ht__symbol *out, struct names *nm)
 {
 	const char *symname = symtab_find(st, pc);
 	const char *file = NULL;
@@ -216,8 +737,9 @@ static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, Dwarf_Addr pc
 	Dwarf_Addr dwbias;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &dwbias);
 	if (cu) {
-		Dwarf_Die *scopes = NULL;
-		int ns = dwarf_getscopes(cu, pc - dwbias, &scopes);
+		Dwarf_Die scratch[MAX_SCOPES * 2];
+		Dwarf_Die *scopes, *owned;
+		int ns = get_scopes(sc, cu, pc - dwbias, scratch, &scopes, &owned);
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
 		if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
@@ -243,7 +765,7 @@ static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, Dwarf_Addr pc
 			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &w) == 0)
 				line = (int)w;
 		}
-		free(scopes);
+		free(owned);
 	}
 	/* The symbol table names the real function with its full (mangled) name,
 	   which demangles to the qualified one; DWARF is the fallback. A
@@ -305,6 +827,7 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 		if (mod && !dwfl_module_getelf(mod, &bias))
 			mod = NULL;
 		struct symtab st = { NULL, 0 };
+		struct scope_cache sc = { .cus = NULL };
 		if (mod)
 			symtab_build(mod, &st);
 		for (uint32_t i = start[m]; i < start[m + 1] && rc >= 0; i++) {
@@ -313,7 +836,7 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 			struct names names = { .n = 0 };
 			/* Return addresses point after the call: look up the call itself. */
 			uint64_t rel = s->frames[f].rel;
-			uint32_t n = mod && rel ? resolve(mod, &st, rel - 1 + bias, syms, &names) : 0;
+			uint32_t n = mod && rel ? resolve(mod, &st, &sc, rel - 1 + bias, syms, &names) : 0;
 			if (n) {
 				if (syms[n - 1].function || n > 1)
 					s->stats.frames_symbolized++;
@@ -324,6 +847,7 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 				progress(ctx, done, total);
 		}
 		free(st.v);
+		scope_cache_free(&sc);
 		if (dwfl)
 			dwfl_end(dwfl);
 	}
