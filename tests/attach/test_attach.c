@@ -31,23 +31,7 @@
 
 #include "heaptrail/trace.h"
 
-static int failures;
-#define CHECK(c)                                                                                   \
-	do {                                                                                       \
-		if (!(c)) {                                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);      \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
-#define CHECK_EQ(a, b)                                                                             \
-	do {                                                                                       \
-		long long a_ = (long long)(a), b_ = (long long)(b);                                \
-		if (a_ != b_) {                                                                    \
-			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__,  \
-				#a, a_, b_);                                                       \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 static const char *heaptrail, *progdir;
 static char tmp[128];
@@ -242,7 +226,7 @@ static pid_t start_record(const char *const *args, int *errfd)
 	if (!ok || !strstr(line, "tracing")) {
 		fprintf(stderr, "heaptrail record did not start tracing: '%s'\n",
 			ok ? line : "(nothing)");
-		failures++;
+		check_failures++;
 	}
 	return pid;
 }
@@ -320,7 +304,7 @@ static struct ht_reader *open_trace(const char *path)
 	int rc = ht_reader_open(&r, path);
 	if (rc < 0) {
 		fprintf(stderr, "cannot open '%s': %s\n", path, ht_strerror(rc));
-		failures++;
+		check_failures++;
 		return NULL;
 	}
 	return r;
@@ -929,7 +913,7 @@ static void test_no_permission(void)
 	CHECK(strstr(err, "cannot attach to process") && strstr(err, pidarg));
 	CHECK(strstr(err, "permission denied"));
 	CHECK(strstr(err, "root") || strstr(err, "same user") || strstr(err, "ptrace_scope"));
-	if (failures)
+	if (check_failures)
 		fprintf(stderr, "heaptrail said: %s", err);
 	CHECK(access(trace, F_OK) != 0);
 	/* Untouched: never traced, no recorder in it, and it works. */
@@ -970,7 +954,7 @@ static void test_bad_arguments(void)
 		const char *err = slurp(errpath);
 		if (!strstr(err, want[i])) {
 			fprintf(stderr, "case %zu: wanted '%s' in: %s\n", i, want[i], err);
-			failures++;
+			check_failures++;
 		}
 	}
 }
@@ -1024,10 +1008,10 @@ int main(int argc, char **argv)
 	    {"busy 8 threads", test_busy},
 	};
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		int before = failures;
+		int before = check_failures;
 		tests[i].fn();
 		kill_all();
-		printf("%s: %s\n", before == failures ? "ok" : "FAIL", tests[i].name);
+		printf("%s: %s\n", before == check_failures ? "ok" : "FAIL", tests[i].name);
 	}
-	return failures ? 1 : 0;
+	return check_failures ? 1 : 0;
 }

@@ -67,7 +67,7 @@ static void expect(int i, uint32_t process, uint64_t addr, uint64_t size, uint64
 {
 	if (i >= ngot) {
 		fprintf(stderr, "commit lifetime %d missing (got %d)\n", i, ngot);
-		test_failures++;
+		check_failures++;
 		return;
 	}
 	CHECK_EQ(got[i].process, process);
@@ -76,7 +76,7 @@ static void expect(int i, uint32_t process, uint64_t addr, uint64_t size, uint64
 	CHECK_EQ(got[i].commit_ts, commit_ts);
 	CHECK_EQ(got[i].decommit_ts, decommit_ts);
 	CHECK_EQ(got[i].stack, commit_ts); /* the committing event's stack */
-	if (test_failures)
+	if (check_failures)
 		fprintf(stderr, "  at lifetime %d\n", i);
 }
 

@@ -146,7 +146,7 @@ static long read_back(int strict)
 		while ((rc = ht_reader_next(r, &ev)) > 0) {
 			if (strict && (k >= NEV || !same_event(&ev, &orig[k]))) {
 				fprintf(stderr, "event %ld differs from the original\n", k);
-				test_failures++;
+				check_failures++;
 				break;
 			}
 			/* Touch what a front end touches. */
@@ -157,7 +157,7 @@ static long read_back(int strict)
 					if (ht_reader_frame(r, fr[i]) == NULL) {
 						fprintf(stderr, "stack %u names a missing frame\n",
 							ev.stack);
-						test_failures++;
+						check_failures++;
 					}
 			}
 			if (ev.process < ht_reader_process_count(r))
@@ -166,7 +166,7 @@ static long read_back(int strict)
 				(void)strlen(ev.name);
 			if (++k > 10 * NEV) {
 				fprintf(stderr, "reader does not stop\n");
-				test_failures++;
+				check_failures++;
 				break;
 			}
 		}
@@ -174,7 +174,7 @@ static long read_back(int strict)
 			n = k;
 		else if (k != n) {
 			fprintf(stderr, "second pass read %ld events, first %ld\n", k, n);
-			test_failures++;
+			check_failures++;
 		}
 		ht_reader_rewind(r);
 	}
@@ -205,11 +205,11 @@ static void test_truncation(void)
 		if (n >= 0 && n < prev && len < file_len - HT__FOOTER_SIZE - 2048) {
 			fprintf(stderr, "cut at %zu gave %ld events, shorter cut gave %ld\n", len,
 				n, prev);
-			test_failures++;
+			check_failures++;
 		}
 		if (n > prev)
 			prev = n;
-		if (test_failures > 10)
+		if (check_failures > 10)
 			return;
 	}
 	CHECK_EQ(prev, NEV); /* cut in the tables: every event is still there */
@@ -218,7 +218,7 @@ static void test_truncation(void)
 static void test_flips(void)
 {
 	uint8_t *copy = malloc(file_len);
-	for (int iter = 0; iter < 1500 && test_failures < 10; iter++) {
+	for (int iter = 0; iter < 1500 && check_failures < 10; iter++) {
 		memcpy(copy, file, file_len);
 		int flips = 1 + (int)(rnd() % 4);
 		for (int k = 0; k < flips; k++)
@@ -235,7 +235,7 @@ static void test_resealed(void)
 {
 	uint8_t *out = malloc(file_len * 2 + 65536);
 	uint8_t *raw = malloc(HT__RAW_MAX);
-	for (int iter = 0; iter < 600 && test_failures < 10; iter++) {
+	for (int iter = 0; iter < 600 && check_failures < 10; iter++) {
 		size_t o = 0, off = HT__HEADER_SIZE;
 		memcpy(out, file, HT__HEADER_SIZE);
 		o = HT__HEADER_SIZE;

@@ -48,7 +48,7 @@ static void expect(int i, uint64_t addr, uint64_t size, uint64_t alloc_ts, uint6
 {
 	if (i >= ngot) {
 		fprintf(stderr, "lifetime %d missing (got %d)\n", i, ngot);
-		test_failures++;
+		check_failures++;
 		return;
 	}
 	CHECK_EQ(got[i].addr, addr);

@@ -256,7 +256,7 @@ static void check_events(struct ht_reader *r)
 			CHECK_STR(ev.name, x->name);
 		else
 			CHECK(ev.name == NULL);
-		if (test_failures) {
+		if (check_failures) {
 			fprintf(stderr, "  at event %d (%s)\n", i, ht_event_name(x->type));
 			break;
 		}
@@ -661,7 +661,7 @@ static void test_predicted_addresses(void)
 	if (per > 2.0 || per < 0.5) { /* raw deltas here take 3 to 4 bytes */
 		fprintf(stderr, "%.2f raw address bytes per event: prediction does not work\n",
 			per);
-		test_failures++;
+		check_failures++;
 	}
 }
 

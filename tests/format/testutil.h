@@ -1,7 +1,6 @@
 /*
- * testutil.h - the little the format tests share: CHECK macros that report
- * the failing expression and values, and a private temporary directory that
- * is removed at exit.
+ * testutil.h - what the format tests share besides tests/check.h: a private
+ * temporary directory that is removed at exit, and the result line.
  */
 #ifndef HT_TESTS_FORMAT_TESTUTIL_H
 #define HT_TESTS_FORMAT_TESTUTIL_H
@@ -12,36 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int test_failures;
-
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
-			test_failures++;                                                           \
-		}                                                                                  \
-	} while (0)
-
-#define CHECK_EQ(a, b)                                                                             \
-	do {                                                                                       \
-		unsigned long long va_ = (unsigned long long)(a);                                  \
-		unsigned long long vb_ = (unsigned long long)(b);                                  \
-		if (va_ != vb_) {                                                                  \
-			fprintf(stderr, "%s:%d: %s == %s failed: %llu != %llu\n", __FILE__,        \
-				__LINE__, #a, #b, va_, vb_);                                       \
-			test_failures++;                                                           \
-		}                                                                                  \
-	} while (0)
-
-#define CHECK_STR(a, b)                                                                            \
-	do {                                                                                       \
-		const char *sa_ = (a), *sb_ = (b);                                                 \
-		if (!sa_ || !sb_ || strcmp(sa_, sb_)) {                                            \
-			fprintf(stderr, "%s:%d: %s == %s failed: '%s' != '%s'\n", __FILE__,        \
-				__LINE__, #a, #b, sa_ ? sa_ : "(null)", sb_ ? sb_ : "(null)");     \
-			test_failures++;                                                           \
-		}                                                                                  \
-	} while (0)
+#include "check.h"
 
 static char test_dir[256];
 
@@ -79,8 +49,8 @@ static inline void test_path(char *out, size_t n, const char *name)
 
 static inline int test_result(const char *name)
 {
-	if (test_failures) {
-		fprintf(stderr, "%s: %d failure(s)\n", name, test_failures);
+	if (check_failures) {
+		fprintf(stderr, "%s: %d failure(s)\n", name, check_failures);
 		return 1;
 	}
 	printf("%s: ok\n", name);

@@ -20,23 +20,7 @@
 #include "fake_producer.h"
 #include "session/session.h"
 
-static int failures;
-#define CHECK(c)                                                                   \
-	do {                                                                       \
-		if (!(c)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-			failures++;                                                \
-		}                                                                  \
-	} while (0)
-#define CHECK_EQ(a, b)                                                             \
-	do {                                                                       \
-		long long a_ = (long long)(a), b_ = (long long)(b);                \
-		if (a_ != b_) {                                                    \
-			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, \
-				#a, a_, b_);                                       \
-			failures++;                                                \
-		}                                                                  \
-	} while (0)
+#include "check.h"
 
 /* ---- a sink that keeps everything ---- */
 
@@ -840,7 +824,7 @@ int main(void)
 	test_flush_period();
 	test_untraced_exec();
 	rmdir(tmpdir);
-	if (failures)
-		fprintf(stderr, "%d check(s) failed\n", failures);
-	return failures ? 1 : 0;
+	if (check_failures)
+		fprintf(stderr, "%d check(s) failed\n", check_failures);
+	return check_failures ? 1 : 0;
 }

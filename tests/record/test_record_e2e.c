@@ -24,23 +24,7 @@
 
 #include "heaptrail/trace.h"
 
-static int failures;
-#define CHECK(c)                                                                   \
-	do {                                                                       \
-		if (!(c)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-			failures++;                                                \
-		}                                                                  \
-	} while (0)
-#define CHECK_EQ(a, b)                                                             \
-	do {                                                                       \
-		long long a_ = (long long)(a), b_ = (long long)(b);                \
-		if (a_ != b_) {                                                    \
-			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, \
-				#a, a_, b_);                                       \
-			failures++;                                                \
-		}                                                                  \
-	} while (0)
+#include "check.h"
 
 static const char *heaptrail, *progdir;
 static char tmp[64], rtdir[128], errfile[128];
@@ -151,7 +135,7 @@ static struct ht_reader *open_trace(const char *path, struct ev_list *out)
 	int rc = ht_reader_open(&r, path);
 	if (rc < 0) {
 		fprintf(stderr, "cannot open '%s': %s\n", path, ht_strerror(rc));
-		failures++;
+		check_failures++;
 		return NULL;
 	}
 	size_t cap = 1024;
@@ -728,8 +712,8 @@ int main(int argc, char **argv)
 	test_script();
 	test_threads_lossless();
 	test_ring_reuse();
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed; files kept in %s\n", failures, tmp);
+	if (check_failures) {
+		fprintf(stderr, "%d check(s) failed; files kept in %s\n", check_failures, tmp);
 		return 1;
 	}
 	rm_tree(tmp);

@@ -15,26 +15,9 @@
 #include "format/writer.h"
 #include "heaptrail/trace.h"
 
-static int failures;
+#include "check.h"
 
-#define CHECK_EQ(a, b)                                                                             \
-	do {                                                                                       \
-		int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                      \
-		if (a_ != b_) {                                                                    \
-			fprintf(stderr, "%s:%d: %s == %" PRId64 ", expected %" PRId64 "\n",        \
-				__FILE__, __LINE__, #a, a_, b_);                                   \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
-#define CHECK_STR(a, b)                                                                            \
-	do {                                                                                       \
-		if (strcmp((a), (b))) {                                                            \
-			fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__,        \
-				__LINE__, #a, (a), (b));                                           \
-			failures++;                                                                \
-		}                                                                                  \
-	} while (0)
 
 static const char *const argv0[] = { "/usr/bin/app" };
 
@@ -147,7 +130,7 @@ static const struct ht_rd_site *find_site(const struct ht_rd_table *t, struct ht
 			return &t->sites[i];
 	}
 	fprintf(stderr, "no site with stack '%s'\n", stack);
-	failures++;
+	check_failures++;
 	return NULL;
 }
 
@@ -259,7 +242,7 @@ int main(void)
 	ht_reader_close(r);
 	unlink(path);
 	rmdir(dir);
-	if (failures)
-		fprintf(stderr, "%d checks failed\n", failures);
-	return failures ? 1 : 0;
+	if (check_failures)
+		fprintf(stderr, "%d checks failed\n", check_failures);
+	return check_failures ? 1 : 0;
 }

@@ -53,7 +53,7 @@ static void run(struct result *r, const char *fmt, ...)
 
 #define CHECK_OUT(r, expected)                                                                      \
 	do {                                                                                        \
-		CHECK_I64((r)->status, 0);                                                          \
+		CHECK_EQ((r)->status, 0);                                                          \
 		if (strcmp((r)->out, expected)) {                                                   \
 			fprintf(stderr, "%s:%d: output:\n%s\nexpected:\n%s\nstderr: %s\n", __FILE__, \
 				__LINE__, (r)->out, expected, (r)->err);                            \
@@ -72,7 +72,7 @@ static void run(struct result *r, const char *fmt, ...)
 /* One error line, exit status 2. */
 #define CHECK_FAILS(r, needle)                                                                      \
 	do {                                                                                        \
-		CHECK_I64((r)->status, 2);                                                          \
+		CHECK_EQ((r)->status, 2);                                                          \
 		CHECK_CONTAINS((r)->err, needle);                                                   \
 		CHECK(strchr((r)->err, '\n') == (r)->err + strlen((r)->err) - 1);                   \
 		CHECK_STR((r)->out, "");                                                            \
@@ -186,7 +186,7 @@ static void test_agrees_with_analyze(void)
 	static struct result r;
 	char expect[4096];
 	run(&r, "analyze '%s' -range 4 10 --format json", heap_trace);
-	CHECK_I64(r.status, 0);
+	CHECK_EQ(r.status, 0);
 	CHECK_CONTAINS(r.out, "\"alloc_count\": 4,\n    \"alloc_bytes\": 2604,");
 	CHECK_CONTAINS(r.out, "\"outstanding_count\": 3,\n    \"outstanding_bytes\": 2104\n");
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by type --depth 1", heap_trace);
@@ -231,7 +231,7 @@ static void test_heap_rows(void)
 	/* JSON: the window, the total and a node of each level. */
 	run(&r, "table heap '%s' --range 4 10 --format json --group-by process,impacting-type,stack --rows",
 	    heap_trace);
-	CHECK_I64(r.status, 0);
+	CHECK_EQ(r.status, 0);
 	CHECK_CONTAINS(r.out, "\"window\": {\n    \"start_ns\": 4000,\n    \"end_ns\": 10000\n  }");
 	CHECK_CONTAINS(r.out, "\"process\": {\n        \"pid\": 100,\n        \"exe\": \"/usr/bin/app\"\n      }");
 	CHECK_CONTAINS(r.out, "\"impacting_type\": \"Transient\",\n");
@@ -243,7 +243,7 @@ static void test_heap_rows(void)
 
 	/* Text: the tree with sizes for people and the stack on one line. */
 	run(&r, "table heap '%s' --range 4 10 --group-by impacting-type,stack", heap_trace);
-	CHECK_I64(r.status, 0);
+	CHECK_EQ(r.status, 0);
 	CHECK_CONTAINS(r.out, "Heap Allocations, window [0.000004 s, 0.000010 s), grouped by impacting-type, stack\n");
 	CHECK_CONTAINS(r.out, "         4          1.8 KB       2.5 KB  Total\n");
 	CHECK_CONTAINS(r.out, "         1          -236 B         64 B      app!other\n"
@@ -305,7 +305,7 @@ static void test_unfinished(void)
 	static struct result r;
 	char path[300], expect[1024];
 	snprintf(path, sizeof(path), "%s/unfinished.htr", dir);
-	CHECK_I64(tr_unfinished(path), 0);
+	CHECK_EQ(tr_unfinished(path), 0);
 	run(&r, "table heap '%s' --format json --depth 0", path);
 	CHECK_CONTAINS(r.out, "\"start_ns\": 0,\n    \"end_ns\": 3001\n");
 	CHECK_CONTAINS(r.err, "no footer");
@@ -315,7 +315,7 @@ static void test_unfinished(void)
 	run(&r, "timeline '%s' --series heap --interval 1us --format csv --time-unit ns", path);
 	CHECK_OUT(&r, "time_ns,heap\n0,0\n1000,0\n2000,100\n3000,1100\n4000,100\n");
 	run(&r, "table heap '%s' --range 5 6", path);
-	CHECK_I64(r.status, 2);
+	CHECK_EQ(r.status, 2);
 	CHECK_CONTAINS(r.err, "heaptrail: error: the window starts after the end of the trace (0.000003 s)");
 	unlink(path);
 }
@@ -385,7 +385,7 @@ static void test_timeline(void)
 	char svg[300];
 	snprintf(svg, sizeof(svg), "%s/t.svg", dir);
 	run(&r, "timeline '%s' --series heap,commit --interval 1us --svg '%s'", heap_trace, svg);
-	CHECK_I64(r.status, 0);
+	CHECK_EQ(r.status, 0);
 	CHECK_STR(r.out, "");
 	static char buf[65536];
 	slurp(svg, buf, sizeof(buf));
@@ -411,8 +411,8 @@ int main(int argc, char **argv)
 	}
 	snprintf(heap_trace, sizeof(heap_trace), "%s/heap.htr", dir);
 	snprintf(commit_trace, sizeof(commit_trace), "%s/commit.htr", dir);
-	CHECK_I64(tr_heap(heap_trace), 0);
-	CHECK_I64(tr_commit(commit_trace), 0);
+	CHECK_EQ(tr_heap(heap_trace), 0);
+	CHECK_EQ(tr_commit(commit_trace), 0);
 	test_heap_groups();
 	test_agrees_with_analyze();
 	test_heap_rows();

@@ -21,26 +21,26 @@ static const int64_t *values_of(const struct ht_timeline *tl, enum ht_tl_kind ki
 
 static void test_points(void)
 {
-	CHECK_I64(ht_timeline_point_count(0, 100, 10), 11);
-	CHECK_I64(ht_timeline_point_count(0, 101, 10), 12);
-	CHECK_I64(ht_timeline_point_count(0, 1, 10), 2);
-	CHECK_I64(ht_timeline_point_count(5, 5, 10), 0);
-	CHECK_I64(ht_timeline_point_count(0, 5, 0), 0);
-	CHECK_I64(ht_timeline_auto_interval(0, 1000, 11), 100);
-	CHECK_I64(ht_timeline_auto_interval(0, 1000, 1000), 2);
-	CHECK_I64(ht_timeline_auto_interval(0, 3000000001ull, 1000), 5000000);
+	CHECK_EQ(ht_timeline_point_count(0, 100, 10), 11);
+	CHECK_EQ(ht_timeline_point_count(0, 101, 10), 12);
+	CHECK_EQ(ht_timeline_point_count(0, 1, 10), 2);
+	CHECK_EQ(ht_timeline_point_count(5, 5, 10), 0);
+	CHECK_EQ(ht_timeline_point_count(0, 5, 0), 0);
+	CHECK_EQ(ht_timeline_auto_interval(0, 1000, 11), 100);
+	CHECK_EQ(ht_timeline_auto_interval(0, 1000, 1000), 2);
+	CHECK_EQ(ht_timeline_auto_interval(0, 3000000001ull, 1000), 5000000);
 	CHECK(ht_timeline_point_count(0, 3000000001ull, 5000000) <= 1000);
 
 	struct ht_timeline *tl;
-	CHECK_I64(ht_timeline_new(&tl, 10, 10, 1, 1, HT_TL_BY_NONE), HT_ERR_INVALID);
-	CHECK_I64(ht_timeline_new(&tl, 0, 1000000000000ull, 1, 1, HT_TL_BY_NONE), HT_ERR_INVALID);
+	CHECK_EQ(ht_timeline_new(&tl, 10, 10, 1, 1, HT_TL_BY_NONE), HT_ERR_INVALID);
+	CHECK_EQ(ht_timeline_new(&tl, 0, 1000000000000ull, 1, 1, HT_TL_BY_NONE), HT_ERR_INVALID);
 }
 
 static void test_total(void)
 {
 	struct ht_timeline *tl;
 	unsigned mask = 1u << HT_TL_HEAP | 1u << HT_TL_COMMIT;
-	CHECK_I64(ht_timeline_new(&tl, 0, 100, 10, mask, HT_TL_BY_NONE), 0);
+	CHECK_EQ(ht_timeline_new(&tl, 0, 100, 10, mask, HT_TL_BY_NONE), 0);
 	ht_timeline_add(tl, HT_TL_HEAP, 0, 0, 5, 25, 100);           /* in at 10, 20; out at 30 */
 	ht_timeline_add(tl, HT_TL_HEAP, 0, 0, 10, 20, 1000);         /* alloc on a point: in from 20, free on 20: still in */
 	ht_timeline_add(tl, HT_TL_HEAP, 1, 7, 0, HT_TS_NEVER, 10000); /* in from 10 on */
@@ -48,21 +48,21 @@ static void test_total(void)
 	ht_timeline_add(tl, HT_TL_COMMIT, 0, 0, 41, 59, 1 << 20);
 	ht_timeline_add(tl, HT_TL_RSS, 0, 0, 1, 2, 3); /* not asked for */
 	ht_timeline_finish(tl);
-	CHECK_I64(ht_timeline_points(tl), 11);
-	CHECK_I64(ht_timeline_time(tl, 10), 100);
-	CHECK_I64(ht_timeline_series_count(tl), 2);
+	CHECK_EQ(ht_timeline_points(tl), 11);
+	CHECK_EQ(ht_timeline_time(tl, 10), 100);
+	CHECK_EQ(ht_timeline_series_count(tl), 2);
 	const int64_t *h = values_of(tl, HT_TL_HEAP, UINT32_MAX, 0);
 	const int64_t *c = values_of(tl, HT_TL_COMMIT, UINT32_MAX, 0);
 	CHECK(h && c);
 	if (h && c) {
-		CHECK_I64(h[0], 0);
-		CHECK_I64(h[1], 10100);
-		CHECK_I64(h[2], 11100);
-		CHECK_I64(h[3], 10000);
-		CHECK_I64(h[10], 10000);
-		CHECK_I64(c[4], 0);
-		CHECK_I64(c[5], 1 << 20);
-		CHECK_I64(c[6], 0);
+		CHECK_EQ(h[0], 0);
+		CHECK_EQ(h[1], 10100);
+		CHECK_EQ(h[2], 11100);
+		CHECK_EQ(h[3], 10000);
+		CHECK_EQ(h[10], 10000);
+		CHECK_EQ(c[4], 0);
+		CHECK_EQ(c[5], 1 << 20);
+		CHECK_EQ(c[6], 0);
 	}
 	ht_timeline_free(tl);
 }
@@ -71,7 +71,7 @@ static void test_split(void)
 {
 	struct ht_timeline *tl;
 	unsigned mask = 1u << HT_TL_HEAP | 1u << HT_TL_RSS;
-	CHECK_I64(ht_timeline_new(&tl, 100, 150, 10, mask, HT_TL_BY_HANDLE), 0);
+	CHECK_EQ(ht_timeline_new(&tl, 100, 150, 10, mask, HT_TL_BY_HANDLE), 0);
 	ht_timeline_add(tl, HT_TL_HEAP, 2, 0, 50, 105, 8);   /* before the start, freed at 105 */
 	ht_timeline_add(tl, HT_TL_HEAP, 2, 0, 50, 99, 999);  /* gone before the first point */
 	ht_timeline_add(tl, HT_TL_HEAP, 2, 0x10, 111, 140, 16);
@@ -81,8 +81,8 @@ static void test_split(void)
 	ht_timeline_rss(tl, 3, 130, 4096);
 	ht_timeline_rss(tl, 2, 140, 0); /* ended */
 	ht_timeline_finish(tl);
-	CHECK_I64(ht_timeline_points(tl), 6);
-	CHECK_I64(ht_timeline_series_count(tl), 5);
+	CHECK_EQ(ht_timeline_points(tl), 6);
+	CHECK_EQ(ht_timeline_series_count(tl), 5);
 	/* Sorted by kind, process, handle. */
 	const struct ht_tl_series *s0 = ht_timeline_series(tl, 0, NULL);
 	const struct ht_tl_series *s1 = ht_timeline_series(tl, 1, NULL);
@@ -101,10 +101,10 @@ static void test_split(void)
 		static const int64_t er2[] = { 4096, 4096, 4096, 8192, 8192, 0 };
 		static const int64_t er3[] = { 0, 0, 0, 0, 4096, 4096 };
 		for (int i = 0; i < 6; i++) {
-			CHECK_I64(a[i], ea[i]);
-			CHECK_I64(b[i], eb[i]);
-			CHECK_I64(r2[i], er2[i]);
-			CHECK_I64(r3[i], er3[i]);
+			CHECK_EQ(a[i], ea[i]);
+			CHECK_EQ(b[i], eb[i]);
+			CHECK_EQ(r2[i], er2[i]);
+			CHECK_EQ(r3[i], er3[i]);
 		}
 	}
 	ht_timeline_free(tl);
@@ -115,19 +115,19 @@ static void test_peak(void)
 {
 	struct ht_timeline *tl;
 	unsigned mask = 1u << HT_TL_HEAP | 1u << HT_TL_RSS;
-	CHECK_I64(ht_timeline_new(&tl, 100, 200, 10, mask, HT_TL_BY_NONE), 0);
+	CHECK_EQ(ht_timeline_new(&tl, 100, 200, 10, mask, HT_TL_BY_NONE), 0);
 	ht_timeline_peak(tl);
-	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 50, 7), 0);   /* before the start */
-	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 105, 100), 0); /* a spike between points */
-	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 108, -100), 0);
-	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 110, 50), 0);  /* on a point: counts after it */
-	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 125, -50), 0);
-	CHECK_I64(ht_timeline_rss(tl, 0, 115, 4096), 0);
-	CHECK_I64(ht_timeline_rss(tl, 0, 117, 0), 0);
-	CHECK_I64(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 500, 1000), 0); /* after the last point */
-	CHECK_I64(ht_timeline_add(tl, HT_TL_HEAP, 0, 0, 1, 2, 3), HT_ERR_INVALID);
+	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 50, 7), 0);   /* before the start */
+	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 105, 100), 0); /* a spike between points */
+	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 108, -100), 0);
+	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 110, 50), 0);  /* on a point: counts after it */
+	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 125, -50), 0);
+	CHECK_EQ(ht_timeline_rss(tl, 0, 115, 4096), 0);
+	CHECK_EQ(ht_timeline_rss(tl, 0, 117, 0), 0);
+	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 500, 1000), 0); /* after the last point */
+	CHECK_EQ(ht_timeline_add(tl, HT_TL_HEAP, 0, 0, 1, 2, 3), HT_ERR_INVALID);
 	ht_timeline_finish(tl);
-	CHECK_I64(ht_timeline_points(tl), 11);
+	CHECK_EQ(ht_timeline_points(tl), 11);
 	const int64_t *h = values_of(tl, HT_TL_HEAP, UINT32_MAX, 0);
 	const int64_t *r = values_of(tl, HT_TL_RSS, UINT32_MAX, 0);
 	CHECK(h && r);
@@ -135,14 +135,14 @@ static void test_peak(void)
 		static const int64_t eh[] = { 7, 107, 57, 57, 7, 7, 7, 7, 7, 7, 7 };
 		static const int64_t er[] = { 0, 0, 4096, 0, 0, 0, 0, 0, 0, 0, 0 };
 		for (int i = 0; i < 11; i++) {
-			CHECK_I64(h[i], eh[i]);
-			CHECK_I64(r[i], er[i]);
+			CHECK_EQ(h[i], eh[i]);
+			CHECK_EQ(r[i], er[i]);
 		}
 	}
 	ht_timeline_free(tl);
 
 	/* Without peak mode, steps are order-free deltas: the values at the points. */
-	CHECK_I64(ht_timeline_new(&tl, 100, 200, 10, mask, HT_TL_BY_NONE), 0);
+	CHECK_EQ(ht_timeline_new(&tl, 100, 200, 10, mask, HT_TL_BY_NONE), 0);
 	ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 125, -50);
 	ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 105, 100);
 	ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 108, -100);
@@ -153,7 +153,7 @@ static void test_peak(void)
 	if (h) {
 		static const int64_t eh[] = { 0, 0, 50, 0, 0, 0 };
 		for (int i = 0; i < 6; i++)
-			CHECK_I64(h[i], eh[i]);
+			CHECK_EQ(h[i], eh[i]);
 	}
 	ht_timeline_free(tl);
 }

@@ -12,29 +12,29 @@ static void test_classify(void)
 {
 	struct ht_window w = { 100, 200 };
 	/* Allocation exactly at T1 is inside; exactly at T2 is outside. */
-	CHECK_I64(ht_window_classify(&w, 100, 150), HT_AIFI);
-	CHECK_I64(ht_window_classify(&w, 100, HT_TS_NEVER), HT_AIFO);
-	CHECK_I64(ht_window_classify(&w, 200, 250), -1);
-	CHECK_I64(ht_window_classify(&w, 200, HT_TS_NEVER), -1);
-	CHECK_I64(ht_window_classify(&w, 199, 199), HT_AIFI);
-	CHECK_I64(ht_window_classify(&w, 199, 200), HT_AIFO);
+	CHECK_EQ(ht_window_classify(&w, 100, 150), HT_AIFI);
+	CHECK_EQ(ht_window_classify(&w, 100, HT_TS_NEVER), HT_AIFO);
+	CHECK_EQ(ht_window_classify(&w, 200, 250), -1);
+	CHECK_EQ(ht_window_classify(&w, 200, HT_TS_NEVER), -1);
+	CHECK_EQ(ht_window_classify(&w, 199, 199), HT_AIFI);
+	CHECK_EQ(ht_window_classify(&w, 199, 200), HT_AIFO);
 	/* A free exactly at T2 is outside: still outstanding at the end. */
-	CHECK_I64(ht_window_classify(&w, 150, 200), HT_AIFO);
-	CHECK_I64(ht_window_classify(&w, 150, 199), HT_AIFI);
-	CHECK_I64(ht_window_classify(&w, 50, 200), HT_AOFO);
-	CHECK_I64(ht_window_classify(&w, 50, 199), HT_AOFI);
-	CHECK_I64(ht_window_classify(&w, 99, HT_TS_NEVER), HT_AOFO);
+	CHECK_EQ(ht_window_classify(&w, 150, 200), HT_AIFO);
+	CHECK_EQ(ht_window_classify(&w, 150, 199), HT_AIFI);
+	CHECK_EQ(ht_window_classify(&w, 50, 200), HT_AOFO);
+	CHECK_EQ(ht_window_classify(&w, 50, 199), HT_AOFI);
+	CHECK_EQ(ht_window_classify(&w, 99, HT_TS_NEVER), HT_AOFO);
 	/* A free exactly at T1 is inside; one before T1 misses the window. */
-	CHECK_I64(ht_window_classify(&w, 50, 100), HT_AOFI);
-	CHECK_I64(ht_window_classify(&w, 50, 99), -1);
-	CHECK_I64(ht_window_classify(&w, 0, 0), -1);
+	CHECK_EQ(ht_window_classify(&w, 50, 100), HT_AOFI);
+	CHECK_EQ(ht_window_classify(&w, 50, 99), -1);
+	CHECK_EQ(ht_window_classify(&w, 0, 0), -1);
 	/* A one-nanosecond window. */
 	struct ht_window one = { 7, 8 };
-	CHECK_I64(ht_window_classify(&one, 7, 7), HT_AIFI);
-	CHECK_I64(ht_window_classify(&one, 7, 8), HT_AIFO);
-	CHECK_I64(ht_window_classify(&one, 6, 7), HT_AOFI);
-	CHECK_I64(ht_window_classify(&one, 6, 8), HT_AOFO);
-	CHECK_I64(ht_window_classify(&one, 8, 9), -1);
+	CHECK_EQ(ht_window_classify(&one, 7, 7), HT_AIFI);
+	CHECK_EQ(ht_window_classify(&one, 7, 8), HT_AIFO);
+	CHECK_EQ(ht_window_classify(&one, 6, 7), HT_AOFI);
+	CHECK_EQ(ht_window_classify(&one, 6, 8), HT_AOFO);
+	CHECK_EQ(ht_window_classify(&one, 8, 9), -1);
 
 	CHECK_STR(ht_wtype_name(HT_AIFI), "AIFI");
 	CHECK_STR(ht_wtype_name(HT_AIFO), "AIFO");
@@ -49,17 +49,17 @@ static void test_classify(void)
 
 static void test_keys(void)
 {
-	CHECK_I64(ht_wkey_parse("process"), HT_WK_PROCESS);
-	CHECK_I64(ht_wkey_parse("handle"), HT_WK_HANDLE);
-	CHECK_I64(ht_wkey_parse("type"), HT_WK_TYPE);
-	CHECK_I64(ht_wkey_parse("impacting-type"), HT_WK_IMPACTING);
-	CHECK_I64(ht_wkey_parse("impacting"), HT_WK_IMPACTING);
-	CHECK_I64(ht_wkey_parse("stack"), HT_WK_STACK);
-	CHECK_I64(ht_wkey_parse("frame"), HT_WK_FRAME);
-	CHECK_I64(ht_wkey_parse("image"), HT_WK_IMAGE);
-	CHECK_I64(ht_wkey_parse("thread"), HT_WK_THREAD);
-	CHECK_I64(ht_wkey_parse("proces"), -1);
-	CHECK_I64(ht_wkey_parse(""), -1);
+	CHECK_EQ(ht_wkey_parse("process"), HT_WK_PROCESS);
+	CHECK_EQ(ht_wkey_parse("handle"), HT_WK_HANDLE);
+	CHECK_EQ(ht_wkey_parse("type"), HT_WK_TYPE);
+	CHECK_EQ(ht_wkey_parse("impacting-type"), HT_WK_IMPACTING);
+	CHECK_EQ(ht_wkey_parse("impacting"), HT_WK_IMPACTING);
+	CHECK_EQ(ht_wkey_parse("stack"), HT_WK_STACK);
+	CHECK_EQ(ht_wkey_parse("frame"), HT_WK_FRAME);
+	CHECK_EQ(ht_wkey_parse("image"), HT_WK_IMAGE);
+	CHECK_EQ(ht_wkey_parse("thread"), HT_WK_THREAD);
+	CHECK_EQ(ht_wkey_parse("proces"), -1);
+	CHECK_EQ(ht_wkey_parse(""), -1);
 	CHECK_STR(ht_wkey_name(HT_WK_IMPACTING), "impacting-type");
 }
 
@@ -109,51 +109,51 @@ static void test_tree(void)
 		CHECK(rc >= 0);
 		in += rc;
 	}
-	CHECK_I64(in, 7);
+	CHECK_EQ(in, 7);
 	ht_wtree_sort(t, HT_WSORT_IMPACTING, 0);
 	const struct ht_wnode *root = ht_wtree_root(t);
-	CHECK_I64(root->count, 5);
-	CHECK_I64(root->size, 10 + 20 + 40 + 80 + 640);
-	CHECK_I64(root->impacting, 40 + 80 + 640 - 160);
-	CHECK_I64(root->live, 7);
-	CHECK_I64(root->nchildren, 2);
+	CHECK_EQ(root->count, 5);
+	CHECK_EQ(root->size, 10 + 20 + 40 + 80 + 640);
+	CHECK_EQ(root->impacting, 40 + 80 + 640 - 160);
+	CHECK_EQ(root->live, 7);
+	CHECK_EQ(root->nchildren, 2);
 
 	/* Process 1's +640 sorts before process 0's +0 (40 + 80 - 160). */
 	const struct ht_wnode *p1 = root->children[0], *p0 = root->children[1];
-	CHECK_I64(p1->value, 1);
-	CHECK_I64(p0->value, 0);
-	CHECK_I64(p0->count, 4);
-	CHECK_I64(p0->size, 150);
-	CHECK_I64(p0->impacting, -40);
-	CHECK_I64(p1->impacting, 640);
+	CHECK_EQ(p1->value, 1);
+	CHECK_EQ(p0->value, 0);
+	CHECK_EQ(p0->count, 4);
+	CHECK_EQ(p0->size, 150);
+	CHECK_EQ(p0->impacting, -40);
+	CHECK_EQ(p1->impacting, 640);
 
 	const struct ht_wnode *tr = child(p0, 0), *imp = child(p0, 1);
 	CHECK(tr && imp);
 	if (tr && imp) {
 		/* Transient: everything allocated and freed inside, no net change. */
-		CHECK_I64(tr->count, 2);
-		CHECK_I64(tr->size, 30);
-		CHECK_I64(tr->impacting, 0);
-		CHECK_I64(tr->nchildren, 1);
-		CHECK_I64(tr->children[0]->value, 1);
-		CHECK_I64(tr->children[0]->nrows, 2);
-		CHECK_I64(tr->children[0]->rows[0].alloc_ts, 1000);
-		CHECK_I64(tr->children[0]->rows[0].type, HT_AIFI);
-		CHECK_I64(tr->children[0]->rows[1].alloc_ts, 1100);
+		CHECK_EQ(tr->count, 2);
+		CHECK_EQ(tr->size, 30);
+		CHECK_EQ(tr->impacting, 0);
+		CHECK_EQ(tr->nchildren, 1);
+		CHECK_EQ(tr->children[0]->value, 1);
+		CHECK_EQ(tr->children[0]->nrows, 2);
+		CHECK_EQ(tr->children[0]->rows[0].alloc_ts, 1000);
+		CHECK_EQ(tr->children[0]->rows[0].type, HT_AIFI);
+		CHECK_EQ(tr->children[0]->rows[1].alloc_ts, 1100);
 		/* Impacting: AIFO 120 minus AOFI 160, and the AOFO block counted as live only. */
-		CHECK_I64(imp->count, 2);
-		CHECK_I64(imp->size, 120);
-		CHECK_I64(imp->impacting, -40);
-		CHECK_I64(imp->live, 4);
-		CHECK_I64(imp->nchildren, 2);
-		CHECK_I64(imp->children[0]->value, 2); /* +120 before -160 */
-		CHECK_I64(imp->children[0]->impacting, 120);
-		CHECK_I64(imp->children[1]->value, 3);
-		CHECK_I64(imp->children[1]->impacting, -160);
-		CHECK_I64(imp->children[1]->count, 0);
-		CHECK_I64(imp->children[1]->nrows, 2);
-		CHECK_I64(imp->children[1]->rows[0].type, HT_AOFI);
-		CHECK_I64(imp->children[1]->rows[1].type, HT_AOFO);
+		CHECK_EQ(imp->count, 2);
+		CHECK_EQ(imp->size, 120);
+		CHECK_EQ(imp->impacting, -40);
+		CHECK_EQ(imp->live, 4);
+		CHECK_EQ(imp->nchildren, 2);
+		CHECK_EQ(imp->children[0]->value, 2); /* +120 before -160 */
+		CHECK_EQ(imp->children[0]->impacting, 120);
+		CHECK_EQ(imp->children[1]->value, 3);
+		CHECK_EQ(imp->children[1]->impacting, -160);
+		CHECK_EQ(imp->children[1]->count, 0);
+		CHECK_EQ(imp->children[1]->nrows, 2);
+		CHECK_EQ(imp->children[1]->rows[0].type, HT_AOFI);
+		CHECK_EQ(imp->children[1]->rows[1].type, HT_AOFO);
 	}
 	ht_wtree_free(t);
 }
@@ -173,22 +173,22 @@ static void test_frames_sort_top(void)
 	a.frames = fa, a.nframes = 3;
 	b.frames = fb, b.nframes = 2;
 	c.frames = fc, c.nframes = 1;
-	CHECK_I64(ht_wtree_add(t, &a), 1);
-	CHECK_I64(ht_wtree_add(t, &b), 1);
-	CHECK_I64(ht_wtree_add(t, &c), 1);
-	CHECK_I64(ht_wtree_add(t, &c), 1);
+	CHECK_EQ(ht_wtree_add(t, &a), 1);
+	CHECK_EQ(ht_wtree_add(t, &b), 1);
+	CHECK_EQ(ht_wtree_add(t, &c), 1);
+	CHECK_EQ(ht_wtree_add(t, &c), 1);
 	ht_wtree_sort(t, HT_WSORT_COUNT, 2);
 	const struct ht_wnode *root = ht_wtree_root(t);
-	CHECK_I64(root->count, 4);
-	CHECK_I64(root->size, 107);
-	CHECK_I64(root->nchildren, 2); /* top 2 of 3 */
-	CHECK_I64(root->children[0]->value, 9);
-	CHECK_I64(root->children[0]->count, 4);
-	CHECK_I64(root->children[0]->size, 107);
-	CHECK_I64(root->children[0]->impacting, 7);
-	CHECK_I64(root->children[1]->value, 8);
-	CHECK_I64(root->children[1]->count, 2);
-	CHECK_I64(root->children[1]->size, 105);
+	CHECK_EQ(root->count, 4);
+	CHECK_EQ(root->size, 107);
+	CHECK_EQ(root->nchildren, 2); /* top 2 of 3 */
+	CHECK_EQ(root->children[0]->value, 9);
+	CHECK_EQ(root->children[0]->count, 4);
+	CHECK_EQ(root->children[0]->size, 107);
+	CHECK_EQ(root->children[0]->impacting, 7);
+	CHECK_EQ(root->children[1]->value, 8);
+	CHECK_EQ(root->children[1]->count, 2);
+	CHECK_EQ(root->children[1]->size, 105);
 	ht_wtree_free(t);
 
 	/* Sort by size: frame 7 (100 bytes) comes before 8 only by size ties. */
@@ -199,14 +199,14 @@ static void test_frames_sort_top(void)
 	ht_wtree_add(t, &c);
 	ht_wtree_sort(t, HT_WSORT_SIZE, 0);
 	root = ht_wtree_root(t);
-	CHECK_I64(root->nchildren, 3);
-	CHECK_I64(root->children[0]->value, 9); /* 103 bytes */
-	CHECK_I64(root->children[1]->value, 7); /* 100, ties with 8 broken by value */
-	CHECK_I64(root->children[2]->value, 8);
+	CHECK_EQ(root->nchildren, 3);
+	CHECK_EQ(root->children[0]->value, 9); /* 103 bytes */
+	CHECK_EQ(root->children[1]->value, 7); /* 100, ties with 8 broken by value */
+	CHECK_EQ(root->children[2]->value, 8);
 	ht_wtree_sort(t, HT_WSORT_IMPACTING, 0);
-	CHECK_I64(root->children[0]->value, 9); /* +3 */
-	CHECK_I64(root->children[0]->impacting, 3);
-	CHECK_I64(root->children[1]->impacting, 0);
+	CHECK_EQ(root->children[0]->value, 9); /* +3 */
+	CHECK_EQ(root->children[0]->impacting, 3);
+	CHECK_EQ(root->children[1]->impacting, 0);
 	ht_wtree_free(t);
 }
 
@@ -224,8 +224,8 @@ static void test_many_groups(void)
 	}
 	ht_wtree_sort(t, HT_WSORT_COUNT, 0);
 	const struct ht_wnode *root = ht_wtree_root(t);
-	CHECK_I64(root->nchildren, 1000);
-	CHECK_I64(root->count, 3000);
+	CHECK_EQ(root->nchildren, 1000);
+	CHECK_EQ(root->count, 3000);
 	int bad = 0;
 	for (uint32_t i = 0; i < root->nchildren; i++) {
 		const struct ht_wnode *c = root->children[i];
@@ -233,7 +233,7 @@ static void test_many_groups(void)
 		/* Every item of tid j went to heap j % 3. */
 		bad += c->nchildren == 1 && c->children[0]->value != (c->value & 0xffffffffu) % 3;
 	}
-	CHECK_I64(bad, 0);
+	CHECK_EQ(bad, 0);
 	ht_wtree_free(t);
 }
 
@@ -251,16 +251,16 @@ static void test_pieces(void)
 	ht_wtree_add(t, &c);
 	ht_wtree_sort(t, HT_WSORT_IMPACTING, 0);
 	const struct ht_wnode *root = ht_wtree_root(t);
-	CHECK_I64(root->count, 1);
-	CHECK_I64(root->size, 16384);
-	CHECK_I64(root->impacting, 4096);
-	CHECK_I64(root->live, 3);
-	CHECK_I64(root->nchildren, 2);
-	CHECK_I64(root->children[0]->value, 1); /* Impacting: the piece still committed */
-	CHECK_I64(root->children[0]->count, 0);
-	CHECK_I64(root->children[0]->size, 4096);
-	CHECK_I64(root->children[1]->count, 1);
-	CHECK_I64(root->children[1]->size, 12288);
+	CHECK_EQ(root->count, 1);
+	CHECK_EQ(root->size, 16384);
+	CHECK_EQ(root->impacting, 4096);
+	CHECK_EQ(root->live, 3);
+	CHECK_EQ(root->nchildren, 2);
+	CHECK_EQ(root->children[0]->value, 1); /* Impacting: the piece still committed */
+	CHECK_EQ(root->children[0]->count, 0);
+	CHECK_EQ(root->children[0]->size, 4096);
+	CHECK_EQ(root->children[1]->count, 1);
+	CHECK_EQ(root->children[1]->size, 12288);
 	ht_wtree_free(t);
 }
 
@@ -274,10 +274,10 @@ static void test_invalid(void)
 	struct ht_wtree *t = ht_wtree_new(&w, NULL, 0, true);
 	CHECK(t != NULL);
 	struct ht_witem a = item(0, 0, 3, 4, 8);
-	CHECK_I64(ht_wtree_add(t, &a), 1);
+	CHECK_EQ(ht_wtree_add(t, &a), 1);
 	ht_wtree_sort(t, HT_WSORT_IMPACTING, 0);
-	CHECK_I64(ht_wtree_root(t)->nrows, 1);
-	CHECK_I64(ht_wtree_root(t)->rows[0].size, 8);
+	CHECK_EQ(ht_wtree_root(t)->nrows, 1);
+	CHECK_EQ(ht_wtree_root(t)->rows[0].size, 8);
 	ht_wtree_free(t);
 }
 

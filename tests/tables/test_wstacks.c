@@ -31,41 +31,41 @@ static int write_trace(const char *path)
 static void test_resolve(const struct ht_reader *r, struct ht_frame_matcher *cull)
 {
 	struct ht_wstacks *s;
-	CHECK_I64(ht_wstacks_new(&s, r, cull), 0);
+	CHECK_EQ(ht_wstacks_new(&s, r, cull), 0);
 	struct ht_witem a = { 0 }, b = { 0 }, c = { 0 }, none = { 0 }, big = { 0 };
-	CHECK_I64(ht_wstacks_resolve(s, 1, &a), 0);
-	CHECK_I64(ht_wstacks_resolve(s, 7, &b), 0);
-	CHECK_I64(ht_wstacks_resolve(s, 2, &c), 0);
-	CHECK_I64(ht_wstacks_resolve(s, 0, &none), 0);
-	CHECK_I64(ht_wstacks_resolve(s, 99, &big), 0);
+	CHECK_EQ(ht_wstacks_resolve(s, 1, &a), 0);
+	CHECK_EQ(ht_wstacks_resolve(s, 7, &b), 0);
+	CHECK_EQ(ht_wstacks_resolve(s, 2, &c), 0);
+	CHECK_EQ(ht_wstacks_resolve(s, 0, &none), 0);
+	CHECK_EQ(ht_wstacks_resolve(s, 99, &big), 0);
 	/* Stacks 1 and 7 differ only in main's return address: one stack. */
 	CHECK(a.stack != 0);
-	CHECK_I64(a.stack, b.stack);
+	CHECK_EQ(a.stack, b.stack);
 	CHECK(a.stack != c.stack);
-	CHECK_I64(a.raw_stack, 1);
-	CHECK_I64(b.raw_stack, 7);
-	CHECK_I64(none.stack, 0);
-	CHECK_I64(none.nframes, 0);
-	CHECK_I64(big.stack, 0);
+	CHECK_EQ(a.raw_stack, 1);
+	CHECK_EQ(b.raw_stack, 7);
+	CHECK_EQ(none.stack, 0);
+	CHECK_EQ(none.nframes, 0);
+	CHECK_EQ(big.stack, 0);
 	const uint32_t *f;
 	uint32_t n = ht_wstacks_frames(s, a.stack, &f);
 	if (cull) {
-		CHECK_I64(n, 2);
+		CHECK_EQ(n, 2);
 		CHECK_STR(ht_wstacks_frame_text(s, f[0]), "app!leaky");
 		CHECK_STR(ht_wstacks_frame_text(s, f[1]), "app!main");
-		CHECK_I64(a.nframes, 1);
+		CHECK_EQ(a.nframes, 1);
 		CHECK_STR(ht_wstacks_frame_name(s, a.frames[0]), "app!leaky");
 		CHECK_STR(ht_wstacks_image_name(s, a.images[0]), "app");
 	} else {
-		CHECK_I64(n, 3);
+		CHECK_EQ(n, 3);
 		CHECK_STR(ht_wstacks_frame_text(s, f[0]), "libc.so.6!malloc");
 		CHECK_STR(ht_wstacks_frame_name(s, a.frames[0]), "libc.so.6!malloc");
 		CHECK_STR(ht_wstacks_image_name(s, a.images[0]), "libc.so.6");
 		/* Both stacks start at malloc: the same frame key and image. */
-		CHECK_I64(a.frames[0], c.frames[0]);
-		CHECK_I64(a.images[0], c.images[0]);
+		CHECK_EQ(a.frames[0], c.frames[0]);
+		CHECK_EQ(a.images[0], c.images[0]);
 	}
-	CHECK_I64(ht_wstacks_frames(s, 0, &f), 0);
+	CHECK_EQ(ht_wstacks_frames(s, 0, &f), 0);
 	CHECK_STR(ht_wstacks_frame_name(s, 12345), "?");
 	CHECK_STR(ht_wstacks_image_name(s, HT_MODULE_NONE), "?");
 	ht_wstacks_free(s);
@@ -77,15 +77,15 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	snprintf(path, sizeof(path), "%s/t.htr", dir);
-	CHECK_I64(write_trace(path), 0);
+	CHECK_EQ(write_trace(path), 0);
 	struct ht_reader *r;
-	CHECK_I64(ht_reader_open(&r, path), 0);
+	CHECK_EQ(ht_reader_open(&r, path), 0);
 	if (r) {
 		test_resolve(r, NULL);
 		struct ht_match_list cull = HT_MATCH_LIST_INIT;
 		ht_match_list_add_defaults(&cull);
 		struct ht_frame_matcher *m;
-		CHECK_I64(ht_frame_matcher_new(&m, &cull, r), 0);
+		CHECK_EQ(ht_frame_matcher_new(&m, &cull, r), 0);
 		test_resolve(r, m);
 		ht_frame_matcher_free(m);
 		ht_match_list_release(&cull);
