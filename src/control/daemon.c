@@ -650,12 +650,9 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 		if (rc != 0)
 			break; /* a write error: finish what can be finished */
 		if (a->max_file_size && mono_ns() >= next_size_check) {
-			/* Chunks are written as they fill: flush, so the size on disk is
-			   the trace's (a boot trace is readable up to here, too). */
+			/* The session flushes the trace about once a second, so the
+			   size on disk is the trace's to within a second. */
 			next_size_check = mono_ns() + 1000000000ull;
-			pthread_mutex_lock(&D.sess_lock);
-			ht__writer_flush(D.w);
-			pthread_mutex_unlock(&D.sess_lock);
 			if (stat(a->file, &st) == 0 && (uint64_t)st.st_size >= a->max_file_size)
 				break;
 		}
