@@ -19,8 +19,8 @@
  * of the run. Tests derive their expected values from these constants.
  */
 enum {
-	TICKS = 1200,          /* leaked 40-byte objects over the whole run */
-	SPIKES = 10,           /* transient buffers */
+	TICKS = 1200, /* leaked 40-byte objects over the whole run */
+	SPIKES = 10,  /* transient buffers */
 	OBJECT_SIZE = 40,
 };
 static const size_t MB = 1024 * 1024;
@@ -71,7 +71,7 @@ static void sleep_ns(long long ns)
 {
 	if (ns <= 0)
 		return;
-	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+	struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 }
@@ -85,7 +85,8 @@ static void sleep_until(const struct timespec *deadline)
 /* The transient buffer: mapped, used for a while, unmapped. */
 __attribute__((noinline)) void ManipulateTemporaryBuffer(long long hold_ns)
 {
-	void *p = mmap(nullptr, SPIKE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p =
+	    mmap(nullptr, SPIKE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		perror("memtestapp: mmap");
 		exit(1);
@@ -141,7 +142,7 @@ int main(int argc, char **argv)
 
 	/* The steady state: committed by main itself at the start. */
 	char *steady1 = static_cast<char *>(
-		mmap(nullptr, STEADY_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	    mmap(nullptr, STEADY_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
 	if (steady1 == MAP_FAILED) {
 		perror("memtestapp: mmap");
 		return 1;
@@ -165,8 +166,9 @@ int main(int argc, char **argv)
 		InnerLoopOperation();
 		if (tick == TICKS / 2) {
 			/* The steady state grows halfway through: main again, directly. */
-			steady2 = static_cast<char *>(mmap(nullptr, STEADY_SIZE, PROT_READ | PROT_WRITE,
-							   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+			steady2 =
+			    static_cast<char *>(mmap(nullptr, STEADY_SIZE, PROT_READ | PROT_WRITE,
+						     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
 			if (steady2 == MAP_FAILED) {
 				perror("memtestapp: mmap");
 				return 1;
@@ -185,8 +187,9 @@ int main(int argc, char **argv)
 	struct timespec end;
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	double took = (double)(end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9;
-	printf("memtestapp: %.1f s, %lu objects of %d bytes leaked, %d transient buffers of %zu MB, "
-	       "peak committed %zu MB\n",
-	       took, g_leaked, OBJECT_SIZE, SPIKES, SPIKE_SIZE / MB, g_peak / MB);
+	printf(
+	    "memtestapp: %.1f s, %lu objects of %d bytes leaked, %d transient buffers of %zu MB, "
+	    "peak committed %zu MB\n",
+	    took, g_leaked, OBJECT_SIZE, SPIKES, SPIKE_SIZE / MB, g_peak / MB);
 	return 0;
 }

@@ -65,46 +65,50 @@ extern "C" {
 extern void ht_rec_heap_create(uint64_t heap, const char *name) __attribute__((weak));
 extern void ht_rec_heap_destroy(uint64_t heap) __attribute__((weak));
 extern void ht_rec_heap_alloc(uint64_t heap, const void *ptr, size_t size) __attribute__((weak));
-extern void ht_rec_heap_realloc(uint64_t heap, const void *old_ptr, const void *new_ptr, size_t size)
-	__attribute__((weak));
+extern void ht_rec_heap_realloc(uint64_t heap, const void *old_ptr, const void *new_ptr,
+				size_t size) __attribute__((weak));
 extern void ht_rec_heap_free(uint64_t heap, const void *ptr) __attribute__((weak));
 
 /* Non-zero when the program runs under heaptrail. */
-static inline int ht_heap_traced(void) { return ht_rec_heap_alloc != NULL; }
+static inline int ht_heap_traced(void)
+{
+	return ht_rec_heap_alloc != NULL;
+}
 
 /* A heap with this handle now exists; name (at most 255 bytes kept) labels it. */
-#define ht_heap_create(heap, name)                                               \
-	do {                                                                     \
-		if (ht_rec_heap_create)                                          \
-			ht_rec_heap_create((uint64_t)(uintptr_t)(heap), (name)); \
+#define ht_heap_create(heap, name)                                                                 \
+	do {                                                                                       \
+		if (ht_rec_heap_create)                                                            \
+			ht_rec_heap_create((uint64_t)(uintptr_t)(heap), (name));                   \
 	} while (0)
 
 /* The heap is gone, and with it every block still allocated in it. */
-#define ht_heap_destroy(heap)                                           \
-	do {                                                            \
-		if (ht_rec_heap_destroy)                                \
-			ht_rec_heap_destroy((uint64_t)(uintptr_t)(heap)); \
+#define ht_heap_destroy(heap)                                                                      \
+	do {                                                                                       \
+		if (ht_rec_heap_destroy)                                                           \
+			ht_rec_heap_destroy((uint64_t)(uintptr_t)(heap));                          \
 	} while (0)
 
 /* size bytes at ptr were allocated from heap (ptr NULL: the request failed). */
-#define ht_heap_alloc(heap, ptr, size)                                               \
-	do {                                                                         \
-		if (ht_rec_heap_alloc)                                               \
-			ht_rec_heap_alloc((uint64_t)(uintptr_t)(heap), (ptr), (size)); \
+#define ht_heap_alloc(heap, ptr, size)                                                             \
+	do {                                                                                       \
+		if (ht_rec_heap_alloc)                                                             \
+			ht_rec_heap_alloc((uint64_t)(uintptr_t)(heap), (ptr), (size));             \
 	} while (0)
 
 /* old_ptr was resized to size bytes, now at new_ptr. */
-#define ht_heap_realloc(heap, old_ptr, new_ptr, size)                                         \
-	do {                                                                                  \
-		if (ht_rec_heap_realloc)                                                      \
-			ht_rec_heap_realloc((uint64_t)(uintptr_t)(heap), (old_ptr), (new_ptr), (size)); \
+#define ht_heap_realloc(heap, old_ptr, new_ptr, size)                                              \
+	do {                                                                                       \
+		if (ht_rec_heap_realloc)                                                           \
+			ht_rec_heap_realloc((uint64_t)(uintptr_t)(heap), (old_ptr), (new_ptr),     \
+					    (size));                                               \
 	} while (0)
 
 /* ptr goes back to heap (NULL is ignored). */
-#define ht_heap_free(heap, ptr)                                               \
-	do {                                                                  \
-		if (ht_rec_heap_free)                                         \
-			ht_rec_heap_free((uint64_t)(uintptr_t)(heap), (ptr)); \
+#define ht_heap_free(heap, ptr)                                                                    \
+	do {                                                                                       \
+		if (ht_rec_heap_free)                                                              \
+			ht_rec_heap_free((uint64_t)(uintptr_t)(heap), (ptr));                      \
 	} while (0)
 
 #ifdef __cplusplus

@@ -31,7 +31,7 @@ extern "C" {
 /* Error codes: every function returns 0 (or a positive count) or one of these. */
 enum ht_error {
 	HT_OK = 0,
-	HT_ERR_IO = -1,        /* read/write failed; errno tells more */
+	HT_ERR_IO = -1,	       /* read/write failed; errno tells more */
 	HT_ERR_NOT_TRACE = -2, /* no heaptrail magic at the start */
 	HT_ERR_VERSION = -3,   /* a trace version this build cannot read */
 	HT_ERR_CORRUPT = -4,   /* a chunk failed its checksum or does not parse */
@@ -74,27 +74,27 @@ enum ht_func {
 const char *ht_func_name(unsigned func);
 
 enum ht_event_type {
-	HT_EV_ALLOC = 1,      /* heap, addr, size; func says which API */
-	HT_EV_ALLOC_FAIL = 2, /* heap, size requested; nothing allocated */
-	HT_EV_REALLOC = 3,    /* heap, old_addr -> addr, size (see below) */
-	HT_EV_FREE = 4,       /* heap, addr */
-	HT_EV_MMAP = 5,       /* addr, size, prot, mflags, fd; HT_EVF_FAILED */
-	HT_EV_MUNMAP = 6,     /* addr, size */
-	HT_EV_MREMAP = 7,     /* old_addr, old_size -> addr, size, mflags */
-	HT_EV_MPROTECT = 8,   /* addr, size, prot */
-	HT_EV_BRK = 9,        /* old_addr = old break, addr = new break */
-	HT_EV_HEAP_CREATE = 10,  /* heap, name */
-	HT_EV_HEAP_DESTROY = 11, /* heap */
+	HT_EV_ALLOC = 1,	  /* heap, addr, size; func says which API */
+	HT_EV_ALLOC_FAIL = 2,	  /* heap, size requested; nothing allocated */
+	HT_EV_REALLOC = 3,	  /* heap, old_addr -> addr, size (see below) */
+	HT_EV_FREE = 4,		  /* heap, addr */
+	HT_EV_MMAP = 5,		  /* addr, size, prot, mflags, fd; HT_EVF_FAILED */
+	HT_EV_MUNMAP = 6,	  /* addr, size */
+	HT_EV_MREMAP = 7,	  /* old_addr, old_size -> addr, size, mflags */
+	HT_EV_MPROTECT = 8,	  /* addr, size, prot */
+	HT_EV_BRK = 9,		  /* old_addr = old break, addr = new break */
+	HT_EV_HEAP_CREATE = 10,	  /* heap, name */
+	HT_EV_HEAP_DESTROY = 11,  /* heap */
 	HT_EV_PROCESS_START = 12, /* a new process (fork, root, attach): process */
 	HT_EV_PROCESS_EXEC = 13,  /* a traced pid loaded a new image: process is new */
 	HT_EV_PROCESS_EXIT = 14,  /* value = exit code, or signal with HT_EVF_SIGNAL,
-	                             or 0 with HT_EVF_EXEC */
+				     or 0 with HT_EVF_EXEC */
 	HT_EV_THREAD_START = 15,  /* name */
 	HT_EV_THREAD_EXIT = 16,
-	HT_EV_THREAD_NAME = 17,   /* name */
-	HT_EV_MODULE_LOAD = 18,   /* module, addr = start, size, old_addr = bias */
+	HT_EV_THREAD_NAME = 17,	  /* name */
+	HT_EV_MODULE_LOAD = 18,	  /* module, addr = start, size, old_addr = bias */
 	HT_EV_MODULE_UNLOAD = 19, /* module */
-	HT_EV_RSS = 20,           /* size = resident bytes, sampled by the session */
+	HT_EV_RSS = 20,		  /* size = resident bytes, sampled by the session */
 	HT_EV__COUNT
 };
 
@@ -102,8 +102,8 @@ enum ht_event_type {
 const char *ht_event_name(unsigned type);
 
 /* ht_event.flags */
-#define HT_EVF_FAILED 0x1u  /* the call failed (mmap, mremap, realloc, brk) */
-#define HT_EVF_SIGNAL 0x2u  /* PROCESS_EXIT: value is a signal number */
+#define HT_EVF_FAILED 0x1u /* the call failed (mmap, mremap, realloc, brk) */
+#define HT_EVF_SIGNAL 0x2u /* PROCESS_EXIT: value is a signal number */
 /* PROCESS_EXIT: the image was replaced by exec of a program that is not
    traced (a cleared environment, a setuid program). Its process gets
    HT_PROCF_EXECED and no image follows it; no exit status is known. */
@@ -122,24 +122,24 @@ const char *ht_event_name(unsigned type);
  * address).
  */
 struct ht_event {
-	uint8_t type;   /* enum ht_event_type */
-	uint8_t func;   /* enum ht_func */
-	uint16_t flags; /* HT_EVF_* */
+	uint8_t type;	  /* enum ht_event_type */
+	uint8_t func;	  /* enum ht_func */
+	uint16_t flags;	  /* HT_EVF_* */
 	uint32_t process; /* index into the process table (one per pid image) */
 	int32_t pid;
 	int32_t tid;
-	uint64_t ts;    /* ns since the start of the trace */
-	uint32_t stack; /* stack id, 0 = none captured */
+	uint64_t ts;	 /* ns since the start of the trace */
+	uint32_t stack;	 /* stack id, 0 = none captured */
 	uint32_t module; /* MODULE_LOAD/UNLOAD: module id */
-	uint64_t heap;  /* heap handle, HT_HEAP_PROCESS for glibc malloc */
+	uint64_t heap;	 /* heap handle, HT_HEAP_PROCESS for glibc malloc */
 	uint64_t addr;
 	uint64_t size;
 	uint64_t old_addr;
 	uint64_t old_size;
-	uint32_t prot;   /* PROT_* */
-	uint32_t mflags; /* MAP_* / MREMAP_* */
-	int32_t fd;      /* MMAP: the fd, -1 for anonymous */
-	int32_t value;   /* PROCESS_EXIT */
+	uint32_t prot;	  /* PROT_* */
+	uint32_t mflags;  /* MAP_* / MREMAP_* */
+	int32_t fd;	  /* MMAP: the fd, -1 for anonymous */
+	int32_t value;	  /* PROCESS_EXIT */
 	const char *name; /* THREAD_START/NAME, HEAP_CREATE: valid until the next call */
 };
 
@@ -147,15 +147,15 @@ struct ht_event {
 struct ht_process {
 	int32_t pid;
 	int32_t ppid;
-	uint32_t parent;   /* process index of the parent, or UINT32_MAX */
-	uint32_t flags;    /* HT_PROCF_* */
+	uint32_t parent; /* process index of the parent, or UINT32_MAX */
+	uint32_t flags;	 /* HT_PROCF_* */
 	const char *exe;
 	uint32_t argc;
 	const char *const *argv;
 	uint64_t start_ts; /* ns since trace start */
 	uint64_t end_ts;   /* exit or exec or end of trace */
 	int32_t exit_code; /* valid with HT_PROCF_EXITED */
-	int32_t signal;    /* valid with HT_PROCF_SIGNALED */
+	int32_t signal;	   /* valid with HT_PROCF_SIGNALED */
 };
 
 #define HT_PROCF_ROOT 0x1u     /* the program the session launched */
@@ -164,7 +164,7 @@ struct ht_process {
 #define HT_PROCF_ATTACHED 0x8u /* the trace started after the process did */
 #define HT_PROCF_EXITED 0x10u
 #define HT_PROCF_SIGNALED 0x20u
-#define HT_PROCF_EXECED 0x40u  /* this image was replaced by exec */
+#define HT_PROCF_EXECED 0x40u /* this image was replaced by exec */
 
 struct ht_module {
 	const char *path;
@@ -178,8 +178,8 @@ struct ht_module {
  */
 struct ht_frame {
 	uint32_t module;      /* module id, or HT_MODULE_NONE */
-	uint32_t line;        /* 0 when unknown */
-	uint64_t rel;         /* ELF virtual address in the module (raw address when no module) */
+	uint32_t line;	      /* 0 when unknown */
+	uint64_t rel;	      /* ELF virtual address in the module (raw address when no module) */
 	const char *function; /* demangled; NULL when no symbol */
 	const char *file;     /* source file, NULL when unknown */
 	uint8_t inlined;
@@ -191,18 +191,18 @@ struct ht_frame {
 struct ht_trace_info {
 	uint32_t version;
 	uint64_t start_realtime_ns; /* wall clock at trace start, ns since epoch */
-	uint64_t duration_ns;       /* last event or stop time */
+	uint64_t duration_ns;	    /* last event or stop time */
 	uint64_t events_lost;
-	uint32_t stack_mask;        /* which events got stacks (HT_STK_* bits) */
-	uint32_t flags;             /* HT_TRACEF_* */
-	uint32_t argc;              /* command heaptrail recorded (argv of the target) */
+	uint32_t stack_mask; /* which events got stacks (HT_STK_* bits) */
+	uint32_t flags;	     /* HT_TRACEF_* */
+	uint32_t argc;	     /* command heaptrail recorded (argv of the target) */
 	const char *const *argv;
 	const char *hostname;
-	uint32_t ts_unit_ns;        /* event times are multiples of this (1: exact) */
+	uint32_t ts_unit_ns; /* event times are multiples of this (1: exact) */
 };
 
-#define HT_TRACEF_COMPLETE 0x1u  /* the session finished the trace normally */
-#define HT_TRACEF_SYMBOLS 0x2u   /* symbols were resolved and stored */
+#define HT_TRACEF_COMPLETE 0x1u	 /* the session finished the trace normally */
+#define HT_TRACEF_SYMBOLS 0x2u	 /* symbols were resolved and stored */
 #define HT_TRACEF_TRUNCATED 0x4u /* the reader stopped at a damaged or partial chunk */
 #define HT_TRACEF_LOSSY 0x8u
 #define HT_TRACEF_ATTACHED 0x10u /* some process was joined after it started */

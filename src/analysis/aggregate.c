@@ -33,7 +33,7 @@ struct intern {
 /* A group being built at the end: its key is a sequence of interned ids. */
 struct group {
 	struct ht_agg_counts c;
-	uint32_t stack;        /* representative: the lowest stack id in the group */
+	uint32_t stack;	       /* representative: the lowest stack id in the group */
 	uint32_t seq, seq_len; /* key: ids at seqs[seq .. seq + seq_len), and the
 				  representative's frames at frames[seq ...] */
 };
@@ -251,14 +251,16 @@ static void counts_sum(struct ht_agg_counts *to, const struct ht_agg_counts *c)
 static size_t hentry_slot(const struct hentry *tab, size_t cap, uint32_t process, uint64_t heap,
 			  uint32_t stack)
 {
-	size_t i = mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+	size_t i =
+	    mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull) & (cap - 1);
 	while (tab[i].used &&
 	       (tab[i].process != process || tab[i].heap != heap || tab[i].stack != stack))
 		i = (i + 1) & (cap - 1);
 	return i;
 }
 
-static struct hentry *handle_entry(struct ht_agg *a, uint32_t process, uint64_t heap, uint32_t stack)
+static struct hentry *handle_entry(struct ht_agg *a, uint32_t process, uint64_t heap,
+				   uint32_t stack)
 {
 	if ((a->hcount + 1) * 2 > a->hcap) {
 		size_t ncap = a->hcap ? a->hcap * 2 : 256;
@@ -431,7 +433,8 @@ static int gtab_grow(struct ht_agg *a)
  * The group whose key is key[0..n), created when new with frames[0..n) as the
  * frames it shows; NULL when out of memory.
  */
-static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint32_t *frames, uint32_t n)
+static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint32_t *frames,
+			       uint32_t n)
 {
 	if ((a->ngroups + 1) * 2 > a->gcap && gtab_grow(a) < 0)
 		return NULL;
@@ -479,12 +482,17 @@ static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint
 static uint64_t sort_metric(const struct ht_agg_counts *c, enum ht_sort s)
 {
 	switch (s) {
-	case HT_SORT_SOC: return c->outstanding_count;
-	case HT_SORT_ST: return c->total_bytes;
-	case HT_SORT_STC: return c->total_count;
-	case HT_SORT_SRC: return c->realloc_count;
+	case HT_SORT_SOC:
+		return c->outstanding_count;
+	case HT_SORT_ST:
+		return c->total_bytes;
+	case HT_SORT_STC:
+		return c->total_count;
+	case HT_SORT_SRC:
+		return c->realloc_count;
 	case HT_SORT_SO:
-	default: return c->outstanding_bytes;
+	default:
+		return c->outstanding_bytes;
 	}
 }
 
@@ -544,7 +552,8 @@ static int finish_handles(struct ht_agg *a, struct ht_frame_matcher *mr, struct 
 	/* Entries of one (process, heap) that differ by stack are now adjacent. */
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (m && items[m - 1].process == items[i].process && items[m - 1].heap == items[i].heap) {
+		if (m && items[m - 1].process == items[i].process &&
+		    items[m - 1].heap == items[i].heap) {
 			counts_sum(&items[m - 1].c, &items[i].c);
 			continue;
 		}

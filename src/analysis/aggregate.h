@@ -38,7 +38,7 @@
 struct ht_agg_counts {
 	uint64_t outstanding_bytes;
 	uint64_t outstanding_count;
-	uint64_t total_bytes;   /* every allocation counted, freed or not */
+	uint64_t total_bytes; /* every allocation counted, freed or not */
 	uint64_t total_count;
 	uint64_t realloc_count; /* allocations that came from a realloc */
 };
@@ -72,12 +72,12 @@ struct ht_agg_item {
 struct ht_agg_result {
 	enum ht_group group;
 	enum ht_sort sort;
-	bool symbols;              /* frames are shown with symbols */
+	bool symbols;		     /* frames are shown with symbols */
 	struct ht_agg_counts totals; /* every block counted, whatever top cut */
 	struct ht_agg_counts shown;  /* sums over the items kept */
 	struct ht_agg_item *items;   /* sorted, at most top (none with totals_only) */
 	size_t count;
-	size_t total_items;          /* items before the cut */
+	size_t total_items; /* items before the cut */
 };
 
 struct ht_agg;

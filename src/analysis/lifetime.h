@@ -26,7 +26,7 @@ struct ht_life {
 	uint32_t process;
 	uint32_t stack;
 	int32_t tid;
-	uint8_t func;         /* enum ht_func of the allocating call */
+	uint8_t func;	      /* enum ht_func of the allocating call */
 	uint8_t from_realloc; /* the block was made by a realloc call */
 	uint8_t freed_by_realloc;
 };
@@ -41,7 +41,7 @@ typedef void (*ht_life_fn)(void *ctx, const struct ht_life *life);
 
 struct ht_life_stats {
 	uint64_t unknown_frees; /* frees of blocks never seen allocated (attach, untraced) */
-	uint64_t live_count;    /* blocks live now */
+	uint64_t live_count;	/* blocks live now */
 	uint64_t live_bytes;
 };
 

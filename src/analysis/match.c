@@ -14,65 +14,65 @@
 #include <strings.h>
 
 const char *const ht_match_default_list[] = {
-	/* heaptrail's own hooks, whatever the library's exact file name. */
-	"libheaptrail*!",
-	/* The glibc allocation functions and their internal entry points. */
-	"malloc",
-	"calloc",
-	"realloc",
-	"reallocarray",
-	"free",
-	"posix_memalign",
-	"aligned_alloc",
-	"memalign",
-	"valloc",
-	"pvalloc",
-	"__libc_malloc",
-	"__libc_calloc",
-	"__libc_realloc",
-	"__libc_reallocarray",
-	"__libc_free",
-	"__libc_memalign",
-	"__libc_valloc",
-	"__libc_pvalloc",
-	"__posix_memalign",
-	"_int_malloc",
-	"_int_realloc",
-	"_int_memalign",
-	"_mid_memalign",
-	"sysmalloc",
-	"tcache_init",
-	"malloc_hook_ini",
-	"realloc_hook_ini",
-	"strdup",
-	"strndup",
-	"__strdup",
-	"__strndup",
-	/*
-	 * operator new and new[]: the demangled forms (every overload, through
-	 * the match without parameter list) and the mangled ones (_Znwm, _Znam,
-	 * _ZnwmRKSt9nothrow_t, _ZnwmSt11align_val_t, and _Znwj on 32-bit).
-	 */
-	"operator new",
-	"operator new[]",
-	"_Znw*",
-	"_Zna*",
-	/* Mappings. */
-	"mmap",
-	"mmap64",
-	"__mmap",
-	"__mmap64",
-	"munmap",
-	"__munmap",
-	"mremap",
-	"__mremap",
-	"mprotect",
-	"__mprotect",
-	"brk",
-	"__brk",
-	"sbrk",
-	"__sbrk",
-	NULL,
+    /* heaptrail's own hooks, whatever the library's exact file name. */
+    "libheaptrail*!",
+    /* The glibc allocation functions and their internal entry points. */
+    "malloc",
+    "calloc",
+    "realloc",
+    "reallocarray",
+    "free",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "__libc_malloc",
+    "__libc_calloc",
+    "__libc_realloc",
+    "__libc_reallocarray",
+    "__libc_free",
+    "__libc_memalign",
+    "__libc_valloc",
+    "__libc_pvalloc",
+    "__posix_memalign",
+    "_int_malloc",
+    "_int_realloc",
+    "_int_memalign",
+    "_mid_memalign",
+    "sysmalloc",
+    "tcache_init",
+    "malloc_hook_ini",
+    "realloc_hook_ini",
+    "strdup",
+    "strndup",
+    "__strdup",
+    "__strndup",
+    /*
+     * operator new and new[]: the demangled forms (every overload, through
+     * the match without parameter list) and the mangled ones (_Znwm, _Znam,
+     * _ZnwmRKSt9nothrow_t, _ZnwmSt11align_val_t, and _Znwj on 32-bit).
+     */
+    "operator new",
+    "operator new[]",
+    "_Znw*",
+    "_Zna*",
+    /* Mappings. */
+    "mmap",
+    "mmap64",
+    "__mmap",
+    "__mmap64",
+    "munmap",
+    "__munmap",
+    "mremap",
+    "__mremap",
+    "mprotect",
+    "__mprotect",
+    "brk",
+    "__brk",
+    "sbrk",
+    "__sbrk",
+    NULL,
 };
 
 void ht_match_list_init(struct ht_match_list *l)
@@ -113,7 +113,9 @@ static bool parse_offset(const char *s, uint64_t *out)
 	for (const char *p = s + 2; *p; p++) {
 		if (!isxdigit((unsigned char)*p) || v >> 60)
 			return false;
-		v = v * 16 + (uint64_t)(isdigit((unsigned char)*p) ? *p - '0' : tolower((unsigned char)*p) - 'a' + 10);
+		v = v * 16 + (uint64_t)(isdigit((unsigned char)*p)
+					    ? *p - '0'
+					    : tolower((unsigned char)*p) - 'a' + 10);
 	}
 	*out = v;
 	return true;
@@ -129,7 +131,7 @@ int ht_match_list_add(struct ht_match_list *l, const char *spec)
 	while (n && isspace((unsigned char)spec[n - 1]))
 		n--;
 
-	struct ht_match_item it = { 0 };
+	struct ht_match_item it = {0};
 	const char *bang = memchr(spec, '!', n);
 	const char *sym = spec;
 	size_t sym_len = n;
@@ -353,7 +355,8 @@ void ht_frame_matcher_free(struct ht_frame_matcher *m)
 	free(m);
 }
 
-void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame, struct ht_match_frame *mf)
+void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
+				struct ht_match_frame *mf)
 {
 	const struct ht_frame *fr = ht_reader_frame(r, frame);
 	memset(mf, 0, sizeof(*mf));

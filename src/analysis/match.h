@@ -53,8 +53,8 @@
 
 /* One parsed item. */
 struct ht_match_item {
-	char *module;   /* NULL: any module; lowercase */
-	char *symbol;   /* NULL: any symbol of the module; lowercase */
+	char *module;	    /* NULL: any module; lowercase */
+	char *symbol;	    /* NULL: any symbol of the module; lowercase */
 	bool module_prefix; /* module ended with '*' (module holds the text before it) */
 	bool symbol_prefix; /* symbol ended with '*' */
 	bool symbol_offset; /* symbol is "0x…": matches by offset */
@@ -67,7 +67,10 @@ struct ht_match_list {
 	size_t alloc;
 };
 
-#define HT_MATCH_LIST_INIT { NULL, 0, 0 }
+#define HT_MATCH_LIST_INIT                                                                         \
+	{                                                                                          \
+		NULL, 0, 0                                                                         \
+	}
 
 void ht_match_list_init(struct ht_match_list *l);
 /* Frees the items; the list is empty and reusable afterwards. */
@@ -104,8 +107,8 @@ int ht_match_list_add_defaults(struct ht_match_list *l);
 struct ht_match_frame {
 	const char *module_name; /* file name; NULL when the frame has no module */
 	const char *module_path; /* NULL when none */
-	const char *function;    /* demangled; NULL when no symbol */
-	uint64_t rel;            /* offset in the module */
+	const char *function;	 /* demangled; NULL when no symbol */
+	uint64_t rel;		 /* offset in the module */
 };
 
 /* True when f matches at least one item of l (false for an empty list). */
@@ -142,7 +145,8 @@ bool ht_frame_matcher_any(struct ht_frame_matcher *m, const uint32_t *frames, ui
 uint32_t ht_frame_matcher_cull(struct ht_frame_matcher *m, const uint32_t *frames, uint32_t n);
 
 /* Fill *mf from the reader's frame id (module "?" handling is up to callers). */
-void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame, struct ht_match_frame *mf);
+void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
+				struct ht_match_frame *mf);
 
 /*
  * The text of a frame, as every output prints it: "module!function" with

@@ -71,9 +71,9 @@ int ht_query_prepare(struct ht_query *q)
 	return 0;
 }
 
-static const char *const sort_names[] = { "so", "soc", "st", "stc", "src" };
+static const char *const sort_names[] = {"so", "soc", "st", "stc", "src"};
 static const char *const sort_titles[] = {
-	"outstanding size", "outstanding count", "total size", "total count", "realloc count",
+    "outstanding size", "outstanding count", "total size", "total count", "realloc count",
 };
 
 int ht_sort_parse(const char *s, enum ht_sort *out)
@@ -109,7 +109,8 @@ bool ht_query_accepts(const struct ht_query *q, const struct ht_life *life, uint
 	}
 	if (life->size < q->size_min || life->size >= q->size_max)
 		return false;
-	bool freed = life->free_ts != HT_TS_NEVER && (!q->has_range || life->free_ts < q->range_end);
+	bool freed =
+	    life->free_ts != HT_TS_NEVER && (!q->has_range || life->free_ts < q->range_end);
 	if (q->life_min || q->life_max != UINT64_MAX) {
 		uint64_t stop = freed ? life->free_ts : end;
 		uint64_t lifetime = stop > life->alloc_ts ? stop - life->alloc_ts : 0;

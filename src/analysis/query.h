@@ -33,18 +33,18 @@
 /* What the items of a result are. */
 enum ht_group {
 	HT_GROUP_HANDLE = 0, /* one row per process and heap handle (xperf's default) */
-	HT_GROUP_STACK,      /* the whole stack after culling */
-	HT_GROUP_FRAME,      /* the topmost frame after culling */
-	HT_GROUP_IMAGE,      /* the module (image) of that frame */
+	HT_GROUP_STACK,	     /* the whole stack after culling */
+	HT_GROUP_FRAME,	     /* the topmost frame after culling */
+	HT_GROUP_IMAGE,	     /* the module (image) of that frame */
 };
 
 /* Sort keys, as xperf names them. Ties: then total size, then the key text. */
 enum ht_sort {
 	HT_SORT_SO = 0, /* outstanding size (default) */
-	HT_SORT_SOC,    /* outstanding count */
-	HT_SORT_ST,     /* total size */
-	HT_SORT_STC,    /* total count */
-	HT_SORT_SRC,    /* realloc count */
+	HT_SORT_SOC,	/* outstanding count */
+	HT_SORT_ST,	/* total size */
+	HT_SORT_STC,	/* total count */
+	HT_SORT_SRC,	/* realloc count */
 };
 
 /* Items shown when top is not given (xperf's limit). */
@@ -72,10 +72,10 @@ struct ht_query {
 	bool defaults_added; /* set by ht_query_prepare() */
 	enum ht_group group;
 	enum ht_sort sort;
-	uint64_t top;      /* items to show; 0: HT_QUERY_DEFAULT_TOP */
-	bool top_given;    /* the user asked for top (so a cut is expected, not reported) */
-	bool totals_only;  /* only the totals */
-	int symbols;       /* 1 with symbols, 0 offsets only, -1 (default): when the trace has them */
+	uint64_t top;	  /* items to show; 0: HT_QUERY_DEFAULT_TOP */
+	bool top_given;	  /* the user asked for top (so a cut is expected, not reported) */
+	bool totals_only; /* only the totals */
+	int symbols; /* 1 with symbols, 0 offsets only, -1 (default): when the trace has them */
 };
 
 /* Everything, whole trace, HT_GROUP_HANDLE, HT_SORT_SO, default cull list on. */

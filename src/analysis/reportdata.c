@@ -338,7 +338,7 @@ static int64_t handle_index(struct run *x, uint64_t heap)
 /* The canonical (culled) stack id of a raw stack id; negative on error. */
 static int64_t canon_stack(struct run *x, uint32_t raw)
 {
-	struct ht_witem it = { 0 };
+	struct ht_witem it = {0};
 	int rc = ht_wstacks_resolve(x->ws, raw, &it);
 	if (rc < 0)
 		return rc;
@@ -435,7 +435,7 @@ static void on_life(void *ctx, const struct ht_life *l)
 		x->err = (int)site;
 		return;
 	}
-	struct ht_rd_life rl = { l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0 };
+	struct ht_rd_life rl = {l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0};
 	int rc = table_add(&x->d->heap, (uint32_t)site, &rl);
 	if (rc < 0)
 		x->err = rc;
@@ -449,7 +449,7 @@ static uint64_t seen_hash(const struct seen_key *k)
 /* True when this commit was counted before (and remembers it); -1 when out of memory. */
 static int commit_seen(struct run *x, const struct ht_commit *c)
 {
-	struct seen_key k = { c->commit_ts, c->process, c->stack, c->tid, true };
+	struct seen_key k = {c->commit_ts, c->process, c->stack, c->tid, true};
 	if ((x->nseen + 1) * 2 > x->seen_cap) {
 		size_t cap = x->seen_cap ? x->seen_cap * 2 : 1024;
 		struct seen_key *n = calloc(cap, sizeof(*n));
@@ -493,7 +493,7 @@ static void on_commit(void *ctx, const struct ht_commit *c)
 		x->err = (int)site;
 		return;
 	}
-	struct ht_rd_life rl = { c->size, c->commit_ts, c->decommit_ts, 0, (uint8_t)piece };
+	struct ht_rd_life rl = {c->size, c->commit_ts, c->decommit_ts, 0, (uint8_t)piece};
 	int rc = table_add(&x->d->commit, (uint32_t)site, &rl);
 	if (rc < 0)
 		x->err = rc;
@@ -567,7 +567,8 @@ static int stream(struct run *x)
 				struct ht_rd_series *s;
 				ht_commit_process_stats(ct, ev.process, &cs);
 				if ((rc = series_get(&d->commit_series, &d->ncommit_series,
-						     &x->hint_commit, d->points, ev.process, 0, &s)) < 0)
+						     &x->hint_commit, d->points, ev.process, 0,
+						     &s)) < 0)
 					break;
 				series_set(s, p, cs.committed_bytes);
 			} else if (ev.process < x->rss_cap && x->rss[ev.process] &&
@@ -610,7 +611,7 @@ static void sort_lives(struct ht_rd_table *t)
 static int build_stacks(struct run *x)
 {
 	struct ht_report_data *d = x->d;
-	struct ht_rd_table *tabs[2] = { &d->heap, &d->commit };
+	struct ht_rd_table *tabs[2] = {&d->heap, &d->commit};
 	uint32_t *frame_out = NULL; /* reader frame id -> output index + 1 */
 	size_t frame_cap = 0;
 	size_t off_cap = 0, fr_cap = 0, ids_cap = 0;
@@ -676,7 +677,7 @@ int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
 	memset(d, 0, sizeof(*d));
 	if (!o->points || !o->buckets || !o->heap_budget || !o->commit_budget || !o->cell_budget)
 		return HT_ERR_INVALID;
-	struct run x = { .d = d, .o = o, .r = r };
+	struct run x = {.d = d, .o = o, .r = r};
 	ht_match_list_init(&x.cull_list);
 	int rc = ht_summary_run(&d->summary, r);
 	if (rc < 0) {
@@ -702,8 +703,8 @@ int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
 		goto out;
 	if ((rc = stream(&x)) < 0)
 		goto out;
-	struct ht_rd_series *all[3] = { d->heap_series, d->commit_series, d->rss_series };
-	uint32_t counts[3] = { d->nheap_series, d->ncommit_series, d->nrss_series };
+	struct ht_rd_series *all[3] = {d->heap_series, d->commit_series, d->rss_series};
+	uint32_t counts[3] = {d->nheap_series, d->ncommit_series, d->nrss_series};
 	for (int k = 0; k < 3; k++)
 		for (uint32_t i = 0; i < counts[k]; i++) {
 			series_move(&all[k][i], d->points - 1);

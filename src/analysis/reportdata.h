@@ -34,15 +34,18 @@
 #include "heaptrail/trace.h"
 
 struct ht_report_opts {
-	uint32_t points;        /* points of each series over the trace */
-	uint64_t heap_budget;   /* exact heap lifetimes kept at most */
+	uint32_t points;	/* points of each series over the trace */
+	uint64_t heap_budget;	/* exact heap lifetimes kept at most */
 	uint64_t commit_budget; /* exact committed-range lifetimes kept at most */
-	uint32_t buckets;       /* time buckets of binned lifetimes (before doubling) */
-	uint64_t cell_budget;   /* binned cells per table at most */
-	bool default_cull;      /* cull heaptrail's default frame list (allocators) */
+	uint32_t buckets;	/* time buckets of binned lifetimes (before doubling) */
+	uint64_t cell_budget;	/* binned cells per table at most */
+	bool default_cull;	/* cull heaptrail's default frame list (allocators) */
 };
 
-#define HT_REPORT_OPTS_INIT { 2000, 250000, 50000, 500, 200000, true }
+#define HT_REPORT_OPTS_INIT                                                                        \
+	{                                                                                          \
+		2000, 250000, 50000, 500, 200000, true                                             \
+	}
 
 /* One lifetime kept exactly. free_ts is HT_TS_NEVER when never freed. */
 struct ht_rd_life {
@@ -50,7 +53,7 @@ struct ht_rd_life {
 	uint64_t alloc_ts;
 	uint64_t free_ts;
 	uint8_t realloc; /* made by a realloc call */
-	uint8_t piece;   /* a further piece of a committed range: not counted again */
+	uint8_t piece;	 /* a further piece of a committed range: not counted again */
 };
 
 /* Binned lifetimes of one site that share an alloc and a free bucket. */
@@ -58,7 +61,7 @@ struct ht_rd_cell {
 	uint32_t site;
 	uint32_t alloc_bucket;
 	uint32_t free_bucket; /* UINT32_MAX: never freed */
-	uint64_t count;       /* allocations (pieces not counted) */
+	uint64_t count;	      /* allocations (pieces not counted) */
 	uint64_t blocks;      /* lifetimes, pieces included */
 	uint64_t bytes;
 	uint64_t reallocs;
@@ -68,8 +71,8 @@ struct ht_rd_cell {
 struct ht_rd_site {
 	uint32_t process;
 	uint32_t handle; /* index into handles */
-	uint32_t stack;  /* index into the output stacks (0: no frames) */
-	uint64_t bytes;  /* over every lifetime seen, for the budget's choice */
+	uint32_t stack;	 /* index into the output stacks (0: no frames) */
+	uint64_t bytes;	 /* over every lifetime seen, for the budget's choice */
 	bool binned;
 	struct ht_rd_life *lives; /* in allocation order once the run is done */
 	uint32_t nlives, lives_cap;

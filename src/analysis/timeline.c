@@ -13,8 +13,8 @@
 
 struct series {
 	struct ht_tl_series d;
-	int64_t *v; /* deltas by point, values after finish; peak mode: values as they come */
-	int64_t cur; /* peak mode: the value now */
+	int64_t *v;	 /* deltas by point, values after finish; peak mode: values as they come */
+	int64_t cur;	 /* peak mode: the value now */
 	uint64_t filled; /* peak mode: points v[0 .. filled) that have a value */
 };
 
@@ -32,7 +32,7 @@ struct ht_timeline {
 	int peak;
 };
 
-static const char *const kind_names[HT_TL__KINDS] = { "heap", "commit", "rss" };
+static const char *const kind_names[HT_TL__KINDS] = {"heap", "commit", "rss"};
 
 const char *ht_tl_kind_name(enum ht_tl_kind k)
 {
@@ -59,7 +59,7 @@ uint64_t ht_timeline_auto_interval(uint64_t start, uint64_t end, uint32_t max_po
 {
 	if (max_points < 2)
 		max_points = 2;
-	static const uint64_t steps[] = { 1, 2, 5 };
+	static const uint64_t steps[] = {1, 2, 5};
 	for (uint64_t pow = 1; pow <= UINT64_MAX / 10; pow *= 10)
 		for (int i = 0; i < 3; i++) {
 			uint64_t iv = steps[i] * pow;
@@ -124,7 +124,7 @@ static int index_grow(struct ht_timeline *tl)
 static struct series *series_get(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process,
 				 uint64_t heap)
 {
-	struct ht_tl_series d = { kind, UINT32_MAX, 0, 0 };
+	struct ht_tl_series d = {kind, UINT32_MAX, 0, 0};
 	if (tl->by != HT_TL_BY_NONE)
 		d.process = process;
 	if (tl->by == HT_TL_BY_HANDLE && kind == HT_TL_HEAP) {

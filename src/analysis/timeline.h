@@ -20,12 +20,7 @@
 
 #include "heaptrail/trace.h"
 
-enum ht_tl_kind {
-	HT_TL_HEAP = 0,
-	HT_TL_COMMIT = 1,
-	HT_TL_RSS = 2,
-	HT_TL__KINDS
-};
+enum ht_tl_kind { HT_TL_HEAP = 0, HT_TL_COMMIT = 1, HT_TL_RSS = 2, HT_TL__KINDS };
 
 /* How series are split: one per kind, per process and kind, or per heap handle. */
 enum ht_tl_by {
@@ -44,7 +39,7 @@ int ht_tl_kind_parse(const char *s);
 struct ht_tl_series {
 	enum ht_tl_kind kind;
 	uint32_t process; /* UINT32_MAX when not split by process */
-	uint64_t heap;    /* valid for heap series split by handle */
+	uint64_t heap;	  /* valid for heap series split by handle */
 	int has_heap;
 };
 

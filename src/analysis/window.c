@@ -25,7 +25,7 @@ int ht_window_classify(const struct ht_window *w, uint64_t alloc_ts, uint64_t fr
 
 const char *ht_wtype_name(int type)
 {
-	static const char *const names[] = { "AIFI", "AIFO", "AOFI", "AOFO" };
+	static const char *const names[] = {"AIFI", "AIFO", "AOFI", "AOFO"};
 	if (type < 0 || type > HT_AOFO)
 		return "?";
 	return names[type];
@@ -42,7 +42,7 @@ const char *ht_wtype_impacting_name(int type)
 }
 
 static const char *const key_names[HT_WK__COUNT] = {
-	"process", "handle", "type", "impacting-type", "stack", "frame", "image", "thread",
+    "process", "handle", "type", "impacting-type", "stack", "frame", "image", "thread",
 };
 
 const char *ht_wkey_name(enum ht_wkey key)
@@ -212,15 +212,34 @@ static int add_at(struct ht_wtree *t, struct ht_wnode *n, uint32_t level, const 
 	uint32_t nmany = 0;
 	uint64_t value = 0;
 	switch (key) {
-	case HT_WK_PROCESS: value = it->process; break;
-	case HT_WK_HANDLE: value = it->heap; break;
-	case HT_WK_TYPE: value = (uint64_t)type; break;
-	case HT_WK_IMPACTING: value = ht_wtype_impacting(type); break;
-	case HT_WK_STACK: value = it->stack; break;
-	case HT_WK_THREAD: value = (uint64_t)it->process << 32 | (uint32_t)it->tid; break;
-	case HT_WK_FRAME: many = it->frames; nmany = it->nframes; break;
-	case HT_WK_IMAGE: many = it->images; nmany = it->nimages; break;
-	default: return HT_ERR_INVALID;
+	case HT_WK_PROCESS:
+		value = it->process;
+		break;
+	case HT_WK_HANDLE:
+		value = it->heap;
+		break;
+	case HT_WK_TYPE:
+		value = (uint64_t)type;
+		break;
+	case HT_WK_IMPACTING:
+		value = ht_wtype_impacting(type);
+		break;
+	case HT_WK_STACK:
+		value = it->stack;
+		break;
+	case HT_WK_THREAD:
+		value = (uint64_t)it->process << 32 | (uint32_t)it->tid;
+		break;
+	case HT_WK_FRAME:
+		many = it->frames;
+		nmany = it->nframes;
+		break;
+	case HT_WK_IMAGE:
+		many = it->images;
+		nmany = it->nimages;
+		break;
+	default:
+		return HT_ERR_INVALID;
 	}
 	if (key != HT_WK_FRAME && key != HT_WK_IMAGE) {
 		struct ht_wnode *c = child_get(n, key, value);
@@ -260,8 +279,12 @@ static int cmp_node(const void *pa, const void *pb, void *ctx)
 	case HT_WSORT_IMPACTING:
 		c = a->impacting < b->impacting ? 1 : a->impacting > b->impacting ? -1 : 0;
 		break;
-	case HT_WSORT_SIZE: c = cmp_u64_desc(a->size, b->size); break;
-	case HT_WSORT_COUNT: c = cmp_u64_desc(a->count, b->count); break;
+	case HT_WSORT_SIZE:
+		c = cmp_u64_desc(a->size, b->size);
+		break;
+	case HT_WSORT_COUNT:
+		c = cmp_u64_desc(a->count, b->count);
+		break;
 	}
 	if (!c)
 		c = cmp_u64_desc(a->size, b->size);
@@ -366,7 +389,8 @@ struct ht_wstacks {
 	uint32_t nframe_key;
 };
 
-int ht_wstacks_new(struct ht_wstacks **out, const struct ht_reader *r, struct ht_frame_matcher *cull)
+int ht_wstacks_new(struct ht_wstacks **out, const struct ht_reader *r,
+		   struct ht_frame_matcher *cull)
 {
 	struct ht_wstacks *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -497,7 +521,8 @@ static uint32_t frame_key_get(struct ht_wstacks *s, uint32_t frame)
 	char small[512], *buf = small;
 	int len = ht_frame_text(s->r, frame, true, small, sizeof(small));
 	if (len >= (int)sizeof(small)) {
-		/* Long demangled templates: the whole text, so different names stay different keys. */
+		/* Long demangled templates: the whole text, so different names stay different keys.
+		 */
 		buf = malloc((size_t)len + 1);
 		if (!buf)
 			return UINT32_MAX;
@@ -592,7 +617,7 @@ static int resolve(struct ht_wstacks *s, uint32_t raw, struct wstack_entry *e)
 
 int ht_wstacks_resolve(struct ht_wstacks *s, uint32_t raw, struct ht_witem *it)
 {
-	static struct wstack_entry none = { .done = true };
+	static struct wstack_entry none = {.done = true};
 	/* An unfinished trace grows its stack table while it is read. */
 	if (raw >= s->nraw && raw < ht_reader_stack_count(s->r)) {
 		uint32_t n = ht_reader_stack_count(s->r);

@@ -64,7 +64,7 @@ const char *ht_wtype_impacting_name(int type);
 enum ht_wkey {
 	HT_WK_PROCESS = 0,   /* value: process index */
 	HT_WK_HANDLE = 1,    /* value: heap handle */
-	HT_WK_TYPE = 2,      /* value: enum ht_wtype */
+	HT_WK_TYPE = 2,	     /* value: enum ht_wtype */
 	HT_WK_IMPACTING = 3, /* value: 0 Transient, 1 Impacting */
 	HT_WK_STACK = 4,     /* value: the item's (culled) stack id */
 	HT_WK_FRAME = 5,     /* value: a frame key of the item (an item joins each it has) */
@@ -198,7 +198,8 @@ struct ht_reader;
 struct ht_wstacks;
 
 /* cull may be NULL (no culling); reader and matcher must outlive the result. */
-int ht_wstacks_new(struct ht_wstacks **out, const struct ht_reader *r, struct ht_frame_matcher *cull);
+int ht_wstacks_new(struct ht_wstacks **out, const struct ht_reader *r,
+		   struct ht_frame_matcher *cull);
 
 /*
  * Fill it->stack, frames, nframes, images, nimages from the raw stack id

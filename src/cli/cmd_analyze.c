@@ -20,55 +20,55 @@
 #include "heaptrail/trace.h"
 
 static const char usage_text[] =
-	"usage: heaptrail analyze FILE [options]\n"
-	"\n"
-	"Which stacks, frames, images, processes and heap handles hold the memory, as\n"
-	"the xperf heap actions. Options take one dash or two ('-top 5', '--top 5',\n"
-	"'--top=5'); '-cullFrames' is also '--cull-frames'.\n"
-	"\n"
-	"modes (without one: a row per process and heap handle, TOTAL first):\n"
-	"  -stacks [KEY]          aggregate by whole stack, after culling\n"
-	"  -frames [KEY]          by the topmost frame after culling\n"
-	"  -images [KEY]          by the module (image) of that frame; also -image\n"
-	"  KEY                    a sort key alone means -stacks KEY\n"
-	"sort keys (largest first; ties: then total size, then the key text):\n"
-	"  so   outstanding size (default)   soc  outstanding count\n"
-	"  st   total size                   stc  total count\n"
-	"  src  realloc count (allocations that came from a realloc)\n"
-	"\n"
-	"filters:\n"
-	"  -pid PID               only this process (repeatable, or PID,PID...)\n"
-	"  -range T1 T2           only events in [T1, T2); an allocation is outstanding\n"
-	"                         when it has no free inside the range\n"
-	"  -lifetime L1 L2        only allocations with L1 <= lifetime < L2; one not\n"
-	"                         freed in the range lives up to the range's end (the\n"
-	"                         trace's end without -range)\n"
-	"  -size S1 S2            only allocations of S1 <= size < S2 bytes\n"
-	"  -requireFrames F...    only allocations whose stack has a frame matching one\n"
-	"                         of F (tested before culling)\n"
-	"  times are from the start of the trace, in microseconds unless suffixed\n"
-	"  s, ms, us or ns ('1.5s', '200ms')\n"
-	"\n"
-	"culling (remove the longest run of matching frames from the allocation end;\n"
-	"when every frame matches, keep the bottom one):\n"
-	"  -cullFrames F...       frames to cull\n"
-	"  -cullLists FILE...     files of frames to cull, one per line ('#' comments)\n"
-	"  --no-default-cull      without the built-in list (heaptrail's own frames,\n"
-	"                         malloc & co., operator new/new[], mmap & co.)\n"
-	"  frames: 'module!', 'module!symbol' or 'symbol', case-insensitive; module is\n"
-	"  a file name or full path; a trailing '*' matches a prefix; 'module!0xOFFSET'\n"
-	"  matches an address\n"
-	"\n"
-	"output:\n"
-	"  -top N                 show N items (default: at most 10000, and says so\n"
-	"                         when items were cut)\n"
-	"  -totals                only the totals\n"
-	"  -symbols               frames as module!function (default when the trace\n"
-	"                         has symbols)\n"
-	"  --no-symbols           frames as module!0xOFFSET\n"
-	"  --format text|csv|json\n"
-	"\n"
-	"Put FILE first: lists (-cullFrames ...) run to the next option.\n";
+    "usage: heaptrail analyze FILE [options]\n"
+    "\n"
+    "Which stacks, frames, images, processes and heap handles hold the memory, as\n"
+    "the xperf heap actions. Options take one dash or two ('-top 5', '--top 5',\n"
+    "'--top=5'); '-cullFrames' is also '--cull-frames'.\n"
+    "\n"
+    "modes (without one: a row per process and heap handle, TOTAL first):\n"
+    "  -stacks [KEY]          aggregate by whole stack, after culling\n"
+    "  -frames [KEY]          by the topmost frame after culling\n"
+    "  -images [KEY]          by the module (image) of that frame; also -image\n"
+    "  KEY                    a sort key alone means -stacks KEY\n"
+    "sort keys (largest first; ties: then total size, then the key text):\n"
+    "  so   outstanding size (default)   soc  outstanding count\n"
+    "  st   total size                   stc  total count\n"
+    "  src  realloc count (allocations that came from a realloc)\n"
+    "\n"
+    "filters:\n"
+    "  -pid PID               only this process (repeatable, or PID,PID...)\n"
+    "  -range T1 T2           only events in [T1, T2); an allocation is outstanding\n"
+    "                         when it has no free inside the range\n"
+    "  -lifetime L1 L2        only allocations with L1 <= lifetime < L2; one not\n"
+    "                         freed in the range lives up to the range's end (the\n"
+    "                         trace's end without -range)\n"
+    "  -size S1 S2            only allocations of S1 <= size < S2 bytes\n"
+    "  -requireFrames F...    only allocations whose stack has a frame matching one\n"
+    "                         of F (tested before culling)\n"
+    "  times are from the start of the trace, in microseconds unless suffixed\n"
+    "  s, ms, us or ns ('1.5s', '200ms')\n"
+    "\n"
+    "culling (remove the longest run of matching frames from the allocation end;\n"
+    "when every frame matches, keep the bottom one):\n"
+    "  -cullFrames F...       frames to cull\n"
+    "  -cullLists FILE...     files of frames to cull, one per line ('#' comments)\n"
+    "  --no-default-cull      without the built-in list (heaptrail's own frames,\n"
+    "                         malloc & co., operator new/new[], mmap & co.)\n"
+    "  frames: 'module!', 'module!symbol' or 'symbol', case-insensitive; module is\n"
+    "  a file name or full path; a trailing '*' matches a prefix; 'module!0xOFFSET'\n"
+    "  matches an address\n"
+    "\n"
+    "output:\n"
+    "  -top N                 show N items (default: at most 10000, and says so\n"
+    "                         when items were cut)\n"
+    "  -totals                only the totals\n"
+    "  -symbols               frames as module!function (default when the trace\n"
+    "                         has symbols)\n"
+    "  --no-symbols           frames as module!0xOFFSET\n"
+    "  --format text|csv|json\n"
+    "\n"
+    "Put FILE first: lists (-cullFrames ...) run to the next option.\n";
 
 /* What the options asked for, besides the query. */
 struct opts {
@@ -115,7 +115,8 @@ static void norm_name(const char *arg, size_t len, char *out, size_t cap)
 }
 
 /* The value of option opt: the "=VALUE" part, or the next argument. */
-static const char *need_value(int argc, char **argv, int *i, const char *inline_val, const char *opt)
+static const char *need_value(int argc, char **argv, int *i, const char *inline_val,
+			      const char *opt)
 {
 	if (inline_val)
 		return inline_val;
@@ -151,7 +152,8 @@ static uint64_t time_arg(const char *s, const char *opt)
 {
 	uint64_t v;
 	if (parse_time_ns(s, 1000, &v) < 0)
-		die("invalid time '%s' for '%s'; use a number with s, ms, us or ns (default us)", s, opt);
+		die("invalid time '%s' for '%s'; use a number with s, ms, us or ns (default us)", s,
+		    opt);
 	return v;
 }
 
@@ -295,7 +297,8 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 				char *end;
 				errno = 0;
 				long pid = strtol(p, &end, 10);
-				if (end == p || errno || pid <= 0 || pid > INT32_MAX || (*end && *end != ','))
+				if (end == p || errno || pid <= 0 || pid > INT32_MAX ||
+				    (*end && *end != ','))
 					die("invalid pid '%s'", v);
 				if (ht_query_add_pid(q, (int32_t)pid) < 0)
 					die("out of memory");
@@ -349,7 +352,8 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 			if (parse_format(v, &o->format) < 0)
 				die("unknown format '%s'; use text, csv or json", v);
 		} else {
-			die("unknown option '%s'; 'heaptrail analyze --help' lists the options", arg);
+			die("unknown option '%s'; 'heaptrail analyze --help' lists the options",
+			    arg);
 		}
 	}
 	if (!o->file)
@@ -378,7 +382,8 @@ static void on_progress(void *ctx, uint64_t ts, uint64_t duration)
 		return;
 	p->last = now;
 	if (duration)
-		fprintf(stderr, "\rheaptrail: analyzing %3.0f%%", 100.0 * (double)ts / (double)duration);
+		fprintf(stderr, "\rheaptrail: analyzing %3.0f%%",
+			100.0 * (double)ts / (double)duration);
 	else
 		fprintf(stderr, "\rheaptrail: analyzing %.1f s", (double)ts / 1e9);
 	p->shown = true;
@@ -387,10 +392,14 @@ static void on_progress(void *ctx, uint64_t ts, uint64_t duration)
 static const char *group_word(enum ht_group g, bool plural)
 {
 	switch (g) {
-	case HT_GROUP_STACK: return plural ? "stacks" : "stack";
-	case HT_GROUP_FRAME: return plural ? "frames" : "frame";
-	case HT_GROUP_IMAGE: return plural ? "images" : "image";
-	default: return plural ? "handles" : "handle";
+	case HT_GROUP_STACK:
+		return plural ? "stacks" : "stack";
+	case HT_GROUP_FRAME:
+		return plural ? "frames" : "frame";
+	case HT_GROUP_IMAGE:
+		return plural ? "images" : "image";
+	default:
+		return plural ? "handles" : "handle";
 	}
 }
 
@@ -439,20 +448,22 @@ static void print_handles_text(const struct ht_agg_result *res, const struct ht_
 	       "Realloc#", "Handle", "Process");
 	const struct ht_agg_counts *t = &res->totals;
 	printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  TOTAL\n", t->total_count,
-	       kb(t->total_bytes), t->outstanding_count, kb(t->outstanding_bytes), t->realloc_count);
+	       kb(t->total_bytes), t->outstanding_count, kb(t->outstanding_bytes),
+	       t->realloc_count);
 	for (size_t i = 0; i < res->count; i++) {
 		const struct ht_agg_item *it = &res->items[i];
 		char handle[32];
 		snprintf(handle, sizeof(handle), "0x%" PRIx64, it->heap);
-		printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  %-18s  %" PRId32 " %s\n",
+		printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  %-18s  %" PRId32
+		       " %s\n",
 		       it->c.total_count, kb(it->c.total_bytes), it->c.outstanding_count,
 		       kb(it->c.outstanding_bytes), it->c.realloc_count, handle, it->pid,
 		       exe_of(r, it->process));
 	}
 }
 
-static void print_text(const struct ht_agg_result *res, struct ht_agg *agg, const struct ht_reader *r,
-		       const struct ht_query *q)
+static void print_text(const struct ht_agg_result *res, struct ht_agg *agg,
+		       const struct ht_reader *r, const struct ht_query *q)
 {
 	if (res->group == HT_GROUP_HANDLE) {
 		print_handles_text(res, r);
@@ -478,8 +489,8 @@ static void print_text(const struct ht_agg_result *res, struct ht_agg *agg, cons
 		printf("\n%s %zu", one, i + 1);
 		if (res->group == HT_GROUP_IMAGE)
 			printf(": %s", it->key);
-		printf("\n    Out# %" PRIu64 ", Out KB %.1f, Alloc# %" PRIu64 ", Alloc KB %.1f, Realloc# %" PRIu64
-		       "\n",
+		printf("\n    Out# %" PRIu64 ", Out KB %.1f, Alloc# %" PRIu64
+		       ", Alloc KB %.1f, Realloc# %" PRIu64 "\n",
 		       it->c.outstanding_count, kb(it->c.outstanding_bytes), it->c.total_count,
 		       kb(it->c.total_bytes), it->c.realloc_count);
 		if (res->group == HT_GROUP_IMAGE)
@@ -505,8 +516,8 @@ static void json_counts(struct jw *j, const struct ht_agg_counts *c)
 	jw_u64(j, c->realloc_count);
 }
 
-static void print_json(const struct ht_agg_result *res, struct ht_agg *agg, const struct ht_reader *r,
-		       const struct ht_query *q)
+static void print_json(const struct ht_agg_result *res, struct ht_agg *agg,
+		       const struct ht_reader *r, const struct ht_query *q)
 {
 	struct jw j;
 	jw_init(&j, stdout, true);
@@ -579,11 +590,12 @@ static void csv_u64(uint64_t v, char sep)
 	printf("%" PRIu64 "%c", v, sep);
 }
 
-static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg, const struct ht_reader *r,
-		      const struct ht_query *q)
+static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg,
+		      const struct ht_reader *r, const struct ht_query *q)
 {
 	if (q->totals_only) {
-		printf("alloc_count,alloc_bytes,realloc_count,outstanding_count,outstanding_bytes\n");
+		printf(
+		    "alloc_count,alloc_bytes,realloc_count,outstanding_count,outstanding_bytes\n");
 		csv_u64(res->totals.total_count, ',');
 		csv_u64(res->totals.total_bytes, ',');
 		csv_u64(res->totals.realloc_count, ',');
@@ -617,7 +629,8 @@ static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg, const
 			if (!m)
 				die("out of memory");
 			for (uint32_t f = 0; f < it->nframes; f++)
-				fprintf(m, "%s%s", f ? ";" : "", ht_agg_frame_text(agg, it->frames[f]));
+				fprintf(m, "%s%s", f ? ";" : "",
+					ht_agg_frame_text(agg, it->frames[f]));
 			fclose(m);
 			putchar(',');
 			csv_field(stdout, line);
@@ -632,7 +645,7 @@ static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg, const
 
 int cmd_analyze(int argc, char **argv)
 {
-	struct opts o = { 0 };
+	struct opts o = {0};
 	struct ht_query q;
 	ht_query_init(&q);
 	parse_args(argc, argv, &o, &q);
@@ -656,7 +669,7 @@ int cmd_analyze(int argc, char **argv)
 	struct ht_agg *agg;
 	if ((rc = ht_agg_new(&agg, &q, r)) < 0)
 		die("%s", ht_strerror(rc));
-	struct progress prog = { .shown = false };
+	struct progress prog = {.shown = false};
 	clock_gettime(CLOCK_MONOTONIC, &prog.start);
 	rc = ht_agg_run(agg, progress_wanted() ? on_progress : NULL, &prog);
 	if (prog.shown)
@@ -684,9 +697,15 @@ int cmd_analyze(int argc, char **argv)
 		warning("showing the first %zu of %zu %s; use -top N to show more", res.count,
 			res.total_items, group_word(res.group, true));
 	switch (o.format) {
-	case FMT_JSON: print_json(&res, agg, r, &q); break;
-	case FMT_CSV: print_csv(&res, agg, r, &q); break;
-	default: print_text(&res, agg, r, &q); break;
+	case FMT_JSON:
+		print_json(&res, agg, r, &q);
+		break;
+	case FMT_CSV:
+		print_csv(&res, agg, r, &q);
+		break;
+	default:
+		print_text(&res, agg, r, &q);
+		break;
 	}
 	fflush(stdout);
 	ht_agg_result_release(&res);

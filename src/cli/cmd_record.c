@@ -27,42 +27,46 @@
 #include "session/session.h"
 
 static const char usage_text[] =
-	"usage: heaptrail record [options] -- CMD [ARGS...]\n"
-	"   or: heaptrail record [options] -p PID[,PID...] [--duration T]\n"
-	"\n"
-	"Run CMD with heap tracing and write the trace (.htr), or trace running\n"
-	"processes from now until Ctrl-C, T, or their exit; they run on untouched.\n"
-	"\n"
-	"  -o FILE             write the trace to FILE (default: PROGRAM.PID.htr)\n"
-	"  -p, --pid PID,...   attach to these running processes (needs ptrace\n"
-	"                      permission: same user, or root)\n"
-	"  --duration T        with -p: stop after T (s, ms, us or ns; default unit s)\n"
-	"  --stacks LIST       events that capture a call stack, comma-separated:\n"
-	"                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
-	"                      heap-destroy, or none or all\n"
-	"                      (default: alloc,realloc,mmap,mprotect)\n"
-	"  --time-resolution T store event times in units of T (s, ms, us or ns;\n"
-	"                      default unit ns): 1ns keeps them exact; at most 1us\n"
-	"                      (default " HT__TS_UNIT_DEFAULT_STR ", smaller traces)\n"
-	"  --no-follow         trace only CMD, not the processes it starts\n"
-	"  --lossy             drop events (and count them) when a buffer is full,\n"
-	"                      instead of making the program wait\n"
-	"  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
-	"  --buffers N         number of thread buffers (default 256)\n"
-	"  --force             overwrite FILE if it exists\n"
-	"  -q, --quiet         print nothing but errors\n"
-	"  -h, --help          show this help\n"
-	"\n"
-	"heaptrail exits with the exit status of CMD (128+N when a signal N killed it).\n";
+    "usage: heaptrail record [options] -- CMD [ARGS...]\n"
+    "   or: heaptrail record [options] -p PID[,PID...] [--duration T]\n"
+    "\n"
+    "Run CMD with heap tracing and write the trace (.htr), or trace running\n"
+    "processes from now until Ctrl-C, T, or their exit; they run on untouched.\n"
+    "\n"
+    "  -o FILE             write the trace to FILE (default: PROGRAM.PID.htr)\n"
+    "  -p, --pid PID,...   attach to these running processes (needs ptrace\n"
+    "                      permission: same user, or root)\n"
+    "  --duration T        with -p: stop after T (s, ms, us or ns; default unit s)\n"
+    "  --stacks LIST       events that capture a call stack, comma-separated:\n"
+    "                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
+    "                      heap-destroy, or none or all\n"
+    "                      (default: alloc,realloc,mmap,mprotect)\n"
+    "  --time-resolution T store event times in units of T (s, ms, us or ns;\n"
+    "                      default unit ns): 1ns keeps them exact; at most 1us\n"
+    "                      (default " HT__TS_UNIT_DEFAULT_STR ", smaller traces)\n"
+    "  --no-follow         trace only CMD, not the processes it starts\n"
+    "  --lossy             drop events (and count them) when a buffer is full,\n"
+    "                      instead of making the program wait\n"
+    "  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
+    "  --buffers N         number of thread buffers (default 256)\n"
+    "  --force             overwrite FILE if it exists\n"
+    "  -q, --quiet         print nothing but errors\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "heaptrail exits with the exit status of CMD (128+N when a signal N killed it).\n";
 
 static const struct {
 	const char *name;
 	uint32_t bit;
 } stack_names[] = {
-	{ "alloc", HT_STK_ALLOC },	   { "realloc", HT_STK_REALLOC },
-	{ "free", HT_STK_FREE },	   { "mmap", HT_STK_MMAP },
-	{ "munmap", HT_STK_MUNMAP },	   { "mprotect", HT_STK_MPROTECT },
-	{ "heap-create", HT_STK_HEAP_CREATE }, { "heap-destroy", HT_STK_HEAP_DESTROY },
+    {"alloc", HT_STK_ALLOC},
+    {"realloc", HT_STK_REALLOC},
+    {"free", HT_STK_FREE},
+    {"mmap", HT_STK_MMAP},
+    {"munmap", HT_STK_MUNMAP},
+    {"mprotect", HT_STK_MPROTECT},
+    {"heap-create", HT_STK_HEAP_CREATE},
+    {"heap-destroy", HT_STK_HEAP_DESTROY},
 };
 
 static uint32_t parse_stacks(const char *list)
@@ -165,7 +169,7 @@ static void forward_signal(int sig, siginfo_t *si, void *uc)
 		kill(child_pid, sig);
 }
 
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 static void install_forwarding(void)
 {
@@ -203,8 +207,7 @@ static sigset_t start_mask;
 static struct sigaction start_pipe;
 
 /* In the child between fork and exec: async-signal-safe calls only. */
-static _Noreturn void run_child(int go_fd, int err_fd, const char *path, char **argv,
-				char **envp)
+static _Noreturn void run_child(int go_fd, int err_fd, const char *path, char **argv, char **envp)
 {
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
@@ -250,10 +253,11 @@ static char **child_env(const char *recorder, const char *session)
 	size_t k = 0;
 	const char *old_preload = getenv("LD_PRELOAD");
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "LD_PRELOAD=", 11) && strncmp(environ[i], HT_ENV_SESSION "=", sizeof(HT_ENV_SESSION)))
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
+		    strncmp(environ[i], HT_ENV_SESSION "=", sizeof(HT_ENV_SESSION)))
 			env[k++] = environ[i];
-	if (asprintf(&env[k++], "LD_PRELOAD=%s%s%s", recorder, old_preload && *old_preload ? ":" : "",
-		     old_preload ? old_preload : "") < 0 ||
+	if (asprintf(&env[k++], "LD_PRELOAD=%s%s%s", recorder,
+		     old_preload && *old_preload ? ":" : "", old_preload ? old_preload : "") < 0 ||
 	    asprintf(&env[k++], "%s=%s", HT_ENV_SESSION, session) < 0)
 		die("out of memory");
 	env[k] = NULL;
@@ -278,8 +282,8 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 	struct progress_state *p = ctx;
 	if (p->quiet || !progress_wanted() || mono_ns() - p->start_ns < 1000000000ull)
 		return;
-	fprintf(stderr, "\rheaptrail: resolving symbols: %llu/%llu frames", (unsigned long long)done,
-		(unsigned long long)total);
+	fprintf(stderr, "\rheaptrail: resolving symbols: %llu/%llu frames",
+		(unsigned long long)done, (unsigned long long)total);
 	if (done == total)
 		fputc('\n', stderr);
 	p->shown = done != total;
@@ -315,8 +319,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			exit(0);
 		}
 		bool takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--stacks") ||
-			     !strcmp(a, "--buffer-size") || !strcmp(a, "--buffers") || !strcmp(a, "-p") ||
-			     !strcmp(a, "--pid") || !strcmp(a, "--duration") ||
+			     !strcmp(a, "--buffer-size") || !strcmp(a, "--buffers") ||
+			     !strcmp(a, "-p") || !strcmp(a, "--pid") || !strcmp(a, "--duration") ||
 			     !strcmp(a, "--time-resolution");
 		if (takes) {
 			if (i + 1 >= argc)
@@ -341,12 +345,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
 			o->pids = val;
 		} else if (!strcmp(a, "--duration")) {
-			if (parse_time_ns(val, 1000000000ull, &o->duration_ns) < 0 || !o->duration_ns)
-				die("invalid duration '%s': a positive time like 10, 2.5s or 500ms", val);
+			if (parse_time_ns(val, 1000000000ull, &o->duration_ns) < 0 ||
+			    !o->duration_ns)
+				die("invalid duration '%s': a positive time like 10, 2.5s or 500ms",
+				    val);
 		} else if (!strcmp(a, "--time-resolution")) {
 			uint64_t v;
 			if (parse_time_ns(val, 1, &v) < 0 || v < 1 || v > 1000)
-				die("invalid time resolution '%s': 1ns to 1us, like 1ns, 100ns or 1us",
+				die("invalid time resolution '%s': 1ns to 1us, like 1ns, 100ns or "
+				    "1us",
 				    val);
 			o->ts_unit_ns = (uint32_t)v;
 		} else if (!strcmp(a, "--no-follow")) {
@@ -455,7 +462,8 @@ static int record_attach(const struct options *o)
 			close(fd);
 		if (n > 0)
 			comm[strcspn(comm, "\n/")] = 0;
-		snprintf(defname, sizeof(defname), "%s.%d.htr", comm[0] ? comm : "process", (int)pids[0]);
+		snprintf(defname, sizeof(defname), "%s.%d.htr", comm[0] ? comm : "process",
+			 (int)pids[0]);
 		output = defname;
 	}
 	struct stat st;
@@ -477,7 +485,8 @@ static int record_attach(const struct options *o)
 	int rc = ht__session_create(&s, &cfg);
 	if (rc < 0)
 		die("cannot create the session's shared memory: %s%s", ht_strerror(rc),
-		    rc == HT_ERR_NOMEM ? "; use fewer or smaller buffers (--buffers, --buffer-size)" : "");
+		    rc == HT_ERR_NOMEM ? "; use fewer or smaller buffers (--buffers, --buffer-size)"
+				       : "");
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	struct timespec rt;
@@ -486,13 +495,14 @@ static int record_attach(const struct options *o)
 	uint64_t since_t0 = mono_ns() - ht__session_t0(s);
 	uint32_t targc;
 	char **targv = target_argv(pids[0], &targc);
-	struct ht__trace_meta meta = { .start_realtime_ns = real_ns - since_t0,
-				       .stack_mask = o->stack_mask,
-				       .ts_unit_ns = o->ts_unit_ns,
-				       .flags = HT_TRACEF_ATTACHED | ((o->flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0),
-				       .argc = targc,
-				       .argv = (const char *const *)targv,
-				       .hostname = host };
+	struct ht__trace_meta meta = {.start_realtime_ns = real_ns - since_t0,
+				      .stack_mask = o->stack_mask,
+				      .ts_unit_ns = o->ts_unit_ns,
+				      .flags = HT_TRACEF_ATTACHED |
+					       ((o->flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0),
+				      .argc = targc,
+				      .argv = (const char *const *)targv,
+				      .hostname = host};
 	struct ht__writer *w;
 	rc = ht__writer_open(&w, output, &meta);
 	if (rc < 0) {
@@ -510,15 +520,17 @@ static int record_attach(const struct options *o)
 
 	ht__inject_set_idle(tick_while_injecting, s);
 	static struct ht__attach att[MAX_ATTACH];
-	bool attached[MAX_ATTACH] = { false };
+	bool attached[MAX_ATTACH] = {false};
 	int failures = 0, live = 0;
 	for (int i = 0; i < npids && !stop_asked; i++) {
 		char why[512];
-		rc = ht__inject_attach(&att[i], pids[i], recorder, ht__session_path(s), why, sizeof(why));
+		rc = ht__inject_attach(&att[i], pids[i], recorder, ht__session_path(s), why,
+				       sizeof(why));
 		if (rc == HT_ERR_PERM) {
 			char hint[512];
 			ht__inject_perm_hint(pids[i], hint, sizeof(hint));
-			error("cannot attach to process %d: permission denied: %s", (int)pids[i], hint);
+			error("cannot attach to process %d: permission denied: %s", (int)pids[i],
+			      hint);
 		} else if (rc < 0) {
 			error("cannot attach to process %d: %s", (int)pids[i], why);
 		}
@@ -533,7 +545,8 @@ static int record_attach(const struct options *o)
 		return 1;
 	}
 	if (!o->quiet)
-		fprintf(stderr, "heaptrail: tracing %d process%s; Ctrl-C to stop\n", live, live == 1 ? "" : "es");
+		fprintf(stderr, "heaptrail: tracing %d process%s; Ctrl-C to stop\n", live,
+			live == 1 ? "" : "es");
 
 	uint64_t deadline = o->duration_ns ? mono_ns() + o->duration_ns : 0;
 	while ((rc = ht__session_tick(s)) == 0 && !stop_asked) {
@@ -561,7 +574,7 @@ static int record_attach(const struct options *o)
 			failures++;
 		}
 	}
-	struct progress_state ps = { .start_ns = mono_ns(), .quiet = o->quiet };
+	struct progress_state ps = {.start_ns = mono_ns(), .quiet = o->quiet};
 	if (rc >= 0)
 		rc = ht__session_finish(s, true, show_progress, &ps);
 	const struct ht__session_stats *sst = ht__session_stats(s);
@@ -579,7 +592,7 @@ static int record_attach(const struct options *o)
 
 int cmd_record(int argc, char **argv)
 {
-	struct options o = { 0 };
+	struct options o = {0};
 	int first = parse_options(argc, argv, &o);
 	if (o.pids)
 		return record_attach(&o);
@@ -618,7 +631,8 @@ int cmd_record(int argc, char **argv)
 	int rc = ht__session_create(&s, &cfg);
 	if (rc < 0)
 		die("cannot create the session's shared memory: %s%s", ht_strerror(rc),
-		    rc == HT_ERR_NOMEM ? "; use fewer or smaller buffers (--buffers, --buffer-size)" : "");
+		    rc == HT_ERR_NOMEM ? "; use fewer or smaller buffers (--buffers, --buffer-size)"
+				       : "");
 	char **env = child_env(recorder, ht__session_path(s));
 
 	int go[2], errp[2];
@@ -671,13 +685,13 @@ int cmd_record(int argc, char **argv)
 	/* The realtime clock at the session's t0, for absolute times in the trace. */
 	uint64_t real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
 	uint64_t since_t0 = mono_ns() - ht__session_t0(s);
-	struct ht__trace_meta meta = { .start_realtime_ns = real_ns - since_t0,
-				       .stack_mask = o.stack_mask,
-				       .ts_unit_ns = o.ts_unit_ns,
-				       .flags = (o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0,
-				       .argc = (uint32_t)cmd_argc,
-				       .argv = (const char *const *)cmd,
-				       .hostname = host };
+	struct ht__trace_meta meta = {.start_realtime_ns = real_ns - since_t0,
+				      .stack_mask = o.stack_mask,
+				      .ts_unit_ns = o.ts_unit_ns,
+				      .flags = (o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0,
+				      .argc = (uint32_t)cmd_argc,
+				      .argv = (const char *const *)cmd,
+				      .hostname = host};
 	struct ht__writer *w;
 	rc = ht__writer_open(&w, output, &meta);
 	if (rc < 0) {
@@ -717,7 +731,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (rc < 0)
 		warning("writing '%s' failed: %s; the trace ends early", output, ht_strerror(rc));
-	struct progress_state ps = { .start_ns = mono_ns(), .quiet = o.quiet };
+	struct progress_state ps = {.start_ns = mono_ns(), .quiet = o.quiet};
 	if (rc >= 0)
 		rc = ht__session_finish(s, true, show_progress, &ps);
 	const struct ht__session_stats *st = ht__session_stats(s);
@@ -733,7 +747,8 @@ int cmd_record(int argc, char **argv)
 	}
 	ht__session_destroy(s);
 	for (char **e = env; *e; e++)
-		if (!strncmp(*e, "LD_PRELOAD=", 11) || !strncmp(*e, HT_ENV_SESSION "=", sizeof(HT_ENV_SESSION)))
+		if (!strncmp(*e, "LD_PRELOAD=", 11) ||
+		    !strncmp(*e, HT_ENV_SESSION "=", sizeof(HT_ENV_SESSION)))
 			free(*e);
 	free(env);
 	return exit_status_of(status);

@@ -21,18 +21,18 @@
 #include "heaptrail/trace.h"
 
 static const char report_usage[] =
-	"usage: heaptrail report FILE [-o OUT.html] [options]\n"
-	"\n"
-	"Writes one HTML file that opens in any current browser without network\n"
-	"access: memory graphs over time, drag to select a window, the Heap\n"
-	"Allocations and Commit Lifetimes tables of that window, flame graphs and\n"
-	"the top stacks, frames and images.\n"
-	"\n"
-	"  -o, --output FILE    the HTML file (default: FILE with .html for .htr)\n"
-	"  --exact N            heap lifetimes kept exactly (default 250000); the\n"
-	"                       sites with the fewest bytes beyond that are bucketed\n"
-	"  --points N           points of each graph (default 2000)\n"
-	"  --no-default-cull    keep allocator frames on the stacks\n";
+    "usage: heaptrail report FILE [-o OUT.html] [options]\n"
+    "\n"
+    "Writes one HTML file that opens in any current browser without network\n"
+    "access: memory graphs over time, drag to select a window, the Heap\n"
+    "Allocations and Commit Lifetimes tables of that window, flame graphs and\n"
+    "the top stacks, frames and images.\n"
+    "\n"
+    "  -o, --output FILE    the HTML file (default: FILE with .html for .htr)\n"
+    "  --exact N            heap lifetimes kept exactly (default 250000); the\n"
+    "                       sites with the fewest bytes beyond that are bucketed\n"
+    "  --points N           points of each graph (default 2000)\n"
+    "  --no-default-cull    keep allocator frames on the stacks\n";
 
 #define DATA_MARKER "/*@@HEAPTRAIL_DATA@@*/"
 
@@ -138,22 +138,25 @@ static void write_trace(struct jw *j, struct ht_reader *r, const char *file,
 static void write_totals(struct jw *j, const struct ht_report_data *d)
 {
 	const struct ht_summary_counts *t = &d->summary.total;
-	const struct { const char *k; uint64_t v; } f[] = {
-		{ "heap_allocs", t->alloc_calls },
-		{ "heap_frees", t->free_calls },
-		{ "heap_reallocs", d->summary.events[HT_EV_REALLOC] },
-		{ "heap_alloc_bytes", t->alloc_bytes },
-		{ "heap_peak_bytes", t->peak_bytes },
-		{ "heap_peak_ns", t->peak_ts },
-		{ "heap_leaked_count", t->leaked_count },
-		{ "heap_leaked_bytes", t->leaked_bytes },
-		{ "unknown_frees", t->unknown_frees },
-		{ "commit_count", t->commits },
-		{ "commit_bytes", t->commit_bytes },
-		{ "commit_peak_bytes", t->committed_peak_bytes },
-		{ "commit_peak_ns", t->committed_peak_ts },
-		{ "rss_peak_bytes", d->rss_peak },
-		{ "rss_peak_ns", d->rss_peak_ts },
+	const struct {
+		const char *k;
+		uint64_t v;
+	} f[] = {
+	    {"heap_allocs", t->alloc_calls},
+	    {"heap_frees", t->free_calls},
+	    {"heap_reallocs", d->summary.events[HT_EV_REALLOC]},
+	    {"heap_alloc_bytes", t->alloc_bytes},
+	    {"heap_peak_bytes", t->peak_bytes},
+	    {"heap_peak_ns", t->peak_ts},
+	    {"heap_leaked_count", t->leaked_count},
+	    {"heap_leaked_bytes", t->leaked_bytes},
+	    {"unknown_frees", t->unknown_frees},
+	    {"commit_count", t->commits},
+	    {"commit_bytes", t->commit_bytes},
+	    {"commit_peak_bytes", t->committed_peak_bytes},
+	    {"commit_peak_ns", t->committed_peak_ts},
+	    {"rss_peak_bytes", d->rss_peak},
+	    {"rss_peak_ns", d->rss_peak_ts},
 	};
 	jw_key(j, "totals");
 	jw_obj_begin(j);
@@ -275,7 +278,7 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 	jw_obj_begin(j);
 	jw_key(j, "sites");
 	jw_obj_begin(j);
-	const char *names[3] = { "process", "handle", "stack" };
+	const char *names[3] = {"process", "handle", "stack"};
 	for (int c = 0; c < 3; c++) {
 		jw_key(j, names[c]);
 		jw_arr_begin(j);
@@ -298,7 +301,7 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 	for (uint32_t i = 0; i < t->nsites; i++)
 		jw_u64(j, t->sites[i].nlives);
 	jw_arr_end(j);
-	const char *cols[5] = { "size", "alloc", "life", "realloc", "piece" };
+	const char *cols[5] = {"size", "alloc", "life", "realloc", "piece"};
 	for (int c = 0; c < 5; c++) {
 		jw_key(j, cols[c]);
 		jw_arr_begin(j);
@@ -308,16 +311,24 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 			for (uint32_t k = 0; k < s->nlives; k++) {
 				const struct ht_rd_life *l = &s->lives[k];
 				switch (c) {
-				case 0: jw_u64(j, l->size); break;
-				case 1: jw_u64(j, l->alloc_ts - prev); break;
+				case 0:
+					jw_u64(j, l->size);
+					break;
+				case 1:
+					jw_u64(j, l->alloc_ts - prev);
+					break;
 				case 2:
 					if (l->free_ts == HT_TS_NEVER)
 						jw_i64(j, -1);
 					else
 						jw_u64(j, l->free_ts - l->alloc_ts);
 					break;
-				case 3: jw_u64(j, l->realloc); break;
-				default: jw_u64(j, l->piece); break;
+				case 3:
+					jw_u64(j, l->realloc);
+					break;
+				default:
+					jw_u64(j, l->piece);
+					break;
 				}
 				prev = l->alloc_ts;
 			}
@@ -330,25 +341,37 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 	jw_u64(j, t->bucket_ns);
 	jw_key(j, "binned");
 	jw_obj_begin(j);
-	const char *bcols[7] = { "site", "alloc", "free", "count", "blocks", "bytes", "reallocs" };
+	const char *bcols[7] = {"site", "alloc", "free", "count", "blocks", "bytes", "reallocs"};
 	for (int c = 0; c < 7; c++) {
 		jw_key(j, bcols[c]);
 		jw_arr_begin(j);
 		for (size_t i = 0; i < t->ncells; i++) {
 			const struct ht_rd_cell *x = &t->cells[i];
 			switch (c) {
-			case 0: jw_u64(j, x->site); break;
-			case 1: jw_u64(j, x->alloc_bucket); break;
+			case 0:
+				jw_u64(j, x->site);
+				break;
+			case 1:
+				jw_u64(j, x->alloc_bucket);
+				break;
 			case 2:
 				if (x->free_bucket == UINT32_MAX)
 					jw_i64(j, -1);
 				else
 					jw_u64(j, x->free_bucket);
 				break;
-			case 3: jw_u64(j, x->count); break;
-			case 4: jw_u64(j, x->blocks); break;
-			case 5: jw_u64(j, x->bytes); break;
-			default: jw_u64(j, x->reallocs); break;
+			case 3:
+				jw_u64(j, x->count);
+				break;
+			case 4:
+				jw_u64(j, x->blocks);
+				break;
+			case 5:
+				jw_u64(j, x->bytes);
+				break;
+			default:
+				jw_u64(j, x->reallocs);
+				break;
 			}
 		}
 		jw_arr_end(j);
@@ -573,7 +596,7 @@ int cmd_report(int argc, char **argv)
 		die("cannot create '%s': %s", out, strerror(errno));
 	fchmod(fd, 0644);
 	FILE *f = fdopen(fd, "wb");
-	cookie_io_functions_t io = { .write = escape_write };
+	cookie_io_functions_t io = {.write = escape_write};
 	FILE *jf = f ? fopencookie(f, "w", io) : NULL;
 	if (!jf) {
 		unlink(tmp);

@@ -45,7 +45,10 @@ int cmd_stop(int argc, char **argv)
 	struct ht_trace_properties props = HT_TRACE_PROPERTIES_INIT;
 	/* Symbols of a long trace take a while: say what is going on. */
 	if (!quiet && progress_wanted())
-		fprintf(stderr, "heaptrail: stopping session '%s': finishing and symbolizing the trace...\n", name);
+		fprintf(
+		    stderr,
+		    "heaptrail: stopping session '%s': finishing and symbolizing the trace...\n",
+		    name);
 	int rc = ht_stop_heap_trace(0, name, &props);
 	if (rc < 0)
 		session_error("stop", name, rc);

@@ -19,31 +19,31 @@
 #include "heaptrail/trace.h"
 
 static const char table_usage[] =
-	"usage: heaptrail table heap|commit FILE [options]\n"
-	"\n"
-	"WPA's Heap Allocations (heap) and Commit Lifetimes (commit) tables for a time\n"
-	"window: every block live in it, typed AIFI/AIFO/AOFI/AOFO (allocated and freed\n"
-	"inside or outside), grouped into a tree with Count (allocated inside), Size\n"
-	"(their bytes) and Impacting Size (outstanding at the end minus at the start).\n"
-	"docs/tables.md has the details.\n"
-	"\n"
-	"  --range T1 T2        the window [T1, T2) (default: the whole trace); times in\n"
-	"                       microseconds, or with a suffix s, ms, us, ns\n"
-	"  --pid P[,P...]       only these processes\n"
-	"  --group-by K[,K...]  levels of the tree: process, handle, type, impacting-type,\n"
-	"                       stack, frame, image, thread; 'none' lists every block\n"
-	"                       (default heap: process,handle,impacting-type,stack;\n"
-	"                       commit: process,impacting-type,stack)\n"
-	"  --depth N            show the first N levels only\n"
-	"  --sort K             impacting (default), size or count, at every level\n"
-	"  --top N              the first N groups of every level\n"
-	"  --rows               list the blocks under each group of the last level\n"
-	"  --format F           text (default), csv or json\n"
-	"  --time-unit U        s (default), ms, us or ns for times in text and csv\n"
-	"  -cullFrames F...     cull these frames too (module!, module!symbol, symbol)\n"
-	"  -cullLists FILE...   cull the frames listed in these files\n"
-	"  -requireFrames F...  only blocks whose stack holds one of these frames\n"
-	"  --no-default-cull    do not cull the built-in list (allocator frames)\n";
+    "usage: heaptrail table heap|commit FILE [options]\n"
+    "\n"
+    "WPA's Heap Allocations (heap) and Commit Lifetimes (commit) tables for a time\n"
+    "window: every block live in it, typed AIFI/AIFO/AOFI/AOFO (allocated and freed\n"
+    "inside or outside), grouped into a tree with Count (allocated inside), Size\n"
+    "(their bytes) and Impacting Size (outstanding at the end minus at the start).\n"
+    "docs/tables.md has the details.\n"
+    "\n"
+    "  --range T1 T2        the window [T1, T2) (default: the whole trace); times in\n"
+    "                       microseconds, or with a suffix s, ms, us, ns\n"
+    "  --pid P[,P...]       only these processes\n"
+    "  --group-by K[,K...]  levels of the tree: process, handle, type, impacting-type,\n"
+    "                       stack, frame, image, thread; 'none' lists every block\n"
+    "                       (default heap: process,handle,impacting-type,stack;\n"
+    "                       commit: process,impacting-type,stack)\n"
+    "  --depth N            show the first N levels only\n"
+    "  --sort K             impacting (default), size or count, at every level\n"
+    "  --top N              the first N groups of every level\n"
+    "  --rows               list the blocks under each group of the last level\n"
+    "  --format F           text (default), csv or json\n"
+    "  --time-unit U        s (default), ms, us or ns for times in text and csv\n"
+    "  -cullFrames F...     cull these frames too (module!, module!symbol, symbol)\n"
+    "  -cullLists FILE...   cull the frames listed in these files\n"
+    "  -requireFrames F...  only blocks whose stack holds one of these frames\n"
+    "  --no-default-cull    do not cull the built-in list (allocator frames)\n";
 
 enum table_kind { TABLE_HEAP, TABLE_COMMIT };
 
@@ -97,7 +97,7 @@ static uint64_t commit_hash(const struct commit_key *k)
 /* True when this commit was seen before (and remembers it). Dies when out of memory. */
 static bool commit_seen(struct table_run *t, const struct ht_commit *c)
 {
-	struct commit_key k = { c->commit_ts, c->process, c->stack, c->tid, true };
+	struct commit_key k = {c->commit_ts, c->process, c->stack, c->tid, true};
 	if ((t->nseen + 1) * 2 > t->seen_cap) {
 		size_t cap = t->seen_cap ? t->seen_cap * 2 : 1024;
 		struct commit_key *n = calloc(cap, sizeof(*n));
@@ -118,7 +118,8 @@ static bool commit_seen(struct table_run *t, const struct ht_commit *c)
 	size_t s = commit_hash(&k) & (t->seen_cap - 1);
 	while (t->seen[s].used) {
 		struct commit_key *o = &t->seen[s];
-		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack && o->tid == k.tid)
+		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack &&
+		    o->tid == k.tid)
 			return true;
 		s = (s + 1) & (t->seen_cap - 1);
 	}
@@ -135,9 +136,11 @@ static bool process_wanted(struct table_run *t, uint32_t process)
 	return p && ht_query_wants_pid(&t->o->q, p->pid);
 }
 
-/* Count one heap block or committed range in the tree (blocks outside the window are dropped there). */
-static void add_block(struct table_run *t, uint32_t process, uint64_t heap, int32_t tid, uint32_t stack,
-		      uint64_t addr, uint64_t size, uint64_t alloc_ts, uint64_t free_ts, const struct ht_commit *c)
+/* Count one heap block or committed range in the tree (blocks outside the window are dropped
+ * there). */
+static void add_block(struct table_run *t, uint32_t process, uint64_t heap, int32_t tid,
+		      uint32_t stack, uint64_t addr, uint64_t size, uint64_t alloc_ts,
+		      uint64_t free_ts, const struct ht_commit *c)
 {
 	if (t->err || !process_wanted(t, process))
 		return;
@@ -150,7 +153,7 @@ static void add_block(struct table_run *t, uint32_t process, uint64_t heap, int3
 		if (!ht_frame_matcher_any(t->require, frames, n))
 			return;
 	}
-	struct ht_witem it = { 0 };
+	struct ht_witem it = {0};
 	int rc = ht_wstacks_resolve(t->stacks, stack, &it);
 	if (rc < 0) {
 		t->err = rc;
@@ -171,7 +174,8 @@ static void add_block(struct table_run *t, uint32_t process, uint64_t heap, int3
 
 static void on_life(void *ctx, const struct ht_life *l)
 {
-	add_block(ctx, l->process, l->heap, l->tid, l->stack, l->addr, l->size, l->alloc_ts, l->free_ts, NULL);
+	add_block(ctx, l->process, l->heap, l->tid, l->stack, l->addr, l->size, l->alloc_ts,
+		  l->free_ts, NULL);
 }
 
 static void on_commit(void *ctx, const struct ht_commit *c)
@@ -225,7 +229,7 @@ static void table_read(struct table_run *t)
 
 /* ---- output ---- */
 
-static const char *row_time_names[2][2] = { { "alloc", "free" }, { "commit", "decommit" } };
+static const char *row_time_names[2][2] = {{"alloc", "free"}, {"commit", "decommit"}};
 
 /*
  * A stack on one line, innermost first as xperf prints stacks: "a <- b <- c",
@@ -270,13 +274,27 @@ static void node_label(struct table_run *t, const struct ht_wnode *n, char *buf,
 		snprintf(buf, len, "handle 0x%" PRIx64 "%s", n->value,
 			 n->value == HT_HEAP_PROCESS ? " (malloc)" : "");
 		break;
-	case HT_WK_TYPE: snprintf(buf, len, "%s", ht_wtype_name((int)n->value)); break;
-	case HT_WK_IMPACTING: snprintf(buf, len, "%s", n->value ? "Impacting" : "Transient"); break;
-	case HT_WK_FRAME: snprintf(buf, len, "%s", ht_wstacks_frame_name(t->stacks, n->value)); break;
-	case HT_WK_IMAGE: snprintf(buf, len, "%s", ht_wstacks_image_name(t->stacks, n->value)); break;
-	case HT_WK_THREAD: snprintf(buf, len, "thread %d", (int32_t)(uint32_t)n->value); break;
-	case HT_WK_STACK: snprintf(buf, len, "%s", stack_text(t, (uint32_t)n->value)); break;
-	default: snprintf(buf, len, "?"); break;
+	case HT_WK_TYPE:
+		snprintf(buf, len, "%s", ht_wtype_name((int)n->value));
+		break;
+	case HT_WK_IMPACTING:
+		snprintf(buf, len, "%s", n->value ? "Impacting" : "Transient");
+		break;
+	case HT_WK_FRAME:
+		snprintf(buf, len, "%s", ht_wstacks_frame_name(t->stacks, n->value));
+		break;
+	case HT_WK_IMAGE:
+		snprintf(buf, len, "%s", ht_wstacks_image_name(t->stacks, n->value));
+		break;
+	case HT_WK_THREAD:
+		snprintf(buf, len, "thread %d", (int32_t)(uint32_t)n->value);
+		break;
+	case HT_WK_STACK:
+		snprintf(buf, len, "%s", stack_text(t, (uint32_t)n->value));
+		break;
+	default:
+		snprintf(buf, len, "?");
+		break;
 	}
 }
 
@@ -293,7 +311,8 @@ static void text_row(struct table_run *t, const struct ht_wrow *w, int indent, b
 	}
 	tu_size(sz, sizeof(sz), (int64_t)w->size);
 	printf("%*s%-4s %-9s 0x%-14" PRIx64 " %14s %14s %14s %10s  thread %d", indent, "",
-	       ht_wtype_name(w->type), ht_wtype_impacting_name(w->type), w->addr, a, f, l, sz, w->tid);
+	       ht_wtype_name(w->type), ht_wtype_impacting_name(w->type), w->addr, a, f, l, sz,
+	       w->tid);
 	if (full) {
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
 		printf("  %s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
@@ -311,8 +330,8 @@ static void text_rows_header(struct table_run *t, int indent)
 	char a[32], f[32];
 	snprintf(a, sizeof(a), "%s (%s)", names[0], t->o->unit.name);
 	snprintf(f, sizeof(f), "%s (%s)", names[1], t->o->unit.name);
-	printf("%*s%-4s %-9s %-16s %14s %14s %14s %10s\n", indent, "", "Type", "Impacting", "Address", a, f,
-	       "Lifetime", "Size");
+	printf("%*s%-4s %-9s %-16s %14s %14s %14s %10s\n", indent, "", "Type", "Impacting",
+	       "Address", a, f, "Lifetime", "Size");
 }
 
 static void text_node(struct table_run *t, const struct ht_wnode *n)
@@ -327,7 +346,9 @@ static void text_node(struct table_run *t, const struct ht_wnode *n)
 	tu_size(s, sizeof(s), (int64_t)n->size);
 	/* A stack reads best one frame a line, innermost first, beside its numbers. */
 	const uint32_t *f = NULL;
-	uint32_t nf = n->depth && n->key == HT_WK_STACK ? ht_wstacks_frames(t->stacks, (uint32_t)n->value, &f) : 0;
+	uint32_t nf = n->depth && n->key == HT_WK_STACK
+			  ? ht_wstacks_frames(t->stacks, (uint32_t)n->value, &f)
+			  : 0;
 	if (!nf)
 		printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", label);
 	for (uint32_t k = 0; k < nf; k++) {
@@ -352,8 +373,9 @@ static void print_text(struct table_run *t, const struct ht_wnode *root)
 	char a[40], b[40];
 	tu_time(a, sizeof(a), t->w.start, &t->o->unit);
 	tu_time(b, sizeof(b), t->w.end, &t->o->unit);
-	printf("%s, window [%s %s, %s %s)", t->o->kind == TABLE_HEAP ? "Heap Allocations" : "Commit Lifetimes",
-	       a, t->o->unit.name, b, t->o->unit.name);
+	printf("%s, window [%s %s, %s %s)",
+	       t->o->kind == TABLE_HEAP ? "Heap Allocations" : "Commit Lifetimes", a,
+	       t->o->unit.name, b, t->o->unit.name);
 	if (t->o->nkeys) {
 		printf(", grouped by ");
 		for (uint32_t k = 0; k < t->o->nkeys; k++)
@@ -365,7 +387,8 @@ static void print_text(struct table_run *t, const struct ht_wnode *root)
 		char i[32], s[32];
 		tu_size(i, sizeof(i), root->impacting);
 		tu_size(s, sizeof(s), (int64_t)root->size);
-		printf("Count %" PRIu64 ", Impacting Size %s, Size %s, %" PRIu64 " blocks in the window\n\n",
+		printf("Count %" PRIu64 ", Impacting Size %s, Size %s, %" PRIu64
+		       " blocks in the window\n\n",
 		       root->count, i, s, root->live);
 		if (t->o->rows) {
 			text_rows_header(t, 0);
@@ -383,11 +406,13 @@ static void csv_header(struct table_run *t)
 {
 	if (t->o->rows) {
 		const char *const *names = row_time_names[t->o->kind];
-		printf("process,pid,handle,type,impacting_type,thread,address,%s_time_%s,%s_time_%s,lifetime_%s,"
+		printf("process,pid,handle,type,impacting_type,thread,address,%s_time_%s,%s_time_%"
+		       "s,lifetime_%s,"
 		       "size,stack\n",
 		       names[0], t->o->unit.name, names[1], t->o->unit.name, t->o->unit.name);
 	} else {
-		printf("depth,process,pid,handle,type,impacting_type,stack,frame,image,thread,count,impacting_size,"
+		printf("depth,process,pid,handle,type,impacting_type,stack,frame,image,thread,"
+		       "count,impacting_size,"
 		       "size\n");
 	}
 }
@@ -404,8 +429,8 @@ static void csv_rows(struct table_run *t, const struct ht_wnode *n)
 		printf(",%d,", p ? p->pid : -1);
 		if (t->o->kind == TABLE_HEAP)
 			printf("%" PRIu64, w->heap);
-		printf(",%s,%s,%d,%" PRIu64 ",", ht_wtype_name(w->type), ht_wtype_impacting_name(w->type), w->tid,
-		       w->addr);
+		printf(",%s,%s,%d,%" PRIu64 ",", ht_wtype_name(w->type),
+		       ht_wtype_impacting_name(w->type), w->tid, w->addr);
 		tu_time_exact(buf, sizeof(buf), w->alloc_ts, &t->o->unit);
 		printf("%s,", buf);
 		if (w->free_ts != HT_TS_NEVER) {
@@ -422,12 +447,13 @@ static void csv_rows(struct table_run *t, const struct ht_wnode *n)
 	}
 }
 
-/* One CSV line for a group: its depth, every key along its path (depth 0 is the total), its metrics. */
+/* One CSV line for a group: its depth, every key along its path (depth 0 is the total), its
+ * metrics. */
 static void csv_group(struct table_run *t, const struct ht_wnode *n, const struct ht_wnode **path)
 {
 	if (n->depth)
 		path[n->depth - 1] = n;
-	const char *cols[HT_WK__COUNT + 1] = { 0 };
+	const char *cols[HT_WK__COUNT + 1] = {0};
 	static char vals[HT_WK__COUNT + 1][256];
 	int pid = -1;
 	bool has_pid = false;
@@ -437,18 +463,21 @@ static void csv_group(struct table_run *t, const struct ht_wnode *n, const struc
 		/* process gets two columns: the name and the pid. */
 		if (p->key == HT_WK_PROCESS) {
 			const struct ht_process *pr = ht_reader_process(t->r, (uint32_t)p->value);
-			snprintf(vals[col], sizeof(vals[col]), "%s", pr ? tu_basename(pr->exe) : "?");
+			snprintf(vals[col], sizeof(vals[col]), "%s",
+				 pr ? tu_basename(pr->exe) : "?");
 			pid = pr ? pr->pid : -1;
 			has_pid = true;
 		} else if (p->key == HT_WK_HANDLE) {
 			snprintf(vals[col], sizeof(vals[col]), "%" PRIu64, p->value);
 		} else if (p->key == HT_WK_THREAD) {
 			snprintf(vals[col], sizeof(vals[col]), "%d", (int32_t)(uint32_t)p->value);
-		} else if (p->key == HT_WK_STACK || p->key == HT_WK_FRAME || p->key == HT_WK_IMAGE) {
+		} else if (p->key == HT_WK_STACK || p->key == HT_WK_FRAME ||
+			   p->key == HT_WK_IMAGE) {
 			/* Texts of any length, used before the next stack_text() call. */
-			cols[col] = p->key == HT_WK_STACK   ? stack_text(t, (uint32_t)p->value)
-				    : p->key == HT_WK_FRAME ? ht_wstacks_frame_name(t->stacks, p->value)
-							    : ht_wstacks_image_name(t->stacks, p->value);
+			cols[col] = p->key == HT_WK_STACK ? stack_text(t, (uint32_t)p->value)
+				    : p->key == HT_WK_FRAME
+					? ht_wstacks_frame_name(t->stacks, p->value)
+					: ht_wstacks_image_name(t->stacks, p->value);
 			continue;
 		} else {
 			node_label(t, p, vals[col], sizeof(vals[col]));
@@ -456,9 +485,9 @@ static void csv_group(struct table_run *t, const struct ht_wnode *n, const struc
 		cols[col] = vals[col];
 	}
 	printf("%u", n->depth);
-	static const enum ht_wkey order[] = { HT_WK_PROCESS, HT_WK__COUNT, HT_WK_HANDLE, HT_WK_TYPE,
-					      HT_WK_IMPACTING, HT_WK_STACK, HT_WK_FRAME, HT_WK_IMAGE,
-					      HT_WK_THREAD };
+	static const enum ht_wkey order[] = {HT_WK_PROCESS, HT_WK__COUNT,    HT_WK_HANDLE,
+					     HT_WK_TYPE,    HT_WK_IMPACTING, HT_WK_STACK,
+					     HT_WK_FRAME,   HT_WK_IMAGE,     HT_WK_THREAD};
 	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
 		putchar(',');
 		if (order[k] == HT_WK__COUNT) {
@@ -656,7 +685,8 @@ static void parse_keys(struct table_opts *o, const char *list)
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		int k = ht_wkey_parse(tok);
 		if (k < 0)
-			die("unknown group-by key '%s'; the keys are process, handle, type, impacting-type, "
+			die("unknown group-by key '%s'; the keys are process, handle, type, "
+			    "impacting-type, "
 			    "stack, frame, image, thread",
 			    tok);
 		if (k == HT_WK_HANDLE && o->kind == TABLE_COMMIT)
@@ -758,7 +788,7 @@ static void parse_args(struct table_opts *o, int argc, char **argv)
 
 int cmd_table(int argc, char **argv)
 {
-	struct table_opts o = { 0 };
+	struct table_opts o = {0};
 	o.depth = -1;
 	o.fmt = FMT_TEXT;
 	tu_parse_unit("s", &o.unit);
@@ -769,7 +799,7 @@ int cmd_table(int argc, char **argv)
 	if (rc < 0)
 		die("invalid query: %s", ht_strerror(rc));
 
-	struct table_run t = { .o = &o };
+	struct table_run t = {.o = &o};
 	rc = ht_reader_open(&t.r, o.file);
 	if (rc < 0)
 		die("cannot open '%s': %s", o.file, ht_strerror(rc));
@@ -787,7 +817,9 @@ int cmd_table(int argc, char **argv)
 	const struct ht_wnode *root = ht_wtree_root(t.tree);
 	const struct ht_wnode *path[HT_WK_MAX_LEVELS];
 	switch (o.fmt) {
-	case FMT_TEXT: print_text(&t, root); break;
+	case FMT_TEXT:
+		print_text(&t, root);
+		break;
 	case FMT_CSV:
 		csv_header(&t);
 		if (o.rows)
@@ -795,7 +827,9 @@ int cmd_table(int argc, char **argv)
 		else
 			csv_node(&t, root, path);
 		break;
-	case FMT_JSON: print_json(&t, root); break;
+	case FMT_JSON:
+		print_json(&t, root);
+		break;
 	}
 	ht_wtree_free(t.tree);
 	ht_wstacks_free(t.stacks);

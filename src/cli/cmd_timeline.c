@@ -19,23 +19,23 @@
 #include "heaptrail/trace.h"
 
 static const char timeline_usage[] =
-	"usage: heaptrail timeline FILE [options]\n"
-	"\n"
-	"Outstanding heap bytes, committed bytes and resident bytes (RSS) at regular\n"
-	"points in time, as a table or an SVG picture. docs/tables.md has the details.\n"
-	"\n"
-	"  --series S[,S...]    heap, commit, rss (default: all three)\n"
-	"  --by K               none (default), process or handle (heap per handle,\n"
-	"                       commit and rss per process)\n"
-	"  --interval T         time between points (default: at most 1000 points);\n"
-	"                       microseconds, or with a suffix s, ms, us, ns\n"
-	"  --range T1 T2        only [T1, T2) (default: the whole trace)\n"
-	"  --pid P[,P...]       only these processes\n"
-	"  --format F           text (default), csv or json\n"
-	"  --time-unit U        s (default), ms, us or ns for times in text and csv\n"
-	"  --peak               each point is the highest value since the previous one\n"
-	"                       (spikes shorter than the interval show)\n"
-	"  --svg FILE           draw the series into FILE (then no table unless --format)\n";
+    "usage: heaptrail timeline FILE [options]\n"
+    "\n"
+    "Outstanding heap bytes, committed bytes and resident bytes (RSS) at regular\n"
+    "points in time, as a table or an SVG picture. docs/tables.md has the details.\n"
+    "\n"
+    "  --series S[,S...]    heap, commit, rss (default: all three)\n"
+    "  --by K               none (default), process or handle (heap per handle,\n"
+    "                       commit and rss per process)\n"
+    "  --interval T         time between points (default: at most 1000 points);\n"
+    "                       microseconds, or with a suffix s, ms, us, ns\n"
+    "  --range T1 T2        only [T1, T2) (default: the whole trace)\n"
+    "  --pid P[,P...]       only these processes\n"
+    "  --format F           text (default), csv or json\n"
+    "  --time-unit U        s (default), ms, us or ns for times in text and csv\n"
+    "  --peak               each point is the highest value since the previous one\n"
+    "                       (spikes shorter than the interval show)\n"
+    "  --svg FILE           draw the series into FILE (then no table unless --format)\n";
 
 struct tl_opts {
 	const char *file;
@@ -58,7 +58,7 @@ struct tl_run {
 	struct ht_timeline *tl;
 	int err;
 	uint64_t freed; /* peak mode: heap bytes freed by the event being fed */
-	bool *ended;    /* peak mode: process images whose committed bytes were dropped */
+	bool *ended;	/* peak mode: process images whose committed bytes were dropped */
 	uint32_t nended;
 };
 
@@ -79,8 +79,8 @@ static void on_life(void *ctx, const struct ht_life *l)
 			return;
 		t->freed += l->size;
 		if (!t->err && process_wanted(t, l->process)) {
-			int rc = ht_timeline_step(t->tl, HT_TL_HEAP, l->process, l->heap, l->free_ts,
-						  -(int64_t)l->size);
+			int rc = ht_timeline_step(t->tl, HT_TL_HEAP, l->process, l->heap,
+						  l->free_ts, -(int64_t)l->size);
 			if (rc < 0)
 				t->err = rc;
 		}
@@ -88,7 +88,8 @@ static void on_life(void *ctx, const struct ht_life *l)
 	}
 	if (t->err || !process_wanted(t, l->process))
 		return;
-	int rc = ht_timeline_add(t->tl, HT_TL_HEAP, l->process, l->heap, l->alloc_ts, l->free_ts, l->size);
+	int rc = ht_timeline_add(t->tl, HT_TL_HEAP, l->process, l->heap, l->alloc_ts, l->free_ts,
+				 l->size);
 	if (rc < 0)
 		t->err = rc;
 }
@@ -130,7 +131,8 @@ static int rss_gone(struct tl_run *t, const struct ht_event *ev)
  * committed bytes released by the kernel. The commit map keeps an ended
  * image's total as it was, so each image is dropped once, here.
  */
-static int peak_commit_gone(struct tl_run *t, struct ht_commit_tracker *ct, const struct ht_event *ev)
+static int peak_commit_gone(struct tl_run *t, struct ht_commit_tracker *ct,
+			    const struct ht_event *ev)
 {
 	uint32_t n = ht_reader_process_count(t->r);
 	if (n > t->nended) {
@@ -150,7 +152,8 @@ static int peak_commit_gone(struct tl_run *t, struct ht_commit_tracker *ct, cons
 		struct ht_commit_stats st;
 		ht_commit_process_stats(ct, i, &st);
 		if (st.committed_bytes && process_wanted(t, i)) {
-			int rc = ht_timeline_step(t->tl, HT_TL_COMMIT, i, 0, ev->ts, -(int64_t)st.committed_bytes);
+			int rc = ht_timeline_step(t->tl, HT_TL_COMMIT, i, 0, ev->ts,
+						  -(int64_t)st.committed_bytes);
 			if (rc < 0)
 				return rc;
 		}
@@ -173,9 +176,11 @@ static int peak_event(struct tl_run *t, struct ht_life_tracker *lt, struct ht_co
 		uint64_t before = ht_life_stats(lt)->live_bytes;
 		t->freed = 0;
 		rc = ht_life_event(lt, ev);
-		int64_t allocated = (int64_t)(ht_life_stats(lt)->live_bytes - before) + (int64_t)t->freed;
+		int64_t allocated =
+		    (int64_t)(ht_life_stats(lt)->live_bytes - before) + (int64_t)t->freed;
 		if (rc >= 0 && allocated && process_wanted(t, ev->process))
-			rc = ht_timeline_step(t->tl, HT_TL_HEAP, ev->process, ev->heap, ev->ts, allocated);
+			rc = ht_timeline_step(t->tl, HT_TL_HEAP, ev->process, ev->heap, ev->ts,
+					      allocated);
 	}
 	if (ct && rc >= 0) {
 		struct ht_commit_stats st;
@@ -373,7 +378,7 @@ static double nice_step(double span, int max_ticks)
 		return 1;
 	double raw = span / max_ticks;
 	double mag = pow(10, floor(log10(raw)));
-	double steps[] = { 1, 2, 5, 10 };
+	double steps[] = {1, 2, 5, 10};
 	for (int i = 0; i < 4; i++)
 		if (steps[i] * mag >= raw)
 			return steps[i] * mag;
@@ -403,11 +408,20 @@ static void svg_escape(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		default: fputc(*s, f);
+		case '<':
+			fputs("&lt;", f);
+			break;
+		case '>':
+			fputs("&gt;", f);
+			break;
+		case '&':
+			fputs("&amp;", f);
+			break;
+		case '"':
+			fputs("&quot;", f);
+			break;
+		default:
+			fputc(*s, f);
 		}
 	}
 }
@@ -422,8 +436,8 @@ static void write_svg(struct tl_run *t)
 	const double W = 960, L = 90, R = 30, B = 60, T = 60 + (double)((ns + 2) / 3) * 16;
 	const double H = T + 400 + B;
 	const double pw = W - L - R, ph = H - T - B;
-	static const char *const colors[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-					      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf" };
+	static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+					     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 	int64_t maxv = 0;
 	for (uint32_t i = 0; i < ns; i++) {
 		const int64_t *v;
@@ -433,7 +447,7 @@ static void write_svg(struct tl_run *t)
 				maxv = v[k];
 	}
 	/* y unit: the largest of B, KB, MB, GB that keeps the top value >= 1. */
-	static const char *const yunits[] = { "B", "KB", "MB", "GB", "TB" };
+	static const char *const yunits[] = {"B", "KB", "MB", "GB", "TB"};
 	int ui = 0;
 	double ydiv = 1;
 	while (ui < 4 && (double)maxv >= ydiv * 1024) {
@@ -455,7 +469,8 @@ static void write_svg(struct tl_run *t)
 
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 	fprintf(f,
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		"viewBox=\"0 0 %.0f %.0f\" "
 		"font-family=\"sans-serif\" font-size=\"12\">\n",
 		W, H, W, H);
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
@@ -467,23 +482,32 @@ static void write_svg(struct tl_run *t)
 		double py = T + ph - y / ytop * ph;
 		char buf[64];
 		tick_text(buf, sizeof(buf), y, ystep);
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", L, py, L + pw, py);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s %s</text>\n", L - 6, py + 4, buf,
-			yunits[ui]);
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
+			L, py, L + pw, py);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s %s</text>\n", L - 6,
+			py + 4, buf, yunits[ui]);
 	}
 	double t0_s = (double)t0 / 1e9;
 	for (double x = ceil(t0_s / xstep) * xstep; x <= t0_s + xspan_s + xstep / 1e6; x += xstep) {
 		double px = L + (x - t0_s) / xspan_s * pw;
 		char buf[64];
 		tick_text(buf, sizeof(buf), x, xstep);
-		fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n", px, T, px, T + ph);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s s</text>\n", px, T + ph + 18, buf);
+		fprintf(f,
+			"<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>\n",
+			px, T, px, T + ph);
+		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s s</text>\n", px,
+			T + ph + 18, buf);
 	}
-	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L, T + ph, L + pw,
-		T + ph);
-	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L, T, L, T + ph);
-	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (s)</text>\n", L + pw / 2, H - 20);
-	fprintf(f, "<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">bytes (%s)</text>\n",
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L,
+		T + ph, L + pw, T + ph);
+	fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L,
+		T, L, T + ph);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">time (s)</text>\n",
+		L + pw / 2, H - 20);
+	fprintf(f,
+		"<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">bytes "
+		"(%s)</text>\n",
 		T + ph / 2, yunits[ui]);
 	/* One polyline per series, then its legend entry. */
 	for (uint32_t i = 0; i < ns; i++) {
@@ -496,14 +520,16 @@ static void write_svg(struct tl_run *t)
 		svg_escape(f, name);
 		fprintf(f, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
 		for (uint64_t k = 0; k < np; k++) {
-			double px = L + (double)(ht_timeline_time(t->tl, k) - t0) / 1e9 / xspan_s * pw;
+			double px =
+			    L + (double)(ht_timeline_time(t->tl, k) - t0) / 1e9 / xspan_s * pw;
 			double py = T + ph - ((double)v[k] / ydiv) / ytop * ph;
 			fprintf(f, "%s%.1f,%.1f", k ? " " : "", px, py);
 		}
 		fprintf(f, "\"/>\n");
 		/* The legend: three entries a line, above the plot. */
 		double lx = L + (double)(i % 3) * 280, ly = 44 + (double)(i / 3) * 16;
-		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"4\" fill=\"%s\"/>\n", lx, ly - 6, color);
+		fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"4\" fill=\"%s\"/>\n",
+			lx, ly - 6, color);
 		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", lx + 20, ly);
 		svg_escape(f, name);
 		fprintf(f, "</text>\n");
@@ -560,7 +586,9 @@ static void parse_args(struct tl_opts *o, int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--interval")) {
 			if (!v || parse_time_ns(v, 1000, &o->interval) < 0 || !o->interval)
-				die("invalid interval '%s'; use microseconds or a suffix s, ms, us, ns", v ? v : "");
+				die("invalid interval '%s'; use microseconds or a suffix s, ms, "
+				    "us, ns",
+				    v ? v : "");
 			i++;
 		} else if (!strcmp(a, "--range")) {
 			if (i + 2 >= argc)
@@ -601,7 +629,7 @@ static void parse_args(struct tl_opts *o, int argc, char **argv)
 
 int cmd_timeline(int argc, char **argv)
 {
-	struct tl_opts o = { 0 };
+	struct tl_opts o = {0};
 	o.mask = 1u << HT_TL_HEAP | 1u << HT_TL_COMMIT | 1u << HT_TL_RSS;
 	o.fmt = FMT_TEXT;
 	tu_parse_unit("s", &o.unit);
@@ -613,7 +641,7 @@ int cmd_timeline(int argc, char **argv)
 	argv = tu_normalize_args(argc, argv, &argc);
 	parse_args(&o, argc, argv);
 
-	struct tl_run t = { .o = &o };
+	struct tl_run t = {.o = &o};
 	int rc = ht_reader_open(&t.r, o.file);
 	if (rc < 0)
 		die("cannot open '%s': %s", o.file, ht_strerror(rc));
@@ -627,10 +655,12 @@ int cmd_timeline(int argc, char **argv)
 			die("cannot read '%s': %s", o.file, ht_strerror(rc));
 		tu_window_check(t.r, o.has_range, &w);
 	}
-	uint64_t interval = o.interval ? o.interval : ht_timeline_auto_interval(w.start, w.end, 1000);
+	uint64_t interval =
+	    o.interval ? o.interval : ht_timeline_auto_interval(w.start, w.end, 1000);
 	rc = ht_timeline_new(&t.tl, w.start, w.end, interval, o.mask, o.by);
 	if (rc == HT_ERR_INVALID)
-		die("too many points: the interval is too short for the window (at most 10000000 points)");
+		die("too many points: the interval is too short for the window (at most 10000000 "
+		    "points)");
 	if (rc < 0)
 		die("out of memory");
 	if (o.peak)
@@ -640,9 +670,15 @@ int cmd_timeline(int argc, char **argv)
 		write_svg(&t);
 	if (!o.svg || o.fmt_given) {
 		switch (o.fmt) {
-		case FMT_TEXT: print_table(&t, false); break;
-		case FMT_CSV: print_table(&t, true); break;
-		case FMT_JSON: print_json(&t); break;
+		case FMT_TEXT:
+			print_table(&t, false);
+			break;
+		case FMT_CSV:
+			print_table(&t, true);
+			break;
+		case FMT_JSON:
+			print_json(&t);
+			break;
 		}
 	}
 	ht_timeline_free(t.tl);

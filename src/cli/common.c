@@ -58,10 +58,17 @@ int parse_size(const char *s, uint64_t *out)
 	uint64_t mul = 1;
 	if (*end) {
 		switch (toupper((unsigned char)*end)) {
-		case 'K': mul = 1ull << 10; break;
-		case 'M': mul = 1ull << 20; break;
-		case 'G': mul = 1ull << 30; break;
-		default: return -1;
+		case 'K':
+			mul = 1ull << 10;
+			break;
+		case 'M':
+			mul = 1ull << 20;
+			break;
+		case 'G':
+			mul = 1ull << 30;
+			break;
+		default:
+			return -1;
 		}
 		end++;
 		if (toupper((unsigned char)*end) == 'I')
@@ -171,21 +178,43 @@ static void jw_close(struct jw *j, char c)
 	fputc(c, j->f);
 }
 
-void jw_obj_begin(struct jw *j) { jw_open(j, '{'); }
-void jw_obj_end(struct jw *j) { jw_close(j, '}'); }
-void jw_arr_begin(struct jw *j) { jw_open(j, '['); }
-void jw_arr_end(struct jw *j) { jw_close(j, ']'); }
+void jw_obj_begin(struct jw *j)
+{
+	jw_open(j, '{');
+}
+void jw_obj_end(struct jw *j)
+{
+	jw_close(j, '}');
+}
+void jw_arr_begin(struct jw *j)
+{
+	jw_open(j, '[');
+}
+void jw_arr_end(struct jw *j)
+{
+	jw_close(j, ']');
+}
 
 static void jw_raw_string(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		switch (*p) {
-		case '"': fputs("\\\"", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\r': fputs("\\r", f); break;
-		case '\t': fputs("\\t", f); break;
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
 		default:
 			if (*p < 0x20)
 				fprintf(f, "\\u%04x", *p);

@@ -15,19 +15,19 @@ struct cmd_struct {
 };
 
 static const struct cmd_struct commands[] = {
-	{ "record", cmd_record, "run a program and trace its heap and mappings" },
-	{ "info", cmd_info, "summarize a trace: processes, events, totals, peaks" },
-	{ "dump", cmd_dump, "print every event of a trace in order" },
-	{ "analyze", cmd_analyze, "xperf heap actions: stacks, frames, images, filters" },
-	{ "table", cmd_table, "WPA tables for a time window: heap allocations, commit lifetimes" },
-	{ "timeline", cmd_timeline, "heap, committed and resident bytes over time, as a table or SVG" },
-	{ "report", cmd_report, "one self-contained HTML file: graphs, window tables, flame graphs" },
-	{ "start", cmd_start, "start a named background session for running processes or IFEO" },
-	{ "update", cmd_update, "change the processes and stack events of a named session" },
-	{ "stop", cmd_stop, "stop a named session and write its trace" },
-	{ "sessions", cmd_sessions, "list the running named sessions" },
-	{ "ifeo", cmd_ifeo, "trace every start of a program: enable, disable, list, install" },
-	{ "autologger", cmd_autologger, "trace from boot: a systemd unit for the system session" },
+    {"record", cmd_record, "run a program and trace its heap and mappings"},
+    {"info", cmd_info, "summarize a trace: processes, events, totals, peaks"},
+    {"dump", cmd_dump, "print every event of a trace in order"},
+    {"analyze", cmd_analyze, "xperf heap actions: stacks, frames, images, filters"},
+    {"table", cmd_table, "WPA tables for a time window: heap allocations, commit lifetimes"},
+    {"timeline", cmd_timeline, "heap, committed and resident bytes over time, as a table or SVG"},
+    {"report", cmd_report, "one self-contained HTML file: graphs, window tables, flame graphs"},
+    {"start", cmd_start, "start a named background session for running processes or IFEO"},
+    {"update", cmd_update, "change the processes and stack events of a named session"},
+    {"stop", cmd_stop, "stop a named session and write its trace"},
+    {"sessions", cmd_sessions, "list the running named sessions"},
+    {"ifeo", cmd_ifeo, "trace every start of a program: enable, disable, list, install"},
+    {"autologger", cmd_autologger, "trace from boot: a systemd unit for the system session"},
 };
 
 static void usage(FILE *out)

@@ -28,8 +28,10 @@ char **tu_normalize_args(int argc, char **argv, int *out_argc)
 	int n = 0;
 	for (int i = 0; i < argc; i++) {
 		char *a = argv[i];
-		bool xperf = !strcmp(a, "-cullFrames") || !strcmp(a, "-cullLists") || !strcmp(a, "-requireFrames");
-		if (i > 0 && a[0] == '-' && a[1] != '-' && isalpha((unsigned char)a[1]) && a[2] && !xperf) {
+		bool xperf = !strcmp(a, "-cullFrames") || !strcmp(a, "-cullLists") ||
+			     !strcmp(a, "-requireFrames");
+		if (i > 0 && a[0] == '-' && a[1] != '-' && isalpha((unsigned char)a[1]) && a[2] &&
+		    !xperf) {
 			char *l = malloc(strlen(a) + 2);
 			if (!l)
 				die("out of memory");
@@ -86,10 +88,10 @@ uint64_t tu_decommit_ts(const struct ht_reader *r, uint32_t process, uint64_t de
 int tu_parse_unit(const char *s, struct tu_unit *out)
 {
 	static const struct tu_unit units[] = {
-		{ "s", 1000000000ull, 6, 9 },
-		{ "ms", 1000000ull, 3, 6 },
-		{ "us", 1000ull, 1, 3 },
-		{ "ns", 1ull, 0, 0 },
+	    {"s", 1000000000ull, 6, 9},
+	    {"ms", 1000000ull, 3, 6},
+	    {"us", 1000ull, 1, 3},
+	    {"ns", 1ull, 0, 0},
 	};
 	for (size_t i = 0; s && i < sizeof(units) / sizeof(units[0]); i++)
 		if (!strcmp(s, units[i].name)) {
@@ -236,7 +238,7 @@ static uint64_t trace_end(const struct ht_reader *r)
 
 struct ht_window tu_window(const struct ht_reader *r, bool has_range, uint64_t t1, uint64_t t2)
 {
-	struct ht_window w = { 0, UINT64_MAX };
+	struct ht_window w = {0, UINT64_MAX};
 	uint64_t end = trace_end(r);
 	bool known = ht_reader_info(r)->flags & HT_TRACEF_COMPLETE;
 	if (has_range) {
@@ -264,6 +266,7 @@ void tu_window_check(const struct ht_reader *r, bool has_range, struct ht_window
 		struct tu_unit s;
 		tu_parse_unit("s", &s);
 		tu_time(a, sizeof(a), end, &s);
-		die("the window starts after the end of the trace (%s s); use a range within it", a);
+		die("the window starts after the end of the trace (%s s); use a range within it",
+		    a);
 	}
 }

@@ -18,8 +18,8 @@
 /* An output time unit: "s", "ms", "us" or "ns". */
 struct tu_unit {
 	const char *name;
-	uint64_t ns;     /* ns per unit */
-	int text_digits; /* decimals in text */
+	uint64_t ns;	  /* ns per unit */
+	int text_digits;  /* decimals in text */
 	int exact_digits; /* decimals that keep every ns (csv) */
 };
 

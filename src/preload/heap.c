@@ -16,7 +16,8 @@ HT_EXPORT void ht_rec_heap_create(uint64_t heap, const char *name)
 	size_t n = name ? strnlen(name, 255) : 0;
 	uint32_t len = ht__rec_align((uint32_t)(sizeof(struct ht__rec_heap) + n + 1));
 	uint32_t stack = ht__stack_for(t, HT_STK_HEAP_CREATE);
-	struct ht__rec_heap *r = (struct ht__rec_heap *)ht__rec_begin(t, HT_REC_HEAP_CREATE, HT_FN_HEAP_API, len, stack);
+	struct ht__rec_heap *r =
+	    (struct ht__rec_heap *)ht__rec_begin(t, HT_REC_HEAP_CREATE, HT_FN_HEAP_API, len, stack);
 	if (r) {
 		r->handle = heap;
 		char *p = (char *)(r + 1);
@@ -35,8 +36,8 @@ HT_EXPORT void ht_rec_heap_destroy(uint64_t heap)
 	if (!ht__enter(t))
 		return;
 	uint32_t stack = ht__stack_for(t, HT_STK_HEAP_DESTROY);
-	struct ht__rec_heap *r =
-		(struct ht__rec_heap *)ht__rec_begin(t, HT_REC_HEAP_DESTROY, HT_FN_HEAP_API, sizeof *r, stack);
+	struct ht__rec_heap *r = (struct ht__rec_heap *)ht__rec_begin(
+	    t, HT_REC_HEAP_DESTROY, HT_FN_HEAP_API, sizeof *r, stack);
 	if (r) {
 		r->handle = heap;
 		ht__rec_commit(t);
@@ -45,15 +46,16 @@ HT_EXPORT void ht_rec_heap_destroy(uint64_t heap)
 	errno = e;
 }
 
-static void ht_heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *old, const void *p, size_t size,
-		       unsigned flags)
+static void ht_heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *old, const void *p,
+		       size_t size, unsigned flags)
 {
 	struct ht__thread *t = &ht__t;
 	int e = errno;
 	if (!ht__enter(t))
 		return;
 	uint32_t stack = ht__stack_for(t, bit);
-	struct ht__rec_heap_op *r = (struct ht__rec_heap_op *)ht__rec_begin(t, type, HT_FN_HEAP_API | flags, sizeof *r, stack);
+	struct ht__rec_heap_op *r = (struct ht__rec_heap_op *)ht__rec_begin(
+	    t, type, HT_FN_HEAP_API | flags, sizeof *r, stack);
 	if (r) {
 		r->handle = heap;
 		r->addr = (uint64_t)(uintptr_t)p;
@@ -67,10 +69,12 @@ static void ht_heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *o
 
 HT_EXPORT void ht_rec_heap_alloc(uint64_t heap, const void *ptr, size_t size)
 {
-	ht_heap_op(HT_REC_HEAP_ALLOC, HT_STK_ALLOC, heap, NULL, ptr, size, ptr ? 0 : HT_RECF_FAILED);
+	ht_heap_op(HT_REC_HEAP_ALLOC, HT_STK_ALLOC, heap, NULL, ptr, size,
+		   ptr ? 0 : HT_RECF_FAILED);
 }
 
-HT_EXPORT void ht_rec_heap_realloc(uint64_t heap, const void *old_ptr, const void *new_ptr, size_t size)
+HT_EXPORT void ht_rec_heap_realloc(uint64_t heap, const void *old_ptr, const void *new_ptr,
+				   size_t size)
 {
 	ht_heap_op(HT_REC_HEAP_REALLOC, HT_STK_REALLOC, heap, old_ptr, new_ptr, size,
 		   (!new_ptr && size) ? HT_RECF_FAILED : 0);

@@ -13,7 +13,7 @@ static inline void ht_rec_alloc(struct ht__thread *t, unsigned func, void *p, ui
 {
 	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);
 	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_begin(
-		t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack);
+	    t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack);
 	if (HT_LIKELY(r != NULL)) {
 		r->addr = (uint64_t)(uintptr_t)p;
 		r->size = size;
@@ -21,13 +21,14 @@ static inline void ht_rec_alloc(struct ht__thread *t, unsigned func, void *p, ui
 	}
 }
 
-static inline void ht_rec_realloc(struct ht__thread *t, unsigned func, void *old, void *p, uint64_t size)
+static inline void ht_rec_realloc(struct ht__thread *t, unsigned func, void *old, void *p,
+				  uint64_t size)
 {
 	uint32_t stack = ht__stack_for(t, HT_STK_REALLOC);
 	if (!p && size)
 		func |= HT_RECF_FAILED;
 	struct ht__rec_realloc *r =
-		(struct ht__rec_realloc *)ht__rec_begin(t, HT_REC_REALLOC, func, sizeof *r, stack);
+	    (struct ht__rec_realloc *)ht__rec_begin(t, HT_REC_REALLOC, func, sizeof *r, stack);
 	if (HT_LIKELY(r != NULL)) {
 		r->old_addr = (uint64_t)(uintptr_t)old;
 		r->new_addr = (uint64_t)(uintptr_t)p;
@@ -75,7 +76,8 @@ HT_EXPORT void free(void *p)
 	}
 	int e = errno;
 	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
-	struct ht__rec_free *r = (struct ht__rec_free *)ht__rec_begin(t, HT_REC_FREE, HT_FN_FREE, sizeof *r, stack);
+	struct ht__rec_free *r =
+	    (struct ht__rec_free *)ht__rec_begin(t, HT_REC_FREE, HT_FN_FREE, sizeof *r, stack);
 	if (HT_LIKELY(r != NULL)) {
 		r->addr = (uint64_t)(uintptr_t)p;
 		ht__rec_commit(t);
@@ -89,7 +91,8 @@ static HT_COLD void *ht_pass_calloc(size_t n, size_t size)
 {
 	if (!ht__real.calloc) {
 		uint64_t total = ht_mul(n, size);
-		return total == UINT64_MAX ? NULL : ht__boot_alloc(total, 16); /* boot memory is zero */
+		return total == UINT64_MAX ? NULL
+					   : ht__boot_alloc(total, 16); /* boot memory is zero */
 	}
 	return ht__real.calloc(n, size);
 }
@@ -119,7 +122,8 @@ static HT_COLD void *ht_boot_realloc(void *old, size_t size)
 }
 
 /* realloc and reallocarray: size 0 frees old, stamped before the real call. */
-static inline void *ht_realloc(struct ht__thread *t, unsigned func, void *old, size_t size, void *(*fn)(void *, size_t))
+static inline void *ht_realloc(struct ht__thread *t, unsigned func, void *old, size_t size,
+			       void *(*fn)(void *, size_t))
 {
 	if (HT_UNLIKELY(old && size == 0)) {
 		int e = errno;
@@ -158,7 +162,8 @@ HT_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	if (HT_UNLIKELY(old && ht__is_boot(old)))
 		return ht_boot_realloc(old, total);
 	if (HT_UNLIKELY(!ht__enter(t)))
-		return ht__real.realloc ? ht__real.realloc(old, total) : ht_boot_realloc(old, total);
+		return ht__real.realloc ? ht__real.realloc(old, total)
+					: ht_boot_realloc(old, total);
 	return ht_realloc(t, HT_FN_REALLOCARRAY, old, total, ht__real.realloc);
 }
 
@@ -181,22 +186,23 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 }
 
 /* aligned_alloc, memalign, valloc, pvalloc: one shape, one body. */
-#define HT_ALIGNED_HOOK(name, FN, params, args, align_expr)                    \
-	HT_EXPORT void *name params                                              \
-	{                                                                        \
-		struct ht__thread *t = &ht__t;                                   \
-		if (HT_UNLIKELY(!ht__enter(t)))                                  \
-			return ht__real.name ? ht__real.name args                \
-					     : ht__boot_alloc(size, align_expr); \
-		void *p = ht__real.name args;                                    \
-		int e = errno;                                                   \
-		ht_rec_alloc(t, FN, p, size);                                    \
-		errno = e;                                                       \
-		ht__leave(t);                                                    \
-		return p;                                                        \
+#define HT_ALIGNED_HOOK(name, FN, params, args, align_expr)                                        \
+	HT_EXPORT void *name params                                                                \
+	{                                                                                          \
+		struct ht__thread *t = &ht__t;                                                     \
+		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
+			return ht__real.name ? ht__real.name args                                  \
+					     : ht__boot_alloc(size, align_expr);                   \
+		void *p = ht__real.name args;                                                      \
+		int e = errno;                                                                     \
+		ht_rec_alloc(t, FN, p, size);                                                      \
+		errno = e;                                                                         \
+		ht__leave(t);                                                                      \
+		return p;                                                                          \
 	}
 
-HT_ALIGNED_HOOK(aligned_alloc, HT_FN_ALIGNED_ALLOC, (size_t align, size_t size), (align, size), align)
+HT_ALIGNED_HOOK(aligned_alloc, HT_FN_ALIGNED_ALLOC, (size_t align, size_t size), (align, size),
+		align)
 HT_ALIGNED_HOOK(memalign, HT_FN_MEMALIGN, (size_t align, size_t size), (align, size), align)
 HT_ALIGNED_HOOK(valloc, HT_FN_VALLOC, (size_t size), (size), 4096)
 HT_ALIGNED_HOOK(pvalloc, HT_FN_PVALLOC, (size_t size), (size), 4096)

@@ -17,22 +17,23 @@ static void *ht_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, of
 }
 
 /* Calls made by libunwind for its caches belong to the recorder. */
-#define HT_FROM_UNWIND()                                                              \
-	((uintptr_t)__builtin_return_address(0) - ht__g.unw_start <                   \
-	 ht__g.unw_end - ht__g.unw_start)
+#define HT_FROM_UNWIND()                                                                           \
+	((uintptr_t)__builtin_return_address(0) - ht__g.unw_start < ht__g.unw_end - ht__g.unw_start)
 
 static inline void *ht_mmap(unsigned func, void *(*fn)(void *, size_t, int, int, int, off_t),
 			    void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!ht__enter(t)))
-		return fn ? fn(addr, len, prot, flags, fd, off) : ht_sys_mmap(addr, len, prot, flags, fd, off);
+		return fn ? fn(addr, len, prot, flags, fd, off)
+			  : ht_sys_mmap(addr, len, prot, flags, fd, off);
 	void *p = fn(addr, len, prot, flags, fd, off);
 	int e = errno;
 	uint32_t stack = ht__stack_for(t, HT_STK_MMAP);
 	if (p == MAP_FAILED)
 		func |= HT_RECF_FAILED;
-	struct ht__rec_mmap *r = (struct ht__rec_mmap *)ht__rec_begin(t, HT_REC_MMAP, func, sizeof *r, stack);
+	struct ht__rec_mmap *r =
+	    (struct ht__rec_mmap *)ht__rec_begin(t, HT_REC_MMAP, func, sizeof *r, stack);
 	if (r) {
 		r->addr = p == MAP_FAILED ? 0 : (uint64_t)(uintptr_t)p;
 		r->len = len;
@@ -57,8 +58,8 @@ HT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t 
 
 HT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return ht_mmap(HT_FN_MMAP64, ht__real.mmap64 ? ht__real.mmap64 : ht__real.mmap, addr, len, prot,
-		       flags, fd, off);
+	return ht_mmap(HT_FN_MMAP64, ht__real.mmap64 ? ht__real.mmap64 : ht__real.mmap, addr, len,
+		       prot, flags, fd, off);
 }
 
 /*
@@ -69,10 +70,12 @@ HT_EXPORT int munmap(void *addr, size_t len)
 {
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(HT_FROM_UNWIND() || !ht__enter(t)))
-		return ht__real.munmap ? ht__real.munmap(addr, len) : (int)syscall(SYS_munmap, addr, len);
+		return ht__real.munmap ? ht__real.munmap(addr, len)
+				       : (int)syscall(SYS_munmap, addr, len);
 	int e = errno;
 	uint32_t stack = ht__stack_for(t, HT_STK_MUNMAP);
-	struct ht__rec_range *r = (struct ht__rec_range *)ht__rec_begin(t, HT_REC_MUNMAP, HT_FN_MUNMAP, sizeof *r, stack);
+	struct ht__rec_range *r =
+	    (struct ht__rec_range *)ht__rec_begin(t, HT_REC_MUNMAP, HT_FN_MUNMAP, sizeof *r, stack);
 	errno = e;
 	int rc = ht__real.munmap(addr, len);
 	e = errno;
@@ -99,13 +102,15 @@ HT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
 	}
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!ht__enter(t)))
-		return ht__real.mremap ? ht__real.mremap(old, old_len, new_len, flags, want)
-				       : (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
+		return ht__real.mremap
+			   ? ht__real.mremap(old, old_len, new_len, flags, want)
+			   : (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
 	void *p = ht__real.mremap(old, old_len, new_len, flags, want);
 	int e = errno;
 	uint32_t stack = ht__stack_for(t, HT_STK_MMAP);
 	unsigned func = HT_FN_MREMAP | (p == MAP_FAILED ? HT_RECF_FAILED : 0);
-	struct ht__rec_mremap *r = (struct ht__rec_mremap *)ht__rec_begin(t, HT_REC_MREMAP, func, sizeof *r, stack);
+	struct ht__rec_mremap *r =
+	    (struct ht__rec_mremap *)ht__rec_begin(t, HT_REC_MREMAP, func, sizeof *r, stack);
 	if (r) {
 		r->old_addr = (uint64_t)(uintptr_t)old;
 		r->old_len = old_len;
@@ -129,8 +134,8 @@ HT_EXPORT int mprotect(void *addr, size_t len, int prot)
 	int rc = ht__real.mprotect(addr, len, prot);
 	int e = errno;
 	uint32_t stack = ht__stack_for(t, HT_STK_MPROTECT);
-	struct ht__rec_range *r =
-		(struct ht__rec_range *)ht__rec_begin(t, HT_REC_MPROTECT, HT_FN_MPROTECT, sizeof *r, stack);
+	struct ht__rec_range *r = (struct ht__rec_range *)ht__rec_begin(
+	    t, HT_REC_MPROTECT, HT_FN_MPROTECT, sizeof *r, stack);
 	if (r) {
 		r->addr = (uint64_t)(uintptr_t)addr;
 		r->len = len;
@@ -146,7 +151,8 @@ HT_EXPORT int mprotect(void *addr, size_t len, int prot)
 static void ht_rec_brk(struct ht__thread *t, unsigned func, void *old_brk, void *new_brk)
 {
 	uint32_t stack = ht__stack_for(t, HT_STK_MMAP);
-	struct ht__rec_brk *r = (struct ht__rec_brk *)ht__rec_begin(t, HT_REC_BRK, func, sizeof *r, stack);
+	struct ht__rec_brk *r =
+	    (struct ht__rec_brk *)ht__rec_begin(t, HT_REC_BRK, func, sizeof *r, stack);
 	if (r) {
 		r->old_brk = (uint64_t)(uintptr_t)old_brk;
 		r->new_brk = (uint64_t)(uintptr_t)new_brk;

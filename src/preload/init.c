@@ -60,13 +60,17 @@ size_t ht__boot_size(const void *p)
 /* Memory of the recorder itself: never malloc, never the hooked mmap. */
 void *ht__raw_mmap(size_t len)
 {
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
 	if (p < 0 && p > -4096)
 		return NULL;
 	return (void *)p;
 }
 
-uint64_t ht__now(void) { return ht__clock(); }
+uint64_t ht__now(void)
+{
+	return ht__clock();
+}
 
 #define RESOLVE(name) ht__real.name = (__typeof__(ht__real.name))dlsym(RTLD_NEXT, #name)
 
@@ -112,7 +116,10 @@ void ht__resolve(void)
 	errno = save;
 }
 
-void ht__go_dormant(void) { atomic_store(&ht__g.state, HT_ST_DORMANT); }
+void ht__go_dormant(void)
+{
+	atomic_store(&ht__g.state, HT_ST_DORMANT);
+}
 
 /* The path of the running program, also the main module's path. */
 char ht__exe[4096];
@@ -167,9 +174,10 @@ static int ht_write_process(uint32_t flags)
 	uint32_t max = ht__g.ring_size / 4;
 	if (sizeof(struct ht__rec_process) + ht__exe_len + args_len > max)
 		args_len = 0;
-	uint32_t len = ht__rec_align((uint32_t)sizeof(struct ht__rec_process) + ht__exe_len + args_len);
+	uint32_t len =
+	    ht__rec_align((uint32_t)sizeof(struct ht__rec_process) + ht__exe_len + args_len);
 	struct ht__rec_process *r =
-		(struct ht__rec_process *)ht__rec_begin(t, HT_REC_PROCESS_START, 0, len, 0);
+	    (struct ht__rec_process *)ht__rec_begin(t, HT_REC_PROCESS_START, 0, len, 0);
 	if (!r)
 		return 0;
 	r->pid = ht__g.pid;
@@ -236,7 +244,8 @@ int ht__init_session(const char *path, uint32_t flags)
 		close(fd);
 		goto dormant;
 	}
-	long m = syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	long m =
+	    syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (m < 0 && m > -4096) {
 		rc = HT_ERR_NOMEM;
@@ -245,9 +254,10 @@ int ht__init_session(const char *path, uint32_t flags)
 	struct ht__shm_header *h = (struct ht__shm_header *)m;
 	size_t size = (size_t)st.st_size;
 	if (h->magic != HT_SHM_MAGIC || h->version != HT_PROTO_VERSION ||
-	    h->header_size < sizeof *h || h->ring_size < 4096 || (h->ring_size & (h->ring_size - 1)) ||
-	    h->ring_count == 0 ||
-	    h->header_size + (uint64_t)h->ring_count * (HT_RING_HEADER_SIZE + h->ring_size) > size ||
+	    h->header_size < sizeof *h || h->ring_size < 4096 ||
+	    (h->ring_size & (h->ring_size - 1)) || h->ring_count == 0 ||
+	    h->header_size + (uint64_t)h->ring_count * (HT_RING_HEADER_SIZE + h->ring_size) >
+		size ||
 	    atomic_load(&h->state) == HT_SESSION_STOPPING)
 		goto unmap;
 	pid_t pid = getpid();
@@ -275,7 +285,8 @@ int ht__init_session(const char *path, uint32_t flags)
 	 * collector drains and frees them.
 	 */
 	for (uint32_t i = 0; i < ht__g.ring_count && !(flags & HT_PROC_ATTACHED); i++) {
-		struct ht__ring *r = (struct ht__ring *)(ht__g.rings + (size_t)i * ht__g.ring_stride);
+		struct ht__ring *r =
+		    (struct ht__ring *)(ht__g.rings + (size_t)i * ht__g.ring_stride);
 		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == pid) {
 			uint32_t owned = HT_RING_OWNED;
 			if (atomic_compare_exchange_strong(&r->state, &owned, HT_RING_RELEASED))
@@ -366,7 +377,8 @@ void ht__child_start(void)
 		ht__go_dormant();
 	} else {
 		ht__thread_forget_all();
-		ht_instance_begin(HT_PROC_FORK | (ht__g.pid == ht__g.hdr->root_pid ? HT_PROC_ROOT : 0));
+		ht_instance_begin(HT_PROC_FORK |
+				  (ht__g.pid == ht__g.hdr->root_pid ? HT_PROC_ROOT : 0));
 	}
 	t->guard = 0;
 }

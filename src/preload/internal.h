@@ -17,7 +17,8 @@
 #include "heaptrail/trace.h"
 #include "session/protocol.h"
 
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the record header store assumes little-endian");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the record header store assumes little-endian");
 
 #define HT_EXPORT __attribute__((visibility("default")))
 #define HT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -74,8 +75,8 @@ struct ht__global {
 	uint32_t flags, stack_mask;
 	uint32_t instance;
 	pid_t pid;
-	uintptr_t self_start, self_end; /* our own code, dropped from stacks */
-	uintptr_t unw_start, unw_end;   /* libunwind's code: its mappings are ours */
+	uintptr_t self_start, self_end;	  /* our own code, dropped from stacks */
+	uintptr_t unw_start, unw_end;	  /* libunwind's code: its mappings are ours */
 	_Atomic uint32_t process_pending; /* PROCESS_START flags | HT_PROC_PENDING, or 0 */
 };
 
@@ -83,14 +84,14 @@ struct ht__global {
 struct ht__thread {
 	struct ht__ring *ring; /* NULL until the first event */
 	char *data;
-	uint64_t wpos;  /* our copy of write_pos */
+	uint64_t wpos;	/* our copy of write_pos */
 	uint64_t limit; /* cached read_pos + ring_size: wpos may go up to it */
-	uint64_t next;  /* write_pos after the record being written */
-	int guard;      /* non-zero while inside a hook: re-entry passes through */
+	uint64_t next;	/* write_pos after the record being written */
+	int guard;	/* non-zero while inside a hook: re-entry passes through */
 	int32_t tid;
-	uint8_t exited;     /* the key destructor ran */
-	uint8_t no_ring;    /* a previous claim timed out: retry without waiting */
-	char *ustack;       /* the stack captures run on (stack.c), or NULL */
+	uint8_t exited;	 /* the key destructor ran */
+	uint8_t no_ring; /* a previous claim timed out: retry without waiting */
+	char *ustack;	 /* the stack captures run on (stack.c), or NULL */
 };
 
 extern struct ht__global ht__g;
@@ -98,7 +99,7 @@ extern struct ht__real ht__real;
 extern __thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")));
 
 /* init.c */
-int ht__ensure(void); /* returns 1 when tracing (state READY) */
+int ht__ensure(void);					/* returns 1 when tracing (state READY) */
 int ht__init_session(const char *path, uint32_t flags); /* 0 or enum ht_error */
 void ht__resolve(void);
 void *ht__boot_alloc(size_t size, size_t align);
@@ -122,10 +123,10 @@ extern uint32_t ht__exe_len;
 /* ring.c: the slow paths of the writer. */
 int ht__make_room(struct ht__thread *t, uint32_t len);
 void ht__thread_release(struct ht__thread *t);
-void ht__threads_init(void);      /* once per process image */
-void ht__thread_forget_all(void); /* fork child: the parent's threads are gone */
+void ht__threads_init(void);		     /* once per process image */
+void ht__thread_forget_all(void);	     /* fork child: the parent's threads are gone */
 pid_t ht__thread_tid(unsigned long pthread); /* tid of a thread that has a ring, or 0 */
-void ht__thread_watch(struct ht__thread *t);  /* run the exit cleanup for this thread */
+void ht__thread_watch(struct ht__thread *t); /* run the exit cleanup for this thread */
 
 /* stack.c */
 uint32_t ht__stack_capture(struct ht__thread *t);
@@ -166,7 +167,8 @@ int ht__enter_slow(struct ht__thread *t);
  */
 static inline int ht__enter(struct ht__thread *t)
 {
-	if (HT_LIKELY(atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY && !t->guard)) {
+	if (HT_LIKELY(atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY &&
+		      !t->guard)) {
 		/* A stopping session wants no more events: pass through from now on. */
 		if (HT_UNLIKELY(atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) ==
 				HT_SESSION_STOPPING)) {
@@ -210,7 +212,7 @@ static inline uint32_t ht__stack_for(struct ht__thread *t, uint32_t bit)
  * guard set.
  */
 static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type, unsigned func,
-					     uint32_t len, uint32_t stack)
+					    uint32_t len, uint32_t stack)
 {
 	uint64_t pos = t->wpos;
 	uint32_t off = (uint32_t)pos & ht__g.ring_mask;
@@ -240,8 +242,8 @@ static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type,
 	}
 	struct ht__rec *r = (struct ht__rec *)(t->data + off);
 	/* type, func, len and stack in one store (little-endian layout). */
-	uint64_t head = (uint64_t)(uint8_t)type | (uint64_t)(uint8_t)func << 8 | (uint64_t)(uint16_t)len << 16 |
-			(uint64_t)stack << 32;
+	uint64_t head = (uint64_t)(uint8_t)type | (uint64_t)(uint8_t)func << 8 |
+			(uint64_t)(uint16_t)len << 16 | (uint64_t)stack << 32;
 	memcpy(r, &head, sizeof head);
 	r->ts = ht__clock();
 	t->next = pos + len;

@@ -188,8 +188,10 @@ static int ht_try_claim(struct ht__thread *t)
 		t->ring = r;
 		t->data = (char *)r + HT_RING_HEADER_SIZE;
 		t->wpos = atomic_load_explicit(&r->write_pos, memory_order_acquire);
-		t->limit = atomic_load_explicit(&r->read_pos, memory_order_acquire) + ht__g.ring_size;
-		atomic_store_explicit(&h->ring_hint, (i + 1) % ht__g.ring_count, memory_order_relaxed);
+		t->limit =
+		    atomic_load_explicit(&r->read_pos, memory_order_acquire) + ht__g.ring_size;
+		atomic_store_explicit(&h->ring_hint, (i + 1) % ht__g.ring_count,
+				      memory_order_relaxed);
 		return 1;
 	}
 	return 0;
@@ -267,7 +269,8 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 		/* In a small ring PAD + record may exceed the ring: PAD alone first. */
 		uint64_t want = need > ht__g.ring_size ? tail : need;
 		if (t->wpos + want > t->limit)
-			t->limit = atomic_load_explicit(&t->ring->read_pos, memory_order_acquire) + ht__g.ring_size;
+			t->limit = atomic_load_explicit(&t->ring->read_pos, memory_order_acquire) +
+				   ht__g.ring_size;
 		if (t->wpos + want <= t->limit) {
 			if (want == need)
 				return 1;
@@ -280,9 +283,10 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 			continue;
 		}
 		if (ht__g.flags & HT_SHM_LOSSY) {
-			atomic_store_explicit(&t->ring->lost,
-					      atomic_load_explicit(&t->ring->lost, memory_order_relaxed) + 1,
-					      memory_order_relaxed);
+			atomic_store_explicit(
+			    &t->ring->lost,
+			    atomic_load_explicit(&t->ring->lost, memory_order_relaxed) + 1,
+			    memory_order_relaxed);
 			return 0;
 		}
 		if (!ht_wait_step(&w))
@@ -314,8 +318,7 @@ void ht__thread_linger_release(struct ht__thread *t)
 
 void ht__write_thread(struct ht__thread *t, unsigned type, pid_t tid, const char *name)
 {
-	struct ht__rec_thread *r =
-		(struct ht__rec_thread *)ht__rec_begin(t, type, 0, sizeof *r, 0);
+	struct ht__rec_thread *r = (struct ht__rec_thread *)ht__rec_begin(t, type, 0, sizeof *r, 0);
 	if (!r)
 		return;
 	r->tid = tid;
@@ -333,7 +336,8 @@ void ht__write_exit(pid_t pid, int kind, int value)
 		return;
 	int save = errno;
 	t->guard = 1;
-	struct ht__rec_exit *r = (struct ht__rec_exit *)ht__rec_begin(t, HT_REC_PROCESS_EXIT, 0, sizeof *r, 0);
+	struct ht__rec_exit *r =
+	    (struct ht__rec_exit *)ht__rec_begin(t, HT_REC_PROCESS_EXIT, 0, sizeof *r, 0);
 	if (r) {
 		r->pid = pid;
 		r->kind = (uint32_t)kind;

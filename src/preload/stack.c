@@ -26,14 +26,14 @@
 struct ht_mod {
 	uintptr_t start, end, bias;
 	_Atomic int dead; /* unloaded: no longer matches addresses */
-	int seen;         /* refresh scratch, under the lock */
+	int seen;	  /* refresh scratch, under the lock */
 };
 
 static struct ht_mod *ht_mods;
 static _Atomic uint32_t ht_nmods; /* entries published to lookups */
 static _Atomic int ht_mod_lock;
 static unsigned long long ht_adds, ht_subs; /* dl_iterate_phdr generation seen */
-static _Atomic int ht_mods_retry; /* a MODULE_LOAD was dropped: rescan next time */
+static _Atomic int ht_mods_retry;	    /* a MODULE_LOAD was dropped: rescan next time */
 _Atomic int ht__modules_dirty;
 
 static void ht_lock(void)
@@ -45,7 +45,10 @@ static void ht_lock(void)
 	}
 }
 
-static void ht_unlock(void) { atomic_store(&ht_mod_lock, 0); }
+static void ht_unlock(void)
+{
+	atomic_store(&ht_mod_lock, 0);
+}
 
 /* A new instance starts with no modules (indices are per instance). */
 void ht__modules_reset(void)
@@ -70,8 +73,8 @@ static int ht_build_id(const struct dl_phdr_info *info, uint8_t *out)
 			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
 			const char *name = p + sizeof *n;
 			const char *desc = name + ((n->n_namesz + 3) & ~3u);
-			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
-			    desc + n->n_descsz <= end) {
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+			    !memcmp(name, "GNU", 4) && desc + n->n_descsz <= end) {
 				int len = n->n_descsz > 31 ? 31 : (int)n->n_descsz;
 				memcpy(out, desc, (size_t)len);
 				return len;
@@ -84,11 +87,13 @@ static int ht_build_id(const struct dl_phdr_info *info, uint8_t *out)
 
 /* Returns 0 when the record was dropped (lossy, no ring, session gone). */
 static int ht_write_module(uint32_t index, uint64_t bias, uintptr_t start, uintptr_t end,
-			   const uint8_t *build_id, int build_id_len, const char *path, uint32_t path_len)
+			   const uint8_t *build_id, int build_id_len, const char *path,
+			   uint32_t path_len)
 {
 	struct ht__thread *t = &ht__t;
 	uint32_t len = ht__rec_align((uint32_t)sizeof(struct ht__rec_module) + path_len);
-	struct ht__rec_module *r = (struct ht__rec_module *)ht__rec_begin(t, HT_REC_MODULE_LOAD, 0, len, 0);
+	struct ht__rec_module *r =
+	    (struct ht__rec_module *)ht__rec_begin(t, HT_REC_MODULE_LOAD, 0, len, 0);
 	if (!r)
 		return 0;
 	r->index = index;
@@ -132,7 +137,8 @@ struct ht_scan {
 static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht_scan *s = data;
-	if (s->n == 0 && s->adds == 0 && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+	if (s->n == 0 && s->adds == 0 &&
+	    size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
 		s->adds = info->dlpi_adds;
 		s->subs = info->dlpi_subs;
 		if (!s->force && s->adds == ht_adds && s->subs == ht_subs) {
@@ -184,7 +190,8 @@ static void ht_write_unload(uint32_t index)
 {
 	struct ht__thread *t = &ht__t;
 	uint32_t len = sizeof(struct ht__rec_module);
-	struct ht__rec_module *r = (struct ht__rec_module *)ht__rec_begin(t, HT_REC_MODULE_UNLOAD, 0, len, 0);
+	struct ht__rec_module *r =
+	    (struct ht__rec_module *)ht__rec_begin(t, HT_REC_MODULE_UNLOAD, 0, len, 0);
 	if (!r)
 		return;
 	memset((char *)r + sizeof r->h, 0, len - sizeof r->h);
@@ -225,7 +232,8 @@ int ht__modules_refresh(int force)
 			uint32_t i;
 			for (i = 0; i < n; i++) {
 				struct ht_mod *m = &ht_mods[i];
-				if (!m->dead && m->start == o->start && m->end == o->end && m->bias == o->bias) {
+				if (!m->dead && m->start == o->start && m->end == o->end &&
+				    m->bias == o->bias) {
 					m->seen = 1;
 					break;
 				}
@@ -233,8 +241,9 @@ int ht__modules_refresh(int force)
 			if (i < n || n >= HT_MAX_MODULES)
 				continue;
 			/* MODULE_LOAD first: lookups only see announced modules. */
-			if (!ht_write_module(n, o->bias, o->start, o->end, o->build_id, o->build_id_len,
-					     s->paths + o->path_off, o->path_len)) {
+			if (!ht_write_module(n, o->bias, o->start, o->end, o->build_id,
+					     o->build_id_len, s->paths + o->path_off,
+					     o->path_len)) {
 				atomic_store(&ht_mods_retry, 1);
 				continue;
 			}
@@ -268,7 +277,8 @@ static uint32_t ht_find_module(uintptr_t ip)
 	uint32_t n = atomic_load_explicit(&ht_nmods, memory_order_acquire);
 	for (uint32_t i = 0; i < n; i++) {
 		struct ht_mod *m = &ht_mods[i];
-		if (ip >= m->start && ip < m->end && !atomic_load_explicit(&m->dead, memory_order_relaxed))
+		if (ip >= m->start && ip < m->end &&
+		    !atomic_load_explicit(&m->dead, memory_order_relaxed))
 			return i;
 	}
 	return HT_MODULE_UNKNOWN;
@@ -384,7 +394,8 @@ static int ht_write_stack(struct ht__thread *t, uint32_t id, void *const *ips, i
 		rel[i] = m == HT_MODULE_UNKNOWN ? ip : ip - ht_mods[m].bias;
 	}
 	uint32_t len = ht__rec_align((uint32_t)(sizeof(struct ht__rec_stack) + (size_t)n * 12));
-	struct ht__rec_stack *r = (struct ht__rec_stack *)ht__rec_begin(t, HT_REC_STACK, 0, len, id);
+	struct ht__rec_stack *r =
+	    (struct ht__rec_stack *)ht__rec_begin(t, HT_REC_STACK, 0, len, id);
 	if (!r)
 		return 0;
 	r->nframes = (uint32_t)n;
@@ -423,7 +434,8 @@ static __attribute__((noinline)) uint32_t ht_capture(struct ht__thread *t)
 	void *ips[HT_MAX_FRAMES + 8];
 	int n = unw_backtrace(ips, HT_MAX_FRAMES + 8);
 	int skip = 0;
-	while (skip < n && (uintptr_t)ips[skip] >= ht__g.self_start && (uintptr_t)ips[skip] < ht__g.self_end)
+	while (skip < n && (uintptr_t)ips[skip] >= ht__g.self_start &&
+	       (uintptr_t)ips[skip] < ht__g.self_end)
 		skip++;
 	n -= skip;
 	if (n <= 0)

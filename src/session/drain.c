@@ -215,10 +215,10 @@ static uint64_t mm_fingerprint(int32_t pid)
 /* Queue a PROCESS_EXIT of the session's own making. */
 static int self_exit(struct ht__session *s, int32_t pid, uint32_t kind, int32_t value, uint64_t now)
 {
-	struct ht__rec_exit e = { .h = { .type = HT_REC_PROCESS_EXIT, .len = sizeof(e), .ts = now },
-				  .pid = pid,
-				  .kind = kind,
-				  .value = value };
+	struct ht__rec_exit e = {.h = {.type = HT_REC_PROCESS_EXIT, .len = sizeof(e), .ts = now},
+				 .pid = pid,
+				 .kind = kind,
+				 .value = value};
 	return ht__self_record(s, &e.h);
 }
 
@@ -331,12 +331,13 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 					p->dead = true;
 					if (gone)
 						p->gone_ns = now;
-				} else if (rss > 0 && s->cfg.sample_rss && (uint64_t)rss != p->rss) {
-					struct ht__rec_self_rss r = {
-						.h = { .type = HT__REC_SELF_RSS, .len = sizeof(r), .ts = now },
-						.pid = p->pid,
-						.rss = (uint64_t)rss
-					};
+				} else if (rss > 0 && s->cfg.sample_rss &&
+					   (uint64_t)rss != p->rss) {
+					struct ht__rec_self_rss r = {.h = {.type = HT__REC_SELF_RSS,
+									   .len = sizeof(r),
+									   .ts = now},
+								     .pid = p->pid,
+								     .rss = (uint64_t)rss};
 					p->rss = (uint64_t)rss;
 					int rc = ht__self_record(s, &r.h);
 					if (rc < 0)
@@ -652,8 +653,8 @@ static int tick(struct ht__session *s)
 		return rc;
 	if (s->stop)
 		return 1;
-	bool root_done = s->root_pid > 0 ? s->stats.root_exited
-					 : s->cfg.end_when_gone && s->nprocs > 0;
+	bool root_done =
+	    s->root_pid > 0 ? s->stats.root_exited : s->cfg.end_when_gone && s->nprocs > 0;
 	if (root_done && in_use == 0 && all_dead(s))
 		return 1;
 	return 0;

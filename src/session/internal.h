@@ -65,19 +65,19 @@ uint32_t ht__hash_bytes(const void *p, size_t n, uint32_t seed);
 struct ht__proc {
 	int32_t pid, ppid;
 	uint32_t instance;
-	uint32_t index;        /* process index in the trace */
-	uint32_t flags;        /* HT_PROCF_* given to the trace */
-	uint32_t *mods;        /* recorder module index -> trace module id + 1 */
+	uint32_t index; /* process index in the trace */
+	uint32_t flags; /* HT_PROCF_* given to the trace */
+	uint32_t *mods; /* recorder module index -> trace module id + 1 */
 	uint32_t nmods;
-	uint64_t rss;          /* last RSS emitted */
-	uint64_t gone_ns;      /* when kill(pid, 0) said ESRCH; 0 before */
+	uint64_t rss;		 /* last RSS emitted */
+	uint64_t gone_ns;	 /* when kill(pid, 0) said ESRCH; 0 before */
 	uint64_t image_check_ns; /* when its memory map is next looked at */
-	uint64_t unmapped_ns;  /* first seen without the session mapped; 0: mapped */
-	uint64_t mm_fp;        /* /proc/PID/stat layout of the image seen mapping the
-	                          session; 0: none yet */
-	bool dead;             /* zombie or gone: its rings can be reclaimed */
-	bool replaced;         /* a later image of the pid exists (exec, pid reuse) */
-	bool exited;           /* its PROCESS_EXIT was written */
+	uint64_t unmapped_ns;	 /* first seen without the session mapped; 0: mapped */
+	uint64_t mm_fp;		 /* /proc/PID/stat layout of the image seen mapping the
+				    session; 0: none yet */
+	bool dead;		 /* zombie or gone: its rings can be reclaimed */
+	bool replaced;		 /* a later image of the pid exists (exec, pid reuse) */
+	bool exited;		 /* its PROCESS_EXIT was written */
 };
 
 /* The collector's state of one ring (and of the session's own queue). */
@@ -87,11 +87,11 @@ struct ht__slot {
 	uint64_t last_ts; /* ts of the last record copied */
 	int32_t pid, tid;
 	uint32_t instance;
-	uint32_t proc; /* process id + 1, 0 until resolved */
-	uint64_t stuck_pos;   /* write_pos while the writer was seen busy */
-	uint64_t stuck_ns;    /* since when it stays busy there, 0: not busy */
-	bool bound;    /* pid/tid/instance read from the ring header */
-	bool thread_dead; /* its thread exited without releasing it */
+	uint32_t proc;	    /* process id + 1, 0 until resolved */
+	uint64_t stuck_pos; /* write_pos while the writer was seen busy */
+	uint64_t stuck_ns;  /* since when it stays busy there, 0: not busy */
+	bool bound;	    /* pid/tid/instance read from the ring header */
+	bool thread_dead;   /* its thread exited without releasing it */
 };
 
 struct ht__frame_key {
@@ -118,17 +118,17 @@ struct ht__session {
 	int sink_err;
 
 	struct ht__slot *slots; /* ring_count + 1: the last is the session's own queue */
-	uint32_t *heap;         /* merge heap of slot indices */
+	uint32_t *heap;		/* merge heap of slot indices */
 	uint64_t next_tick_ns;
 	uint64_t tick;
-	uint64_t now_ns;        /* CLOCK_MONOTONIC at the start of this tick */
-	uint64_t last_ts;       /* of the last event written, ns since t0 */
-	uint64_t lost_freed;    /* ring.lost of rings already freed */
-	uint64_t flush_ns;      /* when the sink was last asked to flush */
-	uint64_t flushed_events; /* stats.events at that time */
+	uint64_t now_ns;	   /* CLOCK_MONOTONIC at the start of this tick */
+	uint64_t last_ts;	   /* of the last event written, ns since t0 */
+	uint64_t lost_freed;	   /* ring.lost of rings already freed */
+	uint64_t flush_ns;	   /* when the sink was last asked to flush */
+	uint64_t flushed_events;   /* stats.events at that time */
 	uint64_t shm_dev, shm_ino; /* the session file, as /proc/PID/maps shows it */
-	bool hurry;             /* a ring was filling up: tick again soon */
-	bool rings_scarce;      /* almost every ring is taken */
+	bool hurry;		   /* a ring was filling up: tick again soon */
+	bool rings_scarce;	   /* almost every ring is taken */
 	volatile sig_atomic_t stop;
 	pid_t root_pid;
 	bool finishing;
@@ -136,7 +136,7 @@ struct ht__session {
 	/* processes: by (pid, instance) and the latest image by pid */
 	struct ht__proc **procs;
 	uint32_t nprocs, procs_cap;
-	uint32_t proc_cursor;   /* where check_procs() goes on next tick */
+	uint32_t proc_cursor; /* where check_procs() goes on next tick */
 	struct ht__htab proc_by_key, proc_by_pid;
 
 	struct ht__module_ent *mods;

@@ -53,15 +53,15 @@ struct ht__shm_header {
 	uint32_t header_size; /* HT_SHM_HEADER_SIZE: offset of ring 0 */
 	uint32_t ring_size;   /* data bytes per ring, power of two */
 	uint32_t ring_count;
-	uint32_t flags;      /* HT_SHM_* */
+	uint32_t flags;	     /* HT_SHM_* */
 	uint32_t stack_mask; /* HT_STK_* */
 	int32_t collector_pid;
 	int32_t root_pid; /* the launched program, for HT_SHM_NO_FOLLOW */
-	uint64_t t0_ns;   /* CLOCK_MONOTONIC at session start */
+	uint64_t t0_ns;	  /* CLOCK_MONOTONIC at session start */
 	_Atomic uint32_t state;
 	_Atomic uint32_t next_stack_id; /* session-wide stack ids, first is 1 */
-	_Atomic uint64_t heartbeat_ns;  /* collector's CLOCK_MONOTONIC, every tick */
-	_Atomic uint32_t ring_hint;     /* where recorders start looking for a free ring */
+	_Atomic uint64_t heartbeat_ns;	/* collector's CLOCK_MONOTONIC, every tick */
+	_Atomic uint32_t ring_hint;	/* where recorders start looking for a free ring */
 	uint32_t pad0;
 	_Atomic uint64_t rings_exhausted; /* events dropped because no ring was free */
 };
@@ -83,9 +83,9 @@ struct ht__ring {
 	_Atomic uint32_t state;
 	int32_t pid;
 	int32_t tid;
-	uint32_t instance; /* random token of the recorder instance (pid + exec) */
+	uint32_t instance;	    /* random token of the recorder instance (pid + exec) */
 	_Atomic uint64_t write_pos; /* writer: end of the last committed record */
-	_Atomic uint32_t busy; /* writer: 1 from taking a timestamp to committing */
+	_Atomic uint32_t busy;	    /* writer: 1 from taking a timestamp to committing */
 	uint32_t pad1;
 	_Atomic uint64_t lost; /* writer: records dropped in lossy mode */
 	char pad2[64 - 40];
@@ -102,30 +102,30 @@ _Static_assert(sizeof(struct ht__shm_header) <= HT_SHM_HEADER_SIZE, "shm header 
  * All fields are native-endian: both sides run on the same machine.
  */
 struct ht__rec {
-	uint8_t type;   /* enum ht__rec_type */
-	uint8_t func;   /* enum ht_func (include/heaptrail/trace.h) */
-	uint16_t len;   /* whole record, header included, multiple of 8 */
+	uint8_t type;	/* enum ht__rec_type */
+	uint8_t func;	/* enum ht_func (include/heaptrail/trace.h) */
+	uint16_t len;	/* whole record, header included, multiple of 8 */
 	uint32_t stack; /* session-wide stack id, 0 when not captured */
-	uint64_t ts;    /* CLOCK_MONOTONIC ns, taken after the real call returns
-	                   (alloc) or before it is made (free) */
+	uint64_t ts;	/* CLOCK_MONOTONIC ns, taken after the real call returns
+			   (alloc) or before it is made (free) */
 };
 
 enum ht__rec_type {
-	HT_REC_PAD = 0,          /* skip len bytes */
-	HT_REC_ALLOC = 1,        /* ht__rec_alloc: process heap */
-	HT_REC_ALLOC_FAIL = 2,   /* ht__rec_alloc with addr 0: requested size */
-	HT_REC_REALLOC = 3,      /* ht__rec_realloc */
-	HT_REC_FREE = 4,         /* ht__rec_free */
-	HT_REC_MMAP = 5,         /* ht__rec_mmap (flags HT_RECF_FAILED when MAP_FAILED) */
-	HT_REC_MUNMAP = 6,       /* ht__rec_range */
-	HT_REC_MREMAP = 7,       /* ht__rec_mremap */
-	HT_REC_MPROTECT = 8,     /* ht__rec_range with prot */
-	HT_REC_BRK = 9,          /* ht__rec_brk: brk() or sbrk() by the program */
+	HT_REC_PAD = 0,		 /* skip len bytes */
+	HT_REC_ALLOC = 1,	 /* ht__rec_alloc: process heap */
+	HT_REC_ALLOC_FAIL = 2,	 /* ht__rec_alloc with addr 0: requested size */
+	HT_REC_REALLOC = 3,	 /* ht__rec_realloc */
+	HT_REC_FREE = 4,	 /* ht__rec_free */
+	HT_REC_MMAP = 5,	 /* ht__rec_mmap (flags HT_RECF_FAILED when MAP_FAILED) */
+	HT_REC_MUNMAP = 6,	 /* ht__rec_range */
+	HT_REC_MREMAP = 7,	 /* ht__rec_mremap */
+	HT_REC_MPROTECT = 8,	 /* ht__rec_range with prot */
+	HT_REC_BRK = 9,		 /* ht__rec_brk: brk() or sbrk() by the program */
 	HT_REC_HEAP_CREATE = 10, /* ht__rec_heap + name */
 	HT_REC_HEAP_DESTROY = 11,
-	HT_REC_HEAP_ALLOC = 12,   /* ht__rec_heap_op */
-	HT_REC_HEAP_REALLOC = 13, /* ht__rec_heap_op */
-	HT_REC_HEAP_FREE = 14,    /* ht__rec_heap_op */
+	HT_REC_HEAP_ALLOC = 12,	   /* ht__rec_heap_op */
+	HT_REC_HEAP_REALLOC = 13,  /* ht__rec_heap_op */
+	HT_REC_HEAP_FREE = 14,	   /* ht__rec_heap_op */
 	HT_REC_PROCESS_START = 16, /* ht__rec_process: first record of an instance */
 	HT_REC_PROCESS_EXIT = 17,  /* ht__rec_exit */
 	HT_REC_THREAD_START = 18,  /* ht__rec_thread */
@@ -133,7 +133,7 @@ enum ht__rec_type {
 	HT_REC_THREAD_NAME = 20,   /* ht__rec_thread */
 	HT_REC_MODULE_LOAD = 21,   /* ht__rec_module */
 	HT_REC_MODULE_UNLOAD = 22, /* ht__rec_module (index only) */
-	HT_REC_STACK = 23,         /* ht__rec_stack: defines hdr.stack */
+	HT_REC_STACK = 23,	   /* ht__rec_stack: defines hdr.stack */
 };
 
 /* ht__rec.func carries enum ht_func (values below 0x80); this bit is OR-ed in
@@ -178,7 +178,7 @@ struct ht__rec_range { /* munmap, mprotect */
 	struct ht__rec h;
 	uint64_t addr;
 	uint64_t len;
-	uint32_t prot; /* mprotect only */
+	uint32_t prot;	/* mprotect only */
 	int32_t result; /* 0 or -errno */
 };
 
@@ -207,8 +207,8 @@ struct ht__rec_heap { /* HEAP_CREATE, HEAP_DESTROY */
 struct ht__rec_heap_op {
 	struct ht__rec h;
 	uint64_t handle;
-	uint64_t addr;     /* HEAP_REALLOC: new address */
-	uint64_t size;     /* HEAP_FREE: 0 */
+	uint64_t addr;	   /* HEAP_REALLOC: new address */
+	uint64_t size;	   /* HEAP_FREE: 0 */
 	uint64_t old_addr; /* HEAP_REALLOC only, else 0 */
 };
 
@@ -226,7 +226,7 @@ struct ht__rec_process {
 	uint32_t instance;
 	uint32_t exe_len;  /* bytes of exe path, without NUL */
 	uint32_t args_len; /* bytes of the NUL-separated argv (/proc/self/cmdline) */
-	/* exe bytes, then args bytes, then padding to 8 */
+			   /* exe bytes, then args bytes, then padding to 8 */
 };
 
 /* ht__rec_exit.kind */
@@ -250,11 +250,11 @@ struct ht__rec_thread { /* THREAD_START, THREAD_NAME */
 
 struct ht__rec_module {
 	struct ht__rec h;
-	uint32_t index;   /* recorder-local module index, stable for the instance */
+	uint32_t index; /* recorder-local module index, stable for the instance */
 	uint32_t path_len;
-	uint64_t bias;    /* dlpi_addr: runtime address = ELF vaddr + bias */
-	uint64_t start;   /* lowest mapped address */
-	uint64_t size;    /* bytes from start to the end of the last PT_LOAD */
+	uint64_t bias;	/* dlpi_addr: runtime address = ELF vaddr + bias */
+	uint64_t start; /* lowest mapped address */
+	uint64_t size;	/* bytes from start to the end of the last PT_LOAD */
 	uint8_t build_id_len;
 	uint8_t build_id[31];
 	/* path bytes (no NUL), padded to 8; MODULE_UNLOAD has index only */
@@ -277,6 +277,9 @@ struct ht__rec_stack {
 	/* uint64_t rel[nframes]; uint32_t module[nframes]; padded to 8 */
 };
 
-static inline uint32_t ht__rec_align(uint32_t n) { return (n + 7u) & ~7u; }
+static inline uint32_t ht__rec_align(uint32_t n)
+{
+	return (n + 7u) & ~7u;
+}
 
 #endif

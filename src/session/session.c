@@ -45,7 +45,8 @@ enum ht__pid_state ht__pid_state(pid_t pid)
 	buf[n] = 0;
 	/* The state follows the last ')': the command name may hold anything. */
 	const char *rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X') ? HT__PID_ZOMBIE : HT__PID_ALIVE;
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X') ? HT__PID_ZOMBIE
+								    : HT__PID_ALIVE;
 }
 
 /*
@@ -274,11 +275,20 @@ int ht__session_create(struct ht__session **out, const struct ht__session_config
 	return 0;
 }
 
-const char *ht__session_path(const struct ht__session *s) { return s->path; }
+const char *ht__session_path(const struct ht__session *s)
+{
+	return s->path;
+}
 
-struct ht__shm_header *ht__session_header(struct ht__session *s) { return s->hdr; }
+struct ht__shm_header *ht__session_header(struct ht__session *s)
+{
+	return s->hdr;
+}
 
-uint64_t ht__session_t0(const struct ht__session *s) { return s->hdr->t0_ns; }
+uint64_t ht__session_t0(const struct ht__session *s)
+{
+	return s->hdr->t0_ns;
+}
 
 void ht__session_set_root(struct ht__session *s, pid_t pid)
 {
@@ -292,7 +302,10 @@ void ht__session_set_sink(struct ht__session *s, const struct ht__sink *sink, vo
 	s->sink_ctx = ctx;
 }
 
-void ht__session_stop(struct ht__session *s) { s->stop = 1; }
+void ht__session_stop(struct ht__session *s)
+{
+	s->stop = 1;
+}
 
 const struct ht__session_stats *ht__session_stats(const struct ht__session *s)
 {

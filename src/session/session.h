@@ -38,7 +38,7 @@
 
 #define HT__RING_SIZE_DEFAULT (1u << 20)
 #define HT__RING_COUNT_DEFAULT 256u
-#define HT__TICK_NS 10000000ull /* drain period: 10 ms */
+#define HT__TICK_NS 10000000ull	   /* drain period: 10 ms */
 #define HT__FLUSH_NS 1000000000ull /* sink flush period: 1 s */
 
 /*
@@ -74,30 +74,33 @@ struct ht__session_config {
 	const char *name;    /* file name in dir; NULL: a unique "session-PID-XXXXXX" */
 	uint32_t ring_size;  /* power of two >= 4096; 0: 1 MiB */
 	uint32_t ring_count; /* 1 .. 65536; 0: 256 */
-	uint32_t flags;      /* HT_SHM_LOSSY, HT_SHM_NO_FOLLOW */
+	uint32_t flags;	     /* HT_SHM_LOSSY, HT_SHM_NO_FOLLOW */
 	uint32_t stack_mask; /* HT_STK_* */
 	bool reap_children;  /* waitpid() any child each tick (the launcher, a subreaper) */
 	bool sample_rss;     /* emit HT_EV_RSS for live traced processes, when it changes */
 	bool end_when_gone;  /* without a root (attach): end once the processes seen
-	                        have all exited and every ring is back */
+				have all exited and every ring is back */
 };
 
-#define HT__SESSION_CONFIG_INIT { NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, true, true, false }
+#define HT__SESSION_CONFIG_INIT                                                                    \
+	{                                                                                          \
+		NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, true, true, false                             \
+	}
 
 /* What the session counted; valid until ht__session_destroy(). */
 struct ht__session_stats {
 	uint64_t events;      /* events handed to the sink */
-	uint64_t lost;        /* ring.lost of every ring + rings_exhausted */
+	uint64_t lost;	      /* ring.lost of every ring + rings_exhausted */
 	uint64_t records;     /* ring records read (PAD excluded) */
 	uint64_t corrupt;     /* rings whose content did not parse (skipped) */
-	uint64_t late;        /* records older than one already written (stamped
-	                         as that one): 0 unless the watermark was wrong */
+	uint64_t late;	      /* records older than one already written (stamped
+				 as that one): 0 unless the watermark was wrong */
 	uint64_t duration_ns; /* from t0 to the last event or the stop */
 	uint32_t processes;   /* process images seen */
 	uint32_t modules, frames, stacks;
 	uint32_t frames_symbolized; /* frames with at least a function name */
-	bool root_exited;     /* the launched program was reaped by the session */
-	int root_status;      /* its wait status (WIFEXITED/WIFSIGNALED) */
+	bool root_exited;	    /* the launched program was reaped by the session */
+	int root_status;	    /* its wait status (WIFEXITED/WIFSIGNALED) */
 };
 
 struct ht__session;
@@ -134,7 +137,10 @@ enum ht__pid_state {
 enum ht__pid_state ht__pid_state(pid_t pid);
 
 /* True when pid is a zombie or gone. */
-static inline bool ht__pid_exited(pid_t pid) { return ht__pid_state(pid) != HT__PID_ALIVE; }
+static inline bool ht__pid_exited(pid_t pid)
+{
+	return ht__pid_state(pid) != HT__PID_ALIVE;
+}
 
 /* Path of the shared file: the value of HT_ENV_SESSION for recorders. */
 const char *ht__session_path(const struct ht__session *s);

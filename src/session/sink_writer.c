@@ -30,9 +30,15 @@ static int w_symbols(void *ctx, uint32_t frame, const struct ht__symbol *syms, u
 	return ht__writer_symbols(ctx, frame, syms, n);
 }
 
-static int w_flush(void *ctx) { return ht__writer_flush(ctx); }
+static int w_flush(void *ctx)
+{
+	return ht__writer_flush(ctx);
+}
 
-static const struct ht__sink writer_sink = { w_module, w_frame, w_stack, w_event, w_symbols,
-					     w_flush };
+static const struct ht__sink writer_sink = {w_module, w_frame,	 w_stack,
+					    w_event,  w_symbols, w_flush};
 
-const struct ht__sink *ht__sink_writer(void) { return &writer_sink; }
+const struct ht__sink *ht__sink_writer(void)
+{
+	return &writer_sink;
+}

@@ -27,9 +27,9 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 /* Offline: the modules are files on disk, not a live process. Debug info is
    looked up next to the file and by build-id under /usr/lib/debug. */
 static const Dwfl_Callbacks offline_callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
 };
 
 struct names {
@@ -132,7 +132,7 @@ static Dwfl_Module *open_module(Dwfl **dwfl, const struct ht__module_ent *m)
 struct sym_ent {
 	uint64_t addr, size;
 	const char *name; /* owned by the Dwfl */
-	int rank;         /* GLOBAL 0, WEAK 1, LOCAL 2: aliases prefer the lower */
+	int rank;	  /* GLOBAL 0, WEAK 1, LOCAL 2: aliases prefer the lower */
 };
 
 struct symtab {
@@ -164,8 +164,10 @@ static void symtab_build(Dwfl_Module *mod, struct symtab *st)
 		if (!name || !*name || sym.st_shndx == SHN_UNDEF || shndx == (GElf_Word)-1 ||
 		    (type != STT_FUNC && type != STT_GNU_IFUNC))
 			continue;
-		st->v[st->n++] = (struct sym_ent){ addr, sym.st_size, name,
-						   bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2 };
+		st->v[st->n++] = (struct sym_ent){addr, sym.st_size, name,
+						  bind == STB_GLOBAL ? 0
+						  : bind == STB_WEAK ? 1
+								     : 2};
 	}
 	qsort(st->v, st->n, sizeof(*st->v), sym_cmp);
 	/* keep one symbol per address: the best ranked, first after the sort */
@@ -217,19 +219,19 @@ struct top_range {
 };
 
 struct cu_index {
-	const void *addr;       /* the CU DIE's bytes: names the CU */
-	Dwarf_Die *children;    /* top-level DIEs that have ranges, in DIE order */
-	struct top_range *r;    /* their ranges, sorted by lo */
-	uint64_t *maxhi;        /* highest hi of r[0 .. i] */
+	const void *addr;    /* the CU DIE's bytes: names the CU */
+	Dwarf_Die *children; /* top-level DIEs that have ranges, in DIE order */
+	struct top_range *r; /* their ranges, sorted by lo */
+	uint64_t *maxhi;     /* highest hi of r[0 .. i] */
 	size_t nchildren, nr;
-	bool usable;            /* false: ask dwarf_getscopes() */
+	bool usable; /* false: ask dwarf_getscopes() */
 };
 
 /* What dwarf_getscopes_die() says of an abstract definition: its scopes, outward. */
 struct origin_ent {
-	const void *addr; /* the definition's DIE bytes */
+	const void *addr;  /* the definition's DIE bytes */
 	Dwarf_Die *scopes; /* malloc'd; [0] is the definition itself */
-	int n;             /* as returned: <= 0 when not found */
+	int n;		   /* as returned: <= 0 when not found */
 };
 
 struct scope_cache {
@@ -277,7 +279,7 @@ static bool push_range(struct cu_index *ci, size_t *cap, uint64_t lo, uint64_t h
 		ci->r = r;
 		*cap = nc;
 	}
-	ci->r[ci->nr++] = (struct top_range){ lo, hi, (uint32_t)ci->nchildren };
+	ci->r[ci->nr++] = (struct top_range){lo, hi, (uint32_t)ci->nchildren};
 	return true;
 }
 
@@ -345,7 +347,7 @@ static struct cu_index *cu_index_get(struct scope_cache *sc, Dwarf_Die *cu)
 		sc->cus_cap = nc;
 	}
 	struct cu_index *ci = &sc->cus[sc->ncus];
-	*ci = (struct cu_index){ .addr = key };
+	*ci = (struct cu_index){.addr = key};
 	if (ht__htab_put(&sc->cu_tab, h, (uint32_t)sc->ncus) < 0)
 		return NULL;
 	sc->ncus++;
@@ -466,12 +468,12 @@ static int chain_walk(Dwarf_Die *parent, Dwarf_Addr pc, struct chain *ch, unsign
  * the index unusable and every origin of that CU is asked of libdw too.
  */
 struct origin_cu {
-	const void *addr;       /* the CU DIE's bytes */
-	Dwarf_Die *scopes;      /* scopes[0] is the CU DIE, then every DIE walked into */
+	const void *addr;	/* the CU DIE's bytes */
+	Dwarf_Die *scopes;	/* scopes[0] is the CU DIE, then every DIE walked into */
 	uint32_t *scope_parent; /* index in scopes, UINT32_MAX for the CU */
 	size_t nscopes, scopes_cap;
-	const void **sub;       /* subprograms: their DIE bytes */
-	uint32_t *sub_parent;   /* the scope holding each */
+	const void **sub;     /* subprograms: their DIE bytes */
+	uint32_t *sub_parent; /* the scope holding each */
 	size_t nsub, sub_cap;
 	struct ht__htab sub_tab;
 	bool usable;
@@ -508,7 +510,8 @@ static int origin_cu_walk(struct origin_cu *oc, uint32_t parent)
 			}
 			oc->sub[oc->nsub] = child.addr;
 			oc->sub_parent[oc->nsub] = parent;
-			if (ht__htab_put(&oc->sub_tab, ptr_hash(child.addr), (uint32_t)oc->nsub) < 0)
+			if (ht__htab_put(&oc->sub_tab, ptr_hash(child.addr), (uint32_t)oc->nsub) <
+			    0)
 				return -1;
 			oc->nsub++;
 		}
@@ -579,7 +582,7 @@ static int origin_scopes(struct scope_cache *sc, Dwarf_Die *origin, Dwarf_Die **
 			sc->ocus_cap = nc;
 		}
 		i = (uint32_t)sc->nocus;
-		sc->ocus[i] = (struct origin_cu){ .addr = cu.addr };
+		sc->ocus[i] = (struct origin_cu){.addr = cu.addr};
 		if (ht__htab_put(&sc->ocu_tab, h, i) < 0)
 			return dwarf_getscopes_die(origin, out);
 		sc->nocus++;
@@ -627,7 +630,7 @@ static const struct origin_ent *origin_get(struct scope_cache *sc, Dwarf_Die *or
 		sc->origins_cap = nc;
 	}
 	struct origin_ent *o = &sc->origins[sc->norigins];
-	*o = (struct origin_ent){ .addr = key };
+	*o = (struct origin_ent){.addr = key};
 	o->n = origin_scopes(sc, origin, &o->scopes);
 	if (o->n <= 0)
 		o->scopes = NULL;
@@ -655,7 +658,7 @@ static void scope_cache_free(struct scope_cache *sc)
 	ht__htab_free(&sc->ocu_tab);
 	ht__htab_free(&sc->cu_tab);
 	ht__htab_free(&sc->origin_tab);
-	*sc = (struct scope_cache){ .cus = NULL };
+	*sc = (struct scope_cache){.cus = NULL};
 }
 
 /*
@@ -752,14 +755,15 @@ static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, struct scope_
 			}
 			if (tag != DW_TAG_inlined_subroutine)
 				continue;
-			out[n++] = (struct ht__symbol){ die_name(nm, &scopes[i]), file,
-							(uint32_t)(line > 0 ? line : 0) };
+			out[n++] = (struct ht__symbol){die_name(nm, &scopes[i]), file,
+						       (uint32_t)(line > 0 ? line : 0)};
 			/* The caller's position is where this one was inlined. */
 			Dwarf_Attribute a;
 			Dwarf_Word w;
 			file = NULL;
 			line = 0;
-			if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &w) == 0 &&
+			if (files &&
+			    dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &w) == 0 &&
 			    w < nfiles)
 				file = dwarf_filesrc(files, w, NULL, NULL);
 			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &w) == 0)
@@ -780,7 +784,7 @@ static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, struct scope_
 	}
 	const char *fn = symname ? demangle(nm, symname) : outer;
 	if (fn || file || n)
-		out[n++] = (struct ht__symbol){ fn, file, (uint32_t)(line > 0 ? line : 0) };
+		out[n++] = (struct ht__symbol){fn, file, (uint32_t)(line > 0 ? line : 0)};
 	return n;
 }
 
@@ -826,17 +830,18 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 		GElf_Addr bias = 0;
 		if (mod && !dwfl_module_getelf(mod, &bias))
 			mod = NULL;
-		struct symtab st = { NULL, 0 };
-		struct scope_cache sc = { .cus = NULL };
+		struct symtab st = {NULL, 0};
+		struct scope_cache sc = {.cus = NULL};
 		if (mod)
 			symtab_build(mod, &st);
 		for (uint32_t i = start[m]; i < start[m + 1] && rc >= 0; i++) {
 			uint32_t f = order[i];
 			struct ht__symbol syms[MAX_INLINE + 1];
-			struct names names = { .n = 0 };
+			struct names names = {.n = 0};
 			/* Return addresses point after the call: look up the call itself. */
 			uint64_t rel = s->frames[f].rel;
-			uint32_t n = mod && rel ? resolve(mod, &st, &sc, rel - 1 + bias, syms, &names) : 0;
+			uint32_t n =
+			    mod && rel ? resolve(mod, &st, &sc, rel - 1 + bias, syms, &names) : 0;
 			if (n) {
 				if (syms[n - 1].function || n > 1)
 					s->stats.frames_symbolized++;

@@ -66,7 +66,10 @@ static bool proc_pid_eq(const void *ctx, uint32_t val, const void *key)
 	return s->procs[val]->pid == *(const int32_t *)key;
 }
 
-static uint32_t pid_hash(int32_t pid) { return ht__hash_bytes(&pid, sizeof(pid), 1); }
+static uint32_t pid_hash(int32_t pid)
+{
+	return ht__hash_bytes(&pid, sizeof(pid), 1);
+}
 
 struct ht__proc *ht__proc_by_pid(struct ht__session *s, int32_t pid)
 {
@@ -128,7 +131,7 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 	struct ht__proc *parent = ppid > 0 ? ht__proc_by_pid(s, ppid) : NULL;
 	uint32_t idx = s->nprocs;
 	p->index = idx;
-	struct proc_key k = { pid, instance };
+	struct proc_key k = {pid, instance};
 	int rc;
 	if ((rc = ht__htab_put(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0), idx)) < 0 ||
 	    (rc = ht__htab_set(&s->proc_by_pid, pid_hash(pid), idx, proc_pid_eq, s, &pid)) < 0) {
@@ -176,23 +179,23 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 		i += (uint32_t)strnlen(args + i, args_len - i) + 1;
 	}
 
-	struct ht_process hp = { .pid = pid,
-				 .ppid = ppid,
-				 .parent = parent ? proc_index(s, parent) : UINT32_MAX,
-				 .flags = p->flags,
-				 .exe = exe,
-				 .argc = a,
-				 .argv = (const char *const *)argv };
+	struct ht_process hp = {.pid = pid,
+				.ppid = ppid,
+				.parent = parent ? proc_index(s, parent) : UINT32_MAX,
+				.flags = p->flags,
+				.exe = exe,
+				.argc = a,
+				.argv = (const char *const *)argv};
 	/* An exec whose earlier image was never traced (a vfork child, an
 	   untraced program) starts a process as far as the trace knows. */
 	if (!prev || prev_exited)
 		p->flags &= ~HT_PROCF_EXEC;
 	hp.flags = p->flags;
-	struct ht_event ev = { .type = (p->flags & HT_PROCF_EXEC) ? HT_EV_PROCESS_EXEC
-								  : HT_EV_PROCESS_START,
-			       .process = idx,
-			       .pid = pid,
-			       .tid = pid };
+	struct ht_event ev = {.type = (p->flags & HT_PROCF_EXEC) ? HT_EV_PROCESS_EXEC
+								 : HT_EV_PROCESS_START,
+			      .process = idx,
+			      .pid = pid,
+			      .tid = pid};
 	ev.ts = hp.start_ts = rel_ts(s, ts);
 	rc = emit(s, &ev, &hp);
 	if (argv != stack_argv)
@@ -221,7 +224,7 @@ static int unknown_proc(struct ht__session *s, int32_t pid, uint32_t instance, u
 static int slot_proc(struct ht__session *s, struct ht__slot *sl, uint64_t ts, struct ht__proc **out)
 {
 	if (!sl->proc) {
-		struct proc_key k = { sl->pid, sl->instance };
+		struct proc_key k = {sl->pid, sl->instance};
 		uint32_t i = ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0),
 					   proc_key_eq, s, &k);
 		if (i == UINT32_MAX) {
@@ -255,7 +258,7 @@ static bool mod_eq(const void *ctx, uint32_t val, const void *key)
 static int module_intern(struct ht__session *s, const char *path, const uint8_t *bid,
 			 uint32_t bid_len, uint32_t *out)
 {
-	struct mod_key k = { path, bid, bid_len };
+	struct mod_key k = {path, bid, bid_len};
 	uint32_t h = ht__hash_bytes(path, strlen(path), ht__hash_bytes(bid, bid_len, 2));
 	uint32_t id = ht__htab_find(&s->mod_tab, h, mod_eq, s, &k);
 	if (id != UINT32_MAX) {
@@ -300,7 +303,7 @@ static bool frame_eq(const void *ctx, uint32_t val, const void *key)
 
 static int frame_intern(struct ht__session *s, uint32_t module, uint64_t rel, uint32_t *out)
 {
-	struct ht__frame_key k = { module, rel };
+	struct ht__frame_key k = {module, rel};
 	uint64_t mix = rel * 0x9e3779b97f4a7c15ull ^ module;
 	uint32_t h = (uint32_t)(mix >> 32) ^ (uint32_t)mix;
 	uint32_t id = ht__htab_find(&s->frame_tab, h, frame_eq, s, &k);
@@ -344,7 +347,7 @@ static bool stack_eq(const void *ctx, uint32_t val, const void *key)
 
 static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t n, uint32_t *out)
 {
-	struct stack_key k = { frames, n };
+	struct stack_key k = {frames, n};
 	uint32_t h = ht__hash_bytes(frames, n * sizeof(uint32_t), 3);
 	uint32_t id = ht__htab_find(&s->stack_tab, h, stack_eq, s, &k);
 	if (id != UINT32_MAX) {
@@ -523,11 +526,12 @@ static uint32_t min_len(uint8_t type)
 static int on_process_start(struct ht__session *s, struct ht__slot *sl, const struct ht__rec *rec)
 {
 	const struct ht__rec_process *pr = (const void *)rec;
-	if (sizeof(*pr) + (uint64_t)pr->exe_len + pr->args_len > rec->len || pr->exe_len >= PATH_MAX)
+	if (sizeof(*pr) + (uint64_t)pr->exe_len + pr->args_len > rec->len ||
+	    pr->exe_len >= PATH_MAX)
 		return 1;
-	struct proc_key k = { pr->pid, pr->instance };
-	uint32_t i = ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0), proc_key_eq,
-				   s, &k);
+	struct proc_key k = {pr->pid, pr->instance};
+	uint32_t i =
+	    ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0), proc_key_eq, s, &k);
 	if (i != UINT32_MAX) /* already introduced (from /proc, after a loss) */
 		return 1;
 	char exe[PATH_MAX];
@@ -557,14 +561,14 @@ static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct 
 	if (untraced_exec && p->instance != (uint32_t)e->value)
 		return 1;
 	p->exited = true;
-	struct ht_event ev = { .type = HT_EV_PROCESS_EXIT,
-			       .process = proc_index(s, p),
-			       .pid = e->pid,
-			       .tid = (!self_slot && sl->pid == e->pid) ? sl->tid : e->pid,
-			       .value = untraced_exec ? 0 : e->value,
-			       .flags = untraced_exec		  ? HT_EVF_EXEC
-					: e->kind == HT_EXIT_SIGNAL ? HT_EVF_SIGNAL
-								    : 0 };
+	struct ht_event ev = {.type = HT_EV_PROCESS_EXIT,
+			      .process = proc_index(s, p),
+			      .pid = e->pid,
+			      .tid = (!self_slot && sl->pid == e->pid) ? sl->tid : e->pid,
+			      .value = untraced_exec ? 0 : e->value,
+			      .flags = untraced_exec		   ? HT_EVF_EXEC
+				       : e->kind == HT_EXIT_SIGNAL ? HT_EVF_SIGNAL
+								   : 0};
 	ev.ts = rel_ts(s, rec->ts);
 	return emit(s, &ev, NULL);
 }
@@ -687,7 +691,7 @@ int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__r
 	case HT_REC_HEAP_REALLOC:
 	case HT_REC_HEAP_FREE: {
 		const struct ht__rec_heap_op *h = (const void *)rec;
-		ev.type = rec->type == HT_REC_HEAP_ALLOC	 ? HT_EV_ALLOC
+		ev.type = rec->type == HT_REC_HEAP_ALLOC     ? HT_EV_ALLOC
 			  : rec->type == HT_REC_HEAP_REALLOC ? HT_EV_REALLOC
 							     : HT_EV_FREE;
 		ev.heap = h->handle;
@@ -747,11 +751,11 @@ int ht__translate_finish(struct ht__session *s)
 			continue;
 		/* Died and nobody said how: "killed", without a signal number. */
 		p->exited = true;
-		struct ht_event ev = { .type = HT_EV_PROCESS_EXIT,
-				       .process = i,
-				       .pid = p->pid,
-				       .tid = p->pid,
-				       .flags = HT_EVF_SIGNAL };
+		struct ht_event ev = {.type = HT_EV_PROCESS_EXIT,
+				      .process = i,
+				      .pid = p->pid,
+				      .tid = p->pid,
+				      .flags = HT_EVF_SIGNAL};
 		ev.ts = rel_ts(s, now);
 		int rc = emit(s, &ev, NULL);
 		if (rc < 0)

@@ -43,9 +43,11 @@ static void check(struct fx *f, int rc)
 static void event(struct fx *f, uint8_t type, uint32_t process, uint64_t ts_us, uint32_t stack,
 		  uint64_t heap, uint64_t addr, uint64_t size, uint64_t old_addr)
 {
-	struct ht_event ev = { 0 };
+	struct ht_event ev = {0};
 	ev.type = type;
-	ev.func = type == HT_EV_REALLOC ? HT_FN_REALLOC : type == HT_EV_FREE ? HT_FN_FREE : HT_FN_MALLOC;
+	ev.func = type == HT_EV_REALLOC ? HT_FN_REALLOC
+		  : type == HT_EV_FREE	? HT_FN_FREE
+					: HT_FN_MALLOC;
 	if (heap)
 		ev.func = HT_FN_HEAP_API;
 	ev.process = process;
@@ -60,11 +62,12 @@ static void event(struct fx *f, uint8_t type, uint32_t process, uint64_t ts_us, 
 	check(f, ht__writer_event(f->w, &ev, NULL));
 }
 
-static void process_start(struct fx *f, uint32_t index, int32_t pid, const char *exe, uint64_t ts_us)
+static void process_start(struct fx *f, uint32_t index, int32_t pid, const char *exe,
+			  uint64_t ts_us)
 {
-	struct ht_event ev = { 0 };
-	const char *argv[] = { exe };
-	struct ht_process p = { 0 };
+	struct ht_event ev = {0};
+	const char *argv[] = {exe};
+	struct ht_process p = {0};
 	p.pid = pid;
 	p.ppid = index ? 100 : 1;
 	p.parent = index ? 0 : UINT32_MAX;
@@ -92,14 +95,14 @@ static void stack(struct fx *f, uint32_t id, const uint32_t *frames, uint32_t n)
 
 static void symbol(struct fx *f, uint32_t frame, const char *fn, const char *file, uint32_t line)
 {
-	struct ht__symbol s = { fn, file, line };
+	struct ht__symbol s = {fn, file, line};
 	check(f, ht__writer_symbols(f->w, frame, &s, 1));
 }
 
 static int open_fx(struct fx *f, const char *path)
 {
-	struct ht__trace_meta meta = { 0 };
-	const char *argv[] = { "/home/u/app" };
+	struct ht__trace_meta meta = {0};
+	const char *argv[] = {"/home/u/app"};
 	meta.argc = 1;
 	meta.argv = argv;
 	meta.hostname = "test";
@@ -127,19 +130,19 @@ static int write_basic(const char *path, bool symbols)
 	check(&f, ht__writer_module(f.w, 2, "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", NULL, 0));
 	check(&f, ht__writer_module(f.w, 3, "/home/u/app", NULL, 0));
 	check(&f, ht__writer_module(f.w, 4, "/opt/lib/libfoo.so", NULL, 0));
-	frame(&f, 0, 0, 0x100);  /* hook malloc */
-	frame(&f, 1, 1, 0x200);  /* libc malloc */
-	frame(&f, 2, 2, 0x300);  /* operator new */
-	frame(&f, 3, 3, 0x1000); /* make_node */
-	frame(&f, 4, 3, 0x1100); /* Parser::parse */
-	frame(&f, 5, 3, 0x1200); /* main */
-	frame(&f, 6, 4, 0x1f30); /* libfoo, no symbol */
-	frame(&f, 7, 3, 0x1300); /* load_config */
-	frame(&f, 8, 1, 0x400);  /* libc realloc */
-	frame(&f, 9, 3, 0x1400); /* grow_buffer */
+	frame(&f, 0, 0, 0x100);	  /* hook malloc */
+	frame(&f, 1, 1, 0x200);	  /* libc malloc */
+	frame(&f, 2, 2, 0x300);	  /* operator new */
+	frame(&f, 3, 3, 0x1000);  /* make_node */
+	frame(&f, 4, 3, 0x1100);  /* Parser::parse */
+	frame(&f, 5, 3, 0x1200);  /* main */
+	frame(&f, 6, 4, 0x1f30);  /* libfoo, no symbol */
+	frame(&f, 7, 3, 0x1300);  /* load_config */
+	frame(&f, 8, 1, 0x400);	  /* libc realloc */
+	frame(&f, 9, 3, 0x1400);  /* grow_buffer */
 	frame(&f, 10, 3, 0x1008); /* make_node, another call site */
-	static const uint32_t s1[] = { 0, 1, 3, 5 }, s2[] = { 0, 2, 4, 5 }, s3[] = { 0, 1, 6, 7, 5 },
-			      s4[] = { 0, 8, 9, 5 }, s5[] = { 0, 1 }, s6[] = { 0, 1, 10, 5 };
+	static const uint32_t s1[] = {0, 1, 3, 5}, s2[] = {0, 2, 4, 5}, s3[] = {0, 1, 6, 7, 5},
+			      s4[] = {0, 8, 9, 5}, s5[] = {0, 1}, s6[] = {0, 1, 10, 5};
 	stack(&f, 1, s1, 4);
 	stack(&f, 2, s2, 4);
 	stack(&f, 3, s3, 5);
@@ -148,19 +151,19 @@ static int write_basic(const char *path, bool symbols)
 	stack(&f, 6, s6, 4);
 
 	process_start(&f, 0, 100, "/home/u/app", 0);
-	event(&f, HT_EV_ALLOC, 0, 10, 1, 0, 0x1000, 100, 0);   /* A1 */
-	event(&f, HT_EV_ALLOC, 0, 20, 1, 0, 0x2000, 200, 0);   /* A2 */
-	event(&f, HT_EV_ALLOC, 0, 30, 2, 0, 0x3000, 1000, 0);  /* A3 */
-	event(&f, HT_EV_ALLOC, 0, 40, 3, 0, 0x4000, 64, 0);    /* A4 */
-	event(&f, HT_EV_FREE, 0, 50, 0, 0, 0x1000, 0, 0);      /* A1 */
-	event(&f, HT_EV_FREE, 0, 60, 0, 0, 0x4000, 0, 0);      /* A4 */
-	event(&f, HT_EV_ALLOC, 0, 70, 4, 0, 0x5000, 10, 0);    /* R1 */
+	event(&f, HT_EV_ALLOC, 0, 10, 1, 0, 0x1000, 100, 0);	   /* A1 */
+	event(&f, HT_EV_ALLOC, 0, 20, 1, 0, 0x2000, 200, 0);	   /* A2 */
+	event(&f, HT_EV_ALLOC, 0, 30, 2, 0, 0x3000, 1000, 0);	   /* A3 */
+	event(&f, HT_EV_ALLOC, 0, 40, 3, 0, 0x4000, 64, 0);	   /* A4 */
+	event(&f, HT_EV_FREE, 0, 50, 0, 0, 0x1000, 0, 0);	   /* A1 */
+	event(&f, HT_EV_FREE, 0, 60, 0, 0, 0x4000, 0, 0);	   /* A4 */
+	event(&f, HT_EV_ALLOC, 0, 70, 4, 0, 0x5000, 10, 0);	   /* R1 */
 	event(&f, HT_EV_REALLOC, 0, 80, 4, 0, 0x6000, 20, 0x5000); /* R2 */
 	event(&f, HT_EV_REALLOC, 0, 90, 4, 0, 0x6000, 30, 0x6000); /* R3 */
-	event(&f, HT_EV_ALLOC, 0, 100, 5, 0, 0x7000, 5, 0);    /* B5 */
-	event(&f, HT_EV_ALLOC, 0, 110, 6, 0, 0x8000, 300, 0);  /* B6 */
-	event(&f, HT_EV_ALLOC, 0, 120, 0, 0, 0x9000, 7, 0);    /* B7 */
-	event(&f, HT_EV_ALLOC, 0, 130, 1, 0xabc, 0x10000, 50, 0); /* H */
+	event(&f, HT_EV_ALLOC, 0, 100, 5, 0, 0x7000, 5, 0);	   /* B5 */
+	event(&f, HT_EV_ALLOC, 0, 110, 6, 0, 0x8000, 300, 0);	   /* B6 */
+	event(&f, HT_EV_ALLOC, 0, 120, 0, 0, 0x9000, 7, 0);	   /* B7 */
+	event(&f, HT_EV_ALLOC, 0, 130, 1, 0xabc, 0x10000, 50, 0);  /* H */
 	process_start(&f, 1, 200, "/home/u/worker", 135);
 	event(&f, HT_EV_ALLOC, 1, 140, 1, 0, 0x1000, 4096, 0); /* P1 */
 	event(&f, HT_EV_ALLOC, 1, 150, 2, 0, 0x2000, 16, 0);   /* P2 */
@@ -193,7 +196,7 @@ static int write_ties(const char *path)
 	if (rc < 0)
 		return rc;
 	check(&f, ht__writer_module(f.w, 0, "/home/u/app", NULL, 0));
-	static const char *const names[] = { "b", "a", "c", "d" };
+	static const char *const names[] = {"b", "a", "c", "d"};
 	for (uint32_t i = 0; i < 4; i++) {
 		frame(&f, i, 0, 0x100 * (i + 1));
 		stack(&f, i + 1, &i, 1);
@@ -221,11 +224,11 @@ static int write_inline(const char *path)
 	check(&f, ht__writer_module(f.w, 0, "/home/u/app", NULL, 0));
 	frame(&f, 0, 0, 0x100);
 	frame(&f, 1, 0, 0x200);
-	static const uint32_t s1[] = { 0, 1 };
+	static const uint32_t s1[] = {0, 1};
 	stack(&f, 1, s1, 2);
 	process_start(&f, 0, 100, "/home/u/app", 0);
 	event(&f, HT_EV_ALLOC, 0, 10, 1, 0, 0x1000, 40, 0);
-	static const struct ht__symbol inl[] = { { "helper", "helper.h", 3 }, { "caller", "app.c", 20 } };
+	static const struct ht__symbol inl[] = {{"helper", "helper.h", 3}, {"caller", "app.c", 20}};
 	check(&f, ht__writer_symbols(f.w, 0, inl, 2));
 	symbol(&f, 1, "main", "app.c", 30);
 	return finish_fx(&f, 20, true);

@@ -78,16 +78,16 @@ static const struct ht_agg_item *item(struct run *x, const char *k)
 	return NULL;
 }
 
-#define CHECK_COUNTS(c, ob, oc, tb, tc, rc)                   \
-	do {                                                  \
-		const struct ht_agg_counts *c_ = (c);         \
-		if (c_) {                                     \
-			CHECK_U64(c_->outstanding_bytes, ob); \
-			CHECK_U64(c_->outstanding_count, oc); \
-			CHECK_U64(c_->total_bytes, tb);       \
-			CHECK_U64(c_->total_count, tc);       \
-			CHECK_U64(c_->realloc_count, rc);     \
-		}                                             \
+#define CHECK_COUNTS(c, ob, oc, tb, tc, rc)                                                        \
+	do {                                                                                       \
+		const struct ht_agg_counts *c_ = (c);                                              \
+		if (c_) {                                                                          \
+			CHECK_U64(c_->outstanding_bytes, ob);                                      \
+			CHECK_U64(c_->outstanding_count, oc);                                      \
+			CHECK_U64(c_->total_bytes, tb);                                            \
+			CHECK_U64(c_->total_count, tc);                                            \
+			CHECK_U64(c_->realloc_count, rc);                                          \
+		}                                                                                  \
 	} while (0)
 
 static const struct ht_agg_counts *counts(const struct ht_agg_item *it)
@@ -139,10 +139,10 @@ static void test_stacks(void)
 		enum ht_sort s;
 		const char *first, *second;
 	} keys[] = {
-		{ HT_SORT_SOC, "app!make_node;app!main", "app!Parser::parse(char const*);app!main" },
-		{ HT_SORT_ST, "app!make_node;app!main", "app!Parser::parse(char const*);app!main" },
-		{ HT_SORT_STC, "app!make_node;app!main", "app!grow_buffer;app!main" },
-		{ HT_SORT_SRC, "app!grow_buffer;app!main", "app!make_node;app!main" },
+	    {HT_SORT_SOC, "app!make_node;app!main", "app!Parser::parse(char const*);app!main"},
+	    {HT_SORT_ST, "app!make_node;app!main", "app!Parser::parse(char const*);app!main"},
+	    {HT_SORT_STC, "app!make_node;app!main", "app!grow_buffer;app!main"},
+	    {HT_SORT_SRC, "app!grow_buffer;app!main", "app!make_node;app!main"},
 	};
 	for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 		q_init(&q, HT_GROUP_STACK, keys[k].s);
@@ -194,7 +194,8 @@ static void test_frames_images(void)
 		CHECK_U64(x.res.total_items, 6);
 		CHECK_STR(key(&x, 0), "app!make_node");
 		CHECK_COUNTS(counts(item(&x, "app!make_node")), 4646, 4, 4746, 5, 0);
-		CHECK_COUNTS(counts(item(&x, "app!Parser::parse(char const*)")), 1000, 1, 1016, 2, 0);
+		CHECK_COUNTS(counts(item(&x, "app!Parser::parse(char const*)")), 1000, 1, 1016, 2,
+			     0);
 		CHECK_COUNTS(counts(item(&x, "[no stack]")), 7, 1, 7, 1, 0);
 		CHECK_COUNTS(counts(item(&x, "libc.so.6!malloc")), 5, 1, 5, 1, 0);
 		CHECK_COUNTS(counts(item(&x, "libfoo.so!0x1f30")), 0, 0, 64, 1, 0);
@@ -385,10 +386,12 @@ static void test_require_cull(void)
 		const char *spec;
 		uint64_t count;
 	} req[] = {
-		{ "APP!MAKE_NODE", 5 },       { "/HOME/U/app!make_node", 5 }, { "Make_Node", 5 },
-		{ "LIBFOO.SO!", 1 },          { "libfoo.so!0X1F30", 1 },       { "parser::PARSE", 2 },
-		{ "Parser::*", 2 },           { "app!load_*", 1 },             { "LIBSTDC++!", 2 },
-		{ "operator new", 2 },        { "nothing_here", 0 },
+	    {"APP!MAKE_NODE", 5},    {"/HOME/U/app!make_node", 5},
+	    {"Make_Node", 5},	     {"LIBFOO.SO!", 1},
+	    {"libfoo.so!0X1F30", 1}, {"parser::PARSE", 2},
+	    {"Parser::*", 2},	     {"app!load_*", 1},
+	    {"LIBSTDC++!", 2},	     {"operator new", 2},
+	    {"nothing_here", 0},
 	};
 	for (size_t i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
 		struct ht_agg_counts t;
@@ -396,8 +399,8 @@ static void test_require_cull(void)
 		ht_match_list_add(&q.require, req[i].spec);
 		totals_of(basic, &q, &t);
 		if (t.total_count != req[i].count) {
-			fprintf(stderr, "require '%s': %" PRIu64 " blocks, want %" PRIu64 "\n", req[i].spec,
-				t.total_count, req[i].count);
+			fprintf(stderr, "require '%s': %" PRIu64 " blocks, want %" PRIu64 "\n",
+				req[i].spec, t.total_count, req[i].count);
 			check_failures++;
 		}
 	}
@@ -406,11 +409,11 @@ static void test_require_cull(void)
 	static const struct {
 		const char *spec, *top; /* the first item under so */
 	} cull[] = {
-		{ "APP!MAKE_NODE", "app!main" },
-		{ "make_NODE", "app!main" },
-		{ "/home/U/APP!make_node", "app!main" },
-		{ "App!", "app!main" }, /* the whole stack: the bottom frame stays */
-		{ "make*", "app!main" },
+	    {"APP!MAKE_NODE", "app!main"},
+	    {"make_NODE", "app!main"},
+	    {"/home/U/APP!make_node", "app!main"},
+	    {"App!", "app!main"}, /* the whole stack: the bottom frame stays */
+	    {"make*", "app!main"},
 	};
 	for (size_t i = 0; i < sizeof(cull) / sizeof(cull[0]); i++) {
 		q_init(&q, HT_GROUP_FRAME, HT_SORT_SO);
@@ -482,12 +485,13 @@ static void test_add(void)
 	struct run x;
 	memset(&x, 0, sizeof(x));
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
-	if (ht_query_prepare(&q) < 0 || ht_reader_open(&x.r, basic) < 0 || ht_agg_new(&x.a, &q, x.r) < 0) {
+	if (ht_query_prepare(&q) < 0 || ht_reader_open(&x.r, basic) < 0 ||
+	    ht_agg_new(&x.a, &q, x.r) < 0) {
 		check_failures++;
 		done(&x, &q);
 		return;
 	}
-	struct ht_life l = { 0 };
+	struct ht_life l = {0};
 	l.free_ts = HT_TS_NEVER;
 	l.size = 8;
 	l.stack = 0xfffffff0u;

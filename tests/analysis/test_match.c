@@ -35,7 +35,7 @@ uint32_t ht_reader_frame_count(const struct ht_reader *r)
 
 static struct ht_match_frame mf(const char *name, const char *path, const char *fn, uint64_t rel)
 {
-	struct ht_match_frame f = { name, path, fn, rel };
+	struct ht_match_frame f = {name, path, fn, rel};
 	return f;
 }
 
@@ -54,8 +54,10 @@ static bool match1(const char *spec, struct ht_match_frame f)
 
 static void test_forms(void)
 {
-	struct ht_match_frame libc = mf("libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6", "malloc", 0x9a0f0);
-	struct ht_match_frame app = mf("app", "/home/u/app", "Parser::parse(char const*) const", 0x1234);
+	struct ht_match_frame libc =
+	    mf("libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6", "malloc", 0x9a0f0);
+	struct ht_match_frame app =
+	    mf("app", "/home/u/app", "Parser::parse(char const*) const", 0x1234);
 
 	/* module! */
 	CHECK(match1("libc.so.6!", libc));
@@ -144,24 +146,24 @@ static void test_defaults(void)
 	struct ht_match_list l = HT_MATCH_LIST_INIT;
 	CHECK_U64(ht_match_list_add_defaults(&l), 0);
 	const char *culled[][2] = {
-		{ "libheaptrail.so", "malloc" },
-		{ "libheaptrail.so", NULL },
-		{ "libc.so.6", "malloc" },
-		{ "libc.so.6", "__libc_calloc" },
-		{ "libc.so.6", "realloc" },
-		{ "libc.so.6", "posix_memalign" },
-		{ "libc.so.6", "aligned_alloc" },
-		{ "libc.so.6", "strdup" },
-		{ "libstdc++.so.6", "operator new(unsigned long)" },
-		{ "libstdc++.so.6", "operator new[](unsigned long)" },
-		{ "libstdc++.so.6", "operator new(unsigned long, std::nothrow_t const&)" },
-		{ "libstdc++.so.6", "operator new(unsigned long, std::align_val_t)" },
-		{ "libstdc++.so.6", "_Znwm" },
-		{ "libstdc++.so.6", "_ZnamRKSt9nothrow_t" },
-		{ "libc.so.6", "mmap64" },
-		{ "libc.so.6", "munmap" },
-		{ "libc.so.6", "mremap" },
-		{ "libc.so.6", "sbrk" },
+	    {"libheaptrail.so", "malloc"},
+	    {"libheaptrail.so", NULL},
+	    {"libc.so.6", "malloc"},
+	    {"libc.so.6", "__libc_calloc"},
+	    {"libc.so.6", "realloc"},
+	    {"libc.so.6", "posix_memalign"},
+	    {"libc.so.6", "aligned_alloc"},
+	    {"libc.so.6", "strdup"},
+	    {"libstdc++.so.6", "operator new(unsigned long)"},
+	    {"libstdc++.so.6", "operator new[](unsigned long)"},
+	    {"libstdc++.so.6", "operator new(unsigned long, std::nothrow_t const&)"},
+	    {"libstdc++.so.6", "operator new(unsigned long, std::align_val_t)"},
+	    {"libstdc++.so.6", "_Znwm"},
+	    {"libstdc++.so.6", "_ZnamRKSt9nothrow_t"},
+	    {"libc.so.6", "mmap64"},
+	    {"libc.so.6", "munmap"},
+	    {"libc.so.6", "mremap"},
+	    {"libc.so.6", "sbrk"},
 	};
 	for (size_t i = 0; i < sizeof(culled) / sizeof(culled[0]); i++) {
 		struct ht_match_frame f = mf(culled[i][0], NULL, culled[i][1], 0x10);
@@ -172,11 +174,11 @@ static void test_defaults(void)
 		}
 	}
 	const char *kept[][2] = {
-		{ "app", "main" },
-		{ "app", "my_malloc" },
-		{ "libstdc++.so.6", "std::string::_M_create(unsigned long&, unsigned long)" },
-		{ "libc.so.6", NULL },
-		{ "libstdc++.so.6", "operator delete(void*)" },
+	    {"app", "main"},
+	    {"app", "my_malloc"},
+	    {"libstdc++.so.6", "std::string::_M_create(unsigned long&, unsigned long)"},
+	    {"libc.so.6", NULL},
+	    {"libstdc++.so.6", "operator delete(void*)"},
 	};
 	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
 		struct ht_match_frame f = mf(kept[i][0], NULL, kept[i][1], 0x10);
@@ -191,10 +193,10 @@ static void test_defaults(void)
 
 static void test_cull_index(void)
 {
-	bool none[] = { false, false, false };
-	bool two[] = { true, true, false, true };
-	bool all[] = { true, true, true };
-	bool one[] = { true };
+	bool none[] = {false, false, false};
+	bool two[] = {true, true, false, true};
+	bool all[] = {true, true, true};
+	bool one[] = {true};
 	CHECK_U64(ht_match_cull_index(none, 3), 0);
 	CHECK_U64(ht_match_cull_index(two, 4), 2);
 	CHECK_U64(ht_match_cull_index(all, 3), 2); /* only the bottom frame stays */
@@ -214,7 +216,8 @@ static void test_file(void)
 	snprintf(path, sizeof(path), "%s/cull.txt", dir);
 	FILE *f = fopen(path, "w");
 	fputs("# allocation wrappers\n\n   \nlibapp.so!xmalloc\n  # indented comment\n"
-	      "Pool::*\r\n\tlibz.so.1!\n# last", f);
+	      "Pool::*\r\n\tlibz.so.1!\n# last",
+	      f);
 	fclose(f);
 
 	struct ht_match_list l = HT_MATCH_LIST_INIT;
@@ -243,19 +246,19 @@ static void test_file(void)
 static void test_matcher(void)
 {
 	static const struct ht_module mods[] = {
-		{ "/usr/lib/libheaptrail.so", "libheaptrail.so", "" },
-		{ "/usr/lib/x86_64-linux-gnu/libc.so.6", "libc.so.6", "" },
-		{ "/home/u/app", "app", "" },
+	    {"/usr/lib/libheaptrail.so", "libheaptrail.so", ""},
+	    {"/usr/lib/x86_64-linux-gnu/libc.so.6", "libc.so.6", ""},
+	    {"/home/u/app", "app", ""},
 	};
 	static const struct ht_frame frames[] = {
-		{ 0, 0, 0x100, "malloc", NULL, 0 },             /* 0 */
-		{ 1, 0, 0x200, "malloc", NULL, 0 },             /* 1 */
-		{ 2, 12, 0x300, "make_node", "app.c", 0 },      /* 2 */
-		{ 2, 30, 0x400, "main", "app.c", 0 },           /* 3 */
-		{ 2, 0, 0x500, NULL, NULL, 0 },                 /* 4 */
-		{ HT_MODULE_NONE, 0, 0x7f00dead, NULL, NULL, 0 }, /* 5 */
+	    {0, 0, 0x100, "malloc", NULL, 0},		    /* 0 */
+	    {1, 0, 0x200, "malloc", NULL, 0},		    /* 1 */
+	    {2, 12, 0x300, "make_node", "app.c", 0},	    /* 2 */
+	    {2, 30, 0x400, "main", "app.c", 0},		    /* 3 */
+	    {2, 0, 0x500, NULL, NULL, 0},		    /* 4 */
+	    {HT_MODULE_NONE, 0, 0x7f00dead, NULL, NULL, 0}, /* 5 */
 	};
-	struct ht_reader r = { frames, 6, mods, 3 };
+	struct ht_reader r = {frames, 6, mods, 3};
 	struct ht_match_list cull = HT_MATCH_LIST_INIT, req = HT_MATCH_LIST_INIT;
 	ht_match_list_add_defaults(&cull);
 	ht_match_list_add(&req, "APP!Make_Node");
@@ -263,9 +266,9 @@ static void test_matcher(void)
 	CHECK_U64(ht_frame_matcher_new(&mc, &cull, &r), 0);
 	CHECK_U64(ht_frame_matcher_new(&mr, &req, &r), 0);
 
-	uint32_t s1[] = { 0, 1, 2, 3 };
-	uint32_t s2[] = { 0, 1 };
-	uint32_t s3[] = { 4, 3 };
+	uint32_t s1[] = {0, 1, 2, 3};
+	uint32_t s2[] = {0, 1};
+	uint32_t s3[] = {4, 3};
 	CHECK_U64(ht_frame_matcher_cull(mc, s1, 4), 2);
 	CHECK_U64(ht_frame_matcher_cull(mc, s2, 2), 1);
 	CHECK_U64(ht_frame_matcher_cull(mc, s3, 2), 0);
@@ -297,7 +300,7 @@ static void test_matcher(void)
 
 static struct ht_life life(uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
 {
-	struct ht_life l = { 0 };
+	struct ht_life l = {0};
 	l.alloc_ts = alloc_ts;
 	l.free_ts = free_ts;
 	l.size = size;
@@ -380,8 +383,8 @@ static void test_query(void)
 	CHECK(!ht_query_accepts(&q, &l49, 1000, &out));
 	CHECK(ht_query_accepts(&q, &l50, 1000, &out));
 	CHECK(ht_query_accepts(&q, &l99, 1000, &out));
-	CHECK(!ht_query_accepts(&q, &open100, 1000, &out)); /* 100: not < 100 */
-	CHECK(ht_query_accepts(&q, &open150, 1000, &out) && out); /* 50 */
+	CHECK(!ht_query_accepts(&q, &open100, 1000, &out));	     /* 100: not < 100 */
+	CHECK(ht_query_accepts(&q, &open150, 1000, &out) && out);    /* 50 */
 	CHECK(ht_query_accepts(&q, &freed_late, 1000, &out) && out); /* 60 up to T2 */
 	/* The trace ending before T2 ends the lifetime there. */
 	CHECK(ht_query_accepts(&q, &open100, 160, &out) && out); /* 60 */
@@ -392,7 +395,8 @@ static void test_query(void)
 	q.life_max = UINT64_MAX;
 	q.size_min = 8;
 	q.size_max = 16;
-	struct ht_life s7 = life(0, 1, 7), s8 = life(0, 1, 8), s15 = life(0, 1, 15), s16 = life(0, 1, 16);
+	struct ht_life s7 = life(0, 1, 7), s8 = life(0, 1, 8), s15 = life(0, 1, 15),
+		       s16 = life(0, 1, 16);
 	CHECK(!ht_query_accepts(&q, &s7, 10, &out));
 	CHECK(ht_query_accepts(&q, &s8, 10, &out));
 	CHECK(ht_query_accepts(&q, &s15, 10, &out));

@@ -5,10 +5,10 @@
  * mmap, a file mapping, and brk/sbrk by the program itself.
  *
  *   mmap     5 calls: 16384 rw anon, 1 MiB PROT_NONE, 8192 rw, failed (len 0), 4096 file
- *   munmap   6 calls: 4096 (hole at +4096), 4096 (+0), 8192 (+8192), 1 MiB, 65536 (remapped), 4096 file
- *   mprotect 2 calls: 65536 -> rw, 65536 -> none
- *   mremap   1 call : 8192 -> 65536 (MREMAP_MAYMOVE)
- *   sbrk     sbrk(0) (asks, no event), sbrk(+8192), sbrk(-8192); brk back to the start
+ *   munmap   6 calls: 4096 (hole at +4096), 4096 (+0), 8192 (+8192), 1 MiB, 65536 (remapped), 4096
+ * file mprotect 2 calls: 65536 -> rw, 65536 -> none mremap   1 call : 8192 -> 65536
+ * (MREMAP_MAYMOVE) sbrk     sbrk(0) (asks, no event), sbrk(+8192), sbrk(-8192); brk back to the
+ * start
  */
 #define _GNU_SOURCE
 #include <fcntl.h>

@@ -12,14 +12,17 @@
 
 /* Publishes a pointer through a volatile global: the allocation is observable. */
 static void *volatile prog_sink_slot;
-static inline void prog_sink(void *p) { prog_sink_slot = p; }
+static inline void prog_sink(void *p)
+{
+	prog_sink_slot = p;
+}
 
-#define PROG_CHECK(cond)                                                          \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			exit(99);                                                 \
-		}                                                                 \
+#define PROG_CHECK(cond)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+			exit(99);                                                                  \
+		}                                                                                  \
 	} while (0)
 
 #define NOINLINE __attribute__((noinline))

@@ -55,14 +55,14 @@ int main(int argc, char **argv)
 	}
 	PROG_CHECK(wait_status(pid) == 3);
 
-	char *spawn_argv[] = { child, "5", NULL };
+	char *spawn_argv[] = {child, "5", NULL};
 	PROG_CHECK(posix_spawn(&pid, child, NULL, NULL, spawn_argv, environ) == 0);
 	PROG_CHECK(wait_status(pid) == 5);
 
 	pid = fork();
 	PROG_CHECK(pid >= 0);
 	if (pid == 0) {
-		char *exec_argv[] = { child, "4", NULL };
+		char *exec_argv[] = {child, "4", NULL};
 		execv(child, exec_argv);
 		_exit(127);
 	}

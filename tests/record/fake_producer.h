@@ -78,7 +78,7 @@ static inline int fake_put(struct fake *f, uint32_t i, const void *rec, uint32_t
 	if (w + pad + len - rd > size)
 		return -1;
 	if (pad) {
-		struct ht__rec p = { .type = HT_REC_PAD, .len = (uint16_t)pad };
+		struct ht__rec p = {.type = HT_REC_PAD, .len = (uint16_t)pad};
 		memcpy(data + off, &p, sizeof(p));
 		w += pad;
 		off = 0;
@@ -89,10 +89,10 @@ static inline int fake_put(struct fake *f, uint32_t i, const void *rec, uint32_t
 }
 
 /* PROCESS_START with exe and one argument. */
-static inline int fake_process(struct fake *f, uint32_t ring, uint64_t ts, int32_t pid, int32_t ppid,
-			       uint32_t flags, uint32_t inst, const char *exe)
+static inline int fake_process(struct fake *f, uint32_t ring, uint64_t ts, int32_t pid,
+			       int32_t ppid, uint32_t flags, uint32_t inst, const char *exe)
 {
-	uint8_t buf[256] = { 0 };
+	uint8_t buf[256] = {0};
 	struct ht__rec_process *p = (void *)buf;
 	uint32_t el = (uint32_t)strlen(exe);
 	p->h.type = HT_REC_PROCESS_START;
@@ -112,33 +112,33 @@ static inline int fake_process(struct fake *f, uint32_t ring, uint64_t ts, int32
 static inline int fake_alloc(struct fake *f, uint32_t ring, uint64_t ts, uint64_t addr,
 			     uint64_t size, uint32_t stack)
 {
-	struct ht__rec_alloc a = { .h = { .type = HT_REC_ALLOC, .func = 1, .len = sizeof(a),
-					  .stack = stack, .ts = ts },
-				   .addr = addr,
-				   .size = size };
+	struct ht__rec_alloc a = {
+	    .h = {.type = HT_REC_ALLOC, .func = 1, .len = sizeof(a), .stack = stack, .ts = ts},
+	    .addr = addr,
+	    .size = size};
 	return fake_put(f, ring, &a, sizeof(a));
 }
 
 static inline int fake_free(struct fake *f, uint32_t ring, uint64_t ts, uint64_t addr)
 {
-	struct ht__rec_free a = { .h = { .type = HT_REC_FREE, .func = 5, .len = sizeof(a), .ts = ts },
-				  .addr = addr };
+	struct ht__rec_free a = {.h = {.type = HT_REC_FREE, .func = 5, .len = sizeof(a), .ts = ts},
+				 .addr = addr};
 	return fake_put(f, ring, &a, sizeof(a));
 }
 
 static inline int fake_exit(struct fake *f, uint32_t ring, uint64_t ts, int32_t pid, int32_t code)
 {
-	struct ht__rec_exit e = { .h = { .type = HT_REC_PROCESS_EXIT, .len = sizeof(e), .ts = ts },
-				  .pid = pid,
-				  .kind = HT_EXIT_CODE,
-				  .value = code };
+	struct ht__rec_exit e = {.h = {.type = HT_REC_PROCESS_EXIT, .len = sizeof(e), .ts = ts},
+				 .pid = pid,
+				 .kind = HT_EXIT_CODE,
+				 .value = code};
 	return fake_put(f, ring, &e, sizeof(e));
 }
 
 static inline int fake_module(struct fake *f, uint32_t ring, uint64_t ts, uint32_t index,
 			      const char *path, uint8_t bid0)
 {
-	uint8_t buf[512] = { 0 };
+	uint8_t buf[512] = {0};
 	struct ht__rec_module *m = (void *)buf;
 	uint32_t pl = (uint32_t)strlen(path);
 	m->h.type = HT_REC_MODULE_LOAD;
@@ -161,7 +161,7 @@ static inline int fake_module(struct fake *f, uint32_t ring, uint64_t ts, uint32
 static inline int fake_stack(struct fake *f, uint32_t ring, uint64_t ts, uint32_t id, uint32_t n,
 			     const uint64_t *rel, const uint32_t *mod)
 {
-	uint8_t buf[2048] = { 0 };
+	uint8_t buf[2048] = {0};
 	struct ht__rec_stack *s = (void *)buf;
 	s->h.type = HT_REC_STACK;
 	s->h.stack = id;

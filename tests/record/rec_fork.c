@@ -24,7 +24,7 @@ int main(void)
 	pid_t child = fork();
 	if (child == 0) {
 		if (fork() == 0) {
-			struct timespec ts = { 0, 200000000 };
+			struct timespec ts = {0, 200000000};
 			nanosleep(&ts, NULL);
 			blocks(3, 2004);
 			exit(5);

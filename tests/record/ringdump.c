@@ -10,8 +10,8 @@
  * -l lossy, -n no-follow, -t print timestamps, -o write records to FILE
  * instead of stdout. -x MS plays a hung collector: after MS milliseconds it
  * stops its heartbeat and draining until the command ends. -S MS sets the
- * session to STOPPING after MS milliseconds (and keeps draining). The library defaults to $RINGDUMP_LIB. Exits with the
- * command's status (128 + signal when it was killed).
+ * session to STOPPING after MS milliseconds (and keeps draining). The library defaults to
+ * $RINGDUMP_LIB. Exits with the command's status (128 + signal when it was killed).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -63,7 +63,10 @@ static void *xmalloc(size_t n)
 	return p;
 }
 
-static struct ht__ring *ring_at(uint32_t i) { return (struct ht__ring *)(rings + (size_t)i * stride); }
+static struct ht__ring *ring_at(uint32_t i)
+{
+	return (struct ht__ring *)(rings + (size_t)i * stride);
+}
 
 static int bad_records;
 
@@ -99,8 +102,8 @@ static void drain_ring(uint32_t i)
 		uint32_t off = (uint32_t)rp & (ring_size - 1);
 		struct ht__rec *h = (struct ht__rec *)(data + off);
 		if (h->len < 16 || (h->len & 7) || off + h->len > ring_size) {
-			fprintf(stderr, "ringdump: bad record in ring %u at %llu: type %u len %u\n", i,
-				(unsigned long long)rp, h->type, h->len);
+			fprintf(stderr, "ringdump: bad record in ring %u at %llu: type %u len %u\n",
+				i, (unsigned long long)rp, h->type, h->len);
 			bad_records++;
 			rp = wp;
 			break;
@@ -169,9 +172,10 @@ static void print_str(FILE *f, const char *s, size_t n)
 static const char *fname(unsigned func)
 {
 	static const char *const n[HT_FN__COUNT] = {
-		"none", "malloc", "calloc", "realloc", "reallocarray", "free", "posix_memalign",
-		"aligned_alloc", "memalign", "valloc", "pvalloc", "mmap", "mmap64", "munmap", "mremap",
-		"mprotect", "brk", "sbrk", "heap_api",
+	    "none",	      "malloc",	       "calloc",   "realloc",  "reallocarray", "free",
+	    "posix_memalign", "aligned_alloc", "memalign", "valloc",   "pvalloc",      "mmap",
+	    "mmap64",	      "munmap",	       "mremap",   "mprotect", "brk",	       "sbrk",
+	    "heap_api",
 	};
 	func &= ~HT_RECF_FAILED;
 	return func < HT_FN__COUNT && n[func] ? n[func] : "?";
@@ -182,33 +186,48 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 	const struct ht__rec *h = (const struct ht__rec *)o->bytes;
 	int failed = (h->func & HT_RECF_FAILED) != 0;
 	static const char *names[] = {
-		[HT_REC_ALLOC] = "alloc", [HT_REC_ALLOC_FAIL] = "alloc_fail", [HT_REC_REALLOC] = "realloc",
-		[HT_REC_FREE] = "free", [HT_REC_MMAP] = "mmap", [HT_REC_MUNMAP] = "munmap",
-		[HT_REC_MREMAP] = "mremap", [HT_REC_MPROTECT] = "mprotect", [HT_REC_BRK] = "brk",
-		[HT_REC_HEAP_CREATE] = "heap_create", [HT_REC_HEAP_DESTROY] = "heap_destroy",
-		[HT_REC_HEAP_ALLOC] = "heap_alloc", [HT_REC_HEAP_REALLOC] = "heap_realloc",
-		[HT_REC_HEAP_FREE] = "heap_free", [HT_REC_PROCESS_START] = "process_start",
-		[HT_REC_PROCESS_EXIT] = "process_exit", [HT_REC_THREAD_START] = "thread_start",
-		[HT_REC_THREAD_EXIT] = "thread_exit", [HT_REC_THREAD_NAME] = "thread_name",
-		[HT_REC_MODULE_LOAD] = "module_load", [HT_REC_MODULE_UNLOAD] = "module_unload",
-		[HT_REC_STACK] = "stack",
+	    [HT_REC_ALLOC] = "alloc",
+	    [HT_REC_ALLOC_FAIL] = "alloc_fail",
+	    [HT_REC_REALLOC] = "realloc",
+	    [HT_REC_FREE] = "free",
+	    [HT_REC_MMAP] = "mmap",
+	    [HT_REC_MUNMAP] = "munmap",
+	    [HT_REC_MREMAP] = "mremap",
+	    [HT_REC_MPROTECT] = "mprotect",
+	    [HT_REC_BRK] = "brk",
+	    [HT_REC_HEAP_CREATE] = "heap_create",
+	    [HT_REC_HEAP_DESTROY] = "heap_destroy",
+	    [HT_REC_HEAP_ALLOC] = "heap_alloc",
+	    [HT_REC_HEAP_REALLOC] = "heap_realloc",
+	    [HT_REC_HEAP_FREE] = "heap_free",
+	    [HT_REC_PROCESS_START] = "process_start",
+	    [HT_REC_PROCESS_EXIT] = "process_exit",
+	    [HT_REC_THREAD_START] = "thread_start",
+	    [HT_REC_THREAD_EXIT] = "thread_exit",
+	    [HT_REC_THREAD_NAME] = "thread_name",
+	    [HT_REC_MODULE_LOAD] = "module_load",
+	    [HT_REC_MODULE_UNLOAD] = "module_unload",
+	    [HT_REC_STACK] = "stack",
 	};
-	const char *name = h->type < sizeof names / sizeof *names && names[h->type] ? names[h->type] : "unknown";
-	fprintf(f, "%s func=%s pid=%d tid=%d inst=%08x stack=%u", name, fname(h->func), o->pid, o->tid,
-		o->instance, h->stack);
+	const char *name =
+	    h->type < sizeof names / sizeof *names && names[h->type] ? names[h->type] : "unknown";
+	fprintf(f, "%s func=%s pid=%d tid=%d inst=%08x stack=%u", name, fname(h->func), o->pid,
+		o->tid, o->instance, h->stack);
 	if (with_ts)
 		fprintf(f, " ts=%llu", (unsigned long long)(h->ts - hdr->t0_ns));
 	switch (h->type) {
 	case HT_REC_ALLOC:
 	case HT_REC_ALLOC_FAIL: {
 		const struct ht__rec_alloc *r = (const void *)h;
-		fprintf(f, " addr=0x%llx size=%llu", (unsigned long long)r->addr, (unsigned long long)r->size);
+		fprintf(f, " addr=0x%llx size=%llu", (unsigned long long)r->addr,
+			(unsigned long long)r->size);
 		break;
 	}
 	case HT_REC_REALLOC: {
 		const struct ht__rec_realloc *r = (const void *)h;
-		fprintf(f, " old=0x%llx new=0x%llx size=%llu failed=%d", (unsigned long long)r->old_addr,
-			(unsigned long long)r->new_addr, (unsigned long long)r->size, failed);
+		fprintf(f, " old=0x%llx new=0x%llx size=%llu failed=%d",
+			(unsigned long long)r->old_addr, (unsigned long long)r->new_addr,
+			(unsigned long long)r->size, failed);
 		break;
 	}
 	case HT_REC_FREE: {
@@ -219,8 +238,8 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 	case HT_REC_MMAP: {
 		const struct ht__rec_mmap *r = (const void *)h;
 		fprintf(f, " addr=0x%llx len=%llu prot=%u flags=0x%x fd=%d offset=%llu failed=%d",
-			(unsigned long long)r->addr, (unsigned long long)r->len, r->prot, r->flags, r->fd,
-			(unsigned long long)r->offset, failed);
+			(unsigned long long)r->addr, (unsigned long long)r->len, r->prot, r->flags,
+			r->fd, (unsigned long long)r->offset, failed);
 		break;
 	}
 	case HT_REC_MUNMAP:
@@ -234,13 +253,15 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 		const struct ht__rec_mremap *r = (const void *)h;
 		fprintf(f, " old=0x%llx old_len=%llu new=0x%llx new_len=%llu flags=%u failed=%d",
 			(unsigned long long)r->old_addr, (unsigned long long)r->old_len,
-			(unsigned long long)r->new_addr, (unsigned long long)r->new_len, r->flags, failed);
+			(unsigned long long)r->new_addr, (unsigned long long)r->new_len, r->flags,
+			failed);
 		break;
 	}
 	case HT_REC_BRK: {
 		const struct ht__rec_brk *r = (const void *)h;
-		fprintf(f, " old=0x%llx new=0x%llx delta=%lld failed=%d", (unsigned long long)r->old_brk,
-			(unsigned long long)r->new_brk, (long long)(r->new_brk - r->old_brk), failed);
+		fprintf(f, " old=0x%llx new=0x%llx delta=%lld failed=%d",
+			(unsigned long long)r->old_brk, (unsigned long long)r->new_brk,
+			(long long)(r->new_brk - r->old_brk), failed);
 		break;
 	}
 	case HT_REC_HEAP_CREATE:
@@ -258,9 +279,9 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 	case HT_REC_HEAP_REALLOC:
 	case HT_REC_HEAP_FREE: {
 		const struct ht__rec_heap_op *r = (const void *)h;
-		fprintf(f, " handle=0x%llx addr=0x%llx size=%llu old=0x%llx failed=%d", (unsigned long long)r->handle,
-			(unsigned long long)r->addr, (unsigned long long)r->size, (unsigned long long)r->old_addr,
-			failed);
+		fprintf(f, " handle=0x%llx addr=0x%llx size=%llu old=0x%llx failed=%d",
+			(unsigned long long)r->handle, (unsigned long long)r->addr,
+			(unsigned long long)r->size, (unsigned long long)r->old_addr, failed);
 		break;
 	}
 	case HT_REC_PROCESS_START: {
@@ -280,8 +301,8 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 	}
 	case HT_REC_PROCESS_EXIT: {
 		const struct ht__rec_exit *r = (const void *)h;
-		fprintf(f, " p.pid=%d kind=%s value=%d", r->pid, r->kind == HT_EXIT_SIGNAL ? "signal" : "code",
-			r->value);
+		fprintf(f, " p.pid=%d kind=%s value=%d", r->pid,
+			r->kind == HT_EXIT_SIGNAL ? "signal" : "code", r->value);
 		break;
 	}
 	case HT_REC_THREAD_START:
@@ -296,8 +317,9 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 		const struct ht__rec_module *r = (const void *)h;
 		fprintf(f, " index=%u", r->index);
 		if (h->type == HT_REC_MODULE_LOAD) {
-			fprintf(f, " bias=0x%llx start=0x%llx size=%llu build_id=", (unsigned long long)r->bias,
-				(unsigned long long)r->start, (unsigned long long)r->size);
+			fprintf(f, " bias=0x%llx start=0x%llx size=%llu build_id=",
+				(unsigned long long)r->bias, (unsigned long long)r->start,
+				(unsigned long long)r->size);
 			for (int i = 0; i < r->build_id_len && i < 31; i++)
 				fprintf(f, "%02x", r->build_id[i]);
 			fprintf(f, " path=");
@@ -314,7 +336,8 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 			if (mod[i] == HT_MODULE_UNKNOWN)
 				fprintf(f, "%s?:0x%llx", i ? "," : "", (unsigned long long)rel[i]);
 			else
-				fprintf(f, "%s%u:0x%llx", i ? "," : "", mod[i], (unsigned long long)rel[i]);
+				fprintf(f, "%s%u:0x%llx", i ? "," : "", mod[i],
+					(unsigned long long)rel[i]);
 		}
 		break;
 	}
@@ -324,8 +347,10 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ringdump [-r RINGS] [-s RING_SIZE] [-k STACK_MASK] [-l] [-n] [-t] [-o FILE] "
-			"[-x MS] [-S MS] [-p LIB] -- CMD [ARGS]\n");
+	fprintf(
+	    stderr,
+	    "usage: ringdump [-r RINGS] [-s RING_SIZE] [-k STACK_MASK] [-l] [-n] [-t] [-o FILE] "
+	    "[-x MS] [-S MS] [-p LIB] -- CMD [ARGS]\n");
 	exit(2);
 }
 
@@ -337,17 +362,38 @@ int main(int argc, char **argv)
 	const char *lib = getenv("RINGDUMP_LIB"), *out = NULL;
 	while ((opt = getopt(argc, argv, "+r:s:k:lntp:o:x:S:")) != -1) {
 		switch (opt) {
-		case 'r': nrings = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 's': rsize = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'k': mask = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'l': flags |= HT_SHM_LOSSY; break;
-		case 'n': flags |= HT_SHM_NO_FOLLOW; break;
-		case 't': with_ts = 1; break;
-		case 'p': lib = optarg; break;
-		case 'o': out = optarg; break;
-		case 'x': hang_ms = strtol(optarg, NULL, 0); break;
-		case 'S': stop_ms = strtol(optarg, NULL, 0); break;
-		default: usage();
+		case 'r':
+			nrings = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			rsize = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'k':
+			mask = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'l':
+			flags |= HT_SHM_LOSSY;
+			break;
+		case 'n':
+			flags |= HT_SHM_NO_FOLLOW;
+			break;
+		case 't':
+			with_ts = 1;
+			break;
+		case 'p':
+			lib = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'x':
+			hang_ms = strtol(optarg, NULL, 0);
+			break;
+		case 'S':
+			stop_ms = strtol(optarg, NULL, 0);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind >= argc || !lib || !nrings || rsize < 4096 || (rsize & (rsize - 1)))

@@ -100,7 +100,7 @@ static int c_event(void *ctx, const struct ht_event *ev, const struct ht_process
 	return 0;
 }
 
-static const struct ht__sink cap_sink = { c_module, c_frame, c_stack, c_event, NULL };
+static const struct ht__sink cap_sink = {c_module, c_frame, c_stack, c_event, NULL};
 
 /* Flushes: how many, and the events and definitions the sink had then. */
 static struct {
@@ -119,7 +119,7 @@ static int c_flush(void *ctx)
 	return 0;
 }
 
-static const struct ht__sink flush_sink = { c_module, c_frame, c_stack, c_event, NULL, c_flush };
+static const struct ht__sink flush_sink = {c_module, c_frame, c_stack, c_event, NULL, c_flush};
 
 static char tmpdir[64];
 
@@ -346,8 +346,8 @@ static void test_modules_stacks(void)
 	CHECK(fake_open(&f, ht__session_path(s)) == 0);
 	int32_t pid = getpid();
 	uint64_t t = ht__session_t0(s) + 1000;
-	uint64_t rel[2] = { 0x1234, 0xdeadbeef };
-	uint32_t mod[2] = { 1, HT_MODULE_UNKNOWN };
+	uint64_t rel[2] = {0x1234, 0xdeadbeef};
+	uint32_t mod[2] = {1, HT_MODULE_UNKNOWN};
 	CHECK(fake_claim(&f, 0, pid, pid, 21) == 0);
 	CHECK(fake_process(&f, 0, t, pid, 1, 0, 21, "/bin/a") == 0);
 	CHECK(fake_module(&f, 0, t + 1, 0, "/bin/a", 1) == 0);
@@ -406,7 +406,8 @@ static void test_modules_stacks(void)
 	CHECK_EQ(procs[0], 0);
 	CHECK_EQ(procs[1], 1);
 	for (uint32_t i = 0; i < c->nev; i++)
-		if (c->ev[i].type == HT_EV_MODULE_LOAD && c->ev[i].process == 1 && c->ev[i].ts == t + 12 - ht__session_t0(s)) {
+		if (c->ev[i].type == HT_EV_MODULE_LOAD && c->ev[i].process == 1 &&
+		    c->ev[i].ts == t + 12 - ht__session_t0(s)) {
 			CHECK_EQ(c->ev[i].module, 2);
 			CHECK_EQ(c->ev[i].old_addr, 0x7f0000000000ull);
 		}
@@ -611,7 +612,8 @@ static void test_end_when_gone_and_rss(void)
 		close(go[1]);
 		int32_t cp = getpid();
 		fake_claim(&f, 0, cp, cp, 51);
-		fake_process(&f, 0, fake_now(), cp, getppid(), HT_PROC_ATTACHED, 51, "/bin/attached");
+		fake_process(&f, 0, fake_now(), cp, getppid(), HT_PROC_ATTACHED, 51,
+			     "/bin/attached");
 		/* stay alive until told, so the session samples our RSS */
 		if (read(go[0], &b, 1) != 1)
 			_exit(1);
@@ -704,8 +706,8 @@ static void test_flush_period(void)
 	CHECK(fake_claim(&f, 0, pid, pid, 21) == 0);
 	CHECK(fake_process(&f, 0, t0 + 1000, pid, 1, HT_PROC_ROOT, 21, "/bin/fake") == 0);
 	atomic_fetch_add(&f.h->next_stack_id, 1); /* stack id 1 is taken */
-	uint64_t rel[2] = { 0x10, 0x20 };
-	uint32_t mod[2] = { HT_MODULE_UNKNOWN, HT_MODULE_UNKNOWN };
+	uint64_t rel[2] = {0x10, 0x20};
+	uint32_t mod[2] = {HT_MODULE_UNKNOWN, HT_MODULE_UNKNOWN};
 	CHECK(fake_stack(&f, 0, t0 + 1500, 1, 2, rel, mod) == 0);
 	CHECK(fake_alloc(&f, 0, t0 + 2000, 0x1000, 10, 1) == 0);
 	CHECK_EQ(ht__session_tick(s), 0);

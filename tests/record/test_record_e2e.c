@@ -92,7 +92,10 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-static bool exists(const char *path) { return access(path, F_OK) == 0; }
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
 
 /*
  * Session files of heaptrail process pid ("session-PID-*") in every place a
@@ -201,8 +204,8 @@ static void test_basic(void)
 	CHECK(ht_reader_info(r)->flags & HT_TRACEF_SYMBOLS);
 	CHECK_EQ(ht_reader_info(r)->stack_mask, 0x2b); /* alloc,realloc,mmap,mprotect */
 
-	uint64_t addr[12] = { 0 };
-	int seen[12] = { 0 }, freed = 0, callocs = 0, reallocs = 0, exits = 0, symbolized = 0;
+	uint64_t addr[12] = {0};
+	int seen[12] = {0}, freed = 0, callocs = 0, reallocs = 0, exits = 0, symbolized = 0;
 	uint64_t r1 = 0;
 	for (size_t i = 0; i < e.n; i++) {
 		struct ht_event *ev = &e.v[i];
@@ -295,8 +298,8 @@ static void test_fork_tree(void)
 	if (!r)
 		return;
 	CHECK_EQ(ht_reader_process_count(r), 3);
-	int count[5] = { 0 }; /* sizes 2000 + k */
-	uint32_t proc_of[5] = { 9, 9, 9, 9, 9 };
+	int count[5] = {0}; /* sizes 2000 + k */
+	uint32_t proc_of[5] = {9, 9, 9, 9, 9};
 	for (size_t i = 0; i < e.n; i++) {
 		struct ht_event *ev = &e.v[i];
 		if (ev->type == HT_EV_ALLOC && ev->size > 2000 && ev->size <= 2004) {
@@ -378,7 +381,7 @@ static void test_signal_forwarding(void)
 {
 	char out[256];
 	snprintf(out, sizeof(out), "%s/term.htr", tmp);
-	const char *args[] = { "record", "-q", "-o", out, "--", "sleep", "10", NULL };
+	const char *args[] = {"record", "-q", "-o", out, "--", "sleep", "10", NULL};
 	pid_t pid = start(tmp, args);
 	last_pid = pid;
 	/* while it runs, the file exists (wait for it: the machine may be busy) */
@@ -450,7 +453,7 @@ static void test_no_follow(void)
 	if (!r)
 		return;
 	CHECK_EQ(ht_reader_process_count(r), 1);
-	int count[5] = { 0 };
+	int count[5] = {0};
 	for (size_t i = 0; i < e.n; i++)
 		if (e.v[i].type == HT_EV_ALLOC && e.v[i].size > 2000 && e.v[i].size <= 2004)
 			count[e.v[i].size - 2000]++;
@@ -477,8 +480,8 @@ static void test_lossy(void)
 		     "--", prog, "200000", NULL),
 		 0);
 	unsigned long long evs = 0, lost = 0;
-	CHECK(sscanf(strstr(slurp(errfile), "heaptrail: wrote") ?: "", "heaptrail: wrote '%*[^']' (%llu events, %llu lost)",
-		     &evs, &lost) == 2);
+	CHECK(sscanf(strstr(slurp(errfile), "heaptrail: wrote") ?: "",
+		     "heaptrail: wrote '%*[^']' (%llu events, %llu lost)", &evs, &lost) == 2);
 	struct ev_list e;
 	struct ht_reader *r = open_trace(out, &e);
 	if (!r)
@@ -490,7 +493,8 @@ static void test_lossy(void)
 	CHECK_EQ(e.n, evs);
 	long kept = 0;
 	for (size_t i = 0; i < e.n; i++)
-		kept += (e.v[i].type == HT_EV_ALLOC && e.v[i].size == 48) || e.v[i].type == HT_EV_FREE;
+		kept +=
+		    (e.v[i].type == HT_EV_ALLOC && e.v[i].size == 48) || e.v[i].type == HT_EV_FREE;
 	/* every malloc(48)/free pair is either kept or counted lost */
 	CHECK(kept <= 2 * n);
 	CHECK(kept + (long)lost >= 2 * n);
@@ -523,7 +527,8 @@ static void test_inline_symbols(void)
 		for (uint32_t k = 0; k + 1 < n; k++) {
 			const struct ht_frame *a = ht_reader_frame(r, frames[k]);
 			const struct ht_frame *b = ht_reader_frame(r, frames[k + 1]);
-			if (!a || !b || !a->function || !b->function || strcmp(a->function, "inner_alloc"))
+			if (!a || !b || !a->function || !b->function ||
+			    strcmp(a->function, "inner_alloc"))
 				continue;
 			CHECK_EQ(a->inlined, 1);
 			CHECK_EQ(a->line, 12);
@@ -554,17 +559,17 @@ static void test_threads_lossless(void)
 	const long per = 20000;
 	snprintf(out, sizeof(out), "%s/threads.htr", tmp);
 	snprintf(prog, sizeof(prog), "%s/rec_threads", progdir);
-	CHECK_EQ(run(tmp, "record", "-q", "--buffer-size", "4K", "-o", out, "--", prog, "4", "20000",
-		     NULL),
+	CHECK_EQ(run(tmp, "record", "-q", "--buffer-size", "4K", "-o", out, "--", prog, "4",
+		     "20000", NULL),
 		 0);
 	struct ev_list e;
 	struct ht_reader *r = open_trace(out, &e); /* checks time order */
 	if (!r)
 		return;
 	CHECK_EQ(ht_reader_info(r)->events_lost, 0);
-	long allocs[4] = { 0 }, frees = 0;
-	int32_t tid[4] = { 0 };
-	uint64_t live[4] = { 0 };
+	long allocs[4] = {0}, frees = 0;
+	int32_t tid[4] = {0};
+	uint64_t live[4] = {0};
 	for (size_t i = 0; i < e.n; i++) {
 		struct ht_event *ev = &e.v[i];
 		if (ev->type == HT_EV_ALLOC && ev->size >= 100 && ev->size < 104) {
@@ -658,7 +663,8 @@ static void test_default_name(void)
 	CHECK_EQ(n, 1);
 	int pid = 0;
 	char rest[16] = "";
-	CHECK(sscanf(name, "rec_basic.%d.%15s", &pid, rest) == 2 && pid > 0 && !strcmp(rest, "htr"));
+	CHECK(sscanf(name, "rec_basic.%d.%15s", &pid, rest) == 2 && pid > 0 &&
+	      !strcmp(rest, "htr"));
 	char path[600];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	unlink(path);

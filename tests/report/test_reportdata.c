@@ -17,9 +17,7 @@
 
 #include "check.h"
 
-
-
-static const char *const argv0[] = { "/usr/bin/app" };
+static const char *const argv0[] = {"/usr/bin/app"};
 
 static void ev(struct ht__writer *w, uint8_t type, uint8_t func, uint64_t ts, uint64_t addr,
 	       uint64_t size, uint32_t stack)
@@ -34,7 +32,7 @@ static void ev(struct ht__writer *w, uint8_t type, uint8_t func, uint64_t ts, ui
 			     .stack = stack,
 			     .fd = -1};
 	if (type == HT_EV_MMAP) {
-		e.prot = 3;     /* PROT_READ | PROT_WRITE */
+		e.prot = 3;	 /* PROT_READ | PROT_WRITE */
 		e.mflags = 0x22; /* MAP_PRIVATE | MAP_ANONYMOUS */
 	}
 	ht__writer_event(w, &e, NULL);
@@ -51,16 +49,16 @@ static void ev(struct ht__writer *w, uint8_t type, uint8_t func, uint64_t ts, ui
 static int write_trace(const char *path)
 {
 	struct ht__writer *w;
-	struct ht__trace_meta meta = { .argc = 1, .argv = argv0, .hostname = "test" };
+	struct ht__trace_meta meta = {.argc = 1, .argv = argv0, .hostname = "test"};
 	int rc = ht__writer_open(&w, path, &meta);
 	if (rc < 0)
 		return rc;
 	ht__writer_module(w, 0, "/usr/bin/app", NULL, 0);
 	ht__writer_module(w, 1, "/lib/x86_64-linux-gnu/libc.so.6", NULL, 0);
-	static const uint32_t mods[6] = { 1, 0, 0, 0, 1, 0 };
+	static const uint32_t mods[6] = {1, 0, 0, 0, 1, 0};
 	for (uint32_t f = 0; f < 6; f++)
 		ht__writer_frame(w, f, mods[f], 0x1000 * (f + 1));
-	static const uint32_t s1[] = { 0, 1, 3 }, s2[] = { 0, 2, 3 }, s3[] = { 4, 5, 3 };
+	static const uint32_t s1[] = {0, 1, 3}, s2[] = {0, 2, 3}, s3[] = {4, 5, 3};
 	ht__writer_stack(w, 1, s1, 3);
 	ht__writer_stack(w, 2, s2, 3);
 	ht__writer_stack(w, 3, s3, 3);
@@ -71,7 +69,7 @@ static int write_trace(const char *path)
 				  .exe = "/usr/bin/app",
 				  .argc = 1,
 				  .argv = argv0};
-	struct ht_event start = { .type = HT_EV_PROCESS_START, .pid = 100, .tid = 100 };
+	struct ht_event start = {.type = HT_EV_PROCESS_START, .pid = 100, .tid = 100};
 	ht__writer_event(w, &start, &proc);
 	for (int i = 0; i < 8; i++) {
 		uint64_t t = 1000 * (uint64_t)i + 100;
@@ -98,9 +96,9 @@ static int write_trace(const char *path)
 		ev(w, HT_EV_ALLOC, HT_FN_MALLOC, 8100 + (uint64_t)i, 0x100000 + 16 * (uint64_t)i, 8,
 		   2);
 	ev(w, HT_EV_PROCESS_EXIT, 0, 9500, 0, 0, 0);
-	static const char *const names[] = { "malloc", "big", "small", "main", "mmap", "spike" };
+	static const char *const names[] = {"malloc", "big", "small", "main", "mmap", "spike"};
 	for (uint32_t f = 0; f < 6; f++) {
-		struct ht__symbol sym = { names[f], "app.c", 10 + f };
+		struct ht__symbol sym = {names[f], "app.c", 10 + f};
 		ht__writer_symbols(w, f, &sym, 1);
 	}
 	return ht__writer_finish(w, 10000, 0, HT_TRACEF_SYMBOLS);

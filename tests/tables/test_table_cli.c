@@ -51,41 +51,43 @@ static void run(struct result *r, const char *fmt, ...)
 	unlink(err);
 }
 
-#define CHECK_OUT(r, expected)                                                                      \
-	do {                                                                                        \
+#define CHECK_OUT(r, expected)                                                                     \
+	do {                                                                                       \
 		CHECK_EQ((r)->status, 0);                                                          \
-		if (strcmp((r)->out, expected)) {                                                   \
-			fprintf(stderr, "%s:%d: output:\n%s\nexpected:\n%s\nstderr: %s\n", __FILE__, \
-				__LINE__, (r)->out, expected, (r)->err);                            \
-			check_failures++;                                                           \
-		}                                                                                   \
+		if (strcmp((r)->out, expected)) {                                                  \
+			fprintf(stderr, "%s:%d: output:\n%s\nexpected:\n%s\nstderr: %s\n",         \
+				__FILE__, __LINE__, (r)->out, expected, (r)->err);                 \
+			check_failures++;                                                          \
+		}                                                                                  \
 	} while (0)
 
-#define CHECK_CONTAINS(hay, needle)                                                                 \
-	do {                                                                                        \
-		if (!strstr(hay, needle)) {                                                         \
-			fprintf(stderr, "%s:%d: '%s' not found in:\n%s\n", __FILE__, __LINE__, needle, hay); \
-			check_failures++;                                                           \
-		}                                                                                   \
+#define CHECK_CONTAINS(hay, needle)                                                                \
+	do {                                                                                       \
+		if (!strstr(hay, needle)) {                                                        \
+			fprintf(stderr, "%s:%d: '%s' not found in:\n%s\n", __FILE__, __LINE__,     \
+				needle, hay);                                                      \
+			check_failures++;                                                          \
+		}                                                                                  \
 	} while (0)
 
 /* One error line, exit status 2. */
-#define CHECK_FAILS(r, needle)                                                                      \
-	do {                                                                                        \
+#define CHECK_FAILS(r, needle)                                                                     \
+	do {                                                                                       \
 		CHECK_EQ((r)->status, 2);                                                          \
-		CHECK_CONTAINS((r)->err, needle);                                                   \
-		CHECK(strchr((r)->err, '\n') == (r)->err + strlen((r)->err) - 1);                   \
-		CHECK_STR((r)->out, "");                                                            \
+		CHECK_CONTAINS((r)->err, needle);                                                  \
+		CHECK(strchr((r)->err, '\n') == (r)->err + strlen((r)->err) - 1);                  \
+		CHECK_STR((r)->out, "");                                                           \
 	} while (0)
 
-static const char GROUP_HEADER[] =
-	"depth,process,pid,handle,type,impacting_type,stack,frame,image,thread,count,impacting_size,size\n";
+static const char GROUP_HEADER[] = "depth,process,pid,handle,type,impacting_type,stack,frame,image,"
+				   "thread,count,impacting_size,size\n";
 
 static void test_heap_groups(void)
 {
 	static struct result r;
 	char expect[4096];
-	run(&r, "table heap '%s' --range 4 10 --format csv --group-by process,impacting-type,stack", heap_trace);
+	run(&r, "table heap '%s' --range 4 10 --format csv --group-by process,impacting-type,stack",
+	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,app,100,,,,,,,,4,1804,2604\n"
@@ -106,7 +108,8 @@ static void test_heap_groups(void)
 		 "2,app,100,20480,,,,,,,1,64,64\n");
 	CHECK_OUT(&r, expect);
 
-	run(&r, "table heap '%s' -range 0.004ms 0.01ms --format=csv -group-by thread,type", heap_trace);
+	run(&r, "table heap '%s' -range 0.004ms 0.01ms --format=csv -group-by thread,type",
+	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,,,,,,,,,100,3,1804,2104\n"
@@ -130,21 +133,25 @@ static void test_heap_groups(void)
 	CHECK_OUT(&r, expect);
 
 	/* Sort by count, top 1 per level. */
-	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame --sort count --top 1", heap_trace);
+	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame --sort count --top 1",
+	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,,,,,,,app!other,,,2,-236,564\n");
 	CHECK_OUT(&r, expect);
 
 	/* Without culling, every stack starts at malloc. */
-	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame --no-default-cull", heap_trace);
+	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame --no-default-cull",
+	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,,,,,,,libc.so.6!malloc,,,4,1804,2604\n");
 	CHECK_OUT(&r, expect);
 
 	/* -cullFrames takes app!temp off E's stack; -requireFrames keeps stacks with leaky. */
-	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack -cullFrames app!temp --sort size",
+	run(&r,
+	    "table heap '%s' --range 4 10 --format csv --group-by stack -cullFrames app!temp "
+	    "--sort size",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,4,1804,2604\n"
@@ -152,7 +159,8 @@ static void test_heap_groups(void)
 		 "1,,,,,,app!other <- app!main,,,,2,-236,564\n"
 		 "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
 	CHECK_OUT(&r, expect);
-	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack -requireFrames leaky", heap_trace);
+	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack -requireFrames leaky",
+	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,1,40,40\n"
 		 "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
@@ -172,7 +180,8 @@ static void test_heap_groups(void)
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,4,1804,2604\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table heap '%s' --range 4 10 --depth 0", heap_trace);
-	CHECK_CONTAINS(r.out, "Count 4, Impacting Size 1.8 KB, Size 2.5 KB, 6 blocks in the window\n");
+	CHECK_CONTAINS(r.out,
+		       "Count 4, Impacting Size 1.8 KB, Size 2.5 KB, 6 blocks in the window\n");
 	CHECK(!strstr(r.out, "Address"));
 }
 
@@ -199,11 +208,13 @@ static void test_agrees_with_analyze(void)
 	CHECK_OUT(&r, expect);
 	/* Per stack: analyze's total bytes are the table's Size. */
 	run(&r, "analyze '%s' -range 4 10 -stacks --format csv", heap_trace);
-	CHECK_OUT(&r, "outstanding_bytes,outstanding_count,total_bytes,total_count,realloc_count,stack\n"
-		      "2000,1,2000,1,0,app!temp;app!main\n"
-		      "64,1,564,2,0,app!other;app!main\n"
-		      "40,1,40,1,0,app!leaky;app!main\n");
-	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack --sort size", heap_trace);
+	CHECK_OUT(
+	    &r, "outstanding_bytes,outstanding_count,total_bytes,total_count,realloc_count,stack\n"
+		"2000,1,2000,1,0,app!temp;app!main\n"
+		"64,1,564,2,0,app!other;app!main\n"
+		"40,1,40,1,0,app!leaky;app!main\n");
+	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack --sort size",
+	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,4,1804,2604\n"
 		 "1,,,,,,app!temp <- app!main,,,,1,2000,2000\n"
@@ -215,36 +226,49 @@ static void test_agrees_with_analyze(void)
 static void test_heap_rows(void)
 {
 	static struct result r;
-	run(&r, "table heap '%s' --range 4 10 --format csv --group-by none --time-unit ns", heap_trace);
-	CHECK_OUT(&r, "process,pid,handle,type,impacting_type,thread,address,alloc_time_ns,free_time_ns,lifetime_ns,"
-		      "size,stack\n"
-		      "app,100,0,AOFO,Impacting,100,4096,1000,,,100,app!leaky <- app!main\n"
-		      "app,100,0,AOFI,Impacting,100,12288,3500,4000,500,300,app!other <- app!main\n"
-		      "app,100,0,AIFO,Impacting,100,16384,5000,,,40,app!leaky <- app!main\n"
-		      "app,100,0,AIFI,Transient,101,20480,6000,9000,3000,500,app!other <- app!main\n"
-		      "app,100,20480,AIFO,Impacting,100,24576,7000,,,64,app!other <- app!main\n"
-		      "app,100,0,AIFO,Impacting,100,28672,8000,12000,4000,2000,app!temp <- app!main\n");
-	run(&r, "table heap '%s' --range 4 10 --format csv --group-by none --time-unit us --pid 100", heap_trace);
+	run(&r, "table heap '%s' --range 4 10 --format csv --group-by none --time-unit ns",
+	    heap_trace);
+	CHECK_OUT(&r,
+		  "process,pid,handle,type,impacting_type,thread,address,alloc_time_ns,free_time_"
+		  "ns,lifetime_ns,"
+		  "size,stack\n"
+		  "app,100,0,AOFO,Impacting,100,4096,1000,,,100,app!leaky <- app!main\n"
+		  "app,100,0,AOFI,Impacting,100,12288,3500,4000,500,300,app!other <- app!main\n"
+		  "app,100,0,AIFO,Impacting,100,16384,5000,,,40,app!leaky <- app!main\n"
+		  "app,100,0,AIFI,Transient,101,20480,6000,9000,3000,500,app!other <- app!main\n"
+		  "app,100,20480,AIFO,Impacting,100,24576,7000,,,64,app!other <- app!main\n"
+		  "app,100,0,AIFO,Impacting,100,28672,8000,12000,4000,2000,app!temp <- app!main\n");
+	run(&r,
+	    "table heap '%s' --range 4 10 --format csv --group-by none --time-unit us --pid 100",
+	    heap_trace);
 	CHECK_CONTAINS(r.out, "alloc_time_us,free_time_us,lifetime_us,");
-	CHECK_CONTAINS(r.out, "app,100,0,AIFI,Transient,101,20480,6.000,9.000,3.000,500,app!other <- app!main\n");
+	CHECK_CONTAINS(
+	    r.out,
+	    "app,100,0,AIFI,Transient,101,20480,6.000,9.000,3.000,500,app!other <- app!main\n");
 
 	/* JSON: the window, the total and a node of each level. */
-	run(&r, "table heap '%s' --range 4 10 --format json --group-by process,impacting-type,stack --rows",
+	run(&r,
+	    "table heap '%s' --range 4 10 --format json --group-by process,impacting-type,stack "
+	    "--rows",
 	    heap_trace);
 	CHECK_EQ(r.status, 0);
 	CHECK_CONTAINS(r.out, "\"window\": {\n    \"start_ns\": 4000,\n    \"end_ns\": 10000\n  }");
-	CHECK_CONTAINS(r.out, "\"process\": {\n        \"pid\": 100,\n        \"exe\": \"/usr/bin/app\"\n      }");
+	CHECK_CONTAINS(
+	    r.out,
+	    "\"process\": {\n        \"pid\": 100,\n        \"exe\": \"/usr/bin/app\"\n      }");
 	CHECK_CONTAINS(r.out, "\"impacting_type\": \"Transient\",\n");
-	CHECK_CONTAINS(r.out, "\"stack\": [\n                \"app!temp\",\n                \"app!main\"\n"
-			      "              ],\n              \"count\": 1,\n              \"size\": 2000,\n"
-			      "              \"impacting_size\": 2000,");
+	CHECK_CONTAINS(
+	    r.out, "\"stack\": [\n                \"app!temp\",\n                \"app!main\"\n"
+		   "              ],\n              \"count\": 1,\n              \"size\": 2000,\n"
+		   "              \"impacting_size\": 2000,");
 	CHECK_CONTAINS(r.out, "\"alloc_ns\": 8000,");
 	CHECK_CONTAINS(r.out, "\"free_ns\": null,");
 
 	/* Text: the tree with sizes for people and the stack on one line. */
 	run(&r, "table heap '%s' --range 4 10 --group-by impacting-type,stack", heap_trace);
 	CHECK_EQ(r.status, 0);
-	CHECK_CONTAINS(r.out, "Heap Allocations, window [0.000004 s, 0.000010 s), grouped by impacting-type, stack\n");
+	CHECK_CONTAINS(r.out, "Heap Allocations, window [0.000004 s, 0.000010 s), grouped by "
+			      "impacting-type, stack\n");
 	CHECK_CONTAINS(r.out, "         4          1.8 KB       2.5 KB  Total\n");
 	CHECK_CONTAINS(r.out, "         1          -236 B         64 B      app!other\n"
 			      "                                               app!main\n");
@@ -257,13 +281,15 @@ static void test_commit(void)
 	char expect[4096];
 	/* Pieces end separately; the 1 MB mapping's pieces count as one commit. */
 	run(&r, "table commit '%s' --group-by none --format csv --time-unit ns", commit_trace);
-	CHECK_OUT(&r, "process,pid,handle,type,impacting_type,thread,address,commit_time_ns,decommit_time_ns,"
-		      "lifetime_ns,size,stack\n"
-		      "app,100,,AIFI,Transient,100,268435456,1000,19000,18000,524288,app!main\n"
-		      "app,100,,AIFI,Transient,100,268959744,1000,5000,4000,4096,app!main\n"
-		      "app,100,,AIFI,Transient,100,805306368,1000,9000,8000,520192,app!main\n"
-		      "app,100,,AIFI,Transient,100,536870912,3000,9500,6500,16384,app!temp <- app!main\n"
-		      "app,100,,AIFI,Transient,100,805826560,7000,9000,2000,524288,app!other <- app!main\n");
+	CHECK_OUT(
+	    &r,
+	    "process,pid,handle,type,impacting_type,thread,address,commit_time_ns,decommit_time_ns,"
+	    "lifetime_ns,size,stack\n"
+	    "app,100,,AIFI,Transient,100,268435456,1000,19000,18000,524288,app!main\n"
+	    "app,100,,AIFI,Transient,100,268959744,1000,5000,4000,4096,app!main\n"
+	    "app,100,,AIFI,Transient,100,805306368,1000,9000,8000,520192,app!main\n"
+	    "app,100,,AIFI,Transient,100,536870912,3000,9500,6500,16384,app!temp <- app!main\n"
+	    "app,100,,AIFI,Transient,100,805826560,7000,9000,2000,524288,app!other <- app!main\n");
 	run(&r, "table commit '%s' --format csv", commit_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,3,0,1589248\n"
@@ -288,15 +314,18 @@ static void test_commit(void)
 		 "1,,,,AOFO,,,,,,0,0,0\n"
 		 "1,,,,AOFI,,,,,,0,-536576,0\n");
 	CHECK_OUT(&r, expect);
-	run(&r, "table commit '%s' --range 6 10 --format json --group-by type --rows", commit_trace);
+	run(&r, "table commit '%s' --range 6 10 --format json --group-by type --rows",
+	    commit_trace);
 	CHECK_CONTAINS(r.out, "\"commit_ns\": 7000,");
 	CHECK_CONTAINS(r.out, "\"decommit_ns\": 9000,");
 	CHECK_CONTAINS(r.out, "\"table\": \"commit\",");
 	/* Committed bytes over time: the mprotect commit, the middle page, the mremap growth. */
-	run(&r, "timeline '%s' --series commit --interval 2us --format csv --time-unit ns", commit_trace);
-	CHECK_OUT(&r, "time_ns,commit\n0,0\n2000,1048576\n4000,1064960\n6000,1060864\n8000,1585152\n"
-		      "10000,524288\n12000,524288\n14000,524288\n16000,524288\n18000,524288\n20000,0\n"
-		      "22000,0\n");
+	run(&r, "timeline '%s' --series commit --interval 2us --format csv --time-unit ns",
+	    commit_trace);
+	CHECK_OUT(&r,
+		  "time_ns,commit\n0,0\n2000,1048576\n4000,1064960\n6000,1060864\n8000,1585152\n"
+		  "10000,524288\n12000,524288\n14000,524288\n16000,524288\n18000,524288\n20000,0\n"
+		  "22000,0\n");
 }
 
 /* A trace without a footer: its end is the last event read, the window is checked after reading. */
@@ -316,7 +345,8 @@ static void test_unfinished(void)
 	CHECK_OUT(&r, "time_ns,heap\n0,0\n1000,0\n2000,100\n3000,1100\n4000,100\n");
 	run(&r, "table heap '%s' --range 5 6", path);
 	CHECK_EQ(r.status, 2);
-	CHECK_CONTAINS(r.err, "heaptrail: error: the window starts after the end of the trace (0.000003 s)");
+	CHECK_CONTAINS(
+	    r.err, "heaptrail: error: the window starts after the end of the trace (0.000003 s)");
 	unlink(path);
 }
 
@@ -354,32 +384,54 @@ static void test_bad_input(void)
 static void test_timeline(void)
 {
 	static struct result r;
-	run(&r, "timeline '%s' --series heap --interval 2us --format csv --time-unit ns", heap_trace);
-	CHECK_OUT(&r, "time_ns,heap\n0,0\n2000,100\n4000,400\n6000,140\n8000,704\n10000,2204\n12000,2211\n"
-		      "14000,211\n16000,211\n18000,211\n20000,211\n22000,211\n");
-	/* The table's Impacting Size over [4 us, 10 us) is value(10 us) - value(4 us): 2204 - 400. */
-	run(&r, "timeline '%s' --series heap --by handle --interval 5us --format csv --time-unit us", heap_trace);
-	CHECK_OUT(&r, "time_us,heap:100:0x0,heap:100:0x5000\n0.000,0,0\n5.000,100,0\n10.000,2140,64\n"
-		      "15.000,147,64\n20.000,147,64\n25.000,147,64\n");
+	run(&r, "timeline '%s' --series heap --interval 2us --format csv --time-unit ns",
+	    heap_trace);
+	CHECK_OUT(
+	    &r,
+	    "time_ns,heap\n0,0\n2000,100\n4000,400\n6000,140\n8000,704\n10000,2204\n12000,2211\n"
+	    "14000,211\n16000,211\n18000,211\n20000,211\n22000,211\n");
+	/* The table's Impacting Size over [4 us, 10 us) is value(10 us) - value(4 us): 2204 - 400.
+	 */
+	run(&r,
+	    "timeline '%s' --series heap --by handle --interval 5us --format csv --time-unit us",
+	    heap_trace);
+	CHECK_OUT(&r,
+		  "time_us,heap:100:0x0,heap:100:0x5000\n0.000,0,0\n5.000,100,0\n10.000,2140,64\n"
+		  "15.000,147,64\n20.000,147,64\n25.000,147,64\n");
 	/* RSS: the samples hold until the next one; the exit at 19 us drops it. */
-	run(&r, "timeline '%s' --series rss,heap --by process --interval 5us --format csv --time-unit ns", heap_trace);
-	CHECK_OUT(&r, "time_ns,heap:100,rss:100\n0,0,0\n5000,100,4096\n10000,2204,4096\n15000,211,8192\n"
-		      "20000,211,0\n25000,211,0\n");
-	run(&r, "timeline '%s' --series heap --by process --range 4 10 --interval 3us --format json", heap_trace);
-	CHECK_OUT(&r, "{\"interval_ns\":3000,\"start_ns\":4000,\"peak\":false,\"series\":[{\"name\":\"heap\",\"process\":"
-		      "{\"pid\":100,\"exe\":\"/usr/bin/app\"},\"points\":[[4000,400],[7000,640],[10000,2204]]}]}\n");
+	run(&r,
+	    "timeline '%s' --series rss,heap --by process --interval 5us --format csv --time-unit "
+	    "ns",
+	    heap_trace);
+	CHECK_OUT(
+	    &r, "time_ns,heap:100,rss:100\n0,0,0\n5000,100,4096\n10000,2204,4096\n15000,211,8192\n"
+		"20000,211,0\n25000,211,0\n");
+	run(&r,
+	    "timeline '%s' --series heap --by process --range 4 10 --interval 3us --format json",
+	    heap_trace);
+	CHECK_OUT(&r, "{\"interval_ns\":3000,\"start_ns\":4000,\"peak\":false,\"series\":[{"
+		      "\"name\":\"heap\",\"process\":"
+		      "{\"pid\":100,\"exe\":\"/usr/bin/"
+		      "app\"},\"points\":[[4000,400],[7000,640],[10000,2204]]}]}\n");
 
 	/* --peak: the highest value since the previous point (B's 1000 bytes live 2 to 3 us). */
-	run(&r, "timeline '%s' --series heap,rss --interval 2us --format csv --time-unit ns --peak", heap_trace);
-	CHECK_OUT(&r, "time_ns,heap,rss\n0,0,0\n2000,100,4096\n4000,1100,4096\n6000,400,4096\n8000,704,4096\n"
-		      "10000,2704,4096\n12000,2211,8192\n14000,2211,8192\n16000,211,8192\n18000,211,8192\n"
-		      "20000,211,8192\n22000,211,0\n");
-	run(&r, "timeline '%s' --series commit --interval 2us --format csv --time-unit ns --peak", commit_trace);
-	CHECK_OUT(&r, "time_ns,commit\n0,0\n2000,1048576\n4000,1064960\n6000,1064960\n8000,1585152\n"
-		      "10000,1585152\n12000,524288\n14000,524288\n16000,524288\n18000,524288\n20000,524288\n"
-		      "22000,0\n");
+	run(&r, "timeline '%s' --series heap,rss --interval 2us --format csv --time-unit ns --peak",
+	    heap_trace);
+	CHECK_OUT(
+	    &r,
+	    "time_ns,heap,rss\n0,0,0\n2000,100,4096\n4000,1100,4096\n6000,400,4096\n8000,704,4096\n"
+	    "10000,2704,4096\n12000,2211,8192\n14000,2211,8192\n16000,211,8192\n18000,211,8192\n"
+	    "20000,211,8192\n22000,211,0\n");
+	run(&r, "timeline '%s' --series commit --interval 2us --format csv --time-unit ns --peak",
+	    commit_trace);
+	CHECK_OUT(
+	    &r,
+	    "time_ns,commit\n0,0\n2000,1048576\n4000,1064960\n6000,1064960\n8000,1585152\n"
+	    "10000,1585152\n12000,524288\n14000,524288\n16000,524288\n18000,524288\n20000,524288\n"
+	    "22000,0\n");
 	/* One point for the whole trace: the peak of each. */
-	run(&r, "timeline '%s' --interval 1s --format csv --time-unit ns --peak --by process", commit_trace);
+	run(&r, "timeline '%s' --interval 1s --format csv --time-unit ns --peak --by process",
+	    commit_trace);
 	CHECK_OUT(&r, "time_ns,commit:100\n0,0\n1000000000,1585152\n");
 
 	char svg[300];

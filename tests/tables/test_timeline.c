@@ -7,8 +7,8 @@
 #include "analysis/lifetime.h"
 #include "check.h"
 
-static const int64_t *values_of(const struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process,
-				uint64_t heap)
+static const int64_t *values_of(const struct ht_timeline *tl, enum ht_tl_kind kind,
+				uint32_t process, uint64_t heap)
 {
 	for (uint32_t i = 0; i < ht_timeline_series_count(tl); i++) {
 		const int64_t *v;
@@ -41,8 +41,9 @@ static void test_total(void)
 	struct ht_timeline *tl;
 	unsigned mask = 1u << HT_TL_HEAP | 1u << HT_TL_COMMIT;
 	CHECK_EQ(ht_timeline_new(&tl, 0, 100, 10, mask, HT_TL_BY_NONE), 0);
-	ht_timeline_add(tl, HT_TL_HEAP, 0, 0, 5, 25, 100);           /* in at 10, 20; out at 30 */
-	ht_timeline_add(tl, HT_TL_HEAP, 0, 0, 10, 20, 1000);         /* alloc on a point: in from 20, free on 20: still in */
+	ht_timeline_add(tl, HT_TL_HEAP, 0, 0, 5, 25, 100); /* in at 10, 20; out at 30 */
+	ht_timeline_add(tl, HT_TL_HEAP, 0, 0, 10, 20,
+			1000); /* alloc on a point: in from 20, free on 20: still in */
 	ht_timeline_add(tl, HT_TL_HEAP, 1, 7, 0, HT_TS_NEVER, 10000); /* in from 10 on */
 	ht_timeline_add(tl, HT_TL_HEAP, 1, 7, 200, HT_TS_NEVER, 5);   /* after the end */
 	ht_timeline_add(tl, HT_TL_COMMIT, 0, 0, 41, 59, 1 << 20);
@@ -72,8 +73,8 @@ static void test_split(void)
 	struct ht_timeline *tl;
 	unsigned mask = 1u << HT_TL_HEAP | 1u << HT_TL_RSS;
 	CHECK_EQ(ht_timeline_new(&tl, 100, 150, 10, mask, HT_TL_BY_HANDLE), 0);
-	ht_timeline_add(tl, HT_TL_HEAP, 2, 0, 50, 105, 8);   /* before the start, freed at 105 */
-	ht_timeline_add(tl, HT_TL_HEAP, 2, 0, 50, 99, 999);  /* gone before the first point */
+	ht_timeline_add(tl, HT_TL_HEAP, 2, 0, 50, 105, 8);  /* before the start, freed at 105 */
+	ht_timeline_add(tl, HT_TL_HEAP, 2, 0, 50, 99, 999); /* gone before the first point */
 	ht_timeline_add(tl, HT_TL_HEAP, 2, 0x10, 111, 140, 16);
 	ht_timeline_add(tl, HT_TL_HEAP, 3, 0, 120, HT_TS_NEVER, 32);
 	ht_timeline_rss(tl, 2, 90, 4096);
@@ -96,10 +97,10 @@ static void test_split(void)
 	const int64_t *r3 = values_of(tl, HT_TL_RSS, 3, 0);
 	CHECK(a && b && r2 && r3);
 	if (a && b && r2 && r3) {
-		static const int64_t ea[] = { 8, 0, 0, 0, 0, 0 };
-		static const int64_t eb[] = { 0, 0, 16, 16, 16, 0 };
-		static const int64_t er2[] = { 4096, 4096, 4096, 8192, 8192, 0 };
-		static const int64_t er3[] = { 0, 0, 0, 0, 4096, 4096 };
+		static const int64_t ea[] = {8, 0, 0, 0, 0, 0};
+		static const int64_t eb[] = {0, 0, 16, 16, 16, 0};
+		static const int64_t er2[] = {4096, 4096, 4096, 8192, 8192, 0};
+		static const int64_t er3[] = {0, 0, 0, 0, 4096, 4096};
 		for (int i = 0; i < 6; i++) {
 			CHECK_EQ(a[i], ea[i]);
 			CHECK_EQ(b[i], eb[i]);
@@ -117,10 +118,11 @@ static void test_peak(void)
 	unsigned mask = 1u << HT_TL_HEAP | 1u << HT_TL_RSS;
 	CHECK_EQ(ht_timeline_new(&tl, 100, 200, 10, mask, HT_TL_BY_NONE), 0);
 	ht_timeline_peak(tl);
-	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 50, 7), 0);   /* before the start */
+	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 50, 7), 0);    /* before the start */
 	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 105, 100), 0); /* a spike between points */
 	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 108, -100), 0);
-	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 110, 50), 0);  /* on a point: counts after it */
+	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 110, 50),
+		 0); /* on a point: counts after it */
 	CHECK_EQ(ht_timeline_step(tl, HT_TL_HEAP, 0, 0, 125, -50), 0);
 	CHECK_EQ(ht_timeline_rss(tl, 0, 115, 4096), 0);
 	CHECK_EQ(ht_timeline_rss(tl, 0, 117, 0), 0);
@@ -132,8 +134,8 @@ static void test_peak(void)
 	const int64_t *r = values_of(tl, HT_TL_RSS, UINT32_MAX, 0);
 	CHECK(h && r);
 	if (h && r) {
-		static const int64_t eh[] = { 7, 107, 57, 57, 7, 7, 7, 7, 7, 7, 7 };
-		static const int64_t er[] = { 0, 0, 4096, 0, 0, 0, 0, 0, 0, 0, 0 };
+		static const int64_t eh[] = {7, 107, 57, 57, 7, 7, 7, 7, 7, 7, 7};
+		static const int64_t er[] = {0, 0, 4096, 0, 0, 0, 0, 0, 0, 0, 0};
 		for (int i = 0; i < 11; i++) {
 			CHECK_EQ(h[i], eh[i]);
 			CHECK_EQ(r[i], er[i]);
@@ -151,7 +153,7 @@ static void test_peak(void)
 	h = values_of(tl, HT_TL_HEAP, UINT32_MAX, 0);
 	CHECK(h != NULL);
 	if (h) {
-		static const int64_t eh[] = { 0, 0, 50, 0, 0, 0 };
+		static const int64_t eh[] = {0, 0, 50, 0, 0, 0};
 		for (int i = 0; i < 6; i++)
 			CHECK_EQ(h[i], eh[i]);
 	}

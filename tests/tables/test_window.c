@@ -10,7 +10,7 @@
 
 static void test_classify(void)
 {
-	struct ht_window w = { 100, 200 };
+	struct ht_window w = {100, 200};
 	/* Allocation exactly at T1 is inside; exactly at T2 is outside. */
 	CHECK_EQ(ht_window_classify(&w, 100, 150), HT_AIFI);
 	CHECK_EQ(ht_window_classify(&w, 100, HT_TS_NEVER), HT_AIFO);
@@ -29,7 +29,7 @@ static void test_classify(void)
 	CHECK_EQ(ht_window_classify(&w, 50, 99), -1);
 	CHECK_EQ(ht_window_classify(&w, 0, 0), -1);
 	/* A one-nanosecond window. */
-	struct ht_window one = { 7, 8 };
+	struct ht_window one = {7, 8};
 	CHECK_EQ(ht_window_classify(&one, 7, 7), HT_AIFI);
 	CHECK_EQ(ht_window_classify(&one, 7, 8), HT_AIFO);
 	CHECK_EQ(ht_window_classify(&one, 6, 7), HT_AOFI);
@@ -63,9 +63,10 @@ static void test_keys(void)
 	CHECK_STR(ht_wkey_name(HT_WK_IMPACTING), "impacting-type");
 }
 
-static struct ht_witem item(uint32_t process, uint32_t stack, uint64_t alloc, uint64_t freed, uint64_t size)
+static struct ht_witem item(uint32_t process, uint32_t stack, uint64_t alloc, uint64_t freed,
+			    uint64_t size)
 {
-	struct ht_witem it = { 0 };
+	struct ht_witem it = {0};
 	it.process = process;
 	it.stack = stack;
 	it.alloc_ts = alloc;
@@ -86,22 +87,22 @@ static const struct ht_wnode *child(const struct ht_wnode *n, uint64_t value)
 
 static void test_tree(void)
 {
-	struct ht_window w = { 1000, 2000 };
-	enum ht_wkey keys[] = { HT_WK_PROCESS, HT_WK_IMPACTING, HT_WK_STACK };
+	struct ht_window w = {1000, 2000};
+	enum ht_wkey keys[] = {HT_WK_PROCESS, HT_WK_IMPACTING, HT_WK_STACK};
 	struct ht_wtree *t = ht_wtree_new(&w, keys, 3, true);
 	CHECK(t != NULL);
 	if (!t)
 		return;
 	struct ht_witem items[] = {
-		item(0, 1, 1000, 1500, 10),        /* AIFI */
-		item(0, 1, 1100, 1999, 20),        /* AIFI */
-		item(0, 2, 1200, HT_TS_NEVER, 40), /* AIFO */
-		item(0, 2, 1300, 2000, 80),        /* AIFO: freed at T2 */
-		item(0, 3, 500, 1000, 160),        /* AOFI: freed at T1 */
-		item(0, 3, 600, HT_TS_NEVER, 320), /* AOFO */
-		item(1, 1, 1999, 2500, 640),       /* AIFO */
-		item(1, 4, 2000, 2100, 1280),      /* outside: allocated at T2 */
-		item(1, 4, 100, 999, 2560),        /* outside: freed before T1 */
+	    item(0, 1, 1000, 1500, 10),	       /* AIFI */
+	    item(0, 1, 1100, 1999, 20),	       /* AIFI */
+	    item(0, 2, 1200, HT_TS_NEVER, 40), /* AIFO */
+	    item(0, 2, 1300, 2000, 80),	       /* AIFO: freed at T2 */
+	    item(0, 3, 500, 1000, 160),	       /* AOFI: freed at T1 */
+	    item(0, 3, 600, HT_TS_NEVER, 320), /* AOFO */
+	    item(1, 1, 1999, 2500, 640),       /* AIFO */
+	    item(1, 4, 2000, 2100, 1280),      /* outside: allocated at T2 */
+	    item(1, 4, 100, 999, 2560),	       /* outside: freed before T1 */
 	};
 	int in = 0;
 	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
@@ -161,13 +162,13 @@ static void test_tree(void)
 /* Frames are multi-valued: an item joins each distinct frame of its stack once. */
 static void test_frames_sort_top(void)
 {
-	struct ht_window w = { 0, 100 };
-	enum ht_wkey keys[] = { HT_WK_FRAME };
+	struct ht_window w = {0, 100};
+	enum ht_wkey keys[] = {HT_WK_FRAME};
 	struct ht_wtree *t = ht_wtree_new(&w, keys, 1, false);
 	CHECK(t != NULL);
 	if (!t)
 		return;
-	static const uint64_t fa[] = { 7, 8, 9 }, fb[] = { 8, 9 }, fc[] = { 9 };
+	static const uint64_t fa[] = {7, 8, 9}, fb[] = {8, 9}, fc[] = {9};
 	struct ht_witem a = item(0, 1, 10, 20, 100), b = item(0, 2, 30, HT_TS_NEVER, 5),
 			c = item(0, 3, 40, HT_TS_NEVER, 1);
 	a.frames = fa, a.nframes = 3;
@@ -213,8 +214,8 @@ static void test_frames_sort_top(void)
 /* Many groups force the child index to grow; each keeps its own sums. */
 static void test_many_groups(void)
 {
-	struct ht_window w = { 0, 1000000 };
-	enum ht_wkey keys[] = { HT_WK_THREAD, HT_WK_HANDLE };
+	struct ht_window w = {0, 1000000};
+	enum ht_wkey keys[] = {HT_WK_THREAD, HT_WK_HANDLE};
 	struct ht_wtree *t = ht_wtree_new(&w, keys, 2, false);
 	for (int i = 0; i < 3000; i++) {
 		struct ht_witem it = item(0, 1, (uint64_t)i, HT_TS_NEVER, 1);
@@ -240,8 +241,8 @@ static void test_many_groups(void)
 /* Pieces of one committed range add bytes but count the allocation once. */
 static void test_pieces(void)
 {
-	struct ht_window w = { 0, 100 };
-	enum ht_wkey keys[] = { HT_WK_IMPACTING };
+	struct ht_window w = {0, 100};
+	enum ht_wkey keys[] = {HT_WK_IMPACTING};
 	struct ht_wtree *t = ht_wtree_new(&w, keys, 1, false);
 	struct ht_witem a = item(0, 1, 10, 20, 4096), b = item(0, 1, 10, 50, 8192),
 			c = item(0, 1, 10, HT_TS_NEVER, 4096);
@@ -266,9 +267,9 @@ static void test_pieces(void)
 
 static void test_invalid(void)
 {
-	struct ht_window bad = { 10, 10 };
+	struct ht_window bad = {10, 10};
 	CHECK(ht_wtree_new(&bad, NULL, 0, false) == NULL);
-	struct ht_window w = { 0, 10 };
+	struct ht_window w = {0, 10};
 	enum ht_wkey k = HT_WK__COUNT;
 	CHECK(ht_wtree_new(&w, &k, 1, false) == NULL);
 	struct ht_wtree *t = ht_wtree_new(&w, NULL, 0, true);

@@ -20,10 +20,10 @@ static int write_trace(const char *path)
 	if (rc < 0)
 		return rc;
 	ht__writer_frame(w, 6, 0, 0x3010);
-	static const uint32_t s7[] = { 0, 1, 6 };
+	static const uint32_t s7[] = {0, 1, 6};
 	ht__writer_stack(w, 7, s7, 3);
 	tr_ev(w, HT_EV_ALLOC, 1000, 0x1000, 100, 7);
-	struct ht__symbol sym = { "main", NULL, 0 };
+	struct ht__symbol sym = {"main", NULL, 0};
 	ht__writer_symbols(w, 6, &sym, 1);
 	return tr_end(w, 2000);
 }
@@ -32,7 +32,7 @@ static void test_resolve(const struct ht_reader *r, struct ht_frame_matcher *cul
 {
 	struct ht_wstacks *s;
 	CHECK_EQ(ht_wstacks_new(&s, r, cull), 0);
-	struct ht_witem a = { 0 }, b = { 0 }, c = { 0 }, none = { 0 }, big = { 0 };
+	struct ht_witem a = {0}, b = {0}, c = {0}, none = {0}, big = {0};
 	CHECK_EQ(ht_wstacks_resolve(s, 1, &a), 0);
 	CHECK_EQ(ht_wstacks_resolve(s, 7, &b), 0);
 	CHECK_EQ(ht_wstacks_resolve(s, 2, &c), 0);

@@ -14,12 +14,12 @@
 #include "format/writer.h"
 #include "heaptrail/trace.h"
 
-static const char *const tr_argv[] = { "/usr/bin/app" };
+static const char *const tr_argv[] = {"/usr/bin/app"};
 
 /* Module 0 is the program, 1 libc; frames 0 malloc, 1 leaky, 2 temp, 3 main, 4 other, 5 mmap. */
 static inline int tr_begin(struct ht__writer **w, const char *path)
 {
-	struct ht__trace_meta meta = { 0 };
+	struct ht__trace_meta meta = {0};
 	meta.argc = 1;
 	meta.argv = tr_argv;
 	meta.hostname = "test";
@@ -34,34 +34,45 @@ static inline int tr_begin(struct ht__writer **w, const char *path)
 	ht__writer_frame(*w, 3, 0, 0x3000);
 	ht__writer_frame(*w, 4, 0, 0x4000);
 	ht__writer_frame(*w, 5, 1, 0x500);
-	static const uint32_t s1[] = { 0, 1, 3 }, s2[] = { 0, 2, 3 }, s3[] = { 0, 4, 3 };
-	static const uint32_t s4[] = { 5, 3 }, s5[] = { 5, 2, 3 }, s6[] = { 5, 4, 3 };
+	static const uint32_t s1[] = {0, 1, 3}, s2[] = {0, 2, 3}, s3[] = {0, 4, 3};
+	static const uint32_t s4[] = {5, 3}, s5[] = {5, 2, 3}, s6[] = {5, 4, 3};
 	ht__writer_stack(*w, 1, s1, 3);
 	ht__writer_stack(*w, 2, s2, 3);
 	ht__writer_stack(*w, 3, s3, 3);
 	ht__writer_stack(*w, 4, s4, 2);
 	ht__writer_stack(*w, 5, s5, 3);
 	ht__writer_stack(*w, 6, s6, 3);
-	struct ht_process proc = { .pid = 100, .ppid = 1, .parent = UINT32_MAX, .flags = HT_PROCF_ROOT,
-				   .exe = "/usr/bin/app", .argc = 1, .argv = tr_argv };
-	struct ht_event ev = { .type = HT_EV_PROCESS_START, .pid = 100, .tid = 100 };
+	struct ht_process proc = {.pid = 100,
+				  .ppid = 1,
+				  .parent = UINT32_MAX,
+				  .flags = HT_PROCF_ROOT,
+				  .exe = "/usr/bin/app",
+				  .argc = 1,
+				  .argv = tr_argv};
+	struct ht_event ev = {.type = HT_EV_PROCESS_START, .pid = 100, .tid = 100};
 	return ht__writer_event(*w, &ev, &proc);
 }
 
 static inline int tr_end(struct ht__writer *w, uint64_t duration)
 {
-	static const char *const names[] = { "malloc", "leaky", "temp", "main", "other", "mmap" };
+	static const char *const names[] = {"malloc", "leaky", "temp", "main", "other", "mmap"};
 	for (uint32_t f = 0; f < 6; f++) {
-		struct ht__symbol sym = { names[f], NULL, 0 };
+		struct ht__symbol sym = {names[f], NULL, 0};
 		ht__writer_symbols(w, f, &sym, 1);
 	}
 	return ht__writer_finish(w, duration, 0, HT_TRACEF_SYMBOLS);
 }
 
-static inline void tr_ev(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr, uint64_t size, uint32_t stack)
+static inline void tr_ev(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr,
+			 uint64_t size, uint32_t stack)
 {
-	struct ht_event ev = { .type = type, .pid = 100, .tid = 100, .ts = ts, .addr = addr, .size = size,
-			       .stack = stack };
+	struct ht_event ev = {.type = type,
+			      .pid = 100,
+			      .tid = 100,
+			      .ts = ts,
+			      .addr = addr,
+			      .size = size,
+			      .stack = stack};
 	if (type == HT_EV_FREE)
 		ev.func = HT_FN_FREE;
 	else if (type == HT_EV_ALLOC)
@@ -94,11 +105,24 @@ static inline int tr_heap(const char *path)
 	tr_ev(w, HT_EV_ALLOC, 3500, 0x3000, 300, 3);
 	tr_ev(w, HT_EV_FREE, 4000, 0x3000, 0, 0);
 	tr_ev(w, HT_EV_ALLOC, 5000, 0x4000, 40, 1);
-	struct ht_event d = { .type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 100, .tid = 101, .ts = 6000,
-			      .addr = 0x5000, .size = 500, .stack = 3 };
+	struct ht_event d = {.type = HT_EV_ALLOC,
+			     .func = HT_FN_MALLOC,
+			     .pid = 100,
+			     .tid = 101,
+			     .ts = 6000,
+			     .addr = 0x5000,
+			     .size = 500,
+			     .stack = 3};
 	ht__writer_event(w, &d, NULL);
-	struct ht_event f = { .type = HT_EV_ALLOC, .func = HT_FN_HEAP_API, .pid = 100, .tid = 100, .ts = 7000,
-			      .heap = 0x5000, .addr = 0x6000, .size = 64, .stack = 3 };
+	struct ht_event f = {.type = HT_EV_ALLOC,
+			     .func = HT_FN_HEAP_API,
+			     .pid = 100,
+			     .tid = 100,
+			     .ts = 7000,
+			     .heap = 0x5000,
+			     .addr = 0x6000,
+			     .size = 64,
+			     .stack = 3};
 	ht__writer_event(w, &f, NULL);
 	tr_ev(w, HT_EV_ALLOC, 8000, 0x7000, 2000, 2);
 	d.type = HT_EV_FREE;
@@ -114,7 +138,8 @@ static inline int tr_heap(const char *path)
 	return tr_end(w, 20000);
 }
 
-/* The start of the heap trace without a footer (a recording that did not finish): flushed, then abandoned. */
+/* The start of the heap trace without a footer (a recording that did not finish): flushed, then
+ * abandoned. */
 static inline int tr_unfinished(const char *path)
 {
 	struct ht__writer *w;
@@ -129,12 +154,21 @@ static inline int tr_unfinished(const char *path)
 	return rc;
 }
 
-static inline void tr_map(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr, uint64_t size, uint32_t prot,
-		   uint32_t stack)
+static inline void tr_map(struct ht__writer *w, uint8_t type, uint64_t ts, uint64_t addr,
+			  uint64_t size, uint32_t prot, uint32_t stack)
 {
-	struct ht_event ev = { .type = type, .pid = 100, .tid = 100, .ts = ts, .addr = addr, .size = size,
-			       .prot = prot, .stack = stack, .fd = -1 };
-	ev.func = type == HT_EV_MMAP ? HT_FN_MMAP : type == HT_EV_MUNMAP ? HT_FN_MUNMAP : HT_FN_MPROTECT;
+	struct ht_event ev = {.type = type,
+			      .pid = 100,
+			      .tid = 100,
+			      .ts = ts,
+			      .addr = addr,
+			      .size = size,
+			      .prot = prot,
+			      .stack = stack,
+			      .fd = -1};
+	ev.func = type == HT_EV_MMAP	 ? HT_FN_MMAP
+		  : type == HT_EV_MUNMAP ? HT_FN_MUNMAP
+					 : HT_FN_MPROTECT;
 	if (type == HT_EV_MMAP)
 		ev.mflags = 0x22; /* MAP_PRIVATE | MAP_ANONYMOUS */
 	ht__writer_event(w, &ev, NULL);
@@ -161,9 +195,18 @@ static inline int tr_commit(const char *path)
 	tr_map(w, HT_EV_MMAP, 2000, 0x20000000, 0x10000, 0, 4);
 	tr_map(w, HT_EV_MPROTECT, 3000, 0x20000000, 0x4000, 3, 5);
 	tr_map(w, HT_EV_MUNMAP, 5000, 0x10080000, 0x1000, 0, 0);
-	struct ht_event ev = { .type = HT_EV_MREMAP, .func = HT_FN_MREMAP, .pid = 100, .tid = 100, .ts = 7000,
-			       .old_addr = 0x10081000, .old_size = 0x7f000, .addr = 0x30000000, .size = 0xff000,
-			       .mflags = 1, .stack = 6, .fd = -1 };
+	struct ht_event ev = {.type = HT_EV_MREMAP,
+			      .func = HT_FN_MREMAP,
+			      .pid = 100,
+			      .tid = 100,
+			      .ts = 7000,
+			      .old_addr = 0x10081000,
+			      .old_size = 0x7f000,
+			      .addr = 0x30000000,
+			      .size = 0xff000,
+			      .mflags = 1,
+			      .stack = 6,
+			      .fd = -1};
 	ht__writer_event(w, &ev, NULL);
 	tr_map(w, HT_EV_MUNMAP, 9000, 0x30000000, 0xff000, 0, 0);
 	tr_map(w, HT_EV_MPROTECT, 9500, 0x20000000, 0x4000, 0, 0);

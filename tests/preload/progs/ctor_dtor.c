@@ -3,11 +3,20 @@
 
 static void *kept[3];
 
-__attribute__((constructor)) static void early(void) { kept[0] = malloc(9001); }
+__attribute__((constructor)) static void early(void)
+{
+	kept[0] = malloc(9001);
+}
 
-static void at_exit(void) { kept[1] = malloc(9002); }
+static void at_exit(void)
+{
+	kept[1] = malloc(9002);
+}
 
-__attribute__((destructor)) static void late(void) { kept[2] = malloc(9003); }
+__attribute__((destructor)) static void late(void)
+{
+	kept[2] = malloc(9003);
+}
 
 int main(void)
 {

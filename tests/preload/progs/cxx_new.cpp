@@ -3,7 +3,10 @@
 #include <cstdlib>
 #include <string>
 
-__attribute__((noinline)) static int *make(void) { return new int[3000]; }
+__attribute__((noinline)) static int *make(void)
+{
+	return new int[3000];
+}
 
 int main()
 {

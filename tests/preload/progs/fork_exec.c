@@ -1,7 +1,8 @@
 /*
  * Process life under the recorder: a fork child (exit code 7, reaped with
  * waitpid), a clone child without CLONE_VM (exit code 9, reaped with wait4),
- * a _Fork child (_exit code 8, reaped with waitid), then an exec of this program in the same pid ("exec" mode) that exits 5.
+ * a _Fork child (_exit code 8, reaped with waitid), then an exec of this program in the same pid
+ * ("exec" mode) that exits 5.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -49,7 +50,8 @@ int main(int argc, char **argv)
 		_exit(8);
 	}
 	siginfo_t si;
-	if (f < 0 || waitid(P_PID, (id_t)f, &si, WEXITED) || si.si_code != CLD_EXITED || si.si_status != 8)
+	if (f < 0 || waitid(P_PID, (id_t)f, &si, WEXITED) || si.si_code != CLD_EXITED ||
+	    si.si_status != 8)
 		return 23;
 
 	execl("/proc/self/exe", argv[0], "exec", (char *)NULL);

@@ -3,8 +3,17 @@
 
 void *dso_kept;
 
-__attribute__((constructor)) static void dso_init(void) { dso_kept = malloc(8001); }
+__attribute__((constructor)) static void dso_init(void)
+{
+	dso_kept = malloc(8001);
+}
 
-__attribute__((noinline)) void *dso_alloc(void) { return malloc(8002); }
+__attribute__((noinline)) void *dso_alloc(void)
+{
+	return malloc(8002);
+}
 
-__attribute__((destructor)) static void dso_fini(void) { free(dso_kept); }
+__attribute__((destructor)) static void dso_fini(void)
+{
+	free(dso_kept);
+}

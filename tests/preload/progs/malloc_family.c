@@ -70,14 +70,16 @@ int main(void)
 	void *a[2];
 	for (int i = 0; i < 2; i++) {
 		errno = 55;
-		check(posix_memalign(&a[i], 64, 3001) == 0 && ((uintptr_t)a[i] & 63) == 0, "posix_memalign");
+		check(posix_memalign(&a[i], 64, 3001) == 0 && ((uintptr_t)a[i] & 63) == 0,
+		      "posix_memalign");
 		check(errno == 55, "posix_memalign errno");
 	}
 	void *b = aligned_alloc(64, 3008);
 	void *m = memalign(256, 3003);
 	void *v = valloc(3004);
 	void *pv = pvalloc(3005);
-	check(b && m && v && pv && ((uintptr_t)m & 255) == 0 && ((uintptr_t)v & 4095) == 0, "aligned");
+	check(b && m && v && pv && ((uintptr_t)m & 255) == 0 && ((uintptr_t)v & 4095) == 0,
+	      "aligned");
 	free(a[0]);
 	free(a[1]);
 	free(b);

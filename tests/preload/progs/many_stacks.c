@@ -5,7 +5,10 @@
  */
 #include <stdlib.h>
 
-static void *leaf(void) { return malloc(14001); }
+static void *leaf(void)
+{
+	return malloc(14001);
+}
 
 static void *walk(unsigned bits, int depth)
 {

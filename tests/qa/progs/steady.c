@@ -43,7 +43,7 @@ int main(int argc, char **argv)
 			free(p);
 		}
 		report(fd, made);
-		struct timespec d = { 0, 2000000 };
+		struct timespec d = {0, 2000000};
 		nanosleep(&d, NULL);
 	}
 	report(fd, made);
