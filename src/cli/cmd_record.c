@@ -23,7 +23,7 @@
 #include "cli/common.h"
 #include "format/writer.h"
 #include "session/inject.h"
-#include "session/protocol.h"
+#include "base/protocol.h"
 #include "session/session.h"
 
 static const char usage_text[] =

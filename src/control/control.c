@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "control/internal.h"
-#include "format/errors.h"
-#include "session/protocol.h"
+#include "base/errors.h"
+#include "base/protocol.h"
 #include "session/session.h"
 
 static __thread char last_why[512];

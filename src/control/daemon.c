@@ -28,7 +28,7 @@
 #include "format/writer.h"
 #include "session/inject.h"
 #include "session/live.h"
-#include "session/protocol.h"
+#include "base/protocol.h"
 #include "session/session.h"
 
 struct member {

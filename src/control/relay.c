@@ -23,7 +23,7 @@
 #include "control/relay.h"
 #include "ifeo/pending.h"
 #include "heaptrail/trace.h"
-#include "session/protocol.h"
+#include "base/protocol.h"
 #include "session/session.h"
 
 #define PENDING_LINK "/memfd:" HT__PENDING_NAME

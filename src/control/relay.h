@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "session/protocol.h"
+#include "base/protocol.h"
 
 struct ht__relay;
 

@@ -4,10 +4,6 @@
  */
 #include "heaptrail/trace.h"
 
-#include <errno.h>
-
-#include "format/errors.h"
-
 const char *ht_strerror(int err)
 {
 	switch (err) {
@@ -95,24 +91,4 @@ const char *ht_event_name(unsigned type)
 	if (type >= HT_EV__COUNT || !event_names[type])
 		return "?";
 	return event_names[type];
-}
-
-int ht__error_from_errno(int errnum)
-{
-	switch (errnum) {
-	case EEXIST:
-		return HT_ERR_EXISTS;
-	case EACCES:
-	case EPERM:
-	case EROFS:
-		return HT_ERR_PERM;
-	case ENOENT:
-	case ENOTDIR:
-	case ECONNREFUSED:
-		return HT_ERR_NOT_FOUND;
-	case ENOMEM:
-		return HT_ERR_NOMEM;
-	default:
-		return HT_ERR_IO;
-	}
 }

@@ -6,7 +6,7 @@
  * stream with a warning, never a crash.
  */
 #include "heaptrail/trace.h"
-#include "format/errors.h"
+#include "base/errors.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
  * and at finish appends the table chunks and the footer.
  */
 #include "format/writer.h"
-#include "format/errors.h"
+#include "base/errors.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "session/protocol.h"
+#include "base/protocol.h"
 
 #define REGISTRY "/etc/heaptrail/ifeo"
 

@@ -2,7 +2,7 @@
  * pending.h - the in-memory buffer of a program that starts before its
  * IFEO session: what the loader hook (hook.c) makes and the session's relay
  * (src/control/relay.c) looks for. The buffer is a session file
- * (src/session/protocol.h) in a memfd; the rest of its header page says
+ * (src/base/protocol.h) in a memfd; the rest of its header page says
  * which session the program was looking for.
  */
 #ifndef HT_IFEO_PENDING_H

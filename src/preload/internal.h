@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "heaptrail/trace.h"
-#include "session/protocol.h"
+#include "base/protocol.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "the record header store assumes little-endian");

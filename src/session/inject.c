@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "heaptrail/trace.h"
-#include "session/protocol.h"
+#include "base/protocol.h"
 
 #ifndef __x86_64__
 #error "the injector knows the x86-64 calling convention only"

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "session/protocol.h"
+#include "base/protocol.h"
 #include "session/session.h"
 
 /*

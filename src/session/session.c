@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "session/internal.h"
-#include "format/errors.h"
+#include "base/errors.h"
 
 uint64_t ht__now_ns(void)
 {

@@ -1,6 +1,6 @@
 /*
  * session.h - the collector: creates the shared-memory file the recorders write
- * into (src/session/protocol.h), drains their rings in time order, turns ring
+ * into (src/base/protocol.h), drains their rings in time order, turns ring
  * records into trace events, tracks processes, modules and stacks, samples RSS
  * and resolves symbols at the end. `heaptrail record` drives it; named
  * background sessions (`heaptrail start/stop`) reuse it.

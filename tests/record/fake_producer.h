@@ -1,7 +1,7 @@
 /*
  * fake_producer.h - a recorder stand-in for the session's protocol tests: maps
  * a session file the way libheaptrail.so does and writes records into rings by
- * the rules of src/session/protocol.h (8-byte records, PAD at the ring's end,
+ * the rules of src/base/protocol.h (8-byte records, PAD at the ring's end,
  * write_pos published with release). Header-only: tests include it once.
  */
 #ifndef HT_TESTS_FAKE_PRODUCER_H
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "session/protocol.h"
+#include "base/protocol.h"
 
 struct fake {
 	uint8_t *map;

@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "heaptrail/trace.h"
-#include "session/protocol.h"
+#include "base/protocol.h"
 
 struct rec {
 	uint64_t ts, seq;

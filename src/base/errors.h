@@ -3,8 +3,8 @@
  * one mapping for every module that does I/O: the trace reader and writer,
  * the session and the control library.
  */
-#ifndef HT_FORMAT_ERRORS_H
-#define HT_FORMAT_ERRORS_H
+#ifndef HT_BASE_ERRORS_H
+#define HT_BASE_ERRORS_H
 
 /* EEXIST: HT_ERR_EXISTS; EACCES, EPERM, EROFS: HT_ERR_PERM; ENOENT, ENOTDIR,
    ECONNREFUSED (a socket nobody listens on): HT_ERR_NOT_FOUND; ENOMEM:

@@ -4,8 +4,8 @@
  * this header; docs/session-protocol.md explains it in prose. Nothing here is
  * written to disk: the trace format lives in src/format/.
  */
-#ifndef HT_SESSION_PROTOCOL_H
-#define HT_SESSION_PROTOCOL_H
+#ifndef HT_BASE_PROTOCOL_H
+#define HT_BASE_PROTOCOL_H
 
 #include <stdatomic.h>
 #include <stdint.h>
