@@ -22,7 +22,7 @@
 #include "cli/builtin.h"
 #include "cli/common.h"
 #include "format/writer.h"
-#include "session/inject.h"
+#include "inject/inject.h"
 #include "base/protocol.h"
 #include "session/session.h"
 

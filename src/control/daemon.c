@@ -3,7 +3,7 @@
  * the session (src/session/session.h) and its trace writer, ticks the
  * collector in its main thread, and serves the control socket in a second
  * thread (docs/control-protocol.md), attaching and detaching processes with
- * the injector (src/session/inject.h) there so that a slow injection never
+ * the injector (src/inject/inject.h) there so that a slow injection never
  * holds up draining.
  */
 #define _GNU_SOURCE
@@ -26,7 +26,7 @@
 #include "control/internal.h"
 #include "control/relay.h"
 #include "format/writer.h"
-#include "session/inject.h"
+#include "inject/inject.h"
 #include "session/live.h"
 #include "base/protocol.h"
 #include "session/session.h"

@@ -18,8 +18,8 @@
  * Thread-safety: one thread injects into a given process at a time; calls for
  * different processes are independent. x86-64 and glibc targets only.
  */
-#ifndef HT_SESSION_INJECT_H
-#define HT_SESSION_INJECT_H
+#ifndef HT_INJECT_INJECT_H
+#define HT_INJECT_INJECT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,7 +6,7 @@
  * /proc/PID/maps and the .dynsym of the files mapped there.
  */
 #define _GNU_SOURCE
-#include "session/inject.h"
+#include "inject/inject.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
