@@ -8,7 +8,7 @@
 
 #include "cli/builtin.h"
 #include "cli/common.h"
-#include "control/internal.h"
+#include "control/ctl.h"
 #include "heaptrail/control.h"
 
 static const char usage_text[] =

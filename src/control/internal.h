@@ -12,12 +12,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "control/ctl.h"
 #include "heaptrail/control.h"
 
 /* Longest request or reply line, newline included. */
 #define HT__CTL_LINE 8192
-/* Most processes a session attaches to by pid. */
-#define HT__CTL_MAX_PIDS 256
 
 /* The files of session NAME in the session directory. */
 struct ht__ctl_paths {
@@ -28,9 +27,6 @@ struct ht__ctl_paths {
 	char ifeo[PATH_MAX]; /* "ifeo": symlink to the IFEO session's NAME.shm */
 	char ifeo_lock[PATH_MAX];
 };
-
-/* The name is valid: [A-Za-z0-9._-]{1,63}, not starting with '.'. */
-bool ht__ctl_name_ok(const char *name);
 
 /*
  * Fill p for name in the caller's default session directory, created when
@@ -75,13 +71,6 @@ struct ht__ready {
 	uint64_t id;   /* the session's id: the handle of ht_start_heap_trace() */
 	char why[512]; /* what failed, one lowercase line, or empty */
 };
-
-/*
- * The detail of the last error of a control call in this thread (what the
- * daemon said: "no process 123", "cannot attach to process 5: ..."), or "".
- * For the CLI's messages; the API's contract is the error code.
- */
-const char *ht__ctl_why(void);
 
 /*
  * The session daemon, in a process of its own (already detached from the
