@@ -150,7 +150,7 @@ void ht__buf_release(struct ht__buf *b)
 
 static const char *const empty_argv[1] = {NULL};
 
-static void proc_blank(struct ht__proc *e)
+static void proc_blank(struct ht__proctab_ent *e)
 {
 	memset(e, 0, sizeof(*e));
 	e->p.pid = -1;
@@ -160,7 +160,7 @@ static void proc_blank(struct ht__proc *e)
 	e->p.argv = empty_argv;
 }
 
-struct ht__proc *ht__proctab_get(struct ht__proctab *t, uint32_t index)
+struct ht__proctab_ent *ht__proctab_get(struct ht__proctab *t, uint32_t index)
 {
 	if (index >= HT__MAX_PROCESSES)
 		return NULL;
@@ -168,7 +168,7 @@ struct ht__proc *ht__proctab_get(struct ht__proctab *t, uint32_t index)
 		uint32_t cap = t->cap ? t->cap : 16;
 		while (cap <= index)
 			cap *= 2;
-		struct ht__proc **v = realloc(t->v, cap * sizeof(*v));
+		struct ht__proctab_ent **v = realloc(t->v, cap * sizeof(*v));
 		if (!v)
 			return NULL;
 		memset(v + t->cap, 0, (cap - t->cap) * sizeof(*v));
@@ -177,7 +177,7 @@ struct ht__proc *ht__proctab_get(struct ht__proctab *t, uint32_t index)
 	}
 	/* Gaps get blank entries too, so every index below n answers. */
 	for (uint32_t i = t->n; i <= index; i++) {
-		struct ht__proc *e = malloc(sizeof(*e));
+		struct ht__proctab_ent *e = malloc(sizeof(*e));
 		if (!e)
 			return NULL;
 		proc_blank(e);
@@ -189,7 +189,7 @@ struct ht__proc *ht__proctab_get(struct ht__proctab *t, uint32_t index)
 
 int ht__proctab_set(struct ht__proctab *t, uint32_t index, const struct ht_process *src)
 {
-	struct ht__proc *e = ht__proctab_get(t, index);
+	struct ht__proctab_ent *e = ht__proctab_get(t, index);
 	if (!e)
 		return index >= HT__MAX_PROCESSES ? HT_ERR_INVALID : HT_ERR_NOMEM;
 	size_t bytes = strlen(src->exe ? src->exe : "") + 1;

@@ -302,20 +302,20 @@ void ht__buf_release(struct ht__buf *b);
  * writer (to store it at finish) and by a reader of an unfinished trace.
  * Entries never move once made, so pointers to them stay valid.
  */
-struct ht__proc {
-	struct ht_process p; /* first: a struct ht__proc * is a struct ht_process * */
+struct ht__proctab_ent {
+	struct ht_process p; /* first: an entry pointer is a struct ht_process * */
 	char *strings;	     /* exe and argv bytes, owned */
 	const char **argv;   /* owned */
 };
 
 struct ht__proctab {
-	struct ht__proc **v;
+	struct ht__proctab_ent **v;
 	uint32_t n;
 	uint32_t cap;
 };
 
 /* Entry index (made blank when new): NULL when out of memory or too large. */
-struct ht__proc *ht__proctab_get(struct ht__proctab *t, uint32_t index);
+struct ht__proctab_ent *ht__proctab_get(struct ht__proctab *t, uint32_t index);
 /* Copies *src (exe, argv) into entry index. 0 or HT_ERR_NOMEM / INVALID. */
 int ht__proctab_set(struct ht__proctab *t, uint32_t index, const struct ht_process *src);
 /* Applies a PROCESS_EXEC (ends the pid's earlier image) or PROCESS_EXIT event. */
