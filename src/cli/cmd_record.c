@@ -529,10 +529,10 @@ static int record_attach(const struct options *o)
 		if (rc == HT_ERR_PERM) {
 			char hint[512];
 			ht__inject_perm_hint(pids[i], hint, sizeof(hint));
-			error("cannot attach to process %d: permission denied: %s", (int)pids[i],
-			      hint);
+			error_msg("cannot attach to process %d: permission denied: %s",
+				  (int)pids[i], hint);
 		} else if (rc < 0) {
-			error("cannot attach to process %d: %s", (int)pids[i], why);
+			error_msg("cannot attach to process %d: %s", (int)pids[i], why);
 		}
 		attached[i] = rc == 0;
 		failures += rc < 0;
@@ -570,7 +570,7 @@ static int record_attach(const struct options *o)
 			continue;
 		int drc = ht__inject_detach(&att[i], why, sizeof(why));
 		if (drc < 0 && drc != HT_ERR_NOT_FOUND) {
-			error("cannot detach from process %d: %s", (int)pids[i], why);
+			error_msg("cannot detach from process %d: %s", (int)pids[i], why);
 			failures++;
 		}
 	}
@@ -580,7 +580,7 @@ static int record_attach(const struct options *o)
 	const struct ht__session_stats *sst = ht__session_stats(s);
 	int frc = ht__writer_finish(w, sst->duration_ns, sst->lost, HT_TRACEF_ATTACHED);
 	if (rc < 0 || frc < 0) {
-		error("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
+		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
 		failures++;
 	} else if (!o->quiet) {
 		fprintf(stderr, "heaptrail: wrote '%s' (%llu events, %llu lost)\n", output,
@@ -602,8 +602,8 @@ int cmd_record(int argc, char **argv)
 	char path[PATH_MAX];
 	int err = resolve_command(cmd[0], path, sizeof(path));
 	if (err) {
-		error("cannot run '%s': %s", cmd[0],
-		      err == ENOENT ? "command not found" : strerror(err));
+		error_msg("cannot run '%s': %s", cmd[0],
+			  err == ENOENT ? "command not found" : strerror(err));
 		return 127;
 	}
 	char recorder[PATH_MAX];
@@ -716,7 +716,7 @@ int cmd_record(int argc, char **argv)
 		ht__writer_abort(w);
 		unlink(output);
 		ht__session_destroy(s);
-		error("cannot run '%s': %s", cmd[0], strerror(err));
+		error_msg("cannot run '%s': %s", cmd[0], strerror(err));
 		return 127;
 	}
 
@@ -740,7 +740,7 @@ int cmd_record(int argc, char **argv)
 		status = 0;
 	int frc = ht__writer_finish(w, st->duration_ns, st->lost, 0);
 	if (rc < 0 || frc < 0) {
-		error("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
+		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
 	} else if (!o.quiet) {
 		fprintf(stderr, "heaptrail: wrote '%s' (%llu events, %llu lost)\n", output,
 			(unsigned long long)st->events, (unsigned long long)st->lost);

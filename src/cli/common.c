@@ -29,7 +29,7 @@ void die(const char *fmt, ...)
 	exit(2);
 }
 
-int error(const char *fmt, ...)
+int error_msg(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);

@@ -13,7 +13,7 @@
 /* "heaptrail: error: MSG" on stderr, then exit(2). Messages: lowercase, no period. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "heaptrail: error: MSG" on stderr; returns -1. */
-int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "heaptrail: warning: MSG" on stderr. */
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

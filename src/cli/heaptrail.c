@@ -55,6 +55,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);
-	error("unknown command '%s'; 'heaptrail --help' lists the commands", argv[1]);
+	error_msg("unknown command '%s'; 'heaptrail --help' lists the commands", argv[1]);
 	return 2;
 }
