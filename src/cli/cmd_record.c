@@ -487,29 +487,20 @@ static int record_attach(const struct options *o)
 		die("cannot create the session's shared memory: %s%s", ht_strerror(rc),
 		    rc == HT_ERR_NOMEM ? "; use fewer or smaller buffers (--buffers, --buffer-size)"
 				       : "");
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	struct timespec rt;
-	clock_gettime(CLOCK_REALTIME, &rt);
-	uint64_t real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
-	uint64_t since_t0 = mono_ns() - ht__session_t0(s);
 	uint32_t targc;
 	char **targv = target_argv(pids[0], &targc);
-	struct ht__trace_meta meta = {.start_realtime_ns = real_ns - since_t0,
-				      .stack_mask = o->stack_mask,
+	struct ht__trace_meta meta = {.stack_mask = o->stack_mask,
 				      .ts_unit_ns = o->ts_unit_ns,
 				      .flags = HT_TRACEF_ATTACHED |
 					       ((o->flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0),
 				      .argc = targc,
-				      .argv = (const char *const *)targv,
-				      .hostname = host};
+				      .argv = (const char *const *)targv};
 	struct ht__writer *w;
-	rc = ht__writer_open(&w, output, &meta);
+	rc = ht__session_open_trace(s, output, meta, &w);
 	if (rc < 0) {
 		ht__session_destroy(s);
 		die("cannot create '%s': %s", output, ht_strerror(rc));
 	}
-	ht__session_set_sink(s, ht__sink_writer(), w);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -678,29 +669,19 @@ int cmd_record(int argc, char **argv)
 	}
 	if (o.force)
 		unlink(output);
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	struct timespec rt;
-	clock_gettime(CLOCK_REALTIME, &rt);
-	/* The realtime clock at the session's t0, for absolute times in the trace. */
-	uint64_t real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
-	uint64_t since_t0 = mono_ns() - ht__session_t0(s);
-	struct ht__trace_meta meta = {.start_realtime_ns = real_ns - since_t0,
-				      .stack_mask = o.stack_mask,
+	struct ht__trace_meta meta = {.stack_mask = o.stack_mask,
 				      .ts_unit_ns = o.ts_unit_ns,
 				      .flags = (o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0,
 				      .argc = (uint32_t)cmd_argc,
-				      .argv = (const char *const *)cmd,
-				      .hostname = host};
+				      .argv = (const char *const *)cmd};
 	struct ht__writer *w;
-	rc = ht__writer_open(&w, output, &meta);
+	rc = ht__session_open_trace(s, output, meta, &w);
 	if (rc < 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		ht__session_destroy(s);
 		die("cannot create '%s': %s", output, ht_strerror(rc));
 	}
-	ht__session_set_sink(s, ht__sink_writer(), w);
 
 	/* Go; a failed exec reports its errno through the close-on-exec pipe. */
 	if (write(go[1], "g", 1) != 1)

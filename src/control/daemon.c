@@ -573,26 +573,18 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 		if (t0 < ht__session_header(D.s)->t0_ns)
 			ht__session_header(D.s)->t0_ns = t0;
 	}
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	struct timespec rt;
-	clock_gettime(CLOCK_REALTIME, &rt);
-	uint64_t real_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
 	const char *argv[] = {"heaptrail", "start", a->name};
 	struct ht__trace_meta meta = {
-	    .start_realtime_ns = real_ns - (mono_ns() - ht__session_t0(D.s)),
 	    .stack_mask = a->stack_mask,
 	    .ts_unit_ns = HT__TS_UNIT_DEFAULT, /* as `heaptrail record` (trace-format.md) */
 	    .flags = HT_TRACEF_ATTACHED | ((a->flags & HT_TRACE_LOSSY) ? HT_TRACEF_LOSSY : 0),
 	    .argc = 3,
-	    .argv = argv,
-	    .hostname = host};
+	    .argv = argv};
 	why[0] = 0;
-	if ((rc = ht__writer_open(&D.w, a->file, &meta)) < 0) {
+	if ((rc = ht__session_open_trace(D.s, a->file, meta, &D.w)) < 0) {
 		snprintf(why, sizeof(why), "cannot create '%.900s'", a->file);
 		goto fail_session;
 	}
-	ht__session_set_sink(D.s, ht__sink_writer(), D.w);
 	if ((D.listen_fd = listen_on(a->paths.sock)) < 0) {
 		rc = D.listen_fd;
 		goto fail_writer;

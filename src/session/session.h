@@ -69,6 +69,18 @@ struct ht__sink {
 /* A sink writing to w (ctx is the struct ht__writer *). */
 const struct ht__sink *ht__sink_writer(void);
 
+struct ht__session;
+/*
+ * Creates the trace at path and makes its writer session s's sink: the one
+ * place a trace's metadata is completed. The caller gives what it knows in
+ * meta (stack mask, time unit, flags, command); start_realtime_ns (the
+ * realtime clock at the session's t0) and hostname are filled here. *out is
+ * the writer, to finish or abort after ht__session_run(). 0 or a negative
+ * enum ht_error (the session is left without a sink).
+ */
+int ht__session_open_trace(struct ht__session *s, const char *path, struct ht__trace_meta meta,
+			   struct ht__writer **out);
+
 struct ht__session_config {
 	const char *dir;     /* NULL: ht__session_default_dir() */
 	const char *name;    /* file name in dir; NULL: a unique "session-PID-XXXXXX" */

@@ -5,6 +5,9 @@
  */
 #include "session/session.h"
 
+#include <time.h>
+#include <unistd.h>
+
 static int w_module(void *ctx, uint32_t id, const char *path, const uint8_t *bid, uint32_t n)
 {
 	return ht__writer_module(ctx, id, path, bid, n);
@@ -41,4 +44,27 @@ static const struct ht__sink writer_sink = {w_module, w_frame,	 w_stack,
 const struct ht__sink *ht__sink_writer(void)
 {
 	return &writer_sink;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int ht__session_open_trace(struct ht__session *s, const char *path, struct ht__trace_meta meta,
+			   struct ht__writer **out)
+{
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	uint64_t real_ns = clock_ns(CLOCK_REALTIME);
+	uint64_t since_t0 = clock_ns(CLOCK_MONOTONIC) - ht__session_t0(s);
+	meta.start_realtime_ns = real_ns - since_t0;
+	meta.hostname = host;
+	int rc = ht__writer_open(out, path, &meta);
+	if (rc < 0)
+		return rc;
+	ht__session_set_sink(s, ht__sink_writer(), *out);
+	return 0;
 }
