@@ -4,13 +4,13 @@
  * scripts), optionally with each event's stack. docs/json-output.md has the
  * fields.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "heaptrail/trace.h"
 
 static const char usage_text[] =
@@ -26,7 +26,11 @@ static const char usage_text[] =
     "                       (fields in docs/json-output.md)\n"
     "  --stacks             add each event's frames, innermost first, as\n"
     "                       'module!function file:line' or 'module!0xREL'\n"
-    "  -h, --help           show this help\n";
+    "  -h, --help           show this help\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail dump app.htr | head\n"
+    "  heaptrail dump app.htr --stacks --format json > events.jsonl\n";
 
 /* Fields of struct ht_event that dump prints, in printing order. */
 enum field {
@@ -342,41 +346,24 @@ static void print_json(struct ht_reader *r, const struct ht_event *ev, int stack
 
 int cmd_dump(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"format", required_argument, NULL, 'f'},
-	    {"stacks", no_argument, NULL, 's'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	static const struct cli_opt opts[] = {
+	    {"format", 'f', required_argument},
+	    {"stacks", 's', no_argument},
+	    {NULL, 0, 0},
 	};
 	enum out_format fmt = FMT_TEXT;
-	int stacks = 0, c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			if (parse_format(optarg, &fmt) < 0 || fmt == FMT_CSV)
-				die("unknown format '%s'; dump writes text or json", optarg);
-			break;
-		case 's':
+	int stacks = 0;
+	struct cli_parser p;
+	cli_init(&p, "dump", usage_text, opts, argc, argv, false);
+	for (int c; (c = cli_next(&p)) != -1;) {
+		if (c == 'f' && (parse_format(p.val, &fmt) < 0 || fmt == FMT_CSV))
+			die("unknown format '%s'; dump writes text or json", p.val);
+		if (c == 's')
 			stacks = 1;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
-		case ':':
-			die("option '%s' needs a value; see 'heaptrail dump --help'",
-			    argv[optind - 1]);
-		default:
-			die("unknown option '%s'; see 'heaptrail dump --help'", argv[optind - 1]);
-		}
 	}
-	if (optind >= argc)
-		die("no trace file given; usage: heaptrail dump FILE [--format text|json] "
-		    "[--stacks]");
-	if (optind + 1 < argc)
-		die("too many arguments: '%s'; dump reads one trace", argv[optind + 1]);
-	const char *path = argv[optind];
+	char **files;
+	cli_operands(&p, 1, 1, "trace file", &files);
+	const char *path = files[0];
 
 	struct ht_reader *r;
 	int rc = ht_reader_open(&r, path);

@@ -4,7 +4,6 @@
  * total, allocation calls and bytes, peak heap, leaks and committed memory.
  * The numbers come from src/analysis/summary.h; this file prints them.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "analysis/summary.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "heaptrail/trace.h"
 
 static const char usage_text[] =
@@ -26,7 +26,11 @@ static const char usage_text[] =
     "options:\n"
     "  --format text|json   output format (default text); JSON fields are in\n"
     "                       docs/json-output.md\n"
-    "  -h, --help           show this help\n";
+    "  -h, --help           show this help\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail info app.htr\n"
+    "  heaptrail info app.htr --format json\n";
 
 /* "1.234 ms": a time in the largest unit that keeps it >= 1, three decimals. */
 static const char *fmt_time(char *buf, size_t n, uint64_t ns)
@@ -390,36 +394,20 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht_su
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"format", required_argument, NULL, 'f'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	static const struct cli_opt opts[] = {
+	    {"format", 'f', required_argument},
+	    {NULL, 0, 0},
 	};
 	enum out_format fmt = FMT_TEXT;
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			if (parse_format(optarg, &fmt) < 0 || fmt == FMT_CSV)
-				die("unknown format '%s'; info writes text or json", optarg);
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
-		case ':':
-			die("option '%s' needs a value; see 'heaptrail info --help'",
-			    argv[optind - 1]);
-		default:
-			die("unknown option '%s'; see 'heaptrail info --help'", argv[optind - 1]);
-		}
+	struct cli_parser p;
+	cli_init(&p, "info", usage_text, opts, argc, argv, false);
+	for (int c; (c = cli_next(&p)) != -1;) {
+		if (c == 'f' && (parse_format(p.val, &fmt) < 0 || fmt == FMT_CSV))
+			die("unknown format '%s'; info writes text or json", p.val);
 	}
-	if (optind >= argc)
-		die("no trace file given; usage: heaptrail info FILE [--format text|json]");
-	if (optind + 1 < argc)
-		die("too many arguments: '%s'; info reads one trace", argv[optind + 1]);
-	const char *path = argv[optind];
+	char **files;
+	cli_operands(&p, 1, 1, "trace file", &files);
+	const char *path = files[0];
 
 	struct ht_reader *r;
 	int rc = ht_reader_open(&r, path);

@@ -18,6 +18,7 @@
 #include "analysis/reportdata.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "heaptrail/trace.h"
 
 static const char report_usage[] =
@@ -32,7 +33,14 @@ static const char report_usage[] =
     "  --exact N            heap lifetimes kept exactly (default 250000); the\n"
     "                       sites with the fewest bytes beyond that are bucketed\n"
     "  --points N           points of each graph (default 2000)\n"
-    "  --no-default-cull    keep allocator frames on the stacks\n";
+    "  --no-default-cull    keep allocator frames on the stacks\n"
+    "  --force              overwrite OUT if it exists\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail report app.htr\n"
+    "  heaptrail report app.htr -o /tmp/app.html --force\n"
+    "  heaptrail report big.htr --points 500 --exact 50000\n";
 
 #define DATA_MARKER "/*@@HEAPTRAIL_DATA@@*/"
 
@@ -523,47 +531,44 @@ static char *default_output(const char *file)
 
 int cmd_report(int argc, char **argv)
 {
-	const char *file = NULL;
+	enum { O_EXACT = CLI_LONG, O_POINTS, O_NO_CULL, O_FORCE };
+	static const struct cli_opt opts[] = {
+	    {"output", 'o', required_argument},	     {"exact", O_EXACT, required_argument},
+	    {"points", O_POINTS, required_argument}, {"no-default-cull", O_NO_CULL, no_argument},
+	    {"force", O_FORCE, no_argument},	     {NULL, 0, 0},
+	};
 	char *out = NULL;
+	bool force = false;
 	struct ht_report_opts o = HT_REPORT_OPTS_INIT;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(report_usage, stdout);
-			return 0;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			if (++i >= argc)
-				die("'%s' needs a file name", a);
+	struct cli_parser p;
+	cli_init(&p, "report", report_usage, opts, argc, argv, false);
+	for (int c; (c = cli_next(&p)) != -1;) {
+		if (c == 'o') {
 			free(out);
-			out = strdup(argv[i]);
-		} else if (!strcmp(a, "--exact") || !strcmp(a, "--points")) {
+			out = strdup(p.val);
+		} else if (c == O_EXACT || c == O_POINTS) {
 			char *end;
-			if (i + 1 >= argc)
-				die("'%s' needs a number", a);
-			unsigned long long v = strtoull(argv[++i], &end, 10);
-			if (*end || !v || argv[i][0] == '-' || v > 100000000ull)
-				die("invalid number '%s' for '%s'", argv[i], a);
-			if (!strcmp(a, "--exact"))
+			unsigned long long v = strtoull(p.val, &end, 10);
+			if (*end || !v || p.val[0] == '-' || v > 100000000ull)
+				cli_bad_value(&p, c == O_EXACT ? "--exact" : "--points",
+					      "a number from 1 to 100000000");
+			if (c == O_EXACT)
 				o.heap_budget = v;
 			else
 				o.points = (uint32_t)v;
-		} else if (!strcmp(a, "--no-default-cull")) {
+		} else if (c == O_NO_CULL) {
 			o.default_cull = false;
-		} else if (a[0] == '-' && a[1]) {
-			fputs(report_usage, stderr);
-			die("unknown option '%s'", a);
-		} else if (!file) {
-			file = a;
-		} else {
-			die("one trace at a time: '%s' is one too many", a);
+		} else if (c == O_FORCE) {
+			force = true;
 		}
 	}
-	if (!file) {
-		fputs(report_usage, stderr);
-		return 2;
-	}
+	char **files;
+	cli_operands(&p, 1, 1, "trace file", &files);
+	const char *file = files[0];
 	if (!out)
 		out = default_output(file);
+	if (!force && access(out, F_OK) == 0)
+		die("'%s' exists; use --force to overwrite it", out);
 
 	char *tpath = template_path();
 	size_t tlen = 0;

@@ -7,6 +7,7 @@
 
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 
 struct cmd_struct {
 	const char *name;
@@ -30,12 +31,37 @@ static const struct cmd_struct commands[] = {
     {"autologger", cmd_autologger, "trace from boot: a systemd unit for the system session"},
 };
 
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: heaptrail <command> [options]\n\ncommands:\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\n'heaptrail <command> --help' describes each command.\n");
+	fprintf(out, "\n'heaptrail help <command>' or 'heaptrail <command> --help' describes each\n"
+		     "command; 'heaptrail --version' prints the version.\n"
+		     "\nexamples:\n"
+		     "  heaptrail record -o app.htr ./app --flag\n"
+		     "  heaptrail analyze app.htr\n"
+		     "  heaptrail report app.htr -o app.html\n");
+}
+
+static const struct cmd_struct *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(name, commands[i].name))
+			return &commands[i];
+	return NULL;
+}
+
+static _Noreturn void unknown_command(const char *name)
+{
+	const char *names[NCOMMANDS];
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
+	char dym[80];
+	die("unknown command '%s'%s; 'heaptrail --help' lists the commands", name,
+	    cli_did_you_mean(dym, sizeof(dym), "heaptrail ", name, names, NCOMMANDS));
 }
 
 int main(int argc, char **argv)
@@ -44,17 +70,34 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	const char *a = argv[1];
+	if (!strcmp(a, "--help") || !strcmp(a, "-h") || (!strcmp(a, "help") && argc == 2)) {
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version")) {
+	if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
 		printf("heaptrail %s\n", HT_VERSION);
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
-	error_msg("unknown command '%s'; 'heaptrail --help' lists the commands", argv[1]);
-	return 2;
+	if (!strcmp(a, "help")) {
+		/* "heaptrail help record" is "heaptrail record --help". */
+		if (argc > 3)
+			die("unexpected argument '%s'; usage: heaptrail help [COMMAND]", argv[3]);
+		const struct cmd_struct *c = find_command(argv[2]);
+		if (!c)
+			unknown_command(argv[2]);
+		char *hargv[] = {(char *)c->name, "--help", NULL};
+		return c->fn(2, hargv);
+	}
+	if (a[0] == '-') {
+		const char *names[] = {"--help", "--version"};
+		char dym[80];
+		die("unknown option '%s'%s; options go after the command: heaptrail <command> "
+		    "[options]",
+		    a, cli_did_you_mean(dym, sizeof(dym), "", a, names, 2));
+	}
+	const struct cmd_struct *c = find_command(a);
+	if (!c)
+		unknown_command(a);
+	return c->fn(argc - 1, argv + 1);
 }

@@ -731,6 +731,74 @@ def bad_input(env):
     check(not os.path.exists(trace), "no trace left behind by a failed record")
 
 
+def help_examples(text, cmd):
+    """The example lines that end a --help text (after 'examples:')."""
+    check("\nexamples:\n" in text, "'%s --help' has an examples section" % cmd)
+    lines = text.split("\nexamples:\n", 1)[1].splitlines()
+    return [l.strip() for l in lines if l.strip()]
+
+
+# Commands already on the shared option parser (src/cli/opt.c).
+PARSED = ["info", "dump", "report"]
+
+
+@case
+def options(env):
+    h = env.heaptrail
+    rc, out, _ = env.run([h, "--help"])
+    equal(rc, 0, "heaptrail --help status")
+    cmds = re.findall(r"^  (\w+) ", out.split("commands:\n", 1)[1].split("\n\n")[0], re.M)
+    check("record" in cmds and "analyze" in cmds and len(cmds) >= 13, "command list %r" % cmds)
+    for ex in help_examples(out, "heaptrail"):
+        check(ex.startswith("heaptrail "), "example %r" % ex)
+    rc, out, _ = env.run([h, "--version"])
+    check(rc == 0 and re.fullmatch(r"heaptrail \d+\.\d+\.\d+\n", out), "--version: %r" % out)
+    for cmd in cmds:
+        rc, out, err = env.run([h, cmd, "--help"])
+        equal(rc, 0, cmd + " --help status")
+        check(out.startswith("usage: heaptrail " + cmd), "%s --help: %r" % (cmd, out[:60]))
+        rc2, out2, _ = env.run([h, "help", cmd])
+        equal((rc2, out2), (0, out), "'heaptrail help %s' is '%s --help'" % (cmd, cmd))
+        rc3, out3, _ = env.run([h, cmd, "-h"])
+        equal((rc3, out3), (0, out), "'%s -h' is '%s --help'" % (cmd, cmd))
+        if cmd in PARSED:
+            exs = help_examples(out, cmd)
+            check(2 <= len(exs) <= 3, "%s --help ends with 2-3 examples: %r" % (cmd, exs))
+            for ex in exs:
+                check(ex.startswith("heaptrail " + cmd), "%s example %r" % (cmd, ex))
+            rc, _, err = env.run([h, cmd, "--no-such-option", "x.htr"])
+            one_error_line(rc, err, cmd + " with an unknown option", "--no-such-option")
+            check("heaptrail %s --help" % cmd in err, "%s names its help: %r" % (cmd, err))
+    rc, _, err = env.run([h, "recrod"])
+    one_error_line(rc, err, "a misspelt command", "did you mean 'heaptrail record'?")
+    rc, _, err = env.run([h, "help", "infp"])
+    one_error_line(rc, err, "help of a misspelt command", "did you mean 'heaptrail info'?")
+    rc, _, err = env.run([h, "info", "--fromat", "json", "x.htr"])
+    one_error_line(rc, err, "a misspelt option", "did you mean '--format'?")
+    rc, _, err = env.run([h, "info", "--format"])
+    one_error_line(rc, err, "an option without its value", "'--format' needs a value")
+    rc, _, err = env.run([h, "info", "a.htr", "b.htr"])
+    one_error_line(rc, err, "two traces", "too many arguments: 'b.htr'")
+
+    # --opt=value and --opt value are the same; report refuses to overwrite
+    # unless --force, and then writes.
+    trace = env.record([env.prog("malloc_family")]).path
+    rc, a, _ = env.run([h, "info", "--format=json", trace])
+    rc2, b, _ = env.run([h, "info", trace, "--format", "json"])
+    check(rc == 0 and rc2 == 0 and a == b and json.loads(a)["events_lost"] == 0,
+          "--format=json and --format json agree")
+    html = os.path.join(env.tmp, "r.html")
+    with open(html, "w") as f:
+        f.write("keep me")
+    rc, _, err = env.run([h, "report", "--output=" + html, trace])
+    if "was not built" not in err:
+        one_error_line(rc, err, "report over an existing file", "--force")
+        equal(open(html).read(), "keep me", "the refused file is unchanged")
+        rc, out, err = env.run([h, "report", "--output=" + html, "--force", trace])
+        equal(rc, 0, "report --force status (%s)" % err)
+        check(os.path.getsize(html) > 10000, "report --force wrote the page")
+
+
 # ---------------------------------------------------------------------------
 
 
