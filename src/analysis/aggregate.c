@@ -43,8 +43,6 @@ struct ht_agg {
 	struct ht_reader *r;
 	bool symbols;
 	bool handle_by_stack; /* handle rows need the stack for -requireFrames */
-	int err;
-	uint64_t end_ts;
 
 	struct ht_agg_counts *stacks; /* per stack id */
 	uint32_t stacks_len;
@@ -58,9 +56,6 @@ struct ht_agg {
 	uint32_t *ftext; /* per frame id: interned text id, NO_ID unknown */
 	uint32_t ftext_len;
 	struct intern in;
-
-	struct ht_life_tracker *lt;
-	struct ht_life_stats life_stats;
 
 	/* finish */
 	struct group *groups;
@@ -154,12 +149,30 @@ static void intern_release(struct intern *in)
 	memset(in, 0, sizeof(*in));
 }
 
-static void life_end(void *ctx, const struct ht_life *life)
+/* The pass gives every heap block that ends; the end of the trace grows as it reads. */
+static int life_end(void *ctx, struct ht_pass *p, const struct ht_life *life)
 {
-	struct ht_agg *a = ctx;
-	int rc = ht_agg_add(a, life, a->end_ts);
-	if (rc < 0 && !a->err)
-		a->err = rc;
+	return ht_agg_add(ctx, life, ht_pass_end_ts(p));
+}
+
+static const struct ht_consumer agg_consumer = {
+    .name = "aggregate",
+    .life = life_end,
+};
+
+int ht_agg_attach(struct ht_agg *a, struct ht_pass *p)
+{
+	int id = ht_pass_add(p, &agg_consumer, a);
+	if (id < 0)
+		return id;
+	/*
+	 * Past the range nothing can count any more: a block allocated in it
+	 * and freed later is outstanding, which is what ending it at the end
+	 * of the pass says.
+	 */
+	if (a->q->has_range)
+		ht_pass_stop_at(p, id, a->q->range_end);
+	return 0;
 }
 
 int ht_agg_new(struct ht_agg **out, const struct ht_query *q, struct ht_reader *r)
@@ -172,12 +185,6 @@ int ht_agg_new(struct ht_agg **out, const struct ht_query *q, struct ht_reader *
 	const struct ht_trace_info *info = ht_reader_info(r);
 	a->symbols = q->symbols < 0 ? (info && (info->flags & HT_TRACEF_SYMBOLS)) : q->symbols > 0;
 	a->handle_by_stack = q->require.count > 0;
-	a->end_ts = info ? info->duration_ns : 0;
-	a->lt = ht_life_new(life_end, a);
-	if (!a->lt) {
-		free(a);
-		return HT_ERR_NOMEM;
-	}
 	*out = a;
 	return 0;
 }
@@ -186,8 +193,6 @@ void ht_agg_free(struct ht_agg *a)
 {
 	if (!a)
 		return;
-	if (a->lt)
-		ht_life_free(a->lt);
 	free(a->stacks);
 	free(a->htab);
 	free(a->pcache);
@@ -198,11 +203,6 @@ void ht_agg_free(struct ht_agg *a)
 	free(a->frames);
 	free(a->gtab);
 	free(a);
-}
-
-const struct ht_life_stats *ht_agg_life_stats(const struct ht_agg *a)
-{
-	return &a->life_stats;
 }
 
 /* Whether blocks of process index p pass -pid (cached per index). */
@@ -331,45 +331,16 @@ int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
 
 int ht_agg_run(struct ht_agg *a, ht_agg_progress_fn progress, void *ctx)
 {
-	const struct ht_query *q = a->q;
-	const struct ht_trace_info *info = ht_reader_info(a->r);
-	uint64_t duration = info ? info->duration_ns : 0;
-	struct ht_event ev;
-	uint64_t n = 0;
-	int rc;
-	while ((rc = ht_reader_next(a->r, &ev)) > 0) {
-		/*
-		 * Past the range nothing can count any more: a block allocated
-		 * in it and freed later is outstanding, which is what ending it
-		 * at ht_life_finish() says.
-		 */
-		if (q->has_range && ev.ts >= q->range_end) {
-			/* The trace goes on at least to here (it may have no footer). */
-			if (ev.ts > a->end_ts)
-				a->end_ts = ev.ts;
-			break;
-		}
-		if (ev.ts > a->end_ts)
-			a->end_ts = ev.ts;
-		if (q->pid_count && !ht_query_wants_pid(q, ev.pid))
-			continue;
-		rc = ht_life_event(a->lt, &ev);
-		if (rc < 0)
-			return rc;
-		if (a->err)
-			return a->err;
-		if (progress && !(++n & 0xffff))
-			progress(ctx, ev.ts, duration);
-	}
+	struct ht_pass *p;
+	int rc = ht_pass_new(&p, a->r);
 	if (rc < 0)
 		return rc;
-	/* The footer (read at the end of an unfinished trace) may know more. */
-	info = ht_reader_info(a->r);
-	if (info && info->duration_ns > a->end_ts)
-		a->end_ts = info->duration_ns;
-	ht_life_finish(a->lt);
-	a->life_stats = *ht_life_stats(a->lt);
-	return a->err;
+	if ((rc = ht_agg_attach(a, p)) == 0) {
+		ht_pass_progress(p, progress, ctx);
+		rc = ht_pass_run(p);
+	}
+	ht_pass_free(p);
+	return rc;
 }
 
 /* Interned id of a frame's text. */

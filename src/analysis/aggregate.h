@@ -4,6 +4,8 @@
  * counts by process and heap handle, by culled stack, by the topmost frame
  * after culling, or by that frame's module (image); then sort and cut.
  *
+ * It is a consumer of the trace pass (pass.h): ht_agg_attach() puts it on
+ * a pass shared with other consumers, ht_agg_run() runs a pass of its own.
  * Blocks are counted per stack id while the trace streams (an array index per
  * block), and the -requireFrames test, culling and frame text are worked out
  * once per distinct stack at the end, so the cost per event stays flat and
@@ -31,6 +33,7 @@
 #include <stdint.h>
 
 #include "analysis/lifetime.h"
+#include "analysis/pass.h"
 #include "analysis/query.h"
 #include "heaptrail/trace.h"
 
@@ -83,7 +86,7 @@ struct ht_agg_result {
 struct ht_agg;
 
 /* Progress: ts of the last event read, and the trace's duration (0: unknown). */
-typedef void (*ht_agg_progress_fn)(void *ctx, uint64_t ts, uint64_t duration);
+typedef ht_pass_progress_fn ht_agg_progress_fn;
 
 /*
  * A new aggregator for query q over reader r. q must have gone through
@@ -92,9 +95,16 @@ typedef void (*ht_agg_progress_fn)(void *ctx, uint64_t ts, uint64_t duration);
 int ht_agg_new(struct ht_agg **out, const struct ht_query *q, struct ht_reader *r);
 
 /*
- * Stream every event of the reader (from where it is) through a lifetime
- * tracker into the aggregator. progress, when not NULL, is called about every
- * 65536 events. Returns 0 or a negative error of the reader or HT_ERR_NOMEM.
+ * Make the aggregator a consumer of pass p (pass.h): it counts the heap
+ * blocks the pass ends, and lets the pass stop at the end of q's -range.
+ * Returns 0 or HT_ERR_NOMEM.
+ */
+int ht_agg_attach(struct ht_agg *a, struct ht_pass *p);
+
+/*
+ * A pass of its own with just the aggregator: reads the trace once.
+ * progress, when not NULL, is called about every 65536 events. Returns 0 or
+ * a negative error of the reader or HT_ERR_NOMEM.
  */
 int ht_agg_run(struct ht_agg *a, ht_agg_progress_fn progress, void *ctx);
 
@@ -118,8 +128,5 @@ void ht_agg_free(struct ht_agg *a);
 
 /* The text of frame id as the result shows it (cached; owned by a). */
 const char *ht_agg_frame_text(struct ht_agg *a, uint32_t frame);
-
-/* Statistics of the lifetime tracker of ht_agg_run (unknown frees, ...). */
-const struct ht_life_stats *ht_agg_life_stats(const struct ht_agg *a);
 
 #endif

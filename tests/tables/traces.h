@@ -214,4 +214,65 @@ static inline int tr_commit(const char *path)
 	return tr_end(w, 20000);
 }
 
+/* An event of process image index process (pid), thread pid. */
+static inline void tr_pev(struct ht__writer *w, uint8_t type, uint32_t process, int32_t pid,
+			  uint64_t ts, uint64_t addr, uint64_t size, uint32_t stack)
+{
+	struct ht_event ev = {.type = type,
+			      .process = process,
+			      .pid = pid,
+			      .tid = pid,
+			      .ts = ts,
+			      .addr = addr,
+			      .size = size,
+			      .stack = stack,
+			      .fd = -1};
+	if (type == HT_EV_ALLOC)
+		ev.func = HT_FN_MALLOC;
+	else if (type == HT_EV_FREE)
+		ev.func = HT_FN_FREE;
+	else if (type == HT_EV_MMAP) {
+		ev.func = HT_FN_MMAP;
+		ev.prot = 3;	  /* PROT_READ | PROT_WRITE */
+		ev.mflags = 0x22; /* MAP_PRIVATE | MAP_ANONYMOUS */
+	}
+	struct ht_process proc = {.ppid = 100,
+				  .parent = 0,
+				  .flags = type == HT_EV_PROCESS_START ? HT_PROCF_FORK : 0,
+				  .exe = "/usr/bin/app",
+				  .argc = 1,
+				  .argv = tr_argv};
+	ht__writer_event(w, &ev, &proc);
+}
+
+/*
+ * Two processes, one ending before the other, duration 20000 ns:
+ *      0  pid 100 starts (image 0)
+ *    500  pid 101 starts, forked (image 1)
+ *   1000  image 0 allocates 0x1000 100 B (leaky)        live when image 0 execs at 6000
+ *   1500  image 1 allocates 0x2000 200 B (temp)         live when image 1 exits at 5000
+ *   2000  image 1 maps 0x10000000 1 MB RW (mmap)        committed when image 1 exits
+ *   2500  image 0 allocates 0x3000 50 B (other), freed at 3000
+ *   5000  image 1 exits
+ *   6000  pid 100 execs (image 2)
+ *   7000  image 2 allocates 0x4000 10 B (leaky)         live at the end of the trace
+ */
+static inline int tr_two(const char *path)
+{
+	struct ht__writer *w;
+	int rc = tr_begin(&w, path);
+	if (rc < 0)
+		return rc;
+	tr_pev(w, HT_EV_PROCESS_START, 1, 101, 500, 0, 0, 0);
+	tr_pev(w, HT_EV_ALLOC, 0, 100, 1000, 0x1000, 100, 1);
+	tr_pev(w, HT_EV_ALLOC, 1, 101, 1500, 0x2000, 200, 2);
+	tr_pev(w, HT_EV_MMAP, 1, 101, 2000, 0x10000000, 0x100000, 4);
+	tr_pev(w, HT_EV_ALLOC, 0, 100, 2500, 0x3000, 50, 3);
+	tr_pev(w, HT_EV_FREE, 0, 100, 3000, 0x3000, 0, 0);
+	tr_pev(w, HT_EV_PROCESS_EXIT, 1, 101, 5000, 0, 0, 0);
+	tr_pev(w, HT_EV_PROCESS_EXEC, 2, 100, 6000, 0, 0, 0);
+	tr_pev(w, HT_EV_ALLOC, 2, 100, 7000, 0x4000, 10, 1);
+	return tr_end(w, 20000);
+}
+
 #endif

@@ -1,0 +1,277 @@
+/*
+ * pass.c - the trace pass of pass.h: one read loop, one lifetime tracker and
+ * one commit map shared by every consumer, and the one place that decides
+ * which process image an exec ended.
+ */
+#include "analysis/pass.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/vec.h"
+
+struct slot {
+	const struct ht_consumer *c;
+	void *ctx;
+	uint64_t until; /* no .event at or after this time */
+};
+
+struct ht_pass {
+	struct ht_reader *r;
+	HT_VEC(struct slot) consumers;
+	unsigned needs;
+	uint32_t events; /* union of the consumers' event masks */
+	struct ht_life_tracker *lt;
+	struct ht_commit_tracker *ct;
+	struct ht_life_stats no_life;
+	struct ht_commit_stats no_commit;
+	HT_VEC(uint8_t) ended; /* per process index: its end was reported */
+	uint64_t end_ts;
+	uint64_t nevents;
+	ht_pass_progress_fn progress;
+	void *progress_ctx;
+	int err;
+	bool ran;
+};
+
+int ht_pass_new(struct ht_pass **out, struct ht_reader *r)
+{
+	struct ht_pass *p = calloc(1, sizeof(*p));
+	if (!p)
+		return HT_ERR_NOMEM;
+	p->r = r;
+	*out = p;
+	return 0;
+}
+
+int ht_pass_add(struct ht_pass *p, const struct ht_consumer *c, void *ctx)
+{
+	struct slot s = {c, ctx, HT_TS_NEVER};
+	if (ht_vec_push(&p->consumers, s) < 0)
+		return HT_ERR_NOMEM;
+	p->needs |= c->needs;
+	if (c->life)
+		p->needs |= HT_PASS_NEED_LIFE;
+	if (c->commit)
+		p->needs |= HT_PASS_NEED_COMMIT;
+	if (c->event)
+		p->events |= c->events;
+	return (int)(p->consumers.len - 1);
+}
+
+void ht_pass_stop_at(struct ht_pass *p, int id, uint64_t ts)
+{
+	if (id >= 0 && (size_t)id < p->consumers.len)
+		p->consumers.v[id].until = ts;
+}
+
+void ht_pass_progress(struct ht_pass *p, ht_pass_progress_fn fn, void *ctx)
+{
+	p->progress = fn;
+	p->progress_ctx = ctx;
+}
+
+struct ht_reader *ht_pass_reader(const struct ht_pass *p)
+{
+	return p->r;
+}
+
+uint64_t ht_pass_end_ts(const struct ht_pass *p)
+{
+	const struct ht_trace_info *info = ht_reader_info(p->r);
+	uint64_t d = info ? info->duration_ns : 0;
+	return d > p->end_ts ? d : p->end_ts;
+}
+
+const struct ht_life_stats *ht_pass_life_stats(const struct ht_pass *p)
+{
+	return p->lt ? ht_life_stats(p->lt) : &p->no_life;
+}
+
+const struct ht_commit_stats *ht_pass_commit_stats(const struct ht_pass *p)
+{
+	return p->ct ? ht_commit_stats(p->ct) : &p->no_commit;
+}
+
+void ht_pass_commit_process_stats(const struct ht_pass *p, uint32_t process,
+				  struct ht_commit_stats *out)
+{
+	if (p->ct)
+		ht_commit_process_stats(p->ct, process, out);
+	else
+		memset(out, 0, sizeof(*out));
+}
+
+uint64_t ht_pass_events(const struct ht_pass *p)
+{
+	return p->nevents;
+}
+
+void ht_pass_free(struct ht_pass *p)
+{
+	if (!p)
+		return;
+	ht_life_free(p->lt);
+	ht_commit_free(p->ct);
+	ht_vec_release(&p->consumers);
+	ht_vec_release(&p->ended);
+	free(p);
+}
+
+/* ---- the trackers' callbacks, fanned out ---- */
+
+static void fail(struct ht_pass *p, int rc)
+{
+	if (rc < 0 && !p->err)
+		p->err = rc;
+}
+
+static void on_life(void *ctx, const struct ht_life *l)
+{
+	struct ht_pass *p = ctx;
+	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
+		struct slot *s = &p->consumers.v[i];
+		if (s->c->life)
+			fail(p, s->c->life(s->ctx, p, l));
+	}
+}
+
+static void on_commit(void *ctx, const struct ht_commit *c)
+{
+	struct ht_pass *p = ctx;
+	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
+		struct slot *s = &p->consumers.v[i];
+		if (s->c->commit)
+			fail(p, s->c->commit(s->ctx, p, c));
+	}
+}
+
+/* ---- process images ---- */
+
+static void process_start(struct ht_pass *p, uint32_t process, uint64_t ts)
+{
+	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
+		struct slot *s = &p->consumers.v[i];
+		if (s->c->process_start)
+			fail(p, s->c->process_start(s->ctx, p, process, ts));
+	}
+}
+
+/* Image process ended at ts: said once per image. */
+static void process_end(struct ht_pass *p, uint32_t process, uint64_t ts)
+{
+	if (ht_vec_grow_zero(&p->ended, (size_t)process + 1) < 0) {
+		fail(p, HT_ERR_NOMEM);
+		return;
+	}
+	if (p->ended.v[process])
+		return;
+	p->ended.v[process] = 1;
+	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
+		struct slot *s = &p->consumers.v[i];
+		if (s->c->process_end)
+			fail(p, s->c->process_end(s->ctx, p, process, ts));
+	}
+}
+
+/*
+ * The images an event starts and ends. EXIT names the image that ended;
+ * EXEC names the new image, and the image it replaced is the earlier one
+ * of the same pid that has not ended yet.
+ */
+static void process_events(struct ht_pass *p, const struct ht_event *ev)
+{
+	if (ev->type == HT_EV_PROCESS_START) {
+		process_start(p, ev->process, ev->ts);
+	} else if (ev->type == HT_EV_PROCESS_EXIT) {
+		process_end(p, ev->process, ev->ts);
+	} else if (ev->type == HT_EV_PROCESS_EXEC) {
+		uint32_t n = ht_reader_process_count(p->r);
+		for (uint32_t i = 0; i < n && !p->err; i++) {
+			const struct ht_process *pr = ht_reader_process(p->r, i);
+			if (i == ev->process || !pr || pr->pid != ev->pid ||
+			    pr->start_ts > ev->ts || (i < p->ended.len && p->ended.v[i]))
+				continue;
+			process_end(p, i, ev->ts);
+		}
+		process_start(p, ev->process, ev->ts);
+	}
+}
+
+/* ---- the loop ---- */
+
+static void call_event(struct ht_pass *p, const struct ht_event *ev)
+{
+	uint32_t bit = ev->type < 32 ? HT_PASS_EV(ev->type) : 0;
+	if (!(p->events & bit))
+		return;
+	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
+		struct slot *s = &p->consumers.v[i];
+		if (s->c->event && (s->c->events & bit) && ev->ts < s->until)
+			fail(p, s->c->event(s->ctx, p, ev));
+	}
+}
+
+/* The time after which no consumer needs events: the highest limit, or never. */
+static uint64_t stop_ts(const struct ht_pass *p)
+{
+	uint64_t stop = 0;
+	for (size_t i = 0; i < p->consumers.len; i++)
+		if (p->consumers.v[i].until > stop)
+			stop = p->consumers.v[i].until;
+	return p->consumers.len ? stop : 0;
+}
+
+int ht_pass_run(struct ht_pass *p)
+{
+	if (p->ran)
+		return HT_ERR_INVALID;
+	p->ran = true;
+	if ((p->needs & HT_PASS_NEED_LIFE) && !(p->lt = ht_life_new(on_life, p)))
+		return HT_ERR_NOMEM;
+	if ((p->needs & HT_PASS_NEED_COMMIT) && !(p->ct = ht_commit_new(on_commit, p)))
+		return HT_ERR_NOMEM;
+	int rc = ht_reader_rewind(p->r);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
+		struct slot *s = &p->consumers.v[i];
+		if (s->c->begin)
+			fail(p, s->c->begin(s->ctx, p));
+	}
+	const struct ht_trace_info *info = ht_reader_info(p->r);
+	uint64_t duration = info ? info->duration_ns : 0;
+	uint64_t stop = stop_ts(p);
+	struct ht_event ev;
+	while (!p->err && (rc = ht_reader_next(p->r, &ev)) > 0) {
+		/* The trace goes on at least to here (it may have no footer). */
+		if (ev.ts > p->end_ts)
+			p->end_ts = ev.ts;
+		if (ev.ts >= stop)
+			break;
+		p->nevents++;
+		if (p->lt)
+			fail(p, ht_life_event(p->lt, &ev));
+		if (p->ct && !p->err)
+			fail(p, ht_commit_event(p->ct, &ev));
+		if (ev.type >= HT_EV_PROCESS_START && ev.type <= HT_EV_PROCESS_EXIT && !p->err)
+			process_events(p, &ev);
+		if (!p->err)
+			call_event(p, &ev);
+		if (p->progress && !(p->nevents & 0xffff))
+			p->progress(p->progress_ctx, ev.ts, duration);
+	}
+	if (rc < 0)
+		return rc;
+	if (p->lt && !p->err)
+		ht_life_finish(p->lt);
+	if (p->ct && !p->err)
+		ht_commit_finish(p->ct);
+	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
+		struct slot *s = &p->consumers.v[i];
+		if (s->c->end)
+			fail(p, s->c->end(s->ctx, p));
+	}
+	return p->err;
+}

@@ -1,0 +1,190 @@
+/*
+ * vec.h - the growable array and the hash index the tree outside the
+ * recorder uses instead of hand-written "cap * 2" blocks and open-addressing
+ * tables (the recorder keeps its own: it may not allocate). Header only, so
+ * the session, the CLI and the analysis use it without a library between.
+ *
+ * Growable arrays, either as a typed struct:
+ *
+ *     HT_VEC(struct row) rows = {0};
+ *     if (ht_vec_push(&rows, r) < 0) return HT_ERR_NOMEM;
+ *     for (size_t i = 0; i < rows.len; i++) use(&rows.v[i]);
+ *     ht_vec_release(&rows);
+ *
+ * or on a pointer and a capacity kept elsewhere (a struct's fields):
+ *
+ *     if (ht_grow((void **)&t->items, &t->cap, t->n + 1, sizeof(*t->items)) < 0) ...
+ *
+ * Capacities double (from 16 elements), so n pushes cost O(n) copies.
+ *
+ * Hash index: an open-addressing table of ids (the caller's array indices)
+ * with linear probing, kept at most half full. The entries stay in the
+ * caller's array; the index only finds them:
+ *
+ *     struct ht_hindex ix = {0};
+ *     uint64_t h = hash_of(key);
+ *     uint32_t *slot = ht_hindex_find(&ix, h);
+ *     for (; *slot; slot = ht_hindex_next(&ix, slot))
+ *         if (same(&items[*slot - 1], key)) return *slot - 1;   // found
+ *     // not found: append to items, then
+ *     if (ht_hindex_insert(&ix, h, id, rehash_fn, items) < 0) ...
+ *
+ * Slots hold id + 1 (0 is empty). Ids are never removed. Not thread-safe.
+ */
+#ifndef HT_ANALYSIS_VEC_H
+#define HT_ANALYSIS_VEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heaptrail/trace.h" /* HT_ERR_NOMEM */
+
+/*
+ * Makes *p hold at least need elements of size bytes (*cap counts them),
+ * doubling. New memory is not cleared. Returns 0 or HT_ERR_NOMEM (*p is
+ * unchanged then).
+ */
+static inline int ht_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 16;
+	while (n < need) {
+		if (n > SIZE_MAX / 2)
+			return HT_ERR_NOMEM;
+		n *= 2;
+	}
+	if (n > SIZE_MAX / size)
+		return HT_ERR_NOMEM;
+	void *q = realloc(*p, n * size);
+	if (!q)
+		return HT_ERR_NOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* ht_grow(), clearing the new elements. */
+static inline int ht_grow_zero(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t old = *cap;
+	int rc = ht_grow(p, cap, need, size);
+	if (rc == 0 && *cap > old)
+		memset((char *)*p + old * size, 0, (*cap - old) * size);
+	return rc;
+}
+
+/* A typed growable array: v[0 .. len), room for cap. Zero-initialize it. */
+#define HT_VEC(T)                                                                                  \
+	struct {                                                                                   \
+		T *v;                                                                              \
+		size_t len, cap;                                                                   \
+	}
+
+/* Room for n elements in all. 0 or HT_ERR_NOMEM. */
+#define ht_vec_reserve(vec, n) ht_grow((void **)&(vec)->v, &(vec)->cap, (n), sizeof(*(vec)->v))
+
+/* Appends x. 0 or HT_ERR_NOMEM. */
+#define ht_vec_push(vec, x)                                                                        \
+	(ht_vec_reserve((vec), (vec)->len + 1) < 0 ? HT_ERR_NOMEM                                  \
+						   : ((vec)->v[(vec)->len++] = (x), 0))
+
+/* Makes len at least n, the new elements zero. 0 or HT_ERR_NOMEM. */
+#define ht_vec_grow_zero(vec, n)                                                                   \
+	((n) <= (vec)->len ? 0                                                                     \
+	 : ht_grow_zero((void **)&(vec)->v, &(vec)->cap, (n), sizeof(*(vec)->v)) < 0               \
+	     ? HT_ERR_NOMEM                                                                        \
+	     : (memset((vec)->v + (vec)->len, 0, ((n) - (vec)->len) * sizeof(*(vec)->v)),          \
+		(vec)->len = (n), 0))
+
+#define ht_vec_release(vec) (free((vec)->v), (vec)->v = NULL, (vec)->len = (vec)->cap = 0)
+
+/* ---- hashing ---- */
+
+/* A full 64-bit mix (murmur3's finalizer). */
+static inline uint64_t ht_mix64(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+/* A string's hash (FNV-1a, mixed). */
+static inline uint64_t ht_hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return ht_mix64(h);
+}
+
+/* ---- hash index ---- */
+
+struct ht_hindex {
+	uint32_t *slots; /* id + 1, 0 empty */
+	size_t cap;	 /* a power of two, or 0 */
+	size_t count;
+};
+
+/* The hash of entry id, to re-place it when the index grows. */
+typedef uint64_t (*ht_hindex_hash_fn)(const void *ctx, uint32_t id);
+
+/* The first slot to look at for hash h (an empty index gives a slot holding 0). */
+static inline uint32_t *ht_hindex_find(const struct ht_hindex *ix, uint64_t h)
+{
+	static uint32_t empty;
+	return ix->cap ? &ix->slots[h & (ix->cap - 1)] : &empty;
+}
+
+/* The slot after s in the probe sequence. */
+static inline uint32_t *ht_hindex_next(const struct ht_hindex *ix, uint32_t *s)
+{
+	size_t i = (size_t)(s - ix->slots);
+	return &ix->slots[(i + 1) & (ix->cap - 1)];
+}
+
+/*
+ * Adds id (not in the index yet) under hash h, growing the index (and
+ * re-placing every id with hash(ctx, id)) to stay at most half full.
+ * Returns 0 or HT_ERR_NOMEM.
+ */
+static inline int ht_hindex_insert(struct ht_hindex *ix, uint64_t h, uint32_t id,
+				   ht_hindex_hash_fn hash, const void *ctx)
+{
+	if ((ix->count + 1) * 2 > ix->cap) {
+		size_t ncap = ix->cap ? ix->cap * 2 : 256;
+		uint32_t *ns = calloc(ncap, sizeof(*ns));
+		if (!ns)
+			return HT_ERR_NOMEM;
+		for (size_t i = 0; i < ix->cap; i++) {
+			if (!ix->slots[i])
+				continue;
+			size_t j = hash(ctx, ix->slots[i] - 1) & (ncap - 1);
+			while (ns[j])
+				j = (j + 1) & (ncap - 1);
+			ns[j] = ix->slots[i];
+		}
+		free(ix->slots);
+		ix->slots = ns;
+		ix->cap = ncap;
+	}
+	size_t j = h & (ix->cap - 1);
+	while (ix->slots[j])
+		j = (j + 1) & (ix->cap - 1);
+	ix->slots[j] = id + 1;
+	ix->count++;
+	return 0;
+}
+
+static inline void ht_hindex_release(struct ht_hindex *ix)
+{
+	free(ix->slots);
+	memset(ix, 0, sizeof(*ix));
+}
+
+#endif
