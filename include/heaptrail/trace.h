@@ -41,6 +41,7 @@ enum ht_error {
 	HT_ERR_NOT_FOUND = -8, /* no such session, file or process */
 	HT_ERR_PERM = -9,      /* permission denied */
 	HT_ERR_FLAGS = -10,    /* invalid flags or event list */
+	HT_ERR_NOSPACE = -11,  /* no space left on the device (or disk quota) */
 };
 
 /* A message for an error code; never NULL. */

@@ -23,6 +23,9 @@ int ht__error_from_errno(int errnum)
 		return HT_ERR_NOT_FOUND;
 	case ENOMEM:
 		return HT_ERR_NOMEM;
+	case ENOSPC:
+	case EDQUOT:
+		return HT_ERR_NOSPACE;
 	default:
 		return HT_ERR_IO;
 	}

@@ -8,7 +8,7 @@
 
 /* EEXIST: HT_ERR_EXISTS; EACCES, EPERM, EROFS: HT_ERR_PERM; ENOENT, ENOTDIR,
    ECONNREFUSED (a socket nobody listens on): HT_ERR_NOT_FOUND; ENOMEM:
-   HT_ERR_NOMEM; anything else: HT_ERR_IO. */
+   HT_ERR_NOMEM; ENOSPC, EDQUOT: HT_ERR_NOSPACE; anything else: HT_ERR_IO. */
 int ht__error_from_errno(int errnum);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "format/output.h"
 #include "format/writer.h"
 #include "inject/inject.h"
 #include "base/protocol.h"
@@ -466,14 +467,10 @@ static int record_attach(const struct options *o)
 			 (int)pids[0]);
 		output = defname;
 	}
-	struct stat st;
-	if (lstat(output, &st) == 0) {
-		if (!o->force)
-			die("'%s' exists; use --force to overwrite it", output);
-		if (S_ISDIR(st.st_mode))
-			die("'%s' is a directory", output);
-		unlink(output);
-	}
+	struct ht__output out;
+	char why[1024];
+	if (ht__output_open(&out, output, o->force ? HT__OUT_FORCE : 0, 0600, why, sizeof(why)) < 0)
+		die("%s", why);
 
 	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
 	cfg.ring_size = o->ring_size;
@@ -483,6 +480,8 @@ static int record_attach(const struct options *o)
 	cfg.reap_children = false;
 	struct ht__session *s;
 	int rc = ht__session_create(&s, &cfg);
+	if (rc < 0)
+		ht__output_abort(&out);
 	if (rc < 0)
 		die("cannot create the session's shared memory: %s%s", ht_strerror(rc),
 		    rc == HT_ERR_NOMEM ? "; use fewer or smaller buffers (--buffers, --buffer-size)"
@@ -496,10 +495,11 @@ static int record_attach(const struct options *o)
 				      .argc = targc,
 				      .argv = (const char *const *)targv};
 	struct ht__writer *w;
-	rc = ht__session_open_trace(s, output, meta, &w);
+	rc = ht__session_open_trace(s, &out, meta, &w);
 	if (rc < 0) {
+		ht__output_abort(&out);
 		ht__session_destroy(s);
-		die("cannot create '%s': %s", output, ht_strerror(rc));
+		die("cannot write '%s': %s", output, ht_strerror(rc));
 	}
 
 	struct sigaction sa;
@@ -531,7 +531,7 @@ static int record_attach(const struct options *o)
 	}
 	if (!live) {
 		ht__writer_abort(w);
-		unlink(output);
+		ht__output_abort(&out);
 		ht__session_destroy(s);
 		return 1;
 	}
@@ -570,6 +570,7 @@ static int record_attach(const struct options *o)
 		rc = ht__session_finish(s, true, show_progress, &ps);
 	const struct ht__session_stats *sst = ht__session_stats(s);
 	int frc = ht__writer_finish(w, sst->duration_ns, sst->lost, HT_TRACEF_ATTACHED);
+	ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
 	if (rc < 0 || frc < 0) {
 		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
 		failures++;
@@ -600,15 +601,13 @@ int cmd_record(int argc, char **argv)
 	char recorder[PATH_MAX];
 	find_recorder(recorder, sizeof(recorder));
 
-	if (o.output) {
-		struct stat st;
-		if (lstat(o.output, &st) == 0) {
-			if (!o.force)
-				die("'%s' exists; use --force to overwrite it", o.output);
-			if (S_ISDIR(st.st_mode))
-				die("'%s' is a directory", o.output);
-		}
-	}
+	/* The output is opened (or refused) before anything runs; a default name
+	   waits for the program's pid. */
+	const unsigned out_flags = o.force ? HT__OUT_FORCE : 0;
+	struct ht__output out = {.fd = -1};
+	char why[1024];
+	if (o.output && ht__output_open(&out, o.output, out_flags, 0600, why, sizeof(why)) < 0)
+		die("%s", why);
 
 	/* Orphaned descendants come back to us, so they are reaped and seen. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -621,6 +620,8 @@ int cmd_record(int argc, char **argv)
 	struct ht__session *s;
 	int rc = ht__session_create(&s, &cfg);
 	if (rc < 0)
+		ht__output_abort(&out);
+	if (rc < 0)
 		die("cannot create the session's shared memory: %s%s", ht_strerror(rc),
 		    rc == HT_ERR_NOMEM ? "; use fewer or smaller buffers (--buffers, --buffer-size)"
 				       : "");
@@ -628,6 +629,7 @@ int cmd_record(int argc, char **argv)
 
 	int go[2], errp[2];
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		ht__output_abort(&out);
 		ht__session_destroy(s);
 		die("cannot create a pipe: %s", strerror(errno));
 	}
@@ -639,6 +641,7 @@ int cmd_record(int argc, char **argv)
 	install_forwarding();
 	pid_t pid = fork();
 	if (pid < 0) {
+		ht__output_abort(&out);
 		ht__session_destroy(s);
 		die("cannot fork: %s", strerror(errno));
 	}
@@ -660,27 +663,26 @@ int cmd_record(int argc, char **argv)
 		const char *base = strrchr(cmd[0], '/');
 		snprintf(defname, sizeof(defname), "%s.%d.htr", base ? base + 1 : cmd[0], (int)pid);
 		output = defname;
-		if (!o.force && access(output, F_OK) == 0) {
+		if (ht__output_open(&out, output, out_flags, 0600, why, sizeof(why)) < 0) {
 			kill(pid, SIGKILL);
 			waitpid(pid, NULL, 0);
 			ht__session_destroy(s);
-			die("'%s' exists; use --force to overwrite it", output);
+			die("%s", why);
 		}
 	}
-	if (o.force)
-		unlink(output);
 	struct ht__trace_meta meta = {.stack_mask = o.stack_mask,
 				      .ts_unit_ns = o.ts_unit_ns,
 				      .flags = (o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0,
 				      .argc = (uint32_t)cmd_argc,
 				      .argv = (const char *const *)cmd};
 	struct ht__writer *w;
-	rc = ht__session_open_trace(s, output, meta, &w);
+	rc = ht__session_open_trace(s, &out, meta, &w);
 	if (rc < 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
+		ht__output_abort(&out);
 		ht__session_destroy(s);
-		die("cannot create '%s': %s", output, ht_strerror(rc));
+		die("cannot write '%s': %s", output, ht_strerror(rc));
 	}
 
 	/* Go; a failed exec reports its errno through the close-on-exec pipe. */
@@ -695,7 +697,7 @@ int cmd_record(int argc, char **argv)
 	if (n == sizeof(err)) {
 		waitpid(pid, NULL, 0);
 		ht__writer_abort(w);
-		unlink(output);
+		ht__output_abort(&out);
 		ht__session_destroy(s);
 		error_msg("cannot run '%s': %s", cmd[0], strerror(err));
 		return 127;
@@ -720,6 +722,7 @@ int cmd_record(int argc, char **argv)
 	if (!st->root_exited && waitpid(pid, &status, 0) < 0)
 		status = 0;
 	int frc = ht__writer_finish(w, st->duration_ns, st->lost, 0);
+	ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
 	if (rc < 0 || frc < 0) {
 		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
 	} else if (!o.quiet) {

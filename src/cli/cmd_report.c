@@ -29,12 +29,13 @@ static const char report_usage[] =
     "Allocations and Commit Lifetimes tables of that window, flame graphs and\n"
     "the top stacks, frames and images.\n"
     "\n"
-    "  -o, --output FILE    the HTML file (default: FILE with .html for .htr)\n"
+    "  -o, --output FILE    the HTML file (default: FILE with .html for .htr); a\n"
+    "                       device or FIFO is written in place (docs/outputs.md)\n"
     "  --exact N            heap lifetimes kept exactly (default 250000); the\n"
     "                       sites with the fewest bytes beyond that are bucketed\n"
     "  --points N           points of each graph (default 2000)\n"
     "  --no-default-cull    keep allocator frames on the stacks\n"
-    "  --force              overwrite OUT if it exists\n"
+    "  --force              replace OUT if it exists (atomically)\n"
     "  -h, --help           show this help\n"
     "\n"
     "examples:\n"
@@ -567,8 +568,6 @@ int cmd_report(int argc, char **argv)
 	const char *file = files[0];
 	if (!out)
 		out = default_output(file);
-	if (!force && access(out, F_OK) == 0)
-		die("'%s' exists; use --force to overwrite it", out);
 
 	char *tpath = template_path();
 	size_t tlen = 0;
@@ -585,6 +584,11 @@ int cmd_report(int argc, char **argv)
 	int rc = ht_reader_open(&r, file);
 	if (rc < 0)
 		die("cannot open '%s': %s", file, ht_strerror(rc));
+	/* Refused before the work; written under a temporary name and renamed,
+	   so a failed run leaves no half page (format/output.h). */
+	struct ht__output dst;
+	FILE *f = output_begin(&dst, out, force, 0644);
+	bool is_file = ht__output_is_file(&dst);
 	struct ht_report_data d;
 	rc = ht_report_data_run(&d, r, &o);
 	if (rc < 0)
@@ -592,40 +596,25 @@ int cmd_report(int argc, char **argv)
 	if (ht_reader_warning(r))
 		warning("'%s': %s", file, ht_reader_warning(r));
 
-	/* Written next to its final name and renamed, so a failed run leaves no half page. */
-	char *tmp;
-	if (asprintf(&tmp, "%s.tmp.XXXXXX", out) < 0)
-		die("out of memory");
-	int fd = mkstemp(tmp);
-	if (fd < 0)
-		die("cannot create '%s': %s", out, strerror(errno));
-	fchmod(fd, 0644);
-	FILE *f = fdopen(fd, "wb");
 	cookie_io_functions_t io = {.write = escape_write};
-	FILE *jf = f ? fopencookie(f, "w", io) : NULL;
-	if (!jf) {
-		unlink(tmp);
-		die("cannot write '%s': %s", out, strerror(errno));
-	}
+	FILE *jf = fopencookie(f, "w", io);
+	if (!jf)
+		die("out of memory");
 	fwrite(tpl, 1, (size_t)(mark - tpl), f);
 	write_data(jf, r, file, &d);
-	bool bad = fclose(jf) != 0;
+	if (fclose(jf) != 0)
+		die("cannot write '%s': %s", out, strerror(errno));
 	const char *rest = mark + strlen(DATA_MARKER);
 	fwrite(rest, 1, tlen - (size_t)(rest - tpl), f);
-	bad |= ferror(f) != 0;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, out) < 0) {
-		int e = errno;
-		unlink(tmp);
-		die("cannot write '%s': %s", out, strerror(e));
-	}
+	output_end(&dst, f);
 	struct stat st;
-	if (stat(out, &st) == 0)
+	if (is_file && stat(out, &st) == 0)
 		printf("heaptrail: wrote '%s' (%.1f MB)\n", out, st.st_size / 1048576.0);
+	else if (!is_file)
+		printf("heaptrail: wrote '%s'\n", out);
 
 	ht_report_data_release(&d);
 	ht_reader_close(r);
-	free(tmp);
 	free(tpl);
 	free(tpath);
 	free(out);

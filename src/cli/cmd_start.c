@@ -214,8 +214,7 @@ int cmd_start(int argc, char **argv)
 	if (rc == HT_ERR_EXISTS) {
 		const char *why = ht__ctl_why();
 		if (*why)
-			die("cannot start session '%s': %s%s", name, why,
-			    strstr(why, "' exists") ? "; use --force to overwrite it" : "");
+			die("cannot start session '%s': %s", name, why);
 		die("session '%s' already exists; 'heaptrail stop %s' ends it", name, name);
 	}
 	if (rc < 0)

@@ -35,7 +35,9 @@ static const char timeline_usage[] =
     "  --time-unit U        s (default), ms, us or ns for times in text and csv\n"
     "  --peak               each point is the highest value since the previous one\n"
     "                       (spikes shorter than the interval show)\n"
-    "  --svg FILE           draw the series into FILE (then no table unless --format)\n";
+    "  --svg FILE           draw the series into FILE (then no table unless --format);\n"
+    "                       a device or FIFO is written in place\n"
+    "  --force              replace the --svg FILE if it exists (atomically)\n";
 
 struct tl_opts {
 	const char *file;
@@ -48,6 +50,7 @@ struct tl_opts {
 	enum out_format fmt;
 	bool fmt_given;
 	bool peak;
+	bool force;
 	struct tu_unit unit;
 	struct ht_query q;
 };
@@ -426,11 +429,8 @@ static void svg_escape(FILE *f, const char *s)
 	}
 }
 
-static void write_svg(struct tl_run *t)
+static void write_svg(struct tl_run *t, FILE *f)
 {
-	FILE *f = fopen(t->o->svg, "w");
-	if (!f)
-		die("cannot write '%s': %m", t->o->svg);
 	uint32_t ns = ht_timeline_series_count(t->tl);
 	uint64_t np = ht_timeline_points(t->tl);
 	const double W = 960, L = 90, R = 30, B = 60, T = 60 + (double)((ns + 2) / 3) * 16;
@@ -535,8 +535,6 @@ static void write_svg(struct tl_run *t)
 		fprintf(f, "</text>\n");
 	}
 	fprintf(f, "</svg>\n");
-	if (fclose(f))
-		die("cannot write '%s': %m", t->o->svg);
 }
 
 /* ---- options ---- */
@@ -610,6 +608,8 @@ static void parse_args(struct tl_opts *o, int argc, char **argv)
 			i++;
 		} else if (!strcmp(a, "--peak")) {
 			o->peak = true;
+		} else if (!strcmp(a, "--force")) {
+			o->force = true;
 		} else if (!strcmp(a, "--svg")) {
 			if (!v)
 				die("'--svg' needs a file name");
@@ -645,6 +645,8 @@ int cmd_timeline(int argc, char **argv)
 	int rc = ht_reader_open(&t.r, o.file);
 	if (rc < 0)
 		die("cannot open '%s': %s", o.file, ht_strerror(rc));
+	struct ht__output svg_out;
+	FILE *svg = o.svg ? output_begin(&svg_out, o.svg, o.force, 0644) : NULL;
 	struct ht_window w = tu_window(t.r, o.has_range, o.t1, o.t2);
 	if (w.end == UINT64_MAX) {
 		/* An unfinished trace: its end is only known once read. */
@@ -666,8 +668,10 @@ int cmd_timeline(int argc, char **argv)
 	if (o.peak)
 		ht_timeline_peak(t.tl);
 	tl_read(&t);
-	if (o.svg)
-		write_svg(&t);
+	if (svg) {
+		write_svg(&t, svg);
+		output_end(&svg_out, svg);
+	}
 	if (!o.svg || o.fmt_given) {
 		switch (o.fmt) {
 		case FMT_TEXT:

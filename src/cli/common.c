@@ -3,6 +3,7 @@
  * commands (see common.h).
  */
 #include "cli/common.h"
+#include "format/output.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The output of output_begin() not yet ended: die() removes its temporary. */
+static struct ht__output *pending_output;
 
 static void vreport(const char *prefix, const char *fmt, va_list ap)
 {
@@ -26,6 +30,8 @@ void die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport("error: ", fmt, ap);
 	va_end(ap);
+	if (pending_output)
+		ht__output_abort(pending_output);
 	exit(2);
 }
 
@@ -301,4 +307,35 @@ void csv_field(FILE *f, const char *s)
 bool progress_wanted(void)
 {
 	return isatty(STDERR_FILENO);
+}
+
+FILE *output_begin(struct ht__output *o, const char *path, bool force, unsigned mode)
+{
+	char why[1024];
+	if (ht__output_open(o, path, force ? HT__OUT_FORCE : 0, (mode_t)mode, why, sizeof(why)) < 0)
+		die("%s", why);
+	FILE *f = ht__output_fdopen(o);
+	if (!f) {
+		int e = errno;
+		ht__output_abort(o);
+		die("cannot write '%s': %s", path, strerror(e));
+	}
+	pending_output = o;
+	return f;
+}
+
+void output_end(struct ht__output *o, FILE *f)
+{
+	char why[1024];
+	pending_output = NULL;
+	bool bad = ferror(f) != 0;
+	bad |= fclose(f) != 0;
+	if (bad) {
+		int e = errno;
+		snprintf(why, sizeof(why), "cannot write '%s': %s", o->path, strerror(e));
+		ht__output_abort(o);
+		die("%s", why);
+	}
+	if (ht__output_commit(o, why, sizeof(why)) < 0)
+		die("%s", why);
 }

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "format/output.h"
+
 /* "heaptrail: error: MSG" on stderr, then exit(2). Messages: lowercase, no period. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "heaptrail: error: MSG" on stderr; returns -1. */
@@ -57,6 +59,17 @@ void jw_finish(struct jw *j);
 
 /* Writes s as one CSV field (quoted when it needs to be). */
 void csv_field(FILE *f, const char *s);
+
+/*
+ * A command's output file (-o, --svg, ...) opened the one safe way
+ * (format/output.h: a device or FIFO written in place, an existing file
+ * replaced atomically only with --force) as a stdio stream; dies with the
+ * reason when it is refused. Open it before the long work, so a refusal
+ * comes first; a die() before output_end() removes the temporary file.
+ */
+FILE *output_begin(struct ht__output *o, const char *path, bool force, unsigned mode);
+/* Closes f and gives the file its name; dies (removing the temporary) on a write error. */
+void output_end(struct ht__output *o, FILE *f);
 
 /* True when stderr is a terminal (progress goes there only then). */
 bool progress_wanted(void);

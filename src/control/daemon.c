@@ -25,6 +25,7 @@
 
 #include "control/internal.h"
 #include "control/relay.h"
+#include "format/output.h"
 #include "format/writer.h"
 #include "inject/inject.h"
 #include "session/live.h"
@@ -538,14 +539,15 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 			report(ready_fd, rc, 0, why);
 			_exit(1);
 		}
-	struct stat st;
-	if (lstat(a->file, &st) == 0) {
-		if (!(a->flags & HT_TRACE_FORCE) || S_ISDIR(st.st_mode)) {
-			snprintf(why, sizeof(why), "'%.900s' exists", a->file);
-			report(ready_fd, HT_ERR_EXISTS, 0, why);
-			_exit(1);
-		}
-		unlink(a->file);
+	/* The trace's name gets the file once the writer has started it
+	   (format/output.h: a device is written in place, a file replaced
+	   atomically and only with HT_TRACE_FORCE). */
+	struct ht__output trace_out;
+	if ((rc = ht__output_open(&trace_out, a->file,
+				  (a->flags & HT_TRACE_FORCE) ? HT__OUT_FORCE : 0, 0600, why,
+				  sizeof(why))) < 0) {
+		report(ready_fd, rc, 0, why);
+		_exit(1);
 	}
 
 	unlink(a->paths.shm);
@@ -561,6 +563,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	cfg.reap_children = false;
 	cfg.end_when_gone = false;
 	if ((rc = ht__session_create(&D.s, &cfg)) < 0) {
+		ht__output_abort(&trace_out);
 		report(ready_fd, rc, 0, "cannot create the session's buffers");
 		_exit(1);
 	}
@@ -581,8 +584,8 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	    .argc = 3,
 	    .argv = argv};
 	why[0] = 0;
-	if ((rc = ht__session_open_trace(D.s, a->file, meta, &D.w)) < 0) {
-		snprintf(why, sizeof(why), "cannot create '%.900s'", a->file);
+	if ((rc = ht__session_open_trace(D.s, &trace_out, meta, &D.w)) < 0) {
+		snprintf(why, sizeof(why), "cannot write '%.900s': %s", a->file, ht_strerror(rc));
 		goto fail_session;
 	}
 	if ((D.listen_fd = listen_on(a->paths.sock)) < 0) {
@@ -645,6 +648,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 			/* The session flushes the trace about once a second, so the
 			   size on disk is the trace's to within a second. */
 			next_size_check = mono_ns() + 1000000000ull;
+			struct stat st;
 			if (stat(a->file, &st) == 0 && (uint64_t)st.st_size >= a->max_file_size)
 				break;
 		}
@@ -698,8 +702,8 @@ fail_socket:
 	unlink(a->paths.sock);
 fail_writer:
 	ht__writer_abort(D.w);
-	unlink(a->file);
 fail_session:
+	ht__output_abort(&trace_out);
 	if (D.relay) {
 		ht__relay_stop(D.relay);
 		ht__relay_free(D.relay);

@@ -29,6 +29,8 @@ const char *ht_strerror(int err)
 		return "permission denied";
 	case HT_ERR_FLAGS:
 		return "invalid flags or event list";
+	case HT_ERR_NOSPACE:
+		return "no space left on device";
 	default:
 		return "unknown error";
 	}

@@ -118,7 +118,7 @@ static int write_all(struct ht__writer *w, const void *buf, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return w->err = HT_ERR_IO;
+			return w->err = ht__error_from_errno(errno);
 		}
 		p += n;
 		len -= (size_t)n;
@@ -232,10 +232,12 @@ static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 	return rc;
 }
 
-int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__trace_meta *meta)
+/* Opens path (created, mode 0600) when fd < 0, else writes to fd. */
+static int writer_open(struct ht__writer **out, const char *path, int fd,
+		       const struct ht__trace_meta *meta)
 {
 	*out = NULL;
-	if (!path || !meta)
+	if ((!path && fd < 0) || !meta)
 		return HT_ERR_INVALID;
 	struct ht__writer *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -279,7 +281,7 @@ int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__
 		if (ht__buf_reserve(&w->st[i], 65536) < 0)
 			goto fail;
 
-	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	w->fd = fd >= 0 ? fd : open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (w->fd < 0) {
 		rc = ht__error_from_errno(errno);
 		goto fail;
@@ -305,10 +307,24 @@ int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__
 	return 0;
 
 fail_unlink:
-	unlink(path);
+	if (fd < 0) {
+		unlink(path);
+	} else {
+		w->fd = -1; /* the caller's, on failure */
+	}
 fail:
 	ht__writer_abort(w);
 	return rc;
+}
+
+int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__trace_meta *meta)
+{
+	return writer_open(out, path, -1, meta);
+}
+
+int ht__writer_open_fd(struct ht__writer **out, int fd, const struct ht__trace_meta *meta)
+{
+	return fd < 0 ? HT_ERR_INVALID : writer_open(out, NULL, fd, meta);
 }
 
 /* Appends a definition both to the events chunk (code byte in OPS, body in
@@ -1004,7 +1020,7 @@ int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 		rc = write_all(w, fb, sizeof(fb));
 	}
 	if (!rc && close(w->fd) < 0)
-		rc = HT_ERR_IO;
+		rc = ht__error_from_errno(errno);
 	else if (rc)
 		close(w->fd);
 	w->fd = -1;

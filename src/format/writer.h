@@ -60,6 +60,14 @@ struct ht__symbol {
  */
 int ht__writer_open(struct ht__writer **out, const char *path, const struct ht__trace_meta *meta);
 
+/*
+ * The same on an open descriptor, written sequentially (a FIFO or device
+ * works): the writer owns fd on success and closes it at finish or abort;
+ * on failure it stays the caller's. Commands open outputs with
+ * format/output.h first.
+ */
+int ht__writer_open_fd(struct ht__writer **out, int fd, const struct ht__trace_meta *meta);
+
 /* Module id (0, 1, ... in order of definition): path and build-id bytes. */
 int ht__writer_module(struct ht__writer *w, uint32_t id, const char *path, const uint8_t *build_id,
 		      uint32_t build_id_len);

@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "format/output.h"
 #include "format/writer.h"
 #include "heaptrail/trace.h"
 
@@ -71,14 +72,16 @@ const struct ht__sink *ht__sink_writer(void);
 
 struct ht__session;
 /*
- * Creates the trace at path and makes its writer session s's sink: the one
+ * Starts the trace in the output o (opened with format/output.h; its
+ * descriptor becomes the writer's and the file takes its name) and makes its
+ * writer session s's sink: the one
  * place a trace's metadata is completed. The caller gives what it knows in
  * meta (stack mask, time unit, flags, command); start_realtime_ns (the
  * realtime clock at the session's t0) and hostname are filled here. *out is
  * the writer, to finish or abort after ht__session_run(). 0 or a negative
  * enum ht_error (the session is left without a sink).
  */
-int ht__session_open_trace(struct ht__session *s, const char *path, struct ht__trace_meta meta,
+int ht__session_open_trace(struct ht__session *s, struct ht__output *o, struct ht__trace_meta meta,
 			   struct ht__writer **out);
 
 struct ht__session_config {

@@ -53,7 +53,7 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int ht__session_open_trace(struct ht__session *s, const char *path, struct ht__trace_meta meta,
+int ht__session_open_trace(struct ht__session *s, struct ht__output *o, struct ht__trace_meta meta,
 			   struct ht__writer **out)
 {
 	char host[256] = "";
@@ -62,9 +62,16 @@ int ht__session_open_trace(struct ht__session *s, const char *path, struct ht__t
 	uint64_t since_t0 = clock_ns(CLOCK_MONOTONIC) - ht__session_t0(s);
 	meta.start_realtime_ns = real_ns - since_t0;
 	meta.hostname = host;
-	int rc = ht__writer_open(out, path, &meta);
+	int rc = ht__writer_open_fd(out, o->fd, &meta);
 	if (rc < 0)
 		return rc;
+	o->fd = -1; /* the writer's */
+	/* The trace takes its name once its header is there (docs/outputs.md). */
+	if ((rc = ht__output_publish(o, NULL, 0)) < 0) {
+		ht__writer_abort(*out);
+		*out = NULL;
+		return rc;
+	}
 	ht__session_set_sink(s, ht__sink_writer(), *out);
 	return 0;
 }
