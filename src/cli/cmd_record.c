@@ -50,7 +50,8 @@ static const char usage_text[] =
     "                      instead of making the program wait\n"
     "  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
     "  --buffers N         number of thread buffers (default 256)\n"
-    "  --force             overwrite FILE if it exists\n"
+    "  --force             replace FILE if it exists (atomically; a device or FIFO\n"
+    "                      is written in place; docs/outputs.md)\n"
     "  -q, --quiet         print nothing but errors\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -735,5 +736,7 @@ int cmd_record(int argc, char **argv)
 		    !strncmp(*e, HT_ENV_SESSION "=", sizeof(HT_ENV_SESSION)))
 			free(*e);
 	free(env);
-	return exit_status_of(status);
+	/* The program's status, unless it succeeded and its trace did not. */
+	int prc = exit_status_of(status);
+	return prc == 0 && (rc < 0 || frc < 0) ? 2 : prc;
 }

@@ -37,7 +37,8 @@ static const char usage_text[] =
     "  --lossy             drop events (and count them) when a buffer is full\n"
     "  --ifeo              programs enabled for IFEO join this session\n"
     "  --max-size SIZE     end the session by itself once the trace is this big\n"
-    "  --force             overwrite FILE if it exists\n"
+    "  --force             replace FILE if it exists (atomically; a device or FIFO\n"
+    "                      is written in place; docs/outputs.md)\n"
     "  -q, --quiet         print nothing but errors\n"
     "  -h, --help          show this help\n";
 

@@ -1,0 +1,288 @@
+"""rel.py - regression tests of issue 9's command-line half: outputs that are
+devices, FIFOs, sockets or existing files (docs/outputs.md), the words of
+errors (no space left, -cullLists limits, escaped argv), re-attach after a
+collector was killed, and `heaptrail symbolize`.
+
+Usage: rel.py --build BUILD_DIR --src SOURCE_DIR CASE (one ctest test per
+case, tests/cli/CMakeLists.txt). Reuses e2e.py's Env and Trace. Exit 77 is a
+skip (a case that needs root or a mount namespace where there is none)."""
+import argparse
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import Env, Failure, Trace, check, equal, one_error_line  # noqa: E402
+
+CASES = {}
+
+
+class Skip(Exception):
+    pass
+
+
+def case(fn):
+    CASES[fn.__name__.replace("_", "-")] = fn
+    return fn
+
+
+# malloc_family's exact counts (tests/cli/e2e.py, malloc-family).
+MF_EVENTS = dict(alloc=30, alloc_fail=1, realloc=8, free=29)
+
+
+def mf_check(tr, what):
+    got = {k: tr.info.get("events", {}).get(k) for k in MF_EVENTS}
+    equal(got, MF_EVENTS, what + ": event counts")
+    equal(tr.info.get("events_lost"), 0, what + ": events lost")
+    check(tr.info.get("complete"), what + ": complete")
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def write_text(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def make_device(env, name):
+    """A private copy of /dev/null (c 1 3) in the temporary directory."""
+    path = os.path.join(env.tmp, name)
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        raise Skip("mknod needs root")
+    return path
+
+
+def is_device(path):
+    st = os.lstat(path)
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3)
+
+
+class FifoReader:
+    """Reads everything written to a FIFO into .data, in a thread."""
+
+    def __init__(self, path):
+        self.path = path
+        self.data = None
+        self.t = threading.Thread(target=self._run)
+        self.t.start()
+
+    def _run(self):
+        with open(self.path, "rb") as f:
+            self.data = f.read()
+
+    def join(self):
+        self.t.join(60)
+        check(not self.t.is_alive(), "the FIFO's reader finished")
+        return self.data
+
+
+def trace_of(env, path):
+    tr = Trace(env, path)
+    return tr
+
+
+def small_trace(env, name="mf"):
+    tr = env.record([env.prog("malloc_family")], name=name)
+    mf_check(tr, "the recorded trace")
+    return tr.path
+
+
+@case
+def outputs_device(env):
+    """record, report, timeline --svg and start write into a device node and
+    leave it a device, with and without --force."""
+    h = env.heaptrail
+    dev = make_device(env, "null")
+    for force in ([], ["--force"]):
+        rc, _, err = env.run([h, "record", "-o", dev] + force + ["--", env.prog("malloc_family")])
+        equal(rc, 0, "record -o DEVICE %s: exit (%s)" % (force, err))
+        check(is_device(dev), "record %s left the device a device" % force)
+    trace = small_trace(env)
+    for argv in ([h, "report", trace, "-o", dev], [h, "report", trace, "-o", dev, "--force"],
+                 [h, "timeline", trace, "--svg", dev], [h, "timeline", trace, "--svg", dev, "--force"]):
+        rc, _, err = env.run(argv)
+        equal(rc, 0, "%s: exit (%s)" % (" ".join(argv[1:]), err))
+        check(is_device(dev), "%s left the device a device" % " ".join(argv[1:]))
+    # A session daemon writes its trace into the device too.
+    worker = subprocess.Popen(["sleep", "30"])
+    try:
+        name = "rel-dev-%d" % os.getpid()
+        rc, _, err = env.run([h, "start", name, "--pid", str(worker.pid), "-o", dev, "--force", "-q"])
+        equal(rc, 0, "start -o DEVICE: exit (%s)" % err)
+        rc, _, err = env.run([h, "stop", name])
+        equal(rc, 0, "stop: exit (%s)" % err)
+    finally:
+        worker.kill()
+        worker.wait()
+    check(is_device(dev), "start -o DEVICE left the device a device")
+    check(sorted(os.listdir(env.tmp)) == ["mf.htr", "null"],
+          "no temporary file left: %r" % sorted(os.listdir(env.tmp)))
+
+
+@case
+def outputs_fifo(env):
+    """A FIFO gets the bytes: the trace read from it has the exact counts; a
+    report page arrives whole."""
+    h = env.heaptrail
+    fifo = os.path.join(env.tmp, "fifo")
+    os.mkfifo(fifo)
+    rd = FifoReader(fifo)
+    rc, _, err = env.run([h, "record", "-o", fifo, "--", env.prog("malloc_family")])
+    equal(rc, 0, "record -o FIFO: exit (%s)" % err)
+    data = rd.join()
+    copy = os.path.join(env.tmp, "copy.htr")
+    with open(copy, "wb") as f:
+        f.write(data)
+    mf_check(Trace(env, copy), "the trace read from the FIFO")
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO is still a FIFO")
+
+    rd = FifoReader(fifo)
+    rc, out, err = env.run([h, "report", copy, "-o", fifo])
+    equal(rc, 0, "report -o FIFO: exit (%s)" % err)
+    page = rd.join()
+    check(page.startswith(b"<!DOCTYPE html>") or page.startswith(b"<!doctype html>"),
+          "the page starts as HTML: %r" % page[:40])
+    check(page.rstrip().endswith(b"</html>"), "the whole page came through the FIFO")
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO is still a FIFO after report")
+
+
+@case
+def outputs_force(env):
+    """An existing file is refused without --force and left as it was; with
+    --force it is replaced by rename (a hard link keeps the old bytes, a
+    symbolic link still points at the replaced file); sockets and
+    directories are refused."""
+    h = env.heaptrail
+    trace = small_trace(env)
+    old = os.path.join(env.tmp, "old")
+    cmds = {
+        "record": lambda out, f: [h, "record", "-o", out] + f + ["--", env.prog("malloc_family")],
+        "report": lambda out, f: [h, "report", trace, "-o", out] + f,
+        "timeline": lambda out, f: [h, "timeline", trace, "--svg", out] + f,
+    }
+    for name, argv in cmds.items():
+        write_text(old, "precious\n")
+        rc, out, err = env.run(argv(old, []))
+        one_error_line(rc, err, name + " over an existing file", "'%s' exists; use --force" % old)
+        equal(read_bytes(old), b"precious\n", name + " without --force left the file alone")
+
+        link = os.path.join(env.tmp, "hardlink")
+        os.link(old, link)
+        sym = os.path.join(env.tmp, "symlink")
+        os.symlink(old, sym)
+        ino = os.stat(old).st_ino
+        rc, out, err = env.run(argv(sym, ["--force"]))
+        equal(rc, 0, name + " --force: exit (%s)" % err)
+        check(os.path.islink(sym) and os.readlink(sym) == old, name + " kept the symbolic link")
+        check(os.stat(old).st_ino != ino, name + " --force replaced the file by a new one")
+        equal(read_bytes(link), b"precious\n", name + " --force: the old file's bytes are untouched")
+        check(read_bytes(old) != b"precious\n", name + " --force wrote the new file")
+        if name == "record":
+            mf_check(Trace(env, old), "record --force")
+        os.unlink(link)
+        os.unlink(sym)
+        os.unlink(old)
+
+    sockpath = os.path.join(env.tmp, "sock")
+    import socket
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(sockpath)
+    try:
+        for name, argv in cmds.items():
+            for f in ([], ["--force"]):
+                rc, _, err = env.run(argv(sockpath, f))
+                one_error_line(rc, err, name + " to a socket", "is a socket")
+                check(stat.S_ISSOCK(os.lstat(sockpath).st_mode), name + " left the socket")
+    finally:
+        s.close()
+    d = os.path.join(env.tmp, "dir")
+    os.mkdir(d)
+    for name, argv in cmds.items():
+        rc, _, err = env.run(argv(d, ["--force"]))
+        one_error_line(rc, err, name + " to a directory", "is a directory")
+    left = sorted(os.listdir(env.tmp))
+    equal(left, ["dir", "mf.htr", "sock"], "no temporary files left")
+
+
+def in_small_tmpfs(env, size, shell):
+    """Runs shell (sh -c) in a private mount namespace with a tmpfs of size
+    bytes mounted at $T (nothing outside the namespace changes)."""
+    if shutil.which("unshare") is None:
+        raise Skip("no unshare")
+    mnt = os.path.join(env.tmp, "small")
+    os.makedirs(mnt, exist_ok=True)
+    script = "mount -t tmpfs -o size=%d tmpfs \"$T\" || exit 77\n%s" % (size, shell)
+    rc, out, err = env.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           env={"T": mnt, "H": env.heaptrail})
+    if rc == 77 or "unshare failed" in err:
+        raise Skip("no private mount namespace: " + err.strip())
+    return rc, out, err
+
+
+@case
+def words_enospc(env):
+    """A full file system says 'no space left on device' (it said
+    'input/output error'), for a trace and for a report page."""
+    # 8 KiB left: the header fits, the events do not.
+    rc, out, err = in_small_tmpfs(
+        env, 16384, 'dd if=/dev/zero of="$T/fill" bs=4096 count=2 2>/dev/null\n'
+        '"$H" record -o "$T/t.htr" -- %s -c 1; echo "rc=$?"' % sys.executable)
+    check("no space left on device" in err, "record names the full disk: %r" % err)
+    check("input/output error" not in err, "record does not say input/output error: %r" % err)
+    check("rc=2" in out, "record exits 2 on a full disk: %r" % out)
+    # Nothing left: the header does not fit; no empty trace is left behind.
+    rc, out, err = in_small_tmpfs(
+        env, 8192, 'dd if=/dev/zero of="$T/fill" bs=4096 count=2 2>/dev/null\n'
+        '"$H" record -o "$T/t.htr" -- %s; echo "rc=$?"; ls -a "$T"' % env.prog("malloc_family"))
+    one_error_line(1, err, "record on a full disk", "no space left on device")
+    check("rc=2" in out, "record exits 2: %r" % out)
+    equal(sorted(out.split()[1:]), [".", "..", "fill"], "no empty trace left")
+    trace = small_trace(env)
+    rc, out, err = in_small_tmpfs(
+        env, 8192, 'dd if=/dev/zero of="$T/fill" bs=4096 count=1 2>/dev/null\n'
+        '"$H" report %s -o "$T/r.html"; echo "rc=$?"; ls -a "$T"' % trace)
+    one_error_line(1, err.lower(), "report on a full disk", "no space left on device")
+    check("rc=2" in out, "report exits 2: %r" % out)
+    equal(sorted(out.split()[1:]), [".", "..", "fill"], "no half page or temporary left")
+    os.rmdir(os.path.join(env.tmp, "small"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("case", choices=sorted(CASES))
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ht-rel-")
+    try:
+        env = Env(os.path.abspath(args.build), os.path.abspath(args.src), tmp)
+        CASES[args.case](env)
+    except Skip as e:
+        print("skip %s: %s" % (args.case, e))
+        return 77
+    except Failure as e:
+        print("FAIL %s: %s" % (args.case, e), file=sys.stderr)
+        if args.keep:
+            print("kept %s" % tmp, file=sys.stderr)
+        return 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("ok %s" % args.case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
