@@ -68,6 +68,18 @@ enum ht_func {
 	HT_FN_BRK = 16,
 	HT_FN_SBRK = 17,
 	HT_FN_HEAP_API = 18, /* include/heaptrail/heap.h */
+	/* Allocators with their own API (docs/session-protocol.md). */
+	HT_FN_NEW = 19, /* operator new, every overload */
+	HT_FN_NEW_ARRAY = 20,
+	HT_FN_DELETE = 21,
+	HT_FN_DELETE_ARRAY = 22,
+	HT_FN_MALLOCX = 23, /* jemalloc */
+	HT_FN_RALLOCX = 24,
+	HT_FN_XALLOCX = 25,
+	HT_FN_DALLOCX = 26,
+	HT_FN_SDALLOCX = 27,
+	HT_FN_TCMALLOC = 28, /* a tc_* function of gperftools' tcmalloc */
+	HT_FN_MIMALLOC = 29, /* a mi_* function of mimalloc */
 	HT_FN__COUNT
 };
 

@@ -56,6 +56,17 @@ static const char *const func_names[HT_FN__COUNT] = {
     [HT_FN_BRK] = "brk",
     [HT_FN_SBRK] = "sbrk",
     [HT_FN_HEAP_API] = "heap_api",
+    [HT_FN_NEW] = "new",
+    [HT_FN_NEW_ARRAY] = "new[]",
+    [HT_FN_DELETE] = "delete",
+    [HT_FN_DELETE_ARRAY] = "delete[]",
+    [HT_FN_MALLOCX] = "mallocx",
+    [HT_FN_RALLOCX] = "rallocx",
+    [HT_FN_XALLOCX] = "xallocx",
+    [HT_FN_DALLOCX] = "dallocx",
+    [HT_FN_SDALLOCX] = "sdallocx",
+    [HT_FN_TCMALLOC] = "tcmalloc",
+    [HT_FN_MIMALLOC] = "mimalloc",
 };
 
 const char *ht_func_name(unsigned func)
