@@ -9,7 +9,8 @@ what=${1:-build}
 pkgs=(gcc g++ make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev)
 case "$what" in
   build) ;;
-  test) pkgs+=(python3 heaptrack procps chromium clang-format) ;;
+  test) pkgs+=(python3 heaptrack procps chromium clang-format
+    libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev) ;;
   bench) pkgs+=(python3 heaptrack procps jq chromium) ;;
   *) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
 esac

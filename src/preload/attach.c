@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "alloc_ext.h"
 #include "internal.h"
 
 /* The functions redirected, as the program's modules import them. */
@@ -30,10 +31,17 @@ static const char *const ht_names[] = {
 };
 /* clang-format on */
 #define HT_NHOOKS (sizeof ht_names / sizeof ht_names[0])
+/* Then the allocators' own entry points (alloc_ext.h), HT_NHOOKS + their index. */
+#define HT_NALL (HT_NHOOKS + HT_EXT_COUNT)
 
-static uintptr_t ht_hooks[HT_NHOOKS]; /* our function for each name */
-static _Atomic int ht_attached;	      /* GOT entries point at the hooks */
-static int ht_started;		      /* this copy of the module has attached once */
+static const char *ht_name(unsigned i)
+{
+	return i < HT_NHOOKS ? ht_names[i] : ht__ext_name(i - HT_NHOOKS);
+}
+
+static uintptr_t ht_hooks[HT_NALL]; /* our function for each name */
+static _Atomic int ht_attached;	    /* GOT entries point at the hooks */
+static int ht_started;		    /* this copy of the module has attached once */
 
 /* ---- saved GOT entries: slot address -> value before patching ---- */
 
@@ -63,12 +71,12 @@ static struct ht_saved *ht_saved_at(uintptr_t slot, int add)
 static int ht_hook_index(const char *name)
 {
 	/* Most imported names start with none of these: a cheap first filter. */
-	if (!strchr("cfmprvabsd_", name[0]))
-		return -1;
-	for (unsigned i = 0; i < HT_NHOOKS; i++)
-		if (!strcmp(name, ht_names[i]))
-			return (int)i;
-	return -1;
+	if (strchr("cfmprvabsd_", name[0]))
+		for (unsigned i = 0; i < HT_NHOOKS; i++)
+			if (!strcmp(name, ht_names[i]))
+				return (int)i;
+	int k = ht__ext_index(name);
+	return k < 0 ? -1 : (int)HT_NHOOKS + k;
 }
 
 /* ---- walking a module's relocations ---- */
@@ -81,7 +89,7 @@ struct ht_walk {
 	unsigned changed;
 	/* HT_INSPECT: a non-PIE program's canonical PLT entry for a hooked name
 	   (the address every module binds the name to) and the GOT entry behind it. */
-	uintptr_t canon[HT_NHOOKS], canon_got[HT_NHOOKS];
+	uintptr_t canon[HT_NALL], canon_got[HT_NALL];
 	uintptr_t lo, hi; /* the module being walked */
 };
 
@@ -147,7 +155,9 @@ static void ht_walk_relocs(struct ht_walk *w, uintptr_t bias, const Elf64_Rela *
 			}
 			continue;
 		}
-		if (cur == ht_hooks[k])
+		/* 0 is a weak reference to a function nothing defines: a program
+		   that tests it (an allocator's entry point) must still see 0. */
+		if (cur == ht_hooks[k] || cur == 0)
 			continue;
 		struct ht_saved *s = ht_saved_at(slot, 1);
 		if (!s)
@@ -514,9 +524,9 @@ static int ht_find_hooks(void)
 	if (!self)
 		return HT_ERR_NOT_FOUND;
 	int rc = 0;
-	for (unsigned i = 0; i < HT_NHOOKS; i++) {
+	for (unsigned i = 0; i < HT_NALL; i++) {
 		/* Where attach mode must behave unlike launch mode, its own hook. */
-		const char *name = ht_names[i];
+		const char *name = ht_name(i);
 		if (!strcmp(name, "dlopen"))
 			ht_hooks[i] = (uintptr_t)ht_attach_dlopen;
 		else if (!strcmp(name, "_Fork"))
@@ -559,15 +569,19 @@ static void ht_find_reals(void)
 	    (void **)&ht__real._Fork,	      (void **)&ht__real.clone,
 	};
 	_Static_assert(sizeof real / sizeof real[0] == HT_NHOOKS, "one real function per hook");
-	for (unsigned i = 0; i < HT_NHOOKS; i++) {
-		void *p = dlsym(RTLD_DEFAULT, ht_names[i]);
+	for (unsigned i = 0; i < HT_NALL; i++) {
+		const char *name = ht_name(i);
+		void *p = dlsym(RTLD_DEFAULT, name);
 		if (p && (uintptr_t)p == w.canon[i])
-			p = w.canon_got[i] ? (void *)w.canon_got[i] : dlsym(RTLD_NEXT, ht_names[i]);
+			p = w.canon_got[i] ? (void *)w.canon_got[i] : dlsym(RTLD_NEXT, name);
 		if (p && (uintptr_t)p == ht_hooks[i])
-			p = dlsym(RTLD_NEXT, ht_names[i]);
-		if (p)
+			p = dlsym(RTLD_NEXT, name);
+		if (i >= HT_NHOOKS)
+			ht__ext_set_real(i - HT_NHOOKS, p);
+		else if (p)
 			*real[i] = p;
 	}
+	ht__ext_ready();
 }
 
 HT_EXPORT int ht_attach_start(const char *session_path)

@@ -8,34 +8,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
-
-static inline void ht_rec_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
-{
-	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);
-	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_begin(
-	    t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack);
-	if (HT_LIKELY(r != NULL)) {
-		r->addr = (uint64_t)(uintptr_t)p;
-		r->size = size;
-		ht__rec_commit(t);
-	}
-}
-
-static inline void ht_rec_realloc(struct ht__thread *t, unsigned func, void *old, void *p,
-				  uint64_t size)
-{
-	uint32_t stack = ht__stack_for(t, HT_STK_REALLOC);
-	if (!p && size)
-		func |= HT_RECF_FAILED;
-	struct ht__rec_realloc *r =
-	    (struct ht__rec_realloc *)ht__rec_begin(t, HT_REC_REALLOC, func, sizeof *r, stack);
-	if (HT_LIKELY(r != NULL)) {
-		r->old_addr = (uint64_t)(uintptr_t)old;
-		r->new_addr = (uint64_t)(uintptr_t)p;
-		r->size = size;
-		ht__rec_commit(t);
-	}
-}
+#include "rec_heap.h"
 
 static uint64_t ht_mul(size_t a, size_t b)
 {
@@ -58,7 +31,7 @@ HT_EXPORT void *malloc(size_t size)
 		return ht_pass_malloc(size);
 	void *p = ht__real.malloc(size);
 	int e = errno;
-	ht_rec_alloc(t, HT_FN_MALLOC, p, size);
+	ht__rec_alloc(t, HT_FN_MALLOC, p, size);
 	errno = e;
 	ht__leave(t);
 	return p;
@@ -75,13 +48,7 @@ HT_EXPORT void free(void *p)
 		return;
 	}
 	int e = errno;
-	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
-	struct ht__rec_free *r =
-	    (struct ht__rec_free *)ht__rec_begin(t, HT_REC_FREE, HT_FN_FREE, sizeof *r, stack);
-	if (HT_LIKELY(r != NULL)) {
-		r->addr = (uint64_t)(uintptr_t)p;
-		ht__rec_commit(t);
-	}
+	ht__rec_free(t, HT_FN_FREE, p);
 	errno = e;
 	ht__real.free(p);
 	ht__leave(t);
@@ -104,7 +71,7 @@ HT_EXPORT void *calloc(size_t n, size_t size)
 		return ht_pass_calloc(n, size);
 	void *p = ht__real.calloc(n, size);
 	int e = errno;
-	ht_rec_alloc(t, HT_FN_CALLOC, p, ht_mul(n, size));
+	ht__rec_alloc(t, HT_FN_CALLOC, p, ht_mul(n, size));
 	errno = e;
 	ht__leave(t);
 	return p;
@@ -127,15 +94,22 @@ static inline void *ht_realloc(struct ht__thread *t, unsigned func, void *old, s
 {
 	if (HT_UNLIKELY(old && size == 0)) {
 		int e = errno;
-		ht_rec_realloc(t, func, old, NULL, 0);
+		ht__rec_realloc(t, func, old, NULL, 0);
 		errno = e;
 		void *p = fn(old, 0);
+		/* glibc frees and returns NULL; mimalloc and jemalloc return a
+		   block of size 0, which is then an allocation of its own. */
+		if (p) {
+			e = errno;
+			ht__rec_alloc(t, func, p, 0);
+			errno = e;
+		}
 		ht__leave(t);
 		return p;
 	}
 	void *p = fn(old, size);
 	int e = errno;
-	ht_rec_realloc(t, func, old, p, size);
+	ht__rec_realloc(t, func, old, p, size);
 	errno = e;
 	ht__leave(t);
 	return p;
@@ -179,7 +153,7 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	}
 	int e = errno;
 	int rc = ht__real.posix_memalign(out, align, size);
-	ht_rec_alloc(t, HT_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size);
+	ht__rec_alloc(t, HT_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size);
 	errno = e;
 	ht__leave(t);
 	return rc;
@@ -195,7 +169,7 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 					     : ht__boot_alloc(size, align_expr);                   \
 		void *p = ht__real.name args;                                                      \
 		int e = errno;                                                                     \
-		ht_rec_alloc(t, FN, p, size);                                                      \
+		ht__rec_alloc(t, FN, p, size);                                                     \
 		errno = e;                                                                         \
 		ht__leave(t);                                                                      \
 		return p;                                                                          \

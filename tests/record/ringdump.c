@@ -175,7 +175,8 @@ static const char *fname(unsigned func)
 	    "none",	      "malloc",	       "calloc",   "realloc",  "reallocarray", "free",
 	    "posix_memalign", "aligned_alloc", "memalign", "valloc",   "pvalloc",      "mmap",
 	    "mmap64",	      "munmap",	       "mremap",   "mprotect", "brk",	       "sbrk",
-	    "heap_api",
+	    "heap_api",	      "new",	       "new[]",	   "delete",   "delete[]",     "mallocx",
+	    "rallocx",	      "xallocx",       "dallocx",  "sdallocx", "tcmalloc",     "mimalloc",
 	};
 	func &= ~HT_RECF_FAILED;
 	return func < HT_FN__COUNT && n[func] ? n[func] : "?";

@@ -1,0 +1,662 @@
+/*
+ * Hooks of the allocators' own entry points: C++ operator new and delete when
+ * they are the allocator's own, jemalloc's *allocx, tcmalloc's tc_* and
+ * mimalloc's mi_* functions (docs/session-protocol.md). They write the same
+ * heap records as the malloc family, stamped the same way.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <malloc.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "alloc_ext.h"
+#include "internal.h"
+#include "rec_heap.h"
+
+/* The real functions, and whether each is to be recorded here: always for
+   the allocators' C API, for the C++ operators only when they come from the
+   module of the real malloc (the C++ runtime's own call malloc). */
+static void *ht_ext_real[HT_EXT_COUNT];
+static uint8_t ht_ext_traced[HT_EXT_COUNT];
+static _Atomic int ht_ext_done;
+
+#define HT_EXT_NAME(n) #n,
+static const char *const ht_ext_names[HT_EXT_COUNT] = {HT_EXT_LIST(HT_EXT_NAME)};
+
+const char *ht__ext_name(unsigned i)
+{
+	return i < HT_EXT_COUNT ? ht_ext_names[i] : NULL;
+}
+
+int ht__ext_index(const char *name)
+{
+	/* Most imported names are none of these: a cheap first filter. */
+	if (strncmp(name, "_Zn", 3) && strncmp(name, "_Zd", 3) && strncmp(name, "mi_", 3) &&
+	    strncmp(name, "tc_", 3) && !strstr(name, "allocx"))
+		return -1;
+	for (unsigned i = 0; i < HT_EXT_COUNT; i++)
+		if (!strcmp(name, ht_ext_names[i]))
+			return (int)i;
+	return -1;
+}
+
+void ht__ext_set_real(unsigned i, void *real)
+{
+	if (i < HT_EXT_COUNT)
+		ht_ext_real[i] = real;
+}
+
+static const void *ht_module_base(const void *p)
+{
+	Dl_info di;
+	return p && dladdr(p, &di) ? di.dli_fbase : NULL;
+}
+
+/*
+ * jemalloc's API when no jemalloc is loaded. A program that tests a weak
+ * reference (`if (mallocx)`) finds our hook defined, so the hook must work:
+ * through the standard functions, which record the events (as malloc, free).
+ */
+#define HT_JE_ALIGN(flags) ((flags)&0x3f ? (size_t)1 << ((flags)&0x3f) : 0)
+#define HT_JE_ZERO 0x40
+
+static void *ht_je_mallocx(size_t size, int flags)
+{
+	void *p = NULL;
+	if (HT_JE_ALIGN(flags) > 16) {
+		if (posix_memalign(&p, HT_JE_ALIGN(flags), size))
+			p = NULL;
+	} else {
+		p = malloc(size);
+	}
+	if (p && (flags & HT_JE_ZERO))
+		memset(p, 0, size);
+	return p;
+}
+
+static void *ht_je_rallocx(void *p, size_t size, int flags)
+{
+	if (HT_JE_ALIGN(flags) <= 16 && !(flags & HT_JE_ZERO))
+		return realloc(p, size);
+	void *q = ht_je_mallocx(size, flags);
+	if (q && p) {
+		size_t old = malloc_usable_size(p);
+		memcpy(q, p, old < size ? old : size);
+		free(p);
+	}
+	return q;
+}
+
+static size_t ht_je_xallocx(void *p, size_t size, size_t extra, int flags)
+{
+	(void)size, (void)extra, (void)flags;
+	return malloc_usable_size(p); /* never grows in place */
+}
+
+static void ht_je_dallocx(void *p, int flags)
+{
+	(void)flags;
+	free(p);
+}
+
+static void ht_je_sdallocx(void *p, size_t size, int flags)
+{
+	(void)size, (void)flags;
+	free(p);
+}
+
+void ht__ext_ready(void)
+{
+	static const struct {
+		unsigned i;
+		void *fn;
+	} je[] = {
+	    {HT_X_mallocx, (void *)ht_je_mallocx},   {HT_X_rallocx, (void *)ht_je_rallocx},
+	    {HT_X_xallocx, (void *)ht_je_xallocx},   {HT_X_dallocx, (void *)ht_je_dallocx},
+	    {HT_X_sdallocx, (void *)ht_je_sdallocx},
+	};
+	const void *heap = ht_module_base((const void *)ht__real.malloc);
+	for (unsigned i = 0; i < HT_EXT_COUNT; i++)
+		ht_ext_traced[i] =
+		    ht_ext_names[i][0] != '_' || (heap && ht_module_base(ht_ext_real[i]) == heap);
+	for (unsigned k = 0; k < sizeof je / sizeof je[0]; k++)
+		if (!ht_ext_real[je[k].i]) {
+			ht_ext_real[je[k].i] = je[k].fn;
+			ht_ext_traced[je[k].i] = 0;
+		}
+	atomic_store(&ht_ext_done, 1);
+}
+
+/* Launch mode: at the first call of any of these hooks. Concurrent first
+   calls find the same values. */
+static HT_COLD void ht_ext_resolve(void)
+{
+	ht__resolve();
+	int save = errno;
+	ht__t.guard++;
+	const void *self = ht_module_base((const void *)ht_ext_resolve);
+	for (unsigned i = 0; i < HT_EXT_COUNT; i++) {
+		void *p = dlsym(RTLD_DEFAULT, ht_ext_names[i]);
+		if (p && ht_module_base(p) == self)
+			p = dlsym(RTLD_NEXT, ht_ext_names[i]);
+		ht_ext_real[i] = p;
+	}
+	ht__ext_ready();
+	ht__t.guard--;
+	errno = save;
+}
+
+static inline void *ht_ext_get(unsigned i)
+{
+	if (HT_UNLIKELY(!atomic_load_explicit(&ht_ext_done, memory_order_acquire)))
+		ht_ext_resolve();
+	return ht_ext_real[i];
+}
+
+/* A real function that exists nowhere: fail like an allocator out of memory. */
+static HT_COLD void *ht_ext_missing(void)
+{
+	errno = ENOMEM;
+	return NULL;
+}
+
+/*
+ * One traced call, ended by a cleanup that also runs while an exception
+ * unwinds (this file is built with -fexceptions): operator new and its
+ * relatives throw, and the guard must not stay set. A call that did not
+ * return is an ALLOC_FAIL of the size asked for.
+ */
+struct ht_ext_call {
+	struct ht__thread *t;
+	unsigned func;
+	uint64_t size;
+	int done;
+};
+
+static inline void ht_ext_end(struct ht_ext_call *c)
+{
+	if (HT_UNLIKELY(!c->done))
+		ht__rec_alloc(c->t, c->func, NULL, c->size);
+	ht__leave(c->t);
+}
+
+static inline uint64_t ht_mul(size_t a, size_t b)
+{
+	size_t r;
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+#define HT_EXT_REAL(name) ((__typeof__(name) *)ht_ext_get(HT_X_##name))
+
+/* An allocation of size (from the arguments). */
+#define HT_EXT_ALLOC(ret, name, fn, params, args, sz)                                              \
+	HT_EXPORT ret name params                                                                  \
+	{                                                                                          \
+		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
+		struct ht__thread *t = &ht__t;                                                     \
+		if (HT_UNLIKELY(!real))                                                            \
+			return ht_ext_missing();                                                   \
+		if (!ht_ext_traced[HT_X_##name] || HT_UNLIKELY(!ht__enter(t)))                     \
+			return real args;                                                          \
+		struct ht_ext_call c __attribute__((cleanup(ht_ext_end))) = {t, fn, (sz), 0};      \
+		ret p = real args;                                                                 \
+		int e = errno;                                                                     \
+		c.done = 1;                                                                        \
+		ht__rec_alloc(t, fn, p, c.size);                                                   \
+		errno = e;                                                                         \
+		return p;                                                                          \
+	}
+
+/* A copy (strdup and relatives): the size is that of the result. */
+#define HT_EXT_DUP(ret, name, params, args, size_of_p)                                             \
+	HT_EXPORT ret name params                                                                  \
+	{                                                                                          \
+		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
+		struct ht__thread *t = &ht__t;                                                     \
+		if (HT_UNLIKELY(!real))                                                            \
+			return ht_ext_missing();                                                   \
+		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
+			return real args;                                                          \
+		ret p = real args;                                                                 \
+		int e = errno;                                                                     \
+		ht__rec_alloc(t, HT_FN_MIMALLOC, p, p ? (size_of_p) : 0);                          \
+		errno = e;                                                                         \
+		ht__leave(t);                                                                      \
+		return p;                                                                          \
+	}
+
+/*
+ * old -> new of size, recorded after the call. frees: the call frees old
+ * when it fails (reallocf). A throwing one (mi_new_realloc) leaves old as it
+ * was: nothing to record.
+ */
+#define HT_EXT_REALLOC(name, fn, params, args, old, sz, frees)                                     \
+	HT_EXPORT void *name params                                                                \
+	{                                                                                          \
+		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
+		struct ht__thread *t = &ht__t;                                                     \
+		if (HT_UNLIKELY(!real))                                                            \
+			return ht_ext_missing();                                                   \
+		if (!ht_ext_traced[HT_X_##name] || HT_UNLIKELY(!ht__enter(t)))                     \
+			return real args;                                                          \
+		struct ht_ext_call c __attribute__((cleanup(ht_ext_end))) = {t, fn, (sz), 1};      \
+		void *np = real args;                                                              \
+		int e = errno;                                                                     \
+		ht__rec_realloc(t, fn, old, np, (frees) && !np ? 0 : c.size);                      \
+		errno = e;                                                                         \
+		return np;                                                                         \
+	}
+
+/* A free of ptr, stamped before the real call. */
+#define HT_EXT_FREE(name, fn, params, args, ptr)                                                   \
+	HT_EXPORT void name params                                                                 \
+	{                                                                                          \
+		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
+		struct ht__thread *t = &ht__t;                                                     \
+		if (HT_UNLIKELY(!real))                                                            \
+			return; /* nowhere to give it back: leak rather than crash */              \
+		if (!ht_ext_traced[HT_X_##name] || !(ptr) || HT_UNLIKELY(!ht__enter(t))) {         \
+			if (!ht__is_boot(ptr))                                                     \
+				real args;                                                         \
+			return;                                                                    \
+		}                                                                                  \
+		if (HT_UNLIKELY(ht__is_boot(ptr))) {                                               \
+			ht__leave(t);                                                              \
+			return;                                                                    \
+		}                                                                                  \
+		int e = errno;                                                                     \
+		ht__rec_free(t, fn, ptr);                                                          \
+		errno = e;                                                                         \
+		real args;                                                                         \
+		ht__leave(t);                                                                      \
+	}
+
+typedef size_t ht_align_t;	  /* std::align_val_t */
+typedef const void *ht_nothrow_t; /* const std::nothrow_t & */
+
+/* ---- C++ operators ---- */
+
+HT_EXT_ALLOC(void *, _Znwm, HT_FN_NEW, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, _Znam, HT_FN_NEW_ARRAY, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, _ZnwmRKSt9nothrow_t, HT_FN_NEW, (size_t size, ht_nothrow_t nt), (size, nt),
+	     size)
+HT_EXT_ALLOC(void *, _ZnamRKSt9nothrow_t, HT_FN_NEW_ARRAY, (size_t size, ht_nothrow_t nt),
+	     (size, nt), size)
+HT_EXT_ALLOC(void *, _ZnwmSt11align_val_t, HT_FN_NEW, (size_t size, ht_align_t al), (size, al),
+	     size)
+HT_EXT_ALLOC(void *, _ZnamSt11align_val_t, HT_FN_NEW_ARRAY, (size_t size, ht_align_t al),
+	     (size, al), size)
+HT_EXT_ALLOC(void *, _ZnwmSt11align_val_tRKSt9nothrow_t, HT_FN_NEW,
+	     (size_t size, ht_align_t al, ht_nothrow_t nt), (size, al, nt), size)
+HT_EXT_ALLOC(void *, _ZnamSt11align_val_tRKSt9nothrow_t, HT_FN_NEW_ARRAY,
+	     (size_t size, ht_align_t al, ht_nothrow_t nt), (size, al, nt), size)
+
+HT_EXT_FREE(_ZdlPv, HT_FN_DELETE, (void *p), (p), p)
+HT_EXT_FREE(_ZdaPv, HT_FN_DELETE_ARRAY, (void *p), (p), p)
+HT_EXT_FREE(_ZdlPvm, HT_FN_DELETE, (void *p, size_t n), (p, n), p)
+HT_EXT_FREE(_ZdaPvm, HT_FN_DELETE_ARRAY, (void *p, size_t n), (p, n), p)
+HT_EXT_FREE(_ZdlPvSt11align_val_t, HT_FN_DELETE, (void *p, ht_align_t al), (p, al), p)
+HT_EXT_FREE(_ZdaPvSt11align_val_t, HT_FN_DELETE_ARRAY, (void *p, ht_align_t al), (p, al), p)
+HT_EXT_FREE(_ZdlPvmSt11align_val_t, HT_FN_DELETE, (void *p, size_t n, ht_align_t al), (p, n, al), p)
+HT_EXT_FREE(_ZdaPvmSt11align_val_t, HT_FN_DELETE_ARRAY, (void *p, size_t n, ht_align_t al),
+	    (p, n, al), p)
+HT_EXT_FREE(_ZdlPvRKSt9nothrow_t, HT_FN_DELETE, (void *p, ht_nothrow_t nt), (p, nt), p)
+HT_EXT_FREE(_ZdaPvRKSt9nothrow_t, HT_FN_DELETE_ARRAY, (void *p, ht_nothrow_t nt), (p, nt), p)
+HT_EXT_FREE(_ZdlPvSt11align_val_tRKSt9nothrow_t, HT_FN_DELETE,
+	    (void *p, ht_align_t al, ht_nothrow_t nt), (p, al, nt), p)
+HT_EXT_FREE(_ZdaPvSt11align_val_tRKSt9nothrow_t, HT_FN_DELETE_ARRAY,
+	    (void *p, ht_align_t al, ht_nothrow_t nt), (p, al, nt), p)
+
+/* ---- jemalloc ---- */
+
+HT_EXT_ALLOC(void *, mallocx, HT_FN_MALLOCX, (size_t size, int flags), (size, flags), size)
+HT_EXT_REALLOC(rallocx, HT_FN_RALLOCX, (void *p, size_t size, int flags), (p, size, flags), p, size,
+	       0)
+HT_EXT_FREE(dallocx, HT_FN_DALLOCX, (void *p, int flags), (p, flags), p)
+HT_EXT_FREE(sdallocx, HT_FN_SDALLOCX, (void *p, size_t size, int flags), (p, size, flags), p)
+
+/* Resizes in place and returns the block's real size, which is below size
+   when it could not grow: a REALLOC of the block to itself when it did. */
+HT_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
+{
+	__typeof__(xallocx) *real = HT_EXT_REAL(xallocx);
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(!real))
+		return 0;
+	if (!ht_ext_traced[HT_X_xallocx] || HT_UNLIKELY(!ht__enter(t)))
+		return real(p, size, extra, flags);
+	size_t n = real(p, size, extra, flags);
+	int e = errno;
+	if (n >= size)
+		ht__rec_realloc(t, HT_FN_XALLOCX, p, p, n);
+	errno = e;
+	ht__leave(t);
+	return n;
+}
+
+/* ---- tcmalloc ---- */
+
+#define TC HT_FN_TCMALLOC
+HT_EXT_ALLOC(void *, tc_malloc, TC, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, tc_malloc_skip_new_handler, TC, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, tc_calloc, TC, (size_t n, size_t size), (n, size), ht_mul(n, size))
+HT_EXT_ALLOC(void *, tc_memalign, TC, (size_t al, size_t size), (al, size), size)
+HT_EXT_ALLOC(void *, tc_valloc, TC, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, tc_pvalloc, TC, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, tc_new, TC, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, tc_new_nothrow, TC, (size_t size, ht_nothrow_t nt), (size, nt), size)
+HT_EXT_ALLOC(void *, tc_newarray, TC, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, tc_newarray_nothrow, TC, (size_t size, ht_nothrow_t nt), (size, nt), size)
+HT_EXT_ALLOC(void *, tc_new_aligned, TC, (size_t size, ht_align_t al), (size, al), size)
+HT_EXT_ALLOC(void *, tc_new_aligned_nothrow, TC, (size_t size, ht_align_t al, ht_nothrow_t nt),
+	     (size, al, nt), size)
+HT_EXT_ALLOC(void *, tc_newarray_aligned, TC, (size_t size, ht_align_t al), (size, al), size)
+HT_EXT_ALLOC(void *, tc_newarray_aligned_nothrow, TC, (size_t size, ht_align_t al, ht_nothrow_t nt),
+	     (size, al, nt), size)
+HT_EXT_REALLOC(tc_realloc, TC, (void *p, size_t size), (p, size), p, size, 0)
+HT_EXT_FREE(tc_free, TC, (void *p), (p), p)
+HT_EXT_FREE(tc_free_sized, TC, (void *p, size_t n), (p, n), p)
+HT_EXT_FREE(tc_cfree, TC, (void *p), (p), p)
+HT_EXT_FREE(tc_delete, TC, (void *p), (p), p)
+HT_EXT_FREE(tc_delete_sized, TC, (void *p, size_t n), (p, n), p)
+HT_EXT_FREE(tc_delete_nothrow, TC, (void *p, ht_nothrow_t nt), (p, nt), p)
+HT_EXT_FREE(tc_deletearray, TC, (void *p), (p), p)
+HT_EXT_FREE(tc_deletearray_sized, TC, (void *p, size_t n), (p, n), p)
+HT_EXT_FREE(tc_deletearray_nothrow, TC, (void *p, ht_nothrow_t nt), (p, nt), p)
+HT_EXT_FREE(tc_delete_aligned, TC, (void *p, ht_align_t al), (p, al), p)
+HT_EXT_FREE(tc_delete_sized_aligned, TC, (void *p, size_t n, ht_align_t al), (p, n, al), p)
+HT_EXT_FREE(tc_delete_aligned_nothrow, TC, (void *p, ht_align_t al, ht_nothrow_t nt), (p, al, nt),
+	    p)
+HT_EXT_FREE(tc_deletearray_aligned, TC, (void *p, ht_align_t al), (p, al), p)
+HT_EXT_FREE(tc_deletearray_sized_aligned, TC, (void *p, size_t n, ht_align_t al), (p, n, al), p)
+HT_EXT_FREE(tc_deletearray_aligned_nothrow, TC, (void *p, ht_align_t al, ht_nothrow_t nt),
+	    (p, al, nt), p)
+
+/* posix_memalign-shaped: the block through out, 0 or an error number. */
+#define HT_EXT_MEMALIGN(name, fn)                                                                  \
+	HT_EXPORT int name(void **out, size_t al, size_t size)                                     \
+	{                                                                                          \
+		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
+		struct ht__thread *t = &ht__t;                                                     \
+		if (HT_UNLIKELY(!real))                                                            \
+			return ENOMEM;                                                             \
+		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
+			return real(out, al, size);                                                \
+		int e = errno;                                                                     \
+		int rc = real(out, al, size);                                                      \
+		ht__rec_alloc(t, fn, rc == 0 ? *out : NULL, size);                                 \
+		errno = e;                                                                         \
+		ht__leave(t);                                                                      \
+		return rc;                                                                         \
+	}
+
+HT_EXT_MEMALIGN(tc_posix_memalign, TC)
+#undef TC
+
+/* ---- mimalloc ---- */
+
+#define MI HT_FN_MIMALLOC
+typedef void ht_mi_heap; /* mi_heap_t */
+
+HT_EXT_ALLOC(void *, mi_malloc, MI, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, mi_calloc, MI, (size_t n, size_t size), (n, size), ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_zalloc, MI, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, mi_malloc_small, MI, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, mi_zalloc_small, MI, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, mi_mallocn, MI, (size_t n, size_t size), (n, size), ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_malloc_aligned, MI, (size_t size, size_t al), (size, al), size)
+HT_EXT_ALLOC(void *, mi_malloc_aligned_at, MI, (size_t size, size_t al, size_t off),
+	     (size, al, off), size)
+HT_EXT_ALLOC(void *, mi_zalloc_aligned, MI, (size_t size, size_t al), (size, al), size)
+HT_EXT_ALLOC(void *, mi_zalloc_aligned_at, MI, (size_t size, size_t al, size_t off),
+	     (size, al, off), size)
+HT_EXT_ALLOC(void *, mi_calloc_aligned, MI, (size_t n, size_t size, size_t al), (n, size, al),
+	     ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_calloc_aligned_at, MI, (size_t n, size_t size, size_t al, size_t off),
+	     (n, size, al, off), ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_memalign, MI, (size_t al, size_t size), (al, size), size)
+HT_EXT_ALLOC(void *, mi_valloc, MI, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, mi_pvalloc, MI, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, mi_aligned_alloc, MI, (size_t al, size_t size), (al, size), size)
+HT_EXT_MEMALIGN(mi_posix_memalign, MI)
+HT_EXT_ALLOC(void *, mi_new, MI, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, mi_new_nothrow, MI, (size_t size), (size), size)
+HT_EXT_ALLOC(void *, mi_new_aligned, MI, (size_t size, size_t al), (size, al), size)
+HT_EXT_ALLOC(void *, mi_new_aligned_nothrow, MI, (size_t size, size_t al), (size, al), size)
+HT_EXT_ALLOC(void *, mi_new_n, MI, (size_t n, size_t size), (n, size), ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_heap_malloc, MI, (ht_mi_heap * h, size_t size), (h, size), size)
+HT_EXT_ALLOC(void *, mi_heap_zalloc, MI, (ht_mi_heap * h, size_t size), (h, size), size)
+HT_EXT_ALLOC(void *, mi_heap_calloc, MI, (ht_mi_heap * h, size_t n, size_t size), (h, n, size),
+	     ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_heap_mallocn, MI, (ht_mi_heap * h, size_t n, size_t size), (h, n, size),
+	     ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_heap_malloc_small, MI, (ht_mi_heap * h, size_t size), (h, size), size)
+HT_EXT_ALLOC(void *, mi_heap_malloc_aligned, MI, (ht_mi_heap * h, size_t size, size_t al),
+	     (h, size, al), size)
+HT_EXT_ALLOC(void *, mi_heap_malloc_aligned_at, MI,
+	     (ht_mi_heap * h, size_t size, size_t al, size_t off), (h, size, al, off), size)
+HT_EXT_ALLOC(void *, mi_heap_zalloc_aligned, MI, (ht_mi_heap * h, size_t size, size_t al),
+	     (h, size, al), size)
+HT_EXT_ALLOC(void *, mi_heap_zalloc_aligned_at, MI,
+	     (ht_mi_heap * h, size_t size, size_t al, size_t off), (h, size, al, off), size)
+HT_EXT_ALLOC(void *, mi_heap_calloc_aligned, MI, (ht_mi_heap * h, size_t n, size_t size, size_t al),
+	     (h, n, size, al), ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_heap_calloc_aligned_at, MI,
+	     (ht_mi_heap * h, size_t n, size_t size, size_t al, size_t off), (h, n, size, al, off),
+	     ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_heap_alloc_new, MI, (ht_mi_heap * h, size_t size), (h, size), size)
+HT_EXT_ALLOC(void *, mi_heap_alloc_new_n, MI, (ht_mi_heap * h, size_t n, size_t size), (h, n, size),
+	     ht_mul(n, size))
+
+static size_t ht_wlen(const unsigned short *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+HT_EXT_DUP(char *, mi_strdup, (const char *s), (s), strlen(p) + 1)
+HT_EXT_DUP(char *, mi_strndup, (const char *s, size_t n), (s, n), strlen(p) + 1)
+HT_EXT_DUP(char *, mi_heap_strdup, (ht_mi_heap * h, const char *s), (h, s), strlen(p) + 1)
+HT_EXT_DUP(char *, mi_heap_strndup, (ht_mi_heap * h, const char *s, size_t n), (h, s, n),
+	   strlen(p) + 1)
+HT_EXT_DUP(unsigned short *, mi_wcsdup, (const unsigned short *s), (s),
+	   (ht_wlen(p) + 1) * sizeof(unsigned short))
+HT_EXT_DUP(unsigned char *, mi_mbsdup, (const unsigned char *s), (s), strlen((const char *)p) + 1)
+
+/* realpath allocates only when not given a buffer. */
+#define HT_EXT_REALPATH(name, params, args, given)                                                 \
+	HT_EXPORT char *name params                                                                \
+	{                                                                                          \
+		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
+		struct ht__thread *t = &ht__t;                                                     \
+		if (HT_UNLIKELY(!real))                                                            \
+			return ht_ext_missing();                                                   \
+		if ((given) || HT_UNLIKELY(!ht__enter(t)))                                         \
+			return real args;                                                          \
+		char *p = real args;                                                               \
+		int e = errno;                                                                     \
+		if (p) /* a path that does not resolve is no allocation failure */                 \
+			ht__rec_alloc(t, MI, p, strlen(p) + 1);                                    \
+		errno = e;                                                                         \
+		ht__leave(t);                                                                      \
+		return p;                                                                          \
+	}
+
+HT_EXT_REALPATH(mi_realpath, (const char *f, char *buf), (f, buf), buf)
+HT_EXT_REALPATH(mi_heap_realpath, (ht_mi_heap * h, const char *f, char *buf), (h, f, buf), buf)
+
+HT_EXT_REALLOC(mi_realloc, MI, (void *p, size_t size), (p, size), p, size, 0)
+HT_EXT_REALLOC(mi_reallocn, MI, (void *p, size_t n, size_t size), (p, n, size), p, ht_mul(n, size),
+	       0)
+HT_EXT_REALLOC(mi_reallocf, MI, (void *p, size_t size), (p, size), p, size, 1)
+HT_EXT_REALLOC(mi_rezalloc, MI, (void *p, size_t size), (p, size), p, size, 0)
+HT_EXT_REALLOC(mi_recalloc, MI, (void *p, size_t n, size_t size), (p, n, size), p, ht_mul(n, size),
+	       0)
+HT_EXT_REALLOC(mi_realloc_aligned, MI, (void *p, size_t size, size_t al), (p, size, al), p, size, 0)
+HT_EXT_REALLOC(mi_realloc_aligned_at, MI, (void *p, size_t size, size_t al, size_t off),
+	       (p, size, al, off), p, size, 0)
+HT_EXT_REALLOC(mi_rezalloc_aligned, MI, (void *p, size_t size, size_t al), (p, size, al), p, size,
+	       0)
+HT_EXT_REALLOC(mi_rezalloc_aligned_at, MI, (void *p, size_t size, size_t al, size_t off),
+	       (p, size, al, off), p, size, 0)
+HT_EXT_REALLOC(mi_recalloc_aligned, MI, (void *p, size_t n, size_t size, size_t al),
+	       (p, n, size, al), p, ht_mul(n, size), 0)
+HT_EXT_REALLOC(mi_recalloc_aligned_at, MI, (void *p, size_t n, size_t size, size_t al, size_t off),
+	       (p, n, size, al, off), p, ht_mul(n, size), 0)
+HT_EXT_REALLOC(mi_aligned_recalloc, MI, (void *p, size_t n, size_t size, size_t al),
+	       (p, n, size, al), p, ht_mul(n, size), 0)
+HT_EXT_REALLOC(mi_aligned_offset_recalloc, MI,
+	       (void *p, size_t n, size_t size, size_t al, size_t off), (p, n, size, al, off), p,
+	       ht_mul(n, size), 0)
+HT_EXT_REALLOC(mi_reallocarray, MI, (void *p, size_t n, size_t size), (p, n, size), p,
+	       ht_mul(n, size), 0)
+HT_EXT_REALLOC(mi_new_realloc, MI, (void *p, size_t size), (p, size), p, size, 0)
+HT_EXT_REALLOC(mi_new_reallocn, MI, (void *p, size_t n, size_t size), (p, n, size), p,
+	       ht_mul(n, size), 0)
+HT_EXT_REALLOC(mi_heap_realloc, MI, (ht_mi_heap * h, void *p, size_t size), (h, p, size), p, size,
+	       0)
+HT_EXT_REALLOC(mi_heap_reallocn, MI, (ht_mi_heap * h, void *p, size_t n, size_t size),
+	       (h, p, n, size), p, ht_mul(n, size), 0)
+HT_EXT_REALLOC(mi_heap_reallocf, MI, (ht_mi_heap * h, void *p, size_t size), (h, p, size), p, size,
+	       1)
+HT_EXT_REALLOC(mi_heap_rezalloc, MI, (ht_mi_heap * h, void *p, size_t size), (h, p, size), p, size,
+	       0)
+HT_EXT_REALLOC(mi_heap_recalloc, MI, (ht_mi_heap * h, void *p, size_t n, size_t size),
+	       (h, p, n, size), p, ht_mul(n, size), 0)
+HT_EXT_REALLOC(mi_heap_realloc_aligned, MI, (ht_mi_heap * h, void *p, size_t size, size_t al),
+	       (h, p, size, al), p, size, 0)
+HT_EXT_REALLOC(mi_heap_realloc_aligned_at, MI,
+	       (ht_mi_heap * h, void *p, size_t size, size_t al, size_t off), (h, p, size, al, off),
+	       p, size, 0)
+HT_EXT_REALLOC(mi_heap_rezalloc_aligned, MI, (ht_mi_heap * h, void *p, size_t size, size_t al),
+	       (h, p, size, al), p, size, 0)
+HT_EXT_REALLOC(mi_heap_rezalloc_aligned_at, MI,
+	       (ht_mi_heap * h, void *p, size_t size, size_t al, size_t off), (h, p, size, al, off),
+	       p, size, 0)
+HT_EXT_REALLOC(mi_heap_recalloc_aligned, MI,
+	       (ht_mi_heap * h, void *p, size_t n, size_t size, size_t al), (h, p, n, size, al), p,
+	       ht_mul(n, size), 0)
+HT_EXT_REALLOC(mi_heap_recalloc_aligned_at, MI,
+	       (ht_mi_heap * h, void *p, size_t n, size_t size, size_t al, size_t off),
+	       (h, p, n, size, al, off), p, ht_mul(n, size), 0)
+
+/* BSD's reallocarr: the block through a pointer, 0 or an error number. */
+HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
+{
+	__typeof__(mi_reallocarr) *real = HT_EXT_REAL(mi_reallocarr);
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(!real))
+		return ENOMEM;
+	if (HT_UNLIKELY(!ht__enter(t)))
+		return real(pp, n, size);
+	void *old;
+	memcpy(&old, pp, sizeof old);
+	int rc = real(pp, n, size);
+	int e = errno;
+	void *p;
+	memcpy(&p, pp, sizeof p);
+	ht__rec_realloc(t, MI, old, rc == 0 ? p : NULL, ht_mul(n, size));
+	errno = e;
+	ht__leave(t);
+	return rc;
+}
+
+/* Grows or shrinks in place: the block itself, or NULL when it cannot. */
+#define HT_EXT_EXPAND(name)                                                                        \
+	HT_EXPORT void *name(void *p, size_t size)                                                 \
+	{                                                                                          \
+		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
+		struct ht__thread *t = &ht__t;                                                     \
+		if (HT_UNLIKELY(!real))                                                            \
+			return ht_ext_missing();                                                   \
+		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
+			return real(p, size);                                                      \
+		void *r = real(p, size);                                                           \
+		int e = errno;                                                                     \
+		if (r)                                                                             \
+			ht__rec_realloc(t, MI, p, r, size);                                        \
+		errno = e;                                                                         \
+		ht__leave(t);                                                                      \
+		return r;                                                                          \
+	}
+
+HT_EXT_EXPAND(mi_expand)
+HT_EXT_EXPAND(mi__expand)
+
+HT_EXT_FREE(mi_free, MI, (void *p), (p), p)
+HT_EXT_FREE(mi_cfree, MI, (void *p), (p), p)
+HT_EXT_FREE(mi_free_size, MI, (void *p, size_t n), (p, n), p)
+HT_EXT_FREE(mi_free_aligned, MI, (void *p, size_t al), (p, al), p)
+HT_EXT_FREE(mi_free_size_aligned, MI, (void *p, size_t n, size_t al), (p, n, al), p)
+
+/* mimalloc's block visitor (mi_block_visit_fun): a FREE for every block. */
+static bool ht_mi_visit(const ht_mi_heap *h, const void *area, void *block, size_t size, void *arg)
+{
+	(void)h, (void)area, (void)size;
+	if (block)
+		ht__rec_free(arg, MI, block);
+	return true;
+}
+
+/* Frees every block of the heap at once: one FREE each, before the call. */
+HT_EXPORT void mi_heap_destroy(ht_mi_heap *h)
+{
+	__typeof__(mi_heap_destroy) *real = HT_EXT_REAL(mi_heap_destroy);
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(!real))
+		return;
+	if (!h || HT_UNLIKELY(!ht__enter(t))) {
+		real(h);
+		return;
+	}
+	typedef bool visit_fn(const ht_mi_heap *, bool,
+			      bool (*)(const ht_mi_heap *, const void *, void *, size_t, void *),
+			      void *);
+	visit_fn *visit = (visit_fn *)dlsym(RTLD_DEFAULT, "mi_heap_visit_blocks");
+	int e = errno;
+	if (visit)
+		visit(h, true, ht_mi_visit, t);
+	errno = e;
+	real(h);
+	ht__leave(t);
+}
+
+/*
+ * Creating and deleting a heap allocate and free its own bookkeeping through
+ * mimalloc's public functions: under the guard, so that neither is an event
+ * (mi_heap_delete moves the blocks to the default heap: they stay live).
+ */
+#define HT_EXT_OPAQUE(ret, name, params, args)                                                     \
+	HT_EXPORT ret name params                                                                  \
+	{                                                                                          \
+		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
+		struct ht__thread *t = &ht__t;                                                     \
+		if (HT_UNLIKELY(!real))                                                            \
+			return (ret)ht_ext_missing();                                              \
+		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
+			return real args;                                                          \
+		ret r = real args;                                                                 \
+		ht__leave(t);                                                                      \
+		return r;                                                                          \
+	}
+
+HT_EXT_OPAQUE(ht_mi_heap *, mi_heap_new, (void), ())
+HT_EXT_OPAQUE(ht_mi_heap *, mi_heap_new_in_arena, (int arena), (arena))
+
+HT_EXPORT void mi_heap_delete(ht_mi_heap *h)
+{
+	__typeof__(mi_heap_delete) *real = HT_EXT_REAL(mi_heap_delete);
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(!real))
+		return;
+	if (HT_UNLIKELY(!ht__enter(t))) {
+		real(h);
+		return;
+	}
+	real(h);
+	ht__leave(t);
+}
+#undef MI

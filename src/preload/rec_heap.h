@@ -1,0 +1,53 @@
+/*
+ * The records of the process heap (ALLOC, ALLOC_FAIL, REALLOC, FREE), inlined
+ * into every hook that writes them: the malloc family (hooks_malloc.c) and the
+ * allocators with their own API (hooks_alloc_ext.c). Called with the guard set.
+ */
+#ifndef HT_PRELOAD_REC_HEAP_H
+#define HT_PRELOAD_REC_HEAP_H
+
+#include "internal.h"
+
+/* An allocation that returned p (NULL: ALLOC_FAIL of the size asked for). */
+static inline void ht__rec_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
+{
+	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);
+	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_begin(
+	    t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack);
+	if (HT_LIKELY(r != NULL)) {
+		r->addr = (uint64_t)(uintptr_t)p;
+		r->size = size;
+		ht__rec_commit(t);
+	}
+}
+
+/* old -> p of size; p NULL with a size is a failure that kept old. */
+static inline void ht__rec_realloc(struct ht__thread *t, unsigned func, void *old, void *p,
+				   uint64_t size)
+{
+	uint32_t stack = ht__stack_for(t, HT_STK_REALLOC);
+	if (!p && size)
+		func |= HT_RECF_FAILED;
+	struct ht__rec_realloc *r =
+	    (struct ht__rec_realloc *)ht__rec_begin(t, HT_REC_REALLOC, func, sizeof *r, stack);
+	if (HT_LIKELY(r != NULL)) {
+		r->old_addr = (uint64_t)(uintptr_t)old;
+		r->new_addr = (uint64_t)(uintptr_t)p;
+		r->size = size;
+		ht__rec_commit(t);
+	}
+}
+
+/* A free of p, stamped before the real free is made. */
+static inline void ht__rec_free(struct ht__thread *t, unsigned func, void *p)
+{
+	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
+	struct ht__rec_free *r =
+	    (struct ht__rec_free *)ht__rec_begin(t, HT_REC_FREE, func, sizeof *r, stack);
+	if (HT_LIKELY(r != NULL)) {
+		r->addr = (uint64_t)(uintptr_t)p;
+		ht__rec_commit(t);
+	}
+}
+
+#endif
