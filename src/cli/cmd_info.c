@@ -265,6 +265,9 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht_su
 	struct jw j;
 	jw_init(&j, stdout, true);
 	jw_obj_begin(&j);
+	/* docs/json-output.md: bumped when a field changes meaning or goes away. */
+	jw_key(&j, "schema");
+	jw_u64(&j, 1);
 	jw_key(&j, "file");
 	jw_str(&j, path);
 	jw_key(&j, "version");

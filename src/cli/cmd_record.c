@@ -21,6 +21,8 @@
 
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/leakgate.h"
+#include "cli/opt.h"
 #include "format/output.h"
 #include "format/writer.h"
 #include "inject/inject.h"
@@ -55,7 +57,14 @@ static const char usage_text[] =
     "  -q, --quiet         print nothing but errors\n"
     "  -h, --help          show this help\n"
     "\n"
-    "heaptrail exits with the exit status of CMD (128+N when a signal N killed it).\n";
+    "leak gate (for CI; 'heaptrail check' runs it on a trace already made):\n" LEAK_GATE_HELP "\n"
+    "heaptrail exits with the exit status of CMD (128+N when a signal N killed it);\n"
+    "when CMD succeeded but the leak gate failed, with --error-exitcode.\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail record -o app.htr -- ./app --input data.txt\n"
+    "  heaptrail record --fail-on-leak -- ./unit_tests\n"
+    "  heaptrail record -p 1234 --duration 30s -o server.htr\n";
 
 static const struct {
 	const char *name;
@@ -300,80 +309,108 @@ struct options {
 	const char *pids;     /* -p: comma-separated */
 	uint64_t duration_ns; /* --duration, 0: until stopped */
 	uint32_t ts_unit_ns;  /* --time-resolution */
+	struct leak_gate gate;
 };
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
+	enum {
+		R_STACKS = CLI_LONG,
+		R_BUFSIZE,
+		R_BUFFERS,
+		R_DURATION,
+		R_TSRES,
+		R_NOFOLLOW,
+		R_LOSSY,
+		R_FORCE
+	};
+	static const struct cli_opt opts[] = {
+	    {"output", 'o', required_argument},
+	    {"pid", 'p', required_argument},
+	    {"stacks", R_STACKS, required_argument},
+	    {"buffer-size", R_BUFSIZE, required_argument},
+	    {"buffers", R_BUFFERS, required_argument},
+	    {"duration", R_DURATION, required_argument},
+	    {"time-resolution", R_TSRES, required_argument},
+	    {"no-follow", R_NOFOLLOW, no_argument},
+	    {"lossy", R_LOSSY, no_argument},
+	    {"force", R_FORCE, no_argument},
+	    {"quiet", 'q', no_argument},
+	    LEAK_GATE_OPTIONS,
+	    {NULL, 0, 0},
+	};
 	o->stack_mask = HT_STK_DEFAULT;
 	o->ts_unit_ns = HT__TS_UNIT_DEFAULT;
-	int i;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *val = NULL;
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break; /* the command, without "--" */
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			exit(0);
-		}
-		bool takes = !strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--stacks") ||
-			     !strcmp(a, "--buffer-size") || !strcmp(a, "--buffers") ||
-			     !strcmp(a, "-p") || !strcmp(a, "--pid") || !strcmp(a, "--duration") ||
-			     !strcmp(a, "--time-resolution");
-		if (takes) {
-			if (i + 1 >= argc)
-				die("option '%s' needs a value; see 'heaptrail record --help'", a);
-			val = argv[++i];
-		}
-		if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+	leak_gate_init(&o->gate);
+	struct cli_parser p;
+	/* The options end at the program: its own options are its own. */
+	cli_init(&p, "record", usage_text, opts, argc, argv, true);
+	for (int c; (c = cli_next(&p)) != -1;) {
+		const char *val = p.val;
+		if (leak_gate_option(&o->gate, &p, c))
+			continue;
+		switch (c) {
+		case 'o':
 			o->output = val;
-		} else if (!strcmp(a, "--stacks")) {
+			break;
+		case R_STACKS:
 			o->stack_mask = parse_stacks(val);
-		} else if (!strcmp(a, "--buffer-size")) {
+			break;
+		case R_BUFSIZE: {
 			uint64_t v;
 			if (parse_size(val, &v) < 0 || v < 4096 || v > (1u << 30) || (v & (v - 1)))
 				die("invalid buffer size '%s': a power of two from 4K to 1G", val);
 			o->ring_size = (uint32_t)v;
-		} else if (!strcmp(a, "--buffers")) {
+			break;
+		}
+		case R_BUFFERS: {
 			char *end;
 			long v = strtol(val, &end, 10);
 			if (*end || v < 1 || v > 65536)
 				die("invalid buffer count '%s': 1 to 65536", val);
 			o->ring_count = (uint32_t)v;
-		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
+			break;
+		}
+		case 'p':
 			o->pids = val;
-		} else if (!strcmp(a, "--duration")) {
+			break;
+		case R_DURATION:
 			if (parse_time_ns(val, 1000000000ull, &o->duration_ns) < 0 ||
 			    !o->duration_ns)
 				die("invalid duration '%s': a positive time like 10, 2.5s or 500ms",
 				    val);
-		} else if (!strcmp(a, "--time-resolution")) {
+			break;
+		case R_TSRES: {
 			uint64_t v;
 			if (parse_time_ns(val, 1, &v) < 0 || v < 1 || v > 1000)
 				die("invalid time resolution '%s': 1ns to 1us, like 1ns, 100ns or "
 				    "1us",
 				    val);
 			o->ts_unit_ns = (uint32_t)v;
-		} else if (!strcmp(a, "--no-follow")) {
+			break;
+		}
+		case R_NOFOLLOW:
 			o->flags |= HT_SHM_NO_FOLLOW;
-		} else if (!strcmp(a, "--lossy")) {
+			break;
+		case R_LOSSY:
 			o->flags |= HT_SHM_LOSSY;
-		} else if (!strcmp(a, "--force")) {
+			break;
+		case R_FORCE:
 			o->force = true;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			break;
+		case 'q':
 			o->quiet = true;
-		} else {
-			die("unknown option '%s'; see 'heaptrail record --help'", a);
+			break;
 		}
 	}
+	int i = cli_operand_index(&p);
 	if (o->pids && i < argc)
 		die("give either -p PID or a command to run, not both");
 	if (o->duration_ns && !o->pids)
 		die("--duration goes with -p; a launched command is traced until it ends");
+	if (o->gate.enabled && o->pids)
+		die("--fail-on-leak checks a program record starts; for -p, run 'heaptrail check' "
+		    "on the trace");
 	if (i >= argc && !o->pids) {
 		fputs(usage_text, stderr);
 		exit(2);
@@ -537,8 +574,8 @@ static int record_attach(const struct options *o)
 		return 1;
 	}
 	if (!o->quiet)
-		fprintf(stderr, "heaptrail: tracing %d process%s; Ctrl-C to stop\n", live,
-			live == 1 ? "" : "es");
+		fprintf(stderr, "heaptrail: tracing %d process%s into '%s'; Ctrl-C to stop\n", live,
+			live == 1 ? "" : "es", output);
 
 	uint64_t deadline = o->duration_ns ? mono_ns() + o->duration_ns : 0;
 	while ((rc = ht__session_tick(s)) == 0 && !stop_asked) {
@@ -579,6 +616,8 @@ static int record_attach(const struct options *o)
 		fprintf(stderr, "heaptrail: wrote '%s' (%llu events, %llu lost)\n", output,
 			(unsigned long long)sst->events, (unsigned long long)sst->lost);
 	}
+	if (!failures && !o->quiet && isatty(STDERR_FILENO))
+		fprintf(stderr, "heaptrail: next: heaptrail report %s\n", output);
 	ht__session_destroy(s);
 	return failures ? 1 : 0;
 }
@@ -686,6 +725,11 @@ int cmd_record(int argc, char **argv)
 		die("cannot write '%s': %s", output, ht_strerror(rc));
 	}
 
+	/* On a terminal, say what is traced and where it goes (scripts see nothing). */
+	if (!o.quiet && isatty(STDERR_FILENO))
+		fprintf(stderr, "heaptrail: tracing the heap and mappings of %s%s into '%s'\n",
+			cmd[0], o.flags & HT_SHM_NO_FOLLOW ? "" : " and the processes it starts",
+			output);
 	/* Go; a failed exec reports its errno through the close-on-exec pipe. */
 	if (write(go[1], "g", 1) != 1)
 		err = EIO;
@@ -731,12 +775,26 @@ int cmd_record(int argc, char **argv)
 			(unsigned long long)st->events, (unsigned long long)st->lost);
 	}
 	ht__session_destroy(s);
+	/* The program's status, unless it succeeded and its trace did not (2) or leaked. */
+	int exit_status = exit_status_of(status);
+	if (exit_status == 0 && (rc < 0 || frc < 0))
+		exit_status = 2;
+	/* The gate reads the trace back: a device or FIFO output cannot be. */
+	struct stat tst;
+	if (rc >= 0 && frc >= 0 && o.gate.enabled &&
+	    (stat(output, &tst) < 0 || !S_ISREG(tst.st_mode)))
+		warning("'%s' is not a regular file, so --fail-on-leak cannot read it back; "
+			"run 'heaptrail check' on a copy",
+			output);
+	else if (rc >= 0 && frc >= 0 && o.gate.enabled &&
+		 !leak_gate_check(&o.gate, output, stderr) && exit_status == 0)
+		exit_status = o.gate.exitcode;
+	if (rc >= 0 && frc >= 0 && !o.quiet && isatty(STDERR_FILENO))
+		fprintf(stderr, "heaptrail: next: heaptrail report %s\n", output);
 	for (char **e = env; *e; e++)
 		if (!strncmp(*e, "LD_PRELOAD=", 11) ||
 		    !strncmp(*e, HT_ENV_SESSION "=", sizeof(HT_ENV_SESSION)))
 			free(*e);
 	free(env);
-	/* The program's status, unless it succeeded and its trace did not. */
-	int prc = exit_status_of(status);
-	return prc == 0 && (rc < 0 || frc < 0) ? 2 : prc;
+	return exit_status;
 }

@@ -117,6 +117,18 @@ int cli_next(struct cli_parser *p)
 	}
 	if (c == '?')
 		unknown_option(p);
+	/*
+	 * getopt takes an optional value only as "--opt=value"; a number in the
+	 * next argument is taken too ("--fail-on-leak 4096"), as no operand of
+	 * ours (a trace, a program) starts with a digit.
+	 */
+	if (!p->val && optind < p->argc && isdigit((unsigned char)p->argv[optind][0])) {
+		for (size_t i = 0; p->lo[i].name; i++)
+			if (p->lo[i].val == c && p->lo[i].has_arg == optional_argument) {
+				p->val = p->argv[optind++];
+				break;
+			}
+	}
 	return c;
 }
 

@@ -1,7 +1,8 @@
 /*
  * opt.h - the one option parser of the heaptrail commands: a table of long
  * options over getopt_long, so every command takes '--opt value' and
- * '--opt=value', '-h/--help', and answers a misspelt option with the nearest
+ * '--opt=value' (an optional value: '--opt=V', or a number after it),
+ * '-h/--help', and answers a misspelt option with the nearest
  * real one. analyze keeps its xperf spellings but shares the suggestions.
  */
 #ifndef HT_CLI_OPT_H

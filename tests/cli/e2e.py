@@ -739,7 +739,7 @@ def help_examples(text, cmd):
 
 
 # Commands already on the shared option parser (src/cli/opt.c).
-PARSED = ["info", "dump", "report"]
+PARSED = ["info", "dump", "report", "record", "check"]
 
 
 @case
@@ -785,6 +785,7 @@ def options(env):
     trace = env.record([env.prog("malloc_family")]).path
     rc, a, _ = env.run([h, "info", "--format=json", trace])
     rc2, b, _ = env.run([h, "info", trace, "--format", "json"])
+    equal(json.loads(a)["schema"], 1, "info --format json has its schema version")
     check(rc == 0 and rc2 == 0 and a == b and json.loads(a)["events_lost"] == 0,
           "--format=json and --format json agree")
     html = os.path.join(env.tmp, "r.html")
@@ -797,6 +798,109 @@ def options(env):
         rc, out, err = env.run([h, "report", "--output=" + html, "--force", trace])
         equal(rc, 0, "report --force status (%s)" % err)
         check(os.path.getsize(html) > 10000, "report --force wrote the page")
+
+
+@case
+def guidance(env):
+    """On a terminal record says what it traces, where, and what to run next."""
+    import pty
+    trace = os.path.join(env.tmp, "g.htr")
+    master, slave = pty.openpty()
+    p = subprocess.run([env.heaptrail, "record", "-o", trace, "--", env.prog("malloc_family")],
+                       stdout=subprocess.DEVNULL, stderr=slave, cwd=env.tmp, timeout=120)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    lines = err.decode().replace("\r", "").splitlines()
+    equal(p.returncode, 0, "record on a terminal")
+    equal(lines[0], "heaptrail: tracing the heap and mappings of %s and the processes it starts "
+          "into '%s'" % (env.prog("malloc_family"), trace), "the first line")
+    equal(lines[-1], "heaptrail: next: heaptrail report %s" % trace, "the last line")
+    # Not on a pipe: scripts see only the 'wrote' line.
+    rc, _, err = env.run([env.heaptrail, "record", "--force", "-o", trace, "--", env.prog("malloc_family")])
+    equal([l for l in err.splitlines() if l.startswith("heaptrail:")],
+          ["heaptrail: wrote '%s' (%s)" % (trace, re.search(r"\((\d+ events, 0 lost)\)", err).group(1))],
+          "record's stderr on a pipe")
+
+
+def gate_leaks(out):
+    """The 'leak N: B bytes in C block(s)' headers and their frames, in order."""
+    leaks = []
+    for line in out.splitlines():
+        m = re.match(r"leak \d+: (\d+) bytes? in (\d+) blocks?$", line)
+        if m:
+            leaks.append((int(m.group(1)), int(m.group(2)), []))
+        elif leaks and line.startswith("        "):
+            leaks[-1][2].append(line.strip())
+    return leaks
+
+
+@case
+def leak_gate(env):
+    h = env.heaptrail
+    # Passing programs: nothing of theirs is left, the runtimes' blocks are suppressed.
+    for prog in ("hello_cxx", "/bin/true"):
+        path = prog if prog.startswith("/") else env.prog(prog)
+        tr = env.record([path], extra=["--fail-on-leak", "--force"], name="pass")
+        rc, out, err = env.run([h, "check", tr.path])
+        equal(rc, 0, "check %s passes (%s)" % (prog, out))
+        check(out.startswith("heaptrail: leak check passed: 0 bytes in 0 blocks"), out)
+    # hello_cxx really has the runtime's blocks: without the built-ins it fails,
+    # with --error-exitcode's status, the emergency pool first (biggest).
+    rc, out, _ = env.run([h, "check", os.path.join(env.tmp, "pass.htr")])
+    tr = env.record([env.prog("hello_cxx")], name="hello")
+    rc, out, _ = env.run([h, "check", tr.path, "--no-default-suppressions", "--error-exitcode=42"])
+    equal(rc, 42, "hello_cxx without the built-in suppressions")
+    leaks = gate_leaks(out)
+    check(len(leaks) >= 2 and leaks[0][0] >= leaks[1][0], "biggest first: %r" % leaks)
+    check(any(f.startswith("libstdc++") for f in leaks[0][2]), "the pool is libstdc++'s: %r" % leaks[0][2])
+    check(any("_IO_file_doallocate" in f for l in leaks for f in l[2]), "stdout's buffer: %r" % leaks)
+    total = sum(l[0] for l in leaks)
+    equal(total, tr.info["totals"]["leaked_bytes"], "the gate counts what info calls never freed")
+
+    # A leaking program: record fails with status 1, prints both stacks,
+    # biggest first, with the lines of the allocations.
+    trace = os.path.join(env.tmp, "leaky.htr")
+    rc, out, err = env.run([h, "record", "-o", trace, "--fail-on-leak", "--", env.prog("leaky")])
+    equal(rc, 1, "record --fail-on-leak of a leaking program (%s)" % err)
+    check("leak check FAILED: 5000 bytes in 2 blocks never freed (limit 0)" in err, err)
+    leaks = gate_leaks(err)
+    equal([(b, c) for b, c, _ in leaks], [(4000, 1), (1000, 1)], "leaks, biggest first")
+    more, main_line = source_line(env, "leaky.c", "leak-more"), source_line(env, "leaky.c", "leak-main")
+    check(re.match(r"leaky!leak_more  .*leaky\.c:%d$" % more, leaks[0][2][0]), "first frame %r" % leaks[0][2])
+    check(re.match(r"leaky!main  .*leaky\.c:%d$" % main_line, leaks[1][2][0]), "first frame %r" % leaks[1][2])
+    # The threshold: 5000 bytes pass a 5000-byte limit, not a 4999-byte one.
+    rc, _, _ = env.run([h, "check", trace, "--fail-on-leak=5000"])
+    equal(rc, 0, "5000 bytes leaked, limit 5000")
+    rc, _, _ = env.run([h, "check", trace, "--fail-on-leak", "4999"])
+    equal(rc, 1, "5000 bytes leaked, limit 4999")
+    # A program's own failure wins over the gate's status.
+    rc, _, err = env.run([h, "record", "-o", os.path.join(env.tmp, "f.htr"), "--fail-on-leak",
+                          "--error-exitcode", "9", "--", "/bin/false"])
+    equal(rc, 1, "the program's own status")
+    # A LeakSanitizer suppression file: leak_more's block goes, main's stays.
+    supp = os.path.join(env.tmp, "lsan.supp")
+    with open(supp, "w") as f:
+        f.write("# LeakSanitizer format\nleak:^leak_mo*\n\nrace:ignored_kind\n")
+    rc, out, err = env.run([h, "check", trace, "--suppressions", supp])
+    equal(rc, 1, "check with a suppression file")
+    equal([(b, c) for b, c, _ in gate_leaks(out)], [(1000, 1)], "left after the file's rule")
+    check(re.search(r"4000 bytes in 1 block  leak:\^leak_mo\*$", out, re.M), out)
+    check("1 line of other kinds" in err, "the race: line is reported: %r" % err)
+    with open(supp, "w") as f:
+        f.write("leak:main\nnot a rule\n")
+    rc, _, err = env.run([h, "check", trace, "--suppressions", supp])
+    one_error_line(rc, err, "a malformed suppression file", "line 2")
+    rc, out, _ = env.run([h, "check", "--print-default-suppressions"])
+    check(rc == 0 and "leak:ld-linux" in out and "leak:_IO_file_doallocate" in out, out)
 
 
 # ---------------------------------------------------------------------------
