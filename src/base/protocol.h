@@ -14,7 +14,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 1
+#define HT_PROTO_VERSION 2
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 
@@ -64,6 +64,11 @@ struct ht__shm_header {
 	_Atomic uint32_t ring_hint;	/* where recorders start looking for a free ring */
 	uint32_t pad0;
 	_Atomic uint64_t rings_exhausted; /* events dropped because no ring was free */
+	/* Lossless waits (docs/session-protocol.md, "When the ring is full"). */
+	_Atomic uint32_t drain_seq; /* futex word: bumped after a drain while waiters > 0 */
+	_Atomic uint32_t waiters;   /* recorder threads asleep on drain_seq */
+	uint64_t collector_start;   /* start time of collector_pid (field 22 of
+				       /proc/PID/stat), 0 when unknown */
 };
 
 /* ht__ring.state */
@@ -276,6 +281,38 @@ struct ht__rec_stack {
 	uint32_t pad;
 	/* uint64_t rel[nframes]; uint32_t module[nframes]; padded to 8 */
 };
+
+/*
+ * The state letter and start time (field 22, clock ticks since boot) in the
+ * text of /proc/PID/stat (NUL-terminated). Both sides judge liveness with it:
+ * the session its traced processes, a waiting recorder the collector (which
+ * stores its own start time in collector_start, so a recycled pid does not
+ * pass for it). Returns 0 when the text cannot be parsed.
+ */
+static inline int ht__parse_proc_stat(const char *buf, char *state, uint64_t *start)
+{
+	const char *p = 0;
+	for (const char *q = buf; *q; q++)
+		if (*q == ')')
+			p = q; /* the last ')': the command name may hold anything */
+	if (!p || p[1] != ' ' || !p[2])
+		return 0;
+	*state = p[2];
+	/* Field 3 is the state; skip to field 22. */
+	p += 2;
+	for (int field = 3; field < 22; field++) {
+		while (*p && *p != ' ')
+			p++;
+		if (!*p)
+			return 0;
+		p++;
+	}
+	uint64_t v = 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (uint64_t)(*p - '0');
+	*start = v;
+	return 1;
+}
 
 static inline uint32_t ht__rec_align(uint32_t n)
 {

@@ -4,6 +4,8 @@
  * releasing the ring when the thread exits, and the thread records.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -13,7 +15,13 @@
 
 #include "internal.h"
 
-#define HT_DEAD_NS 2000000000ull /* heartbeat older than this: collector gone */
+/* Only for a session nobody collects yet (collector_pid 0): no heartbeat
+   for this long and it is taken for dead. */
+#define HT_DEAD_NS 2000000000ull
+/* A heartbeat this old makes a waiter look whether the collector lives. */
+#define HT_LIVE_CHECK_NS 250000000ull
+/* A waiter's longest sleep without a wake from the collector. */
+#define HT_SLEEP_NS 50000000l
 
 static pthread_key_t ht_key;
 static int ht_key_ok;
@@ -99,36 +107,94 @@ void ht__threads_init(void)
 /* The state of one wait for the collector (for room or for a ring). */
 struct ht_wait {
 	unsigned n;
-	uint64_t since; /* when the wait began to sleep */
+	int asleep;	/* counted in the header's waiters */
+	uint32_t seq;	/* drain_seq when we last looked for room */
+	uint64_t since; /* when the wait began to yield */
 };
 
 /*
- * The collector died long ago: no heartbeat for two seconds and its process
- * is gone. A wait that starts then gives up at once instead of after two
- * more seconds; without this, once the dead session's rings are all taken,
- * every new process and thread of the program (each exec of a long shell
- * script) would stall two seconds at its first event. A session nobody
- * collects yet (collector_pid 0, a buffer waiting for its session) is never
- * gone. Cold path: the kill() is made once per wait.
+ * Is the collector's process gone (or a zombie, or its pid taken by another
+ * process since)? Read from /proc/PID/stat with raw calls (open and read are
+ * cancellation points); without /proc (hidepid), kill(pid, 0).
  */
-static int ht_collector_gone(struct ht__shm_header *h, uint64_t now, uint64_t hb)
+static int ht_pid_gone(pid_t pid, uint64_t start_time)
 {
+	char path[32] = "/proc/", *p = path + 6, digits[12];
+	int n = 0;
+	for (unsigned v = (unsigned)pid; v; v /= 10)
+		digits[n++] = (char)('0' + v % 10);
+	while (n)
+		*p++ = digits[--n];
+	memcpy(p, "/stat", 6);
+	long fd = syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 1;
+		return kill(pid, 0) < 0 && errno == ESRCH;
+	}
+	char buf[512];
+	long len = syscall(SYS_read, (int)fd, buf, sizeof buf - 1);
+	syscall(SYS_close, (int)fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	char state;
+	uint64_t start;
+	if (!ht__parse_proc_stat(buf, &state, &start))
+		return 0;
+	return state == 'Z' || state == 'X' || (start_time && start != start_time);
+}
+
+/* When a thread of this process last saw the collector alive (ht_collector_dead). */
+static _Atomic uint64_t ht_alive_seen;
+
+/*
+ * The collector is dead: its process is gone. A late heartbeat alone never
+ * says so (on 2 cores under 256 busy threads, or under SIGSTOP, a tick can
+ * come seconds late). The process is looked at only when the heartbeat is
+ * HT_LIVE_CHECK_NS old, and by one thread of the process per that interval.
+ * A session nobody collects yet (collector_pid 0: a buffer waiting for its
+ * session) has no process to look at: there the old rule stays, no
+ * heartbeat for HT_DEAD_NS since the wait began.
+ */
+static int ht_collector_dead(struct ht__shm_header *h, uint64_t now, uint64_t since)
+{
+	uint64_t hb = atomic_load(&h->heartbeat_ns);
 	pid_t pid = h->collector_pid;
-	if (pid <= 0 || now <= hb || now - hb <= HT_DEAD_NS)
+	if (pid <= 0) {
+		if (hb < since)
+			hb = since;
+		return now > hb && now - hb > HT_DEAD_NS;
+	}
+	if (now <= hb || now - hb < HT_LIVE_CHECK_NS)
+		return 0;
+	uint64_t seen = atomic_load_explicit(&ht_alive_seen, memory_order_relaxed);
+	if (now > seen && now - seen < HT_LIVE_CHECK_NS)
 		return 0;
 	int save = errno;
-	int gone = kill(pid, 0) < 0 && errno == ESRCH;
+	int gone = ht_pid_gone(pid, h->collector_start);
 	errno = save;
+	if (!gone)
+		atomic_store_explicit(&ht_alive_seen, now, memory_order_relaxed);
 	return gone;
 }
 
+static void ht_wait_end(struct ht_wait *w)
+{
+	if (w->asleep)
+		atomic_fetch_sub(&ht__g.hdr->waiters, 1);
+	w->asleep = 0;
+}
+
 /*
- * One step of waiting for the collector: spin, then yield, then sleep 50 us.
- * Returns 0 when the session is stopping or dead: no heartbeat for two
- * seconds, counted from the later of the last heartbeat and the start of
- * this wait (a collector that never beat gets two seconds too), or at once
- * when the collector is gone (ht_collector_gone). The recorder has then
- * gone dormant.
+ * One step of waiting for the collector: spin, yield a little, then sleep on
+ * the futex drain_seq, which the collector bumps after each drain while
+ * threads wait (and at most HT_SLEEP_NS, to look at the collector). The
+ * sleepers cost the collector nothing: on 2 cores, hundreds of threads
+ * polling with short sleeps took the CPU it needs to drain. Returns 0 when
+ * the session is stopping or the collector is dead (ht_collector_dead): the
+ * recorder has then stopped recording. The caller looks for room after
+ * every step and calls ht_wait_end() when done.
  */
 static int ht_wait_step(struct ht_wait *w)
 {
@@ -139,28 +205,32 @@ static int ht_wait_step(struct ht_wait *w)
 	}
 	struct ht__shm_header *h = ht__g.hdr;
 	uint64_t now = ht__clock();
-	uint64_t hb = atomic_load(&h->heartbeat_ns);
-	if (!w->since) {
+	if (!w->since)
 		w->since = now;
-		if (ht_collector_gone(h, now, hb)) {
-			ht__go_dormant();
-			return 0;
-		}
-	}
-	if (hb < w->since)
-		hb = w->since;
-	if (atomic_load(&h->state) == HT_SESSION_STOPPING || (now > hb && now - hb > HT_DEAD_NS)) {
+	if (atomic_load(&h->state) == HT_SESSION_STOPPING || ht_collector_dead(h, now, w->since)) {
+		ht_wait_end(w);
 		ht__go_dormant();
 		return 0;
 	}
-	if (i < 128) {
+	if (i < 80) {
 		sched_yield();
-	} else {
-		/* Not nanosleep(): that is a cancellation point, and malloc must
-		   not become one (a thread cancelled in here leaks the block). */
-		struct timespec ts = {0, 50000};
-		syscall(SYS_nanosleep, &ts, NULL);
+		return 1;
 	}
+	if (!w->asleep) {
+		/* Counted first, then the sequence read: a drain after this read
+		   changes it, so the futex wait below cannot miss that drain. The
+		   caller looks for room once more before the first sleep. */
+		w->asleep = 1;
+		atomic_fetch_add(&h->waiters, 1);
+		w->seq = atomic_load(&h->drain_seq);
+		return 1;
+	}
+	/* The raw system call: malloc must not become a cancellation point. */
+	struct timespec ts = {0, HT_SLEEP_NS};
+	int save = errno;
+	syscall(SYS_futex, &h->drain_seq, FUTEX_WAIT, w->seq, &ts, NULL, 0);
+	errno = save;
+	w->seq = atomic_load(&h->drain_seq);
 	return 1;
 }
 
@@ -215,7 +285,7 @@ static int ht_claim(struct ht__thread *t)
 {
 	if (!t->tid)
 		t->tid = (int32_t)syscall(SYS_gettid);
-	struct ht_wait w = {0, 0};
+	struct ht_wait w = {0};
 	while (!ht_try_claim(t)) {
 		/* After one timeout, later events only try once each. */
 		if (t->no_ring || atomic_load(&ht__g.state) == HT_ST_DORMANT)
@@ -227,14 +297,16 @@ static int ht_claim(struct ht__thread *t)
 			return 0;
 		if (!w.since)
 			continue;
-		uint64_t now = ht__clock();
+		/* Only the collector's ticking counts: a stopped collector frees
+		   no ring, however long it is stopped. */
 		uint64_t hb = atomic_load_explicit(&ht__g.hdr->heartbeat_ns, memory_order_relaxed);
-		if (now - w.since > HT_DEAD_NS || (hb > w.since && hb - w.since > HT_CLAIM_NS)) {
+		if (hb > w.since && hb - w.since > HT_CLAIM_NS) {
 			t->no_ring = 1;
-			atomic_store_explicit(&ht_claim_gave_up, now, memory_order_relaxed);
+			atomic_store_explicit(&ht_claim_gave_up, ht__clock(), memory_order_relaxed);
 			goto fail;
 		}
 	}
+	ht_wait_end(&w);
 	t->no_ring = 0;
 	if (t->exited)
 		return 1;
@@ -251,6 +323,7 @@ static int ht_claim(struct ht__thread *t)
 	}
 	return 1;
 fail:
+	ht_wait_end(&w);
 	atomic_fetch_add(&ht__g.hdr->rings_exhausted, 1);
 	return 0;
 }
@@ -261,7 +334,7 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 		return 0;
 	if (len > ht__g.ring_size - 16)
 		return 0; /* can never fit */
-	struct ht_wait w = {0, 0};
+	struct ht_wait w = {0};
 	for (;;) {
 		uint32_t off = (uint32_t)t->wpos & ht__g.ring_mask;
 		uint32_t tail = ht__g.ring_size - off;
@@ -272,8 +345,10 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 			t->limit = atomic_load_explicit(&t->ring->read_pos, memory_order_acquire) +
 				   ht__g.ring_size;
 		if (t->wpos + want <= t->limit) {
-			if (want == need)
+			if (want == need) {
+				ht_wait_end(&w);
 				return 1;
+			}
 			struct ht__rec *pad = (struct ht__rec *)(t->data + off);
 			memset(pad, 0, sizeof *pad);
 			pad->type = HT_REC_PAD;
@@ -287,6 +362,7 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 			    &t->ring->lost,
 			    atomic_load_explicit(&t->ring->lost, memory_order_relaxed) + 1,
 			    memory_order_relaxed);
+			ht_wait_end(&w);
 			return 0;
 		}
 		if (!ht_wait_step(&w))

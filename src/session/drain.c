@@ -7,6 +7,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -615,6 +617,23 @@ static int flush_sink(struct ht__session *s, uint64_t now)
 	return rc;
 }
 
+/*
+ * Recorder threads wait asleep on drain_seq for room or a ring (lossless
+ * mode): after a drain, bump it and wake them all, each looks at its own
+ * ring. The fence orders our read_pos stores before the load of waiters,
+ * against a waiter that counts itself before it looks at read_pos. While
+ * anyone waits, tick again soon.
+ */
+static void wake_waiters(struct ht__session *s)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load(&s->hdr->waiters))
+		return;
+	s->hurry = true;
+	atomic_fetch_add(&s->hdr->drain_seq, 1);
+	syscall(SYS_futex, &s->hdr->drain_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 static int tick(struct ht__session *s);
 
 int ht__session_tick(struct ht__session *s)
@@ -644,6 +663,7 @@ static int tick(struct ht__session *s)
 	uint64_t wm = now > 1000000 ? now - 1000000 : 0;
 	s->hurry = false;
 	int in_use = drain_all(s, &wm, s->tick % DEAD_CHECK_TICKS == 0, false);
+	wake_waiters(s);
 	s->next_tick_ns = now + (s->hurry ? HT__TICK_NS / 10 : HT__TICK_NS);
 	if (in_use < 0)
 		return in_use;
@@ -683,6 +703,7 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 		return s->sink_err;
 	s->finishing = true;
 	atomic_store_explicit(&s->hdr->state, HT_SESSION_STOPPING, memory_order_release);
+	wake_waiters(s); /* they see STOPPING and pass through */
 	uint64_t now = ht__now_ns();
 	atomic_store(&s->hdr->heartbeat_ns, now);
 	s->now_ns = now;

@@ -43,10 +43,29 @@ enum ht__pid_state ht__pid_state(pid_t pid)
 	if (n <= 0)
 		return HT__PID_ALIVE;
 	buf[n] = 0;
-	/* The state follows the last ')': the command name may hold anything. */
-	const char *rp = strrchr(buf, ')');
-	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X') ? HT__PID_ZOMBIE
-								    : HT__PID_ALIVE;
+	char state;
+	uint64_t start;
+	return ht__parse_proc_stat(buf, &state, &start) && (state == 'Z' || state == 'X')
+		   ? HT__PID_ZOMBIE
+		   : HT__PID_ALIVE;
+}
+
+/* Our own start time, for recorders to tell us from a process that got our
+   pid after we died (protocol.h, collector_start). 0 when unknown. */
+static uint64_t self_start_time(void)
+{
+	char buf[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	char state;
+	uint64_t start = 0;
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return ht__parse_proc_stat(buf, &state, &start) ? start : 0;
 }
 
 /*
@@ -211,6 +230,7 @@ int ht__shm_create(struct ht__session *s)
 	h->flags = s->cfg.flags;
 	h->stack_mask = s->cfg.stack_mask;
 	h->collector_pid = (int32_t)getpid();
+	h->collector_start = self_start_time();
 	h->root_pid = 0;
 	h->t0_ns = ht__now_ns();
 	atomic_store(&h->next_stack_id, 1);

@@ -8,14 +8,19 @@
  *            [-x MS] [-S MS] [-p LIBHEAPTRAIL] -- CMD [ARGS]
  *
  * -l lossy, -n no-follow, -t print timestamps, -o write records to FILE
- * instead of stdout. -x MS plays a hung collector: after MS milliseconds it
- * stops its heartbeat and draining until the command ends. -S MS sets the
+ * instead of stdout. -x MS plays a collector that dies: the session names a
+ * stand-in process as its collector, and after MS milliseconds that process
+ * is killed and ringdump stops its heartbeat and draining until the command
+ * ends. -P MS:DUR plays a stopped collector: no heartbeat and no draining
+ * from MS for DUR milliseconds, then it goes on. -S MS sets the
  * session to STOPPING after MS milliseconds (and keeps draining). The library defaults to
  * $RINGDUMP_LIB. Exits with the command's status (128 + signal when it was killed).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -25,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,11 +147,17 @@ static void drain_ring(uint32_t i)
 	}
 }
 
+/* As the collector does: wake the recorder threads that wait for room. */
 static void drain_all(void)
 {
 	atomic_store(&hdr->heartbeat_ns, now_ns());
 	for (uint32_t i = 0; i < ring_count; i++)
 		drain_ring(i);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&hdr->waiters)) {
+		atomic_fetch_add(&hdr->drain_seq, 1);
+		syscall(SYS_futex, &hdr->drain_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
 }
 
 static int by_time(const void *a, const void *b)
@@ -351,7 +363,7 @@ static void usage(void)
 	fprintf(
 	    stderr,
 	    "usage: ringdump [-r RINGS] [-s RING_SIZE] [-k STACK_MASK] [-l] [-n] [-t] [-o FILE] "
-	    "[-x MS] [-S MS] [-p LIB] -- CMD [ARGS]\n");
+	    "[-x MS] [-P MS:DUR] [-S MS] [-p LIB] -- CMD [ARGS]\n");
 	exit(2);
 }
 
@@ -359,9 +371,9 @@ int main(int argc, char **argv)
 {
 	uint32_t nrings = 16, rsize = 1u << 20, mask = HT_STK_DEFAULT, flags = 0;
 	int with_ts = 0, opt;
-	long hang_ms = -1, stop_ms = -1;
+	long hang_ms = -1, stop_ms = -1, pause_ms = -1, pause_dur = 0;
 	const char *lib = getenv("RINGDUMP_LIB"), *out = NULL;
-	while ((opt = getopt(argc, argv, "+r:s:k:lntp:o:x:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "+r:s:k:lntp:o:x:P:S:")) != -1) {
 		switch (opt) {
 		case 'r':
 			nrings = (uint32_t)strtoul(optarg, NULL, 0);
@@ -390,6 +402,12 @@ int main(int argc, char **argv)
 		case 'x':
 			hang_ms = strtol(optarg, NULL, 0);
 			break;
+		case 'P': {
+			char *end;
+			pause_ms = strtol(optarg, &end, 0);
+			pause_dur = *end == ':' ? strtol(end + 1, NULL, 0) : 0;
+			break;
+		}
 		case 'S':
 			stop_ms = strtol(optarg, NULL, 0);
 			break;
@@ -433,6 +451,19 @@ int main(int argc, char **argv)
 	hdr->flags = flags;
 	hdr->stack_mask = mask;
 	hdr->collector_pid = getpid();
+	pid_t stand_in = -1;
+	if (hang_ms >= 0) {
+		stand_in = fork();
+		if (stand_in == 0) {
+			for (;;)
+				pause();
+		}
+		if (stand_in < 0) {
+			perror("ringdump: fork");
+			return 99;
+		}
+		hdr->collector_pid = stand_in;
+	}
 	hdr->t0_ns = now_ns();
 	atomic_store(&hdr->next_stack_id, 1);
 	atomic_store(&hdr->heartbeat_ns, now_ns());
@@ -463,7 +494,14 @@ int main(int argc, char **argv)
 		uint64_t ms = (now_ns() - start) / 1000000;
 		if (stop_ms >= 0 && ms >= (uint64_t)stop_ms)
 			atomic_store(&hdr->state, HT_SESSION_STOPPING);
-		if (hang_ms < 0 || ms < (uint64_t)hang_ms)
+		if (hang_ms >= 0 && ms >= (uint64_t)hang_ms && stand_in > 0) {
+			kill(stand_in, SIGKILL);
+			waitpid(stand_in, NULL, 0);
+			stand_in = 0;
+		}
+		int paused = pause_ms >= 0 && ms >= (uint64_t)pause_ms &&
+			     ms < (uint64_t)(pause_ms + pause_dur);
+		if ((hang_ms < 0 || ms < (uint64_t)hang_ms) && !paused)
 			drain_all();
 		int st;
 		pid_t p = waitpid(-1, &st, WNOHANG);
