@@ -60,7 +60,7 @@ struct ht_trace_properties {
 	char file[4096];
 	uint32_t buffer_size;	/* bytes per buffer (one per thread), a power of
 				   two >= 4096; 0: 1 MiB */
-	uint32_t buffers;	/* number of buffers, 1 .. 65536; 0: 256 */
+	uint32_t buffers;	/* number of buffers, 1 .. 65536; 0: 512 */
 	uint32_t flags;		/* HT_TRACE_*; unknown bits: HT_ERR_FLAGS */
 	uint64_t max_file_size; /* > 0: the session ends by itself (trace
 				   finished and symbolized) once the file is

@@ -51,7 +51,7 @@ static const char usage_text[] =
     "  --lossy             drop events (and count them) when a buffer is full,\n"
     "                      instead of making the program wait\n"
     "  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
-    "  --buffers N         number of thread buffers (default 256)\n"
+    "  --buffers N         number of thread buffers (default 512)\n"
     "  --force             replace FILE if it exists (atomically; a device or FIFO\n"
     "                      is written in place; docs/outputs.md)\n"
     "  -q, --quiet         print nothing but errors\n"

@@ -33,7 +33,7 @@ static const char usage_text[] =
     "                      heap-destroy, or none or all\n"
     "                      (default: alloc,realloc,mmap,mprotect)\n"
     "  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
-    "  --buffers N         number of thread buffers (default 256)\n"
+    "  --buffers N         number of thread buffers (default 512)\n"
     "  --lossy             drop events (and count them) when a buffer is full\n"
     "  --ifeo              programs enabled for IFEO join this session\n"
     "  --max-size SIZE     end the session by itself once the trace is this big\n"

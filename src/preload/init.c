@@ -305,7 +305,7 @@ dormant:
 }
 
 /*
- * The session is mapped whole (256 MiB by default), and under an
+ * The session is mapped whole (512 MiB by default), and under an
  * address-space limit (ulimit -v) that comes out of the program's budget:
  * an allocation that works natively would fail traced. When the session
  * would take more than a quarter of the limit, the program runs untraced.

@@ -38,7 +38,7 @@
 #include "heaptrail/trace.h"
 
 #define HT__RING_SIZE_DEFAULT (1u << 20)
-#define HT__RING_COUNT_DEFAULT 256u
+#define HT__RING_COUNT_DEFAULT 512u
 #define HT__TICK_NS 10000000ull	   /* drain period: 10 ms */
 #define HT__FLUSH_NS 1000000000ull /* sink flush period: 1 s */
 
@@ -88,7 +88,7 @@ struct ht__session_config {
 	const char *dir;     /* NULL: ht__session_default_dir() */
 	const char *name;    /* file name in dir; NULL: a unique "session-PID-XXXXXX" */
 	uint32_t ring_size;  /* power of two >= 4096; 0: 1 MiB */
-	uint32_t ring_count; /* 1 .. 65536; 0: 256 */
+	uint32_t ring_count; /* 1 .. 65536; 0: 512 */
 	uint32_t flags;	     /* HT_SHM_LOSSY, HT_SHM_NO_FOLLOW */
 	uint32_t stack_mask; /* HT_STK_* */
 	bool reap_children;  /* waitpid() any child each tick (the launcher, a subreaper) */
