@@ -6,11 +6,12 @@
 #   scripts/deps.sh bench   testing plus what the benchmarks need
 set -euo pipefail
 what=${1:-build}
-pkgs=(gcc g++ make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev)
+pkgs=(gcc g++ make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev
+      libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
 case "$what" in
   build) ;;
   test) pkgs+=(python3 heaptrack procps chromium clang-format
-    libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev) ;;
+    libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev golang-go) ;;
   bench) pkgs+=(python3 heaptrack procps jq chromium) ;;
   *) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
 esac

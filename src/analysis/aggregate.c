@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NO_ID UINT32_MAX
+#include "analysis/intern.h"
+#include "analysis/temporary.h"
+
 #define NO_STACK_KEY "[no stack]"
 
 /* A counter row of the handle grouping: (process, heap, stack) -> counts. */
@@ -20,14 +22,6 @@ struct hentry {
 	uint32_t process;
 	uint32_t stack;
 	bool used;
-};
-
-/* Interned strings (frame texts, module names): text <-> id. */
-struct intern {
-	char **strs;
-	uint32_t count, alloc;
-	uint32_t *tab; /* open addressing: id + 1, 0 empty */
-	size_t cap;
 };
 
 /* A group being built at the end: its key is a sequence of interned ids. */
@@ -53,9 +47,11 @@ struct ht_agg {
 	uint8_t *pcache; /* per process index: 0 unknown, 1 wanted, 2 not */
 	uint32_t pcache_len;
 
-	uint32_t *ftext; /* per frame id: interned text id, NO_ID unknown */
+	struct ht_temp_tracker *temp; /* with q->temporary_only */
+
+	uint32_t *ftext; /* per frame id: interned text id, HT__NO_ID unknown */
 	uint32_t ftext_len;
-	struct intern in;
+	struct ht__intern in;
 
 	/* finish */
 	struct group *groups;
@@ -67,86 +63,12 @@ struct ht_agg {
 	size_t gcap;
 };
 
-static uint64_t mix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return mix64(h);
-}
-
 static uint64_t hash_seq(const uint32_t *v, uint32_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
 	for (uint32_t i = 0; i < n; i++)
-		h = mix64(h ^ v[i]) + i;
-	return mix64(h);
-}
-
-/* Grows a table so that count + 1 entries keep it at most half full. */
-static int intern_grow(struct intern *in)
-{
-	size_t ncap = in->cap ? in->cap * 2 : 1024;
-	uint32_t *nt = calloc(ncap, sizeof(*nt));
-	if (!nt)
-		return HT_ERR_NOMEM;
-	for (uint32_t id = 0; id < in->count; id++) {
-		size_t i = hash_str(in->strs[id]) & (ncap - 1);
-		while (nt[i])
-			i = (i + 1) & (ncap - 1);
-		nt[i] = id + 1;
-	}
-	free(in->tab);
-	in->tab = nt;
-	in->cap = ncap;
-	return 0;
-}
-
-/* The id of text s, adding a copy when new; NO_ID when out of memory. */
-static uint32_t intern_id(struct intern *in, const char *s)
-{
-	if ((in->count + 1) * 2 > in->cap && intern_grow(in) < 0)
-		return NO_ID;
-	size_t i = hash_str(s) & (in->cap - 1);
-	while (in->tab[i]) {
-		uint32_t id = in->tab[i] - 1;
-		if (!strcmp(in->strs[id], s))
-			return id;
-		i = (i + 1) & (in->cap - 1);
-	}
-	if (in->count == in->alloc) {
-		uint32_t na = in->alloc ? in->alloc * 2 : 1024;
-		char **ns = realloc(in->strs, na * sizeof(*ns));
-		if (!ns)
-			return NO_ID;
-		in->strs = ns;
-		in->alloc = na;
-	}
-	char *copy = strdup(s);
-	if (!copy)
-		return NO_ID;
-	in->strs[in->count] = copy;
-	in->tab[i] = ++in->count;
-	return in->count - 1;
-}
-
-static void intern_release(struct intern *in)
-{
-	for (uint32_t i = 0; i < in->count; i++)
-		free(in->strs[i]);
-	free(in->strs);
-	free(in->tab);
-	memset(in, 0, sizeof(*in));
+		h = ht__mix64(h ^ v[i]) + i;
+	return ht__mix64(h);
 }
 
 /* The pass gives every heap block that ends; the end of the trace grows as it reads. */
@@ -155,14 +77,37 @@ static int life_end(void *ctx, struct ht_pass *p, const struct ht_life *life)
 	return ht_agg_add(ctx, life, ht_pass_end_ts(p));
 }
 
+/* With --temporary: whether each block is temporary, then the count. */
+static int life_end_temp(void *ctx, struct ht_pass *p, const struct ht_life *life)
+{
+	struct ht_agg *a = ctx;
+	struct ht_life l = *life;
+	l.temporary = ht_temp_is(a->temp, life);
+	return ht_agg_add(a, &l, ht_pass_end_ts(p));
+}
+
+/* The allocations, after the blocks they end were judged (pass order). */
+static int temp_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+{
+	(void)p;
+	return ht_temp_event(((struct ht_agg *)ctx)->temp, ev);
+}
+
 static const struct ht_consumer agg_consumer = {
     .name = "aggregate",
     .life = life_end,
 };
 
+static const struct ht_consumer agg_temp_consumer = {
+    .name = "aggregate --temporary",
+    .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_REALLOC),
+    .event = temp_event,
+    .life = life_end_temp,
+};
+
 int ht_agg_attach(struct ht_agg *a, struct ht_pass *p)
 {
-	int id = ht_pass_add(p, &agg_consumer, a);
+	int id = ht_pass_add(p, a->temp ? &agg_temp_consumer : &agg_consumer, a);
 	if (id < 0)
 		return id;
 	/*
@@ -172,6 +117,9 @@ int ht_agg_attach(struct ht_agg *a, struct ht_pass *p)
 	 */
 	if (a->q->has_range)
 		ht_pass_stop_at(p, id, a->q->range_end);
+	/* At one moment, likewise: what is live then is ended as live. */
+	if (a->q->has_at)
+		ht_pass_stop_at(p, id, a->q->at_ts + 1);
 	return 0;
 }
 
@@ -185,6 +133,10 @@ int ht_agg_new(struct ht_agg **out, const struct ht_query *q, struct ht_reader *
 	const struct ht_trace_info *info = ht_reader_info(r);
 	a->symbols = q->symbols < 0 ? (info && (info->flags & HT_TRACEF_SYMBOLS)) : q->symbols > 0;
 	a->handle_by_stack = q->require.count > 0;
+	if (q->temporary_only && !(a->temp = ht_temp_new())) {
+		free(a);
+		return HT_ERR_NOMEM;
+	}
 	*out = a;
 	return 0;
 }
@@ -193,11 +145,12 @@ void ht_agg_free(struct ht_agg *a)
 {
 	if (!a)
 		return;
+	ht_temp_free(a->temp);
 	free(a->stacks);
 	free(a->htab);
 	free(a->pcache);
 	free(a->ftext);
-	intern_release(&a->in);
+	ht__intern_release(&a->in);
 	free(a->groups);
 	free(a->seqs);
 	free(a->frames);
@@ -205,26 +158,36 @@ void ht_agg_free(struct ht_agg *a)
 	free(a);
 }
 
+/* Whether process p had ended (exit, exec) by ts: its blocks are gone then. */
+static bool ended_by(const struct ht_process *pr, uint64_t ts)
+{
+	return pr && (pr->flags & (HT_PROCF_EXITED | HT_PROCF_SIGNALED | HT_PROCF_EXECED)) &&
+	       pr->end_ts <= ts;
+}
+
+/* Whether pid passes -pid, and with has_at whether the process still ran then. */
+static bool process_passes(const struct ht_agg *a, const struct ht_process *pr)
+{
+	return pr && ht_query_wants_pid(a->q, pr->pid) &&
+	       !(a->q->has_at && ended_by(pr, a->q->at_ts));
+}
+
 /* Whether blocks of process index p pass -pid (cached per index). */
 static bool process_wanted(struct ht_agg *a, uint32_t p)
 {
-	if (!a->q->pid_count)
+	if (!a->q->pid_count && !a->q->has_at)
 		return true;
 	if (p >= a->pcache_len) {
 		uint32_t n = p + 64;
 		uint8_t *nc = realloc(a->pcache, n);
-		if (!nc) {
-			const struct ht_process *pr = ht_reader_process(a->r, p);
-			return pr && ht_query_wants_pid(a->q, pr->pid);
-		}
+		if (!nc)
+			return process_passes(a, ht_reader_process(a->r, p));
 		memset(nc + a->pcache_len, 0, n - a->pcache_len);
 		a->pcache = nc;
 		a->pcache_len = n;
 	}
-	if (!a->pcache[p]) {
-		const struct ht_process *pr = ht_reader_process(a->r, p);
-		a->pcache[p] = pr && ht_query_wants_pid(a->q, pr->pid) ? 1 : 2;
-	}
+	if (!a->pcache[p])
+		a->pcache[p] = process_passes(a, ht_reader_process(a->r, p)) ? 1 : 2;
 	return a->pcache[p] == 1;
 }
 
@@ -252,7 +215,7 @@ static size_t hentry_slot(const struct hentry *tab, size_t cap, uint32_t process
 			  uint32_t stack)
 {
 	size_t i =
-	    mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull) & (cap - 1);
+	    ht__mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull) & (cap - 1);
 	while (tab[i].used &&
 	       (tab[i].process != process || tab[i].heap != heap || tab[i].stack != stack))
 		i = (i + 1) & (cap - 1);
@@ -352,24 +315,24 @@ static uint32_t frame_text_id(struct ht_agg *a, uint32_t frame)
 			n = frame + 1;
 		uint32_t *nf = realloc(a->ftext, n * sizeof(*nf));
 		if (!nf)
-			return NO_ID;
+			return HT__NO_ID;
 		memset(nf + a->ftext_len, 0xff, (n - a->ftext_len) * sizeof(*nf));
 		a->ftext = nf;
 		a->ftext_len = n;
 	}
-	if (a->ftext[frame] != NO_ID)
+	if (a->ftext[frame] != HT__NO_ID)
 		return a->ftext[frame];
 	char buf[512];
 	int len = ht_frame_text(a->r, frame, a->symbols, buf, sizeof(buf));
 	uint32_t id;
 	if (len < (int)sizeof(buf)) {
-		id = intern_id(&a->in, buf);
+		id = ht__intern_id(&a->in, buf);
 	} else {
 		char *big = malloc((size_t)len + 1);
 		if (!big)
-			return NO_ID;
+			return HT__NO_ID;
 		ht_frame_text(a->r, frame, a->symbols, big, (size_t)len + 1);
-		id = intern_id(&a->in, big);
+		id = ht__intern_id(&a->in, big);
 		free(big);
 	}
 	a->ftext[frame] = id;
@@ -379,7 +342,7 @@ static uint32_t frame_text_id(struct ht_agg *a, uint32_t frame)
 const char *ht_agg_frame_text(struct ht_agg *a, uint32_t frame)
 {
 	uint32_t id = frame_text_id(a, frame);
-	return id == NO_ID ? "?" : a->in.strs[id];
+	return id == HT__NO_ID ? "?" : a->in.strs[id];
 }
 
 static int gtab_grow(struct ht_agg *a)
@@ -446,7 +409,7 @@ static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint
 	memcpy(a->frames + a->seqs_len, frames, n * sizeof(*frames));
 	a->seqs_len += n;
 	a->gtab[i] = (uint32_t)++a->ngroups;
-	g->stack = NO_ID;
+	g->stack = HT__NO_ID;
 	return g;
 }
 
@@ -573,11 +536,11 @@ static int finish_stacks(struct ht_agg *a, struct ht_frame_matcher *mc, struct h
 			if (grp == HT_GROUP_IMAGE) {
 				struct ht_match_frame mf;
 				ht_match_frame_from_reader(a->r, frames[i], &mf);
-				id = intern_id(&a->in, mf.module_name ? mf.module_name : "?");
+				id = ht__intern_id(&a->in, mf.module_name ? mf.module_name : "?");
 			} else {
 				id = frame_text_id(a, frames[i]);
 			}
-			if (id == NO_ID) {
+			if (id == HT__NO_ID) {
 				rc = HT_ERR_NOMEM;
 				goto out;
 			}
@@ -597,7 +560,7 @@ static int finish_stacks(struct ht_agg *a, struct ht_frame_matcher *mc, struct h
 			rc = HT_ERR_NOMEM;
 			break;
 		}
-		if (g->stack == NO_ID)
+		if (g->stack == HT__NO_ID)
 			g->stack = s;
 		counts_sum(&g->c, c);
 	}

@@ -29,6 +29,9 @@ struct ht_life {
 	uint8_t func;	      /* enum ht_func of the allocating call */
 	uint8_t from_realloc; /* the block was made by a realloc call */
 	uint8_t freed_by_realloc;
+	/* Freed before its thread allocated again (set by temporary.h's
+	   tracker for the consumers that run one; 0 otherwise). */
+	uint8_t temporary;
 };
 
 /*

@@ -58,7 +58,7 @@ bool ht_query_wants_pid(const struct ht_query *q, int32_t pid)
 
 int ht_query_prepare(struct ht_query *q)
 {
-	if (q->has_range && q->range_end <= q->range_start)
+	if (q->has_range && (q->range_end <= q->range_start || q->has_at))
 		return HT_ERR_INVALID;
 	if (q->life_max <= q->life_min || q->size_max <= q->size_min)
 		return HT_ERR_INVALID;
@@ -107,10 +107,18 @@ bool ht_query_accepts(const struct ht_query *q, const struct ht_life *life, uint
 		if (q->range_end < end)
 			end = q->range_end;
 	}
+	if (q->has_at) {
+		if (life->alloc_ts > q->at_ts || life->free_ts <= q->at_ts)
+			return false;
+		if (q->at_ts < end)
+			end = q->at_ts;
+	}
+	if (q->temporary_only && !life->temporary)
+		return false;
 	if (life->size < q->size_min || life->size >= q->size_max)
 		return false;
-	bool freed =
-	    life->free_ts != HT_TS_NEVER && (!q->has_range || life->free_ts < q->range_end);
+	bool freed = life->free_ts != HT_TS_NEVER &&
+		     (!q->has_range || life->free_ts < q->range_end) && !q->has_at;
 	if (q->life_min || q->life_max != UINT64_MAX) {
 		uint64_t stop = freed ? life->free_ts : end;
 		uint64_t lifetime = stop > life->alloc_ts ? stop - life->alloc_ts : 0;

@@ -76,6 +76,18 @@ struct ht_query {
 	bool top_given;	  /* the user asked for top (so a cut is expected, not reported) */
 	bool totals_only; /* only the totals */
 	int symbols; /* 1 with symbols, 0 offsets only, -1 (default): when the trace has them */
+	/*
+	 * One moment instead of a range (--at-peak, --metric peak): with has_at
+	 * a block counts when it is live at at_ts (alloc_ts <= at_ts < free_ts)
+	 * in a process that has not ended by then, and it is outstanding.
+	 * ht_summary_at_peak() (summary.h) sets it to the heap's peak. Not
+	 * combined with has_range.
+	 */
+	bool at_peak; /* asked for the peak: front ends call ht_summary_at_peak() */
+	bool has_at;
+	uint64_t at_ts;
+	/* Only temporary blocks (heaptrack's definition, temporary.h). */
+	bool temporary_only;
 };
 
 /* Everything, whole trace, HT_GROUP_HANDLE, HT_SORT_SO, default cull list on. */
@@ -114,6 +126,8 @@ const char *ht_sort_title(enum ht_sort s);
  * - lifetime and size must be in [min, max).
  *
  * trace_end is the end of the trace in ns (the last event or the duration).
+ * With has_at, the range is [0, at_ts] and only blocks live at at_ts count;
+ * with temporary_only, only blocks whose life->temporary is set.
  */
 bool ht_query_accepts(const struct ht_query *q, const struct ht_life *life, uint64_t trace_end,
 		      bool *outstanding);

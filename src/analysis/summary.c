@@ -10,6 +10,7 @@
 
 #include "analysis/commit.h"
 #include "analysis/lifetime.h"
+#include "analysis/temporary.h"
 
 struct proc_live {
 	uint64_t bytes; /* outstanding heap bytes now */
@@ -21,6 +22,7 @@ struct run {
 	struct proc_live *live;
 	uint32_t nlive;
 	uint64_t total_bytes; /* outstanding in processes that still run */
+	struct ht_temp_tracker *temp;
 	int err;
 };
 
@@ -54,6 +56,12 @@ static void on_life_end(void *ctx, const struct ht_life *l)
 		return;
 	}
 	struct ht_summary_counts *c = &r->s->procs[l->process];
+	if (ht_temp_is(r->temp, l)) {
+		c->temporary_count++;
+		c->temporary_bytes += l->size;
+		r->s->total.temporary_count++;
+		r->s->total.temporary_bytes += l->size;
+	}
 	if (l->free_ts == HT_TS_NEVER) {
 		c->leaked_bytes += l->size;
 		c->leaked_count++;
@@ -106,17 +114,24 @@ void ht_summary_release(struct ht_summary *s)
 
 int ht_summary_run(struct ht_summary *s, struct ht_reader *reader)
 {
+	return ht_summary_run_query(s, reader, NULL);
+}
+
+int ht_summary_run_query(struct ht_summary *s, struct ht_reader *reader, const struct ht_query *q)
+{
 	memset(s, 0, sizeof(*s));
-	struct run r = {.s = s};
+	struct run r = {.s = s, .temp = ht_temp_new()};
 	struct ht_life_tracker *lt = ht_life_new(on_life_end, &r);
 	struct ht_commit_tracker *ct = ht_commit_new(NULL, NULL);
 	int rc = HT_ERR_NOMEM;
-	if (!lt || !ct)
+	if (!lt || !ct || !r.temp)
 		goto out;
 	if ((rc = ht_reader_rewind(reader)) < 0)
 		goto out;
 	struct ht_event ev;
 	while ((rc = ht_reader_next(reader, &ev)) > 0) {
+		if (q && q->pid_count && !ht_query_wants_pid(q, ev.pid))
+			continue;
 		if (ev.type < HT_EV__COUNT)
 			s->events[ev.type]++;
 		s->event_count++;
@@ -124,7 +139,8 @@ int ht_summary_run(struct ht_summary *s, struct ht_reader *reader)
 		if ((rc = reserve(&r, ev.process)) < 0)
 			break;
 		uint64_t unknown = ht_life_stats(lt)->unknown_frees;
-		if ((rc = ht_life_event(lt, &ev)) < 0 || (rc = ht_commit_event(ct, &ev)) < 0)
+		if ((rc = ht_life_event(lt, &ev)) < 0 || (rc = ht_commit_event(ct, &ev)) < 0 ||
+		    (rc = ht_temp_event(r.temp, &ev)) < 0)
 			break;
 		if (r.err) {
 			rc = r.err;
@@ -209,8 +225,25 @@ int ht_summary_run(struct ht_summary *s, struct ht_reader *reader)
 out:
 	ht_life_free(lt);
 	ht_commit_free(ct);
+	ht_temp_free(r.temp);
 	free(r.live);
 	if (rc < 0)
 		ht_summary_release(s);
 	return rc;
+}
+
+int ht_summary_at_peak(struct ht_query *q, struct ht_reader *r, uint64_t *bytes)
+{
+	if (q->has_range)
+		return HT_ERR_INVALID;
+	struct ht_summary s;
+	int rc = ht_summary_run_query(&s, r, q);
+	if (rc < 0)
+		return rc;
+	q->has_at = true;
+	q->at_ts = s.total.peak_ts;
+	if (bytes)
+		*bytes = s.total.peak_bytes;
+	ht_summary_release(&s);
+	return ht_reader_rewind(r);
 }

@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include "analysis/query.h"
 #include "heaptrail/trace.h"
 
 /* The counters of one process image, or of all of them. */
@@ -39,6 +40,9 @@ struct ht_summary_counts {
 	uint64_t commit_bytes;
 	uint64_t committed_peak_bytes;
 	uint64_t committed_peak_ts;
+	/* Blocks freed before their thread allocated again (temporary.h). */
+	uint64_t temporary_count;
+	uint64_t temporary_bytes;
 };
 
 struct ht_summary {
@@ -56,6 +60,19 @@ struct ht_summary {
  * reader's, or HT_ERR_NOMEM); *s is released on error.
  */
 int ht_summary_run(struct ht_summary *s, struct ht_reader *r);
+
+/* The same over the processes q's -pid list keeps (every one when q is NULL
+   or lists none); events of the others are skipped. */
+int ht_summary_run_query(struct ht_summary *s, struct ht_reader *r, const struct ht_query *q);
+
+/*
+ * Point q at the heap's peak: the moment the outstanding heap bytes of q's
+ * processes (summed, a process leaving the sum when it exits, as info's
+ * total) were first at their highest. Sets q->has_at and q->at_ts, and
+ * *bytes (when not NULL) to the peak. Reads the whole trace and rewinds r
+ * after. Returns 0 or a negative error; HT_ERR_INVALID when q has a range.
+ */
+int ht_summary_at_peak(struct ht_query *q, struct ht_reader *r, uint64_t *bytes);
 
 void ht_summary_release(struct ht_summary *s);
 

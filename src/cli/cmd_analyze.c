@@ -15,8 +15,11 @@
 
 #include "analysis/aggregate.h"
 #include "analysis/query.h"
+#include "analysis/summary.h"
 #include "cli/builtin.h"
+#include "cli/agg_side.h"
 #include "cli/common.h"
+#include "cli/query_opts.h"
 #include "heaptrail/trace.h"
 
 static const char usage_text[] =
@@ -40,6 +43,10 @@ static const char usage_text[] =
     "  -pid PID               only this process (repeatable, or PID,PID...)\n"
     "  -range T1 T2           only events in [T1, T2); an allocation is outstanding\n"
     "                         when it has no free inside the range\n"
+    "  --at-peak              the allocations live when the heap was largest (of\n"
+    "                         the -pid processes, or of the whole trace)\n"
+    "  --temporary            only temporary allocations: freed before the thread\n"
+    "                         that made them allocated again (heaptrack's meaning)\n"
     "  -lifetime L1 L2        only allocations with L1 <= lifetime < L2; one not\n"
     "                         freed in the range lives up to the range's end (the\n"
     "                         trace's end without -range)\n"
@@ -75,7 +82,6 @@ struct opts {
 	const char *file;
 	enum out_format format;
 	bool mode_given;
-	bool symbols_asked;
 };
 
 static bool is_sort_key(const char *s)
@@ -102,120 +108,6 @@ static _Noreturn void bad_key(const char *s)
 	die("unknown sort key '%s'; use so, soc, st, stc or src", s);
 }
 
-/* The option name without dashes and underscores, lowercase: "cullframes". */
-static void norm_name(const char *arg, size_t len, char *out, size_t cap)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < len && o + 1 < cap; i++) {
-		if (arg[i] == '-' || arg[i] == '_')
-			continue;
-		out[o++] = (char)tolower((unsigned char)arg[i]);
-	}
-	out[o] = '\0';
-}
-
-/* The value of option opt: the "=VALUE" part, or the next argument. */
-static const char *need_value(int argc, char **argv, int *i, const char *inline_val,
-			      const char *opt)
-{
-	if (inline_val)
-		return inline_val;
-	if (*i + 1 >= argc)
-		die("option '%s' needs a value", opt);
-	return argv[++*i];
-}
-
-/*
- * Two values: "-range T1 T2", or "--range=T1,T2". The inline form is split at
- * its comma into buf.
- */
-static void need_two(int argc, char **argv, int *i, const char *inline_val, const char *opt,
-		     const char *what, char *buf, size_t cap, const char **a, const char **b)
-{
-	if (inline_val) {
-		const char *comma = strchr(inline_val, ',');
-		if (!comma || (size_t)(comma - inline_val) >= cap)
-			die("option '%s' needs two values: %s", opt, what);
-		memcpy(buf, inline_val, (size_t)(comma - inline_val));
-		buf[comma - inline_val] = '\0';
-		*a = buf;
-		*b = comma + 1;
-		return;
-	}
-	if (*i + 2 >= argc || (argv[*i + 2][0] == '-' && !isdigit((unsigned char)argv[*i + 2][1])))
-		die("option '%s' needs two values: %s", opt, what);
-	*a = argv[++*i];
-	*b = argv[++*i];
-}
-
-static uint64_t time_arg(const char *s, const char *opt)
-{
-	uint64_t v;
-	if (parse_time_ns(s, 1000, &v) < 0)
-		die("invalid time '%s' for '%s'; use a number with s, ms, us or ns (default us)", s,
-		    opt);
-	return v;
-}
-
-static uint64_t size_arg(const char *s, const char *opt)
-{
-	uint64_t v;
-	if (parse_size(s, &v) < 0)
-		die("invalid size '%s' for '%s'; use a number of bytes (K, M, G allowed)", s, opt);
-	return v;
-}
-
-static void add_frames(struct ht_match_list *l, const char *spec, const char *opt)
-{
-	int rc = ht_match_list_add(l, spec);
-	if (rc == HT_ERR_INVALID)
-		die("invalid frame '%s' for '%s'; use module!, module!symbol or symbol", spec, opt);
-	if (rc < 0)
-		die("%s", ht_strerror(rc));
-}
-
-static void add_cull_file(struct ht_query *q, const char *path)
-{
-	int rc = ht_match_list_add_file(&q->cull, path);
-	if (rc == HT_ERR_NOT_FOUND || rc == HT_ERR_PERM || rc == HT_ERR_IO)
-		die("cannot read cull list '%s': %s", path, strerror(errno));
-	if (rc < 0)
-		die("cannot read cull list '%s': %s", path, ht_strerror(rc));
-}
-
-/*
- * The values of a list option (-cullFrames a b c): every following argument up
- * to the next option. A value ending in ".htr" is taken as the trace when none
- * was given yet, so "-cullFrames f app.htr" still works.
- */
-static void list_values(int argc, char **argv, int *i, const char *inline_val, const char *opt,
-			struct opts *o, struct ht_query *q, int which)
-{
-	int n = 0;
-	if (inline_val) {
-		if (which == 2)
-			add_cull_file(q, inline_val);
-		else
-			add_frames(which ? &q->cull : &q->require, inline_val, opt);
-		return;
-	}
-	while (*i + 1 < argc && argv[*i + 1][0] != '-') {
-		const char *v = argv[++*i];
-		size_t len = strlen(v);
-		if (!o->file && n && len > 4 && !strcmp(v + len - 4, ".htr")) {
-			o->file = v;
-			continue;
-		}
-		if (which == 2)
-			add_cull_file(q, v);
-		else
-			add_frames(which ? &q->cull : &q->require, v, opt);
-		n++;
-	}
-	if (!n)
-		die("option '%s' needs at least one value", opt);
-}
-
 static void set_mode(struct opts *o, struct ht_query *q, enum ht_group g, int argc, char **argv,
 		     int *i, const char *inline_val)
 {
@@ -238,7 +130,7 @@ static void set_mode(struct opts *o, struct ht_query *q, enum ht_group g, int ar
 
 static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q)
 {
-	char name[64], buf[128];
+	char name[64];
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 		if (!strcmp(arg, "--")) {
@@ -266,8 +158,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 		}
 		const char *eq = strchr(arg, '=');
 		const char *val = eq ? eq + 1 : NULL;
-		norm_name(arg, eq ? (size_t)(eq - arg) : strlen(arg), name, sizeof(name));
-		const char *a, *b;
+		opt_norm_name(arg, eq ? (size_t)(eq - arg) : strlen(arg), name, sizeof(name));
 
 		if (!strcmp(name, "h") || !strcmp(name, "help")) {
 			fputs(usage_text, stdout);
@@ -284,55 +175,16 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 			o->mode_given = true;
 			ht_sort_parse(name, &q->sort);
 		} else if (!strcmp(name, "sort")) {
-			const char *k = need_value(argc, argv, &i, val, arg);
+			const char *k = opt_value(argc, argv, &i, val, arg);
 			if (ht_sort_parse(k, &q->sort) < 0)
 				bad_key(k);
 			if (!o->mode_given)
 				q->group = HT_GROUP_STACK;
 			o->mode_given = true;
-		} else if (!strcmp(name, "pid")) {
-			const char *v = need_value(argc, argv, &i, val, arg);
-			const char *p = v;
-			while (*p) {
-				char *end;
-				errno = 0;
-				long pid = strtol(p, &end, 10);
-				if (end == p || errno || pid <= 0 || pid > INT32_MAX ||
-				    (*end && *end != ','))
-					die("invalid pid '%s'", v);
-				if (ht_query_add_pid(q, (int32_t)pid) < 0)
-					die("out of memory");
-				p = *end ? end + 1 : end;
-			}
-		} else if (!strcmp(name, "range")) {
-			need_two(argc, argv, &i, val, arg, "T1 T2", buf, sizeof(buf), &a, &b);
-			q->has_range = true;
-			q->range_start = time_arg(a, arg);
-			q->range_end = time_arg(b, arg);
-			if (q->range_end <= q->range_start)
-				die("invalid range '%s %s': T2 must be after T1", a, b);
-		} else if (!strcmp(name, "lifetime")) {
-			need_two(argc, argv, &i, val, arg, "L1 L2", buf, sizeof(buf), &a, &b);
-			q->life_min = time_arg(a, arg);
-			q->life_max = time_arg(b, arg);
-			if (q->life_max <= q->life_min)
-				die("invalid lifetime '%s %s': L2 must be greater than L1", a, b);
-		} else if (!strcmp(name, "size")) {
-			need_two(argc, argv, &i, val, arg, "S1 S2", buf, sizeof(buf), &a, &b);
-			q->size_min = size_arg(a, arg);
-			q->size_max = size_arg(b, arg);
-			if (q->size_max <= q->size_min)
-				die("invalid size range '%s %s': S2 must be greater than S1", a, b);
-		} else if (!strcmp(name, "requireframes") || !strcmp(name, "requireframe")) {
-			list_values(argc, argv, &i, val, arg, o, q, 0);
-		} else if (!strcmp(name, "cullframes") || !strcmp(name, "cullframe")) {
-			list_values(argc, argv, &i, val, arg, o, q, 1);
-		} else if (!strcmp(name, "culllists") || !strcmp(name, "culllist")) {
-			list_values(argc, argv, &i, val, arg, o, q, 2);
-		} else if (!strcmp(name, "nodefaultcull")) {
-			q->default_cull = false;
+		} else if (query_option(name, arg, val, argc, argv, &i, q, &o->file)) {
+			continue;
 		} else if (!strcmp(name, "top")) {
-			const char *v = need_value(argc, argv, &i, val, arg);
+			const char *v = opt_value(argc, argv, &i, val, arg);
 			char *end;
 			errno = 0;
 			unsigned long long n = strtoull(v, &end, 10);
@@ -342,13 +194,8 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 			q->top_given = true;
 		} else if (!strcmp(name, "totals")) {
 			q->totals_only = true;
-		} else if (!strcmp(name, "symbols")) {
-			q->symbols = 1;
-			o->symbols_asked = true;
-		} else if (!strcmp(name, "nosymbols")) {
-			q->symbols = 0;
 		} else if (!strcmp(name, "format")) {
-			const char *v = need_value(argc, argv, &i, val, arg);
+			const char *v = opt_value(argc, argv, &i, val, arg);
 			if (parse_format(v, &o->format) < 0)
 				die("unknown format '%s'; use text, csv or json", v);
 		} else {
@@ -358,35 +205,6 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 	}
 	if (!o->file)
 		die("no trace given; usage: heaptrail analyze FILE [options]");
-}
-
-/* Progress on stderr, only on a terminal and only after the first second. */
-struct progress {
-	struct timespec start;
-	double last; /* seconds since start of the last line written */
-	bool shown;
-};
-
-static double elapsed(const struct timespec *t0)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-static void on_progress(void *ctx, uint64_t ts, uint64_t duration)
-{
-	struct progress *p = ctx;
-	double now = elapsed(&p->start);
-	if (now < 1.0 || (p->shown && now - p->last < 0.25))
-		return;
-	p->last = now;
-	if (duration)
-		fprintf(stderr, "\rheaptrail: analyzing %3.0f%%",
-			100.0 * (double)ts / (double)duration);
-	else
-		fprintf(stderr, "\rheaptrail: analyzing %.1f s", (double)ts / 1e9);
-	p->shown = true;
 }
 
 static const char *group_word(enum ht_group g, bool plural)
@@ -646,53 +464,18 @@ static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg,
 int cmd_analyze(int argc, char **argv)
 {
 	struct opts o = {0};
-	struct ht_query q;
-	ht_query_init(&q);
-	parse_args(argc, argv, &o, &q);
-	int rc = ht_query_prepare(&q);
-	if (rc < 0)
-		die("%s", ht_strerror(rc));
-
-	struct ht_reader *r;
-	errno = 0;
-	rc = ht_reader_open(&r, o.file);
-	if (rc == HT_ERR_NOT_TRACE)
-		die("'%s' is not a heaptrail trace", o.file);
-	if (rc == HT_ERR_NOT_FOUND || (rc == HT_ERR_IO && errno))
-		die("cannot open '%s': %s", o.file, strerror(errno ? errno : ENOENT));
-	if (rc < 0)
-		die("cannot read '%s': %s", o.file, ht_strerror(rc));
-	const struct ht_trace_info *info = ht_reader_info(r);
-	if (o.symbols_asked && !(info->flags & HT_TRACEF_SYMBOLS))
+	struct agg_side side = {0};
+	struct ht_query *qp = &side.q;
+	ht_query_init(qp);
+	parse_args(argc, argv, &o, qp);
+	side.path = o.file;
+	agg_side_run(&side, "analyzing");
+	struct ht_reader *r = side.r;
+	struct ht_agg *agg = side.agg;
+	const struct ht_query q = *qp;
+	const struct ht_agg_result res = side.res;
+	if (q.symbols == 1 && !(ht_reader_info(r)->flags & HT_TRACEF_SYMBOLS))
 		warning("'%s' has no symbols; frames show as module!0xOFFSET", o.file);
-
-	struct ht_agg *agg;
-	if ((rc = ht_agg_new(&agg, &q, r)) < 0)
-		die("%s", ht_strerror(rc));
-	struct progress prog = {.shown = false};
-	clock_gettime(CLOCK_MONOTONIC, &prog.start);
-	rc = ht_agg_run(agg, progress_wanted() ? on_progress : NULL, &prog);
-	if (prog.shown)
-		fprintf(stderr, "\r%40s\r", "");
-	if (rc < 0)
-		die("cannot read '%s': %s", o.file, ht_strerror(rc));
-	const char *w = ht_reader_warning(r);
-	if (w)
-		warning("%s", w);
-	if (info->events_lost)
-		warning("'%s' lost %" PRIu64 " events while recording; counts may be low", o.file,
-			info->events_lost);
-	for (size_t i = 0; i < q.pid_count; i++) {
-		bool found = false;
-		for (uint32_t p = 0; p < ht_reader_process_count(r) && !found; p++)
-			found = ht_reader_process(r, p)->pid == q.pids[i];
-		if (!found)
-			warning("no process with pid %" PRId32 " in '%s'", q.pids[i], o.file);
-	}
-
-	struct ht_agg_result res;
-	if ((rc = ht_agg_finish(agg, &res)) < 0)
-		die("%s", ht_strerror(rc));
 	if (!q.top_given && !q.totals_only && res.count < res.total_items)
 		warning("showing the first %zu of %zu %s; use -top N to show more", res.count,
 			res.total_items, group_word(res.group, true));
@@ -708,9 +491,6 @@ int cmd_analyze(int argc, char **argv)
 		break;
 	}
 	fflush(stdout);
-	ht_agg_result_release(&res);
-	ht_agg_free(agg);
-	ht_reader_close(r);
-	ht_query_release(&q);
+	agg_side_release(&side);
 	return ferror(stdout) ? 1 : 0;
 }

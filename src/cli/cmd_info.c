@@ -114,6 +114,9 @@ static void print_counts(FILE *f, const struct ht_summary_counts *c)
 	fprintf(f, "  never freed          %" PRIu64 " bytes%s in %" PRIu64 " block%s\n",
 		c->leaked_bytes, fmt_human(h, sizeof(h), c->leaked_bytes), c->leaked_count,
 		c->leaked_count == 1 ? "" : "s");
+	fprintf(f, "  temporary            %" PRIu64 " block%s, %" PRIu64 " bytes%s\n",
+		c->temporary_count, c->temporary_count == 1 ? "" : "s", c->temporary_bytes,
+		fmt_human(h, sizeof(h), c->temporary_bytes));
 	if (c->unknown_frees)
 		fprintf(f, "  frees of unknown     %" PRIu64 "\n", c->unknown_frees);
 	fprintf(f, "  mappings committed   %" PRIu64 ", %" PRIu64 " bytes%s\n", c->commits,
@@ -241,6 +244,10 @@ static void json_counts(struct jw *j, const struct ht_summary_counts *c)
 	jw_u64(j, c->leaked_bytes);
 	jw_key(j, "leaked_count");
 	jw_u64(j, c->leaked_count);
+	jw_key(j, "temporary_count");
+	jw_u64(j, c->temporary_count);
+	jw_key(j, "temporary_bytes");
+	jw_u64(j, c->temporary_bytes);
 	jw_key(j, "committed_count");
 	jw_u64(j, c->commits);
 	jw_key(j, "committed_bytes");

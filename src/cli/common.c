@@ -339,3 +339,39 @@ void output_end(struct ht__output *o, FILE *f)
 	if (ht__output_commit(o, why, sizeof(why)) < 0)
 		die("%s", why);
 }
+
+void progress_init(struct progress *p, const char *verb)
+{
+	memset(p, 0, sizeof(*p));
+	p->verb = verb;
+	clock_gettime(CLOCK_MONOTONIC, &p->start);
+}
+
+static double elapsed(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+void progress_show(void *ctx, uint64_t ts, uint64_t duration)
+{
+	struct progress *p = ctx;
+	double now = elapsed(&p->start);
+	if (now < 1.0 || (p->shown && now - p->last < 0.25))
+		return;
+	p->last = now;
+	if (duration)
+		fprintf(stderr, "\rheaptrail: %s %3.0f%%", p->verb,
+			100.0 * (double)ts / (double)duration);
+	else
+		fprintf(stderr, "\rheaptrail: %s %.1f s", p->verb, (double)ts / 1e9);
+	p->shown = true;
+}
+
+void progress_done(struct progress *p)
+{
+	if (p->shown)
+		fprintf(stderr, "\r%40s\r", "");
+	p->shown = false;
+}

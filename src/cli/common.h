@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "format/output.h"
 
@@ -73,5 +74,21 @@ void output_end(struct ht__output *o, FILE *f);
 
 /* True when stderr is a terminal (progress goes there only then). */
 bool progress_wanted(void);
+
+/*
+ * Progress of a pass over a trace, on stderr: "heaptrail: VERB 42%", shown
+ * only on a terminal, only after the first second and four times a second.
+ * progress_show() has the signature of the analysis core's progress
+ * callbacks; progress_done() clears the line.
+ */
+struct progress {
+	struct timespec start;
+	const char *verb;
+	double last; /* seconds since start of the last line written */
+	bool shown;
+};
+void progress_init(struct progress *p, const char *verb);
+void progress_show(void *ctx, uint64_t ts, uint64_t duration);
+void progress_done(struct progress *p);
 
 #endif

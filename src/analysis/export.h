@@ -1,0 +1,68 @@
+/*
+ * export.h - heaptrail's profiles in other tools' formats: collapsed stacks
+ * (flamegraph.pl, speedscope), pprof (go tool pprof, Pyroscope, Parca),
+ * massif (ms_print, massif-visualizer), Chrome trace-event JSON (Perfetto)
+ * and SQLite. docs/export.md describes each format and its checks.
+ *
+ * The stack formats (collapsed, pprof) write what the aggregator (aggregate.h)
+ * grouped by culled stack, so their culling, filters and counts are those of
+ * 'heaptrail analyze -stacks'. The time formats (massif, perfetto, sqlite)
+ * stream the trace once; memory grows with live blocks, not with events.
+ *
+ * Ownership: nothing is kept after a call returns. Not thread-safe.
+ */
+#ifndef HT_ANALYSIS_EXPORT_H
+#define HT_ANALYSIS_EXPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analysis/aggregate.h"
+#include "analysis/query.h"
+#include "heaptrail/trace.h"
+
+/* What a stack's value is. */
+enum ht_metric {
+	HT_METRIC_OUTSTANDING = 0, /* live at the end of the window (default) */
+	HT_METRIC_TOTAL,	   /* every allocation in the window */
+	HT_METRIC_PEAK,		   /* live when the heap was largest (query->at_peak) */
+};
+
+/* "outstanding", "total", "peak". Returns 0 or HT_ERR_INVALID. */
+int ht_metric_parse(const char *s, enum ht_metric *out);
+const char *ht_metric_name(enum ht_metric m);
+
+/* The bytes and the count of an aggregated row under metric m. */
+uint64_t ht_metric_bytes(const struct ht_agg_counts *c, enum ht_metric m);
+uint64_t ht_metric_count(const struct ht_agg_counts *c, enum ht_metric m);
+
+/* Progress of a streaming export: ts of the last event and the duration. */
+typedef void (*ht_export_progress_fn)(void *ctx, uint64_t ts, uint64_t duration);
+
+/*
+ * Collapsed stacks: one line a stack of res (grouped by HT_GROUP_STACK),
+ * root first, frames joined by ';', a space and the metric's bytes; stacks
+ * whose value is 0 are left out. Frames lose their "module!" prefix unless
+ * modules is set; ';' and line breaks inside a name become '_'. Returns 0 or
+ * HT_ERR_IO.
+ */
+int ht_export_collapsed(FILE *out, struct ht_agg *a, const struct ht_agg_result *res,
+			const struct ht_reader *r, enum ht_metric m, bool modules);
+
+/*
+ * pprof: a gzipped profile.proto (src/analysis/profile.proto) with Go's
+ * heap sample types alloc_objects, alloc_space, inuse_objects and
+ * inuse_space, from res (HT_GROUP_STACK). With base (the aggregation of a
+ * base trace, matched by frame text), each value is new minus base, as
+ * pprof's -diff_base shows. Returns 0, HT_ERR_IO or HT_ERR_NOMEM.
+ */
+struct ht_pprof_side {
+	struct ht_agg *a;
+	const struct ht_agg_result *res;
+	const struct ht_reader *r;
+};
+int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, const struct ht_pprof_side *base,
+		    enum ht_metric m);
+
+#endif

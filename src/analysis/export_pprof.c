@@ -1,0 +1,364 @@
+/*
+ * export_pprof.c - the pprof writer of export.h: turns aggregated stacks into
+ * the messages of profile.proto (packed by protobuf-c) and gzips them, as Go
+ * writes heap profiles. A location is one return address: a run of inlined
+ * frames ending at the frame of their caller.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "analysis/export.h"
+#include "analysis/intern.h"
+#include "profile.pb-c.h"
+
+/* Grows an array of elem-sized items so index n fits. Returns 0 or -1. */
+static int reserve(void **arr, size_t *alloc, size_t n, size_t elem)
+{
+	if (n < *alloc)
+		return 0;
+	size_t na = *alloc ? *alloc * 2 : 256;
+	while (na <= n)
+		na *= 2;
+	void *p = realloc(*arr, na * elem);
+	if (!p)
+		return -1;
+	*arr = p;
+	*alloc = na;
+	return 0;
+}
+
+struct builder {
+	struct ht__intern strs; /* the string table: id == index */
+	struct ht__intern keys; /* "f:NAME:FILE", "l:SIDE:FIRST:LAST", "m:SIDE:MODULE" -> id */
+	uint64_t *key_val;	/* per key id: function, location or mapping id */
+	size_t key_alloc;
+	Htpprof__Function *funcs;
+	size_t nfuncs, afuncs;
+	Htpprof__Location *locs;
+	size_t nlocs, alocs;
+	Htpprof__Line *lines; /* every location's lines, pointed at after building */
+	size_t nlines, alines;
+	size_t *loc_line0; /* per location: its first line in lines */
+	size_t aloc_line0;
+	Htpprof__Mapping *maps;
+	size_t nmaps, amaps;
+	Htpprof__Sample *samples;
+	size_t nsamples, asamples;
+	uint64_t *loc_ids; /* every sample's location ids */
+	size_t nloc_ids, aloc_ids;
+	size_t *sample_loc0;
+	size_t asample_loc0;
+	int64_t *values; /* 4 per sample */
+	size_t avalues;
+	int err;
+};
+
+static int64_t str_id(struct builder *b, const char *s)
+{
+	uint32_t id = ht__intern_id(&b->strs, s ? s : "");
+	if (id == HT__NO_ID) {
+		b->err = HT_ERR_NOMEM;
+		return 0;
+	}
+	return id;
+}
+
+/* The key's value slot (0 when new), or NULL when out of memory. */
+static uint64_t *key_slot(struct builder *b, const char *key)
+{
+	uint32_t id = ht__intern_id(&b->keys, key);
+	if (id == HT__NO_ID) {
+		b->err = HT_ERR_NOMEM;
+		return NULL;
+	}
+	if (id >= b->key_alloc) {
+		size_t old = b->key_alloc;
+		if (reserve((void **)&b->key_val, &b->key_alloc, id, sizeof(*b->key_val)) < 0) {
+			b->err = HT_ERR_NOMEM;
+			return NULL;
+		}
+		memset(b->key_val + old, 0, (b->key_alloc - old) * sizeof(*b->key_val));
+	}
+	return &b->key_val[id];
+}
+
+static uint64_t mapping_id(struct builder *b, int side, const struct ht_reader *r, uint32_t module)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "m:%d:%" PRIu32, side, module);
+	uint64_t *slot = key_slot(b, key);
+	if (!slot)
+		return 0;
+	if (*slot)
+		return *slot;
+	if (reserve((void **)&b->maps, &b->amaps, b->nmaps, sizeof(*b->maps)) < 0) {
+		b->err = HT_ERR_NOMEM;
+		return 0;
+	}
+	const struct ht_module *mod = ht_reader_module(r, module);
+	Htpprof__Mapping m = HTPPROF__MAPPING__INIT;
+	m.id = b->nmaps + 1;
+	/* Each module gets its own 1 TiB of made-up addresses: address - start
+	   is the module's ELF address, which is what symbolizers want. */
+	m.memory_start = m.id << 40;
+	m.memory_limit = (m.id + 1) << 40;
+	m.filename = str_id(b, mod ? mod->path : "");
+	m.build_id = str_id(b, mod ? mod->build_id : "");
+	m.has_functions = m.has_filenames = m.has_line_numbers = m.has_inline_frames = 1;
+	b->maps[b->nmaps++] = m;
+	return *slot = m.id;
+}
+
+static uint64_t function_id(struct builder *b, int side, const struct ht_reader *r, uint32_t frame)
+{
+	const struct ht_frame *f = ht_reader_frame(r, frame);
+	char text[512];
+	if (f && f->function)
+		snprintf(text, sizeof(text), "%s", f->function);
+	else
+		ht_frame_text(r, frame, false, text, sizeof(text));
+	int64_t name = str_id(b, text);
+	int64_t file = str_id(b, f && f->file ? f->file : "");
+	char key[64];
+	snprintf(key, sizeof(key), "f:%" PRId64 ":%" PRId64, name, file);
+	uint64_t *slot = key_slot(b, key);
+	if (!slot)
+		return 0;
+	if (*slot)
+		return *slot;
+	(void)side;
+	if (reserve((void **)&b->funcs, &b->afuncs, b->nfuncs, sizeof(*b->funcs)) < 0) {
+		b->err = HT_ERR_NOMEM;
+		return 0;
+	}
+	Htpprof__Function fn = HTPPROF__FUNCTION__INIT;
+	fn.id = b->nfuncs + 1;
+	fn.name = fn.system_name = name;
+	fn.filename = file;
+	b->funcs[b->nfuncs++] = fn;
+	return *slot = fn.id;
+}
+
+/* The location of frames[0..n): inlined frames, then the caller's (last). */
+static uint64_t location_id(struct builder *b, int side, const struct ht_reader *r,
+			    const uint32_t *frames, uint32_t n)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "l:%d:%" PRIu32 ":%" PRIu32, side, frames[0], frames[n - 1]);
+	uint64_t *slot = key_slot(b, key);
+	if (!slot)
+		return 0;
+	if (*slot)
+		return *slot;
+	if (reserve((void **)&b->locs, &b->alocs, b->nlocs, sizeof(*b->locs)) < 0 ||
+	    reserve((void **)&b->loc_line0, &b->aloc_line0, b->nlocs, sizeof(size_t)) < 0 ||
+	    reserve((void **)&b->lines, &b->alines, b->nlines + n, sizeof(*b->lines)) < 0) {
+		b->err = HT_ERR_NOMEM;
+		return 0;
+	}
+	const struct ht_frame *last = ht_reader_frame(r, frames[n - 1]);
+	Htpprof__Location loc = HTPPROF__LOCATION__INIT;
+	loc.id = b->nlocs + 1;
+	if (last && last->module != HT_MODULE_NONE) {
+		loc.mapping_id = mapping_id(b, side, r, last->module);
+		loc.address = (loc.mapping_id << 40) + last->rel;
+	} else if (last) {
+		loc.address = last->rel;
+	}
+	b->loc_line0[b->nlocs] = b->nlines;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ht_frame *f = ht_reader_frame(r, frames[i]);
+		Htpprof__Line l = HTPPROF__LINE__INIT;
+		l.function_id = function_id(b, side, r, frames[i]);
+		l.line = f ? f->line : 0;
+		b->lines[b->nlines++] = l;
+	}
+	loc.n_line = n;
+	b->locs[b->nlocs++] = loc;
+	return *slot = loc.id;
+}
+
+/* One sample per row of res, its values times sign. */
+static void add_side(struct builder *b, int side, const struct ht_pprof_side *s, int64_t sign)
+{
+	for (size_t i = 0; i < s->res->count && !b->err; i++) {
+		const struct ht_agg_item *it = &s->res->items[i];
+		if (reserve((void **)&b->samples, &b->asamples, b->nsamples, sizeof(*b->samples)) <
+			0 ||
+		    reserve((void **)&b->sample_loc0, &b->asample_loc0, b->nsamples,
+			    sizeof(size_t)) < 0 ||
+		    reserve((void **)&b->values, &b->avalues, b->nsamples * 4 + 3,
+			    sizeof(*b->values)) < 0 ||
+		    reserve((void **)&b->loc_ids, &b->aloc_ids, b->nloc_ids + it->nframes + 1,
+			    sizeof(*b->loc_ids)) < 0) {
+			b->err = HT_ERR_NOMEM;
+			return;
+		}
+		Htpprof__Sample smp = HTPPROF__SAMPLE__INIT;
+		b->sample_loc0[b->nsamples] = b->nloc_ids;
+		size_t n0 = b->nloc_ids;
+		for (uint32_t f = 0; f < it->nframes;) {
+			uint32_t g = f;
+			while (g + 1 < it->nframes) {
+				const struct ht_frame *fr = ht_reader_frame(s->r, it->frames[g]);
+				if (!fr || !fr->inlined)
+					break;
+				g++;
+			}
+			b->loc_ids[b->nloc_ids++] =
+			    location_id(b, side, s->r, it->frames + f, g - f + 1);
+			f = g + 1;
+		}
+		smp.n_location_id = b->nloc_ids - n0;
+		int64_t *v = &b->values[b->nsamples * 4];
+		v[0] = sign * (int64_t)it->c.total_count;
+		v[1] = sign * (int64_t)it->c.total_bytes;
+		v[2] = sign * (int64_t)it->c.outstanding_count;
+		v[3] = sign * (int64_t)it->c.outstanding_bytes;
+		smp.n_value = 4;
+		b->samples[b->nsamples++] = smp;
+	}
+}
+
+/* gzip buf[0..len) to out. */
+static int write_gzip(FILE *out, const uint8_t *buf, size_t len)
+{
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return HT_ERR_NOMEM;
+	uint8_t chunk[65536];
+	z.next_in = (uint8_t *)buf;
+	z.avail_in = (uInt)len;
+	int zr, rc = 0;
+	do {
+		z.next_out = chunk;
+		z.avail_out = sizeof(chunk);
+		zr = deflate(&z, Z_FINISH);
+		size_t n = sizeof(chunk) - z.avail_out;
+		if (n && fwrite(chunk, 1, n, out) != n)
+			rc = HT_ERR_IO;
+	} while (zr == Z_OK && !rc);
+	if (!rc && zr != Z_STREAM_END)
+		rc = HT_ERR_IO;
+	deflateEnd(&z);
+	return rc;
+}
+
+static void builder_release(struct builder *b)
+{
+	ht__intern_release(&b->strs);
+	ht__intern_release(&b->keys);
+	free(b->key_val);
+	free(b->funcs);
+	free(b->locs);
+	free(b->lines);
+	free(b->loc_line0);
+	free(b->maps);
+	free(b->samples);
+	free(b->loc_ids);
+	free(b->sample_loc0);
+	free(b->values);
+}
+
+/* Arrays of pointers into items[0..n) of size elem, as protobuf-c wants them. */
+static void **pointers(void *items, size_t n, size_t elem)
+{
+	void **p = malloc((n ? n : 1) * sizeof(*p));
+	for (size_t i = 0; p && i < n; i++)
+		p[i] = (char *)items + i * elem;
+	return p;
+}
+
+int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, const struct ht_pprof_side *base,
+		    enum ht_metric m)
+{
+	struct builder b;
+	memset(&b, 0, sizeof(b));
+	str_id(&b, ""); /* index 0 must be the empty string */
+	static const char *const types[4][2] = {{"alloc_objects", "count"},
+						{"alloc_space", "bytes"},
+						{"inuse_objects", "count"},
+						{"inuse_space", "bytes"}};
+	Htpprof__ValueType vt[4], period = HTPPROF__VALUE_TYPE__INIT;
+	Htpprof__ValueType *vtp[4];
+	for (int i = 0; i < 4; i++) {
+		Htpprof__ValueType t = HTPPROF__VALUE_TYPE__INIT;
+		t.type = str_id(&b, types[i][0]);
+		t.unit = str_id(&b, types[i][1]);
+		vt[i] = t;
+		vtp[i] = &vt[i];
+	}
+	period.type = str_id(&b, "space");
+	period.unit = str_id(&b, "bytes");
+	add_side(&b, 0, cur, 1);
+	if (base)
+		add_side(&b, 1, base, -1);
+	const struct ht_trace_info *info = ht_reader_info(cur->r);
+	char comment[256];
+	snprintf(comment, sizeof(comment), "heaptrail %s%s, host %s", ht_metric_name(m),
+		 base ? " (minus the base)" : "", info && info->hostname ? info->hostname : "?");
+	int64_t comment_id = str_id(&b, comment);
+
+	Htpprof__Profile p = HTPPROF__PROFILE__INIT;
+	void **sp = NULL, **mp = NULL, **lp = NULL, **fp = NULL, **linep = NULL;
+	uint8_t *buf = NULL;
+	int rc = b.err;
+	if (rc < 0)
+		goto out;
+	/* Point every message at its arrays now that they no longer move. */
+	for (size_t i = 0; i < b.nsamples; i++) {
+		b.samples[i].location_id = b.loc_ids + b.sample_loc0[i];
+		b.samples[i].value = b.values + i * 4;
+	}
+	sp = pointers(b.samples, b.nsamples, sizeof(*b.samples));
+	mp = pointers(b.maps, b.nmaps, sizeof(*b.maps));
+	lp = pointers(b.locs, b.nlocs, sizeof(*b.locs));
+	fp = pointers(b.funcs, b.nfuncs, sizeof(*b.funcs));
+	linep = pointers(b.lines, b.nlines, sizeof(*b.lines));
+	if (!sp || !mp || !lp || !fp || !linep) {
+		rc = HT_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < b.nlocs; i++)
+		b.locs[i].line = (Htpprof__Line **)linep + b.loc_line0[i];
+	p.n_sample_type = 4;
+	p.sample_type = vtp;
+	p.n_sample = b.nsamples;
+	p.sample = (Htpprof__Sample **)sp;
+	p.n_mapping = b.nmaps;
+	p.mapping = (Htpprof__Mapping **)mp;
+	p.n_location = b.nlocs;
+	p.location = (Htpprof__Location **)lp;
+	p.n_function = b.nfuncs;
+	p.function = (Htpprof__Function **)fp;
+	p.n_string_table = b.strs.count;
+	p.string_table = b.strs.strs;
+	p.time_nanos = info ? (int64_t)info->start_realtime_ns : 0;
+	p.duration_nanos = info ? (int64_t)info->duration_ns : 0;
+	p.period_type = &period;
+	p.period = 1;
+	p.n_comment = 1;
+	p.comment = &comment_id;
+	p.default_sample_type = m == HT_METRIC_TOTAL ? vt[1].type : vt[3].type;
+	size_t len = htpprof__profile__get_packed_size(&p);
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		rc = HT_ERR_NOMEM;
+		goto out;
+	}
+	htpprof__profile__pack(&p, buf);
+	rc = write_gzip(out, buf, len);
+out:
+	free(buf);
+	free(sp);
+	free(mp);
+	free(lp);
+	free(fp);
+	free(linep);
+	builder_release(&b);
+	return rc;
+}

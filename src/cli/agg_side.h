@@ -1,0 +1,34 @@
+/*
+ * agg_side.h - one trace opened and aggregated under a query, for the
+ * commands that read one or two of them the same way (export, diff):
+ * opening with the usual messages, progress, warnings about damage and lost
+ * events, and the aggregator's result.
+ */
+#ifndef HT_CLI_AGG_SIDE_H
+#define HT_CLI_AGG_SIDE_H
+
+#include "analysis/aggregate.h"
+#include "analysis/query.h"
+#include "heaptrail/trace.h"
+
+struct agg_side {
+	const char *path;
+	struct ht_reader *r;
+	struct ht_query q; /* filled in by the caller (ht_query_init first) */
+	struct ht_agg *agg;
+	struct ht_agg_result res;
+};
+
+/* Opens a trace; dies with a message saying what is wrong. */
+struct ht_reader *open_trace(const char *path);
+
+/*
+ * Opens s->path, prepares s->q (finding the peak when q.at_peak), reads the
+ * trace once with progress under verb ("exporting") and finishes the
+ * aggregation into s->res. Dies on error.
+ */
+void agg_side_run(struct agg_side *s, const char *verb);
+
+void agg_side_release(struct agg_side *s);
+
+#endif

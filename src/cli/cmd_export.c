@@ -1,0 +1,169 @@
+/*
+ * cmd_export.c - 'heaptrail export': a trace in another tool's format
+ * (collapsed stacks, pprof, massif, Chrome trace JSON for Perfetto, SQLite).
+ * The writers are the analysis core's (src/analysis/export.h); this file
+ * parses options, opens the output and reports.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/aggregate.h"
+#include "analysis/export.h"
+#include "analysis/summary.h"
+#include "cli/builtin.h"
+#include "cli/agg_side.h"
+#include "cli/common.h"
+#include "cli/query_opts.h"
+
+static const char usage_text[] =
+    "usage: heaptrail export FILE --format FORMAT -o OUT [options]\n"
+    "\n"
+    "Write a trace in another tool's format (docs/export.md):\n"
+    "  collapsed   one line a stack, root first, ';'-joined, a space, the bytes\n"
+    "              (flamegraph.pl, speedscope)\n"
+    "  pprof       gzipped profile.proto with Go's heap sample types\n"
+    "              (go tool pprof, Pyroscope, Parca)\n"
+    "\n"
+    "options:\n"
+    "  --format F             collapsed or pprof\n"
+    "  -o OUT                 the file to write; '-' for standard output\n"
+    "  --force                replace OUT when it is a file that exists (a device\n"
+    "                         or FIFO is written in place; docs/outputs.md)\n"
+    "  --metric M             outstanding (default: live at the end of the window),\n"
+    "                         total (every allocation) or peak (live when the heap\n"
+    "                         was largest)\n"
+    "  --modules              collapsed: keep the 'module!' prefix of frames\n"
+    "  --base OTHER.htr       pprof: write this trace minus OTHER (same options),\n"
+    "                         as pprof's -diff_base shows it\n"
+    "\n";
+
+enum format { F_NONE, F_COLLAPSED, F_PPROF };
+
+struct opts {
+	const char *file, *out, *base;
+	enum format format;
+	enum ht_metric metric;
+	bool modules, force;
+};
+
+static const struct {
+	const char *name;
+	enum format f;
+} formats[] = {{"collapsed", F_COLLAPSED}, {"pprof", F_PPROF}};
+
+static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q)
+{
+	char name[64];
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (arg[0] != '-' || !arg[1]) {
+			if (o->file)
+				die("unexpected argument '%s'; one trace at a time", arg);
+			o->file = arg;
+			continue;
+		}
+		const char *eq = strchr(arg, '=');
+		const char *val = eq ? eq + 1 : NULL;
+		opt_norm_name(arg, eq ? (size_t)(eq - arg) : strlen(arg), name, sizeof(name));
+		if (!strcmp(name, "h") || !strcmp(name, "help")) {
+			fputs(usage_text, stdout);
+			fputs(query_opts_help, stdout);
+			exit(0);
+		} else if (!strcmp(name, "format")) {
+			const char *v = opt_value(argc, argv, &i, val, arg);
+			for (size_t k = 0; k < sizeof(formats) / sizeof(formats[0]); k++)
+				if (!strcmp(v, formats[k].name))
+					o->format = formats[k].f;
+			if (o->format == F_NONE)
+				die("unknown export format '%s'; use collapsed or pprof", v);
+		} else if (!strcmp(name, "o") || !strcmp(name, "output")) {
+			o->out = opt_value(argc, argv, &i, val, arg);
+		} else if (!strcmp(name, "metric")) {
+			const char *v = opt_value(argc, argv, &i, val, arg);
+			if (ht_metric_parse(v, &o->metric) < 0)
+				die("unknown metric '%s'; use outstanding, total or peak", v);
+		} else if (!strcmp(name, "modules")) {
+			o->modules = true;
+		} else if (!strcmp(name, "force")) {
+			o->force = true;
+		} else if (!strcmp(name, "base")) {
+			o->base = opt_value(argc, argv, &i, val, arg);
+		} else if (!query_option(name, arg, val, argc, argv, &i, q, &o->file)) {
+			die("unknown option '%s'; 'heaptrail export --help' lists the options",
+			    arg);
+		}
+	}
+	if (!o->file)
+		die("no trace given; usage: heaptrail export FILE --format FORMAT -o OUT");
+	if (o->format == F_NONE)
+		die("no format given; use --format collapsed or pprof");
+	if (!o->out)
+		die("no output given; use -o FILE, or -o - for standard output");
+	if (o->base && o->format != F_PPROF)
+		die("--base goes with --format pprof only");
+	if (o->metric == HT_METRIC_PEAK)
+		q->at_peak = true;
+	if (q->at_peak && q->has_range)
+		die("the peak is one moment of the whole trace; drop -range or use another metric");
+}
+
+/* One trace by culled stack, every stack kept, largest first by the metric. */
+static void stack_side(struct agg_side *s, enum ht_metric m)
+{
+	s->q.group = HT_GROUP_STACK;
+	s->q.sort = m == HT_METRIC_TOTAL ? HT_SORT_ST : HT_SORT_SO;
+	s->q.top = UINT64_MAX;
+	s->q.top_given = true;
+	agg_side_run(s, "exporting");
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct opts o = {0};
+	struct agg_side cur = {0}, base = {0};
+	ht_query_init(&cur.q);
+	parse_args(argc, argv, &o, &cur.q);
+	cur.path = o.file;
+	if (o.base) {
+		/* The base takes the same query options: parse them again. */
+		struct opts again = {0};
+		ht_query_init(&base.q);
+		parse_args(argc, argv, &again, &base.q);
+		base.path = o.base;
+	}
+	/* Opened first, so a refusal (an existing file without --force) comes
+	   before the work; see docs/outputs.md. */
+	struct ht__output output;
+	bool to_stdout = !strcmp(o.out, "-");
+	FILE *out = to_stdout ? stdout : output_begin(&output, o.out, o.force, 0644);
+	stack_side(&cur, o.metric);
+	if (o.base)
+		stack_side(&base, o.metric);
+	int rc = 0;
+	switch (o.format) {
+	case F_COLLAPSED:
+		rc = ht_export_collapsed(out, cur.agg, &cur.res, cur.r, o.metric, o.modules);
+		break;
+	case F_PPROF: {
+		struct ht_pprof_side c = {cur.agg, &cur.res, cur.r},
+				     b = {base.agg, &base.res, base.r};
+		rc = ht_export_pprof(out, &c, o.base ? &b : NULL, o.metric);
+		break;
+	}
+	default:
+		break;
+	}
+	if (fflush(out) != 0 || ferror(out))
+		rc = HT_ERR_IO;
+	if (out != stdout && fclose(out) != 0)
+		rc = HT_ERR_IO;
+	if (rc < 0)
+		die("cannot write '%s': %s", o.out,
+		    rc == HT_ERR_IO ? strerror(errno) : ht_strerror(rc));
+	agg_side_release(&cur);
+	if (o.base)
+		agg_side_release(&base);
+	return 0;
+}

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""'heaptrail export', 'diff', 'analyze --at-peak/--temporary' and info's
+temporary counts on tests/programs/peak_prog, whose heap is known exactly
+(see its header): each format is read by the tool it is for.
+
+usage: test_export.py HEAPTRAIL PEAK_PROG
+"""
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HEAPTRAIL, PROG = sys.argv[1], sys.argv[2]
+failures = []
+
+# The program's numbers (tests/programs/peak_prog.c), for scale n.
+def peak_bytes(n): return 10000 * n + 100000 + 900
+def leaked_bytes(n): return 1000 * (10 * n - 5) + 900
+def leaked_count(n): return 10 * n - 2
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+    return cond
+
+
+def run(*args, ok=True):
+    p = subprocess.run([*args], capture_output=True)
+    if ok:
+        check(p.returncode == 0, f"{args}: exit {p.returncode}, {p.stderr.decode()!r}")
+    return p
+
+
+def ht(*args, ok=True):
+    return run(HEAPTRAIL, *args, ok=ok)
+
+
+def ht_json(*args):
+    p = ht(*args, "--format", "json")
+    return json.loads(p.stdout) if p.returncode == 0 else {}
+
+
+tmp = tempfile.mkdtemp(prefix="ht-test-export-")
+env_home = os.path.join(tmp, "home")
+os.makedirs(env_home)
+try:
+    t1, t2 = os.path.join(tmp, "p1.htr"), os.path.join(tmp, "p2.htr")
+    # Exact times: no two events share a time stamp, so "live at the peak's
+    # time" is exactly the state after the peak's allocation.
+    for t, scale in ((t1, "1"), (t2, "2")):
+        ht("record", "--time-resolution", "1ns", "-o", t, "--", PROG, scale)
+    info = ht_json("info", t1)
+    tot = info["totals"]
+    check((tot["peak_bytes"], tot["leaked_bytes"], tot["leaked_count"])
+          == (peak_bytes(1), leaked_bytes(1), leaked_count(1)), f"info totals {tot}")
+
+    # --- temporary allocations: 5 blocks of 64 bytes from make_temps.
+    check((tot["temporary_count"], tot["temporary_bytes"]) == (5, 320), f"temporary {tot}")
+    check(info["processes"][0]["temporary_count"] == 5, f"per process {info['processes'][0]}")
+    d = ht_json("analyze", t1, "-frames", "--temporary")
+    check([(i["frame"], i["total_count"], i["total_bytes"]) for i in d["items"]]
+          == [("peak_prog!make_temps", 5, 320)], f"analyze --temporary {d.get('items')}")
+
+    # --- the peak: every block live after the third leak block.
+    d = ht_json("analyze", t1, "-frames", "--at-peak")
+    got = {i["frame"]: (i["outstanding_count"], i["outstanding_bytes"]) for i in d["items"]}
+    check(got == {"peak_prog!make_peak": (1, 100000), "peak_prog!grow_buffers": (10, 10000),
+                  "peak_prog!make_leak": (3, 900)}, f"--at-peak frames {got}")
+    check(d["totals"]["outstanding_bytes"] == tot["peak_bytes"], f"--at-peak totals {d['totals']}")
+    pid = str(info["processes"][0]["pid"])
+    d = ht_json("analyze", t1, "-pid", pid, "--at-peak")
+    check(d["totals"]["outstanding_bytes"] == peak_bytes(1), f"--at-peak -pid {d.get('totals')}")
+    p = ht("analyze", t1, "--at-peak", "-range", "0", "1s", ok=False)
+    check(p.returncode == 2 and b"--at-peak" in p.stderr, f"--at-peak with -range: {p.stderr!r}")
+
+    # --- collapsed: flamegraph.pl's input, root first, bytes of the metric.
+    line_re = re.compile(r"^[^; ][^;]*(;[^;]+)* [0-9]+$")
+    for metric, want in (("outstanding", {"grow_buffers": 5000, "make_leak": 900}),
+                         ("total", {"grow_buffers": 10000, "make_leak": 900,
+                                    "make_peak": 100000, "make_temps": 320}),
+                         ("peak", {"grow_buffers": 10000, "make_leak": 900,
+                                   "make_peak": 100000})):
+        out = ht("export", t1, "--format", "collapsed", "--metric", metric, "-o", "-").stdout.decode()
+        lines = out.splitlines()
+        check(all(line_re.match(l) for l in lines), f"collapsed {metric} syntax: {lines}")
+        got = {}
+        for l in lines:
+            stack, value = l.rsplit(" ", 1)
+            frames = stack.split(";")
+            check(frames[0] == "_start" and frames[-2] == "main", f"root first: {l}")
+            got[frames[-1]] = got.get(frames[-1], 0) + int(value)
+        check(got == want, f"collapsed {metric}: {got}, want {want}")
+    out = ht("export", t1, "--format", "collapsed", "--modules", "-o", "-").stdout.decode()
+    check(out.splitlines()[0].startswith("peak_prog!_start;libc.so.6!__libc_start_main;"),
+          f"--modules {out!r}")
+    # A file is written, and not replaced without --force.
+    cf = os.path.join(tmp, "out.collapsed")
+    ht("export", t1, "--format", "collapsed", "-o", cf)
+    check(os.path.getsize(cf) > 0, "collapsed -o FILE is written")
+    p = ht("export", t1, "--format", "collapsed", "-o", cf, ok=False)
+    check(p.returncode == 2 and b"--force" in p.stderr, f"existing output: {p.stderr!r}")
+    ht("export", t1, "--format", "collapsed", "-o", cf, "--force")
+    p = ht("export", t1, "--format", "nope", "-o", "-", ok=False)
+    check(p.returncode == 2 and b"unknown export format" in p.stderr, f"bad format {p.stderr!r}")
+
+    # --- pprof, read by go tool pprof: exact values per sample (-raw).
+    def pprof_raw(path):
+        env = dict(os.environ, HOME=env_home, GOCACHE=os.path.join(env_home, "gocache"),
+                   PPROF_TMPDIR=tmp)
+        p = subprocess.run(["go", "tool", "pprof", "-raw", path], capture_output=True,
+                           text=True, env=env)
+        check(p.returncode == 0, f"go tool pprof -raw: {p.stderr!r}")
+        samples, locs, section = [], {}, None
+        for l in p.stdout.splitlines():
+            if l.startswith(("Samples:", "Locations", "Mappings")):
+                section = l.split()[0].rstrip(":")
+                continue
+            if section == "Samples" and ":" in l and l.strip()[0].isdigit() or \
+               section == "Samples" and l.strip().startswith("-"):
+                vals, ids = l.split(":", 1)
+                samples.append(([int(v) for v in vals.split()], ids.split()))
+            elif section == "Locations" and ":" in l:
+                lid, rest = l.split(":", 1)
+                locs[lid.strip()] = rest.split()[2]  # 0xADDR M=1 FUNCTION file:line
+        return p.stdout, samples, locs
+
+    pf = os.path.join(tmp, "p1.pb.gz")
+    ht("export", t1, "--format", "pprof", "-o", pf)
+    with open(pf, "rb") as f:
+        check(f.read(2) == b"\x1f\x8b", "pprof is gzipped")
+    text, samples, locs = pprof_raw(pf)
+    check("alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes[dflt]"
+          in text, f"sample types: {text[:400]!r}")
+    got = {locs[ids[0]]: vals for vals, ids in samples}
+    check(got == {"grow_buffers": [10, 10000, 5, 5000], "make_leak": [3, 900, 3, 900],
+                  "make_peak": [1, 100000, 0, 0], "make_temps": [5, 320, 0, 0]},
+          f"pprof samples {got}")
+    check(re.search(r"peak_prog [0-9a-f]{40} \[FN\]\[FL\]\[LN\]\[IN\]", text) is not None,
+          "pprof mapping with build-id")
+    check(re.search(r"grow_buffers \S*peak_prog\.c:\d+", text) is not None, "file:line")
+    # The difference, as -diff_base shows it: scale 2 holds 10 more blocks.
+    pd = os.path.join(tmp, "d.pb.gz")
+    ht("export", t2, "--base", t1, "--format", "pprof", "-o", pd)
+    text, samples, locs = pprof_raw(pd)
+    net = {}
+    for vals, ids in samples:
+        n = net.setdefault(locs[ids[0]], [0, 0, 0, 0])
+        for k in range(4):
+            n[k] += vals[k]
+    check(net.get("grow_buffers") == [10, 10000, 10, 10000] and
+          all(v == [0, 0, 0, 0] for k, v in net.items() if k != "grow_buffers"),
+          f"pprof --base net values {net}")
+    env = dict(os.environ, HOME=env_home, GOCACHE=os.path.join(env_home, "gocache"))
+    p = subprocess.run(["go", "tool", "pprof", "-top", "-unit=B", pd], capture_output=True,
+                       text=True, env=env)
+    check(re.search(r"^\s*10000B\s.*grow_buffers$", p.stdout, re.M) is not None,
+          f"pprof -top of the diff: {p.stdout!r}")
+
+    # --- diff: two runs, matched by symbolized frames.
+    d = ht_json("diff", t1, t2)
+    items = d["items"]
+    check(set(items[0]) == {"stack", "base_bytes", "new_bytes", "delta_bytes", "base_count",
+                            "new_count", "delta_count"}, f"diff item fields {items[0]}")
+    check(items[0]["stack"][0] == "peak_prog!grow_buffers" and
+          (items[0]["base_bytes"], items[0]["new_bytes"], items[0]["delta_bytes"],
+           items[0]["base_count"], items[0]["new_count"], items[0]["delta_count"])
+          == (5000, 15000, 10000, 5, 15, 10), f"diff first item {items[0]}")
+    check([(i["stack"][0], i["delta_bytes"]) for i in items[1:]] == [("peak_prog!make_leak", 0)],
+          f"diff other items {items[1:]}")
+    d = ht_json("diff", t2, t1, "-frames", "--metric", "total")
+    check([(i["frame"], i["delta_bytes"], i["delta_count"]) for i in d["items"]][0]
+          == ("peak_prog!grow_buffers", -10000, -10), f"diff reversed, total {d['items']}")
+    d = ht_json("diff", t1, t2, "-frames", "--metric", "peak")
+    check({i["frame"]: (i["base_bytes"], i["new_bytes"]) for i in d["items"]}
+          == {"peak_prog!grow_buffers": (10000, 20000), "peak_prog!make_peak": (100000, 100000),
+              "peak_prog!make_leak": (900, 900)}, f"diff peak {d['items']}")
+    # Two windows of one trace: before the peak and from it to the end.
+    peak_ns = tot["peak_time_ns"]
+    d = ht_json("diff", t1, "-frames", "--metric", "total", "--base-range", "0", f"{peak_ns}ns",
+                "-range", f"{peak_ns}ns", "10s")
+    got = {i["frame"]: (i["base_count"], i["new_count"]) for i in d["items"]}
+    check(got == {"peak_prog!grow_buffers": (10, 0), "peak_prog!make_peak": (1, 0),
+                  "peak_prog!make_temps": (5, 0), "peak_prog!make_leak": (2, 1)},
+          f"diff of windows {got}")
+    p = ht("diff", t1, "--format", "csv", "-images", t2)
+    rows = p.stdout.decode().splitlines()
+    check(rows[0] == "delta_bytes,base_bytes,new_bytes,delta_count,base_count,new_count,image"
+          and rows[1] == "10000,5900,15900,10,8,18,peak_prog", f"diff csv {rows}")
+    p = ht("diff", t1, ok=False)
+    check(p.returncode == 2 and b"--base-range" in p.stderr, f"diff one trace: {p.stderr!r}")
+finally:
+    shutil.rmtree(tmp)
+
+print(f"{len(failures)} failure(s)" if failures else "ok")
+sys.exit(1 if failures else 0)
