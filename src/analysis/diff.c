@@ -4,6 +4,8 @@
  */
 #include "analysis/diff.h"
 
+#include "analysis/vec.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,15 +63,11 @@ static int add_side(struct ht_diff *d, size_t *alloc, struct ht_agg *a,
 		if (id == HT__NO_ID)
 			return HT_ERR_NOMEM;
 		if (id >= *alloc) {
-			size_t na = *alloc ? *alloc * 2 : 256;
-			while (na <= id)
-				na *= 2;
-			struct ht_diff_item *ni = realloc(d->items, na * sizeof(*ni));
-			if (!ni)
+			size_t old = *alloc;
+			if (ht_grow((void **)&d->items, alloc, (size_t)id + 1, sizeof(*d->items)) <
+			    0)
 				return HT_ERR_NOMEM;
-			memset(ni + *alloc, 0, (na - *alloc) * sizeof(*ni));
-			d->items = ni;
-			*alloc = na;
+			memset(d->items + old, 0, (*alloc - old) * sizeof(*d->items));
 		}
 		if (id >= d->count)
 			d->count = id + 1;

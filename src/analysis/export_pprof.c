@@ -12,23 +12,8 @@
 
 #include "analysis/export.h"
 #include "analysis/intern.h"
+#include "analysis/vec.h"
 #include "profile.pb-c.h"
-
-/* Grows an array of elem-sized items so index n fits. Returns 0 or -1. */
-static int reserve(void **arr, size_t *alloc, size_t n, size_t elem)
-{
-	if (n < *alloc)
-		return 0;
-	size_t na = *alloc ? *alloc * 2 : 256;
-	while (na <= n)
-		na *= 2;
-	void *p = realloc(*arr, na * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*alloc = na;
-	return 0;
-}
 
 struct builder {
 	struct ht__intern strs; /* the string table: id == index */
@@ -76,7 +61,7 @@ static uint64_t *key_slot(struct builder *b, const char *key)
 	}
 	if (id >= b->key_alloc) {
 		size_t old = b->key_alloc;
-		if (reserve((void **)&b->key_val, &b->key_alloc, id, sizeof(*b->key_val)) < 0) {
+		if (ht_grow((void **)&b->key_val, &b->key_alloc, id + 1, sizeof(*b->key_val)) < 0) {
 			b->err = HT_ERR_NOMEM;
 			return NULL;
 		}
@@ -94,7 +79,7 @@ static uint64_t mapping_id(struct builder *b, int side, const struct ht_reader *
 		return 0;
 	if (*slot)
 		return *slot;
-	if (reserve((void **)&b->maps, &b->amaps, b->nmaps, sizeof(*b->maps)) < 0) {
+	if (ht_grow((void **)&b->maps, &b->amaps, b->nmaps + 1, sizeof(*b->maps)) < 0) {
 		b->err = HT_ERR_NOMEM;
 		return 0;
 	}
@@ -130,7 +115,7 @@ static uint64_t function_id(struct builder *b, int side, const struct ht_reader 
 	if (*slot)
 		return *slot;
 	(void)side;
-	if (reserve((void **)&b->funcs, &b->afuncs, b->nfuncs, sizeof(*b->funcs)) < 0) {
+	if (ht_grow((void **)&b->funcs, &b->afuncs, b->nfuncs + 1, sizeof(*b->funcs)) < 0) {
 		b->err = HT_ERR_NOMEM;
 		return 0;
 	}
@@ -153,9 +138,9 @@ static uint64_t location_id(struct builder *b, int side, const struct ht_reader 
 		return 0;
 	if (*slot)
 		return *slot;
-	if (reserve((void **)&b->locs, &b->alocs, b->nlocs, sizeof(*b->locs)) < 0 ||
-	    reserve((void **)&b->loc_line0, &b->aloc_line0, b->nlocs, sizeof(size_t)) < 0 ||
-	    reserve((void **)&b->lines, &b->alines, b->nlines + n, sizeof(*b->lines)) < 0) {
+	if (ht_grow((void **)&b->locs, &b->alocs, b->nlocs + 1, sizeof(*b->locs)) < 0 ||
+	    ht_grow((void **)&b->loc_line0, &b->aloc_line0, b->nlocs + 1, sizeof(size_t)) < 0 ||
+	    ht_grow((void **)&b->lines, &b->alines, b->nlines + n + 1, sizeof(*b->lines)) < 0) {
 		b->err = HT_ERR_NOMEM;
 		return 0;
 	}
@@ -186,13 +171,13 @@ static void add_side(struct builder *b, int side, const struct ht_pprof_side *s,
 {
 	for (size_t i = 0; i < s->res->count && !b->err; i++) {
 		const struct ht_agg_item *it = &s->res->items[i];
-		if (reserve((void **)&b->samples, &b->asamples, b->nsamples, sizeof(*b->samples)) <
-			0 ||
-		    reserve((void **)&b->sample_loc0, &b->asample_loc0, b->nsamples,
+		if (ht_grow((void **)&b->samples, &b->asamples, b->nsamples + 1,
+			    sizeof(*b->samples)) < 0 ||
+		    ht_grow((void **)&b->sample_loc0, &b->asample_loc0, b->nsamples + 1,
 			    sizeof(size_t)) < 0 ||
-		    reserve((void **)&b->values, &b->avalues, b->nsamples * 4 + 3,
+		    ht_grow((void **)&b->values, &b->avalues, b->nsamples * 4 + 3 + 1,
 			    sizeof(*b->values)) < 0 ||
-		    reserve((void **)&b->loc_ids, &b->aloc_ids, b->nloc_ids + it->nframes + 1,
+		    ht_grow((void **)&b->loc_ids, &b->aloc_ids, b->nloc_ids + it->nframes + 1 + 1,
 			    sizeof(*b->loc_ids)) < 0) {
 			b->err = HT_ERR_NOMEM;
 			return;
