@@ -155,13 +155,14 @@ int cmd_export(int argc, char **argv)
 	default:
 		break;
 	}
-	if (fflush(out) != 0 || ferror(out))
-		rc = HT_ERR_IO;
-	if (out != stdout && fclose(out) != 0)
-		rc = HT_ERR_IO;
-	if (rc < 0)
-		die("cannot write '%s': %s", o.out,
-		    rc == HT_ERR_IO ? strerror(errno) : ht_strerror(rc));
+	if (rc < 0 && rc != HT_ERR_IO)
+		die("%s", ht_strerror(rc));
+	if (to_stdout) {
+		if (fflush(stdout) != 0 || ferror(stdout))
+			die("cannot write to standard output: %s", strerror(errno));
+	} else {
+		output_end(&output, out); /* a write error dies there, naming the file */
+	}
 	agg_side_release(&cur);
 	if (o.base)
 		agg_side_release(&base);
