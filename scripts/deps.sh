@@ -7,11 +7,11 @@
 set -euo pipefail
 what=${1:-build}
 pkgs=(gcc g++ make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev
-      libprotobuf-c-dev protobuf-c-compiler zlib1g-dev)
+      libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libsqlite3-dev)
 case "$what" in
   build) ;;
   test) pkgs+=(python3 heaptrack procps chromium clang-format
-    libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev golang-go) ;;
+    libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev golang-go sqlite3) ;;
   bench) pkgs+=(python3 heaptrack procps jq chromium) ;;
   *) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
 esac

@@ -65,4 +65,16 @@ struct ht_pprof_side {
 int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, const struct ht_pprof_side *base,
 		    enum ht_metric m);
 
+/*
+ * SQLite: a new database at path (a file that does not exist yet, or is
+ * empty) with the tables of docs/export.md: one row per heap block
+ * (allocations), committed range piece, RSS sample, thread, module load,
+ * process, module, frame and stack frame. q's -pid list and -range (by
+ * allocation, commit or sample time) choose the rows. Reads the trace once
+ * through a pass (pass.h). Returns 0 or a negative error, with a message in
+ * why (SQLite's own when it failed).
+ */
+int ht_export_sqlite(const char *path, struct ht_reader *r, const struct ht_query *q,
+		     ht_export_progress_fn progress, void *pctx, char *why, size_t whylen);
+
 #endif

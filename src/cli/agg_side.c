@@ -24,6 +24,17 @@ struct ht_reader *open_trace(const char *path)
 	return r;
 }
 
+void trace_warnings(struct ht_reader *r, const char *path)
+{
+	const char *w = ht_reader_warning(r);
+	if (w)
+		warning("%s", w);
+	const struct ht_trace_info *info = ht_reader_info(r);
+	if (info->events_lost)
+		warning("'%s' lost %" PRIu64 " events while recording; counts may be low", path,
+			info->events_lost);
+}
+
 void agg_side_run(struct agg_side *s, const char *verb)
 {
 	int rc;

@@ -14,6 +14,7 @@
 #include "analysis/summary.h"
 #include "cli/builtin.h"
 #include "cli/agg_side.h"
+#include "format/output.h"
 #include "cli/common.h"
 #include "cli/query_opts.h"
 
@@ -25,6 +26,8 @@ static const char usage_text[] =
     "              (flamegraph.pl, speedscope)\n"
     "  pprof       gzipped profile.proto with Go's heap sample types\n"
     "              (go tool pprof, Pyroscope, Parca)\n"
+    "  sqlite      a database: allocations, commits, rss, threads, processes,\n"
+    "              modules, frames, stacks (sqlite3, DuckDB, pandas); not to '-'\n"
     "\n"
     "options:\n"
     "  --format F             collapsed or pprof\n"
@@ -39,7 +42,7 @@ static const char usage_text[] =
     "                         as pprof's -diff_base shows it\n"
     "\n";
 
-enum format { F_NONE, F_COLLAPSED, F_PPROF };
+enum format { F_NONE, F_COLLAPSED, F_PPROF, F_SQLITE };
 
 struct opts {
 	const char *file, *out, *base;
@@ -51,7 +54,7 @@ struct opts {
 static const struct {
 	const char *name;
 	enum format f;
-} formats[] = {{"collapsed", F_COLLAPSED}, {"pprof", F_PPROF}};
+} formats[] = {{"collapsed", F_COLLAPSED}, {"pprof", F_PPROF}, {"sqlite", F_SQLITE}};
 
 static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q)
 {
@@ -101,6 +104,8 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 		die("no format given; use --format collapsed or pprof");
 	if (!o->out)
 		die("no output given; use -o FILE, or -o - for standard output");
+	if (o->format == F_SQLITE && !strcmp(o->out, "-"))
+		die("a SQLite database cannot go to standard output; give -o FILE");
 	if (o->base && o->format != F_PPROF)
 		die("--base goes with --format pprof only");
 	if (o->metric == HT_METRIC_PEAK)
@@ -117,6 +122,29 @@ static void stack_side(struct agg_side *s, enum ht_metric m)
 	s->q.top = UINT64_MAX;
 	s->q.top_given = true;
 	agg_side_run(s, "exporting");
+}
+
+/* SQLite writes by name: into the output's temporary file, renamed at the end. */
+static void export_sqlite(const struct opts *o, struct agg_side *s, struct ht__output *output,
+			  FILE *out)
+{
+	if (!ht__output_is_file(output))
+		die("'%s' is not a regular file; SQLite writes a database file", o->out);
+	int rc;
+	s->r = open_trace(s->path);
+	if ((rc = ht_query_prepare(&s->q)) < 0)
+		die("%s", ht_strerror(rc));
+	struct progress prog;
+	progress_init(&prog, "exporting");
+	char why[512];
+	rc = ht_export_sqlite(output->tmp ? output->tmp : output->path, s->r, &s->q,
+			      progress_wanted() ? progress_show : NULL, &prog, why, sizeof(why));
+	progress_done(&prog);
+	if (rc < 0)
+		die("cannot export '%s' to '%s': %s", s->path, o->out, why);
+	trace_warnings(s->r, s->path);
+	output_end(output, out);
+	agg_side_release(s);
 }
 
 int cmd_export(int argc, char **argv)
@@ -138,6 +166,10 @@ int cmd_export(int argc, char **argv)
 	struct ht__output output;
 	bool to_stdout = !strcmp(o.out, "-");
 	FILE *out = to_stdout ? stdout : output_begin(&output, o.out, o.force, 0644);
+	if (o.format == F_SQLITE) {
+		export_sqlite(&o, &cur, &output, out);
+		return 0;
+	}
 	stack_side(&cur, o.metric);
 	if (o.base)
 		stack_side(&base, o.metric);

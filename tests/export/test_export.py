@@ -3,7 +3,7 @@
 temporary counts on tests/programs/peak_prog, whose heap is known exactly
 (see its header): each format is read by the tool it is for.
 
-usage: test_export.py HEAPTRAIL PEAK_PROG
+usage: test_export.py HEAPTRAIL PEAK_PROG MALLOC_FAMILY
 """
 import gzip
 import json
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-HEAPTRAIL, PROG = sys.argv[1], sys.argv[2]
+HEAPTRAIL, PROG, MALLOC_FAMILY = sys.argv[1], sys.argv[2], sys.argv[3]
 failures = []
 
 # The program's numbers (tests/programs/peak_prog.c), for scale n.
@@ -192,6 +192,43 @@ try:
     rows = p.stdout.decode().splitlines()
     check(rows[0] == "delta_bytes,base_bytes,new_bytes,delta_count,base_count,new_count,image"
           and rows[1] == "10000,5900,15900,10,8,18,peak_prog", f"diff csv {rows}")
+    # --- sqlite, read by the sqlite3 CLI: the blocks never freed are info's leaks.
+    def sql(db, query):
+        p = run("sqlite3", "-batch", "-separator", "|", db, query)
+        return p.stdout.decode().strip()
+
+    db = os.path.join(tmp, "p1.db")
+    ht("export", t1, "--format", "sqlite", "-o", db)
+    check(sql(db, "SELECT count(*), sum(size) FROM allocations WHERE free_ns IS NULL")
+          == f"{tot['leaked_count']}|{tot['leaked_bytes']}", "sqlite leaks = info's")
+    check(sql(db, "SELECT count(*), sum(size) FROM allocations") == "19|111220",
+          "sqlite: every allocation")
+    # Who held the peak, in SQL: the blocks live at info's peak time.
+    check(sql(db, f"SELECT sum(size) FROM allocations WHERE alloc_ns <= {peak_ns} AND "
+                  f"(free_ns IS NULL OR free_ns > {peak_ns})") == str(tot["peak_bytes"]),
+          "sqlite: live at the peak")
+    check(sql(db, "SELECT f.function FROM allocations a JOIN stacks s ON s.stack_id = a.stack_id"
+                  " JOIN frames f ON f.frame = s.frame WHERE a.size = 100000 ORDER BY s.depth")
+          .splitlines()[:2] == ["make_peak", "main"], "sqlite: stack of the peak block")
+    check(sql(db, "SELECT pid, exe LIKE '%peak_prog' FROM processes") == f"{pid}|1",
+          "sqlite processes")
+    check(sql(db, "SELECT count(*) FROM threads WHERE pid = tid") == "1", "sqlite threads")
+    check(sql(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                  "name IN ('allocations_alloc', 'allocations_stack')") == "2", "sqlite indexes")
+    p = ht("export", t1, "--format", "sqlite", "-o", "-", ok=False)
+    check(p.returncode == 2 and b"standard output" in p.stderr, f"sqlite to -: {p.stderr!r}")
+    # realloc chains: 100 -> 200 -> 400 -> 800, each row naming the one it replaced.
+    tm = os.path.join(tmp, "mf.htr")
+    ht("record", "-o", tm, "--", MALLOC_FAMILY)
+    dbm = os.path.join(tmp, "mf.db")
+    ht("export", tm, "--format", "sqlite", "-o", dbm)
+    check(sql(dbm, "SELECT b.size, a.size FROM allocations a JOIN allocations b ON "
+                   "b.id = a.realloc_from WHERE b.free_ns = a.alloc_ns ORDER BY a.id")
+          .splitlines() == ["100|200", "200|400", "400|800"], "sqlite realloc_from chain")
+    info_m = ht_json("info", tm)["totals"]
+    check(sql(dbm, "SELECT count(*), sum(size) FROM allocations WHERE free_ns IS NULL")
+          == f"{info_m['leaked_count']}|{info_m['leaked_bytes']}", "sqlite leaks = info's (mf)")
+
     p = ht("diff", t1, ok=False)
     check(p.returncode == 2 and b"--base-range" in p.stderr, f"diff one trace: {p.stderr!r}")
 finally:
