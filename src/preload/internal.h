@@ -138,6 +138,20 @@ void ht__find_self(void);
 extern _Atomic int ht__modules_dirty;
 
 /*
+ * unwind.c: the unwinding rule of a return address, from .eh_frame. OK
+ * rules hold the CFA offset in bits 0-31 (from rsp, or from rbp with
+ * CFA_RBP) and, with RBP_SAVED, where rbp was saved (CFA minus bits 32-55);
+ * the return address is at CFA-8. LAST: the outermost frame.
+ */
+#define HT_CFI_UNKNOWN 0ull
+#define HT_CFI_OK (1ull << 63)
+#define HT_CFI_LAST (1ull << 62)
+#define HT_CFI_CFA_RBP (1ull << 61)
+#define HT_CFI_RBP_SAVED (1ull << 60)
+uint64_t ht__cfi_rule(uintptr_t ra);
+void ht__cfi_reset(void); /* a new instance, or modules unloaded */
+
+/*
  * attach.c, exported: attach mode from inside the process (the injector or a
  * loader hook calls these on any thread). ht_attach_start() maps the session
  * at path and redirects the GOT entries of every module to the hooks; it

@@ -10,7 +10,10 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -303,6 +306,8 @@ struct ht_table {
 #define HT_TABLE_FIRST (1u << 16)
 
 static _Atomic(struct ht_table *) ht_table;
+static _Atomic uint32_t ht_gen = 1; /* bumped with each new table: cached ids are void */
+static int ht_verify;		    /* HEAPTRAIL_STACK_VERIFY=1 (see the stack cache) */
 
 static struct ht_table *ht_table_new(uint64_t nslots)
 {
@@ -318,11 +323,15 @@ void ht__stacks_init(void)
 	static int unw_ready;
 	if (!unw_ready) {
 		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+		const char *v = getenv("HEAPTRAIL_STACK_VERIFY");
+		ht_verify = v && *v == '1';
 		unw_ready = 1;
 	}
+	atomic_fetch_add(&ht_gen, 1);
 	struct ht_table *tb = ht_table_new(HT_TABLE_FIRST);
 	if (tb)
 		atomic_store(&ht_table, tb);
+	ht__cfi_reset();
 }
 
 static int ht_insert_at(struct ht_table *tb, uint64_t key, uint32_t id)
@@ -424,34 +433,32 @@ static uint32_t ht_wait_id(struct ht_slot *s)
 }
 
 /*
- * Unwinds the caller's stack, drops our own frames and returns the stack's
- * id, writing its STACK record (and any MODULE_LOAD it needs) when the stack
- * is new to this instance. 0 when no stack could be taken. Runs on the
- * thread's unwinding stack when it has one (see ht__stack_capture).
+ * The table key of a stack, hashed from its outermost frame in, so that a
+ * cached stack's outer part keeps its partial hash (hsuf in the cache).
  */
-static __attribute__((noinline)) uint32_t ht_capture(struct ht__thread *t)
+#define HT_KEY_SEED 0x84222325cbf29ce4ull
+
+static inline uint64_t ht_key_step(uint64_t h, uintptr_t ip)
 {
-	void *ips[HT_MAX_FRAMES + 8];
-	int n = unw_backtrace(ips, HT_MAX_FRAMES + 8);
-	int skip = 0;
-	while (skip < n && (uintptr_t)ips[skip] >= ht__g.self_start &&
-	       (uintptr_t)ips[skip] < ht__g.self_end)
-		skip++;
-	n -= skip;
-	if (n <= 0)
-		return 0;
-	if (n > HT_MAX_FRAMES)
-		n = HT_MAX_FRAMES;
-	void *const *f = ips + skip;
+	h ^= (uint64_t)ip;
+	h *= 0x9e3779b97f4a7c15ull;
+	return h ^ (h >> 29);
+}
 
-	uint64_t h = 0x84222325cbf29ce4ull ^ (uint64_t)n;
-	for (int i = 0; i < n; i++) {
-		h ^= (uint64_t)(uintptr_t)f[i];
-		h *= 0x9e3779b97f4a7c15ull;
-		h ^= h >> 29;
-	}
-	uint64_t key = h ? h : 1;
+static inline uint64_t ht_key_final(uint64_t h)
+{
+	return h ? h : 1;
+}
 
+/*
+ * The id of the stack whose key is key, writing its STACK record when the
+ * stack is new to this instance; 0 when none could be had. Its n program
+ * frames are f[0..n-1] innermost first, or when f is NULL, rev[0..n-1]
+ * outermost first (the stack cache's order).
+ */
+static uint32_t ht_stack_id(struct ht__thread *t, uint64_t key, void *const *f, int n,
+			    const uintptr_t *rev)
+{
 	struct ht_table *tb = atomic_load_explicit(&ht_table, memory_order_acquire);
 	if (!tb)
 		return 0;
@@ -468,6 +475,12 @@ static __attribute__((noinline)) uint32_t ht_capture(struct ht__thread *t)
 			continue;
 		}
 		uint32_t id = ht_new_id();
+		void *tmp[HT_MAX_FRAMES];
+		if (!f) {
+			for (int j = 0; j < n; j++)
+				tmp[j] = (void *)rev[n - 1 - j];
+			f = tmp;
+		}
 		int ok = ht_write_stack(t, id, f, n);
 		atomic_store_explicit(&s->id, ok ? id : HT_STACK_NONE, memory_order_release);
 		if (atomic_fetch_add(&tb->used, 1) + 1 > (tb->mask + 1) / 4 * 3)
@@ -475,6 +488,210 @@ static __attribute__((noinline)) uint32_t ht_capture(struct ht__thread *t)
 		return ok ? id : 0;
 	}
 	return 0;
+}
+
+/*
+ * libunwind's backtrace of the current call without our own frames: the
+ * program's frames land in ips[*skip..*skip + n - 1]; returns n (at most
+ * HT_MAX_FRAMES).
+ *
+ * Cancellation is disabled meanwhile: on a stack it has not seen, libunwind
+ * checks memory with write() and read() on a pipe, and opens files, all
+ * cancellation points, which would make malloc one (a thread cancelled
+ * there loses the block malloc returned, and stops where the program never
+ * could). In glibc that is an atomic operation on the thread, no call.
+ */
+static int ht_unwind(void **ips, int *skip)
+{
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	int n = unw_backtrace(ips, HT_MAX_FRAMES + 8);
+	if (cancel != PTHREAD_CANCEL_DISABLE)
+		pthread_setcancelstate(cancel, NULL);
+	int s = 0;
+	while (s < n && (uintptr_t)ips[s] >= ht__g.self_start && (uintptr_t)ips[s] < ht__g.self_end)
+		s++;
+	*skip = s;
+	n -= s;
+	return n > HT_MAX_FRAMES ? HT_MAX_FRAMES : n;
+}
+
+/*
+ * Unwinds the caller's stack with libunwind, drops our own frames and
+ * returns the stack's id, writing its STACK record (and any MODULE_LOAD it
+ * needs) when the stack is new to this instance. 0 when no stack could be
+ * taken. Runs on the thread's unwinding stack when it has one.
+ */
+static __attribute__((noinline)) uint32_t ht_capture(struct ht__thread *t)
+{
+	void *ips[HT_MAX_FRAMES + 8];
+	int skip;
+	int n = ht_unwind(ips, &skip);
+	if (n <= 0)
+		return 0;
+	uint64_t h = HT_KEY_SEED;
+	for (int i = n - 1; i >= 0; i--)
+		h = ht_key_step(h, (uintptr_t)ips[skip + i]);
+	return ht_stack_id(t, ht_key_final(h), ips + skip, n, NULL);
+}
+
+/* ---- the validated stack cache ---- */
+
+/*
+ * Consecutive allocations of a thread mostly share their outer frames, often
+ * all of them. So a capture walks the stack itself, from the hook outwards,
+ * with the rules of unwind.c (a lookup and two loads a frame), and keeps per
+ * frame what the walk read: the return address and its slot, rbp and the
+ * slot it was restored from (bytehound's idea, without its return
+ * trampolines). The next capture stops walking at the first frame that is a
+ * cached one (same slot, return address and rbp) provided every cached
+ * frame beyond it still holds the same values in the same slots: the walk
+ * from there would read exactly what it read before, so it would find the
+ * same frames. Those are reused, with their partial key.
+ *
+ * The first frame is exact: the recorder's own frame pointers lead to the
+ * hook's return address into the program and the rbp it saved. Every read
+ * stays between that slot and the top of the thread's stack. A frame the
+ * rules cannot follow exactly as libunwind would (no unwind table, a signal
+ * frame, a DWARF expression) or that leaves the thread's stack sends the
+ * whole capture to libunwind, uncached, as before. HEAPTRAIL_STACK_VERIFY=1
+ * also unwinds every capture with libunwind and counts the differences
+ * (tests/preload/t_stack_cache.sh).
+ */
+struct ht_scache {
+	uintptr_t lo, hi; /* the thread's stack; hi == 0: unknown, no cache */
+	uint32_t gen;	  /* ht_gen when filled */
+	uint32_t id;	  /* id of the whole cached stack */
+	int n;		  /* cached frames, 0: empty */
+	/* Outermost frame first, so that new inner frames go on the end. */
+	uintptr_t ip[HT_MAX_FRAMES];
+	uintptr_t loc[HT_MAX_FRAMES];	  /* slot of ip[k], decreasing */
+	uintptr_t rbp[HT_MAX_FRAMES];	  /* rbp in frame k */
+	uintptr_t rbp_loc[HT_MAX_FRAMES]; /* where rbp[k] was read, 0: rbp[k - 1]'s */
+	uint64_t hkey[HT_MAX_FRAMES];	  /* key state after frames 0..k */
+};
+
+static _Atomic uint64_t ht_verify_reuse, ht_verify_walked, ht_verify_bad;
+
+static inline int ht_frame_holds(const struct ht_scache *c, int k)
+{
+	return *(const uintptr_t *)c->loc[k] == c->ip[k] &&
+	       (!c->rbp_loc[k] || *(const uintptr_t *)c->rbp_loc[k] == c->rbp[k]);
+}
+
+/*
+ * The stack id of the current call through the cache c: loc0 is the slot of
+ * the hook's return address into the program, just above the rbp the hook
+ * saved. Falls back to libunwind when the walk cannot go on.
+ */
+static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t,
+							    struct ht_scache *c, uintptr_t loc0)
+{
+	uint32_t gen = atomic_load_explicit(&ht_gen, memory_order_relaxed);
+	uintptr_t ip = *(const uintptr_t *)loc0, loc = loc0;
+	uintptr_t rbp = *(const uintptr_t *)(loc0 - 8), rbp_loc = loc0 - 8;
+	const uintptr_t hi = c->hi;
+	int cn = c->n && c->gen == gen ? c->n : 0;
+
+	/* Walk until a cached frame (same slot, return address and rbp, and
+	   every frame outside it holding what it held): nip.. are the new
+	   frames, innermost first; jc the cached frame joined, or -1. */
+	uintptr_t nip[HT_MAX_FRAMES], nloc[HT_MAX_FRAMES], nrbp[HT_MAX_FRAMES], nrl[HT_MAX_FRAMES];
+	int n = 0, jc = -1, done = 0, k = cn - 1, ok = -1;
+	for (;;) {
+		while (k >= 0 && c->loc[k] < loc)
+			k--;
+		if (k >= 0 && c->loc[k] == loc && c->ip[k] == ip && c->rbp[k] == rbp) {
+			if (ok < 0)
+				for (ok = 0; ok < k && ht_frame_holds(c, ok);)
+					ok++;
+			if (ok >= k) {
+				jc = k;
+				break;
+			}
+		}
+		if (n == HT_MAX_FRAMES)
+			break; /* deeper than kept: libunwind cuts it too, uncached */
+		nip[n] = ip;
+		nloc[n] = loc;
+		nrbp[n] = rbp;
+		nrl[n] = rbp_loc;
+		n++;
+		uint64_t r = ht__cfi_rule(ip);
+		if (HT_UNLIKELY(!(r & HT_CFI_OK))) {
+			done = r == HT_CFI_LAST;
+			break;
+		}
+		uintptr_t cfa = ((r & HT_CFI_CFA_RBP) ? rbp : loc + 8) + (uint32_t)r;
+		if (cfa <= loc + 8 || cfa > hi)
+			break;
+		if (r & HT_CFI_RBP_SAVED) {
+			rbp_loc = cfa - ((r >> 32) & 0xffffff);
+			if (rbp_loc <= loc)
+				break; /* not in this frame: odd, leave it to libunwind */
+			rbp = *(const uintptr_t *)rbp_loc;
+		} else {
+			rbp_loc = 0;
+		}
+		loc = cfa - 8;
+		ip = *(const uintptr_t *)loc;
+		if (!ip) {
+			done = 1;
+			break;
+		}
+	}
+	if (jc == cn - 1 && n == 0 && !ht_verify)
+		return c->id; /* the same stack as last time */
+	if (jc >= 0 && jc + 1 + n > HT_MAX_FRAMES)
+		jc = -1; /* would need cutting: leave it to libunwind */
+	if (jc < 0 && !done) {
+		c->n = 0;
+		return ht_capture(t); /* libunwind, whole and uncached */
+	}
+
+	/* The new frames go after the cached ones kept, outermost first. */
+	int base = jc + 1, total = base + n;
+	uint64_t h = jc >= 0 ? c->hkey[jc] : HT_KEY_SEED;
+	for (int i = n - 1, at = base; i >= 0; i--, at++) {
+		h = ht_key_step(h, nip[i]);
+		c->ip[at] = nip[i];
+		c->loc[at] = nloc[i];
+		c->rbp[at] = nrbp[i];
+		c->rbp_loc[at] = nrl[i];
+		c->hkey[at] = h;
+	}
+	c->n = total;
+	c->gen = gen;
+	uint32_t id = ht_stack_id(t, ht_key_final(h), NULL, total, c->ip);
+	c->id = id;
+	if (!id)
+		c->n = 0;
+	if (ht_verify) {
+		void *full[HT_MAX_FRAMES + 8];
+		int skip, fn = ht_unwind(full, &skip);
+		int same = fn == total;
+		for (int i = 0; same && i < total; i++)
+			same = (uintptr_t)full[skip + i] == c->ip[total - 1 - i];
+		atomic_fetch_add(base ? &ht_verify_reuse : &ht_verify_walked, 1);
+		if (!same)
+			atomic_fetch_add(&ht_verify_bad, 1);
+	}
+	return id;
+}
+
+/* Counts of HEAPTRAIL_STACK_VERIFY=1, on stderr at exit. */
+__attribute__((destructor)) static void ht_verify_report(void)
+{
+	if (!ht_verify)
+		return;
+	char buf[160];
+	int len = snprintf(buf, sizeof buf,
+			   "heaptrail: stack cache verify: %llu reused, %llu walked, %llu differ\n",
+			   (unsigned long long)atomic_load(&ht_verify_reuse),
+			   (unsigned long long)atomic_load(&ht_verify_walked),
+			   (unsigned long long)atomic_load(&ht_verify_bad));
+	if (len > 0)
+		syscall(SYS_write, 2, buf, (size_t)len);
 }
 
 /* ---- the unwinding stack ---- */
@@ -527,13 +744,54 @@ void ht__on_stack(void *arg, void (*fn)(void *), void *top);
 
 struct ht_capture_call {
 	struct ht__thread *t;
+	struct ht_scache *cache; /* NULL: unwind whole */
+	uintptr_t loc0;
 	uint32_t id;
 };
 
 static void ht_capture_on_ustack(void *arg)
 {
 	struct ht_capture_call *c = arg;
-	c->id = ht_capture(c->t);
+	c->id = c->cache ? ht_capture_cached(c->t, c->cache, c->loc0) : ht_capture(c->t);
+}
+
+/* The thread's stack cache sits at the top of its unwinding stack. */
+static inline struct ht_scache *ht_scache_of(struct ht__thread *t)
+{
+	uintptr_t top = (uintptr_t)t->ustack + HT_USTACK_SIZE - sizeof(struct ht_scache);
+	return (struct ht_scache *)(top & ~(uintptr_t)63);
+}
+
+extern void *__libc_stack_end;
+
+/*
+ * Where the thread's stack is, for the cache's reads: the main thread's
+ * from the loader's record of its top and the stack limit, another
+ * thread's from its attributes (no /proc read for those).
+ */
+static HT_COLD void ht_stack_bounds(struct ht__thread *t, struct ht_scache *c)
+{
+	c->lo = c->hi = 0;
+	if (t->tid == ht__g.pid) {
+		struct rlimit rl;
+		uintptr_t size = 8u << 20;
+		if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur < size)
+			size = (uintptr_t)rl.rlim_cur;
+		c->hi = ((uintptr_t)__libc_stack_end | 4095) + 1;
+		c->lo = c->hi - size;
+		return;
+	}
+	pthread_attr_t a;
+	void *addr;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return;
+	if (pthread_attr_getstack(&a, &addr, &size) == 0 && addr && size) {
+		c->lo = (uintptr_t)addr;
+		c->hi = (uintptr_t)addr + size;
+	}
+	pthread_attr_destroy(&a);
 }
 
 /* Maps the thread's unwinding stack; leaves it NULL when that fails. */
@@ -544,7 +802,26 @@ static HT_COLD void ht_ustack_map(struct ht__thread *t)
 		return;
 	syscall(SYS_mprotect, m, HT_USTACK_GUARD, PROT_NONE);
 	t->ustack = m + HT_USTACK_GUARD;
-	ht__thread_watch(t); /* unmapped at thread exit, ring or not */
+	ht_stack_bounds(t, ht_scache_of(t)); /* the mapping is zero: an empty cache */
+	ht__thread_watch(t);		     /* unmapped at thread exit, ring or not */
+}
+
+/*
+ * The slot holding the return address into the program of the hook that
+ * called us, found through the recorder's frame pointers; 0 if not found.
+ */
+static inline uintptr_t ht_hook_slot(const uintptr_t *fp)
+{
+	for (int i = 0; i < 8; i++) {
+		uintptr_t ra = fp[1];
+		if (ra < ht__g.self_start || ra >= ht__g.self_end)
+			return (uintptr_t)&fp[1];
+		const uintptr_t *up = (const uintptr_t *)fp[0];
+		if (up <= fp || up - fp > 8192)
+			return 0;
+		fp = up;
+	}
+	return 0;
 }
 
 void ht__ustack_unmap(struct ht__thread *t)
@@ -557,35 +834,33 @@ void ht__ustack_unmap(struct ht__thread *t)
 
 /*
  * The stack id of the current call, captured on the thread's unwinding
- * stack. A thread past its key destructor (glibc freeing its TLS) captures
- * in place: it has given its unwinding stack back and runs on its own,
- * normal-sized stack then.
- *
- * Cancellation is disabled meanwhile: on a stack it has not seen, libunwind
- * checks memory with write() and read() on a pipe, and opens files, all
- * cancellation points, which would make malloc one (a thread cancelled
- * there loses the block malloc returned, and stops where the program never
- * could). In glibc that is an atomic operation on the thread, no call.
+ * stack through its stack cache. A thread past its key destructor (glibc
+ * freeing its TLS) captures in place: it has given its unwinding stack back
+ * and runs on its own, normal-sized stack then.
  */
 uint32_t ht__stack_capture(struct ht__thread *t)
 {
-	int cancel;
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-	struct ht_capture_call c = {t, 0};
+	struct ht_capture_call c = {t, NULL, 0, 0};
 	if (!HT_HAVE_USTACK || t->exited) {
 		c.id = ht_capture(t);
 	} else {
 		if (HT_UNLIKELY(!t->ustack))
 			ht_ustack_map(t);
-		if (!t->ustack)
+		if (!t->ustack) {
 			c.id = ht_capture(t);
+		} else {
+			struct ht_scache *sc = ht_scache_of(t);
+			uintptr_t loc0 = ht_hook_slot(__builtin_frame_address(0));
+			if (loc0 >= sc->lo && loc0 < sc->hi) {
+				c.cache = sc;
+				c.loc0 = loc0;
+			}
 #if HT_HAVE_USTACK
-		else
-			ht__on_stack(&c, ht_capture_on_ustack, t->ustack + HT_USTACK_SIZE);
+			ht__on_stack(&c, ht_capture_on_ustack,
+				     (char *)((uintptr_t)sc & ~(uintptr_t)15));
 #endif
+		}
 	}
-	if (cancel != PTHREAD_CANCEL_DISABLE)
-		pthread_setcancelstate(cancel, NULL);
 	return c.id;
 }
 

@@ -1,0 +1,168 @@
+/*
+ * Stacks for the stack cache test (t_stack_cache.sh), run with
+ * HEAPTRAIL_STACK_VERIFY=1 so the recorder compares every stack it builds
+ * from its cache or its own walk with libunwind's: recursion of varying
+ * depth (and deeper than the recorder keeps), optimised code without frame
+ * pointers and with alloca frames, C++ exceptions unwinding through
+ * allocating destructors, signal handlers on the thread's stack and on an
+ * alternate one, a library loaded, unloaded and loaded again, and threads.
+ * Every allocation is freed; sizes mark the cases.
+ */
+#include <alloca.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdexcept>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPT __attribute__((noinline, optimize("O2", "omit-frame-pointer")))
+
+extern "C" {
+
+__attribute__((noinline)) static void take(size_t n)
+{
+	free(malloc(n));
+}
+
+/* -O0, frame pointers: allocations at every level on the way back up. */
+__attribute__((noinline)) static void rec_fp(int depth)
+{
+	if (depth > 0) {
+		rec_fp(depth - 1);
+		take(9001);
+	} else {
+		take(9002);
+	}
+}
+
+/* -O2 without frame pointers, and the same through alloca frames (rbp). */
+OPT static int rec_nofp(int depth, int salt)
+{
+	if (depth <= 0) {
+		void *p = malloc(9011 + (salt & 1));
+		free(p);
+		return salt;
+	}
+	int r = rec_nofp(depth - 1, salt * 3 + 1);
+	asm volatile("" ::: "memory");
+	return r + 1;
+}
+
+OPT static int rec_alloca(int depth)
+{
+	char *buf = (char *)alloca(16 + (depth & 7) * 40);
+	memset(buf, depth, 16);
+	if (depth <= 0) {
+		free(malloc(9021));
+		return buf[0];
+	}
+	int r = rec_alloca(depth - 1);
+	asm volatile("" ::"r"(buf) : "memory");
+	return r + buf[1];
+}
+}
+
+struct Noisy {
+	int depth;
+	~Noisy() { take(9031); }
+};
+
+__attribute__((noinline)) static void rec_throw(int depth)
+{
+	Noisy n{depth};
+	if (depth == 0)
+		throw std::runtime_error("bottom");
+	rec_throw(depth - 1);
+	take(9032); /* never reached */
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	rec_fp(3); /* the test raises the signal outside malloc: safe here */
+}
+
+static void *back_into_program(int depth)
+{
+	rec_fp(depth);
+	return malloc(9102);
+}
+
+static void dso_round(const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/libstack_dso.so", dir);
+	void *h = dlopen(path, RTLD_NOW);
+	if (!h) {
+		fprintf(stderr, "stack_cases: %s\n", dlerror());
+		exit(2);
+	}
+	auto chain = (void *(*)(int, void *(*)(int)))dlsym(h, "stack_dso_chain");
+	for (int i = 0; i < 50; i++) {
+		free(chain(i % 9, NULL));
+		free(chain(i % 5, back_into_program));
+	}
+	dlclose(h);
+}
+
+static void mix(int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		rec_fp(i % 40);
+		rec_nofp(i % 37, i);
+		rec_alloca(i % 23);
+		if (i % 25 == 0)
+			rec_fp(150); /* deeper than the 128 frames kept */
+		if (i % 10 == 0) {
+			try {
+				rec_throw(i % 12);
+			} catch (const std::exception &e) {
+				take(9041);
+			}
+		}
+	}
+}
+
+static void *thread_main(void *arg)
+{
+	mix((int)(long)arg);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : ".";
+	mix(300);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGUSR1, &sa, NULL);
+	static char alt[1 << 16];
+	stack_t ss;
+	memset(&ss, 0, sizeof ss);
+	ss.ss_sp = alt;
+	ss.ss_size = sizeof alt;
+	sigaltstack(&ss, NULL);
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(SIGUSR2, &sa, NULL);
+	for (int i = 0; i < 20; i++) {
+		raise(SIGUSR1);
+		rec_fp(i % 7);
+		raise(SIGUSR2);
+		rec_nofp(i % 5, i);
+	}
+
+	dso_round(dir);
+	dso_round(dir);
+
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, thread_main, (void *)(long)(200 + i * 50));
+	mix(100);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	return 0;
+}

@@ -1,0 +1,28 @@
+# The stack cache and the recorder's own walker give exactly libunwind's
+# stacks: with HEAPTRAIL_STACK_VERIFY=1 every stack built from them is also
+# unwound by libunwind and compared (recursion, frames without frame
+# pointers, alloca, C++ exceptions, signal handlers on the normal and an
+# alternate stack, dlopen/dlclose, threads). Nothing lost, counts exact.
+. "$(dirname "$0")/lib.sh"
+export HEAPTRAIL_STACK_VERIFY=1
+record -- "$PROGS/stack_cases" "$PROGS"
+expect "exit status" "$RC" 0
+line=$(grep 'stack cache verify:' "$TMP/stderr")
+echo "$line"
+reused=$(echo "$line" | sed -nE 's/.* ([0-9]+) reused.*/\1/p')
+walked=$(echo "$line" | sed -nE 's/.* ([0-9]+) walked.*/\1/p')
+differ=$(echo "$line" | sed -nE 's/.* ([0-9]+) differ.*/\1/p')
+expect "stacks that differ from libunwind's" "$differ" 0
+expect "stacks reusing cached frames (over 20000)" "$([ "${reused:-0}" -gt 20000 ] && echo yes)" yes
+expect "stacks walked whole (some)" "$([ "${walked:-0}" -gt 0 ] && echo yes)" yes
+# exact counts: a catch every 10th round of mix() (300 + 100 in main, 200 + 250 in threads), 2 dso rounds of 50
+expect_count '^alloc func=malloc .* size=9041$' $((30 + 10 + 20 + 25))
+expect_count '^alloc func=malloc .* size=9101$' 100
+expect_count '^alloc func=malloc .* size=9102$' 100
+expect "every allocation freed" "$(count '^alloc func=malloc .* size=90[0-9][0-9]$')" \
+	"$(awk '/^alloc func=malloc .* size=90[0-9][0-9]$/ { match($0, / addr=0x[0-9a-f]+/); live[substr($0, RSTART, RLENGTH)]++ }
+		/^free / { match($0, / addr=0x[0-9a-f]+/); a = substr($0, RSTART, RLENGTH); if (live[a] > 0) { live[a]--; f++ } }
+		END { print f + 0 }' "$OUT")"
+# the deep recursion is cut at the 128 frames kept, never longer
+expect "deepest stack" "$(sed -nE 's/^stack .* nframes=([0-9]+) .*/\1/p' "$OUT" | sort -n | tail -1)" 128
+finish
