@@ -253,6 +253,16 @@ int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
 {
 	if (!process_wanted(a, life->process))
 		return 0;
+	/*
+	 * xperf's Outstanding is "never freed": a block its process still held
+	 * at exit is outstanding, a leak, whatever the range.
+	 */
+	struct ht_life leaked;
+	if (life->at_exit) {
+		leaked = *life;
+		leaked.free_ts = HT_TS_NEVER;
+		life = &leaked;
+	}
 	bool outstanding;
 	if (!ht_query_accepts(a->q, life, end_ts, &outstanding))
 		return 0;

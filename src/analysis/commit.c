@@ -97,7 +97,7 @@ static void account(struct ht_commit_tracker *t, struct pmap *pm, int64_t delta,
 }
 
 static void report(struct ht_commit_tracker *t, uint32_t process, const struct range *r,
-		   uint64_t end_ts)
+		   uint64_t end_ts, int at_exit)
 {
 	if (!t->on_end)
 		return;
@@ -110,6 +110,7 @@ static void report(struct ht_commit_tracker *t, uint32_t process, const struct r
 	    .stack = r->stack,
 	    .tid = r->tid,
 	    .func = r->func,
+	    .at_exit = (uint8_t)at_exit,
 	};
 	t->on_end(t->ctx, &c);
 }
@@ -230,7 +231,7 @@ static void report_tmp(struct ht_commit_tracker *t, uint32_t process, uint64_t t
 {
 	for (uint32_t k = 0; k < t->ntmp; k++)
 		if (t->tmp[k].state == R_COMMITTED)
-			report(t, process, &t->tmp[k], ts);
+			report(t, process, &t->tmp[k], ts, 0);
 }
 
 static void count_commit(struct ht_commit_tracker *t, struct pmap *pm, uint64_t bytes)
@@ -337,7 +338,7 @@ static int on_mprotect(struct ht_commit_tracker *t, struct pmap *pm, const struc
 		at = r.end;
 		if (to_none) {
 			if (r.state == R_COMMITTED) {
-				report(t, ev->process, &r, ev->ts);
+				report(t, ev->process, &r, ev->ts, 0);
 				r.state = R_RESERVED;
 			}
 			rc = insert(t, pm, &r, ev->ts);
@@ -390,14 +391,14 @@ static int on_mremap(struct ht_commit_tracker *t, struct pmap *pm, const struct 
 		uint64_t off_s = r.start - old_lo, off_e = r.end - old_lo;
 		if (off_s >= keep) { /* cut off by a shrink */
 			if (r.state == R_COMMITTED)
-				report(t, ev->process, &r, ev->ts);
+				report(t, ev->process, &r, ev->ts, 0);
 			continue;
 		}
 		if (off_e > keep) {
 			struct range cut = r;
 			cut.start = old_lo + keep;
 			if (cut.state == R_COMMITTED)
-				report(t, ev->process, &cut, ev->ts);
+				report(t, ev->process, &cut, ev->ts, 0);
 			r.end = old_lo + keep;
 		}
 		r.start += shift;
@@ -458,23 +459,6 @@ int ht_commit_event(struct ht_commit_tracker *t, const struct ht_event *ev)
 	case HT_EV_MPROTECT:
 	case HT_EV_BRK:
 		break;
-	case HT_EV_PROCESS_EXIT:
-	case HT_EV_PROCESS_EXEC:
-		/* EXIT names the image that ended; EXEC names the new image, and
-		   the earlier image of the same pid ends. */
-		for (uint32_t p = 0; p < t->nprocs; p++) {
-			struct pmap *pm = &t->procs[p];
-			int ends = ev->type == HT_EV_PROCESS_EXIT
-				       ? p == ev->process
-				       : p != ev->process && pm->pid == ev->pid &&
-					     (pm->n || pm->st.commits);
-			if (ends && !pm->ended) {
-				t->st.committed_bytes -= pm->st.committed_bytes;
-				t->st.ranges -= pm->st.ranges;
-				pm->ended = 1;
-			}
-		}
-		return 0;
 	default:
 		return 0;
 	}
@@ -515,15 +499,20 @@ static int live_cmp(const void *a, const void *b)
 	return x->index < y->index ? -1 : x->index > y->index;
 }
 
-void ht_commit_finish(struct ht_commit_tracker *t)
+/*
+ * Reports the committed ranges of process images [lo, hi) as ended at ts,
+ * oldest first so the order does not depend on the maps, and empties them.
+ */
+static void report_all(struct ht_commit_tracker *t, uint32_t lo, uint32_t hi, uint64_t ts,
+		       int at_exit)
 {
 	size_t n = 0;
-	for (uint32_t p = 0; p < t->nprocs; p++)
+	for (uint32_t p = lo; p < hi; p++)
 		for (uint32_t i = 0; i < t->procs[p].n; i++)
 			n += t->procs[p].v[i].state == R_COMMITTED;
 	struct live_ref *refs = n ? malloc(n * sizeof(*refs)) : NULL;
 	size_t k = 0;
-	for (uint32_t p = 0; p < t->nprocs; p++) {
+	for (uint32_t p = lo; p < hi; p++) {
 		struct pmap *pm = &t->procs[p];
 		for (uint32_t i = 0; i < pm->n; i++) {
 			if (pm->v[i].state != R_COMMITTED)
@@ -531,19 +520,35 @@ void ht_commit_finish(struct ht_commit_tracker *t)
 			if (refs)
 				refs[k++] = (struct live_ref){pm->v[i].commit_ts, p, i};
 			else
-				report(t, p, &pm->v[i], HT_TS_NEVER); /* no memory to sort */
+				report(t, p, &pm->v[i], ts, at_exit); /* no memory to sort */
 		}
 	}
 	if (refs) {
 		qsort(refs, k, sizeof(*refs), live_cmp);
 		for (size_t i = 0; i < k; i++)
-			report(t, refs[i].process, &t->procs[refs[i].process].v[refs[i].index],
-			       HT_TS_NEVER);
+			report(t, refs[i].process, &t->procs[refs[i].process].v[refs[i].index], ts,
+			       at_exit);
 		free(refs);
 	}
-	/* Reported once: the map is empty afterwards. */
-	for (uint32_t p = 0; p < t->nprocs; p++)
+	/* Reported once: the maps are empty afterwards. */
+	for (uint32_t p = lo; p < hi; p++)
 		t->procs[p].n = 0;
+}
+
+void ht_commit_end_process(struct ht_commit_tracker *t, uint32_t process, uint64_t ts)
+{
+	if (process >= t->nprocs || t->procs[process].ended)
+		return;
+	struct pmap *pm = &t->procs[process];
+	t->st.committed_bytes -= pm->st.committed_bytes;
+	t->st.ranges -= pm->st.ranges;
+	pm->ended = 1;
+	report_all(t, process, process + 1, ts, 1);
+}
+
+void ht_commit_finish(struct ht_commit_tracker *t)
+{
+	report_all(t, 0, t->nprocs, HT_TS_NEVER, 0);
 }
 
 const struct ht_commit_stats *ht_commit_stats(const struct ht_commit_tracker *t)
@@ -569,4 +574,50 @@ void ht_commit_free(struct ht_commit_tracker *t)
 	free(t->procs);
 	free(t->tmp);
 	free(t);
+}
+
+/* ---- commits already counted ---- */
+
+struct ht__commit_key {
+	uint64_t ts;
+	uint32_t process, stack;
+	int32_t tid;
+};
+
+static uint64_t key_hash(const struct ht__commit_key *k)
+{
+	return ht_mix64(k->ts ^ ht_mix64((uint64_t)k->process << 32 | k->stack) ^ (uint32_t)k->tid);
+}
+
+static uint64_t seen_rehash(const void *ctx, uint32_t id)
+{
+	const struct ht_commit_seen *s = ctx;
+	return key_hash(&s->keys[id]);
+}
+
+int ht_commit_seen(struct ht_commit_seen *s, const struct ht_commit *c)
+{
+	struct ht__commit_key k = {c->commit_ts, c->process, c->stack, c->tid};
+	uint64_t h = key_hash(&k);
+	for (uint32_t *slot = ht_hindex_find(&s->ix, h); *slot;
+	     slot = ht_hindex_next(&s->ix, slot)) {
+		const struct ht__commit_key *o = &s->keys[*slot - 1];
+		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack &&
+		    o->tid == k.tid)
+			return 1;
+	}
+	if (ht_grow((void **)&s->keys, &s->cap, s->len + 1, sizeof(*s->keys)) < 0)
+		return HT_ERR_NOMEM;
+	s->keys[s->len] = k;
+	if (ht_hindex_insert(&s->ix, h, (uint32_t)s->len, seen_rehash, s) < 0)
+		return HT_ERR_NOMEM;
+	s->len++;
+	return 0;
+}
+
+void ht_commit_seen_release(struct ht_commit_seen *s)
+{
+	free(s->keys);
+	ht_hindex_release(&s->ix);
+	memset(s, 0, sizeof(*s));
 }

@@ -32,9 +32,12 @@
  * ends. Sizes of the reported lifetimes therefore add up to the committed
  * bytes, and a range's identity is (process, addr) at the time it ends.
  *
- * Process exit and exec: the image's ranges stop counting in the committed
- * totals (the kernel released them) but are reported by ht_commit_finish()
- * with decommit_ts == HT_TS_NEVER, as lifetime.h does with leaked blocks.
+ * Process exit and exec (ht_commit_end_process, called by the trace pass,
+ * pass.h): the image's committed ranges end there, with at_exit set, because
+ * the kernel released them, and stop counting in the committed totals; heap
+ * blocks follow the same rule (ht_life_end_process). Ranges still committed
+ * at the end of the trace are reported by ht_commit_finish() with
+ * decommit_ts == HT_TS_NEVER.
  *
  * Memory grows with the number of live ranges. Each process keeps a sorted
  * array of ranges, so one operation costs O(log n) plus a move of the tail:
@@ -45,7 +48,7 @@
  *
  *     static void on_commit(void *ctx, const struct ht_commit *c) { ... }
  *     struct ht_commit_tracker *ct = ht_commit_new(on_commit, ctx);
- *     while (ht_reader_next(r, &ev) > 0)
+ *     while (ht_reader_next(r, &ev) > 0)   // or better, a consumer of pass.h
  *         if (ht_commit_event(ct, &ev) < 0) ...;
  *     ht_commit_finish(ct);   // reports ranges still committed
  *     ht_commit_free(ct);
@@ -56,6 +59,7 @@
 #include <stdint.h>
 
 #include "analysis/lifetime.h" /* HT_TS_NEVER */
+#include "analysis/vec.h"
 #include "heaptrail/trace.h"
 
 /* One committed range from its commit to its decommit (or the end). */
@@ -67,7 +71,8 @@ struct ht_commit {
 	uint32_t process;
 	uint32_t stack; /* stack of the event that committed it */
 	int32_t tid;
-	uint8_t func; /* enum ht_func of the committing call (mmap, mprotect, brk, ...) */
+	uint8_t func;	 /* enum ht_func of the committing call (mmap, mprotect, brk, ...) */
+	uint8_t at_exit; /* decommit_ts is its process image's exit or exec */
 };
 
 /* Called once per ended piece; the struct is only valid during the call. */
@@ -88,11 +93,18 @@ struct ht_commit_tracker;
 struct ht_commit_tracker *ht_commit_new(ht_commit_fn on_end, void *ctx);
 
 /*
- * Feed one event, in trace order. MMAP, MUNMAP, MREMAP, MPROTECT, BRK,
- * PROCESS_EXIT and PROCESS_EXEC matter; every other event is ignored.
- * Returns 0 or HT_ERR_NOMEM.
+ * Feed one event, in trace order. MMAP, MUNMAP, MREMAP, MPROTECT and BRK
+ * matter; every other event is ignored (process ends come through
+ * ht_commit_end_process()). Returns 0 or HT_ERR_NOMEM.
  */
 int ht_commit_event(struct ht_commit_tracker *t, const struct ht_event *ev);
+
+/*
+ * Process image process ended at ts: its committed ranges end there, oldest
+ * first, with at_exit set, and its bytes leave the totals (its own stats
+ * keep what it had at its end). Said twice, the second call does nothing.
+ */
+void ht_commit_end_process(struct ht_commit_tracker *t, uint32_t process, uint64_t ts);
 
 /* Reports every range still committed (decommit_ts == HT_TS_NEVER), oldest first. */
 void ht_commit_finish(struct ht_commit_tracker *t);
@@ -108,5 +120,22 @@ void ht_commit_process_stats(const struct ht_commit_tracker *t, uint32_t process
 			     struct ht_commit_stats *out);
 
 void ht_commit_free(struct ht_commit_tracker *t);
+
+/*
+ * The commits already counted. A range decommitted in pieces gives several
+ * lifetimes of one commit (same process, thread, commit time and stack):
+ * the tables and the report count every piece's bytes but the commit once
+ * in Count, and this set says which piece is a further one.
+ */
+struct ht_commit_seen {
+	struct ht__commit_key *keys;
+	size_t len, cap;
+	struct ht_hindex ix;
+};
+
+/* 1 when c's commit was seen before, 0 when new (now remembered), or HT_ERR_NOMEM. */
+int ht_commit_seen(struct ht_commit_seen *s, const struct ht_commit *c);
+
+void ht_commit_seen_release(struct ht_commit_seen *s);
 
 #endif

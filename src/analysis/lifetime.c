@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/vec.h"
+
 struct block {
 	uint64_t addr; /* 0: empty slot (no live block has address 0) */
 	uint64_t heap;
@@ -115,7 +117,8 @@ static void remove_slot(struct ht_life_tracker *t, struct block *b)
 	memset(&t->tab[i], 0, sizeof(t->tab[i]));
 }
 
-static void end_block(struct ht_life_tracker *t, struct block *b, uint64_t ts, int by_realloc)
+static void end_block(struct ht_life_tracker *t, struct block *b, uint64_t ts, int by_realloc,
+		      int at_exit)
 {
 	t->st.live_count--;
 	t->st.live_bytes -= b->size;
@@ -132,6 +135,7 @@ static void end_block(struct ht_life_tracker *t, struct block *b, uint64_t ts, i
 		    .func = b->func,
 		    .from_realloc = b->from_realloc,
 		    .freed_by_realloc = (uint8_t)by_realloc,
+		    .at_exit = (uint8_t)at_exit,
 		};
 		t->on_end(t->ctx, &l);
 	}
@@ -146,7 +150,7 @@ static void free_block(struct ht_life_tracker *t, const struct ht_event *ev, uin
 		t->st.unknown_frees++;
 		return;
 	}
-	end_block(t, b, ev->ts, by_realloc);
+	end_block(t, b, ev->ts, by_realloc, 0);
 	remove_slot(t, b);
 }
 
@@ -157,7 +161,7 @@ static int alloc_block(struct ht_life_tracker *t, const struct ht_event *ev, int
 	struct block *b = lookup(t, ev->process, ev->heap, ev->addr);
 	if (b->addr) {
 		/* Its free was never seen (a path we do not hook): it ended here. */
-		end_block(t, b, ev->ts, 0);
+		end_block(t, b, ev->ts, 0, 0);
 	}
 	*b = (struct block){
 	    .addr = ev->addr,
@@ -182,7 +186,7 @@ static void destroy_heap(struct ht_life_tracker *t, const struct ht_event *ev)
 	while (i <= t->mask) {
 		struct block *b = &t->tab[i];
 		if (b->addr && b->process == ev->process && b->heap == ev->heap) {
-			end_block(t, b, ev->ts, 0);
+			end_block(t, b, ev->ts, 0, 0);
 			remove_slot(t, b);
 			continue; /* another entry may have moved into slot i */
 		}
@@ -237,18 +241,55 @@ void ht_life_finish(struct ht_life_tracker *t)
 		if (refs && k < n)
 			refs[k++] = (struct live_ref){t->tab[i].alloc_ts, i};
 		else
-			end_block(t, &t->tab[i], HT_TS_NEVER, 0); /* no memory to sort */
+			end_block(t, &t->tab[i], HT_TS_NEVER, 0, 0); /* no memory to sort */
 	}
 	if (refs) {
 		qsort(refs, k, sizeof(*refs), live_cmp);
 		for (uint64_t i = 0; i < k; i++)
-			end_block(t, &t->tab[refs[i].slot], HT_TS_NEVER, 0);
+			end_block(t, &t->tab[refs[i].slot], HT_TS_NEVER, 0, 0);
 		free(refs);
 	}
 	memset(t->tab, 0, (t->mask + 1) * sizeof(*t->tab));
 	/* The stats keep describing the blocks live at the end. */
 	t->st.live_count = n;
 	t->st.live_bytes = bytes;
+}
+
+static int block_cmp(const void *a, const void *b)
+{
+	const struct block *x = a, *y = b;
+	if (x->alloc_ts != y->alloc_ts)
+		return x->alloc_ts < y->alloc_ts ? -1 : 1;
+	if (x->heap != y->heap)
+		return x->heap < y->heap ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int ht_life_end_process(struct ht_life_tracker *t, uint32_t process, uint64_t ts)
+{
+	if (!t->st.live_count)
+		return 0;
+	/* Taken out first (removal moves entries), then ended oldest first. */
+	HT_VEC(struct block) ended = {0};
+	uint64_t i = 0;
+	while (i <= t->mask) {
+		struct block *b = &t->tab[i];
+		if (b->addr && b->process == process) {
+			if (ht_vec_push(&ended, *b) < 0) {
+				ht_vec_release(&ended);
+				return HT_ERR_NOMEM;
+			}
+			remove_slot(t, b);
+			continue; /* another entry may have moved into slot i */
+		}
+		i++;
+	}
+	if (ended.len)
+		qsort(ended.v, ended.len, sizeof(*ended.v), block_cmp);
+	for (size_t k = 0; k < ended.len; k++)
+		end_block(t, &ended.v[k], ts, 0, 1);
+	ht_vec_release(&ended);
+	return 0;
 }
 
 const struct ht_life_stats *ht_life_stats(const struct ht_life_tracker *t)

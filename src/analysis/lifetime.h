@@ -32,11 +32,15 @@ struct ht_life {
 	/* Freed before its thread allocated again (set by temporary.h's
 	   tracker for the consumers that run one; 0 otherwise). */
 	uint8_t temporary;
+	/* Never freed: free_ts is when its process image exited or exec'd
+	   (ht_life_end_process), the moment the kernel took the memory back. */
+	uint8_t at_exit;
 };
 
 /*
  * Called once per block: when it is freed (free, realloc that moved or shrank
- * it to 0, heap destroy, process exit/exec) and, for blocks still live, from
+ * it to 0, heap destroy), when its process image ends (ht_life_end_process,
+ * with at_exit set) and, for blocks still live at the end of the trace, from
  * ht_life_finish() with free_ts == HT_TS_NEVER. The struct is only valid
  * during the call.
  */
@@ -54,13 +58,20 @@ struct ht_life_tracker;
 struct ht_life_tracker *ht_life_new(ht_life_fn on_end, void *ctx);
 
 /*
- * Feed one event, in trace order. Non-heap events are ignored except process
- * exit/exec, which end that process image's blocks with free_ts = HT_TS_NEVER
- * semantics preserved: blocks live at a process's exit are reported as live
- * (never freed), at the time ht_life_finish() is called.
+ * Feed one event, in trace order. Events other than alloc, realloc, free and
+ * heap destroy are ignored, process exit and exec too: which image an event
+ * ends is the trace pass's rule (pass.h), which calls ht_life_end_process().
  * Returns 0 or HT_ERR_NOMEM.
  */
 int ht_life_event(struct ht_life_tracker *t, const struct ht_event *ev);
+
+/*
+ * Process image process ended at ts (exit, or replaced by exec): every block
+ * of it still live ends there, oldest first, with at_exit set: the one rule
+ * for memory a process never gave back, the same as for committed ranges
+ * (ht_commit_end_process). Returns 0 or HT_ERR_NOMEM.
+ */
+int ht_life_end_process(struct ht_life_tracker *t, uint32_t process, uint64_t ts);
 
 /* Reports every block still live (free_ts == HT_TS_NEVER), oldest first, and
    empties the tracker; ht_life_stats() keeps counting them as live at the end. */

@@ -1,7 +1,7 @@
 /*
  * pass.c - the trace pass of pass.h: one read loop, one lifetime tracker and
  * one commit map shared by every consumer, and the one place that decides
- * which process image an exec ended.
+ * which process image an event ended, and ends its memory there.
  */
 #include "analysis/pass.h"
 
@@ -168,6 +168,11 @@ static void process_end(struct ht_pass *p, uint32_t process, uint64_t ts)
 	if (p->ended.v[process])
 		return;
 	p->ended.v[process] = 1;
+	/* What the image never gave back ends with it (lifetime.h, commit.h). */
+	if (p->lt)
+		fail(p, ht_life_end_process(p->lt, process, ts));
+	if (p->ct)
+		ht_commit_end_process(p->ct, process, ts);
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if (s->c->process_end)
@@ -274,4 +279,21 @@ int ht_pass_run(struct ht_pass *p)
 			fail(p, s->c->end(s->ctx, p));
 	}
 	return p->err;
+}
+
+int ht_pass_trace_end(struct ht_reader *r, uint64_t *end)
+{
+	const struct ht_trace_info *info = ht_reader_info(r);
+	uint64_t last = 0;
+	int rc = 0;
+	if (!(info->flags & HT_TRACEF_COMPLETE)) {
+		struct ht_event ev;
+		while ((rc = ht_reader_next(r, &ev)) > 0)
+			last = ev.ts;
+		if (rc < 0 || (rc = ht_reader_rewind(r)) < 0)
+			return rc;
+		info = ht_reader_info(r);
+	}
+	*end = info->duration_ns > last ? info->duration_ns : last;
+	return 0;
 }

@@ -7,12 +7,15 @@
  * 'info', the tables, the timeline, the report data, and the exports.
  *
  * Order of the callbacks for one event, in trace order:
- *   1. the trackers see it: .life for every heap block it ends (free,
- *      realloc, heap destroy, process exit or exec), .commit for every
- *      committed piece it ends;
- *   2. .process_start for a process image it starts (PROCESS_START, EXEC),
- *      .process_end for every image it ends (EXIT, or the image an EXEC
- *      replaced: found by pid, the one rule for that in the tree);
+ *   1. the trackers see it: .life for every heap block it frees (free,
+ *      realloc, heap destroy), .commit for every committed piece it ends;
+ *   2. for every process image it ends (EXIT, or the image an EXEC
+ *      replaced: found by pid, the one rule for that in the tree): .life and
+ *      .commit for every block and committed range the image still held,
+ *      ended at that moment with at_exit set (the kernel took the memory
+ *      back then: the one rule for lifetimes at exit, for heap blocks and
+ *      mappings alike), then .process_end; .process_start for an image it
+ *      starts (PROCESS_START, EXEC);
  *   3. .event, when the consumer asked for the event's type.
  * At the end of the trace (or once every consumer said it needs no more
  * events, see ht_pass_stop_at()) the blocks and ranges still live are given
@@ -136,5 +139,13 @@ void ht_pass_commit_process_stats(const struct ht_pass *p, uint32_t process,
 uint64_t ht_pass_events(const struct ht_pass *p);
 
 void ht_pass_free(struct ht_pass *p);
+
+/*
+ * The end of the trace before any pass, for consumers that size their
+ * output by it (points of a series, a whole-trace window): the duration a
+ * finished trace states; an unfinished trace (no footer) is read through
+ * once to find its last event, then rewound. Returns 0 or a reader error.
+ */
+int ht_pass_trace_end(struct ht_reader *r, uint64_t *end);
 
 #endif

@@ -11,6 +11,7 @@
 #include "analysis/commit.h"
 #include "analysis/lifetime.h"
 #include "analysis/match.h"
+#include "analysis/pass.h"
 #include "analysis/reportdata.h"
 #include "analysis/window.h"
 
@@ -24,14 +25,14 @@ struct run {
 	struct ht_match_list cull_list;
 	struct ht_frame_matcher *cull;
 	struct ht_wstacks *ws;
-	int err;
 	/* Canonical stack id -> output stack index + 1 (0: not yet used). */
 	uint32_t *canon_out;
 	size_t canon_cap;
 	/* Commits already counted, as 'heaptrail table' keeps them, so a range
 	   decommitted in pieces counts once in Count. */
-	struct seen_key *seen;
-	size_t nseen, seen_cap;
+	struct ht_commit_seen seen;
+	/* Heap series: live bytes after the last event, bytes freed since. */
+	uint64_t live_prev, freed;
 	/* RSS of each process, to follow the sum's peak. */
 	uint64_t *rss;
 	size_t rss_cap;
@@ -42,47 +43,10 @@ struct run {
 	size_t handles_cap;
 };
 
-struct seen_key {
-	uint64_t ts;
-	uint32_t process, stack;
-	int32_t tid;
-	bool used;
-};
+#define mix64 ht_mix64
 
-static uint64_t mix64(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	return h ^ (h >> 33);
-}
-
-/* Grows *p (of *cap elements of size sz) to hold at least n; 0 or HT_ERR_NOMEM. */
-static int grow(void **p, size_t *cap, size_t n, size_t sz)
-{
-	if (n <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 16;
-	while (c < n)
-		c *= 2;
-	void *np = realloc(*p, c * sz);
-	if (!np)
-		return HT_ERR_NOMEM;
-	*p = np;
-	*cap = c;
-	return 0;
-}
-
-/* As grow(), and the new elements read 0. */
-static int grow_zero(void **p, size_t *cap, size_t n, size_t sz)
-{
-	size_t old = *cap;
-	int rc = grow(p, cap, n, sz);
-	if (rc == 0 && *cap > old)
-		memset((char *)*p + old * sz, 0, (*cap - old) * sz);
-	return rc;
-}
+#define grow ht_grow
+#define grow_zero ht_grow_zero
 
 static int grow32(void **p, uint32_t *cap, size_t n, size_t sz)
 {
@@ -421,90 +385,51 @@ static void series_release(struct ht_rd_series *arr, uint32_t n)
 	free(arr);
 }
 
-/* ---- trackers' callbacks ---- */
+/* ---- the consumer of the trace pass ---- */
 
-static void on_life(void *ctx, const struct ht_life *l)
+/* The heap series of (process, heap) changes by delta at ts. */
+static int heap_step(struct run *x, uint32_t process, uint64_t heap, uint64_t ts, int64_t delta)
 {
-	struct run *x = ctx;
-	if (x->err)
-		return;
-	int64_t h = handle_index(x, l->heap);
-	int64_t st = h < 0 ? h : canon_stack(x, l->stack);
-	int64_t site = st < 0 ? st : site_get(&x->d->heap, l->process, (uint32_t)h, (uint32_t)st);
-	if (site < 0) {
-		x->err = (int)site;
-		return;
-	}
-	struct ht_rd_life rl = {l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0};
-	int rc = table_add(&x->d->heap, (uint32_t)site, &rl);
-	if (rc < 0)
-		x->err = rc;
-}
-
-static uint64_t seen_hash(const struct seen_key *k)
-{
-	return mix64(k->ts ^ mix64((uint64_t)k->process << 32 | k->stack) ^ (uint32_t)k->tid);
-}
-
-/* True when this commit was counted before (and remembers it); -1 when out of memory. */
-static int commit_seen(struct run *x, const struct ht_commit *c)
-{
-	struct seen_key k = {c->commit_ts, c->process, c->stack, c->tid, true};
-	if ((x->nseen + 1) * 2 > x->seen_cap) {
-		size_t cap = x->seen_cap ? x->seen_cap * 2 : 1024;
-		struct seen_key *n = calloc(cap, sizeof(*n));
-		if (!n)
-			return -1;
-		for (size_t i = 0; i < x->seen_cap; i++) {
-			if (!x->seen[i].used)
-				continue;
-			size_t s = seen_hash(&x->seen[i]) & (cap - 1);
-			while (n[s].used)
-				s = (s + 1) & (cap - 1);
-			n[s] = x->seen[i];
-		}
-		free(x->seen);
-		x->seen = n;
-		x->seen_cap = cap;
-	}
-	size_t s = seen_hash(&k) & (x->seen_cap - 1);
-	while (x->seen[s].used) {
-		struct seen_key *o = &x->seen[s];
-		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack &&
-		    o->tid == k.tid)
-			return 1;
-		s = (s + 1) & (x->seen_cap - 1);
-	}
-	x->seen[s] = k;
-	x->nseen++;
+	struct ht_report_data *d = x->d;
+	int64_t h = handle_index(x, heap);
+	struct ht_rd_series *s;
+	if (h < 0 || series_get(&d->heap_series, &d->nheap_series, &x->hint_heap, d->points,
+				process, (uint32_t)h, &s) < 0)
+		return HT_ERR_NOMEM;
+	series_set(s, point_of(d, ts), s->cur + (uint64_t)delta);
 	return 0;
 }
 
-static void on_commit(void *ctx, const struct ht_commit *c)
+static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
 {
+	(void)p;
 	struct run *x = ctx;
-	if (x->err)
-		return;
-	int piece = commit_seen(x, c);
+	int64_t h = handle_index(x, l->heap);
+	int64_t st = h < 0 ? h : canon_stack(x, l->stack);
+	int64_t site = st < 0 ? st : site_get(&x->d->heap, l->process, (uint32_t)h, (uint32_t)st);
+	if (site < 0)
+		return (int)site;
+	struct ht_rd_life rl = {l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0};
+	int rc = table_add(&x->d->heap, (uint32_t)site, &rl);
+	if (rc < 0 || l->free_ts == HT_TS_NEVER)
+		return rc;
+	/* Freed now (or taken back at its process's end): the series drops now. */
+	x->freed += l->size;
+	return heap_step(x, l->process, l->heap, l->free_ts, -(int64_t)l->size);
+}
+
+static int on_commit(void *ctx, struct ht_pass *p, const struct ht_commit *c)
+{
+	(void)p;
+	struct run *x = ctx;
+	int piece = ht_commit_seen(&x->seen, c);
 	int64_t h = piece < 0 ? HT_ERR_NOMEM : handle_index(x, 0);
 	int64_t st = h < 0 ? h : canon_stack(x, c->stack);
 	int64_t site = st < 0 ? st : site_get(&x->d->commit, c->process, (uint32_t)h, (uint32_t)st);
-	if (site < 0) {
-		x->err = (int)site;
-		return;
-	}
+	if (site < 0)
+		return (int)site;
 	struct ht_rd_life rl = {c->size, c->commit_ts, c->decommit_ts, 0, (uint8_t)piece};
-	int rc = table_add(&x->d->commit, (uint32_t)site, &rl);
-	if (rc < 0)
-		x->err = rc;
-}
-
-/* ---- the pass ---- */
-
-static bool is_mapping(unsigned type)
-{
-	return type == HT_EV_MMAP || type == HT_EV_MUNMAP || type == HT_EV_MREMAP ||
-	       type == HT_EV_MPROTECT || type == HT_EV_BRK;
+	return table_add(&x->d->commit, (uint32_t)site, &rl);
 }
 
 static int set_rss(struct run *x, uint32_t process, uint64_t ts, uint64_t v)
@@ -527,70 +452,72 @@ static int set_rss(struct run *x, uint32_t process, uint64_t ts, uint64_t v)
 	return 0;
 }
 
-static int stream(struct run *x)
+/* The committed series of a process follows the commit map. */
+static int commit_set(struct run *x, struct ht_pass *p, uint32_t process, uint64_t ts, bool ended)
 {
 	struct ht_report_data *d = x->d;
-	struct ht_life_tracker *lt = ht_life_new(on_life, x);
-	struct ht_commit_tracker *ct = ht_commit_new(on_commit, x);
-	int rc = (lt && ct) ? ht_reader_rewind(x->r) : HT_ERR_NOMEM;
-	struct ht_event ev;
-	while (rc >= 0 && !x->err && (rc = ht_reader_next(x->r, &ev)) > 0) {
-		uint32_t p = point_of(d, ev.ts);
-		uint64_t before = ht_life_stats(lt)->live_bytes;
-		if ((rc = ht_life_event(lt, &ev)) < 0)
-			break;
-		uint64_t after = ht_life_stats(lt)->live_bytes;
-		if (after != before) {
-			/* Every change of the live bytes is the event's process and heap's. */
-			int64_t h = handle_index(x, ev.heap);
-			struct ht_rd_series *s;
-			if (h < 0 ||
-			    (rc = series_get(&d->heap_series, &d->nheap_series, &x->hint_heap,
-					     d->points, ev.process, (uint32_t)h, &s)) < 0) {
-				rc = HT_ERR_NOMEM;
-				break;
-			}
-			series_set(s, p, s->cur + after - before);
-		}
-		if (is_mapping(ev.type) || ev.type == HT_EV_PROCESS_EXIT ||
-		    ev.type == HT_EV_PROCESS_EXEC) {
-			if ((rc = ht_commit_event(ct, &ev)) < 0)
-				break;
-			bool ended = ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC;
-			/*
-			 * Ranges committed at an exit stay in the committed series, as they
-			 * stay Impacting in the tables (their decommit time is "never"),
-			 * so the graph and the tables agree; RSS drops to 0.
-			 */
-			if (!ended) {
-				struct ht_commit_stats cs;
-				struct ht_rd_series *s;
-				ht_commit_process_stats(ct, ev.process, &cs);
-				if ((rc = series_get(&d->commit_series, &d->ncommit_series,
-						     &x->hint_commit, d->points, ev.process, 0,
-						     &s)) < 0)
-					break;
-				series_set(s, p, cs.committed_bytes);
-			} else if (ev.process < x->rss_cap && x->rss[ev.process] &&
-				   (rc = set_rss(x, ev.process, ev.ts, 0)) < 0) {
-				break;
-			}
-		}
-		if (ev.type == HT_EV_RSS && (rc = set_rss(x, ev.process, ev.ts, ev.size)) < 0)
-			break;
-	}
-	if (rc >= 0 && !x->err) {
-		ht_life_finish(lt);
-		ht_commit_finish(ct);
-	}
-	if (lt)
-		ht_life_free(lt);
-	if (ct)
-		ht_commit_free(ct);
+	struct ht_commit_stats cs;
+	struct ht_rd_series *s;
+	ht_pass_commit_process_stats(p, process, &cs);
+	if (ended && !cs.committed_bytes)
+		return 0; /* nothing committed: no series to end */
+	int rc = series_get(&d->commit_series, &d->ncommit_series, &x->hint_commit, d->points,
+			    process, 0, &s);
 	if (rc < 0)
 		return rc;
-	return x->err;
+	series_set(s, point_of(d, ts), ended ? 0 : cs.committed_bytes);
+	return 0;
 }
+
+static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+{
+	struct run *x = ctx;
+	int rc = 0;
+	if (ev->type == HT_EV_RSS)
+		return set_rss(x, ev->process, ev->ts, ev->size);
+	if (ev->type == HT_EV_MMAP || ev->type == HT_EV_MUNMAP || ev->type == HT_EV_MREMAP ||
+	    ev->type == HT_EV_MPROTECT || ev->type == HT_EV_BRK)
+		return commit_set(x, p, ev->process, ev->ts, false);
+	/*
+	 * A heap event: what it freed went down already (on_life); what it
+	 * allocated is the rest of the change of the live bytes, in the
+	 * event's process and heap.
+	 */
+	uint64_t live = ht_pass_life_stats(p)->live_bytes;
+	int64_t allocated = (int64_t)(live - x->live_prev) + (int64_t)x->freed;
+	x->live_prev = live;
+	x->freed = 0;
+	if (allocated)
+		rc = heap_step(x, ev->process, ev->heap, ev->ts, allocated);
+	return rc;
+}
+
+/*
+ * An image ended: its committed ranges and heap blocks ended with it (the
+ * pass's rule, as in the tables), so its committed series drops to 0 as its
+ * heap series did, and its RSS too.
+ */
+static int on_process_end(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
+{
+	struct run *x = ctx;
+	int rc = commit_set(x, p, process, ts, true);
+	if (rc == 0 && process < x->rss_cap && x->rss[process])
+		rc = set_rss(x, process, ts, 0);
+	return rc;
+}
+
+static const struct ht_consumer report_consumer = {
+    .name = "report",
+    .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_REALLOC) | HT_PASS_EV(HT_EV_FREE) |
+	      HT_PASS_EV(HT_EV_HEAP_DESTROY) | HT_PASS_EV(HT_EV_MMAP) | HT_PASS_EV(HT_EV_MUNMAP) |
+	      HT_PASS_EV(HT_EV_MREMAP) | HT_PASS_EV(HT_EV_MPROTECT) | HT_PASS_EV(HT_EV_BRK) |
+	      HT_PASS_EV(HT_EV_RSS),
+    .needs = HT_PASS_NEED_LIFE | HT_PASS_NEED_COMMIT,
+    .event = on_event,
+    .life = on_life,
+    .commit = on_commit,
+    .process_end = on_process_end,
+};
 
 static int by_alloc(const void *a, const void *b)
 {
@@ -678,15 +605,14 @@ int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
 	if (!o->points || !o->buckets || !o->heap_budget || !o->commit_budget || !o->cell_budget)
 		return HT_ERR_INVALID;
 	struct run x = {.d = d, .o = o, .r = r};
+	struct ht_pass *pass = NULL;
 	ht_match_list_init(&x.cull_list);
-	int rc = ht_summary_run(&d->summary, r);
+	uint64_t dur;
+	int rc = ht_pass_trace_end(r, &dur);
 	if (rc < 0) {
 		memset(d, 0, sizeof(*d));
 		return rc;
 	}
-	uint64_t dur = ht_reader_info(r)->duration_ns;
-	if (dur < d->summary.last_ts)
-		dur = d->summary.last_ts;
 	d->duration_ns = dur;
 	d->points = o->points;
 	d->point_ns = dur / o->points + 1;
@@ -701,8 +627,13 @@ int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
 		goto out;
 	if ((rc = ht_wstacks_new(&x.ws, r, x.cull)) < 0)
 		goto out;
-	if ((rc = stream(&x)) < 0)
+	/* One read: the summary and the report's data are consumers of one pass. */
+	if ((rc = ht_pass_new(&pass, r)) < 0 ||
+	    (rc = ht_summary_attach(&d->summary, pass, NULL)) < 0 ||
+	    (rc = ht_pass_add(pass, &report_consumer, &x)) < 0 || (rc = ht_pass_run(pass)) < 0)
 		goto out;
+	if (d->duration_ns < d->summary.last_ts)
+		d->duration_ns = d->summary.last_ts;
 	struct ht_rd_series *all[3] = {d->heap_series, d->commit_series, d->rss_series};
 	uint32_t counts[3] = {d->nheap_series, d->ncommit_series, d->nrss_series};
 	for (int k = 0; k < 3; k++)
@@ -714,13 +645,14 @@ int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
 	sort_lives(&d->commit);
 	rc = build_stacks(&x);
 out:
+	ht_pass_free(pass);
 	if (x.ws)
 		ht_wstacks_free(x.ws);
 	if (x.cull)
 		ht_frame_matcher_free(x.cull);
 	ht_match_list_release(&x.cull_list);
 	free(x.canon_out);
-	free(x.seen);
+	ht_commit_seen_release(&x.seen);
 	free(x.rss);
 	if (rc < 0)
 		ht_report_data_release(d);

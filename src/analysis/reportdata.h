@@ -1,6 +1,6 @@
 /*
  * reportdata.h - what the HTML report (heaptrail report) needs from a trace,
- * computed in one streaming pass with the lifetime and commit trackers: heap
+ * computed as a consumer of the trace pass (pass.h), with its trackers: heap
  * block and committed-range lifetimes grouped by site (process, handle,
  * culled stack), memory series over time, and the stacks and frames they use.
  * The CLI turns it into the page's JSON (docs/report.md).
@@ -129,8 +129,10 @@ struct ht_report_data {
 };
 
 /*
- * Reads the trace (rewinding r; once for the summary, once for the rest) and
- * fills *d, which the caller then owns. Returns 0 or a negative error (the
+ * Reads the trace once (rewinding r), with the summary and the report's
+ * data as consumers of one pass (pass.h), and fills *d, which the caller
+ * then owns. An unfinished trace is read through once more first, to learn
+ * its end (ht_pass_trace_end). Returns 0 or a negative error (the
  * reader's, HT_ERR_NOMEM); *d is released on error.
  */
 int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,

@@ -1,15 +1,14 @@
 /*
- * summary.c - one pass over a trace for 'heaptrail info' (summary.h): feeds
- * the lifetime tracker and the commit map and follows outstanding bytes per
- * process to find the peaks.
+ * summary.c - what 'heaptrail info' shows (summary.h), as a consumer of the
+ * trace pass: counts events, follows outstanding bytes per process to find
+ * the peaks, and takes the committed numbers from the pass's commit map.
  */
 #include "analysis/summary.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/commit.h"
-#include "analysis/lifetime.h"
+#include "analysis/pass.h"
 #include "analysis/temporary.h"
 
 struct proc_live {
@@ -21,10 +20,20 @@ struct run {
 	struct ht_summary *s;
 	struct proc_live *live;
 	uint32_t nlive;
-	uint64_t total_bytes; /* outstanding in processes that still run */
+	uint64_t total_bytes;	/* outstanding in processes that still run */
+	uint64_t unknown_frees; /* the lifetime tracker's count after the last event */
 	struct ht_temp_tracker *temp;
-	int err;
+	const struct ht_query *q; /* only its -pid processes; NULL: all */
+	struct ht_reader *reader;
 };
+
+static bool wanted(const struct run *r, uint32_t process)
+{
+	if (!r->q || !r->q->pid_count)
+		return true;
+	const struct ht_process *pr = ht_reader_process(r->reader, process);
+	return pr && ht_query_wants_pid(r->q, pr->pid);
+}
 
 /* Makes s->procs and r->live cover process index p. */
 static int reserve(struct run *r, uint32_t p)
@@ -48,13 +57,14 @@ static int reserve(struct run *r, uint32_t p)
 	return 0;
 }
 
-static void on_life_end(void *ctx, const struct ht_life *l)
+static int on_life_end(void *ctx, struct ht_pass *p, const struct ht_life *l)
 {
+	(void)p;
 	struct run *r = ctx;
-	if (reserve(r, l->process) < 0) {
-		r->err = HT_ERR_NOMEM;
-		return;
-	}
+	if (!wanted(r, l->process))
+		return 0;
+	if (reserve(r, l->process) < 0)
+		return HT_ERR_NOMEM;
 	struct ht_summary_counts *c = &r->s->procs[l->process];
 	if (ht_temp_is(r->temp, l)) {
 		c->temporary_count++;
@@ -62,17 +72,19 @@ static void on_life_end(void *ctx, const struct ht_life *l)
 		r->s->total.temporary_count++;
 		r->s->total.temporary_bytes += l->size;
 	}
-	if (l->free_ts == HT_TS_NEVER) {
+	/* Never freed: live at the end, or taken back by the kernel at its exit. */
+	if (l->free_ts == HT_TS_NEVER || l->at_exit) {
 		c->leaked_bytes += l->size;
 		c->leaked_count++;
 		r->s->total.leaked_bytes += l->size;
 		r->s->total.leaked_count++;
-		return;
+		return 0;
 	}
 	struct proc_live *pl = &r->live[l->process];
 	pl->bytes -= l->size;
 	if (!pl->ended)
 		r->total_bytes -= l->size;
+	return 0;
 }
 
 /* A block of size was allocated by process p at ts. */
@@ -98,18 +110,148 @@ static void grew(struct run *r, uint32_t p, uint64_t size, uint64_t ts)
 	}
 }
 
-static void end_process(struct run *r, uint32_t p)
+/* The pass says when an image ends (exit, or replaced by exec). */
+static int end_process(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
 {
-	if (p < r->nlive && !r->live[p].ended) {
-		r->live[p].ended = 1;
-		r->total_bytes -= r->live[p].bytes;
+	(void)p;
+	(void)ts;
+	struct run *r = ctx;
+	if (wanted(r, process) && process < r->nlive && !r->live[process].ended) {
+		r->live[process].ended = 1;
+		r->total_bytes -= r->live[process].bytes;
 	}
+	return 0;
 }
 
 void ht_summary_release(struct ht_summary *s)
 {
+	struct run *r = s->priv;
+	if (r) {
+		free(r->live);
+		ht_temp_free(r->temp);
+	}
+	free(r);
 	free(s->procs);
 	memset(s, 0, sizeof(*s));
+}
+
+static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+{
+	struct run *r = ctx;
+	struct ht_summary *s = r->s;
+	uint64_t unknown = ht_pass_life_stats(p)->unknown_frees;
+	if (r->q && r->q->pid_count && !ht_query_wants_pid(r->q, ev->pid)) {
+		r->unknown_frees = unknown;
+		return 0;
+	}
+	/* Allocations are noted after the blocks they end were judged (pass order). */
+	if ((ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) &&
+	    ht_temp_event(r->temp, ev) < 0)
+		return HT_ERR_NOMEM;
+	if (ev->type < HT_EV__COUNT)
+		s->events[ev->type]++;
+	s->event_count++;
+	s->last_ts = ev->ts;
+	int rc = reserve(r, ev->process);
+	if (rc < 0)
+		return rc;
+	struct ht_summary_counts *c = &s->procs[ev->process];
+	if (unknown != r->unknown_frees) {
+		r->unknown_frees = unknown;
+		c->unknown_frees++;
+		s->total.unknown_frees++;
+	}
+	switch (ev->type) {
+	case HT_EV_ALLOC:
+		if (ev->addr)
+			grew(r, ev->process, ev->size, ev->ts);
+		break;
+	case HT_EV_REALLOC:
+		if (ev->flags & HT_EVF_FAILED)
+			break;
+		if (ev->addr)
+			grew(r, ev->process, ev->size, ev->ts);
+		else if (ev->old_addr) { /* realloc(p, 0) */
+			c->free_calls++;
+			s->total.free_calls++;
+		}
+		break;
+	case HT_EV_FREE:
+		if (ev->addr) {
+			c->free_calls++;
+			s->total.free_calls++;
+		}
+		break;
+	}
+	return 0;
+}
+
+static int on_end(void *ctx, struct ht_pass *p)
+{
+	struct run *r = ctx;
+	struct ht_summary *s = r->s;
+	struct ht_reader *reader = ht_pass_reader(p);
+	/* Every process the tables know gets an entry, even without events. */
+	uint32_t n = ht_reader_process_count(reader);
+	int rc;
+	if (n && (rc = reserve(r, n - 1)) < 0)
+		return rc;
+	if (r->nlive > n) {
+		/* Events may name processes the table lacks (a damaged trace). */
+		n = 0;
+		for (uint32_t i = 0; i < r->nlive; i++)
+			if (s->procs[i].alloc_calls || s->procs[i].free_calls || r->live[i].bytes)
+				n = i + 1;
+		if (n < ht_reader_process_count(reader))
+			n = ht_reader_process_count(reader);
+	}
+	s->nprocs = n;
+	for (uint32_t i = 0; i < n; i++) {
+		struct ht_commit_stats cs;
+		ht_pass_commit_process_stats(p, i, &cs);
+		s->procs[i].commits = cs.commits;
+		s->procs[i].commit_bytes = cs.commit_bytes;
+		s->procs[i].committed_peak_bytes = cs.peak_bytes;
+		s->procs[i].committed_peak_ts = cs.peak_ts;
+	}
+	const struct ht_commit_stats *cs = ht_pass_commit_stats(p);
+	s->total.commits = cs->commits;
+	s->total.commit_bytes = cs->commit_bytes;
+	s->total.committed_peak_bytes = cs->peak_bytes;
+	s->total.committed_peak_ts = cs->peak_ts;
+	return 0;
+}
+
+static const struct ht_consumer summary_consumer = {
+    .name = "summary",
+    .events = HT_PASS_ALL_EVENTS,
+    .needs = HT_PASS_NEED_COMMIT,
+    .event = on_event,
+    .life = on_life_end,
+    .process_end = end_process,
+    .end = on_end,
+};
+
+int ht_summary_attach(struct ht_summary *s, struct ht_pass *p, const struct ht_query *q)
+{
+	memset(s, 0, sizeof(*s));
+	struct run *r = calloc(1, sizeof(*r));
+	if (!r)
+		return HT_ERR_NOMEM;
+	r->s = s;
+	r->q = q;
+	r->reader = ht_pass_reader(p);
+	s->priv = r;
+	if (!(r->temp = ht_temp_new())) {
+		ht_summary_release(s);
+		return HT_ERR_NOMEM;
+	}
+	int id = ht_pass_add(p, &summary_consumer, r);
+	if (id < 0) {
+		ht_summary_release(s);
+		return id;
+	}
+	return 0;
 }
 
 int ht_summary_run(struct ht_summary *s, struct ht_reader *reader)
@@ -119,116 +261,15 @@ int ht_summary_run(struct ht_summary *s, struct ht_reader *reader)
 
 int ht_summary_run_query(struct ht_summary *s, struct ht_reader *reader, const struct ht_query *q)
 {
-	memset(s, 0, sizeof(*s));
-	struct run r = {.s = s, .temp = ht_temp_new()};
-	struct ht_life_tracker *lt = ht_life_new(on_life_end, &r);
-	struct ht_commit_tracker *ct = ht_commit_new(NULL, NULL);
-	int rc = HT_ERR_NOMEM;
-	if (!lt || !ct || !r.temp)
-		goto out;
-	if ((rc = ht_reader_rewind(reader)) < 0)
-		goto out;
-	struct ht_event ev;
-	while ((rc = ht_reader_next(reader, &ev)) > 0) {
-		if (q && q->pid_count && !ht_query_wants_pid(q, ev.pid))
-			continue;
-		if (ev.type < HT_EV__COUNT)
-			s->events[ev.type]++;
-		s->event_count++;
-		s->last_ts = ev.ts;
-		if ((rc = reserve(&r, ev.process)) < 0)
-			break;
-		uint64_t unknown = ht_life_stats(lt)->unknown_frees;
-		if ((rc = ht_life_event(lt, &ev)) < 0 || (rc = ht_commit_event(ct, &ev)) < 0 ||
-		    (rc = ht_temp_event(r.temp, &ev)) < 0)
-			break;
-		if (r.err) {
-			rc = r.err;
-			break;
-		}
-		struct ht_summary_counts *c = &s->procs[ev.process];
-		if (ht_life_stats(lt)->unknown_frees != unknown) {
-			c->unknown_frees++;
-			s->total.unknown_frees++;
-		}
-		switch (ev.type) {
-		case HT_EV_ALLOC:
-			if (ev.addr)
-				grew(&r, ev.process, ev.size, ev.ts);
-			break;
-		case HT_EV_REALLOC:
-			if (ev.flags & HT_EVF_FAILED)
-				break;
-			if (ev.addr)
-				grew(&r, ev.process, ev.size, ev.ts);
-			else if (ev.old_addr) { /* realloc(p, 0) */
-				c->free_calls++;
-				s->total.free_calls++;
-			}
-			break;
-		case HT_EV_FREE:
-			if (ev.addr) {
-				c->free_calls++;
-				s->total.free_calls++;
-			}
-			break;
-		case HT_EV_PROCESS_EXIT:
-			end_process(&r, ev.process);
-			break;
-		case HT_EV_PROCESS_EXEC:
-			/* The earlier image of the same pid ends here. */
-			for (uint32_t p = 0; p < ht_reader_process_count(reader) && p < r.nlive;
-			     p++) {
-				const struct ht_process *pr = ht_reader_process(reader, p);
-				if (p != ev.process && pr->pid == ev.pid &&
-				    (pr->flags & HT_PROCF_EXECED) && pr->end_ts == ev.ts)
-					end_process(&r, p);
-			}
-			break;
-		}
+	struct ht_pass *p;
+	int rc = ht_pass_new(&p, reader);
+	if (rc < 0) {
+		memset(s, 0, sizeof(*s));
+		return rc;
 	}
-	if (rc < 0)
-		goto out;
-	ht_life_finish(lt);
-	if (r.err) {
-		rc = r.err;
-		goto out;
-	}
-	/* Every process the tables know gets an entry, even without events. */
-	uint32_t n = ht_reader_process_count(reader);
-	if (n && (rc = reserve(&r, n - 1)) < 0)
-		goto out;
-	if (r.nlive > n) {
-		/* Events may name processes the table lacks (a damaged trace). */
-		n = 0;
-		for (uint32_t p = 0; p < r.nlive; p++)
-			if (s->procs[p].alloc_calls || s->procs[p].free_calls || r.live[p].bytes)
-				n = p + 1;
-		if (n < ht_reader_process_count(reader))
-			n = ht_reader_process_count(reader);
-	}
-	s->nprocs = n;
-	for (uint32_t p = 0; p < n; p++) {
-		struct ht_commit_stats cs;
-		ht_commit_process_stats(ct, p, &cs);
-		s->procs[p].commits = cs.commits;
-		s->procs[p].commit_bytes = cs.commit_bytes;
-		s->procs[p].committed_peak_bytes = cs.peak_bytes;
-		s->procs[p].committed_peak_ts = cs.peak_ts;
-	}
-	const struct ht_commit_stats *cs = ht_commit_stats(ct);
-	s->total.commits = cs->commits;
-	s->total.commit_bytes = cs->commit_bytes;
-	s->total.committed_peak_bytes = cs->peak_bytes;
-	s->total.committed_peak_ts = cs->peak_ts;
-	rc = 0;
-out:
-	ht_life_free(lt);
-	ht_commit_free(ct);
-	ht_temp_free(r.temp);
-	free(r.live);
-	if (rc < 0)
+	if ((rc = ht_summary_attach(s, p, q)) == 0 && (rc = ht_pass_run(p)) < 0)
 		ht_summary_release(s);
+	ht_pass_free(p);
 	return rc;
 }
 

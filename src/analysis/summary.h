@@ -1,5 +1,5 @@
 /*
- * summary.h - what 'heaptrail info' shows, computed in one pass over a trace:
+ * summary.h - what 'heaptrail info' shows, a consumer of the trace pass (pass.h):
  * event counts by kind and, per process image and in total, allocation calls
  * and bytes, peak outstanding heap bytes, leaks at exit, and committed memory
  * (from commit.h).
@@ -52,17 +52,28 @@ struct ht_summary {
 	struct ht_summary_counts total;
 	struct ht_summary_counts *procs; /* by process index, nprocs entries */
 	uint32_t nprocs;
+	void *priv; /* internal, while a pass fills it */
 };
 
+struct ht_pass;
+
 /*
- * Reads the trace from its first event to its end (rewinding r first) and
- * fills *s, which the caller then owns. Returns 0 or a negative error (the
+ * Make *s (which the caller then owns, and releases even if the pass fails)
+ * filled by pass p (pass.h), with the other consumers of the same read; q as
+ * in ht_summary_run_query() (NULL: every process). Returns 0 or HT_ERR_NOMEM.
+ */
+int ht_summary_attach(struct ht_summary *s, struct ht_pass *p, const struct ht_query *q);
+
+/*
+ * A pass of its own: reads the trace from its first event to its end
+ * (rewinding r first) and fills *s, which the caller then owns. Returns 0 or a negative error (the
  * reader's, or HT_ERR_NOMEM); *s is released on error.
  */
 int ht_summary_run(struct ht_summary *s, struct ht_reader *r);
 
 /* The same over the processes q's -pid list keeps (every one when q is NULL
-   or lists none); events of the others are skipped. */
+   or lists none); events of the others are skipped. The committed totals
+   (commits, commit_bytes, committed peak) stay those of every process. */
 int ht_summary_run_query(struct ht_summary *s, struct ht_reader *r, const struct ht_query *q);
 
 /*

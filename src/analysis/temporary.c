@@ -68,7 +68,8 @@ int ht_temp_event(struct ht_temp_tracker *t, const struct ht_event *ev)
 
 bool ht_temp_is(const struct ht_temp_tracker *t, const struct ht_life *life)
 {
-	if (life->free_ts == HT_TS_NEVER || !t->cap || !life->tid)
+	/* A block its process still held at exit was never freed (lifetime.h). */
+	if (life->free_ts == HT_TS_NEVER || life->at_exit || !t->cap || !life->tid)
 		return false;
 	const struct last *l = &t->tab[slot(t->tab, t->cap, life->tid)];
 	return l->tid == life->tid && l->addr == life->addr && l->ts == life->alloc_ts &&

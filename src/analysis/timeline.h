@@ -16,6 +16,7 @@
 #ifndef HT_ANALYSIS_TIMELINE_H
 #define HT_ANALYSIS_TIMELINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "heaptrail/trace.h"
@@ -115,5 +116,21 @@ const struct ht_tl_series *ht_timeline_series(const struct ht_timeline *tl, uint
 					      const int64_t **values);
 
 void ht_timeline_free(struct ht_timeline *tl);
+
+/*
+ * Feed tl from trace pass p (pass.h): heap blocks and committed ranges as
+ * the pass ends them (an image's end ends what it held, the pass's rule),
+ * RSS samples, and an image's RSS dropping to 0 at its end; in peak mode
+ * every change in time order (call ht_timeline_peak() first). Only
+ * processes q's pids select (q may be NULL). kinds_mask says which
+ * trackers the pass needs. The pass may stop at the last point. *out
+ * lives until ht_tl_feed_free(), after the pass. Returns 0 or HT_ERR_NOMEM.
+ */
+struct ht_pass;
+struct ht_query;
+struct ht_tl_feed;
+int ht_timeline_attach(struct ht_timeline *tl, struct ht_pass *p, const struct ht_query *q,
+		       unsigned kinds_mask, bool peak, struct ht_tl_feed **out);
+void ht_tl_feed_free(struct ht_tl_feed *f);
 
 #endif

@@ -226,4 +226,23 @@ const char *ht_wstacks_image_name(const struct ht_wstacks *s, uint64_t key);
 
 void ht_wstacks_free(struct ht_wstacks *s);
 
+/*
+ * The heap table (commit false: every heap block) or the commit table
+ * (committed ranges, pieces of one commit counted once) of window w as a
+ * consumer of trace pass p (pass.h): what the pass ends, in q's pids (q may
+ * be NULL) and holding a frame of require (NULL: any), goes into tree with
+ * its stack resolved by stacks. The pass ends an image's blocks and ranges
+ * at its exit, the one rule of every front end. With stop_at_end the pass
+ * may stop at the window's end (rows then show no free time after it).
+ * *out lives until ht_wfeed_free(), after the pass. 0 or HT_ERR_NOMEM.
+ */
+struct ht_pass;
+struct ht_query;
+struct ht_wfeed;
+int ht_wtable_attach(struct ht_pass *p, bool commit, struct ht_wtree *tree,
+		     const struct ht_window *w, struct ht_wstacks *stacks,
+		     struct ht_frame_matcher *require, const struct ht_query *q, bool stop_at_end,
+		     struct ht_wfeed **out);
+void ht_wfeed_free(struct ht_wfeed *f);
+
 #endif

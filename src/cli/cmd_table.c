@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/commit.h"
 #include "analysis/lifetime.h"
 #include "analysis/match.h"
+#include "analysis/pass.h"
 #include "analysis/query.h"
 #include "analysis/window.h"
 #include "cli/builtin.h"
@@ -73,155 +73,25 @@ struct table_run {
 	struct ht_frame_matcher *cull;
 	struct ht_frame_matcher *require;
 	struct ht_window w;
-	int err;
-	/* Commits already counted, (process, tid, commit_ts, stack), so that pieces count once. */
-	struct commit_key *seen;
-	size_t nseen, seen_cap;
 };
 
-struct commit_key {
-	uint64_t ts;
-	uint32_t process, stack;
-	int32_t tid;
-	bool used;
-};
-
-static uint64_t commit_hash(const struct commit_key *k)
-{
-	uint64_t h = k->ts * 0x9e3779b97f4a7c15ull;
-	h ^= ((uint64_t)k->process << 32 | k->stack) * 0xc2b2ae3d27d4eb4full;
-	h ^= (uint64_t)(uint32_t)k->tid * 0x165667b19e3779f9ull;
-	return h ^ (h >> 29);
-}
-
-/* True when this commit was seen before (and remembers it). Dies when out of memory. */
-static bool commit_seen(struct table_run *t, const struct ht_commit *c)
-{
-	struct commit_key k = {c->commit_ts, c->process, c->stack, c->tid, true};
-	if ((t->nseen + 1) * 2 > t->seen_cap) {
-		size_t cap = t->seen_cap ? t->seen_cap * 2 : 1024;
-		struct commit_key *n = calloc(cap, sizeof(*n));
-		if (!n)
-			die("out of memory");
-		for (size_t i = 0; i < t->seen_cap; i++) {
-			if (!t->seen[i].used)
-				continue;
-			size_t s = commit_hash(&t->seen[i]) & (cap - 1);
-			while (n[s].used)
-				s = (s + 1) & (cap - 1);
-			n[s] = t->seen[i];
-		}
-		free(t->seen);
-		t->seen = n;
-		t->seen_cap = cap;
-	}
-	size_t s = commit_hash(&k) & (t->seen_cap - 1);
-	while (t->seen[s].used) {
-		struct commit_key *o = &t->seen[s];
-		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack &&
-		    o->tid == k.tid)
-			return true;
-		s = (s + 1) & (t->seen_cap - 1);
-	}
-	t->seen[s] = k;
-	t->nseen++;
-	return false;
-}
-
-static bool process_wanted(struct table_run *t, uint32_t process)
-{
-	if (!t->o->q.pid_count)
-		return true;
-	const struct ht_process *p = ht_reader_process(t->r, process);
-	return p && ht_query_wants_pid(&t->o->q, p->pid);
-}
-
-/* Count one heap block or committed range in the tree (blocks outside the window are dropped
- * there). */
-static void add_block(struct table_run *t, uint32_t process, uint64_t heap, int32_t tid,
-		      uint32_t stack, uint64_t addr, uint64_t size, uint64_t alloc_ts,
-		      uint64_t free_ts, const struct ht_commit *c)
-{
-	if (t->err || !process_wanted(t, process))
-		return;
-	if (ht_window_classify(&t->w, alloc_ts, free_ts) < 0)
-		return;
-	bool piece = c && commit_seen(t, c);
-	if (t->require) {
-		const uint32_t *frames;
-		uint32_t n = ht_reader_stack(t->r, stack, &frames);
-		if (!ht_frame_matcher_any(t->require, frames, n))
-			return;
-	}
-	struct ht_witem it = {0};
-	int rc = ht_wstacks_resolve(t->stacks, stack, &it);
-	if (rc < 0) {
-		t->err = rc;
-		return;
-	}
-	it.alloc_ts = alloc_ts;
-	it.free_ts = free_ts;
-	it.size = size;
-	it.addr = addr;
-	it.heap = heap;
-	it.process = process;
-	it.tid = tid;
-	it.piece = piece;
-	rc = ht_wtree_add(t->tree, &it);
-	if (rc < 0)
-		t->err = rc;
-}
-
-static void on_life(void *ctx, const struct ht_life *l)
-{
-	add_block(ctx, l->process, l->heap, l->tid, l->stack, l->addr, l->size, l->alloc_ts,
-		  l->free_ts, NULL);
-}
-
-static void on_commit(void *ctx, const struct ht_commit *c)
-{
-	struct table_run *t = ctx;
-	/* A range still committed when its process ended was released by the kernel then. */
-	uint64_t end = tu_decommit_ts(t->r, c->process, c->decommit_ts);
-	add_block(t, c->process, 0, c->tid, c->stack, c->addr, c->size, c->commit_ts, end, c);
-}
-
-/* Reads the trace into t->tree. Dies on a read error. */
+/* Reads the trace into t->tree through one pass. Dies on a read error. */
 static void table_read(struct table_run *t)
 {
-	struct ht_life_tracker *lt = NULL;
-	struct ht_commit_tracker *ct = NULL;
-	if (t->o->kind == TABLE_HEAP)
-		lt = ht_life_new(on_life, t);
-	else
-		ct = ht_commit_new(on_commit, t);
-	if (!lt && !ct)
-		die("out of memory");
-	struct ht_event ev;
-	int rc;
-	while ((rc = ht_reader_next(t->r, &ev)) > 0 && !t->err) {
-		/*
-		 * Whatever happens after the window cannot change a block's type
-		 * (a later free is "outstanding at the end" either way), so stop
-		 * early unless the rows show real free times.
-		 */
-		if (!t->o->rows && ev.ts >= t->w.end)
-			break;
-		int erc = lt ? ht_life_event(lt, &ev) : ht_commit_event(ct, &ev);
-		if (erc < 0)
-			t->err = erc;
-	}
+	struct ht_pass *p;
+	struct ht_wfeed *feed = NULL;
+	int rc = ht_pass_new(&p, t->r);
+	if (rc == 0)
+		rc = ht_wtable_attach(p, t->o->kind == TABLE_COMMIT, t->tree, &t->w, t->stacks,
+				      t->require, &t->o->q, !t->o->rows, &feed);
+	if (rc == 0)
+		rc = ht_pass_run(p);
+	ht_pass_free(p);
+	ht_wfeed_free(feed);
+	if (rc == HT_ERR_NOMEM)
+		die("cannot build the table: %s", ht_strerror(rc));
 	if (rc < 0)
 		die("cannot read '%s': %s", t->o->file, ht_strerror(rc));
-	if (lt) {
-		ht_life_finish(lt);
-		ht_life_free(lt);
-	} else {
-		ht_commit_finish(ct);
-		ht_commit_free(ct);
-	}
-	if (t->err)
-		die("cannot build the table: %s", ht_strerror(t->err));
 	const char *warn = ht_reader_warning(t->r);
 	if (warn)
 		warning("%s", warn);
@@ -840,6 +710,5 @@ int cmd_table(int argc, char **argv)
 	ht_reader_close(t.r);
 	ht_query_release(&o.q);
 	tu_args_release();
-	free(t.seen);
 	return fflush(stdout) ? 1 : 0;
 }

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/commit.h"
-#include "analysis/lifetime.h"
+#include "analysis/pass.h"
 #include "analysis/query.h"
 #include "analysis/timeline.h"
 #include "cli/builtin.h"
@@ -59,192 +58,24 @@ struct tl_run {
 	struct tl_opts *o;
 	struct ht_reader *r;
 	struct ht_timeline *tl;
-	int err;
-	uint64_t freed; /* peak mode: heap bytes freed by the event being fed */
-	bool *ended;	/* peak mode: process images whose committed bytes were dropped */
-	uint32_t nended;
 };
 
-static bool process_wanted(struct tl_run *t, uint32_t process)
-{
-	if (!t->o->q.pid_count)
-		return true;
-	const struct ht_process *p = ht_reader_process(t->r, process);
-	return p && ht_query_wants_pid(&t->o->q, p->pid);
-}
-
-static void on_life(void *ctx, const struct ht_life *l)
-{
-	struct tl_run *t = ctx;
-	if (t->o->peak) {
-		/* In time order: the free now; blocks never freed stay counted. */
-		if (l->free_ts == HT_TS_NEVER)
-			return;
-		t->freed += l->size;
-		if (!t->err && process_wanted(t, l->process)) {
-			int rc = ht_timeline_step(t->tl, HT_TL_HEAP, l->process, l->heap,
-						  l->free_ts, -(int64_t)l->size);
-			if (rc < 0)
-				t->err = rc;
-		}
-		return;
-	}
-	if (t->err || !process_wanted(t, l->process))
-		return;
-	int rc = ht_timeline_add(t->tl, HT_TL_HEAP, l->process, l->heap, l->alloc_ts, l->free_ts,
-				 l->size);
-	if (rc < 0)
-		t->err = rc;
-}
-
-static void on_commit(void *ctx, const struct ht_commit *c)
-{
-	struct tl_run *t = ctx;
-	if (t->o->peak || t->err || !process_wanted(t, c->process))
-		return;
-	/* A range still committed when its process ended was released by the kernel then. */
-	uint64_t end = tu_decommit_ts(t->r, c->process, c->decommit_ts);
-	int rc = ht_timeline_add(t->tl, HT_TL_COMMIT, c->process, 0, c->commit_ts, end, c->size);
-	if (rc < 0)
-		t->err = rc;
-}
-
-/*
- * A process image ended: its resident bytes stop counting. An exec event
- * carries the new image's index, so the old image is found by its pid.
- */
-static int rss_gone(struct tl_run *t, const struct ht_event *ev)
-{
-	if (ev->type == HT_EV_PROCESS_EXIT)
-		return ht_timeline_rss(t->tl, ev->process, ev->ts, 0);
-	uint32_t n = ht_reader_process_count(t->r);
-	for (uint32_t i = 0; i < n; i++) {
-		const struct ht_process *p = ht_reader_process(t->r, i);
-		if (i != ev->process && p && p->pid == ev->pid) {
-			int rc = ht_timeline_rss(t->tl, i, ev->ts, 0);
-			if (rc < 0)
-				return rc;
-		}
-	}
-	return 0;
-}
-
-/*
- * Peak mode: an image that exited (or was replaced by exec) had its
- * committed bytes released by the kernel. The commit map keeps an ended
- * image's total as it was, so each image is dropped once, here.
- */
-static int peak_commit_gone(struct tl_run *t, struct ht_commit_tracker *ct,
-			    const struct ht_event *ev)
-{
-	uint32_t n = ht_reader_process_count(t->r);
-	if (n > t->nended) {
-		bool *e = realloc(t->ended, n * sizeof(*e));
-		if (!e)
-			return HT_ERR_NOMEM;
-		memset(e + t->nended, 0, (n - t->nended) * sizeof(*e));
-		t->ended = e;
-		t->nended = n;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		const struct ht_process *p = ht_reader_process(t->r, i);
-		bool gone = ev->type == HT_EV_PROCESS_EXIT ? i == ev->process : i != ev->process;
-		if (!p || p->pid != ev->pid || !gone || t->ended[i])
-			continue;
-		t->ended[i] = true;
-		struct ht_commit_stats st;
-		ht_commit_process_stats(ct, i, &st);
-		if (st.committed_bytes && process_wanted(t, i)) {
-			int rc = ht_timeline_step(t->tl, HT_TL_COMMIT, i, 0, ev->ts,
-						  -(int64_t)st.committed_bytes);
-			if (rc < 0)
-				return rc;
-		}
-	}
-	return 0;
-}
-
-/*
- * Peak mode: feed one event's changes in time order. The lifetime tracker
- * reports frees (on_life); what the event allocated is the rest of the change
- * of its live bytes, in the event's process and heap. Committed bytes are the
- * change of the commit map's total for the event's process, dropping to 0 for
- * images that end.
- */
-static int peak_event(struct tl_run *t, struct ht_life_tracker *lt, struct ht_commit_tracker *ct,
-		      const struct ht_event *ev)
-{
-	int rc = 0;
-	if (lt) {
-		uint64_t before = ht_life_stats(lt)->live_bytes;
-		t->freed = 0;
-		rc = ht_life_event(lt, ev);
-		int64_t allocated =
-		    (int64_t)(ht_life_stats(lt)->live_bytes - before) + (int64_t)t->freed;
-		if (rc >= 0 && allocated && process_wanted(t, ev->process))
-			rc = ht_timeline_step(t->tl, HT_TL_HEAP, ev->process, ev->heap, ev->ts,
-					      allocated);
-	}
-	if (ct && rc >= 0) {
-		struct ht_commit_stats st;
-		ht_commit_process_stats(ct, ev->process, &st);
-		uint64_t before = st.committed_bytes;
-		rc = ht_commit_event(ct, ev);
-		ht_commit_process_stats(ct, ev->process, &st);
-		int64_t delta = (int64_t)(st.committed_bytes - before);
-		if (rc >= 0 && delta && process_wanted(t, ev->process))
-			rc = ht_timeline_step(t->tl, HT_TL_COMMIT, ev->process, 0, ev->ts, delta);
-		if (rc >= 0 && (ev->type == HT_EV_PROCESS_EXIT || ev->type == HT_EV_PROCESS_EXEC))
-			rc = peak_commit_gone(t, ct, ev);
-	}
-	return rc;
-}
-
+/* Reads the trace into t->tl through one pass. Dies on a read error. */
 static void tl_read(struct tl_run *t)
 {
-	struct ht_life_tracker *lt = NULL;
-	struct ht_commit_tracker *ct = NULL;
-	if (t->o->mask & (1u << HT_TL_HEAP) && !(lt = ht_life_new(on_life, t)))
-		die("out of memory");
-	if (t->o->mask & (1u << HT_TL_COMMIT) && !(ct = ht_commit_new(on_commit, t)))
-		die("out of memory");
-	uint64_t last = ht_timeline_time(t->tl, ht_timeline_points(t->tl) - 1);
-	struct ht_event ev;
-	int rc;
-	while ((rc = ht_reader_next(t->r, &ev)) > 0 && !t->err) {
-		/* Nothing at or after the last point changes any point. */
-		if (ev.ts >= last)
-			break;
-		int erc = 0;
-		if (t->o->peak) {
-			erc = peak_event(t, lt, ct, &ev);
-		} else {
-			if (lt)
-				erc = ht_life_event(lt, &ev);
-			if (ct && erc >= 0)
-				erc = ht_commit_event(ct, &ev);
-		}
-		if (erc >= 0 && process_wanted(t, ev.process)) {
-			if (ev.type == HT_EV_RSS)
-				erc = ht_timeline_rss(t->tl, ev.process, ev.ts, ev.size);
-			else if (ev.type == HT_EV_PROCESS_EXIT || ev.type == HT_EV_PROCESS_EXEC)
-				erc = rss_gone(t, &ev);
-		}
-		if (erc < 0)
-			t->err = erc;
-	}
+	struct ht_pass *p;
+	struct ht_tl_feed *feed = NULL;
+	int rc = ht_pass_new(&p, t->r);
+	if (rc == 0)
+		rc = ht_timeline_attach(t->tl, p, &t->o->q, t->o->mask, t->o->peak, &feed);
+	if (rc == 0)
+		rc = ht_pass_run(p);
+	ht_pass_free(p);
+	ht_tl_feed_free(feed);
+	if (rc == HT_ERR_NOMEM)
+		die("cannot build the timeline: %s", ht_strerror(rc));
 	if (rc < 0)
 		die("cannot read '%s': %s", t->o->file, ht_strerror(rc));
-	if (lt) {
-		ht_life_finish(lt);
-		ht_life_free(lt);
-	}
-	if (ct) {
-		ht_commit_finish(ct);
-		ht_commit_free(ct);
-	}
-	if (t->err)
-		die("cannot build the timeline: %s", ht_strerror(t->err));
 	const char *warn = ht_reader_warning(t->r);
 	if (warn)
 		warning("%s", warn);
@@ -650,10 +481,8 @@ int cmd_timeline(int argc, char **argv)
 	struct ht_window w = tu_window(t.r, o.has_range, o.t1, o.t2);
 	if (w.end == UINT64_MAX) {
 		/* An unfinished trace: its end is only known once read. */
-		struct ht_event ev;
-		while ((rc = ht_reader_next(t.r, &ev)) > 0)
-			;
-		if (rc < 0 || (rc = ht_reader_rewind(t.r)) < 0)
+		uint64_t end;
+		if ((rc = ht_pass_trace_end(t.r, &end)) < 0)
 			die("cannot read '%s': %s", o.file, ht_strerror(rc));
 		tu_window_check(t.r, o.has_range, &w);
 	}
@@ -686,7 +515,6 @@ int cmd_timeline(int argc, char **argv)
 		}
 	}
 	ht_timeline_free(t.tl);
-	free(t.ended);
 	ht_reader_close(t.r);
 	ht_query_release(&o.q);
 	tu_args_release();

@@ -75,16 +75,6 @@ void tu_args_release(void)
 	norm_nmade = 0;
 }
 
-uint64_t tu_decommit_ts(const struct ht_reader *r, uint32_t process, uint64_t decommit_ts)
-{
-	if (decommit_ts != HT_TS_NEVER)
-		return decommit_ts;
-	const struct ht_process *p = ht_reader_process(r, process);
-	if (p && (p->flags & (HT_PROCF_EXITED | HT_PROCF_SIGNALED | HT_PROCF_EXECED)))
-		return p->end_ts;
-	return HT_TS_NEVER;
-}
-
 int tu_parse_unit(const char *s, struct tu_unit *out)
 {
 	static const struct tu_unit units[] = {

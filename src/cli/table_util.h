@@ -33,13 +33,6 @@ struct tu_unit {
 char **tu_normalize_args(int argc, char **argv, int *out_argc);
 void tu_args_release(void);
 
-/*
- * When a committed range ended: its decommit, or for a range still committed
- * when its process image exited or exec'd, that moment (the kernel released
- * it); HT_TS_NEVER when it outlived the trace.
- */
-uint64_t tu_decommit_ts(const struct ht_reader *r, uint32_t process, uint64_t decommit_ts);
-
 /* Returns 0, or -1 for an unknown unit. */
 int tu_parse_unit(const char *s, struct tu_unit *out);
 

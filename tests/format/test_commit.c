@@ -153,15 +153,25 @@ int main(void)
 	/* Another process at the same address. */
 	ev(HT_EV_MMAP, 13, 1, A, P, RW, ANON);
 	CHECK_EQ(committed(), 8 * P);
+	/* Its exit ends its committed range there (the trace pass says which image ends). */
 	struct ht_event x = {.type = HT_EV_PROCESS_EXIT, .ts = 14, .process = 1, .pid = 51};
 	CHECK_EQ(ht_commit_event(ct, &x), 0);
+	CHECK_EQ(committed(), 8 * P); /* the event alone changes nothing */
+	int before = ngot;
+	CHECK_EQ(before, 4);
+	ht_commit_end_process(ct, 1, 14);
 	CHECK_EQ(committed(), 7 * P);
+	CHECK_EQ(ngot, before + 1);
+	expect(before, 1, A, P, 13, 14);
+	CHECK_EQ(got[before].at_exit, 1);
+	ht_commit_end_process(ct, 1, 15); /* once */
+	CHECK_EQ(ngot, before + 1);
 	/* mprotect to writable of a range never seen commits it. */
 	ev(HT_EV_MPROTECT, 15, 2, 0x900000, 2 * P, RW, 0);
 	CHECK_EQ(committed(), 9 * P);
 	ev(HT_EV_MUNMAP, 16, 2, 0x900000, 2 * P, 0, 0);
-	CHECK_EQ(ngot, 5);
-	expect(4, 2, 0x900000, 2 * P, 15, 16);
+	CHECK_EQ(ngot, 6);
+	expect(5, 2, 0x900000, 2 * P, 15, 16);
 	CHECK_EQ(committed(), 7 * P);
 
 	const struct ht_commit_stats *st = ht_commit_stats(ct);
@@ -184,17 +194,17 @@ int main(void)
 	/* Still committed at the end, oldest first. */
 	ht_commit_finish(ct);
 	CHECK_EQ(ngot, 11);
-	expect(5, 0, C, P, 1, HT_TS_NEVER); /* moved, still the commit of ts 1 */
-	expect(6, 0, A, P, 4, HT_TS_NEVER);
-	expect(7, 0, B + 2 * P, P, 6, HT_TS_NEVER);
-	expect(8, 0, B, 2 * P, 10, HT_TS_NEVER);
-	expect(9, 0, 0x556000, 2 * P, 11, HT_TS_NEVER);
-	CHECK_EQ(got[9].func, HT_FN_SBRK);
-	expect(10, 1, A, P, 13, HT_TS_NEVER);
+	expect(6, 0, C, P, 1, HT_TS_NEVER); /* moved, still the commit of ts 1 */
+	expect(7, 0, A, P, 4, HT_TS_NEVER);
+	expect(8, 0, B + 2 * P, P, 6, HT_TS_NEVER);
+	expect(9, 0, B, 2 * P, 10, HT_TS_NEVER);
+	expect(10, 0, 0x556000, 2 * P, 11, HT_TS_NEVER);
+	CHECK_EQ(got[10].func, HT_FN_SBRK);
+	CHECK_EQ(got[10].at_exit, 0);
 	uint64_t sum = 0;
-	for (int i = 5; i < 11; i++)
+	for (int i = 6; i < 11; i++)
 		sum += got[i].size;
-	CHECK_EQ(sum, 8 * P); /* 7P of process 0 and P left by process 1 */
+	CHECK_EQ(sum, 7 * P); /* process 0's: process 1's range ended at its exit */
 	ht_commit_free(ct);
 	return test_result("test_commit");
 }

@@ -173,15 +173,23 @@ static void test_processes_and_heaps(void)
 	feed(t, E(HT_EV_ALLOC, 8, 0, 0, 0x5000, 60));
 	CHECK_EQ(ngot, 4);
 	expect(3, 0x5000, 10, 1, 8, 0, 0, 0);
-	/* Process exit changes nothing: leaks are reported at finish. */
+	/* The exit event alone changes nothing: the trace pass says which image ends. */
 	struct ht_event x = E(HT_EV_PROCESS_EXIT, 9, 0, 0, 0, 0);
 	feed(t, x);
 	CHECK_EQ(ngot, 4);
+	/* Ending process 1 ends its block there, marked as never freed. */
+	CHECK_EQ(ht_life_end_process(t, 1, 9), 0);
+	CHECK_EQ(ngot, 5);
+	expect(4, 0x6000, 50, 6, 9, 1, 0, 0);
+	CHECK_EQ(got[4].heap, 0x77);
+	CHECK_EQ(got[4].at_exit, 1);
+	CHECK_EQ(ht_life_stats(t)->live_count, 1);
+	CHECK_EQ(ht_life_end_process(t, 1, 10), 0); /* nothing left of it */
+	CHECK_EQ(ngot, 5);
 	ht_life_finish(t);
 	CHECK_EQ(ngot, 6);
-	expect(4, 0x6000, 50, 6, HT_TS_NEVER, 1, 0, 0);
-	CHECK_EQ(got[4].heap, 0x77);
 	expect(5, 0x5000, 60, 8, HT_TS_NEVER, 0, 0, 0);
+	CHECK_EQ(got[5].at_exit, 0);
 	ht_life_free(t);
 }
 

@@ -257,14 +257,19 @@ def check_timeline(t, spikes, steady, tmp):
 
 def check_heap(t, start):
     """InnerLoopOperation's 40-byte objects: Impacting, growing linearly with the window, at the program's rate."""
-    # Every object of the run, from the whole-trace rows: 1200 of 40 bytes, never freed.
+    # Every object of the run, from the whole-trace rows: 1200 of 40 bytes, never freed, so
+    # they end when the program exits (inside the whole trace: Impacting Size 0), as its
+    # committed ranges do; all at the same moment, after the last of them was made.
     whole = t.json("table heap", "--group-by", "stack", "--rows")
     leak = [s for s in whole["groups"] if innermost(s["stack"]).startswith("memtestapp!InnerLoopOperation")]
     equal(len(leak), 1, "one InnerLoopOperation stack over the run")
     if not leak:
         return
-    equal((leak[0]["count"], leak[0]["size"], leak[0]["impacting_size"]), (TICKS, 40 * TICKS, 40 * TICKS),
+    equal((leak[0]["count"], leak[0]["size"], leak[0]["impacting_size"]), (TICKS, 40 * TICKS, 0),
           "InnerLoopOperation over the run")
+    exits = set(r["free_ns"] for r in leak[0]["rows"])
+    equal(len(exits), 1, "every leaked object ends at the program's exit")
+    check(exits and min(exits) > max(r["alloc_ns"] for r in leak[0]["rows"]), "the exit is after the last object")
     times = sorted(r["alloc_ns"] for r in leak[0]["rows"])
     # The program's schedule: object i is due at base + i ticks (absolute deadlines), and
     # made then or later. base is the least late object's; the latest one says how far

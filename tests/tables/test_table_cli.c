@@ -166,8 +166,17 @@ static void test_heap_groups(void)
 		 "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
 	CHECK_OUT(&r, expect);
 
-	/* The whole trace: what was never freed is the impacting size. */
+	/*
+	 * The whole trace: what the process never freed ended at its exit at
+	 * 19000, inside the window, as its committed ranges do: nothing is
+	 * impacting. Before the exit, it is (below).
+	 */
 	run(&r, "table heap '%s' --format csv --group-by process", heap_trace);
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
+		 "0,,,,,,,,,,8,0,4011\n"
+		 "1,app,100,,,,,,,,8,0,4011\n");
+	CHECK_OUT(&r, expect);
+	run(&r, "table heap '%s' --format csv --group-by process --range 0 19", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,8,211,4011\n"
 		 "1,app,100,,,,,,,,8,211,4011\n");
@@ -232,11 +241,12 @@ static void test_heap_rows(void)
 		  "process,pid,handle,type,impacting_type,thread,address,alloc_time_ns,free_time_"
 		  "ns,lifetime_ns,"
 		  "size,stack\n"
-		  "app,100,0,AOFO,Impacting,100,4096,1000,,,100,app!leaky <- app!main\n"
+		  "app,100,0,AOFO,Impacting,100,4096,1000,19000,18000,100,app!leaky <- app!main\n"
 		  "app,100,0,AOFI,Impacting,100,12288,3500,4000,500,300,app!other <- app!main\n"
-		  "app,100,0,AIFO,Impacting,100,16384,5000,,,40,app!leaky <- app!main\n"
+		  "app,100,0,AIFO,Impacting,100,16384,5000,19000,14000,40,app!leaky <- app!main\n"
 		  "app,100,0,AIFI,Transient,101,20480,6000,9000,3000,500,app!other <- app!main\n"
-		  "app,100,20480,AIFO,Impacting,100,24576,7000,,,64,app!other <- app!main\n"
+		  "app,100,20480,AIFO,Impacting,100,24576,7000,19000,12000,64,app!other <- "
+		  "app!main\n"
 		  "app,100,0,AIFO,Impacting,100,28672,8000,12000,4000,2000,app!temp <- app!main\n");
 	run(&r,
 	    "table heap '%s' --range 4 10 --format csv --group-by none --time-unit us --pid 100",
@@ -262,7 +272,8 @@ static void test_heap_rows(void)
 		   "              ],\n              \"count\": 1,\n              \"size\": 2000,\n"
 		   "              \"impacting_size\": 2000,");
 	CHECK_CONTAINS(r.out, "\"alloc_ns\": 8000,");
-	CHECK_CONTAINS(r.out, "\"free_ns\": null,");
+	/* Never freed: it ended with its process at 19000. */
+	CHECK_CONTAINS(r.out, "\"free_ns\": 19000,");
 
 	/* Text: the tree with sizes for people and the stack on one line. */
 	run(&r, "table heap '%s' --range 4 10 --group-by impacting-type,stack", heap_trace);
@@ -389,7 +400,8 @@ static void test_timeline(void)
 	CHECK_OUT(
 	    &r,
 	    "time_ns,heap\n0,0\n2000,100\n4000,400\n6000,140\n8000,704\n10000,2204\n12000,2211\n"
-	    "14000,211\n16000,211\n18000,211\n20000,211\n22000,211\n");
+	    "14000,211\n16000,211\n18000,211\n20000,0\n22000,0\n");
+	/* What the process never freed ended with it at 19 us, as in the tables. */
 	/* The table's Impacting Size over [4 us, 10 us) is value(10 us) - value(4 us): 2204 - 400.
 	 */
 	run(&r,
@@ -397,15 +409,15 @@ static void test_timeline(void)
 	    heap_trace);
 	CHECK_OUT(&r,
 		  "time_us,heap:100:0x0,heap:100:0x5000\n0.000,0,0\n5.000,100,0\n10.000,2140,64\n"
-		  "15.000,147,64\n20.000,147,64\n25.000,147,64\n");
-	/* RSS: the samples hold until the next one; the exit at 19 us drops it. */
+		  "15.000,147,64\n20.000,0,0\n25.000,0,0\n");
+	/* RSS: the samples hold until the next one; the exit at 19 us drops it, and the heap. */
 	run(&r,
 	    "timeline '%s' --series rss,heap --by process --interval 5us --format csv --time-unit "
 	    "ns",
 	    heap_trace);
 	CHECK_OUT(
 	    &r, "time_ns,heap:100,rss:100\n0,0,0\n5000,100,4096\n10000,2204,4096\n15000,211,8192\n"
-		"20000,211,0\n25000,211,0\n");
+		"20000,0,0\n25000,0,0\n");
 	run(&r,
 	    "timeline '%s' --series heap --by process --range 4 10 --interval 3us --format json",
 	    heap_trace);
@@ -421,7 +433,7 @@ static void test_timeline(void)
 	    &r,
 	    "time_ns,heap,rss\n0,0,0\n2000,100,4096\n4000,1100,4096\n6000,400,4096\n8000,704,4096\n"
 	    "10000,2704,4096\n12000,2211,8192\n14000,2211,8192\n16000,211,8192\n18000,211,8192\n"
-	    "20000,211,8192\n22000,211,0\n");
+	    "20000,211,8192\n22000,0,0\n");
 	run(&r, "timeline '%s' --series commit --interval 2us --format csv --time-unit ns --peak",
 	    commit_trace);
 	CHECK_OUT(
