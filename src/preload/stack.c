@@ -7,7 +7,9 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@
 
 /* ---- modules ---- */
 
+/* Modules loaded at once; the indices of unloaded ones are reused. */
 #define HT_MAX_MODULES 4096
 
 struct ht_mod {
@@ -124,6 +127,7 @@ struct ht_seen {
 	uint32_t path_off, path_len;
 	uint8_t build_id[31];
 	uint8_t build_id_len;
+	uint8_t known; /* refresh scratch: already in the module list */
 };
 
 #define HT_SCAN_BYTES (1u << 20)
@@ -133,9 +137,59 @@ struct ht_scan {
 	int force, stop;
 	unsigned long long adds, subs;
 	uint32_t n, path_used;
+	char maps[8192]; /* /proc/self/maps, a piece at a time (ht_mapped_path) */
+	char abs[4096];
 	struct ht_seen obj[HT_SCAN_MAX];
 	char paths[]; /* up to HT_SCAN_BYTES - sizeof(struct ht_scan) */
 };
+
+/*
+ * The absolute path of the file mapped at addr, from /proc/self/maps, into
+ * s->abs; its length, or 0. The loader names a library loaded by a relative
+ * path (dlopen("./lib1.so"), LD_LIBRARY_PATH=.) by that path, which means
+ * nothing once the working directory changes or to the collector. Raw
+ * calls: no allocation, no cancellation point.
+ */
+static uint32_t ht_mapped_path(struct ht_scan *s, uintptr_t addr)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	uint32_t found = 0;
+	size_t have = 0;
+	for (;;) {
+		long r = syscall(SYS_read, fd, s->maps + have, sizeof s->maps - 1 - have);
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		s->maps[have] = 0;
+		char *line = s->maps, *nl;
+		while ((nl = strchr(line, '\n'))) {
+			*nl = 0;
+			/* start-end perms offset dev inode path */
+			char *e;
+			uintptr_t lo = strtoul(line, &e, 16),
+				  hi = *e == '-' ? strtoul(e + 1, &e, 16) : 0;
+			char *path = strchr(e, '/');
+			if (addr >= lo && addr < hi && path) {
+				size_t n = strlen(path);
+				if (n < sizeof s->abs) {
+					memcpy(s->abs, path, n);
+					found = (uint32_t)n;
+				}
+				goto out;
+			}
+			line = nl + 1;
+		}
+		have -= (size_t)(line - s->maps);
+		memmove(s->maps, line, have);
+		if (have == sizeof s->maps - 1)
+			have = 0; /* a line longer than the buffer: not a path we can keep */
+	}
+out:
+	syscall(SYS_close, fd);
+	return found;
+}
 
 static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -171,6 +225,12 @@ static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 		/* The main program has no name here. */
 		path = ht__exe;
 		plen = ht__exe_len;
+	} else if (*name != '/') {
+		uint32_t n = ht_mapped_path(s, lo);
+		if (n) {
+			path = s->abs;
+			plen = n;
+		}
 	}
 	if (plen > 4000)
 		plen = 4000;
@@ -232,32 +292,19 @@ int ht__modules_refresh(int force)
 			ht_mods[i].seen = 0;
 		for (uint32_t k = 0; k < s->n; k++) {
 			struct ht_seen *o = &s->obj[k];
-			uint32_t i;
-			for (i = 0; i < n; i++) {
+			o->known = 0;
+			for (uint32_t i = 0; i < n; i++) {
 				struct ht_mod *m = &ht_mods[i];
 				if (!m->dead && m->start == o->start && m->end == o->end &&
 				    m->bias == o->bias) {
 					m->seen = 1;
+					o->known = 1;
 					break;
 				}
 			}
-			if (i < n || n >= HT_MAX_MODULES)
-				continue;
-			/* MODULE_LOAD first: lookups only see announced modules. */
-			if (!ht_write_module(n, o->bias, o->start, o->end, o->build_id,
-					     o->build_id_len, s->paths + o->path_off,
-					     o->path_len)) {
-				atomic_store(&ht_mods_retry, 1);
-				continue;
-			}
-			struct ht_mod *m = &ht_mods[n];
-			m->start = o->start;
-			m->end = o->end;
-			m->bias = o->bias;
-			m->seen = 1;
-			atomic_store(&m->dead, 0);
-			atomic_store_explicit(&ht_nmods, ++n, memory_order_release);
 		}
+		/* Unloads first: their indices are free for the new modules (a
+		   program that dlopens and dlcloses 10,000 times needs only a few). */
 		for (uint32_t i = 0; i < n; i++) {
 			struct ht_mod *m = &ht_mods[i];
 			if (!m->dead && !m->seen) {
@@ -265,6 +312,32 @@ int ht__modules_refresh(int force)
 				ht_write_unload(i);
 				gone++;
 			}
+		}
+		uint32_t reuse = 0;
+		for (uint32_t k = 0; k < s->n; k++) {
+			struct ht_seen *o = &s->obj[k];
+			if (o->known)
+				continue;
+			while (reuse < n && !(ht_mods[reuse].dead && !ht_mods[reuse].seen))
+				reuse++;
+			uint32_t i = reuse < n ? reuse : n;
+			if (i >= HT_MAX_MODULES)
+				continue; /* its frames stay raw addresses (README) */
+			/* MODULE_LOAD first: lookups only see announced modules. */
+			if (!ht_write_module(i, o->bias, o->start, o->end, o->build_id,
+					     o->build_id_len, s->paths + o->path_off,
+					     o->path_len)) {
+				atomic_store(&ht_mods_retry, 1);
+				continue;
+			}
+			struct ht_mod *m = &ht_mods[i];
+			m->start = o->start;
+			m->end = o->end;
+			m->bias = o->bias;
+			m->seen = 1;
+			atomic_store(&m->dead, 0);
+			if (i == n)
+				atomic_store_explicit(&ht_nmods, ++n, memory_order_release);
 		}
 	}
 	ht_unlock();
