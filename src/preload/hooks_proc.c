@@ -1,8 +1,8 @@
 /*
  * Hooks of process and thread life: _exit/_Exit, the wait family (children's
  * exit status), dlopen/dlclose (the module list), pthread_setname_np (thread
- * names), and _Fork and clone without CLONE_VM (a child that is a new
- * instance).
+ * names), and _Fork, clone and raw clone system calls without CLONE_VM (a
+ * child that is a new instance).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -208,4 +208,56 @@ HT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	/* The child gets a copy of this frame, so the wrapper may live here. */
 	struct ht_clone_arg a = {fn, arg};
 	return ht__real.clone(ht_clone_child, stack, flags, &a, ptid, tls, ctid);
+}
+
+/* syscall(2) made here: the real one would be the exported hook below. */
+static long ht_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	register long r9 __asm__("r9") = a6;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	if (ret < 0 && ret > -4096) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+}
+
+/*
+ * syscall(): a raw clone (syscall(SYS_clone, SIGCHLD, 0, ...) or clone3)
+ * without CLONE_VM makes a child that glibc knows nothing of: no atfork
+ * handler runs, and the child would write into its parent's rings under
+ * the parent's pid. Its first code after the call starts its own instance,
+ * like a fork child. Every other call goes straight to the kernel. A clone
+ * made with inline assembly is not seen (src/preload/README.md).
+ */
+HT_EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	uint64_t flags = CLONE_VM;
+	if (nr == SYS_clone)
+		flags = (uint64_t)a1;
+	else if (nr == SYS_fork)
+		flags = 0;
+#ifdef SYS_clone3
+	else if (nr == SYS_clone3 && a1 && (size_t)a2 >= sizeof(uint64_t))
+		memcpy(&flags, (const void *)a1, sizeof flags); /* clone_args.flags */
+#endif
+	long r = ht_syscall6(nr, a1, a2, a3, a4, a5, a6);
+	if (HT_UNLIKELY(!(flags & CLONE_VM)) && r == 0 &&
+	    atomic_load(&ht__g.state) == HT_ST_READY) {
+		int e = errno;
+		ht__child_start();
+		errno = e;
+	}
+	return r;
 }
