@@ -415,8 +415,10 @@ static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint
 	memset(g, 0, sizeof(*g));
 	g->seq = (uint32_t)a->seqs_len;
 	g->seq_len = n;
-	memcpy(a->seqs + a->seqs_len, key, n * sizeof(*key));
-	memcpy(a->frames + a->seqs_len, frames, n * sizeof(*frames));
+	if (n) { /* a trace without stacks has no sequences (and NULL arrays) */
+		memcpy(a->seqs + a->seqs_len, key, n * sizeof(*key));
+		memcpy(a->frames + a->seqs_len, frames, n * sizeof(*frames));
+	}
 	a->seqs_len += n;
 	a->gtab[i] = (uint32_t)++a->ngroups;
 	g->stack = HT__NO_ID;
@@ -492,7 +494,8 @@ static int finish_handles(struct ht_agg *a, struct ht_frame_matcher *mr, struct 
 		items[n].heap = e->heap;
 		n++;
 	}
-	qsort_r(items, n, sizeof(*items), cmp_handles, a);
+	if (n > 1) /* items may be NULL when there are none */
+		qsort_r(items, n, sizeof(*items), cmp_handles, a);
 	/* Entries of one (process, heap) that differ by stack are now adjacent. */
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -579,7 +582,8 @@ out:
 	free(kf);
 	if (rc < 0)
 		return rc;
-	qsort_r(a->groups, a->ngroups, sizeof(*a->groups), cmp_groups, a);
+	if (a->ngroups > 1) /* groups is NULL when there are none */
+		qsort_r(a->groups, a->ngroups, sizeof(*a->groups), cmp_groups, a);
 	res->items = calloc(a->ngroups ? a->ngroups : 1, sizeof(*res->items));
 	if (!res->items)
 		return HT_ERR_NOMEM;

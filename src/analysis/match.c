@@ -183,6 +183,17 @@ int ht_match_list_add(struct ht_match_list *l, const char *spec)
 	return 0;
 }
 
+/* A byte a text file does not hold: NUL and control characters other than white space. */
+static bool not_text(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if ((c < 0x20 && !isspace(c)) || c == 0x7f)
+			return true;
+	}
+	return false;
+}
+
 int ht_match_list_add_file(struct ht_match_list *l, const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -198,8 +209,20 @@ int ht_match_list_add_file(struct ht_match_list *l, const char *path)
 	size_t cap = 0;
 	ssize_t len;
 	int rc = 0;
+	int why = 0;
+	size_t total = 0;
 	errno = 0;
+	/* Counted as read, so a device or FIFO (/dev/urandom) stops at the limit too. */
 	while ((len = getline(&line, &cap, f)) >= 0) {
+		total += (size_t)len;
+		if (total > HT_MATCH_FILE_MAX) {
+			why = EFBIG;
+			break;
+		}
+		if (not_text(line, (size_t)len)) {
+			why = EILSEQ;
+			break;
+		}
 		const char *p = line;
 		while (isspace((unsigned char)*p))
 			p++;
@@ -213,8 +236,10 @@ int ht_match_list_add_file(struct ht_match_list *l, const char *path)
 			break;
 	}
 	/* getline() returns -1 at EOF and on error (EISDIR for a directory). */
-	int saved = errno;
-	if (!rc && ferror(f))
+	int saved = why ? why : errno;
+	if (!rc && why)
+		rc = HT_ERR_INVALID;
+	else if (!rc && ferror(f))
 		rc = HT_ERR_IO;
 	free(line);
 	fclose(f);

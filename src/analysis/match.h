@@ -87,11 +87,15 @@ int ht_match_list_add(struct ht_match_list *l, const char *spec);
  * Add the items of a cull list file: one item per line; blank lines and lines
  * whose first non-blank character is '#' are ignored. Returns the number of
  * items added (>= 0), or HT_ERR_NOT_FOUND / HT_ERR_PERM / HT_ERR_IO when the
- * file cannot be read (errno says why, EISDIR for a directory), HT_ERR_NOMEM.
+ * file cannot be read (errno says why, EISDIR for a directory), HT_ERR_NOMEM,
+ * or HT_ERR_INVALID when it is no cull list: errno EILSEQ for a file that is
+ * not text (a NUL or control byte), EFBIG for one larger than
+ * HT_MATCH_FILE_MAX (a device like /dev/urandom stops there too).
  * Lines that hold no item ("!") are skipped. On error nothing of the
  * file has been added.
  */
 int ht_match_list_add_file(struct ht_match_list *l, const char *path);
+#define HT_MATCH_FILE_MAX (16u << 20)
 
 /*
  * The built-in default cull list, NULL-terminated: heaptrail's own frames, the

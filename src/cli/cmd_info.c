@@ -65,21 +65,30 @@ static const char *fmt_human(char *buf, size_t n, uint64_t bytes)
 	return buf;
 }
 
-/* A shell-like rendering of argv: words with odd characters in single quotes. */
+/*
+ * A shell-like rendering of argv: words with odd characters in single
+ * quotes, words with control bytes as $'...' with \xHH escapes (never raw
+ * terminal escapes).
+ */
 static void print_command(FILE *f, uint32_t argc, const char *const *argv)
 {
 	for (uint32_t i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (i)
 			fputc(' ', f);
-		if (*a && !a[strcspn(a, " \t\n'\"\\$`*?[]{}()<>|&;!#~")]) {
+		if (*a && !a[strcspn(a, " \t\n'\"\\$`*?[]{}()<>|&;!#~")] && !has_control(a)) {
 			fputs(a, f);
 			continue;
 		}
-		fputc('\'', f);
+		bool ansi = has_control(a);
+		fputs(ansi ? "$'" : "'", f);
 		for (; *a; a++) {
 			if (*a == '\'')
-				fputs("'\\''", f);
+				fputs(ansi ? "\\'" : "'\\''", f);
+			else if (ansi && *a == '\\')
+				fputs("\\\\", f);
+			else if (ansi && ((unsigned char)*a < 0x20 || *a == 0x7f))
+				fprintf(f, "\\x%02x", (unsigned char)*a);
 			else
 				fputc(*a, f);
 		}
@@ -154,14 +163,19 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht_su
 	for (int i = 0; i < nwarn; i++)
 		fprintf(f, "warning: %s\n", warn[i]);
 
-	fprintf(f, "trace:      %s (format %u%s%s)\n", path, in->version,
+	fputs("trace:      ", f);
+	put_text(f, path);
+	fprintf(f, " (format %u%s%s)\n", in->version,
 		in->flags & HT_TRACEF_COMPLETE ? ", complete" : ", incomplete",
 		in->flags & HT_TRACEF_SYMBOLS ? ", symbols" : "");
 	fprintf(f, "command:    ");
 	print_command(f, in->argc, in->argv);
 	fputc('\n', f);
-	if (in->hostname && *in->hostname)
-		fprintf(f, "host:       %s\n", in->hostname);
+	if (in->hostname && *in->hostname) {
+		fputs("host:       ", f);
+		put_text(f, in->hostname);
+		fputc('\n', f);
+	}
 	if (in->start_realtime_ns) {
 		time_t sec = (time_t)(in->start_realtime_ns / 1000000000);
 		struct tm tm;
@@ -195,8 +209,9 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht_su
 		fprintf(f, "  [%u] pid %d, parent %d", i, p->pid, p->ppid);
 		if (p->parent != UINT32_MAX)
 			fprintf(f, " [%u]", p->parent);
-		fprintf(f, ", %s, %s", *p->exe ? p->exe : "(unknown exe)",
-			proc_end(buf, sizeof(buf), p));
+		fputs(", ", f);
+		put_text(f, *p->exe ? p->exe : "(unknown exe)");
+		fprintf(f, ", %s", proc_end(buf, sizeof(buf), p));
 		if (p->flags & HT_PROCF_ROOT)
 			fputs(", launched", f);
 		if (p->flags & HT_PROCF_FORK)
@@ -217,10 +232,11 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht_su
 	print_counts(f, &s->total);
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct ht_process *p = ht_reader_process(r, i);
-		if (p)
-			fprintf(f, "\nprocess [%u] pid %d %s:\n", i, p->pid,
-				*p->exe ? p->exe : "(unknown exe)");
-		else
+		if (p) {
+			fprintf(f, "\nprocess [%u] pid %d ", i, p->pid);
+			put_text(f, *p->exe ? p->exe : "(unknown exe)");
+			fputs(":\n", f);
+		} else
 			fprintf(f, "\nprocess [%u] (not in the process table):\n", i);
 		print_counts(f, &s->procs[i]);
 	}

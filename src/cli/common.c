@@ -375,3 +375,26 @@ void progress_done(struct progress *p)
 		fprintf(stderr, "\r%40s\r", "");
 	p->shown = false;
 }
+
+static bool is_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if (is_control((unsigned char)*s))
+			return true;
+	return false;
+}
+
+void put_text(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (is_control((unsigned char)*s))
+			fprintf(f, "\\x%02x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+}

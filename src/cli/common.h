@@ -72,6 +72,15 @@ FILE *output_begin(struct ht__output *o, const char *path, bool force, unsigned 
 /* Closes f and gives the file its name; dies (removing the temporary) on a write error. */
 void output_end(struct ht__output *o, FILE *f);
 
+/*
+ * Text that came from a trace (argv, paths, host and thread names) written
+ * for a terminal: a control byte (below 0x20, 0x7f) is shown as \xHH, so a
+ * name cannot move the cursor or change the terminal's state. has_control()
+ * tells whether s holds one.
+ */
+void put_text(FILE *f, const char *s);
+bool has_control(const char *s);
+
 /* True when stderr is a terminal (progress goes there only then). */
 bool progress_wanted(void);
 

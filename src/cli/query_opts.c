@@ -104,13 +104,20 @@ static void add_frames(struct ht_match_list *l, const char *spec, const char *op
 		die("%s", ht_strerror(rc));
 }
 
-static void add_cull_file(struct ht_query *q, const char *path)
+void opt_cull_list(struct ht_match_list *l, const char *path)
 {
-	int rc = ht_match_list_add_file(&q->cull, path);
+	int rc = ht_match_list_add_file(l, path);
+	if (rc >= 0)
+		return;
+	if (rc == HT_ERR_INVALID && errno == EILSEQ)
+		die("'%s' is not a cull list: it is not text (a list has one frame per line)",
+		    path);
+	if (rc == HT_ERR_INVALID && errno == EFBIG)
+		die("'%s' is not a cull list: it is larger than %u MiB", path,
+		    HT_MATCH_FILE_MAX >> 20);
 	if (rc == HT_ERR_NOT_FOUND || rc == HT_ERR_PERM || rc == HT_ERR_IO)
 		die("cannot read cull list '%s': %s", path, strerror(errno));
-	if (rc < 0)
-		die("cannot read cull list '%s': %s", path, ht_strerror(rc));
+	die("cannot read cull list '%s': %s", path, ht_strerror(rc));
 }
 
 /*
@@ -124,7 +131,7 @@ static void list_values(int argc, char **argv, int *i, const char *inline_val, c
 	int n = 0;
 	if (inline_val) {
 		if (which == 2)
-			add_cull_file(q, inline_val);
+			opt_cull_list(&q->cull, inline_val);
 		else
 			add_frames(which ? &q->cull : &q->require, inline_val, opt);
 		return;
@@ -137,7 +144,7 @@ static void list_values(int argc, char **argv, int *i, const char *inline_val, c
 			continue;
 		}
 		if (which == 2)
-			add_cull_file(q, v);
+			opt_cull_list(&q->cull, v);
 		else
 			add_frames(which ? &q->cull : &q->require, v, opt);
 		n++;

@@ -29,6 +29,12 @@ void opt_two(int argc, char **argv, int *i, const char *inline_val, const char *
 uint64_t opt_time(const char *s, const char *opt);
 
 /*
+ * Adds the frames of a -cullLists file to l, or dies saying why the file is
+ * not a cull list (missing, unreadable, not text, larger than 16 MiB).
+ */
+void opt_cull_list(struct ht_match_list *l, const char *path);
+
+/*
  * Handle option arg (normalized name, inline value val or NULL) when it is a
  * query option, taking its values from argv and moving *i past them; dies on
  * a bad value. A list option's value ending in ".htr" becomes *file when no

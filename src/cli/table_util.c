@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/common.h"
+#include "cli/query_opts.h"
 
 /* The normalized arguments and the strings made for them, freed by tu_args_release(). */
 static char **norm_args;
@@ -211,9 +212,7 @@ bool tu_parse_frames_option(struct ht_query *q, int argc, char **argv, int *i)
 		else if (require)
 			add_items(&q->require, a, v);
 		else {
-			int rc = ht_match_list_add_file(&q->cull, v);
-			if (rc < 0)
-				die("cannot read cull list '%s': %s", v, ht_strerror(rc));
+			opt_cull_list(&q->cull, v);
 		}
 	}
 	if (!n)

@@ -252,6 +252,20 @@ static int write_many(const char *path)
 	return finish_fx(&f, 20, false);
 }
 
+/* "nostack": recorded with --stacks none: two blocks of 100 and 28 bytes, one freed, no stack. */
+static int write_nostack(const char *path)
+{
+	struct fx f;
+	int rc = open_fx(&f, path);
+	if (rc < 0)
+		return rc;
+	process_start(&f, 0, 100, "/home/u/app", 0);
+	event(&f, HT_EV_ALLOC, 0, 10, 0, 0, 0x1000, 100, 0);
+	event(&f, HT_EV_ALLOC, 0, 11, 0, 0, 0x2000, 28, 0);
+	event(&f, HT_EV_FREE, 0, 12, 0, 0, 0x1000, 0, 0);
+	return finish_fx(&f, 20, false);
+}
+
 int fixture_write(const char *path, const char *name)
 {
 	if (!strcmp(name, "basic"))
@@ -264,5 +278,7 @@ int fixture_write(const char *path, const char *name)
 		return write_inline(path);
 	if (!strcmp(name, "many"))
 		return write_many(path);
+	if (!strcmp(name, "nostack"))
+		return write_nostack(path);
 	return HT_ERR_INVALID;
 }

@@ -13,7 +13,7 @@
 #include "fixture.h"
 
 static char dir[] = "/tmp/ht-test-agg-XXXXXX";
-static char basic[300], nosym[300], ties[300], many[300], inl[300];
+static char basic[300], nosym[300], ties[300], many[300], inl[300], nostack[300];
 
 /* One aggregation: the reader, aggregator and result, kept until done(). */
 struct run {
@@ -581,6 +581,42 @@ static void test_top_totals(void)
 	done(&x, &q);
 }
 
+/* A trace without stacks (--stacks none): every grouping works, and an
+   empty result too (this test also runs built with UBSan: no qsort_r or
+   memcpy of NULL arrays). */
+static void test_no_stacks(void)
+{
+	static const enum ht_group groups[] = {HT_GROUP_STACK, HT_GROUP_FRAME, HT_GROUP_IMAGE};
+	struct ht_query q;
+	struct run x;
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+		q_init(&q, groups[i], HT_SORT_SO);
+		if (run(&x, nostack, &q)) {
+			CHECK_U64(x.res.count, 1);
+			/* By stack, the stackless group has no frames (an empty key). */
+			CHECK_COUNTS(counts(item(&x, i ? "[no stack]" : "")), 28, 1, 128, 2, 0);
+		}
+		done(&x, &q);
+	}
+	q_init(&q, HT_GROUP_HANDLE, HT_SORT_SO);
+	if (run(&x, nostack, &q)) {
+		CHECK_U64(x.res.count, 1);
+		CHECK_COUNTS(&x.res.totals, 28, 1, 128, 2, 0);
+	}
+	done(&x, &q);
+	/* Nothing selected: no groups, no items. */
+	for (int g = 0; g < 2; g++) {
+		q_init(&q, g ? HT_GROUP_HANDLE : HT_GROUP_STACK, HT_SORT_SO);
+		q.size_min = 1000;
+		q.size_max = 2000;
+		if (run(&x, nostack, &q)) {
+			CHECK_U64(x.res.count, 0);
+			CHECK_COUNTS(&x.res.totals, 0, 0, 0, 0, 0);
+		}
+		done(&x, &q);
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -592,6 +628,7 @@ int main(void)
 	snprintf(ties, sizeof(ties), "%s/ties.htr", dir);
 	snprintf(many, sizeof(many), "%s/many.htr", dir);
 	snprintf(inl, sizeof(inl), "%s/inline.htr", dir);
+	snprintf(nostack, sizeof(nostack), "%s/nostack.htr", dir);
 	int rc = fixture_write(basic, "basic");
 	if (!rc)
 		rc = fixture_write(nosym, "nosym");
@@ -601,6 +638,8 @@ int main(void)
 		rc = fixture_write(many, "many");
 	if (!rc)
 		rc = fixture_write(inl, "inline");
+	if (!rc)
+		rc = fixture_write(nostack, "nostack");
 	if (rc < 0) {
 		fprintf(stderr, "cannot write the fixtures: %s\n", ht_strerror(rc));
 		check_failures++;
@@ -617,12 +656,14 @@ int main(void)
 		test_top_totals();
 		test_inline();
 		test_add();
+		test_no_stacks();
 	}
 	unlink(basic);
 	unlink(nosym);
 	unlink(ties);
 	unlink(many);
 	unlink(inl);
+	unlink(nostack);
 	rmdir(dir);
 	CHECK_DONE();
 }

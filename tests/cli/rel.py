@@ -258,6 +258,52 @@ def words_enospc(env):
     os.rmdir(os.path.join(env.tmp, "small"))
 
 
+@case
+def words_cull_lists(env):
+    """-cullLists takes text files up to 16 MiB: /dev/urandom, a binary and a
+    17 MiB file are refused at once with the reason; a real list works."""
+    h = env.heaptrail
+    trace = small_trace(env)
+    big = os.path.join(env.tmp, "big.txt")
+    with open(big, "w") as f:
+        line = "libfoo.so!some_function_name_to_cull\n"
+        f.write(line * (17 * 1024 * 1024 // len(line) + 1))
+    good = os.path.join(env.tmp, "good.txt")
+    write_text(good, "# the allocator\nlibc.so.6!malloc\n")
+    cases = [("/dev/urandom", "is not a cull list: it is not text"),
+             (env.prog("malloc_family"), "is not a cull list: it is not text"),
+             (big, "is not a cull list: it is larger than 16 MiB")]
+    for cmd in (["analyze", trace, "-stacks", "-cullLists"], ["table", "heap", trace, "-cullLists"]):
+        for path, words in cases:
+            t0 = time.monotonic()
+            rc, _, err = env.run([h] + cmd + [path], timeout=60)
+            one_error_line(rc, err, "%s %s" % (cmd[0], path), "'%s' %s" % (path, words))
+            equal(rc, 2, "%s -cullLists %s: exit status" % (cmd[0], path))
+            check(time.monotonic() - t0 < 20, "%s -cullLists %s is refused at once" % (cmd[0], path))
+        rc, out, err = env.run([h] + cmd + [good])
+        equal(rc, 0, "%s -cullLists of a text list: exit (%s)" % (cmd[0], err))
+
+
+@case
+def words_escape(env):
+    """info shows control bytes of argv, exe and host as \\xHH: a traced
+    program's arguments cannot drive the terminal."""
+    h = env.heaptrail
+    evil = "\x1b[31mred\x07\x1b]0;title\x07"
+    trace = os.path.join(env.tmp, "esc.htr")
+    rc, _, err = env.run([h, "record", "-o", trace, "--", env.prog("malloc_family"), evil, "plain"])
+    equal(rc, 0, "record: exit (%s)" % err)
+    rc, out, err = env.run([h, "info", trace])
+    equal(rc, 0, "info: exit (%s)" % err)
+    check("\x1b" not in out and "\x07" not in out, "no raw control byte in info: %r" % out)
+    lines = [l for l in out.splitlines() if l.startswith("command:")]
+    equal(lines, ["command:    %s $'\\x1b[31mred\\x07\\x1b]0;title\\x07' plain" % env.prog("malloc_family")],
+          "the command line")
+    # JSON keeps the exact bytes (escaped the JSON way).
+    tr = Trace(env, trace)
+    equal(tr.info.get("command"), [env.prog("malloc_family"), evil, "plain"], "argv in JSON")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
