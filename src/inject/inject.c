@@ -850,6 +850,112 @@ static int session_mapped_cb(const struct map_line *m, void *ctx)
 	return 1;
 }
 
+/*
+ * Whether the session file a process maps (path as in its maps) is stale:
+ * nobody collects it any more. Its file was deleted (by its collector at the
+ * end, or replaced by a new session of the same name), or the collector its
+ * header names is gone (killed with SIGKILL, it removed nothing), judged as
+ * the recorder judges it (protocol.h: pid and start time). A session
+ * that cannot be read, or one waiting for its collector (IFEO buffers,
+ * collector_pid 0), is not stale.
+ */
+static bool session_stale(pid_t pid, const char *mapped)
+{
+	if (strstr(mapped, " (deleted)"))
+		return true;
+	char file[PATH_MAX + 64];
+	snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid, mapped);
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(mapped, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct ht__shm_header h;
+	ssize_t got = pread(fd, &h, sizeof(h), 0);
+	close(fd);
+	if (got != (ssize_t)sizeof(h) || h.magic != HT_SHM_MAGIC || h.collector_pid <= 0)
+		return false;
+	/* Gone, a zombie, or its pid taken by another process (start time). */
+	snprintf(file, sizeof(file), "/proc/%d/stat", (int)h.collector_pid);
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT;
+	char buf[1024];
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	char state;
+	uint64_t start;
+	if (got <= 0)
+		return false;
+	buf[got] = 0;
+	if (!ht__parse_proc_stat(buf, &state, &start))
+		return false;
+	return state == 'Z' || state == 'X' || (h.collector_start && start != h.collector_start);
+}
+
+/* The recorder modules (libheaptrail*.so, and fresh copies of it) mapped in a process. */
+struct recorders {
+	unsigned n;
+	struct {
+		uint64_t start, end;
+		char path[PATH_MAX];
+	} m[8];
+};
+
+static int recorders_cb(const struct map_line *m, void *ctx)
+{
+	struct recorders *r = ctx;
+	if (m->path[0] == '/' && m->off == 0 && !strncmp(base_name(m->path), "libheaptrail", 12) &&
+	    r->n < sizeof(r->m) / sizeof(r->m[0])) {
+		r->m[r->n].start = m->start;
+		r->m[r->n].end = m->end;
+		snprintf(r->m[r->n].path, sizeof(r->m[0].path), "%s", m->path);
+		r->n++;
+	}
+	return 0;
+}
+
+/*
+ * Stops every recorder in pid that is still attached (its ht_attach_stop
+ * puts the GOT entries back and drops its session mapping); one stopped
+ * already answers HT_ERR_NOT_FOUND. A deleted copy's symbols are read
+ * through /proc/PID/map_files.
+ */
+static int stop_stale_recorders(pid_t pid, char *why, size_t n)
+{
+	struct recorders r = {0};
+	int rc = maps_each(pid, recorders_cb, &r);
+	if (rc < 0) {
+		say(why, n, "cannot read the memory map of process %d", (int)pid);
+		return rc;
+	}
+	for (unsigned i = 0; i < r.n; i++) {
+		struct ht__attach a = {.pid = pid, .lib_base = r.m[i].start};
+		char file[PATH_MAX + 64];
+		char *del = strstr(r.m[i].path, " (deleted)");
+		if (del) {
+			*del = 0;
+			snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", (int)pid,
+				 (unsigned long long)r.m[i].start, (unsigned long long)r.m[i].end);
+		} else {
+			snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid, r.m[i].path);
+		}
+		uint64_t value, vbase;
+		if (ht__elf_dynsym(file, "ht_attach_stop", &value, &vbase) < 0 &&
+		    (del || ht__elf_dynsym(r.m[i].path, "ht_attach_stop", &value, &vbase) < 0))
+			continue; /* not a recorder with attach mode (the IFEO hook) */
+		a.stop_fn = r.m[i].start - vbase + value;
+		snprintf(a.lib_path, sizeof(a.lib_path), "%s", r.m[i].path);
+		char w[256];
+		rc = ht__inject_detach(&a, w, sizeof(w));
+		if (rc < 0 && rc != HT_ERR_NOT_FOUND) {
+			say(why, n,
+			    "cannot stop the recorder of a session whose collector is gone: %s", w);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static int find_dlopen(pid_t pid, uint64_t *addr)
 {
 	if (target_symbol(pid, match_libc, NULL, "dlopen", addr, NULL) == 0)
@@ -877,8 +983,13 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 	}
 	char other[PATH_MAX] = "";
 	if (maps_each(pid, session_mapped_cb, other) == 0 && other[0]) {
-		say(why, n, "another heaptrail session traces it already ('%s')", other);
-		return HT_ERR_EXISTS;
+		if (!session_stale(pid, other)) {
+			say(why, n, "another heaptrail session traces it already ('%s')", other);
+			return HT_ERR_EXISTS;
+		}
+		/* Its collector was killed: that recorder steps aside for ours. */
+		if ((rc = stop_stale_recorders(pid, why, n)) < 0)
+			return rc;
 	}
 	uint64_t dlopen_fn;
 	rc = find_dlopen(pid, &dlopen_fn);
@@ -953,9 +1064,23 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 		say(why, n, "cannot restore the registers of thread %d", (int)b.tid);
 		rc = rrc;
 	}
-	if (rc == 0 && (int)result != 0) {
+	if (rc == 0 && (int)result == HT_ERR_PERM) {
+		/* ptrace worked; the target itself may not open our 0600 file. */
+		struct stat st;
+		long uid = status_field(pid, "Uid", 1);
+		int owner = stat(session_path, &st) == 0 ? (int)st.st_uid : (int)geteuid();
+		say(why, n,
+		    "the process runs as user %ld and cannot open the session file '%s' (mode "
+		    "0600, user %d); trace it as its own user (sudo -u '#%ld' heaptrail ...); "
+		    "the recorder stays loaded in it, inactive",
+		    uid, session_path, owner, uid);
+		rc = HT_ERR_IO; /* not a ptrace refusal: no ptrace hint */
+	} else if (rc == 0 && (int)result != 0) {
 		rc = (int)result;
-		say(why, n, "the recorder could not start in the process: %s", ht_strerror(rc));
+		say(why, n,
+		    "the recorder could not start in the process: %s; it stays loaded in it, "
+		    "inactive",
+		    ht_strerror(rc));
 	}
 	if (rc == 0) {
 		a->lib_base = base;

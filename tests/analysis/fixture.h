@@ -9,8 +9,8 @@
 
 /*
  * Write fixture name at path (which must not exist): "basic", "nosym" (the
- * same without symbols), "ties", "inline", "many" (10005 distinct stacks) or "nostack" (no stacks at all). Returns 0
- * or a negative enum ht_error (HT_ERR_INVALID for an unknown name).
+ * same without symbols), "ties", "inline", "many" (10005 distinct stacks) or "nostack" (no stacks
+ * at all). Returns 0 or a negative enum ht_error (HT_ERR_INVALID for an unknown name).
  */
 int fixture_write(const char *path, const char *name);
 

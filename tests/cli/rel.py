@@ -7,6 +7,7 @@ Usage: rel.py --build BUILD_DIR --src SOURCE_DIR CASE (one ctest test per
 case, tests/cli/CMakeLists.txt). Reuses e2e.py's Env and Trace. Exit 77 is a
 skip (a case that needs root or a mount namespace where there is none)."""
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -302,6 +303,138 @@ def words_escape(env):
     # JSON keeps the exact bytes (escaped the JSON way).
     tr = Trace(env, trace)
     equal(tr.info.get("command"), [env.prog("malloc_family"), evil, "plain"], "argv in JSON")
+
+
+class Pulse:
+    """tests/programs/pulse: 100 malloc(777)/free pairs per pulse()."""
+
+    def __init__(self, env, preexec=None):
+        self.p = subprocess.Popen([env.prog("pulse")], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, preexec_fn=preexec)
+        self.pid = self.p.pid
+
+    def pulse(self, n=1):
+        for _ in range(n):
+            self.p.stdin.write(b"a")
+            self.p.stdin.flush()
+            equal(self.p.stdout.readline(), b"ok\n", "pulse answered")
+
+    def mapped_sessions(self):
+        with open("/proc/%d/maps" % self.pid) as f:
+            return [l.split()[-1] for l in f if " rw-s " in l and "heaptrail" in l]
+
+    def end(self):
+        self.p.stdin.close()
+        rc = self.p.wait(30)
+        equal(rc, 0, "the traced program's exit status")
+
+
+def pulses_in(env, trace, want, what):
+    tr = Trace(env, trace)
+    equal(tr.info["totals"]["alloc_calls"], 100 * want, what + ": allocation calls")
+    equal(tr.info["totals"]["alloc_bytes"], 77700 * want, what + ": bytes allocated")
+    equal(tr.info.get("events_lost"), 0, what + ": events lost")
+
+
+def wait_until(cond, what, timeout=20):
+    end = time.monotonic() + timeout
+    while not cond():
+        check(time.monotonic() < end, "timed out waiting for " + what)
+        time.sleep(0.05)
+
+
+@case
+def reattach_record(env):
+    """record -p P killed with SIGKILL leaves a recorder whose collector is
+    gone: record -p P again replaces it and traces every allocation once."""
+    h = env.heaptrail
+    t = Pulse(env)
+    try:
+        t.pulse()
+        first = os.path.join(env.tmp, "first.htr")
+        r = subprocess.Popen([h, "record", "-q", "-p", str(t.pid), "-o", first],
+                             stderr=subprocess.PIPE)
+        wait_until(lambda: t.mapped_sessions(), "the first attach")
+        t.pulse()
+        r.kill()
+        r.wait()
+        stale = t.mapped_sessions()
+        equal(len(stale), 1, "the dead collector's session is still mapped")
+        t.pulse()  # the program runs on with a recorder whose collector is gone
+        second = os.path.join(env.tmp, "second.htr")
+        r = subprocess.Popen([h, "record", "-p", str(t.pid), "-o", second],
+                             stderr=subprocess.PIPE)
+        wait_until(lambda: t.mapped_sessions() and t.mapped_sessions() != stale,
+                   "the second attach")
+        t.pulse(3)
+        r.send_signal(signal.SIGINT)
+        err = r.communicate(timeout=60)[1].decode()
+        equal(r.returncode, 0, "the second record -p: exit (%s)" % err)
+        check("traces it already" not in err, "no 'traces it already': %r" % err)
+        pulses_in(env, second, 3, "the trace of the second attach")
+        equal(t.mapped_sessions(), [], "no session mapped after the second detach")
+        t.pulse()
+    finally:
+        t.end()
+
+
+@case
+def reattach_start(env):
+    """The same after SIGKILL of a `heaptrail start` session daemon: a new
+    session (another name, then the same name) attaches again."""
+    h = env.heaptrail
+    t = Pulse(env)
+    name = "rel-%d" % os.getpid()
+    try:
+        d1 = os.path.join(env.tmp, "d1.htr")
+        rc, _, err = env.run([h, "start", name, "--pid", str(t.pid), "-o", d1, "-q"])
+        equal(rc, 0, "start: exit (%s)" % err)
+        t.pulse()
+        rc, out, err = env.run([h, "sessions", "--format", "json"])
+        daemon = [x for x in json.loads(out) if x["name"] == name][0]["daemon_pid"]
+        os.kill(daemon, signal.SIGKILL)
+        wait_until(lambda: not os.path.exists("/proc/%d/stat" % daemon) or
+                   open("/proc/%d/stat" % daemon).read().split(") ")[1][0] in "ZX",
+                   "the daemon's death")
+        t.pulse()
+        for i, other in enumerate((name + "-b", name)):
+            out_i = os.path.join(env.tmp, "d%d.htr" % (i + 2))
+            rc, _, err = env.run([h, "start", other, "--pid", str(t.pid), "-o", out_i, "-q"])
+            equal(rc, 0, "start %s after the daemon was killed: exit (%s)" % (other, err))
+            t.pulse(2 + i)
+            rc, _, err = env.run([h, "stop", other])
+            equal(rc, 0, "stop %s: exit (%s)" % (other, err))
+            pulses_in(env, out_i, 2 + i, "session " + other)
+    finally:
+        env.run([h, "stop", name])
+        t.end()
+
+
+@case
+def words_attach_perm(env):
+    """root attaching to another user's process: the real cause (the
+    process cannot open the 0600 session file), not a ptrace hint."""
+    if os.geteuid() != 0:
+        raise Skip("needs root")
+
+    def nobody():
+        os.setgid(65534)
+        os.setuid(65534)
+
+    t = Pulse(env, nobody)
+    try:
+        trace = os.path.join(env.tmp, "u.htr")
+        rc, _, err = env.run([env.heaptrail, "record", "-p", str(t.pid), "-o", trace,
+                              "--duration", "1s"])
+        one_error_line(rc, err, "record -p of another user's process",
+                       "the process runs as user 65534 and cannot open the session file")
+        check("ptrace" not in err and "CAP_SYS_PTRACE" not in err, "no ptrace hint: %r" % err)
+        check("stays loaded in it, inactive" in err, "says the recorder stays loaded: %r" % err)
+        equal(rc, 1, "exit status")
+        check(not os.path.exists(trace), "no trace left")
+        t.pulse()
+    finally:
+        t.end()
 
 
 def main():
