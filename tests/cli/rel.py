@@ -343,6 +343,14 @@ def wait_until(cond, what, timeout=20):
         time.sleep(0.05)
 
 
+def attached(r):
+    """Waits for record -p to say it traces (the attach has returned)."""
+    for line in r.stderr:
+        if line.startswith(b"heaptrail: tracing"):
+            return
+    raise Failure("record -p ended without attaching (exit %s)" % r.wait())
+
+
 @case
 def reattach_record(env):
     """record -p P killed with SIGKILL leaves a recorder whose collector is
@@ -352,9 +360,9 @@ def reattach_record(env):
     try:
         t.pulse()
         first = os.path.join(env.tmp, "first.htr")
-        r = subprocess.Popen([h, "record", "-q", "-p", str(t.pid), "-o", first],
+        r = subprocess.Popen([h, "record", "-p", str(t.pid), "-o", first],
                              stderr=subprocess.PIPE)
-        wait_until(lambda: t.mapped_sessions(), "the first attach")
+        attached(r)
         t.pulse()
         r.kill()
         r.wait()
@@ -364,11 +372,11 @@ def reattach_record(env):
         second = os.path.join(env.tmp, "second.htr")
         r = subprocess.Popen([h, "record", "-p", str(t.pid), "-o", second],
                              stderr=subprocess.PIPE)
-        wait_until(lambda: t.mapped_sessions() and t.mapped_sessions() != stale,
-                   "the second attach")
+        attached(r)
         t.pulse(3)
         r.send_signal(signal.SIGINT)
-        err = r.communicate(timeout=60)[1].decode()
+        err = r.stderr.read().decode()
+        r.wait(60)
         equal(r.returncode, 0, "the second record -p: exit (%s)" % err)
         check("traces it already" not in err, "no 'traces it already': %r" % err)
         pulses_in(env, second, 3, "the trace of the second attach")
