@@ -38,9 +38,10 @@ static const char schema[] =
     " PRIMARY KEY(stack_id, depth)) WITHOUT ROWID;"
     "CREATE TABLE allocations(id INTEGER PRIMARY KEY, process INTEGER, pid INTEGER,"
     " tid INTEGER, heap INTEGER, address INTEGER, size INTEGER, alloc_ns INTEGER,"
-    " free_ns INTEGER, stack_id INTEGER, func TEXT, realloc_from INTEGER);"
+    " free_ns INTEGER, stack_id INTEGER, func TEXT, realloc_from INTEGER, at_exit INTEGER);"
     "CREATE TABLE commits(process INTEGER, pid INTEGER, tid INTEGER, address INTEGER,"
-    " size INTEGER, commit_ns INTEGER, decommit_ns INTEGER, stack_id INTEGER, func TEXT);"
+    " size INTEGER, commit_ns INTEGER, decommit_ns INTEGER, stack_id INTEGER, func TEXT,"
+    " at_exit INTEGER);"
     "CREATE TABLE rss(process INTEGER, pid INTEGER, ts_ns INTEGER, bytes INTEGER);"
     "BEGIN;";
 
@@ -55,8 +56,8 @@ static const char indexes[] = "CREATE INDEX allocations_alloc ON allocations(all
 enum { S_ALLOC, S_COMMIT, S_RSS, S_THREAD, S_THREAD_NAME, S_THREAD_EXIT, S_LOAD, S_UNLOAD, S_N };
 
 static const char *const stmt_sql[S_N] = {
-    "INSERT INTO allocations VALUES(NULL,?,?,?,?,?,?,?,?,?,?,?)",
-    "INSERT INTO commits VALUES(?,?,?,?,?,?,?,?,?)",
+    "INSERT INTO allocations VALUES(NULL,?,?,?,?,?,?,?,?,?,?,?,?)",
+    "INSERT INTO commits VALUES(?,?,?,?,?,?,?,?,?,?)",
     "INSERT INTO rss VALUES(?,?,?,?)",
     "INSERT INTO threads VALUES(?,?,?,?,?,NULL)",
     "UPDATE threads SET name=?3 WHERE rowid=(SELECT max(rowid) FROM threads WHERE process=?1 "
@@ -231,6 +232,7 @@ static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
 		sqlite3_bind_int64(st, 11, from);
 	else
 		sqlite3_bind_null(st, 11);
+	sqlite3_bind_int64(st, 12, l->at_exit);
 	int rc = step(s, st);
 	if (rc == 0 && l->freed_by_realloc) {
 		s->pending = true;
@@ -257,6 +259,7 @@ static int on_commit(void *ctx, struct ht_pass *p, const struct ht_commit *c)
 	bind_ts(st, 7, c->decommit_ts);
 	sqlite3_bind_int64(st, 8, c->stack);
 	sqlite3_bind_text(st, 9, ht_func_name(c->func), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 10, c->at_exit);
 	return step(s, st);
 }
 

@@ -199,8 +199,15 @@ try:
 
     db = os.path.join(tmp, "p1.db")
     ht("export", t1, "--format", "sqlite", "-o", db)
-    check(sql(db, "SELECT count(*), sum(size) FROM allocations WHERE free_ns IS NULL")
-          == f"{tot['leaked_count']}|{tot['leaked_bytes']}", "sqlite leaks = info's")
+    leaked = "SELECT count(*), sum(size) FROM allocations WHERE free_ns IS NULL OR at_exit = 1"
+    check(sql(db, leaked) == f"{tot['leaked_count']}|{tot['leaked_bytes']}", "sqlite leaks = info's")
+    # What the program still held at its exit ends there (the tables' rule): nothing is live
+    # after the exit of the only process, and no at_exit block has another end.
+    check(sql(db, "SELECT count(*) FROM allocations WHERE free_ns IS NULL") == "0",
+          "sqlite: no block outlives its process")
+    check(tot["leaked_count"] > 0 and
+          sql(db, "SELECT count(DISTINCT free_ns) FROM allocations WHERE at_exit = 1") == "1",
+          "sqlite: the leaks end at the one exit")
     check(sql(db, "SELECT count(*), sum(size) FROM allocations") == "19|111220",
           "sqlite: every allocation")
     # Who held the peak, in SQL: the blocks live at info's peak time.
@@ -226,8 +233,8 @@ try:
                    "b.id = a.realloc_from WHERE b.free_ns = a.alloc_ns ORDER BY a.id")
           .splitlines() == ["100|200", "200|400", "400|800"], "sqlite realloc_from chain")
     info_m = ht_json("info", tm)["totals"]
-    check(sql(dbm, "SELECT count(*), sum(size) FROM allocations WHERE free_ns IS NULL")
-          == f"{info_m['leaked_count']}|{info_m['leaked_bytes']}", "sqlite leaks = info's (mf)")
+    check(sql(dbm, leaked) == f"{info_m['leaked_count']}|{info_m['leaked_bytes']}",
+          "sqlite leaks = info's (mf)")
 
     p = ht("diff", t1, ok=False)
     check(p.returncode == 2 and b"--base-range" in p.stderr, f"diff one trace: {p.stderr!r}")
