@@ -11,7 +11,7 @@ pkgs=(gcc g++ make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-d
 case "$what" in
   build) ;;
   test) pkgs+=(python3 heaptrack procps chromium clang-format
-    libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev golang-go sqlite3) ;;
+    libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev golang-go sqlite3 valgrind) ;;
   bench) pkgs+=(python3 heaptrack procps jq chromium) ;;
   *) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
 esac

@@ -66,6 +66,18 @@ int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, const struct ht_
 		    enum ht_metric m);
 
 /*
+ * massif: a massif.out file (valgrind's format, read by ms_print and
+ * massif-visualizer): about 50 snapshots of the heap's outstanding bytes at
+ * even times (ms), plus the snapshot at the peak with the detailed tree of
+ * the blocks live then, by culled stack (allocation site first, then its
+ * callers; branches under 1% of the peak folded as massif does). q's -pid
+ * and culling apply; q is pointed at the peak (ht_summary_at_peak()).
+ * Reads the trace twice. Returns 0 or a negative error.
+ */
+int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
+		     ht_export_progress_fn progress, void *pctx);
+
+/*
  * SQLite: a new database at path (a file that does not exist yet, or is
  * empty) with the tables of docs/export.md: one row per heap block
  * (allocations), committed range piece, RSS sample, thread, module load,

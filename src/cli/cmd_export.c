@@ -26,6 +26,8 @@ static const char usage_text[] =
     "              (flamegraph.pl, speedscope)\n"
     "  pprof       gzipped profile.proto with Go's heap sample types\n"
     "              (go tool pprof, Pyroscope, Parca)\n"
+    "  massif      valgrind's massif.out: snapshots over time and the tree at\n"
+    "              the peak (ms_print, massif-visualizer)\n"
     "  sqlite      a database: allocations, commits, rss, threads, processes,\n"
     "              modules, frames, stacks (sqlite3, DuckDB, pandas); not to '-'\n"
     "\n"
@@ -42,7 +44,7 @@ static const char usage_text[] =
     "                         as pprof's -diff_base shows it\n"
     "\n";
 
-enum format { F_NONE, F_COLLAPSED, F_PPROF, F_SQLITE };
+enum format { F_NONE, F_COLLAPSED, F_PPROF, F_SQLITE, F_MASSIF };
 
 struct opts {
 	const char *file, *out, *base;
@@ -54,7 +56,8 @@ struct opts {
 static const struct {
 	const char *name;
 	enum format f;
-} formats[] = {{"collapsed", F_COLLAPSED}, {"pprof", F_PPROF}, {"sqlite", F_SQLITE}};
+} formats[] = {
+    {"collapsed", F_COLLAPSED}, {"pprof", F_PPROF}, {"sqlite", F_SQLITE}, {"massif", F_MASSIF}};
 
 static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q)
 {
@@ -80,7 +83,9 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 				if (!strcmp(v, formats[k].name))
 					o->format = formats[k].f;
 			if (o->format == F_NONE)
-				die("unknown export format '%s'; use collapsed or pprof", v);
+				die("unknown export format '%s'; use collapsed, pprof, massif or "
+				    "sqlite",
+				    v);
 		} else if (!strcmp(name, "o") || !strcmp(name, "output")) {
 			o->out = opt_value(argc, argv, &i, val, arg);
 		} else if (!strcmp(name, "metric")) {
@@ -122,6 +127,30 @@ static void stack_side(struct agg_side *s, enum ht_metric m)
 	s->q.top = UINT64_MAX;
 	s->q.top_given = true;
 	agg_side_run(s, "exporting");
+}
+
+/* massif: its own passes (the peak, then snapshots and the tree at once). */
+static void export_massif(const struct opts *o, struct agg_side *s, struct ht__output *output,
+			  FILE *out)
+{
+	int rc;
+	s->r = open_trace(s->path);
+	if (s->q.has_range)
+		die("massif shows the whole trace around its peak; drop -range");
+	if ((rc = ht_query_prepare(&s->q)) < 0)
+		die("%s", ht_strerror(rc));
+	struct progress prog;
+	progress_init(&prog, "exporting");
+	rc = ht_export_massif(out, s->r, &s->q, progress_wanted() ? progress_show : NULL, &prog);
+	progress_done(&prog);
+	if (rc < 0 && rc != HT_ERR_IO)
+		die("cannot export '%s': %s", s->path, ht_strerror(rc));
+	trace_warnings(s->r, s->path);
+	if (output)
+		output_end(output, out);
+	else if (fflush(stdout) != 0 || ferror(stdout))
+		die("cannot write to standard output: %s", strerror(errno));
+	agg_side_release(s);
 }
 
 /* SQLite writes by name: into the output's temporary file, renamed at the end. */
@@ -166,6 +195,10 @@ int cmd_export(int argc, char **argv)
 	struct ht__output output;
 	bool to_stdout = !strcmp(o.out, "-");
 	FILE *out = to_stdout ? stdout : output_begin(&output, o.out, o.force, 0644);
+	if (o.format == F_MASSIF) {
+		export_massif(&o, &cur, to_stdout ? NULL : &output, out);
+		return 0;
+	}
 	if (o.format == F_SQLITE) {
 		export_sqlite(&o, &cur, &output, out);
 		return 0;

@@ -236,6 +236,29 @@ try:
     check(sql(dbm, leaked) == f"{info_m['leaked_count']}|{info_m['leaked_bytes']}",
           "sqlite leaks = info's (mf)")
 
+    # --- massif, read by ms_print: the peak snapshot holds info's peak and its tree.
+    mf = os.path.join(tmp, "massif.out")
+    ht("export", t1, "--format", "massif", "-o", mf)
+    text = open(mf).read()
+    snaps = re.findall(r"snapshot=(\d+)\n#-+\ntime=(\d+)\nmem_heap_B=(\d+)\n"
+                       r"mem_heap_extra_B=0\nmem_stacks_B=0\nheap_tree=(\w+)", text)
+    check(len(snaps) >= 20 and [int(s[0]) for s in snaps] == list(range(len(snaps))),
+          f"massif snapshots numbered: {snaps[:3]}")
+    check([int(s[1]) for s in snaps] == sorted(int(s[1]) for s in snaps), "massif times grow")
+    peaks = [s for s in snaps if s[3] == "peak"]
+    check(len(peaks) == 1 and int(peaks[0][2]) == tot["peak_bytes"] and
+          max(int(s[2]) for s in snaps) == tot["peak_bytes"], f"massif peak {peaks}")
+    p = run("ms_print", mf)
+    out = p.stdout.decode()
+    check(re.search(r"->90\.17% \(100,000B\) 0x[0-9a-f]+: make_peak \(\S*peak_prog\.c:\d+\)", out)
+          is not None, f"ms_print tree: make_peak {out[-1500:]!r}")
+    check(re.search(r"->09\.02% \(10,000B\) 0x[0-9a-f]+: grow_buffers", out) is not None,
+          "ms_print tree: grow_buffers")
+    check("(900B) in 1+ places, all below ms_print's threshold" in out, "ms_print threshold line")
+    check(f"Number of snapshots: {len(snaps)}" in out and
+          f"Detailed snapshots: [{peaks[0][0] if peaks else '?'} (peak)]" in out,
+          "ms_print's snapshot summary")
+
     p = ht("diff", t1, ok=False)
     check(p.returncode == 2 and b"--base-range" in p.stderr, f"diff one trace: {p.stderr!r}")
 finally:

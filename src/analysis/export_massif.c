@@ -1,0 +1,372 @@
+/*
+ * export_massif.c - the massif writer of export.h: a massif.out file as
+ * valgrind's massif writes it (the format ms_print and massif-visualizer
+ * read): heap snapshots over time, and the detailed allocation tree at the
+ * heap's peak.
+ *
+ * One pass (pass.h) feeds two consumers: the aggregator, counting the blocks
+ * live at the peak by culled stack (found by ht_summary_at_peak() before),
+ * and the snapshot taker here, which follows the heap's outstanding bytes as
+ * info counts them (a process leaves the sum when it ends) and samples them
+ * at evenly spaced times. Snapshots are few (about 50) and kept until the
+ * tree is known at the end.
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/export.h"
+#include "analysis/pass.h"
+#include "analysis/summary.h"
+#include "analysis/vec.h"
+
+#define SNAPSHOTS 50
+
+struct snap {
+	uint64_t ts, bytes;
+	bool peak;
+};
+
+struct massif {
+	const struct ht_query *q;
+	struct ht_reader *r;
+	uint64_t *proc_bytes; /* per process index */
+	uint8_t *proc_state;  /* 0 unknown, 1 counted, 2 not counted (-pid or ended) */
+	size_t nprocs;
+	uint64_t total, step, next_ts;
+	uint64_t peak_ts, peak_bytes;
+	bool peak_taken;
+	HT_VEC(struct snap) snaps;
+};
+
+static uint8_t *state(struct massif *m, uint32_t p)
+{
+	if (p >= m->nprocs) {
+		size_t old = m->nprocs, cap = m->nprocs;
+		if (ht_grow((void **)&m->proc_state, &cap, (size_t)p + 1, 1) < 0)
+			return NULL;
+		size_t cap2 = old;
+		if (ht_grow((void **)&m->proc_bytes, &cap2, cap, sizeof(uint64_t)) < 0)
+			return NULL;
+		memset(m->proc_state + old, 0, cap - old);
+		memset(m->proc_bytes + old, 0, (cap - old) * sizeof(uint64_t));
+		m->nprocs = cap;
+	}
+	if (!m->proc_state[p]) {
+		const struct ht_process *pr = ht_reader_process(m->r, p);
+		m->proc_state[p] = pr && ht_query_wants_pid(m->q, pr->pid) ? 1 : 2;
+	}
+	return &m->proc_state[p];
+}
+
+static int take(struct massif *m, uint64_t ts, bool peak)
+{
+	struct snap s = {ts, m->total, peak};
+	return ht_vec_push(&m->snaps, s);
+}
+
+/* The snapshots due before an event at ts, with the heap as it was. */
+static int advance(struct massif *m, uint64_t ts)
+{
+	while (m->step && ts >= m->next_ts) {
+		if (take(m, m->next_ts, false) < 0)
+			return HT_ERR_NOMEM;
+		m->next_ts += m->step;
+	}
+	return 0;
+}
+
+static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
+{
+	(void)p;
+	struct massif *m = ctx;
+	if (l->free_ts == HT_TS_NEVER)
+		return 0;
+	if (advance(m, l->free_ts) < 0)
+		return HT_ERR_NOMEM;
+	uint8_t *st = state(m, l->process);
+	if (!st)
+		return HT_ERR_NOMEM;
+	if (*st != 1)
+		return 0;
+	m->proc_bytes[l->process] -= l->size;
+	m->total -= l->size;
+	return 0;
+}
+
+static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+{
+	(void)p;
+	struct massif *m = ctx;
+	bool made = ev->addr && !(ev->type == HT_EV_REALLOC && (ev->flags & HT_EVF_FAILED));
+	if (!made)
+		return 0;
+	if (advance(m, ev->ts) < 0)
+		return HT_ERR_NOMEM;
+	uint8_t *st = state(m, ev->process);
+	if (!st)
+		return HT_ERR_NOMEM;
+	if (*st != 1)
+		return 0;
+	m->proc_bytes[ev->process] += ev->size;
+	m->total += ev->size;
+	/* The peak's own snapshot, right after the allocation that made it. */
+	if (!m->peak_taken && ev->ts == m->peak_ts && m->total == m->peak_bytes) {
+		m->peak_taken = true;
+		return take(m, ev->ts, true);
+	}
+	return 0;
+}
+
+static int on_process_end(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
+{
+	(void)p;
+	struct massif *m = ctx;
+	if (advance(m, ts) < 0)
+		return HT_ERR_NOMEM;
+	uint8_t *st = state(m, process);
+	if (!st)
+		return HT_ERR_NOMEM;
+	if (*st == 1) {
+		m->total -= m->proc_bytes[process];
+		*st = 2;
+	}
+	return 0;
+}
+
+static const struct ht_consumer massif_consumer = {
+    .name = "massif",
+    .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_REALLOC),
+    .event = on_event,
+    .life = on_life,
+    .process_end = on_process_end,
+};
+
+/* A frame as massif prints it: "0xADDR: function (file:line)". */
+static void put_frame(FILE *out, const struct ht_reader *r, struct ht_agg *a, uint32_t frame)
+{
+	const struct ht_frame *f = ht_reader_frame(r, frame);
+	const char *text = ht_agg_frame_text(a, frame);
+	fprintf(out, " 0x%" PRIx64 ": ", f ? f->rel : 0);
+	/* '#' starts a comment for ms_print. */
+	for (const char *c = f && f->function ? f->function : text; *c; c++)
+		fputc(*c == '#' || *c == '\n' ? '_' : *c, out);
+	if (f && f->file)
+		fprintf(out, " (%s:%" PRIu32 ")", f->file, f->line);
+	else if (f && f->module != HT_MODULE_NONE)
+		fprintf(out, " (in %s)", ht_reader_module(r, f->module)->path);
+}
+
+struct tree_ctx {
+	FILE *out;
+	const struct ht_reader *r;
+	struct ht_agg *a;
+	const struct ht_agg_item *items;
+	uint64_t total;
+	uint32_t depth; /* for the sort */
+};
+
+static const char *key_at(const struct tree_ctx *t, size_t i, uint32_t depth)
+{
+	const struct ht_agg_item *it = &t->items[i];
+	return depth < it->nframes ? ht_agg_frame_text(t->a, it->frames[depth]) : "";
+}
+
+static int cmp_key(const void *pa, const void *pb, void *ctx)
+{
+	const struct tree_ctx *t = ctx;
+	return strcmp(key_at(t, *(const size_t *)pa, t->depth),
+		      key_at(t, *(const size_t *)pb, t->depth));
+}
+
+struct group {
+	size_t first, n; /* in the index array */
+	uint64_t bytes;
+};
+
+static int cmp_group(const void *pa, const void *pb)
+{
+	const struct group *x = pa, *y = pb;
+	return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+}
+
+/*
+ * The children of a node: idx[0..n) are the rows under it, grouped by their
+ * frame at depth (callers of the node's frame). Groups under 1% of the peak
+ * are folded into one line, as massif's threshold does.
+ */
+static int write_children(struct tree_ctx *t, size_t *idx, size_t n, uint32_t depth, int indent)
+{
+	t->depth = depth;
+	qsort_r(idx, n, sizeof(*idx), cmp_key, t);
+	HT_VEC(struct group) groups = {0};
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		uint64_t bytes = 0;
+		while (j < n && !strcmp(key_at(t, idx[j], depth), key_at(t, idx[i], depth)))
+			bytes += t->items[idx[j++]].c.outstanding_bytes;
+		struct group g = {i, j - i, bytes};
+		/* Rows whose stack ends above this depth add no child. */
+		if (*key_at(t, idx[i], depth) && ht_vec_push(&groups, g) < 0) {
+			ht_vec_release(&groups);
+			return HT_ERR_NOMEM;
+		}
+		i = j;
+	}
+	qsort(groups.v, groups.len, sizeof(*groups.v), cmp_group);
+	size_t big = 0;
+	uint64_t small_bytes = 0;
+	for (size_t g = 0; g < groups.len; g++) {
+		if (groups.v[g].bytes * 100 >= t->total && groups.v[g].bytes)
+			big++;
+		else
+			small_bytes += groups.v[g].bytes;
+	}
+	int rc = 0;
+	for (size_t g = 0; g < big && !rc; g++) {
+		const struct group *gr = &groups.v[g];
+		const struct ht_agg_item *it = &t->items[idx[gr->first]];
+		t->depth = depth + 1;
+		qsort_r(idx + gr->first, gr->n, sizeof(*idx), cmp_key, t);
+		/* Children under the threshold fold into one more line. */
+		size_t nbig = 0, nsmall = 0;
+		for (size_t i = 0; i < gr->n;) {
+			size_t j = i;
+			uint64_t b = 0;
+			const char *k = key_at(t, idx[gr->first + i], depth + 1);
+			while (j < gr->n && !strcmp(key_at(t, idx[gr->first + j], depth + 1), k))
+				b += t->items[idx[gr->first + j++]].c.outstanding_bytes;
+			if (*k) {
+				if (b * 100 >= t->total && b)
+					nbig++;
+				else
+					nsmall++;
+			}
+			i = j;
+		}
+		fprintf(t->out, "%*sn%zu: %" PRIu64, indent, "", nbig + (nsmall ? 1 : 0),
+			gr->bytes);
+		put_frame(t->out, t->r, t->a, it->frames[depth]);
+		fputc('\n', t->out);
+		rc = write_children(t, idx + gr->first, gr->n, depth + 1, indent + 1);
+	}
+	if (!rc && big < groups.len)
+		fprintf(t->out,
+			"%*sn0: %" PRIu64 " in %zu places, all below massif's threshold (1.00%%)\n",
+			indent, "", small_bytes, groups.len - big);
+	ht_vec_release(&groups);
+	return rc;
+}
+
+/* How many lines write_children() writes at the top: big groups, plus one for the small. */
+static size_t top_children(struct tree_ctx *t, size_t *idx, size_t n)
+{
+	t->depth = 0;
+	qsort_r(idx, n, sizeof(*idx), cmp_key, t);
+	size_t big = 0, small = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		uint64_t b = 0;
+		while (j < n && !strcmp(key_at(t, idx[j], 0), key_at(t, idx[i], 0)))
+			b += t->items[idx[j++]].c.outstanding_bytes;
+		if (*key_at(t, idx[i], 0)) {
+			if (b * 100 >= t->total && b)
+				big++;
+			else
+				small++;
+		}
+		i = j;
+	}
+	return big + (small ? 1 : 0);
+}
+
+static void put_cmd(FILE *out, const struct ht_trace_info *info)
+{
+	fputs("cmd:", out);
+	if (!info->argc)
+		fputs(" (unknown)", out);
+	for (uint32_t i = 0; i < info->argc; i++) {
+		fputc(' ', out);
+		for (const char *c = info->argv[i]; *c; c++)
+			fputc(*c == '#' || *c == '\n' ? '_' : *c, out);
+	}
+	fputc('\n', out);
+}
+
+int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
+		     ht_export_progress_fn progress, void *pctx)
+{
+	struct massif m;
+	memset(&m, 0, sizeof(m));
+	m.q = q;
+	m.r = r;
+	struct ht_agg *a = NULL;
+	struct ht_pass *p = NULL;
+	struct ht_agg_result res;
+	memset(&res, 0, sizeof(res));
+	size_t *idx = NULL;
+	int rc;
+	q->group = HT_GROUP_STACK;
+	q->sort = HT_SORT_SO;
+	q->top = UINT64_MAX;
+	q->top_given = true;
+	if ((rc = ht_summary_at_peak(q, r, &m.peak_bytes)) < 0)
+		return rc;
+	m.peak_ts = q->at_ts;
+	const struct ht_trace_info *info = ht_reader_info(r);
+	uint64_t duration = info->duration_ns;
+	m.step = duration / SNAPSHOTS ? duration / SNAPSHOTS : 1;
+	m.next_ts = 0;
+	if ((rc = ht_agg_new(&a, q, r)) < 0 || (rc = ht_pass_new(&p, r)) < 0 ||
+	    (rc = ht_agg_attach(a, p)) < 0 || (rc = ht_pass_add(p, &massif_consumer, &m)) < 0)
+		goto out;
+	ht_pass_progress(p, progress, pctx);
+	if ((rc = ht_pass_run(p)) < 0)
+		goto out;
+	if ((rc = take(&m, ht_pass_end_ts(p), false)) < 0 || (rc = ht_agg_finish(a, &res)) < 0)
+		goto out;
+
+	/* Times in ms, as massif's --time-unit=ms. */
+	fprintf(out, "desc: heaptrail export, host %s\n", info->hostname ? info->hostname : "?");
+	put_cmd(out, info);
+	fputs("time_unit: ms\n", out);
+	idx = malloc((res.count ? res.count : 1) * sizeof(*idx));
+	if (!idx) {
+		rc = HT_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < m.snaps.len; i++) {
+		const struct snap *s = &m.snaps.v[i];
+		fprintf(out,
+			"#-----------\nsnapshot=%zu\n#-----------\ntime=%" PRIu64
+			"\nmem_heap_B=%" PRIu64 "\nmem_heap_extra_B=0\nmem_stacks_B=0\n",
+			i, s->ts / 1000000, s->bytes);
+		if (!s->peak) {
+			fputs("heap_tree=empty\n", out);
+			continue;
+		}
+		fputs("heap_tree=peak\n", out);
+		size_t n = 0;
+		for (size_t k = 0; k < res.count; k++)
+			if (res.items[k].c.outstanding_bytes)
+				idx[n++] = k;
+		struct tree_ctx t = {out, r, a, res.items, res.totals.outstanding_bytes, 0};
+		fprintf(out,
+			"n%zu: %" PRIu64 " (heap allocation functions) malloc/new/new[], "
+			"--alloc-fns, etc.\n",
+			top_children(&t, idx, n), res.totals.outstanding_bytes);
+		if ((rc = write_children(&t, idx, n, 0, 1)) < 0)
+			goto out;
+	}
+	rc = ferror(out) ? HT_ERR_IO : 0;
+out:
+	free(idx);
+	ht_agg_result_release(&res);
+	ht_pass_free(p);
+	ht_agg_free(a);
+	ht_vec_release(&m.snaps);
+	free(m.proc_bytes);
+	free(m.proc_state);
+	return rc;
+}
