@@ -4,7 +4,10 @@
  */
 #include "analysis/export.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "analysis/vec.h"
 
 static const char *const metric_names[] = {"outstanding", "total", "peak"};
 
@@ -69,4 +72,61 @@ int ht_export_collapsed(FILE *out, struct ht_agg *a, const struct ht_agg_result 
 		fprintf(out, " %llu\n", (unsigned long long)v);
 	}
 	return ferror(out) ? HT_ERR_IO : 0;
+}
+
+/* The state of process p, growing the arrays; NULL when out of memory. */
+static uint8_t *sum_state(struct ht__heap_sum *h, uint32_t p)
+{
+	if (p >= h->n) {
+		size_t old = h->n, cap = h->n, cap2 = h->n;
+		if (ht_grow((void **)&h->state, &cap, (size_t)p + 1, 1) < 0 ||
+		    ht_grow((void **)&h->bytes, &cap2, cap, sizeof(*h->bytes)) < 0)
+			return NULL;
+		memset(h->state + old, 0, cap - old);
+		memset(h->bytes + old, 0, (cap - old) * sizeof(*h->bytes));
+		h->n = cap;
+	}
+	if (!h->state[p]) {
+		const struct ht_process *pr = ht_reader_process(h->r, p);
+		h->state[p] = pr && ht_query_wants_pid(h->q, pr->pid) ? 1 : 2;
+	}
+	return &h->state[p];
+}
+
+int ht__heap_sum_add(struct ht__heap_sum *h, uint32_t p, uint64_t size, int sign)
+{
+	uint8_t *st = sum_state(h, p);
+	if (!st)
+		return HT_ERR_NOMEM;
+	if (*st != 1)
+		return 0;
+	if (sign > 0) {
+		h->bytes[p] += size;
+		h->total += size;
+	} else {
+		h->bytes[p] -= size;
+		h->total -= size;
+	}
+	return 1;
+}
+
+int ht__heap_sum_end(struct ht__heap_sum *h, uint32_t p)
+{
+	uint8_t *st = sum_state(h, p);
+	if (!st)
+		return HT_ERR_NOMEM;
+	if (*st == 1) {
+		h->total -= h->bytes[p];
+		*st = 2;
+	}
+	return 0;
+}
+
+void ht__heap_sum_release(struct ht__heap_sum *h)
+{
+	free(h->bytes);
+	free(h->state);
+	h->bytes = NULL;
+	h->state = NULL;
+	h->n = 0;
 }

@@ -78,6 +78,17 @@ int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
 		     ht_export_progress_fn progress, void *pctx);
 
 /*
+ * Perfetto / chrome://tracing: Chrome trace-event JSON ({"traceEvents":
+ * [...]}): per process of q's -pid list, counter events ("ph":"C") named
+ * heap, committed and rss (args.bytes), thinned to at most two per counter
+ * per 1/20000 of the trace keeping each bucket's highest value; an instant
+ * event at each process's start and end; process_name metadata. Times in
+ * microseconds. One pass. Returns 0 or a negative error.
+ */
+int ht_export_perfetto(FILE *out, struct ht_reader *r, const struct ht_query *q,
+		       ht_export_progress_fn progress, void *pctx);
+
+/*
  * SQLite: a new database at path (a file that does not exist yet, or is
  * empty) with the tables of docs/export.md: one row per heap block
  * (allocations), committed range piece, RSS sample, thread, module load,
@@ -88,5 +99,25 @@ int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
  */
 int ht_export_sqlite(const char *path, struct ht_reader *r, const struct ht_query *q,
 		     ht_export_progress_fn progress, void *pctx, char *why, size_t whylen);
+
+/*
+ * For the writers (internal): the heap's outstanding bytes per process and
+ * in total, as info counts them: the -pid processes of q only, and a process
+ * leaves the total when it ends. Zero-initialise, set q and r.
+ */
+struct ht__heap_sum {
+	const struct ht_query *q;
+	struct ht_reader *r;
+	uint64_t *bytes; /* per process index */
+	uint8_t *state;	 /* 0 unknown, 1 counted, 2 not (-pid, or ended) */
+	size_t n;
+	uint64_t total;
+};
+/* A block of size made (sign 1) or freed (sign -1) by process p. Returns 1
+   when p counts, 0 when not, HT_ERR_NOMEM. */
+int ht__heap_sum_add(struct ht__heap_sum *h, uint32_t p, uint64_t size, int sign);
+/* Process p ended: its bytes leave the total. Returns 0 or HT_ERR_NOMEM. */
+int ht__heap_sum_end(struct ht__heap_sum *h, uint32_t p);
+void ht__heap_sum_release(struct ht__heap_sum *h);
 
 #endif

@@ -29,40 +29,16 @@ struct snap {
 };
 
 struct massif {
-	const struct ht_query *q;
-	struct ht_reader *r;
-	uint64_t *proc_bytes; /* per process index */
-	uint8_t *proc_state;  /* 0 unknown, 1 counted, 2 not counted (-pid or ended) */
-	size_t nprocs;
-	uint64_t total, step, next_ts;
+	struct ht__heap_sum h;
+	uint64_t step, next_ts;
 	uint64_t peak_ts, peak_bytes;
 	bool peak_taken;
 	HT_VEC(struct snap) snaps;
 };
 
-static uint8_t *state(struct massif *m, uint32_t p)
-{
-	if (p >= m->nprocs) {
-		size_t old = m->nprocs, cap = m->nprocs;
-		if (ht_grow((void **)&m->proc_state, &cap, (size_t)p + 1, 1) < 0)
-			return NULL;
-		size_t cap2 = old;
-		if (ht_grow((void **)&m->proc_bytes, &cap2, cap, sizeof(uint64_t)) < 0)
-			return NULL;
-		memset(m->proc_state + old, 0, cap - old);
-		memset(m->proc_bytes + old, 0, (cap - old) * sizeof(uint64_t));
-		m->nprocs = cap;
-	}
-	if (!m->proc_state[p]) {
-		const struct ht_process *pr = ht_reader_process(m->r, p);
-		m->proc_state[p] = pr && ht_query_wants_pid(m->q, pr->pid) ? 1 : 2;
-	}
-	return &m->proc_state[p];
-}
-
 static int take(struct massif *m, uint64_t ts, bool peak)
 {
-	struct snap s = {ts, m->total, peak};
+	struct snap s = {ts, m->h.total, peak};
 	return ht_vec_push(&m->snaps, s);
 }
 
@@ -85,14 +61,8 @@ static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
 		return 0;
 	if (advance(m, l->free_ts) < 0)
 		return HT_ERR_NOMEM;
-	uint8_t *st = state(m, l->process);
-	if (!st)
-		return HT_ERR_NOMEM;
-	if (*st != 1)
-		return 0;
-	m->proc_bytes[l->process] -= l->size;
-	m->total -= l->size;
-	return 0;
+	int rc = ht__heap_sum_add(&m->h, l->process, l->size, -1);
+	return rc < 0 ? rc : 0;
 }
 
 static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
@@ -104,15 +74,11 @@ static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
 		return 0;
 	if (advance(m, ev->ts) < 0)
 		return HT_ERR_NOMEM;
-	uint8_t *st = state(m, ev->process);
-	if (!st)
-		return HT_ERR_NOMEM;
-	if (*st != 1)
-		return 0;
-	m->proc_bytes[ev->process] += ev->size;
-	m->total += ev->size;
+	int rc = ht__heap_sum_add(&m->h, ev->process, ev->size, 1);
+	if (rc <= 0)
+		return rc;
 	/* The peak's own snapshot, right after the allocation that made it. */
-	if (!m->peak_taken && ev->ts == m->peak_ts && m->total == m->peak_bytes) {
+	if (!m->peak_taken && ev->ts == m->peak_ts && m->h.total == m->peak_bytes) {
 		m->peak_taken = true;
 		return take(m, ev->ts, true);
 	}
@@ -125,14 +91,7 @@ static int on_process_end(void *ctx, struct ht_pass *p, uint32_t process, uint64
 	struct massif *m = ctx;
 	if (advance(m, ts) < 0)
 		return HT_ERR_NOMEM;
-	uint8_t *st = state(m, process);
-	if (!st)
-		return HT_ERR_NOMEM;
-	if (*st == 1) {
-		m->total -= m->proc_bytes[process];
-		*st = 2;
-	}
-	return 0;
+	return ht__heap_sum_end(&m->h, process);
 }
 
 static const struct ht_consumer massif_consumer = {
@@ -299,8 +258,8 @@ int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
 {
 	struct massif m;
 	memset(&m, 0, sizeof(m));
-	m.q = q;
-	m.r = r;
+	m.h.q = q;
+	m.h.r = r;
 	struct ht_agg *a = NULL;
 	struct ht_pass *p = NULL;
 	struct ht_agg_result res;
@@ -366,7 +325,6 @@ out:
 	ht_pass_free(p);
 	ht_agg_free(a);
 	ht_vec_release(&m.snaps);
-	free(m.proc_bytes);
-	free(m.proc_state);
+	ht__heap_sum_release(&m.h);
 	return rc;
 }

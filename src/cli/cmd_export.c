@@ -28,6 +28,8 @@ static const char usage_text[] =
     "              (go tool pprof, Pyroscope, Parca)\n"
     "  massif      valgrind's massif.out: snapshots over time and the tree at\n"
     "              the peak (ms_print, massif-visualizer)\n"
+    "  perfetto    Chrome trace JSON: heap, committed and RSS counters per\n"
+    "              process (ui.perfetto.dev, chrome://tracing)\n"
     "  sqlite      a database: allocations, commits, rss, threads, processes,\n"
     "              modules, frames, stacks (sqlite3, DuckDB, pandas); not to '-'\n"
     "\n"
@@ -44,7 +46,7 @@ static const char usage_text[] =
     "                         as pprof's -diff_base shows it\n"
     "\n";
 
-enum format { F_NONE, F_COLLAPSED, F_PPROF, F_SQLITE, F_MASSIF };
+enum format { F_NONE, F_COLLAPSED, F_PPROF, F_SQLITE, F_MASSIF, F_PERFETTO };
 
 struct opts {
 	const char *file, *out, *base;
@@ -56,8 +58,11 @@ struct opts {
 static const struct {
 	const char *name;
 	enum format f;
-} formats[] = {
-    {"collapsed", F_COLLAPSED}, {"pprof", F_PPROF}, {"sqlite", F_SQLITE}, {"massif", F_MASSIF}};
+} formats[] = {{"collapsed", F_COLLAPSED},
+	       {"pprof", F_PPROF},
+	       {"sqlite", F_SQLITE},
+	       {"massif", F_MASSIF},
+	       {"perfetto", F_PERFETTO}};
 
 static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q)
 {
@@ -129,19 +134,24 @@ static void stack_side(struct agg_side *s, enum ht_metric m)
 	agg_side_run(s, "exporting");
 }
 
-/* massif: its own passes (the peak, then snapshots and the tree at once). */
-static void export_massif(const struct opts *o, struct agg_side *s, struct ht__output *output,
-			  FILE *out)
+/* massif and perfetto: their own passes over the whole trace. */
+static void export_timed(const struct opts *o, struct agg_side *s, struct ht__output *output,
+			 FILE *out)
 {
 	int rc;
 	s->r = open_trace(s->path);
 	if (s->q.has_range)
-		die("massif shows the whole trace around its peak; drop -range");
+		die("%s shows the whole trace; drop -range",
+		    o->format == F_MASSIF ? "massif" : "perfetto");
 	if ((rc = ht_query_prepare(&s->q)) < 0)
 		die("%s", ht_strerror(rc));
 	struct progress prog;
 	progress_init(&prog, "exporting");
-	rc = ht_export_massif(out, s->r, &s->q, progress_wanted() ? progress_show : NULL, &prog);
+	ht_export_progress_fn fn = progress_wanted() ? progress_show : NULL;
+	if (o->format == F_MASSIF)
+		rc = ht_export_massif(out, s->r, &s->q, fn, &prog);
+	else
+		rc = ht_export_perfetto(out, s->r, &s->q, fn, &prog);
 	progress_done(&prog);
 	if (rc < 0 && rc != HT_ERR_IO)
 		die("cannot export '%s': %s", s->path, ht_strerror(rc));
@@ -195,8 +205,8 @@ int cmd_export(int argc, char **argv)
 	struct ht__output output;
 	bool to_stdout = !strcmp(o.out, "-");
 	FILE *out = to_stdout ? stdout : output_begin(&output, o.out, o.force, 0644);
-	if (o.format == F_MASSIF) {
-		export_massif(&o, &cur, to_stdout ? NULL : &output, out);
+	if (o.format == F_MASSIF || o.format == F_PERFETTO) {
+		export_timed(&o, &cur, to_stdout ? NULL : &output, out);
 		return 0;
 	}
 	if (o.format == F_SQLITE) {

@@ -3,7 +3,7 @@
 temporary counts on tests/programs/peak_prog, whose heap is known exactly
 (see its header): each format is read by the tool it is for.
 
-usage: test_export.py HEAPTRAIL PEAK_PROG MALLOC_FAMILY
+usage: test_export.py HEAPTRAIL PEAK_PROG MALLOC_FAMILY MMAP_OPS
 """
 import gzip
 import json
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-HEAPTRAIL, PROG, MALLOC_FAMILY = sys.argv[1], sys.argv[2], sys.argv[3]
+HEAPTRAIL, PROG, MALLOC_FAMILY, MMAP_OPS = sys.argv[1:5]
 failures = []
 
 # The program's numbers (tests/programs/peak_prog.c), for scale n.
@@ -258,6 +258,31 @@ try:
     check(f"Number of snapshots: {len(snaps)}" in out and
           f"Detailed snapshots: [{peaks[0][0] if peaks else '?'} (peak)]" in out,
           "ms_print's snapshot summary")
+
+    # --- perfetto: valid JSON, counters ("ph":"C") whose highest values are the peaks.
+    def perfetto(trace):
+        p = ht("export", trace, "--format", "perfetto", "-o", "-")
+        try:
+            return json.loads(p.stdout)["traceEvents"]
+        except ValueError as e:
+            check(False, f"perfetto JSON: {e}")
+            return []
+
+    ev = perfetto(t1)
+    heap = [e for e in ev if e["ph"] == "C" and e["name"] == "heap"]
+    check(heap and all(e["pid"] == int(pid) for e in heap), f"perfetto heap counters {heap[:2]}")
+    check(max(e["args"]["bytes"] for e in heap) == tot["peak_bytes"], "perfetto heap peak")
+    check([e["ts"] for e in heap] == sorted(e["ts"] for e in heap), "perfetto times in order")
+    check(sorted(e["name"] for e in ev if e["ph"] == "i") == ["process end", "process start"],
+          "perfetto instants")
+    check([e["args"]["name"] for e in ev if e["ph"] == "M"][0].endswith("peak_prog"),
+          "perfetto process name")
+    tmm = os.path.join(tmp, "mm.htr")
+    ht("record", "-o", tmm, "--", MMAP_OPS)
+    ev = perfetto(tmm)
+    committed = [e["args"]["bytes"] for e in ev if e["ph"] == "C" and e["name"] == "committed"]
+    check(committed and max(committed) == ht_json("info", tmm)["totals"]["committed_peak_bytes"],
+          f"perfetto committed peak {committed}")
 
     p = ht("diff", t1, ok=False)
     check(p.returncode == 2 and b"--base-range" in p.stderr, f"diff one trace: {p.stderr!r}")
