@@ -663,30 +663,32 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	unlink(a->paths.sock);
 	close(D.listen_fd);
 	int frc = finish();
-	if (D.stop_fd >= 0) {
-		if (frc < 0) {
-			reply_err(D.stop_fd, frc, "cannot write the trace");
-		} else {
-			char out[HT__CTL_LINE];
-			const struct ht__session_stats *sst = ht__session_stats(D.s);
-			snprintf(out, sizeof(out),
-				 "OK name=%s id=%llu pid=%d events=%llu lost=%llu "
-				 "buffers_lost=%llu buffers=%u "
-				 "buffer_size=%u processes=%u frames=%u symbolized=%u file=%s\n",
-				 a->name, (unsigned long long)D.id, (int)getpid(),
-				 (unsigned long long)sst->events, (unsigned long long)sst->lost,
-				 (unsigned long long)atomic_load(
-				     &ht__session_header(D.s)->rings_exhausted),
-				 ht__session_header(D.s)->ring_count,
-				 ht__session_header(D.s)->ring_size, sst->processes, sst->frames,
-				 sst->frames_symbolized, a->file);
-			send_line(D.stop_fd, out);
-		}
-		close(D.stop_fd);
+	/* The reply is composed first and sent last: the stopping client may
+	   look at the session directory as soon as it reads it, so the shared
+	   memory and the name's lock are gone by then. */
+	char out[HT__CTL_LINE];
+	if (frc >= 0) {
+		const struct ht__session_stats *sst = ht__session_stats(D.s);
+		snprintf(out, sizeof(out),
+			 "OK name=%s id=%llu pid=%d events=%llu lost=%llu "
+			 "buffers_lost=%llu buffers=%u "
+			 "buffer_size=%u processes=%u frames=%u symbolized=%u file=%s\n",
+			 a->name, (unsigned long long)D.id, (int)getpid(),
+			 (unsigned long long)sst->events, (unsigned long long)sst->lost,
+			 (unsigned long long)atomic_load(&ht__session_header(D.s)->rings_exhausted),
+			 ht__session_header(D.s)->ring_count, ht__session_header(D.s)->ring_size,
+			 sst->processes, sst->frames, sst->frames_symbolized, a->file);
 	}
 	ht__relay_free(D.relay);
 	ht__session_destroy(D.s);
 	unlink(a->paths.lock);
+	if (D.stop_fd >= 0) {
+		if (frc < 0)
+			reply_err(D.stop_fd, frc, "cannot write the trace");
+		else
+			send_line(D.stop_fd, out);
+		close(D.stop_fd);
+	}
 	_exit(frc < 0 ? 1 : 0);
 
 fail_ifeo:
