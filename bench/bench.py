@@ -1,9 +1,10 @@
 """bench.py - the benchmark driver behind bench/run.sh: runs each workload
-natively, under `heaptrail record` and under `heaptrack` in the same run,
-takes the median wall time of N runs, the trace sizes, and the time to
-analyse the traces; prints the table and rewrites the marked section of
-docs/performance.md. Never run by ctest: it takes minutes and needs a quiet
-machine."""
+natively, under `heaptrail record` and under `heaptrack`, interleaved in the
+same run, takes the median wall time of N runs, the added-time ratio, the
+trace sizes, and the time and peak memory of analysing each workload's traces
+(`heaptrail analyze -stacks` against `heaptrack_print -f`); prints the table
+and rewrites the marked section of docs/performance.md. Never run by ctest:
+it takes minutes and wants a quiet machine."""
 import argparse
 import datetime
 import os
@@ -23,6 +24,8 @@ BEGIN = "<!-- bench:begin (bench/run.sh rewrites this section) -->"
 END = "<!-- bench:end -->"
 
 ALLOC_ITERATIONS = 2000000
+THREAD_ITERATIONS = 250000
+DEEP_ITERATIONS = 1000000
 PY_ROUNDS = 2
 JQ_MB = 25
 JQ_FILTER = "[.[] | select(.score > 500) | {id, name, n: (.tags | length)}] | length"
@@ -33,22 +36,49 @@ def die(msg):
     sys.exit(2)
 
 
-def python3():
-    """Debian's python3 (a real ELF file, not a version manager's shell shim)."""
-    return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+def real_binary(name):
+    """The ELF file behind a command: a version manager's shim (pyenv) is a
+    shell script that starts dozens of processes before the interpreter, which
+    a tracer would follow and the program never pays natively."""
+    path = shutil.which(name) or name
+    if "/shims/" in path and shutil.which("pyenv"):
+        p = subprocess.run(["pyenv", "which", name], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+        if p.returncode == 0 and p.stdout.strip():
+            path = p.stdout.decode().strip()
+    if "/shims/" in path and os.access("/usr/bin/" + name, os.X_OK):
+        path = "/usr/bin/" + name
+    return os.path.realpath(path)
+
+
+def clangxx():
+    for name in ("clang++", "clang++-14"):
+        if shutil.which(name):
+            return real_binary(name)
+    return None
 
 
 def workloads(jq_input):
     """Each workload: name, argv, extra environment."""
     loop = os.path.join(OUT, "alloc_loop")
-    return [
+    rows = [
         ("alloc_loop, 1 thread", [loop, str(ALLOC_ITERATIONS), "1"], {}),
-        ("alloc_loop, 2 threads", [loop, str(ALLOC_ITERATIONS), "2"], {}),
+        ("alloc_loop, 8 threads x %dk" % (THREAD_ITERATIONS // 1000),
+         [loop, str(THREAD_ITERATIONS), "8"], {}),
+        ("deep stacks (20-40 frames)", [os.path.join(OUT, "deep_stacks"), str(DEEP_ITERATIONS)],
+         {}),
+    ]
+    cxx = clangxx()
+    if cxx:
+        rows.append(("clang++ -fsyntax-only (regex, map, iostream)",
+                     [cxx, "-fsyntax-only", os.path.join(BENCH, "cxx_input.cpp")], {}))
+    rows += [
         ("python3 json (PYTHONMALLOC=malloc)",
-         [python3(), os.path.join(BENCH, "pyjson.py"), str(PY_ROUNDS)],
+         [real_binary("python3"), os.path.join(BENCH, "pyjson.py"), str(PY_ROUNDS)],
          {"PYTHONMALLOC": "malloc"}),
         ("jq over %d MB" % JQ_MB, ["jq", JQ_FILTER, jq_input], {}),
     ]
+    return rows
 
 
 def prepare():
@@ -57,6 +87,10 @@ def prepare():
     src = os.path.join(BENCH, "alloc_loop.c")
     if not os.path.exists(loop) or os.path.getmtime(loop) < os.path.getmtime(src):
         subprocess.run(["cc", "-O2", "-g", "-pthread", "-o", loop, src], check=True)
+    deep = os.path.join(OUT, "deep_stacks")
+    src = os.path.join(BENCH, "deep_stacks.c")
+    if not os.path.exists(deep) or os.path.getmtime(deep) < os.path.getmtime(src):
+        subprocess.run(["cc", "-O2", "-g", "-o", deep, src], check=True)
     data = os.path.join(OUT, "data-%dmb.json" % JQ_MB)
     if not os.path.exists(data):
         subprocess.run([sys.executable, os.path.join(BENCH, "gen_json.py"), data, str(JQ_MB)],
@@ -64,17 +98,25 @@ def prepare():
     return data
 
 
-def timed(argv, env_extra, cwd):
+def timed_rss(argv, env_extra, cwd):
+    """Wall time and peak RSS (bytes) of one run of argv."""
     env = dict(os.environ)
     env.update(env_extra)
-    t0 = time.monotonic()
-    p = subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE)
-    dt = time.monotonic() - t0
-    if p.returncode != 0:
-        raise RuntimeError("%s exited %d: %s" % (" ".join(argv[:4]), p.returncode,
-                                                   p.stderr.decode(errors="replace")[-400:]))
-    return dt
+    with tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        dt = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            err.seek(0)
+            raise RuntimeError("%s exited %d: %s" % (" ".join(argv[:4]), p.returncode,
+                                                       err.read().decode(errors="replace")[-400:]))
+    return dt, usage.ru_maxrss * 1024
+
+
+def timed(argv, env_extra, cwd):
+    return timed_rss(argv, env_extra, cwd)[0]
 
 
 def file_size(path):
@@ -119,19 +161,24 @@ def measure(name, argv, env, runs, heaptrail, tmp):
 
 
 def analysis_row(heaptrail, row, runs, tmp):
-    """heaptrail analyze -stacks vs heaptrack_print on the traces of one workload."""
+    """heaptrail analyze -stacks vs heaptrack_print -f on the traces of one
+    workload: median times and peak RSS, interleaved."""
     if not heaptrail or not row["ht_trace"] or not row["hk_trace"]:
         return None
     probe = subprocess.run([heaptrail, "analyze", "--help"], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
     if probe.returncode != 0:
         return None
-    ht, hk = [], []
+    ht, hk, ht_rss, hk_rss = [], [], [], []
     for _ in range(runs):
-        ht.append(timed([heaptrail, "analyze", row["ht_trace"], "-stacks"], {}, tmp))
-        hk.append(timed(["heaptrack_print", "-f", row["hk_trace"]], {}, tmp))
-    return {"name": "analysis of the %s traces" % row["name"],
-            "heaptrail": statistics.median(ht), "heaptrack": statistics.median(hk)}
+        t, m = timed_rss([heaptrail, "analyze", row["ht_trace"], "-stacks"], {}, tmp)
+        ht.append(t)
+        ht_rss.append(m)
+        t, m = timed_rss(["heaptrack_print", "-f", row["hk_trace"]], {}, tmp)
+        hk.append(t)
+        hk_rss.append(m)
+    return {"heaptrail": statistics.median(ht), "heaptrack": statistics.median(hk),
+            "ht_rss": max(ht_rss), "hk_rss": max(hk_rss)}
 
 
 def human(n):
@@ -149,21 +196,30 @@ def ratio(a, b):
     return "%.2fx" % (a / b) if a and b else "-"
 
 
-def table(rows, analysis):
-    lines = ["| workload | native | heaptrail | heaptrack | heaptrail / native | "
-             "heaptrack / native | heaptrail / heaptrack | heaptrail trace | heaptrack trace |",
-             "|---|---|---|---|---|---|---|---|---|"]
+def added(r):
+    """heaptrail's added time over heaptrack's: the issue's main measure."""
+    if r["heaptrail"] is None or r["heaptrack"] is None or r["native"] is None:
+        return "-"
+    a, b = r["heaptrail"] - r["native"], r["heaptrack"] - r["native"]
+    return "%.2fx" % (a / b) if b > 0 else "-"
+
+
+def table(rows):
+    lines = ["| workload | native | heaptrail | heaptrack | added time, heaptrail / heaptrack "
+             "| heaptrail trace | heaptrack trace | size ratio "
+             "| analyze -stacks | heaptrack_print -f | time ratio | peak RSS, heaptrail / heaptrack |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        a = r.get("analysis")
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["name"], fmt_s(r["native"]), fmt_s(r["heaptrail"]), fmt_s(r["heaptrack"]),
-            ratio(r["heaptrail"], r["native"]), ratio(r["heaptrack"], r["native"]),
-            ratio(r["heaptrail"], r["heaptrack"]),
+            added(r),
             human(r["ht_size"]) if r["ht_size"] else "-",
-            human(r["hk_size"]) if r["hk_size"] else "-"))
-    for a in analysis:
-        lines.append("| %s | - | %s | %s | - | - | %s | - | - |" % (
-            a["name"], fmt_s(a["heaptrail"]), fmt_s(a["heaptrack"]),
-            ratio(a["heaptrail"], a["heaptrack"])))
+            human(r["hk_size"]) if r["hk_size"] else "-",
+            ratio(r["ht_size"], r["hk_size"]),
+            fmt_s(a["heaptrail"]) if a else "-", fmt_s(a["heaptrack"]) if a else "-",
+            ratio(a["heaptrail"], a["heaptrack"]) if a else "-",
+            "%s / %s" % (human(a["ht_rss"]), human(a["hk_rss"])) if a else "-"))
     return lines
 
 
@@ -205,8 +261,10 @@ def main():
     ap.add_argument("--runs", type=int, help="runs per measurement (median)")
     ap.add_argument("--heaptrail", help="the heaptrail binary (default build/bin/heaptrail)")
     ap.add_argument("--no-doc", action="store_true", help="do not rewrite docs/performance.md")
+    ap.add_argument("--only", help="run only the workloads whose name contains this")
     args = ap.parse_args()
     runs = args.runs or (3 if args.quick else 5)
+    load_start = os.getloadavg()[0]
 
     for tool in ("heaptrack", "heaptrack_print", "jq", "cc"):
         if not shutil.which(tool):
@@ -217,37 +275,39 @@ def main():
         die("'%s' not found; build first (scripts/build.sh)" % heaptrail)
 
     data = prepare()
-    rows, analysis = [], []
+    rows = []
     with tempfile.TemporaryDirectory(prefix="ht-bench-") as tmp:
         for name, argv, env in workloads(data):
+            if args.only and args.only not in name:
+                continue
             print("bench: %s ..." % name, file=sys.stderr, flush=True)
             r = measure(name, argv, env, runs, heaptrail, tmp)
             if r["error"]:
                 print("bench: heaptrail failed on %s: %s" % (name, r["error"]), file=sys.stderr)
+            r["analysis"] = analysis_row(heaptrail, r, runs, tmp)
             rows.append(r)
-            if name.startswith("alloc_loop, 1"):
-                a = analysis_row(heaptrail, r, runs, tmp)
-                if a:
-                    analysis.append(a)
+            print("\n".join(table([r])[2:]), file=sys.stderr, flush=True)
             for key in ("ht_trace", "hk_trace"):
                 if r[key] and os.path.exists(r[key]):
                     os.unlink(r[key])
 
-    lines = table(rows, analysis)
+    lines = table(rows)
+    analysis = [r for r in rows if r.get("analysis")]
     errors = ["- heaptrail failed on %s: `%s`" % (r["name"], r["error"].strip().splitlines()[-1]
                                                   if r["error"].strip() else "?")
               for r in rows if r["error"]]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     section = "\n".join(
-        ["Measured %s with `bench/run.sh%s` (median of %d runs) on: %s." %
-         (stamp, " --quick" if args.quick else "", runs, machine()), ""] + lines +
+        ["Measured %s with `bench/run.sh%s` (median of %d interleaved runs) on: %s "
+         "(load average %.1f at the start)." %
+         (stamp, " --quick" if args.quick else "", runs, machine(), load_start), ""] + lines +
         ([""] + errors if errors else []) +
         ([""] + ["No analysis row: `heaptrail analyze` is not available in this build."]
          if not analysis else []))
     print("\n".join(lines))
     for e in errors:
         print(e)
-    if not args.no_doc:
+    if not args.no_doc and not args.only:
         rewrite_doc(section)
         print("bench: wrote %s" % os.path.relpath(DOC, ROOT), file=sys.stderr)
 
