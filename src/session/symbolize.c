@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "session/symcache.h"
 #include "session/internal.h"
 
 /*
@@ -825,23 +826,38 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 	for (uint32_t m = 0; m < nm && rc >= 0; m++) {
 		if (start[m] == start[m + 1])
 			continue;
-		Dwfl *dwfl;
-		Dwfl_Module *mod = open_module(&dwfl, &s->mods[m]);
+		/* The module is opened only for frames the symbol cache lacks. */
+		struct ht__symcache cache;
+		ht__symcache_open(&cache, s->mods[m].build_id, s->mods[m].build_id_len);
+		Dwfl *dwfl = NULL;
+		Dwfl_Module *mod = NULL;
+		bool opened = false;
 		GElf_Addr bias = 0;
-		if (mod && !dwfl_module_getelf(mod, &bias))
-			mod = NULL;
 		struct symtab st = {NULL, 0};
 		struct scope_cache sc = {.cus = NULL};
-		if (mod)
-			symtab_build(mod, &st);
 		for (uint32_t i = start[m]; i < start[m + 1] && rc >= 0; i++) {
 			uint32_t f = order[i];
 			struct ht__symbol syms[MAX_INLINE + 1];
 			struct names names = {.n = 0};
-			/* Return addresses point after the call: look up the call itself. */
 			uint64_t rel = s->frames[f].rel;
-			uint32_t n =
-			    mod && rel ? resolve(mod, &st, &sc, rel - 1 + bias, syms, &names) : 0;
+			int cached = rel ? ht__symcache_get(&cache, rel, syms, MAX_INLINE + 1) : -1;
+			uint32_t n = cached > 0 ? (uint32_t)cached : 0;
+			if (cached < 0 && rel) {
+				if (!opened) {
+					opened = true;
+					mod = open_module(&dwfl, &s->mods[m]);
+					if (mod && !dwfl_module_getelf(mod, &bias))
+						mod = NULL;
+					if (mod)
+						symtab_build(mod, &st);
+				}
+				/* Return addresses point after the call: look up the call itself.
+				 */
+				n = mod ? resolve(mod, &st, &sc, rel - 1 + bias, syms, &names) : 0;
+				/* Only what the module answered: not opening it is no answer. */
+				if (mod)
+					ht__symcache_put(&cache, rel, syms, (int)n);
+			}
 			if (n) {
 				if (syms[n - 1].function || n > 1)
 					s->stats.frames_symbolized++;
@@ -851,6 +867,7 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 			if (progress && (++done % 256 == 0 || done == total))
 				progress(ctx, done, total);
 		}
+		ht__symcache_close(&cache);
 		free(st.v);
 		scope_cache_free(&sc);
 		if (dwfl)

@@ -695,6 +695,49 @@ def heaptrack_compare_cxx(env):
     compare_with_heaptrack(env, "cxx_new", 13)
 
 
+def frame_set(tr, module):
+    """(function, file, line) of every frame in module on any event's stack."""
+    out = set()
+    for e in tr.events:
+        for f in tr.frames(e):
+            if os.path.basename(f.get("module") or "") == module:
+                out.add((f.get("function"), f.get("file"), f.get("line")))
+    return out
+
+
+@case
+def symbol_cache(env):
+    """A second recording takes its symbols from the per-user cache
+    (docs/symbol-cache.md): proven by stripping the program's DWARF in
+    between, which only the cache can make up for."""
+    prog = os.path.join(env.tmp, "mf")
+    shutil.copy(env.prog("malloc_family"), prog)
+    cache = os.path.join(env.tmp, "cache")
+    os.environ["XDG_CACHE_HOME"] = cache
+    first = frame_set(env.record([prog], name="first"), "mf")
+    check(any(f[1] for f in first), "frames of the program with files: %r" % first)
+    files = os.listdir(os.path.join(cache, "heaptrail", "symbols"))
+    rc, out, _ = env.run(["readelf", "-n", prog])
+    bid = re.search(r"Build ID: ([0-9a-f]+)", out).group(1)
+    check(bid in files, "a cache file named %s among %r" % (bid, files))
+    with open(os.path.join(cache, "heaptrail", "symbols", bid), "rb") as f:
+        equal(f.read(8), b"HTSYMC1\0", "cache file magic")
+    subprocess.run(["strip", "--strip-debug", prog], check=True)
+    equal(frame_set(env.record([prog], name="again"), "mf"), first, "frames from the cache")
+    # Without the cache the stripped program has no files or lines.
+    os.environ["XDG_CACHE_HOME"] = os.path.join(env.tmp, "empty")
+    bare = frame_set(env.record([prog], name="bare"), "mf")
+    equal([f for f in bare if f[1]], [], "frames with files without the cache")
+    # A damaged cache file is ignored and rewritten whole.
+    os.environ["XDG_CACHE_HOME"] = cache
+    path = os.path.join(cache, "heaptrail", "symbols", bid)
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) - 3)
+    equal(frame_set(env.record([prog], name="damaged"), "mf"), bare, "frames past a damaged cache")
+    with open(path, "rb") as f:
+        equal(f.read(8), b"HTSYMC1\0", "rewritten cache file magic")
+
+
 def one_error_line(rc, err, what, mention=None):
     check(rc != 0, "%s: exit status 0" % what)
     lines = [l for l in err.splitlines() if l.strip()]
