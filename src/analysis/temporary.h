@@ -26,7 +26,8 @@ void ht_temp_free(struct ht_temp_tracker *t);
 /* Note the allocation an event makes (alloc, realloc). Returns 0 or HT_ERR_NOMEM. */
 int ht_temp_event(struct ht_temp_tracker *t, const struct ht_event *ev);
 
-/* Whether an ended block is temporary: freed (not live at the end) and still
+/* Whether an ended block is temporary: freed (not live at the end, not held
+   at its process's exit) and still
    the latest allocation of its thread. */
 bool ht_temp_is(const struct ht_temp_tracker *t, const struct ht_life *life);
 
