@@ -53,17 +53,22 @@ int ht_export_collapsed(FILE *out, struct ht_agg *a, const struct ht_agg_result 
 /*
  * pprof: a gzipped profile.proto (src/analysis/profile.proto) with Go's
  * heap sample types alloc_objects, alloc_space, inuse_objects and
- * inuse_space, from res (HT_GROUP_STACK). With base (the aggregation of a
- * base trace, matched by frame text), each value is new minus base, as
- * pprof's -diff_base shows. Returns 0, HT_ERR_IO or HT_ERR_NOMEM.
+ * inuse_space: one sample per row of each side's result (HT_GROUP_STACK),
+ * labelled host (the trace's), and the side's exe, build_id and pid when set
+ * (one side per process: labels Pyroscope and Parca group by). The base
+ * sides' values are negated, as pprof's -diff_base does, so any view sums
+ * to cur minus base. Returns 0, HT_ERR_IO or HT_ERR_NOMEM.
  */
 struct ht_pprof_side {
 	struct ht_agg *a;
 	const struct ht_agg_result *res;
 	const struct ht_reader *r;
+	int32_t pid;	      /* 0: no pid label */
+	const char *exe;      /* NULL: no label */
+	const char *build_id; /* NULL or "": no label */
 };
-int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, const struct ht_pprof_side *base,
-		    enum ht_metric m);
+int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, size_t ncur,
+		    const struct ht_pprof_side *base, size_t nbase, enum ht_metric m);
 
 /*
  * massif: a massif.out file (valgrind's format, read by ms_print and

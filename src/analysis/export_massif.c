@@ -283,7 +283,14 @@ int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
 	ht_pass_progress(p, progress, pctx);
 	if ((rc = ht_pass_run(p)) < 0)
 		goto out;
-	if ((rc = take(&m, ht_pass_end_ts(p), false)) < 0 || (rc = ht_agg_finish(a, &res)) < 0)
+	/* The snapshots up to the end, then the end itself. */
+	uint64_t end = ht_pass_end_ts(p);
+	if ((rc = advance(&m, end)) < 0)
+		goto out;
+	if ((!m.snaps.len || m.snaps.v[m.snaps.len - 1].ts != end) &&
+	    (rc = take(&m, end, false)) < 0)
+		goto out;
+	if ((rc = ht_agg_finish(a, &res)) < 0)
 		goto out;
 
 	/* Times in ms, as massif's --time-unit=ms. */

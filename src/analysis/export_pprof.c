@@ -38,6 +38,8 @@ struct builder {
 	size_t asample_loc0;
 	int64_t *values; /* 4 per sample */
 	size_t avalues;
+	Htpprof__Label *labels; /* LABELS per sample, n_label of them used */
+	size_t alabels;
 	int err;
 };
 
@@ -166,7 +168,9 @@ static uint64_t location_id(struct builder *b, int side, const struct ht_reader 
 	return *slot = loc.id;
 }
 
-/* One sample per row of res, its values times sign. */
+#define LABELS 4
+
+/* One sample per row of res, its values times sign, with the side's labels. */
 static void add_side(struct builder *b, int side, const struct ht_pprof_side *s, int64_t sign)
 {
 	for (size_t i = 0; i < s->res->count && !b->err; i++) {
@@ -177,6 +181,8 @@ static void add_side(struct builder *b, int side, const struct ht_pprof_side *s,
 			    sizeof(size_t)) < 0 ||
 		    ht_grow((void **)&b->values, &b->avalues, b->nsamples * 4 + 3 + 1,
 			    sizeof(*b->values)) < 0 ||
+		    ht_grow((void **)&b->labels, &b->alabels, (b->nsamples + 1) * LABELS,
+			    sizeof(*b->labels)) < 0 ||
 		    ht_grow((void **)&b->loc_ids, &b->aloc_ids, b->nloc_ids + it->nframes + 1 + 1,
 			    sizeof(*b->loc_ids)) < 0) {
 			b->err = HT_ERR_NOMEM;
@@ -204,6 +210,27 @@ static void add_side(struct builder *b, int side, const struct ht_pprof_side *s,
 		v[2] = sign * (int64_t)it->c.outstanding_count;
 		v[3] = sign * (int64_t)it->c.outstanding_bytes;
 		smp.n_value = 4;
+		/* The labels Pyroscope and Parca group by (docs/fleet.md). */
+		Htpprof__Label *lab = &b->labels[b->nsamples * LABELS];
+		const struct ht_trace_info *info = ht_reader_info(s->r);
+		const char *text[][2] = {
+		    {"host", info && info->hostname ? info->hostname : NULL},
+		    {"exe", s->exe},
+		    {"build_id", s->build_id && *s->build_id ? s->build_id : NULL}};
+		for (size_t k = 0; k < sizeof(text) / sizeof(text[0]); k++) {
+			if (!text[k][1])
+				continue;
+			Htpprof__Label l = HTPPROF__LABEL__INIT;
+			l.key = str_id(b, text[k][0]);
+			l.str = str_id(b, text[k][1]);
+			lab[smp.n_label++] = l;
+		}
+		if (s->pid > 0) {
+			Htpprof__Label l = HTPPROF__LABEL__INIT;
+			l.key = str_id(b, "pid");
+			l.num = s->pid;
+			lab[smp.n_label++] = l;
+		}
 		b->samples[b->nsamples++] = smp;
 	}
 }
@@ -247,6 +274,7 @@ static void builder_release(struct builder *b)
 	free(b->loc_ids);
 	free(b->sample_loc0);
 	free(b->values);
+	free(b->labels);
 }
 
 /* Arrays of pointers into items[0..n) of size elem, as protobuf-c wants them. */
@@ -258,8 +286,8 @@ static void **pointers(void *items, size_t n, size_t elem)
 	return p;
 }
 
-int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, const struct ht_pprof_side *base,
-		    enum ht_metric m)
+int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, size_t ncur,
+		    const struct ht_pprof_side *base, size_t nbase, enum ht_metric m)
 {
 	struct builder b;
 	memset(&b, 0, sizeof(b));
@@ -279,17 +307,18 @@ int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, const struct ht_
 	}
 	period.type = str_id(&b, "space");
 	period.unit = str_id(&b, "bytes");
-	add_side(&b, 0, cur, 1);
-	if (base)
-		add_side(&b, 1, base, -1);
-	const struct ht_trace_info *info = ht_reader_info(cur->r);
+	for (size_t i = 0; i < ncur; i++)
+		add_side(&b, 0, &cur[i], 1);
+	for (size_t i = 0; i < nbase; i++)
+		add_side(&b, 1, &base[i], -1);
+	const struct ht_trace_info *info = ncur ? ht_reader_info(cur->r) : NULL;
 	char comment[256];
 	snprintf(comment, sizeof(comment), "heaptrail %s%s, host %s", ht_metric_name(m),
 		 base ? " (minus the base)" : "", info && info->hostname ? info->hostname : "?");
 	int64_t comment_id = str_id(&b, comment);
 
 	Htpprof__Profile p = HTPPROF__PROFILE__INIT;
-	void **sp = NULL, **mp = NULL, **lp = NULL, **fp = NULL, **linep = NULL;
+	void **sp = NULL, **mp = NULL, **lp = NULL, **fp = NULL, **linep = NULL, **labp = NULL;
 	uint8_t *buf = NULL;
 	int rc = b.err;
 	if (rc < 0)
@@ -304,12 +333,15 @@ int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, const struct ht_
 	lp = pointers(b.locs, b.nlocs, sizeof(*b.locs));
 	fp = pointers(b.funcs, b.nfuncs, sizeof(*b.funcs));
 	linep = pointers(b.lines, b.nlines, sizeof(*b.lines));
-	if (!sp || !mp || !lp || !fp || !linep) {
+	labp = pointers(b.labels, b.nsamples * LABELS, sizeof(*b.labels));
+	if (!sp || !mp || !lp || !fp || !linep || !labp) {
 		rc = HT_ERR_NOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < b.nlocs; i++)
 		b.locs[i].line = (Htpprof__Line **)linep + b.loc_line0[i];
+	for (size_t i = 0; i < b.nsamples; i++)
+		b.samples[i].label = (Htpprof__Label **)labp + i * LABELS;
 	p.n_sample_type = 4;
 	p.sample_type = vtp;
 	p.n_sample = b.nsamples;
@@ -344,6 +376,7 @@ out:
 	free(lp);
 	free(fp);
 	free(linep);
+	free(labp);
 	builder_release(&b);
 	return rc;
 }

@@ -11,6 +11,7 @@
 
 #include "analysis/aggregate.h"
 #include "analysis/export.h"
+#include "analysis/pass.h"
 #include "analysis/summary.h"
 #include "cli/builtin.h"
 #include "cli/agg_side.h"
@@ -186,6 +187,134 @@ static void export_sqlite(const struct opts *o, struct agg_side *s, struct ht__o
 	agg_side_release(s);
 }
 
+/* pprof's samples per process: one aggregation per pid, all in one pass. */
+#define MAX_LABELLED_PIDS 64
+
+struct by_pid {
+	struct ht_query *qs;
+	struct ht_agg **aggs;
+	struct ht_agg_result *res;
+	struct ht_pprof_side *sides;
+	size_t n;
+};
+
+static void by_pid_release(struct by_pid *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->aggs[i]) {
+			ht_agg_result_release(&b->res[i]);
+			ht_agg_free(b->aggs[i]);
+		}
+	}
+	free(b->qs);
+	free(b->aggs);
+	free(b->res);
+	free(b->sides);
+}
+
+static const char *build_id_of(const struct ht_reader *r, const char *exe)
+{
+	for (uint32_t i = 0; exe && i < ht_reader_module_count(r); i++) {
+		const struct ht_module *m = ht_reader_module(r, i);
+		if (m->path && !strcmp(m->path, exe))
+			return m->build_id;
+	}
+	return NULL;
+}
+
+/*
+ * The sides of s for pprof: one per pid q keeps (labelled pid, exe and
+ * build-id), from one pass; a single unlabelled side when there are more
+ * than MAX_LABELLED_PIDS of them. s stays open (its reader) until released.
+ */
+static void pprof_sides(struct agg_side *s, enum ht_metric m, struct by_pid *b)
+{
+	int rc;
+	s->r = open_trace(s->path);
+	s->q.group = HT_GROUP_STACK;
+	s->q.sort = m == HT_METRIC_TOTAL ? HT_SORT_ST : HT_SORT_SO;
+	s->q.top = UINT64_MAX;
+	s->q.top_given = true;
+	if ((rc = ht_query_prepare(&s->q)) < 0)
+		die("%s", ht_strerror(rc));
+	int32_t pids[MAX_LABELLED_PIDS];
+	const char *exes[MAX_LABELLED_PIDS];
+	size_t n = 0;
+	bool too_many = false;
+	for (uint32_t p = 0; p < ht_reader_process_count(s->r); p++) {
+		const struct ht_process *pr = ht_reader_process(s->r, p);
+		if (!ht_query_wants_pid(&s->q, pr->pid))
+			continue;
+		size_t k = 0;
+		while (k < n && pids[k] != pr->pid)
+			k++;
+		if (k == n && n == MAX_LABELLED_PIDS) {
+			too_many = true;
+			break;
+		}
+		pids[k] = pr->pid;
+		exes[k] = pr->exe; /* the last image of the pid names it */
+		n = k == n ? n + 1 : n;
+	}
+	if (too_many || !n) {
+		if (too_many)
+			warning("'%s' has more than %d processes: pprof samples get no pid and exe "
+				"labels (choose processes with -pid)",
+				s->path, MAX_LABELLED_PIDS);
+		ht_reader_close(s->r);
+		s->r = NULL;
+		agg_side_run(s, "exporting");
+		b->n = 1;
+		b->qs = NULL;
+		b->aggs = calloc(1, sizeof(*b->aggs));
+		b->res = calloc(1, sizeof(*b->res));
+		b->sides = calloc(1, sizeof(*b->sides));
+		if (!b->aggs || !b->res || !b->sides)
+			die("out of memory");
+		b->sides[0] = (struct ht_pprof_side){s->agg, &s->res, s->r, 0, NULL, NULL};
+		b->aggs[0] = NULL; /* owned by s */
+		return;
+	}
+	if (s->q.at_peak && (rc = ht_summary_at_peak(&s->q, s->r, NULL)) < 0)
+		die("cannot read '%s': %s", s->path, ht_strerror(rc));
+	b->n = n;
+	b->qs = calloc(n, sizeof(*b->qs));
+	b->aggs = calloc(n, sizeof(*b->aggs));
+	b->res = calloc(n, sizeof(*b->res));
+	b->sides = calloc(n, sizeof(*b->sides));
+	struct ht_pass *p;
+	if (!b->qs || !b->aggs || !b->res || !b->sides || ht_pass_new(&p, s->r) < 0)
+		die("out of memory");
+	for (size_t i = 0; i < n; i++) {
+		/* The same query for one pid: the lists are shared, read-only. */
+		b->qs[i] = s->q;
+		b->qs[i].pids = &pids[i];
+		b->qs[i].pid_count = 1;
+		b->qs[i].pid_alloc = 0;
+		if (ht_agg_new(&b->aggs[i], &b->qs[i], s->r) < 0 ||
+		    ht_agg_attach(b->aggs[i], p) < 0)
+			die("out of memory");
+	}
+	struct progress prog;
+	progress_init(&prog, "exporting");
+	ht_pass_progress(p, progress_wanted() ? progress_show : NULL, &prog);
+	rc = ht_pass_run(p);
+	progress_done(&prog);
+	ht_pass_free(p);
+	if (rc < 0)
+		die("cannot read '%s': %s", s->path, ht_strerror(rc));
+	trace_warnings(s->r, s->path);
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = ht_agg_finish(b->aggs[i], &b->res[i])) < 0)
+			die("%s", ht_strerror(rc));
+		/* pids[] dies with this frame: the queries no longer need it. */
+		b->qs[i].pids = NULL;
+		b->qs[i].pid_count = 0;
+		b->sides[i] = (struct ht_pprof_side){
+		    b->aggs[i], &b->res[i], s->r, pids[i], exes[i], build_id_of(s->r, exes[i])};
+	}
+}
+
 int cmd_export(int argc, char **argv)
 {
 	struct opts o = {0};
@@ -213,22 +342,18 @@ int cmd_export(int argc, char **argv)
 		export_sqlite(&o, &cur, &output, out);
 		return 0;
 	}
-	stack_side(&cur, o.metric);
-	if (o.base)
-		stack_side(&base, o.metric);
 	int rc = 0;
-	switch (o.format) {
-	case F_COLLAPSED:
+	if (o.format == F_PPROF) {
+		struct by_pid c = {0}, b = {0};
+		pprof_sides(&cur, o.metric, &c);
+		if (o.base)
+			pprof_sides(&base, o.metric, &b);
+		rc = ht_export_pprof(out, c.sides, c.n, b.sides, b.n, o.metric);
+		by_pid_release(&c);
+		by_pid_release(&b);
+	} else {
+		stack_side(&cur, o.metric);
 		rc = ht_export_collapsed(out, cur.agg, &cur.res, cur.r, o.metric, o.modules);
-		break;
-	case F_PPROF: {
-		struct ht_pprof_side c = {cur.agg, &cur.res, cur.r},
-				     b = {base.agg, &base.res, base.r};
-		rc = ht_export_pprof(out, &c, o.base ? &b : NULL, o.metric);
-		break;
-	}
-	default:
-		break;
 	}
 	if (rc < 0 && rc != HT_ERR_IO)
 		die("%s", ht_strerror(rc));

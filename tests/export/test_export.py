@@ -3,7 +3,7 @@
 temporary counts on tests/programs/peak_prog, whose heap is known exactly
 (see its header): each format is read by the tool it is for.
 
-usage: test_export.py HEAPTRAIL PEAK_PROG MALLOC_FAMILY MMAP_OPS
+usage: test_export.py HEAPTRAIL PEAK_PROG MALLOC_FAMILY MMAP_OPS SPAWN_TREE
 """
 import gzip
 import json
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-HEAPTRAIL, PROG, MALLOC_FAMILY, MMAP_OPS = sys.argv[1:5]
+HEAPTRAIL, PROG, MALLOC_FAMILY, MMAP_OPS, SPAWN_TREE = sys.argv[1:6]
 failures = []
 
 # The program's numbers (tests/programs/peak_prog.c), for scale n.
@@ -144,6 +144,34 @@ try:
     check(re.search(r"peak_prog [0-9a-f]{40} \[FN\]\[FL\]\[LN\]\[IN\]", text) is not None,
           "pprof mapping with build-id")
     check(re.search(r"grow_buffers \S*peak_prog\.c:\d+", text) is not None, "file:line")
+    # Labels for Pyroscope and Parca: host, exe, build_id, pid on every sample.
+    p = subprocess.run(["go", "tool", "pprof", "-raw", pf], capture_output=True, text=True,
+                       env=dict(os.environ, HOME=env_home, GOCACHE=os.path.join(env_home, "gc")))
+    labels = re.findall(r"^\s+build_id:\[([0-9a-f]{40})\] exe:\[(\S+)\] host:\[(\S+)\]\n"
+                        r"\s+pid:\[(\d+)\]$", p.stdout, re.M)
+    check(len(labels) == 4 and all(l[1].endswith("/peak_prog") and l[3] == pid and
+                                   l[2] == info["hostname"] for l in labels),
+          f"pprof labels {labels} {p.stdout[:600]!r}")
+    # One process tree: each pid's samples hold that pid's leaks.
+    ts = os.path.join(tmp, "tree.htr")
+    ht("record", "-o", ts, "--", SPAWN_TREE)
+    want = {}
+    for pr in ht_json("info", ts)["processes"]:
+        want[str(pr["pid"])] = want.get(str(pr["pid"]), 0) + pr["leaked_bytes"]
+    pt = os.path.join(tmp, "tree.pb.gz")
+    ht("export", ts, "--format", "pprof", "-o", pt)
+    text, samples, locs = pprof_raw(pt)
+    got, cur = {}, None
+    for l in text.splitlines():
+        m = re.match(r"^\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)\s+(-?\d+):", l)
+        if m:
+            cur = int(m.group(4))
+        m = re.match(r"^\s+pid:\[(\d+)\]", l)
+        if m and cur is not None:
+            got[m.group(1)] = got.get(m.group(1), 0) + cur
+            cur = None
+    check(len(want) == 4 and got == {k: v for k, v in want.items() if v},
+          f"pprof inuse by pid label {got}, info {want}")
     # The difference, as -diff_base shows it: scale 2 holds 10 more blocks.
     pd = os.path.join(tmp, "d.pb.gz")
     ht("export", t2, "--base", t1, "--format", "pprof", "-o", pd)
