@@ -15,6 +15,8 @@ case "$what" in
   bench) pkgs+=(python3 heaptrack procps jq chromium) ;;
   *) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
 esac
+# tests/install reads the installed man pages with man.
+if [ "$what" = test ]; then pkgs+=(man-db); fi
 # The report page is bundled with node and npm; machines set up from
 # nodesource already have them (their nodejs bundles npm), so Debian's
 # packages are asked for only when the commands are missing.

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/paths.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
 
@@ -258,19 +259,11 @@ static int ifeo_disable(int argc, char **argv)
 	return 0;
 }
 
-/* The installed hook: next to the recorder, DIR_OF_heaptrail/../lib. */
+/* The hook, next to the recorder (base/paths.h). */
 static void hook_path(char *out, size_t n)
 {
-	char exe[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len <= 0)
-		die("cannot find the heaptrail binary: %s", strerror(errno));
-	exe[len] = 0;
-	*strrchr(exe, '/') = 0;
-	char cand[PATH_MAX + 64];
-	snprintf(cand, sizeof(cand), "%s/../lib/" HOOK_NAME, exe);
-	if (!realpath(cand, out) || n < PATH_MAX)
-		die("cannot find the loader hook '%s'; is heaptrail installed completely?", cand);
+	if (ht__lib_path(HOOK_NAME, out, n) < 0)
+		die("cannot find the loader hook '%s'; is heaptrail installed completely?", out);
 }
 
 static bool is_hook(const char *tok, size_t len)

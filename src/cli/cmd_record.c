@@ -26,6 +26,7 @@
 #include "format/output.h"
 #include "format/writer.h"
 #include "inject/inject.h"
+#include "base/paths.h"
 #include "base/protocol.h"
 #include "session/session.h"
 
@@ -141,23 +142,11 @@ static int resolve_command(const char *cmd, char *out, size_t n)
 	return err;
 }
 
-/* <dir of the heaptrail binary>/../lib/libheaptrail.so */
+/* The recorder: lib/heaptrail/ installed, lib/ in the build tree (base/paths.h). */
 static void find_recorder(char *out, size_t n)
 {
-	char exe[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len <= 0)
-		die("cannot find the heaptrail binary: %s", strerror(errno));
-	exe[len] = 0;
-	char *slash = strrchr(exe, '/');
-	if (slash)
-		*slash = 0;
-	if ((size_t)snprintf(out, n, "%.*s/../lib/libheaptrail.so", (int)(n - 32), exe) >= n)
-		die("the path of the heaptrail binary is too long");
-	char real[PATH_MAX];
-	if (!realpath(out, real) || access(real, R_OK) < 0)
+	if (ht__lib_path("libheaptrail.so", out, n) < 0)
 		die("cannot find the recorder '%s'; is heaptrail installed completely?", out);
-	snprintf(out, n, "%s", real);
 }
 
 static volatile pid_t child_pid;

@@ -16,6 +16,7 @@
 #include "analysis/lifetime.h"
 #include "analysis/match.h"
 #include "analysis/reportdata.h"
+#include "base/paths.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
 #include "cli/opt.h"
@@ -45,21 +46,15 @@ static const char report_usage[] =
 
 #define DATA_MARKER "/*@@HEAPTRAIL_DATA@@*/"
 
-/* Where the bundled page is: bin/../share/heaptrail/report.html. */
+/* Where the bundled page is: share/heaptrail/report.html (base/paths.h). */
 static char *template_path(void)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		die("cannot find the heaptrail binary's directory: %s", strerror(errno));
-	exe[n] = 0;
-	char *slash = strrchr(exe, '/');
-	if (slash)
-		*slash = 0;
-	char *path;
-	if (asprintf(&path, "%s/../share/heaptrail/report.html", exe) < 0)
+	char path[PATH_MAX];
+	ht__share_path("report.html", path, sizeof(path));
+	char *out = strdup(path);
+	if (!out)
 		die("out of memory");
-	return path;
+	return out;
 }
 
 static char *read_file(const char *path, size_t *len)

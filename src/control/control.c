@@ -20,6 +20,7 @@
 
 #include "control/internal.h"
 #include "base/errors.h"
+#include "base/paths.h"
 #include "base/protocol.h"
 #include "session/session.h"
 
@@ -303,33 +304,10 @@ static void handle_forget(ht_trace_handle h)
 
 /* ---- start ---- */
 
-/* libheaptrail.so next to the program (DIR/../lib), else where installed. */
+/* The recorder, next to the program or this library (base/paths.h). */
 static int find_recorder(char *out, size_t n)
 {
-	char exe[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len > 0) {
-		exe[len] = 0;
-		char *slash = strrchr(exe, '/');
-		if (slash)
-			*slash = 0;
-		/* Installed (bin/ and lib/), or a program in a build tree. */
-		const char *rel[] = {"../lib/libheaptrail.so", "lib/libheaptrail.so",
-				     "../../lib/libheaptrail.so", "../../../lib/libheaptrail.so"};
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			char cand[PATH_MAX + 64];
-			snprintf(cand, sizeof(cand), "%s/%s", exe, rel[i]);
-			if (realpath(cand, out) && access(out, R_OK) == 0)
-				return 0;
-		}
-	}
-#ifdef HT_INSTALL_LIBDIR
-	snprintf(out, n, "%s/libheaptrail.so", HT_INSTALL_LIBDIR);
-	if (access(out, R_OK) == 0)
-		return 0;
-#endif
-	(void)n;
-	return HT_ERR_NOT_FOUND;
+	return ht__lib_path("libheaptrail.so", out, n);
 }
 
 static int format_pids(char *buf, size_t n, const pid_t *pids, unsigned npids)
