@@ -13,6 +13,7 @@ int cmd_analyze(int argc, char **argv);
 int cmd_table(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_start(int argc, char **argv);
 int cmd_update(int argc, char **argv);

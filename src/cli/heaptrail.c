@@ -25,6 +25,8 @@ static const struct cmd_struct commands[] = {
     {"check", cmd_check, "the leak gate for CI: fail when a trace leaked, print the stacks"},
     {"export", cmd_export, "write a trace as pprof, collapsed stacks, massif, Perfetto or SQLite"},
     {"diff", cmd_diff, "compare two traces or two windows by stack, frame or image"},
+    {"symbolize", cmd_symbolize,
+     "resolve a trace's frames later, from a symbol path (Load Symbols)"},
     {"report", cmd_report, "one self-contained HTML file: graphs, window tables, flame graphs"},
     {"start", cmd_start, "start a named background session for running processes or IFEO"},
     {"update", cmd_update, "change the processes and stack events of a named session"},

@@ -19,6 +19,7 @@
 #include <zstd.h>
 
 #include "format/codec.h"
+#include "format/reader_phys.h"
 
 /* Strings and stack frame lists live in blocks that never move, so pointers
    handed out stay valid while the tables grow. */
@@ -1386,4 +1387,18 @@ void ht_reader_close(struct ht_reader *r)
 	free(r->allocs);
 	free(r->name);
 	free(r);
+}
+
+uint32_t ht__reader_phys_count(const struct ht_reader *r)
+{
+	return r->t.nphys;
+}
+
+int ht__reader_phys(const struct ht_reader *r, uint32_t id, struct ht__phys_frame *out)
+{
+	if (id >= r->t.nphys || !r->t.phys[id].nlog)
+		return HT_ERR_NOT_FOUND;
+	const struct phys_frame *pf = &r->t.phys[id];
+	*out = (struct ht__phys_frame){pf->module, pf->rel, pf->first, pf->nlog};
+	return 0;
 }

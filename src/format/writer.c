@@ -8,6 +8,7 @@
 #include "base/errors.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -995,7 +996,11 @@ int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 		duration_ns = w->max_ts;
 	uint64_t tables = w->off;
 	ht__proctab_end(&w->procs, duration_ns);
-	flags = (w->flags | flags | HT_TRACEF_COMPLETE) & ~HT_TRACEF_TRUNCATED;
+	bool incomplete = flags & HT__FINISH_INCOMPLETE;
+	flags = (w->flags | flags | HT_TRACEF_COMPLETE) &
+		~(HT_TRACEF_TRUNCATED | HT__FINISH_INCOMPLETE);
+	if (incomplete)
+		flags &= ~HT_TRACEF_COMPLETE;
 	if (w->syms_count)
 		flags |= HT_TRACEF_SYMBOLS;
 	if (events_lost)

@@ -98,6 +98,9 @@ int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__sy
  */
 int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost,
 		      uint32_t flags);
+/* A flag of ht__writer_finish(): the trace stays marked incomplete (a
+   rewrite of a trace whose collector never finished it). */
+#define HT__FINISH_INCOMPLETE 0x80000000u
 
 /*
  * Raw payload bytes after which an events chunk is closed (default 1 MiB,

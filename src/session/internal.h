@@ -13,6 +13,7 @@
 
 #include "base/protocol.h"
 #include "session/session.h"
+#include "session/symbolize.h"
 
 /*
  * Records the session makes itself (its own waitpid, RSS samples, exits of
@@ -92,17 +93,6 @@ struct ht__slot {
 	uint64_t stuck_ns;  /* since when it stays busy there, 0: not busy */
 	bool bound;	    /* pid/tid/instance read from the ring header */
 	bool thread_dead;   /* its thread exited without releasing it */
-};
-
-struct ht__frame_key {
-	uint32_t module;
-	uint64_t rel;
-};
-
-struct ht__module_ent {
-	char *path;
-	uint8_t build_id[32];
-	uint8_t build_id_len;
 };
 
 struct ht__session {

@@ -96,32 +96,73 @@ static Dwfl_Module *report(Dwfl **dwfl, const char *path)
 	return mod;
 }
 
-/*
- * The module's file as it was recorded: the path itself when its build-id
- * still matches, else the debug file of that build-id (the library was
- * upgraded since, but its debug symbols may be installed).
- */
-static Dwfl_Module *open_module(Dwfl **dwfl, const struct ht__module_ent *m)
+/* report() of path when it is readable and has the module's build-id. */
+static Dwfl_Module *try_file(Dwfl **dwfl, const char *path, const struct ht__module_ent *m)
 {
-	*dwfl = NULL;
-	if (m->path[0] == '/' && access(m->path, R_OK) == 0) {
-		Dwfl_Module *mod = report(dwfl, m->path);
-		if (mod && same_build_id(mod, m))
-			return mod;
-		if (*dwfl)
-			dwfl_end(*dwfl);
-		*dwfl = NULL;
-	}
-	if (m->build_id_len < 2)
-		return NULL;
-	char path[128];
-	int n = snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%02x/", m->build_id[0]);
-	for (uint32_t i = 1; i < m->build_id_len && n < (int)sizeof(path) - 8; i++)
-		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", m->build_id[i]);
-	snprintf(path + n, sizeof(path) - (size_t)n, ".debug");
 	if (access(path, R_OK) != 0)
 		return NULL;
-	return report(dwfl, path);
+	Dwfl_Module *mod = report(dwfl, path);
+	if (mod && same_build_id(mod, m))
+		return mod;
+	if (*dwfl)
+		dwfl_end(*dwfl);
+	*dwfl = NULL;
+	return NULL;
+}
+
+/* In dir (a debug directory): .build-id/xx/rest.debug, then .build-id/xx/rest. */
+static Dwfl_Module *try_build_id(Dwfl **dwfl, const char *dir, const struct ht__module_ent *m)
+{
+	if (m->build_id_len < 2)
+		return NULL;
+	char path[4200];
+	int n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", dir, m->build_id[0]);
+	for (uint32_t i = 1; i < m->build_id_len && n > 0 && n < (int)sizeof(path) - 8; i++)
+		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", m->build_id[i]);
+	if (n <= 0 || n >= (int)sizeof(path) - 8)
+		return NULL;
+	snprintf(path + n, sizeof(path) - (size_t)n, ".debug");
+	Dwfl_Module *mod = try_file(dwfl, path, m);
+	if (!mod) {
+		path[n] = 0;
+		mod = try_file(dwfl, path, m);
+	}
+	return mod;
+}
+
+/*
+ * The module's file: in each directory of symbol_path (by build-id, then by
+ * file name), the path itself when its build-id still matches, else the
+ * debug file of that build-id under /usr/lib/debug (the library was upgraded
+ * since, but its debug symbols may be installed). A module recorded without
+ * a build-id is taken by path alone.
+ */
+static Dwfl_Module *open_module(Dwfl **dwfl, const struct ht__module_ent *m,
+				const char *symbol_path)
+{
+	*dwfl = NULL;
+	Dwfl_Module *mod = NULL;
+	const char *base = m->path ? strrchr(m->path, '/') : NULL;
+	base = base ? base + 1 : m->path;
+	for (const char *p = symbol_path; p && *p && !mod;) {
+		size_t len = strcspn(p, ":");
+		if (len && len < 4096) {
+			char dir[4096], path[8300];
+			memcpy(dir, p, len);
+			dir[len] = 0;
+			mod = try_build_id(dwfl, dir, m);
+			if (!mod && base && *base && m->build_id_len) {
+				snprintf(path, sizeof(path), "%s/%s", dir, base);
+				mod = try_file(dwfl, path, m);
+			}
+		}
+		p += len + (p[len] == ':');
+	}
+	if (!mod && m->path && m->path[0] == '/')
+		mod = try_file(dwfl, m->path, m);
+	if (!mod)
+		mod = try_build_id(dwfl, "/usr/lib/debug", m);
+	return mod;
 }
 
 /*
@@ -789,22 +830,27 @@ static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, struct scope_
 	return n;
 }
 
-int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
+int ht__symbolize_frames(struct ht__symbolize_job *job)
 {
-	if (!s->nframes || !s->sink || !s->sink->symbols)
+	job->symbolized = 0;
+	if (!job->nframes || !job->symbols)
 		return 0;
+	const struct ht__frame_key *frames = job->frames;
+	uint32_t nframes = job->nframes;
+	ht__progress_fn progress = job->progress;
+	void *ctx = job->progress_ctx;
 	/* Group the frames by module: one Dwfl per module file, opened once. */
-	uint32_t nm = s->nmods;
+	uint32_t nm = job->nmods;
 	uint32_t *start = calloc(nm + 1, sizeof(*start));
-	uint32_t *order = malloc(s->nframes * sizeof(*order));
+	uint32_t *order = malloc(nframes * sizeof(*order));
 	if (!start || !order) {
 		free(start);
 		free(order);
 		return HT_ERR_NOMEM;
 	}
-	for (uint32_t f = 0; f < s->nframes; f++)
-		if (s->frames[f].module < nm)
-			start[s->frames[f].module + 1]++;
+	for (uint32_t f = 0; f < nframes; f++)
+		if (frames[f].module < nm)
+			start[frames[f].module + 1]++;
 	for (uint32_t m = 0; m < nm; m++)
 		start[m + 1] += start[m];
 	uint32_t total = start[nm];
@@ -814,8 +860,8 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 		free(order);
 		return HT_ERR_NOMEM;
 	}
-	for (uint32_t f = 0; f < s->nframes; f++) {
-		uint32_t m = s->frames[f].module;
+	for (uint32_t f = 0; f < nframes; f++) {
+		uint32_t m = frames[f].module;
 		if (m < nm)
 			order[start[m] + fill[m]++] = f;
 	}
@@ -828,7 +874,7 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 			continue;
 		/* The module is opened only for frames the symbol cache lacks. */
 		struct ht__symcache cache;
-		ht__symcache_open(&cache, s->mods[m].build_id, s->mods[m].build_id_len);
+		ht__symcache_open(&cache, job->mods[m].build_id, job->mods[m].build_id_len);
 		Dwfl *dwfl = NULL;
 		Dwfl_Module *mod = NULL;
 		bool opened = false;
@@ -839,13 +885,13 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 			uint32_t f = order[i];
 			struct ht__symbol syms[MAX_INLINE + 1];
 			struct names names = {.n = 0};
-			uint64_t rel = s->frames[f].rel;
+			uint64_t rel = frames[f].rel;
 			int cached = rel ? ht__symcache_get(&cache, rel, syms, MAX_INLINE + 1) : -1;
 			uint32_t n = cached > 0 ? (uint32_t)cached : 0;
 			if (cached < 0 && rel) {
 				if (!opened) {
 					opened = true;
-					mod = open_module(&dwfl, &s->mods[m]);
+					mod = open_module(&dwfl, &job->mods[m], job->symbol_path);
 					if (mod && !dwfl_module_getelf(mod, &bias))
 						mod = NULL;
 					if (mod)
@@ -860,8 +906,8 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 			}
 			if (n) {
 				if (syms[n - 1].function || n > 1)
-					s->stats.frames_symbolized++;
-				rc = s->sink->symbols(s->sink_ctx, f, syms, n);
+					job->symbolized++;
+				rc = job->symbols(job->ctx, f, syms, n);
 			}
 			names_free(&names);
 			if (progress && (++done % 256 == 0 || done == total))
@@ -877,7 +923,26 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 		progress(ctx, total, total);
 	free(start);
 	free(order);
+	return rc < 0 ? rc : 0;
+}
+
+int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
+{
+	if (!s->sink || !s->sink->symbols)
+		return 0;
+	struct ht__symbolize_job job = {
+	    .mods = s->mods,
+	    .nmods = s->nmods,
+	    .frames = s->frames,
+	    .nframes = s->nframes,
+	    .symbols = s->sink->symbols,
+	    .ctx = s->sink_ctx,
+	    .progress = progress,
+	    .progress_ctx = ctx,
+	};
+	int rc = ht__symbolize_frames(&job);
+	s->stats.frames_symbolized += job.symbolized;
 	if (rc < 0 && !s->sink_err)
 		s->sink_err = rc;
-	return rc < 0 ? rc : 0;
+	return rc;
 }

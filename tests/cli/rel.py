@@ -445,6 +445,118 @@ def words_attach_perm(env):
         t.end()
 
 
+def analyze_stacks(env, trace, *extra):
+    rc, out, err = env.run([env.heaptrail, "analyze", trace, "-stacks"] + list(extra))
+    equal(rc, 0, "analyze -stacks %s: exit (%s)" % (trace, err))
+    return out
+
+
+def symbolize(env, *args, want_rc=0, cache=None):
+    rc, out, err = env.run([env.heaptrail, "symbolize"] + list(args),
+                           env={"XDG_CACHE_HOME": cache} if cache else None)
+    equal(rc, want_rc, "symbolize %s: exit (%s)" % (" ".join(args), err))
+    return err
+
+
+@case
+def symbolize_strip(env):
+    """A trace stripped of its symbols and symbolized again gives exactly the
+    analyze -stacks of the recorded one; culling by symbol works after."""
+    trace = small_trace(env)
+    want = analyze_stacks(env, trace)
+    check("do_leak" in want, "the recorded trace has symbols")
+    bare = os.path.join(env.tmp, "bare.htr")
+    symbolize(env, trace, "--strip", "-o", bare)
+    tr = Trace(env, bare)
+    check(not tr.info["symbols"] and tr.info["complete"], "stripped: no symbols, complete")
+    mf_check(tr, "the stripped trace")
+    check("do_leak" not in analyze_stacks(env, bare), "stripped: no function names")
+    again = os.path.join(env.tmp, "again.htr")
+    err = symbolize(env, bare, "-o", again)
+    check("0 modules without a file" in err, "every module found: %r" % err)
+    check(Trace(env, again).info["symbols"], "symbolized: the symbols flag")
+    equal(analyze_stacks(env, again), want, "analyze -stacks after symbolize")
+    culled = analyze_stacks(env, again, "-cullFrames", "malloc_family!do_leak")
+    check("do_leak" not in culled and culled != want, "culling by a resolved symbol")
+    # In place, only with --force, atomically (a hard link keeps the old bytes).
+    rc, _, err = env.run([env.heaptrail, "symbolize", bare])
+    one_error_line(rc, err, "symbolize without -o or --force", "--force")
+    link = os.path.join(env.tmp, "link.htr")
+    os.link(bare, link)
+    symbolize(env, bare, "--force")
+    equal(analyze_stacks(env, bare), want, "analyze -stacks after symbolize --force")
+    check(not Trace(env, link).info["symbols"], "the old file was replaced, not rewritten")
+    # A file already there is not replaced without --force.
+    rc, _, err = env.run([env.heaptrail, "symbolize", link, "-o", again])
+    one_error_line(rc, err, "symbolize -o over an existing file", "use --force")
+
+
+@case
+def symbolize_moved(env):
+    """The program moved away from where it was recorded: its frames stay
+    addresses (and the module is named) until --symbol-path points at it."""
+    bindir = os.path.join(env.tmp, "bin")
+    moved = os.path.join(env.tmp, "moved")
+    os.mkdir(bindir)
+    os.mkdir(moved)
+    prog = os.path.join(bindir, "malloc_family")
+    shutil.copy2(env.prog("malloc_family"), prog)
+    tr = env.record([prog], name="rec")
+    mf_check(tr, "recorded from bin/")
+    want = analyze_stacks(env, tr.path)
+    bare = os.path.join(env.tmp, "bare.htr")
+    symbolize(env, tr.path, "--strip", "-o", bare)
+    os.rename(prog, os.path.join(moved, "malloc_family"))
+    # A symbol cache that has not seen the program (the recording filled the other).
+    cache = os.path.join(env.tmp, "empty-cache")
+    os.mkdir(cache)
+    lost = os.path.join(env.tmp, "lost.htr")
+    err = symbolize(env, bare, "-o", lost, cache=cache)
+    check("no file found for '%s'" % prog in err, "the missing module is named: %r" % err)
+    check("1 module without a file" in err, "one module without a file: %r" % err)
+    check("do_leak" not in analyze_stacks(env, lost), "no symbols for the moved program")
+    found = os.path.join(env.tmp, "found.htr")
+    err = symbolize(env, bare, "-o", found, "--symbol-path", "/nonexistent:" + moved,
+                    cache=cache)
+    check("0 modules without a file" in err, "found through --symbol-path: %r" % err)
+    equal(analyze_stacks(env, found), want, "analyze -stacks with --symbol-path")
+
+
+@case
+def symbolize_killed(env):
+    """A session daemon killed with SIGKILL leaves an unfinished trace
+    without symbols; symbolize names every function and keeps it marked
+    incomplete."""
+    h = env.heaptrail
+    t = Pulse(env)
+    name = "relsym-%d" % os.getpid()
+    trace = os.path.join(env.tmp, "killed.htr")
+    try:
+        rc, _, err = env.run([h, "start", name, "--pid", str(t.pid), "-o", trace, "-q"])
+        equal(rc, 0, "start: exit (%s)" % err)
+        t.pulse(4)
+        time.sleep(2.5)  # the trace is flushed about once a second
+        rc, out, err = env.run([h, "sessions", "--format", "json"])
+        daemon = [x for x in json.loads(out) if x["name"] == name][0]["daemon_pid"]
+        os.kill(daemon, signal.SIGKILL)
+    finally:
+        env.run([h, "stop", name])
+        t.end()
+    tr = Trace(env, trace)
+    check(not tr.info["complete"] and not tr.info["symbols"], "unfinished, without symbols")
+    check("pulse!pulse" not in analyze_stacks(env, trace), "no function names before symbolize")
+    out = os.path.join(env.tmp, "sym.htr")
+    symbolize(env, trace, "-o", out)
+    st = Trace(env, out)
+    check(not st.info["complete"] and st.info["symbols"], "still incomplete, now with symbols")
+    equal(st.info["totals"]["alloc_calls"], tr.info["totals"]["alloc_calls"], "the same events")
+    equal(tr.info["totals"]["alloc_calls"], 400, "the four pulses are in the trace")
+    rc, text, err = env.run([h, "analyze", out, "-stacks", "-requireFrames", "pulse!pulse"])
+    equal(rc, 0, "analyze -requireFrames pulse!pulse: exit (%s)" % err)
+    check("pulse!main" in text, "the stacks name main: %r" % text[:2000])
+    check("400" in text, "the 400 allocations under pulse(): %r" % text[:2000])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -453,6 +565,9 @@ def main():
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ht-rel-")
+    # heaptrail's per-user symbol cache goes to a temporary directory too.
+    cache = tempfile.mkdtemp(prefix="ht-rel-cache-")
+    os.environ["XDG_CACHE_HOME"] = cache
     try:
         env = Env(os.path.abspath(args.build), os.path.abspath(args.src), tmp)
         CASES[args.case](env)
@@ -465,6 +580,7 @@ def main():
             print("kept %s" % tmp, file=sys.stderr)
         return 1
     finally:
+        shutil.rmtree(cache, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     print("ok %s" % args.case)
