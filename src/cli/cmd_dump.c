@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/pass.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
 #include "cli/opt.h"
@@ -344,6 +345,21 @@ static void print_json(struct ht_reader *r, const struct ht_event *ev, int stack
 	fputc('\n', stdout); /* not jw_finish: no flush per line */
 }
 
+struct dump_opts {
+	enum out_format fmt;
+	int stacks;
+};
+
+static int dump_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+{
+	const struct dump_opts *d = ctx;
+	if (d->fmt == FMT_JSON)
+		print_json(ht_pass_reader(p), ev, d->stacks);
+	else
+		print_text(ht_pass_reader(p), ev, d->stacks);
+	return 0;
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	static const struct cli_opt opts[] = {
@@ -371,13 +387,14 @@ int cmd_dump(int argc, char **argv)
 		die("cannot open '%s': %s", path, ht_strerror(rc));
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
-	struct ht_event ev;
-	while ((rc = ht_reader_next(r, &ev)) > 0) {
-		if (fmt == FMT_JSON)
-			print_json(r, &ev, stacks);
-		else
-			print_text(r, &ev, stacks);
-	}
+	/* Every event, in order, through the one trace pass (no trackers needed). */
+	struct dump_opts d = {fmt, stacks};
+	static const struct ht_consumer dumper = {
+	    .name = "dump", .events = HT_PASS_ALL_EVENTS, .event = dump_event};
+	struct ht_pass *pass = NULL;
+	if ((rc = ht_pass_new(&pass, r)) == 0 && (rc = ht_pass_add(pass, &dumper, &d)) >= 0)
+		rc = ht_pass_run(pass);
+	ht_pass_free(pass);
 	if (fflush(stdout) != 0)
 		die("cannot write the dump: output error");
 	if (rc < 0)
