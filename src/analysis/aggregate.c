@@ -12,6 +12,7 @@
 
 #include "analysis/intern.h"
 #include "analysis/temporary.h"
+#include "analysis/vec.h"
 
 #define NO_STACK_KEY "[no stack]"
 
@@ -21,7 +22,6 @@ struct hentry {
 	uint64_t heap;
 	uint32_t process;
 	uint32_t stack;
-	bool used;
 };
 
 /* A group being built at the end: its key is a sequence of interned ids. */
@@ -41,8 +41,8 @@ struct ht_agg {
 	struct ht_agg_counts *stacks; /* per stack id */
 	uint32_t stacks_len;
 
-	struct hentry *htab;
-	size_t hcap, hcount;
+	HT_VEC(struct hentry) hents;
+	struct ht_hindex hix; /* of hents */
 
 	uint8_t *pcache; /* per process index: 0 unknown, 1 wanted, 2 not */
 	uint32_t pcache_len;
@@ -59,8 +59,8 @@ struct ht_agg {
 	uint32_t *seqs;
 	uint32_t *frames; /* parallel to seqs */
 	size_t seqs_len, seqs_alloc;
-	uint32_t *gtab; /* open addressing over groups: index + 1 */
-	size_t gcap;
+	size_t frames_alloc;
+	struct ht_hindex gix; /* of groups */
 };
 
 static uint64_t hash_seq(const uint32_t *v, uint32_t n)
@@ -147,14 +147,15 @@ void ht_agg_free(struct ht_agg *a)
 		return;
 	ht_temp_free(a->temp);
 	free(a->stacks);
-	free(a->htab);
+	ht_vec_release(&a->hents);
+	ht_hindex_release(&a->hix);
 	free(a->pcache);
 	free(a->ftext);
 	ht__intern_release(&a->in);
 	free(a->groups);
 	free(a->seqs);
 	free(a->frames);
-	free(a->gtab);
+	ht_hindex_release(&a->gix);
 	free(a);
 }
 
@@ -211,42 +212,33 @@ static void counts_sum(struct ht_agg_counts *to, const struct ht_agg_counts *c)
 	to->realloc_count += c->realloc_count;
 }
 
-static size_t hentry_slot(const struct hentry *tab, size_t cap, uint32_t process, uint64_t heap,
-			  uint32_t stack)
+static uint64_t hentry_hash(uint32_t process, uint64_t heap, uint32_t stack)
 {
-	size_t i =
-	    ht__mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull) & (cap - 1);
-	while (tab[i].used &&
-	       (tab[i].process != process || tab[i].heap != heap || tab[i].stack != stack))
-		i = (i + 1) & (cap - 1);
-	return i;
+	return ht__mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull);
+}
+
+static uint64_t hentry_rehash(const void *ctx, uint32_t id)
+{
+	const struct ht_agg *a = ctx;
+	const struct hentry *e = &a->hents.v[id];
+	return hentry_hash(e->process, e->heap, e->stack);
 }
 
 static struct hentry *handle_entry(struct ht_agg *a, uint32_t process, uint64_t heap,
 				   uint32_t stack)
 {
-	if ((a->hcount + 1) * 2 > a->hcap) {
-		size_t ncap = a->hcap ? a->hcap * 2 : 256;
-		struct hentry *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < a->hcap; i++)
-			if (a->htab[i].used)
-				nt[hentry_slot(nt, ncap, a->htab[i].process, a->htab[i].heap,
-					       a->htab[i].stack)] = a->htab[i];
-		free(a->htab);
-		a->htab = nt;
-		a->hcap = ncap;
+	uint64_t h = hentry_hash(process, heap, stack);
+	for (uint32_t *slot = ht_hindex_find(&a->hix, h); *slot;
+	     slot = ht_hindex_next(&a->hix, slot)) {
+		struct hentry *e = &a->hents.v[*slot - 1];
+		if (e->process == process && e->heap == heap && e->stack == stack)
+			return e;
 	}
-	struct hentry *e = &a->htab[hentry_slot(a->htab, a->hcap, process, heap, stack)];
-	if (!e->used) {
-		e->used = true;
-		e->process = process;
-		e->heap = heap;
-		e->stack = stack;
-		a->hcount++;
-	}
-	return e;
+	struct hentry e = {.heap = heap, .process = process, .stack = stack};
+	if (ht_vec_push(&a->hents, e) < 0 ||
+	    ht_hindex_insert(&a->hix, h, (uint32_t)(a->hents.len - 1), hentry_rehash, a) < 0)
+		return NULL;
+	return &a->hents.v[a->hents.len - 1];
 }
 
 int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
@@ -355,22 +347,10 @@ const char *ht_agg_frame_text(struct ht_agg *a, uint32_t frame)
 	return id == HT__NO_ID ? "?" : a->in.strs[id];
 }
 
-static int gtab_grow(struct ht_agg *a)
+static uint64_t group_rehash(const void *ctx, uint32_t id)
 {
-	size_t ncap = a->gcap ? a->gcap * 2 : 1024;
-	uint32_t *nt = calloc(ncap, sizeof(*nt));
-	if (!nt)
-		return HT_ERR_NOMEM;
-	for (size_t g = 0; g < a->ngroups; g++) {
-		size_t i = hash_seq(a->seqs + a->groups[g].seq, a->groups[g].seq_len) & (ncap - 1);
-		while (nt[i])
-			i = (i + 1) & (ncap - 1);
-		nt[i] = (uint32_t)g + 1;
-	}
-	free(a->gtab);
-	a->gtab = nt;
-	a->gcap = ncap;
-	return 0;
+	const struct ht_agg *a = ctx;
+	return hash_seq(a->seqs + a->groups[id].seq, a->groups[id].seq_len);
 }
 
 /*
@@ -380,37 +360,18 @@ static int gtab_grow(struct ht_agg *a)
 static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint32_t *frames,
 			       uint32_t n)
 {
-	if ((a->ngroups + 1) * 2 > a->gcap && gtab_grow(a) < 0)
-		return NULL;
-	size_t i = hash_seq(key, n) & (a->gcap - 1);
-	while (a->gtab[i]) {
-		struct group *g = &a->groups[a->gtab[i] - 1];
+	uint64_t h = hash_seq(key, n);
+	for (uint32_t *slot = ht_hindex_find(&a->gix, h); *slot;
+	     slot = ht_hindex_next(&a->gix, slot)) {
+		struct group *g = &a->groups[*slot - 1];
 		if (g->seq_len == n && !memcmp(a->seqs + g->seq, key, n * sizeof(*key)))
 			return g;
-		i = (i + 1) & (a->gcap - 1);
 	}
-	if (a->ngroups == a->groups_alloc) {
-		size_t na = a->groups_alloc ? a->groups_alloc * 2 : 1024;
-		struct group *ng = realloc(a->groups, na * sizeof(*ng));
-		if (!ng)
-			return NULL;
-		a->groups = ng;
-		a->groups_alloc = na;
-	}
-	if (a->seqs_len + n > a->seqs_alloc) {
-		size_t na = a->seqs_alloc ? a->seqs_alloc * 2 : 4096;
-		while (na < a->seqs_len + n)
-			na *= 2;
-		uint32_t *ns = realloc(a->seqs, na * sizeof(*ns));
-		if (!ns)
-			return NULL;
-		a->seqs = ns;
-		uint32_t *nf = realloc(a->frames, na * sizeof(*nf));
-		if (!nf)
-			return NULL;
-		a->frames = nf;
-		a->seqs_alloc = na;
-	}
+	if (ht_grow((void **)&a->groups, &a->groups_alloc, a->ngroups + 1, sizeof(*a->groups)) <
+		0 ||
+	    ht_grow((void **)&a->seqs, &a->seqs_alloc, a->seqs_len + n, sizeof(*a->seqs)) < 0 ||
+	    ht_grow((void **)&a->frames, &a->frames_alloc, a->seqs_len + n, sizeof(*a->frames)) < 0)
+		return NULL;
 	struct group *g = &a->groups[a->ngroups];
 	memset(g, 0, sizeof(*g));
 	g->seq = (uint32_t)a->seqs_len;
@@ -419,8 +380,10 @@ static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint
 		memcpy(a->seqs + a->seqs_len, key, n * sizeof(*key));
 		memcpy(a->frames + a->seqs_len, frames, n * sizeof(*frames));
 	}
+	if (ht_hindex_insert(&a->gix, h, (uint32_t)a->ngroups, group_rehash, a) < 0)
+		return NULL;
 	a->seqs_len += n;
-	a->gtab[i] = (uint32_t)++a->ngroups;
+	a->ngroups++;
 	g->stack = HT__NO_ID;
 	return g;
 }
@@ -473,14 +436,12 @@ static int cmp_handles(const void *pa, const void *pb, void *ctx)
 /* The handle rows: merge (process, heap, stack) entries that pass -requireFrames. */
 static int finish_handles(struct ht_agg *a, struct ht_frame_matcher *mr, struct ht_agg_result *res)
 {
-	struct ht_agg_item *items = calloc(a->hcount ? a->hcount : 1, sizeof(*items));
+	struct ht_agg_item *items = calloc(a->hents.len ? a->hents.len : 1, sizeof(*items));
 	if (!items)
 		return HT_ERR_NOMEM;
 	size_t n = 0;
-	for (size_t i = 0; i < a->hcap; i++) {
-		const struct hentry *e = &a->htab[i];
-		if (!e->used)
-			continue;
+	for (size_t i = 0; i < a->hents.len; i++) {
+		const struct hentry *e = &a->hents.v[i];
 		if (mr) {
 			const uint32_t *frames;
 			uint32_t nf = e->stack ? ht_reader_stack(a->r, e->stack, &frames) : 0;

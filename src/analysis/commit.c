@@ -62,17 +62,10 @@ struct ht_commit_tracker *ht_commit_new(ht_commit_fn on_end, void *ctx)
 
 static struct pmap *pmap_get(struct ht_commit_tracker *t, uint32_t process)
 {
-	if (process >= t->nprocs) {
-		uint32_t n = t->nprocs ? t->nprocs : 8;
-		while (n <= process)
-			n *= 2;
-		struct pmap *p = realloc(t->procs, n * sizeof(*p));
-		if (!p)
-			return NULL;
-		memset(p + t->nprocs, 0, (n - t->nprocs) * sizeof(*p));
-		t->procs = p;
-		t->nprocs = n;
-	}
+	/* nprocs is the array's length: every entry past the used ones is zero. */
+	if (ht_grow32_zero((void **)&t->procs, &t->nprocs, (size_t)process + 1, sizeof(*t->procs)) <
+	    0)
+		return NULL;
 	return &t->procs[process];
 }
 
@@ -131,14 +124,8 @@ static uint32_t find(const struct pmap *pm, uint64_t addr)
 
 static int tmp_push(struct ht_commit_tracker *t, const struct range *r)
 {
-	if (t->ntmp == t->tmp_cap) {
-		uint32_t cap = t->tmp_cap ? t->tmp_cap * 2 : 16;
-		struct range *v = realloc(t->tmp, cap * sizeof(*v));
-		if (!v)
-			return HT_ERR_NOMEM;
-		t->tmp = v;
-		t->tmp_cap = cap;
-	}
+	if (ht_grow32((void **)&t->tmp, &t->tmp_cap, (size_t)t->ntmp + 1, sizeof(*t->tmp)) < 0)
+		return HT_ERR_NOMEM;
 	t->tmp[t->ntmp++] = *r;
 	return 0;
 }
@@ -175,16 +162,10 @@ static int extract(struct ht_commit_tracker *t, uint32_t process, struct pmap *p
 	}
 	uint32_t keep = (uint32_t)has_left + (uint32_t)has_right;
 	uint32_t gone = j - i;
-	if (keep > gone) { /* one range cut in the middle becomes two */
-		if (pm->n + 1 > pm->cap) {
-			uint32_t cap = pm->cap ? pm->cap * 2 : 16;
-			struct range *v = realloc(pm->v, cap * sizeof(*v));
-			if (!v)
-				return HT_ERR_NOMEM;
-			pm->v = v;
-			pm->cap = cap;
-		}
-	}
+	/* One range cut in the middle becomes two. */
+	if (keep > gone &&
+	    ht_grow32((void **)&pm->v, &pm->cap, (size_t)pm->n + 1, sizeof(*pm->v)) < 0)
+		return HT_ERR_NOMEM;
 	if (pm->n > j) /* (an empty map may have no array at all) */
 		memmove(pm->v + i + keep, pm->v + j, (pm->n - j) * sizeof(*pm->v));
 	pm->n = pm->n - gone + keep;
@@ -208,14 +189,8 @@ static int insert(struct ht_commit_tracker *t, struct pmap *pm, const struct ran
 {
 	if (r->end <= r->start)
 		return 0;
-	if (pm->n == pm->cap) {
-		uint32_t cap = pm->cap ? pm->cap * 2 : 16;
-		struct range *v = realloc(pm->v, cap * sizeof(*v));
-		if (!v)
-			return HT_ERR_NOMEM;
-		pm->v = v;
-		pm->cap = cap;
-	}
+	if (ht_grow32((void **)&pm->v, &pm->cap, (size_t)pm->n + 1, sizeof(*pm->v)) < 0)
+		return HT_ERR_NOMEM;
 	uint32_t i = find(pm, r->start);
 	if (pm->n > i)
 		memmove(pm->v + i + 1, pm->v + i, (pm->n - i) * sizeof(*pm->v));

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "analysis/vec.h"
+
 const char *const ht_match_default_list[] = {
     /* heaptrail's own hooks, whatever the library's exact file name. */
     "libheaptrail*!",
@@ -168,16 +170,10 @@ int ht_match_list_add(struct ht_match_list *l, const char *spec)
 		/* "", "*", "*!" and "!" would match everything: surely a mistake. */
 		return HT_ERR_INVALID;
 	}
-	if (l->count == l->alloc) {
-		size_t na = l->alloc ? l->alloc * 2 : 16;
-		struct ht_match_item *ni = realloc(l->items, na * sizeof(*ni));
-		if (!ni) {
-			free(it.module);
-			free(it.symbol);
-			return HT_ERR_NOMEM;
-		}
-		l->items = ni;
-		l->alloc = na;
+	if (ht_grow((void **)&l->items, &l->alloc, l->count + 1, sizeof(*l->items)) < 0) {
+		free(it.module);
+		free(it.symbol);
+		return HT_ERR_NOMEM;
 	}
 	l->items[l->count++] = it;
 	return 0;

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "analysis/vec.h"
+
 void ht_query_init(struct ht_query *q)
 {
 	memset(q, 0, sizeof(*q));
@@ -34,14 +36,8 @@ int ht_query_add_pid(struct ht_query *q, int32_t pid)
 {
 	if (ht_query_wants_pid(q, pid) && q->pid_count)
 		return 0;
-	if (q->pid_count == q->pid_alloc) {
-		size_t na = q->pid_alloc ? q->pid_alloc * 2 : 8;
-		int32_t *np = realloc(q->pids, na * sizeof(*np));
-		if (!np)
-			return HT_ERR_NOMEM;
-		q->pids = np;
-		q->pid_alloc = na;
-	}
+	if (ht_grow((void **)&q->pids, &q->pid_alloc, q->pid_count + 1, sizeof(*q->pids)) < 0)
+		return HT_ERR_NOMEM;
 	q->pids[q->pid_count++] = pid;
 	return 0;
 }

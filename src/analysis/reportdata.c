@@ -48,14 +48,7 @@ struct run {
 #define grow ht_grow
 #define grow_zero ht_grow_zero
 
-static int grow32(void **p, uint32_t *cap, size_t n, size_t sz)
-{
-	size_t c = *cap;
-	int rc = grow(p, &c, n, sz);
-	if (rc == 0)
-		*cap = (uint32_t)c;
-	return rc;
-}
+#define grow32 ht_grow32
 
 /* ---- sites and cells ---- */
 
@@ -64,38 +57,21 @@ static uint64_t site_hash(uint32_t process, uint32_t handle, uint32_t stack)
 	return mix64(((uint64_t)process << 32 | handle) ^ mix64(stack));
 }
 
-static int site_reindex(struct ht_rd_table *t, uint32_t cap)
+static uint64_t site_rehash(const void *ctx, uint32_t id)
 {
-	uint32_t *idx = calloc(cap, sizeof(*idx));
-	if (!idx)
-		return HT_ERR_NOMEM;
-	for (uint32_t i = 0; i < t->nsites; i++) {
-		struct ht_rd_site *s = &t->sites[i];
-		uint32_t slot = (uint32_t)site_hash(s->process, s->handle, s->stack) & (cap - 1);
-		while (idx[slot])
-			slot = (slot + 1) & (cap - 1);
-		idx[slot] = i + 1;
-	}
-	free(t->site_index);
-	t->site_index = idx;
-	t->site_index_cap = cap;
-	return 0;
+	const struct ht_rd_site *st = &((const struct ht_rd_table *)ctx)->sites[id];
+	return site_hash(st->process, st->handle, st->stack);
 }
 
 /* The index of the site (process, handle, stack), added when new; negative on error. */
 static int64_t site_get(struct ht_rd_table *t, uint32_t process, uint32_t handle, uint32_t stack)
 {
-	if ((t->nsites + 1) * 2 > t->site_index_cap) {
-		int rc = site_reindex(t, t->site_index_cap ? t->site_index_cap * 2 : 256);
-		if (rc < 0)
-			return rc;
-	}
-	uint32_t slot = (uint32_t)site_hash(process, handle, stack) & (t->site_index_cap - 1);
-	while (t->site_index[slot]) {
-		struct ht_rd_site *s = &t->sites[t->site_index[slot] - 1];
+	uint64_t h = site_hash(process, handle, stack);
+	for (uint32_t *slot = ht_hindex_find(&t->site_index, h); *slot;
+	     slot = ht_hindex_next(&t->site_index, slot)) {
+		const struct ht_rd_site *s = &t->sites[*slot - 1];
 		if (s->process == process && s->handle == handle && s->stack == stack)
-			return t->site_index[slot] - 1;
-		slot = (slot + 1) & (t->site_index_cap - 1);
+			return *slot - 1;
 	}
 	if (grow32((void **)&t->sites, &t->sites_cap, t->nsites + 1, sizeof(*t->sites)) < 0)
 		return HT_ERR_NOMEM;
@@ -104,8 +80,9 @@ static int64_t site_get(struct ht_rd_table *t, uint32_t process, uint32_t handle
 	s->process = process;
 	s->handle = handle;
 	s->stack = stack;
-	t->site_index[slot] = ++t->nsites;
-	return t->nsites - 1;
+	if (ht_hindex_insert(&t->site_index, h, t->nsites, site_rehash, t) < 0)
+		return HT_ERR_NOMEM;
+	return t->nsites++;
 }
 
 static uint64_t cell_hash(uint32_t site, uint32_t ab, uint32_t fb)
@@ -113,35 +90,18 @@ static uint64_t cell_hash(uint32_t site, uint32_t ab, uint32_t fb)
 	return mix64((uint64_t)site << 32 ^ mix64((uint64_t)ab << 32 | fb));
 }
 
-static int cell_reindex(struct ht_rd_table *t, size_t cap)
+static uint64_t cell_rehash(const void *ctx, uint32_t id)
 {
-	uint32_t *idx = calloc(cap, sizeof(*idx));
-	if (!idx)
-		return HT_ERR_NOMEM;
-	for (size_t i = 0; i < t->ncells; i++) {
-		struct ht_rd_cell *c = &t->cells[i];
-		size_t slot = cell_hash(c->site, c->alloc_bucket, c->free_bucket) & (cap - 1);
-		while (idx[slot])
-			slot = (slot + 1) & (cap - 1);
-		idx[slot] = (uint32_t)i + 1;
-	}
-	free(t->cell_index);
-	t->cell_index = idx;
-	t->cell_index_cap = cap;
-	return 0;
+	const struct ht_rd_cell *c = &((const struct ht_rd_table *)ctx)->cells[id];
+	return cell_hash(c->site, c->alloc_bucket, c->free_bucket);
 }
 
 static int cell_add_raw(struct ht_rd_table *t, const struct ht_rd_cell *add)
 {
-	if ((t->ncells + 1) * 2 > t->cell_index_cap) {
-		int rc = cell_reindex(t, t->cell_index_cap ? t->cell_index_cap * 2 : 1024);
-		if (rc < 0)
-			return rc;
-	}
-	size_t slot =
-	    cell_hash(add->site, add->alloc_bucket, add->free_bucket) & (t->cell_index_cap - 1);
-	while (t->cell_index[slot]) {
-		struct ht_rd_cell *c = &t->cells[t->cell_index[slot] - 1];
+	uint64_t h = cell_hash(add->site, add->alloc_bucket, add->free_bucket);
+	for (uint32_t *slot = ht_hindex_find(&t->cell_index, h); *slot;
+	     slot = ht_hindex_next(&t->cell_index, slot)) {
+		struct ht_rd_cell *c = &t->cells[*slot - 1];
 		if (c->site == add->site && c->alloc_bucket == add->alloc_bucket &&
 		    c->free_bucket == add->free_bucket) {
 			c->count += add->count;
@@ -150,12 +110,13 @@ static int cell_add_raw(struct ht_rd_table *t, const struct ht_rd_cell *add)
 			c->reallocs += add->reallocs;
 			return 0;
 		}
-		slot = (slot + 1) & (t->cell_index_cap - 1);
 	}
 	if (grow((void **)&t->cells, &t->cells_cap, t->ncells + 1, sizeof(*t->cells)) < 0)
 		return HT_ERR_NOMEM;
 	t->cells[t->ncells] = *add;
-	t->cell_index[slot] = (uint32_t)++t->ncells;
+	if (ht_hindex_insert(&t->cell_index, h, (uint32_t)t->ncells, cell_rehash, t) < 0)
+		return HT_ERR_NOMEM;
+	t->ncells++;
 	return 0;
 }
 
@@ -170,9 +131,7 @@ static int cells_coarsen(struct ht_rd_table *t)
 	t->cells = NULL;
 	t->ncells = 0;
 	t->cells_cap = 0;
-	free(t->cell_index);
-	t->cell_index = NULL;
-	t->cell_index_cap = 0;
+	ht_hindex_release(&t->cell_index);
 	t->bucket_ns *= 2;
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -277,8 +236,8 @@ static void table_release(struct ht_rd_table *t)
 		free(t->sites[i].lives);
 	free(t->sites);
 	free(t->cells);
-	free(t->site_index);
-	free(t->cell_index);
+	ht_hindex_release(&t->site_index);
+	ht_hindex_release(&t->cell_index);
 	memset(t, 0, sizeof(*t));
 }
 

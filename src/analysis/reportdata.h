@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "analysis/summary.h"
+#include "analysis/vec.h"
 #include "heaptrail/trace.h"
 
 struct ht_report_opts {
@@ -88,11 +89,9 @@ struct ht_rd_table {
 	uint64_t cell_budget;
 	uint64_t bucket_ns;
 	uint32_t binned_sites;
-	/* Internal: site and cell hash indexes (slot = index + 1, 0 empty). */
-	uint32_t *site_index;
-	uint32_t site_index_cap;
-	uint32_t *cell_index;
-	size_t cell_index_cap;
+	/* Internal: site and cell hash indexes (vec.h). */
+	struct ht_hindex site_index;
+	struct ht_hindex cell_index;
 };
 
 /* A series over time: the largest value and the last value of each point. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/lifetime.h"
+#include "analysis/vec.h"
 
 #define MAX_POINTS 10000000u
 
@@ -24,9 +25,8 @@ struct ht_timeline {
 	enum ht_tl_by by;
 	struct series *s;
 	uint32_t ns, scap;
-	uint32_t *index; /* open addressing: series index + 1 */
-	uint32_t index_cap;
-	uint64_t *rss; /* last RSS sample per process index */
+	struct ht_hindex index; /* of s */
+	uint64_t *rss;		/* last RSS sample per process index */
 	uint32_t nrss;
 	int finished;
 	int peak;
@@ -102,22 +102,10 @@ static uint64_t series_hash(const struct ht_tl_series *d)
 	return mix(mix(((uint64_t)d->kind << 32 | d->process) ^ 0x51ed27ull) ^ d->heap);
 }
 
-static int index_grow(struct ht_timeline *tl)
+static uint64_t series_rehash(const void *ctx, uint32_t id)
 {
-	uint32_t cap = tl->index_cap ? tl->index_cap * 2 : 16;
-	uint32_t *idx = calloc(cap, sizeof(*idx));
-	if (!idx)
-		return HT_ERR_NOMEM;
-	for (uint32_t i = 0; i < tl->ns; i++) {
-		uint32_t slot = (uint32_t)series_hash(&tl->s[i].d) & (cap - 1);
-		while (idx[slot])
-			slot = (slot + 1) & (cap - 1);
-		idx[slot] = i + 1;
-	}
-	free(tl->index);
-	tl->index = idx;
-	tl->index_cap = cap;
-	return 0;
+	const struct ht_timeline *tl = ctx;
+	return series_hash(&tl->s[id].d);
 }
 
 /* The series for a key, created (all zero) when new; NULL when out of memory. */
@@ -132,37 +120,27 @@ static struct series *series_get(struct ht_timeline *tl, enum ht_tl_kind kind, u
 		d.has_heap = 1;
 	}
 	uint64_t h = series_hash(&d);
-	if (tl->index_cap) {
-		uint32_t slot = (uint32_t)h & (tl->index_cap - 1);
-		while (tl->index[slot]) {
-			struct series *s = &tl->s[tl->index[slot] - 1];
-			if (s->d.kind == d.kind && s->d.process == d.process && s->d.heap == d.heap)
-				return s;
-			slot = (slot + 1) & (tl->index_cap - 1);
-		}
+	for (uint32_t *slot = ht_hindex_find(&tl->index, h); *slot;
+	     slot = ht_hindex_next(&tl->index, slot)) {
+		struct series *s = &tl->s[*slot - 1];
+		if (s->d.kind == d.kind && s->d.process == d.process && s->d.heap == d.heap)
+			return s;
 	}
-	if ((tl->ns + 1) * 2 > tl->index_cap && index_grow(tl) < 0)
+	if (ht_grow32((void **)&tl->s, &tl->scap, (size_t)tl->ns + 1, sizeof(*tl->s)) < 0)
 		return NULL;
-	if (tl->ns == tl->scap) {
-		uint32_t cap = tl->scap ? tl->scap * 2 : 8;
-		struct series *s = realloc(tl->s, cap * sizeof(*s));
-		if (!s)
-			return NULL;
-		tl->s = s;
-		tl->scap = cap;
-	}
 	int64_t *v = calloc(tl->npoints, sizeof(*v));
 	if (!v)
 		return NULL;
-	struct series *s = &tl->s[tl->ns++];
+	struct series *s = &tl->s[tl->ns];
 	s->d = d;
 	s->cur = 0;
 	s->filled = 0;
 	s->v = v;
-	uint32_t slot = (uint32_t)h & (tl->index_cap - 1);
-	while (tl->index[slot])
-		slot = (slot + 1) & (tl->index_cap - 1);
-	tl->index[slot] = tl->ns;
+	if (ht_hindex_insert(&tl->index, h, tl->ns, series_rehash, tl) < 0) {
+		free(v);
+		return NULL;
+	}
+	tl->ns++;
 	return s;
 }
 
@@ -292,9 +270,7 @@ void ht_timeline_finish(struct ht_timeline *tl)
 	}
 	if (tl->ns > 1)
 		qsort(tl->s, tl->ns, sizeof(tl->s[0]), cmp_series);
-	free(tl->index);
-	tl->index = NULL;
-	tl->index_cap = 0;
+	ht_hindex_release(&tl->index);
 }
 
 uint64_t ht_timeline_points(const struct ht_timeline *tl)
@@ -334,7 +310,7 @@ void ht_timeline_free(struct ht_timeline *tl)
 	for (uint32_t i = 0; i < tl->ns; i++)
 		free(tl->s[i].v);
 	free(tl->s);
-	free(tl->index);
+	ht_hindex_release(&tl->index);
 	free(tl->rss);
 	free(tl);
 }

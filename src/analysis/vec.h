@@ -76,6 +76,25 @@ static inline int ht_grow_zero(void **p, size_t *cap, size_t need, size_t size)
 	return rc;
 }
 
+/* ht_grow() and ht_grow_zero() for a uint32_t capacity. */
+static inline int ht_grow32(void **p, uint32_t *cap, size_t need, size_t size)
+{
+	size_t c = *cap;
+	if (need > UINT32_MAX || ht_grow(p, &c, need, size) < 0)
+		return HT_ERR_NOMEM;
+	*cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+	return 0;
+}
+
+static inline int ht_grow32_zero(void **p, uint32_t *cap, size_t need, size_t size)
+{
+	size_t c = *cap;
+	if (need > UINT32_MAX || ht_grow_zero(p, &c, need, size) < 0)
+		return HT_ERR_NOMEM;
+	*cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+	return 0;
+}
+
 /* A typed growable array: v[0 .. len), room for cap. Zero-initialize it. */
 #define HT_VEC(T)                                                                                  \
 	struct {                                                                                   \

@@ -91,58 +91,25 @@ struct ht_wtree *ht_wtree_new(const struct ht_window *w, const enum ht_wkey *key
 	return t;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
+#define mix64 ht_mix64
 
-/* Rebuild the child index (open addressing, slot = child index + 1) at twice the size. */
-static int index_grow(struct ht_wnode *n)
+static uint64_t child_hash(const void *ctx, uint32_t id)
 {
-	uint32_t cap = n->index_cap ? n->index_cap * 2 : 8;
-	uint32_t *idx = calloc(cap, sizeof(*idx));
-	if (!idx)
-		return HT_ERR_NOMEM;
-	for (uint32_t i = 0; i < n->nall; i++) {
-		uint32_t s = (uint32_t)mix64(n->children[i]->value) & (cap - 1);
-		while (idx[s])
-			s = (s + 1) & (cap - 1);
-		idx[s] = i + 1;
-	}
-	free(n->index);
-	n->index = idx;
-	n->index_cap = cap;
-	return 0;
+	const struct ht_wnode *n = ctx;
+	return mix64(n->children[id]->value);
 }
 
 /* The child of n with this value, created when missing; NULL when out of memory. */
 static struct ht_wnode *child_get(struct ht_wnode *n, enum ht_wkey key, uint64_t value)
 {
-	if (n->index_cap) {
-		uint32_t s = (uint32_t)mix64(value) & (n->index_cap - 1);
-		while (n->index[s]) {
-			struct ht_wnode *c = n->children[n->index[s] - 1];
-			if (c->value == value)
-				return c;
-			s = (s + 1) & (n->index_cap - 1);
-		}
-	}
-	/* Keep the index at most half full so probes stay short. */
-	if ((n->nall + 1) * 2 > n->index_cap && index_grow(n) < 0)
+	uint64_t h = mix64(value);
+	for (uint32_t *slot = ht_hindex_find(&n->index, h); *slot;
+	     slot = ht_hindex_next(&n->index, slot))
+		if (n->children[*slot - 1]->value == value)
+			return n->children[*slot - 1];
+	if (ht_grow32((void **)&n->children, &n->cap, (size_t)n->nall + 1, sizeof(*n->children)) <
+	    0)
 		return NULL;
-	if (n->nall == n->cap) {
-		uint32_t cap = n->cap ? n->cap * 2 : 4;
-		struct ht_wnode **c = realloc(n->children, cap * sizeof(*c));
-		if (!c)
-			return NULL;
-		n->children = c;
-		n->cap = cap;
-	}
 	struct ht_wnode *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
@@ -150,12 +117,12 @@ static struct ht_wnode *child_get(struct ht_wnode *n, enum ht_wkey key, uint64_t
 	c->depth = n->depth + 1;
 	c->value = value;
 	n->children[n->nall] = c;
+	if (ht_hindex_insert(&n->index, h, n->nall, child_hash, n) < 0) {
+		free(c);
+		return NULL;
+	}
 	n->nall++;
 	n->nchildren = n->nall;
-	uint32_t s = (uint32_t)mix64(value) & (n->index_cap - 1);
-	while (n->index[s])
-		s = (s + 1) & (n->index_cap - 1);
-	n->index[s] = n->nall;
 	return c;
 }
 
@@ -174,14 +141,8 @@ static void node_count(struct ht_wnode *n, const struct ht_witem *it, int type)
 
 static int node_row(struct ht_wnode *n, const struct ht_witem *it, int type)
 {
-	if (n->nrows == n->rows_cap) {
-		uint32_t cap = n->rows_cap ? n->rows_cap * 2 : 8;
-		struct ht_wrow *r = realloc(n->rows, cap * sizeof(*r));
-		if (!r)
-			return HT_ERR_NOMEM;
-		n->rows = r;
-		n->rows_cap = cap;
-	}
+	if (ht_grow32((void **)&n->rows, &n->rows_cap, (size_t)n->nrows + 1, sizeof(*n->rows)) < 0)
+		return HT_ERR_NOMEM;
 	struct ht_wrow *r = &n->rows[n->nrows++];
 	r->alloc_ts = it->alloc_ts;
 	r->free_ts = it->free_ts;
@@ -310,9 +271,7 @@ static int cmp_row(const void *pa, const void *pb)
 static void sort_node(struct ht_wnode *n, enum ht_wsort by, uint32_t top)
 {
 	/* The index refers to positions, which sorting changes; the tree is final now. */
-	free(n->index);
-	n->index = NULL;
-	n->index_cap = 0;
+	ht_hindex_release(&n->index);
 	if (n->nall > 1)
 		qsort_r(n->children, n->nall, sizeof(n->children[0]), cmp_node, &by);
 	n->nchildren = top && top < n->nall ? top : n->nall;
@@ -339,7 +298,7 @@ static void node_release(struct ht_wnode *n)
 		free(n->children[i]);
 	}
 	free(n->children);
-	free(n->index);
+	ht_hindex_release(&n->index);
 	free(n->rows);
 }
 
@@ -379,13 +338,11 @@ struct ht_wstacks {
 	uint32_t nraw;
 	struct wcanon *canon; /* index = canonical id; 0 unused */
 	uint32_t ncanon, canon_cap;
-	uint32_t *canon_index; /* open addressing: canonical id, 0 = empty */
-	uint32_t canon_index_cap;
-	char **names; /* frame texts, index = key */
+	struct ht_hindex canon_index; /* slots hold the canonical id (id - 1 + 1) */
+	char **names;		      /* frame texts, index = key */
 	uint32_t nnames, names_cap;
-	uint32_t *name_index; /* open addressing: key + 1 */
-	uint32_t name_index_cap;
-	uint32_t *frame_key; /* logical frame id -> text key + 1, 0 = not yet */
+	struct ht_hindex name_index; /* of names */
+	uint32_t *frame_key;	     /* logical frame id -> text key + 1, 0 = not yet */
 	uint32_t nframe_key;
 };
 
@@ -418,44 +375,17 @@ static uint64_t hash_frames(const uint32_t *f, uint32_t n)
 	return h;
 }
 
-static uint64_t hash_str(const char *p)
+/* Ids in the canonical index are canonical ids - 1 (id 0 is unused). */
+static uint64_t canon_hash(const void *ctx, uint32_t id)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return h;
+	const struct ht_wstacks *s = ctx;
+	return hash_frames(s->canon[id + 1].keys, s->canon[id + 1].n);
 }
 
-static int grow_table(uint32_t **tab, uint32_t *cap, uint64_t (*hash)(void *, uint32_t), void *ctx)
+static uint64_t name_hash(const void *ctx, uint32_t key)
 {
-	uint32_t ncap = *cap ? *cap * 2 : 64;
-	uint32_t *t = calloc(ncap, sizeof(*t));
-	if (!t)
-		return HT_ERR_NOMEM;
-	for (uint32_t i = 0; i < *cap; i++) {
-		if (!(*tab)[i])
-			continue;
-		uint32_t slot = (uint32_t)hash(ctx, (*tab)[i]) & (ncap - 1);
-		while (t[slot])
-			slot = (slot + 1) & (ncap - 1);
-		t[slot] = (*tab)[i];
-	}
-	free(*tab);
-	*tab = t;
-	*cap = ncap;
-	return 0;
-}
-
-static uint64_t canon_hash(void *ctx, uint32_t id)
-{
-	struct ht_wstacks *s = ctx;
-	return hash_frames(s->canon[id].keys, s->canon[id].n);
-}
-
-static uint64_t name_hash(void *ctx, uint32_t slot)
-{
-	struct ht_wstacks *s = ctx;
-	return hash_str(s->names[slot - 1]);
+	const struct ht_wstacks *s = ctx;
+	return ht_hash_str(s->names[key]);
 }
 
 /*
@@ -465,39 +395,29 @@ static uint64_t name_hash(void *ctx, uint32_t slot)
 static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *keys, const uint32_t *f, uint32_t n)
 {
 	uint64_t h = hash_frames(keys, n);
-	if (s->canon_index_cap) {
-		uint32_t slot = (uint32_t)h & (s->canon_index_cap - 1);
-		while (s->canon_index[slot]) {
-			struct wcanon *c = &s->canon[s->canon_index[slot]];
-			if (c->n == n && !memcmp(c->keys, keys, n * sizeof(*keys)))
-				return s->canon_index[slot];
-			slot = (slot + 1) & (s->canon_index_cap - 1);
-		}
+	for (uint32_t *slot = ht_hindex_find(&s->canon_index, h); *slot;
+	     slot = ht_hindex_next(&s->canon_index, slot)) {
+		const struct wcanon *c = &s->canon[*slot];
+		if (c->n == n && !memcmp(c->keys, keys, n * sizeof(*keys)))
+			return *slot;
 	}
-	if ((s->ncanon + 1) * 2 > s->canon_index_cap &&
-	    grow_table(&s->canon_index, &s->canon_index_cap, canon_hash, s) < 0)
+	if (ht_grow32((void **)&s->canon, &s->canon_cap, (size_t)s->ncanon + 1, sizeof(*s->canon)) <
+	    0)
 		return 0;
-	if (s->ncanon >= s->canon_cap) {
-		uint32_t cap = s->canon_cap ? s->canon_cap * 2 : 64;
-		struct wcanon *c = realloc(s->canon, cap * sizeof(*c));
-		if (!c)
-			return 0;
-		s->canon = c;
-		s->canon_cap = cap;
-	}
 	uint32_t *copy = malloc(2 * (n ? n : 1) * sizeof(*copy));
 	if (!copy)
 		return 0;
 	memcpy(copy, keys, n * sizeof(*keys));
 	memcpy(copy + n, f, n * sizeof(*f));
-	uint32_t id = s->ncanon++;
+	uint32_t id = s->ncanon;
 	s->canon[id].keys = copy;
 	s->canon[id].frames = copy + n;
 	s->canon[id].n = n;
-	uint32_t slot = (uint32_t)h & (s->canon_index_cap - 1);
-	while (s->canon_index[slot])
-		slot = (slot + 1) & (s->canon_index_cap - 1);
-	s->canon_index[slot] = id;
+	if (ht_hindex_insert(&s->canon_index, h, id - 1, canon_hash, s) < 0) {
+		free(copy);
+		return 0;
+	}
+	s->ncanon++;
 	return id;
 }
 
@@ -507,15 +427,10 @@ static uint32_t frame_key_intern(struct ht_wstacks *s, const char *buf);
 static uint32_t frame_key_get(struct ht_wstacks *s, uint32_t frame)
 {
 	/* An unfinished trace grows its frame table while it is read. */
-	if (frame >= s->nframe_key && frame < ht_reader_frame_count(s->r)) {
-		uint32_t n = ht_reader_frame_count(s->r);
-		uint32_t *k = realloc(s->frame_key, n * sizeof(*k));
-		if (!k)
-			return UINT32_MAX;
-		memset(k + s->nframe_key, 0, (n - s->nframe_key) * sizeof(*k));
-		s->frame_key = k;
-		s->nframe_key = n;
-	}
+	if (frame >= s->nframe_key && frame < ht_reader_frame_count(s->r) &&
+	    ht_grow32_zero((void **)&s->frame_key, &s->nframe_key, ht_reader_frame_count(s->r),
+			   sizeof(*s->frame_key)) < 0)
+		return UINT32_MAX;
 	if (frame < s->nframe_key && s->frame_key[frame])
 		return s->frame_key[frame] - 1;
 	char small[512], *buf = small;
@@ -539,40 +454,24 @@ static uint32_t frame_key_get(struct ht_wstacks *s, uint32_t frame)
 /* The key of a frame text, added when new; UINT32_MAX when out of memory. */
 static uint32_t frame_key_intern(struct ht_wstacks *s, const char *buf)
 {
-	uint64_t h = hash_str(buf);
-	uint32_t key = UINT32_MAX;
-	if (s->name_index_cap) {
-		uint32_t slot = (uint32_t)h & (s->name_index_cap - 1);
-		while (s->name_index[slot]) {
-			if (!strcmp(s->names[s->name_index[slot] - 1], buf)) {
-				key = s->name_index[slot] - 1;
-				break;
-			}
-			slot = (slot + 1) & (s->name_index_cap - 1);
-		}
+	uint64_t h = ht_hash_str(buf);
+	for (uint32_t *slot = ht_hindex_find(&s->name_index, h); *slot;
+	     slot = ht_hindex_next(&s->name_index, slot))
+		if (!strcmp(s->names[*slot - 1], buf))
+			return *slot - 1;
+	if (ht_grow32((void **)&s->names, &s->names_cap, (size_t)s->nnames + 1, sizeof(*s->names)) <
+	    0)
+		return UINT32_MAX;
+	char *copy = strdup(buf);
+	if (!copy)
+		return UINT32_MAX;
+	uint32_t key = s->nnames;
+	s->names[key] = copy;
+	if (ht_hindex_insert(&s->name_index, h, key, name_hash, s) < 0) {
+		free(copy);
+		return UINT32_MAX;
 	}
-	if (key == UINT32_MAX) {
-		if ((s->nnames + 1) * 2 > s->name_index_cap &&
-		    grow_table(&s->name_index, &s->name_index_cap, name_hash, s) < 0)
-			return UINT32_MAX;
-		if (s->nnames == s->names_cap) {
-			uint32_t cap = s->names_cap ? s->names_cap * 2 : 64;
-			char **n = realloc(s->names, cap * sizeof(*n));
-			if (!n)
-				return UINT32_MAX;
-			s->names = n;
-			s->names_cap = cap;
-		}
-		char *copy = strdup(buf);
-		if (!copy)
-			return UINT32_MAX;
-		key = s->nnames++;
-		s->names[key] = copy;
-		uint32_t slot = (uint32_t)h & (s->name_index_cap - 1);
-		while (s->name_index[slot])
-			slot = (slot + 1) & (s->name_index_cap - 1);
-		s->name_index[slot] = key + 1;
-	}
+	s->nnames++;
 	return key;
 }
 
@@ -685,11 +584,11 @@ void ht_wstacks_free(struct ht_wstacks *s)
 	for (uint32_t i = 1; i < s->ncanon; i++)
 		free(s->canon[i].keys);
 	free(s->canon);
-	free(s->canon_index);
+	ht_hindex_release(&s->canon_index);
 	for (uint32_t i = 0; i < s->nnames; i++)
 		free(s->names[i]);
 	free(s->names);
-	free(s->name_index);
+	ht_hindex_release(&s->name_index);
 	free(s->frame_key);
 	free(s);
 }

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "analysis/lifetime.h"
+#include "analysis/vec.h"
 
 /* A window [start, end) in ns since the trace start; start < end. */
 struct ht_window {
@@ -146,8 +147,7 @@ struct ht_wnode {
 	/* Internal: every child (nchildren may be cut by top), the index, the rows' capacity. */
 	uint32_t nall;
 	uint32_t cap;
-	uint32_t *index;
-	uint32_t index_cap;
+	struct ht_hindex index;
 	uint32_t rows_cap;
 };
 

@@ -139,10 +139,12 @@ struct ht__session {
 
 	/* stacks: frame ids of trace stack i at stack_frames[stack_off[i]], stack_len[i] */
 	uint32_t *stack_frames;
-	uint64_t stack_frames_n, stack_frames_cap;
+	uint64_t stack_frames_n;
+	size_t stack_frames_cap;
 	uint64_t *stack_off;
 	uint32_t *stack_len;
 	uint32_t nstacks, stacks_cap; /* trace ids 1 .. nstacks */
+	uint32_t stack_len_cap;
 	struct ht__htab stack_tab;
 	uint32_t *stack_map; /* recorder stack id -> trace stack id */
 	uint32_t stack_map_cap;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/vec.h"
 #include "session/internal.h"
 
 /* Recorder stack ids above this are refused (a corrupt record, not a program). */
@@ -111,14 +112,9 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 		    uint32_t flags, const char *exe, const char *args, uint32_t args_len,
 		    uint64_t ts, uint32_t *out)
 {
-	if (s->nprocs == s->procs_cap) {
-		uint32_t ncap = s->procs_cap ? s->procs_cap * 2 : 16;
-		struct ht__proc **np = realloc(s->procs, ncap * sizeof(*np));
-		if (!np)
-			return HT_ERR_NOMEM;
-		s->procs = np;
-		s->procs_cap = ncap;
-	}
+	if (ht_grow32((void **)&s->procs, &s->procs_cap, (size_t)s->nprocs + 1, sizeof(*s->procs)) <
+	    0)
+		return HT_ERR_NOMEM;
 	struct ht__proc *p = calloc(1, sizeof(*p));
 	if (!p)
 		return HT_ERR_NOMEM;
@@ -265,14 +261,8 @@ static int module_intern(struct ht__session *s, const char *path, const uint8_t 
 		*out = id;
 		return 0;
 	}
-	if (s->nmods == s->mods_cap) {
-		uint32_t ncap = s->mods_cap ? s->mods_cap * 2 : 32;
-		struct ht__module_ent *nm = realloc(s->mods, ncap * sizeof(*nm));
-		if (!nm)
-			return HT_ERR_NOMEM;
-		s->mods = nm;
-		s->mods_cap = ncap;
-	}
+	if (ht_grow32((void **)&s->mods, &s->mods_cap, (size_t)s->nmods + 1, sizeof(*s->mods)) < 0)
+		return HT_ERR_NOMEM;
 	struct ht__module_ent *m = &s->mods[s->nmods];
 	memset(m, 0, sizeof(*m));
 	m->path = strdup(path);
@@ -311,14 +301,9 @@ static int frame_intern(struct ht__session *s, uint32_t module, uint64_t rel, ui
 		*out = id;
 		return 0;
 	}
-	if (s->nframes == s->frames_cap) {
-		uint32_t ncap = s->frames_cap ? s->frames_cap * 2 : 1024;
-		struct ht__frame_key *nf = realloc(s->frames, ncap * sizeof(*nf));
-		if (!nf)
-			return HT_ERR_NOMEM;
-		s->frames = nf;
-		s->frames_cap = ncap;
-	}
+	if (ht_grow32((void **)&s->frames, &s->frames_cap, (size_t)s->nframes + 1,
+		      sizeof(*s->frames)) < 0)
+		return HT_ERR_NOMEM;
 	id = s->nframes;
 	s->frames[id] = k;
 	int rc = ht__htab_put(&s->frame_tab, h, id);
@@ -355,28 +340,13 @@ static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t 
 		return 0;
 	}
 	/* ids start at 1: slot 0 of the arrays is unused */
-	if (s->nstacks + 2 > s->stacks_cap) {
-		uint32_t ncap = s->stacks_cap ? s->stacks_cap * 2 : 1024;
-		uint64_t *no = realloc(s->stack_off, ncap * sizeof(*no));
-		if (!no)
-			return HT_ERR_NOMEM;
-		s->stack_off = no;
-		uint32_t *nl = realloc(s->stack_len, ncap * sizeof(*nl));
-		if (!nl)
-			return HT_ERR_NOMEM;
-		s->stack_len = nl;
-		s->stacks_cap = ncap;
-	}
-	if (s->stack_frames_n + n > s->stack_frames_cap) {
-		uint64_t ncap = s->stack_frames_cap ? s->stack_frames_cap * 2 : 16384;
-		while (ncap < s->stack_frames_n + n)
-			ncap *= 2;
-		uint32_t *nf = realloc(s->stack_frames, ncap * sizeof(*nf));
-		if (!nf)
-			return HT_ERR_NOMEM;
-		s->stack_frames = nf;
-		s->stack_frames_cap = ncap;
-	}
+	if (ht_grow32((void **)&s->stack_off, &s->stacks_cap, (size_t)s->nstacks + 2,
+		      sizeof(*s->stack_off)) < 0 ||
+	    ht_grow32((void **)&s->stack_len, &s->stack_len_cap, (size_t)s->nstacks + 2,
+		      sizeof(*s->stack_len)) < 0 ||
+	    ht_grow((void **)&s->stack_frames, &s->stack_frames_cap, s->stack_frames_n + n,
+		    sizeof(*s->stack_frames)) < 0)
+		return HT_ERR_NOMEM;
 	id = ++s->nstacks;
 	s->stack_off[id] = s->stack_frames_n;
 	s->stack_len[id] = n;
@@ -457,17 +427,10 @@ static int on_module(struct ht__session *s, struct ht__proc *p, struct ht_event 
 	int rc = module_intern(s, path, m->build_id, m->build_id_len, &id);
 	if (rc < 0)
 		return rc;
-	if (m->index >= p->nmods) {
-		uint32_t nn = p->nmods ? p->nmods : 16;
-		while (nn <= m->index)
-			nn *= 2;
-		uint32_t *nm = realloc(p->mods, nn * sizeof(*nm));
-		if (!nm)
-			return HT_ERR_NOMEM;
-		memset(nm + p->nmods, 0, (nn - p->nmods) * sizeof(*nm));
-		p->mods = nm;
-		p->nmods = nn;
-	}
+	/* nmods is the array's length: entries past the used ones are zero. */
+	if (ht_grow32_zero((void **)&p->mods, &p->nmods, (size_t)m->index + 1, sizeof(*p->mods)) <
+	    0)
+		return HT_ERR_NOMEM;
 	p->mods[m->index] = id + 1;
 	ev->type = HT_EV_MODULE_LOAD;
 	ev->module = id;
