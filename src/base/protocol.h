@@ -69,6 +69,9 @@ struct ht__shm_header {
 	_Atomic uint32_t waiters;   /* recorder threads asleep on drain_seq */
 	uint64_t collector_start;   /* start time of collector_pid (field 22 of
 				       /proc/PID/stat), 0 when unknown */
+	/* Events of a signal handler that interrupted a hook (not recorded:
+	   the interrupted hook may be in the middle of a record). */
+	_Atomic uint64_t reentered;
 };
 
 /* ht__ring.state */

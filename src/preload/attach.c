@@ -596,7 +596,7 @@ HT_EXPORT int ht_attach_start(const char *session_path)
 	/* Once per copy of the module: threads may still point at an old session. */
 	if (ht_started || atomic_load(&ht__g.state) == HT_ST_READY || atomic_load(&ht_attached))
 		goto out;
-	t->guard++;
+	t->guard += HT_GUARD_OWN;
 	ht__resolve();
 	rc = ht_find_hooks();
 	if (rc == 0) {
@@ -626,7 +626,7 @@ HT_EXPORT int ht_attach_start(const char *session_path)
 		pthread_atfork(NULL, NULL, ht_attach_child);
 		on_exit(ht_attach_on_exit, NULL);
 	}
-	t->guard--;
+	t->guard -= HT_GUARD_OWN;
 out:
 	errno = save;
 	return rc;
@@ -657,7 +657,7 @@ HT_EXPORT int ht_attach_stop(void)
 		return HT_ERR_NOT_FOUND;
 	}
 	struct ht__thread *t = &ht__t;
-	t->guard++;
+	t->guard += HT_GUARD_OWN;
 	/* Tracing ends for every function at once, then the entries go back. */
 	ht__go_dormant();
 	ht_walk_all(HT_RESTORE, NULL);
@@ -700,7 +700,7 @@ HT_EXPORT int ht_attach_stop(void)
 	}
 	if (shared != hdr)
 		syscall(SYS_munmap, shared, size);
-	t->guard--;
+	t->guard -= HT_GUARD_OWN;
 	errno = save;
 	return 0;
 }

@@ -128,13 +128,23 @@ void ht__ext_ready(void)
 	atomic_store(&ht_ext_done, 1);
 }
 
+/* A traced call of these hooks may reach the program's allocator on purpose
+   (operator new calls malloc): that re-entry is not a lost event. */
+static inline int ht_ext_enter(struct ht__thread *t)
+{
+	if (!ht__enter(t))
+		return 0;
+	t->guard = HT_GUARD_OWN;
+	return 1;
+}
+
 /* Launch mode: at the first call of any of these hooks. Concurrent first
    calls find the same values. */
 static HT_COLD void ht_ext_resolve(void)
 {
 	ht__resolve();
 	int save = errno;
-	ht__t.guard++;
+	ht__t.guard += HT_GUARD_OWN;
 	const void *self = ht_module_base((const void *)ht_ext_resolve);
 	for (unsigned i = 0; i < HT_EXT_COUNT; i++) {
 		void *p = dlsym(RTLD_DEFAULT, ht_ext_names[i]);
@@ -143,7 +153,7 @@ static HT_COLD void ht_ext_resolve(void)
 		ht_ext_real[i] = p;
 	}
 	ht__ext_ready();
-	ht__t.guard--;
+	ht__t.guard -= HT_GUARD_OWN;
 	errno = save;
 }
 
@@ -197,7 +207,7 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return ht_ext_missing();                                                   \
-		if (!ht_ext_traced[HT_X_##name] || HT_UNLIKELY(!ht__enter(t)))                     \
+		if (!ht_ext_traced[HT_X_##name] || HT_UNLIKELY(!ht_ext_enter(t)))                  \
 			return real args;                                                          \
 		struct ht_ext_call c __attribute__((cleanup(ht_ext_end))) = {t, fn, (sz), 0};      \
 		ret p = real args;                                                                 \
@@ -216,7 +226,7 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return ht_ext_missing();                                                   \
-		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
+		if (HT_UNLIKELY(!ht_ext_enter(t)))                                                 \
 			return real args;                                                          \
 		ret p = real args;                                                                 \
 		int e = errno;                                                                     \
@@ -238,7 +248,7 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return ht_ext_missing();                                                   \
-		if (!ht_ext_traced[HT_X_##name] || HT_UNLIKELY(!ht__enter(t)))                     \
+		if (!ht_ext_traced[HT_X_##name] || HT_UNLIKELY(!ht_ext_enter(t)))                  \
 			return real args;                                                          \
 		struct ht_ext_call c __attribute__((cleanup(ht_ext_end))) = {t, fn, (sz), 1};      \
 		void *np = real args;                                                              \
@@ -256,7 +266,7 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return; /* nowhere to give it back: leak rather than crash */              \
-		if (!ht_ext_traced[HT_X_##name] || !(ptr) || HT_UNLIKELY(!ht__enter(t))) {         \
+		if (!ht_ext_traced[HT_X_##name] || !(ptr) || HT_UNLIKELY(!ht_ext_enter(t))) {      \
 			if (!ht__is_boot(ptr))                                                     \
 				real args;                                                         \
 			return;                                                                    \
@@ -324,7 +334,7 @@ HT_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return 0;
-	if (!ht_ext_traced[HT_X_xallocx] || HT_UNLIKELY(!ht__enter(t)))
+	if (!ht_ext_traced[HT_X_xallocx] || HT_UNLIKELY(!ht_ext_enter(t)))
 		return real(p, size, extra, flags);
 	size_t n = real(p, size, extra, flags);
 	int e = errno;
@@ -381,7 +391,7 @@ HT_EXT_FREE(tc_deletearray_aligned_nothrow, TC, (void *p, ht_align_t al, ht_noth
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return ENOMEM;                                                             \
-		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
+		if (HT_UNLIKELY(!ht_ext_enter(t)))                                                 \
 			return real(out, al, size);                                                \
 		int e = errno;                                                                     \
 		int rc = real(out, al, size);                                                      \
@@ -474,7 +484,7 @@ HT_EXT_DUP(unsigned char *, mi_mbsdup, (const unsigned char *s), (s), strlen((co
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return ht_ext_missing();                                                   \
-		if ((given) || HT_UNLIKELY(!ht__enter(t)))                                         \
+		if ((given) || HT_UNLIKELY(!ht_ext_enter(t)))                                      \
 			return real args;                                                          \
 		char *p = real args;                                                               \
 		int e = errno;                                                                     \
@@ -550,7 +560,7 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return ENOMEM;
-	if (HT_UNLIKELY(!ht__enter(t)))
+	if (HT_UNLIKELY(!ht_ext_enter(t)))
 		return real(pp, n, size);
 	void *old;
 	memcpy(&old, pp, sizeof old);
@@ -572,7 +582,7 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return ht_ext_missing();                                                   \
-		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
+		if (HT_UNLIKELY(!ht_ext_enter(t)))                                                 \
 			return real(p, size);                                                      \
 		void *r = real(p, size);                                                           \
 		int e = errno;                                                                     \
@@ -608,7 +618,7 @@ HT_EXPORT void mi_heap_destroy(ht_mi_heap *h)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return;
-	if (!h || HT_UNLIKELY(!ht__enter(t))) {
+	if (!h || HT_UNLIKELY(!ht_ext_enter(t))) {
 		real(h);
 		return;
 	}
@@ -636,7 +646,7 @@ HT_EXPORT void mi_heap_destroy(ht_mi_heap *h)
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return (ret)ht_ext_missing();                                              \
-		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
+		if (HT_UNLIKELY(!ht_ext_enter(t)))                                                 \
 			return real args;                                                          \
 		ret r = real args;                                                                 \
 		ht__leave(t);                                                                      \
@@ -652,7 +662,7 @@ HT_EXPORT void mi_heap_delete(ht_mi_heap *h)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return;
-	if (HT_UNLIKELY(!ht__enter(t))) {
+	if (HT_UNLIKELY(!ht_ext_enter(t))) {
 		real(h);
 		return;
 	}

@@ -81,7 +81,7 @@ void ht__resolve(void)
 	if (atomic_load(&done))
 		return;
 	int save = errno;
-	ht__t.guard++;
+	ht__t.guard += HT_GUARD_OWN;
 	RESOLVE(mmap);
 	RESOLVE(mmap64);
 	RESOLVE(munmap);
@@ -111,7 +111,7 @@ void ht__resolve(void)
 	RESOLVE(_Fork);
 	/* free last: until it is known, frees of boot blocks are no-ops anyway. */
 	RESOLVE(free);
-	ht__t.guard--;
+	ht__t.guard -= HT_GUARD_OWN;
 	atomic_store(&done, 1);
 	errno = save;
 }
@@ -341,16 +341,23 @@ int ht__ensure(void)
 	if (!atomic_compare_exchange_strong(&ht__g.state, &s, HT_ST_INITIALIZING))
 		return atomic_load(&ht__g.state) == HT_ST_READY;
 	int save = errno;
-	ht__t.guard++;
+	ht__t.guard += HT_GUARD_OWN;
 	ht_init();
-	ht__t.guard--;
+	ht__t.guard -= HT_GUARD_OWN;
 	errno = save;
 	return atomic_load(&ht__g.state) == HT_ST_READY;
 }
 
 int ht__enter_slow(struct ht__thread *t)
 {
-	if (t->guard || !ht__ensure())
+	if (t->guard) {
+		/* Only a signal handler gets here from inside a hook. */
+		if (t->guard == HT_GUARD_HOOK &&
+		    atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY)
+			atomic_fetch_add_explicit(&ht__g.hdr->reentered, 1, memory_order_relaxed);
+		return 0;
+	}
+	if (!ht__ensure())
 		return 0;
 	t->guard = 1;
 	return 1;
@@ -368,7 +375,7 @@ void ht__child_start(void)
 	char *ustack = t->ustack;
 	memset(t, 0, sizeof *t);
 	t->ustack = ustack;
-	t->guard = 1;
+	t->guard = HT_GUARD_OWN;
 	t->tid = (int32_t)syscall(SYS_gettid);
 	atomic_store(&ht__g.state, HT_ST_INITIALIZING);
 	ht_fork_parent = ht__g.pid; /* still the parent's: this is its copy */

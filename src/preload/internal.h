@@ -87,12 +87,22 @@ struct ht__thread {
 	uint64_t wpos;	/* our copy of write_pos */
 	uint64_t limit; /* cached read_pos + ring_size: wpos may go up to it */
 	uint64_t next;	/* write_pos after the record being written */
-	int guard;	/* non-zero while inside a hook: re-entry passes through */
+	int guard;	/* HT_GUARD_*: non-zero, re-entry passes through */
 	int32_t tid;
-	uint8_t exited;	 /* the key destructor ran */
-	uint8_t no_ring; /* a previous claim timed out: retry without waiting */
-	char *ustack;	 /* the stack captures run on (stack.c), or NULL */
+	uint8_t exited;			/* the key destructor ran */
+	uint8_t no_ring;		/* a previous claim timed out: retry without waiting */
+	char *ustack;			/* the stack captures run on (stack.c), or NULL */
+	uint64_t sig_debt, sig_debt_at; /* unwinding through signal frames (stack.c) */
 };
+
+/*
+ * ht__thread.guard: HOOK inside a hook, where a re-entry can only be a signal
+ * handler's event (counted in the header's reentered); more while the
+ * recorder's own code runs, or a hook that calls the program's allocator on
+ * purpose (operator new calling malloc), where a re-entry is not an event.
+ */
+#define HT_GUARD_HOOK 1
+#define HT_GUARD_OWN 2
 
 extern struct ht__global ht__g;
 extern struct ht__real ht__real;
@@ -141,13 +151,15 @@ extern _Atomic int ht__modules_dirty;
  * unwind.c: the unwinding rule of a return address, from .eh_frame. OK
  * rules hold the CFA offset in bits 0-31 (from rsp, or from rbp with
  * CFA_RBP) and, with RBP_SAVED, where rbp was saved (CFA minus bits 32-55);
- * the return address is at CFA-8. LAST: the outermost frame.
+ * the return address is at CFA-8. LAST: the outermost frame. SIGNAL: the
+ * signal trampoline (the stack is cut there: stack.c, ht_capture_cached).
  */
 #define HT_CFI_UNKNOWN 0ull
 #define HT_CFI_OK (1ull << 63)
 #define HT_CFI_LAST (1ull << 62)
 #define HT_CFI_CFA_RBP (1ull << 61)
 #define HT_CFI_RBP_SAVED (1ull << 60)
+#define HT_CFI_SIGNAL (1ull << 59)
 uint64_t ht__cfi_rule(uintptr_t ra);
 void ht__cfi_reset(void); /* a new instance, or modules unloaded */
 

@@ -85,11 +85,11 @@ static void ht_key_destructor(void *arg)
 	(void)arg;
 	struct ht__thread *t = &ht__t;
 	int save = errno;
-	t->guard++;
+	t->guard += HT_GUARD_OWN;
 	ht__thread_release(t);
 	ht__ustack_unmap(t);
 	t->exited = 1;
-	t->guard--;
+	t->guard -= HT_GUARD_OWN;
 	errno = save;
 }
 

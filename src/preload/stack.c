@@ -636,6 +636,7 @@ struct ht_scache {
 	uint32_t gen;	  /* ht_gen when filled */
 	uint32_t id;	  /* id of the whole cached stack */
 	int n;		  /* cached frames, 0: empty */
+	int sig;	  /* the outermost frame is a signal frame: the walk ended there */
 	/* Outermost frame first, so that new inner frames go on the end. */
 	uintptr_t ip[HT_MAX_FRAMES];
 	uintptr_t loc[HT_MAX_FRAMES];	  /* slot of ip[k], decreasing */
@@ -650,6 +651,32 @@ static inline int ht_frame_holds(const struct ht_scache *c, int k)
 {
 	return *(const uintptr_t *)c->loc[k] == c->ip[k] &&
 	       (!c->rbp_loc[k] || *(const uintptr_t *)c->rbp_loc[k] == c->rbp[k]);
+}
+
+/*
+ * An event in a signal handler: libunwind follows the signal frame into the
+ * interrupted code, slowly (a new pc each time; its memory checks are
+ * system calls), 20-50 us on a loaded machine. A handler on a 10 us timer
+ * that allocates then never let the program run. So those unwinds may take
+ * about a tenth of the thread's time: each costs ten times what it took,
+ * paid back as time passes, with HT_SIG_SLACK_NS of credit for bursts.
+ * Beyond that, the stack ends at the signal frame (the handler's frames
+ * and the trampoline, found by our own walk).
+ */
+#define HT_SIG_SLACK_NS 5000000ull
+
+static int ht_sig_afford(struct ht__thread *t)
+{
+	uint64_t now = ht__clock(), paid = now - t->sig_debt_at;
+	t->sig_debt = t->sig_debt > paid ? t->sig_debt - paid : 0;
+	t->sig_debt_at = now;
+	return t->sig_debt < HT_SIG_SLACK_NS;
+}
+
+static void ht_sig_charge(struct ht__thread *t, uint64_t took)
+{
+	t->sig_debt += 10 * took;
+	t->sig_debt_at = ht__clock();
 }
 
 /*
@@ -670,7 +697,7 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 	   every frame outside it holding what it held): nip.. are the new
 	   frames, innermost first; jc the cached frame joined, or -1. */
 	uintptr_t nip[HT_MAX_FRAMES], nloc[HT_MAX_FRAMES], nrbp[HT_MAX_FRAMES], nrl[HT_MAX_FRAMES];
-	int n = 0, jc = -1, done = 0, k = cn - 1, ok = -1;
+	int n = 0, jc = -1, done = 0, sig = 0, k = cn - 1, ok = -1;
 	for (;;) {
 		while (k >= 0 && c->loc[k] < loc)
 			k--;
@@ -692,7 +719,9 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 		n++;
 		uint64_t r = ht__cfi_rule(ip);
 		if (HT_UNLIKELY(!(r & HT_CFI_OK))) {
-			done = r == HT_CFI_LAST;
+			/* A signal frame: libunwind follows it (ht_sig_afford). */
+			done = r == HT_CFI_LAST || r == HT_CFI_SIGNAL;
+			sig = r == HT_CFI_SIGNAL;
 			break;
 		}
 		uintptr_t cfa = ((r & HT_CFI_CFA_RBP) ? rbp : loc + 8) + (uint32_t)r;
@@ -713,6 +742,15 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 			break;
 		}
 	}
+	if (jc >= 0 && c->sig)
+		sig = 1; /* joined a stack that was cut at a signal frame */
+	if (HT_UNLIKELY(sig) && ht_sig_afford(t)) {
+		c->n = 0;
+		uint64_t t0 = ht__clock();
+		uint32_t id = ht_capture(t); /* libunwind, through the signal frame */
+		ht_sig_charge(t, ht__clock() - t0);
+		return id;
+	}
 	if (jc == cn - 1 && n == 0 && !ht_verify)
 		return c->id; /* the same stack as last time */
 	if (jc >= 0 && jc + 1 + n > HT_MAX_FRAMES)
@@ -724,6 +762,9 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 
 	/* The new frames go after the cached ones kept, outermost first. */
 	int base = jc + 1, total = base + n;
+	if (jc >= 0)
+		sig = c->sig; /* the outer frames are the cached ones */
+	c->sig = sig;
 	uint64_t h = jc >= 0 ? c->hkey[jc] : HT_KEY_SEED;
 	for (int i = n - 1, at = base; i >= 0; i--, at++) {
 		h = ht_key_step(h, nip[i]);
@@ -742,7 +783,8 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 	if (ht_verify) {
 		void *full[HT_MAX_FRAMES + 8];
 		int skip, fn = ht_unwind(full, &skip);
-		int same = fn == total;
+		/* libunwind goes on past a signal frame, where ours ends. */
+		int same = sig ? fn >= total : fn == total;
 		for (int i = 0; same && i < total; i++)
 			same = (uintptr_t)full[skip + i] == c->ip[total - 1 - i];
 		atomic_fetch_add(base ? &ht_verify_reuse : &ht_verify_walked, 1);
@@ -858,13 +900,16 @@ static HT_COLD void ht_stack_bounds(struct ht__thread *t, struct ht_scache *c)
 	pthread_attr_t a;
 	void *addr;
 	size_t size;
-	if (pthread_getattr_np(pthread_self(), &a) != 0)
-		return;
-	if (pthread_attr_getstack(&a, &addr, &size) == 0 && addr && size) {
-		c->lo = (uintptr_t)addr;
-		c->hi = (uintptr_t)addr + size;
+	/* It allocates (a cpuset): our call, not the program's event. */
+	t->guard += HT_GUARD_OWN;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		if (pthread_attr_getstack(&a, &addr, &size) == 0 && addr && size) {
+			c->lo = (uintptr_t)addr;
+			c->hi = (uintptr_t)addr + size;
+		}
+		pthread_attr_destroy(&a);
 	}
-	pthread_attr_destroy(&a);
+	t->guard -= HT_GUARD_OWN;
 }
 
 /* Maps the thread's unwinding stack; leaves it NULL when that fails. */

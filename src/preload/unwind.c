@@ -393,8 +393,10 @@ static uint64_t describe(uintptr_t ra)
 		return HT_CFI_UNKNOWN;
 	memcpy(&cie_off, fde + 4, 4);
 	struct cie_info ci;
-	if (cie_off == 0 || !parse_cie(fde + 4 - cie_off, &ci) || ci.signal)
+	if (cie_off == 0 || !parse_cie(fde + 4 - cie_off, &ci))
 		return HT_CFI_UNKNOWN;
+	if (ci.signal)
+		return HT_CFI_SIGNAL;
 	const uint8_t *p = fde + 8, *end = fde + 4 + len;
 	uintptr_t start, range;
 	if (!read_enc(&p, end, ci.fde_enc, &start) || !read_enc(&p, end, ci.fde_enc & 0x0f, &range))

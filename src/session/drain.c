@@ -20,6 +20,7 @@
 
 #include "ifeo/pending.h"
 #include "session/internal.h"
+#include "session/live.h"
 
 /* Pauses to wait for a busy writer to commit; after them the watermark stops
    at the writer's last record instead (a few microseconds). */
@@ -689,14 +690,6 @@ unsigned ht__session_sleep_us(const struct ht__session *s)
 	return d > HT__TICK_NS / 1000 ? HT__TICK_NS / 1000 : (unsigned)d;
 }
 
-static uint64_t lost_now(struct ht__session *s)
-{
-	uint64_t lost = s->lost_freed + atomic_load(&s->hdr->rings_exhausted);
-	for (uint32_t i = 0; i < s->ring_count; i++)
-		lost += atomic_load(&ht__ring_at(s, i)->lost);
-	return lost;
-}
-
 int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn progress, void *ctx)
 {
 	if (s->sink_err)
@@ -721,7 +714,7 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 		return rc;
 	if ((rc = ht__translate_finish(s)) < 0)
 		return rc;
-	s->stats.lost = lost_now(s);
+	s->stats.lost = ht__session_lost_now(s);
 	uint64_t end = ht__now_ns() - s->hdr->t0_ns;
 	s->stats.duration_ns = end > s->last_ts ? end : s->last_ts;
 	if (symbolize && (rc = ht__symbolize(s, progress, ctx)) < 0)

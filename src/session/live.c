@@ -9,7 +9,8 @@
 
 uint64_t ht__session_lost_now(struct ht__session *s)
 {
-	uint64_t lost = s->lost_freed + atomic_load(&s->hdr->rings_exhausted);
+	uint64_t lost =
+	    s->lost_freed + atomic_load(&s->hdr->rings_exhausted) + atomic_load(&s->hdr->reentered);
 	for (uint32_t i = 0; i < s->ring_count; i++)
 		lost += atomic_load(&ht__ring_at(s, i)->lost);
 	return lost;

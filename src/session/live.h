@@ -10,7 +10,8 @@
 
 #include "session/session.h"
 
-/* Events lost so far (lossy drops and events that found no free buffer). */
+/* Events lost so far: lossy drops, events that found no free buffer, and
+   events of signal handlers that interrupted a hook. */
 uint64_t ht__session_lost_now(struct ht__session *s);
 
 /* Buffers (rings) not free right now. */
