@@ -80,6 +80,10 @@ enum ht_func {
 	HT_FN_SDALLOCX = 27,
 	HT_FN_TCMALLOC = 28, /* a tc_* function of gperftools' tcmalloc */
 	HT_FN_MIMALLOC = 29, /* a mi_* function of mimalloc */
+	/* Ranges the session found in /proc/PID/maps (HT_EVF_UNSEEN). */
+	HT_FN_MAPS_HEAP = 30,  /* glibc's heap: [heap] or an arena */
+	HT_FN_MAPS_STACK = 31, /* a thread's stack (tid: the thread, when known) */
+	HT_FN_MAPS = 32,       /* unattributed */
 	HT_FN__COUNT
 };
 
@@ -121,6 +125,9 @@ const char *ht_event_name(unsigned type);
    traced (a cleared environment, a setuid program). Its process gets
    HT_PROCF_EXECED and no image follows it; no exit status is known. */
 #define HT_EVF_EXEC 0x4u
+/* MMAP, MUNMAP: no hook saw it; the session found the range appear in (or
+   leave) /proc/PID/maps. func is HT_FN_MAPS_HEAP, _STACK or HT_FN_MAPS. */
+#define HT_EVF_UNSEEN 0x8u
 
 /* The process heap (glibc malloc) handle; custom heaps use their own handles. */
 #define HT_HEAP_PROCESS 0

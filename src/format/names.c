@@ -67,6 +67,9 @@ static const char *const func_names[HT_FN__COUNT] = {
     [HT_FN_SDALLOCX] = "sdallocx",
     [HT_FN_TCMALLOC] = "tcmalloc",
     [HT_FN_MIMALLOC] = "mimalloc",
+    [HT_FN_MAPS_HEAP] = "maps_heap",
+    [HT_FN_MAPS_STACK] = "maps_stack",
+    [HT_FN_MAPS] = "maps",
 };
 
 const char *ht_func_name(unsigned func)
