@@ -26,7 +26,8 @@ struct range {
 	int32_t tid;
 	uint8_t state;
 	uint8_t func;
-	uint8_t anon; /* anonymous private: a later mprotect may commit it */
+	uint8_t anon;	/* anonymous private: a later mprotect may commit it */
+	uint8_t unseen; /* committed by an HT_EVF_UNSEEN mmap (found in the map) */
 };
 
 struct pmap {
@@ -229,7 +230,8 @@ static struct range new_range(const struct ht_event *ev, uint64_t start, uint64_
 			      .tid = ev->tid,
 			      .state = state,
 			      .func = ev->func,
-			      .anon = anon};
+			      .anon = anon,
+			      .unseen = (ev->flags & HT_EVF_UNSEEN) != 0};
 }
 
 static uint64_t page_end(uint64_t addr, uint64_t len)
@@ -263,6 +265,29 @@ static int on_munmap(struct ht_commit_tracker *t, struct pmap *pm, const struct 
 		return HT_ERR_NOMEM;
 	report_tmp(t, ev->process, ev->ts);
 	return 0;
+}
+
+/* A range gone from the map: the ranges found there end, hooked ones stay
+   (a hooked munmap ended them already, or the map was read too early). */
+static int on_gone(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
+{
+	if (extract(t, ev->process, pm, ev->addr, page_end(ev->addr, ev->size), ev->ts) < 0)
+		return HT_ERR_NOMEM;
+	uint32_t n = t->ntmp;
+	struct range *pieces = NULL;
+	if (n && !(pieces = malloc(n * sizeof(*pieces))))
+		return HT_ERR_NOMEM;
+	if (n)
+		memcpy(pieces, t->tmp, n * sizeof(*pieces));
+	int rc = 0;
+	for (uint32_t k = 0; k < n && !rc; k++) {
+		if (!pieces[k].unseen)
+			rc = insert(t, pm, &pieces[k], ev->ts);
+		else if (pieces[k].state == R_COMMITTED)
+			report(t, ev->process, &pieces[k], ev->ts, 0);
+	}
+	free(pieces);
+	return rc;
 }
 
 static int on_mprotect(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
@@ -445,8 +470,14 @@ int ht_commit_event(struct ht_commit_tracker *t, const struct ht_event *ev)
 	pm->pid = ev->pid;
 	switch (ev->type) {
 	case HT_EV_MMAP:
+		/* Found in the map: like an mprotect to writable, it commits
+		   only what no hooked event accounts for. */
+		if (ev->flags & HT_EVF_UNSEEN)
+			return on_mprotect(t, pm, ev);
 		return ev->addr ? on_mmap(t, pm, ev) : 0;
 	case HT_EV_MUNMAP:
+		if (ev->flags & HT_EVF_UNSEEN)
+			return on_gone(t, pm, ev);
 		return on_munmap(t, pm, ev);
 	case HT_EV_MREMAP:
 		return ev->addr ? on_mremap(t, pm, ev) : 0;

@@ -23,6 +23,10 @@
  *     decommits what it releases.
  *   - A mapping over a range that is still mapped (MAP_FIXED, or an mremap
  *     target) first decommits what was there.
+ *   - Ranges the session found in /proc/PID/maps (HT_EVF_UNSEEN): an mmap
+ *     commits, like an mprotect to writable, only the parts no hooked event
+ *     accounts for (gaps and reserved parts); a munmap ends only the ranges
+ *     such mmaps committed. A hooked event over a found range replaces it.
  *   - Failed calls (HT_EVF_FAILED) change nothing. Lengths are rounded up to
  *     4 KiB pages.
  *

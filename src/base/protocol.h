@@ -17,6 +17,13 @@
 #define HT_PROTO_VERSION 2
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
+/*
+ * The recorder's own anonymous memory (unwinding stacks, tables, libunwind's
+ * caches) is placed in this window when the kernel lets it (MAP_FIXED_NOREPLACE),
+ * so the session tells it from the program's in /proc/PID/maps.
+ */
+#define HT_OWN_BASE 0x6a0000000000ull
+#define HT_OWN_END 0x6b0000000000ull
 
 /* ht__shm_header.flags */
 #define HT_SHM_LOSSY 0x1u     /* drop events when a ring is full, count them */

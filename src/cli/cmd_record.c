@@ -49,6 +49,8 @@ static const char usage_text[] =
     "                      default unit ns): 1ns keeps them exact; at most 1us\n"
     "                      (default " HT__TS_UNIT_DEFAULT_STR ", smaller traces)\n"
     "  --no-follow         trace only CMD, not the processes it starts\n"
+    "  --no-maps           do not add the mappings no hook saw (found in\n"
+    "                      /proc/PID/maps) to the committed memory\n"
     "  --lossy             drop events (and count them) when a buffer is full,\n"
     "                      instead of making the program wait\n"
     "  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
@@ -299,6 +301,7 @@ struct options {
 	uint64_t duration_ns; /* --duration, 0: until stopped */
 	uint32_t ts_unit_ns;  /* --time-resolution */
 	struct leak_gate gate;
+	bool no_maps; /* --no-maps */
 };
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -310,6 +313,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		R_DURATION,
 		R_TSRES,
 		R_NOFOLLOW,
+		R_NOMAPS,
 		R_LOSSY,
 		R_FORCE
 	};
@@ -322,6 +326,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"duration", R_DURATION, required_argument},
 	    {"time-resolution", R_TSRES, required_argument},
 	    {"no-follow", R_NOFOLLOW, no_argument},
+	    {"no-maps", R_NOMAPS, no_argument},
 	    {"lossy", R_LOSSY, no_argument},
 	    {"force", R_FORCE, no_argument},
 	    {"quiet", 'q', no_argument},
@@ -380,6 +385,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		}
 		case R_NOFOLLOW:
 			o->flags |= HT_SHM_NO_FOLLOW;
+			break;
+		case R_NOMAPS:
+			o->no_maps = true;
 			break;
 		case R_LOSSY:
 			o->flags |= HT_SHM_LOSSY;
@@ -503,6 +511,7 @@ static int record_attach(const struct options *o)
 	cfg.ring_size = o->ring_size;
 	cfg.ring_count = o->ring_count;
 	cfg.flags = o->flags & HT_SHM_LOSSY;
+	cfg.sample_maps = !o->no_maps;
 	cfg.stack_mask = o->stack_mask;
 	cfg.reap_children = false;
 	struct ht__session *s;
@@ -645,6 +654,7 @@ int cmd_record(int argc, char **argv)
 	cfg.ring_size = o.ring_size;
 	cfg.ring_count = o.ring_count;
 	cfg.flags = o.flags;
+	cfg.sample_maps = !o.no_maps;
 	cfg.stack_mask = o.stack_mask;
 	struct ht__session *s;
 	int rc = ht__session_create(&s, &cfg);

@@ -16,6 +16,14 @@ static void *ht_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, of
 	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
+/* libunwind's caches are the recorder's memory: placed with it. */
+static HT_COLD void *ht_unwind_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	if (!addr && (flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED))
+		return ht__own_mmap(len, prot, flags);
+	return ht_sys_mmap(addr, len, prot, flags, fd, off);
+}
+
 /* Calls made by libunwind for its caches belong to the recorder. */
 #define HT_FROM_UNWIND()                                                                           \
 	((uintptr_t)__builtin_return_address(0) - ht__g.unw_start < ht__g.unw_end - ht__g.unw_start)
@@ -52,7 +60,7 @@ static inline void *ht_mmap(unsigned func, void *(*fn)(void *, size_t, int, int,
 HT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (HT_UNLIKELY(HT_FROM_UNWIND()))
-		return ht_sys_mmap(addr, len, prot, flags, fd, off);
+		return ht_unwind_mmap(addr, len, prot, flags, fd, off);
 	return ht_mmap(HT_FN_MMAP, ht__real.mmap, addr, len, prot, flags, fd, off);
 }
 

@@ -57,14 +57,43 @@ size_t ht__boot_size(const void *p)
 	return n;
 }
 
-/* Memory of the recorder itself: never malloc, never the hooked mmap. */
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+/*
+ * Anonymous memory of the recorder itself: never malloc, never the hooked
+ * mmap, and in the window [HT_OWN_BASE, HT_OWN_END) when that address is
+ * free, so the session does not count it as the program's (docs/
+ * session-protocol.md, "Mappings no hook saw"). Addresses are not reused;
+ * a window used up, or a kernel that places it elsewhere, leaves it where
+ * it lands (it then counts like the program's memory).
+ */
+static _Atomic uint64_t ht_own_next = HT_OWN_BASE;
+
+void *ht__own_mmap(size_t len, int prot, int flags)
+{
+	uint64_t size = (len + 4095) & ~4095ull;
+	uint64_t at = atomic_fetch_add(&ht_own_next, size + 4096);
+	long p = -1;
+	if (at + size <= HT_OWN_END) {
+		p = syscall(SYS_mmap, (void *)at, len, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
+		if (p >= 0 && (uint64_t)p != at) { /* the hint ignored: give it back */
+			syscall(SYS_munmap, (void *)p, len);
+			p = -1;
+		}
+	}
+	if (p < 0 && p > -4096)
+		p = syscall(SYS_mmap, NULL, len, prot, flags, -1, 0);
+	if (p < 0 && p > -4096)
+		return MAP_FAILED;
+	return (void *)p;
+}
+
 void *ht__raw_mmap(size_t len)
 {
-	long p = syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			 -1, 0);
-	if (p < 0 && p > -4096)
-		return NULL;
-	return (void *)p;
+	void *p = ht__own_mmap(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
+	return p == MAP_FAILED ? NULL : p;
 }
 
 uint64_t ht__now(void)

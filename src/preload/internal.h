@@ -126,6 +126,7 @@ void ht__child_start(void); /* new instance after fork/clone in the child */
 #define HT_PROC_PENDING 0x80000000u
 void ht__write_process_pending(void);
 void *ht__raw_mmap(size_t len);
+void *ht__own_mmap(size_t len, int prot, int flags); /* anonymous; MAP_FAILED */
 uint64_t ht__now(void);
 extern char ht__exe[4096]; /* /proc/self/exe, the main module's path */
 extern uint32_t ht__exe_len;

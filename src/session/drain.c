@@ -346,6 +346,12 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 					if (rc < 0)
 						return rc;
 				}
+				/* With each RSS sample, what changed in its map. */
+				if (rss > 0 && s->cfg.sample_rss && s->cfg.sample_maps) {
+					int rc = ht__maps_check(s, p, (uint64_t)rss, now);
+					if (rc < 0)
+						return rc;
+				}
 			} else {
 				pid_dead(p->pid, &gone);
 				if (gone)

@@ -22,6 +22,9 @@
  * above every protocol type.
  */
 #define HT__REC_SELF_RSS 0xf0
+/* A range found in (FOUND) or gone from (GONE) /proc/PID/maps (maps.c). */
+#define HT__REC_SELF_MAP_FOUND 0xf1
+#define HT__REC_SELF_MAP_GONE 0xf2
 
 /*
  * kind of a PROCESS_EXIT of the session's own making: the image (instance
@@ -35,6 +38,29 @@ struct ht__rec_self_rss {
 	int32_t pid;
 	uint32_t pad;
 	uint64_t rss;
+};
+
+/* h.func: HT_FN_MAPS_HEAP, HT_FN_MAPS_STACK or HT_FN_MAPS. */
+struct ht__rec_self_map {
+	struct ht__rec h;
+	int32_t pid;
+	int32_t tid; /* the thread of a stack, or 0 */
+	uint64_t addr;
+	uint64_t len;
+};
+
+/* One anonymous private writable range of a process, as last read (maps.c). */
+struct ht__maprange {
+	uint64_t start, end;
+	int32_t tid;
+	uint8_t func;
+};
+
+struct ht__maps {
+	struct ht__maprange *v;
+	uint32_t n, cap;
+	uint64_t next_ns; /* not read again before */
+	uint64_t rss;	  /* the RSS when it was last read */
 };
 
 /*
@@ -71,6 +97,7 @@ struct ht__proc {
 	uint32_t *mods; /* recorder module index -> trace module id + 1 */
 	uint32_t nmods;
 	uint64_t rss;		 /* last RSS emitted */
+	struct ht__maps maps;	 /* its unseen-mapping state (maps.c) */
 	uint64_t gone_ns;	 /* when kill(pid, 0) said ESRCH; 0 before */
 	uint64_t image_check_ns; /* when its memory map is next looked at */
 	uint64_t unmapped_ns;	 /* first seen without the session mapped; 0: mapped */
@@ -177,6 +204,10 @@ void ht__translate_free(struct ht__session *s);
 
 /* drain.c: append a record of the session's own to its queue. */
 int ht__self_record(struct ht__session *s, const struct ht__rec *rec);
+/* maps.c: read p's /proc/PID/maps when due (rss changed, 50 ms passed) and
+   queue the ranges that appeared or went away. 0 or a negative ht_error. */
+int ht__maps_check(struct ht__session *s, struct ht__proc *p, uint64_t rss, uint64_t now);
+void ht__maps_free(struct ht__maps *m);
 
 /* symbolize.c: resolve every frame of s and hand the symbols to the sink. */
 int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx);

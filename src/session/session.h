@@ -95,11 +95,13 @@ struct ht__session_config {
 	bool sample_rss;     /* emit HT_EV_RSS for live traced processes, when it changes */
 	bool end_when_gone;  /* without a root (attach): end once the processes seen
 				have all exited and every ring is back */
+	bool sample_maps;    /* with each RSS sample, report the mappings no hook saw
+				(HT_EVF_UNSEEN; docs/session-protocol.md) */
 };
 
 #define HT__SESSION_CONFIG_INIT                                                                    \
 	{                                                                                          \
-		NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, true, true, false                             \
+		NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, true, true, false, true                       \
 	}
 
 /* What the session counted; valid until ht__session_destroy(). */

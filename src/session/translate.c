@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "analysis/vec.h"
@@ -481,6 +482,9 @@ static uint32_t min_len(uint8_t type)
 		return sizeof(struct ht__rec_stack);
 	case HT__REC_SELF_RSS:
 		return sizeof(struct ht__rec_self_rss);
+	case HT__REC_SELF_MAP_FOUND:
+	case HT__REC_SELF_MAP_GONE:
+		return sizeof(struct ht__rec_self_map);
 	default:
 		return sizeof(struct ht__rec);
 	}
@@ -559,6 +563,26 @@ int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__r
 	ev.stack = lookup_stack(s, rec->stack);
 	char name[17];
 	if (self_slot) {
+		if (rec->type == HT__REC_SELF_MAP_FOUND || rec->type == HT__REC_SELF_MAP_GONE) {
+			const struct ht__rec_self_map *m = (const void *)rec;
+			if (!(p = ht__proc_by_pid(s, m->pid)) || p->dead)
+				return 0;
+			int found = rec->type == HT__REC_SELF_MAP_FOUND;
+			ev.type = found ? HT_EV_MMAP : HT_EV_MUNMAP;
+			ev.flags = HT_EVF_UNSEEN;
+			ev.pid = m->pid;
+			ev.tid = m->tid;
+			ev.addr = m->addr;
+			ev.size = m->len;
+			if (found) {
+				ev.prot = PROT_READ | PROT_WRITE;
+				ev.mflags = MAP_PRIVATE | MAP_ANONYMOUS;
+				ev.fd = -1;
+			}
+			ev.process = proc_index(s, p);
+			ev.ts = rel_ts(s, rec->ts);
+			return emit(s, &ev, NULL);
+		}
 		if (rec->type != HT__REC_SELF_RSS)
 			return 0;
 		const struct ht__rec_self_rss *r = (const void *)rec;
@@ -731,6 +755,7 @@ void ht__translate_free(struct ht__session *s)
 {
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		free(s->procs[i]->mods);
+		ht__maps_free(&s->procs[i]->maps);
 		free(s->procs[i]);
 	}
 	free(s->procs);

@@ -475,6 +475,9 @@ static void busy_round(pid_t pid, volatile uint64_t *c, const char *duration, co
 				 ev.name[4] <= '7' && !ev.name[5];
 			if (ev.type < HT_EV_ALLOC || ev.type > HT_EV_MPROTECT)
 				continue;
+			/* A thread's stack found in its map is no call of the thread. */
+			if (ev.flags & HT_EVF_UNSEEN)
+				continue;
 			struct busy_thread *t = busy_thread_of(th, &nth, ev.tid);
 			if (t)
 				busy_step(t, &ev);

@@ -318,7 +318,9 @@ def cxx_new(env):
 
 @case
 def mmap_ops(env):
-    tr = env.record([env.prog("mmap_ops")])
+    # --no-maps: the committed memory of the calls alone (the runtime's own
+    # mappings, found in /proc/PID/maps, vary with the machine).
+    tr = env.record([env.prog("mmap_ops")], extra=("--no-maps",))
     pid = tr.root()["pid"]
     # The runtime's own mappings (loader, malloc) are not calls the program made.
     info_events(tr, mmap=5, munmap=6, mremap=1, mprotect=2, alloc=0)
@@ -537,7 +539,7 @@ def ctor_dtor(env):
 @case
 def memtestapp(env):
     app = os.path.join(env.build, "examples", "memtestapp")
-    tr = env.record([app, "--seconds", "3"])
+    tr = env.record([app, "--seconds", "3"], extra=("--no-maps",))
     pid = tr.root()["pid"]
     # 1200 ticks, one leaked 40-byte object each (examples/memtestapp.cpp).
     leaks = [e for e in tr.of("alloc", pid=pid, size=40) if tr.under(e, "InnerLoopOperation")]
@@ -944,6 +946,52 @@ def leak_gate(env):
     one_error_line(rc, err, "a malformed suppression file", "line 2")
     rc, out, _ = env.run([h, "check", "--print-default-suppressions"])
     check(rc == 0 and "leak:ld-linux" in out and "leak:_IO_file_doallocate" in out, out)
+
+
+@case
+def unseen_maps(env):
+    """Mappings no hook saw, found in /proc/PID/maps: a raw 8 MiB mmap, glibc's
+    heap and arena, the threads' stacks; committed follows the anonymous RSS."""
+    tr = env.record([env.prog("unseen_maps")])
+    pid = tr.root()["pid"]
+    out = dict(line.split(" ", 1) for line in tr.stdout.splitlines())
+    raw, rss, tid = int(out["map"], 16), int(out["rss_anon"]), int(out["thread"])
+    found = [e for e in tr.of("mmap", pid=pid) if e.get("unseen")]
+    gone = [e for e in tr.of("munmap", pid=pid) if e.get("unseen")]
+    check(all(e.get("stack") == 0 for e in found + gone), "found ranges have no stack")
+
+    def holding(evs, addr):
+        return [e for e in evs if e["addr"] <= addr < e["addr"] + e["size"]]
+
+    # The raw mapping: found, unattributed, and gone after the raw munmap.
+    m = holding(found, raw)
+    equal([(e["addr"], e["size"], e["func"], e["tid"]) for e in m], [(raw, 8 << 20, "maps", 0)],
+          "the raw mapping found")
+    equal([(e["addr"], e["size"]) for e in holding(gone, raw)], [(raw, 8 << 20)], "the raw mapping gone")
+    # Stacks: the main thread's ([stack]) and the worker's, attributed to each.
+    stacks = {e["tid"]: e for e in found if e["func"] == "maps_stack"}
+    check(pid in stacks and tid in stacks, "stacks of threads %d and %d: %r" % (pid, tid, stacks))
+    check(stacks[tid]["size"] >= 64 << 10, "the worker's stack: %r" % stacks[tid])
+    # glibc's heap: [heap] and the worker's arena, at a 64 MiB boundary.
+    heaps = [e for e in found if e["func"] == "maps_heap"]
+    check(any(e["addr"] % (64 << 20) == 0 for e in heaps), "an arena among %r" % heaps)
+    check(any(e["addr"] % (64 << 20) for e in heaps), "[heap] among %r" % heaps)
+    # Committed before the thread starts is within 10% of the anonymous RSS then.
+    start = [e["ts"] for e in tr.of("thread_start", pid=pid, tid=tid)][0]
+    first = min(e["ts"] for e in m)
+    check(start - first > 100e6, "the map was read well before the thread started")
+    rc, text, err = env.run([env.heaptrail, "timeline", tr.path, "--series", "commit", "--interval",
+                             "10ms", "--format", "json"])
+    check(rc == 0, "timeline: %s" % err)
+    points = json.loads(text)["series"][0]["points"]
+    at = [v for t, v in points if first + 20e6 <= t <= start - 20e6]
+    check(at, "timeline points between %d and %d" % (first, start))
+    for v in at:
+        check(abs(v - rss) <= rss / 10, "committed %d within 10%% of RssAnon %d" % (v, rss))
+    # --no-maps: only what calls committed (none here).
+    tr2 = env.record([env.prog("unseen_maps")], name="no-maps", extra=("--no-maps",))
+    equal([e for e in tr2.events if e.get("unseen")], [], "no found ranges with --no-maps")
+    equal(tr2.info.get("commit", {}).get("peak_bytes"), 0, "committed with --no-maps")
 
 
 # ---------------------------------------------------------------------------

@@ -75,7 +75,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ht-tables-e2e-")
     try:
         path = os.path.join(tmp, "memtestapp.htr")
-        run([heaptrail, "record", "-o", path, "--", app, "--seconds", str(SECONDS)])
+        # --no-maps: the lab's numbers are the program's calls (the runtime's own
+        # mappings, found in /proc/PID/maps, would add steady AOFO rows).
+        run([heaptrail, "record", "-o", path, "--no-maps", "--", app, "--seconds", str(SECONDS)])
         # The traced program's pid, from the commit table's process level.
         whole = json.loads(run([heaptrail, "table", "commit", path, "--format", "json",
                                 "--group-by", "process"]))

@@ -1,0 +1,216 @@
+/*
+ * Mappings no hook saw (docs/session-protocol.md): the anonymous private
+ * writable ranges of a traced process, read from /proc/PID/maps when its RSS
+ * changed, and the difference from the previous read queued as the session's
+ * own FOUND / GONE records, attributed to glibc's heap or a thread's stack
+ * where the map tells.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "session/internal.h"
+
+/* Not more often than this per process. */
+#define MAPS_EVERY_NS 50000000ull
+/* glibc's arenas are reserved 64 MiB at a time, at 64 MiB boundaries. */
+#define ARENA_ALIGN (64ull << 20)
+/* Threads looked at for the owner of a new stack. */
+#define MAX_TASKS 256
+
+struct mvec {
+	struct ht__maprange *v;
+	uint32_t n, cap;
+};
+
+static int push(struct mvec *m, const struct ht__maprange *r)
+{
+	/* Adjacent ranges of the same owner are one range. */
+	if (m->n && m->v[m->n - 1].end == r->start && m->v[m->n - 1].func == r->func &&
+	    m->v[m->n - 1].tid == r->tid) {
+		m->v[m->n - 1].end = r->end;
+		return 0;
+	}
+	if (m->n == m->cap) {
+		uint32_t cap = m->cap ? m->cap * 2 : 64;
+		struct ht__maprange *v = realloc(m->v, cap * sizeof(*v));
+		if (!v)
+			return HT_ERR_NOMEM;
+		m->v = v;
+		m->cap = cap;
+	}
+	m->v[m->n++] = *r;
+	return 0;
+}
+
+/* The thread of pid whose stack pointer is in [lo, hi), or 0. */
+static int32_t stack_owner(int32_t pid, uint64_t lo, uint64_t hi)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	int32_t owner = 0;
+	unsigned seen = 0;
+	struct dirent *e;
+	while (!owner && seen++ < MAX_TASKS && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char p[320], buf[512];
+		snprintf(p, sizeof(p), "/proc/%d/task/%s/syscall", (int)pid, e->d_name);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		/* "nr arg1 .. arg6 sp pc" while blocked; "running" otherwise. */
+		char *f[9];
+		int k = 0;
+		for (char *save, *tok = strtok_r(buf, " \n", &save); tok && k < 9;
+		     tok = strtok_r(NULL, " \n", &save))
+			f[k++] = tok;
+		if (k < 9)
+			continue;
+		uint64_t sp = strtoull(f[7], NULL, 16);
+		if (sp >= lo && sp < hi)
+			owner = (int32_t)atoi(e->d_name);
+	}
+	closedir(d);
+	return owner;
+}
+
+/* Reads the anonymous private writable ranges of pid into out; -1 when the
+   map cannot be read (the process is going), else 0 or HT_ERR_NOMEM. */
+static int read_maps(int32_t pid, struct mvec *out)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	char line[4096];
+	uint64_t guard_end = 0; /* end of the previous line when it was a ---p guard */
+	int rc = 0;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		uint64_t lo, hi, off;
+		char perms[8], name[4096] = "";
+		unsigned long ino;
+		int pos = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %lu %n", &lo, &hi,
+			   perms, &off, &ino, &pos) < 5)
+			continue;
+		sscanf(line + pos, "%4095[^\n]", name);
+		int anon = ino == 0 && (!name[0] || !strcmp(name, "[heap]") ||
+					!strcmp(name, "[stack]") || !strncmp(name, "[anon:", 6));
+		if (lo >= HT_OWN_BASE && hi <= HT_OWN_END) { /* the recorder's own */
+			guard_end = 0;
+			continue;
+		}
+		uint64_t after_guard = guard_end == lo;
+		guard_end = anon && !strcmp(perms, "---p") ? hi : 0;
+		if (!anon || perms[1] != 'w' || perms[3] != 'p')
+			continue;
+		struct ht__maprange r = {.start = lo, .end = hi, .func = HT_FN_MAPS};
+		if (!strcmp(name, "[heap]") || (!name[0] && lo % ARENA_ALIGN == 0)) {
+			r.func = HT_FN_MAPS_HEAP;
+		} else if (!strcmp(name, "[stack]")) {
+			r.func = HT_FN_MAPS_STACK;
+			r.tid = pid;
+		} else if (after_guard && !name[0]) {
+			r.func = HT_FN_MAPS_STACK; /* its thread: see ht__maps_check() */
+			r.tid = -1;
+		}
+		rc = push(out, &r);
+	}
+	fclose(f);
+	return rc;
+}
+
+static int queue(struct ht__session *s, int32_t pid, uint8_t type, const struct ht__maprange *r,
+		 uint64_t lo, uint64_t hi, uint64_t ts)
+{
+	struct ht__rec_self_map m = {
+	    .h = {.type = type, .func = r->func, .len = sizeof(m), .ts = ts},
+	    .pid = pid,
+	    .tid = r->tid > 0 ? r->tid : 0,
+	    .addr = lo,
+	    .len = hi - lo,
+	};
+	return ht__self_record(s, &m.h);
+}
+
+/* Queues every part of a[] not in b[] (both sorted, disjoint) as type. */
+static int diff(struct ht__session *s, int32_t pid, uint8_t type, const struct ht__maprange *a,
+		uint32_t na, const struct ht__maprange *b, uint32_t nb, uint64_t ts)
+{
+	uint32_t j = 0;
+	for (uint32_t i = 0; i < na; i++) {
+		uint64_t at = a[i].start;
+		while (j < nb && b[j].end <= at)
+			j++;
+		for (uint32_t k = j; k < nb && b[k].start < a[i].end && at < a[i].end; k++) {
+			if (b[k].start > at) {
+				int rc = queue(s, pid, type, &a[i], at, b[k].start, ts);
+				if (rc < 0)
+					return rc;
+			}
+			if (b[k].end > at)
+				at = b[k].end;
+		}
+		if (at < a[i].end) {
+			int rc = queue(s, pid, type, &a[i], at, a[i].end, ts);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int ht__maps_check(struct ht__session *s, struct ht__proc *p, uint64_t rss, uint64_t now)
+{
+	struct ht__maps *m = &p->maps;
+	if (rss == m->rss || now < m->next_ns)
+		return 0;
+	struct mvec cur = {0};
+	int rc = read_maps(p->pid, &cur);
+	if (rc) {
+		free(cur.v);
+		return rc < 0 && rc != -1 ? rc : 0;
+	}
+	m->rss = rss;
+	m->next_ns = now + MAPS_EVERY_NS;
+	/* A stack seen before keeps its owner; a new one is looked up. */
+	for (uint32_t i = 0, j = 0; i < cur.n; i++) {
+		if (cur.v[i].tid != -1)
+			continue;
+		while (j < m->n && m->v[j].end <= cur.v[i].start)
+			j++;
+		if (j < m->n && m->v[j].start == cur.v[i].start && m->v[j].func == HT_FN_MAPS_STACK)
+			cur.v[i].tid = m->v[j].tid;
+		else
+			cur.v[i].tid = stack_owner(p->pid, cur.v[i].start, cur.v[i].end);
+	}
+	rc = diff(s, p->pid, HT__REC_SELF_MAP_GONE, m->v, m->n, cur.v, cur.n, now);
+	if (!rc)
+		rc = diff(s, p->pid, HT__REC_SELF_MAP_FOUND, cur.v, cur.n, m->v, m->n, now);
+	free(m->v);
+	m->v = cur.v;
+	m->n = cur.n;
+	m->cap = cur.cap;
+	return rc;
+}
+
+void ht__maps_free(struct ht__maps *m)
+{
+	free(m->v);
+	*m = (struct ht__maps){0};
+}

@@ -1,0 +1,72 @@
+/*
+ * Memory no hook sees: an 8 MiB mapping made with the raw mmap system call
+ * and touched (its anonymous RSS printed while it is mapped), a thread that
+ * mallocs (glibc makes it an arena) and waits in read(), then the raw
+ * munmap. Prints "rss_anon BYTES" and "thread TID"; the pauses let the
+ * session read /proc/PID/maps in each state.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAP_BYTES (8u << 20)
+
+static int pipefd[2];
+static volatile pid_t thread_tid;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	thread_tid = (pid_t)syscall(SYS_gettid);
+	void *p = malloc(1000); /* a thread's first malloc makes an arena */
+	char c;
+	if (read(pipefd[0], &c, 1) != 1)
+		c = 0;
+	free(p);
+	return NULL;
+}
+
+static long rss_anon(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssAnon: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb * 1024;
+}
+
+int main(void)
+{
+	char *m = (char *)syscall(SYS_mmap, NULL, MAP_BYTES, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 1;
+	memset(m, 1, MAP_BYTES);
+	printf("map %p\n", (void *)m);
+	printf("rss_anon %ld\n", rss_anon());
+	fflush(stdout);
+	usleep(300000);
+	if (pipe(pipefd))
+		return 1;
+	pthread_t t;
+	pthread_create(&t, NULL, worker, NULL);
+	while (!thread_tid)
+		usleep(1000);
+	usleep(300000);
+	printf("thread %d\n", (int)thread_tid);
+	syscall(SYS_munmap, m, MAP_BYTES);
+	usleep(300000);
+	if (write(pipefd[1], "x", 1) != 1)
+		return 1;
+	pthread_join(t, NULL);
+	return 0;
+}
