@@ -12,6 +12,7 @@
 #include "analysis/match.h"
 #include "analysis/pass.h"
 #include "analysis/query.h"
+#include "analysis/summary.h"
 #include "analysis/window.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
@@ -29,6 +30,9 @@ static const char table_usage[] =
     "\n"
     "  --range T1 T2        the window [T1, T2) (default: the whole trace); times in\n"
     "                       microseconds, or with a suffix s, ms, us, ns\n"
+    "  --at-peak            the window from the start to the heap's peak (of the\n"
+    "                       --pid processes, or of the whole trace): its Impacting\n"
+    "                       rows are the blocks live at the peak\n"
     "  --pid P[,P...]       only these processes\n"
     "  --group-by K[,K...]  levels of the tree: process, handle, type, impacting-type,\n"
     "                       stack, frame, image, thread; 'none' lists every block\n"
@@ -592,6 +596,8 @@ static void parse_args(struct table_opts *o, int argc, char **argv)
 			tu_parse_range(argv[i + 1], argv[i + 2], &o->t1, &o->t2);
 			o->has_range = true;
 			i += 2;
+		} else if (!strcmp(a, "--at-peak")) {
+			o->q.at_peak = true;
 		} else if (!strcmp(a, "--pid")) {
 			tu_parse_pids(a, v, &o->q);
 			i++;
@@ -642,6 +648,10 @@ static void parse_args(struct table_opts *o, int argc, char **argv)
 	}
 	if (!o->file)
 		die("no trace file given; usage: heaptrail table heap|commit FILE [options]");
+	if (o->q.at_peak && o->has_range)
+		die("--at-peak chooses the window itself; drop --range");
+	if (o->q.at_peak && o->kind != TABLE_HEAP)
+		die("--at-peak is the heap's peak; use it with 'table heap'");
 	if (!o->keys_given) {
 		if (o->kind == TABLE_HEAP)
 			parse_keys(o, "process,handle,impacting-type,stack");
@@ -673,6 +683,15 @@ int cmd_table(int argc, char **argv)
 	rc = ht_reader_open(&t.r, o.file);
 	if (rc < 0)
 		die("cannot open '%s': %s", o.file, ht_strerror(rc));
+	if (o.q.at_peak) {
+		/* The window [0, peak]: what is live at its end is Impacting. */
+		if ((rc = ht_summary_at_peak(&o.q, t.r, NULL)) < 0)
+			die("cannot read '%s': %s", o.file, ht_strerror(rc));
+		o.has_range = true;
+		o.t1 = 0;
+		o.t2 = o.q.at_ts + 1;
+		o.q.has_at = false;
+	}
 	t.w = tu_window(t.r, o.has_range, o.t1, o.t2);
 	if ((o.q.cull.count && ht_frame_matcher_new(&t.cull, &o.q.cull, t.r) < 0) ||
 	    (o.q.require.count && ht_frame_matcher_new(&t.require, &o.q.require, t.r) < 0) ||

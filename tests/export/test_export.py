@@ -76,6 +76,11 @@ try:
     pid = str(info["processes"][0]["pid"])
     d = ht_json("analyze", t1, "-pid", pid, "--at-peak")
     check(d["totals"]["outstanding_bytes"] == peak_bytes(1), f"--at-peak -pid {d.get('totals')}")
+    # table heap --at-peak: the window [0, peak]; its Impacting rows are the blocks live then.
+    d = ht_json("table", "heap", t1, "--at-peak", "--group-by", "impacting-type")
+    check(d.get("window", {}).get("end_ns") == tot["peak_time_ns"] + 1 and
+          [(g["impacting_type"], g["count"], g["impacting_size"]) for g in d["groups"]]
+          == [("Impacting", 14, peak_bytes(1)), ("Transient", 5, 0)], f"table --at-peak {d}")
     p = ht("analyze", t1, "--at-peak", "-range", "0", "1s", ok=False)
     check(p.returncode == 2 and b"--at-peak" in p.stderr, f"--at-peak with -range: {p.stderr!r}")
 
