@@ -32,6 +32,9 @@ function tableTotals(kind, file, t1, t2) {
 	return { count: j.total.count, size: j.total.size, impacting: j.total.impacting_size };
 }
 
+let durationNs = 0;
+const info0Duration = () => durationNs;
+
 const tmp = mkdtempSync(join(tmpdir(), 'heaptrail-report-e2e-'));
 let browser = null;
 try {
@@ -43,6 +46,7 @@ try {
 
 	browser = await openPage(modules, html);
 	const { page } = browser;
+	durationNs = await page.evaluate(() => window.heaptrail.model.trace.duration_ns);
 
 	// The graphs are drawn: three charts, each with a canvas that has ink on it.
 	const ink = await page.evaluate(() =>
@@ -54,6 +58,34 @@ try {
 			return n;
 		}));
 	check(ink.length === 3 && ink.every((n) => n > 500), 'three graphs are drawn (pixels: ' + ink.join(', ') + ')');
+
+	// The whole trace opens on what was live at the heap's peak, in the flame
+	// graph and the xperf view, with the numbers of 'analyze --at-peak'.
+	const atPeak = JSON.parse(run(heaptrail, ['analyze', trace, '-stacks', '--at-peak', '--format', 'json']));
+	const peakInfo = JSON.parse(run(heaptrail, ['info', trace, '--format', 'json'])).totals;
+	const pv = await page.evaluate(() => ({
+		flame: document.getElementById('flame-metric').value,
+		xperf: document.getElementById('xperf-when').value,
+		peakNs: window.heaptrail.peakNs.heap,
+		live: window.heaptrail.peakTotals().heap.outstanding,
+	}));
+	check(pv.flame === 'peak' && pv.xperf === 'peak', 'whole trace: flame graph and xperf view default to live at the peak (' + JSON.stringify(pv) + ')');
+	check(pv.peakNs === peakInfo.peak_time_ns, 'the peak is info\'s peak time (' + pv.peakNs + ' vs ' + peakInfo.peak_time_ns + ')');
+	check(pv.live === atPeak.totals.outstanding_bytes && pv.live === peakInfo.peak_bytes,
+		'live at the peak in the page = analyze --at-peak = info peak_bytes (' + pv.live + ', ' + atPeak.totals.outstanding_bytes + ', ' + peakInfo.peak_bytes + ')');
+	await page.waitForFunction(() => /--at-peak/.test(document.getElementById('xperf-cmd').textContent), null, { timeout: 20000 });
+	const xso = await page.evaluate(() => {
+		const cells = [...document.querySelectorAll('#xperf-table .tabulator-row')].map((r) => r.querySelector('.lbl')?.textContent || '');
+		return cells[0] || '';
+	});
+	const topPeak = atPeak.items[0].stack[0];
+	check(xso.startsWith(topPeak), 'xperf view at the peak: top stack is analyze --at-peak\'s (' + xso + ' vs ' + topPeak + ')');
+	await page.waitForSelector('#flame svg rect', { timeout: 20000 });
+	// Jump to peak selects a window around it; the views follow the window again.
+	await page.click('#win-peak');
+	const jp = await page.evaluate(() => ({ t1: window.heaptrail.state.t1, t2: window.heaptrail.state.t2, flame: document.getElementById('flame-metric').value, xperf: document.getElementById('xperf-when').value }));
+	check(jp.t1 <= pv.peakNs && pv.peakNs < jp.t2 && jp.t2 - jp.t1 < info0Duration(), 'jump to peak: a window around the peak (' + JSON.stringify(jp) + ')');
+	check(jp.flame === 'outstanding' && jp.xperf === 'window', 'in a window the views show the window (' + JSON.stringify(jp) + ')');
 
 	// The ten spikes, from the data: commits whose stack has ManipulateTemporaryBuffer.
 	const info = await page.evaluate(() => {

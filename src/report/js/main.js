@@ -7,7 +7,7 @@ import 'tabulator-tables/dist/css/tabulator_simple.min.css';
 import '../css/report.css';
 
 import { loadModel, processLabel } from './model.js';
-import { windowSites, windowTotals, buildTree, flameTree, xperfRows, spans, METRICS, SORT_KEYS } from './window.js';
+import { windowSites, momentSites, windowTotals, buildTree, flameTree, xperfRows, spans, METRICS, SORT_KEYS } from './window.js';
 import { drawCharts } from './charts.js';
 import { createTreeTable, createXperfTable } from './tables.js';
 import { createFlame } from './flame.js';
@@ -48,6 +48,18 @@ function main() {
 	const labels = { process: (p) => processLabel(m, p), handle: (h) => 'Handle ' + m.handles[h] };
 	const file = m.trace.file || 'TRACE.htr';
 	const state = { t1: m.fullWindow[0], t2: m.fullWindow[1], heap: null, commit: null };
+	// The peaks (info's: when the summed outstanding bytes were first highest)
+	// and the sites live then, for "live at the peak" in the flame graph and
+	// the xperf view; computed once.
+	const peakNs = { heap: m.totals.heap_peak_ns || 0, commit: m.totals.commit_peak_ns || 0 };
+	let atPeak = null;
+	const peakSites = (src) => {
+		if (!atPeak) atPeak = { heap: momentSites(m.heap, peakNs.heap), commit: momentSites(m.commit, peakNs.commit) };
+		return atPeak[src];
+	};
+	// Whether the user chose the view's metric; until then it follows the window:
+	// live at the peak for the whole trace, the window's own numbers otherwise.
+	const chosen = { flame: false, xperf: false };
 
 	let charts = null;
 	// A picked row's blocks are highlighted on its graph; a new window clears them.
@@ -79,8 +91,9 @@ function main() {
 		const src = $('flame-source').value;
 		const metric = $('flame-metric').value;
 		const tab = src === 'commit' ? m.commit : m.heap;
-		const ws = src === 'commit' ? state.commit : state.heap;
-		flame.update(flameTree(m, tab, ws, METRICS[metric], $('flame-callees').checked), metric !== 'count');
+		const ws = metric === 'peak' ? peakSites(src) : src === 'commit' ? state.commit : state.heap;
+		const fn = METRICS[metric === 'peak' ? 'outstanding' : metric];
+		flame.update(flameTree(m, tab, ws, fn, $('flame-callees').checked), metric !== 'count');
 	}
 
 	function drawXperf() {
@@ -88,9 +101,10 @@ function main() {
 		const by = $('xperf-by').value;
 		const key = $('xperf-sort').value;
 		const top = Math.max(1, parseInt($('xperf-top').value, 10) || 50);
+		const peak = $('xperf-when').value === 'peak';
 		const tab = src === 'commit' ? m.commit : m.heap;
-		const ws = src === 'commit' ? state.commit : state.heap;
-		const rows = xperfRows(m, tab, ws, by).sort((a, b) => b[key] - a[key] || b.st - a.st).slice(0, top);
+		const ws = peak ? peakSites(src) : src === 'commit' ? state.commit : state.heap;
+		const rows = xperfRows(m, tab, ws, by, peak).sort((a, b) => b[key] - a[key] || b.st - a.st).slice(0, top);
 		for (const r of rows) {
 			r.label = r.name;
 			r.kind = by === 'stacks' ? 'stack' : by === 'frames' ? 'frame' : 'image';
@@ -101,7 +115,10 @@ function main() {
 			}
 		}
 		xperf.update(rows);
-		$('xperf-cmd').textContent = 'heaptrail analyze ' + file + ' -' + by + ' ' + key + ' -range ' + rangeArg(state.t1) + ' ' + rangeArg(state.t2) + ' -top ' + top;
+		const when = peak ? ' --at-peak' : ' -range ' + rangeArg(state.t1) + ' ' + rangeArg(state.t2);
+		$('xperf-cmd').textContent = src === 'commit' && peak
+			? 'committed memory live at its peak (' + fmtTime(peakNs.commit) + ')'
+			: 'heaptrail analyze ' + file + ' -' + by + ' ' + key + when + ' -top ' + top;
 	}
 
 	function setWindow(t1, t2) {
@@ -114,6 +131,8 @@ function main() {
 		state.heap = windowSites(m.heap, t1, t2);
 		state.commit = windowSites(m.commit, t1, t2);
 		const full = t1 <= 0 && t2 > m.trace.duration_ns;
+		if (!chosen.flame) $('flame-metric').value = full ? 'peak' : 'outstanding';
+		if (!chosen.xperf) $('xperf-when').value = full ? 'peak' : 'window';
 		const h = windowTotals(state.heap);
 		const c = windowTotals(state.commit);
 		$('win-from').value = (t1 / 1e9).toFixed(9).replace(/\.?0+$/, '');
@@ -150,6 +169,15 @@ function main() {
 		charts.clear();
 		setWindow(m.fullWindow[0], m.fullWindow[1]);
 	});
+	// A window around the heap's peak: a fortieth of the trace on each side.
+	$('win-peak').addEventListener('click', () => {
+		const d = m.trace.duration_ns;
+		const half = Math.max(1000, Math.round(d / 40));
+		const a = Math.max(0, peakNs.heap - half);
+		const b = Math.min(d + 1, peakNs.heap + half + 1);
+		charts.select(a, b);
+		setWindow(a, b);
+	});
 	$('win-apply').addEventListener('click', () => {
 		const a = Math.round(parseFloat($('win-from').value) * 1e9);
 		const b = Math.round(parseFloat($('win-to').value) * 1e9);
@@ -162,9 +190,11 @@ function main() {
 	});
 	$('split-type').addEventListener('change', drawTables);
 	for (const id of ['flame-source', 'flame-metric', 'flame-callees']) $(id).addEventListener('change', drawFlame);
+	$('flame-metric').addEventListener('change', () => (chosen.flame = true));
+	$('xperf-when').addEventListener('change', () => (chosen.xperf = true));
 	$('flame-icicle').addEventListener('change', () => flame.setInverted($('flame-icicle').checked));
 	$('flame-search').addEventListener('input', () => flame.search($('flame-search').value));
-	for (const id of ['xperf-source', 'xperf-by', 'xperf-sort', 'xperf-top']) $(id).addEventListener('change', drawXperf);
+	for (const id of ['xperf-source', 'xperf-when', 'xperf-by', 'xperf-sort', 'xperf-top']) $(id).addEventListener('change', drawXperf);
 	$('xperf-sort').innerHTML = Object.entries(SORT_KEYS).map(([k, v]) => '<option value="' + k + '">' + k + ' (' + v + ')</option>').join('');
 
 	// A window in the address (#window=T1ns-T2ns) opens with it, so a link to the
@@ -184,6 +214,8 @@ function main() {
 		setWindow,
 		select: charts.select,
 		totals: () => ({ heap: windowTotals(state.heap), commit: windowTotals(state.commit) }),
+		peakNs,
+		peakTotals: () => ({ heap: windowTotals(peakSites('heap')), commit: windowTotals(peakSites('commit')) }),
 	};
 	document.body.dataset.ready = '1';
 }

@@ -294,17 +294,31 @@ export const SORT_KEYS = {
 };
 
 /*
+ * The sites live at one moment (the heap's peak): a window [t, t + 1), whose
+ * AIFO and AOFO blocks are those allocated at or before t and freed after
+ * it; METRICS.outstanding over it is what was live then, as 'heaptrail
+ * analyze --at-peak' counts.
+ */
+export function momentSites(tab, t) {
+	return windowSites(tab, t, t + 1);
+}
+
+/*
  * The xperf heap view over the window: rows aggregated by 'stacks' (culled
  * stack), 'frames' (innermost frame after culling) or 'images' (its module),
  * with so, soc, st, stc, src as xperf counts them for -range: total is what was
  * allocated inside the window, outstanding what of that is not freed in it.
+ * With atMoment (ws from momentSites()), every block live then is counted,
+ * outstanding, as 'analyze --at-peak' does.
  */
-export function xperfRows(m, tab, ws, by) {
+export function xperfRows(m, tab, ws, by, atMoment = false) {
 	const rows = new Map();
 	for (let s = 0; s < ws.nsites; s++) {
-		const ki = s * 4 + AIFI;
+		// At a moment the live blocks are AIFO and AOFO; in a window, what was
+		// allocated inside: AIFI and AIFO.
+		const ki = s * 4 + (atMoment ? AOFO : AIFI);
 		const ko = s * 4 + AIFO;
-		const stc = ws.cnt[ki] + ws.cnt[ko];
+		const stc = atMoment ? ws.blk[ki] + ws.blk[ko] : ws.cnt[ki] + ws.cnt[ko];
 		if (!stc) continue;
 		const stack = tab.sites.stack[s];
 		const frames = m.stacks[stack] || [];
@@ -325,8 +339,8 @@ export function xperfRows(m, tab, ws, by) {
 		}
 		let r = rows.get(key);
 		if (!r) rows.set(key, (r = { name, stack: by === 'stacks' ? stack : -1, so: 0, soc: 0, st: 0, stc: 0, src: 0 }));
-		r.so += ws.bytes[ko];
-		r.soc += ws.cnt[ko];
+		r.so += atMoment ? ws.bytes[ki] + ws.bytes[ko] : ws.bytes[ko];
+		r.soc += atMoment ? stc : ws.cnt[ko];
 		r.st += ws.bytes[ki] + ws.bytes[ko];
 		r.stc += stc;
 		r.src += ws.rea[ki] + ws.rea[ko];
