@@ -86,6 +86,10 @@ try {
 	const jp = await page.evaluate(() => ({ t1: window.heaptrail.state.t1, t2: window.heaptrail.state.t2, flame: document.getElementById('flame-metric').value, xperf: document.getElementById('xperf-when').value }));
 	check(jp.t1 <= pv.peakNs && pv.peakNs < jp.t2 && jp.t2 - jp.t1 < info0Duration(), 'jump to peak: a window around the peak (' + JSON.stringify(jp) + ')');
 	check(jp.flame === 'outstanding' && jp.xperf === 'window', 'in a window the views show the window (' + JSON.stringify(jp) + ')');
+	// Back to the whole trace (and its default view) for the investigation below.
+	await page.click('#win-reset');
+	const back = await page.evaluate(() => document.getElementById('flame-metric').value);
+	check(back === 'peak', 'Reset: the whole trace shows live at the peak again (' + back + ')');
 
 	// The ten spikes, from the data: commits whose stack has ManipulateTemporaryBuffer.
 	const info = await page.evaluate(() => {
