@@ -663,9 +663,13 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		for (uint32_t i = 0; i < proc->argc; i++)
 			need += (proc->argv[i] ? strlen(proc->argv[i]) : 0) + 10;
 	}
-	for (int i = 0; i < HT__NSTREAMS; i++)
-		if (ht__buf_reserve(&w->st[i], i == HT__S_MISC ? need : 32) < 0)
+	/* The room check inline: a call per stream per event was a tenth of
+	   the collector's time on an allocation loop. */
+	for (int i = 0; i < HT__NSTREAMS; i++) {
+		size_t n = i == HT__S_MISC ? need : 32;
+		if (w->st[i].cap - w->st[i].len < n && ht__buf_reserve(&w->st[i], n) < 0)
 			return w->err = HT_ERR_NOMEM;
+	}
 
 	uint32_t si;
 	int fresh = 0;
@@ -681,10 +685,6 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		w->first_ts = ev->ts;
 		w->prev_ts = ev->ts / w->ts_unit;
 	}
-	size_t before = 0;
-	for (int i = 0; i < HT__NSTREAMS; i++)
-		before += w->st[i].len;
-
 	uint8_t *op = w->st[HT__S_OPS].data + w->st[HT__S_OPS].len;
 	uint8_t *mi = w->st[HT__S_MISC].data + w->st[HT__S_MISC].len;
 	int ext = ev->func != ht__default_func(ev->type) || ev->flags || ev->heap;
@@ -827,10 +827,11 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	if (ev->type == HT_EV_PROCESS_EXEC || ev->type == HT_EV_PROCESS_EXIT)
 		ht__proctab_event(&w->procs, ev);
 
+	/* raw_len is the streams' total: both start at 0 with each chunk. */
 	size_t after = 0;
 	for (int i = 0; i < HT__NSTREAMS; i++)
 		after += w->st[i].len;
-	w->raw_len += after - before;
+	w->raw_len = after;
 	w->ev_count++;
 	w->event_total++;
 	w->last_ts = ev->ts;
