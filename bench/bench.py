@@ -25,7 +25,7 @@ END = "<!-- bench:end -->"
 
 ALLOC_ITERATIONS = 2000000
 THREAD_ITERATIONS = 250000
-DEEP_ITERATIONS = 1000000
+DEEP_ITERATIONS = 300000
 PY_ROUNDS = 2
 JQ_MB = 25
 JQ_FILTER = "[.[] | select(.score > 500) | {id, name, n: (.tags | length)}] | length"
@@ -133,7 +133,7 @@ def heaptrack_file(prefix):
 def measure(name, argv, env, runs, heaptrail, tmp):
     """Median wall times of native, heaptrail and heaptrack; sizes of the last traces."""
     row = {"name": name, "native": [], "heaptrail": [], "heaptrack": [],
-           "ht_trace": None, "hk_trace": None, "error": None}
+           "ht_trace": None, "hk_trace": None, "error": None, "hk_error": None}
     for i in range(runs):
         # Interleaved so a slow phase of the machine hits every tool alike.
         row["native"].append(timed(argv, env, tmp))
@@ -148,7 +148,12 @@ def measure(name, argv, env, runs, heaptrail, tmp):
             except RuntimeError as e:
                 row["error"] = str(e)
         prefix = os.path.join(tmp, "hk%d" % i)
-        row["heaptrack"].append(timed(["heaptrack", "-o", prefix] + argv, env, tmp))
+        try:
+            row["heaptrack"].append(timed(["heaptrack", "-o", prefix] + argv, env, tmp))
+        except RuntimeError as e:
+            # heaptrack's own failure is a result too: say it, keep going.
+            row["hk_error"] = str(e)
+            print("bench: heaptrack failed: %s" % e, file=sys.stderr)
         last = heaptrack_file(prefix)
         if row["hk_trace"] and row["hk_trace"] != last and os.path.exists(row["hk_trace"]):
             os.unlink(row["hk_trace"])
@@ -261,7 +266,7 @@ def main():
     ap.add_argument("--runs", type=int, help="runs per measurement (median)")
     ap.add_argument("--heaptrail", help="the heaptrail binary (default build/bin/heaptrail)")
     ap.add_argument("--no-doc", action="store_true", help="do not rewrite docs/performance.md")
-    ap.add_argument("--only", help="run only the workloads whose name contains this")
+    ap.add_argument("--only", help="run only the workloads whose name contains one of these (comma-separated)")
     args = ap.parse_args()
     runs = args.runs or (3 if args.quick else 5)
     load_start = os.getloadavg()[0]
@@ -277,8 +282,12 @@ def main():
     data = prepare()
     rows = []
     with tempfile.TemporaryDirectory(prefix="ht-bench-") as tmp:
+        # heaptrail's symbol cache (docs/symbol-cache.md) lives in the run's
+        # temporary directory: warm after a workload's first recording, as
+        # for a user recording the same program again, and gone afterwards.
+        os.environ["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
         for name, argv, env in workloads(data):
-            if args.only and args.only not in name:
+            if args.only and not any(o in name for o in args.only.split(",")):
                 continue
             print("bench: %s ..." % name, file=sys.stderr, flush=True)
             r = measure(name, argv, env, runs, heaptrail, tmp)
@@ -296,6 +305,9 @@ def main():
     errors = ["- heaptrail failed on %s: `%s`" % (r["name"], r["error"].strip().splitlines()[-1]
                                                   if r["error"].strip() else "?")
               for r in rows if r["error"]]
+    errors += ["- heaptrack failed on %s (in some runs): `%s`" %
+               (r["name"], r["hk_error"].strip().splitlines()[-1])
+               for r in rows if r.get("hk_error")]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     section = "\n".join(
         ["Measured %s with `bench/run.sh%s` (median of %d interleaved runs) on: %s "
