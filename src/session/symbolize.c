@@ -874,7 +874,11 @@ int ht__symbolize_frames(struct ht__symbolize_job *job)
 			continue;
 		/* The module is opened only for frames the symbol cache lacks. */
 		struct ht__symcache cache;
-		ht__symcache_open(&cache, job->mods[m].build_id, job->mods[m].build_id_len);
+		/* A symbol path given now may hold better symbols than the cache
+		   remembers: then the cache is neither read nor written. */
+		int use_cache = !job->symbol_path || !*job->symbol_path;
+		ht__symcache_open(&cache, job->mods[m].build_id,
+				  use_cache ? job->mods[m].build_id_len : 0);
 		Dwfl *dwfl = NULL;
 		Dwfl_Module *mod = NULL;
 		bool opened = false;
