@@ -6,7 +6,7 @@
 #   scripts/deps.sh bench   testing plus what the benchmarks need
 set -euo pipefail
 what=${1:-build}
-pkgs=(gcc g++ make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev
+pkgs=(gcc g++ libc6-dev make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev
       libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libsqlite3-dev)
 case "$what" in
   build) ;;

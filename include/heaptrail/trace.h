@@ -219,6 +219,13 @@ struct ht_trace_info {
 	const char *const *argv;
 	const char *hostname;
 	uint32_t ts_unit_ns; /* event times are multiples of this (1: exact) */
+	/*
+	 * Why the recorded program could not be traced (statically linked,
+	 * set-user-ID run by another user, its allocator inside the
+	 * executable), as `heaptrail record` found before running it; "" when
+	 * nothing was found.
+	 */
+	const char *untraced;
 };
 
 #define HT_TRACEF_COMPLETE 0x1u	 /* the session finished the trace normally */

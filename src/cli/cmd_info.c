@@ -137,11 +137,15 @@ static void print_counts(FILE *f, const struct ht_summary_counts *c)
 	fputc('\n', f);
 }
 
-/* The warnings info shows: truncation, lost events. n is how many were put in w. */
-static int collect_warnings(struct ht_reader *r, char w[3][600])
+/* The warnings info shows: truncation, lost events, a program that could not
+   be traced. n is how many were put in w. */
+static int collect_warnings(struct ht_reader *r, char w[4][600])
 {
 	const struct ht_trace_info *in = ht_reader_info(r);
 	int n = 0;
+	if (in->untraced && *in->untraced)
+		snprintf(w[n++], 600, "%s cannot be traced: %s",
+			 in->argc && in->argv[0] ? in->argv[0] : "the program", in->untraced);
 	if (in->flags & HT_TRACEF_TRUNCATED) {
 		const char *why = ht_reader_warning(r);
 		snprintf(w[n++], 600, "the trace is incomplete%s%s", why ? ": " : "",
@@ -158,10 +162,13 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht_su
 	const struct ht_trace_info *in = ht_reader_info(r);
 	FILE *f = stdout;
 	char t[32], buf[64];
-	char warn[3][600];
+	char warn[4][600];
 	int nwarn = collect_warnings(r, warn);
-	for (int i = 0; i < nwarn; i++)
-		fprintf(f, "warning: %s\n", warn[i]);
+	for (int i = 0; i < nwarn; i++) {
+		fputs("warning: ", f);
+		put_text(f, warn[i]);
+		fputc('\n', f);
+	}
 
 	fputs("trace:      ", f);
 	put_text(f, path);
@@ -304,12 +311,14 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht_su
 	jw_key(&j, "attached");
 	jw_bool(&j, in->flags & HT_TRACEF_ATTACHED);
 	jw_key(&j, "warnings");
-	char warn[3][600];
+	char warn[4][600];
 	int nwarn = collect_warnings(r, warn);
 	jw_arr_begin(&j);
 	for (int i = 0; i < nwarn; i++)
 		jw_str(&j, warn[i]);
 	jw_arr_end(&j);
+	jw_key(&j, "untraced");
+	jw_str(&j, in->untraced && *in->untraced ? in->untraced : NULL);
 	jw_key(&j, "command");
 	json_argv(&j, in->argc, in->argv);
 	jw_key(&j, "hostname");

@@ -5,6 +5,7 @@
  * attaches to running processes instead (docs/attach.md).
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <alloca.h>
@@ -620,6 +621,53 @@ static int record_attach(const struct options *o)
 	return failures ? 1 : 0;
 }
 
+/*
+ * Why the recorder cannot reach the program at path, found before it runs,
+ * or NULL. The recorder comes in through the dynamic linker (LD_PRELOAD): a
+ * statically linked program never runs the linker, the linker ignores
+ * LD_PRELOAD for a set-user-ID program run by another user, and a malloc
+ * the executable defines itself is found before the recorder's.
+ */
+static const char *untraceable(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return NULL;
+	if (geteuid() != 0 && (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+			       ((st.st_mode & S_ISGID) && st.st_gid != getegid())))
+		return "it is set-user-ID or set-group-ID and heaptrail does not run as root: the "
+		       "dynamic linker ignores LD_PRELOAD for it, so the recorder is never loaded";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	Elf64_Ehdr eh;
+	bool elf = pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) &&
+		   !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+		   eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum && eh.e_phnum <= 256;
+	bool interp = false;
+	for (unsigned i = 0; elf && i < eh.e_phnum && !interp; i++) {
+		Elf64_Phdr ph;
+		if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != sizeof(ph))
+			elf = false;
+		else
+			interp = ph.p_type == PT_INTERP;
+	}
+	close(fd);
+	if (!elf)
+		return NULL; /* a script: its interpreter is what runs */
+	if (!interp)
+		return "it is statically linked: the recorder comes in through the dynamic linker "
+		       "(LD_PRELOAD), which a static program does not run";
+	static const char *const fns[] = {"malloc", "free", "calloc", "realloc"};
+	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+		uint64_t value, base;
+		if (ht__elf_dynsym(path, fns[i], &value, &base) == 0)
+			return "its allocator is inside the executable (it defines malloc itself), "
+			       "found before the recorder's: no allocation reaches the recorder";
+	}
+	return NULL;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct options o = {0};
@@ -638,6 +686,9 @@ int cmd_record(int argc, char **argv)
 	}
 	char recorder[PATH_MAX];
 	find_recorder(recorder, sizeof(recorder));
+	const char *untraced = untraceable(path);
+	if (untraced)
+		warning("'%s' cannot be traced: %s (programs it starts may be)", cmd[0], untraced);
 
 	/* The output is opened (or refused) before anything runs; a default name
 	   waits for the program's pid. */
@@ -713,7 +764,8 @@ int cmd_record(int argc, char **argv)
 				      .ts_unit_ns = o.ts_unit_ns,
 				      .flags = (o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0,
 				      .argc = (uint32_t)cmd_argc,
-				      .argv = (const char *const *)cmd};
+				      .argv = (const char *const *)cmd,
+				      .untraced = untraced};
 	struct ht__writer *w;
 	rc = ht__session_open_trace(s, &out, meta, &w);
 	if (rc < 0) {

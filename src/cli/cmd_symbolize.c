@@ -231,6 +231,7 @@ int cmd_symbolize(int argc, char **argv)
 	    .argv = in->argv,
 	    .hostname = in->hostname,
 	    .ts_unit_ns = in->ts_unit_ns,
+	    .untraced = in->untraced,
 	};
 	if ((rc = ht__writer_open_fd(&rw.w, dst.fd, &meta)) < 0) {
 		ht__output_abort(&dst);

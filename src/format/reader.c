@@ -216,6 +216,7 @@ static void tables_init(struct tables *t)
 	t->frames.elem = sizeof(struct ht_frame);
 	t->info.argv = NULL;
 	t->info.hostname = "";
+	t->info.untraced = "";
 }
 
 static void tables_release(struct tables *t)
@@ -624,6 +625,18 @@ static int parse_meta(struct tables *t, struct ht__cur *c)
 	if (!host)
 		return HT_ERR_NOMEM;
 	c->p += hn ? hn - 1 : 0;
+	/* Added later (docs/trace-format.md): absent in older traces. */
+	in->untraced = "";
+	if (c->p < c->end) {
+		uint64_t un = ht__get_varint(c);
+		if (c->bad || (un && un - 1 > (uint64_t)(c->end - c->p)))
+			return HT_ERR_CORRUPT;
+		const char *u = un ? arena_strndup(&t->arena, (const char *)c->p, un - 1) : "";
+		if (!u)
+			return HT_ERR_NOMEM;
+		c->p += un ? un - 1 : 0;
+		in->untraced = u;
+	}
 	in->argc = (uint32_t)argc;
 	in->argv = argv;
 	in->hostname = host;

@@ -109,6 +109,7 @@ struct ht__writer {
 	uint32_t flags;
 	struct ht__buf cmd; /* argc and argv as encoded in META */
 	char *hostname;
+	char *untraced; /* NULL: nothing known against tracing the program */
 };
 
 static int write_all(struct ht__writer *w, const void *buf, size_t len)
@@ -224,7 +225,7 @@ static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 	b.len = p - b.data;
 	memcpy(b.data + b.len, w->cmd.data, w->cmd.len);
 	b.len += w->cmd.len;
-	if (ht__buf_nstr(&b, w->hostname) < 0) {
+	if (ht__buf_nstr(&b, w->hostname) < 0 || ht__buf_nstr(&b, w->untraced) < 0) {
 		ht__buf_release(&b);
 		return w->err = HT_ERR_NOMEM;
 	}
@@ -269,6 +270,8 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 	w->stack_mask = meta->stack_mask;
 	w->flags = meta->flags & ~(HT_TRACEF_COMPLETE | HT_TRACEF_TRUNCATED | HT_TRACEF_SYMBOLS);
 	if (meta->hostname && !(w->hostname = strdup(meta->hostname)))
+		goto fail;
+	if (meta->untraced && *meta->untraced && !(w->untraced = strdup(meta->untraced)))
 		goto fail;
 	if (ht__buf_reserve(&w->cmd, 10) < 0)
 		goto fail;
@@ -1058,5 +1061,6 @@ void ht__writer_abort(struct ht__writer *w)
 	free(w->slots);
 	free(w->map);
 	free(w->hostname);
+	free(w->untraced);
 	free(w);
 }

@@ -36,6 +36,8 @@ struct ht__trace_meta {
 	 * benchmark's trace a third smaller than exact times.
 	 */
 	uint32_t ts_unit_ns;
+	/* Why the program cannot be traced (ht_trace_info.untraced), or NULL. */
+	const char *untraced;
 };
 
 /*

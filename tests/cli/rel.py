@@ -557,6 +557,65 @@ def symbolize_killed(env):
     check("400" in text, "the 400 allocations under pulse(): %r" % text[:2000])
 
 
+STATIC_WHY = ("it is statically linked: the recorder comes in through the dynamic linker "
+              "(LD_PRELOAD), which a static program does not run")
+OWN_WHY = ("its allocator is inside the executable (it defines malloc itself), found before "
+           "the recorder's: no allocation reaches the recorder")
+SETUID_WHY = ("it is set-user-ID or set-group-ID and heaptrail does not run as root: the "
+              "dynamic linker ignores LD_PRELOAD for it, so the recorder is never loaded")
+
+
+def check_untraced(env, prog, why, processes, trace, err, rc, user_env=None):
+    equal(rc, 0, "record %s: exit (%s)" % (prog, err))
+    lines = [l for l in err.splitlines() if "warning" in l]
+    equal(lines, ["heaptrail: warning: '%s' cannot be traced: %s (programs it starts may be)"
+                  % (prog, why)], "record's one warning")
+    tr = Trace(env, trace)
+    equal(tr.info["untraced"], why, "info json: untraced")
+    equal(tr.info["warnings"], ["%s cannot be traced: %s" % (prog, why)], "info json: warnings")
+    equal(tr.info["totals"]["alloc_calls"], 0, "no allocation in the trace")
+    equal(len(tr.info["processes"]), processes, "processes in the trace")
+    rc, out, err = env.run([env.heaptrail, "info", trace])
+    check(out.startswith("warning: %s cannot be traced: %s\n" % (prog, why)),
+          "info text names the reason: %r" % out[:400])
+
+
+@case
+def words_untraceable(env):
+    """A program the recorder cannot reach is named: statically linked, its
+    own malloc in the executable, set-user-ID run by another user. record
+    warns once, the trace stores the reason and info shows it."""
+    for name, why, procs in (("static_prog", STATIC_WHY, 0), ("own_malloc", OWN_WHY, 1)):
+        trace = os.path.join(env.tmp, name + ".htr")
+        rc, _, err = env.run([env.heaptrail, "record", "-q", "-o", trace, "--", env.prog(name)])
+        check_untraced(env, env.prog(name), why, procs, trace, err, rc)
+    # A traceable program gets no such word.
+    tr = Trace(env, small_trace(env))
+    equal(tr.info["untraced"], None, "malloc_family: nothing against tracing it")
+    # Set-user-ID, run by nobody: root's copy of malloc_family with mode 4755.
+    if os.geteuid() != 0:
+        raise Skip("the set-user-ID case needs root to make the file")
+    d = tempfile.mkdtemp(prefix="ht-rel-suid-")
+    try:
+        os.chmod(d, 0o777)
+        prog = os.path.join(d, "suid_prog")
+        shutil.copy2(env.prog("malloc_family"), prog)
+        os.chmod(prog, 0o4755)
+        trace = os.path.join(d, "suid.htr")
+
+        def nobody():
+            os.setgid(65534)
+            os.setuid(65534)
+
+        p = subprocess.run([env.heaptrail, "record", "-q", "-o", trace, "--", prog],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=d,
+                           preexec_fn=nobody, timeout=60,
+                           env=dict(os.environ, HOME=d, XDG_CACHE_HOME=d, XDG_RUNTIME_DIR=d))
+        check_untraced(env, prog, SETUID_WHY, 0, trace, p.stderr.decode(), p.returncode)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
