@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analysis/aggregate.h"
 #include "analysis/query.h"
@@ -19,6 +20,7 @@
 #include "cli/builtin.h"
 #include "cli/agg_side.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "cli/query_opts.h"
 #include "heaptrail/trace.h"
 
@@ -29,11 +31,12 @@ static const char usage_text[] =
     "the xperf heap actions. Options take one dash or two ('-top 5', '--top 5',\n"
     "'--top=5'); '-cullFrames' is also '--cull-frames'.\n"
     "\n"
-    "modes (without one: a row per process and heap handle, TOTAL first):\n"
+    "modes (without one: -stacks so, as xperf):\n"
     "  -stacks [KEY]          aggregate by whole stack, after culling\n"
     "  -frames [KEY]          by the topmost frame after culling\n"
     "  -images [KEY]          by the module (image) of that frame; also -image\n"
     "  KEY                    a sort key alone means -stacks KEY\n"
+    "  --summary              a row per process and heap handle, TOTAL first\n"
     "sort keys (largest first; ties: then total size, then the key text):\n"
     "  so   outstanding size (default)   soc  outstanding count\n"
     "  st   total size                   stc  total count\n"
@@ -62,6 +65,7 @@ static const char usage_text[] =
     "  -cullLists FILE...     files of frames to cull, one per line ('#' comments)\n"
     "  --no-default-cull      without the built-in list (heaptrail's own frames,\n"
     "                         malloc & co., operator new/new[], mmap & co.)\n"
+    "  --print-default-cull   print the built-in list, as a -cullLists file\n"
     "  frames: 'module!', 'module!symbol' or 'symbol', case-insensitive; module is\n"
     "  a file name or full path; a trailing '*' matches a prefix; 'module!0xOFFSET'\n"
     "  matches an address\n"
@@ -74,15 +78,72 @@ static const char usage_text[] =
     "                         has symbols)\n"
     "  --no-symbols           frames as module!0xOFFSET\n"
     "  --format text|csv|json\n"
+    "  -o, --output OUT       write to OUT instead of standard output\n"
+    "  --force                replace OUT if it exists\n"
     "\n"
-    "Put FILE first: lists (-cullFrames ...) run to the next option.\n";
+    "xperf's own spelling works too: -i FILE for the trace, -a heap for the action\n"
+    "(the only one). Put FILE first: lists (-cullFrames ...) run to the next option.\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail analyze app.htr\n"
+    "  heaptrail analyze -i app.htr -a heap -stacks so -cullLists cullFuncs.txt -o out.txt\n"
+    "  heaptrail analyze app.htr -frames st -range 2s 5s -top 10 --format csv\n";
 
 /* What the options asked for, besides the query. */
 struct opts {
 	const char *file;
 	enum out_format format;
 	bool mode_given;
+	bool summary;	    /* --summary: the handle table */
+	const char *output; /* -o */
+	bool force;
 };
+
+/* The option names analyze knows (without dashes), for "did you mean". */
+static const char *const known_options[] = {
+    "stacks",
+    "frames",
+    "images",
+    "summary",
+    "sort",
+    "top",
+    "totals",
+    "format",
+    "output",
+    "force",
+    "input",
+    "action",
+    "print-default-cull",
+    "pid",
+    "range",
+    "lifetime",
+    "size",
+    "requireFrames",
+    "cullFrames",
+    "cullLists",
+    "no-default-cull",
+    "symbols",
+    "no-symbols",
+    "at-peak",
+    "temporary",
+    "help",
+};
+
+static _Noreturn void unknown_option(const char *arg)
+{
+	char word[64], cand[sizeof(known_options) / sizeof(known_options[0])][40];
+	const char *cands[sizeof(known_options) / sizeof(known_options[0])];
+	size_t n = sizeof(known_options) / sizeof(known_options[0]);
+	snprintf(word, sizeof(word), "%.*s", (int)strcspn(arg, "="), arg + strspn(arg, "-"));
+	for (size_t i = 0; i < n; i++) {
+		snprintf(cand[i], sizeof(cand[i]), "%s", known_options[i]);
+		cands[i] = cand[i];
+	}
+	char dym[80];
+	/* xperf options are one dash, camelCase ones two; suggest as typed. */
+	die("unknown option '%s'%s; 'heaptrail analyze --help' lists the options", arg,
+	    cli_did_you_mean(dym, sizeof(dym), arg[1] == '-' ? "--" : "-", word, cands, n));
+}
 
 static bool is_sort_key(const char *s)
 {
@@ -163,6 +224,29 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 		if (!strcmp(name, "h") || !strcmp(name, "help")) {
 			fputs(usage_text, stdout);
 			exit(0);
+		} else if (!strcmp(name, "printdefaultcull")) {
+			printf("# heaptrail's built-in cull list (analyze --no-default-cull drops "
+			       "it)\n");
+			for (const char *const *d = ht_match_default_list; *d; d++)
+				printf("%s\n", *d);
+			exit(0);
+		} else if (!strcmp(name, "i") || !strcmp(name, "input")) {
+			const char *v = opt_value(argc, argv, &i, val, arg);
+			if (o->file)
+				die("two traces: '%s' and '%s'; analyze reads one", o->file, v);
+			o->file = v;
+		} else if (!strcmp(name, "a") || !strcmp(name, "action")) {
+			const char *v = opt_value(argc, argv, &i, val, arg);
+			if (strcmp(v, "heap"))
+				die("unknown action '%s' for '%s': heaptrail analyzes the heap "
+				    "('-a heap')",
+				    v, arg);
+		} else if (!strcmp(name, "o") || !strcmp(name, "output")) {
+			o->output = opt_value(argc, argv, &i, val, arg);
+		} else if (!strcmp(name, "force")) {
+			o->force = true;
+		} else if (!strcmp(name, "summary")) {
+			o->summary = true;
 		} else if (!strcmp(name, "stacks") || !strcmp(name, "stack")) {
 			set_mode(o, q, HT_GROUP_STACK, argc, argv, &i, val);
 		} else if (!strcmp(name, "frames") || !strcmp(name, "frame")) {
@@ -199,10 +283,15 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 			if (parse_format(v, &o->format) < 0)
 				die("unknown format '%s'; use text, csv or json", v);
 		} else {
-			die("unknown option '%s'; 'heaptrail analyze --help' lists the options",
-			    arg);
+			unknown_option(arg);
 		}
 	}
+	if (o->summary && o->mode_given)
+		die("--summary is the table by process and heap handle: leave out -stacks, "
+		    "-frames, -images and sort keys");
+	/* xperf: -stacks is the default action; --summary is the handle table. */
+	if (!o->summary && !o->mode_given)
+		q->group = HT_GROUP_STACK;
 	if (!o->file)
 		die("no trace given; usage: heaptrail analyze FILE [options]");
 }
@@ -237,10 +326,10 @@ static void upper_copy(const char *s, char *out, size_t cap)
 static void text_block(const struct ht_agg_counts *c)
 {
 	printf("    Alloc count:       %12" PRIu64 "\n", c->total_count);
-	printf("    Alloc KB:          %14.1f\n", kb(c->total_bytes));
+	printf("    Alloc KiB:         %14.1f\n", kb(c->total_bytes));
 	printf("    Realloc count:     %12" PRIu64 "\n", c->realloc_count);
 	printf("    Outstanding count: %12" PRIu64 "\n", c->outstanding_count);
-	printf("    Outstanding KB:    %14.1f\n", kb(c->outstanding_bytes));
+	printf("    Outstanding KiB:   %14.1f\n", kb(c->outstanding_bytes));
 }
 
 static void print_frame_line(struct ht_agg *agg, const struct ht_reader *r, uint32_t frame)
@@ -262,7 +351,7 @@ static const char *exe_of(const struct ht_reader *r, uint32_t process)
 
 static void print_handles_text(const struct ht_agg_result *res, const struct ht_reader *r)
 {
-	printf("%10s %12s %10s %12s %10s  %-18s  %s\n", "Alloc#", "Alloc KB", "Out#", "Out KB",
+	printf("%10s %12s %10s %12s %10s  %-18s  %s\n", "Alloc#", "Alloc KiB", "Out#", "Out KiB",
 	       "Realloc#", "Handle", "Process");
 	const struct ht_agg_counts *t = &res->totals;
 	printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  TOTAL\n", t->total_count,
@@ -307,8 +396,8 @@ static void print_text(const struct ht_agg_result *res, struct ht_agg *agg,
 		printf("\n%s %zu", one, i + 1);
 		if (res->group == HT_GROUP_IMAGE)
 			printf(": %s", it->key);
-		printf("\n    Out# %" PRIu64 ", Out KB %.1f, Alloc# %" PRIu64
-		       ", Alloc KB %.1f, Realloc# %" PRIu64 "\n",
+		printf("\n    Out# %" PRIu64 ", Out KiB %.1f, Alloc# %" PRIu64
+		       ", Alloc KiB %.1f, Realloc# %" PRIu64 "\n",
 		       it->c.outstanding_count, kb(it->c.outstanding_bytes), it->c.total_count,
 		       kb(it->c.total_bytes), it->c.realloc_count);
 		if (res->group == HT_GROUP_IMAGE)
@@ -442,12 +531,13 @@ static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg,
 		csv_u64(it->c.total_count, ',');
 		printf("%" PRIu64, it->c.realloc_count);
 		if (res->group == HT_GROUP_STACK) {
-			/* The frames innermost first, joined by ';'. */
+			/* Innermost first, "a <- b <- c": every CSV stack is written so (table
+			 * too). */
 			FILE *m = open_memstream(&line, &line_len);
 			if (!m)
 				die("out of memory");
 			for (uint32_t f = 0; f < it->nframes; f++)
-				fprintf(m, "%s%s", f ? ";" : "",
+				fprintf(m, "%s%s", f ? " <- " : "",
 					ht_agg_frame_text(agg, it->frames[f]));
 			fclose(m);
 			putchar(',');
@@ -469,6 +559,15 @@ int cmd_analyze(int argc, char **argv)
 	ht_query_init(qp);
 	parse_args(argc, argv, &o, qp);
 	side.path = o.file;
+	/* -o: stdout itself goes to the file, so every printer below writes there. */
+	struct ht__output out;
+	FILE *of = NULL;
+	if (o.output) {
+		of = output_begin(&out, o.output, o.force, 0644);
+		fflush(stdout);
+		if (dup2(fileno(of), STDOUT_FILENO) < 0)
+			die("cannot write '%s': %s", o.output, strerror(errno));
+	}
 	agg_side_run(&side, "analyzing");
 	struct ht_reader *r = side.r;
 	struct ht_agg *agg = side.agg;
@@ -492,5 +591,9 @@ int cmd_analyze(int argc, char **argv)
 	}
 	fflush(stdout);
 	agg_side_release(&side);
-	return ferror(stdout) ? 1 : 0;
+	if (ferror(stdout))
+		return 1;
+	if (of)
+		output_end(&out, of);
+	return 0;
 }

@@ -160,13 +160,15 @@ static void print_csv(const struct ht_diff *d, size_t n)
 		printf("%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",",
 		       it->delta_bytes, it->base_bytes, it->new_bytes, it->delta_count,
 		       it->base_count, it->new_count);
-		/* Frames joined by ';', innermost first, as analyze's CSV. */
-		char *k = strdup(it->key);
-		if (!k)
+		/* Frames innermost first, "a <- b <- c", as every CSV stack. */
+		char *k = NULL;
+		size_t klen = 0;
+		FILE *m = open_memstream(&k, &klen);
+		if (!m)
 			die("out of memory");
-		for (char *p = k; *p; p++)
-			if (*p == '\n')
-				*p = ';';
+		for (const char *p = it->key; *p; p++)
+			*p == '\n' ? fputs(" <- ", m) : fputc(*p, m);
+		fclose(m);
 		csv_field(stdout, k);
 		free(k);
 		putchar('\n');

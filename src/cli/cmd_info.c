@@ -32,18 +32,26 @@ static const char usage_text[] =
     "  heaptrail info app.htr\n"
     "  heaptrail info app.htr --format json\n";
 
-/* "1.234 ms": a time in the largest unit that keeps it >= 1, three decimals. */
+/*
+ * "1.234 ms": a time in the largest unit that keeps it >= 1, three decimals,
+ * rounded to nearest (1,655,015,900 ns is 1.655 s, not truncated).
+ */
 static const char *fmt_time(char *buf, size_t n, uint64_t ns)
 {
-	if (ns < 1000)
-		snprintf(buf, n, "%" PRIu64 " ns", ns);
-	else if (ns < 1000000)
-		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " us", ns / 1000, ns % 1000);
-	else if (ns < 1000000000)
-		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " ms", ns / 1000000, ns / 1000 % 1000);
-	else
-		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " s", ns / 1000000000,
-			 ns / 1000000 % 1000);
+	static const struct {
+		uint64_t ns;
+		const char *name;
+	} units[] = {{1000000000, "s"}, {1000000, "ms"}, {1000, "us"}};
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (ns < units[i].ns)
+			continue;
+		uint64_t q = units[i].ns / 1000; /* ns in a thousandth of the unit */
+		uint64_t milli = ns / q + (ns % q * 2 >= q);
+		snprintf(buf, n, "%" PRIu64 ".%03" PRIu64 " %s", milli / 1000, milli % 1000,
+			 units[i].name);
+		return buf;
+	}
+	snprintf(buf, n, "%" PRIu64 " ns", ns);
 	return buf;
 }
 

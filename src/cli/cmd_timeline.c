@@ -277,8 +277,8 @@ static void write_svg(struct tl_run *t, FILE *f)
 			if (v[k] > maxv)
 				maxv = v[k];
 	}
-	/* y unit: the largest of B, KB, MB, GB that keeps the top value >= 1. */
-	static const char *const yunits[] = {"B", "KB", "MB", "GB", "TB"};
+	/* y unit: the largest of B, KiB, MiB, GiB that keeps the top value >= 1. */
+	static const char *const yunits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
 	int ui = 0;
 	double ydiv = 1;
 	while (ui < 4 && (double)maxv >= ydiv * 1024) {

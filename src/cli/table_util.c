@@ -99,10 +99,20 @@ static void time_digits(char *buf, size_t len, uint64_t ns, const struct tu_unit
 		snprintf(buf, len, "%" PRIu64, whole);
 		return;
 	}
-	/* Integer arithmetic: doubles would lose ns on long traces. */
-	int exact = u->exact_digits;
-	for (int d = digits; d < exact; d++)
-		frac /= 10;
+	/*
+	 * Integer arithmetic: doubles would lose ns on long traces. Rounded to
+	 * nearest (half up), not truncated: 1,655,015,900 ns is 1.655016 s.
+	 */
+	uint64_t div = 1, one = 1;
+	for (int d = digits; d < u->exact_digits; d++)
+		div *= 10;
+	for (int d = 0; d < digits; d++)
+		one *= 10;
+	frac = (frac + div / 2) / div;
+	if (frac >= one) {
+		whole++;
+		frac -= one;
+	}
 	snprintf(buf, len, "%" PRIu64 ".%0*" PRIu64, whole, digits, frac);
 }
 
@@ -123,11 +133,11 @@ void tu_size(char *buf, size_t len, int64_t bytes)
 	if (a < 1024)
 		snprintf(buf, len, "%s%" PRIu64 " B", sign, a);
 	else if (a < 1024ull * 1024)
-		snprintf(buf, len, "%s%.1f KB", sign, (double)a / 1024);
+		snprintf(buf, len, "%s%.1f KiB", sign, (double)a / 1024);
 	else if (a < 1024ull * 1024 * 1024)
-		snprintf(buf, len, "%s%.1f MB", sign, (double)a / (1024.0 * 1024));
+		snprintf(buf, len, "%s%.1f MiB", sign, (double)a / (1024.0 * 1024));
 	else
-		snprintf(buf, len, "%s%.2f GB", sign, (double)a / (1024.0 * 1024 * 1024));
+		snprintf(buf, len, "%s%.2f GiB", sign, (double)a / (1024.0 * 1024 * 1024));
 }
 
 const char *tu_basename(const char *path)

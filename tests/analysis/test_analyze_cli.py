@@ -67,17 +67,44 @@ try:
     basic = paths["basic"]
     ALL = (13, 5898, 2, 8, 5688)
 
-    # No mode: TOTAL and one row per process and heap handle.
+    # No mode is -stacks so, as in xperf: the same output, text and JSON.
     d = js(basic)
-    check(d["mode"] == "handles", "default mode is handles")
+    check(d["mode"] == "stacks" and d["sort"] == "so", "default mode is -stacks so")
+    check(d == js(basic, "-stacks", "so"), "no mode = -stacks so (json)")
+    check(run(basic) == run(basic, "-stacks", "so"), "no mode = -stacks so (text)")
+    # xperf's spelling: -i FILE -a heap, and -o OUT (never over a file without --force).
+    out = os.path.join(tmp, "xperf.txt")
+    rc, o1, _ = run("-i", basic, "-a", "heap", "-stacks", "so", "-o", out)
+    check(rc == 0 and o1 == "" and open(out).read() == run(basic)[1], "-i FILE -a heap -o OUT")
+    fails(["-i", basic, "-a", "heap", "-o", out], "use --force", "-o over a file")
+    rc, _, _ = run("-i", basic, "-a", "heap", "-o", out, "--force", "--summary")
+    check(rc == 0 and open(out).read() == run(basic, "--summary")[1], "-o --force replaces")
+    fails([basic, "-a", "cpu"], "unknown action 'cpu'", "an action other than heap")
+    fails([basic, "--sumary"], "did you mean '--summary'?", "a misspelt option")
+    fails([basic, "-stcks"], "did you mean '-stacks'?", "a misspelt xperf option")
+    fails([basic, "--summary", "-frames"], "--summary", "--summary with a mode")
+    # --print-default-cull is a -cullLists file: culling with it equals the default.
+    rc, cull, _ = run("--print-default-cull")
+    check(rc == 0 and "\nmalloc\n" in cull and "\nlibheaptrail*!\n" in cull, "default cull list")
+    cf = os.path.join(tmp, "cull.txt")
+    with open(cf, "w") as f:
+        f.write(cull)
+    check(js(basic, "--no-default-cull", "-cullLists", cf) == js(basic), "the printed list culls as the default")
+    sample = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "cullFuncs.txt")
+    rc, _, err = run(basic, "-cullLists", sample)
+    check(rc == 0 and err == "", f"examples/cullFuncs.txt is a valid cull list: {err!r}")
+
+    # --summary: TOTAL and one row per process and heap handle.
+    d = js(basic, "--summary")
+    check(d["mode"] == "handles", "--summary mode is handles")
     check(totals(basic) == ALL, "totals of basic")
     rows = [(i["pid"], i["exe"], i["handle"]) + metrics(i) for i in d["items"]]
     check(rows == [(100, "/home/u/app", 0, 1542, 6, 1736, 10, 2),
                    (100, "/home/u/app", 0xabc, 50, 1, 50, 1, 0),
                    (200, "/home/u/worker", 0, 4096, 1, 4112, 2, 0)], f"handle rows {rows}")
-    rc, out, _ = run(basic)
+    rc, out, _ = run(basic, "--summary")
     lines = out.splitlines()
-    check(rc == 0 and "Alloc#" in lines[0] and "Out KB" in lines[0] and "Handle" in lines[0],
+    check(rc == 0 and "Alloc#" in lines[0] and "Out KiB" in lines[0] and "Handle" in lines[0],
           "handle header")
     check(lines[1].split() == ["13", "5.8", "8", "5.6", "2", "TOTAL"], f"TOTAL row {lines[1]!r}")
     check(lines[3].split()[-3:] == ["0xabc", "100", "/home/u/app"], f"handle row {lines[3]!r}")
@@ -186,19 +213,19 @@ try:
     check(out.startswith("GLOBAL ALLOCATIONS") and "TOP" not in out, "-totals in text")
     rc, out, err = run(basic, "-stacks")
     check("GLOBAL ALLOCATIONS\n    Alloc count:                 13\n" in out, "GLOBAL block")
-    check("STACK 1\n    Out# 4, Out KB 4.5, Alloc# 5, Alloc KB 4.6, Realloc# 0\n"
+    check("STACK 1\n    Out# 4, Out KiB 4.5, Alloc# 5, Alloc KiB 4.6, Realloc# 0\n"
           "        app!make_node  app.c:12\n        app!main  app.c:30\n" in out, "stack block")
     rc, out, err = run(paths["inline"], "-stacks")
     check("        app!helper  helper.h:3  (inlined)\n        app!caller  app.c:20\n"
           "        app!main  app.c:30\n" in out, f"inlined frames in text: {out!r}")
-    rc, out, err = run(basic, "-totals")
+    rc, out, err = run(basic, "-totals", "--summary")
     check(rc == 0 and len(out.splitlines()) == 2 and out.splitlines()[1].split()[-1] == "TOTAL",
-          f"-totals without a mode: {out!r}")
+          f"-totals --summary: {out!r}")
     rc, out, err = run(basic, "-stacks", "so", "--format=csv")
     lines = out.splitlines()
     check(lines[0] == "outstanding_bytes,outstanding_count,total_bytes,total_count,realloc_count,stack",
           "CSV header")
-    check(lines[1] == "4646,4,4746,5,0,app!make_node;app!main", f"CSV row {lines[1]!r}")
+    check(lines[1] == "4646,4,4746,5,0,app!make_node <- app!main", f"CSV row {lines[1]!r}")
     rc, out, err = run(basic, "-frames", "--format", "csv")
     check(out.splitlines()[2] == '1000,1,1016,2,0,app!Parser::parse(char const*)', "CSV frames")
     rc, out, err = run(basic, "--format", "csv", "-totals")
@@ -211,7 +238,7 @@ try:
     # After a deliberate change of layout, regenerate them with the commands below
     # (mkfixture basic.htr basic; heaptrail analyze basic.htr ARGS > golden/FILE).
     golden_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
-    for name, args in (("handles.txt", []), ("stacks.txt", ["-stacks"]),
+    for name, args in (("handles.txt", ["--summary"]), ("stacks.txt", ["-stacks"]),
                        ("frames_soc.csv", ["-frames", "soc", "--format", "csv"]),
                        ("images.json", ["-images", "--format", "json"]),
                        ("stacks_nosym_top3.json", ["-stacks", "--no-symbols", "-top", "3",

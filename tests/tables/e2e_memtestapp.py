@@ -254,7 +254,7 @@ def check_timeline(t, spikes, steady, tmp):
     with open(svg) as f:
         text = f.read()
     check(text.count("<polyline") == 2, "two lines in the svg")
-    check(">30 MB</text>" in text, "svg y axis in MB")
+    check(">30 MiB</text>" in text, "svg y axis in MiB")
 
 
 def check_heap(t, start):

@@ -190,7 +190,7 @@ static void test_heap_groups(void)
 	CHECK_OUT(&r, expect);
 	run(&r, "table heap '%s' --range 4 10 --depth 0", heap_trace);
 	CHECK_CONTAINS(r.out,
-		       "Count 4, Impacting Size 1.8 KB, Size 2.5 KB, 6 blocks in the window\n");
+		       "Count 4, Impacting Size 1.8 KiB, Size 2.5 KiB, 6 blocks in the window\n");
 	CHECK(!strstr(r.out, "Address"));
 }
 
@@ -219,9 +219,9 @@ static void test_agrees_with_analyze(void)
 	run(&r, "analyze '%s' -range 4 10 -stacks --format csv", heap_trace);
 	CHECK_OUT(
 	    &r, "outstanding_bytes,outstanding_count,total_bytes,total_count,realloc_count,stack\n"
-		"2000,1,2000,1,0,app!temp;app!main\n"
-		"64,1,564,2,0,app!other;app!main\n"
-		"40,1,40,1,0,app!leaky;app!main\n");
+		"2000,1,2000,1,0,app!temp <- app!main\n"
+		"64,1,564,2,0,app!other <- app!main\n"
+		"40,1,40,1,0,app!leaky <- app!main\n");
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack --sort size",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
@@ -280,7 +280,7 @@ static void test_heap_rows(void)
 	CHECK_EQ(r.status, 0);
 	CHECK_CONTAINS(r.out, "Heap Allocations, window [0.000004 s, 0.000010 s), grouped by "
 			      "impacting-type, stack\n");
-	CHECK_CONTAINS(r.out, "         4          1.8 KB       2.5 KB  Total\n");
+	CHECK_CONTAINS(r.out, "         4         1.8 KiB      2.5 KiB  Total\n");
 	CHECK_CONTAINS(r.out, "         1          -236 B         64 B      app!other\n"
 			      "                                               app!main\n");
 }
@@ -358,6 +358,24 @@ static void test_unfinished(void)
 	CHECK_EQ(r.status, 2);
 	CHECK_CONTAINS(
 	    r.err, "heaptrail: error: the window starts after the end of the trace (0.000003 s)");
+	unlink(path);
+}
+
+/* Times in text are rounded to the digits shown, not truncated. */
+static void test_rounding(void)
+{
+	static struct result r;
+	char path[300];
+	snprintf(path, sizeof(path), "%s/rounding.htr", dir);
+	struct ht__writer *w;
+	CHECK_EQ(tr_begin(&w, path), 0);
+	tr_ev(w, HT_EV_ALLOC, 1655015900, 0x1000, 100, 1);
+	CHECK_EQ(tr_end(w, 1655015900), 0);
+	run(&r, "table heap '%s' --range 2s 3s", path);
+	CHECK_CONTAINS(
+	    r.err, "heaptrail: error: the window starts after the end of the trace (1.655016 s)");
+	run(&r, "info '%s'", path);
+	CHECK_CONTAINS(r.out, "duration:   1.655 s\n");
 	unlink(path);
 }
 
@@ -456,7 +474,7 @@ static void test_timeline(void)
 	CHECK_CONTAINS(buf, "<svg xmlns=\"http://www.w3.org/2000/svg\"");
 	CHECK_CONTAINS(buf, "data-name=\"heap\"");
 	CHECK_CONTAINS(buf, "data-name=\"commit\"");
-	CHECK_CONTAINS(buf, ">2 KB</text>");
+	CHECK_CONTAINS(buf, ">2 KiB</text>");
 	CHECK_CONTAINS(buf, ">0.00001 s</text>");
 	CHECK_CONTAINS(buf, "</svg>\n");
 	unlink(svg);
@@ -483,6 +501,7 @@ int main(int argc, char **argv)
 	test_commit();
 	test_unfinished();
 	test_bad_input();
+	test_rounding();
 	test_timeline();
 	unlink(heap_trace);
 	unlink(commit_trace);
