@@ -28,6 +28,9 @@ struct ht_life_tracker {
 	struct block *tab;
 	uint64_t mask; /* table size - 1, size a power of two */
 	struct ht_life_stats st;
+	/* Live blocks per process image, so an image that ends with none (or
+	   few) costs nothing (or stops early) instead of a scan of the table. */
+	HT_VEC(uint64_t) per_proc;
 };
 
 #define MIN_SIZE 1024u
@@ -121,6 +124,8 @@ static void end_block(struct ht_life_tracker *t, struct block *b, uint64_t ts, i
 		      int at_exit)
 {
 	t->st.live_count--;
+	if (b->process < t->per_proc.len)
+		t->per_proc.v[b->process]--;
 	t->st.live_bytes -= b->size;
 	if (t->on_end) {
 		struct ht_life l = {
@@ -158,6 +163,8 @@ static int alloc_block(struct ht_life_tracker *t, const struct ht_event *ev, int
 {
 	if ((t->st.live_count + 1) * 10 > (t->mask + 1) * 7 && grow(t) < 0)
 		return HT_ERR_NOMEM;
+	if (ht_vec_grow_zero(&t->per_proc, (size_t)ev->process + 1) < 0)
+		return HT_ERR_NOMEM;
 	struct block *b = lookup(t, ev->process, ev->heap, ev->addr);
 	if (b->addr) {
 		/* Its free was never seen (a path we do not hook): it ended here. */
@@ -175,6 +182,7 @@ static int alloc_block(struct ht_life_tracker *t, const struct ht_event *ev, int
 	    .from_realloc = (uint8_t)from_realloc,
 	};
 	t->st.live_count++;
+	t->per_proc.v[ev->process]++;
 	t->st.live_bytes += ev->size;
 	return 0;
 }
@@ -267,12 +275,11 @@ static int block_cmp(const void *a, const void *b)
 
 int ht_life_end_process(struct ht_life_tracker *t, uint32_t process, uint64_t ts)
 {
-	if (!t->st.live_count)
-		return 0;
+	uint64_t left = process < t->per_proc.len ? t->per_proc.v[process] : 0;
 	/* Taken out first (removal moves entries), then ended oldest first. */
 	HT_VEC(struct block) ended = {0};
 	uint64_t i = 0;
-	while (i <= t->mask) {
+	while (left && i <= t->mask) {
 		struct block *b = &t->tab[i];
 		if (b->addr && b->process == process) {
 			if (ht_vec_push(&ended, *b) < 0) {
@@ -280,6 +287,7 @@ int ht_life_end_process(struct ht_life_tracker *t, uint32_t process, uint64_t ts
 				return HT_ERR_NOMEM;
 			}
 			remove_slot(t, b);
+			left--;
 			continue; /* another entry may have moved into slot i */
 		}
 		i++;
@@ -302,5 +310,6 @@ void ht_life_free(struct ht_life_tracker *t)
 	if (!t)
 		return;
 	free(t->tab);
+	ht_vec_release(&t->per_proc);
 	free(t);
 }

@@ -79,9 +79,15 @@ struct ht_reader *ht_pass_reader(const struct ht_pass *p)
 
 uint64_t ht_pass_end_ts(const struct ht_pass *p)
 {
+	return p->end_ts;
+}
+
+/* The end of the trace grows with the events; the stated duration counts too. */
+static void end_ts_from_info(struct ht_pass *p)
+{
 	const struct ht_trace_info *info = ht_reader_info(p->r);
-	uint64_t d = info ? info->duration_ns : 0;
-	return d > p->end_ts ? d : p->end_ts;
+	if (info && info->duration_ns > p->end_ts)
+		p->end_ts = info->duration_ns;
 }
 
 const struct ht_life_stats *ht_pass_life_stats(const struct ht_pass *p)
@@ -240,6 +246,7 @@ int ht_pass_run(struct ht_pass *p)
 	int rc = ht_reader_rewind(p->r);
 	if (rc < 0)
 		return rc;
+	end_ts_from_info(p);
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if (s->c->begin)
@@ -269,6 +276,8 @@ int ht_pass_run(struct ht_pass *p)
 	}
 	if (rc < 0)
 		return rc;
+	/* The footer (read at the end of an unfinished trace) may know more. */
+	end_ts_from_info(p);
 	if (p->lt && !p->err)
 		ht_life_finish(p->lt);
 	if (p->ct && !p->err)
