@@ -67,8 +67,8 @@ static uint64_t hash_seq(const uint32_t *v, uint32_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
 	for (uint32_t i = 0; i < n; i++)
-		h = ht__mix64(h ^ v[i]) + i;
-	return ht__mix64(h);
+		h = ht_mix64(h ^ v[i]) + i;
+	return ht_mix64(h);
 }
 
 /* The pass gives every heap block that ends; the end of the trace grows as it reads. */
@@ -214,7 +214,7 @@ static void counts_sum(struct ht_agg_counts *to, const struct ht_agg_counts *c)
 
 static uint64_t hentry_hash(uint32_t process, uint64_t heap, uint32_t stack)
 {
-	return ht__mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull);
+	return ht_mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull);
 }
 
 static uint64_t hentry_rehash(const void *ctx, uint32_t id)

@@ -104,7 +104,7 @@ static int db_error(struct sq *s)
 
 static size_t link_slot(const struct sq *s, uint32_t process, uint64_t heap, uint64_t addr)
 {
-	size_t i = ht__mix64(addr ^ heap * 0x9e3779b97f4a7c15ull ^ process) & (s->cap - 1);
+	size_t i = ht_mix64(addr ^ heap * 0x9e3779b97f4a7c15ull ^ process) & (s->cap - 1);
 	while (s->links[i].used && (s->links[i].addr != addr || s->links[i].heap != heap ||
 				    s->links[i].process != process))
 		i = (i + 1) & (s->cap - 1);
@@ -152,8 +152,8 @@ static int64_t link_take(struct sq *s, uint32_t process, uint64_t heap, uint64_t
 		struct link *c = &s->links[j];
 		if (!c->used)
 			break;
-		size_t home = ht__mix64(c->addr ^ c->heap * 0x9e3779b97f4a7c15ull ^ c->process) &
-			      (s->cap - 1);
+		size_t home =
+		    ht_mix64(c->addr ^ c->heap * 0x9e3779b97f4a7c15ull ^ c->process) & (s->cap - 1);
 		if (((j - home) & (s->cap - 1)) >= ((j - i) & (s->cap - 1))) {
 			s->links[i] = *c;
 			i = j;

@@ -1,76 +1,37 @@
 /*
- * intern.c - the string interning of intern.h: an array of copies and an
- * open-addressing table of ids, kept at most half full.
+ * intern.c - the string interning of intern.h: an array of copies and a hash
+ * index of them (vec.h).
  */
 #include "analysis/intern.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "heaptrail/trace.h"
+#include "analysis/vec.h"
 
-uint64_t ht__mix64(uint64_t h)
+static uint64_t rehash(const void *ctx, uint32_t id)
 {
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 33;
-	return h;
-}
-
-uint64_t ht__hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return ht__mix64(h);
-}
-
-/* Grows the table so that count + 1 entries keep it at most half full. */
-static int grow(struct ht__intern *in)
-{
-	size_t ncap = in->cap ? in->cap * 2 : 1024;
-	uint32_t *nt = calloc(ncap, sizeof(*nt));
-	if (!nt)
-		return HT_ERR_NOMEM;
-	for (uint32_t id = 0; id < in->count; id++) {
-		size_t i = ht__hash_str(in->strs[id]) & (ncap - 1);
-		while (nt[i])
-			i = (i + 1) & (ncap - 1);
-		nt[i] = id + 1;
-	}
-	free(in->tab);
-	in->tab = nt;
-	in->cap = ncap;
-	return 0;
+	return ht_hash_str(((const struct ht__intern *)ctx)->strs[id]);
 }
 
 uint32_t ht__intern_id(struct ht__intern *in, const char *s)
 {
-	if ((in->count + 1) * 2 > in->cap && grow(in) < 0)
+	uint64_t h = ht_hash_str(s);
+	for (uint32_t *slot = ht_hindex_find(&in->ix, h); *slot;
+	     slot = ht_hindex_next(&in->ix, slot))
+		if (!strcmp(in->strs[*slot - 1], s))
+			return *slot - 1;
+	if (ht_grow32((void **)&in->strs, &in->alloc, (size_t)in->count + 1, sizeof(*in->strs)) < 0)
 		return HT__NO_ID;
-	size_t i = ht__hash_str(s) & (in->cap - 1);
-	while (in->tab[i]) {
-		uint32_t id = in->tab[i] - 1;
-		if (!strcmp(in->strs[id], s))
-			return id;
-		i = (i + 1) & (in->cap - 1);
-	}
-	if (in->count == in->alloc) {
-		uint32_t na = in->alloc ? in->alloc * 2 : 1024;
-		char **ns = realloc(in->strs, na * sizeof(*ns));
-		if (!ns)
-			return HT__NO_ID;
-		in->strs = ns;
-		in->alloc = na;
-	}
 	char *copy = strdup(s);
 	if (!copy)
 		return HT__NO_ID;
 	in->strs[in->count] = copy;
-	in->tab[i] = ++in->count;
-	return in->count - 1;
+	if (ht_hindex_insert(&in->ix, h, in->count, rehash, in) < 0) {
+		free(copy);
+		return HT__NO_ID;
+	}
+	return in->count++;
 }
 
 void ht__intern_release(struct ht__intern *in)
@@ -78,6 +39,6 @@ void ht__intern_release(struct ht__intern *in)
 	for (uint32_t i = 0; i < in->count; i++)
 		free(in->strs[i]);
 	free(in->strs);
-	free(in->tab);
+	ht_hindex_release(&in->ix);
 	memset(in, 0, sizeof(*in));
 }

@@ -9,22 +9,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/vec.h"
+
 #define HT__NO_ID UINT32_MAX
 
 /* Zero-initialised is empty. strs[id] is the text of id. */
 struct ht__intern {
 	char **strs;
 	uint32_t count, alloc;
-	uint32_t *tab; /* open addressing: id + 1, 0 empty */
-	size_t cap;
+	struct ht_hindex ix; /* of strs */
 };
 
 /* The id of text s, adding a copy when new; HT__NO_ID when out of memory. */
 uint32_t ht__intern_id(struct ht__intern *in, const char *s);
 void ht__intern_release(struct ht__intern *in);
 
-/* A 64-bit finaliser (murmur3's) and a string hash built on it. */
-uint64_t ht__mix64(uint64_t h);
-uint64_t ht__hash_str(const char *s);
+/* Hashing: ht_mix64() and ht_hash_str() of vec.h. */
 
 #endif
