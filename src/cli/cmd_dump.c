@@ -219,7 +219,9 @@ static void print_text(struct ht_reader *r, const struct ht_event *ev, int stack
 		for (uint32_t i = 0; i < n; i++) {
 			frame_text(r, frames[i], buf, sizeof(buf));
 			const struct ht_frame *fr = ht_reader_frame(r, frames[i]);
-			fprintf(f, "    %s%s\n", buf, fr && fr->inlined ? " (inlined)" : "");
+			fputs("    ", f);
+			put_text(f, buf); /* file names come from the program's debug info */
+			fputs(fr && fr->inlined ? " (inlined)\n" : "\n", f);
 		}
 	}
 }
