@@ -990,6 +990,11 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 		/* Its collector was killed: that recorder steps aside for ours. */
 		if ((rc = stop_stale_recorders(pid, why, n)) < 0)
 			return rc;
+		/* A killed `record`'s file would hold its pages in /dev/shm for
+		   good: nobody can collect it. (A named session's is replaced by
+		   the next session of that name.) */
+		if (!strstr(other, " (deleted)") && !strncmp(base_name(other), "session-", 8))
+			unlink(other);
 	}
 	uint64_t dlopen_fn;
 	rc = find_dlopen(pid, &dlopen_fn);

@@ -381,6 +381,7 @@ def reattach_record(env):
         check("traces it already" not in err, "no 'traces it already': %r" % err)
         pulses_in(env, second, 3, "the trace of the second attach")
         equal(t.mapped_sessions(), [], "no session mapped after the second detach")
+        check(not os.path.exists(stale[0]), "the dead collector's session file was removed")
         t.pulse()
     finally:
         t.end()
