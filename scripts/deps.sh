@@ -7,11 +7,11 @@
 set -euo pipefail
 what=${1:-build}
 pkgs=(gcc g++ libc6-dev make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev
-      libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libsqlite3-dev)
+      libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libsqlite3-dev libiberty-dev)
 case "$what" in
   build) ;;
   test) pkgs+=(python3 heaptrack procps chromium clang-format
-    libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev golang-go sqlite3 valgrind) ;;
+    libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev rustc golang-go sqlite3 valgrind) ;;
   bench) pkgs+=(python3 heaptrack procps jq chromium) ;;
   *) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
 esac

@@ -59,6 +59,26 @@ const char *const ht_match_default_list[] = {
     "operator new[]",
     "_Znw*",
     "_Zna*",
+    /*
+     * The allocation layers of libstdc++ (std::allocator and the
+     * allocator_traits over it; __gnu_cxx::new_allocator, std::__new_allocator
+     * since GCC 12) and of Rust's standard library (alloc::alloc, the Global
+     * allocator, RawVec's growth; __rust_alloc and friends, the shims to the
+     * global allocator), in their legacy and v0 (<Type>::method) forms.
+     */
+    "std::allocator*",
+    "std::__new_allocator*",
+    "__gnu_cxx::new_allocator*",
+    "alloc::alloc::*",
+    "<alloc::alloc::Global*",
+    "alloc::raw_vec::*",
+    "<alloc::raw_vec::*",
+    "__rust_alloc",
+    "__rust_alloc_zeroed",
+    "__rust_realloc",
+    "__rdl_alloc",
+    "__rdl_alloc_zeroed",
+    "__rdl_realloc",
     /* Mappings. */
     "mmap",
     "mmap64",

@@ -211,5 +211,7 @@ void ht__maps_free(struct ht__maps *m);
 
 /* symbolize.c: resolve every frame of s and hand the symbols to the sink. */
 int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx);
+/* A C++ or Rust (legacy and v0) symbol demangled (malloc'd), or NULL. */
+char *ht__demangle(const char *name);
 
 #endif

@@ -17,11 +17,31 @@
 #include "session/internal.h"
 
 /*
- * C++ names are demangled with the C++ runtime's own demangler: libstdc++ is
- * present wherever C++ programs run, so this needs no extra package (the
- * alternative, libiberty, is a static-only build dependency).
+ * C++ names are demangled with the C++ runtime's own demangler (libstdc++ is
+ * present wherever C++ programs run); Rust's, legacy (_ZN...17h<hash>E) and
+ * v0 (_R...), with libiberty's (Debian libiberty-dev, a static library),
+ * which the C++ runtime's does not know.
  */
+#include <libiberty/demangle.h>
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *ht__demangle(const char *name)
+{
+	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+		return NULL;
+	/* A Rust legacy name is also a valid C++ one: Rust is asked first, and
+	   says no to anything without its hash. */
+	char *d = rust_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+	if (d || name[1] != 'Z')
+		return d;
+	int status = 0;
+	d = __cxa_demangle(name, NULL, NULL, &status);
+	if (d && status != 0) {
+		free(d);
+		d = NULL;
+	}
+	return d;
+}
 
 #define MAX_INLINE 16
 
@@ -38,17 +58,14 @@ struct names {
 	uint32_t n;
 };
 
-/* name, demangled when it is a C++ symbol; the result lives until names_free. */
+/* name, demangled when it is a C++ or Rust symbol; the result lives until names_free. */
 static const char *demangle(struct names *nm, const char *name)
 {
-	if (!name || name[0] != '_' || name[1] != 'Z' || nm->n >= MAX_INLINE + 2)
+	if (nm->n >= MAX_INLINE + 2)
 		return name;
-	int status = 0;
-	char *d = __cxa_demangle(name, NULL, NULL, &status);
-	if (!d || status != 0) {
-		free(d);
+	char *d = ht__demangle(name);
+	if (!d)
 		return name;
-	}
 	nm->owned[nm->n++] = d;
 	return d;
 }

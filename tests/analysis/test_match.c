@@ -164,6 +164,19 @@ static void test_defaults(void)
 	    {"libc.so.6", "munmap"},
 	    {"libc.so.6", "mremap"},
 	    {"libc.so.6", "sbrk"},
+	    {"app", "std::allocator<int>::allocate(unsigned long)"},
+	    {"app", "std::allocator_traits<std::allocator<int> >::allocate(std::allocator<int>&, "
+		    "unsigned long)"},
+	    {"app", "std::__new_allocator<int>::allocate(unsigned long, void const*)"},
+	    {"app", "__gnu_cxx::new_allocator<int>::allocate(unsigned long, void const*)"},
+	    {"app", "alloc::alloc::alloc"},
+	    {"app", "alloc::alloc::Global::alloc_impl_runtime"},
+	    {"app", "<alloc::alloc::Global>::alloc_impl_runtime"},
+	    {"app", "<alloc::alloc::Global as core::alloc::Allocator>::allocate"},
+	    {"app", "alloc::raw_vec::RawVec<T,A>::grow_one"},
+	    {"app", "<alloc::raw_vec::RawVecInner>::finish_grow"},
+	    {"app", "__rust_alloc"},
+	    {"app", "__rdl_realloc"},
 	};
 	for (size_t i = 0; i < sizeof(culled) / sizeof(culled[0]); i++) {
 		struct ht_match_frame f = mf(culled[i][0], NULL, culled[i][1], 0x10);
@@ -179,6 +192,10 @@ static void test_defaults(void)
 	    {"libstdc++.so.6", "std::string::_M_create(unsigned long&, unsigned long)"},
 	    {"libc.so.6", NULL},
 	    {"libstdc++.so.6", "operator delete(void*)"},
+	    {"app", "std::vector<int, std::allocator<int> >::push_back(int const&)"},
+	    {"app", "alloc::vec::Vec<T,A>::push"},
+	    {"app", "<alloc::vec::Vec<u64>>::push"},
+	    {"app", "vecgrow::fill"},
 	};
 	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
 		struct ht_match_frame f = mf(kept[i][0], NULL, kept[i][1], 0x10);
