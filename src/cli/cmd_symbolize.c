@@ -298,23 +298,25 @@ int cmd_symbolize(int argc, char **argv)
 		if (used[m] && !found[m]) {
 			const struct ht_module *md = ht_reader_module(rw.r, m);
 			if (missing++ < 10) {
-				fputs("heaptrail: warning: no file found for '", stderr);
+				fputs("heaptrail: warning: no symbols for '", stderr);
 				put_text(stderr, md->path);
-				fprintf(stderr,
-					"' (build-id %s, %u frame%s): its frames stay addresses\n",
-					*md->build_id ? md->build_id : "none", used[m],
-					used[m] == 1 ? "" : "s");
+				fprintf(
+				    stderr,
+				    "' (build-id %s, %u frame%s): no file with that build-id, or "
+				    "only a stripped one; its frames stay addresses\n",
+				    *md->build_id ? md->build_id : "none", used[m],
+				    used[m] == 1 ? "" : "s");
 			}
 		}
 	if (missing > 10)
-		warning("%u more modules without a file", missing - 10);
+		warning("%u more modules without symbols", missing - 10);
 	if (!quiet && strip)
 		fprintf(stderr, "heaptrail: wrote '%s': %llu events, no symbols\n", target,
 			(unsigned long long)events);
 	else if (!quiet)
 		fprintf(stderr,
 			"heaptrail: wrote '%s': %llu events, %u of %u frames symbolized, %u "
-			"module%s without a file\n",
+			"module%s without symbols\n",
 			target, (unsigned long long)events, job.symbolized, rw.nphys, missing,
 			missing == 1 ? "" : "s");
 	free(found);

@@ -474,7 +474,7 @@ def symbolize_strip(env):
     check("do_leak" not in analyze_stacks(env, bare), "stripped: no function names")
     again = os.path.join(env.tmp, "again.htr")
     err = symbolize(env, bare, "-o", again)
-    check("0 modules without a file" in err, "every module found: %r" % err)
+    check("0 modules without symbols" in err, "every module found: %r" % err)
     check(Trace(env, again).info["symbols"], "symbolized: the symbols flag")
     equal(analyze_stacks(env, again), want, "analyze -stacks after symbolize")
     culled = analyze_stacks(env, again, "-cullFrames", "malloc_family!do_leak")
@@ -513,13 +513,13 @@ def symbolize_moved(env):
     os.mkdir(cache)
     lost = os.path.join(env.tmp, "lost.htr")
     err = symbolize(env, bare, "-o", lost, cache=cache)
-    check("no file found for '%s'" % prog in err, "the missing module is named: %r" % err)
-    check("1 module without a file" in err, "one module without a file: %r" % err)
+    check("no symbols for '%s'" % prog in err, "the missing module is named: %r" % err)
+    check("1 module without symbols" in err, "one module without a file: %r" % err)
     check("do_leak" not in analyze_stacks(env, lost), "no symbols for the moved program")
     found = os.path.join(env.tmp, "found.htr")
     err = symbolize(env, bare, "-o", found, "--symbol-path", "/nonexistent:" + moved,
                     cache=cache)
-    check("0 modules without a file" in err, "found through --symbol-path: %r" % err)
+    check("0 modules without symbols" in err, "found through --symbol-path: %r" % err)
     equal(analyze_stacks(env, found), want, "analyze -stacks with --symbol-path")
 
 
