@@ -159,7 +159,12 @@ try:
           f"pprof labels {labels} {p.stdout[:600]!r}")
     # One process tree: each pid's samples hold that pid's leaks.
     ts = os.path.join(tmp, "tree.htr")
-    ht("record", "-o", ts, "--", SPAWN_TREE)
+    ht("record", "--time-resolution", "1ns", "-o", ts, "--", SPAWN_TREE)
+    # The peak of a process tree: what the processes running then held together.
+    tree_tot = ht_json("info", ts)["totals"]
+    d = ht_json("analyze", ts, "--at-peak")
+    check(d.get("totals", {}).get("outstanding_bytes") == tree_tot["peak_bytes"],
+          f"--at-peak of a process tree {d.get('totals')} vs info {tree_tot['peak_bytes']}")
     want = {}
     for pr in ht_json("info", ts)["processes"]:
         want[str(pr["pid"])] = want.get(str(pr["pid"]), 0) + pr["leaked_bytes"]
