@@ -35,13 +35,14 @@ static const char usage_text[] =
     "              modules, frames, stacks (sqlite3, DuckDB, pandas); not to '-'\n"
     "\n"
     "options:\n"
-    "  --format F             collapsed or pprof\n"
+    "  --format F             collapsed, pprof, massif, perfetto or sqlite\n"
     "  -o OUT                 the file to write; '-' for standard output\n"
     "  --force                replace OUT when it is a file that exists (a device\n"
     "                         or FIFO is written in place; docs/outputs.md)\n"
-    "  --metric M             outstanding (default: live at the end of the window),\n"
-    "                         total (every allocation) or peak (live when the heap\n"
-    "                         was largest)\n"
+    "  --metric M             collapsed, pprof: outstanding (default: live at the\n"
+    "                         end of the window), total (every allocation) or peak\n"
+    "                         (live when the heap was largest); massif always has\n"
+    "                         the tree at the peak, perfetto and sqlite all blocks\n"
     "  --modules              collapsed: keep the 'module!' prefix of frames\n"
     "  --base OTHER.htr       pprof: write this trace minus OTHER (same options),\n"
     "                         as pprof's -diff_base shows it\n"
@@ -112,7 +113,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 	if (!o->file)
 		die("no trace given; usage: heaptrail export FILE --format FORMAT -o OUT");
 	if (o->format == F_NONE)
-		die("no format given; use --format collapsed or pprof");
+		die("no format given; use --format collapsed, pprof, massif, perfetto or sqlite");
 	if (!o->out)
 		die("no output given; use -o FILE, or -o - for standard output");
 	if (o->format == F_SQLITE && !strcmp(o->out, "-"))
