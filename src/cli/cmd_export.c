@@ -90,8 +90,8 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 				if (!strcmp(v, formats[k].name))
 					o->format = formats[k].f;
 			if (o->format == F_NONE)
-				die("unknown export format '%s'; use collapsed, pprof, massif or "
-				    "sqlite",
+				die("unknown export format '%s'; use collapsed, pprof, massif, "
+				    "perfetto or sqlite",
 				    v);
 		} else if (!strcmp(name, "o") || !strcmp(name, "output")) {
 			o->out = opt_value(argc, argv, &i, val, arg);
