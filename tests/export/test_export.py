@@ -3,7 +3,7 @@
 temporary counts on tests/programs/peak_prog, whose heap is known exactly
 (see its header): each format is read by the tool it is for.
 
-usage: test_export.py HEAPTRAIL PEAK_PROG MALLOC_FAMILY MMAP_OPS SPAWN_TREE
+usage: test_export.py HEAPTRAIL PEAK_PROG MALLOC_FAMILY MMAP_OPS SPAWN_TREE MEMTESTAPP
 """
 import gzip
 import json
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-HEAPTRAIL, PROG, MALLOC_FAMILY, MMAP_OPS, SPAWN_TREE = sys.argv[1:6]
+HEAPTRAIL, PROG, MALLOC_FAMILY, MMAP_OPS, SPAWN_TREE, MEMTESTAPP = sys.argv[1:7]
 failures = []
 
 # The program's numbers (tests/programs/peak_prog.c), for scale n.
@@ -321,6 +321,15 @@ try:
     committed = [e["args"]["bytes"] for e in ev if e["ph"] == "C" and e["name"] == "committed"]
     check(committed and max(committed) == ht_json("info", tmm)["totals"]["committed_peak_bytes"],
           f"perfetto committed peak {committed}")
+
+    # RSS: a run long enough for the session's samples; one counter event each.
+    tmt = os.path.join(tmp, "mt.htr")
+    ht("record", "-o", tmt, "--", MEMTESTAPP, "--seconds", "1")
+    nrss = ht_json("info", tmt)["events"]["rss"]
+    ev = perfetto(tmt)
+    rss = [e for e in ev if e["ph"] == "C" and e["name"] == "rss"]
+    check(nrss > 0 and len(rss) == nrss and all(e["args"]["bytes"] > 0 for e in rss),
+          f"perfetto rss counters {len(rss)} of {nrss} samples")
 
     p = ht("diff", t1, ok=False)
     check(p.returncode == 2 and b"--base-range" in p.stderr, f"diff one trace: {p.stderr!r}")
