@@ -226,6 +226,10 @@ struct ht_trace_info {
 	 * nothing was found.
 	 */
 	const char *untraced;
+	/* events_lost by cause (0 in traces written before they were kept):
+	   dropped by a full buffer in lossy mode, found no free buffer (too few
+	   --buffers), made by a signal handler that interrupted the recorder. */
+	uint64_t lost_lossy, lost_no_buffer, lost_in_handler;
 };
 
 #define HT_TRACEF_COMPLETE 0x1u	 /* the session finished the trace normally */

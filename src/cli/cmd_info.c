@@ -339,6 +339,15 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht_su
 	jw_u64(&j, in->ts_unit_ns);
 	jw_key(&j, "events_lost");
 	jw_u64(&j, in->events_lost);
+	jw_key(&j, "events_lost_by_cause");
+	jw_obj_begin(&j);
+	jw_key(&j, "lossy");
+	jw_u64(&j, in->lost_lossy);
+	jw_key(&j, "no_buffer");
+	jw_u64(&j, in->lost_no_buffer);
+	jw_key(&j, "in_signal_handler");
+	jw_u64(&j, in->lost_in_handler);
+	jw_obj_end(&j);
 	jw_key(&j, "event_count");
 	jw_u64(&j, s->event_count);
 	jw_key(&j, "events");

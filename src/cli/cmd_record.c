@@ -606,6 +606,7 @@ static int record_attach(const struct options *o)
 	if (rc >= 0)
 		rc = ht__session_finish(s, true, show_progress, &ps);
 	const struct ht__session_stats *sst = ht__session_stats(s);
+	ht__writer_set_losses(w, sst->lost_lossy, sst->lost_no_buffer, sst->lost_in_handler);
 	int frc = ht__writer_finish(w, sst->duration_ns, sst->lost, HT_TRACEF_ATTACHED);
 	ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
 	if (rc < 0 || frc < 0) {
@@ -817,6 +818,7 @@ int cmd_record(int argc, char **argv)
 	int status = st->root_exited ? st->root_status : 0;
 	if (!st->root_exited && waitpid(pid, &status, 0) < 0)
 		status = 0;
+	ht__writer_set_losses(w, st->lost_lossy, st->lost_no_buffer, st->lost_in_handler);
 	int frc = ht__writer_finish(w, st->duration_ns, st->lost, 0);
 	ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
 	if (rc < 0 || frc < 0) {

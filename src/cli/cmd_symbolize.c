@@ -273,6 +273,7 @@ int cmd_symbolize(int argc, char **argv)
 	if (!rc && !strip)
 		rc = keep_old_symbols(&rw);
 	uint32_t flags = (in->flags & HT_TRACEF_COMPLETE) ? 0 : HT__FINISH_INCOMPLETE;
+	ht__writer_set_losses(rw.w, in->lost_lossy, in->lost_no_buffer, in->lost_in_handler);
 	int frc = ht__writer_finish(rw.w, in->duration_ns, in->events_lost, flags);
 	if (rc < 0 || frc < 0) {
 		ht__output_abort(&dst);

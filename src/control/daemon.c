@@ -473,6 +473,7 @@ static int finish(void)
 		ht__relay_stop(D.relay);
 	int rc = ht__session_finish(D.s, true, NULL, NULL);
 	const struct ht__session_stats *st = ht__session_stats(D.s);
+	ht__writer_set_losses(D.w, st->lost_lossy, st->lost_no_buffer, st->lost_in_handler);
 	int frc = ht__writer_finish(D.w, st->duration_ns, st->lost, HT_TRACEF_ATTACHED);
 	D.w = NULL;
 	pthread_mutex_unlock(&D.sess_lock);

@@ -637,6 +637,14 @@ static int parse_meta(struct tables *t, struct ht__cur *c)
 		c->p += un ? un - 1 : 0;
 		in->untraced = u;
 	}
+	/* Then the causes of events_lost. */
+	if (c->p < c->end) {
+		in->lost_lossy = ht__get_varint(c);
+		in->lost_no_buffer = ht__get_varint(c);
+		in->lost_in_handler = ht__get_varint(c);
+		if (c->bad)
+			return HT_ERR_CORRUPT;
+	}
 	in->argc = (uint32_t)argc;
 	in->argv = argv;
 	in->hostname = host;

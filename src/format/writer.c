@@ -74,6 +74,7 @@ struct ht__writer {
 	uint64_t prev_ts; /* base of the next timestamp delta, in ts_unit */
 	uint32_t ts_unit; /* ns per stored timestamp unit, >= 1 */
 	uint64_t event_total;
+	uint64_t lost_by_cause[3]; /* ht__writer_set_losses() */
 	uint32_t event_chunks;
 	uint64_t max_ts;
 	uint32_t chunk_target; /* raw bytes that close an events chunk */
@@ -225,10 +226,15 @@ static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 	b.len = p - b.data;
 	memcpy(b.data + b.len, w->cmd.data, w->cmd.len);
 	b.len += w->cmd.len;
-	if (ht__buf_nstr(&b, w->hostname) < 0 || ht__buf_nstr(&b, w->untraced) < 0) {
+	if (ht__buf_nstr(&b, w->hostname) < 0 || ht__buf_nstr(&b, w->untraced) < 0 ||
+	    ht__buf_reserve(&b, 30) < 0) {
 		ht__buf_release(&b);
 		return w->err = HT_ERR_NOMEM;
 	}
+	p = b.data + b.len;
+	for (int i = 0; i < 3; i++)
+		p = ht__put_varint(p, w->lost_by_cause[i]);
+	b.len = p - b.data;
 	rc = write_chunk(w, HT__CHUNK_META, b.data, b.len, 1, 0, duration_ns);
 	ht__buf_release(&b);
 	return rc;
@@ -988,6 +994,14 @@ static int write_processes(struct ht__writer *w)
 		rc = write_chunk(w, HT__CHUNK_PROCESSES, b.data, b.len, w->procs.n, 0, 0);
 	ht__buf_release(&b);
 	return rc < 0 ? (w->err = rc) : 0;
+}
+
+void ht__writer_set_losses(struct ht__writer *w, uint64_t lossy, uint64_t no_buffer,
+			   uint64_t in_handler)
+{
+	w->lost_by_cause[0] = lossy;
+	w->lost_by_cause[1] = no_buffer;
+	w->lost_by_cause[2] = in_handler;
 }
 
 int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost,

@@ -100,6 +100,9 @@ int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__sy
  */
 int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost,
 		      uint32_t flags);
+/* The causes of events_lost (struct ht_trace_info), for the final META. */
+void ht__writer_set_losses(struct ht__writer *w, uint64_t lossy, uint64_t no_buffer,
+			   uint64_t in_handler);
 /* A flag of ht__writer_finish(): the trace stays marked incomplete (a
    rewrite of a trace whose collector never finished it). */
 #define HT__FINISH_INCOMPLETE 0x80000000u

@@ -221,6 +221,7 @@ static void write_trace(const char *path, int finish)
 	struct ht__symbol f2[] = {{"malloc", NULL, 0}};
 	CHECK_EQ(ht__writer_symbols(w, 0, f0, 2), 0);
 	CHECK_EQ(ht__writer_symbols(w, 2, f2, 1), 0);
+	ht__writer_set_losses(w, 10, 5, 2);
 	CHECK_EQ(ht__writer_finish(w, 9000, 17, 0), 0);
 }
 
@@ -321,6 +322,9 @@ static void test_finished(void)
 	CHECK_EQ(in->start_realtime_ns, 1700000000123456789ull);
 	CHECK_EQ(in->duration_ns, 9000);
 	CHECK_EQ(in->events_lost, 17);
+	CHECK_EQ(in->lost_lossy, 10);
+	CHECK_EQ(in->lost_no_buffer, 5);
+	CHECK_EQ(in->lost_in_handler, 2);
 	CHECK_EQ(in->stack_mask, 0x1b);
 	CHECK_EQ(in->flags,
 		 HT_TRACEF_COMPLETE | HT_TRACEF_SYMBOLS | HT_TRACEF_LOSSY | HT_TRACEF_ATTACHED);

@@ -379,6 +379,7 @@ def exit_in_signal_handler(env):
         lost = j["events_lost"]
         check(lost == 0 if n == 10 else lost >= 10,
               "%d handler allocations recorded and %d events lost" % (n, lost))
+        equal(j["events_lost_by_cause"]["in_signal_handler"], lost, "lost in the handler")
 
 
 @case
@@ -723,6 +724,8 @@ def lossy_small_buffers(env):
     check(got <= 2 * n, "recorded %d of %d" % (got, 2 * n))
     # Lost records may also be STACK or THREAD records: at least the events.
     check(got + lost >= 2 * n, "recorded %d + lost %d < %d events" % (got, lost, 2 * n))
+    equal(j["events_lost_by_cause"], {"lossy": lost, "no_buffer": 0, "in_signal_handler": 0},
+          "causes of the events lost")
     if lost:
         check(any("lost" in w for w in j["warnings"]), "warnings: %s" % j["warnings"])
 
@@ -763,6 +766,29 @@ def overload_64(env):
 @case
 def overload_256(env):
     overload(env, 256, 100000)
+
+
+@case
+def lost_no_buffer(env):
+    """16 busy threads and 8 buffers: the threads that find no free buffer
+    lose their events, and the trace says exactly how many and why (no
+    buffer, not lossy), so the warning can name --buffers."""
+    threads, count = 16, 100000
+    opts = ["--buffers", "8"]
+    rc, out, base = env.record([env.prog("overload"), str(threads), "0"], opts)
+    equal((rc, out), (0, "0\n"), "status and output with no pairs")
+    b = env.info(base)
+    rc, out, trace = env.record([env.prog("overload"), str(threads), str(count)], opts, timeout=90)
+    equal((rc, out), (0, "%d\n" % (threads * count)), "recorded status and output")
+    j = env.info(trace, complete=False)
+    equal(j["complete"], True, "complete")
+    lost = j["events_lost"]
+    equal(j["events_lost_by_cause"], {"lossy": 0, "no_buffer": lost, "in_signal_handler": 0},
+          "causes of the %d events lost" % lost)
+    check(lost > 0, "nothing lost with 16 threads and 8 buffers")
+    recorded = j["totals"]["alloc_calls"] + j["totals"]["free_calls"]
+    equal(recorded + lost, b["totals"]["alloc_calls"] + b["totals"]["free_calls"] +
+          2 * threads * count, "events recorded + lost")
 
 
 @case
