@@ -13,6 +13,7 @@
 
 #include "analysis/aggregate.h"
 #include "analysis/query.h"
+#include "analysis/vec.h"
 
 /*
  * What the C and C++ runtimes allocate once and never free, by design. The
@@ -40,14 +41,8 @@ int ht_supp_add(struct ht_supp *s, const char *pattern, const char *why)
 {
 	if (!*pattern || !strcmp(pattern, "^") || !strcmp(pattern, "$"))
 		return HT_ERR_INVALID;
-	if (s->count == s->alloc) {
-		size_t n = s->alloc ? s->alloc * 2 : 16;
-		struct ht_supp_rule *r = realloc(s->rules, n * sizeof(*r));
-		if (!r)
-			return HT_ERR_NOMEM;
-		s->rules = r;
-		s->alloc = n;
-	}
+	if (ht_grow((void **)&s->rules, &s->alloc, s->count + 1, sizeof(*s->rules)) < 0)
+		return HT_ERR_NOMEM;
 	char *p = strdup(pattern);
 	if (!p)
 		return HT_ERR_NOMEM;

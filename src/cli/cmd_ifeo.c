@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/vec.h"
 #include "base/paths.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
@@ -100,12 +101,8 @@ static char *read_file(const char *path)
 	char *buf = NULL;
 	size_t cap = 0, len = 0;
 	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 8192;
-			buf = realloc(buf, cap);
-			if (!buf)
-				die("out of memory");
-		}
+		if (ht_grow((void **)&buf, &cap, len + 4096 + 1, 1) < 0)
+			die("out of memory");
 		size_t r = fread(buf + len, 1, cap - len - 1, f);
 		len += r;
 		if (r == 0)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "session/internal.h"
+#include "analysis/vec.h"
 
 /* Not more often than this per process. */
 #define MAPS_EVERY_NS 50000000ull
@@ -36,14 +37,8 @@ static int push(struct mvec *m, const struct ht__maprange *r)
 		m->v[m->n - 1].end = r->end;
 		return 0;
 	}
-	if (m->n == m->cap) {
-		uint32_t cap = m->cap ? m->cap * 2 : 64;
-		struct ht__maprange *v = realloc(m->v, cap * sizeof(*v));
-		if (!v)
-			return HT_ERR_NOMEM;
-		m->v = v;
-		m->cap = cap;
-	}
+	if (ht_grow32((void **)&m->v, &m->cap, (size_t)m->n + 1, sizeof(*m->v)) < 0)
+		return HT_ERR_NOMEM;
 	m->v[m->n++] = *r;
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/vec.h"
 #include "session/symcache.h"
 #include "session/internal.h"
 
@@ -330,14 +331,8 @@ static int range_cmp(const void *a, const void *b)
 
 static bool push_range(struct cu_index *ci, size_t *cap, uint64_t lo, uint64_t hi)
 {
-	if (ci->nr == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct top_range *r = realloc(ci->r, nc * sizeof(*r));
-		if (!r)
-			return false;
-		ci->r = r;
-		*cap = nc;
-	}
+	if (ht_grow((void **)&ci->r, cap, ci->nr + 1, sizeof(*ci->r)) < 0)
+		return false;
 	ci->r[ci->nr++] = (struct top_range){lo, hi, (uint32_t)ci->nchildren};
 	return true;
 }
@@ -368,14 +363,9 @@ static void cu_index_build(struct cu_index *ci, Dwarf_Die *cu)
 		if (off < 0)
 			return;
 		if (any) {
-			if (ci->nchildren == ccap) {
-				size_t nc = ccap ? ccap * 2 : 64;
-				Dwarf_Die *c = realloc(ci->children, nc * sizeof(*c));
-				if (!c)
-					return;
-				ci->children = c;
-				ccap = nc;
-			}
+			if (ht_grow((void **)&ci->children, &ccap, ci->nchildren + 1,
+				    sizeof(*ci->children)) < 0)
+				return;
 			ci->children[ci->nchildren++] = child;
 		}
 		r = dwarf_siblingof(&child, &child);
@@ -397,14 +387,8 @@ static struct cu_index *cu_index_get(struct scope_cache *sc, Dwarf_Die *cu)
 	uint32_t i = ht__htab_find(&sc->cu_tab, h, cu_eq, sc, key);
 	if (i != UINT32_MAX)
 		return &sc->cus[i];
-	if (sc->ncus == sc->cus_cap) {
-		size_t nc = sc->cus_cap ? sc->cus_cap * 2 : 16;
-		struct cu_index *c = realloc(sc->cus, nc * sizeof(*c));
-		if (!c)
-			return NULL;
-		sc->cus = c;
-		sc->cus_cap = nc;
-	}
+	if (ht_grow((void **)&sc->cus, &sc->cus_cap, sc->ncus + 1, sizeof(*sc->cus)) < 0)
+		return NULL;
 	struct cu_index *ci = &sc->cus[sc->ncus];
 	*ci = (struct cu_index){.addr = key};
 	if (ht__htab_put(&sc->cu_tab, h, (uint32_t)sc->ncus) < 0)
@@ -632,14 +616,9 @@ static int origin_scopes(struct scope_cache *sc, Dwarf_Die *origin, Dwarf_Die **
 	uint32_t h = ptr_hash(cu.addr);
 	uint32_t i = ht__htab_find(&sc->ocu_tab, h, origin_cu_eq, sc, cu.addr);
 	if (i == UINT32_MAX) {
-		if (sc->nocus == sc->ocus_cap) {
-			size_t nc = sc->ocus_cap ? sc->ocus_cap * 2 : 16;
-			struct origin_cu *o = realloc(sc->ocus, nc * sizeof(*o));
-			if (!o)
-				return dwarf_getscopes_die(origin, out);
-			sc->ocus = o;
-			sc->ocus_cap = nc;
-		}
+		if (ht_grow((void **)&sc->ocus, &sc->ocus_cap, sc->nocus + 1, sizeof(*sc->ocus)) <
+		    0)
+			return dwarf_getscopes_die(origin, out);
 		i = (uint32_t)sc->nocus;
 		sc->ocus[i] = (struct origin_cu){.addr = cu.addr};
 		if (ht__htab_put(&sc->ocu_tab, h, i) < 0)
@@ -680,14 +659,9 @@ static const struct origin_ent *origin_get(struct scope_cache *sc, Dwarf_Die *or
 	uint32_t i = ht__htab_find(&sc->origin_tab, h, origin_eq, sc, key);
 	if (i != UINT32_MAX)
 		return &sc->origins[i];
-	if (sc->norigins == sc->origins_cap) {
-		size_t nc = sc->origins_cap ? sc->origins_cap * 2 : 64;
-		struct origin_ent *o = realloc(sc->origins, nc * sizeof(*o));
-		if (!o)
-			return NULL;
-		sc->origins = o;
-		sc->origins_cap = nc;
-	}
+	if (ht_grow((void **)&sc->origins, &sc->origins_cap, sc->norigins + 1,
+		    sizeof(*sc->origins)) < 0)
+		return NULL;
 	struct origin_ent *o = &sc->origins[sc->norigins];
 	*o = (struct origin_ent){.addr = key};
 	o->n = origin_scopes(sc, origin, &o->scopes);

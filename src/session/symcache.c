@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "session/symcache.h"
+#include "analysis/vec.h"
 
 #define MAGIC "HTSYMC1"
 #define HEAD 16
@@ -181,16 +182,8 @@ int ht__symcache_get(const struct ht__symcache *c, uint64_t rel, struct ht__symb
 
 static int add_bytes(struct ht__symcache *c, const void *b, size_t n)
 {
-	if (c->add_len + n > c->add_cap) {
-		size_t cap = c->add_cap ? c->add_cap * 2 : 4096;
-		while (cap < c->add_len + n)
-			cap *= 2;
-		uint8_t *p = realloc(c->add, cap);
-		if (!p)
-			return -1;
-		c->add = p;
-		c->add_cap = cap;
-	}
+	if (ht_grow((void **)&c->add, &c->add_cap, c->add_len + n, 1) < 0)
+		return -1;
 	memcpy(c->add + c->add_len, b, n);
 	c->add_len += n;
 	return 0;
