@@ -45,7 +45,8 @@
  * freed). The functions are thread-safe, async-signal-safe in the sense that a
  * call from a signal handler interrupting heaptrail is simply not recorded,
  * and preserve errno. Which events carry a call stack is chosen by the
- * session (--stacks heapcreate,alloc,realloc,free,heapdestroy).
+ * session: heaptrail record --stacks heap-create,alloc,realloc,free,heap-destroy
+ * (the event names the CLI accepts; "all" takes every one).
  */
 #ifndef HEAPTRAIL_HEAP_H
 #define HEAPTRAIL_HEAP_H

@@ -8,6 +8,7 @@
 
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "control/ctl.h"
 #include "heaptrail/control.h"
 
@@ -20,26 +21,25 @@ static const char usage_text[] =
     "  --format FMT        text (default) or json: a list of objects with name,\n"
     "                      file, pids, events, events_lost, buffers, buffer_size,\n"
     "                      buffers_used, daemon_pid, ifeo, lossy\n"
-    "  -h, --help          show this help\n";
+    "  -h, --help          show this help\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail sessions\n"
+    "  heaptrail sessions --format json\n";
 
 #define MAX_SESSIONS 256
 
 int cmd_sessions(int argc, char **argv)
 {
 	enum out_format fmt = FMT_TEXT;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			return 0;
-		} else if (!strcmp(a, "--format") || !strncmp(a, "--format=", 9)) {
-			const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
-			if (!v || parse_format(v, &fmt) < 0 || fmt == FMT_CSV)
-				die("invalid format '%s': text or json", v ? v : "");
-		} else {
-			die("unknown option '%s'; see 'heaptrail sessions --help'", a);
-		}
-	}
+	static const struct cli_opt opts[] = {{"format", 'f', required_argument}, {NULL, 0, 0}};
+	struct cli_parser p;
+	cli_init(&p, "sessions", usage_text, opts, argc, argv, false);
+	for (int c; (c = cli_next(&p)) != -1;)
+		if (c == 'f' && (parse_format(p.val, &fmt) < 0 || fmt == FMT_CSV))
+			die("invalid format '%s': text or json", p.val);
+	char **rest;
+	cli_operands(&p, 0, 0, "", &rest);
 	static char names[MAX_SESSIONS][HT_SESSION_NAME_MAX + 1];
 	int n = ht_list_heap_traces(names, MAX_SESSIONS);
 	if (n < 0)

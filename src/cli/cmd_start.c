@@ -13,6 +13,7 @@
 
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "control/ctl.h"
 #include "heaptrail/control.h"
 
@@ -40,7 +41,11 @@ static const char usage_text[] =
     "  --force             replace FILE if it exists (atomically; a device or FIFO\n"
     "                      is written in place; docs/outputs.md)\n"
     "  -q, --quiet         print nothing but errors\n"
-    "  -h, --help          show this help\n";
+    "  -h, --help          show this help\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail start web --pid 1234 -o web.htr\n"
+    "  heaptrail start boot --ifeo --max-size 2G -o /var/log/boot.htr --force\n";
 
 static const struct {
 	const char *name;
@@ -138,70 +143,77 @@ int cmd_start(int argc, char **argv)
 	unsigned npids = 0;
 	enum ht_event_type stacks[16];
 	int nstacks = -1;
-	const char *name = NULL, *output = NULL;
+	const char *output = NULL;
 	bool quiet = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *val = NULL;
-#define VALUE()                                                                                    \
-	do {                                                                                       \
-		if (i + 1 >= argc)                                                                 \
-			die("option '%s' needs a value; see 'heaptrail start --help'", a);         \
-		val = argv[++i];                                                                   \
-	} while (0)
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			return 0;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-			VALUE();
+	enum { S_STACKS = CLI_LONG, S_BUFSIZE, S_BUFFERS, S_MAXSIZE, S_LOSSY, S_IFEO, S_FORCE };
+	static const struct cli_opt opts[] = {
+	    {"output", 'o', required_argument},
+	    {"pid", 'p', required_argument},
+	    {"stacks", S_STACKS, required_argument},
+	    {"buffer-size", S_BUFSIZE, required_argument},
+	    {"buffers", S_BUFFERS, required_argument},
+	    {"max-size", S_MAXSIZE, required_argument},
+	    {"lossy", S_LOSSY, no_argument},
+	    {"ifeo", S_IFEO, no_argument},
+	    {"force", S_FORCE, no_argument},
+	    {"quiet", 'q', no_argument},
+	    {NULL, 0, 0},
+	};
+	struct cli_parser p;
+	cli_init(&p, "start", usage_text, opts, argc, argv, false);
+	for (int c; (c = cli_next(&p)) != -1;) {
+		const char *val = p.val;
+		switch (c) {
+		case 'o':
 			output = val;
-		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid")) {
-			VALUE();
+			break;
+		case 'p':
 			npids = (unsigned)parse_pid_option(val, pids, npids, HT__CTL_MAX_PIDS);
-			/* "--pid 12 34": more numbers after the first are pids too. */
-			while (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
-				npids = (unsigned)parse_pid_option(argv[++i], pids, npids,
-								   HT__CTL_MAX_PIDS);
-		} else if (!strcmp(a, "--stacks")) {
-			VALUE();
+			break;
+		case S_STACKS:
 			nstacks = parse_stack_events(val, stacks);
-		} else if (!strcmp(a, "--buffer-size")) {
-			VALUE();
+			break;
+		case S_BUFSIZE: {
 			uint64_t v;
 			if (parse_size(val, &v) < 0 || v < 4096 || v > (1u << 30) || (v & (v - 1)))
 				die("invalid buffer size '%s': a power of two from 4K to 1G", val);
 			props.buffer_size = (uint32_t)v;
-		} else if (!strcmp(a, "--buffers")) {
-			VALUE();
+			break;
+		}
+		case S_BUFFERS: {
 			char *end;
 			unsigned long v = strtoul(val, &end, 10);
 			if (*end || !*val || v < 1 || v > 65536)
 				die("invalid buffer count '%s': 1 to 65536", val);
 			props.buffers = (uint32_t)v;
-		} else if (!strcmp(a, "--max-size")) {
-			VALUE();
+			break;
+		}
+		case S_MAXSIZE:
 			if (parse_size(val, &props.max_file_size) < 0 || !props.max_file_size)
 				die("invalid size '%s': like 512M or 2G", val);
-		} else if (!strcmp(a, "--lossy")) {
+			break;
+		case S_LOSSY:
 			props.flags |= HT_TRACE_LOSSY;
-		} else if (!strcmp(a, "--ifeo")) {
+			break;
+		case S_IFEO:
 			props.flags |= HT_TRACE_IFEO;
-		} else if (!strcmp(a, "--force")) {
+			break;
+		case S_FORCE:
 			props.flags |= HT_TRACE_FORCE;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			break;
+		case 'q':
 			quiet = true;
-		} else if (a[0] == '-' && a[1]) {
-			die("unknown option '%s'; see 'heaptrail start --help'", a);
-		} else if (!name) {
-			name = a;
-		} else {
-			die("unexpected argument '%s'; see 'heaptrail start --help'", a);
+			break;
 		}
-#undef VALUE
 	}
-	if (!name) {
-		fputs(usage_text, stderr);
-		return 2;
+	char **ops;
+	int nops = cli_operands(&p, 1, INT_MAX, "session name", &ops);
+	const char *name = ops[0];
+	/* "--pid 12 34": more numbers after the name are pids too. */
+	for (int i = 1; i < nops; i++) {
+		if (!npids || ops[i][0] < '0' || ops[i][0] > '9')
+			die("too many arguments: '%s'; see 'heaptrail start --help'", ops[i]);
+		npids = (unsigned)parse_pid_option(ops[i], pids, npids, HT__CTL_MAX_PIDS);
 	}
 	if (!ht__ctl_name_ok(name))
 		die("invalid session name '%s': letters, digits, '.', '_' and '-', at most %d",

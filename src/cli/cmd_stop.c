@@ -8,6 +8,7 @@
 
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "heaptrail/control.h"
 
 static const char usage_text[] =
@@ -17,31 +18,23 @@ static const char usage_text[] =
     "finished and symbolized, and its path is printed on standard output.\n"
     "\n"
     "  -q, --quiet         print only the path\n"
-    "  -h, --help          show this help\n";
+    "  -h, --help          show this help\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail stop web\n"
+    "  heaptrail stop -q web | xargs heaptrail analyze\n";
 
 int cmd_stop(int argc, char **argv)
 {
-	const char *name = NULL;
+	static const struct cli_opt opts[] = {{"quiet", 'q', no_argument}, {NULL, 0, 0}};
 	bool quiet = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			return 0;
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-			quiet = true;
-		} else if (a[0] == '-' && a[1]) {
-			die("unknown option '%s'; see 'heaptrail stop --help'", a);
-		} else if (!name) {
-			name = a;
-		} else {
-			die("unexpected argument '%s'; see 'heaptrail stop --help'", a);
-		}
-	}
-	if (!name) {
-		fputs(usage_text, stderr);
-		return 2;
-	}
+	struct cli_parser p;
+	cli_init(&p, "stop", usage_text, opts, argc, argv, false);
+	for (int c; (c = cli_next(&p)) != -1;)
+		quiet |= c == 'q';
+	char **names;
+	cli_operands(&p, 1, 1, "session name", &names);
+	const char *name = names[0];
 	struct ht_trace_properties props = HT_TRACE_PROPERTIES_INIT;
 	/* Symbols of a long trace take a while: say what is going on. */
 	if (!quiet && progress_wanted())

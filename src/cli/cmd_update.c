@@ -3,11 +3,13 @@
  * stack events of a running named session (UpdateHeapTrace). Processes left
  * out are detached and run on; their later events are not in the trace.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "control/ctl.h"
 #include "heaptrail/control.h"
 
@@ -23,7 +25,11 @@ static const char usage_text[] =
     "                      may be repeated)\n"
     "  --stacks LIST       as for 'heaptrail start'\n"
     "  -q, --quiet         print nothing but errors\n"
-    "  -h, --help          show this help\n";
+    "  -h, --help          show this help\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail update web --pid 1234,5678\n"
+    "  heaptrail update web --pid none --stacks alloc,free\n";
 
 int cmd_update(int argc, char **argv)
 {
@@ -31,42 +37,35 @@ int cmd_update(int argc, char **argv)
 	unsigned npids = 0;
 	enum ht_event_type stacks[16];
 	int nstacks = -1;
-	const char *name = NULL;
 	bool quiet = false, have_pids = false;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			return 0;
-		} else if (!strcmp(a, "-p") || !strcmp(a, "--pid") || !strcmp(a, "--stacks")) {
-			if (i + 1 >= argc)
-				die("option '%s' needs a value; see 'heaptrail update --help'", a);
-			if (!strcmp(a, "--stacks")) {
-				nstacks = parse_stack_events(argv[++i], stacks);
-				continue;
-			}
+	static const struct cli_opt opts[] = {
+	    {"pid", 'p', required_argument},
+	    {"stacks", CLI_LONG, required_argument},
+	    {"quiet", 'q', no_argument},
+	    {NULL, 0, 0},
+	};
+	struct cli_parser p;
+	cli_init(&p, "update", usage_text, opts, argc, argv, false);
+	for (int c; (c = cli_next(&p)) != -1;) {
+		if (c == CLI_LONG) {
+			nstacks = parse_stack_events(p.val, stacks);
+		} else if (c == 'p') {
 			have_pids = true;
-			if (!strcmp(argv[++i], "none"))
-				continue;
-			npids = (unsigned)parse_pid_option(argv[i], pids, npids, HT__CTL_MAX_PIDS);
-			/* "--pid 12 34": more numbers after the first are pids too. */
-			while (strcmp(a, "--stacks") && i + 1 < argc && argv[i + 1][0] >= '0' &&
-			       argv[i + 1][0] <= '9')
-				npids = (unsigned)parse_pid_option(argv[++i], pids, npids,
+			if (strcmp(p.val, "none"))
+				npids = (unsigned)parse_pid_option(p.val, pids, npids,
 								   HT__CTL_MAX_PIDS);
-		} else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+		} else if (c == 'q') {
 			quiet = true;
-		} else if (a[0] == '-' && a[1]) {
-			die("unknown option '%s'; see 'heaptrail update --help'", a);
-		} else if (!name) {
-			name = a;
-		} else {
-			die("unexpected argument '%s'; see 'heaptrail update --help'", a);
 		}
 	}
-	if (!name) {
-		fputs(usage_text, stderr);
-		return 2;
+	char **ops;
+	int nops = cli_operands(&p, 1, INT_MAX, "session name", &ops);
+	const char *name = ops[0];
+	/* "--pid 12 34": more numbers after the name are pids too. */
+	for (int i = 1; i < nops; i++) {
+		if (!npids || ops[i][0] < '0' || ops[i][0] > '9')
+			die("too many arguments: '%s'; see 'heaptrail update --help'", ops[i]);
+		npids = (unsigned)parse_pid_option(ops[i], pids, npids, HT__CTL_MAX_PIDS);
 	}
 	if (!have_pids && nstacks < 0)
 		die("nothing to change: give --pid (or --pid none) and/or --stacks");
