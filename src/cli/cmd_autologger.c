@@ -15,6 +15,7 @@
 
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "heaptrail/control.h"
 
 static const char usage_text[] =
@@ -36,7 +37,12 @@ static const char usage_text[] =
     "  --stacks LIST       as for 'heaptrail start'\n"
     "  --buffer-size SIZE  bytes per thread buffer\n"
     "  --buffers N         number of thread buffers\n"
-    "  -h, --help          show this help\n";
+    "  -h, --help          show this help\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail autologger unit -o /var/log/heaptrail/boot.htr --max-size 2G\n"
+    "  heaptrail autologger enable && heaptrail ifeo enable myserver\n"
+    "  heaptrail autologger status\n";
 
 #define UNIT_NAME "heaptrail-autologger.service"
 #define SESSION "autologger"
@@ -62,20 +68,27 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	o->file = "/var/log/heaptrail/boot.htr";
 	o->max_size = "1G";
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		const char **slot = !strcmp(a, "-o") || !strcmp(a, "--output") ? &o->file
-				    : !strcmp(a, "--max-size")		       ? &o->max_size
-				    : !strcmp(a, "--stacks")		       ? &o->stacks
-				    : !strcmp(a, "--buffer-size")	       ? &o->buffer_size
-				    : !strcmp(a, "--buffers")		       ? &o->buffers
-									       : NULL;
-		if (!slot)
-			die("unknown option '%s'; see 'heaptrail autologger --help'", a);
-		if (i + 1 >= argc)
-			die("option '%s' needs a value", a);
-		*slot = argv[++i];
+	enum { A_MAXSIZE = CLI_LONG, A_STACKS, A_BUFSIZE, A_BUFFERS };
+	static const struct cli_opt opts[] = {
+	    {"output", 'o', required_argument},
+	    {"max-size", A_MAXSIZE, required_argument},
+	    {"stacks", A_STACKS, required_argument},
+	    {"buffer-size", A_BUFSIZE, required_argument},
+	    {"buffers", A_BUFFERS, required_argument},
+	    {NULL, 0, 0},
+	};
+	struct cli_parser p;
+	cli_init(&p, "autologger", usage_text, opts, argc, argv, false);
+	for (int c; (c = cli_next(&p)) != -1;) {
+		const char **slot = c == 'o'	     ? &o->file
+				    : c == A_MAXSIZE ? &o->max_size
+				    : c == A_STACKS  ? &o->stacks
+				    : c == A_BUFSIZE ? &o->buffer_size
+						     : &o->buffers;
+		*slot = p.val;
 	}
+	char **rest;
+	cli_operands(&p, 0, 0, "", &rest);
 	if (o->file[0] != '/')
 		die("the boot trace needs an absolute path, not '%s'", o->file);
 	if (strpbrk(o->file, " \t\n\"'\\%$"))
@@ -279,9 +292,14 @@ int cmd_autologger(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
+	if (sub[0] == '-')
+		die("unknown option '%s'; the autologger command comes first: see 'heaptrail "
+		    "autologger --help'",
+		    sub);
 	struct opts o = {0};
+	/* The subcommand stands in for the program name of its options. */
 	if (!strcmp(sub, "enable") || !strcmp(sub, "unit")) {
-		parse_opts(argc - 2, argv + 2, &o);
+		parse_opts(argc - 1, argv + 1, &o);
 		if (!strcmp(sub, "enable"))
 			return autologger_enable(&o);
 		char *text = unit_text(&o);
@@ -289,11 +307,18 @@ int cmd_autologger(int argc, char **argv)
 		free(text);
 		return 0;
 	}
-	if (argc != 2)
-		die("'heaptrail autologger %s' takes no arguments", sub);
-	if (!strcmp(sub, "disable"))
-		return autologger_disable();
-	if (!strcmp(sub, "status"))
-		return autologger_status();
-	die("unknown autologger command '%s'; enable, disable, status or unit", sub);
+	if (!strcmp(sub, "disable") || !strcmp(sub, "status")) {
+		static const struct cli_opt none[] = {{NULL, 0, 0}};
+		struct cli_parser p;
+		cli_init(&p, "autologger", usage_text, none, argc - 1, argv + 1, false);
+		while (cli_next(&p) != -1)
+			;
+		char **rest;
+		cli_operands(&p, 0, 0, "", &rest);
+		return !strcmp(sub, "disable") ? autologger_disable() : autologger_status();
+	}
+	const char *subs[] = {"enable", "disable", "status", "unit"};
+	char dym[80];
+	die("unknown autologger command '%s'%s; enable, disable, status or unit", sub,
+	    cli_did_you_mean(dym, sizeof(dym), "", sub, subs, 4));
 }

@@ -19,6 +19,7 @@
 #include "base/paths.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 
 static const char usage_text[] =
     "usage: heaptrail ifeo enable PROGRAM [--flags heap]\n"
@@ -36,7 +37,12 @@ static const char usage_text[] =
     "\n"
     "  --flags heap        what to trace (heap, the only one: TracingFlags 1)\n"
     "  --format FMT        list as text (default) or json\n"
-    "  -h, --help          show this help\n";
+    "  -h, --help          show this help\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail ifeo enable myserver && heaptrail ifeo install\n"
+    "  heaptrail ifeo list --format json\n"
+    "  heaptrail ifeo disable /usr/local/bin/myserver\n";
 
 #define HOOK_NAME "libheaptrail-ifeo.so"
 
@@ -164,25 +170,8 @@ static void write_entry(const char *file, char **paths, int n)
 
 #define MAX_PATHS 64
 
-static int ifeo_enable(int argc, char **argv)
+static int ifeo_enable(const char *prog)
 {
-	const char *prog = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--flags")) {
-			if (i + 1 >= argc)
-				die("option '--flags' needs a value: heap");
-			if (strcmp(argv[++i], "heap"))
-				die("unknown IFEO flags '%s': heap is the only one", argv[i]);
-		} else if (argv[i][0] == '-') {
-			die("unknown option '%s'; see 'heaptrail ifeo --help'", argv[i]);
-		} else if (!prog) {
-			prog = argv[i];
-		} else {
-			die("unexpected argument '%s'; see 'heaptrail ifeo --help'", argv[i]);
-		}
-	}
-	if (!prog)
-		die("which program? usage: heaptrail ifeo enable PROGRAM");
 	need_root("changing the IFEO registry");
 	char real[PATH_MAX] = "";
 	const char *name = prog;
@@ -218,12 +207,9 @@ static int ifeo_enable(int argc, char **argv)
 	return 0;
 }
 
-static int ifeo_disable(int argc, char **argv)
+static int ifeo_disable(const char *prog)
 {
-	if (argc != 1)
-		die("usage: heaptrail ifeo disable PROGRAM");
 	need_root("changing the IFEO registry");
-	const char *prog = argv[0];
 	char real[PATH_MAX] = "";
 	const char *name = prog;
 	if (strchr(prog, '/')) {
@@ -386,17 +372,8 @@ static int ifeo_install(bool install)
 	return 0;
 }
 
-static int ifeo_list(int argc, char **argv)
+static int ifeo_list(enum out_format fmt)
 {
-	enum out_format fmt = FMT_TEXT;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--format") && i + 1 < argc) {
-			if (parse_format(argv[++i], &fmt) < 0 || fmt == FMT_CSV)
-				die("invalid format '%s': text or json", argv[i]);
-		} else {
-			die("unknown option '%s'; see 'heaptrail ifeo --help'", argv[i]);
-		}
-	}
 	char dir[PATH_MAX], preload[PATH_MAX];
 	root_path(dir, sizeof(dir), "/etc/heaptrail/ifeo");
 	root_path(preload, sizeof(preload), "/etc/ld.so.preload");
@@ -484,16 +461,48 @@ int cmd_ifeo(int argc, char **argv)
 		fputs(usage_text, stdout);
 		return 0;
 	}
-	if (!strcmp(sub, "enable"))
-		return ifeo_enable(argc - 2, argv + 2);
-	if (!strcmp(sub, "disable"))
-		return ifeo_disable(argc - 2, argv + 2);
-	if (!strcmp(sub, "list"))
-		return ifeo_list(argc - 2, argv + 2);
-	if (!strcmp(sub, "install") || !strcmp(sub, "uninstall")) {
-		if (argc != 2)
-			die("'heaptrail ifeo %s' takes no arguments", sub);
-		return ifeo_install(!strcmp(sub, "install"));
+	if (sub[0] == '-')
+		die("unknown option '%s'; the ifeo command comes first: see 'heaptrail ifeo "
+		    "--help'",
+		    sub);
+	static const char *const subs[] = {"enable", "disable", "list", "install", "uninstall"};
+	size_t k;
+	for (k = 0; k < sizeof(subs) / sizeof(subs[0]); k++)
+		if (!strcmp(sub, subs[k]))
+			break;
+	if (k == sizeof(subs) / sizeof(subs[0])) {
+		char dym[80];
+		die("unknown ifeo command '%s'%s; enable, disable, list, install or uninstall", sub,
+		    cli_did_you_mean(dym, sizeof(dym), "", sub, (const char **)subs, 5));
 	}
-	die("unknown ifeo command '%s'; enable, disable, list, install or uninstall", sub);
+	/* One option table for the subcommands; each says which it takes. */
+	enum { I_FLAGS = CLI_LONG, I_FORMAT };
+	static const struct cli_opt opts[] = {
+	    {"flags", I_FLAGS, required_argument},
+	    {"format", I_FORMAT, required_argument},
+	    {NULL, 0, 0},
+	};
+	enum out_format fmt = FMT_TEXT;
+	struct cli_parser p;
+	cli_init(&p, "ifeo", usage_text, opts, argc - 1, argv + 1, false);
+	for (int c; (c = cli_next(&p)) != -1;) {
+		if (c == I_FLAGS && strcmp(sub, "enable"))
+			die("--flags goes with 'heaptrail ifeo enable'");
+		if (c == I_FORMAT && strcmp(sub, "list"))
+			die("--format goes with 'heaptrail ifeo list'");
+		if (c == I_FLAGS && strcmp(p.val, "heap"))
+			die("unknown IFEO flags '%s': heap is the only one", p.val);
+		if (c == I_FORMAT && (parse_format(p.val, &fmt) < 0 || fmt == FMT_CSV))
+			die("invalid format '%s': text or json", p.val);
+	}
+	char **ops;
+	bool takes_prog = k < 2;
+	cli_operands(&p, takes_prog, takes_prog, "program", &ops);
+	if (k == 0)
+		return ifeo_enable(ops[0]);
+	if (k == 1)
+		return ifeo_disable(ops[0]);
+	if (k == 2)
+		return ifeo_list(fmt);
+	return ifeo_install(k == 3);
 }

@@ -784,7 +784,7 @@ def help_examples(text, cmd):
 
 
 # Commands already on the shared option parser (src/cli/opt.c).
-PARSED = ["info", "dump", "report", "record", "check", "start", "update", "stop", "sessions"]
+PARSED = ["info", "dump", "report", "record", "check", "start", "update", "stop", "sessions", "ifeo", "autologger"]
 
 
 @case
