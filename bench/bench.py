@@ -98,8 +98,10 @@ def prepare():
     return data
 
 
-def timed_rss(argv, env_extra, cwd):
-    """Wall time and peak RSS (bytes) of one run of argv."""
+def timed_rss(argv, env_extra, cwd, cpu=None):
+    """Wall time and peak RSS (bytes) of one run of argv; appends to cpu the
+    CPU time (user + system) of the process and the descendants it waited
+    for, which other load on the machine barely changes."""
     env = dict(os.environ)
     env.update(env_extra)
     with tempfile.TemporaryFile() as err:
@@ -107,6 +109,8 @@ def timed_rss(argv, env_extra, cwd):
         p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
         _, status, usage = os.wait4(p.pid, 0)
         dt = time.monotonic() - t0
+        if cpu is not None:
+            cpu.append(usage.ru_utime + usage.ru_stime)
         p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode != 0:
             err.seek(0)
@@ -115,8 +119,8 @@ def timed_rss(argv, env_extra, cwd):
     return dt, usage.ru_maxrss * 1024
 
 
-def timed(argv, env_extra, cwd):
-    return timed_rss(argv, env_extra, cwd)[0]
+def timed(argv, env_extra, cwd, cpu=None):
+    return timed_rss(argv, env_extra, cwd, cpu)[0]
 
 
 def file_size(path):
@@ -133,23 +137,25 @@ def heaptrack_file(prefix):
 def measure(name, argv, env, runs, heaptrail, tmp):
     """Median wall times of native, heaptrail and heaptrack; sizes of the last traces."""
     row = {"name": name, "native": [], "heaptrail": [], "heaptrack": [],
-           "ht_trace": None, "hk_trace": None, "error": None, "hk_error": None}
+           "ht_trace": None, "hk_trace": None, "error": None, "hk_error": None,
+           "cpu": {"native": [], "heaptrail": [], "heaptrack": []}}
     for i in range(runs):
         # Interleaved so a slow phase of the machine hits every tool alike.
-        row["native"].append(timed(argv, env, tmp))
+        row["native"].append(timed(argv, env, tmp, row["cpu"]["native"]))
         if heaptrail and not row["error"]:
             trace = os.path.join(tmp, "run.htr")
             if os.path.exists(trace):
                 os.unlink(trace)
             try:
                 row["heaptrail"].append(timed([heaptrail, "record", "-o", trace, "--"] + argv,
-                                              env, tmp))
+                                              env, tmp, row["cpu"]["heaptrail"]))
                 row["ht_trace"] = trace
             except RuntimeError as e:
                 row["error"] = str(e)
         prefix = os.path.join(tmp, "hk%d" % i)
         try:
-            row["heaptrack"].append(timed(["heaptrack", "-o", prefix] + argv, env, tmp))
+            row["heaptrack"].append(timed(["heaptrack", "-o", prefix] + argv, env, tmp,
+                                          row["cpu"]["heaptrack"]))
         except RuntimeError as e:
             # heaptrack's own failure is a result too: say it, keep going.
             row["hk_error"] = str(e)
@@ -160,6 +166,7 @@ def measure(name, argv, env, runs, heaptrail, tmp):
         row["hk_trace"] = last
     for k in ("native", "heaptrail", "heaptrack"):
         row[k] = statistics.median(row[k]) if row[k] else None
+        row["cpu"][k] = statistics.median(row["cpu"][k]) if row["cpu"][k] else None
     row["ht_size"] = file_size(row["ht_trace"])
     row["hk_size"] = file_size(row["hk_trace"])
     return row
@@ -209,16 +216,26 @@ def added(r):
     return "%.2fx" % (a / b) if b > 0 else "-"
 
 
+def added_cpu(r):
+    """The same in CPU time (program, collector, every process of the tool)."""
+    c = r["cpu"]
+    if c["heaptrail"] is None or c["heaptrack"] is None or c["native"] is None:
+        return "-"
+    a, b = c["heaptrail"] - c["native"], c["heaptrack"] - c["native"]
+    return "%.2fx (%.2f / %.2f s)" % (a / b, a, b) if b > 0 else "-"
+
+
 def table(rows):
     lines = ["| workload | native | heaptrail | heaptrack | added time, heaptrail / heaptrack "
+             "| added CPU time, heaptrail / heaptrack "
              "| heaptrail trace | heaptrack trace | size ratio "
              "| analyze -stacks | heaptrack_print -f | time ratio | peak RSS, heaptrail / heaptrack |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         a = r.get("analysis")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["name"], fmt_s(r["native"]), fmt_s(r["heaptrail"]), fmt_s(r["heaptrack"]),
-            added(r),
+            added(r), added_cpu(r),
             human(r["ht_size"]) if r["ht_size"] else "-",
             human(r["hk_size"]) if r["hk_size"] else "-",
             ratio(r["ht_size"], r["hk_size"]),
