@@ -490,7 +490,9 @@ static int by_alloc(const void *a, const void *b)
 static void sort_lives(struct ht_rd_table *t)
 {
 	for (uint32_t i = 0; i < t->nsites; i++)
-		qsort(t->sites[i].lives, t->sites[i].nlives, sizeof(struct ht_rd_life), by_alloc);
+		if (t->sites[i].nlives > 1) /* qsort of NULL, 0 is undefined */
+			qsort(t->sites[i].lives, t->sites[i].nlives, sizeof(struct ht_rd_life),
+			      by_alloc);
 }
 
 /* Gives each used canonical stack an output index and lists its frames, outermost first. */

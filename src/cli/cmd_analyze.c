@@ -532,7 +532,9 @@ static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg,
 		printf("%" PRIu64, it->c.realloc_count);
 		if (res->group == HT_GROUP_STACK) {
 			/* Innermost first, "a <- b <- c": every CSV stack is written so (table
-			 * too). */
+			 * too). Each stream makes a new buffer: the last one is freed first. */
+			free(line);
+			line = NULL;
 			FILE *m = open_memstream(&line, &line_len);
 			if (!m)
 				die("out of memory");

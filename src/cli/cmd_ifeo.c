@@ -150,6 +150,12 @@ static int entry_paths(const char *text, char **paths, int max)
 	return n;
 }
 
+static void free_paths(char **paths, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+}
+
 static void write_entry(const char *file, char **paths, int n)
 {
 	char *text = NULL;
@@ -203,6 +209,7 @@ static int ifeo_enable(const char *prog)
 	}
 	write_entry(file, paths, n);
 	printf("enabled '%s'%s%s\n", name, real[0] ? " at " : " (every path)", real);
+	free_paths(paths, n);
 	free(old);
 	return 0;
 }
@@ -222,12 +229,12 @@ static int ifeo_disable(const char *prog)
 	char *old = read_file(file);
 	if (!old)
 		die("'%s' is not enabled; 'heaptrail ifeo list' shows what is", name);
-	char *paths[MAX_PATHS];
+	char *paths[MAX_PATHS], *keep[MAX_PATHS];
 	int n = entry_paths(old, paths, MAX_PATHS), k = 0;
 	if (real[0]) {
 		for (int i = 0; i < n; i++)
 			if (strcmp(paths[i], real))
-				paths[k++] = paths[i];
+				keep[k++] = paths[i];
 		if (k == n)
 			die("'%s' is not enabled at '%s'", name, real);
 	}
@@ -235,9 +242,10 @@ static int ifeo_disable(const char *prog)
 		if (unlink(file) < 0)
 			die("cannot remove '%s': %s", file, strerror(errno));
 	} else {
-		write_entry(file, paths, k);
+		write_entry(file, keep, k);
 	}
 	printf("disabled '%s'%s%s\n", name, real[0] ? " at " : "", real);
+	free_paths(paths, n);
 	free(old);
 	return 0;
 }
@@ -429,8 +437,7 @@ static int ifeo_list(enum out_format fmt)
 				printf("%s%s", k ? ", " : "", paths[k]);
 			printf("\n");
 		}
-		for (int k = 0; k < np; k++)
-			free(paths[k]);
+		free_paths(paths, np);
 		free(text);
 		free(ents[i]);
 		shown++;
