@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what is missing, builds, runs ctest.
+#   ./test.sh              the normal build, in build/
+#   ./test.sh --sanitize   the tools under ASan and UBSan, in build-san/
+#                          (the recorder stays unsanitized: docs/testing.md)
+# Fuzz tests (label fuzz) exist only in a fuzz build and never run here.
 set -euo pipefail
 cd "$(dirname "$0")"
+dir=build
+args=
+if [ "${1:-}" = --sanitize ]; then
+  dir=build-san
+  args=-DHT_SANITIZE=ON
+fi
 scripts/deps.sh test
-scripts/build.sh
-cd build
-ctest --output-on-failure -j2 --timeout 300
+HT_BUILD_DIR=$dir HT_CMAKE_ARGS="$args ${HT_CMAKE_ARGS:-}" scripts/build.sh
+cd "$dir"
+ctest --output-on-failure -j2 --timeout 300 -LE fuzz

@@ -76,6 +76,7 @@ static void sleep_ms(int ms)
 }
 
 /* Start with a limit on address space, in a child: the buffers cannot be mapped. */
+#ifndef __SANITIZE_ADDRESS__
 static int start_without_memory(void)
 {
 	pid_t pid = fork();
@@ -95,6 +96,7 @@ static int start_without_memory(void)
 	waitpid(pid, &st, 0);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
 }
+#endif
 
 int main(int argc, char **argv)
 {
@@ -144,8 +146,14 @@ int main(int argc, char **argv)
 	pid_t nobody = 0x7ffffff0;
 	rc = ht_start_heap_trace(&h2, &p2, "api2", &nobody, 1, NULL, 0);
 	CHECK(rc == HT_ERR_NOT_FOUND && h2 == 0, "no such pid: rc %d", rc);
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan's own allocator fails first under an address space limit (its
+	   shadow memory alone is beyond it); the normal build runs this case. */
+	printf("skipped under ASan: buffers beyond the address space limit\n");
+#else
 	rc = start_without_memory();
 	CHECK(rc == 0, "buffers beyond the address space limit: child status %d (10 + -rc)", rc);
+#endif
 
 	/* Query: both pids, events arriving, buffers as asked. */
 	sleep_ms(300);
