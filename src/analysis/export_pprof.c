@@ -165,7 +165,11 @@ static uint64_t location_id(struct builder *b, int side, const struct ht_reader 
 	}
 	loc.n_line = n;
 	b->locs[b->nlocs++] = loc;
-	return *slot = loc.id;
+	/* mapping_id() and function_id() may have grown the key values: slot
+	   can be stale, the key's id is not. */
+	if ((slot = key_slot(b, key)))
+		*slot = loc.id;
+	return loc.id;
 }
 
 #define LABELS 4
