@@ -173,7 +173,8 @@ static int write_children(struct tree_ctx *t, size_t *idx, size_t n, uint32_t de
 		}
 		i = j;
 	}
-	qsort(groups.v, groups.len, sizeof(*groups.v), cmp_group);
+	if (groups.len > 1) /* groups.v is NULL when empty */
+		qsort(groups.v, groups.len, sizeof(*groups.v), cmp_group);
 	size_t big = 0;
 	uint64_t small_bytes = 0;
 	for (size_t g = 0; g < groups.len; g++) {
