@@ -16,26 +16,11 @@ import subprocess
 import sys
 import tempfile
 
-CASES = {}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htest import Cases, Failure, check, equal  # noqa: E402
 
-
-def case(fn):
-    CASES[fn.__name__.replace("_", "-")] = fn
-    return fn
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-def equal(got, want, what):
-    if got != want:
-        raise Failure("%s: got %r, want %r" % (what, got, want))
+CASES = Cases()
+case = CASES
 
 
 class Env:

@@ -19,18 +19,12 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import Env, Failure, Trace, check, equal, one_error_line  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from e2e import Env, Trace, one_error_line  # noqa: E402
+from htest import Cases, Failure, Skip, check, equal  # noqa: E402
 
-CASES = {}
-
-
-class Skip(Exception):
-    pass
-
-
-def case(fn):
-    CASES[fn.__name__.replace("_", "-")] = fn
-    return fn
+CASES = Cases()
+case = CASES
 
 
 # malloc_family's exact counts (tests/cli/e2e.py, malloc-family).

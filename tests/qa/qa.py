@@ -20,49 +20,11 @@ import sys
 import tempfile
 import time
 
-CASES = {}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htest import Cases, Failure, check, equal, run  # noqa: E402
 
-
-def case(fn):
-    CASES[fn.__name__.replace("_", "-")] = fn
-    return fn
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-def equal(got, want, what):
-    if got != want:
-        raise Failure("%s: got %r, want %r" % (what, got, want))
-
-
-def run(argv, cwd, env=None, timeout=60, stdin=subprocess.DEVNULL):
-    """Runs argv in its own process group; (status, stdout, stderr)."""
-    e = dict(os.environ)
-    for k in ("HEAPTRAIL_SESSION", "LD_PRELOAD"):
-        e.pop(k, None)
-    if env:
-        e.update(env)
-    p = subprocess.Popen(argv, cwd=cwd, env=e, stdin=stdin, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        raise Failure("timed out after %d s: %s" % (timeout, " ".join(argv)))
-    finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)  # leave nothing behind
-        except ProcessLookupError:
-            pass
-    return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+CASES = Cases()
+case = CASES
 
 
 class Env:
