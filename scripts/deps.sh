@@ -4,6 +4,7 @@
 #   scripts/deps.sh build   what building needs
 #   scripts/deps.sh test    building plus what the tests need
 #   scripts/deps.sh bench   testing plus what the benchmarks need
+#   scripts/deps.sh fuzz    testing plus clang and its libFuzzer runtime
 set -euo pipefail
 what=${1:-build}
 pkgs=(gcc g++ libc6-dev make cmake pkg-config libunwind-dev libdw-dev libelf-dev libzstd-dev
@@ -13,7 +14,8 @@ case "$what" in
   test) pkgs+=(python3 heaptrack procps chromium clang-format
     libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev rustc golang-go sqlite3 valgrind) ;;
   bench) pkgs+=(python3 heaptrack procps jq chromium) ;;
-  *) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
+  fuzz) pkgs+=(python3 heaptrack procps chromium clang-format clang libclang-rt-dev) ;;
+  *) echo "usage: scripts/deps.sh build|test|bench|fuzz" >&2; exit 2 ;;
 esac
 # tests/install reads the installed man pages with man.
 if [ "$what" = test ]; then pkgs+=(man-db); fi
