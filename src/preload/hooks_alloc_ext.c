@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -45,12 +46,6 @@ void ht__ext_set_real(unsigned i, void *real)
 {
 	if (i < HT_EXT_COUNT)
 		ht_ext_real[i] = real;
-}
-
-static const void *ht_module_base(const void *p)
-{
-	Dl_info di;
-	return p && dladdr(p, &di) ? di.dli_fbase : NULL;
 }
 
 /*
@@ -106,6 +101,32 @@ static void ht_je_sdallocx(void *p, size_t size, int flags)
 	free(p);
 }
 
+/* The address range of the module holding addr (dladdr would also look
+   for the symbol, which costs about 200k instructions in libstdc++). */
+struct ht_span {
+	uintptr_t addr, lo, hi;
+};
+
+static int ht_span_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct ht_span *sp = data;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+		lo = a < lo ? a : lo;
+		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+	}
+	if (sp->addr < lo || sp->addr >= hi)
+		return 0;
+	sp->lo = lo;
+	sp->hi = hi;
+	return 1;
+}
+
 void ht__ext_ready(void)
 {
 	static const struct {
@@ -116,10 +137,13 @@ void ht__ext_ready(void)
 	    {HT_X_xallocx, (void *)ht_je_xallocx},   {HT_X_dallocx, (void *)ht_je_dallocx},
 	    {HT_X_sdallocx, (void *)ht_je_sdallocx},
 	};
-	const void *heap = ht_module_base((const void *)ht__real.malloc);
+	struct ht_span heap = {(uintptr_t)ht__real.malloc, 0, 0};
+	if (heap.addr)
+		dl_iterate_phdr(ht_span_cb, &heap);
 	for (unsigned i = 0; i < HT_EXT_COUNT; i++)
-		ht_ext_traced[i] =
-		    ht_ext_names[i][0] != '_' || (heap && ht_module_base(ht_ext_real[i]) == heap);
+		/* A missing real function is traced too: the slow path fails it. */
+		ht_ext_traced[i] = ht_ext_names[i][0] != '_' || !ht_ext_real[i] ||
+				   ((uintptr_t)ht_ext_real[i] - heap.lo < heap.hi - heap.lo);
 	for (unsigned k = 0; k < sizeof je / sizeof je[0]; k++)
 		if (!ht_ext_real[je[k].i]) {
 			ht_ext_real[je[k].i] = je[k].fn;
@@ -145,10 +169,11 @@ static HT_COLD void ht_ext_resolve(void)
 	ht__resolve();
 	int save = errno;
 	ht__t.guard += HT_GUARD_OWN;
-	const void *self = ht_module_base((const void *)ht_ext_resolve);
+	struct ht_span self = {(uintptr_t)ht_ext_resolve, 0, 0};
+	dl_iterate_phdr(ht_span_cb, &self);
 	for (unsigned i = 0; i < HT_EXT_COUNT; i++) {
 		void *p = dlsym(RTLD_DEFAULT, ht_ext_names[i]);
-		if (p && ht_module_base(p) == self)
+		if (p && (uintptr_t)p - self.lo < self.hi - self.lo) /* our own hook */
 			p = dlsym(RTLD_NEXT, ht_ext_names[i]);
 		ht_ext_real[i] = p;
 	}
@@ -199,9 +224,26 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 
 #define HT_EXT_REAL(name) ((__typeof__(name) *)ht_ext_get(HT_X_##name))
 
+/*
+ * The exported hook: once resolved, an entry point that is not recorded here
+ * (the C++ runtime's operator new, which calls malloc) is one jump to the
+ * real function, without a frame; everything else is name##_traced.
+ */
+#define HT_EXT_FAST(ret, name, params, args)                                                       \
+	HT_EXPORT ret name params;                                                                 \
+	static ret name##_traced params;                                                           \
+	HT_EXPORT ret name params                                                                  \
+	{                                                                                          \
+		if (HT_LIKELY(atomic_load_explicit(&ht_ext_done, memory_order_acquire)) &&         \
+		    !ht_ext_traced[HT_X_##name])                                                   \
+			return ((__typeof__(name) *)ht_ext_real[HT_X_##name])args;                 \
+		return name##_traced args;                                                         \
+	}
+
 /* An allocation of size (from the arguments). */
 #define HT_EXT_ALLOC(ret, name, fn, params, args, sz)                                              \
-	HT_EXPORT ret name params                                                                  \
+	HT_EXT_FAST(ret, name, params, args)                                                       \
+	static __attribute__((noinline)) ret name##_traced params                                  \
 	{                                                                                          \
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
@@ -260,7 +302,8 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 
 /* A free of ptr, stamped before the real call. */
 #define HT_EXT_FREE(name, fn, params, args, ptr)                                                   \
-	HT_EXPORT void name params                                                                 \
+	HT_EXT_FAST(void, name, params, args)                                                      \
+	static __attribute__((noinline)) void name##_traced params                                 \
 	{                                                                                          \
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
