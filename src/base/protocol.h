@@ -51,6 +51,22 @@ enum ht__stack_bit {
 #define HT_STK_ALL 0xffu
 
 /*
+ * The one list of stack kinds: X(--stacks name, HT_STK_ bit, the event type
+ * that names the kind in the control API, an event type it also covers or
+ * that same type again). `heaptrail record`, `heaptrail start` and the
+ * control library all expand it; the HT_EV_ names need heaptrail/trace.h.
+ */
+#define HT__STACK_KINDS(X)                                                                         \
+	X("alloc", HT_STK_ALLOC, HT_EV_ALLOC, HT_EV_ALLOC_FAIL)                                    \
+	X("realloc", HT_STK_REALLOC, HT_EV_REALLOC, HT_EV_REALLOC)                                 \
+	X("free", HT_STK_FREE, HT_EV_FREE, HT_EV_FREE)                                             \
+	X("mmap", HT_STK_MMAP, HT_EV_MMAP, HT_EV_MREMAP)                                           \
+	X("munmap", HT_STK_MUNMAP, HT_EV_MUNMAP, HT_EV_MUNMAP)                                     \
+	X("mprotect", HT_STK_MPROTECT, HT_EV_MPROTECT, HT_EV_MPROTECT)                             \
+	X("heap-create", HT_STK_HEAP_CREATE, HT_EV_HEAP_CREATE, HT_EV_HEAP_CREATE)                 \
+	X("heap-destroy", HT_STK_HEAP_DESTROY, HT_EV_HEAP_DESTROY, HT_EV_HEAP_DESTROY)
+
+/*
  * Offset 0 of the shared file. Written by the collector before it sets
  * state to RUNNING; afterwards recorders only touch the atomics.
  */

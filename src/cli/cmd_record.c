@@ -75,14 +75,9 @@ static const struct {
 	const char *name;
 	uint32_t bit;
 } stack_names[] = {
-    {"alloc", HT_STK_ALLOC},
-    {"realloc", HT_STK_REALLOC},
-    {"free", HT_STK_FREE},
-    {"mmap", HT_STK_MMAP},
-    {"munmap", HT_STK_MUNMAP},
-    {"mprotect", HT_STK_MPROTECT},
-    {"heap-create", HT_STK_HEAP_CREATE},
-    {"heap-destroy", HT_STK_HEAP_DESTROY},
+#define X(name, bit, ev, also) {name, bit},
+    HT__STACK_KINDS(X)
+#undef X
 };
 
 static uint32_t parse_stacks(const char *list)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/protocol.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
 #include "cli/opt.h"
@@ -51,14 +52,9 @@ static const struct {
 	const char *name;
 	enum ht_event_type ev;
 } stack_names[] = {
-    {"alloc", HT_EV_ALLOC},
-    {"realloc", HT_EV_REALLOC},
-    {"free", HT_EV_FREE},
-    {"mmap", HT_EV_MMAP},
-    {"munmap", HT_EV_MUNMAP},
-    {"mprotect", HT_EV_MPROTECT},
-    {"heap-create", HT_EV_HEAP_CREATE},
-    {"heap-destroy", HT_EV_HEAP_DESTROY},
+#define X(name, bit, ev, also) {name, ev},
+    HT__STACK_KINDS(X)
+#undef X
 };
 #define NSTACK_NAMES (sizeof(stack_names) / sizeof(stack_names[0]))
 

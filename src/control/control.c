@@ -209,37 +209,18 @@ int ht__ctl_stack_mask(const enum ht_event_type *ev, unsigned n, uint32_t *mask)
 	}
 	uint32_t m = 0;
 	for (unsigned i = 0; i < n; i++) {
-		switch (ev[i]) {
-		case HT_EV_ALLOC:
-		case HT_EV_ALLOC_FAIL:
-			m |= HT_STK_ALLOC;
-			break;
-		case HT_EV_REALLOC:
-			m |= HT_STK_REALLOC;
-			break;
-		case HT_EV_FREE:
-			m |= HT_STK_FREE;
-			break;
-		case HT_EV_MMAP:
-		case HT_EV_MREMAP:
-		case HT_EV_BRK:
-			m |= HT_STK_MMAP;
-			break;
-		case HT_EV_MUNMAP:
-			m |= HT_STK_MUNMAP;
-			break;
-		case HT_EV_MPROTECT:
-			m |= HT_STK_MPROTECT;
-			break;
-		case HT_EV_HEAP_CREATE:
-			m |= HT_STK_HEAP_CREATE;
-			break;
-		case HT_EV_HEAP_DESTROY:
-			m |= HT_STK_HEAP_DESTROY;
-			break;
-		default:
+		uint32_t bit = 0;
+		/* brk is an mmap kind too (HT_STK_MMAP); no other event has a stack. */
+		if (ev[i] == HT_EV_BRK)
+			bit = HT_STK_MMAP;
+#define X(name, b, e, also)                                                                        \
+	if (ev[i] == (e) || ev[i] == (also))                                                       \
+		bit = (b);
+		HT__STACK_KINDS(X)
+#undef X
+		if (!bit)
 			return HT_ERR_FLAGS;
-		}
+		m |= bit;
 	}
 	*mask = m;
 	return 0;
