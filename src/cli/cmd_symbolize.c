@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/pass.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
 #include "cli/opt.h"
@@ -56,6 +57,44 @@ struct rewrite {
 	struct ht__phys_frame *phys; /* nlog 0: never defined */
 	bool *resolved;		     /* per physical frame: new symbols written */
 };
+
+/* Reads every event once (an unfinished trace defines its tables as it goes). */
+static int read_through(struct ht_reader *r, struct progress *pr)
+{
+	static const struct ht_consumer nothing = {.name = "read through"};
+	struct ht_pass *p = NULL;
+	int rc = ht_pass_new(&p, r);
+	if (rc == 0 && (rc = ht_pass_add(p, &nothing, NULL)) >= 0) {
+		if (pr)
+			ht_pass_progress(p, progress_show, pr);
+		rc = ht_pass_run(p);
+	}
+	ht_pass_free(p);
+	return rc;
+}
+
+static int copy_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+{
+	struct rewrite *rw = ctx;
+	const struct ht_process *proc = NULL;
+	if (ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC)
+		proc = ht_reader_process(ht_pass_reader(p), ev->process);
+	return ht__writer_event(rw->w, ev, proc);
+}
+
+/* Every event into the writer, in order, through one pass; *events counts them. */
+static int copy_events(struct rewrite *rw, uint64_t *events)
+{
+	static const struct ht_consumer copier = {
+	    .name = "copy", .events = HT_PASS_ALL_EVENTS, .event = copy_event};
+	struct ht_pass *p = NULL;
+	int rc = ht_pass_new(&p, rw->r);
+	if (rc == 0 && (rc = ht_pass_add(p, &copier, rw)) >= 0)
+		rc = ht_pass_run(p);
+	*events = p ? ht_pass_events(p) : 0;
+	ht_pass_free(p);
+	return rc;
+}
 
 static int put_symbols(void *ctx, uint32_t frame, const struct ht__symbol *syms, uint32_t n)
 {
@@ -186,10 +225,7 @@ int cmd_symbolize(int argc, char **argv)
 	/* An unfinished trace's definitions come with its events: read them all first. */
 	struct progress pr;
 	progress_init(&pr, "reading");
-	struct ht_event ev;
-	while ((rc = ht_reader_next(rw.r, &ev)) > 0)
-		if (!quiet)
-			progress_show(&pr, ev.ts, in->duration_ns);
+	rc = read_through(rw.r, quiet ? NULL : &pr);
 	progress_done(&pr);
 	if (rc < 0)
 		die("cannot read '%s': %s", file, ht_strerror(rc));
@@ -239,17 +275,8 @@ int cmd_symbolize(int argc, char **argv)
 	}
 	dst.fd = -1; /* the writer's */
 	write_defs(&rw, mods, nmods);
-	if ((rc = ht_reader_rewind(rw.r)) < 0)
-		die("cannot read '%s' again: %s", file, ht_strerror(rc));
 	uint64_t events = 0;
-	while ((rc = ht_reader_next(rw.r, &ev)) > 0) {
-		const struct ht_process *proc = NULL;
-		if (ev.type == HT_EV_PROCESS_START || ev.type == HT_EV_PROCESS_EXEC)
-			proc = ht_reader_process(rw.r, ev.process);
-		if ((rc = ht__writer_event(rw.w, &ev, proc)) < 0)
-			break;
-		events++;
-	}
+	rc = copy_events(&rw, &events);
 	if (rc < 0) {
 		ht__writer_abort(rw.w);
 		ht__output_abort(&dst);
