@@ -63,6 +63,10 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 		if (!strcmp(name, "h") || !strcmp(name, "help")) {
 			fputs(usage_text, stdout);
 			fputs(query_opts_help, stdout);
+			fputs("\nexamples:\n"
+			      "  heaptrail diff before.htr after.htr\n"
+			      "  heaptrail diff before.htr after.htr -images --format csv\n",
+			      stdout);
 			exit(0);
 		} else if (!strcmp(name, "stacks")) {
 			o->group = HT_GROUP_STACK;

@@ -83,6 +83,10 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 		if (!strcmp(name, "h") || !strcmp(name, "help")) {
 			fputs(usage_text, stdout);
 			fputs(query_opts_help, stdout);
+			fputs("\nexamples:\n"
+			      "  heaptrail export app.htr --format collapsed -o app.folded\n"
+			      "  heaptrail export app.htr --format pprof -o app.pb.gz --at-peak\n",
+			      stdout);
 			exit(0);
 		} else if (!strcmp(name, "format")) {
 			const char *v = opt_value(argc, argv, &i, val, arg);

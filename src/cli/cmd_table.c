@@ -47,7 +47,12 @@ static const char table_usage[] =
     "  -cullFrames F...     cull these frames too (module!, module!symbol, symbol)\n"
     "  -cullLists FILE...   cull the frames listed in these files\n"
     "  -requireFrames F...  only blocks whose stack holds one of these frames\n"
-    "  --no-default-cull    do not cull the built-in list (allocator frames)\n";
+    "  --no-default-cull    do not cull the built-in list (allocator frames)\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail table heap app.htr --range 1.4s 1.8s --group-by impacting-type,stack\n"
+    "  heaptrail table commit app.htr --range 1.4s 1.8s --format csv\n"
+    "  heaptrail table heap app.htr --at-peak --depth 3\n";
 
 enum table_kind { TABLE_HEAP, TABLE_COMMIT };
 

@@ -36,7 +36,12 @@ static const char timeline_usage[] =
     "                       (spikes shorter than the interval show)\n"
     "  --svg FILE           draw the series into FILE (then no table unless --format);\n"
     "                       a device or FIFO is written in place\n"
-    "  --force              replace the --svg FILE if it exists (atomically)\n";
+    "  --force              replace the --svg FILE if it exists (atomically)\n"
+    "\n"
+    "examples:\n"
+    "  heaptrail timeline app.htr --interval 100ms\n"
+    "  heaptrail timeline app.htr --series heap,commit,rss --svg mem.svg\n"
+    "  heaptrail timeline app.htr --by process --format csv\n";
 
 struct tl_opts {
 	const char *file;
