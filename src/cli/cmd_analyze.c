@@ -349,6 +349,53 @@ static const char *exe_of(const struct ht_reader *r, uint32_t process)
 	return p && p->exe ? p->exe : "?";
 }
 
+/*
+ * The names of the heaps (heap.h's ht_heap_create), by process index and
+ * handle; the process heap is "malloc". Read in a second pass over the trace,
+ * made only for the handle table.
+ */
+struct heap_name {
+	uint32_t process;
+	uint64_t heap;
+	char *name;
+};
+static struct heap_name *heap_names;
+static size_t nheap_names;
+
+static void load_heap_names(struct ht_reader *r)
+{
+	if (ht_reader_rewind(r) < 0)
+		return;
+	struct ht_event ev;
+	size_t cap = 0;
+	while (ht_reader_next(r, &ev) > 0) {
+		if (ev.type != HT_EV_HEAP_CREATE || !ev.name)
+			continue;
+		if (nheap_names == cap) {
+			cap = cap ? cap * 2 : 16;
+			struct heap_name *n = realloc(heap_names, cap * sizeof(*n));
+			if (!n)
+				die("out of memory");
+			heap_names = n;
+		}
+		char *name = strdup(ev.name);
+		if (!name)
+			die("out of memory");
+		heap_names[nheap_names++] = (struct heap_name){ev.process, ev.heap, name};
+	}
+}
+
+static const char *heap_name(uint32_t process, uint64_t heap)
+{
+	if (heap == 0)
+		return "malloc";
+	const char *found = NULL; /* the last create wins: a handle can be reused */
+	for (size_t i = 0; i < nheap_names; i++)
+		if (heap_names[i].process == process && heap_names[i].heap == heap)
+			found = heap_names[i].name;
+	return found;
+}
+
 static void print_handles_text(const struct ht_agg_result *res, const struct ht_reader *r)
 {
 	printf("%10s %12s %10s %12s %10s  %-18s  %s\n", "Alloc#", "Alloc KiB", "Out#", "Out KiB",
@@ -359,8 +406,10 @@ static void print_handles_text(const struct ht_agg_result *res, const struct ht_
 	       t->realloc_count);
 	for (size_t i = 0; i < res->count; i++) {
 		const struct ht_agg_item *it = &res->items[i];
-		char handle[32];
-		snprintf(handle, sizeof(handle), "0x%" PRIx64, it->heap);
+		char handle[300];
+		const char *name = heap_name(it->process, it->heap);
+		snprintf(handle, sizeof(handle), "0x%" PRIx64 "%s%s%s", it->heap, name ? " (" : "",
+			 name ? name : "", name ? ")" : "");
 		printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  %-18s  %" PRId32
 		       " %s\n",
 		       it->c.total_count, kb(it->c.total_bytes), it->c.outstanding_count,
@@ -466,6 +515,8 @@ static void print_json(const struct ht_agg_result *res, struct ht_agg *agg,
 				jw_str(&j, exe_of(r, it->process));
 				jw_key(&j, "handle");
 				jw_u64(&j, it->heap);
+				jw_key(&j, "heap_name");
+				jw_str(&j, heap_name(it->process, it->heap));
 				break;
 			case HT_GROUP_STACK:
 				jw_key(&j, "stack");
@@ -580,6 +631,8 @@ int cmd_analyze(int argc, char **argv)
 	if (!q.top_given && !q.totals_only && res.count < res.total_items)
 		warning("showing the first %zu of %zu %s; use -top N to show more", res.count,
 			res.total_items, group_word(res.group, true));
+	if (res.group == HT_GROUP_HANDLE && !q.totals_only)
+		load_heap_names(r);
 	switch (o.format) {
 	case FMT_JSON:
 		print_json(&res, agg, r, &q);

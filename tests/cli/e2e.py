@@ -577,6 +577,11 @@ def custom_heap(env):
     m = re.search(r"test pool=(0x[0-9a-f]+) second pool=(0x[0-9a-f]+)", tr.stdout)
     check(m, "handles printed by custom_heap: %r" % tr.stdout)
     first, second = int(m.group(1), 16), int(m.group(2), 16)
+    # analyze --summary names each heap: "malloc" for the process heap, heap.h's names.
+    rc, out, err = env.run([env.heaptrail, "analyze", tr.path, "--summary", "--format", "json"])
+    equal(rc, 0, "analyze --summary (%s)" % err)
+    names = {i["handle"]: i["heap_name"] for i in json.loads(out)["items"]}
+    equal(names, {0: "malloc", first: "test pool", second: "second pool"}, "heap names in analyze")
     creates = tr.of("heap_create", pid=pid)
     equal(sorted((e.get("heap"), e.get("name")) for e in creates),
           sorted([(first, "test pool"), (second, "second pool")]), "heap_create events")
