@@ -372,7 +372,8 @@ static void cu_index_build(struct cu_index *ci, Dwarf_Die *cu)
 	}
 	if (r < 0)
 		return;
-	qsort(ci->r, ci->nr, sizeof(*ci->r), range_cmp);
+	if (ci->nr > 1) /* ci->r is NULL when empty */
+		qsort(ci->r, ci->nr, sizeof(*ci->r), range_cmp);
 	if (ci->nr && !(ci->maxhi = malloc(ci->nr * sizeof(*ci->maxhi))))
 		return;
 	for (size_t i = 0; i < ci->nr; i++)
