@@ -235,7 +235,7 @@ try {
 		const p2 = browser.page;
 		const d = await p2.evaluate(() => window.heaptrail.model.trace.duration_ns);
 		const [h1, h2] = await dragWindow(p2, 0, 0.35 * d, 0.65 * d);
-		await expandRow(p2, 'heap-table', 'Handle 0x0');
+		await expandRow(p2, 'heap-table', 'malloc (handle 0x0)');
 		await expandRow(p2, 'heap-table', 'Impacting');
 		for (let k = 0; k < 30; k++) {
 			const more = await p2.evaluate(() => {

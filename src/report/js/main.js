@@ -24,13 +24,14 @@ function readData() {
 
 function chartSpecs(m) {
 	const s = m.series;
-	const handle = (h) => m.handles[h];
+	// The process heap is glibc's malloc; custom heaps (heap.h) keep their handle.
+	const handle = (h) => (m.handles[h] === '0x0' ? 'malloc' : 'heap ' + m.handles[h]);
 	const seriesLabel = (x, what) => (x.process < 0 ? x.others + ' other processes (summed)' : processLabel(m, x.process) + what);
 	const seriesColor = (x, extra) => (x.process < 0 ? -1 : x.process + extra);
 	return [
 		// One color per process on every graph; further heaps of a process get
 		// their own; the sum of the processes beyond the top ones is grey.
-		{ id: 'heap', title: 'Outstanding heap bytes', series: s.heap.map((x) => ({ label: seriesLabel(x, ' heap ' + handle(x.handle)), values: x.max, color: seriesColor(x, 3 * x.handle) })) },
+		{ id: 'heap', title: 'Outstanding heap bytes', series: s.heap.map((x) => ({ label: seriesLabel(x, ' ' + handle(x.handle)), values: x.max, color: seriesColor(x, 3 * x.handle) })) },
 		{ id: 'commit', title: 'Committed bytes (mappings)', series: s.commit.map((x) => ({ label: seriesLabel(x, ''), values: x.max, color: seriesColor(x, 0) })) },
 		{ id: 'rss', title: 'Resident set size (RSS)', series: s.rss.map((x) => ({ label: seriesLabel(x, ''), values: x.max, color: seriesColor(x, 0) })) },
 	];
@@ -45,7 +46,7 @@ function main() {
 		return;
 	}
 	summary(m);
-	const labels = { process: (p) => processLabel(m, p), handle: (h) => 'Handle ' + m.handles[h] };
+	const labels = { process: (p) => processLabel(m, p), handle: (h) => (m.handles[h] === '0x0' ? 'malloc (handle 0x0)' : 'Handle ' + m.handles[h]) };
 	const file = m.trace.file || 'TRACE.htr';
 	const state = { t1: m.fullWindow[0], t2: m.fullWindow[1], heap: null, commit: null };
 	// The peaks (info's: when the summed outstanding bytes were first highest)
