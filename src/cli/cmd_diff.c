@@ -12,6 +12,7 @@
 #include "cli/agg_side.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "cli/query_opts.h"
 
 static const char usage_text[] =
@@ -96,7 +97,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 			if (parse_format(v, &o->format) < 0)
 				die("unknown format '%s'; use text, csv or json", v);
 		} else if (!query_option(name, arg, val, argc, argv, &i, q, &unused)) {
-			die("unknown option '%s'; 'heaptrail diff --help' lists the options", arg);
+			cli_unknown_option("diff", arg, usage_text, query_opts_help);
 		}
 	}
 	if (unused && o->nfiles < 2)

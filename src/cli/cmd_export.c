@@ -17,6 +17,7 @@
 #include "cli/agg_side.h"
 #include "format/output.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "cli/query_opts.h"
 
 static const char usage_text[] =
@@ -110,8 +111,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 		} else if (!strcmp(name, "base")) {
 			o->base = opt_value(argc, argv, &i, val, arg);
 		} else if (!query_option(name, arg, val, argc, argv, &i, q, &o->file)) {
-			die("unknown option '%s'; 'heaptrail export --help' lists the options",
-			    arg);
+			cli_unknown_option("export", arg, usage_text, query_opts_help);
 		}
 	}
 	if (!o->file)

@@ -16,6 +16,7 @@
 #include "analysis/window.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "cli/table_util.h"
 #include "heaptrail/trace.h"
 
@@ -644,7 +645,7 @@ static void parse_args(struct table_opts *o, int argc, char **argv)
 		} else if (tu_parse_frames_option(&o->q, argc, argv, &i)) {
 			continue;
 		} else if (a[0] == '-' && a[1]) {
-			die("unknown option '%s'; 'heaptrail table --help' lists them", a);
+			cli_unknown_option("table", a, table_usage, NULL);
 		} else if (!o->file) {
 			o->file = a;
 		} else {

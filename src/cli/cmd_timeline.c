@@ -14,6 +14,7 @@
 #include "analysis/timeline.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/opt.h"
 #include "cli/table_util.h"
 #include "heaptrail/trace.h"
 
@@ -452,7 +453,7 @@ static void parse_args(struct tl_opts *o, int argc, char **argv)
 			o->svg = v;
 			i++;
 		} else if (a[0] == '-' && a[1]) {
-			die("unknown option '%s'; 'heaptrail timeline --help' lists them", a);
+			cli_unknown_option("timeline", a, timeline_usage, NULL);
 		} else if (!o->file) {
 			o->file = a;
 		} else {

@@ -212,3 +212,33 @@ const char *cli_did_you_mean(char *buf, size_t n, const char *prefix, const char
 		buf[0] = '\0';
 	return buf;
 }
+
+void cli_unknown_option(const char *cmd, const char *arg, const char *text, const char *text2)
+{
+	static char names[160][48];
+	const char *cands[160];
+	size_t n = 0;
+	const char *texts[2] = {text, text2};
+	for (int t = 0; t < 2; t++) {
+		for (const char *p = texts[t]; p && *p && n < 160; p++) {
+			/* An option: a dash after a space, '[' or '(' and then a letter. */
+			if (*p != '-' || (p > texts[t] && !strchr(" [(|,", p[-1])))
+				continue;
+			size_t len = strspn(p, "-");
+			if (len > 2 || !isalpha((unsigned char)p[len]))
+				continue;
+			len += strspn(p + len,
+				      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-");
+			if (len >= sizeof(names[0]))
+				continue;
+			snprintf(names[n], sizeof(names[0]), "%.*s", (int)len, p);
+			cands[n] = names[n];
+			n++;
+			p += len - 1;
+		}
+	}
+	char word[64], dym[80];
+	snprintf(word, sizeof(word), "%.*s", (int)strcspn(arg, "="), arg);
+	die("unknown option '%s'%s; 'heaptrail %s --help' lists the options", arg,
+	    cli_did_you_mean(dym, sizeof(dym), "", word, cands, n), cmd);
+}

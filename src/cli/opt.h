@@ -71,4 +71,12 @@ const char *cli_suggest(const char *word, const char *const *cands, size_t n);
 const char *cli_did_you_mean(char *buf, size_t n, const char *prefix, const char *word,
 			     const char *const *cands, size_t ncands);
 
+/*
+ * Dies with "unknown option ARG (did you mean X?)" for the commands that parse
+ * by hand (xperf-style lists): the candidates are the option names found in
+ * their help texts (text2 may be NULL).
+ */
+_Noreturn void cli_unknown_option(const char *cmd, const char *arg, const char *text,
+				  const char *text2);
+
 #endif

@@ -813,6 +813,14 @@ def options(env):
     one_error_line(rc, err, "help of a misspelt command", "did you mean 'heaptrail info'?")
     rc, _, err = env.run([h, "info", "--fromat", "json", "x.htr"])
     one_error_line(rc, err, "a misspelt option", "did you mean '--format'?")
+    # The commands with xperf-style lists suggest from their own --help.
+    for argv, want in ((["table", "heap", "x.htr", "--rnage", "1", "2"], "'--range'"),
+                       (["timeline", "x.htr", "--serise", "heap"], "'--series'"),
+                       (["export", "x.htr", "--fromat", "pprof"], "'--format'"),
+                       (["diff", "a.htr", "b.htr", "--cul-frames", "f"], "'-cullFrames'"),
+                       (["analyze", "x.htr", "-stcks"], "'-stacks'")):
+        rc, _, err = env.run([h] + argv)
+        one_error_line(rc, err, "a misspelt %s option" % argv[0], "did you mean %s?" % want)
     rc, _, err = env.run([h, "info", "--format"])
     one_error_line(rc, err, "an option without its value", "'--format' needs a value")
     rc, _, err = env.run([h, "info", "a.htr", "b.htr"])
