@@ -160,8 +160,8 @@ static int collect_warnings(struct ht_reader *r, char w[4][600])
 			 why ? why : "");
 	}
 	if (in->events_lost)
-		snprintf(w[n++], 600, "%" PRIu64 " events were lost (the session was lossy)",
-			 in->events_lost);
+		describe_loss(w[n++], 600, in->events_lost, in->lost_lossy, in->lost_no_buffer,
+			      in->lost_in_handler);
 	return n;
 }
 

@@ -467,6 +467,19 @@ static _Noreturn void die_no_ptrace(pid_t pid)
 	die("cannot attach to process %d: permission denied: %s", (int)pid, hint);
 }
 
+/* The closing line of a recording, and why events were lost if any were. */
+static void say_written(const char *output, const struct ht__session_stats *st)
+{
+	fprintf(stderr, "heaptrail: wrote '%s' (%llu events, %llu lost)\n", output,
+		(unsigned long long)st->events, (unsigned long long)st->lost);
+	if (st->lost) {
+		char why[600];
+		describe_loss(why, sizeof(why), st->lost, st->lost_lossy, st->lost_no_buffer,
+			      st->lost_in_handler);
+		warning("%s", why);
+	}
+}
+
 static int record_attach(const struct options *o)
 {
 	pid_t pids[MAX_ATTACH];
@@ -609,8 +622,7 @@ static int record_attach(const struct options *o)
 		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
 		failures++;
 	} else if (!o->quiet) {
-		fprintf(stderr, "heaptrail: wrote '%s' (%llu events, %llu lost)\n", output,
-			(unsigned long long)sst->events, (unsigned long long)sst->lost);
+		say_written(output, sst);
 	}
 	if (!failures && !o->quiet && isatty(STDERR_FILENO))
 		fprintf(stderr, "heaptrail: next: heaptrail report %s\n", output);
@@ -820,8 +832,7 @@ int cmd_record(int argc, char **argv)
 	if (rc < 0 || frc < 0) {
 		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
 	} else if (!o.quiet) {
-		fprintf(stderr, "heaptrail: wrote '%s' (%llu events, %llu lost)\n", output,
-			(unsigned long long)st->events, (unsigned long long)st->lost);
+		say_written(output, st);
 	}
 	ht__session_destroy(s);
 	/* The program's status, unless it succeeded and its trace did not (2) or leaked. */

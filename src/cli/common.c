@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -397,4 +398,27 @@ void put_text(FILE *f, const char *s)
 		else
 			fputc(*s, f);
 	}
+}
+
+void describe_loss(char *buf, size_t n, uint64_t total, uint64_t lossy, uint64_t no_buffer,
+		   uint64_t in_handler)
+{
+	int k = snprintf(buf, n, "%" PRIu64 " events were lost", total);
+	const char *sep = ": ";
+	if (no_buffer && k >= 0 && (size_t)k < n) {
+		k += snprintf(buf + k, n - k,
+			      "%s%" PRIu64 " because a thread found no free buffer (more threads "
+			      "at once than --buffers; record with a larger --buffers)",
+			      sep, no_buffer);
+		sep = "; ";
+	}
+	if (in_handler && k >= 0 && (size_t)k < n) {
+		k += snprintf(buf + k, n - k,
+			      "%s%" PRIu64 " made by signal handlers that interrupted the recorder",
+			      sep, in_handler);
+		sep = "; ";
+	}
+	if (lossy && k >= 0 && (size_t)k < n)
+		snprintf(buf + k, n - k, "%s%" PRIu64 " dropped by --lossy when a buffer was full",
+			 sep, lossy);
 }

@@ -79,6 +79,15 @@ void output_end(struct ht__output *o, FILE *f);
  * tells whether s holds one.
  */
 void put_text(FILE *f, const char *s);
+
+/*
+ * Writes into buf (size n) why `total` events were lost, cause by cause, with
+ * what to do about each: no free buffer names --buffers, a signal handler that
+ * interrupted the recorder, --lossy. A trace written before the causes were
+ * kept (all three 0) gets the plain count.
+ */
+void describe_loss(char *buf, size_t n, uint64_t total, uint64_t lossy, uint64_t no_buffer,
+		   uint64_t in_handler);
 bool has_control(const char *s);
 
 /* True when stderr is a terminal (progress goes there only then). */

@@ -748,6 +748,9 @@ def lost_no_buffer(env):
     equal(j["events_lost_by_cause"], {"lossy": 0, "no_buffer": lost, "in_signal_handler": 0},
           "causes of the %d events lost" % lost)
     check(lost > 0, "nothing lost with 16 threads and 8 buffers")
+    equal(j["warnings"], ["%d events were lost: %d because a thread found no free buffer "
+                          "(more threads at once than --buffers; record with a larger "
+                          "--buffers)" % (lost, lost)], "info's warning names the cause")
     recorded = j["totals"]["alloc_calls"] + j["totals"]["free_calls"]
     equal(recorded + lost, b["totals"]["alloc_calls"] + b["totals"]["free_calls"] +
           2 * threads * count, "events recorded + lost")
