@@ -456,12 +456,56 @@ uint32_t ht_frame_matcher_cull(struct ht_frame_matcher *m, const uint32_t *frame
 	return i == n && n ? n - 1 : i;
 }
 
+static bool is_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+static size_t count_control(const char *s)
+{
+	size_t n = 0;
+	for (; s && *s; s++)
+		n += is_control((unsigned char)*s);
+	return n;
+}
+
+/*
+ * Rewrites the control bytes of buf (a C string in a buffer of len bytes) as
+ * \xHH, as far as they fit: a module path or a symbol read from a file must
+ * not move a terminal's cursor or break a CSV row.
+ */
+static void escape_control(char *buf, size_t len)
+{
+	size_t n = strlen(buf);
+	char tmp[n + 1];
+	memcpy(tmp, buf, n + 1);
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 1 < len; i++) {
+		unsigned char c = (unsigned char)tmp[i];
+		if (!is_control(c)) {
+			buf[o++] = (char)c;
+		} else if (o + 4 < len) {
+			snprintf(buf + o, 5, "\\x%02x", c);
+			o += 4;
+		} else {
+			break;
+		}
+	}
+	buf[o] = 0;
+}
+
 int ht_frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char *buf, size_t len)
 {
 	struct ht_match_frame mf;
 	ht_match_frame_from_reader(r, frame, &mf);
 	const char *mod = mf.module_name ? mf.module_name : "?";
-	if (symbols && mf.function)
-		return snprintf(buf, len, "%s!%s", mod, mf.function);
-	return snprintf(buf, len, "%s!0x%" PRIx64, mod, mf.rel);
+	const char *fn = symbols ? mf.function : NULL;
+	int n = fn ? snprintf(buf, len, "%s!%s", mod, fn)
+		   : snprintf(buf, len, "%s!0x%" PRIx64, mod, mf.rel);
+	size_t bad = count_control(mod) + count_control(fn);
+	if (n < 0 || !bad)
+		return n;
+	if (len)
+		escape_control(buf, len);
+	return n + 3 * (int)bad;
 }

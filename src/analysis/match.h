@@ -156,8 +156,9 @@ void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
  * The text of a frame, as every output prints it: "module!function" with
  * symbols (when the frame has one), otherwise "module!0xOFFSET"; module is the
  * file name, "?" for an address in no known module (then the offset is the
- * raw address). Writes at most len bytes including the NUL (truncating) and
- * returns the length the full text has, as snprintf.
+ * raw address). Control bytes are written as \xHH. Writes at most len bytes
+ * including the NUL (truncating) and returns the length the full text has,
+ * as snprintf.
  */
 int ht_frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char *buf, size_t len);
 

@@ -274,8 +274,9 @@ static void test_matcher(void)
 	    {2, 30, 0x400, "main", "app.c", 0},		    /* 3 */
 	    {2, 0, 0x500, NULL, NULL, 0},		    /* 4 */
 	    {HT_MODULE_NONE, 0, 0x7f00dead, NULL, NULL, 0}, /* 5 */
+	    {2, 0, 0x600, "evil\x1b[2J\n", NULL, 0},	    /* 6 */
 	};
-	struct ht_reader r = {frames, 6, mods, 3};
+	struct ht_reader r = {frames, 7, mods, 3};
 	struct ht_match_list cull = HT_MATCH_LIST_INIT, req = HT_MATCH_LIST_INIT;
 	ht_match_list_add_defaults(&cull);
 	ht_match_list_add(&req, "APP!Make_Node");
@@ -311,6 +312,11 @@ static void test_matcher(void)
 	CHECK_STR(buf, "?!0x7f00dead");
 	CHECK_U64(ht_frame_text(&r, 1, true, buf, 5), 16);
 	CHECK_STR(buf, "libc");
+	/* Control bytes come out escaped, and the length counts the escapes. */
+	CHECK_U64(ht_frame_text(&r, 6, true, buf, sizeof(buf)), 19);
+	CHECK_STR(buf, "app!evil\\x1b[2J\\x0a");
+	CHECK_U64(ht_frame_text(&r, 6, true, buf, 11), 19);
+	CHECK_STR(buf, "app!evil");
 	ht_match_list_release(&cull);
 	ht_match_list_release(&req);
 }
