@@ -93,6 +93,7 @@ struct ht__thread {
 	uint8_t no_ring;		/* a previous claim timed out: retry without waiting */
 	char *ustack;			/* the stack captures run on (stack.c), or NULL */
 	uint64_t sig_debt, sig_debt_at; /* unwinding through signal frames (stack.c) */
+	uint32_t sig_unwinds;		/* how many so far (the first are free) */
 };
 
 /*

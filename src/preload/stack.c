@@ -661,12 +661,18 @@ static inline int ht_frame_holds(const struct ht_scache *c, int k)
  * about a tenth of the thread's time: each costs ten times what it took,
  * paid back as time passes, with HT_SIG_SLACK_NS of credit for bursts.
  * Beyond that, the stack ends at the signal frame (the handler's frames
- * and the trampoline, found by our own walk).
+ * and the trampoline, found by our own walk). A thread's first
+ * HT_SIG_FREE such unwinds are never cut: the first one pays for
+ * libunwind's set-up (milliseconds on a loaded machine), and a program
+ * whose handlers allocate now and then must get whole stacks every time.
  */
 #define HT_SIG_SLACK_NS 5000000ull
+#define HT_SIG_FREE 64
 
 static int ht_sig_afford(struct ht__thread *t)
 {
+	if (t->sig_unwinds < HT_SIG_FREE)
+		return 1;
 	uint64_t now = ht__clock(), paid = now - t->sig_debt_at;
 	t->sig_debt = t->sig_debt > paid ? t->sig_debt - paid : 0;
 	t->sig_debt_at = now;
@@ -675,6 +681,10 @@ static int ht_sig_afford(struct ht__thread *t)
 
 static void ht_sig_charge(struct ht__thread *t, uint64_t took)
 {
+	if (t->sig_unwinds < HT_SIG_FREE) {
+		t->sig_unwinds++;
+		took = 0;
+	}
 	t->sig_debt += 10 * took;
 	t->sig_debt_at = ht__clock();
 }
