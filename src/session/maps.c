@@ -83,6 +83,19 @@ static int32_t stack_owner(int32_t pid, uint64_t lo, uint64_t hi)
 	return owner;
 }
 
+/* What a range at a 64 MiB boundary is: an arena when the rest of its 64 MiB
+   follows reserved (rest) or it fills them, else a thread's stack when it
+   follows a guard page, else unattributed. */
+static void settle(struct ht__maprange *r, bool rest, bool after_guard)
+{
+	if (rest || r->end - r->start == ARENA_ALIGN) {
+		r->func = HT_FN_MAPS_HEAP;
+	} else if (after_guard) {
+		r->func = HT_FN_MAPS_STACK; /* its thread: see ht__maps_check() */
+		r->tid = -1;
+	}
+}
+
 /* Reads the anonymous private writable ranges of pid into out; -1 when the
    map cannot be read (the process is going), else 0 or HT_ERR_NOMEM. */
 static int read_maps(int32_t pid, struct mvec *out)
@@ -94,6 +107,11 @@ static int read_maps(int32_t pid, struct mvec *out)
 		return -1;
 	char line[4096];
 	uint64_t guard_end = 0; /* end of the previous line when it was a ---p guard */
+	/* A range at a 64 MiB boundary is an arena only when the rest of its
+	   64 MiB follows as a ---p reservation (or it fills them): decided at
+	   the next line. Any mapping can start at such a boundary. */
+	struct ht__maprange cand = {0};
+	bool cand_stack = false;
 	int rc = 0;
 	while (!rc && fgets(line, sizeof(line), f)) {
 		uint64_t lo, hi, off;
@@ -110,13 +128,28 @@ static int read_maps(int32_t pid, struct mvec *out)
 			guard_end = 0;
 			continue;
 		}
+		if (cand.end) {
+			bool rest = anon && !name[0] && !strcmp(perms, "---p") && lo == cand.end &&
+				    hi == cand.start + ARENA_ALIGN;
+			settle(&cand, rest, cand_stack);
+			rc = push(out, &cand);
+			cand.end = 0;
+			if (rc)
+				break;
+		}
 		uint64_t after_guard = guard_end == lo;
 		guard_end = anon && !strcmp(perms, "---p") ? hi : 0;
 		if (!anon || perms[1] != 'w' || perms[3] != 'p')
 			continue;
 		struct ht__maprange r = {.start = lo, .end = hi, .func = HT_FN_MAPS};
-		if (!strcmp(name, "[heap]") || (!name[0] && lo % ARENA_ALIGN == 0)) {
+		if (!strcmp(name, "[heap]")) {
 			r.func = HT_FN_MAPS_HEAP;
+		} else if (!name[0] && lo % ARENA_ALIGN == 0) {
+			/* An arena if the next line says so, else a stack after a
+			   guard page, else unattributed. */
+			cand = r;
+			cand_stack = after_guard;
+			continue;
 		} else if (!strcmp(name, "[stack]")) {
 			r.func = HT_FN_MAPS_STACK;
 			r.tid = pid;
@@ -125,6 +158,10 @@ static int read_maps(int32_t pid, struct mvec *out)
 			r.tid = -1;
 		}
 		rc = push(out, &r);
+	}
+	if (!rc && cand.end) {
+		settle(&cand, false, cand_stack);
+		rc = push(out, &cand);
 	}
 	fclose(f);
 	return rc;

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +45,23 @@ static long rss_anon(void)
 	return kb * 1024;
 }
 
+/* A 64 MiB boundary with room for the mapping: glibc's arenas start at one,
+   so the collector must tell them apart by what follows, not by the address. */
+static void *arena_boundary(void)
+{
+	const uintptr_t align = 64ul << 20;
+	char *r = (char *)syscall(SYS_mmap, NULL, 2 * align, PROT_NONE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED)
+		return NULL;
+	syscall(SYS_munmap, r, 2 * align);
+	return (void *)(((uintptr_t)r + align - 1) & ~(align - 1));
+}
+
 int main(void)
 {
-	char *m = (char *)syscall(SYS_mmap, NULL, MAP_BYTES, PROT_READ | PROT_WRITE,
-				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *m = (char *)syscall(SYS_mmap, arena_boundary(), MAP_BYTES, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (m == MAP_FAILED)
 		return 1;
 	memset(m, 1, MAP_BYTES);
