@@ -267,6 +267,19 @@ static int on_munmap(struct ht_commit_tracker *t, struct pmap *pm, const struct 
 	return 0;
 }
 
+/* A copy of the t->ntmp pieces extract() left in t->tmp, which the inserts
+   that follow may reuse: *out (NULL when there are none), freed by the caller. */
+static int copy_pieces(const struct ht_commit_tracker *t, struct range **out)
+{
+	*out = NULL;
+	if (!t->ntmp)
+		return 0;
+	if (!(*out = malloc(t->ntmp * sizeof(**out))))
+		return HT_ERR_NOMEM;
+	memcpy(*out, t->tmp, t->ntmp * sizeof(**out));
+	return 0;
+}
+
 /* A range gone from the map: the ranges found there end, hooked ones stay
    (a hooked munmap ended them already, or the map was read too early). */
 static int on_gone(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
@@ -274,11 +287,9 @@ static int on_gone(struct ht_commit_tracker *t, struct pmap *pm, const struct ht
 	if (extract(t, ev->process, pm, ev->addr, page_end(ev->addr, ev->size), ev->ts) < 0)
 		return HT_ERR_NOMEM;
 	uint32_t n = t->ntmp;
-	struct range *pieces = NULL;
-	if (n && !(pieces = malloc(n * sizeof(*pieces))))
+	struct range *pieces;
+	if (copy_pieces(t, &pieces) < 0)
 		return HT_ERR_NOMEM;
-	if (n)
-		memcpy(pieces, t->tmp, n * sizeof(*pieces));
 	int rc = 0;
 	for (uint32_t k = 0; k < n && !rc; k++) {
 		if (!pieces[k].unseen)
@@ -299,13 +310,10 @@ static int on_mprotect(struct ht_commit_tracker *t, struct pmap *pm, const struc
 	uint64_t lo = ev->addr, hi = page_end(ev->addr, ev->size);
 	if (extract(t, ev->process, pm, lo, hi, ev->ts) < 0)
 		return HT_ERR_NOMEM;
-	/* t->tmp is reused by nothing below; copy it so inserts may not disturb it. */
 	uint32_t n = t->ntmp;
-	struct range *pieces = NULL;
-	if (n && !(pieces = malloc(n * sizeof(*pieces))))
+	struct range *pieces;
+	if (copy_pieces(t, &pieces) < 0)
 		return HT_ERR_NOMEM;
-	if (n)
-		memcpy(pieces, t->tmp, n * sizeof(*pieces));
 	int rc = 0;
 	uint64_t at = lo, committed = 0;
 	struct range pending = {0}; /* newly committed bytes merge into one range */
