@@ -13,7 +13,7 @@ case "$what" in
   build) ;;
   test) pkgs+=(python3 heaptrack procps chromium clang-format
     libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev rustc golang-go sqlite3 valgrind) ;;
-  bench) pkgs+=(python3 heaptrack procps jq chromium) ;;
+  bench) pkgs+=(python3 heaptrack procps jq chromium clang) ;; # clang++: a bench workload
   fuzz) pkgs+=(python3 heaptrack procps chromium clang-format clang libclang-rt-dev) ;;
   *) echo "usage: scripts/deps.sh build|test|bench|fuzz" >&2; exit 2 ;;
 esac
