@@ -6,7 +6,6 @@ json`, and asserts exact counts, sizes, stacks, processes and exit codes.
 Usage: e2e.py --build BUILD_DIR --src SOURCE_DIR CASE
 Each CASE is one ctest test (tests/cli/CMakeLists.txt). Traces go to a
 temporary directory that is removed afterwards."""
-import argparse
 import collections
 import json
 import os
@@ -14,10 +13,9 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from htest import Cases, Failure, check, equal  # noqa: E402
+from htest import Cases, Failure, case_main, check, equal  # noqa: E402
 
 CASES = Cases()
 case = CASES
@@ -999,26 +997,7 @@ def unseen_maps(env):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--src", required=True)
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    ap.add_argument("case", choices=sorted(CASES))
-    args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ht-e2e-")
-    try:
-        env = Env(os.path.abspath(args.build), os.path.abspath(args.src), tmp)
-        CASES[args.case](env)
-    except Failure as e:
-        print("FAIL %s: %s" % (args.case, e), file=sys.stderr)
-        if args.keep:
-            print("kept %s" % tmp, file=sys.stderr)
-        return 1
-    finally:
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print("ok %s" % args.case)
-    return 0
+    return case_main(CASES, Env, "ht-e2e-")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ collector was killed, and `heaptrail symbolize`.
 Usage: rel.py --build BUILD_DIR --src SOURCE_DIR CASE (one ctest test per
 case, tests/cli/CMakeLists.txt). Reuses e2e.py's Env and Trace. Exit 77 is a
 skip (a case that needs root or a mount namespace where there is none)."""
-import argparse
 import json
 import os
 import shutil
@@ -21,7 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from e2e import Env, Trace, one_error_line  # noqa: E402
-from htest import Cases, Failure, Skip, check, equal  # noqa: E402
+from htest import Cases, Failure, Skip, case_main, check, equal  # noqa: E402
 
 CASES = Cases()
 case = CASES
@@ -612,33 +611,7 @@ def words_untraceable(env):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--src", required=True)
-    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    ap.add_argument("case", choices=sorted(CASES))
-    args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="ht-rel-")
-    # heaptrail's per-user symbol cache goes to a temporary directory too.
-    cache = tempfile.mkdtemp(prefix="ht-rel-cache-")
-    os.environ["XDG_CACHE_HOME"] = cache
-    try:
-        env = Env(os.path.abspath(args.build), os.path.abspath(args.src), tmp)
-        CASES[args.case](env)
-    except Skip as e:
-        print("skip %s: %s" % (args.case, e))
-        return 77
-    except Failure as e:
-        print("FAIL %s: %s" % (args.case, e), file=sys.stderr)
-        if args.keep:
-            print("kept %s" % tmp, file=sys.stderr)
-        return 1
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-    print("ok %s" % args.case)
-    return 0
+    return case_main(CASES, Env, "ht-rel-", own_cache=True)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,13 @@ A script imports it with
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
     from htest import Cases, Failure, check, equal, run
 and declares its cases with CASES = Cases(), case = CASES, @case."""
+import argparse
 import os
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 
 
 class Cases(dict):
@@ -61,3 +65,40 @@ def run(argv, cwd, env=None, timeout=60, stdin=subprocess.DEVNULL):
         except ProcessLookupError:
             pass
     return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def case_main(cases, make_env, prefix, own_cache=False):
+    """The command line of a script run by ctest: --build DIR --src DIR
+    [--keep] CASE. Runs the case with make_env(build, src, tmp) in a fresh
+    temporary directory (kept with --keep after a failure), and with
+    own_cache in a fresh heaptrail symbol cache too. Returns the exit status:
+    0 passed, 1 failed, 77 skipped."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("case", choices=sorted(cases))
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    cache = None
+    if own_cache:
+        cache = tempfile.mkdtemp(prefix=prefix + "cache-")
+        os.environ["XDG_CACHE_HOME"] = cache
+    try:
+        env = make_env(os.path.abspath(args.build), os.path.abspath(args.src), tmp)
+        cases[args.case](env)
+    except Skip as e:
+        print("skip %s: %s" % (args.case, e))
+        return 77
+    except Failure as e:
+        print("FAIL %s: %s" % (args.case, e), file=sys.stderr)
+        if args.keep:
+            print("kept %s" % tmp, file=sys.stderr)
+        return 1
+    finally:
+        if cache:
+            shutil.rmtree(cache, ignore_errors=True)
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("ok %s" % args.case)
+    return 0
