@@ -18,7 +18,7 @@
 
 /* A counter row of the handle grouping: (process, heap, stack) -> counts. */
 struct hentry {
-	struct ht_agg_counts c;
+	struct ht__agg_counts c;
 	uint64_t heap;
 	uint32_t process;
 	uint32_t stack;
@@ -26,28 +26,28 @@ struct hentry {
 
 /* A group being built at the end: its key is a sequence of interned ids. */
 struct group {
-	struct ht_agg_counts c;
+	struct ht__agg_counts c;
 	uint32_t stack;	       /* representative: the lowest stack id in the group */
 	uint32_t seq, seq_len; /* key: ids at seqs[seq .. seq + seq_len), and the
 				  representative's frames at frames[seq ...] */
 };
 
-struct ht_agg {
-	const struct ht_query *q;
+struct ht__agg {
+	const struct ht__query *q;
 	struct ht_reader *r;
 	bool symbols;
 	bool handle_by_stack; /* handle rows need the stack for -requireFrames */
 
-	struct ht_agg_counts *stacks; /* per stack id */
+	struct ht__agg_counts *stacks; /* per stack id */
 	uint32_t stacks_len;
 
 	HT_VEC(struct hentry) hents;
-	struct ht_hindex hix; /* of hents */
+	struct ht__hindex hix; /* of hents */
 
 	uint8_t *pcache; /* per process index: 0 unknown, 1 wanted, 2 not */
 	uint32_t pcache_len;
 
-	struct ht_temp_tracker *temp; /* with q->temporary_only */
+	struct ht__temp_tracker *temp; /* with q->temporary_only */
 
 	uint32_t *ftext; /* per frame id: interned text id, HT__NO_ID unknown */
 	uint32_t ftext_len;
@@ -60,54 +60,54 @@ struct ht_agg {
 	uint32_t *frames; /* parallel to seqs */
 	size_t seqs_len, seqs_alloc;
 	size_t frames_alloc;
-	struct ht_hindex gix; /* of groups */
+	struct ht__hindex gix; /* of groups */
 };
 
 static uint64_t hash_seq(const uint32_t *v, uint32_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
 	for (uint32_t i = 0; i < n; i++)
-		h = ht_mix64(h ^ v[i]) + i;
-	return ht_mix64(h);
+		h = ht__mix64(h ^ v[i]) + i;
+	return ht__mix64(h);
 }
 
 /* The pass gives every heap block that ends; the end of the trace grows as it reads. */
-static int life_end(void *ctx, struct ht_pass *p, const struct ht_life *life)
+static int life_end(void *ctx, struct ht__pass *p, const struct ht__life *life)
 {
-	return ht_agg_add(ctx, life, ht_pass_end_ts(p));
+	return ht__agg_add(ctx, life, ht__pass_end_ts(p));
 }
 
 /* With --temporary: whether each block is temporary, then the count. */
-static int life_end_temp(void *ctx, struct ht_pass *p, const struct ht_life *life)
+static int life_end_temp(void *ctx, struct ht__pass *p, const struct ht__life *life)
 {
-	struct ht_agg *a = ctx;
-	struct ht_life l = *life;
-	l.temporary = ht_temp_is(a->temp, life);
-	return ht_agg_add(a, &l, ht_pass_end_ts(p));
+	struct ht__agg *a = ctx;
+	struct ht__life l = *life;
+	l.temporary = ht__temp_is(a->temp, life);
+	return ht__agg_add(a, &l, ht__pass_end_ts(p));
 }
 
 /* The allocations, after the blocks they end were judged (pass order). */
-static int temp_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int temp_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	(void)p;
-	return ht_temp_event(((struct ht_agg *)ctx)->temp, ev);
+	return ht__temp_event(((struct ht__agg *)ctx)->temp, ev);
 }
 
-static const struct ht_consumer agg_consumer = {
+static const struct ht__consumer agg_consumer = {
     .name = "aggregate",
     .life = life_end,
 };
 
-static const struct ht_consumer agg_temp_consumer = {
+static const struct ht__consumer agg_temp_consumer = {
     .name = "aggregate --temporary",
     .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_REALLOC),
     .event = temp_event,
     .life = life_end_temp,
 };
 
-int ht_agg_attach(struct ht_agg *a, struct ht_pass *p)
+int ht__agg_attach(struct ht__agg *a, struct ht__pass *p)
 {
-	int id = ht_pass_add(p, a->temp ? &agg_temp_consumer : &agg_consumer, a);
+	int id = ht__pass_add(p, a->temp ? &agg_temp_consumer : &agg_consumer, a);
 	if (id < 0)
 		return id;
 	/*
@@ -116,16 +116,16 @@ int ht_agg_attach(struct ht_agg *a, struct ht_pass *p)
 	 * of the pass says.
 	 */
 	if (a->q->has_range)
-		ht_pass_stop_at(p, id, a->q->range_end);
+		ht__pass_stop_at(p, id, a->q->range_end);
 	/* At one moment, likewise: what is live then is ended as live. */
 	if (a->q->has_at)
-		ht_pass_stop_at(p, id, a->q->at_ts + 1);
+		ht__pass_stop_at(p, id, a->q->at_ts + 1);
 	return 0;
 }
 
-int ht_agg_new(struct ht_agg **out, const struct ht_query *q, struct ht_reader *r)
+int ht__agg_new(struct ht__agg **out, const struct ht__query *q, struct ht_reader *r)
 {
-	struct ht_agg *a = calloc(1, sizeof(*a));
+	struct ht__agg *a = calloc(1, sizeof(*a));
 	if (!a)
 		return HT_ERR_NOMEM;
 	a->q = q;
@@ -133,7 +133,7 @@ int ht_agg_new(struct ht_agg **out, const struct ht_query *q, struct ht_reader *
 	const struct ht_trace_info *info = ht_reader_info(r);
 	a->symbols = q->symbols < 0 ? (info && (info->flags & HT_TRACEF_SYMBOLS)) : q->symbols > 0;
 	a->handle_by_stack = q->require.count > 0;
-	if (q->temporary_only && !(a->temp = ht_temp_new())) {
+	if (q->temporary_only && !(a->temp = ht__temp_new())) {
 		free(a);
 		return HT_ERR_NOMEM;
 	}
@@ -141,21 +141,21 @@ int ht_agg_new(struct ht_agg **out, const struct ht_query *q, struct ht_reader *
 	return 0;
 }
 
-void ht_agg_free(struct ht_agg *a)
+void ht__agg_free(struct ht__agg *a)
 {
 	if (!a)
 		return;
-	ht_temp_free(a->temp);
+	ht__temp_free(a->temp);
 	free(a->stacks);
-	ht_vec_release(&a->hents);
-	ht_hindex_release(&a->hix);
+	ht__vec_release(&a->hents);
+	ht__hindex_release(&a->hix);
 	free(a->pcache);
 	free(a->ftext);
 	ht__intern_release(&a->in);
 	free(a->groups);
 	free(a->seqs);
 	free(a->frames);
-	ht_hindex_release(&a->gix);
+	ht__hindex_release(&a->gix);
 	free(a);
 }
 
@@ -167,14 +167,14 @@ static bool ended_by(const struct ht_process *pr, uint64_t ts)
 }
 
 /* Whether pid passes -pid, and with has_at whether the process still ran then. */
-static bool process_passes(const struct ht_agg *a, const struct ht_process *pr)
+static bool process_passes(const struct ht__agg *a, const struct ht_process *pr)
 {
-	return pr && ht_query_wants_pid(a->q, pr->pid) &&
+	return pr && ht__query_wants_pid(a->q, pr->pid) &&
 	       !(a->q->has_at && ended_by(pr, a->q->at_ts));
 }
 
 /* Whether blocks of process index p pass -pid (cached per index). */
-static bool process_wanted(struct ht_agg *a, uint32_t p)
+static bool process_wanted(struct ht__agg *a, uint32_t p)
 {
 	if (!a->q->pid_count && !a->q->has_at)
 		return true;
@@ -192,7 +192,7 @@ static bool process_wanted(struct ht_agg *a, uint32_t p)
 	return a->pcache[p] == 1;
 }
 
-static void counts_add(struct ht_agg_counts *c, const struct ht_life *life, bool outstanding)
+static void counts_add(struct ht__agg_counts *c, const struct ht__life *life, bool outstanding)
 {
 	c->total_count++;
 	c->total_bytes += life->size;
@@ -203,7 +203,7 @@ static void counts_add(struct ht_agg_counts *c, const struct ht_life *life, bool
 	}
 }
 
-static void counts_sum(struct ht_agg_counts *to, const struct ht_agg_counts *c)
+static void counts_sum(struct ht__agg_counts *to, const struct ht__agg_counts *c)
 {
 	to->outstanding_bytes += c->outstanding_bytes;
 	to->outstanding_count += c->outstanding_count;
@@ -214,34 +214,34 @@ static void counts_sum(struct ht_agg_counts *to, const struct ht_agg_counts *c)
 
 static uint64_t hentry_hash(uint32_t process, uint64_t heap, uint32_t stack)
 {
-	return ht_mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull);
+	return ht__mix64(heap ^ ((uint64_t)process << 32 | stack) * 0x9e3779b97f4a7c15ull);
 }
 
 static uint64_t hentry_rehash(const void *ctx, uint32_t id)
 {
-	const struct ht_agg *a = ctx;
+	const struct ht__agg *a = ctx;
 	const struct hentry *e = &a->hents.v[id];
 	return hentry_hash(e->process, e->heap, e->stack);
 }
 
-static struct hentry *handle_entry(struct ht_agg *a, uint32_t process, uint64_t heap,
+static struct hentry *handle_entry(struct ht__agg *a, uint32_t process, uint64_t heap,
 				   uint32_t stack)
 {
 	uint64_t h = hentry_hash(process, heap, stack);
-	for (uint32_t *slot = ht_hindex_find(&a->hix, h); *slot;
-	     slot = ht_hindex_next(&a->hix, slot)) {
+	for (uint32_t *slot = ht__hindex_find(&a->hix, h); *slot;
+	     slot = ht__hindex_next(&a->hix, slot)) {
 		struct hentry *e = &a->hents.v[*slot - 1];
 		if (e->process == process && e->heap == heap && e->stack == stack)
 			return e;
 	}
 	struct hentry e = {.heap = heap, .process = process, .stack = stack};
-	if (ht_vec_push(&a->hents, e) < 0 ||
-	    ht_hindex_insert(&a->hix, h, (uint32_t)(a->hents.len - 1), hentry_rehash, a) < 0)
+	if (ht__vec_push(&a->hents, e) < 0 ||
+	    ht__hindex_insert(&a->hix, h, (uint32_t)(a->hents.len - 1), hentry_rehash, a) < 0)
 		return NULL;
 	return &a->hents.v[a->hents.len - 1];
 }
 
-int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
+int ht__agg_add(struct ht__agg *a, const struct ht__life *life, uint64_t end_ts)
 {
 	if (!process_wanted(a, life->process))
 		return 0;
@@ -249,14 +249,14 @@ int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
 	 * xperf's Outstanding is "never freed": a block its process still held
 	 * at exit is outstanding, a leak, whatever the range.
 	 */
-	struct ht_life leaked;
+	struct ht__life leaked;
 	if (life->at_exit) {
 		leaked = *life;
 		leaked.free_ts = HT_TS_NEVER;
 		life = &leaked;
 	}
 	bool outstanding;
-	if (!ht_query_accepts(a->q, life, end_ts, &outstanding))
+	if (!ht__query_accepts(a->q, life, end_ts, &outstanding))
 		return 0;
 	if (a->q->group == HT_GROUP_HANDLE) {
 		struct hentry *e = handle_entry(a, life->process, life->heap,
@@ -283,7 +283,7 @@ int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
 			n = stack + 1;
 		if (n < a->stacks_len * 2)
 			n = a->stacks_len * 2;
-		struct ht_agg_counts *ns = realloc(a->stacks, n * sizeof(*ns));
+		struct ht__agg_counts *ns = realloc(a->stacks, n * sizeof(*ns));
 		if (!ns)
 			return HT_ERR_NOMEM;
 		memset(ns + a->stacks_len, 0, (n - a->stacks_len) * sizeof(*ns));
@@ -294,22 +294,22 @@ int ht_agg_add(struct ht_agg *a, const struct ht_life *life, uint64_t end_ts)
 	return 0;
 }
 
-int ht_agg_run(struct ht_agg *a, ht_agg_progress_fn progress, void *ctx)
+int ht__agg_run(struct ht__agg *a, ht__agg_progress_fn progress, void *ctx)
 {
-	struct ht_pass *p;
-	int rc = ht_pass_new(&p, a->r);
+	struct ht__pass *p;
+	int rc = ht__pass_new(&p, a->r);
 	if (rc < 0)
 		return rc;
-	if ((rc = ht_agg_attach(a, p)) == 0) {
-		ht_pass_progress(p, progress, ctx);
-		rc = ht_pass_run(p);
+	if ((rc = ht__agg_attach(a, p)) == 0) {
+		ht__pass_progress(p, progress, ctx);
+		rc = ht__pass_run(p);
 	}
-	ht_pass_free(p);
+	ht__pass_free(p);
 	return rc;
 }
 
 /* Interned id of a frame's text. */
-static uint32_t frame_text_id(struct ht_agg *a, uint32_t frame)
+static uint32_t frame_text_id(struct ht__agg *a, uint32_t frame)
 {
 	if (frame >= a->ftext_len) {
 		uint32_t n = ht_reader_frame_count(a->r);
@@ -325,7 +325,7 @@ static uint32_t frame_text_id(struct ht_agg *a, uint32_t frame)
 	if (a->ftext[frame] != HT__NO_ID)
 		return a->ftext[frame];
 	char buf[512];
-	int len = ht_frame_text(a->r, frame, a->symbols, buf, sizeof(buf));
+	int len = ht__frame_text(a->r, frame, a->symbols, buf, sizeof(buf));
 	uint32_t id;
 	if (len < (int)sizeof(buf)) {
 		id = ht__intern_id(&a->in, buf);
@@ -333,7 +333,7 @@ static uint32_t frame_text_id(struct ht_agg *a, uint32_t frame)
 		char *big = malloc((size_t)len + 1);
 		if (!big)
 			return HT__NO_ID;
-		ht_frame_text(a->r, frame, a->symbols, big, (size_t)len + 1);
+		ht__frame_text(a->r, frame, a->symbols, big, (size_t)len + 1);
 		id = ht__intern_id(&a->in, big);
 		free(big);
 	}
@@ -341,7 +341,7 @@ static uint32_t frame_text_id(struct ht_agg *a, uint32_t frame)
 	return id;
 }
 
-const char *ht_agg_frame_text(struct ht_agg *a, uint32_t frame)
+const char *ht__agg_frame_text(struct ht__agg *a, uint32_t frame)
 {
 	uint32_t id = frame_text_id(a, frame);
 	return id == HT__NO_ID ? "?" : a->in.strs[id];
@@ -349,7 +349,7 @@ const char *ht_agg_frame_text(struct ht_agg *a, uint32_t frame)
 
 static uint64_t group_rehash(const void *ctx, uint32_t id)
 {
-	const struct ht_agg *a = ctx;
+	const struct ht__agg *a = ctx;
 	return hash_seq(a->seqs + a->groups[id].seq, a->groups[id].seq_len);
 }
 
@@ -357,20 +357,21 @@ static uint64_t group_rehash(const void *ctx, uint32_t id)
  * The group whose key is key[0..n), created when new with frames[0..n) as the
  * frames it shows; NULL when out of memory.
  */
-static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint32_t *frames,
+static struct group *group_for(struct ht__agg *a, const uint32_t *key, const uint32_t *frames,
 			       uint32_t n)
 {
 	uint64_t h = hash_seq(key, n);
-	for (uint32_t *slot = ht_hindex_find(&a->gix, h); *slot;
-	     slot = ht_hindex_next(&a->gix, slot)) {
+	for (uint32_t *slot = ht__hindex_find(&a->gix, h); *slot;
+	     slot = ht__hindex_next(&a->gix, slot)) {
 		struct group *g = &a->groups[*slot - 1];
 		if (g->seq_len == n && !memcmp(a->seqs + g->seq, key, n * sizeof(*key)))
 			return g;
 	}
-	if (ht_grow((void **)&a->groups, &a->groups_alloc, a->ngroups + 1, sizeof(*a->groups)) <
+	if (ht__grow((void **)&a->groups, &a->groups_alloc, a->ngroups + 1, sizeof(*a->groups)) <
 		0 ||
-	    ht_grow((void **)&a->seqs, &a->seqs_alloc, a->seqs_len + n, sizeof(*a->seqs)) < 0 ||
-	    ht_grow((void **)&a->frames, &a->frames_alloc, a->seqs_len + n, sizeof(*a->frames)) < 0)
+	    ht__grow((void **)&a->seqs, &a->seqs_alloc, a->seqs_len + n, sizeof(*a->seqs)) < 0 ||
+	    ht__grow((void **)&a->frames, &a->frames_alloc, a->seqs_len + n, sizeof(*a->frames)) <
+		0)
 		return NULL;
 	struct group *g = &a->groups[a->ngroups];
 	memset(g, 0, sizeof(*g));
@@ -380,7 +381,7 @@ static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint
 		memcpy(a->seqs + a->seqs_len, key, n * sizeof(*key));
 		memcpy(a->frames + a->seqs_len, frames, n * sizeof(*frames));
 	}
-	if (ht_hindex_insert(&a->gix, h, (uint32_t)a->ngroups, group_rehash, a) < 0)
+	if (ht__hindex_insert(&a->gix, h, (uint32_t)a->ngroups, group_rehash, a) < 0)
 		return NULL;
 	a->seqs_len += n;
 	a->ngroups++;
@@ -388,7 +389,7 @@ static struct group *group_for(struct ht_agg *a, const uint32_t *key, const uint
 	return g;
 }
 
-static uint64_t sort_metric(const struct ht_agg_counts *c, enum ht_sort s)
+static uint64_t sort_metric(const struct ht__agg_counts *c, enum ht__sort s)
 {
 	switch (s) {
 	case HT_SORT_SOC:
@@ -407,7 +408,7 @@ static uint64_t sort_metric(const struct ht_agg_counts *c, enum ht_sort s)
 
 static int cmp_groups(const void *pa, const void *pb, void *ctx)
 {
-	const struct ht_agg *a = ctx;
+	const struct ht__agg *a = ctx;
 	const struct group *x = pa, *y = pb;
 	uint64_t mx = sort_metric(&x->c, a->q->sort), my = sort_metric(&y->c, a->q->sort);
 	if (mx != my)
@@ -425,7 +426,7 @@ static int cmp_groups(const void *pa, const void *pb, void *ctx)
 
 static int cmp_handles(const void *pa, const void *pb, void *ctx)
 {
-	const struct ht_agg_item *x = pa, *y = pb;
+	const struct ht__agg_item *x = pa, *y = pb;
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->process != y->process)
@@ -434,9 +435,10 @@ static int cmp_handles(const void *pa, const void *pb, void *ctx)
 }
 
 /* The handle rows: merge (process, heap, stack) entries that pass -requireFrames. */
-static int finish_handles(struct ht_agg *a, struct ht_frame_matcher *mr, struct ht_agg_result *res)
+static int finish_handles(struct ht__agg *a, struct ht__frame_matcher *mr,
+			  struct ht__agg_result *res)
 {
-	struct ht_agg_item *items = calloc(a->hents.len ? a->hents.len : 1, sizeof(*items));
+	struct ht__agg_item *items = calloc(a->hents.len ? a->hents.len : 1, sizeof(*items));
 	if (!items)
 		return HT_ERR_NOMEM;
 	size_t n = 0;
@@ -445,7 +447,7 @@ static int finish_handles(struct ht_agg *a, struct ht_frame_matcher *mr, struct 
 		if (mr) {
 			const uint32_t *frames;
 			uint32_t nf = e->stack ? ht_reader_stack(a->r, e->stack, &frames) : 0;
-			if (!ht_frame_matcher_any(mr, frames, nf))
+			if (!ht__frame_matcher_any(mr, frames, nf))
 				continue;
 		}
 		const struct ht_process *p = ht_reader_process(a->r, e->process);
@@ -474,23 +476,23 @@ static int finish_handles(struct ht_agg *a, struct ht_frame_matcher *mr, struct 
 	return 0;
 }
 
-static int finish_stacks(struct ht_agg *a, struct ht_frame_matcher *mc, struct ht_frame_matcher *mr,
-			 struct ht_agg_result *res)
+static int finish_stacks(struct ht__agg *a, struct ht__frame_matcher *mc,
+			 struct ht__frame_matcher *mr, struct ht__agg_result *res)
 {
-	enum ht_group grp = a->q->group;
+	enum ht__group grp = a->q->group;
 	uint32_t *key = NULL, *kf = NULL;
 	size_t key_alloc = 0;
 	int rc = 0;
 	for (uint32_t s = 0; s < a->stacks_len; s++) {
-		const struct ht_agg_counts *c = &a->stacks[s];
+		const struct ht__agg_counts *c = &a->stacks[s];
 		if (!c->total_count)
 			continue;
 		const uint32_t *frames = NULL;
 		uint32_t n = s ? ht_reader_stack(a->r, s, &frames) : 0;
-		if (mr && !ht_frame_matcher_any(mr, frames, n))
+		if (mr && !ht__frame_matcher_any(mr, frames, n))
 			continue;
 		counts_sum(&res->totals, c);
-		uint32_t first = ht_frame_matcher_cull(mc, frames, n);
+		uint32_t first = ht__frame_matcher_cull(mc, frames, n);
 		uint32_t left = n - first;
 		if (left > key_alloc) {
 			key_alloc = left * 2;
@@ -508,8 +510,8 @@ static int finish_stacks(struct ht_agg *a, struct ht_frame_matcher *mc, struct h
 		for (uint32_t i = first; i < n; i++) {
 			uint32_t id;
 			if (grp == HT_GROUP_IMAGE) {
-				struct ht_match_frame mf;
-				ht_match_frame_from_reader(a->r, frames[i], &mf);
+				struct ht__match_frame mf;
+				ht__match_frame_from_reader(a->r, frames[i], &mf);
 				id = ht__intern_id(&a->in, mf.module_name ? mf.module_name : "?");
 			} else {
 				id = frame_text_id(a, frames[i]);
@@ -550,7 +552,7 @@ out:
 		return HT_ERR_NOMEM;
 	for (size_t i = 0; i < a->ngroups; i++) {
 		const struct group *g = &a->groups[i];
-		struct ht_agg_item *it = &res->items[i];
+		struct ht__agg_item *it = &res->items[i];
 		it->c = g->c;
 		it->stack = g->stack;
 		it->frames = g->seq_len ? a->frames + g->seq : NULL;
@@ -562,18 +564,18 @@ out:
 	return 0;
 }
 
-int ht_agg_finish(struct ht_agg *a, struct ht_agg_result *res)
+int ht__agg_finish(struct ht__agg *a, struct ht__agg_result *res)
 {
-	const struct ht_query *q = a->q;
-	struct ht_frame_matcher *mc = NULL, *mr = NULL;
+	const struct ht__query *q = a->q;
+	struct ht__frame_matcher *mc = NULL, *mr = NULL;
 	int rc;
 	memset(res, 0, sizeof(*res));
 	res->group = q->group;
 	res->sort = q->sort;
 	res->symbols = a->symbols;
-	if ((rc = ht_frame_matcher_new(&mc, &q->cull, a->r)) < 0)
+	if ((rc = ht__frame_matcher_new(&mc, &q->cull, a->r)) < 0)
 		goto out;
-	if (q->require.count && (rc = ht_frame_matcher_new(&mr, &q->require, a->r)) < 0)
+	if (q->require.count && (rc = ht__frame_matcher_new(&mr, &q->require, a->r)) < 0)
 		goto out;
 	if (q->group == HT_GROUP_HANDLE)
 		rc = finish_handles(a, mr, res);
@@ -586,14 +588,14 @@ int ht_agg_finish(struct ht_agg *a, struct ht_agg_result *res)
 	for (size_t i = 0; i < res->count; i++)
 		counts_sum(&res->shown, &res->items[i].c);
 out:
-	ht_frame_matcher_free(mc);
-	ht_frame_matcher_free(mr);
+	ht__frame_matcher_free(mc);
+	ht__frame_matcher_free(mr);
 	if (rc < 0)
-		ht_agg_result_release(res);
+		ht__agg_result_release(res);
 	return rc;
 }
 
-void ht_agg_result_release(struct ht_agg_result *res)
+void ht__agg_result_release(struct ht__agg_result *res)
 {
 	free(res->items);
 	res->items = NULL;

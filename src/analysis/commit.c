@@ -36,24 +36,24 @@ struct pmap {
 	uint32_t n;
 	uint32_t cap;
 	int ended; /* process exited or exec'd */
-	struct ht_commit_stats st;
+	struct ht__commit_stats st;
 };
 
-struct ht_commit_tracker {
-	ht_commit_fn on_end;
+struct ht__commit_tracker {
+	ht__commit_fn on_end;
 	void *ctx;
 	struct pmap *procs;
 	uint32_t nprocs;
-	struct ht_commit_stats st;
+	struct ht__commit_stats st;
 	struct range *tmp; /* pieces cut out by extract() */
 	uint32_t ntmp;
 	uint32_t tmp_cap;
 	int err;
 };
 
-struct ht_commit_tracker *ht_commit_new(ht_commit_fn on_end, void *ctx)
+struct ht__commit_tracker *ht__commit_new(ht__commit_fn on_end, void *ctx)
 {
-	struct ht_commit_tracker *t = calloc(1, sizeof(*t));
+	struct ht__commit_tracker *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->on_end = on_end;
@@ -61,17 +61,17 @@ struct ht_commit_tracker *ht_commit_new(ht_commit_fn on_end, void *ctx)
 	return t;
 }
 
-static struct pmap *pmap_get(struct ht_commit_tracker *t, uint32_t process)
+static struct pmap *pmap_get(struct ht__commit_tracker *t, uint32_t process)
 {
 	/* nprocs is the array's length: every entry past the used ones is zero. */
-	if (ht_grow32_zero((void **)&t->procs, &t->nprocs, (size_t)process + 1, sizeof(*t->procs)) <
-	    0)
+	if (ht__grow32_zero((void **)&t->procs, &t->nprocs, (size_t)process + 1,
+			    sizeof(*t->procs)) < 0)
 		return NULL;
 	return &t->procs[process];
 }
 
 /* Committed bytes of pm change by delta (signed); peaks follow. */
-static void account(struct ht_commit_tracker *t, struct pmap *pm, int64_t delta, int64_t ranges,
+static void account(struct ht__commit_tracker *t, struct pmap *pm, int64_t delta, int64_t ranges,
 		    uint64_t ts)
 {
 	pm->st.committed_bytes += (uint64_t)delta;
@@ -90,12 +90,12 @@ static void account(struct ht_commit_tracker *t, struct pmap *pm, int64_t delta,
 	}
 }
 
-static void report(struct ht_commit_tracker *t, uint32_t process, const struct range *r,
+static void report(struct ht__commit_tracker *t, uint32_t process, const struct range *r,
 		   uint64_t end_ts, int at_exit)
 {
 	if (!t->on_end)
 		return;
-	struct ht_commit c = {
+	struct ht__commit c = {
 	    .addr = r->start,
 	    .size = r->end - r->start,
 	    .commit_ts = r->commit_ts,
@@ -123,9 +123,9 @@ static uint32_t find(const struct pmap *pm, uint64_t addr)
 	return lo;
 }
 
-static int tmp_push(struct ht_commit_tracker *t, const struct range *r)
+static int tmp_push(struct ht__commit_tracker *t, const struct range *r)
 {
-	if (ht_grow32((void **)&t->tmp, &t->tmp_cap, (size_t)t->ntmp + 1, sizeof(*t->tmp)) < 0)
+	if (ht__grow32((void **)&t->tmp, &t->tmp_cap, (size_t)t->ntmp + 1, sizeof(*t->tmp)) < 0)
 		return HT_ERR_NOMEM;
 	t->tmp[t->ntmp++] = *r;
 	return 0;
@@ -136,7 +136,7 @@ static int tmp_push(struct ht_commit_tracker *t, const struct range *r)
  * part; the inside parts go to t->tmp (in address order) and leave the
  * committed totals. Nothing is reported here: the caller decides.
  */
-static int extract(struct ht_commit_tracker *t, uint32_t process, struct pmap *pm, uint64_t lo,
+static int extract(struct ht__commit_tracker *t, uint32_t process, struct pmap *pm, uint64_t lo,
 		   uint64_t hi, uint64_t ts)
 {
 	t->ntmp = 0;
@@ -165,7 +165,7 @@ static int extract(struct ht_commit_tracker *t, uint32_t process, struct pmap *p
 	uint32_t gone = j - i;
 	/* One range cut in the middle becomes two. */
 	if (keep > gone &&
-	    ht_grow32((void **)&pm->v, &pm->cap, (size_t)pm->n + 1, sizeof(*pm->v)) < 0)
+	    ht__grow32((void **)&pm->v, &pm->cap, (size_t)pm->n + 1, sizeof(*pm->v)) < 0)
 		return HT_ERR_NOMEM;
 	if (pm->n > j) /* (an empty map may have no array at all) */
 		memmove(pm->v + i + keep, pm->v + j, (pm->n - j) * sizeof(*pm->v));
@@ -186,11 +186,11 @@ static int extract(struct ht_commit_tracker *t, uint32_t process, struct pmap *p
 }
 
 /* Inserts r into pm, where [r.start, r.end) must be free. */
-static int insert(struct ht_commit_tracker *t, struct pmap *pm, const struct range *r, uint64_t ts)
+static int insert(struct ht__commit_tracker *t, struct pmap *pm, const struct range *r, uint64_t ts)
 {
 	if (r->end <= r->start)
 		return 0;
-	if (ht_grow32((void **)&pm->v, &pm->cap, (size_t)pm->n + 1, sizeof(*pm->v)) < 0)
+	if (ht__grow32((void **)&pm->v, &pm->cap, (size_t)pm->n + 1, sizeof(*pm->v)) < 0)
 		return HT_ERR_NOMEM;
 	uint32_t i = find(pm, r->start);
 	if (pm->n > i)
@@ -203,14 +203,14 @@ static int insert(struct ht_commit_tracker *t, struct pmap *pm, const struct ran
 }
 
 /* Reports the committed pieces in t->tmp as ended at ts. */
-static void report_tmp(struct ht_commit_tracker *t, uint32_t process, uint64_t ts)
+static void report_tmp(struct ht__commit_tracker *t, uint32_t process, uint64_t ts)
 {
 	for (uint32_t k = 0; k < t->ntmp; k++)
 		if (t->tmp[k].state == R_COMMITTED)
 			report(t, process, &t->tmp[k], ts, 0);
 }
 
-static void count_commit(struct ht_commit_tracker *t, struct pmap *pm, uint64_t bytes)
+static void count_commit(struct ht__commit_tracker *t, struct pmap *pm, uint64_t bytes)
 {
 	if (!bytes)
 		return;
@@ -240,7 +240,7 @@ static uint64_t page_end(uint64_t addr, uint64_t len)
 	return end < addr ? UINT64_MAX & ~(PAGE - 1) : end; /* no wrap-around */
 }
 
-static int on_mmap(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
+static int on_mmap(struct ht__commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
 {
 	uint64_t lo = ev->addr, hi = page_end(ev->addr, ev->size);
 	if (extract(t, ev->process, pm, lo, hi, ev->ts) < 0)
@@ -259,7 +259,7 @@ static int on_mmap(struct ht_commit_tracker *t, struct pmap *pm, const struct ht
 	return insert(t, pm, &r, ev->ts);
 }
 
-static int on_munmap(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
+static int on_munmap(struct ht__commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
 {
 	if (extract(t, ev->process, pm, ev->addr, page_end(ev->addr, ev->size), ev->ts) < 0)
 		return HT_ERR_NOMEM;
@@ -269,7 +269,7 @@ static int on_munmap(struct ht_commit_tracker *t, struct pmap *pm, const struct 
 
 /* A copy of the t->ntmp pieces extract() left in t->tmp, which the inserts
    that follow may reuse: *out (NULL when there are none), freed by the caller. */
-static int copy_pieces(const struct ht_commit_tracker *t, struct range **out)
+static int copy_pieces(const struct ht__commit_tracker *t, struct range **out)
 {
 	*out = NULL;
 	if (!t->ntmp)
@@ -282,7 +282,7 @@ static int copy_pieces(const struct ht_commit_tracker *t, struct range **out)
 
 /* A range gone from the map: the ranges found there end, hooked ones stay
    (a hooked munmap ended them already, or the map was read too early). */
-static int on_gone(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
+static int on_gone(struct ht__commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
 {
 	if (extract(t, ev->process, pm, ev->addr, page_end(ev->addr, ev->size), ev->ts) < 0)
 		return HT_ERR_NOMEM;
@@ -301,7 +301,7 @@ static int on_gone(struct ht_commit_tracker *t, struct pmap *pm, const struct ht
 	return rc;
 }
 
-static int on_mprotect(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
+static int on_mprotect(struct ht__commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
 {
 	int to_none = ev->prot == PROT_NONE;
 	int to_write = (ev->prot & PROT_WRITE) != 0;
@@ -366,7 +366,7 @@ static int on_mprotect(struct ht_commit_tracker *t, struct pmap *pm, const struc
 	return rc;
 }
 
-static int on_mremap(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
+static int on_mremap(struct ht__commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
 {
 	uint64_t old_lo = ev->old_addr, old_hi = page_end(ev->old_addr, ev->old_size);
 	uint64_t new_lo = ev->addr, new_hi = page_end(ev->addr, ev->size);
@@ -441,7 +441,7 @@ static uint64_t page_up(uint64_t a)
 	return a % PAGE ? (a & ~(PAGE - 1)) + PAGE : a;
 }
 
-static int on_brk(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
+static int on_brk(struct ht__commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
 {
 	/* The page holding the old break is mapped already: whole pages only. */
 	uint64_t lo = page_up(ev->old_addr < ev->addr ? ev->old_addr : ev->addr);
@@ -458,7 +458,7 @@ static int on_brk(struct ht_commit_tracker *t, struct pmap *pm, const struct ht_
 	return insert(t, pm, &r, ev->ts);
 }
 
-int ht_commit_event(struct ht_commit_tracker *t, const struct ht_event *ev)
+int ht__commit_event(struct ht__commit_tracker *t, const struct ht_event *ev)
 {
 	switch (ev->type) {
 	case HT_EV_MMAP:
@@ -517,7 +517,7 @@ static int live_cmp(const void *a, const void *b)
  * Reports the committed ranges of process images [lo, hi) as ended at ts,
  * oldest first so the order does not depend on the maps, and empties them.
  */
-static void report_all(struct ht_commit_tracker *t, uint32_t lo, uint32_t hi, uint64_t ts,
+static void report_all(struct ht__commit_tracker *t, uint32_t lo, uint32_t hi, uint64_t ts,
 		       int at_exit)
 {
 	size_t n = 0;
@@ -549,7 +549,7 @@ static void report_all(struct ht_commit_tracker *t, uint32_t lo, uint32_t hi, ui
 		t->procs[p].n = 0;
 }
 
-void ht_commit_end_process(struct ht_commit_tracker *t, uint32_t process, uint64_t ts)
+void ht__commit_end_process(struct ht__commit_tracker *t, uint32_t process, uint64_t ts)
 {
 	if (process >= t->nprocs || t->procs[process].ended)
 		return;
@@ -560,18 +560,18 @@ void ht_commit_end_process(struct ht_commit_tracker *t, uint32_t process, uint64
 	report_all(t, process, process + 1, ts, 1);
 }
 
-void ht_commit_finish(struct ht_commit_tracker *t)
+void ht__commit_finish(struct ht__commit_tracker *t)
 {
 	report_all(t, 0, t->nprocs, HT_TS_NEVER, 0);
 }
 
-const struct ht_commit_stats *ht_commit_stats(const struct ht_commit_tracker *t)
+const struct ht__commit_stats *ht__commit_stats(const struct ht__commit_tracker *t)
 {
 	return &t->st;
 }
 
-void ht_commit_process_stats(const struct ht_commit_tracker *t, uint32_t process,
-			     struct ht_commit_stats *out)
+void ht__commit_process_stats(const struct ht__commit_tracker *t, uint32_t process,
+			      struct ht__commit_stats *out)
 {
 	if (process < t->nprocs)
 		*out = t->procs[process].st;
@@ -579,7 +579,7 @@ void ht_commit_process_stats(const struct ht_commit_tracker *t, uint32_t process
 		memset(out, 0, sizeof(*out));
 }
 
-void ht_commit_free(struct ht_commit_tracker *t)
+void ht__commit_free(struct ht__commit_tracker *t)
 {
 	if (!t)
 		return;
@@ -600,38 +600,39 @@ struct ht__commit_key {
 
 static uint64_t key_hash(const struct ht__commit_key *k)
 {
-	return ht_mix64(k->ts ^ ht_mix64((uint64_t)k->process << 32 | k->stack) ^ (uint32_t)k->tid);
+	return ht__mix64(k->ts ^ ht__mix64((uint64_t)k->process << 32 | k->stack) ^
+			 (uint32_t)k->tid);
 }
 
 static uint64_t seen_rehash(const void *ctx, uint32_t id)
 {
-	const struct ht_commit_seen *s = ctx;
+	const struct ht__commit_seen *s = ctx;
 	return key_hash(&s->keys[id]);
 }
 
-int ht_commit_seen(struct ht_commit_seen *s, const struct ht_commit *c)
+int ht__commit_seen(struct ht__commit_seen *s, const struct ht__commit *c)
 {
 	struct ht__commit_key k = {c->commit_ts, c->process, c->stack, c->tid};
 	uint64_t h = key_hash(&k);
-	for (uint32_t *slot = ht_hindex_find(&s->ix, h); *slot;
-	     slot = ht_hindex_next(&s->ix, slot)) {
+	for (uint32_t *slot = ht__hindex_find(&s->ix, h); *slot;
+	     slot = ht__hindex_next(&s->ix, slot)) {
 		const struct ht__commit_key *o = &s->keys[*slot - 1];
 		if (o->ts == k.ts && o->process == k.process && o->stack == k.stack &&
 		    o->tid == k.tid)
 			return 1;
 	}
-	if (ht_grow((void **)&s->keys, &s->cap, s->len + 1, sizeof(*s->keys)) < 0)
+	if (ht__grow((void **)&s->keys, &s->cap, s->len + 1, sizeof(*s->keys)) < 0)
 		return HT_ERR_NOMEM;
 	s->keys[s->len] = k;
-	if (ht_hindex_insert(&s->ix, h, (uint32_t)s->len, seen_rehash, s) < 0)
+	if (ht__hindex_insert(&s->ix, h, (uint32_t)s->len, seen_rehash, s) < 0)
 		return HT_ERR_NOMEM;
 	s->len++;
 	return 0;
 }
 
-void ht_commit_seen_release(struct ht_commit_seen *s)
+void ht__commit_seen_release(struct ht__commit_seen *s)
 {
 	free(s->keys);
-	ht_hindex_release(&s->ix);
+	ht__hindex_release(&s->ix);
 	memset(s, 0, sizeof(*s));
 }

@@ -36,11 +36,11 @@
  * ends. Sizes of the reported lifetimes therefore add up to the committed
  * bytes, and a range's identity is (process, addr) at the time it ends.
  *
- * Process exit and exec (ht_commit_end_process, called by the trace pass,
+ * Process exit and exec (ht__commit_end_process, called by the trace pass,
  * pass.h): the image's committed ranges end there, with at_exit set, because
  * the kernel released them, and stop counting in the committed totals; heap
- * blocks follow the same rule (ht_life_end_process). Ranges still committed
- * at the end of the trace are reported by ht_commit_finish() with
+ * blocks follow the same rule (ht__life_end_process). Ranges still committed
+ * at the end of the trace are reported by ht__commit_finish() with
  * decommit_ts == HT_TS_NEVER.
  *
  * Memory grows with the number of live ranges. Each process keeps a sorted
@@ -50,12 +50,12 @@
  *
  * Example:
  *
- *     static void on_commit(void *ctx, const struct ht_commit *c) { ... }
- *     struct ht_commit_tracker *ct = ht_commit_new(on_commit, ctx);
+ *     static void on_commit(void *ctx, const struct ht__commit *c) { ... }
+ *     struct ht__commit_tracker *ct = ht__commit_new(on_commit, ctx);
  *     while (ht_reader_next(r, &ev) > 0)   // or better, a consumer of pass.h
- *         if (ht_commit_event(ct, &ev) < 0) ...;
- *     ht_commit_finish(ct);   // reports ranges still committed
- *     ht_commit_free(ct);
+ *         if (ht__commit_event(ct, &ev) < 0) ...;
+ *     ht__commit_finish(ct);   // reports ranges still committed
+ *     ht__commit_free(ct);
  */
 #ifndef HT_ANALYSIS_COMMIT_H
 #define HT_ANALYSIS_COMMIT_H
@@ -67,7 +67,7 @@
 #include "heaptrail/trace.h"
 
 /* One committed range from its commit to its decommit (or the end). */
-struct ht_commit {
+struct ht__commit {
 	uint64_t addr;
 	uint64_t size;
 	uint64_t commit_ts;
@@ -80,9 +80,9 @@ struct ht_commit {
 };
 
 /* Called once per ended piece; the struct is only valid during the call. */
-typedef void (*ht_commit_fn)(void *ctx, const struct ht_commit *c);
+typedef void (*ht__commit_fn)(void *ctx, const struct ht__commit *c);
 
-struct ht_commit_stats {
+struct ht__commit_stats {
 	uint64_t committed_bytes; /* now (processes that ended count 0) */
 	uint64_t peak_bytes;	  /* highest committed_bytes so far */
 	uint64_t peak_ts;	  /* when it was first reached */
@@ -91,39 +91,39 @@ struct ht_commit_stats {
 	uint64_t ranges;	  /* committed ranges live now */
 };
 
-struct ht_commit_tracker;
+struct ht__commit_tracker;
 
 /* New tracker; on_end (may be NULL) is called as pieces end. NULL when out of memory. */
-struct ht_commit_tracker *ht_commit_new(ht_commit_fn on_end, void *ctx);
+struct ht__commit_tracker *ht__commit_new(ht__commit_fn on_end, void *ctx);
 
 /*
  * Feed one event, in trace order. MMAP, MUNMAP, MREMAP, MPROTECT and BRK
  * matter; every other event is ignored (process ends come through
- * ht_commit_end_process()). Returns 0 or HT_ERR_NOMEM.
+ * ht__commit_end_process()). Returns 0 or HT_ERR_NOMEM.
  */
-int ht_commit_event(struct ht_commit_tracker *t, const struct ht_event *ev);
+int ht__commit_event(struct ht__commit_tracker *t, const struct ht_event *ev);
 
 /*
  * Process image process ended at ts: its committed ranges end there, oldest
  * first, with at_exit set, and its bytes leave the totals (its own stats
  * keep what it had at its end). Said twice, the second call does nothing.
  */
-void ht_commit_end_process(struct ht_commit_tracker *t, uint32_t process, uint64_t ts);
+void ht__commit_end_process(struct ht__commit_tracker *t, uint32_t process, uint64_t ts);
 
 /* Reports every range still committed (decommit_ts == HT_TS_NEVER), oldest first. */
-void ht_commit_finish(struct ht_commit_tracker *t);
+void ht__commit_finish(struct ht__commit_tracker *t);
 
 /* Totals over all processes. */
-const struct ht_commit_stats *ht_commit_stats(const struct ht_commit_tracker *t);
+const struct ht__commit_stats *ht__commit_stats(const struct ht__commit_tracker *t);
 
 /*
  * The same for one process index; a process never seen has all zeros. For a
  * process that ended, committed_bytes is what it had at its end.
  */
-void ht_commit_process_stats(const struct ht_commit_tracker *t, uint32_t process,
-			     struct ht_commit_stats *out);
+void ht__commit_process_stats(const struct ht__commit_tracker *t, uint32_t process,
+			      struct ht__commit_stats *out);
 
-void ht_commit_free(struct ht_commit_tracker *t);
+void ht__commit_free(struct ht__commit_tracker *t);
 
 /*
  * The commits already counted. A range decommitted in pieces gives several
@@ -131,15 +131,15 @@ void ht_commit_free(struct ht_commit_tracker *t);
  * the tables and the report count every piece's bytes but the commit once
  * in Count, and this set says which piece is a further one.
  */
-struct ht_commit_seen {
+struct ht__commit_seen {
 	struct ht__commit_key *keys;
 	size_t len, cap;
-	struct ht_hindex ix;
+	struct ht__hindex ix;
 };
 
 /* 1 when c's commit was seen before, 0 when new (now remembered), or HT_ERR_NOMEM. */
-int ht_commit_seen(struct ht_commit_seen *s, const struct ht_commit *c);
+int ht__commit_seen(struct ht__commit_seen *s, const struct ht__commit *c);
 
-void ht_commit_seen_release(struct ht_commit_seen *s);
+void ht__commit_seen_release(struct ht__commit_seen *s);
 
 #endif

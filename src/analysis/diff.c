@@ -11,8 +11,8 @@
 #include <string.h>
 
 /* The text of a row: its frames innermost first joined by '\n', or its key. */
-static char *row_text(struct ht_agg *a, const struct ht_agg_result *res,
-		      const struct ht_agg_item *it)
+static char *row_text(struct ht__agg *a, const struct ht__agg_result *res,
+		      const struct ht__agg_item *it)
 {
 	if (res->group != HT_GROUP_STACK)
 		return strdup(it->key ? it->key : "?");
@@ -24,7 +24,7 @@ static char *row_text(struct ht_agg *a, const struct ht_agg_result *res,
 	if (!m)
 		return NULL;
 	for (uint32_t f = 0; f < it->nframes; f++)
-		fprintf(m, "%s%s", f ? "\n" : "", ht_agg_frame_text(a, it->frames[f]));
+		fprintf(m, "%s%s", f ? "\n" : "", ht__agg_frame_text(a, it->frames[f]));
 	if (fclose(m) != 0) {
 		free(buf);
 		return NULL;
@@ -39,7 +39,7 @@ static int64_t abs64(int64_t v)
 
 static int cmp_items(const void *pa, const void *pb)
 {
-	const struct ht_diff_item *x = pa, *y = pb;
+	const struct ht__diff_item *x = pa, *y = pb;
 	int64_t bx = abs64(x->delta_bytes), by = abs64(y->delta_bytes);
 	if (bx != by)
 		return bx > by ? -1 : 1;
@@ -50,11 +50,11 @@ static int cmp_items(const void *pa, const void *pb)
 }
 
 /* Adds one side's rows into d (side 0: base, 1: new). */
-static int add_side(struct ht_diff *d, size_t *alloc, struct ht_agg *a,
-		    const struct ht_agg_result *res, enum ht_metric m, int side)
+static int add_side(struct ht__diff *d, size_t *alloc, struct ht__agg *a,
+		    const struct ht__agg_result *res, enum ht__metric m, int side)
 {
 	for (size_t i = 0; i < res->count; i++) {
-		const struct ht_agg_item *it = &res->items[i];
+		const struct ht__agg_item *it = &res->items[i];
 		char *text = row_text(a, res, it);
 		if (!text)
 			return HT_ERR_NOMEM;
@@ -64,15 +64,15 @@ static int add_side(struct ht_diff *d, size_t *alloc, struct ht_agg *a,
 			return HT_ERR_NOMEM;
 		if (id >= *alloc) {
 			size_t old = *alloc;
-			if (ht_grow((void **)&d->items, alloc, (size_t)id + 1, sizeof(*d->items)) <
+			if (ht__grow((void **)&d->items, alloc, (size_t)id + 1, sizeof(*d->items)) <
 			    0)
 				return HT_ERR_NOMEM;
 			memset(d->items + old, 0, (*alloc - old) * sizeof(*d->items));
 		}
 		if (id >= d->count)
 			d->count = id + 1;
-		struct ht_diff_item *di = &d->items[id];
-		uint64_t bytes = ht_metric_bytes(&it->c, m), count = ht_metric_count(&it->c, m);
+		struct ht__diff_item *di = &d->items[id];
+		uint64_t bytes = ht__metric_bytes(&it->c, m), count = ht__metric_count(&it->c, m);
 		if (side) {
 			di->new_bytes += bytes;
 			di->new_count += count;
@@ -84,8 +84,8 @@ static int add_side(struct ht_diff *d, size_t *alloc, struct ht_agg *a,
 	return 0;
 }
 
-int ht_diff_run(struct ht_diff *d, struct ht_agg *base, const struct ht_agg_result *base_res,
-		struct ht_agg *cur, const struct ht_agg_result *cur_res, enum ht_metric m)
+int ht__diff_run(struct ht__diff *d, struct ht__agg *base, const struct ht__agg_result *base_res,
+		 struct ht__agg *cur, const struct ht__agg_result *cur_res, enum ht__metric m)
 {
 	memset(d, 0, sizeof(*d));
 	d->group = cur_res->group;
@@ -94,20 +94,20 @@ int ht_diff_run(struct ht_diff *d, struct ht_agg *base, const struct ht_agg_resu
 	if (rc == 0)
 		rc = add_side(d, &alloc, cur, cur_res, m, 1);
 	if (rc < 0) {
-		ht_diff_release(d);
+		ht__diff_release(d);
 		return rc;
 	}
-	struct ht_diff_item *t = &d->totals;
-	t->base_bytes = ht_metric_bytes(&base_res->totals, m);
-	t->base_count = ht_metric_count(&base_res->totals, m);
-	t->new_bytes = ht_metric_bytes(&cur_res->totals, m);
-	t->new_count = ht_metric_count(&cur_res->totals, m);
+	struct ht__diff_item *t = &d->totals;
+	t->base_bytes = ht__metric_bytes(&base_res->totals, m);
+	t->base_count = ht__metric_count(&base_res->totals, m);
+	t->new_bytes = ht__metric_bytes(&cur_res->totals, m);
+	t->new_count = ht__metric_count(&cur_res->totals, m);
 	t->delta_bytes = (int64_t)t->new_bytes - (int64_t)t->base_bytes;
 	t->delta_count = (int64_t)t->new_count - (int64_t)t->base_count;
 	/* Rows with nothing on either side under this metric are left out. */
 	size_t n = 0;
 	for (size_t i = 0; i < d->count; i++) {
-		struct ht_diff_item di = d->items[i];
+		struct ht__diff_item di = d->items[i];
 		if (!di.base_bytes && !di.new_bytes && !di.base_count && !di.new_count)
 			continue;
 		di.key = d->keys.strs[i];
@@ -121,7 +121,7 @@ int ht_diff_run(struct ht_diff *d, struct ht_agg *base, const struct ht_agg_resu
 	return 0;
 }
 
-void ht_diff_release(struct ht_diff *d)
+void ht__diff_release(struct ht__diff *d)
 {
 	free(d->items);
 	ht__intern_release(&d->keys);

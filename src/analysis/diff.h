@@ -8,10 +8,10 @@
  *
  * Example:
  *
- *     struct ht_diff d;
- *     rc = ht_diff_run(&d, base_agg, &base_res, new_agg, &new_res, HT_METRIC_OUTSTANDING);
+ *     struct ht__diff d;
+ *     rc = ht__diff_run(&d, base_agg, &base_res, new_agg, &new_res, HT_METRIC_OUTSTANDING);
  *     for (size_t i = 0; i < d.count; i++) puts(d.items[i].key);
- *     ht_diff_release(&d);
+ *     ht__diff_release(&d);
  *
  * Both aggregations must have been finished with every row kept (top large
  * enough); they must outlive nothing: the result owns copies of its texts.
@@ -26,7 +26,7 @@
 #include "analysis/export.h"
 #include "analysis/intern.h"
 
-struct ht_diff_item {
+struct ht__diff_item {
 	/* The row's text: a stack's frames innermost first joined by '\n'
 	   ("[no stack]" for none), or the frame or image text. */
 	const char *key;
@@ -34,17 +34,17 @@ struct ht_diff_item {
 	int64_t delta_bytes, delta_count;
 };
 
-struct ht_diff {
-	enum ht_group group;
-	struct ht_diff_item *items;
+struct ht__diff {
+	enum ht__group group;
+	struct ht__diff_item *items;
 	size_t count;
-	struct ht_diff_item totals; /* key NULL */
-	struct ht__intern keys;	    /* owns the texts */
+	struct ht__diff_item totals; /* key NULL */
+	struct ht__intern keys;	     /* owns the texts */
 };
 
 /* Returns 0 or HT_ERR_NOMEM. */
-int ht_diff_run(struct ht_diff *d, struct ht_agg *base, const struct ht_agg_result *base_res,
-		struct ht_agg *cur, const struct ht_agg_result *cur_res, enum ht_metric m);
-void ht_diff_release(struct ht_diff *d);
+int ht__diff_run(struct ht__diff *d, struct ht__agg *base, const struct ht__agg_result *base_res,
+		 struct ht__agg *cur, const struct ht__agg_result *cur_res, enum ht__metric m);
+void ht__diff_release(struct ht__diff *d);
 
 #endif

@@ -11,28 +11,28 @@
 
 static const char *const metric_names[] = {"outstanding", "total", "peak"};
 
-int ht_metric_parse(const char *s, enum ht_metric *out)
+int ht__metric_parse(const char *s, enum ht__metric *out)
 {
 	for (unsigned i = 0; s && i < 3; i++) {
 		if (!strcmp(s, metric_names[i])) {
-			*out = (enum ht_metric)i;
+			*out = (enum ht__metric)i;
 			return 0;
 		}
 	}
 	return HT_ERR_INVALID;
 }
 
-const char *ht_metric_name(enum ht_metric m)
+const char *ht__metric_name(enum ht__metric m)
 {
 	return (unsigned)m < 3 ? metric_names[m] : "?";
 }
 
-uint64_t ht_metric_bytes(const struct ht_agg_counts *c, enum ht_metric m)
+uint64_t ht__metric_bytes(const struct ht__agg_counts *c, enum ht__metric m)
 {
 	return m == HT_METRIC_TOTAL ? c->total_bytes : c->outstanding_bytes;
 }
 
-uint64_t ht_metric_count(const struct ht_agg_counts *c, enum ht_metric m)
+uint64_t ht__metric_count(const struct ht__agg_counts *c, enum ht__metric m)
 {
 	return m == HT_METRIC_TOTAL ? c->total_count : c->outstanding_count;
 }
@@ -44,23 +44,23 @@ static void put_frame(FILE *out, const char *text, size_t skip)
 		fputc(*p == ';' || *p == '\n' || *p == '\r' ? '_' : *p, out);
 }
 
-int ht_export_collapsed(FILE *out, struct ht_agg *a, const struct ht_agg_result *res,
-			const struct ht_reader *r, enum ht_metric m, bool modules)
+int ht__export_collapsed(FILE *out, struct ht__agg *a, const struct ht__agg_result *res,
+			 const struct ht_reader *r, enum ht__metric m, bool modules)
 {
 	for (size_t i = 0; i < res->count; i++) {
-		const struct ht_agg_item *it = &res->items[i];
-		uint64_t v = ht_metric_bytes(&it->c, m);
+		const struct ht__agg_item *it = &res->items[i];
+		uint64_t v = ht__metric_bytes(&it->c, m);
 		if (!v)
 			continue;
 		if (!it->nframes)
 			fputs("[no stack]", out);
 		/* Root first: the aggregator's frames are innermost first. */
 		for (uint32_t f = it->nframes; f-- > 0;) {
-			const char *text = ht_agg_frame_text(a, it->frames[f]);
+			const char *text = ht__agg_frame_text(a, it->frames[f]);
 			size_t skip = 0;
 			if (!modules) {
-				struct ht_match_frame mf;
-				ht_match_frame_from_reader(r, it->frames[f], &mf);
+				struct ht__match_frame mf;
+				ht__match_frame_from_reader(r, it->frames[f], &mf);
 				size_t n = mf.module_name ? strlen(mf.module_name) : 0;
 				if (n && !strncmp(text, mf.module_name, n) && text[n] == '!')
 					skip = n + 1;
@@ -79,8 +79,8 @@ static uint8_t *sum_state(struct ht__heap_sum *h, uint32_t p)
 {
 	if (p >= h->n) {
 		size_t old = h->n, cap = h->n, cap2 = h->n;
-		if (ht_grow((void **)&h->state, &cap, (size_t)p + 1, 1) < 0 ||
-		    ht_grow((void **)&h->bytes, &cap2, cap, sizeof(*h->bytes)) < 0)
+		if (ht__grow((void **)&h->state, &cap, (size_t)p + 1, 1) < 0 ||
+		    ht__grow((void **)&h->bytes, &cap2, cap, sizeof(*h->bytes)) < 0)
 			return NULL;
 		memset(h->state + old, 0, cap - old);
 		memset(h->bytes + old, 0, (cap - old) * sizeof(*h->bytes));
@@ -88,7 +88,7 @@ static uint8_t *sum_state(struct ht__heap_sum *h, uint32_t p)
 	}
 	if (!h->state[p]) {
 		const struct ht_process *pr = ht_reader_process(h->r, p);
-		h->state[p] = pr && ht_query_wants_pid(h->q, pr->pid) ? 1 : 2;
+		h->state[p] = pr && ht__query_wants_pid(h->q, pr->pid) ? 1 : 2;
 	}
 	return &h->state[p];
 }

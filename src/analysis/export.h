@@ -23,22 +23,22 @@
 #include "heaptrail/trace.h"
 
 /* What a stack's value is. */
-enum ht_metric {
+enum ht__metric {
 	HT_METRIC_OUTSTANDING = 0, /* live at the end of the window (default) */
 	HT_METRIC_TOTAL,	   /* every allocation in the window */
 	HT_METRIC_PEAK,		   /* live when the heap was largest (query->at_peak) */
 };
 
 /* "outstanding", "total", "peak". Returns 0 or HT_ERR_INVALID. */
-int ht_metric_parse(const char *s, enum ht_metric *out);
-const char *ht_metric_name(enum ht_metric m);
+int ht__metric_parse(const char *s, enum ht__metric *out);
+const char *ht__metric_name(enum ht__metric m);
 
 /* The bytes and the count of an aggregated row under metric m. */
-uint64_t ht_metric_bytes(const struct ht_agg_counts *c, enum ht_metric m);
-uint64_t ht_metric_count(const struct ht_agg_counts *c, enum ht_metric m);
+uint64_t ht__metric_bytes(const struct ht__agg_counts *c, enum ht__metric m);
+uint64_t ht__metric_count(const struct ht__agg_counts *c, enum ht__metric m);
 
 /* Progress of a streaming export: ts of the last event and the duration. */
-typedef void (*ht_export_progress_fn)(void *ctx, uint64_t ts, uint64_t duration);
+typedef void (*ht__export_progress_fn)(void *ctx, uint64_t ts, uint64_t duration);
 
 /*
  * Collapsed stacks: one line a stack of res (grouped by HT_GROUP_STACK),
@@ -47,8 +47,8 @@ typedef void (*ht_export_progress_fn)(void *ctx, uint64_t ts, uint64_t duration)
  * modules is set; ';' and line breaks inside a name become '_'. Returns 0 or
  * HT_ERR_IO.
  */
-int ht_export_collapsed(FILE *out, struct ht_agg *a, const struct ht_agg_result *res,
-			const struct ht_reader *r, enum ht_metric m, bool modules);
+int ht__export_collapsed(FILE *out, struct ht__agg *a, const struct ht__agg_result *res,
+			 const struct ht_reader *r, enum ht__metric m, bool modules);
 
 /*
  * pprof: a gzipped profile.proto (src/analysis/profile.proto) with Go's
@@ -59,16 +59,16 @@ int ht_export_collapsed(FILE *out, struct ht_agg *a, const struct ht_agg_result 
  * sides' values are negated, as pprof's -diff_base does, so any view sums
  * to cur minus base. Returns 0, HT_ERR_IO or HT_ERR_NOMEM.
  */
-struct ht_pprof_side {
-	struct ht_agg *a;
-	const struct ht_agg_result *res;
+struct ht__pprof_side {
+	struct ht__agg *a;
+	const struct ht__agg_result *res;
 	const struct ht_reader *r;
 	int32_t pid;	      /* 0: no pid label */
 	const char *exe;      /* NULL: no label */
 	const char *build_id; /* NULL or "": no label */
 };
-int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, size_t ncur,
-		    const struct ht_pprof_side *base, size_t nbase, enum ht_metric m);
+int ht__export_pprof(FILE *out, const struct ht__pprof_side *cur, size_t ncur,
+		     const struct ht__pprof_side *base, size_t nbase, enum ht__metric m);
 
 /*
  * massif: a massif.out file (valgrind's format, read by ms_print and
@@ -76,11 +76,11 @@ int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, size_t ncur,
  * even times (ms), plus the snapshot at the peak with the detailed tree of
  * the blocks live then, by culled stack (allocation site first, then its
  * callers; branches under 1% of the peak folded as massif does). q's -pid
- * and culling apply; q is pointed at the peak (ht_summary_at_peak()).
+ * and culling apply; q is pointed at the peak (ht__summary_at_peak()).
  * Reads the trace twice. Returns 0 or a negative error.
  */
-int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
-		     ht_export_progress_fn progress, void *pctx);
+int ht__export_massif(FILE *out, struct ht_reader *r, struct ht__query *q,
+		      ht__export_progress_fn progress, void *pctx);
 
 /*
  * Perfetto / chrome://tracing: Chrome trace-event JSON ({"traceEvents":
@@ -90,8 +90,8 @@ int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
  * event at each process's start and end; process_name metadata. Times in
  * microseconds. One pass. Returns 0 or a negative error.
  */
-int ht_export_perfetto(FILE *out, struct ht_reader *r, const struct ht_query *q,
-		       ht_export_progress_fn progress, void *pctx);
+int ht__export_perfetto(FILE *out, struct ht_reader *r, const struct ht__query *q,
+			ht__export_progress_fn progress, void *pctx);
 
 /*
  * SQLite: a new database at path (a file that does not exist yet, or is
@@ -102,8 +102,8 @@ int ht_export_perfetto(FILE *out, struct ht_reader *r, const struct ht_query *q,
  * through a pass (pass.h). Returns 0 or a negative error, with a message in
  * why (SQLite's own when it failed).
  */
-int ht_export_sqlite(const char *path, struct ht_reader *r, const struct ht_query *q,
-		     ht_export_progress_fn progress, void *pctx, char *why, size_t whylen);
+int ht__export_sqlite(const char *path, struct ht_reader *r, const struct ht__query *q,
+		      ht__export_progress_fn progress, void *pctx, char *why, size_t whylen);
 
 /*
  * For the writers (internal): the heap's outstanding bytes per process and
@@ -111,7 +111,7 @@ int ht_export_sqlite(const char *path, struct ht_reader *r, const struct ht_quer
  * leaves the total when it ends. Zero-initialise, set q and r.
  */
 struct ht__heap_sum {
-	const struct ht_query *q;
+	const struct ht__query *q;
 	struct ht_reader *r;
 	uint64_t *bytes; /* per process index */
 	uint8_t *state;	 /* 0 unknown, 1 counted, 2 not (-pid, or ended) */

@@ -5,7 +5,7 @@
  * heap's peak.
  *
  * One pass (pass.h) feeds two consumers: the aggregator, counting the blocks
- * live at the peak by culled stack (found by ht_summary_at_peak() before),
+ * live at the peak by culled stack (found by ht__summary_at_peak() before),
  * and the snapshot taker here, which follows the heap's outstanding bytes as
  * info counts them (a process leaves the sum when it ends) and samples them
  * at evenly spaced times. Snapshots are few (about 50) and kept until the
@@ -39,7 +39,7 @@ struct massif {
 static int take(struct massif *m, uint64_t ts, bool peak)
 {
 	struct snap s = {ts, m->h.total, peak};
-	return ht_vec_push(&m->snaps, s);
+	return ht__vec_push(&m->snaps, s);
 }
 
 /* The snapshots due before an event at ts, with the heap as it was. */
@@ -53,7 +53,7 @@ static int advance(struct massif *m, uint64_t ts)
 	return 0;
 }
 
-static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
+static int on_life(void *ctx, struct ht__pass *p, const struct ht__life *l)
 {
 	(void)p;
 	struct massif *m = ctx;
@@ -65,7 +65,7 @@ static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
 	return rc < 0 ? rc : 0;
 }
 
-static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	(void)p;
 	struct massif *m = ctx;
@@ -85,7 +85,7 @@ static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
 	return 0;
 }
 
-static int on_process_end(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
+static int on_process_end(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts)
 {
 	(void)p;
 	struct massif *m = ctx;
@@ -94,7 +94,7 @@ static int on_process_end(void *ctx, struct ht_pass *p, uint32_t process, uint64
 	return ht__heap_sum_end(&m->h, process);
 }
 
-static const struct ht_consumer massif_consumer = {
+static const struct ht__consumer massif_consumer = {
     .name = "massif",
     .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_REALLOC),
     .event = on_event,
@@ -103,10 +103,10 @@ static const struct ht_consumer massif_consumer = {
 };
 
 /* A frame as massif prints it: "0xADDR: function (file:line)". */
-static void put_frame(FILE *out, const struct ht_reader *r, struct ht_agg *a, uint32_t frame)
+static void put_frame(FILE *out, const struct ht_reader *r, struct ht__agg *a, uint32_t frame)
 {
 	const struct ht_frame *f = ht_reader_frame(r, frame);
-	const char *text = ht_agg_frame_text(a, frame);
+	const char *text = ht__agg_frame_text(a, frame);
 	fprintf(out, " 0x%" PRIx64 ": ", f ? f->rel : 0);
 	/* '#' starts a comment for ms_print. */
 	for (const char *c = f && f->function ? f->function : text; *c; c++)
@@ -120,16 +120,16 @@ static void put_frame(FILE *out, const struct ht_reader *r, struct ht_agg *a, ui
 struct tree_ctx {
 	FILE *out;
 	const struct ht_reader *r;
-	struct ht_agg *a;
-	const struct ht_agg_item *items;
+	struct ht__agg *a;
+	const struct ht__agg_item *items;
 	uint64_t total;
 	uint32_t depth; /* for the sort */
 };
 
 static const char *key_at(const struct tree_ctx *t, size_t i, uint32_t depth)
 {
-	const struct ht_agg_item *it = &t->items[i];
-	return depth < it->nframes ? ht_agg_frame_text(t->a, it->frames[depth]) : "";
+	const struct ht__agg_item *it = &t->items[i];
+	return depth < it->nframes ? ht__agg_frame_text(t->a, it->frames[depth]) : "";
 }
 
 static int cmp_key(const void *pa, const void *pb, void *ctx)
@@ -167,8 +167,8 @@ static int write_children(struct tree_ctx *t, size_t *idx, size_t n, uint32_t de
 			bytes += t->items[idx[j++]].c.outstanding_bytes;
 		struct group g = {i, j - i, bytes};
 		/* Rows whose stack ends above this depth add no child. */
-		if (*key_at(t, idx[i], depth) && ht_vec_push(&groups, g) < 0) {
-			ht_vec_release(&groups);
+		if (*key_at(t, idx[i], depth) && ht__vec_push(&groups, g) < 0) {
+			ht__vec_release(&groups);
 			return HT_ERR_NOMEM;
 		}
 		i = j;
@@ -186,7 +186,7 @@ static int write_children(struct tree_ctx *t, size_t *idx, size_t n, uint32_t de
 	int rc = 0;
 	for (size_t g = 0; g < big && !rc; g++) {
 		const struct group *gr = &groups.v[g];
-		const struct ht_agg_item *it = &t->items[idx[gr->first]];
+		const struct ht__agg_item *it = &t->items[idx[gr->first]];
 		t->depth = depth + 1;
 		qsort_r(idx + gr->first, gr->n, sizeof(*idx), cmp_key, t);
 		/* Children under the threshold fold into one more line. */
@@ -215,7 +215,7 @@ static int write_children(struct tree_ctx *t, size_t *idx, size_t n, uint32_t de
 		fprintf(t->out,
 			"%*sn0: %" PRIu64 " in %zu places, all below massif's threshold (1.00%%)\n",
 			indent, "", small_bytes, groups.len - big);
-	ht_vec_release(&groups);
+	ht__vec_release(&groups);
 	return rc;
 }
 
@@ -254,16 +254,16 @@ static void put_cmd(FILE *out, const struct ht_trace_info *info)
 	fputc('\n', out);
 }
 
-int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
-		     ht_export_progress_fn progress, void *pctx)
+int ht__export_massif(FILE *out, struct ht_reader *r, struct ht__query *q,
+		      ht__export_progress_fn progress, void *pctx)
 {
 	struct massif m;
 	memset(&m, 0, sizeof(m));
 	m.h.q = q;
 	m.h.r = r;
-	struct ht_agg *a = NULL;
-	struct ht_pass *p = NULL;
-	struct ht_agg_result res;
+	struct ht__agg *a = NULL;
+	struct ht__pass *p = NULL;
+	struct ht__agg_result res;
 	memset(&res, 0, sizeof(res));
 	size_t *idx = NULL;
 	int rc;
@@ -271,27 +271,27 @@ int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
 	q->sort = HT_SORT_SO;
 	q->top = UINT64_MAX;
 	q->top_given = true;
-	if ((rc = ht_summary_at_peak(q, r, &m.peak_bytes)) < 0)
+	if ((rc = ht__summary_at_peak(q, r, &m.peak_bytes)) < 0)
 		return rc;
 	m.peak_ts = q->at_ts;
 	const struct ht_trace_info *info = ht_reader_info(r);
 	uint64_t duration = info->duration_ns;
 	m.step = duration / SNAPSHOTS ? duration / SNAPSHOTS : 1;
 	m.next_ts = 0;
-	if ((rc = ht_agg_new(&a, q, r)) < 0 || (rc = ht_pass_new(&p, r)) < 0 ||
-	    (rc = ht_agg_attach(a, p)) < 0 || (rc = ht_pass_add(p, &massif_consumer, &m)) < 0)
+	if ((rc = ht__agg_new(&a, q, r)) < 0 || (rc = ht__pass_new(&p, r)) < 0 ||
+	    (rc = ht__agg_attach(a, p)) < 0 || (rc = ht__pass_add(p, &massif_consumer, &m)) < 0)
 		goto out;
-	ht_pass_progress(p, progress, pctx);
-	if ((rc = ht_pass_run(p)) < 0)
+	ht__pass_progress(p, progress, pctx);
+	if ((rc = ht__pass_run(p)) < 0)
 		goto out;
 	/* The snapshots up to the end, then the end itself. */
-	uint64_t end = ht_pass_end_ts(p);
+	uint64_t end = ht__pass_end_ts(p);
 	if ((rc = advance(&m, end)) < 0)
 		goto out;
 	if ((!m.snaps.len || m.snaps.v[m.snaps.len - 1].ts != end) &&
 	    (rc = take(&m, end, false)) < 0)
 		goto out;
-	if ((rc = ht_agg_finish(a, &res)) < 0)
+	if ((rc = ht__agg_finish(a, &res)) < 0)
 		goto out;
 
 	/* Times in ms, as massif's --time-unit=ms. */
@@ -329,10 +329,10 @@ int ht_export_massif(FILE *out, struct ht_reader *r, struct ht_query *q,
 	rc = ferror(out) ? HT_ERR_IO : 0;
 out:
 	free(idx);
-	ht_agg_result_release(&res);
-	ht_pass_free(p);
-	ht_agg_free(a);
-	ht_vec_release(&m.snaps);
+	ht__agg_result_release(&res);
+	ht__pass_free(p);
+	ht__agg_free(a);
+	ht__vec_release(&m.snaps);
 	ht__heap_sum_release(&m.h);
 	return rc;
 }

@@ -35,7 +35,7 @@ struct proc {
 
 struct pf {
 	FILE *out;
-	const struct ht_query *q;
+	const struct ht__query *q;
 	struct ht_reader *r;
 	struct ht__heap_sum h;
 	struct proc *procs;
@@ -48,7 +48,7 @@ static struct proc *proc_of(struct pf *f, uint32_t p)
 {
 	if (p >= f->nprocs) {
 		size_t old = f->nprocs;
-		if (ht_grow((void **)&f->procs, &f->nprocs, (size_t)p + 1, sizeof(*f->procs)) < 0)
+		if (ht__grow((void **)&f->procs, &f->nprocs, (size_t)p + 1, sizeof(*f->procs)) < 0)
 			return NULL;
 		memset(f->procs + old, 0, (f->nprocs - old) * sizeof(*f->procs));
 		for (size_t i = old; i < f->nprocs; i++)
@@ -142,10 +142,10 @@ static int name_process(struct pf *f, uint32_t p)
 static bool wanted(struct pf *f, uint32_t p)
 {
 	const struct ht_process *pr = ht_reader_process(f->r, p);
-	return pr && ht_query_wants_pid(f->q, pr->pid);
+	return pr && ht__query_wants_pid(f->q, pr->pid);
 }
 
-static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
+static int on_life(void *ctx, struct ht__pass *p, const struct ht__life *l)
 {
 	(void)p;
 	struct pf *f = ctx;
@@ -161,7 +161,7 @@ static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
 	return 0;
 }
 
-static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	struct pf *f = ctx;
 	if (!wanted(f, ev->process))
@@ -188,8 +188,8 @@ static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
 	case HT_EV_MREMAP:
 	case HT_EV_MPROTECT:
 	case HT_EV_BRK: {
-		struct ht_commit_stats cs;
-		ht_pass_commit_process_stats(p, ev->process, &cs);
+		struct ht__commit_stats cs;
+		ht__pass_commit_process_stats(p, ev->process, &cs);
 		if (cs.committed_bytes != pr->commit_now) {
 			pr->commit_now = cs.committed_bytes;
 			set(f, ev->process, "committed", &pr->commit, ev->ts, cs.committed_bytes);
@@ -211,7 +211,7 @@ static void instant(struct pf *f, uint32_t process, const char *name, uint64_t t
 		name, pid_of(f, process), pid_of(f, process), ts / 1000, ts % 1000);
 }
 
-static int on_process_start(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
+static int on_process_start(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts)
 {
 	(void)p;
 	struct pf *f = ctx;
@@ -223,7 +223,7 @@ static int on_process_start(void *ctx, struct ht_pass *p, uint32_t process, uint
 	return rc;
 }
 
-static int on_process_end(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
+static int on_process_end(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts)
 {
 	(void)p;
 	struct pf *f = ctx;
@@ -238,7 +238,7 @@ static int on_process_end(void *ctx, struct ht_pass *p, uint32_t process, uint64
 	return ht__heap_sum_end(&f->h, process);
 }
 
-static int on_end(void *ctx, struct ht_pass *p)
+static int on_end(void *ctx, struct ht__pass *p)
 {
 	(void)p;
 	struct pf *f = ctx;
@@ -249,7 +249,7 @@ static int on_end(void *ctx, struct ht_pass *p)
 	return 0;
 }
 
-static const struct ht_consumer perfetto_consumer = {
+static const struct ht__consumer perfetto_consumer = {
     .name = "perfetto",
     .needs = HT_PASS_NEED_COMMIT,
     .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_REALLOC) | HT_PASS_EV(HT_EV_RSS) |
@@ -262,8 +262,8 @@ static const struct ht_consumer perfetto_consumer = {
     .end = on_end,
 };
 
-int ht_export_perfetto(FILE *out, struct ht_reader *r, const struct ht_query *q,
-		       ht_export_progress_fn progress, void *pctx)
+int ht__export_perfetto(FILE *out, struct ht_reader *r, const struct ht__query *q,
+			ht__export_progress_fn progress, void *pctx)
 {
 	struct pf f;
 	memset(&f, 0, sizeof(f));
@@ -280,17 +280,17 @@ int ht_export_perfetto(FILE *out, struct ht_reader *r, const struct ht_query *q,
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"host\":", out);
 	put_str(out, info->hostname ? info->hostname : "?");
 	fputs(",\"source\":\"heaptrail\"},\"traceEvents\":[", out);
-	struct ht_pass *p = NULL;
+	struct ht__pass *p = NULL;
 	int rc;
-	if ((rc = ht_pass_new(&p, r)) < 0 || (rc = ht_pass_add(p, &perfetto_consumer, &f)) < 0)
+	if ((rc = ht__pass_new(&p, r)) < 0 || (rc = ht__pass_add(p, &perfetto_consumer, &f)) < 0)
 		goto out;
-	ht_pass_progress(p, progress, pctx);
-	rc = ht_pass_run(p);
+	ht__pass_progress(p, progress, pctx);
+	rc = ht__pass_run(p);
 	fputs("\n]}\n", out);
 	if (!rc && ferror(out))
 		rc = HT_ERR_IO;
 out:
-	ht_pass_free(p);
+	ht__pass_free(p);
 	free(f.procs);
 	ht__heap_sum_release(&f.h);
 	return rc;

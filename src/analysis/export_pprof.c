@@ -63,7 +63,8 @@ static uint64_t *key_slot(struct builder *b, const char *key)
 	}
 	if (id >= b->key_alloc) {
 		size_t old = b->key_alloc;
-		if (ht_grow((void **)&b->key_val, &b->key_alloc, id + 1, sizeof(*b->key_val)) < 0) {
+		if (ht__grow((void **)&b->key_val, &b->key_alloc, id + 1, sizeof(*b->key_val)) <
+		    0) {
 			b->err = HT_ERR_NOMEM;
 			return NULL;
 		}
@@ -81,7 +82,7 @@ static uint64_t mapping_id(struct builder *b, int side, const struct ht_reader *
 		return 0;
 	if (*slot)
 		return *slot;
-	if (ht_grow((void **)&b->maps, &b->amaps, b->nmaps + 1, sizeof(*b->maps)) < 0) {
+	if (ht__grow((void **)&b->maps, &b->amaps, b->nmaps + 1, sizeof(*b->maps)) < 0) {
 		b->err = HT_ERR_NOMEM;
 		return 0;
 	}
@@ -106,7 +107,7 @@ static uint64_t function_id(struct builder *b, int side, const struct ht_reader 
 	if (f && f->function)
 		snprintf(text, sizeof(text), "%s", f->function);
 	else
-		ht_frame_text(r, frame, false, text, sizeof(text));
+		ht__frame_text(r, frame, false, text, sizeof(text));
 	int64_t name = str_id(b, text);
 	int64_t file = str_id(b, f && f->file ? f->file : "");
 	char key[64];
@@ -117,7 +118,7 @@ static uint64_t function_id(struct builder *b, int side, const struct ht_reader 
 	if (*slot)
 		return *slot;
 	(void)side;
-	if (ht_grow((void **)&b->funcs, &b->afuncs, b->nfuncs + 1, sizeof(*b->funcs)) < 0) {
+	if (ht__grow((void **)&b->funcs, &b->afuncs, b->nfuncs + 1, sizeof(*b->funcs)) < 0) {
 		b->err = HT_ERR_NOMEM;
 		return 0;
 	}
@@ -140,9 +141,9 @@ static uint64_t location_id(struct builder *b, int side, const struct ht_reader 
 		return 0;
 	if (*slot)
 		return *slot;
-	if (ht_grow((void **)&b->locs, &b->alocs, b->nlocs + 1, sizeof(*b->locs)) < 0 ||
-	    ht_grow((void **)&b->loc_line0, &b->aloc_line0, b->nlocs + 1, sizeof(size_t)) < 0 ||
-	    ht_grow((void **)&b->lines, &b->alines, b->nlines + n + 1, sizeof(*b->lines)) < 0) {
+	if (ht__grow((void **)&b->locs, &b->alocs, b->nlocs + 1, sizeof(*b->locs)) < 0 ||
+	    ht__grow((void **)&b->loc_line0, &b->aloc_line0, b->nlocs + 1, sizeof(size_t)) < 0 ||
+	    ht__grow((void **)&b->lines, &b->alines, b->nlines + n + 1, sizeof(*b->lines)) < 0) {
 		b->err = HT_ERR_NOMEM;
 		return 0;
 	}
@@ -175,20 +176,20 @@ static uint64_t location_id(struct builder *b, int side, const struct ht_reader 
 #define LABELS 4
 
 /* One sample per row of res, its values times sign, with the side's labels. */
-static void add_side(struct builder *b, int side, const struct ht_pprof_side *s, int64_t sign)
+static void add_side(struct builder *b, int side, const struct ht__pprof_side *s, int64_t sign)
 {
 	for (size_t i = 0; i < s->res->count && !b->err; i++) {
-		const struct ht_agg_item *it = &s->res->items[i];
-		if (ht_grow((void **)&b->samples, &b->asamples, b->nsamples + 1,
-			    sizeof(*b->samples)) < 0 ||
-		    ht_grow((void **)&b->sample_loc0, &b->asample_loc0, b->nsamples + 1,
-			    sizeof(size_t)) < 0 ||
-		    ht_grow((void **)&b->values, &b->avalues, b->nsamples * 4 + 3 + 1,
-			    sizeof(*b->values)) < 0 ||
-		    ht_grow((void **)&b->labels, &b->alabels, (b->nsamples + 1) * LABELS,
-			    sizeof(*b->labels)) < 0 ||
-		    ht_grow((void **)&b->loc_ids, &b->aloc_ids, b->nloc_ids + it->nframes + 1 + 1,
-			    sizeof(*b->loc_ids)) < 0) {
+		const struct ht__agg_item *it = &s->res->items[i];
+		if (ht__grow((void **)&b->samples, &b->asamples, b->nsamples + 1,
+			     sizeof(*b->samples)) < 0 ||
+		    ht__grow((void **)&b->sample_loc0, &b->asample_loc0, b->nsamples + 1,
+			     sizeof(size_t)) < 0 ||
+		    ht__grow((void **)&b->values, &b->avalues, b->nsamples * 4 + 3 + 1,
+			     sizeof(*b->values)) < 0 ||
+		    ht__grow((void **)&b->labels, &b->alabels, (b->nsamples + 1) * LABELS,
+			     sizeof(*b->labels)) < 0 ||
+		    ht__grow((void **)&b->loc_ids, &b->aloc_ids, b->nloc_ids + it->nframes + 1 + 1,
+			     sizeof(*b->loc_ids)) < 0) {
 			b->err = HT_ERR_NOMEM;
 			return;
 		}
@@ -290,8 +291,8 @@ static void **pointers(void *items, size_t n, size_t elem)
 	return p;
 }
 
-int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, size_t ncur,
-		    const struct ht_pprof_side *base, size_t nbase, enum ht_metric m)
+int ht__export_pprof(FILE *out, const struct ht__pprof_side *cur, size_t ncur,
+		     const struct ht__pprof_side *base, size_t nbase, enum ht__metric m)
 {
 	struct builder b;
 	memset(&b, 0, sizeof(b));
@@ -317,7 +318,7 @@ int ht_export_pprof(FILE *out, const struct ht_pprof_side *cur, size_t ncur,
 		add_side(&b, 1, &base[i], -1);
 	const struct ht_trace_info *info = ncur ? ht_reader_info(cur->r) : NULL;
 	char comment[256];
-	snprintf(comment, sizeof(comment), "heaptrail %s%s, host %s", ht_metric_name(m),
+	snprintf(comment, sizeof(comment), "heaptrail %s%s, host %s", ht__metric_name(m),
 		 base ? " (minus the base)" : "", info && info->hostname ? info->hostname : "?");
 	int64_t comment_id = str_id(&b, comment);
 

@@ -80,7 +80,7 @@ struct link {
 struct sq {
 	sqlite3 *db;
 	sqlite3_stmt *st[S_N];
-	const struct ht_query *q;
+	const struct ht__query *q;
 	struct ht_reader *r;
 	struct link *links; /* open addressing, backward-shift deletion */
 	size_t cap, count;
@@ -104,7 +104,7 @@ static int db_error(struct sq *s)
 
 static size_t link_slot(const struct sq *s, uint32_t process, uint64_t heap, uint64_t addr)
 {
-	size_t i = ht_mix64(addr ^ heap * 0x9e3779b97f4a7c15ull ^ process) & (s->cap - 1);
+	size_t i = ht__mix64(addr ^ heap * 0x9e3779b97f4a7c15ull ^ process) & (s->cap - 1);
 	while (s->links[i].used && (s->links[i].addr != addr || s->links[i].heap != heap ||
 				    s->links[i].process != process))
 		i = (i + 1) & (s->cap - 1);
@@ -152,8 +152,8 @@ static int64_t link_take(struct sq *s, uint32_t process, uint64_t heap, uint64_t
 		struct link *c = &s->links[j];
 		if (!c->used)
 			break;
-		size_t home =
-		    ht_mix64(c->addr ^ c->heap * 0x9e3779b97f4a7c15ull ^ c->process) & (s->cap - 1);
+		size_t home = ht__mix64(c->addr ^ c->heap * 0x9e3779b97f4a7c15ull ^ c->process) &
+			      (s->cap - 1);
 		if (((j - home) & (s->cap - 1)) >= ((j - i) & (s->cap - 1))) {
 			s->links[i] = *c;
 			i = j;
@@ -171,15 +171,15 @@ static bool wanted(struct sq *s, uint32_t p)
 		return true;
 	if (p >= s->npwanted) {
 		size_t old = s->npwanted;
-		if (ht_grow((void **)&s->pwanted, &s->npwanted, (size_t)p + 1, 1) < 0) {
+		if (ht__grow((void **)&s->pwanted, &s->npwanted, (size_t)p + 1, 1) < 0) {
 			const struct ht_process *pr = ht_reader_process(s->r, p);
-			return pr && ht_query_wants_pid(s->q, pr->pid);
+			return pr && ht__query_wants_pid(s->q, pr->pid);
 		}
 		memset(s->pwanted + old, 0, s->npwanted - old);
 	}
 	if (!s->pwanted[p]) {
 		const struct ht_process *pr = ht_reader_process(s->r, p);
-		s->pwanted[p] = pr && ht_query_wants_pid(s->q, pr->pid) ? 1 : 2;
+		s->pwanted[p] = pr && ht__query_wants_pid(s->q, pr->pid) ? 1 : 2;
 	}
 	return s->pwanted[p] == 1;
 }
@@ -210,7 +210,7 @@ static int step(struct sq *s, sqlite3_stmt *st)
 	return rc == SQLITE_DONE ? 0 : db_error(s);
 }
 
-static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
+static int on_life(void *ctx, struct ht__pass *p, const struct ht__life *l)
 {
 	(void)p;
 	struct sq *s = ctx;
@@ -243,7 +243,7 @@ static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
 	return rc;
 }
 
-static int on_commit(void *ctx, struct ht_pass *p, const struct ht_commit *c)
+static int on_commit(void *ctx, struct ht__pass *p, const struct ht__commit *c)
 {
 	(void)p;
 	struct sq *s = ctx;
@@ -263,7 +263,7 @@ static int on_commit(void *ctx, struct ht_pass *p, const struct ht_commit *c)
 	return step(s, st);
 }
 
-static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	(void)p;
 	struct sq *s = ctx;
@@ -464,7 +464,7 @@ static int write_tables(struct sq *s)
 	return rc;
 }
 
-static int on_end(void *ctx, struct ht_pass *p)
+static int on_end(void *ctx, struct ht__pass *p)
 {
 	(void)p;
 	struct sq *s = ctx;
@@ -472,7 +472,7 @@ static int on_end(void *ctx, struct ht_pass *p)
 	return rc ? rc : exec(s, indexes);
 }
 
-static const struct ht_consumer sqlite_consumer = {
+static const struct ht__consumer sqlite_consumer = {
     .name = "sqlite",
     .events = HT_PASS_EV(HT_EV_REALLOC) | HT_PASS_EV(HT_EV_RSS) | HT_PASS_EV(HT_EV_THREAD_START) |
 	      HT_PASS_EV(HT_EV_THREAD_NAME) | HT_PASS_EV(HT_EV_THREAD_EXIT) |
@@ -483,14 +483,14 @@ static const struct ht_consumer sqlite_consumer = {
     .end = on_end,
 };
 
-int ht_export_sqlite(const char *path, struct ht_reader *r, const struct ht_query *q,
-		     ht_export_progress_fn progress, void *pctx, char *why, size_t whylen)
+int ht__export_sqlite(const char *path, struct ht_reader *r, const struct ht__query *q,
+		      ht__export_progress_fn progress, void *pctx, char *why, size_t whylen)
 {
 	struct sq s;
 	memset(&s, 0, sizeof(s));
 	s.q = q;
 	s.r = r;
-	struct ht_pass *p = NULL;
+	struct ht__pass *p = NULL;
 	int rc;
 	if (sqlite3_open(path, &s.db) != SQLITE_OK) {
 		rc = db_error(&s);
@@ -504,14 +504,14 @@ int ht_export_sqlite(const char *path, struct ht_reader *r, const struct ht_quer
 			goto out;
 		}
 	}
-	if ((rc = ht_pass_new(&p, r)) < 0)
+	if ((rc = ht__pass_new(&p, r)) < 0)
 		goto out;
-	if ((rc = ht_pass_add(p, &sqlite_consumer, &s)) < 0)
+	if ((rc = ht__pass_add(p, &sqlite_consumer, &s)) < 0)
 		goto out;
-	ht_pass_progress(p, progress, pctx);
-	rc = ht_pass_run(p);
+	ht__pass_progress(p, progress, pctx);
+	rc = ht__pass_run(p);
 out:
-	ht_pass_free(p);
+	ht__pass_free(p);
 	for (int i = 0; i < S_N; i++)
 		sqlite3_finalize(s.st[i]);
 	if (s.db && sqlite3_close(s.db) != SQLITE_OK && !rc)

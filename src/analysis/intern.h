@@ -17,13 +17,13 @@
 struct ht__intern {
 	char **strs;
 	uint32_t count, alloc;
-	struct ht_hindex ix; /* of strs */
+	struct ht__hindex ix; /* of strs */
 };
 
 /* The id of text s, adding a copy when new; HT__NO_ID when out of memory. */
 uint32_t ht__intern_id(struct ht__intern *in, const char *s);
 void ht__intern_release(struct ht__intern *in);
 
-/* Hashing: ht_mix64() and ht_hash_str() of vec.h. */
+/* Hashing: ht__mix64() and ht__hash_str() of vec.h. */
 
 #endif

@@ -23,7 +23,7 @@
  * among them libstdc++'s emergency exception pool (71 KiB). The program's own
  * constructors run from libc, not the loader, and stay checked.
  */
-const struct ht_supp_default ht_supp_defaults[] = {
+const struct ht__supp_default ht__supp_defaults[] = {
     {"ld-linux", "the dynamic loader: link maps, TLS, shared libraries' constructors "
 		 "(libstdc++'s emergency pool)"},
     {"_IO_file_doallocate", "stdio buffers"},
@@ -32,35 +32,35 @@ const struct ht_supp_default ht_supp_defaults[] = {
     {NULL, NULL},
 };
 
-void ht_supp_init(struct ht_supp *s)
+void ht__supp_init(struct ht__supp *s)
 {
 	memset(s, 0, sizeof(*s));
 }
 
-int ht_supp_add(struct ht_supp *s, const char *pattern, const char *why)
+int ht__supp_add(struct ht__supp *s, const char *pattern, const char *why)
 {
 	if (!*pattern || !strcmp(pattern, "^") || !strcmp(pattern, "$"))
 		return HT_ERR_INVALID;
-	if (ht_grow((void **)&s->rules, &s->alloc, s->count + 1, sizeof(*s->rules)) < 0)
+	if (ht__grow((void **)&s->rules, &s->alloc, s->count + 1, sizeof(*s->rules)) < 0)
 		return HT_ERR_NOMEM;
 	char *p = strdup(pattern);
 	if (!p)
 		return HT_ERR_NOMEM;
-	s->rules[s->count++] = (struct ht_supp_rule){.pattern = p, .why = why};
+	s->rules[s->count++] = (struct ht__supp_rule){.pattern = p, .why = why};
 	return 0;
 }
 
-int ht_supp_add_defaults(struct ht_supp *s)
+int ht__supp_add_defaults(struct ht__supp *s)
 {
-	for (const struct ht_supp_default *d = ht_supp_defaults; d->pattern; d++) {
-		int rc = ht_supp_add(s, d->pattern, d->why);
+	for (const struct ht__supp_default *d = ht__supp_defaults; d->pattern; d++) {
+		int rc = ht__supp_add(s, d->pattern, d->why);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
 }
 
-int ht_supp_add_file(struct ht_supp *s, const char *path, unsigned *bad_line, unsigned *skipped)
+int ht__supp_add_file(struct ht__supp *s, const char *path, unsigned *bad_line, unsigned *skipped)
 {
 	FILE *f = fopen(path, "r");
 	if (!f)
@@ -85,7 +85,7 @@ int ht_supp_add_file(struct ht_supp *s, const char *path, unsigned *bad_line, un
 			*bad_line = n;
 			rc = HT_ERR_INVALID;
 		} else if (colon - p == 4 && !strncmp(p, "leak", 4)) {
-			rc = ht_supp_add(s, colon + 1, NULL);
+			rc = ht__supp_add(s, colon + 1, NULL);
 			if (rc == HT_ERR_INVALID)
 				*bad_line = n;
 		} else {
@@ -98,7 +98,7 @@ int ht_supp_add_file(struct ht_supp *s, const char *path, unsigned *bad_line, un
 	return rc;
 }
 
-void ht_supp_release(struct ht_supp *s)
+void ht__supp_release(struct ht__supp *s)
 {
 	for (size_t i = 0; i < s->count; i++)
 		free(s->rules[i].pattern);
@@ -127,7 +127,7 @@ static bool glob(const char *p, const char *pe, const char *t, bool open_end)
 	return false;
 }
 
-bool ht_supp_match(const char *pattern, const char *text)
+bool ht__supp_match(const char *pattern, const char *text)
 {
 	if (!text || !*text)
 		return false;
@@ -146,7 +146,7 @@ bool ht_supp_match(const char *pattern, const char *text)
 }
 
 /* Index of the first rule that matches a frame of the stack, or -1. */
-static int suppressed_by(const struct ht_supp *s, struct ht_reader *r, const uint32_t *frames,
+static int suppressed_by(const struct ht__supp *s, struct ht_reader *r, const uint32_t *frames,
 			 uint32_t n)
 {
 	for (size_t k = 0; k < s->count; k++) {
@@ -157,8 +157,8 @@ static int suppressed_by(const struct ht_supp *s, struct ht_reader *r, const uin
 				continue;
 			const struct ht_module *m =
 			    fr->module != HT_MODULE_NONE ? ht_reader_module(r, fr->module) : NULL;
-			if (ht_supp_match(pat, fr->function) || ht_supp_match(pat, fr->file) ||
-			    (m && (ht_supp_match(pat, m->name) || ht_supp_match(pat, m->path))))
+			if (ht__supp_match(pat, fr->function) || ht__supp_match(pat, fr->file) ||
+			    (m && (ht__supp_match(pat, m->name) || ht__supp_match(pat, m->path))))
 				return (int)k;
 		}
 	}
@@ -167,7 +167,7 @@ static int suppressed_by(const struct ht_supp *s, struct ht_reader *r, const uin
 
 static int by_bytes(const void *a, const void *b)
 {
-	const struct ht_leak *x = a, *y = b;
+	const struct ht__leak *x = a, *y = b;
 	if ((x->rule < 0) != (y->rule < 0))
 		return x->rule < 0 ? -1 : 1;
 	if (x->bytes != y->bytes)
@@ -175,27 +175,27 @@ static int by_bytes(const void *a, const void *b)
 	return x->count > y->count ? -1 : x->count < y->count;
 }
 
-int ht_leaks_run(struct ht_leak_report *out, struct ht_reader *r, struct ht_supp *s)
+int ht__leaks_run(struct ht__leak_report *out, struct ht_reader *r, struct ht__supp *s)
 {
 	memset(out, 0, sizeof(*out));
-	struct ht_query *q = calloc(1, sizeof(*q));
+	struct ht__query *q = calloc(1, sizeof(*q));
 	if (!q)
 		return HT_ERR_NOMEM;
-	ht_query_init(q);
+	ht__query_init(q);
 	q->group = HT_GROUP_STACK;
 	q->sort = HT_SORT_SO;
 	q->top = UINT64_MAX;
 	q->top_given = true;
 	out->query = q;
-	int rc = ht_query_prepare(q);
+	int rc = ht__query_prepare(q);
 	if (rc == 0)
-		rc = ht_agg_new(&out->agg, q, r);
+		rc = ht__agg_new(&out->agg, q, r);
 	if (rc == 0)
-		rc = ht_agg_run(out->agg, NULL, NULL);
-	struct ht_agg_result res;
+		rc = ht__agg_run(out->agg, NULL, NULL);
+	struct ht__agg_result res;
 	memset(&res, 0, sizeof(res));
 	if (rc == 0)
-		rc = ht_agg_finish(out->agg, &res);
+		rc = ht__agg_finish(out->agg, &res);
 	if (rc == 0 && res.count) {
 		out->items = calloc(res.count, sizeof(*out->items));
 		if (!out->items)
@@ -204,10 +204,10 @@ int ht_leaks_run(struct ht_leak_report *out, struct ht_reader *r, struct ht_supp
 	for (size_t k = 0; k < s->count; k++)
 		s->rules[k].bytes = s->rules[k].count = 0;
 	for (size_t i = 0; rc == 0 && i < res.count; i++) {
-		const struct ht_agg_item *it = &res.items[i];
+		const struct ht__agg_item *it = &res.items[i];
 		if (!it->c.outstanding_count)
 			continue;
-		struct ht_leak *l = &out->items[out->count++];
+		struct ht__leak *l = &out->items[out->count++];
 		l->bytes = it->c.outstanding_bytes;
 		l->count = it->c.outstanding_count;
 		l->frames = it->frames;
@@ -226,24 +226,24 @@ int ht_leaks_run(struct ht_leak_report *out, struct ht_reader *r, struct ht_supp
 	}
 	if (out->count)
 		qsort(out->items, out->count, sizeof(*out->items), by_bytes);
-	ht_agg_result_release(&res);
+	ht__agg_result_release(&res);
 	if (rc < 0)
-		ht_leaks_release(out);
+		ht__leaks_release(out);
 	return rc;
 }
 
-const char *ht_leaks_frame_text(struct ht_leak_report *rep, uint32_t frame)
+const char *ht__leaks_frame_text(struct ht__leak_report *rep, uint32_t frame)
 {
-	return ht_agg_frame_text(rep->agg, frame);
+	return ht__agg_frame_text(rep->agg, frame);
 }
 
-void ht_leaks_release(struct ht_leak_report *rep)
+void ht__leaks_release(struct ht__leak_report *rep)
 {
 	free(rep->items);
 	if (rep->agg)
-		ht_agg_free(rep->agg);
+		ht__agg_free(rep->agg);
 	if (rep->query) {
-		ht_query_release(rep->query);
+		ht__query_release(rep->query);
 		free(rep->query);
 	}
 	memset(rep, 0, sizeof(*rep));

@@ -22,12 +22,12 @@ struct block {
 	uint8_t from_realloc;
 };
 
-struct ht_life_tracker {
-	ht_life_fn on_end;
+struct ht__life_tracker {
+	ht__life_fn on_end;
 	void *ctx;
 	struct block *tab;
 	uint64_t mask; /* table size - 1, size a power of two */
-	struct ht_life_stats st;
+	struct ht__life_stats st;
 	/* Live blocks per process image, so an image that ends with none (or
 	   few) costs nothing (or stops early) instead of a scan of the table. */
 	HT_VEC(uint64_t) per_proc;
@@ -35,9 +35,9 @@ struct ht_life_tracker {
 
 #define MIN_SIZE 1024u
 
-struct ht_life_tracker *ht_life_new(ht_life_fn on_end, void *ctx)
+struct ht__life_tracker *ht__life_new(ht__life_fn on_end, void *ctx)
 {
-	struct ht_life_tracker *t = calloc(1, sizeof(*t));
+	struct ht__life_tracker *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->tab = calloc(MIN_SIZE, sizeof(*t->tab));
@@ -71,7 +71,7 @@ static uint64_t hash(uint32_t process, uint64_t heap, uint64_t addr)
 }
 
 /* Slot of the block, or of the empty slot where it would go. */
-static struct block *lookup(const struct ht_life_tracker *t, uint32_t process, uint64_t heap,
+static struct block *lookup(const struct ht__life_tracker *t, uint32_t process, uint64_t heap,
 			    uint64_t addr)
 {
 	uint64_t i = hash(process, heap, addr) & t->mask;
@@ -83,7 +83,7 @@ static struct block *lookup(const struct ht_life_tracker *t, uint32_t process, u
 	}
 }
 
-static int grow(struct ht_life_tracker *t)
+static int grow(struct ht__life_tracker *t)
 {
 	uint64_t size = (t->mask + 1) * 2;
 	struct block *old = t->tab;
@@ -101,7 +101,7 @@ static int grow(struct ht_life_tracker *t)
 }
 
 /* Empties slot b, moving later entries of its probe run back into the gap. */
-static void remove_slot(struct ht_life_tracker *t, struct block *b)
+static void remove_slot(struct ht__life_tracker *t, struct block *b)
 {
 	uint64_t i = (uint64_t)(b - t->tab);
 	uint64_t j = i;
@@ -120,7 +120,7 @@ static void remove_slot(struct ht_life_tracker *t, struct block *b)
 	memset(&t->tab[i], 0, sizeof(t->tab[i]));
 }
 
-static void end_block(struct ht_life_tracker *t, struct block *b, uint64_t ts, int by_realloc,
+static void end_block(struct ht__life_tracker *t, struct block *b, uint64_t ts, int by_realloc,
 		      int at_exit)
 {
 	t->st.live_count--;
@@ -128,7 +128,7 @@ static void end_block(struct ht_life_tracker *t, struct block *b, uint64_t ts, i
 		t->per_proc.v[b->process]--;
 	t->st.live_bytes -= b->size;
 	if (t->on_end) {
-		struct ht_life l = {
+		struct ht__life l = {
 		    .heap = b->heap,
 		    .addr = b->addr,
 		    .size = b->size,
@@ -147,7 +147,7 @@ static void end_block(struct ht_life_tracker *t, struct block *b, uint64_t ts, i
 }
 
 /* Frees (process, heap, addr) at ts; an unknown block is only counted. */
-static void free_block(struct ht_life_tracker *t, const struct ht_event *ev, uint64_t addr,
+static void free_block(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr,
 		       int by_realloc)
 {
 	struct block *b = lookup(t, ev->process, ev->heap, addr);
@@ -159,11 +159,11 @@ static void free_block(struct ht_life_tracker *t, const struct ht_event *ev, uin
 	remove_slot(t, b);
 }
 
-static int alloc_block(struct ht_life_tracker *t, const struct ht_event *ev, int from_realloc)
+static int alloc_block(struct ht__life_tracker *t, const struct ht_event *ev, int from_realloc)
 {
 	if ((t->st.live_count + 1) * 10 > (t->mask + 1) * 7 && grow(t) < 0)
 		return HT_ERR_NOMEM;
-	if (ht_vec_grow_zero(&t->per_proc, (size_t)ev->process + 1) < 0)
+	if (ht__vec_grow_zero(&t->per_proc, (size_t)ev->process + 1) < 0)
 		return HT_ERR_NOMEM;
 	struct block *b = lookup(t, ev->process, ev->heap, ev->addr);
 	if (b->addr) {
@@ -188,7 +188,7 @@ static int alloc_block(struct ht_life_tracker *t, const struct ht_event *ev, int
 }
 
 /* Ends every live block of (process, heap): a custom heap was destroyed. */
-static void destroy_heap(struct ht_life_tracker *t, const struct ht_event *ev)
+static void destroy_heap(struct ht__life_tracker *t, const struct ht_event *ev)
 {
 	uint64_t i = 0;
 	while (i <= t->mask) {
@@ -202,7 +202,7 @@ static void destroy_heap(struct ht_life_tracker *t, const struct ht_event *ev)
 	}
 }
 
-int ht_life_event(struct ht_life_tracker *t, const struct ht_event *ev)
+int ht__life_event(struct ht__life_tracker *t, const struct ht_event *ev)
 {
 	switch (ev->type) {
 	case HT_EV_ALLOC:
@@ -238,7 +238,7 @@ static int live_cmp(const void *a, const void *b)
 	return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
-void ht_life_finish(struct ht_life_tracker *t)
+void ht__life_finish(struct ht__life_tracker *t)
 {
 	/* Oldest first, so the order does not depend on the hash layout. */
 	uint64_t n = t->st.live_count, bytes = t->st.live_bytes, k = 0;
@@ -273,7 +273,7 @@ static int block_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-int ht_life_end_process(struct ht_life_tracker *t, uint32_t process, uint64_t ts)
+int ht__life_end_process(struct ht__life_tracker *t, uint32_t process, uint64_t ts)
 {
 	uint64_t left = process < t->per_proc.len ? t->per_proc.v[process] : 0;
 	/* Taken out first (removal moves entries), then ended oldest first. */
@@ -282,8 +282,8 @@ int ht_life_end_process(struct ht_life_tracker *t, uint32_t process, uint64_t ts
 	while (left && i <= t->mask) {
 		struct block *b = &t->tab[i];
 		if (b->addr && b->process == process) {
-			if (ht_vec_push(&ended, *b) < 0) {
-				ht_vec_release(&ended);
+			if (ht__vec_push(&ended, *b) < 0) {
+				ht__vec_release(&ended);
 				return HT_ERR_NOMEM;
 			}
 			remove_slot(t, b);
@@ -296,20 +296,20 @@ int ht_life_end_process(struct ht_life_tracker *t, uint32_t process, uint64_t ts
 		qsort(ended.v, ended.len, sizeof(*ended.v), block_cmp);
 	for (size_t k = 0; k < ended.len; k++)
 		end_block(t, &ended.v[k], ts, 0, 1);
-	ht_vec_release(&ended);
+	ht__vec_release(&ended);
 	return 0;
 }
 
-const struct ht_life_stats *ht_life_stats(const struct ht_life_tracker *t)
+const struct ht__life_stats *ht__life_stats(const struct ht__life_tracker *t)
 {
 	return &t->st;
 }
 
-void ht_life_free(struct ht_life_tracker *t)
+void ht__life_free(struct ht__life_tracker *t)
 {
 	if (!t)
 		return;
 	free(t->tab);
-	ht_vec_release(&t->per_proc);
+	ht__vec_release(&t->per_proc);
 	free(t);
 }

@@ -17,7 +17,7 @@
 #define HT_TS_NEVER UINT64_MAX
 
 /* One heap block from its allocation to its free (or the end of the trace). */
-struct ht_life {
+struct ht__life {
 	uint64_t heap;
 	uint64_t addr;
 	uint64_t size;
@@ -33,52 +33,52 @@ struct ht_life {
 	   tracker for the consumers that run one; 0 otherwise). */
 	uint8_t temporary;
 	/* Never freed: free_ts is when its process image exited or exec'd
-	   (ht_life_end_process), the moment the kernel took the memory back. */
+	   (ht__life_end_process), the moment the kernel took the memory back. */
 	uint8_t at_exit;
 };
 
 /*
  * Called once per block: when it is freed (free, realloc that moved or shrank
- * it to 0, heap destroy), when its process image ends (ht_life_end_process,
+ * it to 0, heap destroy), when its process image ends (ht__life_end_process,
  * with at_exit set) and, for blocks still live at the end of the trace, from
- * ht_life_finish() with free_ts == HT_TS_NEVER. The struct is only valid
+ * ht__life_finish() with free_ts == HT_TS_NEVER. The struct is only valid
  * during the call.
  */
-typedef void (*ht_life_fn)(void *ctx, const struct ht_life *life);
+typedef void (*ht__life_fn)(void *ctx, const struct ht__life *life);
 
-struct ht_life_stats {
+struct ht__life_stats {
 	uint64_t unknown_frees; /* frees of blocks never seen allocated (attach, untraced) */
 	uint64_t live_count;	/* blocks live now */
 	uint64_t live_bytes;
 };
 
-struct ht_life_tracker;
+struct ht__life_tracker;
 
 /* New tracker; on_end is called as blocks end. Returns NULL when out of memory. */
-struct ht_life_tracker *ht_life_new(ht_life_fn on_end, void *ctx);
+struct ht__life_tracker *ht__life_new(ht__life_fn on_end, void *ctx);
 
 /*
  * Feed one event, in trace order. Events other than alloc, realloc, free and
  * heap destroy are ignored, process exit and exec too: which image an event
- * ends is the trace pass's rule (pass.h), which calls ht_life_end_process().
+ * ends is the trace pass's rule (pass.h), which calls ht__life_end_process().
  * Returns 0 or HT_ERR_NOMEM.
  */
-int ht_life_event(struct ht_life_tracker *t, const struct ht_event *ev);
+int ht__life_event(struct ht__life_tracker *t, const struct ht_event *ev);
 
 /*
  * Process image process ended at ts (exit, or replaced by exec): every block
  * of it still live ends there, oldest first, with at_exit set: the one rule
  * for memory a process never gave back, the same as for committed ranges
- * (ht_commit_end_process). Returns 0 or HT_ERR_NOMEM.
+ * (ht__commit_end_process). Returns 0 or HT_ERR_NOMEM.
  */
-int ht_life_end_process(struct ht_life_tracker *t, uint32_t process, uint64_t ts);
+int ht__life_end_process(struct ht__life_tracker *t, uint32_t process, uint64_t ts);
 
 /* Reports every block still live (free_ts == HT_TS_NEVER), oldest first, and
-   empties the tracker; ht_life_stats() keeps counting them as live at the end. */
-void ht_life_finish(struct ht_life_tracker *t);
+   empties the tracker; ht__life_stats() keeps counting them as live at the end. */
+void ht__life_finish(struct ht__life_tracker *t);
 
-const struct ht_life_stats *ht_life_stats(const struct ht_life_tracker *t);
+const struct ht__life_stats *ht__life_stats(const struct ht__life_tracker *t);
 
-void ht_life_free(struct ht_life_tracker *t);
+void ht__life_free(struct ht__life_tracker *t);
 
 #endif

@@ -15,7 +15,7 @@
 
 #include "analysis/vec.h"
 
-const char *const ht_match_default_list[] = {
+const char *const ht__match_default_list[] = {
     /* heaptrail's own hooks, whatever the library's exact file name. */
     "libheaptrail*!",
     /* The glibc allocation functions and their internal entry points. */
@@ -97,21 +97,21 @@ const char *const ht_match_default_list[] = {
     NULL,
 };
 
-void ht_match_list_init(struct ht_match_list *l)
+void ht__match_list_init(struct ht__match_list *l)
 {
 	l->items = NULL;
 	l->count = 0;
 	l->alloc = 0;
 }
 
-void ht_match_list_release(struct ht_match_list *l)
+void ht__match_list_release(struct ht__match_list *l)
 {
 	for (size_t i = 0; i < l->count; i++) {
 		free(l->items[i].module);
 		free(l->items[i].symbol);
 	}
 	free(l->items);
-	ht_match_list_init(l);
+	ht__match_list_init(l);
 }
 
 /* A lowercase copy of s[0..n), or NULL when out of memory. */
@@ -143,7 +143,7 @@ static bool parse_offset(const char *s, uint64_t *out)
 	return true;
 }
 
-int ht_match_list_add(struct ht_match_list *l, const char *spec)
+int ht__match_list_add(struct ht__match_list *l, const char *spec)
 {
 	if (!spec)
 		return HT_ERR_INVALID;
@@ -153,7 +153,7 @@ int ht_match_list_add(struct ht_match_list *l, const char *spec)
 	while (n && isspace((unsigned char)spec[n - 1]))
 		n--;
 
-	struct ht_match_item it = {0};
+	struct ht__match_item it = {0};
 	const char *bang = memchr(spec, '!', n);
 	const char *sym = spec;
 	size_t sym_len = n;
@@ -190,7 +190,7 @@ int ht_match_list_add(struct ht_match_list *l, const char *spec)
 		/* "", "*", "*!" and "!" would match everything: surely a mistake. */
 		return HT_ERR_INVALID;
 	}
-	if (ht_grow((void **)&l->items, &l->alloc, l->count + 1, sizeof(*l->items)) < 0) {
+	if (ht__grow((void **)&l->items, &l->alloc, l->count + 1, sizeof(*l->items)) < 0) {
 		free(it.module);
 		free(it.symbol);
 		return HT_ERR_NOMEM;
@@ -210,7 +210,7 @@ static bool not_text(const char *p, size_t n)
 	return false;
 }
 
-int ht_match_list_add_file(struct ht_match_list *l, const char *path)
+int ht__match_list_add_file(struct ht__match_list *l, const char *path)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
@@ -244,7 +244,7 @@ int ht_match_list_add_file(struct ht_match_list *l, const char *path)
 			p++;
 		if (!*p || *p == '#')
 			continue;
-		rc = ht_match_list_add(l, p);
+		rc = ht__match_list_add(l, p);
 		/* A line like "!" matches nothing sensible; skip it like a blank. */
 		if (rc == HT_ERR_INVALID)
 			rc = 0;
@@ -271,10 +271,10 @@ int ht_match_list_add_file(struct ht_match_list *l, const char *path)
 	return (int)(l->count - before);
 }
 
-int ht_match_list_add_defaults(struct ht_match_list *l)
+int ht__match_list_add_defaults(struct ht__match_list *l)
 {
-	for (const char *const *p = ht_match_default_list; *p; p++) {
-		int rc = ht_match_list_add(l, *p);
+	for (const char *const *p = ht__match_default_list; *p; p++) {
+		int rc = ht__match_list_add(l, *p);
 		if (rc < 0)
 			return rc;
 	}
@@ -308,7 +308,7 @@ static size_t base_name_len(const char *fn, size_t n)
 	return n;
 }
 
-static bool module_matches(const struct ht_match_item *it, const struct ht_match_frame *f)
+static bool module_matches(const struct ht__match_item *it, const struct ht__match_frame *f)
 {
 	const char *name = f->module_name ? f->module_name : "?";
 	size_t mlen = strlen(it->module);
@@ -324,7 +324,7 @@ static bool module_matches(const struct ht_match_item *it, const struct ht_match
 	return so && (size_t)(so - name) == mlen && !strncasecmp(name, it->module, mlen);
 }
 
-static bool symbol_matches(const struct ht_match_item *it, const struct ht_match_frame *f)
+static bool symbol_matches(const struct ht__match_item *it, const struct ht__match_frame *f)
 {
 	if (it->symbol_offset && f->rel == it->offset)
 		return true;
@@ -347,10 +347,10 @@ static bool symbol_matches(const struct ht_match_item *it, const struct ht_match
 	return n == slen || base_name_len(f->function, n) == slen;
 }
 
-bool ht_match_frame(const struct ht_match_list *l, const struct ht_match_frame *f)
+bool ht__match_frame(const struct ht__match_list *l, const struct ht__match_frame *f)
 {
 	for (size_t i = 0; i < l->count; i++) {
-		const struct ht_match_item *it = &l->items[i];
+		const struct ht__match_item *it = &l->items[i];
 		if (it->module && !module_matches(it, f))
 			continue;
 		if (it->symbol && !symbol_matches(it, f))
@@ -360,7 +360,7 @@ bool ht_match_frame(const struct ht_match_list *l, const struct ht_match_frame *
 	return false;
 }
 
-uint32_t ht_match_cull_index(const bool *culled, uint32_t n)
+uint32_t ht__match_cull_index(const bool *culled, uint32_t n)
 {
 	uint32_t i = 0;
 	while (i < n && culled[i])
@@ -369,17 +369,17 @@ uint32_t ht_match_cull_index(const bool *culled, uint32_t n)
 }
 
 /* Per-frame cache: 0 not tested yet, 1 matches, 2 does not. */
-struct ht_frame_matcher {
-	const struct ht_match_list *list;
+struct ht__frame_matcher {
+	const struct ht__match_list *list;
 	const struct ht_reader *reader;
 	uint8_t *cache;
 	uint32_t cache_len;
 };
 
-int ht_frame_matcher_new(struct ht_frame_matcher **out, const struct ht_match_list *l,
-			 const struct ht_reader *r)
+int ht__frame_matcher_new(struct ht__frame_matcher **out, const struct ht__match_list *l,
+			  const struct ht_reader *r)
 {
-	struct ht_frame_matcher *m = calloc(1, sizeof(*m));
+	struct ht__frame_matcher *m = calloc(1, sizeof(*m));
 	if (!m)
 		return HT_ERR_NOMEM;
 	m->list = l;
@@ -388,7 +388,7 @@ int ht_frame_matcher_new(struct ht_frame_matcher **out, const struct ht_match_li
 	return 0;
 }
 
-void ht_frame_matcher_free(struct ht_frame_matcher *m)
+void ht__frame_matcher_free(struct ht__frame_matcher *m)
 {
 	if (!m)
 		return;
@@ -396,8 +396,8 @@ void ht_frame_matcher_free(struct ht_frame_matcher *m)
 	free(m);
 }
 
-void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
-				struct ht_match_frame *mf)
+void ht__match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
+				 struct ht__match_frame *mf)
 {
 	const struct ht_frame *fr = ht_reader_frame(r, frame);
 	memset(mf, 0, sizeof(*mf));
@@ -414,7 +414,7 @@ void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
 	}
 }
 
-bool ht_frame_matcher_test(struct ht_frame_matcher *m, uint32_t frame)
+bool ht__frame_matcher_test(struct ht__frame_matcher *m, uint32_t frame)
 {
 	if (!m->list->count)
 		return false;
@@ -432,26 +432,26 @@ bool ht_frame_matcher_test(struct ht_frame_matcher *m, uint32_t frame)
 	}
 	if (frame < m->cache_len && m->cache[frame])
 		return m->cache[frame] == 1;
-	struct ht_match_frame mf;
-	ht_match_frame_from_reader(m->reader, frame, &mf);
-	bool hit = ht_match_frame(m->list, &mf);
+	struct ht__match_frame mf;
+	ht__match_frame_from_reader(m->reader, frame, &mf);
+	bool hit = ht__match_frame(m->list, &mf);
 	if (frame < m->cache_len)
 		m->cache[frame] = hit ? 1 : 2;
 	return hit;
 }
 
-bool ht_frame_matcher_any(struct ht_frame_matcher *m, const uint32_t *frames, uint32_t n)
+bool ht__frame_matcher_any(struct ht__frame_matcher *m, const uint32_t *frames, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
-		if (ht_frame_matcher_test(m, frames[i]))
+		if (ht__frame_matcher_test(m, frames[i]))
 			return true;
 	return false;
 }
 
-uint32_t ht_frame_matcher_cull(struct ht_frame_matcher *m, const uint32_t *frames, uint32_t n)
+uint32_t ht__frame_matcher_cull(struct ht__frame_matcher *m, const uint32_t *frames, uint32_t n)
 {
 	uint32_t i = 0;
-	while (i < n && ht_frame_matcher_test(m, frames[i]))
+	while (i < n && ht__frame_matcher_test(m, frames[i]))
 		i++;
 	return i == n && n ? n - 1 : i;
 }
@@ -494,10 +494,10 @@ static void escape_control(char *buf, size_t len)
 	buf[o] = 0;
 }
 
-int ht_frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char *buf, size_t len)
+int ht__frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char *buf, size_t len)
 {
-	struct ht_match_frame mf;
-	ht_match_frame_from_reader(r, frame, &mf);
+	struct ht__match_frame mf;
+	ht__match_frame_from_reader(r, frame, &mf);
 	const char *mod = mf.module_name ? mf.module_name : "?";
 	const char *fn = symbols ? mf.function : NULL;
 	int n = fn ? snprintf(buf, len, "%s!%s", mod, fn)

@@ -28,15 +28,15 @@
  *
  * Example:
  *
- *     struct ht_match_list cull = HT_MATCH_LIST_INIT;
- *     ht_match_list_add_defaults(&cull);
- *     ht_match_list_add(&cull, "libfoo.so!pool_alloc");
- *     struct ht_frame_matcher *m;
- *     ht_frame_matcher_new(&m, &cull, reader);
+ *     struct ht__match_list cull = HT_MATCH_LIST_INIT;
+ *     ht__match_list_add_defaults(&cull);
+ *     ht__match_list_add(&cull, "libfoo.so!pool_alloc");
+ *     struct ht__frame_matcher *m;
+ *     ht__frame_matcher_new(&m, &cull, reader);
  *     n = ht_reader_stack(reader, stack_id, &frames);
- *     first = ht_frame_matcher_cull(m, frames, n);   // frames[first..n) remain
- *     ht_frame_matcher_free(m);
- *     ht_match_list_release(&cull);
+ *     first = ht__frame_matcher_cull(m, frames, n);   // frames[first..n) remain
+ *     ht__frame_matcher_free(m);
+ *     ht__match_list_release(&cull);
  *
  * Ownership: a list owns copies of its items. A matcher keeps pointers to its
  * list and reader, which must outlive it. Not thread-safe: one matcher per
@@ -52,7 +52,7 @@
 #include "heaptrail/trace.h"
 
 /* One parsed item. */
-struct ht_match_item {
+struct ht__match_item {
 	char *module;	    /* NULL: any module; lowercase */
 	char *symbol;	    /* NULL: any symbol of the module; lowercase */
 	bool module_prefix; /* module ended with '*' (module holds the text before it) */
@@ -61,8 +61,8 @@ struct ht_match_item {
 	uint64_t offset;    /* valid with symbol_offset */
 };
 
-struct ht_match_list {
-	struct ht_match_item *items;
+struct ht__match_list {
+	struct ht__match_item *items;
 	size_t count;
 	size_t alloc;
 };
@@ -72,16 +72,16 @@ struct ht_match_list {
 		NULL, 0, 0                                                                         \
 	}
 
-void ht_match_list_init(struct ht_match_list *l);
+void ht__match_list_init(struct ht__match_list *l);
 /* Frees the items; the list is empty and reusable afterwards. */
-void ht_match_list_release(struct ht_match_list *l);
+void ht__match_list_release(struct ht__match_list *l);
 
 /*
  * Add one item ("module!", "module!symbol" or "symbol"); surrounding blanks are
  * ignored. Returns 0, HT_ERR_INVALID for an empty item ("", "!", "*!") or
  * HT_ERR_NOMEM.
  */
-int ht_match_list_add(struct ht_match_list *l, const char *spec);
+int ht__match_list_add(struct ht__match_list *l, const char *spec);
 
 /*
  * Add the items of a cull list file: one item per line; blank lines and lines
@@ -94,7 +94,7 @@ int ht_match_list_add(struct ht_match_list *l, const char *spec);
  * Lines that hold no item ("!") are skipped. On error nothing of the
  * file has been added.
  */
-int ht_match_list_add_file(struct ht_match_list *l, const char *path);
+int ht__match_list_add_file(struct ht__match_list *l, const char *path);
 #define HT_MATCH_FILE_MAX (16u << 20)
 
 /*
@@ -102,13 +102,13 @@ int ht_match_list_add_file(struct ht_match_list *l, const char *path);
  * glibc allocation functions, operator new / new[] in their mangled and
  * demangled forms, and mmap and friends.
  */
-extern const char *const ht_match_default_list[];
+extern const char *const ht__match_default_list[];
 
-/* Add every item of ht_match_default_list. Returns 0 or HT_ERR_NOMEM. */
-int ht_match_list_add_defaults(struct ht_match_list *l);
+/* Add every item of ht__match_default_list. Returns 0 or HT_ERR_NOMEM. */
+int ht__match_list_add_defaults(struct ht__match_list *l);
 
 /* What the matcher sees of one frame. */
-struct ht_match_frame {
+struct ht__match_frame {
 	const char *module_name; /* file name; NULL when the frame has no module */
 	const char *module_path; /* NULL when none */
 	const char *function;	 /* demangled; NULL when no symbol */
@@ -116,41 +116,41 @@ struct ht_match_frame {
 };
 
 /* True when f matches at least one item of l (false for an empty list). */
-bool ht_match_frame(const struct ht_match_list *l, const struct ht_match_frame *f);
+bool ht__match_frame(const struct ht__match_list *l, const struct ht__match_frame *f);
 
 /*
  * Index of the first frame kept after culling frames[0..n) (innermost first)
  * where culled[i] says whether frame i matches the cull list: the length of
  * the matching prefix, or n - 1 when every frame matches. 0 when n is 0.
  */
-uint32_t ht_match_cull_index(const bool *culled, uint32_t n);
+uint32_t ht__match_cull_index(const bool *culled, uint32_t n);
 
 /*
  * A list bound to a reader, caching the result per frame id so that each
  * distinct frame is tested once however many stacks hold it.
  */
-struct ht_frame_matcher;
+struct ht__frame_matcher;
 
 /* Returns 0, HT_ERR_NOMEM. */
-int ht_frame_matcher_new(struct ht_frame_matcher **out, const struct ht_match_list *l,
-			 const struct ht_reader *r);
-void ht_frame_matcher_free(struct ht_frame_matcher *m);
+int ht__frame_matcher_new(struct ht__frame_matcher **out, const struct ht__match_list *l,
+			  const struct ht_reader *r);
+void ht__frame_matcher_free(struct ht__frame_matcher *m);
 
 /* Whether frame id (a logical frame of the reader) matches the list. */
-bool ht_frame_matcher_test(struct ht_frame_matcher *m, uint32_t frame);
+bool ht__frame_matcher_test(struct ht__frame_matcher *m, uint32_t frame);
 
 /* Whether any of frames[0..n) matches (the -requireFrames test). */
-bool ht_frame_matcher_any(struct ht_frame_matcher *m, const uint32_t *frames, uint32_t n);
+bool ht__frame_matcher_any(struct ht__frame_matcher *m, const uint32_t *frames, uint32_t n);
 
 /*
  * Culling of frames[0..n) (innermost first): the index of the first frame that
- * remains, as ht_match_cull_index().
+ * remains, as ht__match_cull_index().
  */
-uint32_t ht_frame_matcher_cull(struct ht_frame_matcher *m, const uint32_t *frames, uint32_t n);
+uint32_t ht__frame_matcher_cull(struct ht__frame_matcher *m, const uint32_t *frames, uint32_t n);
 
 /* Fill *mf from the reader's frame id (module "?" handling is up to callers). */
-void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
-				struct ht_match_frame *mf);
+void ht__match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
+				 struct ht__match_frame *mf);
 
 /*
  * The text of a frame, as every output prints it: "module!function" with
@@ -160,6 +160,6 @@ void ht_match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
  * including the NUL (truncating) and returns the length the full text has,
  * as snprintf.
  */
-int ht_frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char *buf, size_t len);
+int ht__frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char *buf, size_t len);
 
 #endif

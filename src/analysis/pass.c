@@ -12,32 +12,32 @@
 #include "analysis/vec.h"
 
 struct slot {
-	const struct ht_consumer *c;
+	const struct ht__consumer *c;
 	void *ctx;
 	uint64_t until; /* no .event at or after this time */
 };
 
-struct ht_pass {
+struct ht__pass {
 	struct ht_reader *r;
 	HT_VEC(struct slot) consumers;
 	unsigned needs;
 	uint32_t events; /* union of the consumers' event masks */
-	struct ht_life_tracker *lt;
-	struct ht_commit_tracker *ct;
-	struct ht_life_stats no_life;
-	struct ht_commit_stats no_commit;
+	struct ht__life_tracker *lt;
+	struct ht__commit_tracker *ct;
+	struct ht__life_stats no_life;
+	struct ht__commit_stats no_commit;
 	HT_VEC(uint8_t) ended; /* per process index: its end was reported */
 	uint64_t end_ts;
 	uint64_t nevents;
-	ht_pass_progress_fn progress;
+	ht__pass_progress_fn progress;
 	void *progress_ctx;
 	int err;
 	bool ran;
 };
 
-int ht_pass_new(struct ht_pass **out, struct ht_reader *r)
+int ht__pass_new(struct ht__pass **out, struct ht_reader *r)
 {
-	struct ht_pass *p = calloc(1, sizeof(*p));
+	struct ht__pass *p = calloc(1, sizeof(*p));
 	if (!p)
 		return HT_ERR_NOMEM;
 	p->r = r;
@@ -45,10 +45,10 @@ int ht_pass_new(struct ht_pass **out, struct ht_reader *r)
 	return 0;
 }
 
-int ht_pass_add(struct ht_pass *p, const struct ht_consumer *c, void *ctx)
+int ht__pass_add(struct ht__pass *p, const struct ht__consumer *c, void *ctx)
 {
 	struct slot s = {c, ctx, HT_TS_NEVER};
-	if (ht_vec_push(&p->consumers, s) < 0)
+	if (ht__vec_push(&p->consumers, s) < 0)
 		return HT_ERR_NOMEM;
 	p->needs |= c->needs;
 	if (c->life)
@@ -60,82 +60,82 @@ int ht_pass_add(struct ht_pass *p, const struct ht_consumer *c, void *ctx)
 	return (int)(p->consumers.len - 1);
 }
 
-void ht_pass_stop_at(struct ht_pass *p, int id, uint64_t ts)
+void ht__pass_stop_at(struct ht__pass *p, int id, uint64_t ts)
 {
 	if (id >= 0 && (size_t)id < p->consumers.len)
 		p->consumers.v[id].until = ts;
 }
 
-void ht_pass_progress(struct ht_pass *p, ht_pass_progress_fn fn, void *ctx)
+void ht__pass_progress(struct ht__pass *p, ht__pass_progress_fn fn, void *ctx)
 {
 	p->progress = fn;
 	p->progress_ctx = ctx;
 }
 
-struct ht_reader *ht_pass_reader(const struct ht_pass *p)
+struct ht_reader *ht__pass_reader(const struct ht__pass *p)
 {
 	return p->r;
 }
 
-uint64_t ht_pass_end_ts(const struct ht_pass *p)
+uint64_t ht__pass_end_ts(const struct ht__pass *p)
 {
 	return p->end_ts;
 }
 
 /* The end of the trace grows with the events; the stated duration counts too. */
-static void end_ts_from_info(struct ht_pass *p)
+static void end_ts_from_info(struct ht__pass *p)
 {
 	const struct ht_trace_info *info = ht_reader_info(p->r);
 	if (info && info->duration_ns > p->end_ts)
 		p->end_ts = info->duration_ns;
 }
 
-const struct ht_life_stats *ht_pass_life_stats(const struct ht_pass *p)
+const struct ht__life_stats *ht__pass_life_stats(const struct ht__pass *p)
 {
-	return p->lt ? ht_life_stats(p->lt) : &p->no_life;
+	return p->lt ? ht__life_stats(p->lt) : &p->no_life;
 }
 
-const struct ht_commit_stats *ht_pass_commit_stats(const struct ht_pass *p)
+const struct ht__commit_stats *ht__pass_commit_stats(const struct ht__pass *p)
 {
-	return p->ct ? ht_commit_stats(p->ct) : &p->no_commit;
+	return p->ct ? ht__commit_stats(p->ct) : &p->no_commit;
 }
 
-void ht_pass_commit_process_stats(const struct ht_pass *p, uint32_t process,
-				  struct ht_commit_stats *out)
+void ht__pass_commit_process_stats(const struct ht__pass *p, uint32_t process,
+				   struct ht__commit_stats *out)
 {
 	if (p->ct)
-		ht_commit_process_stats(p->ct, process, out);
+		ht__commit_process_stats(p->ct, process, out);
 	else
 		memset(out, 0, sizeof(*out));
 }
 
-uint64_t ht_pass_events(const struct ht_pass *p)
+uint64_t ht__pass_events(const struct ht__pass *p)
 {
 	return p->nevents;
 }
 
-void ht_pass_free(struct ht_pass *p)
+void ht__pass_free(struct ht__pass *p)
 {
 	if (!p)
 		return;
-	ht_life_free(p->lt);
-	ht_commit_free(p->ct);
-	ht_vec_release(&p->consumers);
-	ht_vec_release(&p->ended);
+	ht__life_free(p->lt);
+	ht__commit_free(p->ct);
+	ht__vec_release(&p->consumers);
+	ht__vec_release(&p->ended);
 	free(p);
 }
 
 /* ---- the trackers' callbacks, fanned out ---- */
 
-static void fail(struct ht_pass *p, int rc)
+static void fail(struct ht__pass *p, int rc)
 {
 	if (rc < 0 && !p->err)
 		p->err = rc;
 }
 
-static void on_life(void *ctx, const struct ht_life *l)
+static void on_life(void *ctx, const struct ht__life *l)
 {
-	struct ht_pass *p = ctx;
+	struct ht__pass *p = ctx;
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if (s->c->life)
@@ -143,9 +143,9 @@ static void on_life(void *ctx, const struct ht_life *l)
 	}
 }
 
-static void on_commit(void *ctx, const struct ht_commit *c)
+static void on_commit(void *ctx, const struct ht__commit *c)
 {
-	struct ht_pass *p = ctx;
+	struct ht__pass *p = ctx;
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if (s->c->commit)
@@ -155,7 +155,7 @@ static void on_commit(void *ctx, const struct ht_commit *c)
 
 /* ---- process images ---- */
 
-static void process_start(struct ht_pass *p, uint32_t process, uint64_t ts)
+static void process_start(struct ht__pass *p, uint32_t process, uint64_t ts)
 {
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
@@ -165,9 +165,9 @@ static void process_start(struct ht_pass *p, uint32_t process, uint64_t ts)
 }
 
 /* Image process ended at ts: said once per image. */
-static void process_end(struct ht_pass *p, uint32_t process, uint64_t ts)
+static void process_end(struct ht__pass *p, uint32_t process, uint64_t ts)
 {
-	if (ht_vec_grow_zero(&p->ended, (size_t)process + 1) < 0) {
+	if (ht__vec_grow_zero(&p->ended, (size_t)process + 1) < 0) {
 		fail(p, HT_ERR_NOMEM);
 		return;
 	}
@@ -176,9 +176,9 @@ static void process_end(struct ht_pass *p, uint32_t process, uint64_t ts)
 	p->ended.v[process] = 1;
 	/* What the image never gave back ends with it (lifetime.h, commit.h). */
 	if (p->lt)
-		fail(p, ht_life_end_process(p->lt, process, ts));
+		fail(p, ht__life_end_process(p->lt, process, ts));
 	if (p->ct)
-		ht_commit_end_process(p->ct, process, ts);
+		ht__commit_end_process(p->ct, process, ts);
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if (s->c->process_end)
@@ -191,7 +191,7 @@ static void process_end(struct ht_pass *p, uint32_t process, uint64_t ts)
  * EXEC names the new image, and the image it replaced is the earlier one
  * of the same pid that has not ended yet.
  */
-static void process_events(struct ht_pass *p, const struct ht_event *ev)
+static void process_events(struct ht__pass *p, const struct ht_event *ev)
 {
 	if (ev->type == HT_EV_PROCESS_START) {
 		process_start(p, ev->process, ev->ts);
@@ -212,7 +212,7 @@ static void process_events(struct ht_pass *p, const struct ht_event *ev)
 
 /* ---- the loop ---- */
 
-static void call_event(struct ht_pass *p, const struct ht_event *ev)
+static void call_event(struct ht__pass *p, const struct ht_event *ev)
 {
 	uint32_t bit = ev->type < 32 ? HT_PASS_EV(ev->type) : 0;
 	if (!(p->events & bit))
@@ -225,7 +225,7 @@ static void call_event(struct ht_pass *p, const struct ht_event *ev)
 }
 
 /* The time after which no consumer needs events: the highest limit, or never. */
-static uint64_t stop_ts(const struct ht_pass *p)
+static uint64_t stop_ts(const struct ht__pass *p)
 {
 	uint64_t stop = 0;
 	for (size_t i = 0; i < p->consumers.len; i++)
@@ -234,14 +234,14 @@ static uint64_t stop_ts(const struct ht_pass *p)
 	return p->consumers.len ? stop : 0;
 }
 
-int ht_pass_run(struct ht_pass *p)
+int ht__pass_run(struct ht__pass *p)
 {
 	if (p->ran)
 		return HT_ERR_INVALID;
 	p->ran = true;
-	if ((p->needs & HT_PASS_NEED_LIFE) && !(p->lt = ht_life_new(on_life, p)))
+	if ((p->needs & HT_PASS_NEED_LIFE) && !(p->lt = ht__life_new(on_life, p)))
 		return HT_ERR_NOMEM;
-	if ((p->needs & HT_PASS_NEED_COMMIT) && !(p->ct = ht_commit_new(on_commit, p)))
+	if ((p->needs & HT_PASS_NEED_COMMIT) && !(p->ct = ht__commit_new(on_commit, p)))
 		return HT_ERR_NOMEM;
 	int rc = ht_reader_rewind(p->r);
 	if (rc < 0)
@@ -264,9 +264,9 @@ int ht_pass_run(struct ht_pass *p)
 			break;
 		p->nevents++;
 		if (p->lt)
-			fail(p, ht_life_event(p->lt, &ev));
+			fail(p, ht__life_event(p->lt, &ev));
 		if (p->ct && !p->err)
-			fail(p, ht_commit_event(p->ct, &ev));
+			fail(p, ht__commit_event(p->ct, &ev));
 		if (ev.type >= HT_EV_PROCESS_START && ev.type <= HT_EV_PROCESS_EXIT && !p->err)
 			process_events(p, &ev);
 		if (!p->err)
@@ -279,9 +279,9 @@ int ht_pass_run(struct ht_pass *p)
 	/* The footer (read at the end of an unfinished trace) may know more. */
 	end_ts_from_info(p);
 	if (p->lt && !p->err)
-		ht_life_finish(p->lt);
+		ht__life_finish(p->lt);
 	if (p->ct && !p->err)
-		ht_commit_finish(p->ct);
+		ht__commit_finish(p->ct);
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if (s->c->end)
@@ -290,7 +290,7 @@ int ht_pass_run(struct ht_pass *p)
 	return p->err;
 }
 
-int ht_pass_trace_end(struct ht_reader *r, uint64_t *end)
+int ht__pass_trace_end(struct ht_reader *r, uint64_t *end)
 {
 	const struct ht_trace_info *info = ht_reader_info(r);
 	uint64_t last = 0;

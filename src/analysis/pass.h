@@ -18,27 +18,27 @@
  *      starts (PROCESS_START, EXEC);
  *   3. .event, when the consumer asked for the event's type.
  * At the end of the trace (or once every consumer said it needs no more
- * events, see ht_pass_stop_at()) the blocks and ranges still live are given
+ * events, see ht__pass_stop_at()) the blocks and ranges still live are given
  * to .life and .commit with free_ts / decommit_ts == HT_TS_NEVER, oldest
  * first, then every .end is called, in the order the consumers were added.
  *
- * Adding an output: write a consumer (a static const struct ht_consumer
- * and a context), ht_pass_add() it next to the others; nothing else reads
+ * Adding an output: write a consumer (a static const struct ht__consumer
+ * and a context), ht__pass_add() it next to the others; nothing else reads
  * the trace. docs/architecture.md shows where the consumers live.
  *
  * Example:
  *
- *     static int count_frees(void *ctx, struct ht_pass *p, const struct ht_life *l)
+ *     static int count_frees(void *ctx, struct ht__pass *p, const struct ht__life *l)
  *     { if (l->free_ts != HT_TS_NEVER) ++*(uint64_t *)ctx; return 0; }
- *     static const struct ht_consumer frees = {.name = "frees", .life = count_frees};
+ *     static const struct ht__consumer frees = {.name = "frees", .life = count_frees};
  *
- *     struct ht_pass *p;
+ *     struct ht__pass *p;
  *     uint64_t n = 0;
- *     if ((rc = ht_pass_new(&p, reader)) < 0) ...;
- *     ht_pass_add(p, &frees, &n);
- *     ht_pass_add(p, ht_agg_consumer(), agg);    // and as many more as needed
- *     rc = ht_pass_run(p);                        // reads every event once
- *     ht_pass_free(p);
+ *     if ((rc = ht__pass_new(&p, reader)) < 0) ...;
+ *     ht__pass_add(p, &frees, &n);
+ *     ht__pass_add(p, ht__agg_consumer(), agg);    // and as many more as needed
+ *     rc = ht__pass_run(p);                        // reads every event once
+ *     ht__pass_free(p);
  *
  * Not thread-safe; the reader must outlive the pass.
  */
@@ -51,49 +51,49 @@
 #include "analysis/lifetime.h"
 #include "heaptrail/trace.h"
 
-struct ht_pass;
+struct ht__pass;
 
-/* Bit of an event type in ht_consumer.events. */
+/* Bit of an event type in ht__consumer.events. */
 #define HT_PASS_EV(type) (1u << (type))
 #define HT_PASS_ALL_EVENTS 0xffffffffu
 
 /*
  * A consumer: every callback may be NULL. Each returns 0 to go on or a
- * negative error (enum ht_error), which stops the pass: ht_pass_run()
- * returns the first error. ctx is the pointer given to ht_pass_add().
+ * negative error (enum ht_error), which stops the pass: ht__pass_run()
+ * returns the first error. ctx is the pointer given to ht__pass_add().
  */
-struct ht_consumer {
+struct ht__consumer {
 	const char *name; /* for messages */
 	/* Event types .event is called for (HT_PASS_EV bits); 0 with no .event. */
 	uint32_t events;
-	/* Set when the consumer needs the trackers' numbers (ht_pass_life_stats(),
-	   ht_pass_commit_stats()) without a .life or .commit callback. */
+	/* Set when the consumer needs the trackers' numbers (ht__pass_life_stats(),
+	   ht__pass_commit_stats()) without a .life or .commit callback. */
 	unsigned needs; /* HT_PASS_NEED_* */
 	/* Before the first event; the reader is at the start of the trace. */
-	int (*begin)(void *ctx, struct ht_pass *p);
-	int (*event)(void *ctx, struct ht_pass *p, const struct ht_event *ev);
+	int (*begin)(void *ctx, struct ht__pass *p);
+	int (*event)(void *ctx, struct ht__pass *p, const struct ht_event *ev);
 	/* A heap block ended (lifetime.h); only valid during the call. */
-	int (*life)(void *ctx, struct ht_pass *p, const struct ht_life *l);
+	int (*life)(void *ctx, struct ht__pass *p, const struct ht__life *l);
 	/* A piece of a committed range ended (commit.h); only valid during the call. */
-	int (*commit)(void *ctx, struct ht_pass *p, const struct ht_commit *c);
+	int (*commit)(void *ctx, struct ht__pass *p, const struct ht__commit *c);
 	/* A process image (index into the reader's process table) started or ended at ts. */
-	int (*process_start)(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts);
-	int (*process_end)(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts);
-	/* After the last callback of the trace; ht_pass_end_ts() is final. */
-	int (*end)(void *ctx, struct ht_pass *p);
+	int (*process_start)(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts);
+	int (*process_end)(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts);
+	/* After the last callback of the trace; ht__pass_end_ts() is final. */
+	int (*end)(void *ctx, struct ht__pass *p);
 };
 
 #define HT_PASS_NEED_LIFE 0x1u	 /* keep the lifetime tracker */
 #define HT_PASS_NEED_COMMIT 0x2u /* keep the commit map */
 
 /* A pass over reader r. Returns 0 or HT_ERR_NOMEM. */
-int ht_pass_new(struct ht_pass **out, struct ht_reader *r);
+int ht__pass_new(struct ht__pass **out, struct ht_reader *r);
 
 /*
  * Register a consumer (c must outlive the pass; ctx is its state). Returns
- * the consumer's id (>= 0), for ht_pass_stop_at(), or HT_ERR_NOMEM.
+ * the consumer's id (>= 0), for ht__pass_stop_at(), or HT_ERR_NOMEM.
  */
-int ht_pass_add(struct ht_pass *p, const struct ht_consumer *c, void *ctx);
+int ht__pass_add(struct ht__pass *p, const struct ht__consumer *c, void *ctx);
 
 /*
  * Consumer id needs no event at or after ts (its window ends there). Once
@@ -103,42 +103,42 @@ int ht_pass_add(struct ht_pass *p, const struct ht_consumer *c, void *ctx);
  * consumer past its limit still gets .life, .commit and .process_* calls
  * (for ends after its window) but no .event.
  */
-void ht_pass_stop_at(struct ht_pass *p, int id, uint64_t ts);
+void ht__pass_stop_at(struct ht__pass *p, int id, uint64_t ts);
 
 /* Progress: called about every 65536 events with the ts of the last event
    and the trace's duration (0 when unknown). */
-typedef void (*ht_pass_progress_fn)(void *ctx, uint64_t ts, uint64_t duration);
-void ht_pass_progress(struct ht_pass *p, ht_pass_progress_fn fn, void *ctx);
+typedef void (*ht__pass_progress_fn)(void *ctx, uint64_t ts, uint64_t duration);
+void ht__pass_progress(struct ht__pass *p, ht__pass_progress_fn fn, void *ctx);
 
 /*
  * Rewind the reader and read the trace once, calling the consumers as the
  * top of this file says. Can be called once. Returns 0, a negative error of
  * the reader, HT_ERR_NOMEM, or the first error a consumer returned.
  */
-int ht_pass_run(struct ht_pass *p);
+int ht__pass_run(struct ht__pass *p);
 
 /* ---- for consumers, during the run ---- */
 
-struct ht_reader *ht_pass_reader(const struct ht_pass *p);
+struct ht_reader *ht__pass_reader(const struct ht__pass *p);
 
 /*
  * The end of the trace as known so far: the latest event time or the
  * duration the trace states, whichever is later; final in .end.
  */
-uint64_t ht_pass_end_ts(const struct ht_pass *p);
+uint64_t ht__pass_end_ts(const struct ht__pass *p);
 
 /* The lifetime tracker's numbers (zeros when no consumer needs it). */
-const struct ht_life_stats *ht_pass_life_stats(const struct ht_pass *p);
+const struct ht__life_stats *ht__pass_life_stats(const struct ht__pass *p);
 
 /* The commit map's totals, and one process image's (zeros when no consumer needs it). */
-const struct ht_commit_stats *ht_pass_commit_stats(const struct ht_pass *p);
-void ht_pass_commit_process_stats(const struct ht_pass *p, uint32_t process,
-				  struct ht_commit_stats *out);
+const struct ht__commit_stats *ht__pass_commit_stats(const struct ht__pass *p);
+void ht__pass_commit_process_stats(const struct ht__pass *p, uint32_t process,
+				   struct ht__commit_stats *out);
 
 /* Events read so far. */
-uint64_t ht_pass_events(const struct ht_pass *p);
+uint64_t ht__pass_events(const struct ht__pass *p);
 
-void ht_pass_free(struct ht_pass *p);
+void ht__pass_free(struct ht__pass *p);
 
 /*
  * The end of the trace before any pass, for consumers that size their
@@ -146,6 +146,6 @@ void ht_pass_free(struct ht_pass *p);
  * finished trace states; an unfinished trace (no footer) is read through
  * once to find its last event, then rewound. Returns 0 or a reader error.
  */
-int ht_pass_trace_end(struct ht_reader *r, uint64_t *end);
+int ht__pass_trace_end(struct ht_reader *r, uint64_t *end);
 
 #endif

@@ -10,39 +10,39 @@
 
 #include "analysis/vec.h"
 
-void ht_query_init(struct ht_query *q)
+void ht__query_init(struct ht__query *q)
 {
 	memset(q, 0, sizeof(*q));
 	q->life_max = UINT64_MAX;
 	q->size_max = UINT64_MAX;
-	ht_match_list_init(&q->cull);
-	ht_match_list_init(&q->require);
+	ht__match_list_init(&q->cull);
+	ht__match_list_init(&q->require);
 	q->default_cull = true;
 	q->group = HT_GROUP_HANDLE;
 	q->sort = HT_SORT_SO;
 	q->symbols = -1;
 }
 
-void ht_query_release(struct ht_query *q)
+void ht__query_release(struct ht__query *q)
 {
 	free(q->pids);
-	ht_match_list_release(&q->cull);
-	ht_match_list_release(&q->require);
+	ht__match_list_release(&q->cull);
+	ht__match_list_release(&q->require);
 	q->pids = NULL;
 	q->pid_count = q->pid_alloc = 0;
 }
 
-int ht_query_add_pid(struct ht_query *q, int32_t pid)
+int ht__query_add_pid(struct ht__query *q, int32_t pid)
 {
-	if (ht_query_wants_pid(q, pid) && q->pid_count)
+	if (ht__query_wants_pid(q, pid) && q->pid_count)
 		return 0;
-	if (ht_grow((void **)&q->pids, &q->pid_alloc, q->pid_count + 1, sizeof(*q->pids)) < 0)
+	if (ht__grow((void **)&q->pids, &q->pid_alloc, q->pid_count + 1, sizeof(*q->pids)) < 0)
 		return HT_ERR_NOMEM;
 	q->pids[q->pid_count++] = pid;
 	return 0;
 }
 
-bool ht_query_wants_pid(const struct ht_query *q, int32_t pid)
+bool ht__query_wants_pid(const struct ht__query *q, int32_t pid)
 {
 	if (!q->pid_count)
 		return true;
@@ -52,14 +52,14 @@ bool ht_query_wants_pid(const struct ht_query *q, int32_t pid)
 	return false;
 }
 
-int ht_query_prepare(struct ht_query *q)
+int ht__query_prepare(struct ht__query *q)
 {
 	if (q->has_range && (q->range_end <= q->range_start || q->has_at))
 		return HT_ERR_INVALID;
 	if (q->life_max <= q->life_min || q->size_max <= q->size_min)
 		return HT_ERR_INVALID;
 	if (q->default_cull && !q->defaults_added) {
-		int rc = ht_match_list_add_defaults(&q->cull);
+		int rc = ht__match_list_add_defaults(&q->cull);
 		if (rc < 0)
 			return rc;
 		q->defaults_added = true;
@@ -72,29 +72,29 @@ static const char *const sort_titles[] = {
     "outstanding size", "outstanding count", "total size", "total count", "realloc count",
 };
 
-int ht_sort_parse(const char *s, enum ht_sort *out)
+int ht__sort_parse(const char *s, enum ht__sort *out)
 {
 	for (unsigned i = 0; s && i < sizeof(sort_names) / sizeof(sort_names[0]); i++) {
 		if (!strcasecmp(s, sort_names[i])) {
-			*out = (enum ht_sort)i;
+			*out = (enum ht__sort)i;
 			return 0;
 		}
 	}
 	return HT_ERR_INVALID;
 }
 
-const char *ht_sort_name(enum ht_sort s)
+const char *ht__sort_name(enum ht__sort s)
 {
 	return (unsigned)s < 5 ? sort_names[s] : "?";
 }
 
-const char *ht_sort_title(enum ht_sort s)
+const char *ht__sort_title(enum ht__sort s)
 {
 	return (unsigned)s < 5 ? sort_titles[s] : "?";
 }
 
-bool ht_query_accepts(const struct ht_query *q, const struct ht_life *life, uint64_t trace_end,
-		      bool *outstanding)
+bool ht__query_accepts(const struct ht__query *q, const struct ht__life *life, uint64_t trace_end,
+		       bool *outstanding)
 {
 	uint64_t end = trace_end;
 	if (q->has_range) {

@@ -8,14 +8,14 @@
  *
  * Example:
  *
- *     struct ht_query q;
- *     ht_query_init(&q);                    // all processes, whole trace
- *     ht_query_add_pid(&q, 1234);
+ *     struct ht__query q;
+ *     ht__query_init(&q);                    // all processes, whole trace
+ *     ht__query_add_pid(&q, 1234);
  *     q.has_range = true; q.range_start = 0; q.range_end = 5000000000;
- *     ht_match_list_add(&q.cull, "libfoo.so!pool_alloc");
- *     if (ht_query_prepare(&q) < 0) ...     // validates, adds the default cull list
+ *     ht__match_list_add(&q.cull, "libfoo.so!pool_alloc");
+ *     if (ht__query_prepare(&q) < 0) ...     // validates, adds the default cull list
  *     ...
- *     ht_query_release(&q);
+ *     ht__query_release(&q);
  *
  * Times are ns since the start of the trace; intervals are [low, high).
  * Ownership: the query owns its pid array and match lists. Not thread-safe.
@@ -31,7 +31,7 @@
 #include "analysis/match.h"
 
 /* What the items of a result are. */
-enum ht_group {
+enum ht__group {
 	HT_GROUP_HANDLE = 0, /* one row per process and heap handle (xperf's default) */
 	HT_GROUP_STACK,	     /* the whole stack after culling */
 	HT_GROUP_FRAME,	     /* the topmost frame after culling */
@@ -39,7 +39,7 @@ enum ht_group {
 };
 
 /* Sort keys, as xperf names them. Ties: then total size, then the key text. */
-enum ht_sort {
+enum ht__sort {
 	HT_SORT_SO = 0, /* outstanding size (default) */
 	HT_SORT_SOC,	/* outstanding count */
 	HT_SORT_ST,	/* total size */
@@ -50,7 +50,7 @@ enum ht_sort {
 /* Items shown when top is not given (xperf's limit). */
 #define HT_QUERY_DEFAULT_TOP 10000
 
-struct ht_query {
+struct ht__query {
 	/* Events in [range_start, range_end) only; whole trace when !has_range. */
 	bool has_range;
 	uint64_t range_start, range_end;
@@ -63,15 +63,15 @@ struct ht_query {
 	size_t pid_count, pid_alloc;
 	/*
 	 * Frames to cull and frames required (tested before culling). The
-	 * default cull list is added to cull by ht_query_prepare() unless
+	 * default cull list is added to cull by ht__query_prepare() unless
 	 * default_cull is false.
 	 */
-	struct ht_match_list cull;
-	struct ht_match_list require;
+	struct ht__match_list cull;
+	struct ht__match_list require;
 	bool default_cull;
-	bool defaults_added; /* set by ht_query_prepare() */
-	enum ht_group group;
-	enum ht_sort sort;
+	bool defaults_added; /* set by ht__query_prepare() */
+	enum ht__group group;
+	enum ht__sort sort;
 	uint64_t top;	  /* items to show; 0: HT_QUERY_DEFAULT_TOP */
 	bool top_given;	  /* the user asked for top (so a cut is expected, not reported) */
 	bool totals_only; /* only the totals */
@@ -80,10 +80,10 @@ struct ht_query {
 	 * One moment instead of a range (--at-peak, --metric peak): with has_at
 	 * a block counts when it is live at at_ts (alloc_ts <= at_ts < free_ts)
 	 * in a process that has not ended by then, and it is outstanding.
-	 * ht_summary_at_peak() (summary.h) sets it to the heap's peak. Not
+	 * ht__summary_at_peak() (summary.h) sets it to the heap's peak. Not
 	 * combined with has_range.
 	 */
-	bool at_peak; /* asked for the peak: front ends call ht_summary_at_peak() */
+	bool at_peak; /* asked for the peak: front ends call ht__summary_at_peak() */
 	bool has_at;
 	uint64_t at_ts;
 	/* Only temporary blocks (heaptrack's definition, temporary.h). */
@@ -91,28 +91,28 @@ struct ht_query {
 };
 
 /* Everything, whole trace, HT_GROUP_HANDLE, HT_SORT_SO, default cull list on. */
-void ht_query_init(struct ht_query *q);
-void ht_query_release(struct ht_query *q);
+void ht__query_init(struct ht__query *q);
+void ht__query_release(struct ht__query *q);
 
 /* Keep process pid too. Returns 0 or HT_ERR_NOMEM. */
-int ht_query_add_pid(struct ht_query *q, int32_t pid);
+int ht__query_add_pid(struct ht__query *q, int32_t pid);
 
 /* Whether pid passes the -pid filter. */
-bool ht_query_wants_pid(const struct ht_query *q, int32_t pid);
+bool ht__query_wants_pid(const struct ht__query *q, int32_t pid);
 
 /*
  * Check the query (HT_ERR_INVALID when range_end <= range_start, life_max <=
  * life_min or size_max <= size_min) and add the default cull list when asked
  * (once). Returns 0, HT_ERR_INVALID or HT_ERR_NOMEM.
  */
-int ht_query_prepare(struct ht_query *q);
+int ht__query_prepare(struct ht__query *q);
 
 /* "so", "soc", "st", "stc", "src" (case-insensitive). Returns 0 or HT_ERR_INVALID. */
-int ht_sort_parse(const char *s, enum ht_sort *out);
+int ht__sort_parse(const char *s, enum ht__sort *out);
 /* "so" ... for a key. */
-const char *ht_sort_name(enum ht_sort s);
+const char *ht__sort_name(enum ht__sort s);
 /* "outstanding size" ... for a key. */
-const char *ht_sort_title(enum ht_sort s);
+const char *ht__sort_title(enum ht__sort s);
 
 /*
  * Whether a block counts under the range, lifetime and size rules (not the
@@ -129,7 +129,7 @@ const char *ht_sort_title(enum ht_sort s);
  * With has_at, the range is [0, at_ts] and only blocks live at at_ts count;
  * with temporary_only, only blocks whose life->temporary is set.
  */
-bool ht_query_accepts(const struct ht_query *q, const struct ht_life *life, uint64_t trace_end,
-		      bool *outstanding);
+bool ht__query_accepts(const struct ht__query *q, const struct ht__life *life, uint64_t trace_end,
+		       bool *outstanding);
 
 #endif

@@ -19,18 +19,18 @@
 
 /* What one run needs besides the result. */
 struct run {
-	struct ht_report_data *d;
-	const struct ht_report_opts *o;
+	struct ht__report_data *d;
+	const struct ht__report_opts *o;
 	struct ht_reader *r;
-	struct ht_match_list cull_list;
-	struct ht_frame_matcher *cull;
-	struct ht_wstacks *ws;
+	struct ht__match_list cull_list;
+	struct ht__frame_matcher *cull;
+	struct ht__wstacks *ws;
 	/* Canonical stack id -> output stack index + 1 (0: not yet used). */
 	uint32_t *canon_out;
 	size_t canon_cap;
 	/* Commits already counted, as 'heaptrail table' keeps them, so a range
 	   decommitted in pieces counts once in Count. */
-	struct ht_commit_seen seen;
+	struct ht__commit_seen seen;
 	/* Heap series: live bytes after the last event, bytes freed since. */
 	uint64_t live_prev, freed;
 	/* RSS of each process, to follow the sum's peak. */
@@ -43,12 +43,12 @@ struct run {
 	size_t handles_cap;
 };
 
-#define mix64 ht_mix64
+#define mix64 ht__mix64
 
-#define grow ht_grow
-#define grow_zero ht_grow_zero
+#define grow ht__grow
+#define grow_zero ht__grow_zero
 
-#define grow32 ht_grow32
+#define grow32 ht__grow32
 
 /* ---- sites and cells ---- */
 
@@ -59,28 +59,28 @@ static uint64_t site_hash(uint32_t process, uint32_t handle, uint32_t stack)
 
 static uint64_t site_rehash(const void *ctx, uint32_t id)
 {
-	const struct ht_rd_site *st = &((const struct ht_rd_table *)ctx)->sites[id];
+	const struct ht__rd_site *st = &((const struct ht__rd_table *)ctx)->sites[id];
 	return site_hash(st->process, st->handle, st->stack);
 }
 
 /* The index of the site (process, handle, stack), added when new; negative on error. */
-static int64_t site_get(struct ht_rd_table *t, uint32_t process, uint32_t handle, uint32_t stack)
+static int64_t site_get(struct ht__rd_table *t, uint32_t process, uint32_t handle, uint32_t stack)
 {
 	uint64_t h = site_hash(process, handle, stack);
-	for (uint32_t *slot = ht_hindex_find(&t->site_index, h); *slot;
-	     slot = ht_hindex_next(&t->site_index, slot)) {
-		const struct ht_rd_site *s = &t->sites[*slot - 1];
+	for (uint32_t *slot = ht__hindex_find(&t->site_index, h); *slot;
+	     slot = ht__hindex_next(&t->site_index, slot)) {
+		const struct ht__rd_site *s = &t->sites[*slot - 1];
 		if (s->process == process && s->handle == handle && s->stack == stack)
 			return *slot - 1;
 	}
 	if (grow32((void **)&t->sites, &t->sites_cap, t->nsites + 1, sizeof(*t->sites)) < 0)
 		return HT_ERR_NOMEM;
-	struct ht_rd_site *s = &t->sites[t->nsites];
+	struct ht__rd_site *s = &t->sites[t->nsites];
 	memset(s, 0, sizeof(*s));
 	s->process = process;
 	s->handle = handle;
 	s->stack = stack;
-	if (ht_hindex_insert(&t->site_index, h, t->nsites, site_rehash, t) < 0)
+	if (ht__hindex_insert(&t->site_index, h, t->nsites, site_rehash, t) < 0)
 		return HT_ERR_NOMEM;
 	return t->nsites++;
 }
@@ -92,16 +92,16 @@ static uint64_t cell_hash(uint32_t site, uint32_t ab, uint32_t fb)
 
 static uint64_t cell_rehash(const void *ctx, uint32_t id)
 {
-	const struct ht_rd_cell *c = &((const struct ht_rd_table *)ctx)->cells[id];
+	const struct ht__rd_cell *c = &((const struct ht__rd_table *)ctx)->cells[id];
 	return cell_hash(c->site, c->alloc_bucket, c->free_bucket);
 }
 
-static int cell_add_raw(struct ht_rd_table *t, const struct ht_rd_cell *add)
+static int cell_add_raw(struct ht__rd_table *t, const struct ht__rd_cell *add)
 {
 	uint64_t h = cell_hash(add->site, add->alloc_bucket, add->free_bucket);
-	for (uint32_t *slot = ht_hindex_find(&t->cell_index, h); *slot;
-	     slot = ht_hindex_next(&t->cell_index, slot)) {
-		struct ht_rd_cell *c = &t->cells[*slot - 1];
+	for (uint32_t *slot = ht__hindex_find(&t->cell_index, h); *slot;
+	     slot = ht__hindex_next(&t->cell_index, slot)) {
+		struct ht__rd_cell *c = &t->cells[*slot - 1];
 		if (c->site == add->site && c->alloc_bucket == add->alloc_bucket &&
 		    c->free_bucket == add->free_bucket) {
 			c->count += add->count;
@@ -114,7 +114,7 @@ static int cell_add_raw(struct ht_rd_table *t, const struct ht_rd_cell *add)
 	if (grow((void **)&t->cells, &t->cells_cap, t->ncells + 1, sizeof(*t->cells)) < 0)
 		return HT_ERR_NOMEM;
 	t->cells[t->ncells] = *add;
-	if (ht_hindex_insert(&t->cell_index, h, (uint32_t)t->ncells, cell_rehash, t) < 0)
+	if (ht__hindex_insert(&t->cell_index, h, (uint32_t)t->ncells, cell_rehash, t) < 0)
 		return HT_ERR_NOMEM;
 	t->ncells++;
 	return 0;
@@ -124,18 +124,18 @@ static int cell_add_raw(struct ht_rd_table *t, const struct ht_rd_cell *add)
  * Halves the time resolution of the cells: buckets twice as wide, cells that
  * now share both buckets merged. Called when the cells outgrow their budget.
  */
-static int cells_coarsen(struct ht_rd_table *t)
+static int cells_coarsen(struct ht__rd_table *t)
 {
-	struct ht_rd_cell *old = t->cells;
+	struct ht__rd_cell *old = t->cells;
 	size_t n = t->ncells;
 	t->cells = NULL;
 	t->ncells = 0;
 	t->cells_cap = 0;
-	ht_hindex_release(&t->cell_index);
+	ht__hindex_release(&t->cell_index);
 	t->bucket_ns *= 2;
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct ht_rd_cell c = old[i];
+		struct ht__rd_cell c = old[i];
 		c.alloc_bucket /= 2;
 		if (c.free_bucket != NONE32)
 			c.free_bucket /= 2;
@@ -145,9 +145,9 @@ static int cells_coarsen(struct ht_rd_table *t)
 	return rc;
 }
 
-static int cell_add(struct ht_rd_table *t, uint32_t site, const struct ht_rd_life *l)
+static int cell_add(struct ht__rd_table *t, uint32_t site, const struct ht__rd_life *l)
 {
-	struct ht_rd_cell c = {
+	struct ht__rd_cell c = {
 	    .site = site,
 	    .alloc_bucket = (uint32_t)(l->alloc_ts / t->bucket_ns),
 	    .free_bucket =
@@ -164,9 +164,9 @@ static int cell_add(struct ht_rd_table *t, uint32_t site, const struct ht_rd_lif
 }
 
 /* Moves a site's exact lifetimes into cells; from now on it is binned. */
-static int site_bin(struct ht_rd_table *t, uint32_t i)
+static int site_bin(struct ht__rd_table *t, uint32_t i)
 {
-	struct ht_rd_site *s = &t->sites[i];
+	struct ht__rd_site *s = &t->sites[i];
 	for (uint32_t k = 0; k < s->nlives; k++) {
 		int rc = cell_add(t, i, &s->lives[k]);
 		if (rc < 0)
@@ -181,12 +181,12 @@ static int site_bin(struct ht_rd_table *t, uint32_t i)
 	return 0;
 }
 
-static const struct ht_rd_table *sort_table;
+static const struct ht__rd_table *sort_table;
 
 static int by_bytes(const void *a, const void *b)
 {
-	const struct ht_rd_site *x = &sort_table->sites[*(const uint32_t *)a];
-	const struct ht_rd_site *y = &sort_table->sites[*(const uint32_t *)b];
+	const struct ht__rd_site *x = &sort_table->sites[*(const uint32_t *)a];
+	const struct ht__rd_site *y = &sort_table->sites[*(const uint32_t *)b];
 	if (x->bytes != y->bytes)
 		return x->bytes < y->bytes ? -1 : 1;
 	return x->nlives < y->nlives ? -1 : x->nlives > y->nlives;
@@ -197,7 +197,7 @@ static int by_bytes(const void *a, const void *b)
  * are down to three quarters of the budget, so that binning happens in a few
  * rounds however many lifetimes the trace has.
  */
-static int table_trim(struct ht_rd_table *t)
+static int table_trim(struct ht__rd_table *t)
 {
 	uint32_t *order = malloc((size_t)t->nsites * sizeof(*order) + 1);
 	if (!order)
@@ -216,9 +216,9 @@ static int table_trim(struct ht_rd_table *t)
 	return rc;
 }
 
-static int table_add(struct ht_rd_table *t, uint32_t site, const struct ht_rd_life *l)
+static int table_add(struct ht__rd_table *t, uint32_t site, const struct ht__rd_life *l)
 {
-	struct ht_rd_site *s = &t->sites[site];
+	struct ht__rd_site *s = &t->sites[site];
 	s->bytes += l->size;
 	if (s->binned)
 		return cell_add(t, site, l);
@@ -230,14 +230,14 @@ static int table_add(struct ht_rd_table *t, uint32_t site, const struct ht_rd_li
 	return 0;
 }
 
-static void table_release(struct ht_rd_table *t)
+static void table_release(struct ht__rd_table *t)
 {
 	for (uint32_t i = 0; i < t->nsites; i++)
 		free(t->sites[i].lives);
 	free(t->sites);
 	free(t->cells);
-	ht_hindex_release(&t->site_index);
-	ht_hindex_release(&t->cell_index);
+	ht__hindex_release(&t->site_index);
+	ht__hindex_release(&t->cell_index);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -245,7 +245,7 @@ static void table_release(struct ht_rd_table *t)
 
 static int64_t handle_index(struct run *x, uint64_t heap)
 {
-	struct ht_report_data *d = x->d;
+	struct ht__report_data *d = x->d;
 	if (x->last_handle < d->nhandles && d->handles[x->last_handle] == heap)
 		return x->last_handle;
 	for (uint32_t i = 0; i < d->nhandles; i++)
@@ -261,8 +261,8 @@ static int64_t handle_index(struct run *x, uint64_t heap)
 /* The canonical (culled) stack id of a raw stack id; negative on error. */
 static int64_t canon_stack(struct run *x, uint32_t raw)
 {
-	struct ht_witem it = {0};
-	int rc = ht_wstacks_resolve(x->ws, raw, &it);
+	struct ht__witem it = {0};
+	int rc = ht__wstacks_resolve(x->ws, raw, &it);
 	if (rc < 0)
 		return rc;
 	return it.stack;
@@ -275,8 +275,8 @@ static int64_t canon_stack(struct run *x, uint32_t raw)
  * index found last time: events of one process and heap come in runs, so
  * the search is skipped most of the time.
  */
-static int series_get(struct ht_rd_series **arr, uint32_t *n, uint32_t *hint, uint32_t points,
-		      uint32_t process, uint32_t handle, struct ht_rd_series **out)
+static int series_get(struct ht__rd_series **arr, uint32_t *n, uint32_t *hint, uint32_t points,
+		      uint32_t process, uint32_t handle, struct ht__rd_series **out)
 {
 	if (*hint < *n && (*arr)[*hint].process == process && (*arr)[*hint].handle == handle) {
 		*out = &(*arr)[*hint];
@@ -288,11 +288,11 @@ static int series_get(struct ht_rd_series **arr, uint32_t *n, uint32_t *hint, ui
 			*hint = i;
 			return 0;
 		}
-	struct ht_rd_series *na = realloc(*arr, (*n + 1) * sizeof(**arr));
+	struct ht__rd_series *na = realloc(*arr, (*n + 1) * sizeof(**arr));
 	if (!na)
 		return HT_ERR_NOMEM;
 	*arr = na;
-	struct ht_rd_series *s = &na[*n];
+	struct ht__rd_series *s = &na[*n];
 	memset(s, 0, sizeof(*s));
 	s->process = process;
 	s->handle = handle;
@@ -309,7 +309,7 @@ static int series_get(struct ht_rd_series **arr, uint32_t *n, uint32_t *hint, ui
 }
 
 /* Closes the points before p with their values and opens p. */
-static void series_move(struct ht_rd_series *s, uint32_t p)
+static void series_move(struct ht__rd_series *s, uint32_t p)
 {
 	if (p <= s->filled)
 		return;
@@ -320,7 +320,7 @@ static void series_move(struct ht_rd_series *s, uint32_t p)
 	s->max[p] = s->cur;
 }
 
-static void series_set(struct ht_rd_series *s, uint32_t p, uint64_t v)
+static void series_set(struct ht__rd_series *s, uint32_t p, uint64_t v)
 {
 	series_move(s, p);
 	s->cur = v;
@@ -329,13 +329,13 @@ static void series_set(struct ht_rd_series *s, uint32_t p, uint64_t v)
 	s->last[s->filled] = v;
 }
 
-static uint32_t point_of(const struct ht_report_data *d, uint64_t ts)
+static uint32_t point_of(const struct ht__report_data *d, uint64_t ts)
 {
 	uint64_t p = ts / d->point_ns;
 	return p >= d->points ? d->points - 1 : (uint32_t)p;
 }
 
-static void series_release(struct ht_rd_series *arr, uint32_t n)
+static void series_release(struct ht__rd_series *arr, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		free(arr[i].max);
@@ -349,9 +349,9 @@ static void series_release(struct ht_rd_series *arr, uint32_t n)
 /* The heap series of (process, heap) changes by delta at ts. */
 static int heap_step(struct run *x, uint32_t process, uint64_t heap, uint64_t ts, int64_t delta)
 {
-	struct ht_report_data *d = x->d;
+	struct ht__report_data *d = x->d;
 	int64_t h = handle_index(x, heap);
-	struct ht_rd_series *s;
+	struct ht__rd_series *s;
 	if (h < 0 || series_get(&d->heap_series, &d->nheap_series, &x->hint_heap, d->points,
 				process, (uint32_t)h, &s) < 0)
 		return HT_ERR_NOMEM;
@@ -359,7 +359,7 @@ static int heap_step(struct run *x, uint32_t process, uint64_t heap, uint64_t ts
 	return 0;
 }
 
-static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
+static int on_life(void *ctx, struct ht__pass *p, const struct ht__life *l)
 {
 	(void)p;
 	struct run *x = ctx;
@@ -368,7 +368,7 @@ static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
 	int64_t site = st < 0 ? st : site_get(&x->d->heap, l->process, (uint32_t)h, (uint32_t)st);
 	if (site < 0)
 		return (int)site;
-	struct ht_rd_life rl = {l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0};
+	struct ht__rd_life rl = {l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0};
 	int rc = table_add(&x->d->heap, (uint32_t)site, &rl);
 	if (rc < 0 || l->free_ts == HT_TS_NEVER)
 		return rc;
@@ -377,24 +377,24 @@ static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
 	return heap_step(x, l->process, l->heap, l->free_ts, -(int64_t)l->size);
 }
 
-static int on_commit(void *ctx, struct ht_pass *p, const struct ht_commit *c)
+static int on_commit(void *ctx, struct ht__pass *p, const struct ht__commit *c)
 {
 	(void)p;
 	struct run *x = ctx;
-	int piece = ht_commit_seen(&x->seen, c);
+	int piece = ht__commit_seen(&x->seen, c);
 	int64_t h = piece < 0 ? HT_ERR_NOMEM : handle_index(x, 0);
 	int64_t st = h < 0 ? h : canon_stack(x, c->stack);
 	int64_t site = st < 0 ? st : site_get(&x->d->commit, c->process, (uint32_t)h, (uint32_t)st);
 	if (site < 0)
 		return (int)site;
-	struct ht_rd_life rl = {c->size, c->commit_ts, c->decommit_ts, 0, (uint8_t)piece};
+	struct ht__rd_life rl = {c->size, c->commit_ts, c->decommit_ts, 0, (uint8_t)piece};
 	return table_add(&x->d->commit, (uint32_t)site, &rl);
 }
 
 static int set_rss(struct run *x, uint32_t process, uint64_t ts, uint64_t v)
 {
-	struct ht_report_data *d = x->d;
-	struct ht_rd_series *s;
+	struct ht__report_data *d = x->d;
+	struct ht__rd_series *s;
 	if (grow_zero((void **)&x->rss, &x->rss_cap, (size_t)process + 1, sizeof(*x->rss)) < 0)
 		return HT_ERR_NOMEM;
 	int rc =
@@ -412,12 +412,12 @@ static int set_rss(struct run *x, uint32_t process, uint64_t ts, uint64_t v)
 }
 
 /* The committed series of a process follows the commit map. */
-static int commit_set(struct run *x, struct ht_pass *p, uint32_t process, uint64_t ts, bool ended)
+static int commit_set(struct run *x, struct ht__pass *p, uint32_t process, uint64_t ts, bool ended)
 {
-	struct ht_report_data *d = x->d;
-	struct ht_commit_stats cs;
-	struct ht_rd_series *s;
-	ht_pass_commit_process_stats(p, process, &cs);
+	struct ht__report_data *d = x->d;
+	struct ht__commit_stats cs;
+	struct ht__rd_series *s;
+	ht__pass_commit_process_stats(p, process, &cs);
 	if (ended && !cs.committed_bytes)
 		return 0; /* nothing committed: no series to end */
 	int rc = series_get(&d->commit_series, &d->ncommit_series, &x->hint_commit, d->points,
@@ -428,7 +428,7 @@ static int commit_set(struct run *x, struct ht_pass *p, uint32_t process, uint64
 	return 0;
 }
 
-static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	struct run *x = ctx;
 	int rc = 0;
@@ -442,7 +442,7 @@ static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
 	 * allocated is the rest of the change of the live bytes, in the
 	 * event's process and heap.
 	 */
-	uint64_t live = ht_pass_life_stats(p)->live_bytes;
+	uint64_t live = ht__pass_life_stats(p)->live_bytes;
 	int64_t allocated = (int64_t)(live - x->live_prev) + (int64_t)x->freed;
 	x->live_prev = live;
 	x->freed = 0;
@@ -456,7 +456,7 @@ static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
  * pass's rule, as in the tables), so its committed series drops to 0 as its
  * heap series did, and its RSS too.
  */
-static int on_process_end(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
+static int on_process_end(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts)
 {
 	struct run *x = ctx;
 	int rc = commit_set(x, p, process, ts, true);
@@ -465,7 +465,7 @@ static int on_process_end(void *ctx, struct ht_pass *p, uint32_t process, uint64
 	return rc;
 }
 
-static const struct ht_consumer report_consumer = {
+static const struct ht__consumer report_consumer = {
     .name = "report",
     .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_REALLOC) | HT_PASS_EV(HT_EV_FREE) |
 	      HT_PASS_EV(HT_EV_HEAP_DESTROY) | HT_PASS_EV(HT_EV_MMAP) | HT_PASS_EV(HT_EV_MUNMAP) |
@@ -480,26 +480,26 @@ static const struct ht_consumer report_consumer = {
 
 static int by_alloc(const void *a, const void *b)
 {
-	const struct ht_rd_life *x = a, *y = b;
+	const struct ht__rd_life *x = a, *y = b;
 	if (x->alloc_ts != y->alloc_ts)
 		return x->alloc_ts < y->alloc_ts ? -1 : 1;
 	return x->free_ts < y->free_ts ? -1 : x->free_ts > y->free_ts;
 }
 
 /* Each site's lifetimes in allocation order, so the output can store time deltas. */
-static void sort_lives(struct ht_rd_table *t)
+static void sort_lives(struct ht__rd_table *t)
 {
 	for (uint32_t i = 0; i < t->nsites; i++)
 		if (t->sites[i].nlives > 1) /* qsort of NULL, 0 is undefined */
-			qsort(t->sites[i].lives, t->sites[i].nlives, sizeof(struct ht_rd_life),
+			qsort(t->sites[i].lives, t->sites[i].nlives, sizeof(struct ht__rd_life),
 			      by_alloc);
 }
 
 /* Gives each used canonical stack an output index and lists its frames, outermost first. */
 static int build_stacks(struct run *x)
 {
-	struct ht_report_data *d = x->d;
-	struct ht_rd_table *tabs[2] = {&d->heap, &d->commit};
+	struct ht__report_data *d = x->d;
+	struct ht__rd_table *tabs[2] = {&d->heap, &d->commit};
 	uint32_t *frame_out = NULL; /* reader frame id -> output index + 1 */
 	size_t frame_cap = 0;
 	size_t off_cap = 0, fr_cap = 0, ids_cap = 0;
@@ -510,11 +510,11 @@ static int build_stacks(struct run *x)
 	d->stack_off[0] = d->stack_off[1] = 0;
 	uint32_t nfr = 0;
 	for (int k = 0; k < 2 && rc == 0; k++) {
-		struct ht_rd_table *t = tabs[k];
+		struct ht__rd_table *t = tabs[k];
 		for (uint32_t i = 0; i < t->nsites && rc == 0; i++) {
 			uint32_t canon = t->sites[i].stack;
 			const uint32_t *frames;
-			uint32_t n = canon ? ht_wstacks_frames(x->ws, canon, &frames) : 0;
+			uint32_t n = canon ? ht__wstacks_frames(x->ws, canon, &frames) : 0;
 			if (!n) {
 				t->sites[i].stack = 0;
 				continue;
@@ -556,20 +556,20 @@ static int build_stacks(struct run *x)
 	return rc;
 }
 
-int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
-		       const struct ht_report_opts *o)
+int ht__report_data_run(struct ht__report_data *d, struct ht_reader *r,
+			const struct ht__report_opts *o)
 {
-	struct ht_report_opts defaults = HT_REPORT_OPTS_INIT;
+	struct ht__report_opts defaults = HT_REPORT_OPTS_INIT;
 	if (!o)
 		o = &defaults;
 	memset(d, 0, sizeof(*d));
 	if (!o->points || !o->buckets || !o->heap_budget || !o->commit_budget || !o->cell_budget)
 		return HT_ERR_INVALID;
 	struct run x = {.d = d, .o = o, .r = r};
-	struct ht_pass *pass = NULL;
-	ht_match_list_init(&x.cull_list);
+	struct ht__pass *pass = NULL;
+	ht__match_list_init(&x.cull_list);
 	uint64_t dur;
-	int rc = ht_pass_trace_end(r, &dur);
+	int rc = ht__pass_trace_end(r, &dur);
 	if (rc < 0) {
 		memset(d, 0, sizeof(*d));
 		return rc;
@@ -582,20 +582,20 @@ int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
 	d->heap.cell_budget = d->commit.cell_budget = o->cell_budget;
 	d->heap.bucket_ns = d->commit.bucket_ns = dur / o->buckets + 1;
 
-	if (o->default_cull && (rc = ht_match_list_add_defaults(&x.cull_list)) < 0)
+	if (o->default_cull && (rc = ht__match_list_add_defaults(&x.cull_list)) < 0)
 		goto out;
-	if (x.cull_list.count && (rc = ht_frame_matcher_new(&x.cull, &x.cull_list, r)) < 0)
+	if (x.cull_list.count && (rc = ht__frame_matcher_new(&x.cull, &x.cull_list, r)) < 0)
 		goto out;
-	if ((rc = ht_wstacks_new(&x.ws, r, x.cull)) < 0)
+	if ((rc = ht__wstacks_new(&x.ws, r, x.cull)) < 0)
 		goto out;
 	/* One read: the summary and the report's data are consumers of one pass. */
-	if ((rc = ht_pass_new(&pass, r)) < 0 ||
-	    (rc = ht_summary_attach(&d->summary, pass, NULL)) < 0 ||
-	    (rc = ht_pass_add(pass, &report_consumer, &x)) < 0 || (rc = ht_pass_run(pass)) < 0)
+	if ((rc = ht__pass_new(&pass, r)) < 0 ||
+	    (rc = ht__summary_attach(&d->summary, pass, NULL)) < 0 ||
+	    (rc = ht__pass_add(pass, &report_consumer, &x)) < 0 || (rc = ht__pass_run(pass)) < 0)
 		goto out;
 	if (d->duration_ns < d->summary.last_ts)
 		d->duration_ns = d->summary.last_ts;
-	struct ht_rd_series *all[3] = {d->heap_series, d->commit_series, d->rss_series};
+	struct ht__rd_series *all[3] = {d->heap_series, d->commit_series, d->rss_series};
 	uint32_t counts[3] = {d->nheap_series, d->ncommit_series, d->nrss_series};
 	for (int k = 0; k < 3; k++)
 		for (uint32_t i = 0; i < counts[k]; i++) {
@@ -606,23 +606,23 @@ int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
 	sort_lives(&d->commit);
 	rc = build_stacks(&x);
 out:
-	ht_pass_free(pass);
+	ht__pass_free(pass);
 	if (x.ws)
-		ht_wstacks_free(x.ws);
+		ht__wstacks_free(x.ws);
 	if (x.cull)
-		ht_frame_matcher_free(x.cull);
-	ht_match_list_release(&x.cull_list);
+		ht__frame_matcher_free(x.cull);
+	ht__match_list_release(&x.cull_list);
 	free(x.canon_out);
-	ht_commit_seen_release(&x.seen);
+	ht__commit_seen_release(&x.seen);
 	free(x.rss);
 	if (rc < 0)
-		ht_report_data_release(d);
+		ht__report_data_release(d);
 	return rc < 0 ? rc : 0;
 }
 
-void ht_report_data_release(struct ht_report_data *d)
+void ht__report_data_release(struct ht__report_data *d)
 {
-	ht_summary_release(&d->summary);
+	ht__summary_release(&d->summary);
 	free(d->handles);
 	table_release(&d->heap);
 	table_release(&d->commit);

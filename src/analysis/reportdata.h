@@ -15,11 +15,11 @@
  *
  * Example:
  *
- *     struct ht_report_data d;
- *     struct ht_report_opts o = HT_REPORT_OPTS_INIT;
- *     if ((rc = ht_report_data_run(&d, reader, &o)) < 0) ...;
+ *     struct ht__report_data d;
+ *     struct ht__report_opts o = HT_REPORT_OPTS_INIT;
+ *     if ((rc = ht__report_data_run(&d, reader, &o)) < 0) ...;
  *     ... d.heap.sites[i], d.heap_series[j].max[k] ...
- *     ht_report_data_release(&d);
+ *     ht__report_data_release(&d);
  *
  * Not thread-safe; the reader must outlive the data (frame texts come from it).
  */
@@ -34,7 +34,7 @@
 #include "analysis/vec.h"
 #include "heaptrail/trace.h"
 
-struct ht_report_opts {
+struct ht__report_opts {
 	uint32_t points;	/* points of each series over the trace */
 	uint64_t heap_budget;	/* exact heap lifetimes kept at most */
 	uint64_t commit_budget; /* exact committed-range lifetimes kept at most */
@@ -49,7 +49,7 @@ struct ht_report_opts {
 	}
 
 /* One lifetime kept exactly. free_ts is HT_TS_NEVER when never freed. */
-struct ht_rd_life {
+struct ht__rd_life {
 	uint64_t size;
 	uint64_t alloc_ts;
 	uint64_t free_ts;
@@ -58,7 +58,7 @@ struct ht_rd_life {
 };
 
 /* Binned lifetimes of one site that share an alloc and a free bucket. */
-struct ht_rd_cell {
+struct ht__rd_cell {
 	uint32_t site;
 	uint32_t alloc_bucket;
 	uint32_t free_bucket; /* UINT32_MAX: never freed */
@@ -69,33 +69,33 @@ struct ht_rd_cell {
 };
 
 /* Where blocks come from: a process, a heap handle and a culled stack. */
-struct ht_rd_site {
+struct ht__rd_site {
 	uint32_t process;
 	uint32_t handle; /* index into handles */
 	uint32_t stack;	 /* index into the output stacks (0: no frames) */
 	uint64_t bytes;	 /* over every lifetime seen, for the budget's choice */
 	bool binned;
-	struct ht_rd_life *lives; /* in allocation order once the run is done */
+	struct ht__rd_life *lives; /* in allocation order once the run is done */
 	uint32_t nlives, lives_cap;
 };
 
 /* The lifetimes of heap blocks or of committed ranges. */
-struct ht_rd_table {
-	struct ht_rd_site *sites;
+struct ht__rd_table {
+	struct ht__rd_site *sites;
 	uint32_t nsites, sites_cap;
 	uint64_t nexact, budget;
-	struct ht_rd_cell *cells;
+	struct ht__rd_cell *cells;
 	size_t ncells, cells_cap;
 	uint64_t cell_budget;
 	uint64_t bucket_ns;
 	uint32_t binned_sites;
 	/* Internal: site and cell hash indexes (vec.h). */
-	struct ht_hindex site_index;
-	struct ht_hindex cell_index;
+	struct ht__hindex site_index;
+	struct ht__hindex cell_index;
 };
 
 /* A series over time: the largest value and the last value of each point. */
-struct ht_rd_series {
+struct ht__rd_series {
 	uint32_t process;
 	uint32_t handle;
 	uint64_t cur;
@@ -104,16 +104,16 @@ struct ht_rd_series {
 	uint64_t *last;
 };
 
-struct ht_report_data {
-	struct ht_summary summary; /* what 'heaptrail info' shows */
+struct ht__report_data {
+	struct ht__summary summary; /* what 'heaptrail info' shows */
 	uint64_t duration_ns;
 	uint64_t rss_peak, rss_peak_ts; /* of the sum over processes */
 	uint64_t *handles;
 	uint32_t nhandles;
-	struct ht_rd_table heap, commit;
+	struct ht__rd_table heap, commit;
 	uint32_t points;
 	uint64_t point_ns;
-	struct ht_rd_series *heap_series, *commit_series, *rss_series;
+	struct ht__rd_series *heap_series, *commit_series, *rss_series;
 	uint32_t nheap_series, ncommit_series, nrss_series;
 	/* Output stacks: stack i has frames stack_frames[stack_off[i] .. stack_off[i+1])
 	   (indices into frame_ids), outermost first; stack 0 is the empty stack. */
@@ -131,12 +131,12 @@ struct ht_report_data {
  * Reads the trace once (rewinding r), with the summary and the report's
  * data as consumers of one pass (pass.h), and fills *d, which the caller
  * then owns. An unfinished trace is read through once more first, to learn
- * its end (ht_pass_trace_end). Returns 0 or a negative error (the
+ * its end (ht__pass_trace_end). Returns 0 or a negative error (the
  * reader's, HT_ERR_NOMEM); *d is released on error.
  */
-int ht_report_data_run(struct ht_report_data *d, struct ht_reader *r,
-		       const struct ht_report_opts *o);
+int ht__report_data_run(struct ht__report_data *d, struct ht_reader *r,
+			const struct ht__report_opts *o);
 
-void ht_report_data_release(struct ht_report_data *d);
+void ht__report_data_release(struct ht__report_data *d);
 
 #endif

@@ -17,13 +17,13 @@ struct proc_live {
 };
 
 struct run {
-	struct ht_summary *s;
+	struct ht__summary *s;
 	struct proc_live *live;
 	uint32_t nlive;
 	uint64_t total_bytes;	/* outstanding in processes that still run */
 	uint64_t unknown_frees; /* the lifetime tracker's count after the last event */
-	struct ht_temp_tracker *temp;
-	const struct ht_query *q; /* only its -pid processes; NULL: all */
+	struct ht__temp_tracker *temp;
+	const struct ht__query *q; /* only its -pid processes; NULL: all */
 	struct ht_reader *reader;
 };
 
@@ -32,7 +32,7 @@ static bool wanted(const struct run *r, uint32_t process)
 	if (!r->q || !r->q->pid_count)
 		return true;
 	const struct ht_process *pr = ht_reader_process(r->reader, process);
-	return pr && ht_query_wants_pid(r->q, pr->pid);
+	return pr && ht__query_wants_pid(r->q, pr->pid);
 }
 
 /* Makes s->procs and r->live cover process index p. */
@@ -47,7 +47,7 @@ static int reserve(struct run *r, uint32_t p)
 	if (!l)
 		return HT_ERR_NOMEM;
 	r->live = l;
-	struct ht_summary_counts *c = realloc(r->s->procs, n * sizeof(*c));
+	struct ht__summary_counts *c = realloc(r->s->procs, n * sizeof(*c));
 	if (!c)
 		return HT_ERR_NOMEM;
 	r->s->procs = c;
@@ -57,7 +57,7 @@ static int reserve(struct run *r, uint32_t p)
 	return 0;
 }
 
-static int on_life_end(void *ctx, struct ht_pass *p, const struct ht_life *l)
+static int on_life_end(void *ctx, struct ht__pass *p, const struct ht__life *l)
 {
 	(void)p;
 	struct run *r = ctx;
@@ -65,8 +65,8 @@ static int on_life_end(void *ctx, struct ht_pass *p, const struct ht_life *l)
 		return 0;
 	if (reserve(r, l->process) < 0)
 		return HT_ERR_NOMEM;
-	struct ht_summary_counts *c = &r->s->procs[l->process];
-	if (ht_temp_is(r->temp, l)) {
+	struct ht__summary_counts *c = &r->s->procs[l->process];
+	if (ht__temp_is(r->temp, l)) {
 		c->temporary_count++;
 		c->temporary_bytes += l->size;
 		r->s->total.temporary_count++;
@@ -90,7 +90,7 @@ static int on_life_end(void *ctx, struct ht_pass *p, const struct ht_life *l)
 /* A block of size was allocated by process p at ts. */
 static void grew(struct run *r, uint32_t p, uint64_t size, uint64_t ts)
 {
-	struct ht_summary_counts *c = &r->s->procs[p], *t = &r->s->total;
+	struct ht__summary_counts *c = &r->s->procs[p], *t = &r->s->total;
 	struct proc_live *pl = &r->live[p];
 	c->alloc_calls++;
 	c->alloc_bytes += size;
@@ -111,7 +111,7 @@ static void grew(struct run *r, uint32_t p, uint64_t size, uint64_t ts)
 }
 
 /* The pass says when an image ends (exit, or replaced by exec). */
-static int end_process(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
+static int end_process(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts)
 {
 	(void)p;
 	(void)ts;
@@ -123,30 +123,30 @@ static int end_process(void *ctx, struct ht_pass *p, uint32_t process, uint64_t 
 	return 0;
 }
 
-void ht_summary_release(struct ht_summary *s)
+void ht__summary_release(struct ht__summary *s)
 {
 	struct run *r = s->priv;
 	if (r) {
 		free(r->live);
-		ht_temp_free(r->temp);
+		ht__temp_free(r->temp);
 	}
 	free(r);
 	free(s->procs);
 	memset(s, 0, sizeof(*s));
 }
 
-static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	struct run *r = ctx;
-	struct ht_summary *s = r->s;
-	uint64_t unknown = ht_pass_life_stats(p)->unknown_frees;
-	if (r->q && r->q->pid_count && !ht_query_wants_pid(r->q, ev->pid)) {
+	struct ht__summary *s = r->s;
+	uint64_t unknown = ht__pass_life_stats(p)->unknown_frees;
+	if (r->q && r->q->pid_count && !ht__query_wants_pid(r->q, ev->pid)) {
 		r->unknown_frees = unknown;
 		return 0;
 	}
 	/* Allocations are noted after the blocks they end were judged (pass order). */
 	if ((ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) &&
-	    ht_temp_event(r->temp, ev) < 0)
+	    ht__temp_event(r->temp, ev) < 0)
 		return HT_ERR_NOMEM;
 	if (ev->type < HT_EV__COUNT)
 		s->events[ev->type]++;
@@ -155,7 +155,7 @@ static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
 	int rc = reserve(r, ev->process);
 	if (rc < 0)
 		return rc;
-	struct ht_summary_counts *c = &s->procs[ev->process];
+	struct ht__summary_counts *c = &s->procs[ev->process];
 	if (unknown != r->unknown_frees) {
 		r->unknown_frees = unknown;
 		c->unknown_frees++;
@@ -186,11 +186,11 @@ static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
 	return 0;
 }
 
-static int on_end(void *ctx, struct ht_pass *p)
+static int on_end(void *ctx, struct ht__pass *p)
 {
 	struct run *r = ctx;
-	struct ht_summary *s = r->s;
-	struct ht_reader *reader = ht_pass_reader(p);
+	struct ht__summary *s = r->s;
+	struct ht_reader *reader = ht__pass_reader(p);
 	/* Every process the tables know gets an entry, even without events. */
 	uint32_t n = ht_reader_process_count(reader);
 	int rc;
@@ -207,14 +207,14 @@ static int on_end(void *ctx, struct ht_pass *p)
 	}
 	s->nprocs = n;
 	for (uint32_t i = 0; i < n; i++) {
-		struct ht_commit_stats cs;
-		ht_pass_commit_process_stats(p, i, &cs);
+		struct ht__commit_stats cs;
+		ht__pass_commit_process_stats(p, i, &cs);
 		s->procs[i].commits = cs.commits;
 		s->procs[i].commit_bytes = cs.commit_bytes;
 		s->procs[i].committed_peak_bytes = cs.peak_bytes;
 		s->procs[i].committed_peak_ts = cs.peak_ts;
 	}
-	const struct ht_commit_stats *cs = ht_pass_commit_stats(p);
+	const struct ht__commit_stats *cs = ht__pass_commit_stats(p);
 	s->total.commits = cs->commits;
 	s->total.commit_bytes = cs->commit_bytes;
 	s->total.committed_peak_bytes = cs->peak_bytes;
@@ -222,7 +222,7 @@ static int on_end(void *ctx, struct ht_pass *p)
 	return 0;
 }
 
-static const struct ht_consumer summary_consumer = {
+static const struct ht__consumer summary_consumer = {
     .name = "summary",
     .events = HT_PASS_ALL_EVENTS,
     .needs = HT_PASS_NEED_COMMIT,
@@ -232,7 +232,7 @@ static const struct ht_consumer summary_consumer = {
     .end = on_end,
 };
 
-int ht_summary_attach(struct ht_summary *s, struct ht_pass *p, const struct ht_query *q)
+int ht__summary_attach(struct ht__summary *s, struct ht__pass *p, const struct ht__query *q)
 {
 	memset(s, 0, sizeof(*s));
 	struct run *r = calloc(1, sizeof(*r));
@@ -240,51 +240,52 @@ int ht_summary_attach(struct ht_summary *s, struct ht_pass *p, const struct ht_q
 		return HT_ERR_NOMEM;
 	r->s = s;
 	r->q = q;
-	r->reader = ht_pass_reader(p);
+	r->reader = ht__pass_reader(p);
 	s->priv = r;
-	if (!(r->temp = ht_temp_new())) {
-		ht_summary_release(s);
+	if (!(r->temp = ht__temp_new())) {
+		ht__summary_release(s);
 		return HT_ERR_NOMEM;
 	}
-	int id = ht_pass_add(p, &summary_consumer, r);
+	int id = ht__pass_add(p, &summary_consumer, r);
 	if (id < 0) {
-		ht_summary_release(s);
+		ht__summary_release(s);
 		return id;
 	}
 	return 0;
 }
 
-int ht_summary_run(struct ht_summary *s, struct ht_reader *reader)
+int ht__summary_run(struct ht__summary *s, struct ht_reader *reader)
 {
-	return ht_summary_run_query(s, reader, NULL);
+	return ht__summary_run_query(s, reader, NULL);
 }
 
-int ht_summary_run_query(struct ht_summary *s, struct ht_reader *reader, const struct ht_query *q)
+int ht__summary_run_query(struct ht__summary *s, struct ht_reader *reader,
+			  const struct ht__query *q)
 {
-	struct ht_pass *p;
-	int rc = ht_pass_new(&p, reader);
+	struct ht__pass *p;
+	int rc = ht__pass_new(&p, reader);
 	if (rc < 0) {
 		memset(s, 0, sizeof(*s));
 		return rc;
 	}
-	if ((rc = ht_summary_attach(s, p, q)) == 0 && (rc = ht_pass_run(p)) < 0)
-		ht_summary_release(s);
-	ht_pass_free(p);
+	if ((rc = ht__summary_attach(s, p, q)) == 0 && (rc = ht__pass_run(p)) < 0)
+		ht__summary_release(s);
+	ht__pass_free(p);
 	return rc;
 }
 
-int ht_summary_at_peak(struct ht_query *q, struct ht_reader *r, uint64_t *bytes)
+int ht__summary_at_peak(struct ht__query *q, struct ht_reader *r, uint64_t *bytes)
 {
 	if (q->has_range)
 		return HT_ERR_INVALID;
-	struct ht_summary s;
-	int rc = ht_summary_run_query(&s, r, q);
+	struct ht__summary s;
+	int rc = ht__summary_run_query(&s, r, q);
 	if (rc < 0)
 		return rc;
 	q->has_at = true;
 	q->at_ts = s.total.peak_ts;
 	if (bytes)
 		*bytes = s.total.peak_bytes;
-	ht_summary_release(&s);
+	ht__summary_release(&s);
 	return ht_reader_rewind(r);
 }

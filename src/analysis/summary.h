@@ -6,10 +6,10 @@
  *
  * Example:
  *
- *     struct ht_summary s;
- *     int rc = ht_summary_run(&s, reader);   // reads every event
+ *     struct ht__summary s;
+ *     int rc = ht__summary_run(&s, reader);   // reads every event
  *     ... s.total.peak_bytes, s.procs[i].leaked_bytes ...
- *     ht_summary_release(&s);
+ *     ht__summary_release(&s);
  */
 #ifndef HT_ANALYSIS_SUMMARY_H
 #define HT_ANALYSIS_SUMMARY_H
@@ -20,7 +20,7 @@
 #include "heaptrail/trace.h"
 
 /* The counters of one process image, or of all of them. */
-struct ht_summary_counts {
+struct ht__summary_counts {
 	/* Successful calls of the allocation functions (C++ new included, a
 	   realloc counted once per call that returned a block) and their bytes. */
 	uint64_t alloc_calls;
@@ -45,36 +45,36 @@ struct ht_summary_counts {
 	uint64_t temporary_bytes;
 };
 
-struct ht_summary {
+struct ht__summary {
 	uint64_t events[HT_EV__COUNT]; /* by enum ht_event_type */
 	uint64_t event_count;
 	uint64_t last_ts; /* of the last event */
-	struct ht_summary_counts total;
-	struct ht_summary_counts *procs; /* by process index, nprocs entries */
+	struct ht__summary_counts total;
+	struct ht__summary_counts *procs; /* by process index, nprocs entries */
 	uint32_t nprocs;
 	void *priv; /* internal, while a pass fills it */
 };
 
-struct ht_pass;
+struct ht__pass;
 
 /*
  * Make *s (which the caller then owns, and releases even if the pass fails)
  * filled by pass p (pass.h), with the other consumers of the same read; q as
- * in ht_summary_run_query() (NULL: every process). Returns 0 or HT_ERR_NOMEM.
+ * in ht__summary_run_query() (NULL: every process). Returns 0 or HT_ERR_NOMEM.
  */
-int ht_summary_attach(struct ht_summary *s, struct ht_pass *p, const struct ht_query *q);
+int ht__summary_attach(struct ht__summary *s, struct ht__pass *p, const struct ht__query *q);
 
 /*
  * A pass of its own: reads the trace from its first event to its end
  * (rewinding r first) and fills *s, which the caller then owns. Returns 0 or a negative error (the
  * reader's, or HT_ERR_NOMEM); *s is released on error.
  */
-int ht_summary_run(struct ht_summary *s, struct ht_reader *r);
+int ht__summary_run(struct ht__summary *s, struct ht_reader *r);
 
 /* The same over the processes q's -pid list keeps (every one when q is NULL
    or lists none); events of the others are skipped. The committed totals
    (commits, commit_bytes, committed peak) stay those of every process. */
-int ht_summary_run_query(struct ht_summary *s, struct ht_reader *r, const struct ht_query *q);
+int ht__summary_run_query(struct ht__summary *s, struct ht_reader *r, const struct ht__query *q);
 
 /*
  * Point q at the heap's peak: the moment the outstanding heap bytes of q's
@@ -83,8 +83,8 @@ int ht_summary_run_query(struct ht_summary *s, struct ht_reader *r, const struct
  * *bytes (when not NULL) to the peak. Reads the whole trace and rewinds r
  * after. Returns 0 or a negative error; HT_ERR_INVALID when q has a range.
  */
-int ht_summary_at_peak(struct ht_query *q, struct ht_reader *r, uint64_t *bytes);
+int ht__summary_at_peak(struct ht__query *q, struct ht_reader *r, uint64_t *bytes);
 
-void ht_summary_release(struct ht_summary *s);
+void ht__summary_release(struct ht__summary *s);
 
 #endif

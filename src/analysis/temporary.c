@@ -15,17 +15,17 @@ struct last {
 	uint64_t ts;
 };
 
-struct ht_temp_tracker {
+struct ht__temp_tracker {
 	struct last *tab;
 	size_t cap, count;
 };
 
-struct ht_temp_tracker *ht_temp_new(void)
+struct ht__temp_tracker *ht__temp_new(void)
 {
-	return calloc(1, sizeof(struct ht_temp_tracker));
+	return calloc(1, sizeof(struct ht__temp_tracker));
 }
 
-void ht_temp_free(struct ht_temp_tracker *t)
+void ht__temp_free(struct ht__temp_tracker *t)
 {
 	if (!t)
 		return;
@@ -41,7 +41,7 @@ static size_t slot(const struct last *tab, size_t cap, int32_t tid)
 	return i;
 }
 
-int ht_temp_event(struct ht_temp_tracker *t, const struct ht_event *ev)
+int ht__temp_event(struct ht__temp_tracker *t, const struct ht_event *ev)
 {
 	bool made = (ev->type == HT_EV_ALLOC && ev->addr) ||
 		    (ev->type == HT_EV_REALLOC && ev->addr && !(ev->flags & HT_EVF_FAILED));
@@ -66,7 +66,7 @@ int ht_temp_event(struct ht_temp_tracker *t, const struct ht_event *ev)
 	return 0;
 }
 
-bool ht_temp_is(const struct ht_temp_tracker *t, const struct ht_life *life)
+bool ht__temp_is(const struct ht__temp_tracker *t, const struct ht__life *life)
 {
 	/* A block its process still held at exit was never freed (lifetime.h). */
 	if (life->free_ts == HT_TS_NEVER || life->at_exit || !t->cap || !life->tid)

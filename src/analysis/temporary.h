@@ -5,8 +5,8 @@
  * thread's latest allocation; a consumer of lifetimes asks it about each
  * block as the block ends.
  *
- * Use: for every event, ht_life_event() first (its callbacks may call
- * ht_temp_is()), then ht_temp_event(). Memory grows with the number of
+ * Use: for every event, ht__life_event() first (its callbacks may call
+ * ht__temp_is()), then ht__temp_event(). Memory grows with the number of
  * threads. Not thread-safe.
  */
 #ifndef HT_ANALYSIS_TEMPORARY_H
@@ -17,18 +17,18 @@
 #include "analysis/lifetime.h"
 #include "heaptrail/trace.h"
 
-struct ht_temp_tracker;
+struct ht__temp_tracker;
 
 /* NULL when out of memory. */
-struct ht_temp_tracker *ht_temp_new(void);
-void ht_temp_free(struct ht_temp_tracker *t);
+struct ht__temp_tracker *ht__temp_new(void);
+void ht__temp_free(struct ht__temp_tracker *t);
 
 /* Note the allocation an event makes (alloc, realloc). Returns 0 or HT_ERR_NOMEM. */
-int ht_temp_event(struct ht_temp_tracker *t, const struct ht_event *ev);
+int ht__temp_event(struct ht__temp_tracker *t, const struct ht_event *ev);
 
 /* Whether an ended block is temporary: freed (not live at the end, not held
    at its process's exit) and still
    the latest allocation of its thread. */
-bool ht_temp_is(const struct ht_temp_tracker *t, const struct ht_life *life);
+bool ht__temp_is(const struct ht__temp_tracker *t, const struct ht__life *life);
 
 #endif

@@ -13,20 +13,20 @@
 #define MAX_POINTS 10000000u
 
 struct series {
-	struct ht_tl_series d;
+	struct ht__tl_series d;
 	int64_t *v;	 /* deltas by point, values after finish; peak mode: values as they come */
 	int64_t cur;	 /* peak mode: the value now */
 	uint64_t filled; /* peak mode: points v[0 .. filled) that have a value */
 };
 
-struct ht_timeline {
+struct ht__timeline {
 	uint64_t start, end, interval, npoints;
 	unsigned mask;
-	enum ht_tl_by by;
+	enum ht__tl_by by;
 	struct series *s;
 	uint32_t ns, scap;
-	struct ht_hindex index; /* of s */
-	uint64_t *rss;		/* last RSS sample per process index */
+	struct ht__hindex index; /* of s */
+	uint64_t *rss;		 /* last RSS sample per process index */
 	uint32_t nrss;
 	int finished;
 	int peak;
@@ -34,12 +34,12 @@ struct ht_timeline {
 
 static const char *const kind_names[HT_TL__KINDS] = {"heap", "commit", "rss"};
 
-const char *ht_tl_kind_name(enum ht_tl_kind k)
+const char *ht__tl_kind_name(enum ht__tl_kind k)
 {
 	return (unsigned)k < HT_TL__KINDS ? kind_names[k] : "?";
 }
 
-int ht_tl_kind_parse(const char *s)
+int ht__tl_kind_parse(const char *s)
 {
 	for (int i = 0; s && i < HT_TL__KINDS; i++)
 		if (!strcmp(s, kind_names[i]))
@@ -47,7 +47,7 @@ int ht_tl_kind_parse(const char *s)
 	return -1;
 }
 
-uint64_t ht_timeline_point_count(uint64_t start, uint64_t end, uint64_t interval)
+uint64_t ht__timeline_point_count(uint64_t start, uint64_t end, uint64_t interval)
 {
 	if (start >= end || !interval)
 		return 0;
@@ -55,7 +55,7 @@ uint64_t ht_timeline_point_count(uint64_t start, uint64_t end, uint64_t interval
 	return span / interval + (span % interval ? 1 : 0) + 1;
 }
 
-uint64_t ht_timeline_auto_interval(uint64_t start, uint64_t end, uint32_t max_points)
+uint64_t ht__timeline_auto_interval(uint64_t start, uint64_t end, uint32_t max_points)
 {
 	if (max_points < 2)
 		max_points = 2;
@@ -63,20 +63,20 @@ uint64_t ht_timeline_auto_interval(uint64_t start, uint64_t end, uint32_t max_po
 	for (uint64_t pow = 1; pow <= UINT64_MAX / 10; pow *= 10)
 		for (int i = 0; i < 3; i++) {
 			uint64_t iv = steps[i] * pow;
-			uint64_t n = ht_timeline_point_count(start, end, iv);
+			uint64_t n = ht__timeline_point_count(start, end, iv);
 			if (n <= max_points)
 				return iv;
 		}
 	return UINT64_MAX / 10;
 }
 
-int ht_timeline_new(struct ht_timeline **out, uint64_t start, uint64_t end, uint64_t interval,
-		    unsigned kinds_mask, enum ht_tl_by by)
+int ht__timeline_new(struct ht__timeline **out, uint64_t start, uint64_t end, uint64_t interval,
+		     unsigned kinds_mask, enum ht__tl_by by)
 {
-	uint64_t n = ht_timeline_point_count(start, end, interval);
+	uint64_t n = ht__timeline_point_count(start, end, interval);
 	if (!n || n > MAX_POINTS || (unsigned)by > HT_TL_BY_HANDLE)
 		return HT_ERR_INVALID;
-	struct ht_timeline *tl = calloc(1, sizeof(*tl));
+	struct ht__timeline *tl = calloc(1, sizeof(*tl));
 	if (!tl)
 		return HT_ERR_NOMEM;
 	tl->start = start;
@@ -97,22 +97,22 @@ static uint64_t mix(uint64_t x)
 	return x;
 }
 
-static uint64_t series_hash(const struct ht_tl_series *d)
+static uint64_t series_hash(const struct ht__tl_series *d)
 {
 	return mix(mix(((uint64_t)d->kind << 32 | d->process) ^ 0x51ed27ull) ^ d->heap);
 }
 
 static uint64_t series_rehash(const void *ctx, uint32_t id)
 {
-	const struct ht_timeline *tl = ctx;
+	const struct ht__timeline *tl = ctx;
 	return series_hash(&tl->s[id].d);
 }
 
 /* The series for a key, created (all zero) when new; NULL when out of memory. */
-static struct series *series_get(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process,
+static struct series *series_get(struct ht__timeline *tl, enum ht__tl_kind kind, uint32_t process,
 				 uint64_t heap)
 {
-	struct ht_tl_series d = {kind, UINT32_MAX, 0, 0};
+	struct ht__tl_series d = {kind, UINT32_MAX, 0, 0};
 	if (tl->by != HT_TL_BY_NONE)
 		d.process = process;
 	if (tl->by == HT_TL_BY_HANDLE && kind == HT_TL_HEAP) {
@@ -120,13 +120,13 @@ static struct series *series_get(struct ht_timeline *tl, enum ht_tl_kind kind, u
 		d.has_heap = 1;
 	}
 	uint64_t h = series_hash(&d);
-	for (uint32_t *slot = ht_hindex_find(&tl->index, h); *slot;
-	     slot = ht_hindex_next(&tl->index, slot)) {
+	for (uint32_t *slot = ht__hindex_find(&tl->index, h); *slot;
+	     slot = ht__hindex_next(&tl->index, slot)) {
 		struct series *s = &tl->s[*slot - 1];
 		if (s->d.kind == d.kind && s->d.process == d.process && s->d.heap == d.heap)
 			return s;
 	}
-	if (ht_grow32((void **)&tl->s, &tl->scap, (size_t)tl->ns + 1, sizeof(*tl->s)) < 0)
+	if (ht__grow32((void **)&tl->s, &tl->scap, (size_t)tl->ns + 1, sizeof(*tl->s)) < 0)
 		return NULL;
 	int64_t *v = calloc(tl->npoints, sizeof(*v));
 	if (!v)
@@ -136,7 +136,7 @@ static struct series *series_get(struct ht_timeline *tl, enum ht_tl_kind kind, u
 	s->cur = 0;
 	s->filled = 0;
 	s->v = v;
-	if (ht_hindex_insert(&tl->index, h, tl->ns, series_rehash, tl) < 0) {
+	if (ht__hindex_insert(&tl->index, h, tl->ns, series_rehash, tl) < 0) {
 		free(v);
 		return NULL;
 	}
@@ -148,14 +148,14 @@ static struct series *series_get(struct ht_timeline *tl, enum ht_tl_kind kind, u
  * Add delta at ts: it counts at every point t > ts, so it goes to the first
  * such point's slot and the prefix sum at finish carries it on.
  */
-static void delta_at(struct ht_timeline *tl, struct series *s, uint64_t ts, int64_t delta)
+static void delta_at(struct ht__timeline *tl, struct series *s, uint64_t ts, int64_t delta)
 {
 	uint64_t b = ts < tl->start ? 0 : (ts - tl->start) / tl->interval + 1;
 	if (b < tl->npoints)
 		s->v[b] += delta;
 }
 
-void ht_timeline_peak(struct ht_timeline *tl)
+void ht__timeline_peak(struct ht__timeline *tl)
 {
 	if (!tl->ns && !tl->finished)
 		tl->peak = 1;
@@ -166,7 +166,7 @@ void ht_timeline_peak(struct ht_timeline *tl)
  * covers [t(k-1), t(k)] and keeps the highest value seen in it; point 0 is
  * the value at the start.
  */
-static void peak_step(struct ht_timeline *tl, struct series *s, uint64_t ts, int64_t delta)
+static void peak_step(struct ht__timeline *tl, struct series *s, uint64_t ts, int64_t delta)
 {
 	uint64_t b = ts < tl->start ? 0 : (ts - tl->start) / tl->interval + 1;
 	if (b >= tl->npoints)
@@ -179,8 +179,8 @@ static void peak_step(struct ht_timeline *tl, struct series *s, uint64_t ts, int
 		s->v[b] = s->cur;
 }
 
-int ht_timeline_step(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process, uint64_t heap,
-		     uint64_t ts, int64_t delta)
+int ht__timeline_step(struct ht__timeline *tl, enum ht__tl_kind kind, uint32_t process,
+		      uint64_t heap, uint64_t ts, int64_t delta)
 {
 	if ((unsigned)kind >= HT_TL__KINDS || !(tl->mask & (1u << kind)) || tl->finished || !delta)
 		return 0;
@@ -194,13 +194,13 @@ int ht_timeline_step(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t proc
 	return 0;
 }
 
-int ht_timeline_add(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process, uint64_t heap,
-		    uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
+int ht__timeline_add(struct ht__timeline *tl, enum ht__tl_kind kind, uint32_t process,
+		     uint64_t heap, uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
 {
 	if ((unsigned)kind >= HT_TL__KINDS || !(tl->mask & (1u << kind)) || tl->finished)
 		return 0;
 	if (tl->peak)
-		return HT_ERR_INVALID; /* needs time order: ht_timeline_step */
+		return HT_ERR_INVALID; /* needs time order: ht__timeline_step */
 	/* A block freed before the first point never shows (one freed at it does). */
 	if (free_ts < tl->start)
 		return 0;
@@ -213,7 +213,7 @@ int ht_timeline_add(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t proce
 	return 0;
 }
 
-int ht_timeline_rss(struct ht_timeline *tl, uint32_t process, uint64_t ts, uint64_t rss)
+int ht__timeline_rss(struct ht__timeline *tl, uint32_t process, uint64_t ts, uint64_t rss)
 {
 	if (!(tl->mask & (1u << HT_TL_RSS)) || tl->finished || process == UINT32_MAX)
 		return 0;
@@ -228,13 +228,13 @@ int ht_timeline_rss(struct ht_timeline *tl, uint32_t process, uint64_t ts, uint6
 	}
 	int64_t delta = (int64_t)rss - (int64_t)tl->rss[process];
 	tl->rss[process] = rss;
-	return ht_timeline_step(tl, HT_TL_RSS, process, 0, ts, delta);
+	return ht__timeline_step(tl, HT_TL_RSS, process, 0, ts, delta);
 }
 
 static int cmp_series(const void *pa, const void *pb)
 {
-	const struct ht_tl_series *a = &((const struct series *)pa)->d;
-	const struct ht_tl_series *b = &((const struct series *)pb)->d;
+	const struct ht__tl_series *a = &((const struct series *)pa)->d;
+	const struct ht__tl_series *b = &((const struct series *)pb)->d;
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
 	if (a->process != b->process)
@@ -244,7 +244,7 @@ static int cmp_series(const void *pa, const void *pb)
 	return 0;
 }
 
-void ht_timeline_finish(struct ht_timeline *tl)
+void ht__timeline_finish(struct ht__timeline *tl)
 {
 	if (tl->finished)
 		return;
@@ -253,7 +253,7 @@ void ht_timeline_finish(struct ht_timeline *tl)
 	if (tl->by == HT_TL_BY_NONE)
 		for (int k = 0; k < HT_TL__KINDS; k++)
 			if (tl->mask & (1u << k))
-				series_get(tl, (enum ht_tl_kind)k, 0, 0);
+				series_get(tl, (enum ht__tl_kind)k, 0, 0);
 	for (uint32_t i = 0; i < tl->ns; i++) {
 		struct series *s = &tl->s[i];
 		if (tl->peak) {
@@ -270,31 +270,31 @@ void ht_timeline_finish(struct ht_timeline *tl)
 	}
 	if (tl->ns > 1)
 		qsort(tl->s, tl->ns, sizeof(tl->s[0]), cmp_series);
-	ht_hindex_release(&tl->index);
+	ht__hindex_release(&tl->index);
 }
 
-uint64_t ht_timeline_points(const struct ht_timeline *tl)
+uint64_t ht__timeline_points(const struct ht__timeline *tl)
 {
 	return tl->npoints;
 }
 
-uint64_t ht_timeline_time(const struct ht_timeline *tl, uint64_t i)
+uint64_t ht__timeline_time(const struct ht__timeline *tl, uint64_t i)
 {
 	return tl->start + i * tl->interval;
 }
 
-uint64_t ht_timeline_interval(const struct ht_timeline *tl)
+uint64_t ht__timeline_interval(const struct ht__timeline *tl)
 {
 	return tl->interval;
 }
 
-uint32_t ht_timeline_series_count(const struct ht_timeline *tl)
+uint32_t ht__timeline_series_count(const struct ht__timeline *tl)
 {
 	return tl->ns;
 }
 
-const struct ht_tl_series *ht_timeline_series(const struct ht_timeline *tl, uint32_t i,
-					      const int64_t **values)
+const struct ht__tl_series *ht__timeline_series(const struct ht__timeline *tl, uint32_t i,
+						const int64_t **values)
 {
 	if (i >= tl->ns)
 		return NULL;
@@ -303,14 +303,14 @@ const struct ht_tl_series *ht_timeline_series(const struct ht_timeline *tl, uint
 	return &tl->s[i].d;
 }
 
-void ht_timeline_free(struct ht_timeline *tl)
+void ht__timeline_free(struct ht__timeline *tl)
 {
 	if (!tl)
 		return;
 	for (uint32_t i = 0; i < tl->ns; i++)
 		free(tl->s[i].v);
 	free(tl->s);
-	ht_hindex_release(&tl->index);
+	ht__hindex_release(&tl->index);
 	free(tl->rss);
 	free(tl);
 }

@@ -21,24 +21,24 @@
 
 #include "heaptrail/trace.h"
 
-enum ht_tl_kind { HT_TL_HEAP = 0, HT_TL_COMMIT = 1, HT_TL_RSS = 2, HT_TL__KINDS };
+enum ht__tl_kind { HT_TL_HEAP = 0, HT_TL_COMMIT = 1, HT_TL_RSS = 2, HT_TL__KINDS };
 
 /* How series are split: one per kind, per process and kind, or per heap handle. */
-enum ht_tl_by {
+enum ht__tl_by {
 	HT_TL_BY_NONE = 0,
 	HT_TL_BY_PROCESS = 1,
 	HT_TL_BY_HANDLE = 2, /* heap series per (process, handle); commit and rss per process */
 };
 
 /* "heap", "commit", "rss"; "?" out of range. */
-const char *ht_tl_kind_name(enum ht_tl_kind k);
+const char *ht__tl_kind_name(enum ht__tl_kind k);
 
 /* The kind named s, or -1. */
-int ht_tl_kind_parse(const char *s);
+int ht__tl_kind_parse(const char *s);
 
 /* A series: its kind and, depending on the split, its process and handle. */
-struct ht_tl_series {
-	enum ht_tl_kind kind;
+struct ht__tl_series {
+	enum ht__tl_kind kind;
 	uint32_t process; /* UINT32_MAX when not split by process */
 	uint64_t heap;	  /* valid for heap series split by handle */
 	int has_heap;
@@ -48,89 +48,89 @@ struct ht_tl_series {
  * Points start, start + interval, ... up to the first point >= end (so the
  * last point covers every event before end). Returns a new point count.
  */
-uint64_t ht_timeline_point_count(uint64_t start, uint64_t end, uint64_t interval);
+uint64_t ht__timeline_point_count(uint64_t start, uint64_t end, uint64_t interval);
 
 /*
  * An interval of 1, 2 or 5 x 10^k ns that gives at most max_points points
  * over [start, end).
  */
-uint64_t ht_timeline_auto_interval(uint64_t start, uint64_t end, uint32_t max_points);
+uint64_t ht__timeline_auto_interval(uint64_t start, uint64_t end, uint32_t max_points);
 
-struct ht_timeline;
+struct ht__timeline;
 
 /*
  * A timeline over [start, end) with the given interval (> 0), for the kinds in
  * kinds_mask (bit 1 << HT_TL_HEAP ...). Returns 0, HT_ERR_INVALID (start >=
  * end, interval 0, too many points: more than 10 million) or HT_ERR_NOMEM.
  */
-int ht_timeline_new(struct ht_timeline **out, uint64_t start, uint64_t end, uint64_t interval,
-		    unsigned kinds_mask, enum ht_tl_by by);
+int ht__timeline_new(struct ht__timeline **out, uint64_t start, uint64_t end, uint64_t interval,
+		     unsigned kinds_mask, enum ht__tl_by by);
 
 /*
  * Count size bytes from alloc_ts until free_ts (HT_TS_NEVER: never freed) in
  * the series of kind for this process (and heap, for HT_TL_HEAP). Kinds not in
  * the mask are ignored. Returns 0 or HT_ERR_NOMEM.
  */
-int ht_timeline_add(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process, uint64_t heap,
-		    uint64_t alloc_ts, uint64_t free_ts, uint64_t size);
+int ht__timeline_add(struct ht__timeline *tl, enum ht__tl_kind kind, uint32_t process,
+		     uint64_t heap, uint64_t alloc_ts, uint64_t free_ts, uint64_t size);
 
 /*
- * Peak mode (call right after ht_timeline_new): a point holds the highest
+ * Peak mode (call right after ht__timeline_new): a point holds the highest
  * value the series had since the previous point (its interval's both ends
  * included) instead of the value at the point, so that a spike shorter than
  * the interval still shows. Everything is then fed in time order through
- * ht_timeline_step() and ht_timeline_rss(); ht_timeline_add() returns
+ * ht__timeline_step() and ht__timeline_rss(); ht__timeline_add() returns
  * HT_ERR_INVALID.
  */
-void ht_timeline_peak(struct ht_timeline *tl);
+void ht__timeline_peak(struct ht__timeline *tl);
 
 /*
  * The series of kind for this process (and heap) changes by delta bytes at
  * ts. In time order in peak mode; any order otherwise. Returns 0 or
  * HT_ERR_NOMEM.
  */
-int ht_timeline_step(struct ht_timeline *tl, enum ht_tl_kind kind, uint32_t process, uint64_t heap,
-		     uint64_t ts, int64_t delta);
+int ht__timeline_step(struct ht__timeline *tl, enum ht__tl_kind kind, uint32_t process,
+		      uint64_t heap, uint64_t ts, int64_t delta);
 
 /*
  * An RSS sample: the process's resident bytes are rss from ts on (until its
  * next sample). Report a process's end as a sample of 0. Returns 0 or
  * HT_ERR_NOMEM.
  */
-int ht_timeline_rss(struct ht_timeline *tl, uint32_t process, uint64_t ts, uint64_t rss);
+int ht__timeline_rss(struct ht__timeline *tl, uint32_t process, uint64_t ts, uint64_t rss);
 
 /*
  * Turn the deltas into values (once, after the last add) and order the series
  * by kind, then process, then handle.
  */
-void ht_timeline_finish(struct ht_timeline *tl);
+void ht__timeline_finish(struct ht__timeline *tl);
 
-uint64_t ht_timeline_points(const struct ht_timeline *tl);
+uint64_t ht__timeline_points(const struct ht__timeline *tl);
 /* The time of point i, in ns since the trace start. */
-uint64_t ht_timeline_time(const struct ht_timeline *tl, uint64_t i);
-uint64_t ht_timeline_interval(const struct ht_timeline *tl);
+uint64_t ht__timeline_time(const struct ht__timeline *tl, uint64_t i);
+uint64_t ht__timeline_interval(const struct ht__timeline *tl);
 
-uint32_t ht_timeline_series_count(const struct ht_timeline *tl);
+uint32_t ht__timeline_series_count(const struct ht__timeline *tl);
 /* Series i's description; its values (one per point) through *values. */
-const struct ht_tl_series *ht_timeline_series(const struct ht_timeline *tl, uint32_t i,
-					      const int64_t **values);
+const struct ht__tl_series *ht__timeline_series(const struct ht__timeline *tl, uint32_t i,
+						const int64_t **values);
 
-void ht_timeline_free(struct ht_timeline *tl);
+void ht__timeline_free(struct ht__timeline *tl);
 
 /*
  * Feed tl from trace pass p (pass.h): heap blocks and committed ranges as
  * the pass ends them (an image's end ends what it held, the pass's rule),
  * RSS samples, and an image's RSS dropping to 0 at its end; in peak mode
- * every change in time order (call ht_timeline_peak() first). Only
+ * every change in time order (call ht__timeline_peak() first). Only
  * processes q's pids select (q may be NULL). kinds_mask says which
  * trackers the pass needs. The pass may stop at the last point. *out
- * lives until ht_tl_feed_free(), after the pass. Returns 0 or HT_ERR_NOMEM.
+ * lives until ht__tl_feed_free(), after the pass. Returns 0 or HT_ERR_NOMEM.
  */
-struct ht_pass;
-struct ht_query;
-struct ht_tl_feed;
-int ht_timeline_attach(struct ht_timeline *tl, struct ht_pass *p, const struct ht_query *q,
-		       unsigned kinds_mask, bool peak, struct ht_tl_feed **out);
-void ht_tl_feed_free(struct ht_tl_feed *f);
+struct ht__pass;
+struct ht__query;
+struct ht__tl_feed;
+int ht__timeline_attach(struct ht__timeline *tl, struct ht__pass *p, const struct ht__query *q,
+			unsigned kinds_mask, bool peak, struct ht__tl_feed **out);
+void ht__tl_feed_free(struct ht__tl_feed *f);
 
 #endif

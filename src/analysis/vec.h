@@ -7,13 +7,13 @@
  * Growable arrays, either as a typed struct:
  *
  *     HT_VEC(struct row) rows = {0};
- *     if (ht_vec_push(&rows, r) < 0) return HT_ERR_NOMEM;
+ *     if (ht__vec_push(&rows, r) < 0) return HT_ERR_NOMEM;
  *     for (size_t i = 0; i < rows.len; i++) use(&rows.v[i]);
- *     ht_vec_release(&rows);
+ *     ht__vec_release(&rows);
  *
  * or on a pointer and a capacity kept elsewhere (a struct's fields):
  *
- *     if (ht_grow((void **)&t->items, &t->cap, t->n + 1, sizeof(*t->items)) < 0) ...
+ *     if (ht__grow((void **)&t->items, &t->cap, t->n + 1, sizeof(*t->items)) < 0) ...
  *
  * Capacities double (from 16 elements), so n pushes cost O(n) copies.
  *
@@ -21,13 +21,13 @@
  * with linear probing, kept at most half full. The entries stay in the
  * caller's array; the index only finds them:
  *
- *     struct ht_hindex ix = {0};
+ *     struct ht__hindex ix = {0};
  *     uint64_t h = hash_of(key);
- *     uint32_t *slot = ht_hindex_find(&ix, h);
- *     for (; *slot; slot = ht_hindex_next(&ix, slot))
+ *     uint32_t *slot = ht__hindex_find(&ix, h);
+ *     for (; *slot; slot = ht__hindex_next(&ix, slot))
  *         if (same(&items[*slot - 1], key)) return *slot - 1;   // found
  *     // not found: append to items, then
- *     if (ht_hindex_insert(&ix, h, id, rehash_fn, items) < 0) ...
+ *     if (ht__hindex_insert(&ix, h, id, rehash_fn, items) < 0) ...
  *
  * Slots hold id + 1 (0 is empty). Ids are never removed. Not thread-safe.
  */
@@ -46,7 +46,7 @@
  * doubling. New memory is not cleared. Returns 0 or HT_ERR_NOMEM (*p is
  * unchanged then).
  */
-static inline int ht_grow(void **p, size_t *cap, size_t need, size_t size)
+static inline int ht__grow(void **p, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
 		return 0;
@@ -66,30 +66,30 @@ static inline int ht_grow(void **p, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
-/* ht_grow(), clearing the new elements. */
-static inline int ht_grow_zero(void **p, size_t *cap, size_t need, size_t size)
+/* ht__grow(), clearing the new elements. */
+static inline int ht__grow_zero(void **p, size_t *cap, size_t need, size_t size)
 {
 	size_t old = *cap;
-	int rc = ht_grow(p, cap, need, size);
+	int rc = ht__grow(p, cap, need, size);
 	if (rc == 0 && *cap > old)
 		memset((char *)*p + old * size, 0, (*cap - old) * size);
 	return rc;
 }
 
-/* ht_grow() and ht_grow_zero() for a uint32_t capacity. */
-static inline int ht_grow32(void **p, uint32_t *cap, size_t need, size_t size)
+/* ht__grow() and ht__grow_zero() for a uint32_t capacity. */
+static inline int ht__grow32(void **p, uint32_t *cap, size_t need, size_t size)
 {
 	size_t c = *cap;
-	if (need > UINT32_MAX || ht_grow(p, &c, need, size) < 0)
+	if (need > UINT32_MAX || ht__grow(p, &c, need, size) < 0)
 		return HT_ERR_NOMEM;
 	*cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
 	return 0;
 }
 
-static inline int ht_grow32_zero(void **p, uint32_t *cap, size_t need, size_t size)
+static inline int ht__grow32_zero(void **p, uint32_t *cap, size_t need, size_t size)
 {
 	size_t c = *cap;
-	if (need > UINT32_MAX || ht_grow_zero(p, &c, need, size) < 0)
+	if (need > UINT32_MAX || ht__grow_zero(p, &c, need, size) < 0)
 		return HT_ERR_NOMEM;
 	*cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
 	return 0;
@@ -103,27 +103,27 @@ static inline int ht_grow32_zero(void **p, uint32_t *cap, size_t need, size_t si
 	}
 
 /* Room for n elements in all. 0 or HT_ERR_NOMEM. */
-#define ht_vec_reserve(vec, n) ht_grow((void **)&(vec)->v, &(vec)->cap, (n), sizeof(*(vec)->v))
+#define ht__vec_reserve(vec, n) ht__grow((void **)&(vec)->v, &(vec)->cap, (n), sizeof(*(vec)->v))
 
 /* Appends x. 0 or HT_ERR_NOMEM. */
-#define ht_vec_push(vec, x)                                                                        \
-	(ht_vec_reserve((vec), (vec)->len + 1) < 0 ? HT_ERR_NOMEM                                  \
-						   : ((vec)->v[(vec)->len++] = (x), 0))
+#define ht__vec_push(vec, x)                                                                       \
+	(ht__vec_reserve((vec), (vec)->len + 1) < 0 ? HT_ERR_NOMEM                                 \
+						    : ((vec)->v[(vec)->len++] = (x), 0))
 
 /* Makes len at least n, the new elements zero. 0 or HT_ERR_NOMEM. */
-#define ht_vec_grow_zero(vec, n)                                                                   \
+#define ht__vec_grow_zero(vec, n)                                                                  \
 	((n) <= (vec)->len ? 0                                                                     \
-	 : ht_grow_zero((void **)&(vec)->v, &(vec)->cap, (n), sizeof(*(vec)->v)) < 0               \
+	 : ht__grow_zero((void **)&(vec)->v, &(vec)->cap, (n), sizeof(*(vec)->v)) < 0              \
 	     ? HT_ERR_NOMEM                                                                        \
 	     : (memset((vec)->v + (vec)->len, 0, ((n) - (vec)->len) * sizeof(*(vec)->v)),          \
 		(vec)->len = (n), 0))
 
-#define ht_vec_release(vec) (free((vec)->v), (vec)->v = NULL, (vec)->len = (vec)->cap = 0)
+#define ht__vec_release(vec) (free((vec)->v), (vec)->v = NULL, (vec)->len = (vec)->cap = 0)
 
 /* ---- hashing ---- */
 
 /* A full 64-bit mix (murmur3's finalizer). */
-static inline uint64_t ht_mix64(uint64_t h)
+static inline uint64_t ht__mix64(uint64_t h)
 {
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
@@ -134,34 +134,34 @@ static inline uint64_t ht_mix64(uint64_t h)
 }
 
 /* A string's hash (FNV-1a, mixed). */
-static inline uint64_t ht_hash_str(const char *s)
+static inline uint64_t ht__hash_str(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return ht_mix64(h);
+	return ht__mix64(h);
 }
 
 /* ---- hash index ---- */
 
-struct ht_hindex {
+struct ht__hindex {
 	uint32_t *slots; /* id + 1, 0 empty */
 	size_t cap;	 /* a power of two, or 0 */
 	size_t count;
 };
 
 /* The hash of entry id, to re-place it when the index grows. */
-typedef uint64_t (*ht_hindex_hash_fn)(const void *ctx, uint32_t id);
+typedef uint64_t (*ht__hindex_hash_fn)(const void *ctx, uint32_t id);
 
 /* The first slot to look at for hash h (an empty index gives a slot holding 0). */
-static inline uint32_t *ht_hindex_find(const struct ht_hindex *ix, uint64_t h)
+static inline uint32_t *ht__hindex_find(const struct ht__hindex *ix, uint64_t h)
 {
 	static uint32_t empty;
 	return ix->cap ? &ix->slots[h & (ix->cap - 1)] : &empty;
 }
 
 /* The slot after s in the probe sequence. */
-static inline uint32_t *ht_hindex_next(const struct ht_hindex *ix, uint32_t *s)
+static inline uint32_t *ht__hindex_next(const struct ht__hindex *ix, uint32_t *s)
 {
 	size_t i = (size_t)(s - ix->slots);
 	return &ix->slots[(i + 1) & (ix->cap - 1)];
@@ -172,8 +172,8 @@ static inline uint32_t *ht_hindex_next(const struct ht_hindex *ix, uint32_t *s)
  * re-placing every id with hash(ctx, id)) to stay at most half full.
  * Returns 0 or HT_ERR_NOMEM.
  */
-static inline int ht_hindex_insert(struct ht_hindex *ix, uint64_t h, uint32_t id,
-				   ht_hindex_hash_fn hash, const void *ctx)
+static inline int ht__hindex_insert(struct ht__hindex *ix, uint64_t h, uint32_t id,
+				    ht__hindex_hash_fn hash, const void *ctx)
 {
 	if ((ix->count + 1) * 2 > ix->cap) {
 		size_t ncap = ix->cap ? ix->cap * 2 : 256;
@@ -200,7 +200,7 @@ static inline int ht_hindex_insert(struct ht_hindex *ix, uint64_t h, uint32_t id
 	return 0;
 }
 
-static inline void ht_hindex_release(struct ht_hindex *ix)
+static inline void ht__hindex_release(struct ht__hindex *ix)
 {
 	free(ix->slots);
 	memset(ix, 0, sizeof(*ix));

@@ -11,7 +11,7 @@
 #include "analysis/match.h"
 #include "heaptrail/trace.h"
 
-int ht_window_classify(const struct ht_window *w, uint64_t alloc_ts, uint64_t free_ts)
+int ht__window_classify(const struct ht__window *w, uint64_t alloc_ts, uint64_t free_ts)
 {
 	/* free_ts == start counts as freed inside: the block is gone at the start's instant. */
 	if (alloc_ts >= w->end || free_ts < w->start)
@@ -23,7 +23,7 @@ int ht_window_classify(const struct ht_window *w, uint64_t alloc_ts, uint64_t fr
 	return freed_inside ? HT_AOFI : HT_AOFO;
 }
 
-const char *ht_wtype_name(int type)
+const char *ht__wtype_name(int type)
 {
 	static const char *const names[] = {"AIFI", "AIFO", "AOFI", "AOFO"};
 	if (type < 0 || type > HT_AOFO)
@@ -31,28 +31,28 @@ const char *ht_wtype_name(int type)
 	return names[type];
 }
 
-bool ht_wtype_impacting(int type)
+bool ht__wtype_impacting(int type)
 {
 	return type != HT_AIFI;
 }
 
-const char *ht_wtype_impacting_name(int type)
+const char *ht__wtype_impacting_name(int type)
 {
-	return ht_wtype_impacting(type) ? "Impacting" : "Transient";
+	return ht__wtype_impacting(type) ? "Impacting" : "Transient";
 }
 
 static const char *const key_names[HT_WK__COUNT] = {
     "process", "handle", "type", "impacting-type", "stack", "frame", "image", "thread",
 };
 
-const char *ht_wkey_name(enum ht_wkey key)
+const char *ht__wkey_name(enum ht__wkey key)
 {
 	if ((unsigned)key >= HT_WK__COUNT)
 		return "?";
 	return key_names[key];
 }
 
-int ht_wkey_parse(const char *s)
+int ht__wkey_parse(const char *s)
 {
 	if (!s)
 		return -1;
@@ -64,23 +64,23 @@ int ht_wkey_parse(const char *s)
 	return -1;
 }
 
-struct ht_wtree {
-	struct ht_window w;
-	enum ht_wkey keys[HT_WK_MAX_LEVELS];
+struct ht__wtree {
+	struct ht__window w;
+	enum ht__wkey keys[HT_WK_MAX_LEVELS];
 	uint32_t nkeys;
 	bool keep_rows;
-	struct ht_wnode root;
+	struct ht__wnode root;
 };
 
-struct ht_wtree *ht_wtree_new(const struct ht_window *w, const enum ht_wkey *keys, uint32_t nkeys,
-			      bool keep_rows)
+struct ht__wtree *ht__wtree_new(const struct ht__window *w, const enum ht__wkey *keys,
+				uint32_t nkeys, bool keep_rows)
 {
 	if (!w || w->start >= w->end || nkeys > HT_WK_MAX_LEVELS)
 		return NULL;
 	for (uint32_t i = 0; i < nkeys; i++)
 		if ((unsigned)keys[i] >= HT_WK__COUNT)
 			return NULL;
-	struct ht_wtree *t = calloc(1, sizeof(*t));
+	struct ht__wtree *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->w = *w;
@@ -91,33 +91,33 @@ struct ht_wtree *ht_wtree_new(const struct ht_window *w, const enum ht_wkey *key
 	return t;
 }
 
-#define mix64 ht_mix64
+#define mix64 ht__mix64
 
 static uint64_t child_hash(const void *ctx, uint32_t id)
 {
-	const struct ht_wnode *n = ctx;
+	const struct ht__wnode *n = ctx;
 	return mix64(n->children[id]->value);
 }
 
 /* The child of n with this value, created when missing; NULL when out of memory. */
-static struct ht_wnode *child_get(struct ht_wnode *n, enum ht_wkey key, uint64_t value)
+static struct ht__wnode *child_get(struct ht__wnode *n, enum ht__wkey key, uint64_t value)
 {
 	uint64_t h = mix64(value);
-	for (uint32_t *slot = ht_hindex_find(&n->index, h); *slot;
-	     slot = ht_hindex_next(&n->index, slot))
+	for (uint32_t *slot = ht__hindex_find(&n->index, h); *slot;
+	     slot = ht__hindex_next(&n->index, slot))
 		if (n->children[*slot - 1]->value == value)
 			return n->children[*slot - 1];
-	if (ht_grow32((void **)&n->children, &n->cap, (size_t)n->nall + 1, sizeof(*n->children)) <
+	if (ht__grow32((void **)&n->children, &n->cap, (size_t)n->nall + 1, sizeof(*n->children)) <
 	    0)
 		return NULL;
-	struct ht_wnode *c = calloc(1, sizeof(*c));
+	struct ht__wnode *c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->key = key;
 	c->depth = n->depth + 1;
 	c->value = value;
 	n->children[n->nall] = c;
-	if (ht_hindex_insert(&n->index, h, n->nall, child_hash, n) < 0) {
+	if (ht__hindex_insert(&n->index, h, n->nall, child_hash, n) < 0) {
 		free(c);
 		return NULL;
 	}
@@ -126,7 +126,7 @@ static struct ht_wnode *child_get(struct ht_wnode *n, enum ht_wkey key, uint64_t
 	return c;
 }
 
-static void node_count(struct ht_wnode *n, const struct ht_witem *it, int type)
+static void node_count(struct ht__wnode *n, const struct ht__witem *it, int type)
 {
 	n->live++;
 	if (type == HT_AIFI || type == HT_AIFO) {
@@ -139,11 +139,11 @@ static void node_count(struct ht_wnode *n, const struct ht_witem *it, int type)
 		n->impacting -= (int64_t)it->size;
 }
 
-static int node_row(struct ht_wnode *n, const struct ht_witem *it, int type)
+static int node_row(struct ht__wnode *n, const struct ht__witem *it, int type)
 {
-	if (ht_grow32((void **)&n->rows, &n->rows_cap, (size_t)n->nrows + 1, sizeof(*n->rows)) < 0)
+	if (ht__grow32((void **)&n->rows, &n->rows_cap, (size_t)n->nrows + 1, sizeof(*n->rows)) < 0)
 		return HT_ERR_NOMEM;
-	struct ht_wrow *r = &n->rows[n->nrows++];
+	struct ht__wrow *r = &n->rows[n->nrows++];
 	r->alloc_ts = it->alloc_ts;
 	r->free_ts = it->free_ts;
 	r->size = it->size;
@@ -162,13 +162,13 @@ static int node_row(struct ht_wnode *n, const struct ht_witem *it, int type)
  * multi-valued: the item joins one child per distinct key, as xperf's -frames
  * counts an allocation once under each frame of its stack.
  */
-static int add_at(struct ht_wtree *t, struct ht_wnode *n, uint32_t level, const struct ht_witem *it,
-		  int type)
+static int add_at(struct ht__wtree *t, struct ht__wnode *n, uint32_t level,
+		  const struct ht__witem *it, int type)
 {
 	node_count(n, it, type);
 	if (level == t->nkeys)
 		return t->keep_rows ? node_row(n, it, type) : 0;
-	enum ht_wkey key = t->keys[level];
+	enum ht__wkey key = t->keys[level];
 	const uint64_t *many = NULL;
 	uint32_t nmany = 0;
 	uint64_t value = 0;
@@ -183,7 +183,7 @@ static int add_at(struct ht_wtree *t, struct ht_wnode *n, uint32_t level, const 
 		value = (uint64_t)type;
 		break;
 	case HT_WK_IMPACTING:
-		value = ht_wtype_impacting(type);
+		value = ht__wtype_impacting(type);
 		break;
 	case HT_WK_STACK:
 		value = it->stack;
@@ -203,11 +203,11 @@ static int add_at(struct ht_wtree *t, struct ht_wnode *n, uint32_t level, const 
 		return HT_ERR_INVALID;
 	}
 	if (key != HT_WK_FRAME && key != HT_WK_IMAGE) {
-		struct ht_wnode *c = child_get(n, key, value);
+		struct ht__wnode *c = child_get(n, key, value);
 		return c ? add_at(t, c, level + 1, it, type) : HT_ERR_NOMEM;
 	}
 	for (uint32_t i = 0; i < nmany; i++) {
-		struct ht_wnode *c = child_get(n, key, many[i]);
+		struct ht__wnode *c = child_get(n, key, many[i]);
 		if (!c)
 			return HT_ERR_NOMEM;
 		int rc = add_at(t, c, level + 1, it, type);
@@ -217,9 +217,9 @@ static int add_at(struct ht_wtree *t, struct ht_wnode *n, uint32_t level, const 
 	return 0;
 }
 
-int ht_wtree_add(struct ht_wtree *t, const struct ht_witem *it)
+int ht__wtree_add(struct ht__wtree *t, const struct ht__witem *it)
 {
-	int type = ht_window_classify(&t->w, it->alloc_ts, it->free_ts);
+	int type = ht__window_classify(&t->w, it->alloc_ts, it->free_ts);
 	if (type < 0)
 		return 0;
 	int rc = add_at(t, &t->root, 0, it, type);
@@ -233,10 +233,10 @@ static int cmp_u64_desc(uint64_t a, uint64_t b)
 
 static int cmp_node(const void *pa, const void *pb, void *ctx)
 {
-	const struct ht_wnode *a = *(const struct ht_wnode *const *)pa;
-	const struct ht_wnode *b = *(const struct ht_wnode *const *)pb;
+	const struct ht__wnode *a = *(const struct ht__wnode *const *)pa;
+	const struct ht__wnode *b = *(const struct ht__wnode *const *)pb;
 	int c = 0;
-	switch (*(const enum ht_wsort *)ctx) {
+	switch (*(const enum ht__wsort *)ctx) {
 	case HT_WSORT_IMPACTING:
 		c = a->impacting < b->impacting ? 1 : a->impacting > b->impacting ? -1 : 0;
 		break;
@@ -260,7 +260,7 @@ static int cmp_node(const void *pa, const void *pb, void *ctx)
 
 static int cmp_row(const void *pa, const void *pb)
 {
-	const struct ht_wrow *a = pa, *b = pb;
+	const struct ht__wrow *a = pa, *b = pb;
 	if (a->alloc_ts != b->alloc_ts)
 		return a->alloc_ts < b->alloc_ts ? -1 : 1;
 	if (a->addr != b->addr)
@@ -268,10 +268,10 @@ static int cmp_row(const void *pa, const void *pb)
 	return 0;
 }
 
-static void sort_node(struct ht_wnode *n, enum ht_wsort by, uint32_t top)
+static void sort_node(struct ht__wnode *n, enum ht__wsort by, uint32_t top)
 {
 	/* The index refers to positions, which sorting changes; the tree is final now. */
-	ht_hindex_release(&n->index);
+	ht__hindex_release(&n->index);
 	if (n->nall > 1)
 		qsort_r(n->children, n->nall, sizeof(n->children[0]), cmp_node, &by);
 	n->nchildren = top && top < n->nall ? top : n->nall;
@@ -281,28 +281,28 @@ static void sort_node(struct ht_wnode *n, enum ht_wsort by, uint32_t top)
 		qsort(n->rows, n->nrows, sizeof(n->rows[0]), cmp_row);
 }
 
-void ht_wtree_sort(struct ht_wtree *t, enum ht_wsort by, uint32_t top)
+void ht__wtree_sort(struct ht__wtree *t, enum ht__wsort by, uint32_t top)
 {
 	sort_node(&t->root, by, top);
 }
 
-const struct ht_wnode *ht_wtree_root(const struct ht_wtree *t)
+const struct ht__wnode *ht__wtree_root(const struct ht__wtree *t)
 {
 	return &t->root;
 }
 
-static void node_release(struct ht_wnode *n)
+static void node_release(struct ht__wnode *n)
 {
 	for (uint32_t i = 0; i < n->nall; i++) {
 		node_release(n->children[i]);
 		free(n->children[i]);
 	}
 	free(n->children);
-	ht_hindex_release(&n->index);
+	ht__hindex_release(&n->index);
 	free(n->rows);
 }
 
-void ht_wtree_free(struct ht_wtree *t)
+void ht__wtree_free(struct ht__wtree *t)
 {
 	if (!t)
 		return;
@@ -331,25 +331,25 @@ struct wcanon {
 	uint32_t n;
 };
 
-struct ht_wstacks {
+struct ht__wstacks {
 	const struct ht_reader *r;
-	struct ht_frame_matcher *cull;
+	struct ht__frame_matcher *cull;
 	struct wstack_entry *raw;
 	uint32_t nraw;
 	struct wcanon *canon; /* index = canonical id; 0 unused */
 	uint32_t ncanon, canon_cap;
-	struct ht_hindex canon_index; /* slots hold the canonical id (id - 1 + 1) */
-	char **names;		      /* frame texts, index = key */
+	struct ht__hindex canon_index; /* slots hold the canonical id (id - 1 + 1) */
+	char **names;		       /* frame texts, index = key */
 	uint32_t nnames, names_cap;
-	struct ht_hindex name_index; /* of names */
-	uint32_t *frame_key;	     /* logical frame id -> text key + 1, 0 = not yet */
+	struct ht__hindex name_index; /* of names */
+	uint32_t *frame_key;	      /* logical frame id -> text key + 1, 0 = not yet */
 	uint32_t nframe_key;
 };
 
-int ht_wstacks_new(struct ht_wstacks **out, const struct ht_reader *r,
-		   struct ht_frame_matcher *cull)
+int ht__wstacks_new(struct ht__wstacks **out, const struct ht_reader *r,
+		    struct ht__frame_matcher *cull)
 {
-	struct ht_wstacks *s = calloc(1, sizeof(*s));
+	struct ht__wstacks *s = calloc(1, sizeof(*s));
 	if (!s)
 		return HT_ERR_NOMEM;
 	s->r = r;
@@ -360,7 +360,7 @@ int ht_wstacks_new(struct ht_wstacks **out, const struct ht_reader *r,
 	s->frame_key = calloc(s->nframe_key ? s->nframe_key : 1, sizeof(*s->frame_key));
 	s->ncanon = 1;
 	if (!s->raw || !s->frame_key) {
-		ht_wstacks_free(s);
+		ht__wstacks_free(s);
 		return HT_ERR_NOMEM;
 	}
 	*out = s;
@@ -378,31 +378,32 @@ static uint64_t hash_frames(const uint32_t *f, uint32_t n)
 /* Ids in the canonical index are canonical ids - 1 (id 0 is unused). */
 static uint64_t canon_hash(const void *ctx, uint32_t id)
 {
-	const struct ht_wstacks *s = ctx;
+	const struct ht__wstacks *s = ctx;
 	return hash_frames(s->canon[id + 1].keys, s->canon[id + 1].n);
 }
 
 static uint64_t name_hash(const void *ctx, uint32_t key)
 {
-	const struct ht_wstacks *s = ctx;
-	return ht_hash_str(s->names[key]);
+	const struct ht__wstacks *s = ctx;
+	return ht__hash_str(s->names[key]);
 }
 
 /*
  * The canonical id of a culled stack with text keys keys[0..n) and logical
  * frames f[0..n) (interned by keys). Returns 0 when out of memory.
  */
-static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *keys, const uint32_t *f, uint32_t n)
+static uint32_t canon_get(struct ht__wstacks *s, const uint32_t *keys, const uint32_t *f,
+			  uint32_t n)
 {
 	uint64_t h = hash_frames(keys, n);
-	for (uint32_t *slot = ht_hindex_find(&s->canon_index, h); *slot;
-	     slot = ht_hindex_next(&s->canon_index, slot)) {
+	for (uint32_t *slot = ht__hindex_find(&s->canon_index, h); *slot;
+	     slot = ht__hindex_next(&s->canon_index, slot)) {
 		const struct wcanon *c = &s->canon[*slot];
 		if (c->n == n && !memcmp(c->keys, keys, n * sizeof(*keys)))
 			return *slot;
 	}
-	if (ht_grow32((void **)&s->canon, &s->canon_cap, (size_t)s->ncanon + 1, sizeof(*s->canon)) <
-	    0)
+	if (ht__grow32((void **)&s->canon, &s->canon_cap, (size_t)s->ncanon + 1,
+		       sizeof(*s->canon)) < 0)
 		return 0;
 	uint32_t *copy = malloc(2 * (n ? n : 1) * sizeof(*copy));
 	if (!copy)
@@ -413,7 +414,7 @@ static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *keys, const uint
 	s->canon[id].keys = copy;
 	s->canon[id].frames = copy + n;
 	s->canon[id].n = n;
-	if (ht_hindex_insert(&s->canon_index, h, id - 1, canon_hash, s) < 0) {
+	if (ht__hindex_insert(&s->canon_index, h, id - 1, canon_hash, s) < 0) {
 		free(copy);
 		return 0;
 	}
@@ -421,27 +422,27 @@ static uint32_t canon_get(struct ht_wstacks *s, const uint32_t *keys, const uint
 	return id;
 }
 
-static uint32_t frame_key_intern(struct ht_wstacks *s, const char *buf);
+static uint32_t frame_key_intern(struct ht__wstacks *s, const char *buf);
 
 /* The text key of a logical frame (interned "module!function"); UINT32_MAX when out of memory. */
-static uint32_t frame_key_get(struct ht_wstacks *s, uint32_t frame)
+static uint32_t frame_key_get(struct ht__wstacks *s, uint32_t frame)
 {
 	/* An unfinished trace grows its frame table while it is read. */
 	if (frame >= s->nframe_key && frame < ht_reader_frame_count(s->r) &&
-	    ht_grow32_zero((void **)&s->frame_key, &s->nframe_key, ht_reader_frame_count(s->r),
-			   sizeof(*s->frame_key)) < 0)
+	    ht__grow32_zero((void **)&s->frame_key, &s->nframe_key, ht_reader_frame_count(s->r),
+			    sizeof(*s->frame_key)) < 0)
 		return UINT32_MAX;
 	if (frame < s->nframe_key && s->frame_key[frame])
 		return s->frame_key[frame] - 1;
 	char small[512], *buf = small;
-	int len = ht_frame_text(s->r, frame, true, small, sizeof(small));
+	int len = ht__frame_text(s->r, frame, true, small, sizeof(small));
 	if (len >= (int)sizeof(small)) {
 		/* Long demangled templates: the whole text, so different names stay different keys.
 		 */
 		buf = malloc((size_t)len + 1);
 		if (!buf)
 			return UINT32_MAX;
-		ht_frame_text(s->r, frame, true, buf, (size_t)len + 1);
+		ht__frame_text(s->r, frame, true, buf, (size_t)len + 1);
 	}
 	uint32_t key = frame_key_intern(s, buf);
 	if (buf != small)
@@ -452,22 +453,22 @@ static uint32_t frame_key_get(struct ht_wstacks *s, uint32_t frame)
 }
 
 /* The key of a frame text, added when new; UINT32_MAX when out of memory. */
-static uint32_t frame_key_intern(struct ht_wstacks *s, const char *buf)
+static uint32_t frame_key_intern(struct ht__wstacks *s, const char *buf)
 {
-	uint64_t h = ht_hash_str(buf);
-	for (uint32_t *slot = ht_hindex_find(&s->name_index, h); *slot;
-	     slot = ht_hindex_next(&s->name_index, slot))
+	uint64_t h = ht__hash_str(buf);
+	for (uint32_t *slot = ht__hindex_find(&s->name_index, h); *slot;
+	     slot = ht__hindex_next(&s->name_index, slot))
 		if (!strcmp(s->names[*slot - 1], buf))
 			return *slot - 1;
-	if (ht_grow32((void **)&s->names, &s->names_cap, (size_t)s->nnames + 1, sizeof(*s->names)) <
-	    0)
+	if (ht__grow32((void **)&s->names, &s->names_cap, (size_t)s->nnames + 1,
+		       sizeof(*s->names)) < 0)
 		return UINT32_MAX;
 	char *copy = strdup(buf);
 	if (!copy)
 		return UINT32_MAX;
 	uint32_t key = s->nnames;
 	s->names[key] = copy;
-	if (ht_hindex_insert(&s->name_index, h, key, name_hash, s) < 0) {
+	if (ht__hindex_insert(&s->name_index, h, key, name_hash, s) < 0) {
 		free(copy);
 		return UINT32_MAX;
 	}
@@ -480,11 +481,11 @@ static uint32_t frame_key_intern(struct ht_wstacks *s, const char *buf)
  * and its module, as 'heaptrail analyze -frames/-images' does, so the two
  * commands agree and every level's groups add up to their parent.
  */
-static int resolve(struct ht_wstacks *s, uint32_t raw, struct wstack_entry *e)
+static int resolve(struct ht__wstacks *s, uint32_t raw, struct wstack_entry *e)
 {
 	const uint32_t *frames;
 	uint32_t n = ht_reader_stack(s->r, raw, &frames);
-	uint32_t first = s->cull && n ? ht_frame_matcher_cull(s->cull, frames, n) : 0;
+	uint32_t first = s->cull && n ? ht__frame_matcher_cull(s->cull, frames, n) : 0;
 	frames += first;
 	n -= first;
 	if (n) {
@@ -514,7 +515,7 @@ static int resolve(struct ht_wstacks *s, uint32_t raw, struct wstack_entry *e)
 	return 0;
 }
 
-int ht_wstacks_resolve(struct ht_wstacks *s, uint32_t raw, struct ht_witem *it)
+int ht__wstacks_resolve(struct ht__wstacks *s, uint32_t raw, struct ht__witem *it)
 {
 	static struct wstack_entry none = {.done = true};
 	/* An unfinished trace grows its stack table while it is read. */
@@ -542,7 +543,7 @@ int ht_wstacks_resolve(struct ht_wstacks *s, uint32_t raw, struct ht_witem *it)
 	return 0;
 }
 
-uint32_t ht_wstacks_frames(const struct ht_wstacks *s, uint32_t stack, const uint32_t **frames)
+uint32_t ht__wstacks_frames(const struct ht__wstacks *s, uint32_t stack, const uint32_t **frames)
 {
 	if (!stack || stack >= s->ncanon) {
 		*frames = NULL;
@@ -552,19 +553,19 @@ uint32_t ht_wstacks_frames(const struct ht_wstacks *s, uint32_t stack, const uin
 	return s->canon[stack].n;
 }
 
-const char *ht_wstacks_frame_name(const struct ht_wstacks *s, uint64_t key)
+const char *ht__wstacks_frame_name(const struct ht__wstacks *s, uint64_t key)
 {
 	return key < s->nnames ? s->names[key] : "?";
 }
 
-const char *ht_wstacks_frame_text(const struct ht_wstacks *s, uint32_t frame)
+const char *ht__wstacks_frame_text(const struct ht__wstacks *s, uint32_t frame)
 {
 	if (frame < s->nframe_key && s->frame_key[frame])
 		return s->names[s->frame_key[frame] - 1];
 	return "?";
 }
 
-const char *ht_wstacks_image_name(const struct ht_wstacks *s, uint64_t key)
+const char *ht__wstacks_image_name(const struct ht__wstacks *s, uint64_t key)
 {
 	if (key >= ht_reader_module_count(s->r))
 		return "?";
@@ -572,7 +573,7 @@ const char *ht_wstacks_image_name(const struct ht_wstacks *s, uint64_t key)
 	return m && m->name ? m->name : "?";
 }
 
-void ht_wstacks_free(struct ht_wstacks *s)
+void ht__wstacks_free(struct ht__wstacks *s)
 {
 	if (!s)
 		return;
@@ -584,11 +585,11 @@ void ht_wstacks_free(struct ht_wstacks *s)
 	for (uint32_t i = 1; i < s->ncanon; i++)
 		free(s->canon[i].keys);
 	free(s->canon);
-	ht_hindex_release(&s->canon_index);
+	ht__hindex_release(&s->canon_index);
 	for (uint32_t i = 0; i < s->nnames; i++)
 		free(s->names[i]);
 	free(s->names);
-	ht_hindex_release(&s->name_index);
+	ht__hindex_release(&s->name_index);
 	free(s->frame_key);
 	free(s);
 }

@@ -33,13 +33,13 @@
 #include "analysis/vec.h"
 
 /* A window [start, end) in ns since the trace start; start < end. */
-struct ht_window {
+struct ht__window {
 	uint64_t start;
 	uint64_t end;
 };
 
 /* The four ways a block can meet a window (WPA's Type column). */
-enum ht_wtype {
+enum ht__wtype {
 	HT_AIFI = 0, /* allocated inside, freed inside: transient */
 	HT_AIFO = 1, /* allocated inside, outstanding at the end */
 	HT_AOFI = 2, /* allocated before, freed inside */
@@ -50,22 +50,22 @@ enum ht_wtype {
  * The type of a block allocated at alloc_ts and freed at free_ts (HT_TS_NEVER
  * when never freed) in window w, or -1 when the block does not meet the window.
  */
-int ht_window_classify(const struct ht_window *w, uint64_t alloc_ts, uint64_t free_ts);
+int ht__window_classify(const struct ht__window *w, uint64_t alloc_ts, uint64_t free_ts);
 
 /* "AIFI", "AIFO", "AOFI", "AOFO"; "?" out of range. */
-const char *ht_wtype_name(int type);
+const char *ht__wtype_name(int type);
 
 /* True for the types WPA calls Impacting (all but AIFI). */
-bool ht_wtype_impacting(int type);
+bool ht__wtype_impacting(int type);
 
 /* "Transient" or "Impacting" for a type. */
-const char *ht_wtype_impacting_name(int type);
+const char *ht__wtype_impacting_name(int type);
 
 /* The levels a tree can group by. */
-enum ht_wkey {
+enum ht__wkey {
 	HT_WK_PROCESS = 0,   /* value: process index */
 	HT_WK_HANDLE = 1,    /* value: heap handle */
-	HT_WK_TYPE = 2,	     /* value: enum ht_wtype */
+	HT_WK_TYPE = 2,	     /* value: enum ht__wtype */
 	HT_WK_IMPACTING = 3, /* value: 0 Transient, 1 Impacting */
 	HT_WK_STACK = 4,     /* value: the item's (culled) stack id */
 	HT_WK_FRAME = 5,     /* value: a frame key of the item (an item joins each it has) */
@@ -77,18 +77,18 @@ enum ht_wkey {
 #define HT_WK_MAX_LEVELS 16
 
 /* "process", "handle", "type", "impacting-type", "stack", "frame", "image", "thread". */
-const char *ht_wkey_name(enum ht_wkey key);
+const char *ht__wkey_name(enum ht__wkey key);
 
 /* The key named s (the names above, "impacting" too), or -1. */
-int ht_wkey_parse(const char *s);
+int ht__wkey_parse(const char *s);
 
 /*
  * One heap block or committed range, as the caller resolved it. frames and
  * images are the distinct frame and image keys of the culled stack (what
  * they mean is the caller's: interned names, ids); they are read during
- * ht_wtree_add() only.
+ * ht__wtree_add() only.
  */
-struct ht_witem {
+struct ht__witem {
 	uint64_t alloc_ts;
 	uint64_t free_ts; /* HT_TS_NEVER: never freed */
 	uint64_t size;
@@ -110,8 +110,8 @@ struct ht_witem {
 	bool piece;
 };
 
-/* One block kept as a row (ht_wtree_new with keep_rows). */
-struct ht_wrow {
+/* One block kept as a row (ht__wtree_new with keep_rows). */
+struct ht__wrow {
 	uint64_t alloc_ts;
 	uint64_t free_ts;
 	uint64_t size;
@@ -121,19 +121,19 @@ struct ht_wrow {
 	uint32_t process;
 	int32_t tid;
 	uint32_t stack;
-	uint8_t type; /* enum ht_wtype */
+	uint8_t type; /* enum ht__wtype */
 };
 
 /*
  * A group. The root (depth 0) holds everything in the window. count and size
  * are the blocks allocated inside the window; impacting is AIFO minus AOFI
  * bytes; live counts every block of the group that meets the window.
- * children are the groups of the next level; after ht_wtree_sort() they are in
+ * children are the groups of the next level; after ht__wtree_sort() they are in
  * order and nchildren is cut to the top N. rows (leaves only, when kept) are
  * in allocation time order.
  */
-struct ht_wnode {
-	enum ht_wkey key; /* the level's key (meaningless at the root) */
+struct ht__wnode {
+	enum ht__wkey key; /* the level's key (meaningless at the root) */
 	uint32_t depth;
 	uint64_t value;
 	uint64_t count;
@@ -141,47 +141,47 @@ struct ht_wnode {
 	int64_t impacting;
 	uint64_t live;
 	uint32_t nchildren;
-	struct ht_wnode **children;
+	struct ht__wnode **children;
 	uint32_t nrows;
-	struct ht_wrow *rows;
+	struct ht__wrow *rows;
 	/* Internal: every child (nchildren may be cut by top), the index, the rows' capacity. */
 	uint32_t nall;
 	uint32_t cap;
-	struct ht_hindex index;
+	struct ht__hindex index;
 	uint32_t rows_cap;
 };
 
-enum ht_wsort {
+enum ht__wsort {
 	HT_WSORT_IMPACTING = 0, /* Impacting Size, largest first */
 	HT_WSORT_SIZE = 1,
 	HT_WSORT_COUNT = 2,
 };
 
-struct ht_wtree;
+struct ht__wtree;
 
 /*
  * A tree grouping by keys[0..nkeys) (nkeys may be 0: just the root). With
  * keep_rows, every block in the window is kept as a row of its leaf group.
  * Returns NULL when out of memory or when w or the keys are invalid.
  */
-struct ht_wtree *ht_wtree_new(const struct ht_window *w, const enum ht_wkey *keys, uint32_t nkeys,
-			      bool keep_rows);
+struct ht__wtree *ht__wtree_new(const struct ht__window *w, const enum ht__wkey *keys,
+				uint32_t nkeys, bool keep_rows);
 
 /*
  * Add one block: returns 1 when it meets the window (and was counted), 0 when
  * it does not, HT_ERR_NOMEM.
  */
-int ht_wtree_add(struct ht_wtree *t, const struct ht_witem *it);
+int ht__wtree_add(struct ht__wtree *t, const struct ht__witem *it);
 
 /*
  * Sort every level's children by the key (ties: size, count, value) and keep
  * the top N (0: all). The tree is final afterwards: add nothing more.
  */
-void ht_wtree_sort(struct ht_wtree *t, enum ht_wsort by, uint32_t top);
+void ht__wtree_sort(struct ht__wtree *t, enum ht__wsort by, uint32_t top);
 
-const struct ht_wnode *ht_wtree_root(const struct ht_wtree *t);
+const struct ht__wnode *ht__wtree_root(const struct ht__wtree *t);
 
-void ht_wtree_free(struct ht_wtree *t);
+void ht__wtree_free(struct ht__wtree *t);
 
 /*
  * Stacks as the tables see them: each raw stack id of a reader culled (with a
@@ -193,38 +193,38 @@ void ht_wtree_free(struct ht_wtree *t);
  * -frames/-images' groups. Results are cached per raw stack id, so
  * memory grows with the number of distinct stacks only.
  */
-struct ht_frame_matcher;
+struct ht__frame_matcher;
 struct ht_reader;
-struct ht_wstacks;
+struct ht__wstacks;
 
 /* cull may be NULL (no culling); reader and matcher must outlive the result. */
-int ht_wstacks_new(struct ht_wstacks **out, const struct ht_reader *r,
-		   struct ht_frame_matcher *cull);
+int ht__wstacks_new(struct ht__wstacks **out, const struct ht_reader *r,
+		    struct ht__frame_matcher *cull);
 
 /*
  * Fill it->stack, frames, nframes, images, nimages from the raw stack id
  * (it->raw_stack is set to raw too). The arrays stay valid until
- * ht_wstacks_free(). Returns 0 or HT_ERR_NOMEM.
+ * ht__wstacks_free(). Returns 0 or HT_ERR_NOMEM.
  */
-int ht_wstacks_resolve(struct ht_wstacks *s, uint32_t raw, struct ht_witem *it);
+int ht__wstacks_resolve(struct ht__wstacks *s, uint32_t raw, struct ht__witem *it);
 
 /* The culled logical frames (innermost first) of a canonical stack id; 0 for none. */
-uint32_t ht_wstacks_frames(const struct ht_wstacks *s, uint32_t stack, const uint32_t **frames);
+uint32_t ht__wstacks_frames(const struct ht__wstacks *s, uint32_t stack, const uint32_t **frames);
 
 /* The text of a frame key ("module!function"), "?" when unknown. */
-const char *ht_wstacks_frame_name(const struct ht_wstacks *s, uint64_t key);
+const char *ht__wstacks_frame_name(const struct ht__wstacks *s, uint64_t key);
 
 /*
  * The text ("module!function", untruncated) of a logical frame of a stack
- * that went through ht_wstacks_resolve(), as ht_wstacks_frames() returns
+ * that went through ht__wstacks_resolve(), as ht__wstacks_frames() returns
  * them; "?" for other frames.
  */
-const char *ht_wstacks_frame_text(const struct ht_wstacks *s, uint32_t frame);
+const char *ht__wstacks_frame_text(const struct ht__wstacks *s, uint32_t frame);
 
 /* The name of an image key (the module's file name), "?" when none. */
-const char *ht_wstacks_image_name(const struct ht_wstacks *s, uint64_t key);
+const char *ht__wstacks_image_name(const struct ht__wstacks *s, uint64_t key);
 
-void ht_wstacks_free(struct ht_wstacks *s);
+void ht__wstacks_free(struct ht__wstacks *s);
 
 /*
  * The heap table (commit false: every heap block) or the commit table
@@ -234,15 +234,15 @@ void ht_wstacks_free(struct ht_wstacks *s);
  * its stack resolved by stacks. The pass ends an image's blocks and ranges
  * at its exit, the one rule of every front end. With stop_at_end the pass
  * may stop at the window's end (rows then show no free time after it).
- * *out lives until ht_wfeed_free(), after the pass. 0 or HT_ERR_NOMEM.
+ * *out lives until ht__wfeed_free(), after the pass. 0 or HT_ERR_NOMEM.
  */
-struct ht_pass;
-struct ht_query;
-struct ht_wfeed;
-int ht_wtable_attach(struct ht_pass *p, bool commit, struct ht_wtree *tree,
-		     const struct ht_window *w, struct ht_wstacks *stacks,
-		     struct ht_frame_matcher *require, const struct ht_query *q, bool stop_at_end,
-		     struct ht_wfeed **out);
-void ht_wfeed_free(struct ht_wfeed *f);
+struct ht__pass;
+struct ht__query;
+struct ht__wfeed;
+int ht__wtable_attach(struct ht__pass *p, bool commit, struct ht__wtree *tree,
+		      const struct ht__window *w, struct ht__wstacks *stacks,
+		      struct ht__frame_matcher *require, const struct ht__query *q,
+		      bool stop_at_end, struct ht__wfeed **out);
+void ht__wfeed_free(struct ht__wfeed *f);
 
 #endif

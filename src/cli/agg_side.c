@@ -39,15 +39,15 @@ void agg_side_run(struct agg_side *s, const char *verb)
 {
 	int rc;
 	s->r = open_trace(s->path);
-	if ((rc = ht_query_prepare(&s->q)) < 0)
+	if ((rc = ht__query_prepare(&s->q)) < 0)
 		die("%s", ht_strerror(rc));
-	if (s->q.at_peak && (rc = ht_summary_at_peak(&s->q, s->r, NULL)) < 0)
+	if (s->q.at_peak && (rc = ht__summary_at_peak(&s->q, s->r, NULL)) < 0)
 		die("cannot read '%s': %s", s->path, ht_strerror(rc));
-	if ((rc = ht_agg_new(&s->agg, &s->q, s->r)) < 0)
+	if ((rc = ht__agg_new(&s->agg, &s->q, s->r)) < 0)
 		die("%s", ht_strerror(rc));
 	struct progress prog;
 	progress_init(&prog, verb);
-	rc = ht_agg_run(s->agg, progress_wanted() ? progress_show : NULL, &prog);
+	rc = ht__agg_run(s->agg, progress_wanted() ? progress_show : NULL, &prog);
 	progress_done(&prog);
 	if (rc < 0)
 		die("cannot read '%s': %s", s->path, ht_strerror(rc));
@@ -65,17 +65,17 @@ void agg_side_run(struct agg_side *s, const char *verb)
 		if (!found)
 			warning("no process with pid %" PRId32 " in '%s'", s->q.pids[i], s->path);
 	}
-	if ((rc = ht_agg_finish(s->agg, &s->res)) < 0)
+	if ((rc = ht__agg_finish(s->agg, &s->res)) < 0)
 		die("%s", ht_strerror(rc));
 }
 
 void agg_side_release(struct agg_side *s)
 {
 	if (s->agg) {
-		ht_agg_result_release(&s->res);
-		ht_agg_free(s->agg);
+		ht__agg_result_release(&s->res);
+		ht__agg_free(s->agg);
 	}
 	if (s->r)
 		ht_reader_close(s->r);
-	ht_query_release(&s->q);
+	ht__query_release(&s->q);
 }

@@ -14,9 +14,9 @@
 struct agg_side {
 	const char *path;
 	struct ht_reader *r;
-	struct ht_query q; /* filled in by the caller (ht_query_init first) */
-	struct ht_agg *agg;
-	struct ht_agg_result res;
+	struct ht__query q; /* filled in by the caller (ht__query_init first) */
+	struct ht__agg *agg;
+	struct ht__agg_result res;
 };
 
 /* Opens a trace; dies with a message saying what is wrong. */

@@ -147,8 +147,8 @@ static _Noreturn void unknown_option(const char *arg)
 
 static bool is_sort_key(const char *s)
 {
-	enum ht_sort k;
-	return ht_sort_parse(s, &k) == 0;
+	enum ht__sort k;
+	return ht__sort_parse(s, &k) == 0;
 }
 
 /* "xx" after -stacks looks like a mistyped key rather than a file name. */
@@ -169,7 +169,7 @@ static _Noreturn void bad_key(const char *s)
 	die("unknown sort key '%s'; use so, soc, st, stc or src", s);
 }
 
-static void set_mode(struct opts *o, struct ht_query *q, enum ht_group g, int argc, char **argv,
+static void set_mode(struct opts *o, struct ht__query *q, enum ht__group g, int argc, char **argv,
 		     int *i, const char *inline_val)
 {
 	if (o->mode_given && q->group != g)
@@ -185,11 +185,11 @@ static void set_mode(struct opts *o, struct ht_query *q, enum ht_group g, int ar
 			++*i;
 		}
 	}
-	if (key && ht_sort_parse(key, &q->sort) < 0)
+	if (key && ht__sort_parse(key, &q->sort) < 0)
 		bad_key(key);
 }
 
-static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q)
+static void parse_args(int argc, char **argv, struct opts *o, struct ht__query *q)
 {
 	char name[64];
 	for (int i = 1; i < argc; i++) {
@@ -209,7 +209,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 				if (!o->mode_given)
 					q->group = HT_GROUP_STACK;
 				o->mode_given = true;
-				ht_sort_parse(arg, &q->sort);
+				ht__sort_parse(arg, &q->sort);
 			} else if (looks_like_key(arg)) {
 				bad_key(arg);
 			} else {
@@ -227,7 +227,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 		} else if (!strcmp(name, "printdefaultcull")) {
 			printf("# heaptrail's built-in cull list (analyze --no-default-cull drops "
 			       "it)\n");
-			for (const char *const *d = ht_match_default_list; *d; d++)
+			for (const char *const *d = ht__match_default_list; *d; d++)
 				printf("%s\n", *d);
 			exit(0);
 		} else if (!strcmp(name, "i") || !strcmp(name, "input")) {
@@ -257,10 +257,10 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 			if (!o->mode_given)
 				q->group = HT_GROUP_STACK;
 			o->mode_given = true;
-			ht_sort_parse(name, &q->sort);
+			ht__sort_parse(name, &q->sort);
 		} else if (!strcmp(name, "sort")) {
 			const char *k = opt_value(argc, argv, &i, val, arg);
-			if (ht_sort_parse(k, &q->sort) < 0)
+			if (ht__sort_parse(k, &q->sort) < 0)
 				bad_key(k);
 			if (!o->mode_given)
 				q->group = HT_GROUP_STACK;
@@ -296,7 +296,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 		die("no trace given; usage: heaptrail analyze FILE [options]");
 }
 
-static const char *group_word(enum ht_group g, bool plural)
+static const char *group_word(enum ht__group g, bool plural)
 {
 	switch (g) {
 	case HT_GROUP_STACK:
@@ -323,7 +323,7 @@ static void upper_copy(const char *s, char *out, size_t cap)
 	out[k] = '\0';
 }
 
-static void text_block(const struct ht_agg_counts *c)
+static void text_block(const struct ht__agg_counts *c)
 {
 	printf("    Alloc count:       %12" PRIu64 "\n", c->total_count);
 	printf("    Alloc KiB:         %14.1f\n", kb(c->total_bytes));
@@ -332,10 +332,10 @@ static void text_block(const struct ht_agg_counts *c)
 	printf("    Outstanding KiB:   %14.1f\n", kb(c->outstanding_bytes));
 }
 
-static void print_frame_line(struct ht_agg *agg, const struct ht_reader *r, uint32_t frame)
+static void print_frame_line(struct ht__agg *agg, const struct ht_reader *r, uint32_t frame)
 {
 	const struct ht_frame *f = ht_reader_frame(r, frame);
-	printf("        %s", ht_agg_frame_text(agg, frame));
+	printf("        %s", ht__agg_frame_text(agg, frame));
 	if (f && f->file)
 		printf("  %s:%" PRIu32, f->file, f->line);
 	if (f && f->inlined)
@@ -396,16 +396,16 @@ static const char *heap_name(uint32_t process, uint64_t heap)
 	return found;
 }
 
-static void print_handles_text(const struct ht_agg_result *res, const struct ht_reader *r)
+static void print_handles_text(const struct ht__agg_result *res, const struct ht_reader *r)
 {
 	printf("%10s %12s %10s %12s %10s  %-18s  %s\n", "Alloc#", "Alloc KiB", "Out#", "Out KiB",
 	       "Realloc#", "Handle", "Process");
-	const struct ht_agg_counts *t = &res->totals;
+	const struct ht__agg_counts *t = &res->totals;
 	printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  TOTAL\n", t->total_count,
 	       kb(t->total_bytes), t->outstanding_count, kb(t->outstanding_bytes),
 	       t->realloc_count);
 	for (size_t i = 0; i < res->count; i++) {
-		const struct ht_agg_item *it = &res->items[i];
+		const struct ht__agg_item *it = &res->items[i];
 		char handle[300];
 		const char *name = heap_name(it->process, it->heap);
 		snprintf(handle, sizeof(handle), "0x%" PRIx64 "%s%s%s", it->heap, name ? " (" : "",
@@ -418,8 +418,8 @@ static void print_handles_text(const struct ht_agg_result *res, const struct ht_
 	}
 }
 
-static void print_text(const struct ht_agg_result *res, struct ht_agg *agg,
-		       const struct ht_reader *r, const struct ht_query *q)
+static void print_text(const struct ht__agg_result *res, struct ht__agg *agg,
+		       const struct ht_reader *r, const struct ht__query *q)
 {
 	if (res->group == HT_GROUP_HANDLE) {
 		print_handles_text(res, r);
@@ -434,14 +434,14 @@ static void print_text(const struct ht_agg_result *res, struct ht_agg *agg,
 	char upper[16], title[32], one[16];
 	upper_copy(group_word(res->group, true), upper, sizeof(upper));
 	upper_copy(group_word(res->group, false), one, sizeof(one));
-	upper_copy(ht_sort_title(res->sort), title, sizeof(title));
+	upper_copy(ht__sort_title(res->sort), title, sizeof(title));
 	printf("\nTOP %zu %s BY %s", res->count, upper, title);
 	if (res->count < res->total_items)
 		printf(" (%zu of %zu shown)", res->count, res->total_items);
 	printf("\n");
 	text_block(&res->shown);
 	for (size_t i = 0; i < res->count; i++) {
-		const struct ht_agg_item *it = &res->items[i];
+		const struct ht__agg_item *it = &res->items[i];
 		printf("\n%s %zu", one, i + 1);
 		if (res->group == HT_GROUP_IMAGE)
 			printf(": %s", it->key);
@@ -458,7 +458,7 @@ static void print_text(const struct ht_agg_result *res, struct ht_agg *agg,
 	}
 }
 
-static void json_counts(struct jw *j, const struct ht_agg_counts *c)
+static void json_counts(struct jw *j, const struct ht__agg_counts *c)
 {
 	jw_key(j, "outstanding_bytes");
 	jw_u64(j, c->outstanding_bytes);
@@ -472,8 +472,8 @@ static void json_counts(struct jw *j, const struct ht_agg_counts *c)
 	jw_u64(j, c->realloc_count);
 }
 
-static void print_json(const struct ht_agg_result *res, struct ht_agg *agg,
-		       const struct ht_reader *r, const struct ht_query *q)
+static void print_json(const struct ht__agg_result *res, struct ht__agg *agg,
+		       const struct ht_reader *r, const struct ht__query *q)
 {
 	struct jw j;
 	jw_init(&j, stdout, true);
@@ -482,7 +482,7 @@ static void print_json(const struct ht_agg_result *res, struct ht_agg *agg,
 	jw_str(&j, group_word(res->group, true));
 	if (res->group != HT_GROUP_HANDLE) {
 		jw_key(&j, "sort");
-		jw_str(&j, ht_sort_name(res->sort));
+		jw_str(&j, ht__sort_name(res->sort));
 	}
 	jw_key(&j, "symbols");
 	jw_bool(&j, res->symbols);
@@ -505,7 +505,7 @@ static void print_json(const struct ht_agg_result *res, struct ht_agg *agg,
 		jw_key(&j, "items");
 		jw_arr_begin(&j);
 		for (size_t i = 0; i < res->count; i++) {
-			const struct ht_agg_item *it = &res->items[i];
+			const struct ht__agg_item *it = &res->items[i];
 			jw_obj_begin(&j);
 			switch (res->group) {
 			case HT_GROUP_HANDLE:
@@ -522,7 +522,7 @@ static void print_json(const struct ht_agg_result *res, struct ht_agg *agg,
 				jw_key(&j, "stack");
 				jw_arr_begin(&j);
 				for (uint32_t f = 0; f < it->nframes; f++)
-					jw_str(&j, ht_agg_frame_text(agg, it->frames[f]));
+					jw_str(&j, ht__agg_frame_text(agg, it->frames[f]));
 				jw_arr_end(&j);
 				break;
 			case HT_GROUP_FRAME:
@@ -548,8 +548,8 @@ static void csv_u64(uint64_t v, char sep)
 	printf("%" PRIu64 "%c", v, sep);
 }
 
-static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg,
-		      const struct ht_reader *r, const struct ht_query *q)
+static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
+		      const struct ht_reader *r, const struct ht__query *q)
 {
 	if (q->totals_only) {
 		printf(
@@ -570,7 +570,7 @@ static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg,
 	char *line = NULL;
 	size_t line_len = 0;
 	for (size_t i = 0; i < res->count; i++) {
-		const struct ht_agg_item *it = &res->items[i];
+		const struct ht__agg_item *it = &res->items[i];
 		if (res->group == HT_GROUP_HANDLE) {
 			printf("%" PRId32 ",", it->pid);
 			csv_field(stdout, exe_of(r, it->process));
@@ -591,7 +591,7 @@ static void print_csv(const struct ht_agg_result *res, struct ht_agg *agg,
 				die("out of memory");
 			for (uint32_t f = 0; f < it->nframes; f++)
 				fprintf(m, "%s%s", f ? " <- " : "",
-					ht_agg_frame_text(agg, it->frames[f]));
+					ht__agg_frame_text(agg, it->frames[f]));
 			fclose(m);
 			putchar(',');
 			csv_field(stdout, line);
@@ -608,8 +608,8 @@ int cmd_analyze(int argc, char **argv)
 {
 	struct opts o = {0};
 	struct agg_side side = {0};
-	struct ht_query *qp = &side.q;
-	ht_query_init(qp);
+	struct ht__query *qp = &side.q;
+	ht__query_init(qp);
 	parse_args(argc, argv, &o, qp);
 	side.path = o.file;
 	/* -o: stdout itself goes to the file, so every printer below writes there. */
@@ -623,9 +623,9 @@ int cmd_analyze(int argc, char **argv)
 	}
 	agg_side_run(&side, "analyzing");
 	struct ht_reader *r = side.r;
-	struct ht_agg *agg = side.agg;
-	const struct ht_query q = *qp;
-	const struct ht_agg_result res = side.res;
+	struct ht__agg *agg = side.agg;
+	const struct ht__query q = *qp;
+	const struct ht__agg_result res = side.res;
 	if (q.symbols == 1 && !(ht_reader_info(r)->flags & HT_TRACEF_SYMBOLS))
 		warning("'%s' has no symbols; frames show as module!0xOFFSET", o.file);
 	if (!q.top_given && !q.totals_only && res.count < res.total_items)

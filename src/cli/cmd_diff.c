@@ -35,8 +35,8 @@ static const char usage_text[] =
 struct opts {
 	const char *files[2];
 	int nfiles;
-	enum ht_group group;
-	enum ht_metric metric;
+	enum ht__group group;
+	enum ht__metric metric;
 	enum out_format format;
 	bool has_base_range;
 	uint64_t base_start, base_end;
@@ -44,7 +44,7 @@ struct opts {
 };
 
 /* Parses argv into o and q (the query options apply to both sides). */
-static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q)
+static void parse_args(int argc, char **argv, struct opts *o, struct ht__query *q)
 {
 	char name[64], buf[128];
 	const char *unused = NULL;
@@ -77,7 +77,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 			o->group = HT_GROUP_IMAGE;
 		} else if (!strcmp(name, "metric")) {
 			const char *v = opt_value(argc, argv, &i, val, arg);
-			if (ht_metric_parse(v, &o->metric) < 0)
+			if (ht__metric_parse(v, &o->metric) < 0)
 				die("unknown metric '%s'; use outstanding, total or peak", v);
 		} else if (!strcmp(name, "baserange")) {
 			opt_two(argc, argv, &i, val, arg, "T1 T2", buf, sizeof(buf), &a, &b);
@@ -123,22 +123,22 @@ static void side_setup(struct agg_side *s, const struct opts *o)
 	agg_side_run(s, "comparing");
 }
 
-static const char *group_word(enum ht_group g)
+static const char *group_word(enum ht__group g)
 {
 	return g == HT_GROUP_FRAME ? "frame" : g == HT_GROUP_IMAGE ? "image" : "stack";
 }
 
-static void print_text(const struct ht_diff *d, size_t n)
+static void print_text(const struct ht__diff *d, size_t n)
 {
 	printf("%12s %12s %12s %10s %10s %10s\n", "Delta bytes", "Base bytes", "New bytes",
 	       "Delta#", "Base#", "New#");
-	const struct ht_diff_item *t = &d->totals;
+	const struct ht__diff_item *t = &d->totals;
 	printf("%+12" PRId64 " %12" PRIu64 " %12" PRIu64 " %+10" PRId64 " %10" PRIu64 " %10" PRIu64
 	       "  TOTAL\n",
 	       t->delta_bytes, t->base_bytes, t->new_bytes, t->delta_count, t->base_count,
 	       t->new_count);
 	for (size_t i = 0; i < n; i++) {
-		const struct ht_diff_item *it = &d->items[i];
+		const struct ht__diff_item *it = &d->items[i];
 		printf("%+12" PRId64 " %12" PRIu64 " %12" PRIu64 " %+10" PRId64 " %10" PRIu64
 		       " %10" PRIu64 "  ",
 		       it->delta_bytes, it->base_bytes, it->new_bytes, it->delta_count,
@@ -156,12 +156,12 @@ static void print_text(const struct ht_diff *d, size_t n)
 		printf("(%zu of %zu rows shown)\n", n, d->count);
 }
 
-static void print_csv(const struct ht_diff *d, size_t n)
+static void print_csv(const struct ht__diff *d, size_t n)
 {
 	printf("delta_bytes,base_bytes,new_bytes,delta_count,base_count,new_count,%s\n",
 	       group_word(d->group));
 	for (size_t i = 0; i < n; i++) {
-		const struct ht_diff_item *it = &d->items[i];
+		const struct ht__diff_item *it = &d->items[i];
 		printf("%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",",
 		       it->delta_bytes, it->base_bytes, it->new_bytes, it->delta_count,
 		       it->base_count, it->new_count);
@@ -180,7 +180,7 @@ static void print_csv(const struct ht_diff *d, size_t n)
 	}
 }
 
-static void print_json(const struct ht_diff *d, size_t n)
+static void print_json(const struct ht__diff *d, size_t n)
 {
 	struct jw j;
 	jw_init(&j, stdout, true);
@@ -188,7 +188,7 @@ static void print_json(const struct ht_diff *d, size_t n)
 	jw_key(&j, "items");
 	jw_arr_begin(&j);
 	for (size_t i = 0; i < n; i++) {
-		const struct ht_diff_item *it = &d->items[i];
+		const struct ht__diff_item *it = &d->items[i];
 		jw_obj_begin(&j);
 		jw_key(&j, group_word(d->group));
 		if (d->group == HT_GROUP_STACK) {
@@ -233,11 +233,11 @@ int cmd_diff(int argc, char **argv)
 {
 	struct opts o = {0};
 	struct agg_side base = {0}, cur = {0};
-	ht_query_init(&cur.q);
+	ht__query_init(&cur.q);
 	parse_args(argc, argv, &o, &cur.q);
 	/* The base takes the same query options: parse them again, then its range. */
 	struct opts again = {0};
-	ht_query_init(&base.q);
+	ht__query_init(&base.q);
 	parse_args(argc, argv, &again, &base.q);
 	if (o.has_base_range) {
 		base.q.has_range = true;
@@ -248,8 +248,8 @@ int cmd_diff(int argc, char **argv)
 	cur.path = o.files[o.nfiles - 1];
 	side_setup(&base, &o);
 	side_setup(&cur, &o);
-	struct ht_diff d;
-	int rc = ht_diff_run(&d, base.agg, &base.res, cur.agg, &cur.res, o.metric);
+	struct ht__diff d;
+	int rc = ht__diff_run(&d, base.agg, &base.res, cur.agg, &cur.res, o.metric);
 	if (rc < 0)
 		die("%s", ht_strerror(rc));
 	size_t n = o.top && o.top < d.count ? (size_t)o.top : d.count;
@@ -265,7 +265,7 @@ int cmd_diff(int argc, char **argv)
 		break;
 	}
 	fflush(stdout);
-	ht_diff_release(&d);
+	ht__diff_release(&d);
 	agg_side_release(&base);
 	agg_side_release(&cur);
 	return ferror(stdout) ? 1 : 0;

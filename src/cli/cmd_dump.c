@@ -358,13 +358,13 @@ struct dump_opts {
 	int stacks;
 };
 
-static int dump_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int dump_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	const struct dump_opts *d = ctx;
 	if (d->fmt == FMT_JSON)
-		print_json(ht_pass_reader(p), ev, d->stacks);
+		print_json(ht__pass_reader(p), ev, d->stacks);
 	else
-		print_text(ht_pass_reader(p), ev, d->stacks);
+		print_text(ht__pass_reader(p), ev, d->stacks);
 	return 0;
 }
 
@@ -397,12 +397,12 @@ int cmd_dump(int argc, char **argv)
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	/* Every event, in order, through the one trace pass (no trackers needed). */
 	struct dump_opts d = {fmt, stacks};
-	static const struct ht_consumer dumper = {
+	static const struct ht__consumer dumper = {
 	    .name = "dump", .events = HT_PASS_ALL_EVENTS, .event = dump_event};
-	struct ht_pass *pass = NULL;
-	if ((rc = ht_pass_new(&pass, r)) == 0 && (rc = ht_pass_add(pass, &dumper, &d)) >= 0)
-		rc = ht_pass_run(pass);
-	ht_pass_free(pass);
+	struct ht__pass *pass = NULL;
+	if ((rc = ht__pass_new(&pass, r)) == 0 && (rc = ht__pass_add(pass, &dumper, &d)) >= 0)
+		rc = ht__pass_run(pass);
+	ht__pass_free(pass);
 	if (fflush(stdout) != 0)
 		die("cannot write the dump: output error");
 	if (rc < 0)

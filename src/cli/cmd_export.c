@@ -54,7 +54,7 @@ enum format { F_NONE, F_COLLAPSED, F_PPROF, F_SQLITE, F_MASSIF, F_PERFETTO };
 struct opts {
 	const char *file, *out, *base;
 	enum format format;
-	enum ht_metric metric;
+	enum ht__metric metric;
 	bool modules, force;
 };
 
@@ -67,7 +67,7 @@ static const struct {
 	       {"massif", F_MASSIF},
 	       {"perfetto", F_PERFETTO}};
 
-static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q)
+static void parse_args(int argc, char **argv, struct opts *o, struct ht__query *q)
 {
 	char name[64];
 	for (int i = 1; i < argc; i++) {
@@ -102,7 +102,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 			o->out = opt_value(argc, argv, &i, val, arg);
 		} else if (!strcmp(name, "metric")) {
 			const char *v = opt_value(argc, argv, &i, val, arg);
-			if (ht_metric_parse(v, &o->metric) < 0)
+			if (ht__metric_parse(v, &o->metric) < 0)
 				die("unknown metric '%s'; use outstanding, total or peak", v);
 		} else if (!strcmp(name, "modules")) {
 			o->modules = true;
@@ -131,7 +131,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht_query *q
 }
 
 /* One trace by culled stack, every stack kept, largest first by the metric. */
-static void stack_side(struct agg_side *s, enum ht_metric m)
+static void stack_side(struct agg_side *s, enum ht__metric m)
 {
 	s->q.group = HT_GROUP_STACK;
 	s->q.sort = m == HT_METRIC_TOTAL ? HT_SORT_ST : HT_SORT_SO;
@@ -149,15 +149,15 @@ static void export_timed(const struct opts *o, struct agg_side *s, struct ht__ou
 	if (s->q.has_range)
 		die("%s shows the whole trace; drop -range",
 		    o->format == F_MASSIF ? "massif" : "perfetto");
-	if ((rc = ht_query_prepare(&s->q)) < 0)
+	if ((rc = ht__query_prepare(&s->q)) < 0)
 		die("%s", ht_strerror(rc));
 	struct progress prog;
 	progress_init(&prog, "exporting");
-	ht_export_progress_fn fn = progress_wanted() ? progress_show : NULL;
+	ht__export_progress_fn fn = progress_wanted() ? progress_show : NULL;
 	if (o->format == F_MASSIF)
-		rc = ht_export_massif(out, s->r, &s->q, fn, &prog);
+		rc = ht__export_massif(out, s->r, &s->q, fn, &prog);
 	else
-		rc = ht_export_perfetto(out, s->r, &s->q, fn, &prog);
+		rc = ht__export_perfetto(out, s->r, &s->q, fn, &prog);
 	progress_done(&prog);
 	if (rc < 0 && rc != HT_ERR_IO)
 		die("cannot export '%s': %s", s->path, ht_strerror(rc));
@@ -177,13 +177,13 @@ static void export_sqlite(const struct opts *o, struct agg_side *s, struct ht__o
 		die("'%s' is not a regular file; SQLite writes a database file", o->out);
 	int rc;
 	s->r = open_trace(s->path);
-	if ((rc = ht_query_prepare(&s->q)) < 0)
+	if ((rc = ht__query_prepare(&s->q)) < 0)
 		die("%s", ht_strerror(rc));
 	struct progress prog;
 	progress_init(&prog, "exporting");
 	char why[512];
-	rc = ht_export_sqlite(output->tmp ? output->tmp : output->path, s->r, &s->q,
-			      progress_wanted() ? progress_show : NULL, &prog, why, sizeof(why));
+	rc = ht__export_sqlite(output->tmp ? output->tmp : output->path, s->r, &s->q,
+			       progress_wanted() ? progress_show : NULL, &prog, why, sizeof(why));
 	progress_done(&prog);
 	if (rc < 0)
 		die("cannot export '%s' to '%s': %s", s->path, o->out, why);
@@ -196,10 +196,10 @@ static void export_sqlite(const struct opts *o, struct agg_side *s, struct ht__o
 #define MAX_LABELLED_PIDS 64
 
 struct by_pid {
-	struct ht_query *qs;
-	struct ht_agg **aggs;
-	struct ht_agg_result *res;
-	struct ht_pprof_side *sides;
+	struct ht__query *qs;
+	struct ht__agg **aggs;
+	struct ht__agg_result *res;
+	struct ht__pprof_side *sides;
 	size_t n;
 };
 
@@ -207,8 +207,8 @@ static void by_pid_release(struct by_pid *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
 		if (b->aggs[i]) {
-			ht_agg_result_release(&b->res[i]);
-			ht_agg_free(b->aggs[i]);
+			ht__agg_result_release(&b->res[i]);
+			ht__agg_free(b->aggs[i]);
 		}
 	}
 	free(b->qs);
@@ -232,7 +232,7 @@ static const char *build_id_of(const struct ht_reader *r, const char *exe)
  * build-id), from one pass; a single unlabelled side when there are more
  * than MAX_LABELLED_PIDS of them. s stays open (its reader) until released.
  */
-static void pprof_sides(struct agg_side *s, enum ht_metric m, struct by_pid *b)
+static void pprof_sides(struct agg_side *s, enum ht__metric m, struct by_pid *b)
 {
 	int rc;
 	s->r = open_trace(s->path);
@@ -240,7 +240,7 @@ static void pprof_sides(struct agg_side *s, enum ht_metric m, struct by_pid *b)
 	s->q.sort = m == HT_METRIC_TOTAL ? HT_SORT_ST : HT_SORT_SO;
 	s->q.top = UINT64_MAX;
 	s->q.top_given = true;
-	if ((rc = ht_query_prepare(&s->q)) < 0)
+	if ((rc = ht__query_prepare(&s->q)) < 0)
 		die("%s", ht_strerror(rc));
 	int32_t pids[MAX_LABELLED_PIDS];
 	const char *exes[MAX_LABELLED_PIDS];
@@ -248,7 +248,7 @@ static void pprof_sides(struct agg_side *s, enum ht_metric m, struct by_pid *b)
 	bool too_many = false;
 	for (uint32_t p = 0; p < ht_reader_process_count(s->r); p++) {
 		const struct ht_process *pr = ht_reader_process(s->r, p);
-		if (!ht_query_wants_pid(&s->q, pr->pid))
+		if (!ht__query_wants_pid(&s->q, pr->pid))
 			continue;
 		size_t k = 0;
 		while (k < n && pids[k] != pr->pid)
@@ -276,19 +276,19 @@ static void pprof_sides(struct agg_side *s, enum ht_metric m, struct by_pid *b)
 		b->sides = calloc(1, sizeof(*b->sides));
 		if (!b->aggs || !b->res || !b->sides)
 			die("out of memory");
-		b->sides[0] = (struct ht_pprof_side){s->agg, &s->res, s->r, 0, NULL, NULL};
+		b->sides[0] = (struct ht__pprof_side){s->agg, &s->res, s->r, 0, NULL, NULL};
 		b->aggs[0] = NULL; /* owned by s */
 		return;
 	}
-	if (s->q.at_peak && (rc = ht_summary_at_peak(&s->q, s->r, NULL)) < 0)
+	if (s->q.at_peak && (rc = ht__summary_at_peak(&s->q, s->r, NULL)) < 0)
 		die("cannot read '%s': %s", s->path, ht_strerror(rc));
 	b->n = n;
 	b->qs = calloc(n, sizeof(*b->qs));
 	b->aggs = calloc(n, sizeof(*b->aggs));
 	b->res = calloc(n, sizeof(*b->res));
 	b->sides = calloc(n, sizeof(*b->sides));
-	struct ht_pass *p;
-	if (!b->qs || !b->aggs || !b->res || !b->sides || ht_pass_new(&p, s->r) < 0)
+	struct ht__pass *p;
+	if (!b->qs || !b->aggs || !b->res || !b->sides || ht__pass_new(&p, s->r) < 0)
 		die("out of memory");
 	for (size_t i = 0; i < n; i++) {
 		/* The same query for one pid: the lists are shared, read-only. */
@@ -296,26 +296,26 @@ static void pprof_sides(struct agg_side *s, enum ht_metric m, struct by_pid *b)
 		b->qs[i].pids = &pids[i];
 		b->qs[i].pid_count = 1;
 		b->qs[i].pid_alloc = 0;
-		if (ht_agg_new(&b->aggs[i], &b->qs[i], s->r) < 0 ||
-		    ht_agg_attach(b->aggs[i], p) < 0)
+		if (ht__agg_new(&b->aggs[i], &b->qs[i], s->r) < 0 ||
+		    ht__agg_attach(b->aggs[i], p) < 0)
 			die("out of memory");
 	}
 	struct progress prog;
 	progress_init(&prog, "exporting");
-	ht_pass_progress(p, progress_wanted() ? progress_show : NULL, &prog);
-	rc = ht_pass_run(p);
+	ht__pass_progress(p, progress_wanted() ? progress_show : NULL, &prog);
+	rc = ht__pass_run(p);
 	progress_done(&prog);
-	ht_pass_free(p);
+	ht__pass_free(p);
 	if (rc < 0)
 		die("cannot read '%s': %s", s->path, ht_strerror(rc));
 	trace_warnings(s->r, s->path);
 	for (size_t i = 0; i < n; i++) {
-		if ((rc = ht_agg_finish(b->aggs[i], &b->res[i])) < 0)
+		if ((rc = ht__agg_finish(b->aggs[i], &b->res[i])) < 0)
 			die("%s", ht_strerror(rc));
 		/* pids[] dies with this frame: the queries no longer need it. */
 		b->qs[i].pids = NULL;
 		b->qs[i].pid_count = 0;
-		b->sides[i] = (struct ht_pprof_side){
+		b->sides[i] = (struct ht__pprof_side){
 		    b->aggs[i], &b->res[i], s->r, pids[i], exes[i], build_id_of(s->r, exes[i])};
 	}
 }
@@ -324,13 +324,13 @@ int cmd_export(int argc, char **argv)
 {
 	struct opts o = {0};
 	struct agg_side cur = {0}, base = {0};
-	ht_query_init(&cur.q);
+	ht__query_init(&cur.q);
 	parse_args(argc, argv, &o, &cur.q);
 	cur.path = o.file;
 	if (o.base) {
 		/* The base takes the same query options: parse them again. */
 		struct opts again = {0};
-		ht_query_init(&base.q);
+		ht__query_init(&base.q);
 		parse_args(argc, argv, &again, &base.q);
 		base.path = o.base;
 	}
@@ -353,12 +353,12 @@ int cmd_export(int argc, char **argv)
 		pprof_sides(&cur, o.metric, &c);
 		if (o.base)
 			pprof_sides(&base, o.metric, &b);
-		rc = ht_export_pprof(out, c.sides, c.n, b.sides, b.n, o.metric);
+		rc = ht__export_pprof(out, c.sides, c.n, b.sides, b.n, o.metric);
 		by_pid_release(&c);
 		by_pid_release(&b);
 	} else {
 		stack_side(&cur, o.metric);
-		rc = ht_export_collapsed(out, cur.agg, &cur.res, cur.r, o.metric, o.modules);
+		rc = ht__export_collapsed(out, cur.agg, &cur.res, cur.r, o.metric, o.modules);
 	}
 	if (rc < 0 && rc != HT_ERR_IO)
 		die("%s", ht_strerror(rc));

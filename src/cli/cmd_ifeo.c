@@ -107,7 +107,7 @@ static char *read_file(const char *path)
 	char *buf = NULL;
 	size_t cap = 0, len = 0;
 	for (;;) {
-		if (ht_grow((void **)&buf, &cap, len + 4096 + 1, 1) < 0)
+		if (ht__grow((void **)&buf, &cap, len + 4096 + 1, 1) < 0)
 			die("out of memory");
 		size_t r = fread(buf + len, 1, cap - len - 1, f);
 		len += r;

@@ -117,7 +117,7 @@ static const char *proc_end(char *buf, size_t n, const struct ht_process *p)
 	return buf;
 }
 
-static void print_counts(FILE *f, const struct ht_summary_counts *c)
+static void print_counts(FILE *f, const struct ht__summary_counts *c)
 {
 	char t[32], h[32];
 	fprintf(f, "  allocation calls     %" PRIu64 "\n", c->alloc_calls);
@@ -165,7 +165,7 @@ static int collect_warnings(struct ht_reader *r, char w[4][600])
 	return n;
 }
 
-static void print_text(const char *path, struct ht_reader *r, const struct ht_summary *s)
+static void print_text(const char *path, struct ht_reader *r, const struct ht__summary *s)
 {
 	const struct ht_trace_info *in = ht_reader_info(r);
 	FILE *f = stdout;
@@ -257,7 +257,7 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht_su
 	}
 }
 
-static void json_counts(struct jw *j, const struct ht_summary_counts *c)
+static void json_counts(struct jw *j, const struct ht__summary_counts *c)
 {
 	jw_key(j, "alloc_calls");
 	jw_u64(j, c->alloc_calls);
@@ -297,7 +297,7 @@ static void json_argv(struct jw *j, uint32_t argc, const char *const *argv)
 	jw_arr_end(j);
 }
 
-static void print_json(const char *path, struct ht_reader *r, const struct ht_summary *s)
+static void print_json(const char *path, struct ht_reader *r, const struct ht__summary *s)
 {
 	const struct ht_trace_info *in = ht_reader_info(r);
 	struct jw j;
@@ -403,7 +403,7 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht_su
 	uint32_t np = ht_reader_process_count(r);
 	if (s->nprocs > np)
 		np = s->nprocs;
-	static const struct ht_summary_counts zero;
+	static const struct ht__summary_counts zero;
 	for (uint32_t i = 0; i < np; i++) {
 		const struct ht_process *p = ht_reader_process(r, i);
 		jw_obj_begin(&j);
@@ -465,15 +465,15 @@ int cmd_info(int argc, char **argv)
 	int rc = ht_reader_open(&r, path);
 	if (rc < 0)
 		die("cannot open '%s': %s", path, ht_strerror(rc));
-	struct ht_summary s;
-	rc = ht_summary_run(&s, r);
+	struct ht__summary s;
+	rc = ht__summary_run(&s, r);
 	if (rc < 0)
 		die("cannot read '%s': %s", path, ht_strerror(rc));
 	if (fmt == FMT_JSON)
 		print_json(path, r, &s);
 	else
 		print_text(path, r, &s);
-	ht_summary_release(&s);
+	ht__summary_release(&s);
 	ht_reader_close(r);
 	return 0;
 }

@@ -105,7 +105,7 @@ static void u64_array(struct jw *j, const char *key, const uint64_t *v, uint32_t
 }
 
 static void write_trace(struct jw *j, struct ht_reader *r, const char *file,
-			const struct ht_report_data *d)
+			const struct ht__report_data *d)
 {
 	const struct ht_trace_info *info = ht_reader_info(r);
 	const char *base = strrchr(file, '/');
@@ -139,9 +139,9 @@ static void write_trace(struct jw *j, struct ht_reader *r, const char *file,
 	jw_obj_end(j);
 }
 
-static void write_totals(struct jw *j, const struct ht_report_data *d)
+static void write_totals(struct jw *j, const struct ht__report_data *d)
 {
-	const struct ht_summary_counts *t = &d->summary.total;
+	const struct ht__summary_counts *t = &d->summary.total;
 	const struct {
 		const char *k;
 		uint64_t v;
@@ -210,7 +210,7 @@ static void write_processes(struct jw *j, struct ht_reader *r)
 }
 
 /* Modules, frames (columns) and stacks (frame indices, outermost first). */
-static void write_symbols(struct jw *j, struct ht_reader *r, const struct ht_report_data *d)
+static void write_symbols(struct jw *j, struct ht_reader *r, const struct ht__report_data *d)
 {
 	jw_key(j, "modules");
 	jw_arr_begin(j);
@@ -226,7 +226,7 @@ static void write_symbols(struct jw *j, struct ht_reader *r, const struct ht_rep
 	jw_key(j, "name");
 	jw_arr_begin(j);
 	for (uint32_t i = 0; i < d->nframes; i++) {
-		ht_frame_text(r, d->frame_ids[i], true, buf, sizeof(buf));
+		ht__frame_text(r, d->frame_ids[i], true, buf, sizeof(buf));
 		jw_str(j, buf);
 	}
 	jw_arr_end(j);
@@ -269,14 +269,14 @@ static void write_symbols(struct jw *j, struct ht_reader *r, const struct ht_rep
 }
 
 /* Column c of a site: 0 process, 1 handle, 2 stack. */
-static uint64_t site_field(const struct ht_rd_site *s, int c)
+static uint64_t site_field(const struct ht__rd_site *s, int c)
 {
 	if (c == 0)
 		return s->process;
 	return c == 1 ? s->handle : s->stack;
 }
 
-static void write_table(struct jw *j, const char *key, const struct ht_rd_table *t)
+static void write_table(struct jw *j, const char *key, const struct ht__rd_table *t)
 {
 	jw_key(j, key);
 	jw_obj_begin(j);
@@ -310,10 +310,10 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 		jw_key(j, cols[c]);
 		jw_arr_begin(j);
 		for (uint32_t i = 0; i < t->nsites; i++) {
-			const struct ht_rd_site *s = &t->sites[i];
+			const struct ht__rd_site *s = &t->sites[i];
 			uint64_t prev = 0;
 			for (uint32_t k = 0; k < s->nlives; k++) {
-				const struct ht_rd_life *l = &s->lives[k];
+				const struct ht__rd_life *l = &s->lives[k];
 				switch (c) {
 				case 0:
 					jw_u64(j, l->size);
@@ -350,7 +350,7 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 		jw_key(j, bcols[c]);
 		jw_arr_begin(j);
 		for (size_t i = 0; i < t->ncells; i++) {
-			const struct ht_rd_cell *x = &t->cells[i];
+			const struct ht__rd_cell *x = &t->cells[i];
 			switch (c) {
 			case 0:
 				jw_u64(j, x->site);
@@ -387,7 +387,7 @@ static void write_table(struct jw *j, const char *key, const struct ht_rd_table 
 /* Series drawn one by one on a graph; the rest are summed into one. */
 #define MAX_SERIES 16
 
-static uint64_t series_peak(const struct ht_rd_series *s, uint32_t points)
+static uint64_t series_peak(const struct ht__rd_series *s, uint32_t points)
 {
 	uint64_t m = 0;
 	for (uint32_t i = 0; i < points; i++)
@@ -396,7 +396,7 @@ static uint64_t series_peak(const struct ht_rd_series *s, uint32_t points)
 	return m;
 }
 
-static const struct ht_rd_series *sort_series;
+static const struct ht__rd_series *sort_series;
 static uint32_t sort_points;
 
 static int by_peak(const void *a, const void *b)
@@ -413,7 +413,7 @@ static int by_peak(const void *a, const void *b)
  * sum of their maxima (an upper bound). This keeps the report's size bounded
  * however many processes the trace has.
  */
-static void write_series_list(struct jw *j, const char *key, const struct ht_rd_series *s,
+static void write_series_list(struct jw *j, const char *key, const struct ht__rd_series *s,
 			      uint32_t n, uint32_t points, bool handle)
 {
 	uint32_t *order = malloc(((size_t)n + 1) * sizeof(*order));
@@ -432,7 +432,7 @@ static void write_series_list(struct jw *j, const char *key, const struct ht_rd_
 	jw_key(j, key);
 	jw_arr_begin(j);
 	for (uint32_t k = 0; k < shown; k++) {
-		const struct ht_rd_series *x = &s[order[k]];
+		const struct ht__rd_series *x = &s[order[k]];
 		jw_obj_begin(j);
 		jw_key(j, "process");
 		jw_u64(j, x->process);
@@ -470,7 +470,7 @@ static void write_series_list(struct jw *j, const char *key, const struct ht_rd_
 }
 
 static void write_data(FILE *f, struct ht_reader *r, const char *file,
-		       const struct ht_report_data *d)
+		       const struct ht__report_data *d)
 {
 	struct jw j;
 	jw_init(&j, f, false);
@@ -535,7 +535,7 @@ int cmd_report(int argc, char **argv)
 	};
 	char *out = NULL;
 	bool force = false;
-	struct ht_report_opts o = HT_REPORT_OPTS_INIT;
+	struct ht__report_opts o = HT_REPORT_OPTS_INIT;
 	struct cli_parser p;
 	cli_init(&p, "report", report_usage, opts, argc, argv, false);
 	for (int c; (c = cli_next(&p)) != -1;) {
@@ -584,8 +584,8 @@ int cmd_report(int argc, char **argv)
 	struct ht__output dst;
 	FILE *f = output_begin(&dst, out, force, 0644);
 	bool is_file = ht__output_is_file(&dst);
-	struct ht_report_data d;
-	rc = ht_report_data_run(&d, r, &o);
+	struct ht__report_data d;
+	rc = ht__report_data_run(&d, r, &o);
 	if (rc < 0)
 		die("cannot read '%s': %s", file, ht_strerror(rc));
 	if (ht_reader_warning(r))
@@ -608,7 +608,7 @@ int cmd_report(int argc, char **argv)
 	else if (!is_file)
 		printf("heaptrail: wrote '%s'\n", out);
 
-	ht_report_data_release(&d);
+	ht__report_data_release(&d);
 	ht_reader_close(r);
 	free(tpl);
 	free(tpath);

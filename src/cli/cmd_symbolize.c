@@ -61,38 +61,38 @@ struct rewrite {
 /* Reads every event once (an unfinished trace defines its tables as it goes). */
 static int read_through(struct ht_reader *r, struct progress *pr)
 {
-	static const struct ht_consumer nothing = {.name = "read through"};
-	struct ht_pass *p = NULL;
-	int rc = ht_pass_new(&p, r);
-	if (rc == 0 && (rc = ht_pass_add(p, &nothing, NULL)) >= 0) {
+	static const struct ht__consumer nothing = {.name = "read through"};
+	struct ht__pass *p = NULL;
+	int rc = ht__pass_new(&p, r);
+	if (rc == 0 && (rc = ht__pass_add(p, &nothing, NULL)) >= 0) {
 		if (pr)
-			ht_pass_progress(p, progress_show, pr);
-		rc = ht_pass_run(p);
+			ht__pass_progress(p, progress_show, pr);
+		rc = ht__pass_run(p);
 	}
-	ht_pass_free(p);
+	ht__pass_free(p);
 	return rc;
 }
 
-static int copy_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int copy_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	struct rewrite *rw = ctx;
 	const struct ht_process *proc = NULL;
 	if (ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC)
-		proc = ht_reader_process(ht_pass_reader(p), ev->process);
+		proc = ht_reader_process(ht__pass_reader(p), ev->process);
 	return ht__writer_event(rw->w, ev, proc);
 }
 
 /* Every event into the writer, in order, through one pass; *events counts them. */
 static int copy_events(struct rewrite *rw, uint64_t *events)
 {
-	static const struct ht_consumer copier = {
+	static const struct ht__consumer copier = {
 	    .name = "copy", .events = HT_PASS_ALL_EVENTS, .event = copy_event};
-	struct ht_pass *p = NULL;
-	int rc = ht_pass_new(&p, rw->r);
-	if (rc == 0 && (rc = ht_pass_add(p, &copier, rw)) >= 0)
-		rc = ht_pass_run(p);
-	*events = p ? ht_pass_events(p) : 0;
-	ht_pass_free(p);
+	struct ht__pass *p = NULL;
+	int rc = ht__pass_new(&p, rw->r);
+	if (rc == 0 && (rc = ht__pass_add(p, &copier, rw)) >= 0)
+		rc = ht__pass_run(p);
+	*events = p ? ht__pass_events(p) : 0;
+	ht__pass_free(p);
 	return rc;
 }
 

@@ -62,42 +62,42 @@ struct table_opts {
 	const char *file;
 	bool has_range;
 	uint64_t t1, t2;
-	enum ht_wkey keys[HT_WK_MAX_LEVELS];
+	enum ht__wkey keys[HT_WK_MAX_LEVELS];
 	uint32_t nkeys;
 	bool keys_given;
 	long depth; /* -1: all */
-	enum ht_wsort sort;
+	enum ht__wsort sort;
 	uint32_t top;
 	bool rows;
 	enum out_format fmt;
 	struct tu_unit unit;
-	struct ht_query q;
+	struct ht__query q;
 };
 
 /* Everything one run needs while the trace streams. */
 struct table_run {
 	struct table_opts *o;
 	struct ht_reader *r;
-	struct ht_wtree *tree;
-	struct ht_wstacks *stacks;
-	struct ht_frame_matcher *cull;
-	struct ht_frame_matcher *require;
-	struct ht_window w;
+	struct ht__wtree *tree;
+	struct ht__wstacks *stacks;
+	struct ht__frame_matcher *cull;
+	struct ht__frame_matcher *require;
+	struct ht__window w;
 };
 
 /* Reads the trace into t->tree through one pass. Dies on a read error. */
 static void table_read(struct table_run *t)
 {
-	struct ht_pass *p;
-	struct ht_wfeed *feed = NULL;
-	int rc = ht_pass_new(&p, t->r);
+	struct ht__pass *p;
+	struct ht__wfeed *feed = NULL;
+	int rc = ht__pass_new(&p, t->r);
 	if (rc == 0)
-		rc = ht_wtable_attach(p, t->o->kind == TABLE_COMMIT, t->tree, &t->w, t->stacks,
-				      t->require, &t->o->q, !t->o->rows, &feed);
+		rc = ht__wtable_attach(p, t->o->kind == TABLE_COMMIT, t->tree, &t->w, t->stacks,
+				       t->require, &t->o->q, !t->o->rows, &feed);
 	if (rc == 0)
-		rc = ht_pass_run(p);
-	ht_pass_free(p);
-	ht_wfeed_free(feed);
+		rc = ht__pass_run(p);
+	ht__pass_free(p);
+	ht__wfeed_free(feed);
 	if (rc == HT_ERR_NOMEM)
 		die("cannot build the table: %s", ht_strerror(rc));
 	if (rc < 0)
@@ -120,10 +120,10 @@ static const char *stack_text(struct table_run *t, uint32_t stack)
 	static char *buf;
 	static size_t cap;
 	const uint32_t *f;
-	uint32_t nf = ht_wstacks_frames(t->stacks, stack, &f);
+	uint32_t nf = ht__wstacks_frames(t->stacks, stack, &f);
 	size_t need = 16;
 	for (uint32_t i = 0; i < nf; i++)
-		need += strlen(ht_wstacks_frame_text(t->stacks, f[i])) + 4;
+		need += strlen(ht__wstacks_frame_text(t->stacks, f[i])) + 4;
 	if (need > cap) {
 		char *b = realloc(buf, need);
 		if (!b)
@@ -137,12 +137,12 @@ static const char *stack_text(struct table_run *t, uint32_t stack)
 	}
 	char *p = buf;
 	for (uint32_t i = 0; i < nf; i++)
-		p += sprintf(p, "%s%s", i ? " <- " : "", ht_wstacks_frame_text(t->stacks, f[i]));
+		p += sprintf(p, "%s%s", i ? " <- " : "", ht__wstacks_frame_text(t->stacks, f[i]));
 	return buf;
 }
 
 /* The label of a group in text and CSV ("memtestapp (pid 12)", "Impacting", ...). */
-static void node_label(struct table_run *t, const struct ht_wnode *n, char *buf, size_t len)
+static void node_label(struct table_run *t, const struct ht__wnode *n, char *buf, size_t len)
 {
 	const struct ht_process *p;
 	switch (n->key) {
@@ -155,16 +155,16 @@ static void node_label(struct table_run *t, const struct ht_wnode *n, char *buf,
 			 n->value == HT_HEAP_PROCESS ? " (malloc)" : "");
 		break;
 	case HT_WK_TYPE:
-		snprintf(buf, len, "%s", ht_wtype_name((int)n->value));
+		snprintf(buf, len, "%s", ht__wtype_name((int)n->value));
 		break;
 	case HT_WK_IMPACTING:
 		snprintf(buf, len, "%s", n->value ? "Impacting" : "Transient");
 		break;
 	case HT_WK_FRAME:
-		snprintf(buf, len, "%s", ht_wstacks_frame_name(t->stacks, n->value));
+		snprintf(buf, len, "%s", ht__wstacks_frame_name(t->stacks, n->value));
 		break;
 	case HT_WK_IMAGE:
-		snprintf(buf, len, "%s", ht_wstacks_image_name(t->stacks, n->value));
+		snprintf(buf, len, "%s", ht__wstacks_image_name(t->stacks, n->value));
 		break;
 	case HT_WK_THREAD:
 		snprintf(buf, len, "thread %d", (int32_t)(uint32_t)n->value);
@@ -178,7 +178,7 @@ static void node_label(struct table_run *t, const struct ht_wnode *n, char *buf,
 	}
 }
 
-static void text_row(struct table_run *t, const struct ht_wrow *w, int indent, bool full)
+static void text_row(struct table_run *t, const struct ht__wrow *w, int indent, bool full)
 {
 	char a[40], f[40], l[40], sz[32];
 	tu_time(a, sizeof(a), w->alloc_ts, &t->o->unit);
@@ -191,7 +191,7 @@ static void text_row(struct table_run *t, const struct ht_wrow *w, int indent, b
 	}
 	tu_size(sz, sizeof(sz), (int64_t)w->size);
 	printf("%*s%-4s %-9s 0x%-14" PRIx64 " %14s %14s %14s %10s  thread %d", indent, "",
-	       ht_wtype_name(w->type), ht_wtype_impacting_name(w->type), w->addr, a, f, l, sz,
+	       ht__wtype_name(w->type), ht__wtype_impacting_name(w->type), w->addr, a, f, l, sz,
 	       w->tid);
 	if (full) {
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
@@ -214,7 +214,7 @@ static void text_rows_header(struct table_run *t, int indent)
 	       "Address", a, f, "Lifetime", "Size");
 }
 
-static void text_node(struct table_run *t, const struct ht_wnode *n)
+static void text_node(struct table_run *t, const struct ht__wnode *n)
 {
 	char label[8192], c[32], i[32], s[32];
 	if (n->depth == 0)
@@ -227,12 +227,12 @@ static void text_node(struct table_run *t, const struct ht_wnode *n)
 	/* A stack reads best one frame a line, innermost first, beside its numbers. */
 	const uint32_t *f = NULL;
 	uint32_t nf = n->depth && n->key == HT_WK_STACK
-			  ? ht_wstacks_frames(t->stacks, (uint32_t)n->value, &f)
+			  ? ht__wstacks_frames(t->stacks, (uint32_t)n->value, &f)
 			  : 0;
 	if (!nf)
 		printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", label);
 	for (uint32_t k = 0; k < nf; k++) {
-		const char *ft = ht_wstacks_frame_text(t->stacks, f[k]);
+		const char *ft = ht__wstacks_frame_text(t->stacks, f[k]);
 		if (!k)
 			printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", ft);
 		else
@@ -248,7 +248,7 @@ static void text_node(struct table_run *t, const struct ht_wnode *n)
 	}
 }
 
-static void print_text(struct table_run *t, const struct ht_wnode *root)
+static void print_text(struct table_run *t, const struct ht__wnode *root)
 {
 	char a[40], b[40];
 	tu_time(a, sizeof(a), t->w.start, &t->o->unit);
@@ -259,7 +259,7 @@ static void print_text(struct table_run *t, const struct ht_wnode *root)
 	if (t->o->nkeys) {
 		printf(", grouped by ");
 		for (uint32_t k = 0; k < t->o->nkeys; k++)
-			printf("%s%s", k ? ", " : "", ht_wkey_name(t->o->keys[k]));
+			printf("%s%s", k ? ", " : "", ht__wkey_name(t->o->keys[k]));
 	}
 	printf("\n\n");
 	if (!t->o->nkeys) {
@@ -297,20 +297,20 @@ static void csv_header(struct table_run *t)
 	}
 }
 
-static void csv_rows(struct table_run *t, const struct ht_wnode *n)
+static void csv_rows(struct table_run *t, const struct ht__wnode *n)
 {
 	for (uint32_t k = 0; k < n->nchildren; k++)
 		csv_rows(t, n->children[k]);
 	for (uint32_t k = 0; k < n->nrows; k++) {
-		const struct ht_wrow *w = &n->rows[k];
+		const struct ht__wrow *w = &n->rows[k];
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
 		char buf[64];
 		csv_field(stdout, p ? tu_basename(p->exe) : "?");
 		printf(",%d,", p ? p->pid : -1);
 		if (t->o->kind == TABLE_HEAP)
 			printf("%" PRIu64, w->heap);
-		printf(",%s,%s,%d,%" PRIu64 ",", ht_wtype_name(w->type),
-		       ht_wtype_impacting_name(w->type), w->tid, w->addr);
+		printf(",%s,%s,%d,%" PRIu64 ",", ht__wtype_name(w->type),
+		       ht__wtype_impacting_name(w->type), w->tid, w->addr);
 		tu_time_exact(buf, sizeof(buf), w->alloc_ts, &t->o->unit);
 		printf("%s,", buf);
 		if (w->free_ts != HT_TS_NEVER) {
@@ -329,7 +329,7 @@ static void csv_rows(struct table_run *t, const struct ht_wnode *n)
 
 /* One CSV line for a group: its depth, every key along its path (depth 0 is the total), its
  * metrics. */
-static void csv_group(struct table_run *t, const struct ht_wnode *n, const struct ht_wnode **path)
+static void csv_group(struct table_run *t, const struct ht__wnode *n, const struct ht__wnode **path)
 {
 	if (n->depth)
 		path[n->depth - 1] = n;
@@ -338,7 +338,7 @@ static void csv_group(struct table_run *t, const struct ht_wnode *n, const struc
 	int pid = -1;
 	bool has_pid = false;
 	for (uint32_t d = 0; d < n->depth; d++) {
-		const struct ht_wnode *p = path[d];
+		const struct ht__wnode *p = path[d];
 		int col = p->key;
 		/* process gets two columns: the name and the pid. */
 		if (p->key == HT_WK_PROCESS) {
@@ -356,8 +356,8 @@ static void csv_group(struct table_run *t, const struct ht_wnode *n, const struc
 			/* Texts of any length, used before the next stack_text() call. */
 			cols[col] = p->key == HT_WK_STACK ? stack_text(t, (uint32_t)p->value)
 				    : p->key == HT_WK_FRAME
-					? ht_wstacks_frame_name(t->stacks, p->value)
-					: ht_wstacks_image_name(t->stacks, p->value);
+					? ht__wstacks_frame_name(t->stacks, p->value)
+					: ht__wstacks_image_name(t->stacks, p->value);
 			continue;
 		} else {
 			node_label(t, p, vals[col], sizeof(vals[col]));
@@ -365,9 +365,9 @@ static void csv_group(struct table_run *t, const struct ht_wnode *n, const struc
 		cols[col] = vals[col];
 	}
 	printf("%u", n->depth);
-	static const enum ht_wkey order[] = {HT_WK_PROCESS, HT_WK__COUNT,    HT_WK_HANDLE,
-					     HT_WK_TYPE,    HT_WK_IMPACTING, HT_WK_STACK,
-					     HT_WK_FRAME,   HT_WK_IMAGE,     HT_WK_THREAD};
+	static const enum ht__wkey order[] = {HT_WK_PROCESS, HT_WK__COUNT,    HT_WK_HANDLE,
+					      HT_WK_TYPE,    HT_WK_IMPACTING, HT_WK_STACK,
+					      HT_WK_FRAME,   HT_WK_IMAGE,     HT_WK_THREAD};
 	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++) {
 		putchar(',');
 		if (order[k] == HT_WK__COUNT) {
@@ -380,7 +380,7 @@ static void csv_group(struct table_run *t, const struct ht_wnode *n, const struc
 	printf(",%" PRIu64 ",%" PRId64 ",%" PRIu64 "\n", n->count, n->impacting, n->size);
 }
 
-static void csv_node(struct table_run *t, const struct ht_wnode *n, const struct ht_wnode **path)
+static void csv_node(struct table_run *t, const struct ht__wnode *n, const struct ht__wnode **path)
 {
 	csv_group(t, n, path);
 	for (uint32_t k = 0; k < n->nchildren; k++)
@@ -390,10 +390,10 @@ static void csv_node(struct table_run *t, const struct ht_wnode *n, const struct
 static void json_stack(struct table_run *t, struct jw *j, uint32_t stack)
 {
 	const uint32_t *f;
-	uint32_t nf = ht_wstacks_frames(t->stacks, stack, &f);
+	uint32_t nf = ht__wstacks_frames(t->stacks, stack, &f);
 	jw_arr_begin(j);
 	for (uint32_t i = 0; i < nf; i++)
-		jw_str(j, ht_wstacks_frame_text(t->stacks, f[i]));
+		jw_str(j, ht__wstacks_frame_text(t->stacks, f[i]));
 	jw_arr_end(j);
 }
 
@@ -408,7 +408,7 @@ static void json_process(struct table_run *t, struct jw *j, uint32_t process)
 	jw_obj_end(j);
 }
 
-static void json_row(struct table_run *t, struct jw *j, const struct ht_wrow *w)
+static void json_row(struct table_run *t, struct jw *j, const struct ht__wrow *w)
 {
 	const char *const *names = row_time_names[t->o->kind];
 	char key[32];
@@ -420,9 +420,9 @@ static void json_row(struct table_run *t, struct jw *j, const struct ht_wrow *w)
 		jw_u64(j, w->heap);
 	}
 	jw_key(j, "type");
-	jw_str(j, ht_wtype_name(w->type));
+	jw_str(j, ht__wtype_name(w->type));
 	jw_key(j, "impacting_type");
-	jw_str(j, ht_wtype_impacting_name(w->type));
+	jw_str(j, ht__wtype_impacting_name(w->type));
 	jw_key(j, "thread");
 	jw_i64(j, w->tid);
 	jw_key(j, "address");
@@ -448,7 +448,7 @@ static void json_row(struct table_run *t, struct jw *j, const struct ht_wrow *w)
 	jw_obj_end(j);
 }
 
-static void json_metrics(struct jw *j, const struct ht_wnode *n)
+static void json_metrics(struct jw *j, const struct ht__wnode *n)
 {
 	jw_key(j, "count");
 	jw_u64(j, n->count);
@@ -460,7 +460,7 @@ static void json_metrics(struct jw *j, const struct ht_wnode *n)
 	jw_u64(j, n->live);
 }
 
-static void json_node(struct table_run *t, struct jw *j, const struct ht_wnode *n)
+static void json_node(struct table_run *t, struct jw *j, const struct ht__wnode *n)
 {
 	jw_obj_begin(j);
 	char label[1024];
@@ -475,7 +475,7 @@ static void json_node(struct table_run *t, struct jw *j, const struct ht_wnode *
 		break;
 	case HT_WK_TYPE:
 		jw_key(j, "type");
-		jw_str(j, ht_wtype_name((int)n->value));
+		jw_str(j, ht__wtype_name((int)n->value));
 		break;
 	case HT_WK_IMPACTING:
 		jw_key(j, "impacting_type");
@@ -491,7 +491,7 @@ static void json_node(struct table_run *t, struct jw *j, const struct ht_wnode *
 		break;
 	default:
 		node_label(t, n, label, sizeof(label));
-		jw_key(j, ht_wkey_name(n->key));
+		jw_key(j, ht__wkey_name(n->key));
 		jw_str(j, label);
 		break;
 	}
@@ -511,7 +511,7 @@ static void json_node(struct table_run *t, struct jw *j, const struct ht_wnode *
 	jw_obj_end(j);
 }
 
-static void print_json(struct table_run *t, const struct ht_wnode *root)
+static void print_json(struct table_run *t, const struct ht__wnode *root)
 {
 	struct jw j;
 	jw_init(&j, stdout, true);
@@ -528,7 +528,7 @@ static void print_json(struct table_run *t, const struct ht_wnode *root)
 	jw_key(&j, "group_by");
 	jw_arr_begin(&j);
 	for (uint32_t k = 0; k < t->o->nkeys; k++)
-		jw_str(&j, ht_wkey_name(t->o->keys[k]));
+		jw_str(&j, ht__wkey_name(t->o->keys[k]));
 	jw_arr_end(&j);
 	jw_key(&j, "total");
 	jw_obj_begin(&j);
@@ -563,7 +563,7 @@ static void parse_keys(struct table_opts *o, const char *list)
 		die("out of memory");
 	char *save = NULL;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int k = ht_wkey_parse(tok);
+		int k = ht__wkey_parse(tok);
 		if (k < 0)
 			die("unknown group-by key '%s'; the keys are process, handle, type, "
 			    "impacting-type, "
@@ -573,7 +573,7 @@ static void parse_keys(struct table_opts *o, const char *list)
 			die("group-by key 'handle' does not apply to commit lifetimes");
 		if (o->nkeys == HT_WK_MAX_LEVELS)
 			die("too many group-by keys (at most %d)", HT_WK_MAX_LEVELS);
-		o->keys[o->nkeys++] = (enum ht_wkey)k;
+		o->keys[o->nkeys++] = (enum ht__wkey)k;
 	}
 	free(copy);
 }
@@ -678,10 +678,10 @@ int cmd_table(int argc, char **argv)
 	o.depth = -1;
 	o.fmt = FMT_TEXT;
 	tu_parse_unit("s", &o.unit);
-	ht_query_init(&o.q);
+	ht__query_init(&o.q);
 	argv = tu_normalize_args(argc, argv, &argc);
 	parse_args(&o, argc, argv);
-	int rc = ht_query_prepare(&o.q);
+	int rc = ht__query_prepare(&o.q);
 	if (rc < 0)
 		die("invalid query: %s", ht_strerror(rc));
 
@@ -691,7 +691,7 @@ int cmd_table(int argc, char **argv)
 		die("cannot open '%s': %s", o.file, ht_strerror(rc));
 	if (o.q.at_peak) {
 		/* The window [0, peak]: what is live at its end is Impacting. */
-		if ((rc = ht_summary_at_peak(&o.q, t.r, NULL)) < 0)
+		if ((rc = ht__summary_at_peak(&o.q, t.r, NULL)) < 0)
 			die("cannot read '%s': %s", o.file, ht_strerror(rc));
 		o.has_range = true;
 		o.t1 = 0;
@@ -699,18 +699,18 @@ int cmd_table(int argc, char **argv)
 		o.q.has_at = false;
 	}
 	t.w = tu_window(t.r, o.has_range, o.t1, o.t2);
-	if ((o.q.cull.count && ht_frame_matcher_new(&t.cull, &o.q.cull, t.r) < 0) ||
-	    (o.q.require.count && ht_frame_matcher_new(&t.require, &o.q.require, t.r) < 0) ||
-	    ht_wstacks_new(&t.stacks, t.r, t.cull) < 0)
+	if ((o.q.cull.count && ht__frame_matcher_new(&t.cull, &o.q.cull, t.r) < 0) ||
+	    (o.q.require.count && ht__frame_matcher_new(&t.require, &o.q.require, t.r) < 0) ||
+	    ht__wstacks_new(&t.stacks, t.r, t.cull) < 0)
 		die("out of memory");
-	t.tree = ht_wtree_new(&t.w, o.keys, o.nkeys, o.rows);
+	t.tree = ht__wtree_new(&t.w, o.keys, o.nkeys, o.rows);
 	if (!t.tree)
 		die("out of memory");
 	table_read(&t);
 	tu_window_check(t.r, o.has_range, &t.w);
-	ht_wtree_sort(t.tree, o.sort, o.top);
-	const struct ht_wnode *root = ht_wtree_root(t.tree);
-	const struct ht_wnode *path[HT_WK_MAX_LEVELS];
+	ht__wtree_sort(t.tree, o.sort, o.top);
+	const struct ht__wnode *root = ht__wtree_root(t.tree);
+	const struct ht__wnode *path[HT_WK_MAX_LEVELS];
 	switch (o.fmt) {
 	case FMT_TEXT:
 		print_text(&t, root);
@@ -726,14 +726,14 @@ int cmd_table(int argc, char **argv)
 		print_json(&t, root);
 		break;
 	}
-	ht_wtree_free(t.tree);
-	ht_wstacks_free(t.stacks);
+	ht__wtree_free(t.tree);
+	ht__wstacks_free(t.stacks);
 	if (t.require)
-		ht_frame_matcher_free(t.require);
+		ht__frame_matcher_free(t.require);
 	if (t.cull)
-		ht_frame_matcher_free(t.cull);
+		ht__frame_matcher_free(t.cull);
 	ht_reader_close(t.r);
-	ht_query_release(&o.q);
+	ht__query_release(&o.q);
 	tu_args_release();
 	return fflush(stdout) ? 1 : 0;
 }

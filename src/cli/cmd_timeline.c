@@ -48,7 +48,7 @@ struct tl_opts {
 	const char *file;
 	const char *svg;
 	unsigned mask;
-	enum ht_tl_by by;
+	enum ht__tl_by by;
 	uint64_t interval;
 	bool has_range;
 	uint64_t t1, t2;
@@ -57,27 +57,27 @@ struct tl_opts {
 	bool peak;
 	bool force;
 	struct tu_unit unit;
-	struct ht_query q;
+	struct ht__query q;
 };
 
 struct tl_run {
 	struct tl_opts *o;
 	struct ht_reader *r;
-	struct ht_timeline *tl;
+	struct ht__timeline *tl;
 };
 
 /* Reads the trace into t->tl through one pass. Dies on a read error. */
 static void tl_read(struct tl_run *t)
 {
-	struct ht_pass *p;
-	struct ht_tl_feed *feed = NULL;
-	int rc = ht_pass_new(&p, t->r);
+	struct ht__pass *p;
+	struct ht__tl_feed *feed = NULL;
+	int rc = ht__pass_new(&p, t->r);
 	if (rc == 0)
-		rc = ht_timeline_attach(t->tl, p, &t->o->q, t->o->mask, t->o->peak, &feed);
+		rc = ht__timeline_attach(t->tl, p, &t->o->q, t->o->mask, t->o->peak, &feed);
 	if (rc == 0)
-		rc = ht_pass_run(p);
-	ht_pass_free(p);
-	ht_tl_feed_free(feed);
+		rc = ht__pass_run(p);
+	ht__pass_free(p);
+	ht__tl_feed_free(feed);
 	if (rc == HT_ERR_NOMEM)
 		die("cannot build the timeline: %s", ht_strerror(rc));
 	if (rc < 0)
@@ -85,13 +85,13 @@ static void tl_read(struct tl_run *t)
 	const char *warn = ht_reader_warning(t->r);
 	if (warn)
 		warning("%s", warn);
-	ht_timeline_finish(t->tl);
+	ht__timeline_finish(t->tl);
 }
 
 /* A series' column name: "heap", "heap:1234", "heap:1234:0x10". */
-static void series_name(struct tl_run *t, const struct ht_tl_series *s, char *buf, size_t len)
+static void series_name(struct tl_run *t, const struct ht__tl_series *s, char *buf, size_t len)
 {
-	const char *kind = ht_tl_kind_name(s->kind);
+	const char *kind = ht__tl_kind_name(s->kind);
 	if (s->process == UINT32_MAX) {
 		snprintf(buf, len, "%s", kind);
 		return;
@@ -116,8 +116,8 @@ static void series_name(struct tl_run *t, const struct ht_tl_series *s, char *bu
 
 static void print_table(struct tl_run *t, bool csv)
 {
-	uint32_t ns = ht_timeline_series_count(t->tl);
-	uint64_t np = ht_timeline_points(t->tl);
+	uint32_t ns = ht__timeline_series_count(t->tl);
+	uint64_t np = ht__timeline_points(t->tl);
 	char buf[256];
 	const int64_t **vals = calloc(ns ? ns : 1, sizeof(*vals));
 	if (!vals)
@@ -127,7 +127,7 @@ static void print_table(struct tl_run *t, bool csv)
 	else
 		printf("%14s", t->o->unit.name[0] == 's' ? "Time (s)" : t->o->unit.name);
 	for (uint32_t i = 0; i < ns; i++) {
-		const struct ht_tl_series *s = ht_timeline_series(t->tl, i, &vals[i]);
+		const struct ht__tl_series *s = ht__timeline_series(t->tl, i, &vals[i]);
 		series_name(t, s, buf, sizeof(buf));
 		if (csv) {
 			putchar(',');
@@ -138,7 +138,7 @@ static void print_table(struct tl_run *t, bool csv)
 	}
 	putchar('\n');
 	for (uint64_t p = 0; p < np; p++) {
-		uint64_t ts = ht_timeline_time(t->tl, p);
+		uint64_t ts = ht__timeline_time(t->tl, p);
 		if (csv) {
 			tu_time_exact(buf, sizeof(buf), ts, &t->o->unit);
 			printf("%s", buf);
@@ -165,20 +165,20 @@ static void print_json(struct tl_run *t)
 	jw_init(&j, stdout, false);
 	jw_obj_begin(&j);
 	jw_key(&j, "interval_ns");
-	jw_u64(&j, ht_timeline_interval(t->tl));
+	jw_u64(&j, ht__timeline_interval(t->tl));
 	jw_key(&j, "start_ns");
-	jw_u64(&j, ht_timeline_time(t->tl, 0));
+	jw_u64(&j, ht__timeline_time(t->tl, 0));
 	jw_key(&j, "peak");
 	jw_bool(&j, t->o->peak);
 	jw_key(&j, "series");
 	jw_arr_begin(&j);
-	uint64_t np = ht_timeline_points(t->tl);
-	for (uint32_t i = 0; i < ht_timeline_series_count(t->tl); i++) {
+	uint64_t np = ht__timeline_points(t->tl);
+	for (uint32_t i = 0; i < ht__timeline_series_count(t->tl); i++) {
 		const int64_t *v;
-		const struct ht_tl_series *s = ht_timeline_series(t->tl, i, &v);
+		const struct ht__tl_series *s = ht__timeline_series(t->tl, i, &v);
 		jw_obj_begin(&j);
 		jw_key(&j, "name");
-		jw_str(&j, ht_tl_kind_name(s->kind));
+		jw_str(&j, ht__tl_kind_name(s->kind));
 		if (s->process != UINT32_MAX) {
 			const struct ht_process *p = ht_reader_process(t->r, s->process);
 			jw_key(&j, "process");
@@ -197,7 +197,7 @@ static void print_json(struct tl_run *t)
 		jw_arr_begin(&j);
 		for (uint64_t k = 0; k < np; k++) {
 			jw_arr_begin(&j);
-			jw_u64(&j, ht_timeline_time(t->tl, k));
+			jw_u64(&j, ht__timeline_time(t->tl, k));
 			jw_i64(&j, v[k]);
 			jw_arr_end(&j);
 		}
@@ -268,8 +268,8 @@ static void svg_escape(FILE *f, const char *s)
 
 static void write_svg(struct tl_run *t, FILE *f)
 {
-	uint32_t ns = ht_timeline_series_count(t->tl);
-	uint64_t np = ht_timeline_points(t->tl);
+	uint32_t ns = ht__timeline_series_count(t->tl);
+	uint64_t np = ht__timeline_points(t->tl);
 	const double W = 960, L = 90, R = 30, B = 60, T = 60 + (double)((ns + 2) / 3) * 16;
 	const double H = T + 400 + B;
 	const double pw = W - L - R, ph = H - T - B;
@@ -278,7 +278,7 @@ static void write_svg(struct tl_run *t, FILE *f)
 	int64_t maxv = 0;
 	for (uint32_t i = 0; i < ns; i++) {
 		const int64_t *v;
-		ht_timeline_series(t->tl, i, &v);
+		ht__timeline_series(t->tl, i, &v);
 		for (uint64_t k = 0; k < np; k++)
 			if (v[k] > maxv)
 				maxv = v[k];
@@ -298,7 +298,7 @@ static void write_svg(struct tl_run *t, FILE *f)
 	double ytop = ceil(ymax_u / ystep) * ystep;
 	if (ytop <= 0)
 		ytop = ystep;
-	uint64_t t0 = ht_timeline_time(t->tl, 0), t1 = ht_timeline_time(t->tl, np - 1);
+	uint64_t t0 = ht__timeline_time(t->tl, 0), t1 = ht__timeline_time(t->tl, np - 1);
 	double xspan_s = (double)(t1 - t0) / 1e9;
 	if (xspan_s <= 0)
 		xspan_s = 1e-9;
@@ -349,7 +349,7 @@ static void write_svg(struct tl_run *t, FILE *f)
 	/* One polyline per series, then its legend entry. */
 	for (uint32_t i = 0; i < ns; i++) {
 		const int64_t *v;
-		const struct ht_tl_series *s = ht_timeline_series(t->tl, i, &v);
+		const struct ht__tl_series *s = ht__timeline_series(t->tl, i, &v);
 		const char *color = colors[i % (sizeof(colors) / sizeof(colors[0]))];
 		char name[256];
 		series_name(t, s, name, sizeof(name));
@@ -358,7 +358,7 @@ static void write_svg(struct tl_run *t, FILE *f)
 		fprintf(f, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
 		for (uint64_t k = 0; k < np; k++) {
 			double px =
-			    L + (double)(ht_timeline_time(t->tl, k) - t0) / 1e9 / xspan_s * pw;
+			    L + (double)(ht__timeline_time(t->tl, k) - t0) / 1e9 / xspan_s * pw;
 			double py = T + ph - ((double)v[k] / ydiv) / ytop * ph;
 			fprintf(f, "%s%.1f,%.1f", k ? " " : "", px, py);
 		}
@@ -386,7 +386,7 @@ static void parse_series(struct tl_opts *o, const char *v)
 	o->mask = 0;
 	char *save = NULL;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int k = ht_tl_kind_parse(tok);
+		int k = ht__tl_kind_parse(tok);
 		if (k < 0)
 			die("unknown series '%s'; the series are heap, commit, rss", tok);
 		o->mask |= 1u << k;
@@ -470,7 +470,7 @@ int cmd_timeline(int argc, char **argv)
 	o.mask = 1u << HT_TL_HEAP | 1u << HT_TL_COMMIT | 1u << HT_TL_RSS;
 	o.fmt = FMT_TEXT;
 	tu_parse_unit("s", &o.unit);
-	ht_query_init(&o.q);
+	ht__query_init(&o.q);
 	if (argc < 2) {
 		fputs(timeline_usage, stderr);
 		return 2;
@@ -484,24 +484,24 @@ int cmd_timeline(int argc, char **argv)
 		die("cannot open '%s': %s", o.file, ht_strerror(rc));
 	struct ht__output svg_out;
 	FILE *svg = o.svg ? output_begin(&svg_out, o.svg, o.force, 0644) : NULL;
-	struct ht_window w = tu_window(t.r, o.has_range, o.t1, o.t2);
+	struct ht__window w = tu_window(t.r, o.has_range, o.t1, o.t2);
 	if (w.end == UINT64_MAX) {
 		/* An unfinished trace: its end is only known once read. */
 		uint64_t end;
-		if ((rc = ht_pass_trace_end(t.r, &end)) < 0)
+		if ((rc = ht__pass_trace_end(t.r, &end)) < 0)
 			die("cannot read '%s': %s", o.file, ht_strerror(rc));
 		tu_window_check(t.r, o.has_range, &w);
 	}
 	uint64_t interval =
-	    o.interval ? o.interval : ht_timeline_auto_interval(w.start, w.end, 1000);
-	rc = ht_timeline_new(&t.tl, w.start, w.end, interval, o.mask, o.by);
+	    o.interval ? o.interval : ht__timeline_auto_interval(w.start, w.end, 1000);
+	rc = ht__timeline_new(&t.tl, w.start, w.end, interval, o.mask, o.by);
 	if (rc == HT_ERR_INVALID)
 		die("too many points: the interval is too short for the window (at most 10000000 "
 		    "points)");
 	if (rc < 0)
 		die("out of memory");
 	if (o.peak)
-		ht_timeline_peak(t.tl);
+		ht__timeline_peak(t.tl);
 	tl_read(&t);
 	if (svg) {
 		write_svg(&t, svg);
@@ -520,9 +520,9 @@ int cmd_timeline(int argc, char **argv)
 			break;
 		}
 	}
-	ht_timeline_free(t.tl);
+	ht__timeline_free(t.tl);
 	ht_reader_close(t.r);
-	ht_query_release(&o.q);
+	ht__query_release(&o.q);
 	tu_args_release();
 	return fflush(stdout) ? 1 : 0;
 }

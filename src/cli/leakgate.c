@@ -49,7 +49,7 @@ bool leak_gate_option(struct leak_gate *g, struct cli_parser *p, int key)
 		return true;
 	case LG_PRINT_DEFAULTS:
 		printf("# heaptrail's built-in leak suppressions (LeakSanitizer format)\n");
-		for (const struct ht_supp_default *d = ht_supp_defaults; d->pattern; d++)
+		for (const struct ht__supp_default *d = ht__supp_defaults; d->pattern; d++)
 			printf("# %s\nleak:%s\n", d->why, d->pattern);
 		exit(0);
 	}
@@ -63,13 +63,13 @@ static const char *plural(uint64_t n)
 
 bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 {
-	struct ht_supp s;
-	ht_supp_init(&s);
-	if (g->defaults && ht_supp_add_defaults(&s) < 0)
+	struct ht__supp s;
+	ht__supp_init(&s);
+	if (g->defaults && ht__supp_add_defaults(&s) < 0)
 		die("out of memory");
 	for (int i = 0; i < g->nfiles; i++) {
 		unsigned bad = 0, skipped = 0;
-		int rc = ht_supp_add_file(&s, g->files[i], &bad, &skipped);
+		int rc = ht__supp_add_file(&s, g->files[i], &bad, &skipped);
 		if (rc == HT_ERR_INVALID)
 			die("'%s' line %u: not a suppression; write 'leak:PATTERN'", g->files[i],
 			    bad);
@@ -84,8 +84,8 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 	int rc = ht_reader_open(&r, path);
 	if (rc < 0)
 		die("cannot open '%s': %s", path, ht_strerror(rc));
-	struct ht_leak_report rep;
-	rc = ht_leaks_run(&rep, r, &s);
+	struct ht__leak_report rep;
+	rc = ht__leaks_run(&rep, r, &s);
 	if (rc < 0)
 		die("cannot read '%s': %s", path, ht_strerror(rc));
 	const struct ht_trace_info *in = ht_reader_info(r);
@@ -108,14 +108,15 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 			"before are not seen\n");
 	if (!pass) {
 		for (size_t i = 0; i < rep.leaked_stacks && i < SHOWN_STACKS; i++) {
-			const struct ht_leak *l = &rep.items[i];
+			const struct ht__leak *l = &rep.items[i];
 			fprintf(out, "\nleak %zu: %" PRIu64 " byte%s in %" PRIu64 " block%s\n",
 				i + 1, l->bytes, plural(l->bytes), l->count, plural(l->count));
 			if (!l->nframes)
 				fprintf(out, "        [no stack]\n");
 			for (uint32_t f = 0; f < l->nframes; f++) {
 				const struct ht_frame *fr = ht_reader_frame(r, l->frames[f]);
-				fprintf(out, "        %s", ht_leaks_frame_text(&rep, l->frames[f]));
+				fprintf(out, "        %s",
+					ht__leaks_frame_text(&rep, l->frames[f]));
 				if (fr && fr->file)
 					fprintf(out, "  %s:%" PRIu32, fr->file, fr->line);
 				fputc('\n', out);
@@ -140,8 +141,8 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 			s.rules[k].why ? s.rules[k].why : "", s.rules[k].why ? ")" : "");
 	}
 	fflush(out);
-	ht_leaks_release(&rep);
+	ht__leaks_release(&rep);
 	ht_reader_close(r);
-	ht_supp_release(&s);
+	ht__supp_release(&s);
 	return pass;
 }

@@ -1,7 +1,7 @@
 /*
  * query_opts.c - the analysis options shared by analyze, export and diff
  * (query_opts.h): parsing and checking of filters, culling and symbols into
- * a struct ht_query.
+ * a struct ht__query.
  */
 #include "cli/query_opts.h"
 
@@ -95,18 +95,18 @@ static uint64_t size_arg(const char *s, const char *opt)
 	return v;
 }
 
-static void add_frames(struct ht_match_list *l, const char *spec, const char *opt)
+static void add_frames(struct ht__match_list *l, const char *spec, const char *opt)
 {
-	int rc = ht_match_list_add(l, spec);
+	int rc = ht__match_list_add(l, spec);
 	if (rc == HT_ERR_INVALID)
 		die("invalid frame '%s' for '%s'; use module!, module!symbol or symbol", spec, opt);
 	if (rc < 0)
 		die("%s", ht_strerror(rc));
 }
 
-void opt_cull_list(struct ht_match_list *l, const char *path)
+void opt_cull_list(struct ht__match_list *l, const char *path)
 {
-	int rc = ht_match_list_add_file(l, path);
+	int rc = ht__match_list_add_file(l, path);
 	if (rc >= 0)
 		return;
 	if (rc == HT_ERR_INVALID && errno == EILSEQ)
@@ -126,7 +126,7 @@ void opt_cull_list(struct ht_match_list *l, const char *path)
  * was given yet, so "-cullFrames f app.htr" still works.
  */
 static void list_values(int argc, char **argv, int *i, const char *inline_val, const char *opt,
-			const char **file, struct ht_query *q, int which)
+			const char **file, struct ht__query *q, int which)
 {
 	int n = 0;
 	if (inline_val) {
@@ -153,7 +153,7 @@ static void list_values(int argc, char **argv, int *i, const char *inline_val, c
 		die("option '%s' needs at least one value", opt);
 }
 
-static void pid_list(const char *v, struct ht_query *q)
+static void pid_list(const char *v, struct ht__query *q)
 {
 	const char *p = v;
 	while (*p) {
@@ -162,14 +162,14 @@ static void pid_list(const char *v, struct ht_query *q)
 		long pid = strtol(p, &end, 10);
 		if (end == p || errno || pid <= 0 || pid > INT32_MAX || (*end && *end != ','))
 			die("invalid pid '%s'", v);
-		if (ht_query_add_pid(q, (int32_t)pid) < 0)
+		if (ht__query_add_pid(q, (int32_t)pid) < 0)
 			die("out of memory");
 		p = *end ? end + 1 : end;
 	}
 }
 
 bool query_option(const char *name, const char *arg, const char *val, int argc, char **argv, int *i,
-		  struct ht_query *q, const char **file)
+		  struct ht__query *q, const char **file)
 {
 	char buf[128];
 	const char *a, *b;

@@ -1,6 +1,6 @@
 /*
  * query_opts.h - the options every analysis command (analyze, export, diff)
- * takes to fill a struct ht_query: process, range, lifetime and size
+ * takes to fill a struct ht__query: process, range, lifetime and size
  * filters, required and culled frames, symbols, the peak and temporary
  * allocations. One place, so the commands spell and check them the same way.
  * Option names are compared without dashes and underscores, lowercase
@@ -32,7 +32,7 @@ uint64_t opt_time(const char *s, const char *opt);
  * Adds the frames of a -cullLists file to l, or dies saying why the file is
  * not a cull list (missing, unreadable, not text, larger than 16 MiB).
  */
-void opt_cull_list(struct ht_match_list *l, const char *path);
+void opt_cull_list(struct ht__match_list *l, const char *path);
 
 /*
  * Handle option arg (normalized name, inline value val or NULL) when it is a
@@ -41,7 +41,7 @@ void opt_cull_list(struct ht_match_list *l, const char *path);
  * trace was named yet. Returns false when name is not a query option.
  */
 bool query_option(const char *name, const char *arg, const char *val, int argc, char **argv, int *i,
-		  struct ht_query *q, const char **file);
+		  struct ht__query *q, const char **file);
 
 /* The help lines of those options, for the commands' usage texts. */
 extern const char query_opts_help[];

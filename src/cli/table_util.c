@@ -158,7 +158,7 @@ void tu_parse_range(const char *a, const char *b, uint64_t *t1, uint64_t *t2)
 		die("invalid range '%s' '%s': T2 must be after T1", a, b);
 }
 
-void tu_parse_pids(const char *opt, const char *v, struct ht_query *q)
+void tu_parse_pids(const char *opt, const char *v, struct ht__query *q)
 {
 	if (!v || !*v)
 		die("'%s' needs a process id", opt);
@@ -169,7 +169,7 @@ void tu_parse_pids(const char *opt, const char *v, struct ht_query *q)
 		long pid = strtol(p, &end, 10);
 		if (errno || end == p || pid <= 0 || pid > INT32_MAX || (*end && *end != ','))
 			die("invalid process id list '%s'", v);
-		if (ht_query_add_pid(q, (int32_t)pid) < 0)
+		if (ht__query_add_pid(q, (int32_t)pid) < 0)
 			die("out of memory");
 		p = *end ? end + 1 : end;
 	}
@@ -187,21 +187,21 @@ uint64_t tu_parse_count(const char *opt, const char *v)
 	return n;
 }
 
-static void add_items(struct ht_match_list *l, const char *opt, const char *arg)
+static void add_items(struct ht__match_list *l, const char *opt, const char *arg)
 {
 	char *copy = strdup(arg);
 	if (!copy)
 		die("out of memory");
 	char *save = NULL;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int rc = ht_match_list_add(l, tok);
+		int rc = ht__match_list_add(l, tok);
 		if (rc < 0)
 			die("invalid frame '%s' for '%s'", tok, opt);
 	}
 	free(copy);
 }
 
-bool tu_parse_frames_option(struct ht_query *q, int argc, char **argv, int *i)
+bool tu_parse_frames_option(struct ht__query *q, int argc, char **argv, int *i)
 {
 	const char *a = argv[*i];
 	if (!strcmp(a, "--no-default-cull")) {
@@ -235,9 +235,9 @@ static uint64_t trace_end(const struct ht_reader *r)
 	return ht_reader_info(r)->duration_ns;
 }
 
-struct ht_window tu_window(const struct ht_reader *r, bool has_range, uint64_t t1, uint64_t t2)
+struct ht__window tu_window(const struct ht_reader *r, bool has_range, uint64_t t1, uint64_t t2)
 {
-	struct ht_window w = {0, UINT64_MAX};
+	struct ht__window w = {0, UINT64_MAX};
 	uint64_t end = trace_end(r);
 	bool known = ht_reader_info(r)->flags & HT_TRACEF_COMPLETE;
 	if (has_range) {
@@ -251,7 +251,7 @@ struct ht_window tu_window(const struct ht_reader *r, bool has_range, uint64_t t
 	return w;
 }
 
-void tu_window_check(const struct ht_reader *r, bool has_range, struct ht_window *w)
+void tu_window_check(const struct ht_reader *r, bool has_range, struct ht__window *w)
 {
 	uint64_t end = trace_end(r);
 	if (!has_range) {

@@ -50,7 +50,7 @@ const char *tu_basename(const char *path);
 void tu_parse_range(const char *a, const char *b, uint64_t *t1, uint64_t *t2);
 
 /* "--pid 12,34": adds the pids to q; dies when malformed. */
-void tu_parse_pids(const char *opt, const char *v, struct ht_query *q);
+void tu_parse_pids(const char *opt, const char *v, struct ht__query *q);
 
 /* A count >= 0; dies when malformed. */
 uint64_t tu_parse_count(const char *opt, const char *v);
@@ -61,7 +61,7 @@ uint64_t tu_parse_count(const char *opt, const char *v);
  * --no-default-cull. Returns true when argv[*i] was one of them (and moves *i
  * to its last argument); dies on a bad item or unreadable file.
  */
-bool tu_parse_frames_option(struct ht_query *q, int argc, char **argv, int *i);
+bool tu_parse_frames_option(struct ht__query *q, int argc, char **argv, int *i);
 
 /*
  * The window of a table or timeline: [t1, t2) when given, else the whole
@@ -69,9 +69,9 @@ bool tu_parse_frames_option(struct ht_query *q, int argc, char **argv, int *i);
  * end is not known yet (an unfinished trace), the whole-trace window ends at
  * UINT64_MAX; call tu_window_check() after reading.
  */
-struct ht_window tu_window(const struct ht_reader *r, bool has_range, uint64_t t1, uint64_t t2);
+struct ht__window tu_window(const struct ht_reader *r, bool has_range, uint64_t t1, uint64_t t2);
 
 /* After reading: dies when a given window starts after the trace's end; fixes an open end. */
-void tu_window_check(const struct ht_reader *r, bool has_range, struct ht_window *w);
+void tu_window_check(const struct ht_reader *r, bool has_range, struct ht__window *w);
 
 #endif

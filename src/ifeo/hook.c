@@ -127,7 +127,7 @@ static int find_session(char *out, size_t n)
  * system), lossy so that a full buffer drops and counts instead of
  * waiting for a collector that is not there. Its descriptor stays open
  * so that the session finds it in /proc/PID/fd when it starts; its path
- * for ht_attach_start goes to out.
+ * for ht__attach_start goes to out.
  */
 static int make_pending(char *out, size_t n, int *fd_out)
 {
@@ -177,7 +177,7 @@ static int make_pending(char *out, size_t n, int *fd_out)
 	return join3(out, n, "/proc/self/fd/", num + k, "");
 }
 
-__attribute__((constructor)) static void ht_ifeo_init(void)
+__attribute__((constructor)) static void ht__ifeo_init(void)
 {
 	/* Never in setuid/setgid programs; never twice (heaptrail record). */
 	if (getauxval(AT_SECURE) || getenv(HT_ENV_SESSION))
@@ -212,7 +212,7 @@ __attribute__((constructor)) static void ht_ifeo_init(void)
 	Dl_info di;
 	char lib[4096];
 	void *h = NULL;
-	if (dladdr((void *)ht_ifeo_init, &di) && di.dli_fname) {
+	if (dladdr((void *)ht__ifeo_init, &di) && di.dli_fname) {
 		const char *slash = strrchr(di.dli_fname, '/');
 		size_t dl = slash ? (size_t)(slash - di.dli_fname) : 0;
 		if (slash && dl + 32 < sizeof(lib)) {
@@ -221,7 +221,7 @@ __attribute__((constructor)) static void ht_ifeo_init(void)
 			h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 		}
 	}
-	int (*start)(const char *) = h ? (int (*)(const char *))dlsym(h, "ht_attach_start") : NULL;
+	int (*start)(const char *) = h ? (int (*)(const char *))dlsym(h, "ht__attach_start") : NULL;
 	/* Not traced after all: the program keeps no descriptor of ours. */
 	if ((!start || start(session) != 0) && pending >= 0)
 		close(pending);

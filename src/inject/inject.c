@@ -915,7 +915,7 @@ static int recorders_cb(const struct map_line *m, void *ctx)
 }
 
 /*
- * Stops every recorder in pid that is still attached (its ht_attach_stop
+ * Stops every recorder in pid that is still attached (its ht__attach_stop
  * puts the GOT entries back and drops its session mapping); one stopped
  * already answers HT_ERR_NOT_FOUND. A deleted copy's symbols are read
  * through /proc/PID/map_files.
@@ -940,8 +940,8 @@ static int stop_stale_recorders(pid_t pid, char *why, size_t n)
 			snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid, r.m[i].path);
 		}
 		uint64_t value, vbase;
-		if (ht__elf_dynsym(file, "ht_attach_stop", &value, &vbase) < 0 &&
-		    (del || ht__elf_dynsym(r.m[i].path, "ht_attach_stop", &value, &vbase) < 0))
+		if (ht__elf_dynsym(file, "ht__attach_stop", &value, &vbase) < 0 &&
+		    (del || ht__elf_dynsym(r.m[i].path, "ht__attach_stop", &value, &vbase) < 0))
 			continue; /* not a recorder with attach mode (the IFEO hook) */
 		a.stop_fn = r.m[i].start - vbase + value;
 		snprintf(a.lib_path, sizeof(a.lib_path), "%s", r.m[i].path);
@@ -1003,14 +1003,14 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 		return rc == HT_ERR_PERM ? rc : HT_ERR_NOT_FOUND;
 	}
 	uint64_t start_off, vbase;
-	rc = ht__elf_dynsym(lib, "ht_attach_start", &start_off, &vbase);
+	rc = ht__elf_dynsym(lib, "ht__attach_start", &start_off, &vbase);
 	if (rc < 0) {
-		say(why, n, "'%s' has no ht_attach_start", lib);
+		say(why, n, "'%s' has no ht__attach_start", lib);
 		return HT_ERR_NOT_FOUND;
 	}
 	uint64_t stop_off;
-	if (ht__elf_dynsym(lib, "ht_attach_stop", &stop_off, &vbase) < 0) {
-		say(why, n, "'%s' has no ht_attach_stop", lib);
+	if (ht__elf_dynsym(lib, "ht__attach_stop", &stop_off, &vbase) < 0) {
+		say(why, n, "'%s' has no ht__attach_stop", lib);
 		return HT_ERR_NOT_FOUND;
 	}
 

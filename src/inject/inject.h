@@ -2,7 +2,7 @@
  * inject.h - load the recorder into a running process and start or stop its
  * attach mode, with ptrace and without gdb (docs/attach.md). One thread of the
  * target is borrowed for a moment at a safe point, made to call dlopen() and
- * ht_attach_start() (or ht_attach_stop()), and put back exactly as it was.
+ * ht__attach_start() (or ht__attach_stop()), and put back exactly as it was.
  *
  * Typical use (what `heaptrail record -p` does):
  *
@@ -39,7 +39,7 @@ void ht__inject_set_idle(void (*idle)(void *ctx), void *ctx);
 struct ht__attach {
 	pid_t pid;
 	uint64_t lib_base;   /* where the recorder is mapped in the target */
-	uint64_t stop_fn;    /* ht_attach_stop() in the target */
+	uint64_t stop_fn;    /* ht__attach_stop() in the target */
 	char lib_path[4096]; /* the recorder's path as the target's maps show it */
 };
 
@@ -59,20 +59,20 @@ void ht__inject_perm_hint(pid_t pid, char *buf, size_t n);
 
 /*
  * Load the recorder lib (an absolute path) into pid and call
- * ht_attach_start(session_path) there. When a recorder from an earlier attach
+ * ht__attach_start(session_path) there. When a recorder from an earlier attach
  * is still loaded (inert), a fresh copy of lib is loaded instead, next to the
  * session file. On success *a describes the attach. Returns 0,
  * HT_ERR_NOT_FOUND (process gone, no glibc, symbol missing), HT_ERR_PERM,
  * HT_ERR_EXISTS (it runs under `heaptrail record` already),
  * HT_ERR_IO (ptrace failed, the call timed out or crashed) or the error
- * ht_attach_start() returned in the target. The target is left running and
+ * ht__attach_start() returned in the target. The target is left running and
  * unchanged on every error before the dlopen.
  */
 int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const char *session_path,
 		      char *why, size_t n);
 
 /*
- * Call ht_attach_stop() in the process: its GOT entries are restored and the
+ * Call ht__attach_stop() in the process: its GOT entries are restored and the
  * recorder goes dormant. Returns 0, HT_ERR_NOT_FOUND when the process is gone
  * or has exec'd (nothing to undo then), or HT_ERR_IO.
  */

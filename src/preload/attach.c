@@ -22,7 +22,7 @@
 
 /* The functions redirected, as the program's modules import them. */
 /* clang-format off */
-static const char *const ht_names[] = {
+static const char *const ht__names[] = {
 	"malloc", "calloc", "realloc", "reallocarray", "free",
 	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
 	"mmap", "mmap64", "munmap", "mremap", "mprotect", "brk", "sbrk",
@@ -30,50 +30,50 @@ static const char *const ht_names[] = {
 	"_Fork", "clone",
 };
 /* clang-format on */
-#define HT_NHOOKS (sizeof ht_names / sizeof ht_names[0])
+#define HT_NHOOKS (sizeof ht__names / sizeof ht__names[0])
 /* Then the allocators' own entry points (alloc_ext.h), HT_NHOOKS + their index. */
 #define HT_NALL (HT_NHOOKS + HT_EXT_COUNT)
 
-static const char *ht_name(unsigned i)
+static const char *ht__name(unsigned i)
 {
-	return i < HT_NHOOKS ? ht_names[i] : ht__ext_name(i - HT_NHOOKS);
+	return i < HT_NHOOKS ? ht__names[i] : ht__ext_name(i - HT_NHOOKS);
 }
 
-static uintptr_t ht_hooks[HT_NALL]; /* our function for each name */
-static _Atomic int ht_attached;	    /* GOT entries point at the hooks */
-static int ht_started;		    /* this copy of the module has attached once */
+static uintptr_t ht__hooks[HT_NALL]; /* our function for each name */
+static _Atomic int ht__attached;     /* GOT entries point at the hooks */
+static int ht__started;		     /* this copy of the module has attached once */
 
 /* ---- saved GOT entries: slot address -> value before patching ---- */
 
-struct ht_saved {
+struct ht__saved {
 	uintptr_t slot, old;
 };
 
 #define HT_SAVED_MAX (1u << 16)
-static struct ht_saved *ht_saved;
+static struct ht__saved *ht__saved;
 
-static struct ht_saved *ht_saved_at(uintptr_t slot, int add)
+static struct ht__saved *ht__saved_at(uintptr_t slot, int add)
 {
 	uint32_t i = (uint32_t)((slot >> 3) * 0x9e3779b97f4a7c15ull >> 40) & (HT_SAVED_MAX - 1);
 	for (uint32_t k = 0; k < HT_SAVED_MAX; k++, i = (i + 1) & (HT_SAVED_MAX - 1)) {
-		if (ht_saved[i].slot == slot)
-			return &ht_saved[i];
-		if (ht_saved[i].slot == 0) {
+		if (ht__saved[i].slot == slot)
+			return &ht__saved[i];
+		if (ht__saved[i].slot == 0) {
 			if (!add)
 				return NULL;
-			ht_saved[i].slot = slot;
-			return &ht_saved[i];
+			ht__saved[i].slot = slot;
+			return &ht__saved[i];
 		}
 	}
 	return NULL;
 }
 
-static int ht_hook_index(const char *name)
+static int ht__hook_index(const char *name)
 {
 	/* Most imported names start with none of these: a cheap first filter. */
 	if (strchr("cfmprvabsd_", name[0]))
 		for (unsigned i = 0; i < HT_NHOOKS; i++)
-			if (!strcmp(name, ht_names[i]))
+			if (!strcmp(name, ht__names[i]))
 				return (int)i;
 	int k = ht__ext_index(name);
 	return k < 0 ? -1 : (int)HT_NHOOKS + k;
@@ -81,10 +81,10 @@ static int ht_hook_index(const char *name)
 
 /* ---- walking a module's relocations ---- */
 
-enum ht_walk_mode { HT_PATCH, HT_RESTORE, HT_INSPECT };
+enum ht__walk_mode { HT_PATCH, HT_RESTORE, HT_INSPECT };
 
-struct ht_walk {
-	int mode;		      /* enum ht_walk_mode */
+struct ht__walk {
+	int mode;		      /* enum ht__walk_mode */
 	uintptr_t self_lo, loader_lo; /* modules to leave alone, by lowest address */
 	unsigned changed;
 	/* HT_INSPECT: a non-PIE program's canonical PLT entry for a hooked name
@@ -93,7 +93,7 @@ struct ht_walk {
 	uintptr_t lo, hi; /* the module being walked */
 };
 
-static uintptr_t ht_lowest(const struct dl_phdr_info *info)
+static uintptr_t ht__lowest(const struct dl_phdr_info *info)
 {
 	uintptr_t lo = UINTPTR_MAX;
 	for (int i = 0; i < info->dlpi_phnum; i++)
@@ -108,7 +108,7 @@ static uintptr_t ht_lowest(const struct dl_phdr_info *info)
  * loader, whole pages only) is made writable for the store, then read-only
  * again. Raw system calls: the hooks must not see the recorder's own work.
  */
-static void ht_store(uintptr_t slot, uintptr_t v, uintptr_t ro_lo, uintptr_t ro_hi)
+static void ht__store(uintptr_t slot, uintptr_t v, uintptr_t ro_lo, uintptr_t ro_hi)
 {
 	uintptr_t page = slot & ~(uintptr_t)4095;
 	int ro = page >= ro_lo && page < ro_hi;
@@ -119,9 +119,9 @@ static void ht_store(uintptr_t slot, uintptr_t v, uintptr_t ro_lo, uintptr_t ro_
 		syscall(SYS_mprotect, page, 4096, PROT_READ);
 }
 
-static void ht_walk_relocs(struct ht_walk *w, uintptr_t bias, const Elf64_Rela *rel, size_t bytes,
-			   const Elf64_Sym *symtab, const char *strtab, uintptr_t ro_lo,
-			   uintptr_t ro_hi)
+static void ht__walk_relocs(struct ht__walk *w, uintptr_t bias, const Elf64_Rela *rel, size_t bytes,
+			    const Elf64_Sym *symtab, const char *strtab, uintptr_t ro_lo,
+			    uintptr_t ro_hi)
 {
 	size_t n = bytes / sizeof *rel;
 	for (size_t i = 0; i < n; i++) {
@@ -131,7 +131,7 @@ static void ht_walk_relocs(struct ht_walk *w, uintptr_t bias, const Elf64_Rela *
 		size_t si = ELF64_R_SYM(rel[i].r_info);
 		if (si == 0)
 			continue;
-		int k = ht_hook_index(strtab + symtab[si].st_name);
+		int k = ht__hook_index(strtab + symtab[si].st_name);
 		if (k < 0)
 			continue;
 		uintptr_t slot = bias + rel[i].r_offset;
@@ -147,30 +147,30 @@ static void ht_walk_relocs(struct ht_walk *w, uintptr_t bias, const Elf64_Rela *
 			continue;
 		}
 		if (w->mode == HT_RESTORE) {
-			struct ht_saved *s = ht_saved_at(slot, 0);
+			struct ht__saved *s = ht__saved_at(slot, 0);
 			/* An entry someone else rewrote since is theirs now. */
-			if (s && cur == ht_hooks[k]) {
-				ht_store(slot, s->old, ro_lo, ro_hi);
+			if (s && cur == ht__hooks[k]) {
+				ht__store(slot, s->old, ro_lo, ro_hi);
 				w->changed++;
 			}
 			continue;
 		}
 		/* 0 is a weak reference to a function nothing defines: a program
 		   that tests it (an allocator's entry point) must still see 0. */
-		if (cur == ht_hooks[k] || cur == 0)
+		if (cur == ht__hooks[k] || cur == 0)
 			continue;
-		struct ht_saved *s = ht_saved_at(slot, 1);
+		struct ht__saved *s = ht__saved_at(slot, 1);
 		if (!s)
 			continue; /* table full: leave this one alone */
 		s->old = cur;
-		ht_store(slot, ht_hooks[k], ro_lo, ro_hi);
+		ht__store(slot, ht__hooks[k], ro_lo, ro_hi);
 		w->changed++;
 	}
 }
 
 /* The loader adjusts most d_ptr values by the load bias, but not in a
    read-only dynamic section (the vDSO): an unadjusted one is below the bias. */
-static uintptr_t ht_dptr(uintptr_t p, uintptr_t bias)
+static uintptr_t ht__dptr(uintptr_t p, uintptr_t bias)
 {
 	return p && p < bias ? p + bias : p;
 }
@@ -180,17 +180,17 @@ static uintptr_t ht_dptr(uintptr_t p, uintptr_t bias)
  * module can be unmapped meanwhile, and walks never overlap): patch or
  * restore its GOT entries of the hooked names.
  */
-static int ht_walk_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int ht__walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
-	struct ht_walk *w = data;
+	struct ht__walk *w = data;
 	(void)size;
 	/* A dlopen racing with the stop: once the stop's walk is done, patch nothing. */
-	if (w->mode == HT_PATCH && !atomic_load(&ht_attached))
+	if (w->mode == HT_PATCH && !atomic_load(&ht__attached))
 		return 1;
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
 	const char *base = strrchr(name, '/');
 	base = base ? base + 1 : name;
-	uintptr_t lo = ht_lowest(info);
+	uintptr_t lo = ht__lowest(info);
 	w->lo = lo;
 	w->hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)
@@ -221,13 +221,13 @@ static int ht_walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		switch (dyn->d_tag) {
 		case DT_SYMTAB:
-			symtab = ht_dptr(dyn->d_un.d_ptr, bias);
+			symtab = ht__dptr(dyn->d_un.d_ptr, bias);
 			break;
 		case DT_STRTAB:
-			strtab = ht_dptr(dyn->d_un.d_ptr, bias);
+			strtab = ht__dptr(dyn->d_un.d_ptr, bias);
 			break;
 		case DT_JMPREL:
-			jmprel = ht_dptr(dyn->d_un.d_ptr, bias);
+			jmprel = ht__dptr(dyn->d_un.d_ptr, bias);
 			break;
 		case DT_PLTRELSZ:
 			pltrelsz = dyn->d_un.d_val;
@@ -236,7 +236,7 @@ static int ht_walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 			pltrel = (int)dyn->d_un.d_val;
 			break;
 		case DT_RELA:
-			rela = ht_dptr(dyn->d_un.d_ptr, bias);
+			rela = ht__dptr(dyn->d_un.d_ptr, bias);
 			break;
 		case DT_RELASZ:
 			relasz = dyn->d_un.d_val;
@@ -248,26 +248,26 @@ static int ht_walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 	const Elf64_Sym *sym = (const Elf64_Sym *)symtab;
 	const char *str = (const char *)strtab;
 	if (jmprel && pltrel == DT_RELA)
-		ht_walk_relocs(w, bias, (const Elf64_Rela *)jmprel, pltrelsz, sym, str, ro_lo,
-			       ro_hi);
+		ht__walk_relocs(w, bias, (const Elf64_Rela *)jmprel, pltrelsz, sym, str, ro_lo,
+				ro_hi);
 	if (rela)
-		ht_walk_relocs(w, bias, (const Elf64_Rela *)rela, relasz, sym, str, ro_lo, ro_hi);
+		ht__walk_relocs(w, bias, (const Elf64_Rela *)rela, relasz, sym, str, ro_lo, ro_hi);
 	return 0;
 }
 
-struct ht_range_find {
+struct ht__range_find {
 	uintptr_t addr, lo;
 };
 
-static int ht_range_find_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int ht__range_find_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
-	struct ht_range_find *f = data;
+	struct ht__range_find *f = data;
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
 		if (ph->p_type == PT_LOAD && f->addr >= a && f->addr < a + ph->p_memsz) {
-			f->lo = ht_lowest(info);
+			f->lo = ht__lowest(info);
 			return 1;
 		}
 	}
@@ -275,21 +275,21 @@ static int ht_range_find_cb(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* Lowest address of the module holding addr, or 0. */
-static uintptr_t ht_module_of(const void *addr)
+static uintptr_t ht__module_of(const void *addr)
 {
-	struct ht_range_find f = {(uintptr_t)addr, 0};
+	struct ht__range_find f = {(uintptr_t)addr, 0};
 	if (addr)
-		dl_iterate_phdr(ht_range_find_cb, &f);
+		dl_iterate_phdr(ht__range_find_cb, &f);
 	return f.lo;
 }
 
 /* Walks every module in mode; returns the number of entries changed. */
-static unsigned ht_walk_all(int mode, struct ht_walk *out)
+static unsigned ht__walk_all(int mode, struct ht__walk *out)
 {
-	struct ht_walk w = {.mode = mode};
-	w.self_lo = ht_module_of((const void *)ht_module_of);
-	w.loader_lo = ht_module_of(&_r_debug);
-	dl_iterate_phdr(ht_walk_cb, &w);
+	struct ht__walk w = {.mode = mode};
+	w.self_lo = ht__module_of((const void *)ht__module_of);
+	w.loader_lo = ht__module_of(&_r_debug);
+	dl_iterate_phdr(ht__walk_cb, &w);
 	if (out)
 		*out = w;
 	return w.changed;
@@ -297,7 +297,7 @@ static unsigned ht_walk_all(int mode, struct ht_walk *out)
 
 /* ---- dlopen in attach mode ---- */
 
-struct ht_caller {
+struct ht__caller {
 	uintptr_t addr;
 	int found;
 	char dir[4096];	    /* $ORIGIN of the calling module */
@@ -305,16 +305,16 @@ struct ht_caller {
 	char rpath[4096];   /* its DT_RPATH, or "" */
 };
 
-static void ht_copy(char *dst, size_t n, const char *src)
+static void ht__copy(char *dst, size_t n, const char *src)
 {
 	size_t len = strnlen(src, n - 1);
 	memcpy(dst, src, len);
 	dst[len] = 0;
 }
 
-static int ht_caller_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int ht__caller_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
-	struct ht_caller *c = data;
+	struct ht__caller *c = data;
 	(void)size;
 	const ElfW(Dyn) *dyn = NULL;
 	int inside = 0;
@@ -330,7 +330,7 @@ static int ht_caller_cb(struct dl_phdr_info *info, size_t size, void *data)
 		return 0;
 	c->found = 1;
 	const char *path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : ht__exe;
-	ht_copy(c->dir, sizeof c->dir, path);
+	ht__copy(c->dir, sizeof c->dir, path);
 	char *slash = strrchr(c->dir, '/');
 	if (slash)
 		*(slash == c->dir ? slash + 1 : slash) = 0;
@@ -338,22 +338,22 @@ static int ht_caller_cb(struct dl_phdr_info *info, size_t size, void *data)
 	int has_runpath = 0, has_rpath = 0;
 	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
 		if (dyn->d_tag == DT_STRTAB)
-			strtab = ht_dptr(dyn->d_un.d_ptr, info->dlpi_addr);
+			strtab = ht__dptr(dyn->d_un.d_ptr, info->dlpi_addr);
 		else if (dyn->d_tag == DT_RUNPATH)
 			runpath = dyn->d_un.d_val, has_runpath = 1;
 		else if (dyn->d_tag == DT_RPATH)
 			rpath = dyn->d_un.d_val, has_rpath = 1;
 	}
 	if (strtab && has_runpath)
-		ht_copy(c->runpath, sizeof c->runpath, (const char *)strtab + runpath);
+		ht__copy(c->runpath, sizeof c->runpath, (const char *)strtab + runpath);
 	if (strtab && has_rpath)
-		ht_copy(c->rpath, sizeof c->rpath, (const char *)strtab + rpath);
+		ht__copy(c->rpath, sizeof c->rpath, (const char *)strtab + rpath);
 	return 1;
 }
 
 /* Replaces $ORIGIN and ${ORIGIN} in s by dir; 0 when another token is there
    ($LIB, $PLATFORM) or the result does not fit. */
-static int ht_expand(const char *s, size_t len, const char *dir, char *out, size_t n)
+static int ht__expand(const char *s, size_t len, const char *dir, char *out, size_t n)
 {
 	size_t o = 0, dl = strlen(dir);
 	for (size_t i = 0; i < len;) {
@@ -377,12 +377,12 @@ static int ht_expand(const char *s, size_t len, const char *dir, char *out, size
 }
 
 /* Looks for file in the ':'-separated list; the full path into out. */
-static int ht_search(const char *list, const char *dir, const char *file, char *out, size_t n)
+static int ht__search(const char *list, const char *dir, const char *file, char *out, size_t n)
 {
 	while (list && *list) {
 		const char *end = strchrnul(list, ':');
 		char d[4096];
-		if (end > list && ht_expand(list, (size_t)(end - list), dir, d, sizeof d)) {
+		if (end > list && ht__expand(list, (size_t)(end - list), dir, d, sizeof d)) {
 			size_t dl = strlen(d), fl = strlen(file);
 			if (dl + 1 + fl < n) {
 				memcpy(out, d, dl);
@@ -405,25 +405,25 @@ static int ht_search(const char *list, const char *dir, const char *file, char *
  * directories follow in the real dlopen). Returns 1 with a path in out when
  * file should be opened under another name.
  */
-static int ht_caller_path(const char *file, void *ret, char *out, size_t n)
+static int ht__caller_path(const char *file, void *ret, char *out, size_t n)
 {
 	int has_dollar = strchr(file, '$') != NULL;
 	if (strchr(file, '/') && !has_dollar)
 		return 0;
-	struct ht_caller *c = ht__raw_mmap(sizeof *c);
+	struct ht__caller *c = ht__raw_mmap(sizeof *c);
 	if (!c)
 		return 0;
 	c->addr = (uintptr_t)ret;
-	dl_iterate_phdr(ht_caller_cb, c);
+	dl_iterate_phdr(ht__caller_cb, c);
 	int found = 0;
 	if (c->found) {
 		if (has_dollar) {
-			found = ht_expand(file, strlen(file), c->dir, out, n);
+			found = ht__expand(file, strlen(file), c->dir, out, n);
 		} else if (c->rpath[0] && !c->runpath[0]) {
-			found = ht_search(c->rpath, c->dir, file, out, n);
+			found = ht__search(c->rpath, c->dir, file, out, n);
 		} else if (c->runpath[0] &&
-			   !ht_search(getenv("LD_LIBRARY_PATH"), c->dir, file, out, n)) {
-			found = ht_search(c->runpath, c->dir, file, out, n);
+			   !ht__search(getenv("LD_LIBRARY_PATH"), c->dir, file, out, n)) {
+			found = ht__search(c->runpath, c->dir, file, out, n);
 		}
 	}
 	syscall(SYS_munmap, c, sizeof *c);
@@ -434,20 +434,20 @@ static int ht_caller_path(const char *file, void *ret, char *out, size_t n)
  * dlopen while attached: the real dlopen, then the GOT entries of whatever
  * it loaded are redirected before the program sees the handle.
  */
-static void *ht_attach_dlopen(const char *file, int mode)
+static void *ht__attach_dlopen(const char *file, int mode)
 {
 	void *ret = __builtin_return_address(0);
 	char path[4096];
 	const char *use = file;
-	if (file && ht_caller_path(file, ret, path, sizeof path))
+	if (file && ht__caller_path(file, ret, path, sizeof path))
 		use = path;
 	void *h = ht__real.dlopen(use, mode);
 	if (!h && use != file)
 		h = ht__real.dlopen(file, mode);
 	int e = errno;
 	atomic_store_explicit(&ht__modules_dirty, 1, memory_order_relaxed);
-	if (h && atomic_load(&ht_attached))
-		ht_walk_all(HT_PATCH, NULL);
+	if (h && atomic_load(&ht__attached))
+		ht__walk_all(HT_PATCH, NULL);
 	errno = e;
 	return h;
 }
@@ -455,42 +455,42 @@ static void *ht_attach_dlopen(const char *file, int mode)
 /* ---- start and stop ---- */
 
 /* A fork child is not followed in attach mode: dormant, its parent's ring forgotten. */
-static void ht_attach_child(void)
+static void ht__attach_child(void)
 {
 	if (atomic_load(&ht__g.state) != HT_ST_READY)
 		return;
 	ht__go_dormant();
-	atomic_store(&ht_attached, 0);
+	atomic_store(&ht__attached, 0);
 	memset(&ht__t, 0, sizeof ht__t);
 	syscall(SYS_munmap, ht__g.hdr, ht__g.map_size);
 }
 
 /* _Fork runs no atfork handlers: its child leaves the attach here. */
-static pid_t ht_attach_fork(void)
+static pid_t ht__attach_fork(void)
 {
 	pid_t r = ht__real._Fork ? ht__real._Fork() : (pid_t)syscall(SYS_fork);
 	if (r == 0) {
 		int e = errno;
-		ht_attach_child();
+		ht__attach_child();
 		errno = e;
 	}
 	return r;
 }
 
-struct ht_clone_arg {
+struct ht__clone_arg {
 	int (*fn)(void *);
 	void *arg;
 };
 
-static int ht_attach_clone_child(void *p)
+static int ht__attach_clone_child(void *p)
 {
-	struct ht_clone_arg *a = p;
-	ht_attach_child();
+	struct ht__clone_arg *a = p;
+	ht__attach_child();
 	return a->fn(a->arg);
 }
 
 /* A clone that does not share our memory is a fork child too. */
-static int ht_attach_clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+static int ht__attach_clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
@@ -501,11 +501,11 @@ static int ht_attach_clone(int (*fn)(void *), void *stack, int flags, void *arg,
 	if (flags & CLONE_VM)
 		return ht__real.clone(fn, stack, flags, arg, ptid, tls, ctid);
 	/* The child gets a copy of this frame, so the wrapper may live here. */
-	struct ht_clone_arg a = {fn, arg};
-	return ht__real.clone(ht_attach_clone_child, stack, flags, &a, ptid, tls, ctid);
+	struct ht__clone_arg a = {fn, arg};
+	return ht__real.clone(ht__attach_clone_child, stack, flags, &a, ptid, tls, ctid);
 }
 
-static void ht_attach_on_exit(int status, void *arg)
+static void ht__attach_on_exit(int status, void *arg)
 {
 	(void)arg;
 	ht__write_exit(getpid(), HT_EXIT_CODE, status);
@@ -515,10 +515,10 @@ static void ht_attach_on_exit(int status, void *arg)
  * Our hook for each name, looked up in our own module (a reference from our
  * code would bind through the global scope to libc's function instead).
  */
-static int ht_find_hooks(void)
+static int ht__find_hooks(void)
 {
 	Dl_info di;
-	if (!dladdr((void *)ht_find_hooks, &di) || !di.dli_fname)
+	if (!dladdr((void *)ht__find_hooks, &di) || !di.dli_fname)
 		return HT_ERR_NOT_FOUND;
 	void *self = ht__real.dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (!self)
@@ -526,16 +526,16 @@ static int ht_find_hooks(void)
 	int rc = 0;
 	for (unsigned i = 0; i < HT_NALL; i++) {
 		/* Where attach mode must behave unlike launch mode, its own hook. */
-		const char *name = ht_name(i);
+		const char *name = ht__name(i);
 		if (!strcmp(name, "dlopen"))
-			ht_hooks[i] = (uintptr_t)ht_attach_dlopen;
+			ht__hooks[i] = (uintptr_t)ht__attach_dlopen;
 		else if (!strcmp(name, "_Fork"))
-			ht_hooks[i] = (uintptr_t)ht_attach_fork;
+			ht__hooks[i] = (uintptr_t)ht__attach_fork;
 		else if (!strcmp(name, "clone"))
-			ht_hooks[i] = (uintptr_t)ht_attach_clone;
+			ht__hooks[i] = (uintptr_t)ht__attach_clone;
 		else
-			ht_hooks[i] = (uintptr_t)dlsym(self, name);
-		if (!ht_hooks[i])
+			ht__hooks[i] = (uintptr_t)dlsym(self, name);
+		if (!ht__hooks[i])
 			rc = HT_ERR_NOT_FOUND;
 	}
 	ht__real.dlclose(self);
@@ -550,10 +550,10 @@ static int ht_find_hooks(void)
  * what that entry held. When the recorder itself is in the global scope
  * (preloaded by a loader hook), the next definition after it is meant.
  */
-static void ht_find_reals(void)
+static void ht__find_reals(void)
 {
-	struct ht_walk w;
-	ht_walk_all(HT_INSPECT, &w);
+	struct ht__walk w;
+	ht__walk_all(HT_INSPECT, &w);
 	void **real[HT_NHOOKS] = {
 	    (void **)&ht__real.malloc,	      (void **)&ht__real.calloc,
 	    (void **)&ht__real.realloc,	      (void **)&ht__real.reallocarray,
@@ -570,11 +570,11 @@ static void ht_find_reals(void)
 	};
 	_Static_assert(sizeof real / sizeof real[0] == HT_NHOOKS, "one real function per hook");
 	for (unsigned i = 0; i < HT_NALL; i++) {
-		const char *name = ht_name(i);
+		const char *name = ht__name(i);
 		void *p = dlsym(RTLD_DEFAULT, name);
 		if (p && (uintptr_t)p == w.canon[i])
 			p = w.canon_got[i] ? (void *)w.canon_got[i] : dlsym(RTLD_NEXT, name);
-		if (p && (uintptr_t)p == ht_hooks[i])
+		if (p && (uintptr_t)p == ht__hooks[i])
 			p = dlsym(RTLD_NEXT, name);
 		if (i >= HT_NHOOKS)
 			ht__ext_set_real(i - HT_NHOOKS, p);
@@ -584,7 +584,7 @@ static void ht_find_reals(void)
 	ht__ext_ready();
 }
 
-HT_EXPORT int ht_attach_start(const char *session_path)
+HT_EXPORT int ht__attach_start(const char *session_path)
 {
 	int save = errno;
 	struct ht__thread *t = &ht__t;
@@ -594,16 +594,16 @@ HT_EXPORT int ht_attach_start(const char *session_path)
 		goto out;
 	}
 	/* Once per copy of the module: threads may still point at an old session. */
-	if (ht_started || atomic_load(&ht__g.state) == HT_ST_READY || atomic_load(&ht_attached))
+	if (ht__started || atomic_load(&ht__g.state) == HT_ST_READY || atomic_load(&ht__attached))
 		goto out;
 	t->guard += HT_GUARD_OWN;
 	ht__resolve();
-	rc = ht_find_hooks();
+	rc = ht__find_hooks();
 	if (rc == 0) {
-		ht_find_reals();
-		if (!ht_saved)
-			ht_saved = ht__raw_mmap(HT_SAVED_MAX * sizeof *ht_saved);
-		if (!ht_saved)
+		ht__find_reals();
+		if (!ht__saved)
+			ht__saved = ht__raw_mmap(HT_SAVED_MAX * sizeof *ht__saved);
+		if (!ht__saved)
 			rc = HT_ERR_NOMEM;
 	}
 	if (rc == 0) {
@@ -613,18 +613,18 @@ HT_EXPORT int ht_attach_start(const char *session_path)
 		 * so no thread has, say, its mallocs traced but not its frees.
 		 */
 		atomic_store(&ht__g.state, HT_ST_INITIALIZING);
-		atomic_store(&ht_attached, 1);
-		ht_walk_all(HT_PATCH, NULL);
+		atomic_store(&ht__attached, 1);
+		ht__walk_all(HT_PATCH, NULL);
 		rc = ht__init_session(session_path, HT_PROC_ATTACHED);
 		if (rc < 0) {
-			atomic_store(&ht_attached, 0);
-			ht_walk_all(HT_RESTORE, NULL);
+			atomic_store(&ht__attached, 0);
+			ht__walk_all(HT_RESTORE, NULL);
 		}
 	}
 	if (rc == 0) {
-		ht_started = 1;
-		pthread_atfork(NULL, NULL, ht_attach_child);
-		on_exit(ht_attach_on_exit, NULL);
+		ht__started = 1;
+		pthread_atfork(NULL, NULL, ht__attach_child);
+		on_exit(ht__attach_on_exit, NULL);
 	}
 	t->guard -= HT_GUARD_OWN;
 out:
@@ -632,16 +632,16 @@ out:
 	return rc;
 }
 
-static struct ht__ring *ht_ring_in(char *base, uint32_t i)
+static struct ht__ring *ht__ring_in(char *base, uint32_t i)
 {
 	return (struct ht__ring *)(base + ht__g.hdr->header_size + (size_t)i * ht__g.ring_stride);
 }
 
 /* Whether a ring of ours is in the middle of a record. */
-static int ht_any_busy(void)
+static int ht__any_busy(void)
 {
 	for (uint32_t i = 0; i < ht__g.ring_count; i++) {
-		struct ht__ring *r = ht_ring_in((char *)ht__g.hdr, i);
+		struct ht__ring *r = ht__ring_in((char *)ht__g.hdr, i);
 		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == ht__g.pid &&
 		    r->instance == ht__g.instance && atomic_load(&r->busy))
 			return 1;
@@ -649,10 +649,10 @@ static int ht_any_busy(void)
 	return 0;
 }
 
-HT_EXPORT int ht_attach_stop(void)
+HT_EXPORT int ht__attach_stop(void)
 {
 	int save = errno;
-	if (!atomic_exchange(&ht_attached, 0)) {
+	if (!atomic_exchange(&ht__attached, 0)) {
 		errno = save;
 		return HT_ERR_NOT_FOUND;
 	}
@@ -660,9 +660,9 @@ HT_EXPORT int ht_attach_stop(void)
 	t->guard += HT_GUARD_OWN;
 	/* Tracing ends for every function at once, then the entries go back. */
 	ht__go_dormant();
-	ht_walk_all(HT_RESTORE, NULL);
+	ht__walk_all(HT_RESTORE, NULL);
 	/* Threads caught inside a hook finish their record. */
-	for (int i = 0; i < 200 && ht_any_busy(); i++) {
+	for (int i = 0; i < 200 && ht__any_busy(); i++) {
 		struct timespec ts = {0, 100000};
 		nanosleep(&ts, NULL);
 	}

@@ -18,16 +18,16 @@
 /* The real functions, and whether each is to be recorded here: always for
    the allocators' C API, for the C++ operators only when they come from the
    module of the real malloc (the C++ runtime's own call malloc). */
-static void *ht_ext_real[HT_EXT_COUNT];
-static uint8_t ht_ext_traced[HT_EXT_COUNT];
-static _Atomic int ht_ext_done;
+static void *ht__ext_real[HT_EXT_COUNT];
+static uint8_t ht__ext_traced[HT_EXT_COUNT];
+static _Atomic int ht__ext_done;
 
 #define HT_EXT_NAME(n) #n,
-static const char *const ht_ext_names[HT_EXT_COUNT] = {HT_EXT_LIST(HT_EXT_NAME)};
+static const char *const ht__ext_names[HT_EXT_COUNT] = {HT_EXT_LIST(HT_EXT_NAME)};
 
 const char *ht__ext_name(unsigned i)
 {
-	return i < HT_EXT_COUNT ? ht_ext_names[i] : NULL;
+	return i < HT_EXT_COUNT ? ht__ext_names[i] : NULL;
 }
 
 int ht__ext_index(const char *name)
@@ -37,7 +37,7 @@ int ht__ext_index(const char *name)
 	    strncmp(name, "tc_", 3) && !strstr(name, "allocx"))
 		return -1;
 	for (unsigned i = 0; i < HT_EXT_COUNT; i++)
-		if (!strcmp(name, ht_ext_names[i]))
+		if (!strcmp(name, ht__ext_names[i]))
 			return (int)i;
 	return -1;
 }
@@ -45,7 +45,7 @@ int ht__ext_index(const char *name)
 void ht__ext_set_real(unsigned i, void *real)
 {
 	if (i < HT_EXT_COUNT)
-		ht_ext_real[i] = real;
+		ht__ext_real[i] = real;
 }
 
 /*
@@ -56,7 +56,7 @@ void ht__ext_set_real(unsigned i, void *real)
 #define HT_JE_ALIGN(flags) ((flags)&0x3f ? (size_t)1 << ((flags)&0x3f) : 0)
 #define HT_JE_ZERO 0x40
 
-static void *ht_je_mallocx(size_t size, int flags)
+static void *ht__je_mallocx(size_t size, int flags)
 {
 	void *p = NULL;
 	if (HT_JE_ALIGN(flags) > 16) {
@@ -70,11 +70,11 @@ static void *ht_je_mallocx(size_t size, int flags)
 	return p;
 }
 
-static void *ht_je_rallocx(void *p, size_t size, int flags)
+static void *ht__je_rallocx(void *p, size_t size, int flags)
 {
 	if (HT_JE_ALIGN(flags) <= 16 && !(flags & HT_JE_ZERO))
 		return realloc(p, size);
-	void *q = ht_je_mallocx(size, flags);
+	void *q = ht__je_mallocx(size, flags);
 	if (q && p) {
 		size_t old = malloc_usable_size(p);
 		memcpy(q, p, old < size ? old : size);
@@ -83,19 +83,19 @@ static void *ht_je_rallocx(void *p, size_t size, int flags)
 	return q;
 }
 
-static size_t ht_je_xallocx(void *p, size_t size, size_t extra, int flags)
+static size_t ht__je_xallocx(void *p, size_t size, size_t extra, int flags)
 {
 	(void)size, (void)extra, (void)flags;
 	return malloc_usable_size(p); /* never grows in place */
 }
 
-static void ht_je_dallocx(void *p, int flags)
+static void ht__je_dallocx(void *p, int flags)
 {
 	(void)flags;
 	free(p);
 }
 
-static void ht_je_sdallocx(void *p, size_t size, int flags)
+static void ht__je_sdallocx(void *p, size_t size, int flags)
 {
 	(void)size, (void)flags;
 	free(p);
@@ -103,13 +103,13 @@ static void ht_je_sdallocx(void *p, size_t size, int flags)
 
 /* The address range of the module holding addr (dladdr would also look
    for the symbol, which costs about 200k instructions in libstdc++). */
-struct ht_span {
+struct ht__span {
 	uintptr_t addr, lo, hi;
 };
 
-static int ht_span_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int ht__span_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
-	struct ht_span *sp = data;
+	struct ht__span *sp = data;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -133,28 +133,28 @@ void ht__ext_ready(void)
 		unsigned i;
 		void *fn;
 	} je[] = {
-	    {HT_X_mallocx, (void *)ht_je_mallocx},   {HT_X_rallocx, (void *)ht_je_rallocx},
-	    {HT_X_xallocx, (void *)ht_je_xallocx},   {HT_X_dallocx, (void *)ht_je_dallocx},
-	    {HT_X_sdallocx, (void *)ht_je_sdallocx},
+	    {HT_X_mallocx, (void *)ht__je_mallocx},   {HT_X_rallocx, (void *)ht__je_rallocx},
+	    {HT_X_xallocx, (void *)ht__je_xallocx},   {HT_X_dallocx, (void *)ht__je_dallocx},
+	    {HT_X_sdallocx, (void *)ht__je_sdallocx},
 	};
-	struct ht_span heap = {(uintptr_t)ht__real.malloc, 0, 0};
+	struct ht__span heap = {(uintptr_t)ht__real.malloc, 0, 0};
 	if (heap.addr)
-		dl_iterate_phdr(ht_span_cb, &heap);
+		dl_iterate_phdr(ht__span_cb, &heap);
 	for (unsigned i = 0; i < HT_EXT_COUNT; i++)
 		/* A missing real function is traced too: the slow path fails it. */
-		ht_ext_traced[i] = ht_ext_names[i][0] != '_' || !ht_ext_real[i] ||
-				   ((uintptr_t)ht_ext_real[i] - heap.lo < heap.hi - heap.lo);
+		ht__ext_traced[i] = ht__ext_names[i][0] != '_' || !ht__ext_real[i] ||
+				    ((uintptr_t)ht__ext_real[i] - heap.lo < heap.hi - heap.lo);
 	for (unsigned k = 0; k < sizeof je / sizeof je[0]; k++)
-		if (!ht_ext_real[je[k].i]) {
-			ht_ext_real[je[k].i] = je[k].fn;
-			ht_ext_traced[je[k].i] = 0;
+		if (!ht__ext_real[je[k].i]) {
+			ht__ext_real[je[k].i] = je[k].fn;
+			ht__ext_traced[je[k].i] = 0;
 		}
-	atomic_store(&ht_ext_done, 1);
+	atomic_store(&ht__ext_done, 1);
 }
 
 /* A traced call of these hooks may reach the program's allocator on purpose
    (operator new calls malloc): that re-entry is not a lost event. */
-static inline int ht_ext_enter(struct ht__thread *t)
+static inline int ht__ext_enter(struct ht__thread *t)
 {
 	if (!ht__enter(t))
 		return 0;
@@ -164,33 +164,33 @@ static inline int ht_ext_enter(struct ht__thread *t)
 
 /* Launch mode: at the first call of any of these hooks. Concurrent first
    calls find the same values. */
-static HT_COLD void ht_ext_resolve(void)
+static HT_COLD void ht__ext_resolve(void)
 {
 	ht__resolve();
 	int save = errno;
 	ht__t.guard += HT_GUARD_OWN;
-	struct ht_span self = {(uintptr_t)ht_ext_resolve, 0, 0};
-	dl_iterate_phdr(ht_span_cb, &self);
+	struct ht__span self = {(uintptr_t)ht__ext_resolve, 0, 0};
+	dl_iterate_phdr(ht__span_cb, &self);
 	for (unsigned i = 0; i < HT_EXT_COUNT; i++) {
-		void *p = dlsym(RTLD_DEFAULT, ht_ext_names[i]);
+		void *p = dlsym(RTLD_DEFAULT, ht__ext_names[i]);
 		if (p && (uintptr_t)p - self.lo < self.hi - self.lo) /* our own hook */
-			p = dlsym(RTLD_NEXT, ht_ext_names[i]);
-		ht_ext_real[i] = p;
+			p = dlsym(RTLD_NEXT, ht__ext_names[i]);
+		ht__ext_real[i] = p;
 	}
 	ht__ext_ready();
 	ht__t.guard -= HT_GUARD_OWN;
 	errno = save;
 }
 
-static inline void *ht_ext_get(unsigned i)
+static inline void *ht__ext_get(unsigned i)
 {
-	if (HT_UNLIKELY(!atomic_load_explicit(&ht_ext_done, memory_order_acquire)))
-		ht_ext_resolve();
-	return ht_ext_real[i];
+	if (HT_UNLIKELY(!atomic_load_explicit(&ht__ext_done, memory_order_acquire)))
+		ht__ext_resolve();
+	return ht__ext_real[i];
 }
 
 /* A real function that exists nowhere: fail like an allocator out of memory. */
-static HT_COLD void *ht_ext_missing(void)
+static HT_COLD void *ht__ext_missing(void)
 {
 	errno = ENOMEM;
 	return NULL;
@@ -202,27 +202,27 @@ static HT_COLD void *ht_ext_missing(void)
  * relatives throw, and the guard must not stay set. A call that did not
  * return is an ALLOC_FAIL of the size asked for.
  */
-struct ht_ext_call {
+struct ht__ext_call {
 	struct ht__thread *t;
 	unsigned func;
 	uint64_t size;
 	int done;
 };
 
-static inline void ht_ext_end(struct ht_ext_call *c)
+static inline void ht__ext_end(struct ht__ext_call *c)
 {
 	if (HT_UNLIKELY(!c->done))
 		ht__rec_alloc(c->t, c->func, NULL, c->size);
 	ht__leave(c->t);
 }
 
-static inline uint64_t ht_mul(size_t a, size_t b)
+static inline uint64_t ht__mul(size_t a, size_t b)
 {
 	size_t r;
 	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-#define HT_EXT_REAL(name) ((__typeof__(name) *)ht_ext_get(HT_X_##name))
+#define HT_EXT_REAL(name) ((__typeof__(name) *)ht__ext_get(HT_X_##name))
 
 /*
  * The exported hook: once resolved, an entry point that is not recorded here
@@ -234,9 +234,9 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 	static ret name##_traced params;                                                           \
 	HT_EXPORT ret name params                                                                  \
 	{                                                                                          \
-		if (HT_LIKELY(atomic_load_explicit(&ht_ext_done, memory_order_acquire)) &&         \
-		    !ht_ext_traced[HT_X_##name])                                                   \
-			return ((__typeof__(name) *)ht_ext_real[HT_X_##name])args;                 \
+		if (HT_LIKELY(atomic_load_explicit(&ht__ext_done, memory_order_acquire)) &&        \
+		    !ht__ext_traced[HT_X_##name])                                                  \
+			return ((__typeof__(name) *)ht__ext_real[HT_X_##name])args;                \
 		return name##_traced args;                                                         \
 	}
 
@@ -248,10 +248,10 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht_ext_missing();                                                   \
-		if (!ht_ext_traced[HT_X_##name] || HT_UNLIKELY(!ht_ext_enter(t)))                  \
+			return ht__ext_missing();                                                  \
+		if (!ht__ext_traced[HT_X_##name] || HT_UNLIKELY(!ht__ext_enter(t)))                \
 			return real args;                                                          \
-		struct ht_ext_call c __attribute__((cleanup(ht_ext_end))) = {t, fn, (sz), 0};      \
+		struct ht__ext_call c __attribute__((cleanup(ht__ext_end))) = {t, fn, (sz), 0};    \
 		ret p = real args;                                                                 \
 		int e = errno;                                                                     \
 		c.done = 1;                                                                        \
@@ -267,8 +267,8 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht_ext_missing();                                                   \
-		if (HT_UNLIKELY(!ht_ext_enter(t)))                                                 \
+			return ht__ext_missing();                                                  \
+		if (HT_UNLIKELY(!ht__ext_enter(t)))                                                \
 			return real args;                                                          \
 		ret p = real args;                                                                 \
 		int e = errno;                                                                     \
@@ -289,10 +289,10 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht_ext_missing();                                                   \
-		if (!ht_ext_traced[HT_X_##name] || HT_UNLIKELY(!ht_ext_enter(t)))                  \
+			return ht__ext_missing();                                                  \
+		if (!ht__ext_traced[HT_X_##name] || HT_UNLIKELY(!ht__ext_enter(t)))                \
 			return real args;                                                          \
-		struct ht_ext_call c __attribute__((cleanup(ht_ext_end))) = {t, fn, (sz), 1};      \
+		struct ht__ext_call c __attribute__((cleanup(ht__ext_end))) = {t, fn, (sz), 1};    \
 		void *np = real args;                                                              \
 		int e = errno;                                                                     \
 		ht__rec_realloc(t, fn, old, np, (frees) && !np ? 0 : c.size);                      \
@@ -309,7 +309,7 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return; /* nowhere to give it back: leak rather than crash */              \
-		if (!ht_ext_traced[HT_X_##name] || !(ptr) || HT_UNLIKELY(!ht_ext_enter(t))) {      \
+		if (!ht__ext_traced[HT_X_##name] || !(ptr) || HT_UNLIKELY(!ht__ext_enter(t))) {    \
 			if (!ht__is_boot(ptr))                                                     \
 				real args;                                                         \
 			return;                                                                    \
@@ -325,41 +325,42 @@ static inline uint64_t ht_mul(size_t a, size_t b)
 		ht__leave(t);                                                                      \
 	}
 
-typedef size_t ht_align_t;	  /* std::align_val_t */
-typedef const void *ht_nothrow_t; /* const std::nothrow_t & */
+typedef size_t ht__align_t;	   /* std::align_val_t */
+typedef const void *ht__nothrow_t; /* const std::nothrow_t & */
 
 /* ---- C++ operators ---- */
 
 HT_EXT_ALLOC(void *, _Znwm, HT_FN_NEW, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, _Znam, HT_FN_NEW_ARRAY, (size_t size), (size), size)
-HT_EXT_ALLOC(void *, _ZnwmRKSt9nothrow_t, HT_FN_NEW, (size_t size, ht_nothrow_t nt), (size, nt),
+HT_EXT_ALLOC(void *, _ZnwmRKSt9nothrow_t, HT_FN_NEW, (size_t size, ht__nothrow_t nt), (size, nt),
 	     size)
-HT_EXT_ALLOC(void *, _ZnamRKSt9nothrow_t, HT_FN_NEW_ARRAY, (size_t size, ht_nothrow_t nt),
+HT_EXT_ALLOC(void *, _ZnamRKSt9nothrow_t, HT_FN_NEW_ARRAY, (size_t size, ht__nothrow_t nt),
 	     (size, nt), size)
-HT_EXT_ALLOC(void *, _ZnwmSt11align_val_t, HT_FN_NEW, (size_t size, ht_align_t al), (size, al),
+HT_EXT_ALLOC(void *, _ZnwmSt11align_val_t, HT_FN_NEW, (size_t size, ht__align_t al), (size, al),
 	     size)
-HT_EXT_ALLOC(void *, _ZnamSt11align_val_t, HT_FN_NEW_ARRAY, (size_t size, ht_align_t al),
+HT_EXT_ALLOC(void *, _ZnamSt11align_val_t, HT_FN_NEW_ARRAY, (size_t size, ht__align_t al),
 	     (size, al), size)
 HT_EXT_ALLOC(void *, _ZnwmSt11align_val_tRKSt9nothrow_t, HT_FN_NEW,
-	     (size_t size, ht_align_t al, ht_nothrow_t nt), (size, al, nt), size)
+	     (size_t size, ht__align_t al, ht__nothrow_t nt), (size, al, nt), size)
 HT_EXT_ALLOC(void *, _ZnamSt11align_val_tRKSt9nothrow_t, HT_FN_NEW_ARRAY,
-	     (size_t size, ht_align_t al, ht_nothrow_t nt), (size, al, nt), size)
+	     (size_t size, ht__align_t al, ht__nothrow_t nt), (size, al, nt), size)
 
 HT_EXT_FREE(_ZdlPv, HT_FN_DELETE, (void *p), (p), p)
 HT_EXT_FREE(_ZdaPv, HT_FN_DELETE_ARRAY, (void *p), (p), p)
 HT_EXT_FREE(_ZdlPvm, HT_FN_DELETE, (void *p, size_t n), (p, n), p)
 HT_EXT_FREE(_ZdaPvm, HT_FN_DELETE_ARRAY, (void *p, size_t n), (p, n), p)
-HT_EXT_FREE(_ZdlPvSt11align_val_t, HT_FN_DELETE, (void *p, ht_align_t al), (p, al), p)
-HT_EXT_FREE(_ZdaPvSt11align_val_t, HT_FN_DELETE_ARRAY, (void *p, ht_align_t al), (p, al), p)
-HT_EXT_FREE(_ZdlPvmSt11align_val_t, HT_FN_DELETE, (void *p, size_t n, ht_align_t al), (p, n, al), p)
-HT_EXT_FREE(_ZdaPvmSt11align_val_t, HT_FN_DELETE_ARRAY, (void *p, size_t n, ht_align_t al),
+HT_EXT_FREE(_ZdlPvSt11align_val_t, HT_FN_DELETE, (void *p, ht__align_t al), (p, al), p)
+HT_EXT_FREE(_ZdaPvSt11align_val_t, HT_FN_DELETE_ARRAY, (void *p, ht__align_t al), (p, al), p)
+HT_EXT_FREE(_ZdlPvmSt11align_val_t, HT_FN_DELETE, (void *p, size_t n, ht__align_t al), (p, n, al),
+	    p)
+HT_EXT_FREE(_ZdaPvmSt11align_val_t, HT_FN_DELETE_ARRAY, (void *p, size_t n, ht__align_t al),
 	    (p, n, al), p)
-HT_EXT_FREE(_ZdlPvRKSt9nothrow_t, HT_FN_DELETE, (void *p, ht_nothrow_t nt), (p, nt), p)
-HT_EXT_FREE(_ZdaPvRKSt9nothrow_t, HT_FN_DELETE_ARRAY, (void *p, ht_nothrow_t nt), (p, nt), p)
+HT_EXT_FREE(_ZdlPvRKSt9nothrow_t, HT_FN_DELETE, (void *p, ht__nothrow_t nt), (p, nt), p)
+HT_EXT_FREE(_ZdaPvRKSt9nothrow_t, HT_FN_DELETE_ARRAY, (void *p, ht__nothrow_t nt), (p, nt), p)
 HT_EXT_FREE(_ZdlPvSt11align_val_tRKSt9nothrow_t, HT_FN_DELETE,
-	    (void *p, ht_align_t al, ht_nothrow_t nt), (p, al, nt), p)
+	    (void *p, ht__align_t al, ht__nothrow_t nt), (p, al, nt), p)
 HT_EXT_FREE(_ZdaPvSt11align_val_tRKSt9nothrow_t, HT_FN_DELETE_ARRAY,
-	    (void *p, ht_align_t al, ht_nothrow_t nt), (p, al, nt), p)
+	    (void *p, ht__align_t al, ht__nothrow_t nt), (p, al, nt), p)
 
 /* ---- jemalloc ---- */
 
@@ -377,7 +378,7 @@ HT_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return 0;
-	if (!ht_ext_traced[HT_X_xallocx] || HT_UNLIKELY(!ht_ext_enter(t)))
+	if (!ht__ext_traced[HT_X_xallocx] || HT_UNLIKELY(!ht__ext_enter(t)))
 		return real(p, size, extra, flags);
 	size_t n = real(p, size, extra, flags);
 	int e = errno;
@@ -393,37 +394,37 @@ HT_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 #define TC HT_FN_TCMALLOC
 HT_EXT_ALLOC(void *, tc_malloc, TC, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, tc_malloc_skip_new_handler, TC, (size_t size), (size), size)
-HT_EXT_ALLOC(void *, tc_calloc, TC, (size_t n, size_t size), (n, size), ht_mul(n, size))
+HT_EXT_ALLOC(void *, tc_calloc, TC, (size_t n, size_t size), (n, size), ht__mul(n, size))
 HT_EXT_ALLOC(void *, tc_memalign, TC, (size_t al, size_t size), (al, size), size)
 HT_EXT_ALLOC(void *, tc_valloc, TC, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, tc_pvalloc, TC, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, tc_new, TC, (size_t size), (size), size)
-HT_EXT_ALLOC(void *, tc_new_nothrow, TC, (size_t size, ht_nothrow_t nt), (size, nt), size)
+HT_EXT_ALLOC(void *, tc_new_nothrow, TC, (size_t size, ht__nothrow_t nt), (size, nt), size)
 HT_EXT_ALLOC(void *, tc_newarray, TC, (size_t size), (size), size)
-HT_EXT_ALLOC(void *, tc_newarray_nothrow, TC, (size_t size, ht_nothrow_t nt), (size, nt), size)
-HT_EXT_ALLOC(void *, tc_new_aligned, TC, (size_t size, ht_align_t al), (size, al), size)
-HT_EXT_ALLOC(void *, tc_new_aligned_nothrow, TC, (size_t size, ht_align_t al, ht_nothrow_t nt),
+HT_EXT_ALLOC(void *, tc_newarray_nothrow, TC, (size_t size, ht__nothrow_t nt), (size, nt), size)
+HT_EXT_ALLOC(void *, tc_new_aligned, TC, (size_t size, ht__align_t al), (size, al), size)
+HT_EXT_ALLOC(void *, tc_new_aligned_nothrow, TC, (size_t size, ht__align_t al, ht__nothrow_t nt),
 	     (size, al, nt), size)
-HT_EXT_ALLOC(void *, tc_newarray_aligned, TC, (size_t size, ht_align_t al), (size, al), size)
-HT_EXT_ALLOC(void *, tc_newarray_aligned_nothrow, TC, (size_t size, ht_align_t al, ht_nothrow_t nt),
-	     (size, al, nt), size)
+HT_EXT_ALLOC(void *, tc_newarray_aligned, TC, (size_t size, ht__align_t al), (size, al), size)
+HT_EXT_ALLOC(void *, tc_newarray_aligned_nothrow, TC,
+	     (size_t size, ht__align_t al, ht__nothrow_t nt), (size, al, nt), size)
 HT_EXT_REALLOC(tc_realloc, TC, (void *p, size_t size), (p, size), p, size, 0)
 HT_EXT_FREE(tc_free, TC, (void *p), (p), p)
 HT_EXT_FREE(tc_free_sized, TC, (void *p, size_t n), (p, n), p)
 HT_EXT_FREE(tc_cfree, TC, (void *p), (p), p)
 HT_EXT_FREE(tc_delete, TC, (void *p), (p), p)
 HT_EXT_FREE(tc_delete_sized, TC, (void *p, size_t n), (p, n), p)
-HT_EXT_FREE(tc_delete_nothrow, TC, (void *p, ht_nothrow_t nt), (p, nt), p)
+HT_EXT_FREE(tc_delete_nothrow, TC, (void *p, ht__nothrow_t nt), (p, nt), p)
 HT_EXT_FREE(tc_deletearray, TC, (void *p), (p), p)
 HT_EXT_FREE(tc_deletearray_sized, TC, (void *p, size_t n), (p, n), p)
-HT_EXT_FREE(tc_deletearray_nothrow, TC, (void *p, ht_nothrow_t nt), (p, nt), p)
-HT_EXT_FREE(tc_delete_aligned, TC, (void *p, ht_align_t al), (p, al), p)
-HT_EXT_FREE(tc_delete_sized_aligned, TC, (void *p, size_t n, ht_align_t al), (p, n, al), p)
-HT_EXT_FREE(tc_delete_aligned_nothrow, TC, (void *p, ht_align_t al, ht_nothrow_t nt), (p, al, nt),
+HT_EXT_FREE(tc_deletearray_nothrow, TC, (void *p, ht__nothrow_t nt), (p, nt), p)
+HT_EXT_FREE(tc_delete_aligned, TC, (void *p, ht__align_t al), (p, al), p)
+HT_EXT_FREE(tc_delete_sized_aligned, TC, (void *p, size_t n, ht__align_t al), (p, n, al), p)
+HT_EXT_FREE(tc_delete_aligned_nothrow, TC, (void *p, ht__align_t al, ht__nothrow_t nt), (p, al, nt),
 	    p)
-HT_EXT_FREE(tc_deletearray_aligned, TC, (void *p, ht_align_t al), (p, al), p)
-HT_EXT_FREE(tc_deletearray_sized_aligned, TC, (void *p, size_t n, ht_align_t al), (p, n, al), p)
-HT_EXT_FREE(tc_deletearray_aligned_nothrow, TC, (void *p, ht_align_t al, ht_nothrow_t nt),
+HT_EXT_FREE(tc_deletearray_aligned, TC, (void *p, ht__align_t al), (p, al), p)
+HT_EXT_FREE(tc_deletearray_sized_aligned, TC, (void *p, size_t n, ht__align_t al), (p, n, al), p)
+HT_EXT_FREE(tc_deletearray_aligned_nothrow, TC, (void *p, ht__align_t al, ht__nothrow_t nt),
 	    (p, al, nt), p)
 
 /* posix_memalign-shaped: the block through out, 0 or an error number. */
@@ -434,7 +435,7 @@ HT_EXT_FREE(tc_deletearray_aligned_nothrow, TC, (void *p, ht_align_t al, ht_noth
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return ENOMEM;                                                             \
-		if (HT_UNLIKELY(!ht_ext_enter(t)))                                                 \
+		if (HT_UNLIKELY(!ht__ext_enter(t)))                                                \
 			return real(out, al, size);                                                \
 		int e = errno;                                                                     \
 		int rc = real(out, al, size);                                                      \
@@ -450,14 +451,14 @@ HT_EXT_MEMALIGN(tc_posix_memalign, TC)
 /* ---- mimalloc ---- */
 
 #define MI HT_FN_MIMALLOC
-typedef void ht_mi_heap; /* mi_heap_t */
+typedef void ht__mi_heap; /* mi_heap_t */
 
 HT_EXT_ALLOC(void *, mi_malloc, MI, (size_t size), (size), size)
-HT_EXT_ALLOC(void *, mi_calloc, MI, (size_t n, size_t size), (n, size), ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_calloc, MI, (size_t n, size_t size), (n, size), ht__mul(n, size))
 HT_EXT_ALLOC(void *, mi_zalloc, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_malloc_small, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_zalloc_small, MI, (size_t size), (size), size)
-HT_EXT_ALLOC(void *, mi_mallocn, MI, (size_t n, size_t size), (n, size), ht_mul(n, size))
+HT_EXT_ALLOC(void *, mi_mallocn, MI, (size_t n, size_t size), (n, size), ht__mul(n, size))
 HT_EXT_ALLOC(void *, mi_malloc_aligned, MI, (size_t size, size_t al), (size, al), size)
 HT_EXT_ALLOC(void *, mi_malloc_aligned_at, MI, (size_t size, size_t al, size_t off),
 	     (size, al, off), size)
@@ -465,9 +466,9 @@ HT_EXT_ALLOC(void *, mi_zalloc_aligned, MI, (size_t size, size_t al), (size, al)
 HT_EXT_ALLOC(void *, mi_zalloc_aligned_at, MI, (size_t size, size_t al, size_t off),
 	     (size, al, off), size)
 HT_EXT_ALLOC(void *, mi_calloc_aligned, MI, (size_t n, size_t size, size_t al), (n, size, al),
-	     ht_mul(n, size))
+	     ht__mul(n, size))
 HT_EXT_ALLOC(void *, mi_calloc_aligned_at, MI, (size_t n, size_t size, size_t al, size_t off),
-	     (n, size, al, off), ht_mul(n, size))
+	     (n, size, al, off), ht__mul(n, size))
 HT_EXT_ALLOC(void *, mi_memalign, MI, (size_t al, size_t size), (al, size), size)
 HT_EXT_ALLOC(void *, mi_valloc, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_pvalloc, MI, (size_t size), (size), size)
@@ -477,32 +478,33 @@ HT_EXT_ALLOC(void *, mi_new, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_new_nothrow, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_new_aligned, MI, (size_t size, size_t al), (size, al), size)
 HT_EXT_ALLOC(void *, mi_new_aligned_nothrow, MI, (size_t size, size_t al), (size, al), size)
-HT_EXT_ALLOC(void *, mi_new_n, MI, (size_t n, size_t size), (n, size), ht_mul(n, size))
-HT_EXT_ALLOC(void *, mi_heap_malloc, MI, (ht_mi_heap * h, size_t size), (h, size), size)
-HT_EXT_ALLOC(void *, mi_heap_zalloc, MI, (ht_mi_heap * h, size_t size), (h, size), size)
-HT_EXT_ALLOC(void *, mi_heap_calloc, MI, (ht_mi_heap * h, size_t n, size_t size), (h, n, size),
-	     ht_mul(n, size))
-HT_EXT_ALLOC(void *, mi_heap_mallocn, MI, (ht_mi_heap * h, size_t n, size_t size), (h, n, size),
-	     ht_mul(n, size))
-HT_EXT_ALLOC(void *, mi_heap_malloc_small, MI, (ht_mi_heap * h, size_t size), (h, size), size)
-HT_EXT_ALLOC(void *, mi_heap_malloc_aligned, MI, (ht_mi_heap * h, size_t size, size_t al),
+HT_EXT_ALLOC(void *, mi_new_n, MI, (size_t n, size_t size), (n, size), ht__mul(n, size))
+HT_EXT_ALLOC(void *, mi_heap_malloc, MI, (ht__mi_heap * h, size_t size), (h, size), size)
+HT_EXT_ALLOC(void *, mi_heap_zalloc, MI, (ht__mi_heap * h, size_t size), (h, size), size)
+HT_EXT_ALLOC(void *, mi_heap_calloc, MI, (ht__mi_heap * h, size_t n, size_t size), (h, n, size),
+	     ht__mul(n, size))
+HT_EXT_ALLOC(void *, mi_heap_mallocn, MI, (ht__mi_heap * h, size_t n, size_t size), (h, n, size),
+	     ht__mul(n, size))
+HT_EXT_ALLOC(void *, mi_heap_malloc_small, MI, (ht__mi_heap * h, size_t size), (h, size), size)
+HT_EXT_ALLOC(void *, mi_heap_malloc_aligned, MI, (ht__mi_heap * h, size_t size, size_t al),
 	     (h, size, al), size)
 HT_EXT_ALLOC(void *, mi_heap_malloc_aligned_at, MI,
-	     (ht_mi_heap * h, size_t size, size_t al, size_t off), (h, size, al, off), size)
-HT_EXT_ALLOC(void *, mi_heap_zalloc_aligned, MI, (ht_mi_heap * h, size_t size, size_t al),
+	     (ht__mi_heap * h, size_t size, size_t al, size_t off), (h, size, al, off), size)
+HT_EXT_ALLOC(void *, mi_heap_zalloc_aligned, MI, (ht__mi_heap * h, size_t size, size_t al),
 	     (h, size, al), size)
 HT_EXT_ALLOC(void *, mi_heap_zalloc_aligned_at, MI,
-	     (ht_mi_heap * h, size_t size, size_t al, size_t off), (h, size, al, off), size)
-HT_EXT_ALLOC(void *, mi_heap_calloc_aligned, MI, (ht_mi_heap * h, size_t n, size_t size, size_t al),
-	     (h, n, size, al), ht_mul(n, size))
+	     (ht__mi_heap * h, size_t size, size_t al, size_t off), (h, size, al, off), size)
+HT_EXT_ALLOC(void *, mi_heap_calloc_aligned, MI,
+	     (ht__mi_heap * h, size_t n, size_t size, size_t al), (h, n, size, al),
+	     ht__mul(n, size))
 HT_EXT_ALLOC(void *, mi_heap_calloc_aligned_at, MI,
-	     (ht_mi_heap * h, size_t n, size_t size, size_t al, size_t off), (h, n, size, al, off),
-	     ht_mul(n, size))
-HT_EXT_ALLOC(void *, mi_heap_alloc_new, MI, (ht_mi_heap * h, size_t size), (h, size), size)
-HT_EXT_ALLOC(void *, mi_heap_alloc_new_n, MI, (ht_mi_heap * h, size_t n, size_t size), (h, n, size),
-	     ht_mul(n, size))
+	     (ht__mi_heap * h, size_t n, size_t size, size_t al, size_t off), (h, n, size, al, off),
+	     ht__mul(n, size))
+HT_EXT_ALLOC(void *, mi_heap_alloc_new, MI, (ht__mi_heap * h, size_t size), (h, size), size)
+HT_EXT_ALLOC(void *, mi_heap_alloc_new_n, MI, (ht__mi_heap * h, size_t n, size_t size),
+	     (h, n, size), ht__mul(n, size))
 
-static size_t ht_wlen(const unsigned short *s)
+static size_t ht__wlen(const unsigned short *s)
 {
 	size_t n = 0;
 	while (s[n])
@@ -512,11 +514,11 @@ static size_t ht_wlen(const unsigned short *s)
 
 HT_EXT_DUP(char *, mi_strdup, (const char *s), (s), strlen(p) + 1)
 HT_EXT_DUP(char *, mi_strndup, (const char *s, size_t n), (s, n), strlen(p) + 1)
-HT_EXT_DUP(char *, mi_heap_strdup, (ht_mi_heap * h, const char *s), (h, s), strlen(p) + 1)
-HT_EXT_DUP(char *, mi_heap_strndup, (ht_mi_heap * h, const char *s, size_t n), (h, s, n),
+HT_EXT_DUP(char *, mi_heap_strdup, (ht__mi_heap * h, const char *s), (h, s), strlen(p) + 1)
+HT_EXT_DUP(char *, mi_heap_strndup, (ht__mi_heap * h, const char *s, size_t n), (h, s, n),
 	   strlen(p) + 1)
 HT_EXT_DUP(unsigned short *, mi_wcsdup, (const unsigned short *s), (s),
-	   (ht_wlen(p) + 1) * sizeof(unsigned short))
+	   (ht__wlen(p) + 1) * sizeof(unsigned short))
 HT_EXT_DUP(unsigned char *, mi_mbsdup, (const unsigned char *s), (s), strlen((const char *)p) + 1)
 
 /* realpath allocates only when not given a buffer. */
@@ -526,8 +528,8 @@ HT_EXT_DUP(unsigned char *, mi_mbsdup, (const unsigned char *s), (s), strlen((co
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht_ext_missing();                                                   \
-		if ((given) || HT_UNLIKELY(!ht_ext_enter(t)))                                      \
+			return ht__ext_missing();                                                  \
+		if ((given) || HT_UNLIKELY(!ht__ext_enter(t)))                                     \
 			return real args;                                                          \
 		char *p = real args;                                                               \
 		int e = errno;                                                                     \
@@ -539,14 +541,14 @@ HT_EXT_DUP(unsigned char *, mi_mbsdup, (const unsigned char *s), (s), strlen((co
 	}
 
 HT_EXT_REALPATH(mi_realpath, (const char *f, char *buf), (f, buf), buf)
-HT_EXT_REALPATH(mi_heap_realpath, (ht_mi_heap * h, const char *f, char *buf), (h, f, buf), buf)
+HT_EXT_REALPATH(mi_heap_realpath, (ht__mi_heap * h, const char *f, char *buf), (h, f, buf), buf)
 
 HT_EXT_REALLOC(mi_realloc, MI, (void *p, size_t size), (p, size), p, size, 0)
-HT_EXT_REALLOC(mi_reallocn, MI, (void *p, size_t n, size_t size), (p, n, size), p, ht_mul(n, size),
+HT_EXT_REALLOC(mi_reallocn, MI, (void *p, size_t n, size_t size), (p, n, size), p, ht__mul(n, size),
 	       0)
 HT_EXT_REALLOC(mi_reallocf, MI, (void *p, size_t size), (p, size), p, size, 1)
 HT_EXT_REALLOC(mi_rezalloc, MI, (void *p, size_t size), (p, size), p, size, 0)
-HT_EXT_REALLOC(mi_recalloc, MI, (void *p, size_t n, size_t size), (p, n, size), p, ht_mul(n, size),
+HT_EXT_REALLOC(mi_recalloc, MI, (void *p, size_t n, size_t size), (p, n, size), p, ht__mul(n, size),
 	       0)
 HT_EXT_REALLOC(mi_realloc_aligned, MI, (void *p, size_t size, size_t al), (p, size, al), p, size, 0)
 HT_EXT_REALLOC(mi_realloc_aligned_at, MI, (void *p, size_t size, size_t al, size_t off),
@@ -556,45 +558,45 @@ HT_EXT_REALLOC(mi_rezalloc_aligned, MI, (void *p, size_t size, size_t al), (p, s
 HT_EXT_REALLOC(mi_rezalloc_aligned_at, MI, (void *p, size_t size, size_t al, size_t off),
 	       (p, size, al, off), p, size, 0)
 HT_EXT_REALLOC(mi_recalloc_aligned, MI, (void *p, size_t n, size_t size, size_t al),
-	       (p, n, size, al), p, ht_mul(n, size), 0)
+	       (p, n, size, al), p, ht__mul(n, size), 0)
 HT_EXT_REALLOC(mi_recalloc_aligned_at, MI, (void *p, size_t n, size_t size, size_t al, size_t off),
-	       (p, n, size, al, off), p, ht_mul(n, size), 0)
+	       (p, n, size, al, off), p, ht__mul(n, size), 0)
 HT_EXT_REALLOC(mi_aligned_recalloc, MI, (void *p, size_t n, size_t size, size_t al),
-	       (p, n, size, al), p, ht_mul(n, size), 0)
+	       (p, n, size, al), p, ht__mul(n, size), 0)
 HT_EXT_REALLOC(mi_aligned_offset_recalloc, MI,
 	       (void *p, size_t n, size_t size, size_t al, size_t off), (p, n, size, al, off), p,
-	       ht_mul(n, size), 0)
+	       ht__mul(n, size), 0)
 HT_EXT_REALLOC(mi_reallocarray, MI, (void *p, size_t n, size_t size), (p, n, size), p,
-	       ht_mul(n, size), 0)
+	       ht__mul(n, size), 0)
 HT_EXT_REALLOC(mi_new_realloc, MI, (void *p, size_t size), (p, size), p, size, 0)
 HT_EXT_REALLOC(mi_new_reallocn, MI, (void *p, size_t n, size_t size), (p, n, size), p,
-	       ht_mul(n, size), 0)
-HT_EXT_REALLOC(mi_heap_realloc, MI, (ht_mi_heap * h, void *p, size_t size), (h, p, size), p, size,
+	       ht__mul(n, size), 0)
+HT_EXT_REALLOC(mi_heap_realloc, MI, (ht__mi_heap * h, void *p, size_t size), (h, p, size), p, size,
 	       0)
-HT_EXT_REALLOC(mi_heap_reallocn, MI, (ht_mi_heap * h, void *p, size_t n, size_t size),
-	       (h, p, n, size), p, ht_mul(n, size), 0)
-HT_EXT_REALLOC(mi_heap_reallocf, MI, (ht_mi_heap * h, void *p, size_t size), (h, p, size), p, size,
+HT_EXT_REALLOC(mi_heap_reallocn, MI, (ht__mi_heap * h, void *p, size_t n, size_t size),
+	       (h, p, n, size), p, ht__mul(n, size), 0)
+HT_EXT_REALLOC(mi_heap_reallocf, MI, (ht__mi_heap * h, void *p, size_t size), (h, p, size), p, size,
 	       1)
-HT_EXT_REALLOC(mi_heap_rezalloc, MI, (ht_mi_heap * h, void *p, size_t size), (h, p, size), p, size,
+HT_EXT_REALLOC(mi_heap_rezalloc, MI, (ht__mi_heap * h, void *p, size_t size), (h, p, size), p, size,
 	       0)
-HT_EXT_REALLOC(mi_heap_recalloc, MI, (ht_mi_heap * h, void *p, size_t n, size_t size),
-	       (h, p, n, size), p, ht_mul(n, size), 0)
-HT_EXT_REALLOC(mi_heap_realloc_aligned, MI, (ht_mi_heap * h, void *p, size_t size, size_t al),
+HT_EXT_REALLOC(mi_heap_recalloc, MI, (ht__mi_heap * h, void *p, size_t n, size_t size),
+	       (h, p, n, size), p, ht__mul(n, size), 0)
+HT_EXT_REALLOC(mi_heap_realloc_aligned, MI, (ht__mi_heap * h, void *p, size_t size, size_t al),
 	       (h, p, size, al), p, size, 0)
 HT_EXT_REALLOC(mi_heap_realloc_aligned_at, MI,
-	       (ht_mi_heap * h, void *p, size_t size, size_t al, size_t off), (h, p, size, al, off),
-	       p, size, 0)
-HT_EXT_REALLOC(mi_heap_rezalloc_aligned, MI, (ht_mi_heap * h, void *p, size_t size, size_t al),
+	       (ht__mi_heap * h, void *p, size_t size, size_t al, size_t off),
+	       (h, p, size, al, off), p, size, 0)
+HT_EXT_REALLOC(mi_heap_rezalloc_aligned, MI, (ht__mi_heap * h, void *p, size_t size, size_t al),
 	       (h, p, size, al), p, size, 0)
 HT_EXT_REALLOC(mi_heap_rezalloc_aligned_at, MI,
-	       (ht_mi_heap * h, void *p, size_t size, size_t al, size_t off), (h, p, size, al, off),
-	       p, size, 0)
+	       (ht__mi_heap * h, void *p, size_t size, size_t al, size_t off),
+	       (h, p, size, al, off), p, size, 0)
 HT_EXT_REALLOC(mi_heap_recalloc_aligned, MI,
-	       (ht_mi_heap * h, void *p, size_t n, size_t size, size_t al), (h, p, n, size, al), p,
-	       ht_mul(n, size), 0)
+	       (ht__mi_heap * h, void *p, size_t n, size_t size, size_t al), (h, p, n, size, al), p,
+	       ht__mul(n, size), 0)
 HT_EXT_REALLOC(mi_heap_recalloc_aligned_at, MI,
-	       (ht_mi_heap * h, void *p, size_t n, size_t size, size_t al, size_t off),
-	       (h, p, n, size, al, off), p, ht_mul(n, size), 0)
+	       (ht__mi_heap * h, void *p, size_t n, size_t size, size_t al, size_t off),
+	       (h, p, n, size, al, off), p, ht__mul(n, size), 0)
 
 /* BSD's reallocarr: the block through a pointer, 0 or an error number. */
 HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
@@ -603,7 +605,7 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return ENOMEM;
-	if (HT_UNLIKELY(!ht_ext_enter(t)))
+	if (HT_UNLIKELY(!ht__ext_enter(t)))
 		return real(pp, n, size);
 	void *old;
 	memcpy(&old, pp, sizeof old);
@@ -611,7 +613,7 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 	int e = errno;
 	void *p;
 	memcpy(&p, pp, sizeof p);
-	ht__rec_realloc(t, MI, old, rc == 0 ? p : NULL, ht_mul(n, size));
+	ht__rec_realloc(t, MI, old, rc == 0 ? p : NULL, ht__mul(n, size));
 	errno = e;
 	ht__leave(t);
 	return rc;
@@ -624,8 +626,8 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht_ext_missing();                                                   \
-		if (HT_UNLIKELY(!ht_ext_enter(t)))                                                 \
+			return ht__ext_missing();                                                  \
+		if (HT_UNLIKELY(!ht__ext_enter(t)))                                                \
 			return real(p, size);                                                      \
 		void *r = real(p, size);                                                           \
 		int e = errno;                                                                     \
@@ -646,7 +648,8 @@ HT_EXT_FREE(mi_free_aligned, MI, (void *p, size_t al), (p, al), p)
 HT_EXT_FREE(mi_free_size_aligned, MI, (void *p, size_t n, size_t al), (p, n, al), p)
 
 /* mimalloc's block visitor (mi_block_visit_fun): a FREE for every block. */
-static bool ht_mi_visit(const ht_mi_heap *h, const void *area, void *block, size_t size, void *arg)
+static bool ht__mi_visit(const ht__mi_heap *h, const void *area, void *block, size_t size,
+			 void *arg)
 {
 	(void)h, (void)area, (void)size;
 	if (block)
@@ -655,23 +658,23 @@ static bool ht_mi_visit(const ht_mi_heap *h, const void *area, void *block, size
 }
 
 /* Frees every block of the heap at once: one FREE each, before the call. */
-HT_EXPORT void mi_heap_destroy(ht_mi_heap *h)
+HT_EXPORT void mi_heap_destroy(ht__mi_heap *h)
 {
 	__typeof__(mi_heap_destroy) *real = HT_EXT_REAL(mi_heap_destroy);
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return;
-	if (!h || HT_UNLIKELY(!ht_ext_enter(t))) {
+	if (!h || HT_UNLIKELY(!ht__ext_enter(t))) {
 		real(h);
 		return;
 	}
-	typedef bool visit_fn(const ht_mi_heap *, bool,
-			      bool (*)(const ht_mi_heap *, const void *, void *, size_t, void *),
+	typedef bool visit_fn(const ht__mi_heap *, bool,
+			      bool (*)(const ht__mi_heap *, const void *, void *, size_t, void *),
 			      void *);
 	visit_fn *visit = (visit_fn *)dlsym(RTLD_DEFAULT, "mi_heap_visit_blocks");
 	int e = errno;
 	if (visit)
-		visit(h, true, ht_mi_visit, t);
+		visit(h, true, ht__mi_visit, t);
 	errno = e;
 	real(h);
 	ht__leave(t);
@@ -688,24 +691,24 @@ HT_EXPORT void mi_heap_destroy(ht_mi_heap *h)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return (ret)ht_ext_missing();                                              \
-		if (HT_UNLIKELY(!ht_ext_enter(t)))                                                 \
+			return (ret)ht__ext_missing();                                             \
+		if (HT_UNLIKELY(!ht__ext_enter(t)))                                                \
 			return real args;                                                          \
 		ret r = real args;                                                                 \
 		ht__leave(t);                                                                      \
 		return r;                                                                          \
 	}
 
-HT_EXT_OPAQUE(ht_mi_heap *, mi_heap_new, (void), ())
-HT_EXT_OPAQUE(ht_mi_heap *, mi_heap_new_in_arena, (int arena), (arena))
+HT_EXT_OPAQUE(ht__mi_heap *, mi_heap_new, (void), ())
+HT_EXT_OPAQUE(ht__mi_heap *, mi_heap_new_in_arena, (int arena), (arena))
 
-HT_EXPORT void mi_heap_delete(ht_mi_heap *h)
+HT_EXPORT void mi_heap_delete(ht__mi_heap *h)
 {
 	__typeof__(mi_heap_delete) *real = HT_EXT_REAL(mi_heap_delete);
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return;
-	if (HT_UNLIKELY(!ht_ext_enter(t))) {
+	if (HT_UNLIKELY(!ht__ext_enter(t))) {
 		real(h);
 		return;
 	}

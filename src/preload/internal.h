@@ -154,7 +154,7 @@ extern _Atomic int ht__modules_dirty;
  * rules hold the CFA offset in bits 0-31 (from rsp, or from rbp with
  * CFA_RBP) and, with RBP_SAVED, where rbp was saved (CFA minus bits 32-55);
  * the return address is at CFA-8. LAST: the outermost frame. SIGNAL: the
- * signal trampoline (the stack is cut there: stack.c, ht_capture_cached).
+ * signal trampoline (the stack is cut there: stack.c, ht__capture_cached).
  */
 #define HT_CFI_UNKNOWN 0ull
 #define HT_CFI_OK (1ull << 63)
@@ -167,13 +167,13 @@ void ht__cfi_reset(void); /* a new instance, or modules unloaded */
 
 /*
  * attach.c, exported: attach mode from inside the process (the injector or a
- * loader hook calls these on any thread). ht_attach_start() maps the session
+ * loader hook calls these on any thread). ht__attach_start() maps the session
  * at path and redirects the GOT entries of every module to the hooks; it
- * runs once per loaded copy of the library. ht_attach_stop() puts them back
+ * runs once per loaded copy of the library. ht__attach_stop() puts them back
  * and leaves the recorder dormant. Both return 0 or a negative enum ht_error.
  */
-int ht_attach_start(const char *session_path);
-int ht_attach_stop(void);
+int ht__attach_start(const char *session_path);
+int ht__attach_stop(void);
 
 /* ring.c: records written from several files. */
 void ht__write_exit(pid_t pid, int kind, int value);

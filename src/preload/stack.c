@@ -29,45 +29,45 @@
 /* Modules loaded at once; the indices of unloaded ones are reused. */
 #define HT_MAX_MODULES 4096
 
-struct ht_mod {
+struct ht__mod {
 	uintptr_t start, end, bias;
 	_Atomic int dead; /* unloaded: no longer matches addresses */
 	int seen;	  /* refresh scratch, under the lock */
 };
 
-static struct ht_mod *ht_mods;
-static _Atomic uint32_t ht_nmods; /* entries published to lookups */
-static _Atomic int ht_mod_lock;
-static unsigned long long ht_adds, ht_subs; /* dl_iterate_phdr generation seen */
-static _Atomic int ht_mods_retry;	    /* a MODULE_LOAD was dropped: rescan next time */
+static struct ht__mod *ht__mods;
+static _Atomic uint32_t ht__nmods; /* entries published to lookups */
+static _Atomic int ht__mod_lock;
+static unsigned long long ht__adds, ht__subs; /* dl_iterate_phdr generation seen */
+static _Atomic int ht__mods_retry;	      /* a MODULE_LOAD was dropped: rescan next time */
 _Atomic int ht__modules_dirty;
 
-static void ht_lock(void)
+static void ht__lock(void)
 {
 	int z = 0;
-	while (!atomic_compare_exchange_weak(&ht_mod_lock, &z, 1)) {
+	while (!atomic_compare_exchange_weak(&ht__mod_lock, &z, 1)) {
 		z = 0;
 		sched_yield();
 	}
 }
 
-static void ht_unlock(void)
+static void ht__unlock(void)
 {
-	atomic_store(&ht_mod_lock, 0);
+	atomic_store(&ht__mod_lock, 0);
 }
 
 /* A new instance starts with no modules (indices are per instance). */
 void ht__modules_reset(void)
 {
-	if (!ht_mods)
-		ht_mods = ht__raw_mmap(HT_MAX_MODULES * sizeof *ht_mods);
-	atomic_store(&ht_nmods, 0);
-	atomic_store(&ht_mod_lock, 0);
-	ht_adds = ht_subs = 0;
-	atomic_store(&ht_mods_retry, 0);
+	if (!ht__mods)
+		ht__mods = ht__raw_mmap(HT_MAX_MODULES * sizeof *ht__mods);
+	atomic_store(&ht__nmods, 0);
+	atomic_store(&ht__mod_lock, 0);
+	ht__adds = ht__subs = 0;
+	atomic_store(&ht__mods_retry, 0);
 }
 
-static int ht_build_id(const struct dl_phdr_info *info, uint8_t *out)
+static int ht__build_id(const struct dl_phdr_info *info, uint8_t *out)
 {
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -92,9 +92,9 @@ static int ht_build_id(const struct dl_phdr_info *info, uint8_t *out)
 }
 
 /* Returns 0 when the record was dropped (lossy, no ring, session gone). */
-static int ht_write_module(uint32_t index, uint64_t bias, uintptr_t start, uintptr_t end,
-			   const uint8_t *build_id, int build_id_len, const char *path,
-			   uint32_t path_len)
+static int ht__write_module(uint32_t index, uint64_t bias, uintptr_t start, uintptr_t end,
+			    const uint8_t *build_id, int build_id_len, const char *path,
+			    uint32_t path_len)
 {
 	struct ht__thread *t = &ht__t;
 	uint32_t len = ht__rec_align((uint32_t)sizeof(struct ht__rec_module) + path_len);
@@ -122,7 +122,7 @@ static int ht_write_module(uint32_t index, uint64_t bias, uintptr_t start, uintp
  * never held while the loader's lock is wanted (a program may allocate inside
  * its own dl_iterate_phdr callback, holding the loader's lock).
  */
-struct ht_seen {
+struct ht__seen {
 	uintptr_t bias, start, end;
 	uint32_t path_off, path_len;
 	uint8_t build_id[31];
@@ -133,14 +133,14 @@ struct ht_seen {
 #define HT_SCAN_BYTES (1u << 20)
 #define HT_SCAN_MAX 2048
 
-struct ht_scan {
+struct ht__scan {
 	int force, stop;
 	unsigned long long adds, subs;
 	uint32_t n, path_used;
-	char maps[8192]; /* /proc/self/maps, a piece at a time (ht_mapped_path) */
+	char maps[8192]; /* /proc/self/maps, a piece at a time (ht__mapped_path) */
 	char abs[4096];
-	struct ht_seen obj[HT_SCAN_MAX];
-	char paths[]; /* up to HT_SCAN_BYTES - sizeof(struct ht_scan) */
+	struct ht__seen obj[HT_SCAN_MAX];
+	char paths[]; /* up to HT_SCAN_BYTES - sizeof(struct ht__scan) */
 };
 
 /*
@@ -150,7 +150,7 @@ struct ht_scan {
  * nothing once the working directory changes or to the collector. Raw
  * calls: no allocation, no cancellation point.
  */
-static uint32_t ht_mapped_path(struct ht_scan *s, uintptr_t addr)
+static uint32_t ht__mapped_path(struct ht__scan *s, uintptr_t addr)
 {
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -191,14 +191,14 @@ out:
 	return found;
 }
 
-static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int ht__scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
-	struct ht_scan *s = data;
+	struct ht__scan *s = data;
 	if (s->n == 0 && s->adds == 0 &&
 	    size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
 		s->adds = info->dlpi_adds;
 		s->subs = info->dlpi_subs;
-		if (!s->force && s->adds == ht_adds && s->subs == ht_subs) {
+		if (!s->force && s->adds == ht__adds && s->subs == ht__subs) {
 			s->stop = 1;
 			return 1;
 		}
@@ -226,7 +226,7 @@ static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 		path = ht__exe;
 		plen = ht__exe_len;
 	} else if (*name != '/') {
-		uint32_t n = ht_mapped_path(s, lo);
+		uint32_t n = ht__mapped_path(s, lo);
 		if (n) {
 			path = s->abs;
 			plen = n;
@@ -237,7 +237,7 @@ static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	size_t room = HT_SCAN_BYTES - sizeof *s - s->path_used;
 	if (plen > room)
 		return 0;
-	struct ht_seen *o = &s->obj[s->n++];
+	struct ht__seen *o = &s->obj[s->n++];
 	o->bias = info->dlpi_addr;
 	o->start = lo;
 	o->end = hi;
@@ -245,11 +245,11 @@ static int ht_scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	o->path_len = plen;
 	memcpy(s->paths + s->path_used, path, plen);
 	s->path_used += plen;
-	o->build_id_len = (uint8_t)ht_build_id(info, o->build_id);
+	o->build_id_len = (uint8_t)ht__build_id(info, o->build_id);
 	return 0;
 }
 
-static void ht_write_unload(uint32_t index)
+static void ht__write_unload(uint32_t index)
 {
 	struct ht__thread *t = &ht__t;
 	uint32_t len = sizeof(struct ht__rec_module);
@@ -271,30 +271,30 @@ static void ht_write_unload(uint32_t index)
  */
 int ht__modules_refresh(int force)
 {
-	if (!ht_mods)
+	if (!ht__mods)
 		return 0;
 	atomic_store(&ht__modules_dirty, 0);
-	struct ht_scan *s = ht__raw_mmap(HT_SCAN_BYTES);
+	struct ht__scan *s = ht__raw_mmap(HT_SCAN_BYTES);
 	if (!s)
 		return 0;
-	if (atomic_exchange(&ht_mods_retry, 0))
+	if (atomic_exchange(&ht__mods_retry, 0))
 		force = 1;
 	s->force = force;
-	dl_iterate_phdr(ht_scan_cb, s);
+	dl_iterate_phdr(ht__scan_cb, s);
 	int gone = 0;
-	ht_lock();
+	ht__lock();
 	/* A walk older than the last one merged must not undo it. */
-	if (!s->stop && (force || s->adds + s->subs >= ht_adds + ht_subs)) {
-		ht_adds = s->adds;
-		ht_subs = s->subs;
-		uint32_t n = atomic_load(&ht_nmods);
+	if (!s->stop && (force || s->adds + s->subs >= ht__adds + ht__subs)) {
+		ht__adds = s->adds;
+		ht__subs = s->subs;
+		uint32_t n = atomic_load(&ht__nmods);
 		for (uint32_t i = 0; i < n; i++)
-			ht_mods[i].seen = 0;
+			ht__mods[i].seen = 0;
 		for (uint32_t k = 0; k < s->n; k++) {
-			struct ht_seen *o = &s->obj[k];
+			struct ht__seen *o = &s->obj[k];
 			o->known = 0;
 			for (uint32_t i = 0; i < n; i++) {
-				struct ht_mod *m = &ht_mods[i];
+				struct ht__mod *m = &ht__mods[i];
 				if (!m->dead && m->start == o->start && m->end == o->end &&
 				    m->bias == o->bias) {
 					m->seen = 1;
@@ -306,41 +306,41 @@ int ht__modules_refresh(int force)
 		/* Unloads first: their indices are free for the new modules (a
 		   program that dlopens and dlcloses 10,000 times needs only a few). */
 		for (uint32_t i = 0; i < n; i++) {
-			struct ht_mod *m = &ht_mods[i];
+			struct ht__mod *m = &ht__mods[i];
 			if (!m->dead && !m->seen) {
 				atomic_store(&m->dead, 1);
-				ht_write_unload(i);
+				ht__write_unload(i);
 				gone++;
 			}
 		}
 		uint32_t reuse = 0;
 		for (uint32_t k = 0; k < s->n; k++) {
-			struct ht_seen *o = &s->obj[k];
+			struct ht__seen *o = &s->obj[k];
 			if (o->known)
 				continue;
-			while (reuse < n && !(ht_mods[reuse].dead && !ht_mods[reuse].seen))
+			while (reuse < n && !(ht__mods[reuse].dead && !ht__mods[reuse].seen))
 				reuse++;
 			uint32_t i = reuse < n ? reuse : n;
 			if (i >= HT_MAX_MODULES)
 				continue; /* its frames stay raw addresses (README) */
 			/* MODULE_LOAD first: lookups only see announced modules. */
-			if (!ht_write_module(i, o->bias, o->start, o->end, o->build_id,
-					     o->build_id_len, s->paths + o->path_off,
-					     o->path_len)) {
-				atomic_store(&ht_mods_retry, 1);
+			if (!ht__write_module(i, o->bias, o->start, o->end, o->build_id,
+					      o->build_id_len, s->paths + o->path_off,
+					      o->path_len)) {
+				atomic_store(&ht__mods_retry, 1);
 				continue;
 			}
-			struct ht_mod *m = &ht_mods[i];
+			struct ht__mod *m = &ht__mods[i];
 			m->start = o->start;
 			m->end = o->end;
 			m->bias = o->bias;
 			m->seen = 1;
 			atomic_store(&m->dead, 0);
 			if (i == n)
-				atomic_store_explicit(&ht_nmods, ++n, memory_order_release);
+				atomic_store_explicit(&ht__nmods, ++n, memory_order_release);
 		}
 	}
-	ht_unlock();
+	ht__unlock();
 	syscall(SYS_munmap, s, HT_SCAN_BYTES);
 	if (gone)
 		ht__stacks_init();
@@ -348,11 +348,11 @@ int ht__modules_refresh(int force)
 }
 
 /* Module index of an address, or HT_MODULE_UNKNOWN. */
-static uint32_t ht_find_module(uintptr_t ip)
+static uint32_t ht__find_module(uintptr_t ip)
 {
-	uint32_t n = atomic_load_explicit(&ht_nmods, memory_order_acquire);
+	uint32_t n = atomic_load_explicit(&ht__nmods, memory_order_acquire);
 	for (uint32_t i = 0; i < n; i++) {
-		struct ht_mod *m = &ht_mods[i];
+		struct ht__mod *m = &ht__mods[i];
 		if (ip >= m->start && ip < m->end &&
 		    !atomic_load_explicit(&m->dead, memory_order_relaxed))
 			return i;
@@ -362,29 +362,29 @@ static uint32_t ht_find_module(uintptr_t ip)
 
 /* ---- stack table ---- */
 
-struct ht_slot {
+struct ht__slot {
 	_Atomic uint64_t key;
 	_Atomic uint32_t id; /* 0 while the inserting thread writes the STACK record */
 	uint32_t pad;
 };
 
-struct ht_table {
+struct ht__table {
 	uint64_t mask;
 	_Atomic uint64_t used;
 	_Atomic int growing;
-	struct ht_slot slots[];
+	struct ht__slot slots[];
 };
 
 #define HT_STACK_NONE UINT32_MAX /* the STACK record was dropped (lossy) */
 #define HT_TABLE_FIRST (1u << 16)
 
-static _Atomic(struct ht_table *) ht_table;
-static _Atomic uint32_t ht_gen = 1; /* bumped with each new table: cached ids are void */
-static int ht_verify;		    /* HEAPTRAIL_STACK_VERIFY=1 (see the stack cache) */
+static _Atomic(struct ht__table *) ht__table;
+static _Atomic uint32_t ht__gen = 1; /* bumped with each new table: cached ids are void */
+static int ht__verify;		     /* HEAPTRAIL_STACK_VERIFY=1 (see the stack cache) */
 
-static struct ht_table *ht_table_new(uint64_t nslots)
+static struct ht__table *ht__table_new(uint64_t nslots)
 {
-	struct ht_table *tb = ht__raw_mmap(sizeof *tb + nslots * sizeof(struct ht_slot));
+	struct ht__table *tb = ht__raw_mmap(sizeof *tb + nslots * sizeof(struct ht__slot));
 	if (tb)
 		tb->mask = nslots - 1;
 	return tb;
@@ -397,17 +397,17 @@ void ht__stacks_init(void)
 	if (!unw_ready) {
 		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 		const char *v = getenv("HEAPTRAIL_STACK_VERIFY");
-		ht_verify = v && *v == '1';
+		ht__verify = v && *v == '1';
 		unw_ready = 1;
 	}
-	atomic_fetch_add(&ht_gen, 1);
-	struct ht_table *tb = ht_table_new(HT_TABLE_FIRST);
+	atomic_fetch_add(&ht__gen, 1);
+	struct ht__table *tb = ht__table_new(HT_TABLE_FIRST);
 	if (tb)
-		atomic_store(&ht_table, tb);
+		atomic_store(&ht__table, tb);
 	ht__cfi_reset();
 }
 
-static int ht_insert_at(struct ht_table *tb, uint64_t key, uint32_t id)
+static int ht__insert_at(struct ht__table *tb, uint64_t key, uint32_t id)
 {
 	for (uint64_t i = key & tb->mask, k = 0; k <= tb->mask; i = (i + 1) & tb->mask, k++) {
 		uint64_t z = 0;
@@ -427,25 +427,25 @@ static int ht_insert_at(struct ht_table *tb, uint64_t key, uint32_t id)
  * size and swap it in. Entries inserted into the old one meanwhile are just
  * recorded again under a new id later.
  */
-static void ht_grow(struct ht_table *old)
+static void ht__grow(struct ht__table *old)
 {
 	int z = 0;
 	if (!atomic_compare_exchange_strong(&old->growing, &z, 1))
 		return;
-	struct ht_table *tb = ht_table_new((old->mask + 1) * 4);
+	struct ht__table *tb = ht__table_new((old->mask + 1) * 4);
 	if (!tb)
 		return;
 	for (uint64_t i = 0; i <= old->mask; i++) {
 		uint64_t key = atomic_load(&old->slots[i].key);
 		uint32_t id = atomic_load(&old->slots[i].id);
 		if (key && id && id != HT_STACK_NONE)
-			ht_insert_at(tb, key, id);
+			ht__insert_at(tb, key, id);
 	}
-	struct ht_table *expect = old;
-	atomic_compare_exchange_strong(&ht_table, &expect, tb);
+	struct ht__table *expect = old;
+	atomic_compare_exchange_strong(&ht__table, &expect, tb);
 }
 
-static uint32_t ht_new_id(void)
+static uint32_t ht__new_id(void)
 {
 	uint32_t id;
 	do
@@ -455,7 +455,7 @@ static uint32_t ht_new_id(void)
 }
 
 /* Writes the STACK record for a new id; 0 if it was dropped. */
-static int ht_write_stack(struct ht__thread *t, uint32_t id, void *const *ips, int n)
+static int ht__write_stack(struct ht__thread *t, uint32_t id, void *const *ips, int n)
 {
 	uint64_t rel[HT_MAX_FRAMES];
 	uint32_t mod[HT_MAX_FRAMES];
@@ -466,14 +466,14 @@ static int ht_write_stack(struct ht__thread *t, uint32_t id, void *const *ips, i
 	}
 	for (int i = 0; i < n; i++) {
 		uintptr_t ip = (uintptr_t)ips[i];
-		uint32_t m = ht_find_module(ip);
+		uint32_t m = ht__find_module(ip);
 		if (m == HT_MODULE_UNKNOWN && !refreshed) {
 			refreshed = 1;
 			ht__modules_refresh(0);
-			m = ht_find_module(ip);
+			m = ht__find_module(ip);
 		}
 		mod[i] = m;
-		rel[i] = m == HT_MODULE_UNKNOWN ? ip : ip - ht_mods[m].bias;
+		rel[i] = m == HT_MODULE_UNKNOWN ? ip : ip - ht__mods[m].bias;
 	}
 	uint32_t len = ht__rec_align((uint32_t)(sizeof(struct ht__rec_stack) + (size_t)n * 12));
 	struct ht__rec_stack *r =
@@ -491,7 +491,7 @@ static int ht_write_stack(struct ht__thread *t, uint32_t id, void *const *ips, i
 	return 1;
 }
 
-static uint32_t ht_wait_id(struct ht_slot *s)
+static uint32_t ht__wait_id(struct ht__slot *s)
 {
 	for (unsigned i = 0; i < (1u << 22); i++) {
 		uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
@@ -511,14 +511,14 @@ static uint32_t ht_wait_id(struct ht_slot *s)
  */
 #define HT_KEY_SEED 0x84222325cbf29ce4ull
 
-static inline uint64_t ht_key_step(uint64_t h, uintptr_t ip)
+static inline uint64_t ht__key_step(uint64_t h, uintptr_t ip)
 {
 	h ^= (uint64_t)ip;
 	h *= 0x9e3779b97f4a7c15ull;
 	return h ^ (h >> 29);
 }
 
-static inline uint64_t ht_key_final(uint64_t h)
+static inline uint64_t ht__key_final(uint64_t h)
 {
 	return h ? h : 1;
 }
@@ -529,35 +529,35 @@ static inline uint64_t ht_key_final(uint64_t h)
  * frames are f[0..n-1] innermost first, or when f is NULL, rev[0..n-1]
  * outermost first (the stack cache's order).
  */
-static uint32_t ht_stack_id(struct ht__thread *t, uint64_t key, void *const *f, int n,
-			    const uintptr_t *rev)
+static uint32_t ht__stack_id(struct ht__thread *t, uint64_t key, void *const *f, int n,
+			     const uintptr_t *rev)
 {
-	struct ht_table *tb = atomic_load_explicit(&ht_table, memory_order_acquire);
+	struct ht__table *tb = atomic_load_explicit(&ht__table, memory_order_acquire);
 	if (!tb)
 		return 0;
 	for (uint64_t i = key & tb->mask, k = 0; k <= tb->mask; i = (i + 1) & tb->mask, k++) {
-		struct ht_slot *s = &tb->slots[i];
+		struct ht__slot *s = &tb->slots[i];
 		uint64_t cur = atomic_load_explicit(&s->key, memory_order_acquire);
 		if (cur == key)
-			return ht_wait_id(s);
+			return ht__wait_id(s);
 		if (cur != 0)
 			continue;
 		if (!atomic_compare_exchange_strong(&s->key, &cur, key)) {
 			if (cur == key)
-				return ht_wait_id(s);
+				return ht__wait_id(s);
 			continue;
 		}
-		uint32_t id = ht_new_id();
+		uint32_t id = ht__new_id();
 		void *tmp[HT_MAX_FRAMES];
 		if (!f) {
 			for (int j = 0; j < n; j++)
 				tmp[j] = (void *)rev[n - 1 - j];
 			f = tmp;
 		}
-		int ok = ht_write_stack(t, id, f, n);
+		int ok = ht__write_stack(t, id, f, n);
 		atomic_store_explicit(&s->id, ok ? id : HT_STACK_NONE, memory_order_release);
 		if (atomic_fetch_add(&tb->used, 1) + 1 > (tb->mask + 1) / 4 * 3)
-			ht_grow(tb);
+			ht__grow(tb);
 		return ok ? id : 0;
 	}
 	return 0;
@@ -574,7 +574,7 @@ static uint32_t ht_stack_id(struct ht__thread *t, uint64_t key, void *const *f, 
  * there loses the block malloc returned, and stops where the program never
  * could). In glibc that is an atomic operation on the thread, no call.
  */
-static int ht_unwind(void **ips, int *skip)
+static int ht__unwind(void **ips, int *skip)
 {
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
@@ -595,17 +595,17 @@ static int ht_unwind(void **ips, int *skip)
  * needs) when the stack is new to this instance. 0 when no stack could be
  * taken. Runs on the thread's unwinding stack when it has one.
  */
-static __attribute__((noinline)) uint32_t ht_capture(struct ht__thread *t)
+static __attribute__((noinline)) uint32_t ht__capture(struct ht__thread *t)
 {
 	void *ips[HT_MAX_FRAMES + 8];
 	int skip;
-	int n = ht_unwind(ips, &skip);
+	int n = ht__unwind(ips, &skip);
 	if (n <= 0)
 		return 0;
 	uint64_t h = HT_KEY_SEED;
 	for (int i = n - 1; i >= 0; i--)
-		h = ht_key_step(h, (uintptr_t)ips[skip + i]);
-	return ht_stack_id(t, ht_key_final(h), ips + skip, n, NULL);
+		h = ht__key_step(h, (uintptr_t)ips[skip + i]);
+	return ht__stack_id(t, ht__key_final(h), ips + skip, n, NULL);
 }
 
 /* ---- the validated stack cache ---- */
@@ -631,9 +631,9 @@ static __attribute__((noinline)) uint32_t ht_capture(struct ht__thread *t)
  * also unwinds every capture with libunwind and counts the differences
  * (tests/preload/t_stack_cache.sh).
  */
-struct ht_scache {
+struct ht__scache {
 	uintptr_t lo, hi; /* the thread's stack; hi == 0: unknown, no cache */
-	uint32_t gen;	  /* ht_gen when filled */
+	uint32_t gen;	  /* ht__gen when filled */
 	uint32_t id;	  /* id of the whole cached stack */
 	int n;		  /* cached frames, 0: empty */
 	int sig;	  /* the outermost frame is a signal frame: the walk ended there */
@@ -645,9 +645,9 @@ struct ht_scache {
 	uint64_t hkey[HT_MAX_FRAMES];	  /* key state after frames 0..k */
 };
 
-static _Atomic uint64_t ht_verify_reuse, ht_verify_walked, ht_verify_bad;
+static _Atomic uint64_t ht__verify_reuse, ht__verify_walked, ht__verify_bad;
 
-static inline int ht_frame_holds(const struct ht_scache *c, int k)
+static inline int ht__frame_holds(const struct ht__scache *c, int k)
 {
 	return *(const uintptr_t *)c->loc[k] == c->ip[k] &&
 	       (!c->rbp_loc[k] || *(const uintptr_t *)c->rbp_loc[k] == c->rbp[k]);
@@ -669,7 +669,7 @@ static inline int ht_frame_holds(const struct ht_scache *c, int k)
 #define HT_SIG_SLACK_NS 5000000ull
 #define HT_SIG_FREE 64
 
-static int ht_sig_afford(struct ht__thread *t)
+static int ht__sig_afford(struct ht__thread *t)
 {
 	if (t->sig_unwinds < HT_SIG_FREE)
 		return 1;
@@ -679,7 +679,7 @@ static int ht_sig_afford(struct ht__thread *t)
 	return t->sig_debt < HT_SIG_SLACK_NS;
 }
 
-static void ht_sig_charge(struct ht__thread *t, uint64_t took)
+static void ht__sig_charge(struct ht__thread *t, uint64_t took)
 {
 	if (t->sig_unwinds < HT_SIG_FREE) {
 		t->sig_unwinds++;
@@ -694,10 +694,10 @@ static void ht_sig_charge(struct ht__thread *t, uint64_t took)
  * the hook's return address into the program, just above the rbp the hook
  * saved. Falls back to libunwind when the walk cannot go on.
  */
-static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t,
-							    struct ht_scache *c, uintptr_t loc0)
+static __attribute__((noinline)) uint32_t ht__capture_cached(struct ht__thread *t,
+							     struct ht__scache *c, uintptr_t loc0)
 {
-	uint32_t gen = atomic_load_explicit(&ht_gen, memory_order_relaxed);
+	uint32_t gen = atomic_load_explicit(&ht__gen, memory_order_relaxed);
 	uintptr_t ip = *(const uintptr_t *)loc0, loc = loc0;
 	uintptr_t rbp = *(const uintptr_t *)(loc0 - 8), rbp_loc = loc0 - 8;
 	const uintptr_t hi = c->hi;
@@ -713,7 +713,7 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 			k--;
 		if (k >= 0 && c->loc[k] == loc && c->ip[k] == ip && c->rbp[k] == rbp) {
 			if (ok < 0)
-				for (ok = 0; ok < k && ht_frame_holds(c, ok);)
+				for (ok = 0; ok < k && ht__frame_holds(c, ok);)
 					ok++;
 			if (ok >= k) {
 				jc = k;
@@ -729,7 +729,7 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 		n++;
 		uint64_t r = ht__cfi_rule(ip);
 		if (HT_UNLIKELY(!(r & HT_CFI_OK))) {
-			/* A signal frame: libunwind follows it (ht_sig_afford). */
+			/* A signal frame: libunwind follows it (ht__sig_afford). */
 			done = r == HT_CFI_LAST || r == HT_CFI_SIGNAL;
 			sig = r == HT_CFI_SIGNAL;
 			break;
@@ -754,20 +754,20 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 	}
 	if (jc >= 0 && c->sig)
 		sig = 1; /* joined a stack that was cut at a signal frame */
-	if (HT_UNLIKELY(sig) && ht_sig_afford(t)) {
+	if (HT_UNLIKELY(sig) && ht__sig_afford(t)) {
 		c->n = 0;
 		uint64_t t0 = ht__clock();
-		uint32_t id = ht_capture(t); /* libunwind, through the signal frame */
-		ht_sig_charge(t, ht__clock() - t0);
+		uint32_t id = ht__capture(t); /* libunwind, through the signal frame */
+		ht__sig_charge(t, ht__clock() - t0);
 		return id;
 	}
-	if (jc == cn - 1 && n == 0 && !ht_verify)
+	if (jc == cn - 1 && n == 0 && !ht__verify)
 		return c->id; /* the same stack as last time */
 	if (jc >= 0 && jc + 1 + n > HT_MAX_FRAMES)
 		jc = -1; /* would need cutting: leave it to libunwind */
 	if (jc < 0 && !done) {
 		c->n = 0;
-		return ht_capture(t); /* libunwind, whole and uncached */
+		return ht__capture(t); /* libunwind, whole and uncached */
 	}
 
 	/* The new frames go after the cached ones kept, outermost first. */
@@ -777,7 +777,7 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 	c->sig = sig;
 	uint64_t h = jc >= 0 ? c->hkey[jc] : HT_KEY_SEED;
 	for (int i = n - 1, at = base; i >= 0; i--, at++) {
-		h = ht_key_step(h, nip[i]);
+		h = ht__key_step(h, nip[i]);
 		c->ip[at] = nip[i];
 		c->loc[at] = nloc[i];
 		c->rbp[at] = nrbp[i];
@@ -786,35 +786,35 @@ static __attribute__((noinline)) uint32_t ht_capture_cached(struct ht__thread *t
 	}
 	c->n = total;
 	c->gen = gen;
-	uint32_t id = ht_stack_id(t, ht_key_final(h), NULL, total, c->ip);
+	uint32_t id = ht__stack_id(t, ht__key_final(h), NULL, total, c->ip);
 	c->id = id;
 	if (!id)
 		c->n = 0;
-	if (ht_verify) {
+	if (ht__verify) {
 		void *full[HT_MAX_FRAMES + 8];
-		int skip, fn = ht_unwind(full, &skip);
+		int skip, fn = ht__unwind(full, &skip);
 		/* libunwind goes on past a signal frame, where ours ends. */
 		int same = sig ? fn >= total : fn == total;
 		for (int i = 0; same && i < total; i++)
 			same = (uintptr_t)full[skip + i] == c->ip[total - 1 - i];
-		atomic_fetch_add(base ? &ht_verify_reuse : &ht_verify_walked, 1);
+		atomic_fetch_add(base ? &ht__verify_reuse : &ht__verify_walked, 1);
 		if (!same)
-			atomic_fetch_add(&ht_verify_bad, 1);
+			atomic_fetch_add(&ht__verify_bad, 1);
 	}
 	return id;
 }
 
 /* Counts of HEAPTRAIL_STACK_VERIFY=1, on stderr at exit. */
-__attribute__((destructor)) static void ht_verify_report(void)
+__attribute__((destructor)) static void ht__verify_report(void)
 {
-	if (!ht_verify)
+	if (!ht__verify)
 		return;
 	char buf[160];
 	int len = snprintf(buf, sizeof buf,
 			   "heaptrail: stack cache verify: %llu reused, %llu walked, %llu differ\n",
-			   (unsigned long long)atomic_load(&ht_verify_reuse),
-			   (unsigned long long)atomic_load(&ht_verify_walked),
-			   (unsigned long long)atomic_load(&ht_verify_bad));
+			   (unsigned long long)atomic_load(&ht__verify_reuse),
+			   (unsigned long long)atomic_load(&ht__verify_walked),
+			   (unsigned long long)atomic_load(&ht__verify_bad));
 	if (len > 0)
 		syscall(SYS_write, 2, buf, (size_t)len);
 }
@@ -867,24 +867,24 @@ void ht__on_stack(void *arg, void (*fn)(void *), void *top);
 #define HT_HAVE_USTACK 0
 #endif
 
-struct ht_capture_call {
+struct ht__capture_call {
 	struct ht__thread *t;
-	struct ht_scache *cache; /* NULL: unwind whole */
+	struct ht__scache *cache; /* NULL: unwind whole */
 	uintptr_t loc0;
 	uint32_t id;
 };
 
-static void ht_capture_on_ustack(void *arg)
+static void ht__capture_on_ustack(void *arg)
 {
-	struct ht_capture_call *c = arg;
-	c->id = c->cache ? ht_capture_cached(c->t, c->cache, c->loc0) : ht_capture(c->t);
+	struct ht__capture_call *c = arg;
+	c->id = c->cache ? ht__capture_cached(c->t, c->cache, c->loc0) : ht__capture(c->t);
 }
 
 /* The thread's stack cache sits at the top of its unwinding stack. */
-static inline struct ht_scache *ht_scache_of(struct ht__thread *t)
+static inline struct ht__scache *ht__scache_of(struct ht__thread *t)
 {
-	uintptr_t top = (uintptr_t)t->ustack + HT_USTACK_SIZE - sizeof(struct ht_scache);
-	return (struct ht_scache *)(top & ~(uintptr_t)63);
+	uintptr_t top = (uintptr_t)t->ustack + HT_USTACK_SIZE - sizeof(struct ht__scache);
+	return (struct ht__scache *)(top & ~(uintptr_t)63);
 }
 
 extern void *__libc_stack_end;
@@ -894,7 +894,7 @@ extern void *__libc_stack_end;
  * from the loader's record of its top and the stack limit, another
  * thread's from its attributes (no /proc read for those).
  */
-static HT_COLD void ht_stack_bounds(struct ht__thread *t, struct ht_scache *c)
+static HT_COLD void ht__stack_bounds(struct ht__thread *t, struct ht__scache *c)
 {
 	c->lo = c->hi = 0;
 	if (t->tid == ht__g.pid) {
@@ -923,22 +923,22 @@ static HT_COLD void ht_stack_bounds(struct ht__thread *t, struct ht_scache *c)
 }
 
 /* Maps the thread's unwinding stack; leaves it NULL when that fails. */
-static HT_COLD void ht_ustack_map(struct ht__thread *t)
+static HT_COLD void ht__ustack_map(struct ht__thread *t)
 {
 	char *m = ht__raw_mmap(HT_USTACK_GUARD + HT_USTACK_SIZE);
 	if (!m)
 		return;
 	syscall(SYS_mprotect, m, HT_USTACK_GUARD, PROT_NONE);
 	t->ustack = m + HT_USTACK_GUARD;
-	ht_stack_bounds(t, ht_scache_of(t)); /* the mapping is zero: an empty cache */
-	ht__thread_watch(t);		     /* unmapped at thread exit, ring or not */
+	ht__stack_bounds(t, ht__scache_of(t)); /* the mapping is zero: an empty cache */
+	ht__thread_watch(t);		       /* unmapped at thread exit, ring or not */
 }
 
 /*
  * The slot holding the return address into the program of the hook that
  * called us, found through the recorder's frame pointers; 0 if not found.
  */
-static inline uintptr_t ht_hook_slot(const uintptr_t *fp)
+static inline uintptr_t ht__hook_slot(const uintptr_t *fp)
 {
 	for (int i = 0; i < 8; i++) {
 		uintptr_t ra = fp[1];
@@ -968,23 +968,23 @@ void ht__ustack_unmap(struct ht__thread *t)
  */
 uint32_t ht__stack_capture(struct ht__thread *t)
 {
-	struct ht_capture_call c = {t, NULL, 0, 0};
+	struct ht__capture_call c = {t, NULL, 0, 0};
 	if (!HT_HAVE_USTACK || t->exited) {
-		c.id = ht_capture(t);
+		c.id = ht__capture(t);
 	} else {
 		if (HT_UNLIKELY(!t->ustack))
-			ht_ustack_map(t);
+			ht__ustack_map(t);
 		if (!t->ustack) {
-			c.id = ht_capture(t);
+			c.id = ht__capture(t);
 		} else {
-			struct ht_scache *sc = ht_scache_of(t);
-			uintptr_t loc0 = ht_hook_slot(__builtin_frame_address(0));
+			struct ht__scache *sc = ht__scache_of(t);
+			uintptr_t loc0 = ht__hook_slot(__builtin_frame_address(0));
 			if (loc0 >= sc->lo && loc0 < sc->hi) {
 				c.cache = sc;
 				c.loc0 = loc0;
 			}
 #if HT_HAVE_USTACK
-			ht__on_stack(&c, ht_capture_on_ustack,
+			ht__on_stack(&c, ht__capture_on_ustack,
 				     (char *)((uintptr_t)sc & ~(uintptr_t)15));
 #endif
 		}
@@ -992,13 +992,13 @@ uint32_t ht__stack_capture(struct ht__thread *t)
 	return c.id;
 }
 
-struct ht_range {
+struct ht__range {
 	uintptr_t addr, start, end;
 };
 
-static int ht_range_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int ht__range_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
-	struct ht_range *r = data;
+	struct ht__range *r = data;
 	uintptr_t me = r->addr, lo = UINTPTR_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -1024,12 +1024,12 @@ static int ht_range_cb(struct dl_phdr_info *info, size_t size, void *data)
  */
 void ht__find_self(void)
 {
-	struct ht_range r = {(uintptr_t)ht__find_self, 0, 0};
-	dl_iterate_phdr(ht_range_cb, &r);
+	struct ht__range r = {(uintptr_t)ht__find_self, 0, 0};
+	dl_iterate_phdr(ht__range_cb, &r);
 	ht__g.self_start = r.start;
 	ht__g.self_end = r.end;
-	struct ht_range u = {(uintptr_t)unw_backtrace, 0, 0};
-	dl_iterate_phdr(ht_range_cb, &u);
+	struct ht__range u = {(uintptr_t)unw_backtrace, 0, 0};
+	dl_iterate_phdr(ht__range_cb, &u);
 	ht__g.unw_start = u.start;
 	ht__g.unw_end = u.end;
 }

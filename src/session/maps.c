@@ -37,7 +37,7 @@ static int push(struct mvec *m, const struct ht__maprange *r)
 		m->v[m->n - 1].end = r->end;
 		return 0;
 	}
-	if (ht_grow32((void **)&m->v, &m->cap, (size_t)m->n + 1, sizeof(*m->v)) < 0)
+	if (ht__grow32((void **)&m->v, &m->cap, (size_t)m->n + 1, sizeof(*m->v)) < 0)
 		return HT_ERR_NOMEM;
 	m->v[m->n++] = *r;
 	return 0;

@@ -331,7 +331,7 @@ static int range_cmp(const void *a, const void *b)
 
 static bool push_range(struct cu_index *ci, size_t *cap, uint64_t lo, uint64_t hi)
 {
-	if (ht_grow((void **)&ci->r, cap, ci->nr + 1, sizeof(*ci->r)) < 0)
+	if (ht__grow((void **)&ci->r, cap, ci->nr + 1, sizeof(*ci->r)) < 0)
 		return false;
 	ci->r[ci->nr++] = (struct top_range){lo, hi, (uint32_t)ci->nchildren};
 	return true;
@@ -363,8 +363,8 @@ static void cu_index_build(struct cu_index *ci, Dwarf_Die *cu)
 		if (off < 0)
 			return;
 		if (any) {
-			if (ht_grow((void **)&ci->children, &ccap, ci->nchildren + 1,
-				    sizeof(*ci->children)) < 0)
+			if (ht__grow((void **)&ci->children, &ccap, ci->nchildren + 1,
+				     sizeof(*ci->children)) < 0)
 				return;
 			ci->children[ci->nchildren++] = child;
 		}
@@ -388,7 +388,7 @@ static struct cu_index *cu_index_get(struct scope_cache *sc, Dwarf_Die *cu)
 	uint32_t i = ht__htab_find(&sc->cu_tab, h, cu_eq, sc, key);
 	if (i != UINT32_MAX)
 		return &sc->cus[i];
-	if (ht_grow((void **)&sc->cus, &sc->cus_cap, sc->ncus + 1, sizeof(*sc->cus)) < 0)
+	if (ht__grow((void **)&sc->cus, &sc->cus_cap, sc->ncus + 1, sizeof(*sc->cus)) < 0)
 		return NULL;
 	struct cu_index *ci = &sc->cus[sc->ncus];
 	*ci = (struct cu_index){.addr = key};
@@ -617,7 +617,7 @@ static int origin_scopes(struct scope_cache *sc, Dwarf_Die *origin, Dwarf_Die **
 	uint32_t h = ptr_hash(cu.addr);
 	uint32_t i = ht__htab_find(&sc->ocu_tab, h, origin_cu_eq, sc, cu.addr);
 	if (i == UINT32_MAX) {
-		if (ht_grow((void **)&sc->ocus, &sc->ocus_cap, sc->nocus + 1, sizeof(*sc->ocus)) <
+		if (ht__grow((void **)&sc->ocus, &sc->ocus_cap, sc->nocus + 1, sizeof(*sc->ocus)) <
 		    0)
 			return dwarf_getscopes_die(origin, out);
 		i = (uint32_t)sc->nocus;
@@ -660,8 +660,8 @@ static const struct origin_ent *origin_get(struct scope_cache *sc, Dwarf_Die *or
 	uint32_t i = ht__htab_find(&sc->origin_tab, h, origin_eq, sc, key);
 	if (i != UINT32_MAX)
 		return &sc->origins[i];
-	if (ht_grow((void **)&sc->origins, &sc->origins_cap, sc->norigins + 1,
-		    sizeof(*sc->origins)) < 0)
+	if (ht__grow((void **)&sc->origins, &sc->origins_cap, sc->norigins + 1,
+		     sizeof(*sc->origins)) < 0)
 		return NULL;
 	struct origin_ent *o = &sc->origins[sc->norigins];
 	*o = (struct origin_ent){.addr = key};

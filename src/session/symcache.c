@@ -182,7 +182,7 @@ int ht__symcache_get(const struct ht__symcache *c, uint64_t rel, struct ht__symb
 
 static int add_bytes(struct ht__symcache *c, const void *b, size_t n)
 {
-	if (ht_grow((void **)&c->add, &c->add_cap, c->add_len + n, 1) < 0)
+	if (ht__grow((void **)&c->add, &c->add_cap, c->add_len + n, 1) < 0)
 		return -1;
 	memcpy(c->add + c->add_len, b, n);
 	c->add_len += n;

@@ -113,8 +113,8 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 		    uint32_t flags, const char *exe, const char *args, uint32_t args_len,
 		    uint64_t ts, uint32_t *out)
 {
-	if (ht_grow32((void **)&s->procs, &s->procs_cap, (size_t)s->nprocs + 1, sizeof(*s->procs)) <
-	    0)
+	if (ht__grow32((void **)&s->procs, &s->procs_cap, (size_t)s->nprocs + 1,
+		       sizeof(*s->procs)) < 0)
 		return HT_ERR_NOMEM;
 	struct ht__proc *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -262,7 +262,7 @@ static int module_intern(struct ht__session *s, const char *path, const uint8_t 
 		*out = id;
 		return 0;
 	}
-	if (ht_grow32((void **)&s->mods, &s->mods_cap, (size_t)s->nmods + 1, sizeof(*s->mods)) < 0)
+	if (ht__grow32((void **)&s->mods, &s->mods_cap, (size_t)s->nmods + 1, sizeof(*s->mods)) < 0)
 		return HT_ERR_NOMEM;
 	struct ht__module_ent *m = &s->mods[s->nmods];
 	memset(m, 0, sizeof(*m));
@@ -302,8 +302,8 @@ static int frame_intern(struct ht__session *s, uint32_t module, uint64_t rel, ui
 		*out = id;
 		return 0;
 	}
-	if (ht_grow32((void **)&s->frames, &s->frames_cap, (size_t)s->nframes + 1,
-		      sizeof(*s->frames)) < 0)
+	if (ht__grow32((void **)&s->frames, &s->frames_cap, (size_t)s->nframes + 1,
+		       sizeof(*s->frames)) < 0)
 		return HT_ERR_NOMEM;
 	id = s->nframes;
 	s->frames[id] = k;
@@ -341,12 +341,12 @@ static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t 
 		return 0;
 	}
 	/* ids start at 1: slot 0 of the arrays is unused */
-	if (ht_grow32((void **)&s->stack_off, &s->stacks_cap, (size_t)s->nstacks + 2,
-		      sizeof(*s->stack_off)) < 0 ||
-	    ht_grow32((void **)&s->stack_len, &s->stack_len_cap, (size_t)s->nstacks + 2,
-		      sizeof(*s->stack_len)) < 0 ||
-	    ht_grow((void **)&s->stack_frames, &s->stack_frames_cap, s->stack_frames_n + n,
-		    sizeof(*s->stack_frames)) < 0)
+	if (ht__grow32((void **)&s->stack_off, &s->stacks_cap, (size_t)s->nstacks + 2,
+		       sizeof(*s->stack_off)) < 0 ||
+	    ht__grow32((void **)&s->stack_len, &s->stack_len_cap, (size_t)s->nstacks + 2,
+		       sizeof(*s->stack_len)) < 0 ||
+	    ht__grow((void **)&s->stack_frames, &s->stack_frames_cap, s->stack_frames_n + n,
+		     sizeof(*s->stack_frames)) < 0)
 		return HT_ERR_NOMEM;
 	id = ++s->nstacks;
 	s->stack_off[id] = s->stack_frames_n;
@@ -429,7 +429,7 @@ static int on_module(struct ht__session *s, struct ht__proc *p, struct ht_event 
 	if (rc < 0)
 		return rc;
 	/* nmods is the array's length: entries past the used ones are zero. */
-	if (ht_grow32_zero((void **)&p->mods, &p->nmods, (size_t)m->index + 1, sizeof(*p->mods)) <
+	if (ht__grow32_zero((void **)&p->mods, &p->nmods, (size_t)m->index + 1, sizeof(*p->mods)) <
 	    0)
 		return HT_ERR_NOMEM;
 	p->mods[m->index] = id + 1;

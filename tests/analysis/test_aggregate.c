@@ -18,24 +18,24 @@ static char basic[300], nosym[300], ties[300], many[300], inl[300], nostack[300]
 /* One aggregation: the reader, aggregator and result, kept until done(). */
 struct run {
 	struct ht_reader *r;
-	struct ht_agg *a;
-	struct ht_agg_result res;
+	struct ht__agg *a;
+	struct ht__agg_result res;
 	char key[2048];
 };
 
-static bool run(struct run *x, const char *path, struct ht_query *q)
+static bool run(struct run *x, const char *path, struct ht__query *q)
 {
 	memset(x, 0, sizeof(*x));
-	if (ht_query_prepare(q) < 0 || ht_reader_open(&x->r, path) < 0) {
+	if (ht__query_prepare(q) < 0 || ht_reader_open(&x->r, path) < 0) {
 		fprintf(stderr, "cannot prepare the query or open '%s'\n", path);
 		check_failures++;
 		return false;
 	}
-	int rc = ht_agg_new(&x->a, q, x->r);
+	int rc = ht__agg_new(&x->a, q, x->r);
 	if (!rc)
-		rc = ht_agg_run(x->a, NULL, NULL);
+		rc = ht__agg_run(x->a, NULL, NULL);
 	if (!rc)
-		rc = ht_agg_finish(x->a, &x->res);
+		rc = ht__agg_finish(x->a, &x->res);
 	if (rc < 0) {
 		fprintf(stderr, "aggregation failed: %s\n", ht_strerror(rc));
 		check_failures++;
@@ -44,31 +44,31 @@ static bool run(struct run *x, const char *path, struct ht_query *q)
 	return true;
 }
 
-static void done(struct run *x, struct ht_query *q)
+static void done(struct run *x, struct ht__query *q)
 {
-	ht_agg_result_release(&x->res);
-	ht_agg_free(x->a);
+	ht__agg_result_release(&x->res);
+	ht__agg_free(x->a);
 	if (x->r)
 		ht_reader_close(x->r);
-	ht_query_release(q);
+	ht__query_release(q);
 }
 
 /* The key of item i as text: frames joined by ';', or the frame / image key. */
 static const char *key(struct run *x, size_t i)
 {
-	const struct ht_agg_item *it = &x->res.items[i];
+	const struct ht__agg_item *it = &x->res.items[i];
 	if (x->res.group != HT_GROUP_STACK)
 		return it->key;
 	size_t o = 0;
 	x->key[0] = '\0';
 	for (uint32_t f = 0; f < it->nframes; f++)
 		o += (size_t)snprintf(x->key + o, sizeof(x->key) - o, "%s%s", f ? ";" : "",
-				      ht_agg_frame_text(x->a, it->frames[f]));
+				      ht__agg_frame_text(x->a, it->frames[f]));
 	return x->key;
 }
 
 /* The item whose key is k, or NULL (and a failure). */
-static const struct ht_agg_item *item(struct run *x, const char *k)
+static const struct ht__agg_item *item(struct run *x, const char *k)
 {
 	for (size_t i = 0; i < x->res.count; i++)
 		if (!strcmp(key(x, i), k))
@@ -80,7 +80,7 @@ static const struct ht_agg_item *item(struct run *x, const char *k)
 
 #define CHECK_COUNTS(c, ob, oc, tb, tc, rc)                                                        \
 	do {                                                                                       \
-		const struct ht_agg_counts *c_ = (c);                                              \
+		const struct ht__agg_counts *c_ = (c);                                             \
 		if (c_) {                                                                          \
 			CHECK_U64(c_->outstanding_bytes, ob);                                      \
 			CHECK_U64(c_->outstanding_count, oc);                                      \
@@ -90,21 +90,21 @@ static const struct ht_agg_item *item(struct run *x, const char *k)
 		}                                                                                  \
 	} while (0)
 
-static const struct ht_agg_counts *counts(const struct ht_agg_item *it)
+static const struct ht__agg_counts *counts(const struct ht__agg_item *it)
 {
 	return it ? &it->c : NULL;
 }
 
-static void q_init(struct ht_query *q, enum ht_group g, enum ht_sort s)
+static void q_init(struct ht__query *q, enum ht__group g, enum ht__sort s)
 {
-	ht_query_init(q);
+	ht__query_init(q);
 	q->group = g;
 	q->sort = s;
 }
 
 static void test_stacks(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
 	if (run(&x, basic, &q)) {
@@ -136,7 +136,7 @@ static void test_stacks(void)
 
 	/* Sort keys. */
 	static const struct {
-		enum ht_sort s;
+		enum ht__sort s;
 		const char *first, *second;
 	} keys[] = {
 	    {HT_SORT_SOC, "app!make_node;app!main", "app!Parser::parse(char const*);app!main"},
@@ -164,7 +164,7 @@ static void test_stacks(void)
 
 static void test_ties(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	q_init(&q, HT_GROUP_FRAME, HT_SORT_SO);
 	if (run(&x, ties, &q)) {
@@ -187,7 +187,7 @@ static void test_ties(void)
 
 static void test_frames_images(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	q_init(&q, HT_GROUP_FRAME, HT_SORT_SO);
 	if (run(&x, basic, &q)) {
@@ -217,13 +217,13 @@ static void test_frames_images(void)
 
 static void test_handles(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	q_init(&q, HT_GROUP_HANDLE, HT_SORT_SO);
 	if (run(&x, basic, &q)) {
 		CHECK_U64(x.res.count, 3);
 		CHECK_COUNTS(&x.res.totals, 5688, 8, 5898, 13, 2);
-		const struct ht_agg_item *it = x.res.items;
+		const struct ht__agg_item *it = x.res.items;
 		CHECK(it[0].pid == 100 && it[0].heap == 0);
 		CHECK_COUNTS(&it[0].c, 1542, 6, 1736, 10, 2);
 		CHECK(it[1].pid == 100 && it[1].heap == 0xabc);
@@ -235,7 +235,7 @@ static void test_handles(void)
 
 	/* With required frames the rows still merge across stacks. */
 	q_init(&q, HT_GROUP_HANDLE, HT_SORT_SO);
-	ht_match_list_add(&q.require, "app!make_node");
+	ht__match_list_add(&q.require, "app!make_node");
 	if (run(&x, basic, &q)) {
 		CHECK_U64(x.res.count, 3);
 		CHECK_COUNTS(&x.res.items[0].c, 500, 2, 600, 3, 0); /* A1, A2, B6 */
@@ -248,10 +248,10 @@ static void test_handles(void)
 
 static void test_pid(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
-	ht_query_add_pid(&q, 200);
+	ht__query_add_pid(&q, 200);
 	if (run(&x, basic, &q)) {
 		CHECK_COUNTS(&x.res.totals, 4096, 1, 4112, 2, 0);
 		CHECK_U64(x.res.count, 2);
@@ -260,15 +260,15 @@ static void test_pid(void)
 	}
 	done(&x, &q);
 	q_init(&q, HT_GROUP_HANDLE, HT_SORT_SO);
-	ht_query_add_pid(&q, 100);
-	ht_query_add_pid(&q, 200);
+	ht__query_add_pid(&q, 100);
+	ht__query_add_pid(&q, 200);
 	if (run(&x, basic, &q)) {
 		CHECK_COUNTS(&x.res.totals, 5688, 8, 5898, 13, 2);
 		CHECK_U64(x.res.count, 3);
 	}
 	done(&x, &q);
 	q_init(&q, HT_GROUP_HANDLE, HT_SORT_SO);
-	ht_query_add_pid(&q, 999);
+	ht__query_add_pid(&q, 999);
 	if (run(&x, basic, &q)) {
 		CHECK_COUNTS(&x.res.totals, 0, 0, 0, 0, 0);
 		CHECK_U64(x.res.count, 0);
@@ -276,7 +276,7 @@ static void test_pid(void)
 	done(&x, &q);
 }
 
-static void totals_of(const char *path, struct ht_query *q, struct ht_agg_counts *out)
+static void totals_of(const char *path, struct ht__query *q, struct ht__agg_counts *out)
 {
 	struct run x;
 	memset(out, 0xff, sizeof(*out));
@@ -287,8 +287,8 @@ static void totals_of(const char *path, struct ht_query *q, struct ht_agg_counts
 
 static void test_range(void)
 {
-	struct ht_query q;
-	struct ht_agg_counts t;
+	struct ht__query q;
+	struct ht__agg_counts t;
 	/* [20, 60): A2, A3, A4; A4's free at exactly 60 is outside: outstanding. */
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
 	q.has_range = true;
@@ -328,8 +328,8 @@ static void test_range(void)
 
 static void test_lifetime_size(void)
 {
-	struct ht_query q;
-	struct ht_agg_counts t;
+	struct ht__query q;
+	struct ht__agg_counts t;
 	/* Lifetimes 10 us: R1, R2, P2; A4 lives 20 us. [10, 20) */
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
 	q.life_min = 10 * 1000;
@@ -367,11 +367,11 @@ static void test_lifetime_size(void)
 
 static void test_require_cull(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	/* Required frames are tested before culling: libc malloc is culled but still selects. */
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
-	ht_match_list_add(&q.require, "libc.so.6!malloc");
+	ht__match_list_add(&q.require, "libc.so.6!malloc");
 	if (run(&x, basic, &q)) {
 		CHECK_COUNTS(&x.res.totals, 4651, 5, 4815, 7, 0);
 		CHECK_U64(x.res.total_items, 3);
@@ -394,9 +394,9 @@ static void test_require_cull(void)
 	    {"nothing_here", 0},
 	};
 	for (size_t i = 0; i < sizeof(req) / sizeof(req[0]); i++) {
-		struct ht_agg_counts t;
+		struct ht__agg_counts t;
 		q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
-		ht_match_list_add(&q.require, req[i].spec);
+		ht__match_list_add(&q.require, req[i].spec);
 		totals_of(basic, &q, &t);
 		if (t.total_count != req[i].count) {
 			fprintf(stderr, "require '%s': %" PRIu64 " blocks, want %" PRIu64 "\n",
@@ -417,14 +417,14 @@ static void test_require_cull(void)
 	};
 	for (size_t i = 0; i < sizeof(cull) / sizeof(cull[0]); i++) {
 		q_init(&q, HT_GROUP_FRAME, HT_SORT_SO);
-		ht_match_list_add(&q.cull, cull[i].spec);
+		ht__match_list_add(&q.cull, cull[i].spec);
 		if (run(&x, basic, &q) && x.res.count)
 			CHECK_STR(key(&x, 0), cull[i].top);
 		done(&x, &q);
 	}
 	/* Whole stack culled by the user's list: app!main of stacks 1, 2, 4, 6. */
 	q_init(&q, HT_GROUP_FRAME, HT_SORT_SO);
-	ht_match_list_add(&q.cull, "app!");
+	ht__match_list_add(&q.cull, "app!");
 	if (run(&x, basic, &q)) {
 		CHECK_COUNTS(counts(item(&x, "app!main")), 5676, 6, 5822, 10, 2);
 		CHECK_COUNTS(counts(item(&x, "libfoo.so!0x1f30")), 0, 0, 64, 1, 0);
@@ -443,7 +443,7 @@ static void test_require_cull(void)
 
 static void test_symbols(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	/* Offsets: stacks 1 and 6 are two items; culling still uses symbols. */
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
@@ -458,9 +458,9 @@ static void test_symbols(void)
 	done(&x, &q);
 	/* A trace without symbols: offsets, and only the module forms can match. */
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
-	ht_match_list_add(&q.cull, "libheaptrail.so!");
-	ht_match_list_add(&q.cull, "libc.so.6!");
-	ht_match_list_add(&q.cull, "libstdc++.so.6!");
+	ht__match_list_add(&q.cull, "libheaptrail.so!");
+	ht__match_list_add(&q.cull, "libc.so.6!");
+	ht__match_list_add(&q.cull, "libstdc++.so.6!");
 	if (run(&x, nosym, &q)) {
 		CHECK(!x.res.symbols);
 		CHECK_U64(x.res.total_items, 7);
@@ -481,27 +481,27 @@ static void test_symbols(void)
 /* Blocks fed by a caller's own lifetime tracker; a stack id the trace does not know. */
 static void test_add(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	memset(&x, 0, sizeof(x));
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
-	if (ht_query_prepare(&q) < 0 || ht_reader_open(&x.r, basic) < 0 ||
-	    ht_agg_new(&x.a, &q, x.r) < 0) {
+	if (ht__query_prepare(&q) < 0 || ht_reader_open(&x.r, basic) < 0 ||
+	    ht__agg_new(&x.a, &q, x.r) < 0) {
 		check_failures++;
 		done(&x, &q);
 		return;
 	}
-	struct ht_life l = {0};
+	struct ht__life l = {0};
 	l.free_ts = HT_TS_NEVER;
 	l.size = 8;
 	l.stack = 0xfffffff0u;
-	CHECK_U64(ht_agg_add(x.a, &l, 1000), 0);
+	CHECK_U64(ht__agg_add(x.a, &l, 1000), 0);
 	l.size = 16;
 	l.stack = 1;
 	l.free_ts = 500;
 	l.from_realloc = 1;
-	CHECK_U64(ht_agg_add(x.a, &l, 1000), 0);
-	CHECK_U64(ht_agg_finish(x.a, &x.res), 0);
+	CHECK_U64(ht__agg_add(x.a, &l, 1000), 0);
+	CHECK_U64(ht__agg_finish(x.a, &x.res), 0);
 	CHECK_U64(x.res.count, 2);
 	if (x.res.count == 2) {
 		CHECK_STR(key(&x, 0), "");
@@ -514,7 +514,7 @@ static void test_add(void)
 
 static void test_inline(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
 	if (run(&x, inl, &q)) {
@@ -540,7 +540,7 @@ static void test_inline(void)
 	done(&x, &q);
 	/* Culling the inlined function leaves its caller. */
 	q_init(&q, HT_GROUP_FRAME, HT_SORT_SO);
-	ht_match_list_add(&q.cull, "helper");
+	ht__match_list_add(&q.cull, "helper");
 	if (run(&x, inl, &q))
 		CHECK_STR(key(&x, 0), "app!caller");
 	done(&x, &q);
@@ -548,7 +548,7 @@ static void test_inline(void)
 
 static void test_top_totals(void)
 {
-	struct ht_query q;
+	struct ht__query q;
 	struct run x;
 	q_init(&q, HT_GROUP_STACK, HT_SORT_SO);
 	q.top = 2;
@@ -586,8 +586,8 @@ static void test_top_totals(void)
    memcpy of NULL arrays). */
 static void test_no_stacks(void)
 {
-	static const enum ht_group groups[] = {HT_GROUP_STACK, HT_GROUP_FRAME, HT_GROUP_IMAGE};
-	struct ht_query q;
+	static const enum ht__group groups[] = {HT_GROUP_STACK, HT_GROUP_FRAME, HT_GROUP_IMAGE};
+	struct ht__query q;
 	struct run x;
 	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
 		q_init(&q, groups[i], HT_SORT_SO);

@@ -33,30 +33,30 @@ uint32_t ht_reader_frame_count(const struct ht_reader *r)
 	return r->nframes;
 }
 
-static struct ht_match_frame mf(const char *name, const char *path, const char *fn, uint64_t rel)
+static struct ht__match_frame mf(const char *name, const char *path, const char *fn, uint64_t rel)
 {
-	struct ht_match_frame f = {name, path, fn, rel};
+	struct ht__match_frame f = {name, path, fn, rel};
 	return f;
 }
 
-static bool match1(const char *spec, struct ht_match_frame f)
+static bool match1(const char *spec, struct ht__match_frame f)
 {
-	struct ht_match_list l = HT_MATCH_LIST_INIT;
-	if (ht_match_list_add(&l, spec) < 0) {
+	struct ht__match_list l = HT_MATCH_LIST_INIT;
+	if (ht__match_list_add(&l, spec) < 0) {
 		fprintf(stderr, "cannot add '%s'\n", spec);
 		check_failures++;
 		return false;
 	}
-	bool hit = ht_match_frame(&l, &f);
-	ht_match_list_release(&l);
+	bool hit = ht__match_frame(&l, &f);
+	ht__match_list_release(&l);
 	return hit;
 }
 
 static void test_forms(void)
 {
-	struct ht_match_frame libc =
+	struct ht__match_frame libc =
 	    mf("libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6", "malloc", 0x9a0f0);
-	struct ht_match_frame app =
+	struct ht__match_frame app =
 	    mf("app", "/home/u/app", "Parser::parse(char const*) const", 0x1234);
 
 	/* module! */
@@ -91,7 +91,7 @@ static void test_forms(void)
 	CHECK(match1("*!malloc", libc));
 
 	/* offsets, with and without symbols */
-	struct ht_match_frame nosym = mf("libfoo.so", "/opt/libfoo.so", NULL, 0x1f30);
+	struct ht__match_frame nosym = mf("libfoo.so", "/opt/libfoo.so", NULL, 0x1f30);
 	CHECK(match1("libfoo.so!0x1f30", nosym));
 	CHECK(match1("libfoo.so!0x1F30", nosym));
 	CHECK(!match1("libfoo.so!0x1f31", nosym));
@@ -101,21 +101,21 @@ static void test_forms(void)
 	CHECK(match1("app!0x1234", app));
 
 	/* a frame in no module is "?" */
-	struct ht_match_frame nomod = mf(NULL, NULL, NULL, 0x7f0000001000);
+	struct ht__match_frame nomod = mf(NULL, NULL, NULL, 0x7f0000001000);
 	CHECK(match1("?!", nomod));
 	CHECK(!match1("libc.so.6!", nomod));
 
 	/* operator new and names with nested parentheses */
-	struct ht_match_frame opnew = mf("libstdc++.so.6", NULL, "operator new(unsigned long)", 1);
-	struct ht_match_frame opcall = mf("app", NULL, "Cmp::operator()(int, int) const", 1);
+	struct ht__match_frame opnew = mf("libstdc++.so.6", NULL, "operator new(unsigned long)", 1);
+	struct ht__match_frame opcall = mf("app", NULL, "Cmp::operator()(int, int) const", 1);
 	CHECK(match1("operator new", opnew));
 	CHECK(!match1("operator new[]", opnew));
 	CHECK(match1("cmp::operator()", opcall));
 	CHECK(!match1("cmp::operator", opcall));
 
 	/* ELF symbol versions are not part of the name. */
-	struct ht_match_frame ver = mf("libc.so.6", NULL, "malloc@@GLIBC_2.2.5", 1);
-	struct ht_match_frame ver2 = mf("libc.so.6", NULL, "pthread_create@GLIBC_2.2.5", 1);
+	struct ht__match_frame ver = mf("libc.so.6", NULL, "malloc@@GLIBC_2.2.5", 1);
+	struct ht__match_frame ver2 = mf("libc.so.6", NULL, "pthread_create@GLIBC_2.2.5", 1);
 	CHECK(match1("malloc", ver));
 	CHECK(match1("MALLOC", ver));
 	CHECK(match1("libc.so.6!malloc", ver));
@@ -126,25 +126,25 @@ static void test_forms(void)
 	CHECK(match1("pthread_*", ver2));
 
 	/* bad items */
-	struct ht_match_list l = HT_MATCH_LIST_INIT;
-	CHECK_U64(ht_match_list_add(&l, ""), (uint64_t)HT_ERR_INVALID);
-	CHECK_U64(ht_match_list_add(&l, "  "), (uint64_t)HT_ERR_INVALID);
-	CHECK_U64(ht_match_list_add(&l, "!"), (uint64_t)HT_ERR_INVALID);
-	CHECK_U64(ht_match_list_add(&l, "*"), (uint64_t)HT_ERR_INVALID);
-	CHECK_U64(ht_match_list_add(&l, "*!"), (uint64_t)HT_ERR_INVALID);
+	struct ht__match_list l = HT_MATCH_LIST_INIT;
+	CHECK_U64(ht__match_list_add(&l, ""), (uint64_t)HT_ERR_INVALID);
+	CHECK_U64(ht__match_list_add(&l, "  "), (uint64_t)HT_ERR_INVALID);
+	CHECK_U64(ht__match_list_add(&l, "!"), (uint64_t)HT_ERR_INVALID);
+	CHECK_U64(ht__match_list_add(&l, "*"), (uint64_t)HT_ERR_INVALID);
+	CHECK_U64(ht__match_list_add(&l, "*!"), (uint64_t)HT_ERR_INVALID);
 	CHECK_U64(l.count, 0);
-	CHECK_U64(ht_match_list_add(&l, "  libc.so.6!free  "), 0);
+	CHECK_U64(ht__match_list_add(&l, "  libc.so.6!free  "), 0);
 	CHECK_STR(l.items[0].module, "libc.so.6");
 	CHECK_STR(l.items[0].symbol, "free");
-	CHECK(!ht_match_frame(&l, &libc));
-	ht_match_list_release(&l);
-	CHECK(!ht_match_frame(&l, &libc));
+	CHECK(!ht__match_frame(&l, &libc));
+	ht__match_list_release(&l);
+	CHECK(!ht__match_frame(&l, &libc));
 }
 
 static void test_defaults(void)
 {
-	struct ht_match_list l = HT_MATCH_LIST_INIT;
-	CHECK_U64(ht_match_list_add_defaults(&l), 0);
+	struct ht__match_list l = HT_MATCH_LIST_INIT;
+	CHECK_U64(ht__match_list_add_defaults(&l), 0);
 	const char *culled[][2] = {
 	    {"libheaptrail.so", "malloc"},
 	    {"libheaptrail.so", NULL},
@@ -179,8 +179,8 @@ static void test_defaults(void)
 	    {"app", "__rdl_realloc"},
 	};
 	for (size_t i = 0; i < sizeof(culled) / sizeof(culled[0]); i++) {
-		struct ht_match_frame f = mf(culled[i][0], NULL, culled[i][1], 0x10);
-		if (!ht_match_frame(&l, &f)) {
+		struct ht__match_frame f = mf(culled[i][0], NULL, culled[i][1], 0x10);
+		if (!ht__match_frame(&l, &f)) {
 			fprintf(stderr, "default list does not cull %s!%s\n", culled[i][0],
 				culled[i][1] ? culled[i][1] : "(none)");
 			check_failures++;
@@ -198,14 +198,14 @@ static void test_defaults(void)
 	    {"app", "vecgrow::fill"},
 	};
 	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
-		struct ht_match_frame f = mf(kept[i][0], NULL, kept[i][1], 0x10);
-		if (ht_match_frame(&l, &f)) {
+		struct ht__match_frame f = mf(kept[i][0], NULL, kept[i][1], 0x10);
+		if (ht__match_frame(&l, &f)) {
 			fprintf(stderr, "default list culls %s!%s\n", kept[i][0],
 				kept[i][1] ? kept[i][1] : "(none)");
 			check_failures++;
 		}
 	}
-	ht_match_list_release(&l);
+	ht__match_list_release(&l);
 }
 
 static void test_cull_index(void)
@@ -214,11 +214,11 @@ static void test_cull_index(void)
 	bool two[] = {true, true, false, true};
 	bool all[] = {true, true, true};
 	bool one[] = {true};
-	CHECK_U64(ht_match_cull_index(none, 3), 0);
-	CHECK_U64(ht_match_cull_index(two, 4), 2);
-	CHECK_U64(ht_match_cull_index(all, 3), 2); /* only the bottom frame stays */
-	CHECK_U64(ht_match_cull_index(one, 1), 0);
-	CHECK_U64(ht_match_cull_index(NULL, 0), 0);
+	CHECK_U64(ht__match_cull_index(none, 3), 0);
+	CHECK_U64(ht__match_cull_index(two, 4), 2);
+	CHECK_U64(ht__match_cull_index(all, 3), 2); /* only the bottom frame stays */
+	CHECK_U64(ht__match_cull_index(one, 1), 0);
+	CHECK_U64(ht__match_cull_index(NULL, 0), 0);
 }
 
 static void test_file(void)
@@ -237,24 +237,24 @@ static void test_file(void)
 	      f);
 	fclose(f);
 
-	struct ht_match_list l = HT_MATCH_LIST_INIT;
-	CHECK_U64(ht_match_list_add_file(&l, path), 3);
+	struct ht__match_list l = HT_MATCH_LIST_INIT;
+	CHECK_U64(ht__match_list_add_file(&l, path), 3);
 	CHECK_U64(l.count, 3);
-	struct ht_match_frame a = mf("libapp.so", NULL, "xmalloc", 1);
-	struct ht_match_frame b = mf("libapp.so", NULL, "Pool::grow(unsigned long)", 1);
-	struct ht_match_frame c = mf("libz.so.1", NULL, NULL, 5);
-	struct ht_match_frame d = mf("libapp.so", NULL, "allocated_comment", 1);
-	CHECK(ht_match_frame(&l, &a));
-	CHECK(ht_match_frame(&l, &b));
-	CHECK(ht_match_frame(&l, &c));
-	CHECK(!ht_match_frame(&l, &d));
+	struct ht__match_frame a = mf("libapp.so", NULL, "xmalloc", 1);
+	struct ht__match_frame b = mf("libapp.so", NULL, "Pool::grow(unsigned long)", 1);
+	struct ht__match_frame c = mf("libz.so.1", NULL, NULL, 5);
+	struct ht__match_frame d = mf("libapp.so", NULL, "allocated_comment", 1);
+	CHECK(ht__match_frame(&l, &a));
+	CHECK(ht__match_frame(&l, &b));
+	CHECK(ht__match_frame(&l, &c));
+	CHECK(!ht__match_frame(&l, &d));
 
 	char missing[300];
 	snprintf(missing, sizeof(missing), "%s/nope.txt", dir);
-	CHECK_U64(ht_match_list_add_file(&l, missing), (uint64_t)HT_ERR_NOT_FOUND);
-	CHECK(ht_match_list_add_file(&l, dir) < 0); /* a directory */
+	CHECK_U64(ht__match_list_add_file(&l, missing), (uint64_t)HT_ERR_NOT_FOUND);
+	CHECK(ht__match_list_add_file(&l, dir) < 0); /* a directory */
 	CHECK_U64(l.count, 3);
-	ht_match_list_release(&l);
+	ht__match_list_release(&l);
 
 	unlink(path);
 	rmdir(dir);
@@ -277,53 +277,53 @@ static void test_matcher(void)
 	    {2, 0, 0x600, "evil\x1b[2J\n", NULL, 0},	    /* 6 */
 	};
 	struct ht_reader r = {frames, 7, mods, 3};
-	struct ht_match_list cull = HT_MATCH_LIST_INIT, req = HT_MATCH_LIST_INIT;
-	ht_match_list_add_defaults(&cull);
-	ht_match_list_add(&req, "APP!Make_Node");
-	struct ht_frame_matcher *mc, *mr;
-	CHECK_U64(ht_frame_matcher_new(&mc, &cull, &r), 0);
-	CHECK_U64(ht_frame_matcher_new(&mr, &req, &r), 0);
+	struct ht__match_list cull = HT_MATCH_LIST_INIT, req = HT_MATCH_LIST_INIT;
+	ht__match_list_add_defaults(&cull);
+	ht__match_list_add(&req, "APP!Make_Node");
+	struct ht__frame_matcher *mc, *mr;
+	CHECK_U64(ht__frame_matcher_new(&mc, &cull, &r), 0);
+	CHECK_U64(ht__frame_matcher_new(&mr, &req, &r), 0);
 
 	uint32_t s1[] = {0, 1, 2, 3};
 	uint32_t s2[] = {0, 1};
 	uint32_t s3[] = {4, 3};
-	CHECK_U64(ht_frame_matcher_cull(mc, s1, 4), 2);
-	CHECK_U64(ht_frame_matcher_cull(mc, s2, 2), 1);
-	CHECK_U64(ht_frame_matcher_cull(mc, s3, 2), 0);
-	CHECK_U64(ht_frame_matcher_cull(mc, s3, 0), 0);
-	CHECK(ht_frame_matcher_any(mr, s1, 4));
-	CHECK(!ht_frame_matcher_any(mr, s2, 2));
-	CHECK(!ht_frame_matcher_any(mr, s3, 2));
+	CHECK_U64(ht__frame_matcher_cull(mc, s1, 4), 2);
+	CHECK_U64(ht__frame_matcher_cull(mc, s2, 2), 1);
+	CHECK_U64(ht__frame_matcher_cull(mc, s3, 2), 0);
+	CHECK_U64(ht__frame_matcher_cull(mc, s3, 0), 0);
+	CHECK(ht__frame_matcher_any(mr, s1, 4));
+	CHECK(!ht__frame_matcher_any(mr, s2, 2));
+	CHECK(!ht__frame_matcher_any(mr, s3, 2));
 	/* Cached answers stay the same. */
-	CHECK(ht_frame_matcher_test(mr, 2));
-	CHECK(ht_frame_matcher_test(mr, 2));
-	CHECK(!ht_frame_matcher_test(mr, 99));
-	ht_frame_matcher_free(mc);
-	ht_frame_matcher_free(mr);
+	CHECK(ht__frame_matcher_test(mr, 2));
+	CHECK(ht__frame_matcher_test(mr, 2));
+	CHECK(!ht__frame_matcher_test(mr, 99));
+	ht__frame_matcher_free(mc);
+	ht__frame_matcher_free(mr);
 
 	char buf[64];
-	CHECK_U64(ht_frame_text(&r, 2, true, buf, sizeof(buf)), 13);
+	CHECK_U64(ht__frame_text(&r, 2, true, buf, sizeof(buf)), 13);
 	CHECK_STR(buf, "app!make_node");
-	ht_frame_text(&r, 2, false, buf, sizeof(buf));
+	ht__frame_text(&r, 2, false, buf, sizeof(buf));
 	CHECK_STR(buf, "app!0x300");
-	ht_frame_text(&r, 4, true, buf, sizeof(buf));
+	ht__frame_text(&r, 4, true, buf, sizeof(buf));
 	CHECK_STR(buf, "app!0x500");
-	ht_frame_text(&r, 5, true, buf, sizeof(buf));
+	ht__frame_text(&r, 5, true, buf, sizeof(buf));
 	CHECK_STR(buf, "?!0x7f00dead");
-	CHECK_U64(ht_frame_text(&r, 1, true, buf, 5), 16);
+	CHECK_U64(ht__frame_text(&r, 1, true, buf, 5), 16);
 	CHECK_STR(buf, "libc");
 	/* Control bytes come out escaped, and the length counts the escapes. */
-	CHECK_U64(ht_frame_text(&r, 6, true, buf, sizeof(buf)), 19);
+	CHECK_U64(ht__frame_text(&r, 6, true, buf, sizeof(buf)), 19);
 	CHECK_STR(buf, "app!evil\\x1b[2J\\x0a");
-	CHECK_U64(ht_frame_text(&r, 6, true, buf, 11), 19);
+	CHECK_U64(ht__frame_text(&r, 6, true, buf, 11), 19);
 	CHECK_STR(buf, "app!evil");
-	ht_match_list_release(&cull);
-	ht_match_list_release(&req);
+	ht__match_list_release(&cull);
+	ht__match_list_release(&req);
 }
 
-static struct ht_life life(uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
+static struct ht__life life(uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
 {
-	struct ht_life l = {0};
+	struct ht__life l = {0};
 	l.alloc_ts = alloc_ts;
 	l.free_ts = free_ts;
 	l.size = size;
@@ -332,85 +332,85 @@ static struct ht_life life(uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
 
 static void test_query(void)
 {
-	struct ht_query q;
-	enum ht_sort s;
-	ht_query_init(&q);
-	CHECK_U64(ht_sort_parse("so", &s), 0);
+	struct ht__query q;
+	enum ht__sort s;
+	ht__query_init(&q);
+	CHECK_U64(ht__sort_parse("so", &s), 0);
 	CHECK_U64(s, HT_SORT_SO);
-	CHECK_U64(ht_sort_parse("SOC", &s), 0);
+	CHECK_U64(ht__sort_parse("SOC", &s), 0);
 	CHECK_U64(s, HT_SORT_SOC);
-	CHECK_U64(ht_sort_parse("src", &s), 0);
+	CHECK_U64(ht__sort_parse("src", &s), 0);
 	CHECK_U64(s, HT_SORT_SRC);
-	CHECK_U64(ht_sort_parse("sx", &s), (uint64_t)HT_ERR_INVALID);
-	CHECK_U64(ht_sort_parse("", &s), (uint64_t)HT_ERR_INVALID);
-	CHECK_STR(ht_sort_name(HT_SORT_STC), "stc");
+	CHECK_U64(ht__sort_parse("sx", &s), (uint64_t)HT_ERR_INVALID);
+	CHECK_U64(ht__sort_parse("", &s), (uint64_t)HT_ERR_INVALID);
+	CHECK_STR(ht__sort_name(HT_SORT_STC), "stc");
 
-	CHECK_U64(ht_query_add_pid(&q, 10), 0);
-	CHECK_U64(ht_query_add_pid(&q, 10), 0);
-	CHECK_U64(ht_query_add_pid(&q, 12), 0);
+	CHECK_U64(ht__query_add_pid(&q, 10), 0);
+	CHECK_U64(ht__query_add_pid(&q, 10), 0);
+	CHECK_U64(ht__query_add_pid(&q, 12), 0);
 	CHECK_U64(q.pid_count, 2);
-	CHECK(ht_query_wants_pid(&q, 12));
-	CHECK(!ht_query_wants_pid(&q, 11));
+	CHECK(ht__query_wants_pid(&q, 12));
+	CHECK(!ht__query_wants_pid(&q, 11));
 
 	/* Validation and the default cull list, added once. */
-	CHECK_U64(ht_query_prepare(&q), 0);
+	CHECK_U64(ht__query_prepare(&q), 0);
 	size_t n = q.cull.count;
 	CHECK(n > 10);
-	CHECK_U64(ht_query_prepare(&q), 0);
+	CHECK_U64(ht__query_prepare(&q), 0);
 	CHECK_U64(q.cull.count, n);
 	q.has_range = true;
 	q.range_start = 100;
 	q.range_end = 100;
-	CHECK_U64(ht_query_prepare(&q), (uint64_t)HT_ERR_INVALID);
+	CHECK_U64(ht__query_prepare(&q), (uint64_t)HT_ERR_INVALID);
 	q.range_end = 200;
-	CHECK_U64(ht_query_prepare(&q), 0);
+	CHECK_U64(ht__query_prepare(&q), 0);
 	q.size_min = 5;
 	q.size_max = 4;
-	CHECK_U64(ht_query_prepare(&q), (uint64_t)HT_ERR_INVALID);
+	CHECK_U64(ht__query_prepare(&q), (uint64_t)HT_ERR_INVALID);
 	q.size_min = 0;
 	q.size_max = UINT64_MAX;
-	ht_query_release(&q);
+	ht__query_release(&q);
 
-	ht_query_init(&q);
+	ht__query_init(&q);
 	q.default_cull = false;
-	CHECK_U64(ht_query_prepare(&q), 0);
+	CHECK_U64(ht__query_prepare(&q), 0);
 	CHECK_U64(q.cull.count, 0);
 
 	/* No range: outstanding = never freed. */
 	bool out = false;
-	struct ht_life a = life(10, 20, 8), b = life(10, HT_TS_NEVER, 8);
-	CHECK(ht_query_accepts(&q, &a, 1000, &out) && !out);
-	CHECK(ht_query_accepts(&q, &b, 1000, &out) && out);
+	struct ht__life a = life(10, 20, 8), b = life(10, HT_TS_NEVER, 8);
+	CHECK(ht__query_accepts(&q, &a, 1000, &out) && !out);
+	CHECK(ht__query_accepts(&q, &b, 1000, &out) && out);
 
 	/* Range [100, 200): alloc at 99 out, 100 in, 199 in, 200 out. */
 	q.has_range = true;
 	q.range_start = 100;
 	q.range_end = 200;
-	struct ht_life r99 = life(99, HT_TS_NEVER, 1), r100 = life(100, 150, 1),
-		       r199 = life(199, HT_TS_NEVER, 1), r200 = life(200, 201, 1),
-		       r_free_at_end = life(150, 200, 1), r_free_before_end = life(150, 199, 1);
-	CHECK(!ht_query_accepts(&q, &r99, 1000, &out));
-	CHECK(ht_query_accepts(&q, &r100, 1000, &out) && !out);
-	CHECK(ht_query_accepts(&q, &r199, 1000, &out) && out);
-	CHECK(!ht_query_accepts(&q, &r200, 1000, &out));
+	struct ht__life r99 = life(99, HT_TS_NEVER, 1), r100 = life(100, 150, 1),
+			r199 = life(199, HT_TS_NEVER, 1), r200 = life(200, 201, 1),
+			r_free_at_end = life(150, 200, 1), r_free_before_end = life(150, 199, 1);
+	CHECK(!ht__query_accepts(&q, &r99, 1000, &out));
+	CHECK(ht__query_accepts(&q, &r100, 1000, &out) && !out);
+	CHECK(ht__query_accepts(&q, &r199, 1000, &out) && out);
+	CHECK(!ht__query_accepts(&q, &r200, 1000, &out));
 	/* A free at T2 is outside the range: still outstanding. */
-	CHECK(ht_query_accepts(&q, &r_free_at_end, 1000, &out) && out);
-	CHECK(ht_query_accepts(&q, &r_free_before_end, 1000, &out) && !out);
+	CHECK(ht__query_accepts(&q, &r_free_at_end, 1000, &out) && out);
+	CHECK(ht__query_accepts(&q, &r_free_before_end, 1000, &out) && !out);
 
 	/* Lifetime [50, 100): an unfreed block lives to the range's end. */
 	q.life_min = 50;
 	q.life_max = 100;
-	struct ht_life l49 = life(100, 149, 1), l50 = life(100, 150, 1), l99 = life(100, 199, 1),
-		       open100 = life(100, HT_TS_NEVER, 1), open150 = life(150, HT_TS_NEVER, 1),
-		       freed_late = life(140, 500, 1);
-	CHECK(!ht_query_accepts(&q, &l49, 1000, &out));
-	CHECK(ht_query_accepts(&q, &l50, 1000, &out));
-	CHECK(ht_query_accepts(&q, &l99, 1000, &out));
-	CHECK(!ht_query_accepts(&q, &open100, 1000, &out));	     /* 100: not < 100 */
-	CHECK(ht_query_accepts(&q, &open150, 1000, &out) && out);    /* 50 */
-	CHECK(ht_query_accepts(&q, &freed_late, 1000, &out) && out); /* 60 up to T2 */
+	struct ht__life l49 = life(100, 149, 1), l50 = life(100, 150, 1), l99 = life(100, 199, 1),
+			open100 = life(100, HT_TS_NEVER, 1), open150 = life(150, HT_TS_NEVER, 1),
+			freed_late = life(140, 500, 1);
+	CHECK(!ht__query_accepts(&q, &l49, 1000, &out));
+	CHECK(ht__query_accepts(&q, &l50, 1000, &out));
+	CHECK(ht__query_accepts(&q, &l99, 1000, &out));
+	CHECK(!ht__query_accepts(&q, &open100, 1000, &out));	      /* 100: not < 100 */
+	CHECK(ht__query_accepts(&q, &open150, 1000, &out) && out);    /* 50 */
+	CHECK(ht__query_accepts(&q, &freed_late, 1000, &out) && out); /* 60 up to T2 */
 	/* The trace ending before T2 ends the lifetime there. */
-	CHECK(ht_query_accepts(&q, &open100, 160, &out) && out); /* 60 */
+	CHECK(ht__query_accepts(&q, &open100, 160, &out) && out); /* 60 */
 
 	/* Size [8, 16). */
 	q.has_range = false;
@@ -418,13 +418,13 @@ static void test_query(void)
 	q.life_max = UINT64_MAX;
 	q.size_min = 8;
 	q.size_max = 16;
-	struct ht_life s7 = life(0, 1, 7), s8 = life(0, 1, 8), s15 = life(0, 1, 15),
-		       s16 = life(0, 1, 16);
-	CHECK(!ht_query_accepts(&q, &s7, 10, &out));
-	CHECK(ht_query_accepts(&q, &s8, 10, &out));
-	CHECK(ht_query_accepts(&q, &s15, 10, &out));
-	CHECK(!ht_query_accepts(&q, &s16, 10, &out));
-	ht_query_release(&q);
+	struct ht__life s7 = life(0, 1, 7), s8 = life(0, 1, 8), s15 = life(0, 1, 15),
+			s16 = life(0, 1, 16);
+	CHECK(!ht__query_accepts(&q, &s7, 10, &out));
+	CHECK(ht__query_accepts(&q, &s8, 10, &out));
+	CHECK(ht__query_accepts(&q, &s15, 10, &out));
+	CHECK(!ht__query_accepts(&q, &s16, 10, &out));
+	ht__query_release(&q);
 }
 
 int main(void)

@@ -13,10 +13,10 @@
 
 #define P 0x1000ull
 #define MAXC 32
-static struct ht_commit got[MAXC];
+static struct ht__commit got[MAXC];
 static int ngot;
 
-static void on_end(void *ctx, const struct ht_commit *c)
+static void on_end(void *ctx, const struct ht__commit *c)
 {
 	(void)ctx;
 	if (ngot < MAXC)
@@ -24,7 +24,7 @@ static void on_end(void *ctx, const struct ht_commit *c)
 	ngot++;
 }
 
-static struct ht_commit_tracker *ct;
+static struct ht__commit_tracker *ct;
 
 static void ev(uint8_t type, uint64_t ts, uint32_t process, uint64_t addr, uint64_t size,
 	       uint32_t prot, uint32_t mflags)
@@ -43,7 +43,7 @@ static void ev(uint8_t type, uint64_t ts, uint32_t process, uint64_t addr, uint6
 	e.func = type == HT_EV_MMAP	  ? HT_FN_MMAP
 		 : type == HT_EV_MPROTECT ? HT_FN_MPROTECT
 					  : HT_FN_MUNMAP;
-	CHECK_EQ(ht_commit_event(ct, &e), 0);
+	CHECK_EQ(ht__commit_event(ct, &e), 0);
 }
 
 static void remap(uint64_t ts, uint64_t old_addr, uint64_t old_size, uint64_t addr, uint64_t size)
@@ -59,7 +59,7 @@ static void remap(uint64_t ts, uint64_t old_addr, uint64_t old_size, uint64_t ad
 	e.size = size;
 	e.stack = (uint32_t)ts;
 	e.mflags = addr != old_addr ? MREMAP_MAYMOVE : 0;
-	CHECK_EQ(ht_commit_event(ct, &e), 0);
+	CHECK_EQ(ht__commit_event(ct, &e), 0);
 }
 
 static void expect(int i, uint32_t process, uint64_t addr, uint64_t size, uint64_t commit_ts,
@@ -82,14 +82,14 @@ static void expect(int i, uint32_t process, uint64_t addr, uint64_t size, uint64
 
 static uint64_t committed(void)
 {
-	return ht_commit_stats(ct)->committed_bytes;
+	return ht__commit_stats(ct)->committed_bytes;
 }
 
 int main(void)
 {
 	const uint64_t A = 0x10000, B = 0x100000, C = 0x200000;
 	const uint32_t RW = PROT_READ | PROT_WRITE, ANON = MAP_PRIVATE | MAP_ANONYMOUS;
-	ct = ht_commit_new(on_end, NULL);
+	ct = ht__commit_new(on_end, NULL);
 
 	ev(HT_EV_MMAP, 1, 0, A, 3 * P, RW, ANON);
 	CHECK_EQ(committed(), 3 * P);
@@ -98,7 +98,7 @@ int main(void)
 	CHECK_EQ(ngot, 1);
 	expect(0, 0, A + P, P, 1, 2);
 	CHECK_EQ(committed(), 2 * P);
-	CHECK_EQ(ht_commit_stats(ct)->ranges, 2);
+	CHECK_EQ(ht__commit_stats(ct)->ranges, 2);
 	/* mprotect to NONE decommits; back to writable is a new commit. */
 	ev(HT_EV_MPROTECT, 3, 0, A, P, PROT_NONE, 0);
 	expect(1, 0, A, P, 1, 3);
@@ -131,7 +131,7 @@ int main(void)
 			     .prot = RW,
 			     .mflags = ANON,
 			     .flags = HT_EVF_FAILED};
-	CHECK_EQ(ht_commit_event(ct, &f), 0);
+	CHECK_EQ(ht__commit_event(ct, &f), 0);
 	CHECK_EQ(committed(), 4 * P);
 	/* MAP_FIXED over [B, B + 2P) ends the committed [B + P, B + 2P). */
 	ev(HT_EV_MMAP, 10, 0, B, 2 * P, RW, ANON | MAP_FIXED);
@@ -146,25 +146,25 @@ int main(void)
 			     .old_addr = 0x555010,
 			     .addr = 0x557800,
 			     .stack = 11};
-	CHECK_EQ(ht_commit_event(ct, &b), 0);
+	CHECK_EQ(ht__commit_event(ct, &b), 0);
 	CHECK_EQ(committed(), 7 * P);
-	CHECK_EQ(ht_commit_stats(ct)->peak_bytes, 7 * P);
-	CHECK_EQ(ht_commit_stats(ct)->peak_ts, 11);
+	CHECK_EQ(ht__commit_stats(ct)->peak_bytes, 7 * P);
+	CHECK_EQ(ht__commit_stats(ct)->peak_ts, 11);
 	/* Another process at the same address. */
 	ev(HT_EV_MMAP, 13, 1, A, P, RW, ANON);
 	CHECK_EQ(committed(), 8 * P);
 	/* Its exit ends its committed range there (the trace pass says which image ends). */
 	struct ht_event x = {.type = HT_EV_PROCESS_EXIT, .ts = 14, .process = 1, .pid = 51};
-	CHECK_EQ(ht_commit_event(ct, &x), 0);
+	CHECK_EQ(ht__commit_event(ct, &x), 0);
 	CHECK_EQ(committed(), 8 * P); /* the event alone changes nothing */
 	int before = ngot;
 	CHECK_EQ(before, 4);
-	ht_commit_end_process(ct, 1, 14);
+	ht__commit_end_process(ct, 1, 14);
 	CHECK_EQ(committed(), 7 * P);
 	CHECK_EQ(ngot, before + 1);
 	expect(before, 1, A, P, 13, 14);
 	CHECK_EQ(got[before].at_exit, 1);
-	ht_commit_end_process(ct, 1, 15); /* once */
+	ht__commit_end_process(ct, 1, 15); /* once */
 	CHECK_EQ(ngot, before + 1);
 	/* mprotect to writable of a range never seen commits it. */
 	ev(HT_EV_MPROTECT, 15, 2, 0x900000, 2 * P, RW, 0);
@@ -174,25 +174,25 @@ int main(void)
 	expect(5, 2, 0x900000, 2 * P, 15, 16);
 	CHECK_EQ(committed(), 7 * P);
 
-	const struct ht_commit_stats *st = ht_commit_stats(ct);
+	const struct ht__commit_stats *st = ht__commit_stats(ct);
 	CHECK_EQ(st->peak_bytes, 9 * P);
 	CHECK_EQ(st->peak_ts, 15);
 	CHECK_EQ(st->commits, 8);
 	CHECK_EQ(st->commit_bytes, 15 * P);
-	struct ht_commit_stats ps;
-	ht_commit_process_stats(ct, 0, &ps);
+	struct ht__commit_stats ps;
+	ht__commit_process_stats(ct, 0, &ps);
 	CHECK_EQ(ps.committed_bytes, 7 * P);
 	CHECK_EQ(ps.peak_bytes, 7 * P);
 	CHECK_EQ(ps.peak_ts, 11);
 	CHECK_EQ(ps.commits, 6);
-	ht_commit_process_stats(ct, 1, &ps);
+	ht__commit_process_stats(ct, 1, &ps);
 	CHECK_EQ(ps.committed_bytes, P); /* at its exit */
 	CHECK_EQ(ps.peak_ts, 13);
-	ht_commit_process_stats(ct, 9, &ps);
+	ht__commit_process_stats(ct, 9, &ps);
 	CHECK_EQ(ps.peak_bytes, 0);
 
 	/* Still committed at the end, oldest first. */
-	ht_commit_finish(ct);
+	ht__commit_finish(ct);
 	CHECK_EQ(ngot, 11);
 	expect(6, 0, C, P, 1, HT_TS_NEVER); /* moved, still the commit of ts 1 */
 	expect(7, 0, A, P, 4, HT_TS_NEVER);
@@ -205,6 +205,6 @@ int main(void)
 	for (int i = 6; i < 11; i++)
 		sum += got[i].size;
 	CHECK_EQ(sum, 7 * P); /* process 0's: process 1's range ended at its exit */
-	ht_commit_free(ct);
+	ht__commit_free(ct);
 	return test_result("test_commit");
 }

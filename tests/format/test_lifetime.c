@@ -8,10 +8,10 @@
 #include "testutil.h"
 
 #define MAXL 64
-static struct ht_life got[MAXL];
+static struct ht__life got[MAXL];
 static int ngot;
 
-static void on_end(void *ctx, const struct ht_life *l)
+static void on_end(void *ctx, const struct ht__life *l)
 {
 	(void)ctx;
 	if (ngot < MAXL)
@@ -38,9 +38,9 @@ static struct ht_event E(uint8_t type, uint64_t ts, uint32_t process, uint64_t o
 }
 
 static void
-feed(struct ht_life_tracker *t, struct ht_event e)
+feed(struct ht__life_tracker *t, struct ht_event e)
 {
-	CHECK_EQ(ht_life_event(t, &e), 0);
+	CHECK_EQ(ht__life_event(t, &e), 0);
 }
 
 static void expect(int i, uint64_t addr, uint64_t size, uint64_t alloc_ts, uint64_t free_ts,
@@ -65,11 +65,11 @@ static void expect(int i, uint64_t addr, uint64_t size, uint64_t alloc_ts, uint6
 static void test_basic(void)
 {
 	ngot = 0;
-	struct ht_life_tracker *t = ht_life_new(on_end, NULL);
+	struct ht__life_tracker *t = ht__life_new(on_end, NULL);
 	feed(t, E(HT_EV_ALLOC, 10, 0, 0, 0x1000, 100));
 	feed(t, E(HT_EV_ALLOC, 11, 0, 0, 0x2000, 200));
-	CHECK_EQ(ht_life_stats(t)->live_count, 2);
-	CHECK_EQ(ht_life_stats(t)->live_bytes, 300);
+	CHECK_EQ(ht__life_stats(t)->live_count, 2);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 300);
 	feed(t, E(HT_EV_FREE, 12, 0, 0, 0x1000, 0));
 	CHECK_EQ(ngot, 1);
 	expect(0, 0x1000, 100, 10, 12, 0, 0, 0);
@@ -81,26 +81,26 @@ static void test_basic(void)
 	feed(t, E(HT_EV_FREE, 15, 0, 0, 0x9999, 0));
 	feed(t, E(HT_EV_FREE, 16, 0, 0, 0x1000, 0));
 	feed(t, E(HT_EV_FREE, 17, 0, 0, 0, 0));
-	CHECK_EQ(ht_life_stats(t)->unknown_frees, 2);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 2);
 	/* Failed allocations are nothing. */
 	feed(t, E(HT_EV_ALLOC_FAIL, 18, 0, 0, 0, 1ull << 40));
-	CHECK_EQ(ht_life_stats(t)->live_count, 1);
-	CHECK_EQ(ht_life_stats(t)->live_bytes, 200);
+	CHECK_EQ(ht__life_stats(t)->live_count, 1);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 200);
 	CHECK_EQ(ngot, 2);
-	ht_life_finish(t);
+	ht__life_finish(t);
 	CHECK_EQ(ngot, 3);
 	expect(2, 0x2000, 200, 11, HT_TS_NEVER, 0, 0, 0);
-	CHECK_EQ(ht_life_stats(t)->live_count, 1);
-	CHECK_EQ(ht_life_stats(t)->live_bytes, 200);
-	ht_life_finish(t); /* nothing twice */
+	CHECK_EQ(ht__life_stats(t)->live_count, 1);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 200);
+	ht__life_finish(t); /* nothing twice */
 	CHECK_EQ(ngot, 3);
-	ht_life_free(t);
+	ht__life_free(t);
 }
 
 static void test_realloc(void)
 {
 	ngot = 0;
-	struct ht_life_tracker *t = ht_life_new(on_end, NULL);
+	struct ht__life_tracker *t = ht__life_new(on_end, NULL);
 	/* realloc(NULL, 10) is an allocation. */
 	feed(t, E(HT_EV_REALLOC, 1, 0, 0, 0xa000, 10));
 	CHECK_EQ(ngot, 0);
@@ -115,31 +115,31 @@ static void test_realloc(void)
 	f.flags = HT_EVF_FAILED;
 	feed(t, f);
 	CHECK_EQ(ngot, 2);
-	CHECK_EQ(ht_life_stats(t)->live_bytes, 30);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 30);
 	/* realloc(p, 0) frees p. */
 	feed(t, E(HT_EV_REALLOC, 5, 0, 0xb000, 0, 0));
 	CHECK_EQ(ngot, 3);
 	expect(2, 0xb000, 30, 3, 5, 0, 1, 1);
-	CHECK_EQ(ht_life_stats(t)->live_count, 0);
+	CHECK_EQ(ht__life_stats(t)->live_count, 0);
 	/* A block made by malloc and freed by realloc. */
 	feed(t, E(HT_EV_ALLOC, 6, 0, 0, 0xc000, 8));
 	feed(t, E(HT_EV_REALLOC, 7, 0, 0xc000, 0xd000, 16));
 	expect(3, 0xc000, 8, 6, 7, 0, 0, 1);
 	/* realloc of an unknown block: an unknown free, and a new block. */
 	feed(t, E(HT_EV_REALLOC, 8, 0, 0xeeee, 0xe000, 4));
-	CHECK_EQ(ht_life_stats(t)->unknown_frees, 1);
-	CHECK_EQ(ht_life_stats(t)->live_count, 2);
-	ht_life_finish(t);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 1);
+	CHECK_EQ(ht__life_stats(t)->live_count, 2);
+	ht__life_finish(t);
 	CHECK_EQ(ngot, 6);
 	expect(4, 0xd000, 16, 7, HT_TS_NEVER, 0, 1, 0);
 	expect(5, 0xe000, 4, 8, HT_TS_NEVER, 0, 1, 0);
-	ht_life_free(t);
+	ht__life_free(t);
 }
 
 static void test_processes_and_heaps(void)
 {
 	ngot = 0;
-	struct ht_life_tracker *t = ht_life_new(on_end, NULL);
+	struct ht__life_tracker *t = ht__life_new(on_end, NULL);
 	/* Two processes, same address: two blocks. */
 	feed(t, E(HT_EV_ALLOC, 1, 0, 0, 0x5000, 10));
 	feed(t, E(HT_EV_ALLOC, 2, 1, 0, 0x5000, 20));
@@ -157,7 +157,7 @@ static void test_processes_and_heaps(void)
 	a = E(HT_EV_ALLOC, 6, 1, 0, 0x6000, 50); /* other process, same handle */
 	a.heap = 0x77;
 	feed(t, a);
-	CHECK_EQ(ht_life_stats(t)->live_count, 4);
+	CHECK_EQ(ht__life_stats(t)->live_count, 4);
 	struct ht_event d = E(HT_EV_HEAP_DESTROY, 7, 0, 0, 0, 0);
 	d.heap = 0x77;
 	feed(t, d);
@@ -168,7 +168,7 @@ static void test_processes_and_heaps(void)
 	CHECK_EQ(got[first].heap, 0x77);
 	CHECK_EQ(got[first].func, HT_FN_HEAP_API);
 	expect(3 - first, 0x6000, 40, 5, 7, 0, 0, 0);
-	CHECK_EQ(ht_life_stats(t)->live_count, 2);
+	CHECK_EQ(ht__life_stats(t)->live_count, 2);
 	/* An allocation at a live address means the free was missed. */
 	feed(t, E(HT_EV_ALLOC, 8, 0, 0, 0x5000, 60));
 	CHECK_EQ(ngot, 4);
@@ -178,26 +178,26 @@ static void test_processes_and_heaps(void)
 	feed(t, x);
 	CHECK_EQ(ngot, 4);
 	/* Ending process 1 ends its block there, marked as never freed. */
-	CHECK_EQ(ht_life_end_process(t, 1, 9), 0);
+	CHECK_EQ(ht__life_end_process(t, 1, 9), 0);
 	CHECK_EQ(ngot, 5);
 	expect(4, 0x6000, 50, 6, 9, 1, 0, 0);
 	CHECK_EQ(got[4].heap, 0x77);
 	CHECK_EQ(got[4].at_exit, 1);
-	CHECK_EQ(ht_life_stats(t)->live_count, 1);
-	CHECK_EQ(ht_life_end_process(t, 1, 10), 0); /* nothing left of it */
+	CHECK_EQ(ht__life_stats(t)->live_count, 1);
+	CHECK_EQ(ht__life_end_process(t, 1, 10), 0); /* nothing left of it */
 	CHECK_EQ(ngot, 5);
-	ht_life_finish(t);
+	ht__life_finish(t);
 	CHECK_EQ(ngot, 6);
 	expect(5, 0x5000, 60, 8, HT_TS_NEVER, 0, 0, 0);
 	CHECK_EQ(got[5].at_exit, 0);
-	ht_life_free(t);
+	ht__life_free(t);
 }
 
 /* Many blocks: the table grows and shrinks through deletions correctly. */
 static void test_many(void)
 {
 	ngot = 0;
-	struct ht_life_tracker *t = ht_life_new(NULL, NULL);
+	struct ht__life_tracker *t = ht__life_new(NULL, NULL);
 	const uint64_t n = 200000;
 	for (uint64_t i = 0; i < n; i++)
 		feed(t,
@@ -205,8 +205,8 @@ static void test_many(void)
 	uint64_t bytes = 0;
 	for (uint64_t i = 0; i < n; i++)
 		bytes += i % 100 + 1;
-	CHECK_EQ(ht_life_stats(t)->live_count, n);
-	CHECK_EQ(ht_life_stats(t)->live_bytes, bytes);
+	CHECK_EQ(ht__life_stats(t)->live_count, n);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, bytes);
 	/* Free every block with i % 3 != 0, in a scrambled order. */
 	uint64_t freed = 0;
 	for (uint64_t k = 0; k < n; k++) {
@@ -217,16 +217,16 @@ static void test_many(void)
 		bytes -= i % 100 + 1;
 		freed++;
 	}
-	CHECK_EQ(ht_life_stats(t)->unknown_frees, 0);
-	CHECK_EQ(ht_life_stats(t)->live_count, n - freed);
-	CHECK_EQ(ht_life_stats(t)->live_bytes, bytes);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 0);
+	CHECK_EQ(ht__life_stats(t)->live_count, n - freed);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, bytes);
 	/* Every remaining block is still found. */
 	for (uint64_t i = 0; i < n; i += 3)
 		feed(t, E(HT_EV_FREE, 3 * n, (uint32_t)(i & 1), 0, 0x10000 + (i / 2) * 16, 0));
-	CHECK_EQ(ht_life_stats(t)->unknown_frees, 0);
-	CHECK_EQ(ht_life_stats(t)->live_count, 0);
-	CHECK_EQ(ht_life_stats(t)->live_bytes, 0);
-	ht_life_free(t);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 0);
+	CHECK_EQ(ht__life_stats(t)->live_count, 0);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 0);
+	ht__life_free(t);
 }
 
 int main(void)

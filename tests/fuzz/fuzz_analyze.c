@@ -59,12 +59,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	argv[argc] = NULL;
 
 	static struct opts o;
-	static struct ht_query q;
+	static struct ht__query q;
 	memset(&o, 0, sizeof(o));
-	ht_query_init(&q);
+	ht__query_init(&q);
 	if (setjmp(back) == 0)
 		parse_args(argc, argv, &o, &q);
-	ht_query_release(&q);
+	ht__query_release(&q);
 	free(buf);
 	return 0;
 }

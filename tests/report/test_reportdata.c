@@ -105,21 +105,21 @@ static int write_trace(const char *path)
 }
 
 /* The frame texts of output stack s, outermost first, joined with " > ". */
-static void stack_text(struct ht_reader *r, const struct ht_report_data *d, uint32_t s, char *buf,
+static void stack_text(struct ht_reader *r, const struct ht__report_data *d, uint32_t s, char *buf,
 		       size_t len)
 {
 	buf[0] = 0;
 	for (uint32_t k = d->stack_off[s]; k < d->stack_off[s + 1]; k++) {
 		char f[256];
-		ht_frame_text(r, d->frame_ids[d->stack_frames[k]], true, f, sizeof(f));
+		ht__frame_text(r, d->frame_ids[d->stack_frames[k]], true, f, sizeof(f));
 		if (buf[0])
 			strncat(buf, " > ", len - strlen(buf) - 1);
 		strncat(buf, f, len - strlen(buf) - 1);
 	}
 }
 
-static const struct ht_rd_site *find_site(const struct ht_rd_table *t, struct ht_reader *r,
-					  const struct ht_report_data *d, const char *stack)
+static const struct ht__rd_site *find_site(const struct ht__rd_table *t, struct ht_reader *r,
+					   const struct ht__report_data *d, const char *stack)
 {
 	char buf[1024];
 	for (uint32_t i = 0; i < t->nsites; i++) {
@@ -145,17 +145,17 @@ int main(void)
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 
 	/* Bad options are refused. */
-	struct ht_report_data d;
-	struct ht_report_opts o = HT_REPORT_OPTS_INIT;
+	struct ht__report_data d;
+	struct ht__report_opts o = HT_REPORT_OPTS_INIT;
 	o.points = 0;
-	CHECK_EQ(ht_report_data_run(&d, r, &o), HT_ERR_INVALID);
+	CHECK_EQ(ht__report_data_run(&d, r, &o), HT_ERR_INVALID);
 
 	/* A budget of 10 exact heap lifetimes: big keeps its 8, small is binned. */
-	o = (struct ht_report_opts)HT_REPORT_OPTS_INIT;
+	o = (struct ht__report_opts)HT_REPORT_OPTS_INIT;
 	o.points = 10;
 	o.heap_budget = 10;
 	o.buckets = 100;
-	CHECK_EQ(ht_report_data_run(&d, r, &o), 0);
+	CHECK_EQ(ht__report_data_run(&d, r, &o), 0);
 	CHECK_EQ(d.duration_ns, 10000);
 	CHECK_EQ(d.point_ns, 1001);
 	CHECK_EQ(d.summary.total.alloc_calls, 208);
@@ -163,8 +163,8 @@ int main(void)
 	CHECK_EQ(d.heap.nsites, 2);
 	CHECK_EQ(d.heap.nexact, 8);
 	CHECK_EQ(d.heap.binned_sites, 1);
-	const struct ht_rd_site *big = find_site(&d.heap, r, &d, "app!main > app!big");
-	const struct ht_rd_site *small = find_site(&d.heap, r, &d, "app!main > app!small");
+	const struct ht__rd_site *big = find_site(&d.heap, r, &d, "app!main > app!big");
+	const struct ht__rd_site *small = find_site(&d.heap, r, &d, "app!main > app!small");
 	if (big && small) {
 		CHECK_EQ(big->binned, 0);
 		CHECK_EQ(big->nlives, 8);
@@ -178,7 +178,7 @@ int main(void)
 	   they end with their process at 9500 (bucket 94), as in the tables. */
 	uint64_t n = 0, bytes = 0;
 	for (size_t i = 0; i < d.heap.ncells; i++) {
-		const struct ht_rd_cell *c = &d.heap.cells[i];
+		const struct ht__rd_cell *c = &d.heap.cells[i];
 		CHECK_EQ(c->free_bucket, 94);
 		CHECK_EQ(c->alloc_bucket >= 80 && c->alloc_bucket <= 82, 1);
 		n += c->count;
@@ -191,7 +191,7 @@ int main(void)
 
 	/* Three committed spikes, each kept exactly, with mmap culled from the stack. */
 	CHECK_EQ(d.commit.nsites, 1);
-	const struct ht_rd_site *spike = find_site(&d.commit, r, &d, "app!main > app!spike");
+	const struct ht__rd_site *spike = find_site(&d.commit, r, &d, "app!main > app!spike");
 	if (spike) {
 		CHECK_EQ(spike->nlives, 3);
 		CHECK_EQ(spike->lives[1].alloc_ts, 5100);
@@ -216,11 +216,11 @@ int main(void)
 	CHECK_EQ(d.rss_series[0].last[9], 0); /* the process exited at 9500 */
 	CHECK_EQ(d.rss_peak, 12288);
 	CHECK_EQ(d.rss_peak_ts, 5500);
-	ht_report_data_release(&d);
+	ht__report_data_release(&d);
 
 	/* A cell budget of 1: the buckets double until one cell holds every small block. */
 	o.cell_budget = 1;
-	CHECK_EQ(ht_report_data_run(&d, r, &o), 0);
+	CHECK_EQ(ht__report_data_run(&d, r, &o), 0);
 	CHECK_EQ(d.heap.ncells, 1);
 	CHECK_EQ(d.heap.bucket_ns, 404);
 	if (d.heap.ncells == 1) {
@@ -228,16 +228,16 @@ int main(void)
 		CHECK_EQ(d.heap.cells[0].bytes, 1600);
 		CHECK_EQ(d.heap.cells[0].alloc_bucket, 20);
 	}
-	ht_report_data_release(&d);
+	ht__report_data_release(&d);
 
 	/* Without the default cull list the allocator frames stay on the stacks. */
-	o = (struct ht_report_opts)HT_REPORT_OPTS_INIT;
+	o = (struct ht__report_opts)HT_REPORT_OPTS_INIT;
 	o.default_cull = false;
-	CHECK_EQ(ht_report_data_run(&d, r, &o), 0);
+	CHECK_EQ(ht__report_data_run(&d, r, &o), 0);
 	find_site(&d.heap, r, &d, "app!main > app!big > libc.so.6!malloc");
 	CHECK_EQ(d.heap.nexact, 208);
 	CHECK_EQ(d.heap.binned_sites, 0);
-	ht_report_data_release(&d);
+	ht__report_data_release(&d);
 
 	ht_reader_close(r);
 	unlink(path);

@@ -15,59 +15,59 @@
 #include "traces.h"
 
 /* Impacting Size of the table of kind commit over w, through a pass. */
-static int64_t table_impacting(struct ht_reader *r, bool commit, struct ht_window w,
+static int64_t table_impacting(struct ht_reader *r, bool commit, struct ht__window w,
 			       uint64_t *count)
 {
-	struct ht_wstacks *ws;
-	struct ht_pass *p;
-	struct ht_wfeed *f = NULL;
-	CHECK_EQ(ht_wstacks_new(&ws, r, NULL), 0);
-	struct ht_wtree *tree = ht_wtree_new(&w, NULL, 0, false);
+	struct ht__wstacks *ws;
+	struct ht__pass *p;
+	struct ht__wfeed *f = NULL;
+	CHECK_EQ(ht__wstacks_new(&ws, r, NULL), 0);
+	struct ht__wtree *tree = ht__wtree_new(&w, NULL, 0, false);
 	CHECK(tree != NULL);
-	CHECK_EQ(ht_pass_new(&p, r), 0);
-	CHECK_EQ(ht_wtable_attach(p, commit, tree, &w, ws, NULL, NULL, true, &f), 0);
-	CHECK_EQ(ht_pass_run(p), 0);
-	int64_t imp = ht_wtree_root(tree)->impacting;
-	*count = ht_wtree_root(tree)->count;
-	ht_pass_free(p);
-	ht_wfeed_free(f);
-	ht_wtree_free(tree);
-	ht_wstacks_free(ws);
+	CHECK_EQ(ht__pass_new(&p, r), 0);
+	CHECK_EQ(ht__wtable_attach(p, commit, tree, &w, ws, NULL, NULL, true, &f), 0);
+	CHECK_EQ(ht__pass_run(p), 0);
+	int64_t imp = ht__wtree_root(tree)->impacting;
+	*count = ht__wtree_root(tree)->count;
+	ht__pass_free(p);
+	ht__wfeed_free(f);
+	ht__wtree_free(tree);
+	ht__wstacks_free(ws);
 	return imp;
 }
 
 /* The timeline's value of kind at t2 minus at t1 (points every 1000 ns). */
-static int64_t timeline_change(struct ht_reader *r, enum ht_tl_kind kind, uint64_t t1, uint64_t t2,
+static int64_t timeline_change(struct ht_reader *r, enum ht__tl_kind kind, uint64_t t1, uint64_t t2,
 			       bool peak)
 {
-	struct ht_timeline *tl;
-	struct ht_pass *p;
-	struct ht_tl_feed *f = NULL;
-	CHECK_EQ(ht_timeline_new(&tl, 0, 20000, 1000, 1u << kind, HT_TL_BY_NONE), 0);
+	struct ht__timeline *tl;
+	struct ht__pass *p;
+	struct ht__tl_feed *f = NULL;
+	CHECK_EQ(ht__timeline_new(&tl, 0, 20000, 1000, 1u << kind, HT_TL_BY_NONE), 0);
 	if (peak)
-		ht_timeline_peak(tl);
-	CHECK_EQ(ht_pass_new(&p, r), 0);
-	CHECK_EQ(ht_timeline_attach(tl, p, NULL, 1u << kind, peak, &f), 0);
-	CHECK_EQ(ht_pass_run(p), 0);
-	ht_pass_free(p);
-	ht_tl_feed_free(f);
-	ht_timeline_finish(tl);
+		ht__timeline_peak(tl);
+	CHECK_EQ(ht__pass_new(&p, r), 0);
+	CHECK_EQ(ht__timeline_attach(tl, p, NULL, 1u << kind, peak, &f), 0);
+	CHECK_EQ(ht__pass_run(p), 0);
+	ht__pass_free(p);
+	ht__tl_feed_free(f);
+	ht__timeline_finish(tl);
 	const int64_t *v;
-	CHECK_EQ(ht_timeline_series_count(tl), 1);
-	ht_timeline_series(tl, 0, &v);
+	CHECK_EQ(ht__timeline_series_count(tl), 1);
+	ht__timeline_series(tl, 0, &v);
 	int64_t d = v[t2 / 1000] - v[t1 / 1000];
-	ht_timeline_free(tl);
+	ht__timeline_free(tl);
 	return d;
 }
 
 /* The same from the report's exact lifetimes, by the window rules of window.h. */
-static int64_t report_impacting(const struct ht_rd_table *t, struct ht_window w)
+static int64_t report_impacting(const struct ht__rd_table *t, struct ht__window w)
 {
 	int64_t imp = 0;
 	for (uint32_t s = 0; s < t->nsites; s++)
 		for (uint32_t i = 0; i < t->sites[s].nlives; i++) {
-			const struct ht_rd_life *l = &t->sites[s].lives[i];
-			int type = ht_window_classify(&w, l->alloc_ts, l->free_ts);
+			const struct ht__rd_life *l = &t->sites[s].lives[i];
+			int type = ht__window_classify(&w, l->alloc_ts, l->free_ts);
 			if (type == HT_AIFO)
 				imp += (int64_t)l->size;
 			else if (type == HT_AOFI)
@@ -85,10 +85,10 @@ int main(void)
 	CHECK_EQ(tr_two(path), 0);
 	struct ht_reader *r;
 	CHECK_EQ(ht_reader_open(&r, path), 0);
-	struct ht_report_data d;
-	struct ht_report_opts o = HT_REPORT_OPTS_INIT;
+	struct ht__report_data d;
+	struct ht__report_opts o = HT_REPORT_OPTS_INIT;
 	o.default_cull = false;
-	CHECK_EQ(ht_report_data_run(&d, r, &o), 0);
+	CHECK_EQ(ht__report_data_run(&d, r, &o), 0);
 	CHECK_EQ(d.heap.binned_sites + d.commit.binned_sites, 0);
 
 	/*
@@ -108,7 +108,7 @@ int main(void)
 	    {5000, 6000, -200, -1048576, 0},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		struct ht_window w = {want[i].t1, want[i].t2};
+		struct ht__window w = {want[i].t1, want[i].t2};
 		uint64_t count;
 		fprintf(stderr, "window [%" PRIu64 ", %" PRIu64 ")\n", w.start, w.end);
 		CHECK_EQ(table_impacting(r, false, w, &count), want[i].heap);
@@ -133,7 +133,7 @@ int main(void)
 	/* info's numbers: the blocks held at exit are leaks there. */
 	CHECK_EQ(d.summary.total.leaked_count, 3);
 	CHECK_EQ(d.summary.total.leaked_bytes, 310);
-	ht_report_data_release(&d);
+	ht__report_data_release(&d);
 	ht_reader_close(r);
 	unlink(path);
 	rmdir(dir);

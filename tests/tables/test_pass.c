@@ -22,14 +22,14 @@ static void logf_(struct seen *s, const char *fmt, uint64_t a, uint64_t b, uint6
 	s->len += (size_t)snprintf(s->log + s->len, sizeof(s->log) - s->len, fmt, a, b, c);
 }
 
-static int on_event(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	(void)p;
 	logf_(ctx, "ev %" PRIu64 "@%" PRIu64 "%.0" PRIu64 " ", ev->type, ev->ts, 0);
 	return 0;
 }
 
-static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
+static int on_life(void *ctx, struct ht__pass *p, const struct ht__life *l)
 {
 	(void)p;
 	if (l->free_ts == HT_TS_NEVER)
@@ -41,7 +41,7 @@ static int on_life(void *ctx, struct ht_pass *p, const struct ht_life *l)
 	return 0;
 }
 
-static int on_commit(void *ctx, struct ht_pass *p, const struct ht_commit *c)
+static int on_commit(void *ctx, struct ht__pass *p, const struct ht__commit *c)
 {
 	(void)p;
 	logf_(ctx, "commit %" PRIx64 ":%" PRIu64 "-%" PRId64 " ", c->addr, c->commit_ts,
@@ -49,29 +49,29 @@ static int on_commit(void *ctx, struct ht_pass *p, const struct ht_commit *c)
 	return 0;
 }
 
-static int on_start(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
+static int on_start(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts)
 {
 	(void)p;
 	logf_(ctx, "start %" PRIu64 "@%" PRIu64 "%.0" PRIu64 " ", process, ts, 0);
 	return 0;
 }
 
-static int on_end_proc(void *ctx, struct ht_pass *p, uint32_t process, uint64_t ts)
+static int on_end_proc(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts)
 {
 	(void)p;
 	logf_(ctx, "end %" PRIu64 "@%" PRIu64 "%.0" PRIu64 " ", process, ts, 0);
 	return 0;
 }
 
-static int on_end(void *ctx, struct ht_pass *p)
+static int on_end(void *ctx, struct ht__pass *p)
 {
 	struct seen *s = ctx;
 	s->ends++;
-	CHECK_U64(ht_pass_end_ts(p), 20000);
+	CHECK_U64(ht__pass_end_ts(p), 20000);
 	return 0;
 }
 
-static const struct ht_consumer everything = {
+static const struct ht__consumer everything = {
     .name = "everything",
     .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_FREE),
     .event = on_event,
@@ -82,20 +82,20 @@ static const struct ht_consumer everything = {
     .end = on_end,
 };
 
-static const struct ht_consumer events_only = {
+static const struct ht__consumer events_only = {
     .name = "events",
     .events = HT_PASS_ALL_EVENTS,
     .event = on_event,
 };
 
-static int fail_at_free(void *ctx, struct ht_pass *p, const struct ht_event *ev)
+static int fail_at_free(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	(void)ctx;
 	(void)p;
 	return ev->type == HT_EV_FREE ? HT_ERR_CORRUPT : 0;
 }
 
-static const struct ht_consumer failing = {
+static const struct ht__consumer failing = {
     .name = "failing",
     .events = HT_PASS_EV(HT_EV_FREE),
     .event = fail_at_free,
@@ -121,16 +121,16 @@ int main(void)
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 
 	/* Two consumers on one pass: each sees the whole trace once, in order. */
-	struct ht_pass *p;
+	struct ht__pass *p;
 	struct seen a = {0}, b = {0};
-	CHECK_EQ(ht_pass_new(&p, r), 0);
-	CHECK_EQ(ht_pass_add(p, &everything, &a), 0);
-	CHECK_EQ(ht_pass_add(p, &events_only, &b), 1);
-	CHECK_EQ(ht_pass_run(p), 0);
-	CHECK_EQ(ht_pass_events(p), 10);
-	CHECK_EQ(ht_pass_life_stats(p)->live_count, 1); /* the others ended at their exits */
-	CHECK_EQ(ht_pass_run(p), HT_ERR_INVALID);	/* once */
-	ht_pass_free(p);
+	CHECK_EQ(ht__pass_new(&p, r), 0);
+	CHECK_EQ(ht__pass_add(p, &everything, &a), 0);
+	CHECK_EQ(ht__pass_add(p, &events_only, &b), 1);
+	CHECK_EQ(ht__pass_run(p), 0);
+	CHECK_EQ(ht__pass_events(p), 10);
+	CHECK_EQ(ht__pass_life_stats(p)->live_count, 1); /* the others ended at their exits */
+	CHECK_EQ(ht__pass_run(p), HT_ERR_INVALID);	 /* once */
+	ht__pass_free(p);
 	CHECK_LOG(&a, "start 0@0 start 1@500 ev 1@1000 ev 1@1500 ev 1@2500 life 3000:2500-3000 "
 		      "ev 4@3000 life 2000:1500-5000 commit 10000000:2000-5000 end 1@5000 "
 		      "life 1000:1000-6000 end 0@6000 start 2@6000 ev 1@7000 "
@@ -145,34 +145,34 @@ int main(void)
 	 */
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
-	CHECK_EQ(ht_pass_new(&p, r), 0);
-	int id = ht_pass_add(p, &events_only, &b);
-	ht_pass_stop_at(p, id, 2600);
-	ht_pass_add(p, &everything, &a);
-	CHECK_EQ(ht_pass_run(p), 0);
-	CHECK_EQ(ht_pass_events(p), 10);
-	ht_pass_free(p);
+	CHECK_EQ(ht__pass_new(&p, r), 0);
+	int id = ht__pass_add(p, &events_only, &b);
+	ht__pass_stop_at(p, id, 2600);
+	ht__pass_add(p, &everything, &a);
+	CHECK_EQ(ht__pass_run(p), 0);
+	CHECK_EQ(ht__pass_events(p), 10);
+	ht__pass_free(p);
 	CHECK_LOG(&b, "ev 12@0 ev 12@500 ev 1@1000 ev 1@1500 ev 5@2000 ev 1@2500 ");
 
 	/* When every consumer stops, the pass stops: what is live then ends as at the end. */
 	memset(&a, 0, sizeof(a));
-	CHECK_EQ(ht_pass_new(&p, r), 0);
-	id = ht_pass_add(p, &everything, &a);
-	ht_pass_stop_at(p, id, 2600);
-	CHECK_EQ(ht_pass_run(p), 0);
-	CHECK_EQ(ht_pass_events(p), 6);
-	ht_pass_free(p);
+	CHECK_EQ(ht__pass_new(&p, r), 0);
+	id = ht__pass_add(p, &everything, &a);
+	ht__pass_stop_at(p, id, 2600);
+	CHECK_EQ(ht__pass_run(p), 0);
+	CHECK_EQ(ht__pass_events(p), 6);
+	ht__pass_free(p);
 	CHECK_LOG(&a, "start 0@0 start 1@500 ev 1@1000 ev 1@1500 ev 1@2500 "
 		      "life 1000:1000-never life 2000:1500-never life 3000:2500-never "
 		      "commit 10000000:2000--1 ");
 
 	/* A consumer's error stops the pass and is what it returns. */
 	memset(&b, 0, sizeof(b));
-	CHECK_EQ(ht_pass_new(&p, r), 0);
-	ht_pass_add(p, &failing, NULL);
-	ht_pass_add(p, &events_only, &b);
-	CHECK_EQ(ht_pass_run(p), HT_ERR_CORRUPT);
-	ht_pass_free(p);
+	CHECK_EQ(ht__pass_new(&p, r), 0);
+	ht__pass_add(p, &failing, NULL);
+	ht__pass_add(p, &events_only, &b);
+	CHECK_EQ(ht__pass_run(p), HT_ERR_CORRUPT);
+	ht__pass_free(p);
 	CHECK_LOG(&b, "ev 12@0 ev 12@500 ev 1@1000 ev 1@1500 ev 5@2000 ev 1@2500 ");
 
 	ht_reader_close(r);

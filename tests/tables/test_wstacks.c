@@ -1,5 +1,5 @@
 /*
- * test_wstacks.c - the stacks as the tables see them (ht_wstacks) on a trace
+ * test_wstacks.c - the stacks as the tables see them (ht__wstacks) on a trace
  * built with the writer: culling with the default list, merging of stacks
  * whose culled frames have the same text, the frame and image keys of the
  * frame and image levels, and stacks without frames.
@@ -28,16 +28,16 @@ static int write_trace(const char *path)
 	return tr_end(w, 2000);
 }
 
-static void test_resolve(const struct ht_reader *r, struct ht_frame_matcher *cull)
+static void test_resolve(const struct ht_reader *r, struct ht__frame_matcher *cull)
 {
-	struct ht_wstacks *s;
-	CHECK_EQ(ht_wstacks_new(&s, r, cull), 0);
-	struct ht_witem a = {0}, b = {0}, c = {0}, none = {0}, big = {0};
-	CHECK_EQ(ht_wstacks_resolve(s, 1, &a), 0);
-	CHECK_EQ(ht_wstacks_resolve(s, 7, &b), 0);
-	CHECK_EQ(ht_wstacks_resolve(s, 2, &c), 0);
-	CHECK_EQ(ht_wstacks_resolve(s, 0, &none), 0);
-	CHECK_EQ(ht_wstacks_resolve(s, 99, &big), 0);
+	struct ht__wstacks *s;
+	CHECK_EQ(ht__wstacks_new(&s, r, cull), 0);
+	struct ht__witem a = {0}, b = {0}, c = {0}, none = {0}, big = {0};
+	CHECK_EQ(ht__wstacks_resolve(s, 1, &a), 0);
+	CHECK_EQ(ht__wstacks_resolve(s, 7, &b), 0);
+	CHECK_EQ(ht__wstacks_resolve(s, 2, &c), 0);
+	CHECK_EQ(ht__wstacks_resolve(s, 0, &none), 0);
+	CHECK_EQ(ht__wstacks_resolve(s, 99, &big), 0);
 	/* Stacks 1 and 7 differ only in main's return address: one stack. */
 	CHECK(a.stack != 0);
 	CHECK_EQ(a.stack, b.stack);
@@ -48,27 +48,27 @@ static void test_resolve(const struct ht_reader *r, struct ht_frame_matcher *cul
 	CHECK_EQ(none.nframes, 0);
 	CHECK_EQ(big.stack, 0);
 	const uint32_t *f;
-	uint32_t n = ht_wstacks_frames(s, a.stack, &f);
+	uint32_t n = ht__wstacks_frames(s, a.stack, &f);
 	if (cull) {
 		CHECK_EQ(n, 2);
-		CHECK_STR(ht_wstacks_frame_text(s, f[0]), "app!leaky");
-		CHECK_STR(ht_wstacks_frame_text(s, f[1]), "app!main");
+		CHECK_STR(ht__wstacks_frame_text(s, f[0]), "app!leaky");
+		CHECK_STR(ht__wstacks_frame_text(s, f[1]), "app!main");
 		CHECK_EQ(a.nframes, 1);
-		CHECK_STR(ht_wstacks_frame_name(s, a.frames[0]), "app!leaky");
-		CHECK_STR(ht_wstacks_image_name(s, a.images[0]), "app");
+		CHECK_STR(ht__wstacks_frame_name(s, a.frames[0]), "app!leaky");
+		CHECK_STR(ht__wstacks_image_name(s, a.images[0]), "app");
 	} else {
 		CHECK_EQ(n, 3);
-		CHECK_STR(ht_wstacks_frame_text(s, f[0]), "libc.so.6!malloc");
-		CHECK_STR(ht_wstacks_frame_name(s, a.frames[0]), "libc.so.6!malloc");
-		CHECK_STR(ht_wstacks_image_name(s, a.images[0]), "libc.so.6");
+		CHECK_STR(ht__wstacks_frame_text(s, f[0]), "libc.so.6!malloc");
+		CHECK_STR(ht__wstacks_frame_name(s, a.frames[0]), "libc.so.6!malloc");
+		CHECK_STR(ht__wstacks_image_name(s, a.images[0]), "libc.so.6");
 		/* Both stacks start at malloc: the same frame key and image. */
 		CHECK_EQ(a.frames[0], c.frames[0]);
 		CHECK_EQ(a.images[0], c.images[0]);
 	}
-	CHECK_EQ(ht_wstacks_frames(s, 0, &f), 0);
-	CHECK_STR(ht_wstacks_frame_name(s, 12345), "?");
-	CHECK_STR(ht_wstacks_image_name(s, HT_MODULE_NONE), "?");
-	ht_wstacks_free(s);
+	CHECK_EQ(ht__wstacks_frames(s, 0, &f), 0);
+	CHECK_STR(ht__wstacks_frame_name(s, 12345), "?");
+	CHECK_STR(ht__wstacks_image_name(s, HT_MODULE_NONE), "?");
+	ht__wstacks_free(s);
 }
 
 int main(void)
@@ -82,13 +82,13 @@ int main(void)
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 	if (r) {
 		test_resolve(r, NULL);
-		struct ht_match_list cull = HT_MATCH_LIST_INIT;
-		ht_match_list_add_defaults(&cull);
-		struct ht_frame_matcher *m;
-		CHECK_EQ(ht_frame_matcher_new(&m, &cull, r), 0);
+		struct ht__match_list cull = HT_MATCH_LIST_INIT;
+		ht__match_list_add_defaults(&cull);
+		struct ht__frame_matcher *m;
+		CHECK_EQ(ht__frame_matcher_new(&m, &cull, r), 0);
 		test_resolve(r, m);
-		ht_frame_matcher_free(m);
-		ht_match_list_release(&cull);
+		ht__frame_matcher_free(m);
+		ht__match_list_release(&cull);
 		ht_reader_close(r);
 	}
 	unlink(path);
