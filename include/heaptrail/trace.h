@@ -47,73 +47,129 @@ enum ht_error {
 /* A message for an error code; never NULL. */
 const char *ht_strerror(int err);
 
-/* The function a program called. */
-enum ht_func {
-	HT_FN_NONE = 0,
-	HT_FN_MALLOC = 1,
-	HT_FN_CALLOC = 2,
-	HT_FN_REALLOC = 3,
-	HT_FN_REALLOCARRAY = 4,
-	HT_FN_FREE = 5,
-	HT_FN_POSIX_MEMALIGN = 6,
-	HT_FN_ALIGNED_ALLOC = 7,
-	HT_FN_MEMALIGN = 8,
-	HT_FN_VALLOC = 9,
-	HT_FN_PVALLOC = 10,
-	HT_FN_MMAP = 11,
-	HT_FN_MMAP64 = 12,
-	HT_FN_MUNMAP = 13,
-	HT_FN_MREMAP = 14,
-	HT_FN_MPROTECT = 15,
-	HT_FN_BRK = 16,
-	HT_FN_SBRK = 17,
-	HT_FN_HEAP_API = 18, /* include/heaptrail/heap.h */
-	/* Allocators with their own API (docs/session-protocol.md). */
-	HT_FN_NEW = 19, /* operator new, every overload */
-	HT_FN_NEW_ARRAY = 20,
-	HT_FN_DELETE = 21,
-	HT_FN_DELETE_ARRAY = 22,
-	HT_FN_MALLOCX = 23, /* jemalloc */
-	HT_FN_RALLOCX = 24,
-	HT_FN_XALLOCX = 25,
-	HT_FN_DALLOCX = 26,
-	HT_FN_SDALLOCX = 27,
-	HT_FN_TCMALLOC = 28, /* a tc_* function of gperftools' tcmalloc */
-	HT_FN_MIMALLOC = 29, /* a mi_* function of mimalloc */
-	/* Ranges the session found in /proc/PID/maps (HT_EVF_UNSEEN). */
-	HT_FN_MAPS_HEAP = 30,  /* glibc's heap: [heap] or an arena */
-	HT_FN_MAPS_STACK = 31, /* a thread's stack (tid: the thread, when known) */
-	HT_FN_MAPS = 32,       /* unattributed */
-	HT_FN__COUNT
-};
+/*
+ * The function a program called: X(NAME, value, "name"). The names appear in
+ * dump and JSON output, so they never change. One list: the enum below,
+ * ht_func_name() and every table by function expand it.
+ */
+#define HT_FUNCS(X)                                                                                \
+	X(NONE, 0, "none")                                                                         \
+	X(MALLOC, 1, "malloc")                                                                     \
+	X(CALLOC, 2, "calloc")                                                                     \
+	X(REALLOC, 3, "realloc")                                                                   \
+	X(REALLOCARRAY, 4, "reallocarray")                                                         \
+	X(FREE, 5, "free")                                                                         \
+	X(POSIX_MEMALIGN, 6, "posix_memalign")                                                     \
+	X(ALIGNED_ALLOC, 7, "aligned_alloc")                                                       \
+	X(MEMALIGN, 8, "memalign")                                                                 \
+	X(VALLOC, 9, "valloc")                                                                     \
+	X(PVALLOC, 10, "pvalloc")                                                                  \
+	X(MMAP, 11, "mmap")                                                                        \
+	X(MMAP64, 12, "mmap64")                                                                    \
+	X(MUNMAP, 13, "munmap")                                                                    \
+	X(MREMAP, 14, "mremap")                                                                    \
+	X(MPROTECT, 15, "mprotect")                                                                \
+	X(BRK, 16, "brk")                                                                          \
+	X(SBRK, 17, "sbrk")                                                                        \
+	X(HEAP_API, 18, "heap_api") /* include/heaptrail/heap.h */                                 \
+	/* Allocators with their own API (docs/session-protocol.md). */                            \
+	X(NEW, 19, "new") /* operator new, every overload */                                       \
+	X(NEW_ARRAY, 20, "new[]")                                                                  \
+	X(DELETE, 21, "delete")                                                                    \
+	X(DELETE_ARRAY, 22, "delete[]")                                                            \
+	X(MALLOCX, 23, "mallocx") /* jemalloc */                                                   \
+	X(RALLOCX, 24, "rallocx")                                                                  \
+	X(XALLOCX, 25, "xallocx")                                                                  \
+	X(DALLOCX, 26, "dallocx")                                                                  \
+	X(SDALLOCX, 27, "sdallocx")                                                                \
+	X(TCMALLOC, 28, "tcmalloc") /* a tc_* function of gperftools' tcmalloc */                  \
+	X(MIMALLOC, 29, "mimalloc") /* a mi_* function of mimalloc */                              \
+	/* Ranges the session found in /proc/PID/maps (HT_EVF_UNSEEN). */                          \
+	X(MAPS_HEAP, 30, "maps_heap")	/* glibc's heap: [heap] or an arena */                     \
+	X(MAPS_STACK, 31, "maps_stack") /* a thread's stack (tid: the thread, when known) */       \
+	X(MAPS, 32, "maps")		/* unattributed */
+
+#define HT_FUNC_ENUM_(id, value, name) HT_FN_##id = value,
+enum ht_func { HT_FUNCS(HT_FUNC_ENUM_) HT_FN__COUNT };
+#undef HT_FUNC_ENUM_
 
 /* Name of a function ("malloc", "mmap", ...); "?" when out of range. */
 const char *ht_func_name(unsigned func);
 
-enum ht_event_type {
-	HT_EV_ALLOC = 1,	  /* heap, addr, size; func says which API */
-	HT_EV_ALLOC_FAIL = 2,	  /* heap, size requested; nothing allocated */
-	HT_EV_REALLOC = 3,	  /* heap, old_addr -> addr, size (see below) */
-	HT_EV_FREE = 4,		  /* heap, addr */
-	HT_EV_MMAP = 5,		  /* addr, size, prot, mflags, fd; HT_EVF_FAILED */
-	HT_EV_MUNMAP = 6,	  /* addr, size */
-	HT_EV_MREMAP = 7,	  /* old_addr, old_size -> addr, size, mflags */
-	HT_EV_MPROTECT = 8,	  /* addr, size, prot */
-	HT_EV_BRK = 9,		  /* old_addr = old break, addr = new break */
-	HT_EV_HEAP_CREATE = 10,	  /* heap, name */
-	HT_EV_HEAP_DESTROY = 11,  /* heap */
-	HT_EV_PROCESS_START = 12, /* a new process (fork, root, attach): process */
-	HT_EV_PROCESS_EXEC = 13,  /* a traced pid loaded a new image: process is new */
-	HT_EV_PROCESS_EXIT = 14,  /* value = exit code, or signal with HT_EVF_SIGNAL,
-				     or 0 with HT_EVF_EXEC */
-	HT_EV_THREAD_START = 15,  /* name */
-	HT_EV_THREAD_EXIT = 16,
-	HT_EV_THREAD_NAME = 17,	  /* name */
-	HT_EV_MODULE_LOAD = 18,	  /* module, addr = start, size, old_addr = bias */
-	HT_EV_MODULE_UNLOAD = 19, /* module */
-	HT_EV_RSS = 20,		  /* size = resident bytes, sampled by the session */
-	HT_EV__COUNT
+/*
+ * The fields of struct ht_event, in the order dump prints them. An event
+ * type names the ones it always carries (printed even when 0); any other
+ * field is printed when it is not 0.
+ */
+enum ht_event_field {
+	HT_FLD_PROCESS = 1u << 0,
+	HT_FLD_HEAP = 1u << 1,
+	HT_FLD_OLD_ADDR = 1u << 2,
+	HT_FLD_OLD_SIZE = 1u << 3,
+	HT_FLD_ADDR = 1u << 4,
+	HT_FLD_SIZE = 1u << 5,
+	HT_FLD_PROT = 1u << 6,
+	HT_FLD_MFLAGS = 1u << 7,
+	HT_FLD_FD = 1u << 8,
+	HT_FLD_MODULE = 1u << 9,
+	HT_FLD_VALUE = 1u << 10,
+	HT_FLD_NAME = 1u << 11,
 };
+
+/*
+ * The one list of event types: X(NAME, value, "name", default func, the
+ * fields it always carries). The name is what dump and JSON print; an event
+ * whose func is the type's default costs no byte for it in a trace (see
+ * docs/trace-format.md). Adding a type is a line here plus its producer
+ * (docs/architecture.md, "Where a change goes").
+ */
+#define HT_EVENT_TYPES(X)                                                                          \
+	/* heap, addr, size; func says which API */                                                \
+	X(ALLOC, 1, "alloc", HT_FN_MALLOC, HT_FLD_ADDR | HT_FLD_SIZE)                              \
+	/* heap, size requested; nothing allocated */                                              \
+	X(ALLOC_FAIL, 2, "alloc_fail", HT_FN_MALLOC, HT_FLD_SIZE)                                  \
+	/* heap, old_addr -> addr, size (see struct ht_event) */                                   \
+	X(REALLOC, 3, "realloc", HT_FN_REALLOC, HT_FLD_OLD_ADDR | HT_FLD_ADDR | HT_FLD_SIZE)       \
+	/* heap, addr */                                                                           \
+	X(FREE, 4, "free", HT_FN_FREE, HT_FLD_ADDR)                                                \
+	/* addr, size, prot, mflags, fd; HT_EVF_FAILED */                                          \
+	X(MMAP, 5, "mmap", HT_FN_MMAP,                                                             \
+	  HT_FLD_ADDR | HT_FLD_SIZE | HT_FLD_PROT | HT_FLD_MFLAGS | HT_FLD_FD)                     \
+	/* addr, size */                                                                           \
+	X(MUNMAP, 6, "munmap", HT_FN_MUNMAP, HT_FLD_ADDR | HT_FLD_SIZE)                            \
+	/* old_addr, old_size -> addr, size, mflags */                                             \
+	X(MREMAP, 7, "mremap", HT_FN_MREMAP,                                                       \
+	  HT_FLD_OLD_ADDR | HT_FLD_OLD_SIZE | HT_FLD_ADDR | HT_FLD_SIZE | HT_FLD_MFLAGS)           \
+	/* addr, size, prot */                                                                     \
+	X(MPROTECT, 8, "mprotect", HT_FN_MPROTECT, HT_FLD_ADDR | HT_FLD_SIZE | HT_FLD_PROT)        \
+	/* old_addr = old break, addr = new break */                                               \
+	X(BRK, 9, "brk", HT_FN_BRK, HT_FLD_OLD_ADDR | HT_FLD_ADDR)                                 \
+	/* heap, name */                                                                           \
+	X(HEAP_CREATE, 10, "heap_create", HT_FN_NONE, HT_FLD_HEAP | HT_FLD_NAME)                   \
+	/* heap */                                                                                 \
+	X(HEAP_DESTROY, 11, "heap_destroy", HT_FN_NONE, HT_FLD_HEAP)                               \
+	/* a new process (fork, root, attach): process */                                          \
+	X(PROCESS_START, 12, "process_start", HT_FN_NONE, HT_FLD_PROCESS)                          \
+	/* a traced pid loaded a new image: process is new */                                      \
+	X(PROCESS_EXEC, 13, "process_exec", HT_FN_NONE, HT_FLD_PROCESS)                            \
+	/* value = exit code, or signal with HT_EVF_SIGNAL, or 0 with HT_EVF_EXEC */               \
+	X(PROCESS_EXIT, 14, "process_exit", HT_FN_NONE, HT_FLD_PROCESS)                            \
+	/* name */                                                                                 \
+	X(THREAD_START, 15, "thread_start", HT_FN_NONE, HT_FLD_NAME)                               \
+	X(THREAD_EXIT, 16, "thread_exit", HT_FN_NONE, 0)                                           \
+	/* name */                                                                                 \
+	X(THREAD_NAME, 17, "thread_name", HT_FN_NONE, HT_FLD_NAME)                                 \
+	/* module, addr = start, size, old_addr = bias */                                          \
+	X(MODULE_LOAD, 18, "module_load", HT_FN_NONE,                                              \
+	  HT_FLD_MODULE | HT_FLD_ADDR | HT_FLD_SIZE | HT_FLD_OLD_ADDR)                             \
+	/* module */                                                                               \
+	X(MODULE_UNLOAD, 19, "module_unload", HT_FN_NONE, HT_FLD_MODULE)                           \
+	/* size = resident bytes, sampled by the session */                                        \
+	X(RSS, 20, "rss", HT_FN_NONE, HT_FLD_SIZE)
+
+#define HT_EVENT_ENUM_(id, value, name, func, fields) HT_EV_##id = value,
+enum ht_event_type { HT_EVENT_TYPES(HT_EVENT_ENUM_) HT_EV__COUNT };
+#undef HT_EVENT_ENUM_
 
 /* Name of an event type ("alloc", "mmap", ...), the names dump and JSON use. */
 const char *ht_event_name(unsigned type);

@@ -8,6 +8,7 @@
 #define HT_BASE_PROTOCOL_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The only environment variable: path of the session's shared-memory file. */
@@ -141,31 +142,42 @@ struct ht__rec {
 			   (alloc) or before it is made (free) */
 };
 
-enum ht__rec_type {
-	HT_REC_PAD = 0,		 /* skip len bytes */
-	HT_REC_ALLOC = 1,	 /* ht__rec_alloc: process heap */
-	HT_REC_ALLOC_FAIL = 2,	 /* ht__rec_alloc with addr 0: requested size */
-	HT_REC_REALLOC = 3,	 /* ht__rec_realloc */
-	HT_REC_FREE = 4,	 /* ht__rec_free */
-	HT_REC_MMAP = 5,	 /* ht__rec_mmap (flags HT_RECF_FAILED when MAP_FAILED) */
-	HT_REC_MUNMAP = 6,	 /* ht__rec_range */
-	HT_REC_MREMAP = 7,	 /* ht__rec_mremap */
-	HT_REC_MPROTECT = 8,	 /* ht__rec_range with prot */
-	HT_REC_BRK = 9,		 /* ht__rec_brk: brk() or sbrk() by the program */
-	HT_REC_HEAP_CREATE = 10, /* ht__rec_heap + name */
-	HT_REC_HEAP_DESTROY = 11,
-	HT_REC_HEAP_ALLOC = 12,	   /* ht__rec_heap_op */
-	HT_REC_HEAP_REALLOC = 13,  /* ht__rec_heap_op */
-	HT_REC_HEAP_FREE = 14,	   /* ht__rec_heap_op */
-	HT_REC_PROCESS_START = 16, /* ht__rec_process: first record of an instance */
-	HT_REC_PROCESS_EXIT = 17,  /* ht__rec_exit */
-	HT_REC_THREAD_START = 18,  /* ht__rec_thread */
-	HT_REC_THREAD_EXIT = 19,   /* header only */
-	HT_REC_THREAD_NAME = 20,   /* ht__rec_thread */
-	HT_REC_MODULE_LOAD = 21,   /* ht__rec_module */
-	HT_REC_MODULE_UNLOAD = 22, /* ht__rec_module (index only) */
-	HT_REC_STACK = 23,	   /* ht__rec_stack: defines hdr.stack */
-};
+/*
+ * The one list of record types: X(NAME, value, "name", minimum length). The
+ * session refuses a record shorter than its minimum (a torn or foreign
+ * record); the lengths name structs declared below, which is fine since the
+ * list is only expanded after them. The HT_REC_ enum and ringdump's names
+ * expand it.
+ */
+#define HT__REC_TYPES(X)                                                                           \
+	X(PAD, 0, "pad", sizeof(struct ht__rec))		     /* skip len bytes */          \
+	X(ALLOC, 1, "alloc", sizeof(struct ht__rec_alloc))	     /* process heap */            \
+	X(ALLOC_FAIL, 2, "alloc_fail", sizeof(struct ht__rec_alloc)) /* addr 0: size requested */  \
+	X(REALLOC, 3, "realloc", sizeof(struct ht__rec_realloc))                                   \
+	X(FREE, 4, "free", sizeof(struct ht__rec_free))                                            \
+	X(MMAP, 5, "mmap", sizeof(struct ht__rec_mmap)) /* HT_RECF_FAILED when MAP_FAILED */       \
+	X(MUNMAP, 6, "munmap", sizeof(struct ht__rec_range))                                       \
+	X(MREMAP, 7, "mremap", sizeof(struct ht__rec_mremap))                                      \
+	X(MPROTECT, 8, "mprotect", sizeof(struct ht__rec_range)) /* with prot */                   \
+	X(BRK, 9, "brk", sizeof(struct ht__rec_brk)) /* brk() or sbrk() by the program */          \
+	X(HEAP_CREATE, 10, "heap_create", sizeof(struct ht__rec_heap)) /* + name */                \
+	X(HEAP_DESTROY, 11, "heap_destroy", sizeof(struct ht__rec_heap))                           \
+	X(HEAP_ALLOC, 12, "heap_alloc", sizeof(struct ht__rec_heap_op))                            \
+	X(HEAP_REALLOC, 13, "heap_realloc", sizeof(struct ht__rec_heap_op))                        \
+	X(HEAP_FREE, 14, "heap_free", sizeof(struct ht__rec_heap_op))                              \
+	/* first record of an instance */                                                          \
+	X(PROCESS_START, 16, "process_start", sizeof(struct ht__rec_process))                      \
+	X(PROCESS_EXIT, 17, "process_exit", sizeof(struct ht__rec_exit))                           \
+	X(THREAD_START, 18, "thread_start", sizeof(struct ht__rec_thread))                         \
+	X(THREAD_EXIT, 19, "thread_exit", sizeof(struct ht__rec)) /* header only */                \
+	X(THREAD_NAME, 20, "thread_name", sizeof(struct ht__rec_thread))                           \
+	X(MODULE_LOAD, 21, "module_load", offsetof(struct ht__rec_module, path_len))               \
+	X(MODULE_UNLOAD, 22, "module_unload", offsetof(struct ht__rec_module, path_len))           \
+	X(STACK, 23, "stack", sizeof(struct ht__rec_stack)) /* defines hdr.stack */
+
+#define HT__REC_ENUM(id, value, name, min_len) HT_REC_##id = value,
+enum ht__rec_type { HT__REC_TYPES(HT__REC_ENUM) };
+#undef HT__REC_ENUM
 
 /* ht__rec.func carries enum ht_func (values below 0x80); this bit is OR-ed in
    when the call failed (mmap, mremap, realloc, brk). */

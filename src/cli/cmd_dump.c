@@ -33,64 +33,13 @@ static const char usage_text[] =
     "  heaptrail dump app.htr | head\n"
     "  heaptrail dump app.htr --stacks --format json > events.jsonl\n";
 
-/* Fields of struct ht_event that dump prints, in printing order. */
-enum field {
-	F_PROCESS = 1u << 0,
-	F_HEAP = 1u << 1,
-	F_OLD_ADDR = 1u << 2,
-	F_OLD_SIZE = 1u << 3,
-	F_ADDR = 1u << 4,
-	F_SIZE = 1u << 5,
-	F_PROT = 1u << 6,
-	F_MFLAGS = 1u << 7,
-	F_FD = 1u << 8,
-	F_MODULE = 1u << 9,
-	F_VALUE = 1u << 10,
-	F_NAME = 1u << 11,
-};
-
 /* Fields printed for a type even when 0 (others only when set). */
 static unsigned always(unsigned type)
 {
-	switch (type) {
-	case HT_EV_ALLOC:
-		return F_ADDR | F_SIZE;
-	case HT_EV_ALLOC_FAIL:
-		return F_SIZE;
-	case HT_EV_REALLOC:
-		return F_OLD_ADDR | F_ADDR | F_SIZE;
-	case HT_EV_FREE:
-		return F_ADDR;
-	case HT_EV_MMAP:
-		return F_ADDR | F_SIZE | F_PROT | F_MFLAGS | F_FD;
-	case HT_EV_MUNMAP:
-		return F_ADDR | F_SIZE;
-	case HT_EV_MREMAP:
-		return F_OLD_ADDR | F_OLD_SIZE | F_ADDR | F_SIZE | F_MFLAGS;
-	case HT_EV_MPROTECT:
-		return F_ADDR | F_SIZE | F_PROT;
-	case HT_EV_BRK:
-		return F_OLD_ADDR | F_ADDR;
-	case HT_EV_HEAP_CREATE:
-		return F_HEAP | F_NAME;
-	case HT_EV_HEAP_DESTROY:
-		return F_HEAP;
-	case HT_EV_PROCESS_START:
-	case HT_EV_PROCESS_EXEC:
-	case HT_EV_PROCESS_EXIT:
-		return F_PROCESS;
-	case HT_EV_THREAD_START:
-	case HT_EV_THREAD_NAME:
-		return F_NAME;
-	case HT_EV_MODULE_LOAD:
-		return F_MODULE | F_ADDR | F_SIZE | F_OLD_ADDR;
-	case HT_EV_MODULE_UNLOAD:
-		return F_MODULE;
-	case HT_EV_RSS:
-		return F_SIZE;
-	default:
-		return 0;
-	}
+#define ALWAYS(id, value, name, func, fields) [HT_EV_##id] = fields,
+	static const unsigned fields[HT_EV__COUNT] = {HT_EVENT_TYPES(ALWAYS)};
+#undef ALWAYS
+	return type < HT_EV__COUNT ? fields[type] : 0;
 }
 
 static int is_heap_event(unsigned type)
@@ -102,17 +51,17 @@ static int is_heap_event(unsigned type)
 static unsigned fields_of(const struct ht_event *ev)
 {
 	unsigned f = always(ev->type);
-	f |= ev->heap ? F_HEAP : 0;
-	f |= ev->old_addr ? F_OLD_ADDR : 0;
-	f |= ev->old_size ? F_OLD_SIZE : 0;
-	f |= ev->addr ? F_ADDR : 0;
-	f |= ev->size ? F_SIZE : 0;
-	f |= ev->prot ? F_PROT : 0;
-	f |= ev->mflags ? F_MFLAGS : 0;
-	f |= ev->fd ? F_FD : 0;
-	f |= ev->module ? F_MODULE : 0;
-	f |= ev->value ? F_VALUE : 0;
-	f |= ev->name ? F_NAME : 0;
+	f |= ev->heap ? HT_FLD_HEAP : 0;
+	f |= ev->old_addr ? HT_FLD_OLD_ADDR : 0;
+	f |= ev->old_size ? HT_FLD_OLD_SIZE : 0;
+	f |= ev->addr ? HT_FLD_ADDR : 0;
+	f |= ev->size ? HT_FLD_SIZE : 0;
+	f |= ev->prot ? HT_FLD_PROT : 0;
+	f |= ev->mflags ? HT_FLD_MFLAGS : 0;
+	f |= ev->fd ? HT_FLD_FD : 0;
+	f |= ev->module ? HT_FLD_MODULE : 0;
+	f |= ev->value ? HT_FLD_VALUE : 0;
+	f |= ev->name ? HT_FLD_NAME : 0;
 	return f;
 }
 
@@ -161,35 +110,35 @@ static void print_text(struct ht_reader *r, const struct ht_event *ev, int stack
 	fprintf(f, "%" PRIu64 " %d %d %s %s", ev->ts, ev->pid, ev->tid, ht_event_name(ev->type),
 		ht_func_name(ev->func));
 	unsigned fl = fields_of(ev);
-	if (fl & F_PROCESS)
+	if (fl & HT_FLD_PROCESS)
 		fprintf(f, " process=%u", ev->process);
-	if (fl & F_HEAP)
+	if (fl & HT_FLD_HEAP)
 		fprintf(f, " heap=0x%" PRIx64, ev->heap);
-	if (fl & F_OLD_ADDR)
+	if (fl & HT_FLD_OLD_ADDR)
 		fprintf(f,
 			ev->type == HT_EV_MODULE_LOAD ? " bias=0x%" PRIx64 : " old_addr=0x%" PRIx64,
 			ev->old_addr);
-	if (fl & F_OLD_SIZE)
+	if (fl & HT_FLD_OLD_SIZE)
 		fprintf(f, " old_size=%" PRIu64, ev->old_size);
-	if (fl & F_ADDR)
+	if (fl & HT_FLD_ADDR)
 		fprintf(f, " addr=0x%" PRIx64, ev->addr);
-	if (fl & F_SIZE)
+	if (fl & HT_FLD_SIZE)
 		fprintf(f, " size=%" PRIu64, ev->size);
-	if (fl & F_PROT)
+	if (fl & HT_FLD_PROT)
 		fprintf(f, " prot=0x%x", ev->prot);
-	if (fl & F_MFLAGS)
+	if (fl & HT_FLD_MFLAGS)
 		fprintf(f, " mflags=0x%x", ev->mflags);
-	if (fl & F_FD)
+	if (fl & HT_FLD_FD)
 		fprintf(f, " fd=%d", ev->fd);
-	if (fl & F_MODULE)
+	if (fl & HT_FLD_MODULE)
 		fprintf(f, " module=%u", ev->module);
 	if (ev->type == HT_EV_PROCESS_EXIT && (ev->flags & HT_EVF_EXEC))
 		fputs(" end=exec", f);
 	else if (ev->type == HT_EV_PROCESS_EXIT)
 		fprintf(f, (ev->flags & HT_EVF_SIGNAL) ? " signal=%d" : " exit_code=%d", ev->value);
-	else if (fl & F_VALUE)
+	else if (fl & HT_FLD_VALUE)
 		fprintf(f, " value=%d", ev->value);
-	if (fl & F_NAME) {
+	if (fl & HT_FLD_NAME) {
 		fputs(" name=", f);
 		quoted(f, ev->name);
 	}
@@ -245,40 +194,40 @@ static void print_json(struct ht_reader *r, const struct ht_event *ev, int stack
 	jw_str(&j, ht_func_name(ev->func));
 	unsigned fl = fields_of(ev);
 	if (is_heap_event(ev->type))
-		fl |= F_HEAP;
-	if (fl & F_HEAP) {
+		fl |= HT_FLD_HEAP;
+	if (fl & HT_FLD_HEAP) {
 		jw_key(&j, "heap");
 		jw_u64(&j, ev->heap);
 	}
-	if (fl & F_OLD_ADDR) {
+	if (fl & HT_FLD_OLD_ADDR) {
 		jw_key(&j, ev->type == HT_EV_MODULE_LOAD ? "bias" : "old_addr");
 		jw_u64(&j, ev->old_addr);
 	}
-	if (fl & F_OLD_SIZE) {
+	if (fl & HT_FLD_OLD_SIZE) {
 		jw_key(&j, "old_size");
 		jw_u64(&j, ev->old_size);
 	}
-	if (fl & F_ADDR) {
+	if (fl & HT_FLD_ADDR) {
 		jw_key(&j, "addr");
 		jw_u64(&j, ev->addr);
 	}
-	if (fl & F_SIZE) {
+	if (fl & HT_FLD_SIZE) {
 		jw_key(&j, "size");
 		jw_u64(&j, ev->size);
 	}
-	if (fl & F_PROT) {
+	if (fl & HT_FLD_PROT) {
 		jw_key(&j, "prot");
 		jw_u64(&j, ev->prot);
 	}
-	if (fl & F_MFLAGS) {
+	if (fl & HT_FLD_MFLAGS) {
 		jw_key(&j, "mflags");
 		jw_u64(&j, ev->mflags);
 	}
-	if (fl & F_FD) {
+	if (fl & HT_FLD_FD) {
 		jw_key(&j, "fd");
 		jw_i64(&j, ev->fd);
 	}
-	if (fl & F_MODULE) {
+	if (fl & HT_FLD_MODULE) {
 		jw_key(&j, "module");
 		jw_u64(&j, ev->module);
 	}
@@ -288,11 +237,11 @@ static void print_json(struct ht_reader *r, const struct ht_event *ev, int stack
 	} else if (ev->type == HT_EV_PROCESS_EXIT) {
 		jw_key(&j, (ev->flags & HT_EVF_SIGNAL) ? "signal" : "exit_code");
 		jw_i64(&j, ev->value);
-	} else if (fl & F_VALUE) {
+	} else if (fl & HT_FLD_VALUE) {
 		jw_key(&j, "value");
 		jw_i64(&j, ev->value);
 	}
-	if (fl & F_NAME) {
+	if (fl & HT_FLD_NAME) {
 		jw_key(&j, "name");
 		jw_str(&j, ev->name);
 	}

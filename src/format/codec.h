@@ -160,13 +160,9 @@ int ht__footer_parse(const uint8_t in[HT__FOOTER_SIZE], struct ht__footer *f);
 /* Default func of an event type: an event with it needs no EXT byte. */
 static inline unsigned ht__default_func(unsigned type)
 {
-	static const uint8_t def[HT_EV__COUNT] = {
-	    [HT_EV_ALLOC] = HT_FN_MALLOC,    [HT_EV_ALLOC_FAIL] = HT_FN_MALLOC,
-	    [HT_EV_REALLOC] = HT_FN_REALLOC, [HT_EV_FREE] = HT_FN_FREE,
-	    [HT_EV_MMAP] = HT_FN_MMAP,	     [HT_EV_MUNMAP] = HT_FN_MUNMAP,
-	    [HT_EV_MREMAP] = HT_FN_MREMAP,   [HT_EV_MPROTECT] = HT_FN_MPROTECT,
-	    [HT_EV_BRK] = HT_FN_BRK,
-	};
+#define HT__DEFAULT_FUNC(id, value, name, func, fields) [HT_EV_##id] = func,
+	static const uint8_t def[HT_EV__COUNT] = {HT_EVENT_TYPES(HT__DEFAULT_FUNC)};
+#undef HT__DEFAULT_FUNC
 	return type < HT_EV__COUNT ? def[type] : HT_FN_NONE;
 }
 

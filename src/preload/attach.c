@@ -20,23 +20,26 @@
 #include "alloc_ext.h"
 #include "internal.h"
 
-/* The functions redirected, as the program's modules import them. */
-/* clang-format off */
-static const char *const ht__names[] = {
-	"malloc", "calloc", "realloc", "reallocarray", "free",
-	"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
-	"mmap", "mmap64", "munmap", "mremap", "mprotect", "brk", "sbrk",
-	"dlopen", "dlclose", "_exit", "_Exit", "pthread_setname_np",
-	"_Fork", "clone",
+/*
+ * The functions redirected, as the program's modules import them, and where
+ * their real definitions go: the ATTACH entries of internal.h's list.
+ */
+struct got_hook {
+	const char *name;
+	void **real;
 };
-/* clang-format on */
-#define HT_NHOOKS (sizeof ht__names / sizeof ht__names[0])
+#define IF_ATTACH(...) __VA_ARGS__
+#define IF_LAUNCH(...)
+#define GOT_HOOK(ret, name, params, attr, mode) IF_##mode({#name, (void **)&ht__real.name}, )
+static const struct got_hook got_hooks[] = {HT__LIBC_HOOKS(GOT_HOOK)};
+#undef GOT_HOOK
+#define HT_NHOOKS (sizeof got_hooks / sizeof got_hooks[0])
 /* Then the allocators' own entry points (alloc_ext.h), HT_NHOOKS + their index. */
 #define HT_NALL (HT_NHOOKS + HT_EXT_COUNT)
 
 static const char *ht__name(unsigned i)
 {
-	return i < HT_NHOOKS ? ht__names[i] : ht__ext_name(i - HT_NHOOKS);
+	return i < HT_NHOOKS ? got_hooks[i].name : ht__ext_name(i - HT_NHOOKS);
 }
 
 static uintptr_t ht__hooks[HT_NALL]; /* our function for each name */
@@ -73,7 +76,7 @@ static int ht__hook_index(const char *name)
 	/* Most imported names start with none of these: a cheap first filter. */
 	if (strchr("cfmprvabsd_", name[0]))
 		for (unsigned i = 0; i < HT_NHOOKS; i++)
-			if (!strcmp(name, ht__names[i]))
+			if (!strcmp(name, got_hooks[i].name))
 				return (int)i;
 	int k = ht__ext_index(name);
 	return k < 0 ? -1 : (int)HT_NHOOKS + k;
@@ -554,21 +557,6 @@ static void ht__find_reals(void)
 {
 	struct ht__walk w;
 	ht__walk_all(HT_INSPECT, &w);
-	void **real[HT_NHOOKS] = {
-	    (void **)&ht__real.malloc,	      (void **)&ht__real.calloc,
-	    (void **)&ht__real.realloc,	      (void **)&ht__real.reallocarray,
-	    (void **)&ht__real.free,	      (void **)&ht__real.posix_memalign,
-	    (void **)&ht__real.aligned_alloc, (void **)&ht__real.memalign,
-	    (void **)&ht__real.valloc,	      (void **)&ht__real.pvalloc,
-	    (void **)&ht__real.mmap,	      (void **)&ht__real.mmap64,
-	    (void **)&ht__real.munmap,	      (void **)&ht__real.mremap,
-	    (void **)&ht__real.mprotect,      (void **)&ht__real.brk,
-	    (void **)&ht__real.sbrk,	      (void **)&ht__real.dlopen,
-	    (void **)&ht__real.dlclose,	      (void **)&ht__real._exit,
-	    (void **)&ht__real._Exit,	      (void **)&ht__real.pthread_setname_np,
-	    (void **)&ht__real._Fork,	      (void **)&ht__real.clone,
-	};
-	_Static_assert(sizeof real / sizeof real[0] == HT_NHOOKS, "one real function per hook");
 	for (unsigned i = 0; i < HT_NALL; i++) {
 		const char *name = ht__name(i);
 		void *p = dlsym(RTLD_DEFAULT, name);
@@ -579,7 +567,7 @@ static void ht__find_reals(void)
 		if (i >= HT_NHOOKS)
 			ht__ext_set_real(i - HT_NHOOKS, p);
 		else if (p)
-			*real[i] = p;
+			*got_hooks[i].real = p;
 	}
 	ht__ext_ready();
 }

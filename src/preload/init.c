@@ -101,9 +101,10 @@ uint64_t ht__now(void)
 	return ht__clock();
 }
 
-#define RESOLVE(name) ht__real.name = (__typeof__(ht__real.name))dlsym(RTLD_NEXT, #name)
+#define RESOLVE(ret, name, params, attr, mode)                                                     \
+	ht__real.name = (__typeof__(ht__real.name))dlsym(RTLD_NEXT, #name);
 
-/* Resolves every real function once. Re-entrant calls get boot memory. */
+/* Resolves every real function once, in the list's order. Re-entrant calls get boot memory. */
 void ht__resolve(void)
 {
 	static _Atomic int done;
@@ -111,35 +112,7 @@ void ht__resolve(void)
 		return;
 	int save = errno;
 	ht__t.guard += HT_GUARD_OWN;
-	RESOLVE(mmap);
-	RESOLVE(mmap64);
-	RESOLVE(munmap);
-	RESOLVE(mremap);
-	RESOLVE(mprotect);
-	RESOLVE(calloc);
-	RESOLVE(malloc);
-	RESOLVE(realloc);
-	RESOLVE(reallocarray);
-	RESOLVE(posix_memalign);
-	RESOLVE(aligned_alloc);
-	RESOLVE(memalign);
-	RESOLVE(valloc);
-	RESOLVE(pvalloc);
-	RESOLVE(brk);
-	RESOLVE(sbrk);
-	RESOLVE(_exit);
-	RESOLVE(_Exit);
-	RESOLVE(waitpid);
-	RESOLVE(wait);
-	RESOLVE(wait4);
-	RESOLVE(waitid);
-	RESOLVE(dlopen);
-	RESOLVE(dlclose);
-	RESOLVE(pthread_setname_np);
-	RESOLVE(clone);
-	RESOLVE(_Fork);
-	/* free last: until it is known, frees of boot blocks are no-ops anyway. */
-	RESOLVE(free);
+	HT__LIBC_HOOKS(RESOLVE)
 	ht__t.guard -= HT_GUARD_OWN;
 	atomic_store(&done, 1);
 	errno = save;

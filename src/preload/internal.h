@@ -33,37 +33,51 @@ enum ht__state {
 	HT_ST_DORMANT = 3, /* pass through forever (no session, dead collector, ...) */
 };
 
+/*
+ * The one list of the libc functions the recorder hooks: X(return type,
+ * name, parameter types, attributes, ATTACH or LAUNCH). ATTACH: attach mode
+ * redirects the name in every module's GOT too (attach.c); LAUNCH: only
+ * interposed by preloading. The order is the order ht__resolve() finds the
+ * real functions in (free last). The allocators' own APIs are alloc_ext.h's
+ * list.
+ */
+#define HT__LIBC_HOOKS(X)                                                                          \
+	X(void *, mmap, (void *, size_t, int, int, int, off_t), , ATTACH)                          \
+	X(void *, mmap64, (void *, size_t, int, int, int, off_t), , ATTACH)                        \
+	X(int, munmap, (void *, size_t), , ATTACH)                                                 \
+	X(void *, mremap, (void *, size_t, size_t, int, ...), , ATTACH)                            \
+	X(int, mprotect, (void *, size_t, int), , ATTACH)                                          \
+	X(void *, calloc, (size_t, size_t), , ATTACH)                                              \
+	X(void *, malloc, (size_t), , ATTACH)                                                      \
+	X(void *, realloc, (void *, size_t), , ATTACH)                                             \
+	X(void *, reallocarray, (void *, size_t, size_t), , ATTACH)                                \
+	X(int, posix_memalign, (void **, size_t, size_t), , ATTACH)                                \
+	X(void *, aligned_alloc, (size_t, size_t), , ATTACH)                                       \
+	X(void *, memalign, (size_t, size_t), , ATTACH)                                            \
+	X(void *, valloc, (size_t), , ATTACH)                                                      \
+	X(void *, pvalloc, (size_t), , ATTACH)                                                     \
+	X(int, brk, (void *), , ATTACH)                                                            \
+	X(void *, sbrk, (intptr_t), , ATTACH)                                                      \
+	X(void, _exit, (int), __attribute__((noreturn)), ATTACH)                                   \
+	X(void, _Exit, (int), __attribute__((noreturn)), ATTACH)                                   \
+	X(pid_t, waitpid, (pid_t, int *, int), , LAUNCH)                                           \
+	X(pid_t, wait, (int *), , LAUNCH)                                                          \
+	X(pid_t, wait4, (pid_t, int *, int, void *), , LAUNCH)                                     \
+	X(int, waitid, (int, id_t, void *, int), , LAUNCH)                                         \
+	X(void *, dlopen, (const char *, int), , ATTACH)                                           \
+	X(int, dlclose, (void *), , ATTACH)                                                        \
+	X(int, pthread_setname_np, (unsigned long, const char *), , ATTACH)                        \
+	X(int, clone, (int (*)(void *), void *, int, void *, ...), , ATTACH)                       \
+	X(pid_t, _Fork, (void), , ATTACH)                                                          \
+	/* free last: until it is known, frees of boot blocks are no-ops anyway. */                \
+	X(void, free, (void *), , ATTACH)
+
 /* The real functions, resolved once with dlsym(RTLD_NEXT). */
+#define HT__REAL_FIELD(ret, name, params, attr, mode) ret(*name) params attr;
 struct ht__real {
-	void *(*malloc)(size_t);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
-	void (*free)(void *);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	void *(*valloc)(size_t);
-	void *(*pvalloc)(size_t);
-	void *(*mmap)(void *, size_t, int, int, int, off_t);
-	void *(*mmap64)(void *, size_t, int, int, int, off_t);
-	int (*munmap)(void *, size_t);
-	void *(*mremap)(void *, size_t, size_t, int, ...);
-	int (*mprotect)(void *, size_t, int);
-	int (*brk)(void *);
-	void *(*sbrk)(intptr_t);
-	void (*_exit)(int) __attribute__((noreturn));
-	void (*_Exit)(int) __attribute__((noreturn));
-	pid_t (*waitpid)(pid_t, int *, int);
-	pid_t (*wait)(int *);
-	pid_t (*wait4)(pid_t, int *, int, void *);
-	int (*waitid)(int, id_t, void *, int);
-	void *(*dlopen)(const char *, int);
-	int (*dlclose)(void *);
-	int (*pthread_setname_np)(unsigned long, const char *);
-	int (*clone)(int (*)(void *), void *, int, void *, ...);
-	pid_t (*_Fork)(void);
+	HT__LIBC_HOOKS(HT__REAL_FIELD)
 };
+#undef HT__REAL_FIELD
 
 /* Everything about the current instance (one process image). */
 struct ht__global {

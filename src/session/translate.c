@@ -445,41 +445,11 @@ static int on_module(struct ht__session *s, struct ht__proc *p, struct ht_event 
 static uint32_t min_len(uint8_t type)
 {
 	switch (type) {
-	case HT_REC_ALLOC:
-	case HT_REC_ALLOC_FAIL:
-		return sizeof(struct ht__rec_alloc);
-	case HT_REC_REALLOC:
-		return sizeof(struct ht__rec_realloc);
-	case HT_REC_FREE:
-		return sizeof(struct ht__rec_free);
-	case HT_REC_MMAP:
-		return sizeof(struct ht__rec_mmap);
-	case HT_REC_MUNMAP:
-	case HT_REC_MPROTECT:
-		return sizeof(struct ht__rec_range);
-	case HT_REC_MREMAP:
-		return sizeof(struct ht__rec_mremap);
-	case HT_REC_BRK:
-		return sizeof(struct ht__rec_brk);
-	case HT_REC_HEAP_CREATE:
-	case HT_REC_HEAP_DESTROY:
-		return sizeof(struct ht__rec_heap);
-	case HT_REC_HEAP_ALLOC:
-	case HT_REC_HEAP_REALLOC:
-	case HT_REC_HEAP_FREE:
-		return sizeof(struct ht__rec_heap_op);
-	case HT_REC_PROCESS_START:
-		return sizeof(struct ht__rec_process);
-	case HT_REC_PROCESS_EXIT:
-		return sizeof(struct ht__rec_exit);
-	case HT_REC_THREAD_START:
-	case HT_REC_THREAD_NAME:
-		return sizeof(struct ht__rec_thread);
-	case HT_REC_MODULE_LOAD:
-	case HT_REC_MODULE_UNLOAD:
-		return offsetof(struct ht__rec_module, path_len);
-	case HT_REC_STACK:
-		return sizeof(struct ht__rec_stack);
+#define MIN_LEN(id, value, name, min_len)                                                          \
+	case HT_REC_##id:                                                                          \
+		return min_len;
+		HT__REC_TYPES(MIN_LEN)
+#undef MIN_LEN
 	case HT__REC_SELF_RSS:
 		return sizeof(struct ht__rec_self_rss);
 	case HT__REC_SELF_MAP_FOUND:

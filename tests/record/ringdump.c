@@ -183,13 +183,9 @@ static void print_str(FILE *f, const char *s, size_t n)
 
 static const char *fname(unsigned func)
 {
-	static const char *const n[HT_FN__COUNT] = {
-	    "none",	      "malloc",	       "calloc",   "realloc",  "reallocarray", "free",
-	    "posix_memalign", "aligned_alloc", "memalign", "valloc",   "pvalloc",      "mmap",
-	    "mmap64",	      "munmap",	       "mremap",   "mprotect", "brk",	       "sbrk",
-	    "heap_api",	      "new",	       "new[]",	   "delete",   "delete[]",     "mallocx",
-	    "rallocx",	      "xallocx",       "dallocx",  "sdallocx", "tcmalloc",     "mimalloc",
-	};
+#define FUNC_NAME(id, value, name) [HT_FN_##id] = name,
+	static const char *const n[HT_FN__COUNT] = {HT_FUNCS(FUNC_NAME)};
+#undef FUNC_NAME
 	func &= ~HT_RECF_FAILED;
 	return func < HT_FN__COUNT && n[func] ? n[func] : "?";
 }
@@ -198,30 +194,9 @@ static void print_rec(FILE *f, const struct rec *o, int with_ts)
 {
 	const struct ht__rec *h = (const struct ht__rec *)o->bytes;
 	int failed = (h->func & HT_RECF_FAILED) != 0;
-	static const char *names[] = {
-	    [HT_REC_ALLOC] = "alloc",
-	    [HT_REC_ALLOC_FAIL] = "alloc_fail",
-	    [HT_REC_REALLOC] = "realloc",
-	    [HT_REC_FREE] = "free",
-	    [HT_REC_MMAP] = "mmap",
-	    [HT_REC_MUNMAP] = "munmap",
-	    [HT_REC_MREMAP] = "mremap",
-	    [HT_REC_MPROTECT] = "mprotect",
-	    [HT_REC_BRK] = "brk",
-	    [HT_REC_HEAP_CREATE] = "heap_create",
-	    [HT_REC_HEAP_DESTROY] = "heap_destroy",
-	    [HT_REC_HEAP_ALLOC] = "heap_alloc",
-	    [HT_REC_HEAP_REALLOC] = "heap_realloc",
-	    [HT_REC_HEAP_FREE] = "heap_free",
-	    [HT_REC_PROCESS_START] = "process_start",
-	    [HT_REC_PROCESS_EXIT] = "process_exit",
-	    [HT_REC_THREAD_START] = "thread_start",
-	    [HT_REC_THREAD_EXIT] = "thread_exit",
-	    [HT_REC_THREAD_NAME] = "thread_name",
-	    [HT_REC_MODULE_LOAD] = "module_load",
-	    [HT_REC_MODULE_UNLOAD] = "module_unload",
-	    [HT_REC_STACK] = "stack",
-	};
+#define REC_NAME(id, value, name, min_len) [HT_REC_##id] = name,
+	static const char *const names[] = {HT__REC_TYPES(REC_NAME)};
+#undef REC_NAME
 	const char *name =
 	    h->type < sizeof names / sizeof *names && names[h->type] ? names[h->type] : "unknown";
 	fprintf(f, "%s func=%s pid=%d tid=%d inst=%08x stack=%u", name, fname(h->func), o->pid,
