@@ -603,6 +603,7 @@ HT_EXPORT int ht__attach_start(const char *session_path)
 		atomic_store(&ht__g.state, HT_ST_INITIALIZING);
 		atomic_store(&ht__attached, 1);
 		ht__walk_all(HT_PATCH, NULL);
+		ht__g.child = ht__attach_child; /* a raw clone's child leaves too */
 		rc = ht__init_session(session_path, HT_PROC_ATTACHED);
 		if (rc < 0) {
 			atomic_store(&ht__attached, 0);

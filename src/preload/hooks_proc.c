@@ -171,9 +171,9 @@ HT_EXPORT pid_t _Fork(void)
 	if (HT_UNLIKELY(!ht__real._Fork))
 		ht__resolve();
 	pid_t r = ht__real._Fork ? ht__real._Fork() : (pid_t)syscall(SYS_fork);
-	if (r == 0 && atomic_load(&ht__g.state) == HT_ST_READY) {
+	if (r == 0) {
 		int e = errno;
-		ht__child_start();
+		ht__child_check();
 		errno = e;
 	}
 	return r;
@@ -188,8 +188,7 @@ struct ht__clone_arg {
 static int ht__clone_child(void *p)
 {
 	struct ht__clone_arg *a = p;
-	if (atomic_load(&ht__g.state) == HT_ST_READY)
-		ht__child_start();
+	ht__child_check();
 	return a->fn(a->arg);
 }
 
@@ -234,7 +233,8 @@ static long ht__syscall6(long nr, long a1, long a2, long a3, long a4, long a5, l
  * handler runs, and the child would write into its parent's rings under
  * the parent's pid. Its first code after the call starts its own instance,
  * like a fork child. Every other call goes straight to the kernel. A clone
- * made with inline assembly is not seen (src/preload/README.md).
+ * made with inline assembly is found by the fork sentinel (ht__g.alive) at
+ * the child's first event instead.
  */
 HT_EXPORT long syscall(long nr, ...)
 {
@@ -253,10 +253,9 @@ HT_EXPORT long syscall(long nr, ...)
 		memcpy(&flags, (const void *)a1, sizeof flags); /* clone_args.flags */
 #endif
 	long r = ht__syscall6(nr, a1, a2, a3, a4, a5, a6);
-	if (HT_UNLIKELY(!(flags & CLONE_VM)) && r == 0 &&
-	    atomic_load(&ht__g.state) == HT_ST_READY) {
+	if (HT_UNLIKELY(!(flags & CLONE_VM)) && r == 0) {
 		int e = errno;
-		ht__child_start();
+		ht__child_check();
 		errno = e;
 	}
 	return r;

@@ -21,7 +21,8 @@
 
 #include "internal.h"
 
-struct ht__global ht__g;
+static const uint32_t alive_always = 1;
+struct ht__global ht__g = {.alive = (volatile uint32_t *)&alive_always};
 struct ht__real ht__real;
 __thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")));
 
@@ -226,6 +227,27 @@ static void ht__instance_begin(uint32_t flags)
 }
 
 /*
+ * The fork sentinel (ht__g.alive): one page the kernel zeroes in a child
+ * that does not share our memory. Set up once per image; after that a
+ * child made with inline assembly, which no hook sees, is found at its
+ * first event by one load.
+ */
+static void arm_alive(void)
+{
+	if (!ht__g.wipe) {
+		uint32_t *p = ht__raw_mmap(4096);
+		if (p && syscall(SYS_madvise, p, 4096, 18 /* MADV_WIPEONFORK */) == 0) {
+			ht__g.alive = p;
+			ht__g.wipe = 1;
+		} else if (p) {
+			syscall(SYS_munmap, p, 4096);
+		}
+	}
+	if (ht__g.wipe)
+		*ht__g.alive = 1;
+}
+
+/*
  * Maps the session file at path and starts the first instance of this
  * process image, its PROCESS_START carrying flags (attach.c passes
  * HT_PROC_ATTACHED). Returns 0, or a negative enum ht_error with the
@@ -298,6 +320,9 @@ int ht__init_session(const char *path, uint32_t flags)
 	}
 	ht__threads_init();
 	ht__find_self();
+	arm_alive();
+	if (!ht__g.child)
+		ht__g.child = ht__child_start;
 	ht__instance_begin(flags);
 	return 0;
 unmap:
@@ -351,6 +376,25 @@ int ht__ensure(void)
 	return atomic_load(&ht__g.state) == HT_ST_READY;
 }
 
+/* A hook of a traced image whose session stops, or which is a child no
+   hook saw being made (raw clone): the cold half of ht__enter(). */
+int ht__enter_odd(struct ht__thread *t)
+{
+	if (!*ht__g.alive) {
+		int save = errno;
+		ht__g.child();
+		errno = save;
+		if (atomic_load(&ht__g.state) != HT_ST_READY)
+			return 0;
+	}
+	if (atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) == HT_SESSION_STOPPING) {
+		ht__go_dormant();
+		return 0;
+	}
+	t->guard = 1;
+	return 1;
+}
+
 int ht__enter_slow(struct ht__thread *t)
 {
 	if (t->guard) {
@@ -383,6 +427,8 @@ void ht__child_start(void)
 	atomic_store(&ht__g.state, HT_ST_INITIALIZING);
 	ht__fork_parent = ht__g.pid; /* still the parent's: this is its copy */
 	ht__g.pid = getpid();
+	if (ht__g.wipe)
+		*ht__g.alive = 1;
 	if ((ht__g.flags & HT_SHM_NO_FOLLOW) && ht__g.pid != ht__g.hdr->root_pid) {
 		ht__go_dormant();
 	} else {
@@ -393,11 +439,21 @@ void ht__child_start(void)
 	t->guard = 0;
 }
 
+/*
+ * The child of a fork the recorder hears of (atfork, _Fork, clone(),
+ * syscall()). Its first event may have started its instance already, when
+ * the sentinel found it first.
+ */
+void ht__child_check(void)
+{
+	if (atomic_load(&ht__g.state) == HT_ST_READY && (!ht__g.wipe || !*ht__g.alive))
+		ht__child_start();
+}
+
 static void ht__atfork_child(void)
 {
 	int save = errno;
-	if (atomic_load(&ht__g.state) == HT_ST_READY)
-		ht__child_start();
+	ht__child_check();
 	errno = save;
 }
 

@@ -92,6 +92,15 @@ struct ht__global {
 	uintptr_t self_start, self_end;	  /* our own code, dropped from stacks */
 	uintptr_t unw_start, unw_end;	  /* libunwind's code: its mappings are ours */
 	_Atomic uint32_t process_pending; /* PROCESS_START flags | HT_PROC_PENDING, or 0 */
+	/*
+	 * 1 in this image; 0 in a child that a clone without CLONE_VM copied us
+	 * into, however it was made (inline assembly too): the word lies in a
+	 * MADV_WIPEONFORK page, which the kernel gives such a child zeroed.
+	 * Points to a constant 1 where that advice is not available.
+	 */
+	volatile uint32_t *alive;
+	int wipe;	     /* alive is in a MADV_WIPEONFORK page */
+	void (*child)(void); /* starts a child found that way (launch or attach mode) */
 };
 
 /* Per thread, in initial-exec TLS so the hot path needs no call. */
@@ -138,6 +147,8 @@ static inline int ht__is_boot(const void *p)
 size_t ht__boot_size(const void *p);
 void ht__go_dormant(void);
 void ht__child_start(void); /* new instance after fork/clone in the child */
+void ht__child_check(void); /* in a fork child: ht__child_start() unless already done */
+int ht__enter_odd(struct ht__thread *t);
 #define HT_PROC_PENDING 0x80000000u
 void ht__write_process_pending(void);
 void *ht__raw_mmap(size_t len);
@@ -211,12 +222,11 @@ static inline int ht__enter(struct ht__thread *t)
 {
 	if (HT_LIKELY(atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY &&
 		      !t->guard)) {
-		/* A stopping session wants no more events: pass through from now on. */
+		/* A stopping session, or a child no hook saw being made. */
 		if (HT_UNLIKELY(atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) ==
-				HT_SESSION_STOPPING)) {
-			ht__go_dormant();
-			return 0;
-		}
+				    HT_SESSION_STOPPING ||
+				!*ht__g.alive))
+			return ht__enter_odd(t);
 		t->guard = 1;
 		return 1;
 	}

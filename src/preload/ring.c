@@ -412,6 +412,13 @@ void ht__write_exit(pid_t pid, int kind, int value)
 	if (atomic_load(&ht__g.state) != HT_ST_READY || t->guard)
 		return;
 	int save = errno;
+	if (HT_UNLIKELY(!*ht__g.alive)) {
+		ht__g.child(); /* a raw clone's child exits before any event */
+		if (atomic_load(&ht__g.state) != HT_ST_READY) {
+			errno = save;
+			return;
+		}
+	}
 	t->guard = 1;
 	struct ht__rec_exit *r =
 	    (struct ht__rec_exit *)ht__rec_begin(t, HT_REC_PROCESS_EXIT, 0, sizeof *r, 0);
