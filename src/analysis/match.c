@@ -469,12 +469,7 @@ static size_t count_control(const char *s)
 	return n;
 }
 
-/*
- * Rewrites the control bytes of buf (a C string in a buffer of len bytes) as
- * \xHH, as far as they fit: a module path or a symbol read from a file must
- * not move a terminal's cursor or break a CSV row.
- */
-static void escape_control(char *buf, size_t len)
+void ht__escape_control(char *buf, size_t len)
 {
 	size_t n = strlen(buf);
 	char tmp[n + 1];
@@ -506,6 +501,6 @@ int ht__frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char
 	if (n < 0 || !bad)
 		return n;
 	if (len)
-		escape_control(buf, len);
+		ht__escape_control(buf, len);
 	return n + 3 * (int)bad;
 }

@@ -162,4 +162,11 @@ void ht__match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
  */
 int ht__frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char *buf, size_t len);
 
+/*
+ * Rewrites the control bytes of buf (a C string in a buffer of len bytes) as
+ * \xHH, as far as they fit: a module path, a symbol or a heap name read from
+ * a trace must not move a terminal's cursor or break a CSV row.
+ */
+void ht__escape_control(char *buf, size_t len);
+
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/commit.h"
+#include "analysis/heapnames.h"
 #include "analysis/lifetime.h"
 #include "analysis/match.h"
 #include "analysis/pass.h"
@@ -591,7 +592,10 @@ int ht__report_data_run(struct ht__report_data *d, struct ht_reader *r,
 	/* One read: the summary and the report's data are consumers of one pass. */
 	if ((rc = ht__pass_new(&pass, r)) < 0 ||
 	    (rc = ht__summary_attach(&d->summary, pass, NULL)) < 0 ||
-	    (rc = ht__pass_add(pass, &report_consumer, &x)) < 0 || (rc = ht__pass_run(pass)) < 0)
+	    (rc = ht__pass_add(pass, &report_consumer, &x)) < 0 ||
+	    (rc = ht__heap_names_new(&d->heap_names)) < 0 ||
+	    (rc = ht__heap_names_attach(pass, d->heap_names, UINT64_MAX)) < 0 ||
+	    (rc = ht__pass_run(pass)) < 0)
 		goto out;
 	if (d->duration_ns < d->summary.last_ts)
 		d->duration_ns = d->summary.last_ts;
@@ -624,6 +628,7 @@ void ht__report_data_release(struct ht__report_data *d)
 {
 	ht__summary_release(&d->summary);
 	free(d->handles);
+	ht__heap_names_free(d->heap_names);
 	table_release(&d->heap);
 	table_release(&d->commit);
 	series_release(d->heap_series, d->nheap_series);

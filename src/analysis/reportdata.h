@@ -34,6 +34,8 @@
 #include "analysis/vec.h"
 #include "heaptrail/trace.h"
 
+struct ht__heap_names;
+
 struct ht__report_opts {
 	uint32_t points;	/* points of each series over the trace */
 	uint64_t heap_budget;	/* exact heap lifetimes kept at most */
@@ -110,6 +112,7 @@ struct ht__report_data {
 	uint64_t rss_peak, rss_peak_ts; /* of the sum over processes */
 	uint64_t *handles;
 	uint32_t nhandles;
+	struct ht__heap_names *heap_names; /* heap.h's names of custom heaps */
 	struct ht__rd_table heap, commit;
 	uint32_t points;
 	uint64_t point_ns;

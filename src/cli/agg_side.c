@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "analysis/pass.h"
 #include "analysis/summary.h"
 #include "cli/common.h"
 
@@ -45,9 +46,23 @@ void agg_side_run(struct agg_side *s, const char *verb)
 		die("cannot read '%s': %s", s->path, ht_strerror(rc));
 	if ((rc = ht__agg_new(&s->agg, &s->q, s->r)) < 0)
 		die("%s", ht_strerror(rc));
+	struct ht__pass *p;
+	if ((rc = ht__pass_new(&p, s->r)) < 0 || (rc = ht__agg_attach(s->agg, p)) < 0)
+		die("%s", ht_strerror(rc));
+	if (s->want_heap_names) {
+		/* The names need no event past what the aggregation reads. */
+		uint64_t until = s->q.has_range ? s->q.range_end
+				 : s->q.has_at	? s->q.at_ts + 1
+						: UINT64_MAX;
+		if ((rc = ht__heap_names_new(&s->heap_names)) < 0 ||
+		    (rc = ht__heap_names_attach(p, s->heap_names, until)) < 0)
+			die("%s", ht_strerror(rc));
+	}
 	struct progress prog;
 	progress_init(&prog, verb);
-	rc = ht__agg_run(s->agg, progress_wanted() ? progress_show : NULL, &prog);
+	ht__pass_progress(p, progress_wanted() ? progress_show : NULL, &prog);
+	rc = ht__pass_run(p);
+	ht__pass_free(p);
 	progress_done(&prog);
 	if (rc < 0)
 		die("cannot read '%s': %s", s->path, ht_strerror(rc));
@@ -71,6 +86,8 @@ void agg_side_run(struct agg_side *s, const char *verb)
 
 void agg_side_release(struct agg_side *s)
 {
+	ht__heap_names_free(s->heap_names);
+	s->heap_names = NULL;
 	if (s->agg) {
 		ht__agg_result_release(&s->res);
 		ht__agg_free(s->agg);

@@ -7,7 +7,10 @@
 #ifndef HT_CLI_AGG_SIDE_H
 #define HT_CLI_AGG_SIDE_H
 
+#include <stdbool.h>
+
 #include "analysis/aggregate.h"
+#include "analysis/heapnames.h"
 #include "analysis/query.h"
 #include "heaptrail/trace.h"
 
@@ -17,6 +20,9 @@ struct agg_side {
 	struct ht__query q; /* filled in by the caller (ht__query_init first) */
 	struct ht__agg *agg;
 	struct ht__agg_result res;
+	/* Set by the caller to also collect the heaps' names (heapnames.h). */
+	bool want_heap_names;
+	struct ht__heap_names *heap_names;
 };
 
 /* Opens a trace; dies with a message saying what is wrong. */

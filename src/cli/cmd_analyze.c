@@ -349,54 +349,8 @@ static const char *exe_of(const struct ht_reader *r, uint32_t process)
 	return p && p->exe ? p->exe : "?";
 }
 
-/*
- * The names of the heaps (heap.h's ht_heap_create), by process index and
- * handle; the process heap is "malloc". Read in a second pass over the trace,
- * made only for the handle table.
- */
-struct heap_name {
-	uint32_t process;
-	uint64_t heap;
-	char *name;
-};
-static struct heap_name *heap_names;
-static size_t nheap_names;
-
-static void load_heap_names(struct ht_reader *r)
-{
-	if (ht_reader_rewind(r) < 0)
-		return;
-	struct ht_event ev;
-	size_t cap = 0;
-	while (ht_reader_next(r, &ev) > 0) {
-		if (ev.type != HT_EV_HEAP_CREATE || !ev.name)
-			continue;
-		if (nheap_names == cap) {
-			cap = cap ? cap * 2 : 16;
-			struct heap_name *n = realloc(heap_names, cap * sizeof(*n));
-			if (!n)
-				die("out of memory");
-			heap_names = n;
-		}
-		char *name = strdup(ev.name);
-		if (!name)
-			die("out of memory");
-		heap_names[nheap_names++] = (struct heap_name){ev.process, ev.heap, name};
-	}
-}
-
-static const char *heap_name(uint32_t process, uint64_t heap)
-{
-	if (heap == 0)
-		return "malloc";
-	const char *found = NULL; /* the last create wins: a handle can be reused */
-	for (size_t i = 0; i < nheap_names; i++)
-		if (heap_names[i].process == process && heap_names[i].heap == heap)
-			found = heap_names[i].name;
-	return found;
-}
-
-static void print_handles_text(const struct ht__agg_result *res, const struct ht_reader *r)
+static void print_handles_text(const struct ht__agg_result *res, const struct ht_reader *r,
+			       const struct ht__heap_names *names)
 {
 	printf("%10s %12s %10s %12s %10s  %-18s  %s\n", "Alloc#", "Alloc KiB", "Out#", "Out KiB",
 	       "Realloc#", "Handle", "Process");
@@ -406,10 +360,8 @@ static void print_handles_text(const struct ht__agg_result *res, const struct ht
 	       t->realloc_count);
 	for (size_t i = 0; i < res->count; i++) {
 		const struct ht__agg_item *it = &res->items[i];
-		char handle[300];
-		const char *name = heap_name(it->process, it->heap);
-		snprintf(handle, sizeof(handle), "0x%" PRIx64 "%s%s%s", it->heap, name ? " (" : "",
-			 name ? name : "", name ? ")" : "");
+		char handle[1100];
+		ht__heap_label(names, it->process, it->heap, handle, sizeof(handle));
 		printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  %-18s  %" PRId32
 		       " %s\n",
 		       it->c.total_count, kb(it->c.total_bytes), it->c.outstanding_count,
@@ -419,10 +371,11 @@ static void print_handles_text(const struct ht__agg_result *res, const struct ht
 }
 
 static void print_text(const struct ht__agg_result *res, struct ht__agg *agg,
-		       const struct ht_reader *r, const struct ht__query *q)
+		       const struct ht_reader *r, const struct ht__query *q,
+		       const struct ht__heap_names *names)
 {
 	if (res->group == HT_GROUP_HANDLE) {
-		print_handles_text(res, r);
+		print_handles_text(res, r, names);
 		if (res->count < res->total_items && !q->totals_only)
 			printf("(%zu of %zu rows shown)\n", res->count, res->total_items);
 		return;
@@ -473,7 +426,8 @@ static void json_counts(struct jw *j, const struct ht__agg_counts *c)
 }
 
 static void print_json(const struct ht__agg_result *res, struct ht__agg *agg,
-		       const struct ht_reader *r, const struct ht__query *q)
+		       const struct ht_reader *r, const struct ht__query *q,
+		       const struct ht__heap_names *names)
 {
 	struct jw j;
 	jw_init(&j, stdout, true);
@@ -516,7 +470,7 @@ static void print_json(const struct ht__agg_result *res, struct ht__agg *agg,
 				jw_key(&j, "handle");
 				jw_u64(&j, it->heap);
 				jw_key(&j, "heap_name");
-				jw_str(&j, heap_name(it->process, it->heap));
+				jw_str(&j, ht__heap_name(names, it->process, it->heap));
 				break;
 			case HT_GROUP_STACK:
 				jw_key(&j, "stack");
@@ -549,7 +503,8 @@ static void csv_u64(uint64_t v, char sep)
 }
 
 static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
-		      const struct ht_reader *r, const struct ht__query *q)
+		      const struct ht_reader *r, const struct ht__query *q,
+		      const struct ht__heap_names *names)
 {
 	if (q->totals_only) {
 		printf(
@@ -562,7 +517,7 @@ static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
 		return;
 	}
 	if (res->group == HT_GROUP_HANDLE)
-		printf("pid,exe,handle,");
+		printf("pid,exe,handle,heap_name,");
 	printf("outstanding_bytes,outstanding_count,total_bytes,total_count,realloc_count");
 	if (res->group != HT_GROUP_HANDLE)
 		printf(",%s", group_word(res->group, false));
@@ -575,6 +530,8 @@ static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
 			printf("%" PRId32 ",", it->pid);
 			csv_field(stdout, exe_of(r, it->process));
 			printf(",%" PRIu64 ",", it->heap);
+			csv_field(stdout, ht__heap_name(names, it->process, it->heap));
+			putchar(',');
 		}
 		csv_u64(it->c.outstanding_bytes, ',');
 		csv_u64(it->c.outstanding_count, ',');
@@ -621,6 +578,7 @@ int cmd_analyze(int argc, char **argv)
 		if (dup2(fileno(of), STDOUT_FILENO) < 0)
 			die("cannot write '%s': %s", o.output, strerror(errno));
 	}
+	side.want_heap_names = true;
 	agg_side_run(&side, "analyzing");
 	struct ht_reader *r = side.r;
 	struct ht__agg *agg = side.agg;
@@ -631,17 +589,15 @@ int cmd_analyze(int argc, char **argv)
 	if (!q.top_given && !q.totals_only && res.count < res.total_items)
 		warning("showing the first %zu of %zu %s; use -top N to show more", res.count,
 			res.total_items, group_word(res.group, true));
-	if (res.group == HT_GROUP_HANDLE && !q.totals_only)
-		load_heap_names(r);
 	switch (o.format) {
 	case FMT_JSON:
-		print_json(&res, agg, r, &q);
+		print_json(&res, agg, r, &q, side.heap_names);
 		break;
 	case FMT_CSV:
-		print_csv(&res, agg, r, &q);
+		print_csv(&res, agg, r, &q, side.heap_names);
 		break;
 	default:
-		print_text(&res, agg, r, &q);
+		print_text(&res, agg, r, &q, side.heap_names);
 		break;
 	}
 	fflush(stdout);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/heapnames.h"
+#include "analysis/pass.h"
 #include "analysis/summary.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
@@ -165,7 +167,27 @@ static int collect_warnings(struct ht_reader *r, char w[4][600])
 	return n;
 }
 
-static void print_text(const char *path, struct ht_reader *r, const struct ht__summary *s)
+/* The custom heaps process declared (heap.h), on one line; nothing when none. */
+static void print_heaps(FILE *f, const struct ht__heap_names *hn, uint32_t process)
+{
+	const char *sep = "  custom heaps         ";
+	for (size_t k = 0; k < ht__heap_names_count(hn); k++) {
+		uint32_t proc;
+		uint64_t heap;
+		char label[1100];
+		ht__heap_names_get(hn, k, &proc, &heap);
+		if (proc != process)
+			continue;
+		fputs(sep, f);
+		put_text(f, ht__heap_label(hn, proc, heap, label, sizeof(label)));
+		sep = ", ";
+	}
+	if (*sep == ',')
+		fputc('\n', f);
+}
+
+static void print_text(const char *path, struct ht_reader *r, const struct ht__summary *s,
+		       const struct ht__heap_names *hn)
 {
 	const struct ht_trace_info *in = ht_reader_info(r);
 	FILE *f = stdout;
@@ -254,6 +276,7 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 		} else
 			fprintf(f, "\nprocess [%u] (not in the process table):\n", i);
 		print_counts(f, &s->procs[i]);
+		print_heaps(f, hn, i);
 	}
 }
 
@@ -297,7 +320,8 @@ static void json_argv(struct jw *j, uint32_t argc, const char *const *argv)
 	jw_arr_end(j);
 }
 
-static void print_json(const char *path, struct ht_reader *r, const struct ht__summary *s)
+static void print_json(const char *path, struct ht_reader *r, const struct ht__summary *s,
+		       const struct ht__heap_names *hn)
 {
 	const struct ht_trace_info *in = ht_reader_info(r);
 	struct jw j;
@@ -388,6 +412,26 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 	jw_key(&j, "peak_time_ns");
 	jw_u64(&j, s->total.committed_peak_ts);
 	jw_obj_end(&j);
+	/* The custom heaps declared with heap.h (the process heap is "malloc"). */
+	jw_key(&j, "heaps");
+	jw_arr_begin(&j);
+	for (size_t k = 0; k < ht__heap_names_count(hn); k++) {
+		uint32_t proc;
+		uint64_t heap;
+		const char *name = ht__heap_names_get(hn, k, &proc, &heap);
+		const struct ht_process *p = ht_reader_process(r, proc);
+		jw_obj_begin(&j);
+		jw_key(&j, "process");
+		jw_u64(&j, proc);
+		jw_key(&j, "pid");
+		jw_i64(&j, p ? p->pid : -1);
+		jw_key(&j, "handle");
+		jw_u64(&j, heap);
+		jw_key(&j, "name");
+		jw_str(&j, name);
+		jw_obj_end(&j);
+	}
+	jw_arr_end(&j);
 
 	static const struct {
 		uint32_t bit;
@@ -466,14 +510,25 @@ int cmd_info(int argc, char **argv)
 	if (rc < 0)
 		die("cannot open '%s': %s", path, ht_strerror(rc));
 	struct ht__summary s;
-	rc = ht__summary_run(&s, r);
+	struct ht__heap_names *hn = NULL;
+	struct ht__pass *pass;
+	if ((rc = ht__pass_new(&pass, r)) < 0 || (rc = ht__heap_names_new(&hn)) < 0)
+		die("%s", ht_strerror(rc));
+	bool attached = (rc = ht__summary_attach(&s, pass, NULL)) == 0;
+	if (rc == 0 && (rc = ht__heap_names_attach(pass, hn, UINT64_MAX)) > 0)
+		rc = 0;
+	if (rc == 0)
+		rc = ht__pass_run(pass);
+	ht__pass_free(pass);
 	if (rc < 0)
 		die("cannot read '%s': %s", path, ht_strerror(rc));
 	if (fmt == FMT_JSON)
-		print_json(path, r, &s);
+		print_json(path, r, &s, hn);
 	else
-		print_text(path, r, &s);
-	ht__summary_release(&s);
+		print_text(path, r, &s, hn);
+	if (attached)
+		ht__summary_release(&s);
+	ht__heap_names_free(hn);
 	ht_reader_close(r);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/heapnames.h"
 #include "analysis/lifetime.h"
 #include "analysis/match.h"
 #include "analysis/reportdata.h"
@@ -264,6 +265,28 @@ static void write_symbols(struct jw *j, struct ht_reader *r, const struct ht__re
 	for (uint32_t i = 0; i < d->nhandles; i++) {
 		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)d->handles[i]);
 		jw_str(j, buf);
+	}
+	jw_arr_end(j);
+
+	/* What each process called its heaps (heap.h), for legends and selectors. */
+	jw_key(j, "heap_names");
+	jw_arr_begin(j);
+	for (size_t k = 0; k < ht__heap_names_count(d->heap_names); k++) {
+		uint32_t proc, h;
+		uint64_t heap;
+		const char *name = ht__heap_names_get(d->heap_names, k, &proc, &heap);
+		for (h = 0; h < d->nhandles && d->handles[h] != heap; h++)
+			;
+		if (h == d->nhandles)
+			continue; /* a heap nothing was allocated from */
+		jw_obj_begin(j);
+		jw_key(j, "process");
+		jw_u64(j, proc);
+		jw_key(j, "handle");
+		jw_u64(j, h);
+		jw_key(j, "name");
+		jw_str(j, name);
+		jw_obj_end(j);
 	}
 	jw_arr_end(j);
 }

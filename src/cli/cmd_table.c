@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/heapnames.h"
 #include "analysis/lifetime.h"
 #include "analysis/match.h"
 #include "analysis/pass.h"
@@ -83,6 +84,7 @@ struct table_run {
 	struct ht__frame_matcher *cull;
 	struct ht__frame_matcher *require;
 	struct ht__window w;
+	struct ht__heap_names *names; /* heap.h's names of custom heaps */
 };
 
 /* Reads the trace into t->tree through one pass. Dies on a read error. */
@@ -94,6 +96,10 @@ static void table_read(struct table_run *t)
 	if (rc == 0)
 		rc = ht__wtable_attach(p, t->o->kind == TABLE_COMMIT, t->tree, &t->w, t->stacks,
 				       t->require, &t->o->q, !t->o->rows, &feed);
+	if (rc == 0 && (rc = ht__heap_names_new(&t->names)) == 0)
+		rc = ht__heap_names_attach(p, t->names, t->o->rows ? UINT64_MAX : t->w.end);
+	if (rc > 0)
+		rc = 0;
 	if (rc == 0)
 		rc = ht__pass_run(p);
 	ht__pass_free(p);
@@ -150,10 +156,12 @@ static void node_label(struct table_run *t, const struct ht__wnode *n, char *buf
 		p = ht_reader_process(t->r, (uint32_t)n->value);
 		snprintf(buf, len, "%s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
 		break;
-	case HT_WK_HANDLE:
-		snprintf(buf, len, "handle 0x%" PRIx64 "%s", n->value,
-			 n->value == HT_HEAP_PROCESS ? " (malloc)" : "");
+	case HT_WK_HANDLE: {
+		char h[1100];
+		snprintf(buf, len, "handle %s",
+			 ht__heap_label(t->names, HT__ANY_PROCESS, n->value, h, sizeof(h)));
 		break;
+	}
 	case HT_WK_TYPE:
 		snprintf(buf, len, "%s", ht__wtype_name((int)n->value));
 		break;
@@ -196,8 +204,10 @@ static void text_row(struct table_run *t, const struct ht__wrow *w, int indent, 
 	if (full) {
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
 		printf("  %s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
+		char h[1100];
 		if (t->o->kind == TABLE_HEAP)
-			printf("  handle 0x%" PRIx64, w->heap);
+			printf("  handle %s",
+			       ht__heap_label(t->names, w->process, w->heap, h, sizeof(h)));
 		/* The stack on a line of its own: rows stay aligned, stacks are long. */
 		printf("\n%*s  %s", indent, "", stack_text(t, w->stack));
 	}
@@ -286,12 +296,14 @@ static void csv_header(struct table_run *t)
 {
 	if (t->o->rows) {
 		const char *const *names = row_time_names[t->o->kind];
-		printf("process,pid,handle,type,impacting_type,thread,address,%s_time_%s,%s_time_%"
+		printf("process,pid,handle,heap_name,type,impacting_type,thread,address,%s_time_%s,"
+		       "%s_time_%"
 		       "s,lifetime_%s,"
 		       "size,stack\n",
 		       names[0], t->o->unit.name, names[1], t->o->unit.name, t->o->unit.name);
 	} else {
-		printf("depth,process,pid,handle,type,impacting_type,stack,frame,image,thread,"
+		printf("depth,process,pid,handle,heap_name,type,impacting_type,stack,frame,image,"
+		       "thread,"
 		       "count,impacting_size,"
 		       "size\n");
 	}
@@ -307,8 +319,12 @@ static void csv_rows(struct table_run *t, const struct ht__wnode *n)
 		char buf[64];
 		csv_field(stdout, p ? tu_basename(p->exe) : "?");
 		printf(",%d,", p ? p->pid : -1);
-		if (t->o->kind == TABLE_HEAP)
-			printf("%" PRIu64, w->heap);
+		if (t->o->kind == TABLE_HEAP) {
+			printf("%" PRIu64 ",", w->heap);
+			csv_field(stdout, ht__heap_name(t->names, w->process, w->heap));
+		} else {
+			putchar(',');
+		}
 		printf(",%s,%s,%d,%" PRIu64 ",", ht__wtype_name(w->type),
 		       ht__wtype_impacting_name(w->type), w->tid, w->addr);
 		tu_time_exact(buf, sizeof(buf), w->alloc_ts, &t->o->unit);
@@ -337,6 +353,8 @@ static void csv_group(struct table_run *t, const struct ht__wnode *n, const stru
 	static char vals[HT_WK__COUNT + 1][256];
 	int pid = -1;
 	bool has_pid = false;
+	uint32_t process = HT__ANY_PROCESS;
+	const char *heap_name = NULL;
 	for (uint32_t d = 0; d < n->depth; d++) {
 		const struct ht__wnode *p = path[d];
 		int col = p->key;
@@ -347,8 +365,10 @@ static void csv_group(struct table_run *t, const struct ht__wnode *n, const stru
 				 pr ? tu_basename(pr->exe) : "?");
 			pid = pr ? pr->pid : -1;
 			has_pid = true;
+			process = (uint32_t)p->value;
 		} else if (p->key == HT_WK_HANDLE) {
 			snprintf(vals[col], sizeof(vals[col]), "%" PRIu64, p->value);
+			heap_name = ht__heap_name(t->names, process, p->value);
 		} else if (p->key == HT_WK_THREAD) {
 			snprintf(vals[col], sizeof(vals[col]), "%d", (int32_t)(uint32_t)p->value);
 		} else if (p->key == HT_WK_STACK || p->key == HT_WK_FRAME ||
@@ -375,6 +395,10 @@ static void csv_group(struct table_run *t, const struct ht__wnode *n, const stru
 				printf("%d", pid);
 		} else if (cols[order[k]]) {
 			csv_field(stdout, cols[order[k]]);
+		}
+		if (order[k] == HT_WK_HANDLE) {
+			putchar(',');
+			csv_field(stdout, heap_name);
 		}
 	}
 	printf(",%" PRIu64 ",%" PRId64 ",%" PRIu64 "\n", n->count, n->impacting, n->size);
@@ -418,6 +442,8 @@ static void json_row(struct table_run *t, struct jw *j, const struct ht__wrow *w
 	if (t->o->kind == TABLE_HEAP) {
 		jw_key(j, "handle");
 		jw_u64(j, w->heap);
+		jw_key(j, "heap_name");
+		jw_str(j, ht__heap_name(t->names, w->process, w->heap));
 	}
 	jw_key(j, "type");
 	jw_str(j, ht__wtype_name(w->type));
@@ -472,6 +498,8 @@ static void json_node(struct table_run *t, struct jw *j, const struct ht__wnode 
 	case HT_WK_HANDLE:
 		jw_key(j, "handle");
 		jw_u64(j, n->value);
+		jw_key(j, "heap_name");
+		jw_str(j, ht__heap_name(t->names, HT__ANY_PROCESS, n->value));
 		break;
 	case HT_WK_TYPE:
 		jw_key(j, "type");
@@ -727,6 +755,7 @@ int cmd_table(int argc, char **argv)
 		break;
 	}
 	ht__wtree_free(t.tree);
+	ht__heap_names_free(t.names);
 	ht__wstacks_free(t.stacks);
 	if (t.require)
 		ht__frame_matcher_free(t.require);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/heapnames.h"
 #include "analysis/pass.h"
 #include "analysis/query.h"
 #include "analysis/timeline.h"
@@ -64,6 +65,7 @@ struct tl_run {
 	struct tl_opts *o;
 	struct ht_reader *r;
 	struct ht__timeline *tl;
+	struct ht__heap_names *names; /* heap.h's names of custom heaps */
 };
 
 /* Reads the trace into t->tl through one pass. Dies on a read error. */
@@ -74,6 +76,14 @@ static void tl_read(struct tl_run *t)
 	int rc = ht__pass_new(&p, t->r);
 	if (rc == 0)
 		rc = ht__timeline_attach(t->tl, p, &t->o->q, t->o->mask, t->o->peak, &feed);
+	if (rc == 0 && (rc = ht__heap_names_new(&t->names)) == 0)
+		rc = ht__heap_names_attach(
+		    p, t->names,
+		    ht__timeline_points(t->tl)
+			? ht__timeline_time(t->tl, ht__timeline_points(t->tl) - 1)
+			: UINT64_MAX);
+	if (rc > 0)
+		rc = 0;
 	if (rc == 0)
 		rc = ht__pass_run(p);
 	ht__pass_free(p);
@@ -108,8 +118,10 @@ static void series_name(struct tl_run *t, const struct ht__tl_series *s, char *b
 			break;
 		}
 	}
+	char heap[1100];
 	if (s->has_heap)
-		snprintf(buf, len, "%s:%d%s:0x%" PRIx64, kind, pid, image, s->heap);
+		snprintf(buf, len, "%s:%d%s:%s", kind, pid, image,
+			 ht__heap_label(t->names, s->process, s->heap, heap, sizeof(heap)));
 	else
 		snprintf(buf, len, "%s:%d%s", kind, pid, image);
 }
@@ -118,7 +130,7 @@ static void print_table(struct tl_run *t, bool csv)
 {
 	uint32_t ns = ht__timeline_series_count(t->tl);
 	uint64_t np = ht__timeline_points(t->tl);
-	char buf[256];
+	char buf[1200];
 	const int64_t **vals = calloc(ns ? ns : 1, sizeof(*vals));
 	if (!vals)
 		die("out of memory");
@@ -192,6 +204,8 @@ static void print_json(struct tl_run *t)
 		if (s->has_heap) {
 			jw_key(&j, "handle");
 			jw_u64(&j, s->heap);
+			jw_key(&j, "heap_name");
+			jw_str(&j, ht__heap_name(t->names, s->process, s->heap));
 		}
 		jw_key(&j, "points");
 		jw_arr_begin(&j);
@@ -351,7 +365,7 @@ static void write_svg(struct tl_run *t, FILE *f)
 		const int64_t *v;
 		const struct ht__tl_series *s = ht__timeline_series(t->tl, i, &v);
 		const char *color = colors[i % (sizeof(colors) / sizeof(colors[0]))];
-		char name[256];
+		char name[1200];
 		series_name(t, s, name, sizeof(name));
 		fprintf(f, "<polyline class=\"series\" data-name=\"");
 		svg_escape(f, name);
@@ -521,6 +535,7 @@ int cmd_timeline(int argc, char **argv)
 		}
 	}
 	ht__timeline_free(t.tl);
+	ht__heap_names_free(t.names);
 	ht_reader_close(t.r);
 	ht__query_release(&o.q);
 	tu_args_release();

@@ -7,6 +7,8 @@ Usage: e2e.py --build BUILD_DIR --src SOURCE_DIR CASE
 Each CASE is one ctest test (tests/cli/CMakeLists.txt). Traces go to a
 temporary directory that is removed afterwards."""
 import collections
+import csv
+import io
 import json
 import os
 import re
@@ -580,6 +582,46 @@ def custom_heap(env):
     equal(rc, 0, "analyze --summary (%s)" % err)
     names = {i["handle"]: i["heap_name"] for i in json.loads(out)["items"]}
     equal(names, {0: "malloc", first: "test pool", second: "second pool"}, "heap names in analyze")
+    # Every output that prints a heap names it the same way (src/analysis/heapnames.h).
+    label = {0: "0x0 (malloc)", first: "%#x (test pool)" % first, second: "%#x (second pool)" % second}
+    rc, out, err = env.run([env.heaptrail, "analyze", tr.path, "--summary"])
+    equal(rc, 0, "analyze --summary text (%s)" % err)
+    equal(sorted(re.search(r"(0x[0-9a-f]+ \([a-z ]+\))", l).group(1) for l in out.splitlines()[2:]),
+          sorted(label.values()), "heap labels in analyze --summary")
+    rc, out, err = env.run([env.heaptrail, "analyze", tr.path, "--summary", "--format", "csv"])
+    rows = list(csv.DictReader(io.StringIO(out)))
+    equal({int(r["handle"]): r["heap_name"] for r in rows},
+          {0: "malloc", first: "test pool", second: "second pool"}, "heap_name in analyze CSV")
+    rc, out, err = env.run([env.heaptrail, "table", "heap", tr.path])
+    equal(rc, 0, "table heap (%s)" % err)
+    equal(sorted(re.findall(r"handle (0x[0-9a-f]+ \([a-z ]+\))", out)), sorted(label.values()),
+          "handle groups in table heap")
+    rc, out, err = env.run([env.heaptrail, "table", "heap", tr.path, "--format", "json"])
+    found = {}
+    def walk(n):
+        if "handle" in n:
+            found[n["handle"]] = n["heap_name"]
+        for c in n.get("children", []):
+            walk(c)
+    for g in json.loads(out)["groups"]:
+        walk(g)
+    equal(found, {0: "malloc", first: "test pool", second: "second pool"}, "heap_name in table JSON")
+    rc, out, err = env.run([env.heaptrail, "table", "heap", tr.path, "--format", "csv"])
+    equal({(int(r["handle"]), r["heap_name"]) for r in csv.DictReader(io.StringIO(out)) if r["handle"]},
+          {(0, "malloc"), (first, "test pool"), (second, "second pool")}, "heap_name in table CSV")
+    rc, out, err = env.run([env.heaptrail, "table", "heap", tr.path, "--rows", "--format", "csv"])
+    equal({(int(r["handle"]), r["heap_name"]) for r in csv.DictReader(io.StringIO(out))},
+          {(0, "malloc"), (first, "test pool"), (second, "second pool")}, "heap_name of table rows")
+    rc, out, err = env.run([env.heaptrail, "timeline", tr.path, "--series", "heap", "--by", "handle",
+                            "--format", "csv"])
+    equal(rc, 0, "timeline (%s)" % err)
+    equal(out.splitlines()[0].split(",")[1:], ["heap:%d:%s" % (pid, label[h]) for h in (0, first, second)],
+          "timeline series names")
+    rc, out, err = env.run([env.heaptrail, "info", tr.path])
+    equal(re.findall(r"custom heaps +(.*)", out), [label[first] + ", " + label[second]], "info: custom heaps")
+    rc, out, err = env.run([env.heaptrail, "info", tr.path, "--format", "json"])
+    equal([(h["pid"], h["handle"], h["name"]) for h in json.loads(out)["heaps"]],
+          [(pid, first, "test pool"), (pid, second, "second pool")], "info JSON heaps")
     creates = tr.of("heap_create", pid=pid)
     equal(sorted((e.get("heap"), e.get("name")) for e in creates),
           sorted([(first, "test pool"), (second, "second pool")]), "heap_create events")

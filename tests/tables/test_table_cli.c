@@ -79,8 +79,9 @@ static void run(struct result *r, const char *fmt, ...)
 		CHECK_STR((r)->out, "");                                                           \
 	} while (0)
 
-static const char GROUP_HEADER[] = "depth,process,pid,handle,type,impacting_type,stack,frame,image,"
-				   "thread,count,impacting_size,size\n";
+static const char GROUP_HEADER[] =
+    "depth,process,pid,handle,heap_name,type,impacting_type,stack,frame,image,"
+    "thread,count,impacting_size,size\n";
 
 static void test_heap_groups(void)
 {
@@ -89,63 +90,63 @@ static void test_heap_groups(void)
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by process,impacting-type,stack",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,4,1804,2604\n"
-		 "1,app,100,,,,,,,,4,1804,2604\n"
-		 "2,app,100,,,Impacting,,,,,3,1804,2104\n"
-		 "3,app,100,,,Impacting,app!temp <- app!main,,,,1,2000,2000\n"
-		 "3,app,100,,,Impacting,app!leaky <- app!main,,,,1,40,40\n"
-		 "3,app,100,,,Impacting,app!other <- app!main,,,,1,-236,64\n"
-		 "2,app,100,,,Transient,,,,,1,0,500\n"
-		 "3,app,100,,,Transient,app!other <- app!main,,,,1,0,500\n");
+		 "0,,,,,,,,,,,4,1804,2604\n"
+		 "1,app,100,,,,,,,,,4,1804,2604\n"
+		 "2,app,100,,,,Impacting,,,,,3,1804,2104\n"
+		 "3,app,100,,,,Impacting,app!temp <- app!main,,,,1,2000,2000\n"
+		 "3,app,100,,,,Impacting,app!leaky <- app!main,,,,1,40,40\n"
+		 "3,app,100,,,,Impacting,app!other <- app!main,,,,1,-236,64\n"
+		 "2,app,100,,,,Transient,,,,,1,0,500\n"
+		 "3,app,100,,,,Transient,app!other <- app!main,,,,1,0,500\n");
 	CHECK_OUT(&r, expect);
 
 	/* The default levels, cut at depth 2: the two heap handles. */
 	run(&r, "table heap '%s' --range 4us 10000ns --format csv --depth 2", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,4,1804,2604\n"
-		 "1,app,100,,,,,,,,4,1804,2604\n"
-		 "2,app,100,0,,,,,,,3,1740,2540\n"
-		 "2,app,100,20480,,,,,,,1,64,64\n");
+		 "0,,,,,,,,,,,4,1804,2604\n"
+		 "1,app,100,,,,,,,,,4,1804,2604\n"
+		 "2,app,100,0,malloc,,,,,,,3,1740,2540\n"
+		 "2,app,100,20480,,,,,,,,1,64,64\n");
 	CHECK_OUT(&r, expect);
 
 	run(&r, "table heap '%s' -range 0.004ms 0.01ms --format=csv -group-by thread,type",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,4,1804,2604\n"
-		 "1,,,,,,,,,100,3,1804,2104\n"
-		 "2,,,,AIFO,,,,,100,3,2104,2104\n"
-		 "2,,,,AOFO,,,,,100,0,0,0\n"
-		 "2,,,,AOFI,,,,,100,0,-300,0\n"
-		 "1,,,,,,,,,101,1,0,500\n"
-		 "2,,,,AIFI,,,,,101,1,0,500\n");
+		 "0,,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,,,,,,100,3,1804,2104\n"
+		 "2,,,,,AIFO,,,,,100,3,2104,2104\n"
+		 "2,,,,,AOFO,,,,,100,0,0,0\n"
+		 "2,,,,,AOFI,,,,,100,0,-300,0\n"
+		 "1,,,,,,,,,,101,1,0,500\n"
+		 "2,,,,,AIFI,,,,,101,1,0,500\n");
 	CHECK_OUT(&r, expect);
 
 	/* Frame and image: the topmost frame after culling malloc, as analyze -frames. */
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame,image", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,4,1804,2604\n"
-		 "1,,,,,,,app!temp,,,1,2000,2000\n"
-		 "2,,,,,,,app!temp,app,,1,2000,2000\n"
-		 "1,,,,,,,app!leaky,,,1,40,40\n"
-		 "2,,,,,,,app!leaky,app,,1,40,40\n"
-		 "1,,,,,,,app!other,,,2,-236,564\n"
-		 "2,,,,,,,app!other,app,,2,-236,564\n");
+		 "0,,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,,,,app!temp,,,1,2000,2000\n"
+		 "2,,,,,,,,app!temp,app,,1,2000,2000\n"
+		 "1,,,,,,,,app!leaky,,,1,40,40\n"
+		 "2,,,,,,,,app!leaky,app,,1,40,40\n"
+		 "1,,,,,,,,app!other,,,2,-236,564\n"
+		 "2,,,,,,,,app!other,app,,2,-236,564\n");
 	CHECK_OUT(&r, expect);
 
 	/* Sort by count, top 1 per level. */
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame --sort count --top 1",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,4,1804,2604\n"
-		 "1,,,,,,,app!other,,,2,-236,564\n");
+		 "0,,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,,,,app!other,,,2,-236,564\n");
 	CHECK_OUT(&r, expect);
 
 	/* Without culling, every stack starts at malloc. */
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by frame --no-default-cull",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,4,1804,2604\n"
-		 "1,,,,,,,libc.so.6!malloc,,,4,1804,2604\n");
+		 "0,,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,,,,libc.so.6!malloc,,,4,1804,2604\n");
 	CHECK_OUT(&r, expect);
 
 	/* -cullFrames takes app!temp off E's stack; -requireFrames keeps stacks with leaky. */
@@ -154,16 +155,16 @@ static void test_heap_groups(void)
 	    "--sort size",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,4,1804,2604\n"
-		 "1,,,,,,app!main,,,,1,2000,2000\n"
-		 "1,,,,,,app!other <- app!main,,,,2,-236,564\n"
-		 "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
+		 "0,,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,,,app!main,,,,1,2000,2000\n"
+		 "1,,,,,,,app!other <- app!main,,,,2,-236,564\n"
+		 "1,,,,,,,app!leaky <- app!main,,,,1,40,40\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack -requireFrames leaky",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,1,40,40\n"
-		 "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
+		 "0,,,,,,,,,,,1,40,40\n"
+		 "1,,,,,,,app!leaky <- app!main,,,,1,40,40\n");
 	CHECK_OUT(&r, expect);
 
 	/*
@@ -173,20 +174,20 @@ static void test_heap_groups(void)
 	 */
 	run(&r, "table heap '%s' --format csv --group-by process", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,8,0,4011\n"
-		 "1,app,100,,,,,,,,8,0,4011\n");
+		 "0,,,,,,,,,,,8,0,4011\n"
+		 "1,app,100,,,,,,,,,8,0,4011\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table heap '%s' --format csv --group-by process --range 0 19", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,8,211,4011\n"
-		 "1,app,100,,,,,,,,8,211,4011\n");
+		 "0,,,,,,,,,,,8,211,4011\n"
+		 "1,app,100,,,,,,,,,8,211,4011\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table heap '%s' --format csv --group-by process --pid 7", heap_trace);
-	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,0,0,0\n");
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,,0,0,0\n");
 	CHECK_OUT(&r, expect);
 	/* Depth 0: the total alone. */
 	run(&r, "table heap '%s' --range 4 10 --format csv --depth 0", heap_trace);
-	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,4,1804,2604\n");
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,,4,1804,2604\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table heap '%s' --range 4 10 --depth 0", heap_trace);
 	CHECK_CONTAINS(r.out,
@@ -209,11 +210,11 @@ static void test_agrees_with_analyze(void)
 	CHECK_CONTAINS(r.out, "\"outstanding_count\": 3,\n    \"outstanding_bytes\": 2104\n");
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by type --depth 1", heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,4,1804,2604\n"
-		 "1,,,,AIFO,,,,,,3,2104,2104\n"
-		 "1,,,,AIFI,,,,,,1,0,500\n"
-		 "1,,,,AOFO,,,,,,0,0,0\n"
-		 "1,,,,AOFI,,,,,,0,-300,0\n");
+		 "0,,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,AIFO,,,,,,3,2104,2104\n"
+		 "1,,,,,AIFI,,,,,,1,0,500\n"
+		 "1,,,,,AOFO,,,,,,0,0,0\n"
+		 "1,,,,,AOFI,,,,,,0,-300,0\n");
 	CHECK_OUT(&r, expect);
 	/* Per stack: analyze's total bytes are the table's Size. */
 	run(&r, "analyze '%s' -range 4 10 -stacks --format csv", heap_trace);
@@ -225,10 +226,10 @@ static void test_agrees_with_analyze(void)
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by stack --sort size",
 	    heap_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,4,1804,2604\n"
-		 "1,,,,,,app!temp <- app!main,,,,1,2000,2000\n"
-		 "1,,,,,,app!other <- app!main,,,,2,-236,564\n"
-		 "1,,,,,,app!leaky <- app!main,,,,1,40,40\n");
+		 "0,,,,,,,,,,,4,1804,2604\n"
+		 "1,,,,,,,app!temp <- app!main,,,,1,2000,2000\n"
+		 "1,,,,,,,app!other <- app!main,,,,2,-236,564\n"
+		 "1,,,,,,,app!leaky <- app!main,,,,1,40,40\n");
 	CHECK_OUT(&r, expect);
 }
 
@@ -237,24 +238,26 @@ static void test_heap_rows(void)
 	static struct result r;
 	run(&r, "table heap '%s' --range 4 10 --format csv --group-by none --time-unit ns",
 	    heap_trace);
-	CHECK_OUT(&r,
-		  "process,pid,handle,type,impacting_type,thread,address,alloc_time_ns,free_time_"
-		  "ns,lifetime_ns,"
-		  "size,stack\n"
-		  "app,100,0,AOFO,Impacting,100,4096,1000,19000,18000,100,app!leaky <- app!main\n"
-		  "app,100,0,AOFI,Impacting,100,12288,3500,4000,500,300,app!other <- app!main\n"
-		  "app,100,0,AIFO,Impacting,100,16384,5000,19000,14000,40,app!leaky <- app!main\n"
-		  "app,100,0,AIFI,Transient,101,20480,6000,9000,3000,500,app!other <- app!main\n"
-		  "app,100,20480,AIFO,Impacting,100,24576,7000,19000,12000,64,app!other <- "
-		  "app!main\n"
-		  "app,100,0,AIFO,Impacting,100,28672,8000,12000,4000,2000,app!temp <- app!main\n");
+	CHECK_OUT(
+	    &r,
+	    "process,pid,handle,heap_name,type,impacting_type,thread,address,alloc_time_ns,free_"
+	    "time_"
+	    "ns,lifetime_ns,"
+	    "size,stack\n"
+	    "app,100,0,malloc,AOFO,Impacting,100,4096,1000,19000,18000,100,app!leaky <- app!main\n"
+	    "app,100,0,malloc,AOFI,Impacting,100,12288,3500,4000,500,300,app!other <- app!main\n"
+	    "app,100,0,malloc,AIFO,Impacting,100,16384,5000,19000,14000,40,app!leaky <- app!main\n"
+	    "app,100,0,malloc,AIFI,Transient,101,20480,6000,9000,3000,500,app!other <- app!main\n"
+	    "app,100,20480,,AIFO,Impacting,100,24576,7000,19000,12000,64,app!other <- "
+	    "app!main\n"
+	    "app,100,0,malloc,AIFO,Impacting,100,28672,8000,12000,4000,2000,app!temp <- "
+	    "app!main\n");
 	run(&r,
 	    "table heap '%s' --range 4 10 --format csv --group-by none --time-unit us --pid 100",
 	    heap_trace);
 	CHECK_CONTAINS(r.out, "alloc_time_us,free_time_us,lifetime_us,");
-	CHECK_CONTAINS(
-	    r.out,
-	    "app,100,0,AIFI,Transient,101,20480,6.000,9.000,3.000,500,app!other <- app!main\n");
+	CHECK_CONTAINS(r.out, "app,100,0,malloc,AIFI,Transient,101,20480,6.000,9.000,3.000,500,app!"
+			      "other <- app!main\n");
 
 	/* JSON: the window, the total and a node of each level. */
 	run(&r,
@@ -294,36 +297,37 @@ static void test_commit(void)
 	run(&r, "table commit '%s' --group-by none --format csv --time-unit ns", commit_trace);
 	CHECK_OUT(
 	    &r,
-	    "process,pid,handle,type,impacting_type,thread,address,commit_time_ns,decommit_time_ns,"
+	    "process,pid,handle,heap_name,type,impacting_type,thread,address,commit_time_ns,"
+	    "decommit_time_ns,"
 	    "lifetime_ns,size,stack\n"
-	    "app,100,,AIFI,Transient,100,268435456,1000,19000,18000,524288,app!main\n"
-	    "app,100,,AIFI,Transient,100,268959744,1000,5000,4000,4096,app!main\n"
-	    "app,100,,AIFI,Transient,100,805306368,1000,9000,8000,520192,app!main\n"
-	    "app,100,,AIFI,Transient,100,536870912,3000,9500,6500,16384,app!temp <- app!main\n"
-	    "app,100,,AIFI,Transient,100,805826560,7000,9000,2000,524288,app!other <- app!main\n");
+	    "app,100,,,AIFI,Transient,100,268435456,1000,19000,18000,524288,app!main\n"
+	    "app,100,,,AIFI,Transient,100,268959744,1000,5000,4000,4096,app!main\n"
+	    "app,100,,,AIFI,Transient,100,805306368,1000,9000,8000,520192,app!main\n"
+	    "app,100,,,AIFI,Transient,100,536870912,3000,9500,6500,16384,app!temp <- app!main\n"
+	    "app,100,,,AIFI,Transient,100,805826560,7000,9000,2000,524288,app!other <- app!main\n");
 	run(&r, "table commit '%s' --format csv", commit_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,3,0,1589248\n"
-		 "1,app,100,,,,,,,,3,0,1589248\n"
-		 "2,app,100,,,Transient,,,,,3,0,1589248\n"
-		 "3,app,100,,,Transient,app!main,,,,1,0,1048576\n"
-		 "3,app,100,,,Transient,app!other <- app!main,,,,1,0,524288\n"
-		 "3,app,100,,,Transient,app!temp <- app!main,,,,1,0,16384\n");
+		 "0,,,,,,,,,,,3,0,1589248\n"
+		 "1,app,100,,,,,,,,,3,0,1589248\n"
+		 "2,app,100,,,,Transient,,,,,3,0,1589248\n"
+		 "3,app,100,,,,Transient,app!main,,,,1,0,1048576\n"
+		 "3,app,100,,,,Transient,app!other <- app!main,,,,1,0,524288\n"
+		 "3,app,100,,,,Transient,app!temp <- app!main,,,,1,0,16384\n");
 	CHECK_OUT(&r, expect);
 	/* Until the exit, the first half of the 1 MB mapping is still committed. */
 	run(&r, "table commit '%s' --range 0 19 --format csv --depth 2", commit_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,3,524288,1589248\n"
-		 "1,app,100,,,,,,,,3,524288,1589248\n"
-		 "2,app,100,,,Impacting,,,,,0,524288,524288\n"
-		 "2,app,100,,,Transient,,,,,3,0,1064960\n");
+		 "0,,,,,,,,,,,3,524288,1589248\n"
+		 "1,app,100,,,,,,,,,3,524288,1589248\n"
+		 "2,app,100,,,,Impacting,,,,,0,524288,524288\n"
+		 "2,app,100,,,,Transient,,,,,3,0,1064960\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table commit '%s' --range 6 10 --format csv --group-by type", commit_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
-		 "0,,,,,,,,,,1,-536576,524288\n"
-		 "1,,,,AIFI,,,,,,1,0,524288\n"
-		 "1,,,,AOFO,,,,,,0,0,0\n"
-		 "1,,,,AOFI,,,,,,0,-536576,0\n");
+		 "0,,,,,,,,,,,1,-536576,524288\n"
+		 "1,,,,,AIFI,,,,,,1,0,524288\n"
+		 "1,,,,,AOFO,,,,,,0,0,0\n"
+		 "1,,,,,AOFI,,,,,,0,-536576,0\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "table commit '%s' --range 6 10 --format json --group-by type --rows",
 	    commit_trace);
@@ -350,7 +354,7 @@ static void test_unfinished(void)
 	CHECK_CONTAINS(r.out, "\"start_ns\": 0,\n    \"end_ns\": 3001\n");
 	CHECK_CONTAINS(r.err, "no footer");
 	run(&r, "table heap '%s' --format csv --depth 0", path);
-	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,2,100,1100\n");
+	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER, "0,,,,,,,,,,,2,100,1100\n");
 	CHECK_OUT(&r, expect);
 	run(&r, "timeline '%s' --series heap --interval 1us --format csv --time-unit ns", path);
 	CHECK_OUT(&r, "time_ns,heap\n0,0\n1000,0\n2000,100\n3000,1100\n4000,100\n");
@@ -425,9 +429,9 @@ static void test_timeline(void)
 	run(&r,
 	    "timeline '%s' --series heap --by handle --interval 5us --format csv --time-unit us",
 	    heap_trace);
-	CHECK_OUT(&r,
-		  "time_us,heap:100:0x0,heap:100:0x5000\n0.000,0,0\n5.000,100,0\n10.000,2140,64\n"
-		  "15.000,147,64\n20.000,0,0\n25.000,0,0\n");
+	CHECK_OUT(&r, "time_us,heap:100:0x0 "
+		      "(malloc),heap:100:0x5000\n0.000,0,0\n5.000,100,0\n10.000,2140,64\n"
+		      "15.000,147,64\n20.000,0,0\n25.000,0,0\n");
 	/* RSS: the samples hold until the next one; the exit at 19 us drops it, and the heap. */
 	run(&r,
 	    "timeline '%s' --series rss,heap --by process --interval 5us --format csv --time-unit "
