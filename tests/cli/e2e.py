@@ -652,6 +652,17 @@ def custom_heap(env):
     # No glibc allocation may be attributed to a pool, nor a pool one to glibc.
     equal(len([e for e in tr.of("alloc", pid=pid, heap=0) if tr.under(e, "pool_alloc")]), 0,
           "pool allocations on the process heap")
+    # heap.h's comment names the --stacks spellings the CLI accepts: recorded
+    # with exactly that list, pool creation and destruction carry their stacks.
+    with open(os.path.join(env.src, "include", "heaptrail", "heap.h")) as f:
+        m = re.search(r"heaptrail record --stacks ([a-z,-]+)", f.read())
+    check(m, "heap.h names a --stacks list")
+    equal(m.group(1), "heap-create,alloc,realloc,free,heap-destroy", "heap.h's --stacks list")
+    tr2 = env.record([env.prog("custom_heap")], name="heap-h-stacks", extra=("--stacks", m.group(1)))
+    for kind, fn in (("heap_create", "pool_init"), ("heap_destroy", "pool_destroy")):
+        evs = tr2.of(kind, pid=tr2.root()["pid"])
+        check(len(evs) == 2 and all(tr2.under(e, fn) for e in evs),
+              "--stacks %s: %s events have stacks through %s" % (m.group(1), kind, fn))
 
 
 def heaptrack_costs(env, prog, fn):
