@@ -369,7 +369,7 @@ static int on_life(void *ctx, struct ht__pass *p, const struct ht__life *l)
 	int64_t site = st < 0 ? st : site_get(&x->d->heap, l->process, (uint32_t)h, (uint32_t)st);
 	if (site < 0)
 		return (int)site;
-	struct ht__rd_life rl = {l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0};
+	struct ht__rd_life rl = {l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0, l->at_exit};
 	int rc = table_add(&x->d->heap, (uint32_t)site, &rl);
 	if (rc < 0 || l->free_ts == HT_TS_NEVER)
 		return rc;
@@ -388,7 +388,8 @@ static int on_commit(void *ctx, struct ht__pass *p, const struct ht__commit *c)
 	int64_t site = st < 0 ? st : site_get(&x->d->commit, c->process, (uint32_t)h, (uint32_t)st);
 	if (site < 0)
 		return (int)site;
-	struct ht__rd_life rl = {c->size, c->commit_ts, c->decommit_ts, 0, (uint8_t)piece};
+	struct ht__rd_life rl = {c->size, c->commit_ts,	  c->decommit_ts,
+				 0,	  (uint8_t)piece, c->at_exit};
 	return table_add(&x->d->commit, (uint32_t)site, &rl);
 }
 

@@ -328,8 +328,8 @@ static void write_table(struct jw *j, const char *key, const struct ht__rd_table
 	for (uint32_t i = 0; i < t->nsites; i++)
 		jw_u64(j, t->sites[i].nlives);
 	jw_arr_end(j);
-	const char *cols[5] = {"size", "alloc", "life", "realloc", "piece"};
-	for (int c = 0; c < 5; c++) {
+	const char *cols[6] = {"size", "alloc", "life", "realloc", "piece", "exit"};
+	for (int c = 0; c < 6; c++) {
 		jw_key(j, cols[c]);
 		jw_arr_begin(j);
 		for (uint32_t i = 0; i < t->nsites; i++) {
@@ -352,6 +352,9 @@ static void write_table(struct jw *j, const char *key, const struct ht__rd_table
 					break;
 				case 3:
 					jw_u64(j, l->realloc);
+					break;
+				case 5:
+					jw_u64(j, l->at_exit);
 					break;
 				default:
 					jw_u64(j, l->piece);

@@ -3,7 +3,7 @@
 // fresh profile in a temp dir, no network, and collects console errors.
 
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -35,7 +35,8 @@ export async function openPage(modules, htmlPath) {
 	});
 	page.on('pageerror', (e) => errors.push(String(e)));
 	page.on('request', (r) => {
-		if (!r.url().startsWith('file:') && !r.url().startsWith('data:')) requests.push(r.url());
+		// blob: is the page's own downloads, never the network.
+		if (!/^(file|data|blob):/.test(r.url())) requests.push(r.url());
 	});
 	const close = async () => {
 		await context.close();
@@ -51,6 +52,65 @@ export async function openPage(modules, htmlPath) {
 		throw new Error('the report did not open: ' + e.message + (errors.length ? ' (page errors: ' + errors.join('; ') + ')' : ''));
 	}
 	return { page, errors, requests, close };
+}
+
+// Clicks the download button id and returns the file it saved: { name, text }.
+export async function download(page, id) {
+	const [d] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), page.click('#' + id)]);
+	const failure = await d.failure();
+	if (failure) throw new Error('download ' + id + ' failed: ' + failure);
+	return { name: d.suggestedFilename(), text: readFileSync(await d.path(), 'utf8') };
+}
+
+/*
+ * Parses an SVG document in the page (DOMParser, as a browser reads the
+ * file): { ok, root, legends, series, windows, charts }, ok false with the
+ * parser's message when it is not well-formed.
+ */
+export async function parseSvg(page, text) {
+	return page.evaluate((t) => {
+		const doc = new DOMParser().parseFromString(t, 'image/svg+xml');
+		const err = doc.querySelector('parsererror');
+		if (err) return { ok: false, error: err.textContent };
+		const root = doc.documentElement;
+		return {
+			ok: true,
+			root: root.localName + ' ' + root.namespaceURI,
+			charts: [...root.querySelectorAll('g.chart')].map((g) => g.getAttribute('data-chart')),
+			legends: [...root.querySelectorAll('text.legend')].map((e) => e.textContent),
+			series: root.querySelectorAll('path.series').length,
+			windows: root.querySelectorAll('rect.window').length,
+		};
+	}, text);
+}
+
+/*
+ * The flame graph's boxes: { label (the box's text), title (its tooltip), x,
+ * y } from d3-flame-graph's SVG, and the scrolling box's sizes.
+ */
+export async function flameBoxes(page) {
+	return page.evaluate(() => {
+		const box = document.getElementById('flame-box');
+		const gs = [...document.querySelectorAll('#flame svg g.frame')];
+		const boxes = gs.map((g) => {
+			const m = /translate\(([-\d.]+),\s*([-\d.]+)\)/.exec(g.getAttribute('transform') || '');
+			return {
+				label: (g.querySelector('foreignObject') || g.querySelector('text') || {}).textContent || '',
+				title: g.querySelector('title')?.textContent || '',
+				x: m ? +m[1] : NaN,
+				y: m ? +m[2] : NaN,
+			};
+		});
+		return {
+			boxes,
+			clientHeight: box.clientHeight,
+			scrollHeight: box.scrollHeight,
+			scrollTop: box.scrollTop,
+			overflowY: getComputedStyle(box).overflowY,
+			svgHeight: +(document.querySelector('#flame svg')?.getAttribute('height') || 0),
+			icicle: document.getElementById('flame-icicle').checked,
+		};
+	});
 }
 
 // A failed check: the message says what was expected and what was found.

@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync, statSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openPage, check, dragWindow, rowCells, visibleLabels, expandRow } from './browser.mjs';
+import { openPage, check, dragWindow, rowCells, visibleLabels, expandRow, download, parseSvg, flameBoxes } from './browser.mjs';
 
 const args = process.argv.slice(2);
 const opt = (n) => args[args.indexOf(n) + 1];
@@ -58,6 +58,47 @@ try {
 			return n;
 		}));
 	check(ink.length === 3 && ink.every((n) => n > 500), 'three graphs are drawn (pixels: ' + ink.join(', ') + ')');
+
+	// The process heap is "malloc" in the heap graph's legend and the selectors.
+	const pid = JSON.parse(run(heaptrail, ['info', trace, '--format', 'json'])).processes[0].pid;
+	const names = await page.evaluate(() => ({
+		legend: window.heaptrail.charts[0].series.slice(1).map((s) => s.label),
+		flame: [...document.querySelectorAll('#flame-source option')].map((o) => o.textContent),
+		xperf: [...document.querySelectorAll('#xperf-source option')].map((o) => o.textContent),
+	}));
+	check(JSON.stringify(names.legend) === JSON.stringify(['memtestapp (' + pid + ') malloc']), 'heap graph legend: ' + JSON.stringify(names.legend));
+	check(JSON.stringify(names.flame) === '["heap: malloc","committed"]' && JSON.stringify(names.xperf) === JSON.stringify(names.flame),
+		'flame graph and xperf selectors name the heap malloc: ' + JSON.stringify(names));
+
+	// Downloads of the whole trace: 'heaptrail export --format collapsed' and
+	// 'heaptrail analyze -stacks --format csv' for the same -range, to the byte
+	// (blocks the program never freed count as outstanding, as analyze counts them).
+	const durRange = ['-range', '0ns', durationNs + 1 + 'ns'];
+	let got = await download(page, 'dl-collapsed');
+	let want = run(heaptrail, ['export', trace, '--format', 'collapsed', ...durRange, '-o', '-']);
+	check(got.name === 'memtest.folded' && want.length > 0 && got.text === want,
+		'whole trace: collapsed download = heaptrail export --format collapsed (' + got.name + ', ' + got.text.length + ' vs ' + want.length + ' bytes)');
+	got = await download(page, 'dl-csv');
+	want = run(heaptrail, ['analyze', trace, '-stacks', ...durRange, '-top', '1000000', '--format', 'csv']);
+	check(got.name === 'memtest.csv' && got.text === want,
+		'whole trace: CSV download = heaptrail analyze -stacks --format csv (' + got.text.length + ' vs ' + want.length + ' bytes)');
+	const cmd = await page.textContent('#dl-cmd');
+	check(cmd.includes(' --format collapsed -range 0ns ' + (durationNs + 1) + 'ns -o memtest.folded') && cmd.includes(' -stacks -range 0ns ' + (durationNs + 1) + 'ns -top '),
+		'the page prints the export command of its download (' + cmd + ')');
+
+	// The flame graph: a box of fixed height with its own scroll; memtestapp's
+	// stacks are shallow, so it opens as a flame (root at the bottom); boxes
+	// show the function, the tooltip the whole frame with module and file:line.
+	await page.waitForSelector('#flame svg g.frame', { timeout: 20000 });
+	await page.waitForTimeout(600); // d3-flame-graph's 250 ms transition
+	const fb = await flameBoxes(page);
+	check(fb.clientHeight === 480 && fb.overflowY === 'auto', 'flame graph box: 480 px with its own scroll (' + fb.clientHeight + ', ' + fb.overflowY + ')');
+	const root = fb.boxes.find((b) => b.label === 'all');
+	check(!fb.icicle && root && root.y === Math.max(...fb.boxes.map((b) => b.y)), 'shallow stacks open as a flame: root at the bottom (icicle ' + fb.icicle + ')');
+	const mtb = fb.boxes.find((b) => b.title.startsWith('memtestapp!InnerLoopOperation'));
+	check(mtb && /^InnerLoopOperation\(/.test(mtb.label) && /\(memtestapp\.cpp:\d+\): [\d.]+ [KMG]?B \([\d.]+%\)$/.test(mtb.title),
+		'a box shows its function, its tooltip the module and file:line (' + JSON.stringify(mtb) + ')');
+	check(!fb.boxes.some((b) => b.label.includes('!')), 'no box label carries a module prefix (' + fb.boxes.filter((b) => b.label.includes('!')).map((b) => b.label).join(', ') + ')');
 
 	// The whole trace opens on what was live at the heap's peak, in the flame
 	// graph and the xperf view, with the numbers of 'analyze --at-peak'.
@@ -122,6 +163,22 @@ try {
 	check(transient && transient.count === '4', 'commit table: Transient Count 4 (got ' + JSON.stringify(transient) + ')');
 	check(transient.size === '40 MB', 'commit table: Transient Size 40 MB');
 	check(transient.impacting === '0 B', 'commit table: Transient Impacting Size 0 B');
+
+	// The downloads of the window equal the commands for the same -range, and
+	// the graphs come as one well-formed SVG with the window shaded.
+	const winRange = ['-range', t1 + 'ns', t2 + 'ns'];
+	got = await download(page, 'dl-collapsed');
+	want = run(heaptrail, ['export', trace, '--format', 'collapsed', ...winRange, '-o', '-']);
+	check(got.name === 'memtest-' + t1 + 'ns-' + t2 + 'ns.folded' && want.length > 0 && got.text === want,
+		'window: collapsed download = heaptrail export --format collapsed ' + winRange.join(' ') + ' (' + got.text.length + ' bytes)');
+	got = await download(page, 'dl-csv');
+	want = run(heaptrail, ['analyze', trace, '-stacks', ...winRange, '-top', '1000000', '--format', 'csv']);
+	check(got.text === want && want.split('\n').length > 2, 'window: CSV download = heaptrail analyze -stacks --format csv (' + (want.split('\n').length - 2) + ' stacks)');
+	got = await download(page, 'dl-svg');
+	const svg = await parseSvg(page, got.text);
+	const nseries = await page.evaluate(() => window.heaptrail.charts.reduce((n, u) => n + u.series.length - 1, 0));
+	check(svg.ok && svg.root === 'svg http://www.w3.org/2000/svg' && svg.charts.join() === 'heap,commit,rss' && svg.series === nseries && svg.windows === 3 &&
+		svg.legends[0] === 'memtestapp (' + pid + ') malloc', 'graphs download: well-formed SVG, 3 graphs, ' + nseries + ' series, the window shaded (' + JSON.stringify(svg) + ')');
 
 	// The same numbers as heaptrail table for that window, heap and commit.
 	const page_tot = await page.evaluate(() => window.heaptrail.totals());

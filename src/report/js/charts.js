@@ -13,7 +13,7 @@ const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b
 const GREY = '#7f7f7f'; // the processes summed beyond the top ones
 
 // A series' color: its index in the palette, or grey for a negative index.
-const colorOf = (i) => (i < 0 ? GREY : PALETTE[i % PALETTE.length]);
+export const colorOf = (i) => (i < 0 ? GREY : PALETTE[i % PALETTE.length]);
 
 /*
  * Draws one chart per entry of specs ({ title, series: [{ label, values }] })

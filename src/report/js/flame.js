@@ -1,17 +1,21 @@
 // The flame graph of the window (outstanding bytes at its end, bytes or
 // allocations made in it), with d3-flame-graph: callers-first or allocation
-// sites first, flame or icicle orientation, and search.
+// sites first, flame or icicle orientation, and search. It is drawn in a box
+// of fixed height that scrolls by itself, so a stack hundreds of frames deep
+// (an interpreter's) never pushes the rest of the page down.
 
 import { select } from 'd3-selection';
 import flamegraph from 'd3-flame-graph';
 import { fmtBytes, fmtCount } from './format.js';
 
+export const CELL_HEIGHT = 18;
+
 /*
- * Creates the flame graph in el. details is the element that shows the
- * hovered frame or the search result. Returns { update(tree, isBytes),
- * search(term), setInverted(bool) }.
+ * Creates the flame graph in el, inside the scrolling box. details is the
+ * element that shows the hovered frame or the search result. Returns {
+ * update(tree, isBytes, inverted), search(term), setInverted(bool), deep(tree) }.
  */
-export function createFlame(el, details) {
+export function createFlame(box, el, details) {
 	let isBytes = true;
 	let chart = null;
 	let tree = null;
@@ -23,20 +27,23 @@ export function createFlame(el, details) {
 		el.textContent = '';
 		chart = flamegraph()
 			.width(Math.max(el.clientWidth, 400))
-			.cellHeight(18)
+			.cellHeight(CELL_HEIGHT)
 			.transitionDuration(250)
 			.minFrameSize(1)
 			.sort(true)
 			.inverted(inverted)
 			.setDetailsElement(details);
-		// Plain substring search: a frame name is not a regular expression.
+		// Boxes show the function (d.data.name); search looks at the whole
+		// frame, module and file:line included. Plain substring search: a
+		// frame name is not a regular expression.
 		chart.setSearchMatch((d, t) => {
-			const name = d.data.name || '';
+			const name = d.data.full || d.data.name || '';
 			return !!t && name.toLowerCase().includes(t.toLowerCase());
 		});
+		// The tooltip (and the details line on hover): the whole frame.
 		chart.setLabelHandler((d) => {
 			const total = tree && tree.value ? tree.value : 1;
-			return d.data.name + ': ' + fmt(d.value) + ' (' + ((100 * d.value) / total).toFixed(2) + '%)';
+			return (d.data.full || d.data.name) + ': ' + fmt(d.value) + ' (' + ((100 * d.value) / total).toFixed(2) + '%)';
 		});
 		chart.setSearchHandler((results, sum, total) => {
 			details.textContent = term ? 'search "' + term + '": ' + fmt(sum) + ' of ' + fmt(total) : '';
@@ -51,12 +58,15 @@ export function createFlame(el, details) {
 		}
 		select(el).datum(tree).call(chart);
 		if (term) chart.search(term);
+		// The root in view: at the top of an icicle, at the bottom of a flame.
+		box.scrollTop = inverted ? 0 : box.scrollHeight;
 	}
 
 	return {
-		update(t, bytes) {
+		update(t, bytes, inv) {
 			tree = t;
 			isBytes = bytes;
+			inverted = inv;
 			draw();
 		},
 		search(t) {
@@ -71,6 +81,10 @@ export function createFlame(el, details) {
 		setInverted(v) {
 			inverted = v;
 			draw();
+		},
+		// Whether tree is taller than the box: then it opens as an icicle, root on top.
+		deep(t) {
+			return ((t && t.depth) || 0) + 1 > Math.floor(box.clientHeight / CELL_HEIGHT) - 1;
 		},
 	};
 }

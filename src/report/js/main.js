@@ -6,11 +6,12 @@ import 'uplot/dist/uPlot.min.css';
 import 'tabulator-tables/dist/css/tabulator_simple.min.css';
 import '../css/report.css';
 
-import { loadModel, processLabel } from './model.js';
+import { loadModel, processLabel, heapLabel } from './model.js';
 import { windowSites, momentSites, windowTotals, buildTree, flameTree, xperfRows, spans, METRICS, SORT_KEYS } from './window.js';
-import { drawCharts } from './charts.js';
+import { drawCharts, colorOf } from './charts.js';
 import { createTreeTable, createXperfTable } from './tables.js';
 import { createFlame } from './flame.js';
+import { windowStacks, collapsedText, csvText, chartsSvg, saveText } from './download.js';
 import { summary } from './summary.js';
 import { fmtBytes, fmtCount, fmtTime, rangeArg } from './format.js';
 
@@ -24,14 +25,14 @@ function readData() {
 
 function chartSpecs(m) {
 	const s = m.series;
-	// The process heap is glibc's malloc; custom heaps (heap.h) keep their handle.
-	const handle = (h) => (m.handles[h] === '0x0' ? 'malloc' : 'heap ' + m.handles[h]);
+	// The process heap is glibc's malloc; custom heaps (heap.h) show their names.
+	const handle = (p, h) => heapLabel(m, p, h);
 	const seriesLabel = (x, what) => (x.process < 0 ? x.others + ' other processes (summed)' : processLabel(m, x.process) + what);
 	const seriesColor = (x, extra) => (x.process < 0 ? -1 : x.process + extra);
 	return [
 		// One color per process on every graph; further heaps of a process get
 		// their own; the sum of the processes beyond the top ones is grey.
-		{ id: 'heap', title: 'Outstanding heap bytes', series: s.heap.map((x) => ({ label: seriesLabel(x, ' ' + handle(x.handle)), values: x.max, color: seriesColor(x, 3 * x.handle) })) },
+		{ id: 'heap', title: 'Outstanding heap bytes', series: s.heap.map((x) => ({ label: seriesLabel(x, ' ' + handle(x.process, x.handle)), values: x.max, color: seriesColor(x, 3 * x.handle) })) },
 		{ id: 'commit', title: 'Committed bytes (mappings)', series: s.commit.map((x) => ({ label: seriesLabel(x, ''), values: x.max, color: seriesColor(x, 0) })) },
 		{ id: 'rss', title: 'Resident set size (RSS)', series: s.rss.map((x) => ({ label: seriesLabel(x, ''), values: x.max, color: seriesColor(x, 0) })) },
 	];
@@ -46,7 +47,7 @@ function main() {
 		return;
 	}
 	summary(m);
-	const labels = { process: (p) => processLabel(m, p), handle: (h) => (m.handles[h] === '0x0' ? 'malloc (handle 0x0)' : 'Handle ' + m.handles[h]) };
+	const labels = { process: (p) => processLabel(m, p), handle: (h, p) => heapLabel(m, p, h) + ' (handle ' + m.handles[h] + ')' };
 	const file = m.trace.file || 'TRACE.htr';
 	const state = { t1: m.fullWindow[0], t2: m.fullWindow[1], heap: null, commit: null };
 	// The peaks (info's: when the summed outstanding bytes were first highest)
@@ -60,7 +61,25 @@ function main() {
 	};
 	// Whether the user chose the view's metric; until then it follows the window:
 	// live at the peak for the whole trace, the window's own numbers otherwise.
-	const chosen = { flame: false, xperf: false };
+	const chosen = { flame: false, xperf: false, icicle: false };
+
+	// The source selectors: every heap together, each heap by its name when
+	// there are several (malloc, heap.h's names), and committed memory.
+	const heapHandles = [...new Set(m.heap.sites.handle)].sort((a, b) => a - b);
+	for (const id of ['flame-source', 'xperf-source']) {
+		const opts = [['heap', heapHandles.length > 1 ? 'heap: all heaps' : 'heap: ' + (heapHandles.length ? heapLabel(m, -1, heapHandles[0]) : 'malloc')]];
+		if (heapHandles.length > 1) for (const h of heapHandles) opts.push(['heap:' + h, 'heap: ' + heapLabel(m, -1, h)]);
+		opts.push(['commit', 'committed']);
+		const sel = $(id);
+		sel.textContent = '';
+		for (const [v, t] of opts) sel.appendChild(new Option(t, v));
+	}
+	// A source as { tab, kind, keep }: keep picks one heap's sites.
+	const source = (v) => {
+		if (v === 'commit') return { tab: m.commit, kind: 'commit', keep: null };
+		const h = v.startsWith('heap:') ? +v.slice(5) : -1;
+		return { tab: m.heap, kind: 'heap', keep: h < 0 ? null : (s) => m.heap.sites.handle[s] === h };
+	};
 
 	let charts = null;
 	// A picked row's blocks are highlighted on its graph; a new window clears them.
@@ -74,7 +93,7 @@ function main() {
 	const heapTable = createTreeTable($('heap-table'), 'heap', 'Process / Handle / Impacting Type / Stack', pick('heap'));
 	const commitTable = createTreeTable($('commit-table'), 'commit', 'Process / Impacting Type / Commit Stack', pick('commit'));
 	const xperf = createXperfTable($('xperf-table'));
-	const flame = createFlame($('flame'), $('flame-details'));
+	const flame = createFlame($('flame-box'), $('flame'), $('flame-details'));
 
 	function heapLevels() {
 		return $('split-type').checked ? ['process', 'handle', 'impacting', 'type', 'stack'] : ['process', 'handle', 'impacting', 'stack'];
@@ -89,23 +108,25 @@ function main() {
 	}
 
 	function drawFlame() {
-		const src = $('flame-source').value;
+		const src = source($('flame-source').value);
 		const metric = $('flame-metric').value;
-		const tab = src === 'commit' ? m.commit : m.heap;
-		const ws = metric === 'peak' ? peakSites(src) : src === 'commit' ? state.commit : state.heap;
+		const ws = metric === 'peak' ? peakSites(src.kind) : state[src.kind];
 		const fn = METRICS[metric === 'peak' ? 'outstanding' : metric];
-		flame.update(flameTree(m, tab, ws, fn, $('flame-callees').checked), metric !== 'count');
+		const tree = flameTree(m, src.tab, ws, fn, $('flame-callees').checked, src.keep);
+		// Deep stacks (an interpreter's) open as an icicle, root on top, until
+		// the user picks an orientation.
+		if (!chosen.icicle) $('flame-icicle').checked = flame.deep(tree);
+		flame.update(tree, metric !== 'count', $('flame-icicle').checked);
 	}
 
 	function drawXperf() {
-		const src = $('xperf-source').value;
+		const src = source($('xperf-source').value);
 		const by = $('xperf-by').value;
 		const key = $('xperf-sort').value;
 		const top = Math.max(1, parseInt($('xperf-top').value, 10) || 50);
 		const peak = $('xperf-when').value === 'peak';
-		const tab = src === 'commit' ? m.commit : m.heap;
-		const ws = peak ? peakSites(src) : src === 'commit' ? state.commit : state.heap;
-		const rows = xperfRows(m, tab, ws, by, peak).sort((a, b) => b[key] - a[key] || b.st - a.st).slice(0, top);
+		const ws = peak ? peakSites(src.kind) : state[src.kind];
+		const rows = xperfRows(m, src.tab, ws, by, peak, src.keep).sort((a, b) => b[key] - a[key] || b.st - a.st).slice(0, top);
 		for (const r of rows) {
 			r.label = r.name;
 			r.kind = by === 'stacks' ? 'stack' : by === 'frames' ? 'frame' : 'image';
@@ -117,7 +138,7 @@ function main() {
 		}
 		xperf.update(rows);
 		const when = peak ? ' --at-peak' : ' -range ' + rangeArg(state.t1) + ' ' + rangeArg(state.t2);
-		$('xperf-cmd').textContent = src === 'commit' && peak
+		$('xperf-cmd').textContent = src.kind === 'commit' && peak
 			? 'committed memory live at its peak (' + fmtTime(peakNs.commit) + ')'
 			: 'heaptrail analyze ' + file + ' -' + by + ' ' + key + when + ' -top ' + top;
 	}
@@ -148,6 +169,11 @@ function main() {
 		$('win-cmd').textContent = full
 			? 'heaptrail table heap ' + file
 			: 'heaptrail table heap|commit ' + file + ' --range ' + rangeArg(t1) + ' ' + rangeArg(t2);
+		state.stacks = null;
+		const range = ' -range ' + rangeArg(t1) + ' ' + rangeArg(t2);
+		$('dl-cmd').textContent =
+			'heaptrail export ' + file + ' --format collapsed' + range + ' -o ' + downloadName('folded') +
+			'; heaptrail analyze ' + file + ' -stacks' + range + ' -top ' + windowRows().length + ' --format csv';
 		// The tables first; the flame graph and the xperf view right after, so
 		// a big window shows its tables without waiting for the rest. How long
 		// each part took is kept for whoever profiles a big report.
@@ -163,6 +189,23 @@ function main() {
 			Object.assign(state.timings, { flame: p2 - p1, xperf: performance.now() - p2 });
 		}, 0);
 	}
+
+	// The downloads: the window's heap stacks as 'heaptrail export --format
+	// collapsed' and 'heaptrail analyze -stacks --format csv' write them for
+	// -range T1 T2, and the graphs as SVG.
+	const base = file.replace(/^.*\//, '').replace(/\.htr$/, '');
+	function downloadName(ext) {
+		const full = state.t1 <= 0 && state.t2 > m.trace.duration_ns;
+		return base + (full ? '' : '-' + rangeArg(state.t1) + '-' + rangeArg(state.t2)) + '.' + ext;
+	}
+	function windowRows() {
+		if (!state.stacks) state.stacks = windowStacks(m, state.t1, state.t2);
+		return state.stacks;
+	}
+	$('dl-collapsed').addEventListener('click', () => saveText(downloadName('folded'), collapsedText(m, windowRows()), 'text/plain'));
+	$('dl-csv').addEventListener('click', () => saveText(downloadName('csv'), csvText(windowRows()), 'text/csv'));
+	$('dl-svg').addEventListener('click', () =>
+		saveText(downloadName('svg'), chartsSvg(chartSpecs(m), m.series, m.trace.duration_ns, state.t1, state.t2, colorOf), 'image/svg+xml'));
 
 	charts = drawCharts($('charts'), m.series, chartSpecs(m), m.trace.duration_ns, (t1, t2) => setWindow(t1, t2));
 
@@ -193,7 +236,10 @@ function main() {
 	for (const id of ['flame-source', 'flame-metric', 'flame-callees']) $(id).addEventListener('change', drawFlame);
 	$('flame-metric').addEventListener('change', () => (chosen.flame = true));
 	$('xperf-when').addEventListener('change', () => (chosen.xperf = true));
-	$('flame-icicle').addEventListener('change', () => flame.setInverted($('flame-icicle').checked));
+	$('flame-icicle').addEventListener('change', () => {
+		chosen.icicle = true;
+		flame.setInverted($('flame-icicle').checked);
+	});
 	$('flame-search').addEventListener('input', () => flame.search($('flame-search').value));
 	for (const id of ['xperf-source', 'xperf-when', 'xperf-by', 'xperf-sort', 'xperf-top']) $(id).addEventListener('change', drawXperf);
 	$('xperf-sort').innerHTML = Object.entries(SORT_KEYS).map(([k, v]) => '<option value="' + k + '">' + k + ' (' + v + ')</option>').join('');

@@ -26,6 +26,9 @@ function decodeTable(t, trace) {
 		blocks: new Float64Array(n),
 		bytes: new Float64Array(n),
 		reallocs: new Float64Array(n),
+		// 1: an exact lifetime its process held until exit or exec (free is
+		// that moment); analyze and export count it as never freed.
+		exit: new Uint8Array(ne),
 	};
 	// Exact lifetimes come grouped by site, alloc as deltas within a site and
 	// life = free - alloc (docs/report.md).
@@ -41,6 +44,7 @@ function decodeTable(t, trace) {
 			it.blocks[i] = 1;
 			it.bytes[i] = ex.size[i];
 			it.reallocs[i] = ex.realloc[i];
+			it.exit[i] = ex.exit ? ex.exit[i] : 0;
 		}
 	}
 	if (i !== ne) throw new Error('report data: exact lifetimes do not add up');
@@ -61,19 +65,24 @@ function decodeTable(t, trace) {
 	return { sites, items: it, bucketNs: w, binned: nb > 0 };
 }
 
-// The label of a frame: "module!function" and, separately, "file:line".
+// The label of a frame: "module!function" and, separately, "file:line";
+// short is the function alone (the flame graph's boxes: the module is in
+// their tooltip), as 'heaptrail export --format collapsed' writes frames.
 function frameLabels(d) {
 	const f = d.frames;
 	const n = f.name.length;
 	const names = new Array(n);
+	const short = new Array(n);
 	const where = new Array(n);
 	const images = new Array(n);
 	for (let i = 0; i < n; i++) {
 		names[i] = f.name[i];
 		where[i] = f.file[i] ? baseName(f.file[i]) + (f.line[i] ? ':' + f.line[i] : '') : '';
 		images[i] = f.module[i] >= 0 ? d.modules[f.module[i]] : '?';
+		const prefix = f.module[i] >= 0 ? images[i] + '!' : null;
+		short[i] = prefix && names[i].startsWith(prefix) ? names[i].slice(prefix.length) : names[i];
 	}
-	return { names, where, images, files: f.file, lines: f.line };
+	return { names, short, where, images, files: f.file, lines: f.line };
 }
 
 function baseName(p) {
@@ -90,6 +99,7 @@ export function loadModel(d) {
 		totals: d.totals,
 		processes: d.processes,
 		handles: d.handles,
+		heapNames: heapNames(d),
 		stacks: d.stacks,
 		frames: frameLabels(d),
 		heap: decodeTable(d.heap, d.trace),
@@ -100,6 +110,27 @@ export function loadModel(d) {
 		fullWindow: [0, d.trace.duration_ns + 1],
 	};
 	return m;
+}
+
+// The names of the heaps by "process/handle" index: heap.h's names, and
+// "malloc" for the process heap (handle 0x0) in every process.
+function heapNames(d) {
+	const names = new Map();
+	for (const h of d.heap_names || []) names.set(h.process + '/' + h.handle, h.name);
+	return names;
+}
+
+/*
+ * A heap as people read it: "malloc" for the process heap, heap.h's name for
+ * a custom heap, "heap 0x55d0c0" for one without a name. process -1 takes
+ * the name any process gave the handle (the selectors list handles, not
+ * processes).
+ */
+export function heapLabel(m, p, h) {
+	if (m.handles[h] === '0x0') return 'malloc';
+	let name = m.heapNames.get(p + '/' + h);
+	if (name === undefined && p < 0) for (const [k, v] of m.heapNames) if (k.endsWith('/' + h)) name = v;
+	return name === undefined ? 'heap ' + m.handles[h] : name;
 }
 
 // Short process label: "memtestapp (1234)".

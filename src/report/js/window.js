@@ -150,7 +150,7 @@ export function buildTree(m, tab, ws, levels, labels) {
 					mark(node, s, types);
 				} else if (lv === 'handle') {
 					const h = tab.sites.handle[s];
-					node = child(node, 'h' + h, () => newNode(labels.handle(h), { kind: 'handle' }));
+					node = child(node, 'h' + h, () => newNode(labels.handle(h, tab.sites.process[s]), { kind: 'handle' }));
 					addStats(node, st);
 					mark(node, s, types);
 				} else if (lv === 'impacting') {
@@ -256,13 +256,17 @@ export const METRICS = {
 };
 
 /*
- * A d3-flame-graph tree { name, value, children } of metric over the sites,
- * callers first (a classic flame graph) or, with callees, allocation sites
- * first (an inverted, bottom-up view).
+ * A d3-flame-graph tree { name, full, value, children } of metric over the
+ * sites (those keep(site) accepts, when given), callers first (a classic
+ * flame graph) or, with callees, allocation sites first (an inverted,
+ * bottom-up view). name is the function, full the whole frame with its
+ * module and file:line (tooltip and search). depth is the deepest level.
  */
-export function flameTree(m, tab, ws, metric, callees) {
-	const root = { name: 'all', value: 0, kids: new Map() };
+export function flameTree(m, tab, ws, metric, callees, keep = null) {
+	const root = { name: 'all', full: 'all', value: 0, kids: new Map() };
+	let depth = 0;
 	for (let s = 0; s < ws.nsites; s++) {
+		if (keep && !keep(s)) continue;
 		const v = metric(ws, s);
 		if (!v) continue;
 		let frames = m.stacks[tab.sites.stack[s]] || [];
@@ -273,15 +277,18 @@ export function flameTree(m, tab, ws, metric, callees) {
 			let c = node.kids.get(f);
 			if (!c) {
 				const w = m.frames.where[f];
-				c = { name: m.frames.names[f] + (w ? ' (' + w + ')' : ''), value: 0, kids: new Map() };
+				c = { name: m.frames.short[f], full: m.frames.names[f] + (w ? ' (' + w + ')' : ''), value: 0, kids: new Map() };
 				node.kids.set(f, c);
 			}
 			c.value += v;
 			node = c;
 		}
+		depth = Math.max(depth, frames.length);
 	}
-	const conv = (n) => ({ name: n.name, value: n.value, children: [...n.kids.values()].map(conv) });
-	return conv(root);
+	const conv = (n) => ({ name: n.name, full: n.full, value: n.value, children: [...n.kids.values()].map(conv) });
+	const tree = conv(root);
+	tree.depth = depth;
+	return tree;
 }
 
 // xperf's sort keys and the columns they sort by.
@@ -309,11 +316,13 @@ export function momentSites(tab, t) {
  * with so, soc, st, stc, src as xperf counts them for -range: total is what was
  * allocated inside the window, outstanding what of that is not freed in it.
  * With atMoment (ws from momentSites()), every block live then is counted,
- * outstanding, as 'analyze --at-peak' does.
+ * outstanding, as 'analyze --at-peak' does. keep(site), when given, picks
+ * the sites (one heap).
  */
-export function xperfRows(m, tab, ws, by, atMoment = false) {
+export function xperfRows(m, tab, ws, by, atMoment = false, keep = null) {
 	const rows = new Map();
 	for (let s = 0; s < ws.nsites; s++) {
+		if (keep && !keep(s)) continue;
 		// At a moment the live blocks are AIFO and AOFO; in a window, what was
 		// allocated inside: AIFI and AIFO.
 		const ki = s * 4 + (atMoment ? AOFO : AIFI);
