@@ -12,7 +12,7 @@
 
 #include "analysis/intern.h"
 #include "analysis/temporary.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 #define NO_STACK_KEY "[no stack]"
 

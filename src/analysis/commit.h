@@ -63,7 +63,7 @@
 #include <stdint.h>
 
 #include "analysis/lifetime.h" /* HT_TS_NEVER */
-#include "analysis/vec.h"
+#include "base/vec.h"
 #include "heaptrail/trace.h"
 
 /* One committed range from its commit to its decommit (or the end). */

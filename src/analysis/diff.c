@@ -4,7 +4,7 @@
  */
 #include "analysis/diff.h"
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>

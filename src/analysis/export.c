@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 static const char *const metric_names[] = {"outstanding", "total", "peak"};
 

@@ -19,7 +19,7 @@
 #include "analysis/export.h"
 #include "analysis/pass.h"
 #include "analysis/summary.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 #define SNAPSHOTS 50
 

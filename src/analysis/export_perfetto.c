@@ -16,7 +16,7 @@
 
 #include "analysis/export.h"
 #include "analysis/pass.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 #define BUCKETS 20000
 

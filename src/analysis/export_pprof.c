@@ -12,7 +12,7 @@
 
 #include "analysis/export.h"
 #include "analysis/intern.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 #include "profile.pb-c.h"
 
 struct builder {

@@ -19,7 +19,7 @@
 #include "analysis/export.h"
 #include "analysis/intern.h"
 #include "analysis/pass.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 static const char schema[] =
     "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=65536;"

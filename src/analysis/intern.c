@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 static uint64_t rehash(const void *ctx, uint32_t id)
 {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 #define HT__NO_ID UINT32_MAX
 

@@ -13,7 +13,7 @@
 
 #include "analysis/aggregate.h"
 #include "analysis/query.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 /*
  * What the C and C++ runtimes allocate once and never free, by design. The

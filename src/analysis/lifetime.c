@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 struct block {
 	uint64_t addr; /* 0: empty slot (no live block has address 0) */

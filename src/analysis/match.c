@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 const char *const ht__match_default_list[] = {
     /* heaptrail's own hooks, whatever the library's exact file name. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 struct slot {
 	const struct ht__consumer *c;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 void ht__query_init(struct ht__query *q)
 {

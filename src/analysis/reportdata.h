@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "analysis/summary.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 #include "heaptrail/trace.h"
 
 struct ht__heap_names;

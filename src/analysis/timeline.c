@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "analysis/lifetime.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 #define MAX_POINTS 10000000u
 

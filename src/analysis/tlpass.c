@@ -10,7 +10,7 @@
 #include "analysis/pass.h"
 #include "analysis/query.h"
 #include "analysis/timeline.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 struct ht__tl_feed {
 	struct ht__timeline *tl;

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "analysis/lifetime.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 /* A window [start, end) in ns since the trace start; start < end. */
 struct ht__window {

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 #include "base/paths.h"
 #include "cli/builtin.h"
 #include "cli/common.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "session/internal.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 /* Not more often than this per process. */
 #define MAPS_EVERY_NS 50000000ull

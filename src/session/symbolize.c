@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 #include "session/symcache.h"
 #include "session/internal.h"
 

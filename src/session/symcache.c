@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "session/symcache.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 
 #define MAGIC "HTSYMC1"
 #define HEAD 16

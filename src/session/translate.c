@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "analysis/vec.h"
+#include "base/vec.h"
 #include "session/internal.h"
 
 /* Recorder stack ids above this are refused (a corrupt record, not a program). */

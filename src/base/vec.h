@@ -31,8 +31,8 @@
  *
  * Slots hold id + 1 (0 is empty). Ids are never removed. Not thread-safe.
  */
-#ifndef HT_ANALYSIS_VEC_H
-#define HT_ANALYSIS_VEC_H
+#ifndef HT_BASE_VEC_H
+#define HT_BASE_VEC_H
 
 #include <stddef.h>
 #include <stdint.h>
