@@ -74,7 +74,6 @@ struct link {
 	uint64_t heap, addr;
 	int64_t from;
 	uint32_t process;
-	bool used;
 };
 
 struct sq {
@@ -82,8 +81,12 @@ struct sq {
 	sqlite3_stmt *st[S_N];
 	const struct ht__query *q;
 	struct ht_reader *r;
-	struct link *links; /* open addressing, backward-shift deletion */
-	size_t cap, count;
+	/* Live realloc'd blocks, found through the index. A taken link's entry
+	   waits for the next one in a free list (its from holds the next free
+	   id + 1; free_links is the first, 0 when none). */
+	HT_VEC(struct link) links;
+	struct ht__hindex link_ix;
+	uint32_t free_links;
 	/* The row of the block the current realloc event ended. */
 	int64_t pending_row;
 	uint64_t pending_ts;
@@ -102,65 +105,61 @@ static int db_error(struct sq *s)
 	return HT_ERR_IO;
 }
 
-static size_t link_slot(const struct sq *s, uint32_t process, uint64_t heap, uint64_t addr)
+static uint64_t link_hash(uint32_t process, uint64_t heap, uint64_t addr)
 {
-	size_t i = ht__mix64(addr ^ heap * 0x9e3779b97f4a7c15ull ^ process) & (s->cap - 1);
-	while (s->links[i].used && (s->links[i].addr != addr || s->links[i].heap != heap ||
-				    s->links[i].process != process))
-		i = (i + 1) & (s->cap - 1);
-	return i;
+	return ht__mix64(addr ^ heap * 0x9e3779b97f4a7c15ull ^ process);
+}
+
+static uint64_t link_rehash(const void *ctx, uint32_t id)
+{
+	const struct link *l = &((const struct sq *)ctx)->links.v[id];
+	return link_hash(l->process, l->heap, l->addr);
+}
+
+/* The index slot of the link of a block, or a slot holding 0. */
+static uint32_t *link_find(const struct sq *s, uint32_t process, uint64_t heap, uint64_t addr)
+{
+	uint32_t *slot = ht__hindex_find(&s->link_ix, link_hash(process, heap, addr));
+	for (; *slot; slot = ht__hindex_next(&s->link_ix, slot)) {
+		const struct link *l = &s->links.v[*slot - 1];
+		if (l->addr == addr && l->heap == heap && l->process == process)
+			break;
+	}
+	return slot;
 }
 
 static int link_put(struct sq *s, uint32_t process, uint64_t heap, uint64_t addr, int64_t from)
 {
-	if ((s->count + 1) * 2 > s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 1024;
-		struct link *old = s->links;
-		size_t ocap = s->cap;
-		s->links = calloc(ncap, sizeof(*s->links));
-		if (!s->links) {
-			s->links = old;
-			return HT_ERR_NOMEM;
-		}
-		s->cap = ncap;
-		for (size_t i = 0; i < ocap; i++)
-			if (old[i].used)
-				s->links[link_slot(s, old[i].process, old[i].heap, old[i].addr)] =
-				    old[i];
-		free(old);
+	struct link now = {heap, addr, from, process};
+	uint32_t *slot = link_find(s, process, heap, addr);
+	if (*slot) {
+		s->links.v[*slot - 1] = now;
+		return 0;
 	}
-	struct link *l = &s->links[link_slot(s, process, heap, addr)];
-	if (!l->used)
-		s->count++;
-	*l = (struct link){heap, addr, from, process, true};
-	return 0;
+	uint32_t id;
+	if (s->free_links) {
+		id = s->free_links - 1;
+		s->free_links = (uint32_t)s->links.v[id].from;
+		s->links.v[id] = now;
+	} else {
+		id = (uint32_t)s->links.len;
+		if (ht__vec_push(&s->links, now) < 0)
+			return HT_ERR_NOMEM;
+	}
+	return ht__hindex_insert(&s->link_ix, link_hash(process, heap, addr), id, link_rehash, s);
 }
 
 /* The row a realloc'd block came from (0: none), forgetting it. */
 static int64_t link_take(struct sq *s, uint32_t process, uint64_t heap, uint64_t addr)
 {
-	if (!s->count)
+	uint32_t *slot = link_find(s, process, heap, addr);
+	if (!*slot)
 		return 0;
-	size_t i = link_slot(s, process, heap, addr);
-	if (!s->links[i].used)
-		return 0;
-	int64_t from = s->links[i].from;
-	/* Backward-shift deletion: later entries of the run move into the gap. */
-	size_t j = i;
-	for (;;) {
-		j = (j + 1) & (s->cap - 1);
-		struct link *c = &s->links[j];
-		if (!c->used)
-			break;
-		size_t home = ht__mix64(c->addr ^ c->heap * 0x9e3779b97f4a7c15ull ^ c->process) &
-			      (s->cap - 1);
-		if (((j - home) & (s->cap - 1)) >= ((j - i) & (s->cap - 1))) {
-			s->links[i] = *c;
-			i = j;
-		}
-	}
-	memset(&s->links[i], 0, sizeof(s->links[i]));
-	s->count--;
+	uint32_t id = *slot - 1;
+	int64_t from = s->links.v[id].from;
+	ht__hindex_remove(&s->link_ix, slot, link_rehash, s);
+	s->links.v[id].from = s->free_links;
+	s->free_links = id + 1;
 	return from;
 }
 
@@ -518,7 +517,8 @@ out:
 		rc = db_error(&s);
 	snprintf(why, whylen, "%s", s.errmsg ? s.errmsg : ht_strerror(rc));
 	free(s.errmsg);
-	free(s.links);
+	ht__vec_release(&s.links);
+	ht__hindex_release(&s.link_ix);
 	free(s.pwanted);
 	return rc;
 }

@@ -29,7 +29,9 @@
  *     // not found: append to items, then
  *     if (ht__hindex_insert(&ix, h, id, rehash_fn, items) < 0) ...
  *
- * Slots hold id + 1 (0 is empty). Ids are never removed. Not thread-safe.
+ * Slots hold id + 1 (0 is empty). An id leaves with ht__hindex_remove(), given
+ * the slot the lookup found it in; the caller may then reuse the id. Not
+ * thread-safe.
  */
 #ifndef HT_BASE_VEC_H
 #define HT_BASE_VEC_H
@@ -198,6 +200,31 @@ static inline int ht__hindex_insert(struct ht__hindex *ix, uint64_t h, uint32_t 
 	ix->slots[j] = id + 1;
 	ix->count++;
 	return 0;
+}
+
+/*
+ * Removes the id in slot s (found by a lookup). Later ids of the same probe
+ * run move back into the gap (backward-shift deletion), so lookups need no
+ * tombstones; hash(ctx, id) gives their home slots.
+ */
+static inline void ht__hindex_remove(struct ht__hindex *ix, uint32_t *s, ht__hindex_hash_fn hash,
+				     const void *ctx)
+{
+	size_t mask = ix->cap - 1;
+	size_t i = (size_t)(s - ix->slots), j = i;
+	for (;;) {
+		j = (j + 1) & mask;
+		uint32_t id = ix->slots[j];
+		if (!id)
+			break;
+		size_t home = hash(ctx, id - 1) & mask;
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			ix->slots[i] = id;
+			i = j;
+		}
+	}
+	ix->slots[i] = 0;
+	ix->count--;
 }
 
 static inline void ht__hindex_release(struct ht__hindex *ix)
