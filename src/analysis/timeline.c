@@ -217,15 +217,9 @@ int ht__timeline_rss(struct ht__timeline *tl, uint32_t process, uint64_t ts, uin
 {
 	if (!(tl->mask & (1u << HT_TL_RSS)) || tl->finished || process == UINT32_MAX)
 		return 0;
-	if (process >= tl->nrss) {
-		uint32_t n = process + 16;
-		uint64_t *r = realloc(tl->rss, n * sizeof(*r));
-		if (!r)
-			return HT_ERR_NOMEM;
-		memset(r + tl->nrss, 0, (n - tl->nrss) * sizeof(*r));
-		tl->rss = r;
-		tl->nrss = n;
-	}
+	if (ht__grow32_zero((void **)&tl->rss, &tl->nrss, (size_t)process + 1, sizeof(*tl->rss)) <
+	    0)
+		return HT_ERR_NOMEM;
 	int64_t delta = (int64_t)rss - (int64_t)tl->rss[process];
 	tl->rss[process] = rss;
 	return ht__timeline_step(tl, HT_TL_RSS, process, 0, ts, delta);

@@ -78,6 +78,21 @@ static inline int ht__grow_zero(void **p, size_t *cap, size_t need, size_t size)
 	return rc;
 }
 
+/*
+ * Two arrays that share one capacity (parallel columns): both hold at least
+ * need elements afterwards, or HT_ERR_NOMEM (either may have grown then;
+ * *cap still fits both).
+ */
+static inline int ht__grow2(void **a, size_t asize, void **b, size_t bsize, size_t *cap,
+			    size_t need)
+{
+	size_t ca = *cap, cb = *cap;
+	if (ht__grow(a, &ca, need, asize) < 0 || ht__grow(b, &cb, need, bsize) < 0)
+		return HT_ERR_NOMEM;
+	*cap = ca < cb ? ca : cb;
+	return 0;
+}
+
 /* ht__grow() and ht__grow_zero() for a uint32_t capacity. */
 static inline int ht__grow32(void **p, uint32_t *cap, size_t need, size_t size)
 {

@@ -24,6 +24,7 @@
 #include "ifeo/pending.h"
 #include "heaptrail/trace.h"
 #include "base/protocol.h"
+#include "base/vec.h"
 #include "session/session.h"
 
 #define PENDING_LINK "/memfd:" HT__PENDING_NAME
@@ -49,6 +50,7 @@ struct ht__relay {
 	uint32_t ring_size, ring_count;
 	struct pending *p;
 	unsigned n;
+	size_t cap;
 	uint64_t min_t0;
 };
 
@@ -136,12 +138,10 @@ static void adopt(struct ht__relay *r, const char *path)
 		munmap(m, size);
 		return;
 	}
-	struct pending *grown = realloc(r->p, (r->n + 1) * sizeof(*grown));
-	if (!grown) {
+	if (ht__grow((void **)&r->p, &r->cap, r->n + 1, sizeof(*r->p)) < 0) {
 		munmap(m, size);
 		return;
 	}
-	r->p = grown;
 	struct pending *p = &r->p[r->n];
 	memset(p, 0, sizeof(*p));
 	p->dev = st.st_dev;
@@ -211,17 +211,9 @@ static uint32_t map_stack(struct ht__relay *r, struct pending *p, uint32_t id)
 {
 	if (!id)
 		return 0;
-	if (id >= p->stack_cap) {
-		uint32_t cap = p->stack_cap ? p->stack_cap : 1024;
-		while (cap <= id)
-			cap *= 2;
-		uint32_t *grown = realloc(p->stack_map, cap * sizeof(*grown));
-		if (!grown)
-			return 0;
-		memset(grown + p->stack_cap, 0, (cap - p->stack_cap) * sizeof(*grown));
-		p->stack_map = grown;
-		p->stack_cap = cap;
-	}
+	if (ht__grow32_zero((void **)&p->stack_map, &p->stack_cap, (size_t)id + 1,
+			    sizeof(*p->stack_map)) < 0)
+		return 0;
 	if (!p->stack_map[id])
 		p->stack_map[id] = atomic_fetch_add(&r->sh->next_stack_id, 1);
 	return p->stack_map[id];

@@ -7,6 +7,8 @@
 
 #include <stdlib.h>
 
+#include "base/vec.h"
+
 /* CRC-32 (IEEE, reflected, as zlib and PNG), table built on first use. */
 static uint32_t crc_table[256];
 static int crc_ready;
@@ -101,17 +103,10 @@ int ht__footer_parse(const uint8_t in[HT__FOOTER_SIZE], struct ht__footer *f)
 
 int ht__buf_reserve(struct ht__buf *b, size_t n)
 {
-	if (b->cap - b->len >= n)
-		return 0;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap - b->len < n)
-		cap *= 2;
-	uint8_t *d = realloc(b->data, cap);
-	if (!d)
+	if (n > SIZE_MAX - b->len)
 		return HT_ERR_NOMEM;
-	b->data = d;
-	b->cap = cap;
-	return 0;
+	/* From 4 KiB: the buffers hold chunks and tables, never a few bytes. */
+	return ht__grow((void **)&b->data, &b->cap, b->len + n < 4096 ? 4096 : b->len + n, 1);
 }
 
 int ht__buf_str(struct ht__buf *b, const char *s, size_t len)
@@ -164,17 +159,8 @@ struct ht__proctab_ent *ht__proctab_get(struct ht__proctab *t, uint32_t index)
 {
 	if (index >= HT__MAX_PROCESSES)
 		return NULL;
-	if (index >= t->cap) {
-		uint32_t cap = t->cap ? t->cap : 16;
-		while (cap <= index)
-			cap *= 2;
-		struct ht__proctab_ent **v = realloc(t->v, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		memset(v + t->cap, 0, (cap - t->cap) * sizeof(*v));
-		t->v = v;
-		t->cap = cap;
-	}
+	if (ht__grow32_zero((void **)&t->v, &t->cap, (size_t)index + 1, sizeof(*t->v)) < 0)
+		return NULL;
 	/* Gaps get blank entries too, so every index below n answers. */
 	for (uint32_t i = t->n; i <= index; i++) {
 		struct ht__proctab_ent *e = malloc(sizeof(*e));

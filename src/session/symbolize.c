@@ -541,17 +541,9 @@ static int origin_cu_walk(struct origin_cu *oc, uint32_t parent)
 		if (tag == DW_TAG_imported_unit)
 			return -1;
 		if (tag == DW_TAG_subprogram) {
-			if (oc->nsub == oc->sub_cap) {
-				size_t nc = oc->sub_cap ? oc->sub_cap * 2 : 256;
-				const void **s = realloc(oc->sub, nc * sizeof(*s));
-				uint32_t *p = s ? realloc(oc->sub_parent, nc * sizeof(*p)) : NULL;
-				if (s)
-					oc->sub = s;
-				if (!p)
-					return -1;
-				oc->sub_parent = p;
-				oc->sub_cap = nc;
-			}
+			if (ht__grow2((void **)&oc->sub, sizeof(*oc->sub), (void **)&oc->sub_parent,
+				      sizeof(*oc->sub_parent), &oc->sub_cap, oc->nsub + 1) < 0)
+				return -1;
 			oc->sub[oc->nsub] = child.addr;
 			oc->sub_parent[oc->nsub] = parent;
 			if (ht__htab_put(&oc->sub_tab, ptr_hash(child.addr), (uint32_t)oc->nsub) <
@@ -560,17 +552,10 @@ static int origin_cu_walk(struct origin_cu *oc, uint32_t parent)
 			oc->nsub++;
 		}
 		if (may_have_scopes(tag) && dwarf_haschildren(&child) != 0) {
-			if (oc->nscopes == oc->scopes_cap) {
-				size_t nc = oc->scopes_cap * 2;
-				Dwarf_Die *s = realloc(oc->scopes, nc * sizeof(*s));
-				uint32_t *p = s ? realloc(oc->scope_parent, nc * sizeof(*p)) : NULL;
-				if (s)
-					oc->scopes = s;
-				if (!p)
-					return -1;
-				oc->scope_parent = p;
-				oc->scopes_cap = nc;
-			}
+			if (ht__grow2((void **)&oc->scopes, sizeof(*oc->scopes),
+				      (void **)&oc->scope_parent, sizeof(*oc->scope_parent),
+				      &oc->scopes_cap, oc->nscopes + 1) < 0)
+				return -1;
 			uint32_t me = (uint32_t)oc->nscopes++;
 			oc->scopes[me] = child;
 			oc->scope_parent[me] = parent;

@@ -69,6 +69,22 @@ static void test_grow(void)
 	CHECK_EQ(v.v[1499], 0);
 	ht__vec_release(&v);
 	CHECK(v.v == NULL && v.len == 0 && v.cap == 0);
+
+	/* Two columns, one capacity. */
+	uint64_t *a = NULL;
+	uint8_t *b = NULL;
+	size_t cap2 = 0;
+	for (size_t i = 0; i < 40; i++) {
+		CHECK_EQ(ht__grow2((void **)&a, sizeof(*a), (void **)&b, sizeof(*b), &cap2, i + 1),
+			 0);
+		a[i] = i << 40;
+		b[i] = (uint8_t)i;
+	}
+	CHECK_U64(cap2, 64);
+	CHECK_U64(a[39], 39ull << 40);
+	CHECK_EQ(b[39], 39);
+	free(a);
+	free(b);
 }
 
 static void test_hindex(void)
