@@ -11,7 +11,7 @@
 
 #include "analysis/match.h"
 #include "analysis/pass.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 #include "heaptrail/heap.h"
 
 struct entry {
