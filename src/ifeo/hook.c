@@ -177,7 +177,7 @@ static int make_pending(char *out, size_t n, int *fd_out)
 	return join3(out, n, "/proc/self/fd/", num + k, "");
 }
 
-__attribute__((constructor)) static void ht__ifeo_init(void)
+__attribute__((constructor)) static void ifeo_init(void)
 {
 	/* Never in setuid/setgid programs; never twice (heaptrail record). */
 	if (getauxval(AT_SECURE) || getenv(HT_ENV_SESSION))
@@ -212,7 +212,7 @@ __attribute__((constructor)) static void ht__ifeo_init(void)
 	Dl_info di;
 	char lib[4096];
 	void *h = NULL;
-	if (dladdr((void *)ht__ifeo_init, &di) && di.dli_fname) {
+	if (dladdr((void *)ifeo_init, &di) && di.dli_fname) {
 		const char *slash = strrchr(di.dli_fname, '/');
 		size_t dl = slash ? (size_t)(slash - di.dli_fname) : 0;
 		if (slash && dl + 32 < sizeof(lib)) {

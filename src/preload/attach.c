@@ -37,14 +37,14 @@ static const struct got_hook got_hooks[] = {HT__LIBC_HOOKS(GOT_HOOK)};
 /* Then the allocators' own entry points (alloc_ext.h), HT_NHOOKS + their index. */
 #define HT_NALL (HT_NHOOKS + HT_EXT_COUNT)
 
-static const char *ht__name(unsigned i)
+static const char *hook_name(unsigned i)
 {
 	return i < HT_NHOOKS ? got_hooks[i].name : ht__ext_name(i - HT_NHOOKS);
 }
 
-static uintptr_t ht__hooks[HT_NALL]; /* our function for each name */
-static _Atomic int ht__attached;     /* GOT entries point at the hooks */
-static int ht__started;		     /* this copy of the module has attached once */
+static uintptr_t hook_fn[HT_NALL]; /* our function for each name */
+static _Atomic int got_attached;   /* GOT entries point at the hooks */
+static int attach_started;	   /* this copy of the module has attached once */
 
 /* ---- saved GOT entries: slot address -> value before patching ---- */
 
@@ -53,25 +53,25 @@ struct ht__saved {
 };
 
 #define HT_SAVED_MAX (1u << 16)
-static struct ht__saved *ht__saved;
+static struct ht__saved *saved_tab;
 
-static struct ht__saved *ht__saved_at(uintptr_t slot, int add)
+static struct ht__saved *saved_at(uintptr_t slot, int add)
 {
 	uint32_t i = (uint32_t)((slot >> 3) * 0x9e3779b97f4a7c15ull >> 40) & (HT_SAVED_MAX - 1);
 	for (uint32_t k = 0; k < HT_SAVED_MAX; k++, i = (i + 1) & (HT_SAVED_MAX - 1)) {
-		if (ht__saved[i].slot == slot)
-			return &ht__saved[i];
-		if (ht__saved[i].slot == 0) {
+		if (saved_tab[i].slot == slot)
+			return &saved_tab[i];
+		if (saved_tab[i].slot == 0) {
 			if (!add)
 				return NULL;
-			ht__saved[i].slot = slot;
-			return &ht__saved[i];
+			saved_tab[i].slot = slot;
+			return &saved_tab[i];
 		}
 	}
 	return NULL;
 }
 
-static int ht__hook_index(const char *name)
+static int hook_index(const char *name)
 {
 	/* Most imported names start with none of these: a cheap first filter. */
 	if (strchr("cfmprvabsd_", name[0]))
@@ -96,7 +96,7 @@ struct ht__walk {
 	uintptr_t lo, hi; /* the module being walked */
 };
 
-static uintptr_t ht__lowest(const struct dl_phdr_info *info)
+static uintptr_t lowest_addr(const struct dl_phdr_info *info)
 {
 	uintptr_t lo = UINTPTR_MAX;
 	for (int i = 0; i < info->dlpi_phnum; i++)
@@ -111,7 +111,7 @@ static uintptr_t ht__lowest(const struct dl_phdr_info *info)
  * loader, whole pages only) is made writable for the store, then read-only
  * again. Raw system calls: the hooks must not see the recorder's own work.
  */
-static void ht__store(uintptr_t slot, uintptr_t v, uintptr_t ro_lo, uintptr_t ro_hi)
+static void store_slot(uintptr_t slot, uintptr_t v, uintptr_t ro_lo, uintptr_t ro_hi)
 {
 	uintptr_t page = slot & ~(uintptr_t)4095;
 	int ro = page >= ro_lo && page < ro_hi;
@@ -122,9 +122,9 @@ static void ht__store(uintptr_t slot, uintptr_t v, uintptr_t ro_lo, uintptr_t ro
 		syscall(SYS_mprotect, page, 4096, PROT_READ);
 }
 
-static void ht__walk_relocs(struct ht__walk *w, uintptr_t bias, const Elf64_Rela *rel, size_t bytes,
-			    const Elf64_Sym *symtab, const char *strtab, uintptr_t ro_lo,
-			    uintptr_t ro_hi)
+static void walk_relocs(struct ht__walk *w, uintptr_t bias, const Elf64_Rela *rel, size_t bytes,
+			const Elf64_Sym *symtab, const char *strtab, uintptr_t ro_lo,
+			uintptr_t ro_hi)
 {
 	size_t n = bytes / sizeof *rel;
 	for (size_t i = 0; i < n; i++) {
@@ -134,7 +134,7 @@ static void ht__walk_relocs(struct ht__walk *w, uintptr_t bias, const Elf64_Rela
 		size_t si = ELF64_R_SYM(rel[i].r_info);
 		if (si == 0)
 			continue;
-		int k = ht__hook_index(strtab + symtab[si].st_name);
+		int k = hook_index(strtab + symtab[si].st_name);
 		if (k < 0)
 			continue;
 		uintptr_t slot = bias + rel[i].r_offset;
@@ -150,30 +150,30 @@ static void ht__walk_relocs(struct ht__walk *w, uintptr_t bias, const Elf64_Rela
 			continue;
 		}
 		if (w->mode == HT_RESTORE) {
-			struct ht__saved *s = ht__saved_at(slot, 0);
+			struct ht__saved *s = saved_at(slot, 0);
 			/* An entry someone else rewrote since is theirs now. */
-			if (s && cur == ht__hooks[k]) {
-				ht__store(slot, s->old, ro_lo, ro_hi);
+			if (s && cur == hook_fn[k]) {
+				store_slot(slot, s->old, ro_lo, ro_hi);
 				w->changed++;
 			}
 			continue;
 		}
 		/* 0 is a weak reference to a function nothing defines: a program
 		   that tests it (an allocator's entry point) must still see 0. */
-		if (cur == ht__hooks[k] || cur == 0)
+		if (cur == hook_fn[k] || cur == 0)
 			continue;
-		struct ht__saved *s = ht__saved_at(slot, 1);
+		struct ht__saved *s = saved_at(slot, 1);
 		if (!s)
 			continue; /* table full: leave this one alone */
 		s->old = cur;
-		ht__store(slot, ht__hooks[k], ro_lo, ro_hi);
+		store_slot(slot, hook_fn[k], ro_lo, ro_hi);
 		w->changed++;
 	}
 }
 
 /* The loader adjusts most d_ptr values by the load bias, but not in a
    read-only dynamic section (the vDSO): an unadjusted one is below the bias. */
-static uintptr_t ht__dptr(uintptr_t p, uintptr_t bias)
+static uintptr_t dptr(uintptr_t p, uintptr_t bias)
 {
 	return p && p < bias ? p + bias : p;
 }
@@ -183,17 +183,17 @@ static uintptr_t ht__dptr(uintptr_t p, uintptr_t bias)
  * module can be unmapped meanwhile, and walks never overlap): patch or
  * restore its GOT entries of the hooked names.
  */
-static int ht__walk_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht__walk *w = data;
 	(void)size;
 	/* A dlopen racing with the stop: once the stop's walk is done, patch nothing. */
-	if (w->mode == HT_PATCH && !atomic_load(&ht__attached))
+	if (w->mode == HT_PATCH && !atomic_load(&got_attached))
 		return 1;
 	const char *name = info->dlpi_name ? info->dlpi_name : "";
 	const char *base = strrchr(name, '/');
 	base = base ? base + 1 : name;
-	uintptr_t lo = ht__lowest(info);
+	uintptr_t lo = lowest_addr(info);
 	w->lo = lo;
 	w->hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++)
@@ -224,13 +224,13 @@ static int ht__walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 	for (; dyn->d_tag != DT_NULL; dyn++) {
 		switch (dyn->d_tag) {
 		case DT_SYMTAB:
-			symtab = ht__dptr(dyn->d_un.d_ptr, bias);
+			symtab = dptr(dyn->d_un.d_ptr, bias);
 			break;
 		case DT_STRTAB:
-			strtab = ht__dptr(dyn->d_un.d_ptr, bias);
+			strtab = dptr(dyn->d_un.d_ptr, bias);
 			break;
 		case DT_JMPREL:
-			jmprel = ht__dptr(dyn->d_un.d_ptr, bias);
+			jmprel = dptr(dyn->d_un.d_ptr, bias);
 			break;
 		case DT_PLTRELSZ:
 			pltrelsz = dyn->d_un.d_val;
@@ -239,7 +239,7 @@ static int ht__walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 			pltrel = (int)dyn->d_un.d_val;
 			break;
 		case DT_RELA:
-			rela = ht__dptr(dyn->d_un.d_ptr, bias);
+			rela = dptr(dyn->d_un.d_ptr, bias);
 			break;
 		case DT_RELASZ:
 			relasz = dyn->d_un.d_val;
@@ -251,10 +251,9 @@ static int ht__walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 	const Elf64_Sym *sym = (const Elf64_Sym *)symtab;
 	const char *str = (const char *)strtab;
 	if (jmprel && pltrel == DT_RELA)
-		ht__walk_relocs(w, bias, (const Elf64_Rela *)jmprel, pltrelsz, sym, str, ro_lo,
-				ro_hi);
+		walk_relocs(w, bias, (const Elf64_Rela *)jmprel, pltrelsz, sym, str, ro_lo, ro_hi);
 	if (rela)
-		ht__walk_relocs(w, bias, (const Elf64_Rela *)rela, relasz, sym, str, ro_lo, ro_hi);
+		walk_relocs(w, bias, (const Elf64_Rela *)rela, relasz, sym, str, ro_lo, ro_hi);
 	return 0;
 }
 
@@ -262,7 +261,7 @@ struct ht__range_find {
 	uintptr_t addr, lo;
 };
 
-static int ht__range_find_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int range_find_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht__range_find *f = data;
 	(void)size;
@@ -270,7 +269,7 @@ static int ht__range_find_cb(struct dl_phdr_info *info, size_t size, void *data)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t a = info->dlpi_addr + ph->p_vaddr;
 		if (ph->p_type == PT_LOAD && f->addr >= a && f->addr < a + ph->p_memsz) {
-			f->lo = ht__lowest(info);
+			f->lo = lowest_addr(info);
 			return 1;
 		}
 	}
@@ -278,21 +277,21 @@ static int ht__range_find_cb(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* Lowest address of the module holding addr, or 0. */
-static uintptr_t ht__module_of(const void *addr)
+static uintptr_t module_of(const void *addr)
 {
 	struct ht__range_find f = {(uintptr_t)addr, 0};
 	if (addr)
-		dl_iterate_phdr(ht__range_find_cb, &f);
+		dl_iterate_phdr(range_find_cb, &f);
 	return f.lo;
 }
 
 /* Walks every module in mode; returns the number of entries changed. */
-static unsigned ht__walk_all(int mode, struct ht__walk *out)
+static unsigned walk_all(int mode, struct ht__walk *out)
 {
 	struct ht__walk w = {.mode = mode};
-	w.self_lo = ht__module_of((const void *)ht__module_of);
-	w.loader_lo = ht__module_of(&_r_debug);
-	dl_iterate_phdr(ht__walk_cb, &w);
+	w.self_lo = module_of((const void *)module_of);
+	w.loader_lo = module_of(&_r_debug);
+	dl_iterate_phdr(walk_cb, &w);
 	if (out)
 		*out = w;
 	return w.changed;
@@ -308,14 +307,14 @@ struct ht__caller {
 	char rpath[4096];   /* its DT_RPATH, or "" */
 };
 
-static void ht__copy(char *dst, size_t n, const char *src)
+static void copy_str(char *dst, size_t n, const char *src)
 {
 	size_t len = strnlen(src, n - 1);
 	memcpy(dst, src, len);
 	dst[len] = 0;
 }
 
-static int ht__caller_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int caller_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht__caller *c = data;
 	(void)size;
@@ -333,7 +332,7 @@ static int ht__caller_cb(struct dl_phdr_info *info, size_t size, void *data)
 		return 0;
 	c->found = 1;
 	const char *path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : ht__exe;
-	ht__copy(c->dir, sizeof c->dir, path);
+	copy_str(c->dir, sizeof c->dir, path);
 	char *slash = strrchr(c->dir, '/');
 	if (slash)
 		*(slash == c->dir ? slash + 1 : slash) = 0;
@@ -341,22 +340,22 @@ static int ht__caller_cb(struct dl_phdr_info *info, size_t size, void *data)
 	int has_runpath = 0, has_rpath = 0;
 	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
 		if (dyn->d_tag == DT_STRTAB)
-			strtab = ht__dptr(dyn->d_un.d_ptr, info->dlpi_addr);
+			strtab = dptr(dyn->d_un.d_ptr, info->dlpi_addr);
 		else if (dyn->d_tag == DT_RUNPATH)
 			runpath = dyn->d_un.d_val, has_runpath = 1;
 		else if (dyn->d_tag == DT_RPATH)
 			rpath = dyn->d_un.d_val, has_rpath = 1;
 	}
 	if (strtab && has_runpath)
-		ht__copy(c->runpath, sizeof c->runpath, (const char *)strtab + runpath);
+		copy_str(c->runpath, sizeof c->runpath, (const char *)strtab + runpath);
 	if (strtab && has_rpath)
-		ht__copy(c->rpath, sizeof c->rpath, (const char *)strtab + rpath);
+		copy_str(c->rpath, sizeof c->rpath, (const char *)strtab + rpath);
 	return 1;
 }
 
 /* Replaces $ORIGIN and ${ORIGIN} in s by dir; 0 when another token is there
    ($LIB, $PLATFORM) or the result does not fit. */
-static int ht__expand(const char *s, size_t len, const char *dir, char *out, size_t n)
+static int expand(const char *s, size_t len, const char *dir, char *out, size_t n)
 {
 	size_t o = 0, dl = strlen(dir);
 	for (size_t i = 0; i < len;) {
@@ -380,12 +379,12 @@ static int ht__expand(const char *s, size_t len, const char *dir, char *out, siz
 }
 
 /* Looks for file in the ':'-separated list; the full path into out. */
-static int ht__search(const char *list, const char *dir, const char *file, char *out, size_t n)
+static int search(const char *list, const char *dir, const char *file, char *out, size_t n)
 {
 	while (list && *list) {
 		const char *end = strchrnul(list, ':');
 		char d[4096];
-		if (end > list && ht__expand(list, (size_t)(end - list), dir, d, sizeof d)) {
+		if (end > list && expand(list, (size_t)(end - list), dir, d, sizeof d)) {
 			size_t dl = strlen(d), fl = strlen(file);
 			if (dl + 1 + fl < n) {
 				memcpy(out, d, dl);
@@ -408,7 +407,7 @@ static int ht__search(const char *list, const char *dir, const char *file, char 
  * directories follow in the real dlopen). Returns 1 with a path in out when
  * file should be opened under another name.
  */
-static int ht__caller_path(const char *file, void *ret, char *out, size_t n)
+static int caller_path(const char *file, void *ret, char *out, size_t n)
 {
 	int has_dollar = strchr(file, '$') != NULL;
 	if (strchr(file, '/') && !has_dollar)
@@ -417,16 +416,16 @@ static int ht__caller_path(const char *file, void *ret, char *out, size_t n)
 	if (!c)
 		return 0;
 	c->addr = (uintptr_t)ret;
-	dl_iterate_phdr(ht__caller_cb, c);
+	dl_iterate_phdr(caller_cb, c);
 	int found = 0;
 	if (c->found) {
 		if (has_dollar) {
-			found = ht__expand(file, strlen(file), c->dir, out, n);
+			found = expand(file, strlen(file), c->dir, out, n);
 		} else if (c->rpath[0] && !c->runpath[0]) {
-			found = ht__search(c->rpath, c->dir, file, out, n);
+			found = search(c->rpath, c->dir, file, out, n);
 		} else if (c->runpath[0] &&
-			   !ht__search(getenv("LD_LIBRARY_PATH"), c->dir, file, out, n)) {
-			found = ht__search(c->runpath, c->dir, file, out, n);
+			   !search(getenv("LD_LIBRARY_PATH"), c->dir, file, out, n)) {
+			found = search(c->runpath, c->dir, file, out, n);
 		}
 	}
 	syscall(SYS_munmap, c, sizeof *c);
@@ -437,20 +436,20 @@ static int ht__caller_path(const char *file, void *ret, char *out, size_t n)
  * dlopen while attached: the real dlopen, then the GOT entries of whatever
  * it loaded are redirected before the program sees the handle.
  */
-static void *ht__attach_dlopen(const char *file, int mode)
+static void *attach_dlopen(const char *file, int mode)
 {
 	void *ret = __builtin_return_address(0);
 	char path[4096];
 	const char *use = file;
-	if (file && ht__caller_path(file, ret, path, sizeof path))
+	if (file && caller_path(file, ret, path, sizeof path))
 		use = path;
 	void *h = ht__real.dlopen(use, mode);
 	if (!h && use != file)
 		h = ht__real.dlopen(file, mode);
 	int e = errno;
 	atomic_store_explicit(&ht__modules_dirty, 1, memory_order_relaxed);
-	if (h && atomic_load(&ht__attached))
-		ht__walk_all(HT_PATCH, NULL);
+	if (h && atomic_load(&got_attached))
+		walk_all(HT_PATCH, NULL);
 	errno = e;
 	return h;
 }
@@ -458,23 +457,23 @@ static void *ht__attach_dlopen(const char *file, int mode)
 /* ---- start and stop ---- */
 
 /* A fork child is not followed in attach mode: dormant, its parent's ring forgotten. */
-static void ht__attach_child(void)
+static void attach_child(void)
 {
 	if (atomic_load(&ht__g.state) != HT_ST_READY)
 		return;
 	ht__go_dormant();
-	atomic_store(&ht__attached, 0);
+	atomic_store(&got_attached, 0);
 	memset(&ht__t, 0, sizeof ht__t);
 	syscall(SYS_munmap, ht__g.hdr, ht__g.map_size);
 }
 
 /* _Fork runs no atfork handlers: its child leaves the attach here. */
-static pid_t ht__attach_fork(void)
+static pid_t attach_fork(void)
 {
 	pid_t r = ht__real._Fork ? ht__real._Fork() : (pid_t)syscall(SYS_fork);
 	if (r == 0) {
 		int e = errno;
-		ht__attach_child();
+		attach_child();
 		errno = e;
 	}
 	return r;
@@ -485,15 +484,15 @@ struct ht__clone_arg {
 	void *arg;
 };
 
-static int ht__attach_clone_child(void *p)
+static int attach_clone_child(void *p)
 {
 	struct ht__clone_arg *a = p;
-	ht__attach_child();
+	attach_child();
 	return a->fn(a->arg);
 }
 
 /* A clone that does not share our memory is a fork child too. */
-static int ht__attach_clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+static int attach_clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
@@ -505,10 +504,10 @@ static int ht__attach_clone(int (*fn)(void *), void *stack, int flags, void *arg
 		return ht__real.clone(fn, stack, flags, arg, ptid, tls, ctid);
 	/* The child gets a copy of this frame, so the wrapper may live here. */
 	struct ht__clone_arg a = {fn, arg};
-	return ht__real.clone(ht__attach_clone_child, stack, flags, &a, ptid, tls, ctid);
+	return ht__real.clone(attach_clone_child, stack, flags, &a, ptid, tls, ctid);
 }
 
-static void ht__attach_on_exit(int status, void *arg)
+static void attach_on_exit(int status, void *arg)
 {
 	(void)arg;
 	ht__write_exit(getpid(), HT_EXIT_CODE, status);
@@ -518,10 +517,10 @@ static void ht__attach_on_exit(int status, void *arg)
  * Our hook for each name, looked up in our own module (a reference from our
  * code would bind through the global scope to libc's function instead).
  */
-static int ht__find_hooks(void)
+static int find_hooks(void)
 {
 	Dl_info di;
-	if (!dladdr((void *)ht__find_hooks, &di) || !di.dli_fname)
+	if (!dladdr((void *)find_hooks, &di) || !di.dli_fname)
 		return HT_ERR_NOT_FOUND;
 	void *self = ht__real.dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (!self)
@@ -529,16 +528,16 @@ static int ht__find_hooks(void)
 	int rc = 0;
 	for (unsigned i = 0; i < HT_NALL; i++) {
 		/* Where attach mode must behave unlike launch mode, its own hook. */
-		const char *name = ht__name(i);
+		const char *name = hook_name(i);
 		if (!strcmp(name, "dlopen"))
-			ht__hooks[i] = (uintptr_t)ht__attach_dlopen;
+			hook_fn[i] = (uintptr_t)attach_dlopen;
 		else if (!strcmp(name, "_Fork"))
-			ht__hooks[i] = (uintptr_t)ht__attach_fork;
+			hook_fn[i] = (uintptr_t)attach_fork;
 		else if (!strcmp(name, "clone"))
-			ht__hooks[i] = (uintptr_t)ht__attach_clone;
+			hook_fn[i] = (uintptr_t)attach_clone;
 		else
-			ht__hooks[i] = (uintptr_t)dlsym(self, name);
-		if (!ht__hooks[i])
+			hook_fn[i] = (uintptr_t)dlsym(self, name);
+		if (!hook_fn[i])
 			rc = HT_ERR_NOT_FOUND;
 	}
 	ht__real.dlclose(self);
@@ -553,16 +552,16 @@ static int ht__find_hooks(void)
  * what that entry held. When the recorder itself is in the global scope
  * (preloaded by a loader hook), the next definition after it is meant.
  */
-static void ht__find_reals(void)
+static void find_reals(void)
 {
 	struct ht__walk w;
-	ht__walk_all(HT_INSPECT, &w);
+	walk_all(HT_INSPECT, &w);
 	for (unsigned i = 0; i < HT_NALL; i++) {
-		const char *name = ht__name(i);
+		const char *name = hook_name(i);
 		void *p = dlsym(RTLD_DEFAULT, name);
 		if (p && (uintptr_t)p == w.canon[i])
 			p = w.canon_got[i] ? (void *)w.canon_got[i] : dlsym(RTLD_NEXT, name);
-		if (p && (uintptr_t)p == ht__hooks[i])
+		if (p && (uintptr_t)p == hook_fn[i])
 			p = dlsym(RTLD_NEXT, name);
 		if (i >= HT_NHOOKS)
 			ht__ext_set_real(i - HT_NHOOKS, p);
@@ -582,16 +581,17 @@ HT_EXPORT int ht__attach_start(const char *session_path)
 		goto out;
 	}
 	/* Once per copy of the module: threads may still point at an old session. */
-	if (ht__started || atomic_load(&ht__g.state) == HT_ST_READY || atomic_load(&ht__attached))
+	if (attach_started || atomic_load(&ht__g.state) == HT_ST_READY ||
+	    atomic_load(&got_attached))
 		goto out;
 	t->guard += HT_GUARD_OWN;
 	ht__resolve();
-	rc = ht__find_hooks();
+	rc = find_hooks();
 	if (rc == 0) {
-		ht__find_reals();
-		if (!ht__saved)
-			ht__saved = ht__raw_mmap(HT_SAVED_MAX * sizeof *ht__saved);
-		if (!ht__saved)
+		find_reals();
+		if (!saved_tab)
+			saved_tab = ht__raw_mmap(HT_SAVED_MAX * sizeof *saved_tab);
+		if (!saved_tab)
 			rc = HT_ERR_NOMEM;
 	}
 	if (rc == 0) {
@@ -601,19 +601,19 @@ HT_EXPORT int ht__attach_start(const char *session_path)
 		 * so no thread has, say, its mallocs traced but not its frees.
 		 */
 		atomic_store(&ht__g.state, HT_ST_INITIALIZING);
-		atomic_store(&ht__attached, 1);
-		ht__walk_all(HT_PATCH, NULL);
-		ht__g.child = ht__attach_child; /* a raw clone's child leaves too */
+		atomic_store(&got_attached, 1);
+		walk_all(HT_PATCH, NULL);
+		ht__g.child = attach_child; /* a raw clone's child leaves too */
 		rc = ht__init_session(session_path, HT_PROC_ATTACHED);
 		if (rc < 0) {
-			atomic_store(&ht__attached, 0);
-			ht__walk_all(HT_RESTORE, NULL);
+			atomic_store(&got_attached, 0);
+			walk_all(HT_RESTORE, NULL);
 		}
 	}
 	if (rc == 0) {
-		ht__started = 1;
-		pthread_atfork(NULL, NULL, ht__attach_child);
-		on_exit(ht__attach_on_exit, NULL);
+		attach_started = 1;
+		pthread_atfork(NULL, NULL, attach_child);
+		on_exit(attach_on_exit, NULL);
 	}
 	t->guard -= HT_GUARD_OWN;
 out:
@@ -621,16 +621,16 @@ out:
 	return rc;
 }
 
-static struct ht__ring *ht__ring_in(char *base, uint32_t i)
+static struct ht__ring *ring_in(char *base, uint32_t i)
 {
 	return (struct ht__ring *)(base + ht__g.hdr->header_size + (size_t)i * ht__g.ring_stride);
 }
 
 /* Whether a ring of ours is in the middle of a record. */
-static int ht__any_busy(void)
+static int any_busy(void)
 {
 	for (uint32_t i = 0; i < ht__g.ring_count; i++) {
-		struct ht__ring *r = ht__ring_in((char *)ht__g.hdr, i);
+		struct ht__ring *r = ring_in((char *)ht__g.hdr, i);
 		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == ht__g.pid &&
 		    r->instance == ht__g.instance && atomic_load(&r->busy))
 			return 1;
@@ -641,7 +641,7 @@ static int ht__any_busy(void)
 HT_EXPORT int ht__attach_stop(void)
 {
 	int save = errno;
-	if (!atomic_exchange(&ht__attached, 0)) {
+	if (!atomic_exchange(&got_attached, 0)) {
 		errno = save;
 		return HT_ERR_NOT_FOUND;
 	}
@@ -649,9 +649,9 @@ HT_EXPORT int ht__attach_stop(void)
 	t->guard += HT_GUARD_OWN;
 	/* Tracing ends for every function at once, then the entries go back. */
 	ht__go_dormant();
-	ht__walk_all(HT_RESTORE, NULL);
+	walk_all(HT_RESTORE, NULL);
 	/* Threads caught inside a hook finish their record. */
-	for (int i = 0; i < 200 && ht__any_busy(); i++) {
+	for (int i = 0; i < 200 && any_busy(); i++) {
 		struct timespec ts = {0, 100000};
 		nanosleep(&ts, NULL);
 	}

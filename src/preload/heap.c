@@ -46,8 +46,8 @@ HT_EXPORT void ht_rec_heap_destroy(uint64_t heap)
 	errno = e;
 }
 
-static void ht__heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *old, const void *p,
-			size_t size, unsigned flags)
+static void heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *old, const void *p,
+		    size_t size, unsigned flags)
 {
 	struct ht__thread *t = &ht__t;
 	int e = errno;
@@ -69,20 +69,19 @@ static void ht__heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *
 
 HT_EXPORT void ht_rec_heap_alloc(uint64_t heap, const void *ptr, size_t size)
 {
-	ht__heap_op(HT_REC_HEAP_ALLOC, HT_STK_ALLOC, heap, NULL, ptr, size,
-		    ptr ? 0 : HT_RECF_FAILED);
+	heap_op(HT_REC_HEAP_ALLOC, HT_STK_ALLOC, heap, NULL, ptr, size, ptr ? 0 : HT_RECF_FAILED);
 }
 
 HT_EXPORT void ht_rec_heap_realloc(uint64_t heap, const void *old_ptr, const void *new_ptr,
 				   size_t size)
 {
-	ht__heap_op(HT_REC_HEAP_REALLOC, HT_STK_REALLOC, heap, old_ptr, new_ptr, size,
-		    (!new_ptr && size) ? HT_RECF_FAILED : 0);
+	heap_op(HT_REC_HEAP_REALLOC, HT_STK_REALLOC, heap, old_ptr, new_ptr, size,
+		(!new_ptr && size) ? HT_RECF_FAILED : 0);
 }
 
 HT_EXPORT void ht_rec_heap_free(uint64_t heap, const void *ptr)
 {
 	if (!ptr)
 		return;
-	ht__heap_op(HT_REC_HEAP_FREE, HT_STK_FREE, heap, NULL, ptr, 0, 0);
+	heap_op(HT_REC_HEAP_FREE, HT_STK_FREE, heap, NULL, ptr, 0, 0);
 }

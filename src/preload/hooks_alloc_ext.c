@@ -18,16 +18,16 @@
 /* The real functions, and whether each is to be recorded here: always for
    the allocators' C API, for the C++ operators only when they come from the
    module of the real malloc (the C++ runtime's own call malloc). */
-static void *ht__ext_real[HT_EXT_COUNT];
-static uint8_t ht__ext_traced[HT_EXT_COUNT];
-static _Atomic int ht__ext_done;
+static void *ext_real[HT_EXT_COUNT];
+static uint8_t ext_traced[HT_EXT_COUNT];
+static _Atomic int ext_done;
 
 #define HT_EXT_NAME(n) #n,
-static const char *const ht__ext_names[HT_EXT_COUNT] = {HT_EXT_LIST(HT_EXT_NAME)};
+static const char *const ext_names[HT_EXT_COUNT] = {HT_EXT_LIST(HT_EXT_NAME)};
 
 const char *ht__ext_name(unsigned i)
 {
-	return i < HT_EXT_COUNT ? ht__ext_names[i] : NULL;
+	return i < HT_EXT_COUNT ? ext_names[i] : NULL;
 }
 
 int ht__ext_index(const char *name)
@@ -37,7 +37,7 @@ int ht__ext_index(const char *name)
 	    strncmp(name, "tc_", 3) && !strstr(name, "allocx"))
 		return -1;
 	for (unsigned i = 0; i < HT_EXT_COUNT; i++)
-		if (!strcmp(name, ht__ext_names[i]))
+		if (!strcmp(name, ext_names[i]))
 			return (int)i;
 	return -1;
 }
@@ -45,7 +45,7 @@ int ht__ext_index(const char *name)
 void ht__ext_set_real(unsigned i, void *real)
 {
 	if (i < HT_EXT_COUNT)
-		ht__ext_real[i] = real;
+		ext_real[i] = real;
 }
 
 /*
@@ -56,7 +56,7 @@ void ht__ext_set_real(unsigned i, void *real)
 #define HT_JE_ALIGN(flags) ((flags)&0x3f ? (size_t)1 << ((flags)&0x3f) : 0)
 #define HT_JE_ZERO 0x40
 
-static void *ht__je_mallocx(size_t size, int flags)
+static void *je_mallocx(size_t size, int flags)
 {
 	void *p = NULL;
 	if (HT_JE_ALIGN(flags) > 16) {
@@ -70,11 +70,11 @@ static void *ht__je_mallocx(size_t size, int flags)
 	return p;
 }
 
-static void *ht__je_rallocx(void *p, size_t size, int flags)
+static void *je_rallocx(void *p, size_t size, int flags)
 {
 	if (HT_JE_ALIGN(flags) <= 16 && !(flags & HT_JE_ZERO))
 		return realloc(p, size);
-	void *q = ht__je_mallocx(size, flags);
+	void *q = je_mallocx(size, flags);
 	if (q && p) {
 		size_t old = malloc_usable_size(p);
 		memcpy(q, p, old < size ? old : size);
@@ -83,19 +83,19 @@ static void *ht__je_rallocx(void *p, size_t size, int flags)
 	return q;
 }
 
-static size_t ht__je_xallocx(void *p, size_t size, size_t extra, int flags)
+static size_t je_xallocx(void *p, size_t size, size_t extra, int flags)
 {
 	(void)size, (void)extra, (void)flags;
 	return malloc_usable_size(p); /* never grows in place */
 }
 
-static void ht__je_dallocx(void *p, int flags)
+static void je_dallocx(void *p, int flags)
 {
 	(void)flags;
 	free(p);
 }
 
-static void ht__je_sdallocx(void *p, size_t size, int flags)
+static void je_sdallocx(void *p, size_t size, int flags)
 {
 	(void)size, (void)flags;
 	free(p);
@@ -107,7 +107,7 @@ struct ht__span {
 	uintptr_t addr, lo, hi;
 };
 
-static int ht__span_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int span_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht__span *sp = data;
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
@@ -133,28 +133,28 @@ void ht__ext_ready(void)
 		unsigned i;
 		void *fn;
 	} je[] = {
-	    {HT_X_mallocx, (void *)ht__je_mallocx},   {HT_X_rallocx, (void *)ht__je_rallocx},
-	    {HT_X_xallocx, (void *)ht__je_xallocx},   {HT_X_dallocx, (void *)ht__je_dallocx},
-	    {HT_X_sdallocx, (void *)ht__je_sdallocx},
+	    {HT_X_mallocx, (void *)je_mallocx},	  {HT_X_rallocx, (void *)je_rallocx},
+	    {HT_X_xallocx, (void *)je_xallocx},	  {HT_X_dallocx, (void *)je_dallocx},
+	    {HT_X_sdallocx, (void *)je_sdallocx},
 	};
 	struct ht__span heap = {(uintptr_t)ht__real.malloc, 0, 0};
 	if (heap.addr)
-		dl_iterate_phdr(ht__span_cb, &heap);
+		dl_iterate_phdr(span_cb, &heap);
 	for (unsigned i = 0; i < HT_EXT_COUNT; i++)
 		/* A missing real function is traced too: the slow path fails it. */
-		ht__ext_traced[i] = ht__ext_names[i][0] != '_' || !ht__ext_real[i] ||
-				    ((uintptr_t)ht__ext_real[i] - heap.lo < heap.hi - heap.lo);
+		ext_traced[i] = ext_names[i][0] != '_' || !ext_real[i] ||
+				((uintptr_t)ext_real[i] - heap.lo < heap.hi - heap.lo);
 	for (unsigned k = 0; k < sizeof je / sizeof je[0]; k++)
-		if (!ht__ext_real[je[k].i]) {
-			ht__ext_real[je[k].i] = je[k].fn;
-			ht__ext_traced[je[k].i] = 0;
+		if (!ext_real[je[k].i]) {
+			ext_real[je[k].i] = je[k].fn;
+			ext_traced[je[k].i] = 0;
 		}
-	atomic_store(&ht__ext_done, 1);
+	atomic_store(&ext_done, 1);
 }
 
 /* A traced call of these hooks may reach the program's allocator on purpose
    (operator new calls malloc): that re-entry is not a lost event. */
-static inline int ht__ext_enter(struct ht__thread *t)
+static inline int ext_enter(struct ht__thread *t)
 {
 	if (!ht__enter(t))
 		return 0;
@@ -164,33 +164,33 @@ static inline int ht__ext_enter(struct ht__thread *t)
 
 /* Launch mode: at the first call of any of these hooks. Concurrent first
    calls find the same values. */
-static HT_COLD void ht__ext_resolve(void)
+static HT_COLD void ext_resolve(void)
 {
 	ht__resolve();
 	int save = errno;
 	ht__t.guard += HT_GUARD_OWN;
-	struct ht__span self = {(uintptr_t)ht__ext_resolve, 0, 0};
-	dl_iterate_phdr(ht__span_cb, &self);
+	struct ht__span self = {(uintptr_t)ext_resolve, 0, 0};
+	dl_iterate_phdr(span_cb, &self);
 	for (unsigned i = 0; i < HT_EXT_COUNT; i++) {
-		void *p = dlsym(RTLD_DEFAULT, ht__ext_names[i]);
+		void *p = dlsym(RTLD_DEFAULT, ext_names[i]);
 		if (p && (uintptr_t)p - self.lo < self.hi - self.lo) /* our own hook */
-			p = dlsym(RTLD_NEXT, ht__ext_names[i]);
-		ht__ext_real[i] = p;
+			p = dlsym(RTLD_NEXT, ext_names[i]);
+		ext_real[i] = p;
 	}
 	ht__ext_ready();
 	ht__t.guard -= HT_GUARD_OWN;
 	errno = save;
 }
 
-static inline void *ht__ext_get(unsigned i)
+static inline void *ext_get(unsigned i)
 {
-	if (HT_UNLIKELY(!atomic_load_explicit(&ht__ext_done, memory_order_acquire)))
-		ht__ext_resolve();
-	return ht__ext_real[i];
+	if (HT_UNLIKELY(!atomic_load_explicit(&ext_done, memory_order_acquire)))
+		ext_resolve();
+	return ext_real[i];
 }
 
 /* A real function that exists nowhere: fail like an allocator out of memory. */
-static HT_COLD void *ht__ext_missing(void)
+static HT_COLD void *ext_missing(void)
 {
 	errno = ENOMEM;
 	return NULL;
@@ -209,20 +209,20 @@ struct ht__ext_call {
 	int done;
 };
 
-static inline void ht__ext_end(struct ht__ext_call *c)
+static inline void ext_end(struct ht__ext_call *c)
 {
 	if (HT_UNLIKELY(!c->done))
 		ht__rec_alloc(c->t, c->func, NULL, c->size);
 	ht__leave(c->t);
 }
 
-static inline uint64_t ht__mul(size_t a, size_t b)
+static inline uint64_t mul(size_t a, size_t b)
 {
 	size_t r;
 	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-#define HT_EXT_REAL(name) ((__typeof__(name) *)ht__ext_get(HT_X_##name))
+#define HT_EXT_REAL(name) ((__typeof__(name) *)ext_get(HT_X_##name))
 
 /*
  * The exported hook: once resolved, an entry point that is not recorded here
@@ -234,9 +234,9 @@ static inline uint64_t ht__mul(size_t a, size_t b)
 	static ret name##_traced params;                                                           \
 	HT_EXPORT ret name params                                                                  \
 	{                                                                                          \
-		if (HT_LIKELY(atomic_load_explicit(&ht__ext_done, memory_order_acquire)) &&        \
-		    !ht__ext_traced[HT_X_##name])                                                  \
-			return ((__typeof__(name) *)ht__ext_real[HT_X_##name])args;                \
+		if (HT_LIKELY(atomic_load_explicit(&ext_done, memory_order_acquire)) &&            \
+		    !ext_traced[HT_X_##name])                                                      \
+			return ((__typeof__(name) *)ext_real[HT_X_##name])args;                    \
 		return name##_traced args;                                                         \
 	}
 
@@ -248,10 +248,10 @@ static inline uint64_t ht__mul(size_t a, size_t b)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht__ext_missing();                                                  \
-		if (!ht__ext_traced[HT_X_##name] || HT_UNLIKELY(!ht__ext_enter(t)))                \
+			return ext_missing();                                                      \
+		if (!ext_traced[HT_X_##name] || HT_UNLIKELY(!ext_enter(t)))                        \
 			return real args;                                                          \
-		struct ht__ext_call c __attribute__((cleanup(ht__ext_end))) = {t, fn, (sz), 0};    \
+		struct ht__ext_call c __attribute__((cleanup(ext_end))) = {t, fn, (sz), 0};        \
 		ret p = real args;                                                                 \
 		int e = errno;                                                                     \
 		c.done = 1;                                                                        \
@@ -267,8 +267,8 @@ static inline uint64_t ht__mul(size_t a, size_t b)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht__ext_missing();                                                  \
-		if (HT_UNLIKELY(!ht__ext_enter(t)))                                                \
+			return ext_missing();                                                      \
+		if (HT_UNLIKELY(!ext_enter(t)))                                                    \
 			return real args;                                                          \
 		ret p = real args;                                                                 \
 		int e = errno;                                                                     \
@@ -289,10 +289,10 @@ static inline uint64_t ht__mul(size_t a, size_t b)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht__ext_missing();                                                  \
-		if (!ht__ext_traced[HT_X_##name] || HT_UNLIKELY(!ht__ext_enter(t)))                \
+			return ext_missing();                                                      \
+		if (!ext_traced[HT_X_##name] || HT_UNLIKELY(!ext_enter(t)))                        \
 			return real args;                                                          \
-		struct ht__ext_call c __attribute__((cleanup(ht__ext_end))) = {t, fn, (sz), 1};    \
+		struct ht__ext_call c __attribute__((cleanup(ext_end))) = {t, fn, (sz), 1};        \
 		void *np = real args;                                                              \
 		int e = errno;                                                                     \
 		ht__rec_realloc(t, fn, old, np, (frees) && !np ? 0 : c.size);                      \
@@ -309,7 +309,7 @@ static inline uint64_t ht__mul(size_t a, size_t b)
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return; /* nowhere to give it back: leak rather than crash */              \
-		if (!ht__ext_traced[HT_X_##name] || !(ptr) || HT_UNLIKELY(!ht__ext_enter(t))) {    \
+		if (!ext_traced[HT_X_##name] || !(ptr) || HT_UNLIKELY(!ext_enter(t))) {            \
 			if (!ht__is_boot(ptr))                                                     \
 				real args;                                                         \
 			return;                                                                    \
@@ -378,7 +378,7 @@ HT_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return 0;
-	if (!ht__ext_traced[HT_X_xallocx] || HT_UNLIKELY(!ht__ext_enter(t)))
+	if (!ext_traced[HT_X_xallocx] || HT_UNLIKELY(!ext_enter(t)))
 		return real(p, size, extra, flags);
 	size_t n = real(p, size, extra, flags);
 	int e = errno;
@@ -394,7 +394,7 @@ HT_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 #define TC HT_FN_TCMALLOC
 HT_EXT_ALLOC(void *, tc_malloc, TC, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, tc_malloc_skip_new_handler, TC, (size_t size), (size), size)
-HT_EXT_ALLOC(void *, tc_calloc, TC, (size_t n, size_t size), (n, size), ht__mul(n, size))
+HT_EXT_ALLOC(void *, tc_calloc, TC, (size_t n, size_t size), (n, size), mul(n, size))
 HT_EXT_ALLOC(void *, tc_memalign, TC, (size_t al, size_t size), (al, size), size)
 HT_EXT_ALLOC(void *, tc_valloc, TC, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, tc_pvalloc, TC, (size_t size), (size), size)
@@ -435,7 +435,7 @@ HT_EXT_FREE(tc_deletearray_aligned_nothrow, TC, (void *p, ht__align_t al, ht__no
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
 			return ENOMEM;                                                             \
-		if (HT_UNLIKELY(!ht__ext_enter(t)))                                                \
+		if (HT_UNLIKELY(!ext_enter(t)))                                                    \
 			return real(out, al, size);                                                \
 		int e = errno;                                                                     \
 		int rc = real(out, al, size);                                                      \
@@ -454,11 +454,11 @@ HT_EXT_MEMALIGN(tc_posix_memalign, TC)
 typedef void ht__mi_heap; /* mi_heap_t */
 
 HT_EXT_ALLOC(void *, mi_malloc, MI, (size_t size), (size), size)
-HT_EXT_ALLOC(void *, mi_calloc, MI, (size_t n, size_t size), (n, size), ht__mul(n, size))
+HT_EXT_ALLOC(void *, mi_calloc, MI, (size_t n, size_t size), (n, size), mul(n, size))
 HT_EXT_ALLOC(void *, mi_zalloc, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_malloc_small, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_zalloc_small, MI, (size_t size), (size), size)
-HT_EXT_ALLOC(void *, mi_mallocn, MI, (size_t n, size_t size), (n, size), ht__mul(n, size))
+HT_EXT_ALLOC(void *, mi_mallocn, MI, (size_t n, size_t size), (n, size), mul(n, size))
 HT_EXT_ALLOC(void *, mi_malloc_aligned, MI, (size_t size, size_t al), (size, al), size)
 HT_EXT_ALLOC(void *, mi_malloc_aligned_at, MI, (size_t size, size_t al, size_t off),
 	     (size, al, off), size)
@@ -466,9 +466,9 @@ HT_EXT_ALLOC(void *, mi_zalloc_aligned, MI, (size_t size, size_t al), (size, al)
 HT_EXT_ALLOC(void *, mi_zalloc_aligned_at, MI, (size_t size, size_t al, size_t off),
 	     (size, al, off), size)
 HT_EXT_ALLOC(void *, mi_calloc_aligned, MI, (size_t n, size_t size, size_t al), (n, size, al),
-	     ht__mul(n, size))
+	     mul(n, size))
 HT_EXT_ALLOC(void *, mi_calloc_aligned_at, MI, (size_t n, size_t size, size_t al, size_t off),
-	     (n, size, al, off), ht__mul(n, size))
+	     (n, size, al, off), mul(n, size))
 HT_EXT_ALLOC(void *, mi_memalign, MI, (size_t al, size_t size), (al, size), size)
 HT_EXT_ALLOC(void *, mi_valloc, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_pvalloc, MI, (size_t size), (size), size)
@@ -478,13 +478,13 @@ HT_EXT_ALLOC(void *, mi_new, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_new_nothrow, MI, (size_t size), (size), size)
 HT_EXT_ALLOC(void *, mi_new_aligned, MI, (size_t size, size_t al), (size, al), size)
 HT_EXT_ALLOC(void *, mi_new_aligned_nothrow, MI, (size_t size, size_t al), (size, al), size)
-HT_EXT_ALLOC(void *, mi_new_n, MI, (size_t n, size_t size), (n, size), ht__mul(n, size))
+HT_EXT_ALLOC(void *, mi_new_n, MI, (size_t n, size_t size), (n, size), mul(n, size))
 HT_EXT_ALLOC(void *, mi_heap_malloc, MI, (ht__mi_heap * h, size_t size), (h, size), size)
 HT_EXT_ALLOC(void *, mi_heap_zalloc, MI, (ht__mi_heap * h, size_t size), (h, size), size)
 HT_EXT_ALLOC(void *, mi_heap_calloc, MI, (ht__mi_heap * h, size_t n, size_t size), (h, n, size),
-	     ht__mul(n, size))
+	     mul(n, size))
 HT_EXT_ALLOC(void *, mi_heap_mallocn, MI, (ht__mi_heap * h, size_t n, size_t size), (h, n, size),
-	     ht__mul(n, size))
+	     mul(n, size))
 HT_EXT_ALLOC(void *, mi_heap_malloc_small, MI, (ht__mi_heap * h, size_t size), (h, size), size)
 HT_EXT_ALLOC(void *, mi_heap_malloc_aligned, MI, (ht__mi_heap * h, size_t size, size_t al),
 	     (h, size, al), size)
@@ -495,16 +495,15 @@ HT_EXT_ALLOC(void *, mi_heap_zalloc_aligned, MI, (ht__mi_heap * h, size_t size, 
 HT_EXT_ALLOC(void *, mi_heap_zalloc_aligned_at, MI,
 	     (ht__mi_heap * h, size_t size, size_t al, size_t off), (h, size, al, off), size)
 HT_EXT_ALLOC(void *, mi_heap_calloc_aligned, MI,
-	     (ht__mi_heap * h, size_t n, size_t size, size_t al), (h, n, size, al),
-	     ht__mul(n, size))
+	     (ht__mi_heap * h, size_t n, size_t size, size_t al), (h, n, size, al), mul(n, size))
 HT_EXT_ALLOC(void *, mi_heap_calloc_aligned_at, MI,
 	     (ht__mi_heap * h, size_t n, size_t size, size_t al, size_t off), (h, n, size, al, off),
-	     ht__mul(n, size))
+	     mul(n, size))
 HT_EXT_ALLOC(void *, mi_heap_alloc_new, MI, (ht__mi_heap * h, size_t size), (h, size), size)
 HT_EXT_ALLOC(void *, mi_heap_alloc_new_n, MI, (ht__mi_heap * h, size_t n, size_t size),
-	     (h, n, size), ht__mul(n, size))
+	     (h, n, size), mul(n, size))
 
-static size_t ht__wlen(const unsigned short *s)
+static size_t wlen(const unsigned short *s)
 {
 	size_t n = 0;
 	while (s[n])
@@ -518,7 +517,7 @@ HT_EXT_DUP(char *, mi_heap_strdup, (ht__mi_heap * h, const char *s), (h, s), str
 HT_EXT_DUP(char *, mi_heap_strndup, (ht__mi_heap * h, const char *s, size_t n), (h, s, n),
 	   strlen(p) + 1)
 HT_EXT_DUP(unsigned short *, mi_wcsdup, (const unsigned short *s), (s),
-	   (ht__wlen(p) + 1) * sizeof(unsigned short))
+	   (wlen(p) + 1) * sizeof(unsigned short))
 HT_EXT_DUP(unsigned char *, mi_mbsdup, (const unsigned char *s), (s), strlen((const char *)p) + 1)
 
 /* realpath allocates only when not given a buffer. */
@@ -528,8 +527,8 @@ HT_EXT_DUP(unsigned char *, mi_mbsdup, (const unsigned char *s), (s), strlen((co
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht__ext_missing();                                                  \
-		if ((given) || HT_UNLIKELY(!ht__ext_enter(t)))                                     \
+			return ext_missing();                                                      \
+		if ((given) || HT_UNLIKELY(!ext_enter(t)))                                         \
 			return real args;                                                          \
 		char *p = real args;                                                               \
 		int e = errno;                                                                     \
@@ -544,12 +543,10 @@ HT_EXT_REALPATH(mi_realpath, (const char *f, char *buf), (f, buf), buf)
 HT_EXT_REALPATH(mi_heap_realpath, (ht__mi_heap * h, const char *f, char *buf), (h, f, buf), buf)
 
 HT_EXT_REALLOC(mi_realloc, MI, (void *p, size_t size), (p, size), p, size, 0)
-HT_EXT_REALLOC(mi_reallocn, MI, (void *p, size_t n, size_t size), (p, n, size), p, ht__mul(n, size),
-	       0)
+HT_EXT_REALLOC(mi_reallocn, MI, (void *p, size_t n, size_t size), (p, n, size), p, mul(n, size), 0)
 HT_EXT_REALLOC(mi_reallocf, MI, (void *p, size_t size), (p, size), p, size, 1)
 HT_EXT_REALLOC(mi_rezalloc, MI, (void *p, size_t size), (p, size), p, size, 0)
-HT_EXT_REALLOC(mi_recalloc, MI, (void *p, size_t n, size_t size), (p, n, size), p, ht__mul(n, size),
-	       0)
+HT_EXT_REALLOC(mi_recalloc, MI, (void *p, size_t n, size_t size), (p, n, size), p, mul(n, size), 0)
 HT_EXT_REALLOC(mi_realloc_aligned, MI, (void *p, size_t size, size_t al), (p, size, al), p, size, 0)
 HT_EXT_REALLOC(mi_realloc_aligned_at, MI, (void *p, size_t size, size_t al, size_t off),
 	       (p, size, al, off), p, size, 0)
@@ -558,29 +555,29 @@ HT_EXT_REALLOC(mi_rezalloc_aligned, MI, (void *p, size_t size, size_t al), (p, s
 HT_EXT_REALLOC(mi_rezalloc_aligned_at, MI, (void *p, size_t size, size_t al, size_t off),
 	       (p, size, al, off), p, size, 0)
 HT_EXT_REALLOC(mi_recalloc_aligned, MI, (void *p, size_t n, size_t size, size_t al),
-	       (p, n, size, al), p, ht__mul(n, size), 0)
+	       (p, n, size, al), p, mul(n, size), 0)
 HT_EXT_REALLOC(mi_recalloc_aligned_at, MI, (void *p, size_t n, size_t size, size_t al, size_t off),
-	       (p, n, size, al, off), p, ht__mul(n, size), 0)
+	       (p, n, size, al, off), p, mul(n, size), 0)
 HT_EXT_REALLOC(mi_aligned_recalloc, MI, (void *p, size_t n, size_t size, size_t al),
-	       (p, n, size, al), p, ht__mul(n, size), 0)
+	       (p, n, size, al), p, mul(n, size), 0)
 HT_EXT_REALLOC(mi_aligned_offset_recalloc, MI,
 	       (void *p, size_t n, size_t size, size_t al, size_t off), (p, n, size, al, off), p,
-	       ht__mul(n, size), 0)
-HT_EXT_REALLOC(mi_reallocarray, MI, (void *p, size_t n, size_t size), (p, n, size), p,
-	       ht__mul(n, size), 0)
+	       mul(n, size), 0)
+HT_EXT_REALLOC(mi_reallocarray, MI, (void *p, size_t n, size_t size), (p, n, size), p, mul(n, size),
+	       0)
 HT_EXT_REALLOC(mi_new_realloc, MI, (void *p, size_t size), (p, size), p, size, 0)
-HT_EXT_REALLOC(mi_new_reallocn, MI, (void *p, size_t n, size_t size), (p, n, size), p,
-	       ht__mul(n, size), 0)
+HT_EXT_REALLOC(mi_new_reallocn, MI, (void *p, size_t n, size_t size), (p, n, size), p, mul(n, size),
+	       0)
 HT_EXT_REALLOC(mi_heap_realloc, MI, (ht__mi_heap * h, void *p, size_t size), (h, p, size), p, size,
 	       0)
 HT_EXT_REALLOC(mi_heap_reallocn, MI, (ht__mi_heap * h, void *p, size_t n, size_t size),
-	       (h, p, n, size), p, ht__mul(n, size), 0)
+	       (h, p, n, size), p, mul(n, size), 0)
 HT_EXT_REALLOC(mi_heap_reallocf, MI, (ht__mi_heap * h, void *p, size_t size), (h, p, size), p, size,
 	       1)
 HT_EXT_REALLOC(mi_heap_rezalloc, MI, (ht__mi_heap * h, void *p, size_t size), (h, p, size), p, size,
 	       0)
 HT_EXT_REALLOC(mi_heap_recalloc, MI, (ht__mi_heap * h, void *p, size_t n, size_t size),
-	       (h, p, n, size), p, ht__mul(n, size), 0)
+	       (h, p, n, size), p, mul(n, size), 0)
 HT_EXT_REALLOC(mi_heap_realloc_aligned, MI, (ht__mi_heap * h, void *p, size_t size, size_t al),
 	       (h, p, size, al), p, size, 0)
 HT_EXT_REALLOC(mi_heap_realloc_aligned_at, MI,
@@ -593,10 +590,10 @@ HT_EXT_REALLOC(mi_heap_rezalloc_aligned_at, MI,
 	       (h, p, size, al, off), p, size, 0)
 HT_EXT_REALLOC(mi_heap_recalloc_aligned, MI,
 	       (ht__mi_heap * h, void *p, size_t n, size_t size, size_t al), (h, p, n, size, al), p,
-	       ht__mul(n, size), 0)
+	       mul(n, size), 0)
 HT_EXT_REALLOC(mi_heap_recalloc_aligned_at, MI,
 	       (ht__mi_heap * h, void *p, size_t n, size_t size, size_t al, size_t off),
-	       (h, p, n, size, al, off), p, ht__mul(n, size), 0)
+	       (h, p, n, size, al, off), p, mul(n, size), 0)
 
 /* BSD's reallocarr: the block through a pointer, 0 or an error number. */
 HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
@@ -605,7 +602,7 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return ENOMEM;
-	if (HT_UNLIKELY(!ht__ext_enter(t)))
+	if (HT_UNLIKELY(!ext_enter(t)))
 		return real(pp, n, size);
 	void *old;
 	memcpy(&old, pp, sizeof old);
@@ -613,7 +610,7 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 	int e = errno;
 	void *p;
 	memcpy(&p, pp, sizeof p);
-	ht__rec_realloc(t, MI, old, rc == 0 ? p : NULL, ht__mul(n, size));
+	ht__rec_realloc(t, MI, old, rc == 0 ? p : NULL, mul(n, size));
 	errno = e;
 	ht__leave(t);
 	return rc;
@@ -626,8 +623,8 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return ht__ext_missing();                                                  \
-		if (HT_UNLIKELY(!ht__ext_enter(t)))                                                \
+			return ext_missing();                                                      \
+		if (HT_UNLIKELY(!ext_enter(t)))                                                    \
 			return real(p, size);                                                      \
 		void *r = real(p, size);                                                           \
 		int e = errno;                                                                     \
@@ -648,8 +645,7 @@ HT_EXT_FREE(mi_free_aligned, MI, (void *p, size_t al), (p, al), p)
 HT_EXT_FREE(mi_free_size_aligned, MI, (void *p, size_t n, size_t al), (p, n, al), p)
 
 /* mimalloc's block visitor (mi_block_visit_fun): a FREE for every block. */
-static bool ht__mi_visit(const ht__mi_heap *h, const void *area, void *block, size_t size,
-			 void *arg)
+static bool mi_visit(const ht__mi_heap *h, const void *area, void *block, size_t size, void *arg)
 {
 	(void)h, (void)area, (void)size;
 	if (block)
@@ -664,7 +660,7 @@ HT_EXPORT void mi_heap_destroy(ht__mi_heap *h)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return;
-	if (!h || HT_UNLIKELY(!ht__ext_enter(t))) {
+	if (!h || HT_UNLIKELY(!ext_enter(t))) {
 		real(h);
 		return;
 	}
@@ -674,7 +670,7 @@ HT_EXPORT void mi_heap_destroy(ht__mi_heap *h)
 	visit_fn *visit = (visit_fn *)dlsym(RTLD_DEFAULT, "mi_heap_visit_blocks");
 	int e = errno;
 	if (visit)
-		visit(h, true, ht__mi_visit, t);
+		visit(h, true, mi_visit, t);
 	errno = e;
 	real(h);
 	ht__leave(t);
@@ -691,8 +687,8 @@ HT_EXPORT void mi_heap_destroy(ht__mi_heap *h)
 		__typeof__(name) *real = HT_EXT_REAL(name);                                        \
 		struct ht__thread *t = &ht__t;                                                     \
 		if (HT_UNLIKELY(!real))                                                            \
-			return (ret)ht__ext_missing();                                             \
-		if (HT_UNLIKELY(!ht__ext_enter(t)))                                                \
+			return (ret)ext_missing();                                                 \
+		if (HT_UNLIKELY(!ext_enter(t)))                                                    \
 			return real args;                                                          \
 		ret r = real args;                                                                 \
 		ht__leave(t);                                                                      \
@@ -708,7 +704,7 @@ HT_EXPORT void mi_heap_delete(ht__mi_heap *h)
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!real))
 		return;
-	if (HT_UNLIKELY(!ht__ext_enter(t))) {
+	if (HT_UNLIKELY(!ext_enter(t))) {
 		real(h);
 		return;
 	}

@@ -10,14 +10,14 @@
 #include "internal.h"
 #include "rec_heap.h"
 
-static uint64_t ht__mul(size_t a, size_t b)
+static uint64_t mul(size_t a, size_t b)
 {
 	size_t r;
 	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
 /* Passing through before the real functions are known: boot memory. */
-static HT_COLD void *ht__pass_malloc(size_t size)
+static HT_COLD void *pass_malloc(size_t size)
 {
 	if (!ht__real.malloc)
 		return ht__boot_alloc(size, 16);
@@ -28,7 +28,7 @@ HT_EXPORT void *malloc(size_t size)
 {
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!ht__enter(t)))
-		return ht__pass_malloc(size);
+		return pass_malloc(size);
 	void *p = ht__real.malloc(size);
 	int e = errno;
 	ht__rec_alloc(t, HT_FN_MALLOC, p, size);
@@ -54,10 +54,10 @@ HT_EXPORT void free(void *p)
 	ht__leave(t);
 }
 
-static HT_COLD void *ht__pass_calloc(size_t n, size_t size)
+static HT_COLD void *pass_calloc(size_t n, size_t size)
 {
 	if (!ht__real.calloc) {
-		uint64_t total = ht__mul(n, size);
+		uint64_t total = mul(n, size);
 		return total == UINT64_MAX ? NULL
 					   : ht__boot_alloc(total, 16); /* boot memory is zero */
 	}
@@ -68,17 +68,17 @@ HT_EXPORT void *calloc(size_t n, size_t size)
 {
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!ht__enter(t)))
-		return ht__pass_calloc(n, size);
+		return pass_calloc(n, size);
 	void *p = ht__real.calloc(n, size);
 	int e = errno;
-	ht__rec_alloc(t, HT_FN_CALLOC, p, ht__mul(n, size));
+	ht__rec_alloc(t, HT_FN_CALLOC, p, mul(n, size));
 	errno = e;
 	ht__leave(t);
 	return p;
 }
 
 /* realloc of a block from the boot buffer: move it to the real heap. */
-static HT_COLD void *ht__boot_realloc(void *old, size_t size)
+static HT_COLD void *boot_realloc(void *old, size_t size)
 {
 	void *p = ht__real.malloc ? ht__real.malloc(size) : ht__boot_alloc(size, 16);
 	if (p) {
@@ -89,8 +89,8 @@ static HT_COLD void *ht__boot_realloc(void *old, size_t size)
 }
 
 /* realloc and reallocarray: size 0 frees old, stamped before the real call. */
-static inline void *ht__realloc(struct ht__thread *t, unsigned func, void *old, size_t size,
-				void *(*fn)(void *, size_t))
+static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old, size_t size,
+				 void *(*fn)(void *, size_t))
 {
 	if (HT_UNLIKELY(old && size == 0)) {
 		int e = errno;
@@ -119,26 +119,25 @@ HT_EXPORT void *realloc(void *old, size_t size)
 {
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(old && ht__is_boot(old)))
-		return ht__boot_realloc(old, size);
+		return boot_realloc(old, size);
 	if (HT_UNLIKELY(!ht__enter(t)))
-		return ht__real.realloc ? ht__real.realloc(old, size) : ht__boot_realloc(old, size);
-	return ht__realloc(t, HT_FN_REALLOC, old, size, ht__real.realloc);
+		return ht__real.realloc ? ht__real.realloc(old, size) : boot_realloc(old, size);
+	return realloc_hook(t, HT_FN_REALLOC, old, size, ht__real.realloc);
 }
 
 HT_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
 	struct ht__thread *t = &ht__t;
-	uint64_t total = ht__mul(n, size);
+	uint64_t total = mul(n, size);
 	if (HT_UNLIKELY(total == UINT64_MAX)) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	if (HT_UNLIKELY(old && ht__is_boot(old)))
-		return ht__boot_realloc(old, total);
+		return boot_realloc(old, total);
 	if (HT_UNLIKELY(!ht__enter(t)))
-		return ht__real.realloc ? ht__real.realloc(old, total)
-					: ht__boot_realloc(old, total);
-	return ht__realloc(t, HT_FN_REALLOCARRAY, old, total, ht__real.realloc);
+		return ht__real.realloc ? ht__real.realloc(old, total) : boot_realloc(old, total);
+	return realloc_hook(t, HT_FN_REALLOCARRAY, old, total, ht__real.realloc);
 }
 
 HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)

@@ -11,30 +11,30 @@
 
 #include "internal.h"
 
-static void *ht__sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
 /* libunwind's caches are the recorder's memory: placed with it. */
-static HT_COLD void *ht__unwind_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static HT_COLD void *unwind_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (!addr && (flags & MAP_ANONYMOUS) && !(flags & MAP_FIXED))
 		return ht__own_mmap(len, prot, flags);
-	return ht__sys_mmap(addr, len, prot, flags, fd, off);
+	return sys_mmap(addr, len, prot, flags, fd, off);
 }
 
 /* Calls made by libunwind for its caches belong to the recorder. */
 #define HT_FROM_UNWIND()                                                                           \
 	((uintptr_t)__builtin_return_address(0) - ht__g.unw_start < ht__g.unw_end - ht__g.unw_start)
 
-static inline void *ht__mmap(unsigned func, void *(*fn)(void *, size_t, int, int, int, off_t),
-			     void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static inline void *mmap_hook(unsigned func, void *(*fn)(void *, size_t, int, int, int, off_t),
+			      void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!ht__enter(t)))
 		return fn ? fn(addr, len, prot, flags, fd, off)
-			  : ht__sys_mmap(addr, len, prot, flags, fd, off);
+			  : sys_mmap(addr, len, prot, flags, fd, off);
 	void *p = fn(addr, len, prot, flags, fd, off);
 	int e = errno;
 	uint32_t stack = ht__stack_for(t, HT_STK_MMAP);
@@ -60,14 +60,14 @@ static inline void *ht__mmap(unsigned func, void *(*fn)(void *, size_t, int, int
 HT_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (HT_UNLIKELY(HT_FROM_UNWIND()))
-		return ht__unwind_mmap(addr, len, prot, flags, fd, off);
-	return ht__mmap(HT_FN_MMAP, ht__real.mmap, addr, len, prot, flags, fd, off);
+		return unwind_mmap(addr, len, prot, flags, fd, off);
+	return mmap_hook(HT_FN_MMAP, ht__real.mmap, addr, len, prot, flags, fd, off);
 }
 
 HT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return ht__mmap(HT_FN_MMAP64, ht__real.mmap64 ? ht__real.mmap64 : ht__real.mmap, addr, len,
-			prot, flags, fd, off);
+	return mmap_hook(HT_FN_MMAP64, ht__real.mmap64 ? ht__real.mmap64 : ht__real.mmap, addr, len,
+			 prot, flags, fd, off);
 }
 
 /*
@@ -156,7 +156,7 @@ HT_EXPORT int mprotect(void *addr, size_t len, int prot)
 	return rc;
 }
 
-static void ht__rec_brk(struct ht__thread *t, unsigned func, void *old_brk, void *new_brk)
+static void rec_brk(struct ht__thread *t, unsigned func, void *old_brk, void *new_brk)
 {
 	uint32_t stack = ht__stack_for(t, HT_STK_MMAP);
 	struct ht__rec_brk *r =
@@ -176,7 +176,7 @@ HT_EXPORT int brk(void *addr)
 	void *old = ht__real.sbrk(0);
 	int rc = ht__real.brk(addr);
 	int e = errno;
-	ht__rec_brk(t, HT_FN_BRK | (rc ? HT_RECF_FAILED : 0), old, ht__real.sbrk(0));
+	rec_brk(t, HT_FN_BRK | (rc ? HT_RECF_FAILED : 0), old, ht__real.sbrk(0));
 	errno = e;
 	ht__leave(t);
 	return rc;
@@ -196,7 +196,7 @@ HT_EXPORT void *sbrk(intptr_t incr)
 	int e = errno;
 	int failed = old == (void *)-1;
 	void *now = ht__real.sbrk(0);
-	ht__rec_brk(t, HT_FN_SBRK | (failed ? HT_RECF_FAILED : 0), failed ? now : old, now);
+	rec_brk(t, HT_FN_SBRK | (failed ? HT_RECF_FAILED : 0), failed ? now : old, now);
 	errno = e;
 	ht__leave(t);
 	return old;

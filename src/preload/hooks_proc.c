@@ -17,7 +17,7 @@
 
 #include "internal.h"
 
-static void ht__exit_self(int status)
+static void exit_self(int status)
 {
 	/* A vfork child shares our memory and TLS: it must not speak for us. */
 	if (atomic_load(&ht__g.state) == HT_ST_READY && (pid_t)syscall(SYS_getpid) == ht__g.pid)
@@ -26,7 +26,7 @@ static void ht__exit_self(int status)
 
 HT_EXPORT void _exit(int status)
 {
-	ht__exit_self(status);
+	exit_self(status);
 	if (ht__real._exit)
 		ht__real._exit(status);
 	for (;;)
@@ -35,14 +35,14 @@ HT_EXPORT void _exit(int status)
 
 HT_EXPORT void _Exit(int status)
 {
-	ht__exit_self(status);
+	exit_self(status);
 	if (ht__real._Exit)
 		ht__real._Exit(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
 
-static void ht__reaped(pid_t pid, int status)
+static void note_reaped(pid_t pid, int status)
 {
 	if (pid <= 0)
 		return;
@@ -61,7 +61,7 @@ HT_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
 	int e = errno;
 	if (status)
 		*status = st;
-	ht__reaped(r, st);
+	note_reaped(r, st);
 	errno = e;
 	return r;
 }
@@ -75,7 +75,7 @@ HT_EXPORT pid_t wait(int *status)
 	int e = errno;
 	if (status)
 		*status = st;
-	ht__reaped(r, st);
+	note_reaped(r, st);
 	errno = e;
 	return r;
 }
@@ -89,7 +89,7 @@ HT_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 	int e = errno;
 	if (status)
 		*status = st;
-	ht__reaped(r, st);
+	note_reaped(r, st);
 	errno = e;
 	return r;
 }
@@ -185,7 +185,7 @@ struct ht__clone_arg {
 };
 
 /* First code of a clone child that does not share our memory. */
-static int ht__clone_child(void *p)
+static int clone_child(void *p)
 {
 	struct ht__clone_arg *a = p;
 	ht__child_check();
@@ -206,11 +206,11 @@ HT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 		return ht__real.clone(fn, stack, flags, arg, ptid, tls, ctid);
 	/* The child gets a copy of this frame, so the wrapper may live here. */
 	struct ht__clone_arg a = {fn, arg};
-	return ht__real.clone(ht__clone_child, stack, flags, &a, ptid, tls, ctid);
+	return ht__real.clone(clone_child, stack, flags, &a, ptid, tls, ctid);
 }
 
 /* syscall(2) made here: the real one would be the exported hook below. */
-static long ht__syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+static long syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
 {
 	register long r10 __asm__("r10") = a4;
 	register long r8 __asm__("r8") = a5;
@@ -252,7 +252,7 @@ HT_EXPORT long syscall(long nr, ...)
 	else if (nr == SYS_clone3 && a1 && (size_t)a2 >= sizeof(uint64_t))
 		memcpy(&flags, (const void *)a1, sizeof flags); /* clone_args.flags */
 #endif
-	long r = ht__syscall6(nr, a1, a2, a3, a4, a5, a6);
+	long r = syscall6(nr, a1, a2, a3, a4, a5, a6);
 	if (HT_UNLIKELY(!(flags & CLONE_VM)) && r == 0) {
 		int e = errno;
 		ht__child_check();

@@ -32,18 +32,18 @@ __thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")));
  * pointers in this range.
  */
 char ht__boot_buf[HT_BOOT_SIZE] __attribute__((aligned(64)));
-static _Atomic size_t ht__boot_used;
+static _Atomic size_t boot_used;
 
 void *ht__boot_alloc(size_t size, size_t align)
 {
 	if (align < 16)
 		align = 16;
 	for (;;) {
-		size_t used = atomic_load(&ht__boot_used);
+		size_t used = atomic_load(&boot_used);
 		size_t start = (used + 16 + align - 1) & ~(align - 1);
 		if (size > HT_BOOT_SIZE || start + size > HT_BOOT_SIZE)
 			return NULL;
-		if (atomic_compare_exchange_weak(&ht__boot_used, &used, start + size)) {
+		if (atomic_compare_exchange_weak(&boot_used, &used, start + size)) {
 			/* The size sits just before the block, for realloc. */
 			memcpy(ht__boot_buf + start - sizeof(size_t), &size, sizeof(size_t));
 			return ht__boot_buf + start;
@@ -70,12 +70,12 @@ size_t ht__boot_size(const void *p)
  * a window used up, or a kernel that places it elsewhere, leaves it where
  * it lands (it then counts like the program's memory).
  */
-static _Atomic uint64_t ht__own_next = HT_OWN_BASE;
+static _Atomic uint64_t own_next = HT_OWN_BASE;
 
 void *ht__own_mmap(size_t len, int prot, int flags)
 {
 	uint64_t size = (len + 4095) & ~4095ull;
-	uint64_t at = atomic_fetch_add(&ht__own_next, size + 4096);
+	uint64_t at = atomic_fetch_add(&own_next, size + 4096);
 	long p = -1;
 	if (at + size <= HT_OWN_END) {
 		p = syscall(SYS_mmap, (void *)at, len, prot, flags | MAP_FIXED_NOREPLACE, -1, 0);
@@ -128,9 +128,9 @@ void ht__go_dormant(void)
 char ht__exe[4096];
 uint32_t ht__exe_len;
 /* /proc/self/cmdline, truncated so PROCESS_START stays a small record. */
-static char ht__args[16384];
+static char args[16384];
 
-static uint32_t ht__random_token(void)
+static uint32_t random_token(void)
 {
 	uint32_t v = 0;
 	if (syscall(SYS_getrandom, &v, sizeof v, 1 /* GRND_NONBLOCK */) != (long)sizeof v || v == 0)
@@ -140,24 +140,24 @@ static uint32_t ht__random_token(void)
 
 /* Raw system calls: open, read and close are cancellation points, and the
    fork child and first hook that get here must not become ones. */
-static uint32_t ht__read_args(void)
+static uint32_t read_args(void)
 {
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	uint32_t n = 0;
 	for (;;) {
-		long r = syscall(SYS_read, fd, ht__args + n, sizeof ht__args - n);
+		long r = syscall(SYS_read, fd, args + n, sizeof args - n);
 		if (r <= 0)
 			break;
 		n += (uint32_t)r;
-		if (n == sizeof ht__args)
+		if (n == sizeof args)
 			break;
 	}
 	syscall(SYS_close, fd);
 	/* Cut a truncated list at its last complete argument. */
-	if (n == sizeof ht__args)
-		while (n > 0 && ht__args[n - 1] != '\0')
+	if (n == sizeof args)
+		while (n > 0 && args[n - 1] != '\0')
 			n--;
 	return n;
 }
@@ -167,13 +167,13 @@ static uint32_t ht__read_args(void)
  * is not it when the parent exits first: the child is then adopted (by the
  * session, a subreaper), and the trace would lose the parent link.
  */
-static pid_t ht__fork_parent;
+static pid_t fork_parent;
 
 /* Returns 0 when the record was dropped (no ring could be had). */
-static int ht__write_process(uint32_t flags)
+static int write_process(uint32_t flags)
 {
 	struct ht__thread *t = &ht__t;
-	uint32_t args_len = ht__read_args();
+	uint32_t args_len = read_args();
 	uint32_t max = ht__g.ring_size / 4;
 	if (sizeof(struct ht__rec_process) + ht__exe_len + args_len > max)
 		args_len = 0;
@@ -184,14 +184,14 @@ static int ht__write_process(uint32_t flags)
 	if (!r)
 		return 0;
 	r->pid = ht__g.pid;
-	r->ppid = (flags & HT_PROC_FORK) && ht__fork_parent ? ht__fork_parent : getppid();
+	r->ppid = (flags & HT_PROC_FORK) && fork_parent ? fork_parent : getppid();
 	r->flags = flags;
 	r->instance = ht__g.instance;
 	r->exe_len = ht__exe_len;
 	r->args_len = args_len;
 	char *p = (char *)(r + 1);
 	memcpy(p, ht__exe, ht__exe_len);
-	memcpy(p + ht__exe_len, ht__args, args_len);
+	memcpy(p + ht__exe_len, args, args_len);
 	memset(p + ht__exe_len + args_len, 0, len - sizeof *r - ht__exe_len - args_len);
 	ht__rec_commit(t);
 	return 1;
@@ -201,7 +201,7 @@ static int ht__write_process(uint32_t flags)
 void ht__write_process_pending(void)
 {
 	uint32_t f = atomic_exchange(&ht__g.process_pending, 0);
-	if (f && !ht__write_process(f & ~HT_PROC_PENDING))
+	if (f && !write_process(f & ~HT_PROC_PENDING))
 		atomic_store(&ht__g.process_pending, f);
 }
 
@@ -209,15 +209,14 @@ void ht__write_process_pending(void)
  * First records of an instance, written by the thread that starts it while
  * the state is still INITIALIZING, so no other thread can write first.
  */
-static void ht__instance_begin(uint32_t flags)
+static void instance_begin(uint32_t flags)
 {
 	struct ht__thread *t = &ht__t;
-	ht__g.instance = ht__random_token();
+	ht__g.instance = random_token();
 	ht__stacks_init();
 	ht__modules_reset();
 	/* Without a ring now, the first thread that gets one writes it. */
-	atomic_store(&ht__g.process_pending,
-		     ht__write_process(flags) ? 0 : flags | HT_PROC_PENDING);
+	atomic_store(&ht__g.process_pending, write_process(flags) ? 0 : flags | HT_PROC_PENDING);
 	char name[16] = {0};
 	prctl(PR_GET_NAME, name, 0, 0, 0);
 	if (t->ring)
@@ -323,7 +322,7 @@ int ht__init_session(const char *path, uint32_t flags)
 	arm_alive();
 	if (!ht__g.child)
 		ht__g.child = ht__child_start;
-	ht__instance_begin(flags);
+	instance_begin(flags);
 	return 0;
 unmap:
 	syscall(SYS_munmap, (void *)m, size);
@@ -338,7 +337,7 @@ dormant:
  * an allocation that works natively would fail traced. When the session
  * would take more than a quarter of the limit, the program runs untraced.
  */
-static int ht__fits_address_limit(const char *path)
+static int fits_address_limit(const char *path)
 {
 	struct rlimit rl;
 	struct stat st;
@@ -348,12 +347,12 @@ static int ht__fits_address_limit(const char *path)
 }
 
 /* Maps the session named by the environment, if any. */
-static void ht__init(void)
+static void init_from_env(void)
 {
 	ht__resolve();
 	ht__t.tid = (int32_t)syscall(SYS_gettid);
 	const char *path = getenv(HT_ENV_SESSION);
-	if (!path || !*path || !ht__fits_address_limit(path))
+	if (!path || !*path || !fits_address_limit(path))
 		ht__go_dormant();
 	else
 		ht__init_session(path, 0);
@@ -370,7 +369,7 @@ int ht__ensure(void)
 		return atomic_load(&ht__g.state) == HT_ST_READY;
 	int save = errno;
 	ht__t.guard += HT_GUARD_OWN;
-	ht__init();
+	init_from_env();
 	ht__t.guard -= HT_GUARD_OWN;
 	errno = save;
 	return atomic_load(&ht__g.state) == HT_ST_READY;
@@ -425,7 +424,7 @@ void ht__child_start(void)
 	t->guard = HT_GUARD_OWN;
 	t->tid = (int32_t)syscall(SYS_gettid);
 	atomic_store(&ht__g.state, HT_ST_INITIALIZING);
-	ht__fork_parent = ht__g.pid; /* still the parent's: this is its copy */
+	fork_parent = ht__g.pid; /* still the parent's: this is its copy */
 	ht__g.pid = getpid();
 	if (ht__g.wipe)
 		*ht__g.alive = 1;
@@ -433,8 +432,8 @@ void ht__child_start(void)
 		ht__go_dormant();
 	} else {
 		ht__thread_forget_all();
-		ht__instance_begin(HT_PROC_FORK |
-				   (ht__g.pid == ht__g.hdr->root_pid ? HT_PROC_ROOT : 0));
+		instance_begin(HT_PROC_FORK |
+			       (ht__g.pid == ht__g.hdr->root_pid ? HT_PROC_ROOT : 0));
 	}
 	t->guard = 0;
 }
@@ -450,7 +449,7 @@ void ht__child_check(void)
 		ht__child_start();
 }
 
-static void ht__atfork_child(void)
+static void atfork_child(void)
 {
 	int save = errno;
 	ht__child_check();
@@ -458,18 +457,18 @@ static void ht__atfork_child(void)
 }
 
 /* Exit code of exit() and of returning from main. */
-static void ht__on_exit(int status, void *arg)
+static void exit_handler(int status, void *arg)
 {
 	(void)arg;
 	ht__write_exit(getpid(), HT_EXIT_CODE, status);
 }
 
-__attribute__((constructor)) static void ht__constructor(void)
+__attribute__((constructor)) static void init_at_load(void)
 {
 	int save = errno;
 	if (ht__ensure()) {
-		pthread_atfork(NULL, NULL, ht__atfork_child);
-		on_exit(ht__on_exit, NULL);
+		pthread_atfork(NULL, NULL, atfork_child);
+		on_exit(exit_handler, NULL);
 	}
 	errno = save;
 }

@@ -23,9 +23,9 @@
 /* A waiter's longest sleep without a wake from the collector. */
 #define HT_SLEEP_NS 50000000l
 
-static pthread_key_t ht__key;
-static int ht__key_ok;
-static _Atomic uint64_t ht__claim_gave_up; /* when a claim of ours last gave up (ht__claim) */
+static pthread_key_t thread_key;
+static int key_ok;
+static _Atomic uint64_t claim_gave_up; /* when a claim of ours last gave up (claim_ring) */
 
 /*
  * Threads that own a ring, so pthread_setname_np() on another thread can
@@ -35,27 +35,27 @@ static _Atomic uint64_t ht__claim_gave_up; /* when a claim of ours last gave up 
 static struct {
 	_Atomic unsigned long self;
 	pid_t tid;
-} ht__reg[HT_REG_SIZE];
+} ring_owners[HT_REG_SIZE];
 
-static void ht__reg_add(pid_t tid)
+static void reg_add(pid_t tid)
 {
 	unsigned long self = (unsigned long)pthread_self();
 	for (unsigned i = 0; i < HT_REG_SIZE; i++) {
 		unsigned long z = 0;
-		if (atomic_load_explicit(&ht__reg[i].self, memory_order_relaxed) == 0 &&
-		    atomic_compare_exchange_strong(&ht__reg[i].self, &z, self)) {
-			ht__reg[i].tid = tid;
+		if (atomic_load_explicit(&ring_owners[i].self, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&ring_owners[i].self, &z, self)) {
+			ring_owners[i].tid = tid;
 			return;
 		}
 	}
 }
 
-static void ht__reg_del(void)
+static void reg_del(void)
 {
 	unsigned long self = (unsigned long)pthread_self();
 	for (unsigned i = 0; i < HT_REG_SIZE; i++)
-		if (atomic_load_explicit(&ht__reg[i].self, memory_order_relaxed) == self) {
-			atomic_store(&ht__reg[i].self, 0);
+		if (atomic_load_explicit(&ring_owners[i].self, memory_order_relaxed) == self) {
+			atomic_store(&ring_owners[i].self, 0);
 			return;
 		}
 }
@@ -63,16 +63,16 @@ static void ht__reg_del(void)
 pid_t ht__thread_tid(unsigned long pthread)
 {
 	for (unsigned i = 0; i < HT_REG_SIZE; i++)
-		if (atomic_load(&ht__reg[i].self) == pthread)
-			return ht__reg[i].tid;
+		if (atomic_load(&ring_owners[i].self) == pthread)
+			return ring_owners[i].tid;
 	return 0;
 }
 
 void ht__thread_forget_all(void)
 {
 	for (unsigned i = 0; i < HT_REG_SIZE; i++)
-		atomic_store(&ht__reg[i].self, 0);
-	atomic_store(&ht__claim_gave_up, 0);
+		atomic_store(&ring_owners[i].self, 0);
+	atomic_store(&claim_gave_up, 0);
 }
 
 /*
@@ -80,7 +80,7 @@ void ht__thread_forget_all(void)
  * unwinding stack is unmapped. Set up by the first ring claim or unwinding
  * stack of the thread (ht__thread_watch).
  */
-static void ht__key_destructor(void *arg)
+static void key_destructor(void *arg)
 {
 	(void)arg;
 	struct ht__thread *t = &ht__t;
@@ -95,13 +95,13 @@ static void ht__key_destructor(void *arg)
 
 void ht__thread_watch(struct ht__thread *t)
 {
-	if (ht__key_ok)
-		pthread_setspecific(ht__key, t);
+	if (key_ok)
+		pthread_setspecific(thread_key, t);
 }
 
 void ht__threads_init(void)
 {
-	ht__key_ok = pthread_key_create(&ht__key, ht__key_destructor) == 0;
+	key_ok = pthread_key_create(&thread_key, key_destructor) == 0;
 }
 
 /* The state of one wait for the collector (for room or for a ring). */
@@ -117,7 +117,7 @@ struct ht__wait {
  * process since)? Read from /proc/PID/stat with raw calls (open and read are
  * cancellation points); without /proc (hidepid), kill(pid, 0).
  */
-static int ht__pid_gone(pid_t pid, uint64_t start_time)
+static int pid_gone(pid_t pid, uint64_t start_time)
 {
 	char path[32] = "/proc/", *p = path + 6, digits[12];
 	int n = 0;
@@ -145,8 +145,8 @@ static int ht__pid_gone(pid_t pid, uint64_t start_time)
 	return state == 'Z' || state == 'X' || (start_time && start != start_time);
 }
 
-/* When a thread of this process last saw the collector alive (ht__collector_dead). */
-static _Atomic uint64_t ht__alive_seen;
+/* When a thread of this process last saw the collector alive (collector_dead). */
+static _Atomic uint64_t alive_seen;
 
 /*
  * The collector is dead: its process is gone. A late heartbeat alone never
@@ -157,7 +157,7 @@ static _Atomic uint64_t ht__alive_seen;
  * session) has no process to look at: there the old rule stays, no
  * heartbeat for HT_DEAD_NS since the wait began.
  */
-static int ht__collector_dead(struct ht__shm_header *h, uint64_t now, uint64_t since)
+static int collector_dead(struct ht__shm_header *h, uint64_t now, uint64_t since)
 {
 	uint64_t hb = atomic_load(&h->heartbeat_ns);
 	pid_t pid = h->collector_pid;
@@ -168,18 +168,18 @@ static int ht__collector_dead(struct ht__shm_header *h, uint64_t now, uint64_t s
 	}
 	if (now <= hb || now - hb < HT_LIVE_CHECK_NS)
 		return 0;
-	uint64_t seen = atomic_load_explicit(&ht__alive_seen, memory_order_relaxed);
+	uint64_t seen = atomic_load_explicit(&alive_seen, memory_order_relaxed);
 	if (now > seen && now - seen < HT_LIVE_CHECK_NS)
 		return 0;
 	int save = errno;
-	int gone = ht__pid_gone(pid, h->collector_start);
+	int gone = pid_gone(pid, h->collector_start);
 	errno = save;
 	if (!gone)
-		atomic_store_explicit(&ht__alive_seen, now, memory_order_relaxed);
+		atomic_store_explicit(&alive_seen, now, memory_order_relaxed);
 	return gone;
 }
 
-static void ht__wait_end(struct ht__wait *w)
+static void wait_end(struct ht__wait *w)
 {
 	if (w->asleep)
 		atomic_fetch_sub(&ht__g.hdr->waiters, 1);
@@ -192,11 +192,11 @@ static void ht__wait_end(struct ht__wait *w)
  * threads wait (and at most HT_SLEEP_NS, to look at the collector). The
  * sleepers cost the collector nothing: on 2 cores, hundreds of threads
  * polling with short sleeps took the CPU it needs to drain. Returns 0 when
- * the session is stopping or the collector is dead (ht__collector_dead): the
+ * the session is stopping or the collector is dead (collector_dead): the
  * recorder has then stopped recording. The caller looks for room after
- * every step and calls ht__wait_end() when done.
+ * every step and calls wait_end() when done.
  */
-static int ht__wait_step(struct ht__wait *w)
+static int wait_step(struct ht__wait *w)
 {
 	unsigned i = w->n++;
 	if (i < 64) {
@@ -207,8 +207,8 @@ static int ht__wait_step(struct ht__wait *w)
 	uint64_t now = ht__clock();
 	if (!w->since)
 		w->since = now;
-	if (atomic_load(&h->state) == HT_SESSION_STOPPING || ht__collector_dead(h, now, w->since)) {
-		ht__wait_end(w);
+	if (atomic_load(&h->state) == HT_SESSION_STOPPING || collector_dead(h, now, w->since)) {
+		wait_end(w);
 		ht__go_dormant();
 		return 0;
 	}
@@ -234,18 +234,18 @@ static int ht__wait_step(struct ht__wait *w)
 	return 1;
 }
 
-static struct ht__ring *ht__ring(uint32_t i)
+static struct ht__ring *ring_at(uint32_t i)
 {
 	return (struct ht__ring *)(ht__g.rings + (size_t)i * ht__g.ring_stride);
 }
 
-static int ht__try_claim(struct ht__thread *t)
+static int try_claim(struct ht__thread *t)
 {
 	struct ht__shm_header *h = ht__g.hdr;
 	uint32_t start = atomic_load_explicit(&h->ring_hint, memory_order_relaxed);
 	for (uint32_t k = 0; k < ht__g.ring_count; k++) {
 		uint32_t i = (start + k) % ht__g.ring_count;
-		struct ht__ring *r = ht__ring(i);
+		struct ht__ring *r = ring_at(i);
 		uint32_t s = HT_RING_FREE;
 		if (atomic_load_explicit(&r->state, memory_order_relaxed) != HT_RING_FREE ||
 		    !atomic_compare_exchange_strong(&r->state, &s, HT_RING_OWNED))
@@ -281,19 +281,19 @@ static int ht__try_claim(struct ht__thread *t)
 #define HT_CLAIM_QUIET_NS 1000000000ull
 
 /* Claims a ring for this thread and writes its THREAD_START. */
-static int ht__claim(struct ht__thread *t)
+static int claim_ring(struct ht__thread *t)
 {
 	if (!t->tid)
 		t->tid = (int32_t)syscall(SYS_gettid);
 	struct ht__wait w = {0};
-	while (!ht__try_claim(t)) {
+	while (!try_claim(t)) {
 		/* After one timeout, later events only try once each. */
 		if (t->no_ring || atomic_load(&ht__g.state) == HT_ST_DORMANT)
 			goto fail;
-		uint64_t gave_up = atomic_load_explicit(&ht__claim_gave_up, memory_order_relaxed);
+		uint64_t gave_up = atomic_load_explicit(&claim_gave_up, memory_order_relaxed);
 		if (gave_up && ht__clock() - gave_up < HT_CLAIM_QUIET_NS)
 			goto fail;
-		if (!ht__wait_step(&w))
+		if (!wait_step(&w))
 			return 0;
 		if (!w.since)
 			continue;
@@ -302,17 +302,16 @@ static int ht__claim(struct ht__thread *t)
 		uint64_t hb = atomic_load_explicit(&ht__g.hdr->heartbeat_ns, memory_order_relaxed);
 		if (hb > w.since && hb - w.since > HT_CLAIM_NS) {
 			t->no_ring = 1;
-			atomic_store_explicit(&ht__claim_gave_up, ht__clock(),
-					      memory_order_relaxed);
+			atomic_store_explicit(&claim_gave_up, ht__clock(), memory_order_relaxed);
 			goto fail;
 		}
 	}
-	ht__wait_end(&w);
+	wait_end(&w);
 	t->no_ring = 0;
 	if (t->exited)
 		return 1;
 	ht__thread_watch(t);
-	ht__reg_add(t->tid);
+	reg_add(t->tid);
 	/* While an instance starts, it writes PROCESS_START first, then this.
 	   A thread past its key destructor only borrows the ring for one event. */
 	if (atomic_load(&ht__g.state) == HT_ST_READY && !t->exited) {
@@ -324,14 +323,14 @@ static int ht__claim(struct ht__thread *t)
 	}
 	return 1;
 fail:
-	ht__wait_end(&w);
+	wait_end(&w);
 	atomic_fetch_add(&ht__g.hdr->rings_exhausted, 1);
 	return 0;
 }
 
 int ht__make_room(struct ht__thread *t, uint32_t len)
 {
-	if (!t->ring && !ht__claim(t))
+	if (!t->ring && !claim_ring(t))
 		return 0;
 	if (len > ht__g.ring_size - 16)
 		return 0; /* can never fit */
@@ -347,7 +346,7 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 				   ht__g.ring_size;
 		if (t->wpos + want <= t->limit) {
 			if (want == need) {
-				ht__wait_end(&w);
+				wait_end(&w);
 				return 1;
 			}
 			struct ht__rec *pad = (struct ht__rec *)(t->data + off);
@@ -363,10 +362,10 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 			    &t->ring->lost,
 			    atomic_load_explicit(&t->ring->lost, memory_order_relaxed) + 1,
 			    memory_order_relaxed);
-			ht__wait_end(&w);
+			wait_end(&w);
 			return 0;
 		}
-		if (!ht__wait_step(&w))
+		if (!wait_step(&w))
 			return 0;
 	}
 }
@@ -378,7 +377,7 @@ void ht__thread_release(struct ht__thread *t)
 	struct ht__rec *r = ht__rec_begin(t, HT_REC_THREAD_EXIT, 0, sizeof *r, 0);
 	if (r)
 		ht__rec_commit(t);
-	ht__reg_del();
+	reg_del();
 	atomic_store_explicit(&t->ring->state, HT_RING_RELEASED, memory_order_release);
 	t->ring = NULL;
 	t->data = NULL;

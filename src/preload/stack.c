@@ -35,39 +35,39 @@ struct ht__mod {
 	int seen;	  /* refresh scratch, under the lock */
 };
 
-static struct ht__mod *ht__mods;
-static _Atomic uint32_t ht__nmods; /* entries published to lookups */
-static _Atomic int ht__mod_lock;
-static unsigned long long ht__adds, ht__subs; /* dl_iterate_phdr generation seen */
-static _Atomic int ht__mods_retry;	      /* a MODULE_LOAD was dropped: rescan next time */
+static struct ht__mod *mods;
+static _Atomic uint32_t nmods; /* entries published to lookups */
+static _Atomic int mod_lock;
+static unsigned long long phdr_adds, phdr_subs; /* dl_iterate_phdr generation seen */
+static _Atomic int mods_retry;			/* a MODULE_LOAD was dropped: rescan next time */
 _Atomic int ht__modules_dirty;
 
-static void ht__lock(void)
+static void lock_modules(void)
 {
 	int z = 0;
-	while (!atomic_compare_exchange_weak(&ht__mod_lock, &z, 1)) {
+	while (!atomic_compare_exchange_weak(&mod_lock, &z, 1)) {
 		z = 0;
 		sched_yield();
 	}
 }
 
-static void ht__unlock(void)
+static void unlock(void)
 {
-	atomic_store(&ht__mod_lock, 0);
+	atomic_store(&mod_lock, 0);
 }
 
 /* A new instance starts with no modules (indices are per instance). */
 void ht__modules_reset(void)
 {
-	if (!ht__mods)
-		ht__mods = ht__raw_mmap(HT_MAX_MODULES * sizeof *ht__mods);
-	atomic_store(&ht__nmods, 0);
-	atomic_store(&ht__mod_lock, 0);
-	ht__adds = ht__subs = 0;
-	atomic_store(&ht__mods_retry, 0);
+	if (!mods)
+		mods = ht__raw_mmap(HT_MAX_MODULES * sizeof *mods);
+	atomic_store(&nmods, 0);
+	atomic_store(&mod_lock, 0);
+	phdr_adds = phdr_subs = 0;
+	atomic_store(&mods_retry, 0);
 }
 
-static int ht__build_id(const struct dl_phdr_info *info, uint8_t *out)
+static int read_build_id(const struct dl_phdr_info *info, uint8_t *out)
 {
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -92,9 +92,9 @@ static int ht__build_id(const struct dl_phdr_info *info, uint8_t *out)
 }
 
 /* Returns 0 when the record was dropped (lossy, no ring, session gone). */
-static int ht__write_module(uint32_t index, uint64_t bias, uintptr_t start, uintptr_t end,
-			    const uint8_t *build_id, int build_id_len, const char *path,
-			    uint32_t path_len)
+static int write_module(uint32_t index, uint64_t bias, uintptr_t start, uintptr_t end,
+			const uint8_t *build_id, int build_id_len, const char *path,
+			uint32_t path_len)
 {
 	struct ht__thread *t = &ht__t;
 	uint32_t len = ht__rec_align((uint32_t)sizeof(struct ht__rec_module) + path_len);
@@ -137,7 +137,7 @@ struct ht__scan {
 	int force, stop;
 	unsigned long long adds, subs;
 	uint32_t n, path_used;
-	char maps[8192]; /* /proc/self/maps, a piece at a time (ht__mapped_path) */
+	char maps[8192]; /* /proc/self/maps, a piece at a time (mapped_path) */
 	char abs[4096];
 	struct ht__seen obj[HT_SCAN_MAX];
 	char paths[]; /* up to HT_SCAN_BYTES - sizeof(struct ht__scan) */
@@ -150,7 +150,7 @@ struct ht__scan {
  * nothing once the working directory changes or to the collector. Raw
  * calls: no allocation, no cancellation point.
  */
-static uint32_t ht__mapped_path(struct ht__scan *s, uintptr_t addr)
+static uint32_t mapped_path(struct ht__scan *s, uintptr_t addr)
 {
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -191,14 +191,14 @@ out:
 	return found;
 }
 
-static int ht__scan_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht__scan *s = data;
 	if (s->n == 0 && s->adds == 0 &&
 	    size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
 		s->adds = info->dlpi_adds;
 		s->subs = info->dlpi_subs;
-		if (!s->force && s->adds == ht__adds && s->subs == ht__subs) {
+		if (!s->force && s->adds == phdr_adds && s->subs == phdr_subs) {
 			s->stop = 1;
 			return 1;
 		}
@@ -226,7 +226,7 @@ static int ht__scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 		path = ht__exe;
 		plen = ht__exe_len;
 	} else if (*name != '/') {
-		uint32_t n = ht__mapped_path(s, lo);
+		uint32_t n = mapped_path(s, lo);
 		if (n) {
 			path = s->abs;
 			plen = n;
@@ -245,11 +245,11 @@ static int ht__scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	o->path_len = plen;
 	memcpy(s->paths + s->path_used, path, plen);
 	s->path_used += plen;
-	o->build_id_len = (uint8_t)ht__build_id(info, o->build_id);
+	o->build_id_len = (uint8_t)read_build_id(info, o->build_id);
 	return 0;
 }
 
-static void ht__write_unload(uint32_t index)
+static void write_unload(uint32_t index)
 {
 	struct ht__thread *t = &ht__t;
 	uint32_t len = sizeof(struct ht__rec_module);
@@ -271,30 +271,30 @@ static void ht__write_unload(uint32_t index)
  */
 int ht__modules_refresh(int force)
 {
-	if (!ht__mods)
+	if (!mods)
 		return 0;
 	atomic_store(&ht__modules_dirty, 0);
 	struct ht__scan *s = ht__raw_mmap(HT_SCAN_BYTES);
 	if (!s)
 		return 0;
-	if (atomic_exchange(&ht__mods_retry, 0))
+	if (atomic_exchange(&mods_retry, 0))
 		force = 1;
 	s->force = force;
-	dl_iterate_phdr(ht__scan_cb, s);
+	dl_iterate_phdr(scan_cb, s);
 	int gone = 0;
-	ht__lock();
+	lock_modules();
 	/* A walk older than the last one merged must not undo it. */
-	if (!s->stop && (force || s->adds + s->subs >= ht__adds + ht__subs)) {
-		ht__adds = s->adds;
-		ht__subs = s->subs;
-		uint32_t n = atomic_load(&ht__nmods);
+	if (!s->stop && (force || s->adds + s->subs >= phdr_adds + phdr_subs)) {
+		phdr_adds = s->adds;
+		phdr_subs = s->subs;
+		uint32_t n = atomic_load(&nmods);
 		for (uint32_t i = 0; i < n; i++)
-			ht__mods[i].seen = 0;
+			mods[i].seen = 0;
 		for (uint32_t k = 0; k < s->n; k++) {
 			struct ht__seen *o = &s->obj[k];
 			o->known = 0;
 			for (uint32_t i = 0; i < n; i++) {
-				struct ht__mod *m = &ht__mods[i];
+				struct ht__mod *m = &mods[i];
 				if (!m->dead && m->start == o->start && m->end == o->end &&
 				    m->bias == o->bias) {
 					m->seen = 1;
@@ -306,10 +306,10 @@ int ht__modules_refresh(int force)
 		/* Unloads first: their indices are free for the new modules (a
 		   program that dlopens and dlcloses 10,000 times needs only a few). */
 		for (uint32_t i = 0; i < n; i++) {
-			struct ht__mod *m = &ht__mods[i];
+			struct ht__mod *m = &mods[i];
 			if (!m->dead && !m->seen) {
 				atomic_store(&m->dead, 1);
-				ht__write_unload(i);
+				write_unload(i);
 				gone++;
 			}
 		}
@@ -318,29 +318,28 @@ int ht__modules_refresh(int force)
 			struct ht__seen *o = &s->obj[k];
 			if (o->known)
 				continue;
-			while (reuse < n && !(ht__mods[reuse].dead && !ht__mods[reuse].seen))
+			while (reuse < n && !(mods[reuse].dead && !mods[reuse].seen))
 				reuse++;
 			uint32_t i = reuse < n ? reuse : n;
 			if (i >= HT_MAX_MODULES)
 				continue; /* its frames stay raw addresses (README) */
 			/* MODULE_LOAD first: lookups only see announced modules. */
-			if (!ht__write_module(i, o->bias, o->start, o->end, o->build_id,
-					      o->build_id_len, s->paths + o->path_off,
-					      o->path_len)) {
-				atomic_store(&ht__mods_retry, 1);
+			if (!write_module(i, o->bias, o->start, o->end, o->build_id,
+					  o->build_id_len, s->paths + o->path_off, o->path_len)) {
+				atomic_store(&mods_retry, 1);
 				continue;
 			}
-			struct ht__mod *m = &ht__mods[i];
+			struct ht__mod *m = &mods[i];
 			m->start = o->start;
 			m->end = o->end;
 			m->bias = o->bias;
 			m->seen = 1;
 			atomic_store(&m->dead, 0);
 			if (i == n)
-				atomic_store_explicit(&ht__nmods, ++n, memory_order_release);
+				atomic_store_explicit(&nmods, ++n, memory_order_release);
 		}
 	}
-	ht__unlock();
+	unlock();
 	syscall(SYS_munmap, s, HT_SCAN_BYTES);
 	if (gone)
 		ht__stacks_init();
@@ -348,11 +347,11 @@ int ht__modules_refresh(int force)
 }
 
 /* Module index of an address, or HT_MODULE_UNKNOWN. */
-static uint32_t ht__find_module(uintptr_t ip)
+static uint32_t find_module(uintptr_t ip)
 {
-	uint32_t n = atomic_load_explicit(&ht__nmods, memory_order_acquire);
+	uint32_t n = atomic_load_explicit(&nmods, memory_order_acquire);
 	for (uint32_t i = 0; i < n; i++) {
-		struct ht__mod *m = &ht__mods[i];
+		struct ht__mod *m = &mods[i];
 		if (ip >= m->start && ip < m->end &&
 		    !atomic_load_explicit(&m->dead, memory_order_relaxed))
 			return i;
@@ -378,11 +377,11 @@ struct ht__table {
 #define HT_STACK_NONE UINT32_MAX /* the STACK record was dropped (lossy) */
 #define HT_TABLE_FIRST (1u << 16)
 
-static _Atomic(struct ht__table *) ht__table;
-static _Atomic uint32_t ht__gen = 1; /* bumped with each new table: cached ids are void */
-static int ht__verify;		     /* HEAPTRAIL_STACK_VERIFY=1 (see the stack cache) */
+static _Atomic(struct ht__table *) cur_table;
+static _Atomic uint32_t table_gen = 1; /* bumped with each new table: cached ids are void */
+static int verify_stacks;	       /* HEAPTRAIL_STACK_VERIFY=1 (see the stack cache) */
 
-static struct ht__table *ht__table_new(uint64_t nslots)
+static struct ht__table *table_new(uint64_t nslots)
 {
 	struct ht__table *tb = ht__raw_mmap(sizeof *tb + nslots * sizeof(struct ht__slot));
 	if (tb)
@@ -397,17 +396,17 @@ void ht__stacks_init(void)
 	if (!unw_ready) {
 		unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 		const char *v = getenv("HEAPTRAIL_STACK_VERIFY");
-		ht__verify = v && *v == '1';
+		verify_stacks = v && *v == '1';
 		unw_ready = 1;
 	}
-	atomic_fetch_add(&ht__gen, 1);
-	struct ht__table *tb = ht__table_new(HT_TABLE_FIRST);
+	atomic_fetch_add(&table_gen, 1);
+	struct ht__table *tb = table_new(HT_TABLE_FIRST);
 	if (tb)
-		atomic_store(&ht__table, tb);
+		atomic_store(&cur_table, tb);
 	ht__cfi_reset();
 }
 
-static int ht__insert_at(struct ht__table *tb, uint64_t key, uint32_t id)
+static int insert_at(struct ht__table *tb, uint64_t key, uint32_t id)
 {
 	for (uint64_t i = key & tb->mask, k = 0; k <= tb->mask; i = (i + 1) & tb->mask, k++) {
 		uint64_t z = 0;
@@ -427,25 +426,25 @@ static int ht__insert_at(struct ht__table *tb, uint64_t key, uint32_t id)
  * size and swap it in. Entries inserted into the old one meanwhile are just
  * recorded again under a new id later.
  */
-static void ht__grow(struct ht__table *old)
+static void grow(struct ht__table *old)
 {
 	int z = 0;
 	if (!atomic_compare_exchange_strong(&old->growing, &z, 1))
 		return;
-	struct ht__table *tb = ht__table_new((old->mask + 1) * 4);
+	struct ht__table *tb = table_new((old->mask + 1) * 4);
 	if (!tb)
 		return;
 	for (uint64_t i = 0; i <= old->mask; i++) {
 		uint64_t key = atomic_load(&old->slots[i].key);
 		uint32_t id = atomic_load(&old->slots[i].id);
 		if (key && id && id != HT_STACK_NONE)
-			ht__insert_at(tb, key, id);
+			insert_at(tb, key, id);
 	}
 	struct ht__table *expect = old;
-	atomic_compare_exchange_strong(&ht__table, &expect, tb);
+	atomic_compare_exchange_strong(&cur_table, &expect, tb);
 }
 
-static uint32_t ht__new_id(void)
+static uint32_t new_id(void)
 {
 	uint32_t id;
 	do
@@ -455,7 +454,7 @@ static uint32_t ht__new_id(void)
 }
 
 /* Writes the STACK record for a new id; 0 if it was dropped. */
-static int ht__write_stack(struct ht__thread *t, uint32_t id, void *const *ips, int n)
+static int write_stack(struct ht__thread *t, uint32_t id, void *const *ips, int n)
 {
 	uint64_t rel[HT_MAX_FRAMES];
 	uint32_t mod[HT_MAX_FRAMES];
@@ -466,14 +465,14 @@ static int ht__write_stack(struct ht__thread *t, uint32_t id, void *const *ips, 
 	}
 	for (int i = 0; i < n; i++) {
 		uintptr_t ip = (uintptr_t)ips[i];
-		uint32_t m = ht__find_module(ip);
+		uint32_t m = find_module(ip);
 		if (m == HT_MODULE_UNKNOWN && !refreshed) {
 			refreshed = 1;
 			ht__modules_refresh(0);
-			m = ht__find_module(ip);
+			m = find_module(ip);
 		}
 		mod[i] = m;
-		rel[i] = m == HT_MODULE_UNKNOWN ? ip : ip - ht__mods[m].bias;
+		rel[i] = m == HT_MODULE_UNKNOWN ? ip : ip - mods[m].bias;
 	}
 	uint32_t len = ht__rec_align((uint32_t)(sizeof(struct ht__rec_stack) + (size_t)n * 12));
 	struct ht__rec_stack *r =
@@ -491,7 +490,7 @@ static int ht__write_stack(struct ht__thread *t, uint32_t id, void *const *ips, 
 	return 1;
 }
 
-static uint32_t ht__wait_id(struct ht__slot *s)
+static uint32_t wait_id(struct ht__slot *s)
 {
 	for (unsigned i = 0; i < (1u << 22); i++) {
 		uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
@@ -511,14 +510,14 @@ static uint32_t ht__wait_id(struct ht__slot *s)
  */
 #define HT_KEY_SEED 0x84222325cbf29ce4ull
 
-static inline uint64_t ht__key_step(uint64_t h, uintptr_t ip)
+static inline uint64_t key_step(uint64_t h, uintptr_t ip)
 {
 	h ^= (uint64_t)ip;
 	h *= 0x9e3779b97f4a7c15ull;
 	return h ^ (h >> 29);
 }
 
-static inline uint64_t ht__key_final(uint64_t h)
+static inline uint64_t key_final(uint64_t h)
 {
 	return h ? h : 1;
 }
@@ -529,35 +528,35 @@ static inline uint64_t ht__key_final(uint64_t h)
  * frames are f[0..n-1] innermost first, or when f is NULL, rev[0..n-1]
  * outermost first (the stack cache's order).
  */
-static uint32_t ht__stack_id(struct ht__thread *t, uint64_t key, void *const *f, int n,
-			     const uintptr_t *rev)
+static uint32_t stack_id(struct ht__thread *t, uint64_t key, void *const *f, int n,
+			 const uintptr_t *rev)
 {
-	struct ht__table *tb = atomic_load_explicit(&ht__table, memory_order_acquire);
+	struct ht__table *tb = atomic_load_explicit(&cur_table, memory_order_acquire);
 	if (!tb)
 		return 0;
 	for (uint64_t i = key & tb->mask, k = 0; k <= tb->mask; i = (i + 1) & tb->mask, k++) {
 		struct ht__slot *s = &tb->slots[i];
 		uint64_t cur = atomic_load_explicit(&s->key, memory_order_acquire);
 		if (cur == key)
-			return ht__wait_id(s);
+			return wait_id(s);
 		if (cur != 0)
 			continue;
 		if (!atomic_compare_exchange_strong(&s->key, &cur, key)) {
 			if (cur == key)
-				return ht__wait_id(s);
+				return wait_id(s);
 			continue;
 		}
-		uint32_t id = ht__new_id();
+		uint32_t id = new_id();
 		void *tmp[HT_MAX_FRAMES];
 		if (!f) {
 			for (int j = 0; j < n; j++)
 				tmp[j] = (void *)rev[n - 1 - j];
 			f = tmp;
 		}
-		int ok = ht__write_stack(t, id, f, n);
+		int ok = write_stack(t, id, f, n);
 		atomic_store_explicit(&s->id, ok ? id : HT_STACK_NONE, memory_order_release);
 		if (atomic_fetch_add(&tb->used, 1) + 1 > (tb->mask + 1) / 4 * 3)
-			ht__grow(tb);
+			grow(tb);
 		return ok ? id : 0;
 	}
 	return 0;
@@ -574,7 +573,7 @@ static uint32_t ht__stack_id(struct ht__thread *t, uint64_t key, void *const *f,
  * there loses the block malloc returned, and stops where the program never
  * could). In glibc that is an atomic operation on the thread, no call.
  */
-static int ht__unwind(void **ips, int *skip)
+static int unwind_stack(void **ips, int *skip)
 {
 	int cancel;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
@@ -595,17 +594,17 @@ static int ht__unwind(void **ips, int *skip)
  * needs) when the stack is new to this instance. 0 when no stack could be
  * taken. Runs on the thread's unwinding stack when it has one.
  */
-static __attribute__((noinline)) uint32_t ht__capture(struct ht__thread *t)
+static __attribute__((noinline)) uint32_t capture_unwind(struct ht__thread *t)
 {
 	void *ips[HT_MAX_FRAMES + 8];
 	int skip;
-	int n = ht__unwind(ips, &skip);
+	int n = unwind_stack(ips, &skip);
 	if (n <= 0)
 		return 0;
 	uint64_t h = HT_KEY_SEED;
 	for (int i = n - 1; i >= 0; i--)
-		h = ht__key_step(h, (uintptr_t)ips[skip + i]);
-	return ht__stack_id(t, ht__key_final(h), ips + skip, n, NULL);
+		h = key_step(h, (uintptr_t)ips[skip + i]);
+	return stack_id(t, key_final(h), ips + skip, n, NULL);
 }
 
 /* ---- the validated stack cache ---- */
@@ -633,7 +632,7 @@ static __attribute__((noinline)) uint32_t ht__capture(struct ht__thread *t)
  */
 struct ht__scache {
 	uintptr_t lo, hi; /* the thread's stack; hi == 0: unknown, no cache */
-	uint32_t gen;	  /* ht__gen when filled */
+	uint32_t gen;	  /* table_gen when filled */
 	uint32_t id;	  /* id of the whole cached stack */
 	int n;		  /* cached frames, 0: empty */
 	int sig;	  /* the outermost frame is a signal frame: the walk ended there */
@@ -645,9 +644,9 @@ struct ht__scache {
 	uint64_t hkey[HT_MAX_FRAMES];	  /* key state after frames 0..k */
 };
 
-static _Atomic uint64_t ht__verify_reuse, ht__verify_walked, ht__verify_bad;
+static _Atomic uint64_t verify_reuse, verify_walked, verify_bad;
 
-static inline int ht__frame_holds(const struct ht__scache *c, int k)
+static inline int frame_holds(const struct ht__scache *c, int k)
 {
 	return *(const uintptr_t *)c->loc[k] == c->ip[k] &&
 	       (!c->rbp_loc[k] || *(const uintptr_t *)c->rbp_loc[k] == c->rbp[k]);
@@ -669,7 +668,7 @@ static inline int ht__frame_holds(const struct ht__scache *c, int k)
 #define HT_SIG_SLACK_NS 5000000ull
 #define HT_SIG_FREE 64
 
-static int ht__sig_afford(struct ht__thread *t)
+static int sig_afford(struct ht__thread *t)
 {
 	if (t->sig_unwinds < HT_SIG_FREE)
 		return 1;
@@ -679,7 +678,7 @@ static int ht__sig_afford(struct ht__thread *t)
 	return t->sig_debt < HT_SIG_SLACK_NS;
 }
 
-static void ht__sig_charge(struct ht__thread *t, uint64_t took)
+static void sig_charge(struct ht__thread *t, uint64_t took)
 {
 	if (t->sig_unwinds < HT_SIG_FREE) {
 		t->sig_unwinds++;
@@ -694,10 +693,10 @@ static void ht__sig_charge(struct ht__thread *t, uint64_t took)
  * the hook's return address into the program, just above the rbp the hook
  * saved. Falls back to libunwind when the walk cannot go on.
  */
-static __attribute__((noinline)) uint32_t ht__capture_cached(struct ht__thread *t,
-							     struct ht__scache *c, uintptr_t loc0)
+static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, struct ht__scache *c,
+							 uintptr_t loc0)
 {
-	uint32_t gen = atomic_load_explicit(&ht__gen, memory_order_relaxed);
+	uint32_t gen = atomic_load_explicit(&table_gen, memory_order_relaxed);
 	uintptr_t ip = *(const uintptr_t *)loc0, loc = loc0;
 	uintptr_t rbp = *(const uintptr_t *)(loc0 - 8), rbp_loc = loc0 - 8;
 	const uintptr_t hi = c->hi;
@@ -713,7 +712,7 @@ static __attribute__((noinline)) uint32_t ht__capture_cached(struct ht__thread *
 			k--;
 		if (k >= 0 && c->loc[k] == loc && c->ip[k] == ip && c->rbp[k] == rbp) {
 			if (ok < 0)
-				for (ok = 0; ok < k && ht__frame_holds(c, ok);)
+				for (ok = 0; ok < k && frame_holds(c, ok);)
 					ok++;
 			if (ok >= k) {
 				jc = k;
@@ -729,7 +728,7 @@ static __attribute__((noinline)) uint32_t ht__capture_cached(struct ht__thread *
 		n++;
 		uint64_t r = ht__cfi_rule(ip);
 		if (HT_UNLIKELY(!(r & HT_CFI_OK))) {
-			/* A signal frame: libunwind follows it (ht__sig_afford). */
+			/* A signal frame: libunwind follows it (sig_afford). */
 			done = r == HT_CFI_LAST || r == HT_CFI_SIGNAL;
 			sig = r == HT_CFI_SIGNAL;
 			break;
@@ -754,20 +753,20 @@ static __attribute__((noinline)) uint32_t ht__capture_cached(struct ht__thread *
 	}
 	if (jc >= 0 && c->sig)
 		sig = 1; /* joined a stack that was cut at a signal frame */
-	if (HT_UNLIKELY(sig) && ht__sig_afford(t)) {
+	if (HT_UNLIKELY(sig) && sig_afford(t)) {
 		c->n = 0;
 		uint64_t t0 = ht__clock();
-		uint32_t id = ht__capture(t); /* libunwind, through the signal frame */
-		ht__sig_charge(t, ht__clock() - t0);
+		uint32_t id = capture_unwind(t); /* libunwind, through the signal frame */
+		sig_charge(t, ht__clock() - t0);
 		return id;
 	}
-	if (jc == cn - 1 && n == 0 && !ht__verify)
+	if (jc == cn - 1 && n == 0 && !verify_stacks)
 		return c->id; /* the same stack as last time */
 	if (jc >= 0 && jc + 1 + n > HT_MAX_FRAMES)
 		jc = -1; /* would need cutting: leave it to libunwind */
 	if (jc < 0 && !done) {
 		c->n = 0;
-		return ht__capture(t); /* libunwind, whole and uncached */
+		return capture_unwind(t); /* libunwind, whole and uncached */
 	}
 
 	/* The new frames go after the cached ones kept, outermost first. */
@@ -777,7 +776,7 @@ static __attribute__((noinline)) uint32_t ht__capture_cached(struct ht__thread *
 	c->sig = sig;
 	uint64_t h = jc >= 0 ? c->hkey[jc] : HT_KEY_SEED;
 	for (int i = n - 1, at = base; i >= 0; i--, at++) {
-		h = ht__key_step(h, nip[i]);
+		h = key_step(h, nip[i]);
 		c->ip[at] = nip[i];
 		c->loc[at] = nloc[i];
 		c->rbp[at] = nrbp[i];
@@ -786,35 +785,35 @@ static __attribute__((noinline)) uint32_t ht__capture_cached(struct ht__thread *
 	}
 	c->n = total;
 	c->gen = gen;
-	uint32_t id = ht__stack_id(t, ht__key_final(h), NULL, total, c->ip);
+	uint32_t id = stack_id(t, key_final(h), NULL, total, c->ip);
 	c->id = id;
 	if (!id)
 		c->n = 0;
-	if (ht__verify) {
+	if (verify_stacks) {
 		void *full[HT_MAX_FRAMES + 8];
-		int skip, fn = ht__unwind(full, &skip);
+		int skip, fn = unwind_stack(full, &skip);
 		/* libunwind goes on past a signal frame, where ours ends. */
 		int same = sig ? fn >= total : fn == total;
 		for (int i = 0; same && i < total; i++)
 			same = (uintptr_t)full[skip + i] == c->ip[total - 1 - i];
-		atomic_fetch_add(base ? &ht__verify_reuse : &ht__verify_walked, 1);
+		atomic_fetch_add(base ? &verify_reuse : &verify_walked, 1);
 		if (!same)
-			atomic_fetch_add(&ht__verify_bad, 1);
+			atomic_fetch_add(&verify_bad, 1);
 	}
 	return id;
 }
 
 /* Counts of HEAPTRAIL_STACK_VERIFY=1, on stderr at exit. */
-__attribute__((destructor)) static void ht__verify_report(void)
+__attribute__((destructor)) static void verify_report(void)
 {
-	if (!ht__verify)
+	if (!verify_stacks)
 		return;
 	char buf[160];
 	int len = snprintf(buf, sizeof buf,
 			   "heaptrail: stack cache verify: %llu reused, %llu walked, %llu differ\n",
-			   (unsigned long long)atomic_load(&ht__verify_reuse),
-			   (unsigned long long)atomic_load(&ht__verify_walked),
-			   (unsigned long long)atomic_load(&ht__verify_bad));
+			   (unsigned long long)atomic_load(&verify_reuse),
+			   (unsigned long long)atomic_load(&verify_walked),
+			   (unsigned long long)atomic_load(&verify_bad));
 	if (len > 0)
 		syscall(SYS_write, 2, buf, (size_t)len);
 }
@@ -874,14 +873,14 @@ struct ht__capture_call {
 	uint32_t id;
 };
 
-static void ht__capture_on_ustack(void *arg)
+static void capture_on_ustack(void *arg)
 {
 	struct ht__capture_call *c = arg;
-	c->id = c->cache ? ht__capture_cached(c->t, c->cache, c->loc0) : ht__capture(c->t);
+	c->id = c->cache ? capture_cached(c->t, c->cache, c->loc0) : capture_unwind(c->t);
 }
 
 /* The thread's stack cache sits at the top of its unwinding stack. */
-static inline struct ht__scache *ht__scache_of(struct ht__thread *t)
+static inline struct ht__scache *scache_of(struct ht__thread *t)
 {
 	uintptr_t top = (uintptr_t)t->ustack + HT_USTACK_SIZE - sizeof(struct ht__scache);
 	return (struct ht__scache *)(top & ~(uintptr_t)63);
@@ -894,7 +893,7 @@ extern void *__libc_stack_end;
  * from the loader's record of its top and the stack limit, another
  * thread's from its attributes (no /proc read for those).
  */
-static HT_COLD void ht__stack_bounds(struct ht__thread *t, struct ht__scache *c)
+static HT_COLD void stack_bounds(struct ht__thread *t, struct ht__scache *c)
 {
 	c->lo = c->hi = 0;
 	if (t->tid == ht__g.pid) {
@@ -923,22 +922,22 @@ static HT_COLD void ht__stack_bounds(struct ht__thread *t, struct ht__scache *c)
 }
 
 /* Maps the thread's unwinding stack; leaves it NULL when that fails. */
-static HT_COLD void ht__ustack_map(struct ht__thread *t)
+static HT_COLD void ustack_map(struct ht__thread *t)
 {
 	char *m = ht__raw_mmap(HT_USTACK_GUARD + HT_USTACK_SIZE);
 	if (!m)
 		return;
 	syscall(SYS_mprotect, m, HT_USTACK_GUARD, PROT_NONE);
 	t->ustack = m + HT_USTACK_GUARD;
-	ht__stack_bounds(t, ht__scache_of(t)); /* the mapping is zero: an empty cache */
-	ht__thread_watch(t);		       /* unmapped at thread exit, ring or not */
+	stack_bounds(t, scache_of(t)); /* the mapping is zero: an empty cache */
+	ht__thread_watch(t);	       /* unmapped at thread exit, ring or not */
 }
 
 /*
  * The slot holding the return address into the program of the hook that
  * called us, found through the recorder's frame pointers; 0 if not found.
  */
-static inline uintptr_t ht__hook_slot(const uintptr_t *fp)
+static inline uintptr_t hook_slot(const uintptr_t *fp)
 {
 	for (int i = 0; i < 8; i++) {
 		uintptr_t ra = fp[1];
@@ -970,21 +969,21 @@ uint32_t ht__stack_capture(struct ht__thread *t)
 {
 	struct ht__capture_call c = {t, NULL, 0, 0};
 	if (!HT_HAVE_USTACK || t->exited) {
-		c.id = ht__capture(t);
+		c.id = capture_unwind(t);
 	} else {
 		if (HT_UNLIKELY(!t->ustack))
-			ht__ustack_map(t);
+			ustack_map(t);
 		if (!t->ustack) {
-			c.id = ht__capture(t);
+			c.id = capture_unwind(t);
 		} else {
-			struct ht__scache *sc = ht__scache_of(t);
-			uintptr_t loc0 = ht__hook_slot(__builtin_frame_address(0));
+			struct ht__scache *sc = scache_of(t);
+			uintptr_t loc0 = hook_slot(__builtin_frame_address(0));
 			if (loc0 >= sc->lo && loc0 < sc->hi) {
 				c.cache = sc;
 				c.loc0 = loc0;
 			}
 #if HT_HAVE_USTACK
-			ht__on_stack(&c, ht__capture_on_ustack,
+			ht__on_stack(&c, capture_on_ustack,
 				     (char *)((uintptr_t)sc & ~(uintptr_t)15));
 #endif
 		}
@@ -996,7 +995,7 @@ struct ht__range {
 	uintptr_t addr, start, end;
 };
 
-static int ht__range_cb(struct dl_phdr_info *info, size_t size, void *data)
+static int range_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht__range *r = data;
 	uintptr_t me = r->addr, lo = UINTPTR_MAX, hi = 0;
@@ -1025,11 +1024,11 @@ static int ht__range_cb(struct dl_phdr_info *info, size_t size, void *data)
 void ht__find_self(void)
 {
 	struct ht__range r = {(uintptr_t)ht__find_self, 0, 0};
-	dl_iterate_phdr(ht__range_cb, &r);
+	dl_iterate_phdr(range_cb, &r);
 	ht__g.self_start = r.start;
 	ht__g.self_end = r.end;
 	struct ht__range u = {(uintptr_t)unw_backtrace, 0, 0};
-	dl_iterate_phdr(ht__range_cb, &u);
+	dl_iterate_phdr(range_cb, &u);
 	ht__g.unw_start = u.start;
 	ht__g.unw_end = u.end;
 }
