@@ -122,7 +122,9 @@ struct ht_reader {
 	uint64_t prev_ts;		  /* in ts_unit */
 	uint32_t ts_unit;		  /* ns per stored timestamp unit */
 	struct slot *slots;
-	ht__rings *rings; /* per slot, as the writer keeps them */
+	ht__rings *rings;    /* per slot, as the writer keeps them */
+	struct ht__own *own; /* per slot: its allocations in the chunk (version 3) */
+	int own_first;	     /* version 3: frees count back in own first */
 	uint32_t nslots;
 	uint32_t slots_cap;
 	struct alloc_ent *allocs; /* allocations of the chunk */
@@ -908,10 +910,13 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		rc = HT_ERR_CORRUPT;
 		goto fail;
 	}
-	if (ht__get_le32(h + 8) != HT__FILE_VERSION || h[12] != 1 || h[13] != 8) {
+	uint32_t version = ht__get_le32(h + 8);
+	if (version < HT__FILE_VERSION_OLDEST || version > HT__FILE_VERSION || h[12] != 1 ||
+	    h[13] != 8) {
 		rc = HT_ERR_VERSION;
 		goto fail;
 	}
+	r->own_first = version >= 3;
 	r->ts_unit = ht__get_le32(h + 40);
 	if (!r->ts_unit)
 		r->ts_unit = 1;
@@ -954,7 +959,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		in->duration_ns = 0;
 		in->events_lost = 0;
 	}
-	r->t.info.version = HT__FILE_VERSION;
+	r->t.info.version = version;
 	r->t.info.ts_unit_ns = r->ts_unit;
 	if (!r->t.info.argv) {
 		const char **argv = arena_alloc(&r->t.arena, sizeof(*argv));
@@ -1134,12 +1139,17 @@ static uint64_t get_free_addr(struct ht_reader *r, struct ht__cur *a, uint32_t s
 	uint64_t v = ht__get_varint(a);
 	if (!(v & 1))
 		return get_raw_addr(a, v, sl);
+	/* Back among the slot's own allocations, then past them among all the
+	   chunk's (version 2: all the chunk's only). */
 	uint64_t d = v >> 1;
-	if (!d || d > r->nallocs) {
+	const struct ht__own *o = &r->own[si];
+	uint32_t own = r->own_first ? o->n : 0;
+	if (!d || (d > own && d - own > r->nallocs)) {
 		a->bad = 1;
 		return 0;
 	}
-	const struct alloc_ent *e = &r->allocs[r->nallocs - d];
+	uint32_t g = d <= own ? o->glob[own - d] : r->nallocs - (uint32_t)(d - own);
+	const struct alloc_ent *e = &r->allocs[g];
 	ht__ring_push(r->rings[si][ht__size_class(e->size)], e->addr);
 	return sl->last_addr = e->addr;
 }
@@ -1186,6 +1196,10 @@ static uint64_t get_alloc_addr(struct ht_reader *r, struct ht__cur *a, uint32_t 
 		}
 		r->allocs = n;
 		r->allocs_cap = cap;
+	}
+	if (r->own_first && ht__own_push(&r->own[si], r->nallocs) < 0) {
+		a->bad = 1;
+		return 0;
 	}
 	r->allocs[r->nallocs++] = (struct alloc_ent){addr, size};
 	return addr;
@@ -1244,10 +1258,17 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 					if (!rg)
 						return HT_ERR_NOMEM;
 					r->rings = rg;
+					struct ht__own *o = realloc(r->own, cap * sizeof(*o));
+					if (!o)
+						return HT_ERR_NOMEM;
+					memset(o + r->slots_cap, 0,
+					       (cap - r->slots_cap) * sizeof(*o));
+					r->own = o;
 					r->slots_cap = cap;
 				}
 				struct slot *sl = &r->slots[r->nslots];
 				memset(r->rings[r->nslots], 0, sizeof(r->rings[r->nslots]));
+				r->own[r->nslots].n = 0;
 				r->nslots++;
 				sl->process = (uint32_t)ht__get_varint(mi);
 				sl->pid = (int32_t)ht__unzigzag(ht__get_varint(mi));
@@ -1405,6 +1426,7 @@ void ht_reader_close(struct ht_reader *r)
 	free(r->raw);
 	free(r->slots);
 	free(r->rings);
+	ht__own_release(r->own, r->slots_cap);
 	free(r->allocs);
 	free(r->name);
 	free(r);

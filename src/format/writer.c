@@ -57,17 +57,20 @@ struct slot_map_entry {
 	uint32_t gen;
 };
 
-/* An allocation of the current chunk, by address: its number in the chunk
-   (UINT32_MAX once freed) and size. Stale generations are empty. */
+/* An allocation of the current chunk, by address: the thread slot that made
+   it, its number among that slot's allocations (UINT32_MAX once freed) and
+   its size class. Stale generations are empty. */
 /* 16 bytes: the map is probed at random once per event, and its misses in
    the cache were a quarter of the encoder's time with 24-byte entries. */
+#define AMAP_GEN_MAX 0x3fffu /* the chunk generation wraps at 2^14 */
 struct amap_ent {
 	uint64_t addr;
-	uint32_t idx;
-	uint16_t gen; /* the chunk generation (amap_gen), which wraps at 2^16 */
-	uint8_t cls;  /* ht__size_class of the block */
-	uint8_t pad;
+	uint32_t own;
+	uint32_t gen : 14; /* amap_gen when made */
+	uint32_t slot : 12;
+	uint32_t cls : 6; /* ht__size_class of the block */
 };
+_Static_assert(HT__MAX_SLOTS <= 4096 && HT__RING_CLASSES <= 64, "amap_ent bit fields");
 
 struct ht__writer {
 	int fd;
@@ -93,7 +96,8 @@ struct ht__writer {
 	uint32_t chunk_target; /* raw bytes that close an events chunk */
 
 	struct slot *slots;
-	ht__rings *rings; /* per slot: recently freed addresses by size class */
+	ht__rings *rings;    /* per slot: recently freed addresses by size class */
+	struct ht__own *own; /* per slot: its allocations in the chunk */
 	uint32_t nslots;
 	uint32_t slots_cap;
 	/* Allocations of the chunk (address prediction, codec.h): how many, and
@@ -246,7 +250,7 @@ static int flush_events(struct ht__writer *w)
 	w->raw_len = 0;
 	w->nallocs = 0;
 	w->prev_n[0] = 0; /* the next chunk's stacks share nothing yet */
-	if (++w->amap_gen > UINT16_MAX) {
+	if (++w->amap_gen > AMAP_GEN_MAX) {
 		memset(w->amap, 0, w->amap_size * sizeof(*w->amap));
 		w->amap_gen = 1;
 	}
@@ -575,11 +579,17 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 		if (!r)
 			return w->err = HT_ERR_NOMEM;
 		w->rings = r;
+		struct ht__own *o = realloc(w->own, cap * sizeof(*o));
+		if (!o)
+			return w->err = HT_ERR_NOMEM;
+		memset(o + w->slots_cap, 0, (cap - w->slots_cap) * sizeof(*o));
+		w->own = o;
 		w->slots_cap = cap;
 	}
 	uint32_t s = w->nslots++;
 	w->slots[s] = (struct slot){ev->process, ev->pid, ev->tid, 0, 0, 0};
 	memset(w->rings[s], 0, sizeof(w->rings[s]));
+	w->own[s].n = 0;
 	w->map[i] = (struct slot_map_entry){key, s, w->gen};
 	*out = s;
 	*fresh = 1;
@@ -602,8 +612,8 @@ static struct amap_ent *amap_slot(struct ht__writer *w, uint64_t addr)
 	}
 }
 
-/* Records an allocation of the chunk; 0 or HT_ERR_NOMEM. */
-static int note_alloc(struct ht__writer *w, uint64_t addr, uint64_t size)
+/* Records an allocation of the chunk by slot si; 0 or HT_ERR_NOMEM. */
+static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t size)
 {
 	if ((w->nallocs + 1) * 2 > w->amap_size) {
 		/* Grow: move this generation's entries to a twice larger map. */
@@ -624,8 +634,15 @@ static int note_alloc(struct ht__writer *w, uint64_t addr, uint64_t size)
 		}
 		free(old);
 	}
-	*amap_slot(w, addr) = (struct amap_ent){addr, w->nallocs++, (uint16_t)w->amap_gen,
-						(uint8_t)ht__size_class(size), 0};
+	struct ht__own *o = &w->own[si];
+	if (ht__own_push(o, w->nallocs++) < 0)
+		return HT_ERR_NOMEM;
+	struct amap_ent *e = amap_slot(w, addr);
+	e->addr = addr;
+	e->own = o->n - 1;
+	e->gen = w->amap_gen;
+	e->slot = si;
+	e->cls = ht__size_class(size);
 	return 0;
 }
 
@@ -665,18 +682,22 @@ static uint8_t *put_free_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uin
 {
 	struct slot *sl = &w->slots[si];
 	struct amap_ent *e = amap_slot(w, addr);
+	if (e->gen != w->amap_gen || e->own == UINT32_MAX)
+		return put_raw_addr(p, sl, addr);
+	/* The distance back among the slot's own allocations, or past all of
+	   them into the chunk's list for a block another thread made. */
+	uint64_t d = e->slot == si
+			 ? w->own[si].n - e->own
+			 : (uint64_t)w->own[si].n + w->nallocs - w->own[e->slot].glob[e->own];
 	/* A block allocated long ago is often cheaper as a delta from the
 	   thread's last address (it lies near the blocks freed around it) than
 	   as a distance back of many allocations: the shorter code wins. */
-	if (e->gen == w->amap_gen && e->idx != UINT32_MAX &&
-	    varint_len((uint64_t)(w->nallocs - e->idx) << 1 | 1) <= raw_addr_len(sl, addr)) {
-		uint64_t d = w->nallocs - e->idx;
-		e->idx = UINT32_MAX; /* freed; the entry stays for the probe chains */
-		ht__ring_push(w->rings[si][e->cls], addr);
-		sl->last_addr = addr;
-		return ht__put_varint(p, d << 1 | 1);
-	}
-	return put_raw_addr(p, sl, addr);
+	if (varint_len(d << 1 | 1) > raw_addr_len(sl, addr))
+		return put_raw_addr(p, sl, addr);
+	e->own = UINT32_MAX; /* freed; the entry stays for the probe chains */
+	ht__ring_push(w->rings[si][e->cls], addr);
+	sl->last_addr = addr;
+	return ht__put_varint(p, d << 1 | 1);
 }
 
 /* A new block: a recently freed address of its size class, or raw. */
@@ -837,7 +858,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		else if (heap_ev) {
 			a = put_alloc_addr(w, a, si, ev->addr, ev->size,
 					   ev->type == HT_EV_REALLOC ? ev->old_addr : 0);
-			if (note_alloc(w, ev->addr, ev->size) < 0)
+			if (note_alloc(w, si, ev->addr, ev->size) < 0)
 				return w->err = HT_ERR_NOMEM;
 		} else
 			a = put_raw_addr(a, &w->slots[si], ev->addr);
@@ -1123,6 +1144,7 @@ void ht__writer_abort(struct ht__writer *w)
 		ht__buf_release(&w->st[i]);
 	free(w->amap);
 	free(w->rings);
+	ht__own_release(w->own, w->slots_cap);
 	free(w->prev_stack[0]);
 	free(w->prev_stack[1]);
 	ht__buf_release(&w->defs);

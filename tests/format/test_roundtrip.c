@@ -318,7 +318,7 @@ static void test_finished(void)
 		return;
 	CHECK(ht_reader_warning(r) == NULL);
 	const struct ht_trace_info *in = ht_reader_info(r);
-	CHECK_EQ(in->version, 2);
+	CHECK_EQ(in->version, HT__FILE_VERSION);
 	CHECK_EQ(in->start_realtime_ns, 1700000000123456789ull);
 	CHECK_EQ(in->duration_ns, 9000);
 	CHECK_EQ(in->events_lost, 17);
@@ -518,6 +518,37 @@ static void test_many_chunks(void)
  * Every event must come back exactly; reuse must make it small.
  */
 #define PRED_N 300000
+/* Raw bytes of the address streams of a trace's events chunks. */
+static uint64_t addr_stream_bytes(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	static uint8_t comp[2 << 20], raw[2 << 20];
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	struct ht__chunk_header h;
+	long off = HT__HEADER_SIZE;
+	uint64_t addr_bytes = 0;
+	while (f && fseek(f, off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), f) == sizeof(hb) &&
+	       ht__chunk_header_parse(hb, &h) == 0 && h.comp_size <= sizeof(comp)) {
+		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
+		if (h.kind != HT__CHUNK_EVENTS || fread(comp, 1, h.comp_size, f) != h.comp_size)
+			continue;
+		size_t n = ZSTD_decompress(raw, sizeof(raw), comp, h.comp_size);
+		CHECK(!ZSTD_isError(n));
+		if (ZSTD_isError(n))
+			break;
+		struct ht__cur c = {raw, raw + n, 0};
+		CHECK_EQ(ht__get_varint(&c), HT__NSTREAMS);
+		for (int k = 0; k < HT__NSTREAMS; k++) {
+			uint64_t l = ht__get_varint(&c);
+			if (k == HT__S_ADDR)
+				addr_bytes += l;
+		}
+	}
+	if (f)
+		fclose(f);
+	return addr_bytes;
+}
+
 static struct ht_event pred[PRED_N];
 
 static void test_predicted_addresses(void)
@@ -639,28 +670,7 @@ static void test_predicted_addresses(void)
 	ht_reader_close(rd);
 	/* The address stream, raw: predicted addresses take a byte or two,
 	   where deltas between scattered blocks would take four or five. */
-	uint64_t addr_bytes = 0;
-	FILE *f = fopen(path, "rb");
-	uint8_t hb[HT__CHUNK_HEADER_SIZE];
-	struct ht__chunk_header h;
-	long off = HT__HEADER_SIZE;
-	static uint8_t comp[2 << 20], raw[2 << 20];
-	while (f && fseek(f, off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), f) == sizeof(hb) &&
-	       ht__chunk_header_parse(hb, &h) == 0 && h.comp_size <= sizeof(comp)) {
-		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
-		if (h.kind != HT__CHUNK_EVENTS || fread(comp, 1, h.comp_size, f) != h.comp_size)
-			continue;
-		size_t n = ZSTD_decompress(raw, sizeof(raw), comp, h.comp_size);
-		CHECK(!ZSTD_isError(n));
-		struct ht__cur c = {raw, raw + n, 0};
-		uint64_t lens[HT__NSTREAMS];
-		CHECK_EQ(ht__get_varint(&c), HT__NSTREAMS);
-		for (int k = 0; k < HT__NSTREAMS; k++)
-			lens[k] = ht__get_varint(&c);
-		addr_bytes += lens[HT__S_ADDR];
-	}
-	if (f)
-		fclose(f);
+	uint64_t addr_bytes = addr_stream_bytes(path);
 	double per = (double)addr_bytes / PRED_N;
 	if (per > 2.0 || per < 0.5) { /* raw deltas here take 3 to 4 bytes */
 		fprintf(stderr, "%.2f raw address bytes per event: prediction does not work\n",
@@ -888,34 +898,90 @@ static void test_fresh_and_old(void)
 	CHECK_EQ(bad, 0);
 	ht_reader_close(r);
 	/* One events chunk: its address stream has one code per address. */
-	FILE *fp = fopen(path, "rb");
-	static uint8_t comp[1 << 20], raw[1 << 20];
-	uint8_t hb[HT__CHUNK_HEADER_SIZE];
-	struct ht__chunk_header h;
-	long off = HT__HEADER_SIZE;
-	uint64_t addr_bytes = 0;
-	while (fp && fseek(fp, off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), fp) == sizeof(hb) &&
-	       ht__chunk_header_parse(hb, &h) == 0 && h.comp_size <= sizeof(comp)) {
-		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
-		if (h.kind != HT__CHUNK_EVENTS || fread(comp, 1, h.comp_size, fp) != h.comp_size)
-			continue;
-		size_t len = ZSTD_decompress(raw, sizeof(raw), comp, h.comp_size);
-		CHECK(!ZSTD_isError(len));
-		struct ht__cur c = {raw, raw + len, 0};
-		CHECK_EQ(ht__get_varint(&c), HT__NSTREAMS);
-		for (int k = 0; k < HT__NSTREAMS; k++) {
-			uint64_t l = ht__get_varint(&c);
-			if (k == HT__S_ADDR)
-				addr_bytes += l;
-		}
-	}
-	if (fp)
-		fclose(fp);
+	uint64_t addr_bytes = addr_stream_bytes(path);
 	/* 5 addresses per 4 events, one byte each; the first two raw. */
 	CHECK(addr_bytes <= (uint64_t)(n - 1) / 4 * 5 + 16);
 }
 
-/* A trace of another format version is refused, never misread. */
+/*
+ * Two threads interleaved event by event, each freeing its own blocks and
+ * sometimes the other's: a free names its block among its own thread's
+ * allocations (version 3), so the other thread's allocations in between do
+ * not make its code longer, and a block of the other thread is named past
+ * them. Every address comes back exactly.
+ */
+static void test_thread_frees(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "tfree.htr");
+	enum { STEPS = 4000, LAG = 50 };
+	static struct ht_event ev2[4 * STEPS];
+	static uint64_t made[2][STEPS];
+	static int freed[2][STEPS];
+	memset(freed, 0, sizeof(freed));
+	uint64_t top[2] = {0x7f1000000000ull, 0x7f2000000000ull}, ts = 0;
+	int n = 0, cross = 0, own = 0;
+	for (int i = 0; i < STEPS; i++) {
+		for (int t = 0; t < 2; t++) {
+			struct ht_event a = {.type = HT_EV_ALLOC,
+					     .func = HT_FN_MALLOC,
+					     .pid = 3,
+					     .tid = 30 + t,
+					     .ts = ++ts,
+					     .addr = top[t],
+					     .size = 40};
+			made[t][i] = top[t];
+			top[t] += ht__chunk_size(40);
+			ev2[n++] = a;
+			/* own block LAG allocations ago; every 10th step thread 1
+			   frees thread 0's block of 30 steps ago instead */
+			int other = t == 1 && i % 10 == 0 && i >= 30;
+			int from = other ? 0 : t, at = other ? i - 30 : i - LAG;
+			if (at < 0 || freed[from][at])
+				continue;
+			freed[from][at] = 1;
+			struct ht_event f = {.type = HT_EV_FREE,
+					     .func = HT_FN_FREE,
+					     .pid = 3,
+					     .tid = 30 + t,
+					     .ts = ++ts,
+					     .addr = made[from][at]};
+			ev2[n++] = f;
+			cross += other;
+			own += !other;
+		}
+	}
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(ht__writer_event(w, &ev2[i], NULL), 0);
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	while (ht_reader_next(r, &ev) > 0 && i < n) {
+		const struct ht_event *x = &ev2[i++];
+		bad +=
+		    ev.type != x->type || ev.addr != x->addr || ev.tid != x->tid || ev.ts != x->ts;
+	}
+	CHECK_EQ(i, n);
+	CHECK_EQ(bad, 0);
+	CHECK(ht_reader_warning(r) == NULL);
+	ht_reader_close(r);
+	CHECK(cross > 300 && own > 7000);
+	/* Allocations are TOP codes (a byte), own frees are 50 back among the
+	   thread's own (a byte; 100 back among all allocations would take two),
+	   frees of the other thread's blocks take two bytes. */
+	uint64_t addr_bytes = addr_stream_bytes(path);
+	CHECK(addr_bytes <= (uint64_t)(2 * STEPS + own + 2 * cross + 16));
+}
+
+/* A trace of a format version this build does not read (1, or one from the
+   future) is refused, never misread; version 2 is read (format.golden). */
 static void test_other_version(void)
 {
 	char path[300];
@@ -928,9 +994,9 @@ static void test_other_version(void)
 	uint8_t h[HT__HEADER_SIZE];
 	CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h));
 	CHECK_EQ(ht__get_le32(h + 8), HT__FILE_VERSION);
-	for (uint32_t v = 0; v < 4; v++) {
-		if (v == HT__FILE_VERSION)
-			continue;
+	static const uint32_t refused[] = {0, 1, HT__FILE_VERSION + 1};
+	for (unsigned i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		uint32_t v = refused[i];
 		ht__put_le32(h + 8, v);
 		ht__put_le32(h + 60, ht__crc32(h, 60)); /* a sound header of version v */
 		fseek(f, 0, SEEK_SET);
@@ -990,6 +1056,7 @@ int main(void)
 	test_ts_unit();
 	test_shared_stacks();
 	test_fresh_and_old();
+	test_thread_frees();
 	test_other_version();
 	test_open_errors();
 	return test_result("test_roundtrip");
