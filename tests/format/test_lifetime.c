@@ -2,7 +2,8 @@
  * test_lifetime.c - the lifetime tracker's rules with exact expectations:
  * malloc/free, realloc chains, realloc(NULL), realloc(p, 0), failed realloc,
  * reuse of an address, unknown frees, two processes with the same address,
- * custom heaps and their destruction, and the order of finish.
+ * custom heaps and their destruction, and the order of finish; and what
+ * the compact block records must keep exact (threads, functions, big sizes).
  */
 #include "analysis/lifetime.h"
 #include "testutil.h"
@@ -162,12 +163,12 @@ static void test_processes_and_heaps(void)
 	d.heap = 0x77;
 	feed(t, d);
 	CHECK_EQ(ngot, 3);
-	/* Both blocks of heap 0x77 in process 0 ended at 7 (order: table order). */
-	int first = got[1].addr == 0x5000 ? 1 : 2;
-	expect(first, 0x5000, 30, 4, 7, 0, 0, 0);
-	CHECK_EQ(got[first].heap, 0x77);
-	CHECK_EQ(got[first].func, HT_FN_HEAP_API);
-	expect(3 - first, 0x6000, 40, 5, 7, 0, 0, 0);
+	/* Both blocks of heap 0x77 in process 0 ended at 7, oldest first. */
+	expect(1, 0x5000, 30, 4, 7, 0, 0, 0);
+	CHECK_EQ(got[1].heap, 0x77);
+	CHECK_EQ(got[1].func, HT_FN_HEAP_API);
+	expect(2, 0x6000, 40, 5, 7, 0, 0, 0);
+	CHECK_EQ(got[2].func, HT_FN_MALLOC);
 	CHECK_EQ(ht__life_stats(t)->live_count, 2);
 	/* An allocation at a live address means the free was missed. */
 	feed(t, E(HT_EV_ALLOC, 8, 0, 0, 0x5000, 60));
@@ -229,8 +230,97 @@ static void test_many(void)
 	ht__life_free(t);
 }
 
+/*
+ * What the compact records keep apart: thread, function, heap and realloc
+ * origin per block (interned together), sizes of 2 GiB and more (kept
+ * aside), records on several pages reused after frees, and the order of
+ * blocks allocated at the same time (heap, then address).
+ */
+static void test_compact(void)
+{
+	ngot = 0;
+	struct ht__life_tracker *t = ht__life_new(on_end, NULL);
+	struct ht_event a = E(HT_EV_ALLOC, 1, 0, 0, 0x9000, 0x7fffffffull);
+	a.tid = 11;
+	a.func = HT_FN_CALLOC;
+	feed(t, a);
+	a = E(HT_EV_ALLOC, 2, 0, 0, 0xa000, 0x80000000ull);
+	a.tid = 12;
+	feed(t, a);
+	a = E(HT_EV_ALLOC, 3, 0, 0, 0xb000, 0x123456789abull);
+	feed(t, a);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 0x7fffffffull + 0x80000000ull + 0x123456789abull);
+	feed(t, E(HT_EV_FREE, 4, 0, 0, 0xa000, 0));
+	CHECK_EQ(ngot, 1);
+	CHECK_EQ(got[0].size, 0x80000000ull);
+	CHECK_EQ(got[0].tid, 12);
+	CHECK_EQ(got[0].func, HT_FN_MALLOC);
+	/* The big size's place is reused; the other big one is untouched. */
+	a = E(HT_EV_REALLOC, 5, 0, 0x9000, 0xc000, 0x900000000ull);
+	a.tid = 13;
+	feed(t, a);
+	CHECK_EQ(ngot, 2);
+	CHECK_EQ(got[1].addr, 0x9000);
+	CHECK_EQ(got[1].size, 0x7fffffffull);
+	CHECK_EQ(got[1].tid, 11);
+	CHECK_EQ(got[1].func, HT_FN_CALLOC);
+	CHECK_EQ(got[1].freed_by_realloc, 1);
+	feed(t, E(HT_EV_FREE, 6, 0, 0, 0xb000, 0));
+	CHECK_EQ(got[2].size, 0x123456789abull);
+	feed(t, E(HT_EV_FREE, 7, 0, 0, 0xc000, 0));
+	CHECK_EQ(ngot, 4);
+	CHECK_EQ(got[3].size, 0x900000000ull);
+	CHECK_EQ(got[3].tid, 13);
+	CHECK_EQ(got[3].func, HT_FN_REALLOC);
+	CHECK_EQ(got[3].from_realloc, 1);
+	CHECK_EQ(ht__life_stats(t)->live_count, 0);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 0);
+	/* 100000 blocks (records on 4 pages) with a thread each of 5, freed
+	   in reverse, then as many again in the records freed. */
+	for (int round = 0; round < 2; round++) {
+		ngot = 0;
+		for (uint64_t i = 0; i < 100000; i++) {
+			a = E(HT_EV_ALLOC, 10 + i, 0, 0, 0x100000 + i * 32, i + round);
+			a.tid = (int32_t)(i % 5);
+			feed(t, a);
+		}
+		for (uint64_t i = 100000; i-- > 0;)
+			feed(t, E(HT_EV_FREE, 200000, 0, 0, 0x100000 + i * 32, 0));
+		CHECK_EQ(ngot, 100000);
+		int bad = 0;
+		for (int k = 0; k < MAXL; k++) {
+			uint64_t i = 100000 - 1 - (uint64_t)k;
+			bad += got[k].addr != 0x100000 + i * 32 || got[k].size != i + round ||
+			       got[k].tid != (int32_t)(i % 5) || got[k].alloc_ts != 10 + i;
+		}
+		CHECK_EQ(bad, 0);
+	}
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 0);
+	/* Allocated at the same moment: finish gives them by heap, then address. */
+	ngot = 0;
+	uint64_t addrs[4] = {0x3000, 0x1000, 0x2000, 0x1000};
+	uint64_t heaps[4] = {0, 0, 5, 5};
+	for (int k = 0; k < 4; k++) {
+		a = E(HT_EV_ALLOC, 300000, 0, 0, addrs[k], 8);
+		a.heap = heaps[k];
+		feed(t, a);
+	}
+	ht__life_finish(t);
+	CHECK_EQ(ngot, 4);
+	CHECK_EQ(got[0].addr, 0x1000);
+	CHECK_EQ(got[0].heap, 0);
+	CHECK_EQ(got[1].addr, 0x3000);
+	CHECK_EQ(got[1].heap, 0);
+	CHECK_EQ(got[2].addr, 0x1000);
+	CHECK_EQ(got[2].heap, 5);
+	CHECK_EQ(got[3].addr, 0x2000);
+	CHECK_EQ(got[3].heap, 5);
+	ht__life_free(t);
+}
+
 int main(void)
 {
+	test_compact();
 	test_basic();
 	test_realloc();
 	test_processes_and_heaps();
