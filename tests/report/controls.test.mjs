@@ -60,9 +60,9 @@ try {
 	check(fb.icicle && root.y === Math.min(...fb.boxes.map((b) => b.y)) && root.y === 0 && fb.scrollTop === 0,
 		'deep stacks open as an icicle: the root on top, in view (icicle ' + fb.icicle + ', root y ' + root.y + ', scrollTop ' + fb.scrollTop + ')');
 	const dive = dives[0];
-	check(/^deep_stack!dive \(deep_stack\.c:\d+\): [\d.]+ K?B \([\d.]+%\)$/.test(dive.title),
+	check(/^deep_stack!dive \(deep_stack\.c:\d+\): [\d.]+ (B|KiB) \([\d.]+%\)$/.test(dive.title),
 		'the tooltip of a box is the whole frame with module and file:line (' + dive.title + ')');
-	check(root.title === 'all: 1.46 KB (100.00%)', 'the root sums both allocations, 1500 bytes (' + root.title + ')');
+	check(root.title === 'all: 1.46 KiB (100.00%)', 'the root sums both allocations, 1500 bytes (' + root.title + ')');
 	// The user's choice wins: unticking icicle draws a flame, root at the bottom, scrolled into view.
 	await page.click('#flame-icicle');
 	fb = await flameSettled(page);

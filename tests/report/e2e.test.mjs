@@ -96,7 +96,7 @@ try {
 	const root = fb.boxes.find((b) => b.label === 'all');
 	check(!fb.icicle && root && root.y === Math.max(...fb.boxes.map((b) => b.y)), 'shallow stacks open as a flame: root at the bottom (icicle ' + fb.icicle + ')');
 	const mtb = fb.boxes.find((b) => b.title.startsWith('memtestapp!InnerLoopOperation'));
-	check(mtb && /^InnerLoopOperation\(/.test(mtb.label) && /\(memtestapp\.cpp:\d+\): [\d.]+ [KMG]?B \([\d.]+%\)$/.test(mtb.title),
+	check(mtb && /^InnerLoopOperation\(/.test(mtb.label) && /\(memtestapp\.cpp:\d+\): [\d.]+ (B|[KMG]iB) \([\d.]+%\)$/.test(mtb.title),
 		'a box shows its function, its tooltip the module and file:line (' + JSON.stringify(mtb) + ')');
 	check(!fb.boxes.some((b) => b.label.includes('!')), 'no box label carries a module prefix (' + fb.boxes.filter((b) => b.label.includes('!')).map((b) => b.label).join(', ') + ')');
 
@@ -161,7 +161,7 @@ try {
 
 	const transient = await rowCells(page, 'commit-table', 'Transient');
 	check(transient && transient.count === '4', 'commit table: Transient Count 4 (got ' + JSON.stringify(transient) + ')');
-	check(transient.size === '40 MB', 'commit table: Transient Size 40 MB');
+	check(transient.size === '40 MiB', 'commit table: Transient Size 40 MiB');
 	check(transient.impacting === '0 B', 'commit table: Transient Impacting Size 0 B');
 
 	// The downloads of the window equal the commands for the same -range, and
@@ -262,7 +262,7 @@ try {
 	await page.selectOption('#flame-metric', 'size');
 	await page.fill('#flame-search', 'Operation1');
 	const details = await page.textContent('#flame-details');
-	check(/40 MB of 40 MB/.test(details), 'flame graph search finds Operation1 with 40 MB of 40 MB (' + details + ')');
+	check(/40 MiB of 40 MiB/.test(details), 'flame graph search finds Operation1 with 40 MiB of 40 MiB (' + details + ')');
 
 	// The xperf view of the window: the spikes' stack on top of the committed view by st.
 	await page.selectOption('#xperf-source', 'commit');

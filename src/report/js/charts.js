@@ -5,7 +5,7 @@
 import uPlot from 'uplot';
 import { fmtBytes, fmtSeconds } from './format.js';
 
-// Axis steps in powers of two of the byte units, so ticks read 8 MB, 16 MB, ...
+// Axis steps in powers of two of the byte units, so ticks read 8 MiB, 16 MiB, ...
 const BYTE_INCRS = [];
 for (let u = 1; u <= 1024 ** 4; u *= 1024) for (let m = 1; m < 1024; m *= 2) BYTE_INCRS.push(u * m);
 

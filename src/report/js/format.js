@@ -1,9 +1,10 @@
-// Readable units for the report: bytes in powers of 1024 (as WPA and the
-// seeds count MB), times since the trace start, and counts with separators.
+// Readable units for the report: bytes in powers of 1024, written KiB and
+// MiB as every heaptrail command writes them, times since the trace start,
+// and counts with separators.
 
-const UNITS = ['B', 'KB', 'MB', 'GB', 'TB'];
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 
-// "40 MB", "1.25 MB", "512 B"; negative values keep their sign (Impacting Size).
+// "40 MiB", "1.25 MiB", "512 B"; negative values keep their sign (Impacting Size).
 export function fmtBytes(n) {
 	if (n === null || n === undefined || Number.isNaN(n)) return '';
 	const sign = n < 0 ? '-' : '';
@@ -16,7 +17,7 @@ export function fmtBytes(n) {
 	return sign + trim(v, u === 0 ? 0 : 2) + ' ' + UNITS[u];
 }
 
-// Fixed decimals without trailing zeros, so exact sizes read as "40 MB".
+// Fixed decimals without trailing zeros, so exact sizes read as "40 MiB".
 function trim(v, decimals) {
 	const s = v.toFixed(decimals);
 	return s.includes('.') ? s.replace(/\.?0+$/, '') : s;

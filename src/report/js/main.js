@@ -140,7 +140,7 @@ function main() {
 		const when = peak ? ' --at-peak' : ' -range ' + rangeArg(state.t1) + ' ' + rangeArg(state.t2);
 		$('xperf-cmd').textContent = src.kind === 'commit' && peak
 			? 'committed memory live at its peak (' + fmtTime(peakNs.commit) + ')'
-			: 'heaptrail analyze ' + file + ' -' + by + ' ' + key + when + ' -top ' + top;
+			: 'heaptrail analyze ' + file + ' -' + by + ' ' + key + when + ' -top ' + top + (src.keep ? ' (every heap: analyze has no heap filter)' : '');
 	}
 
 	function setWindow(t1, t2) {
