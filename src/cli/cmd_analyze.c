@@ -20,6 +20,7 @@
 #include "cli/builtin.h"
 #include "cli/agg_side.h"
 #include "cli/common.h"
+#include "format/textout.h"
 #include "cli/opt.h"
 #include "cli/query_opts.h"
 #include "heaptrail/trace.h"
@@ -325,22 +326,34 @@ static void upper_copy(const char *s, char *out, size_t cap)
 
 static void text_block(const struct ht__agg_counts *c)
 {
-	printf("    Alloc count:       %12" PRIu64 "\n", c->total_count);
-	printf("    Alloc KiB:         %14.1f\n", kb(c->total_bytes));
-	printf("    Realloc count:     %12" PRIu64 "\n", c->realloc_count);
-	printf("    Outstanding count: %12" PRIu64 "\n", c->outstanding_count);
-	printf("    Outstanding KiB:   %14.1f\n", kb(c->outstanding_bytes));
+	ht__out_str(stdout, "    Alloc count:       ");
+	ht__out_u64(stdout, c->total_count, 12);
+	ht__out_str(stdout, "\n    Alloc KiB:         ");
+	ht__out_kib(stdout, c->total_bytes, 14);
+	ht__out_str(stdout, "\n    Realloc count:     ");
+	ht__out_u64(stdout, c->realloc_count, 12);
+	ht__out_str(stdout, "\n    Outstanding count: ");
+	ht__out_u64(stdout, c->outstanding_count, 12);
+	ht__out_str(stdout, "\n    Outstanding KiB:   ");
+	ht__out_kib(stdout, c->outstanding_bytes, 14);
+	ht__out_chr(stdout, '\n');
 }
 
+/* A stack's frame: millions of these lines on a large trace, hence no printf. */
 static void print_frame_line(struct ht__agg *agg, const struct ht_reader *r, uint32_t frame)
 {
 	const struct ht_frame *f = ht_reader_frame(r, frame);
-	printf("        %s", ht__agg_frame_text(agg, frame));
-	if (f && f->file)
-		printf("  %s:%" PRIu32, f->file, f->line);
+	ht__out_str(stdout, "        ");
+	ht__out_str(stdout, ht__agg_frame_text(agg, frame));
+	if (f && f->file) {
+		ht__out_str(stdout, "  ");
+		ht__out_str(stdout, f->file);
+		ht__out_chr(stdout, ':');
+		ht__out_u64(stdout, f->line, 0);
+	}
 	if (f && f->inlined)
-		printf("  (inlined)");
-	putchar('\n');
+		ht__out_str(stdout, "  (inlined)");
+	ht__out_chr(stdout, '\n');
 }
 
 static const char *exe_of(const struct ht_reader *r, uint32_t process)
@@ -395,17 +408,29 @@ static void print_text(const struct ht__agg_result *res, struct ht__agg *agg,
 	text_block(&res->shown);
 	for (size_t i = 0; i < res->count; i++) {
 		const struct ht__agg_item *it = &res->items[i];
-		printf("\n%s %zu", one, i + 1);
-		if (res->group == HT_GROUP_IMAGE)
-			printf(": %s", it->key);
-		printf("\n    Out# %" PRIu64 ", Out KiB %.1f, Alloc# %" PRIu64
-		       ", Alloc KiB %.1f, Realloc# %" PRIu64 "\n",
-		       it->c.outstanding_count, kb(it->c.outstanding_bytes), it->c.total_count,
-		       kb(it->c.total_bytes), it->c.realloc_count);
+		ht__out_chr(stdout, '\n');
+		ht__out_str(stdout, one);
+		ht__out_chr(stdout, ' ');
+		ht__out_u64(stdout, i + 1, 0);
+		if (res->group == HT_GROUP_IMAGE) {
+			ht__out_str(stdout, ": ");
+			ht__out_str(stdout, it->key);
+		}
+		ht__out_str(stdout, "\n    Out# ");
+		ht__out_u64(stdout, it->c.outstanding_count, 0);
+		ht__out_str(stdout, ", Out KiB ");
+		ht__out_kib(stdout, it->c.outstanding_bytes, 0);
+		ht__out_str(stdout, ", Alloc# ");
+		ht__out_u64(stdout, it->c.total_count, 0);
+		ht__out_str(stdout, ", Alloc KiB ");
+		ht__out_kib(stdout, it->c.total_bytes, 0);
+		ht__out_str(stdout, ", Realloc# ");
+		ht__out_u64(stdout, it->c.realloc_count, 0);
+		ht__out_chr(stdout, '\n');
 		if (res->group == HT_GROUP_IMAGE)
 			continue;
 		if (!it->nframes)
-			printf("        [no stack]\n");
+			ht__out_str(stdout, "        [no stack]\n");
 		for (uint32_t f = 0; f < it->nframes; f++)
 			print_frame_line(agg, r, it->frames[f]);
 	}
@@ -499,7 +524,8 @@ static void print_json(const struct ht__agg_result *res, struct ht__agg *agg,
 
 static void csv_u64(uint64_t v, char sep)
 {
-	printf("%" PRIu64 "%c", v, sep);
+	ht__out_u64(stdout, v, 0);
+	ht__out_chr(stdout, sep);
 }
 
 static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
@@ -537,7 +563,7 @@ static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
 		csv_u64(it->c.outstanding_count, ',');
 		csv_u64(it->c.total_bytes, ',');
 		csv_u64(it->c.total_count, ',');
-		printf("%" PRIu64, it->c.realloc_count);
+		ht__out_u64(stdout, it->c.realloc_count, 0);
 		if (res->group == HT_GROUP_STACK) {
 			/* Innermost first, "a <- b <- c": every CSV stack is written so (table
 			 * too). Each stream makes a new buffer: the last one is freed first. */
@@ -546,11 +572,13 @@ static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
 			FILE *m = open_memstream(&line, &line_len);
 			if (!m)
 				die("out of memory");
-			for (uint32_t f = 0; f < it->nframes; f++)
-				fprintf(m, "%s%s", f ? " <- " : "",
-					ht__agg_frame_text(agg, it->frames[f]));
+			for (uint32_t f = 0; f < it->nframes; f++) {
+				if (f)
+					ht__out_str(m, " <- ");
+				ht__out_str(m, ht__agg_frame_text(agg, it->frames[f]));
+			}
 			fclose(m);
-			putchar(',');
+			ht__out_chr(stdout, ',');
 			csv_field(stdout, line);
 		} else if (res->group != HT_GROUP_HANDLE) {
 			putchar(',');

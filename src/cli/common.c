@@ -4,6 +4,7 @@
  */
 #include "cli/common.h"
 #include "format/output.h"
+#include "format/textout.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -204,8 +205,17 @@ void jw_arr_end(struct jw *j)
 
 static void jw_raw_string(FILE *f, const char *s)
 {
-	fputc('"', f);
+	ht__out_chr(f, '"');
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		/* The run of bytes that need no escape, in one write. */
+		size_t n = 0;
+		while (p[n] >= 0x20 && p[n] != '"' && p[n] != '\\')
+			n++;
+		if (n) {
+			ht__out_mem(f, p, n);
+			p += n - 1;
+			continue;
+		}
 		switch (*p) {
 		case '"':
 			fputs("\\\"", f);
@@ -223,13 +233,10 @@ static void jw_raw_string(FILE *f, const char *s)
 			fputs("\\t", f);
 			break;
 		default:
-			if (*p < 0x20)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fputc(*p, f);
+			fprintf(f, "\\u%04x", *p);
 		}
 	}
-	fputc('"', f);
+	ht__out_chr(f, '"');
 }
 
 void jw_key(struct jw *j, const char *key)
@@ -252,13 +259,13 @@ void jw_str(struct jw *j, const char *s)
 void jw_u64(struct jw *j, uint64_t v)
 {
 	jw_value(j);
-	fprintf(j->f, "%llu", (unsigned long long)v);
+	ht__out_u64(j->f, v, 0);
 }
 
 void jw_i64(struct jw *j, int64_t v)
 {
 	jw_value(j);
-	fprintf(j->f, "%lld", (long long)v);
+	ht__out_i64(j->f, v, 0);
 }
 
 void jw_double(struct jw *j, double v)

@@ -1,0 +1,75 @@
+/*
+ * textout.c - the number and string writers of textout.h.
+ */
+#define _GNU_SOURCE /* fputs_unlocked, fwrite_unlocked */
+#include "format/textout.h"
+
+#include <string.h>
+
+/* The digits of v, ending at end; returns where they start. */
+static char *digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return end;
+}
+
+static void pad_write(FILE *f, const char *s, size_t len, int width)
+{
+	for (int n = width - (int)len; n > 0; n--)
+		putc_unlocked(' ', f);
+	fwrite_unlocked(s, 1, len, f);
+}
+
+void ht__out_str(FILE *f, const char *s)
+{
+	fputs_unlocked(s, f);
+}
+
+void ht__out_mem(FILE *f, const void *p, size_t n)
+{
+	fwrite_unlocked(p, 1, n, f);
+}
+
+void ht__out_chr(FILE *f, char c)
+{
+	putc_unlocked(c, f);
+}
+
+void ht__out_u64(FILE *f, uint64_t v, int width)
+{
+	char b[24];
+	char *p = digits(b + sizeof(b), v);
+	pad_write(f, p, (size_t)(b + sizeof(b) - p), width);
+}
+
+void ht__out_i64(FILE *f, int64_t v, int width)
+{
+	char b[24];
+	char *p = digits(b + sizeof(b), v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+	if (v < 0)
+		*--p = '-';
+	pad_write(f, p, (size_t)(b + sizeof(b) - p), width);
+}
+
+void ht__out_kib(FILE *f, uint64_t bytes, int width)
+{
+	/* Past 2^53 the double printf sees is rounded already: let it say so. */
+	if (bytes >= (1ull << 53)) {
+		fprintf(f, "%*.1f", width, (double)bytes / 1024.0);
+		return;
+	}
+	/* Tenths of a KiB: bytes * 10 / 1024, rounded to nearest, a tie to the
+	   even one (as printf rounds the exact binary value bytes / 1024). */
+	uint64_t t = bytes * 5, q = t >> 9, r = t & 511;
+	if (r > 256 || (r == 256 && (q & 1)))
+		q++;
+	char b[32];
+	char *p = b + sizeof(b);
+	*--p = (char)('0' + q % 10);
+	*--p = '.';
+	p = digits(p, q / 10);
+	pad_write(f, p, (size_t)(b + sizeof(b) - p), width);
+}
