@@ -96,6 +96,12 @@ struct ht__shm_header {
 	/* Events of a signal handler that interrupted a hook (not recorded:
 	   the interrupted hook may be in the middle of a record). */
 	_Atomic uint64_t reentered;
+	/* How often the program waited for the collector (lossless mode): a
+	   writer found its ring full (room_waits), and of those, waited long
+	   enough to sleep on drain_seq (room_sleeps). Not losses: counters of
+	   whether the collector keeps up (record --stats). */
+	_Atomic uint64_t room_waits;
+	_Atomic uint64_t room_sleeps;
 };
 
 /* ht__ring.state */

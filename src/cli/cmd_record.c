@@ -58,6 +58,8 @@ static const char usage_text[] =
     "  --buffers N         number of thread buffers (default 512)\n"
     "  --force             replace FILE if it exists (atomically; a device or FIFO\n"
     "                      is written in place; docs/outputs.md)\n"
+    "  --stats             at the end, print how often the program waited for\n"
+    "                      the collector (a full buffer) and what it drained\n"
     "  -q, --quiet         print nothing but errors\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -293,7 +295,7 @@ struct options {
 	uint32_t stack_mask;
 	uint32_t flags;
 	uint32_t ring_size, ring_count;
-	bool force, quiet;
+	bool force, quiet, stats;
 	const char *pids;     /* -p: comma-separated */
 	uint64_t duration_ns; /* --duration, 0: until stopped */
 	uint32_t ts_unit_ns;  /* --time-resolution */
@@ -312,7 +314,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		R_NOFOLLOW,
 		R_NOMAPS,
 		R_LOSSY,
-		R_FORCE
+		R_FORCE,
+		R_STATS
 	};
 	static const struct cli_opt opts[] = {
 	    {"output", 'o', required_argument},
@@ -326,6 +329,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"no-maps", R_NOMAPS, no_argument},
 	    {"lossy", R_LOSSY, no_argument},
 	    {"force", R_FORCE, no_argument},
+	    {"stats", R_STATS, no_argument},
 	    {"quiet", 'q', no_argument},
 	    LEAK_GATE_OPTIONS,
 	    {NULL, 0, 0},
@@ -391,6 +395,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case R_FORCE:
 			o->force = true;
+			break;
+		case R_STATS:
+			o->stats = true;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -465,6 +472,16 @@ static _Noreturn void die_no_ptrace(pid_t pid)
 	char hint[512];
 	ht__inject_perm_hint(pid, hint, sizeof(hint));
 	die("cannot attach to process %d: permission denied: %s", (int)pid, hint);
+}
+
+/* record --stats: whether the collector kept up (docs/performance.md). */
+static void say_stats(const struct ht__session_stats *st)
+{
+	fprintf(stderr,
+		"heaptrail: stats: %llu records drained; the program waited for the collector "
+		"%llu times (a full buffer), %llu of them asleep until a drain\n",
+		(unsigned long long)st->records, (unsigned long long)st->room_waits,
+		(unsigned long long)st->room_sleeps);
 }
 
 /* The closing line of a recording, and why events were lost if any were. */
@@ -624,6 +641,8 @@ static int record_attach(const struct options *o)
 	} else if (!o->quiet) {
 		say_written(output, sst);
 	}
+	if (o->stats)
+		say_stats(sst);
 	if (!failures && !o->quiet && isatty(STDERR_FILENO))
 		fprintf(stderr, "heaptrail: next: heaptrail report %s\n", output);
 	ht__session_destroy(s);
@@ -834,6 +853,8 @@ int cmd_record(int argc, char **argv)
 	} else if (!o.quiet) {
 		say_written(output, st);
 	}
+	if (o.stats)
+		say_stats(st);
 	ht__session_destroy(s);
 	/* The program's status, unless it succeeded and its trace did not (2) or leaked. */
 	int exit_status = exit_status_of(status);

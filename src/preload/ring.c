@@ -365,8 +365,14 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 			wait_end(&w);
 			return 0;
 		}
+		/* Counted once per wait, on the cold path only. */
+		if (!w.n)
+			atomic_fetch_add_explicit(&ht__g.hdr->room_waits, 1, memory_order_relaxed);
+		int was_asleep = w.asleep;
 		if (!wait_step(&w))
 			return 0;
+		if (w.asleep && !was_asleep)
+			atomic_fetch_add_explicit(&ht__g.hdr->room_sleeps, 1, memory_order_relaxed);
 	}
 }
 

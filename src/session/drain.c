@@ -724,6 +724,8 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	s->stats.lost_no_buffer = atomic_load(&s->hdr->rings_exhausted);
 	s->stats.lost_in_handler = atomic_load(&s->hdr->reentered);
 	s->stats.lost_lossy = s->stats.lost - s->stats.lost_no_buffer - s->stats.lost_in_handler;
+	s->stats.room_waits = atomic_load(&s->hdr->room_waits);
+	s->stats.room_sleeps = atomic_load(&s->hdr->room_sleeps);
 	uint64_t end = ht__now_ns() - s->hdr->t0_ns;
 	s->stats.duration_ns = end > s->last_ts ? end : s->last_ts;
 	if (symbolize && (rc = ht__symbolize(s, progress, ctx)) < 0)

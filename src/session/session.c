@@ -237,6 +237,8 @@ int ht__shm_create(struct ht__session *s)
 	atomic_store(&h->heartbeat_ns, h->t0_ns);
 	atomic_store(&h->ring_hint, 0);
 	atomic_store(&h->rings_exhausted, 0);
+	atomic_store(&h->room_waits, 0);
+	atomic_store(&h->room_sleeps, 0);
 	/* Last, with release: a recorder that sees RUNNING sees the fields above. */
 	atomic_store_explicit(&h->state, HT_SESSION_RUNNING, memory_order_release);
 	return 0;

@@ -115,6 +115,8 @@ struct ht__session_stats {
 	uint64_t corrupt;	  /* rings whose content did not parse (skipped) */
 	uint64_t late;		  /* records older than one already written (stamped
 				     as that one): 0 unless the watermark was wrong */
+	uint64_t room_waits;	  /* the program waited for ring room (header) */
+	uint64_t room_sleeps;	  /* ... long enough to sleep until a drain */
 	uint64_t duration_ns;	  /* from t0 to the last event or the stop */
 	uint32_t processes;	  /* process images seen */
 	uint32_t modules, frames, stacks;

@@ -14,6 +14,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -694,19 +695,30 @@ def lossy_small_buffers(env):
 
 # ---- overload: more writers than cores, a stopped collector ----
 
+def stats_of(err):
+    """The counters of `record --stats` in its stderr."""
+    m = re.search(r"heaptrail: stats: (\d+) records drained; the program waited for the collector "
+                  r"(\d+) times \(a full buffer\), (\d+) of them asleep until a drain", err)
+    check(m is not None, "no stats line in: %s" % err)
+    return {"records": int(m.group(1)), "waits": int(m.group(2)), "sleeps": int(m.group(3))}
+
+
 def overload(env, threads, count, opts=()):
     """THREADS threads x COUNT malloc/free pairs on 2 cores: every one is in
     the trace. Each waiting writer used to take a tick late by more than
     2 s for a dead collector and leave the process untraced for good (3.6M
     of 6.4M recorded with 64 threads, lost 0). Exact against a run of the
-    same threads with no pairs (what thread creation itself allocates)."""
+    same threads with no pairs (what thread creation itself allocates).
+    Prints how often the threads waited for the collector (record --stats):
+    on 2 cores, more writers than cores do wait, and the counts say how much."""
     argv = [env.prog("overload"), str(threads), str(count)]
     rc, out, base = env.record([env.prog("overload"), str(threads), "0"], opts)
     equal((rc, out), (0, "0\n"), "status and output with no pairs")
     b = env.info(base)
     t0 = time.time()
-    rc, out, trace = env.record(argv, opts, timeout=120)
+    rc, out, trace = env.record(argv, list(opts) + ["--stats"], timeout=120)
     took = time.time() - t0
+    waits = stats_of(env.last_err)
     equal((rc, out), (0, "%d\n" % (threads * count)), "recorded status and output")
     j = env.info(trace)
     per_thread = sum(16 + (i & 255) for i in range(count))
@@ -717,7 +729,9 @@ def overload(env, threads, count, opts=()):
     equal(j["events"]["thread_start"], threads + 1, "thread_start events")
     equal(j["events"]["thread_exit"], threads, "thread_exit events")
     all_ended(j)
-    print("%d threads x %d pairs recorded in %.1f s" % (threads, count, took))
+    check(waits["records"] >= 2 * threads * count, "records drained: %s" % waits)
+    print("%d threads x %d pairs recorded in %.1f s; the threads waited for the collector %d "
+          "times, %d of them asleep" % (threads, count, took, waits["waits"], waits["sleeps"]))
 
 
 @case
@@ -769,7 +783,7 @@ def collector_stopped(env):
     rc, out, base = env.record([env.prog("steady"), "1", "0.001", progress])
     equal((rc, out), (0, "steady 1\n"), "a run with one allocation")
     b = env.info(base)
-    rec = subprocess.Popen([env.heaptrail, "record", "-q", "-o", trace, "--",
+    rec = subprocess.Popen([env.heaptrail, "record", "-q", "--stats", "-o", trace, "--",
                             env.prog("steady"), str(n), "4", progress],
                            cwd=env.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            start_new_session=True)
@@ -804,7 +818,12 @@ def collector_stopped(env):
     equal(j["totals"]["alloc_calls"], b["totals"]["alloc_calls"] - 1 + n, "alloc_calls")
     equal(j["totals"]["free_calls"], b["totals"]["free_calls"] - 1 + n, "free_calls")
     all_ended(j)
-    print("the program had made %d of %d when the collector went on" % (during, n))
+    # It waited for room while the collector was stopped, long enough to
+    # sleep until a drain: the counters of record --stats say so.
+    w = stats_of(err.decode())
+    check(w["waits"] >= 1 and w["sleeps"] >= 1, "waits while the collector was stopped: %s" % w)
+    print("the program had made %d of %d when the collector went on; it waited %d times, %d "
+          "asleep" % (during, n, w["waits"], w["sleeps"]))
 
 
 def main():
