@@ -39,6 +39,11 @@
 #define ZSTD_LEVEL_TABLES 15
 #define TABLE_STRONG_MAX (4u << 20)
 
+/* The most bytes one event adds to a stream, and to MISC without a name or
+   a process description (head, func and masks; raw address codes; varints). */
+#define EV_MAX 32
+#define EV_MAX_MISC 128
+
 /* Threads seen in the current chunk: events name a slot, not (process, tid). */
 struct slot {
 	uint32_t process;
@@ -82,6 +87,7 @@ struct ht__writer {
 	struct ht__buf comp;
 
 	struct ht__buf st[HT__NSTREAMS]; /* streams of the current events chunk */
+	uint32_t fits;			 /* events known to fit in the streams' room (EV_MAX) */
 	int st_level[HT__NSTREAMS];	 /* each stream's zstd level (STREAM_FAST_ABOVE) */
 	size_t raw_len;			 /* their total length */
 	uint32_t ev_count;
@@ -411,6 +417,7 @@ static int add_def2(struct ht__writer *w, const uint8_t *rec, size_t len, const 
 		return w->err = HT_ERR_NOMEM;
 	memcpy(w->defs.data + w->defs.len, trec, tlen);
 	w->defs.len += tlen;
+	w->fits = 0; /* the room known to be free is used: look again */
 	w->st[HT__S_OPS].data[w->st[HT__S_OPS].len++] = rec[0];
 	memcpy(w->st[HT__S_MISC].data + w->st[HT__S_MISC].len, rec + 1, len - 1);
 	w->st[HT__S_MISC].len += len - 1;
@@ -745,19 +752,31 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		return HT_ERR_INVALID;
 	int is_proc = ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC;
 	size_t name_len = ev->name ? strlen(ev->name) : 0;
-	size_t need = 128 + name_len;
+	size_t need = EV_MAX_MISC + name_len;
 	if (is_proc && proc) {
 		need += (proc->exe ? strlen(proc->exe) : 0) + 10;
 		for (uint32_t i = 0; i < proc->argc; i++)
 			need += (proc->argv[i] ? strlen(proc->argv[i]) : 0) + 10;
 	}
-	/* The room check inline: a call per stream per event was a tenth of
-	   the collector's time on an allocation loop. */
-	for (int i = 0; i < HT__NSTREAMS; i++) {
-		size_t n = i == HT__S_MISC ? need : 32;
-		if (w->st[i].cap - w->st[i].len < n && ht__buf_reserve(&w->st[i], n) < 0)
-			return w->err = HT_ERR_NOMEM;
+	/* Room in every stream, looked at only when the events known to fit
+	   are used up: checking the six streams at every event was a tenth of
+	   the encoder's instructions on an allocation loop. An event takes at
+	   most EV_MAX bytes of a stream and EV_MAX_MISC of MISC, unless it has
+	   a name or a process description (need is larger then). */
+	if (!w->fits || need > EV_MAX_MISC) {
+		uint32_t fits = UINT32_MAX;
+		for (int i = 0; i < HT__NSTREAMS; i++) {
+			size_t n = i == HT__S_MISC ? need : EV_MAX;
+			if (w->st[i].cap - w->st[i].len < n && ht__buf_reserve(&w->st[i], n) < 0)
+				return w->err = HT_ERR_NOMEM;
+			size_t k = (w->st[i].cap - w->st[i].len) /
+				   (i == HT__S_MISC ? EV_MAX_MISC : EV_MAX);
+			if (k < fits)
+				fits = (uint32_t)k;
+		}
+		w->fits = need > EV_MAX_MISC ? 1 : fits; /* >= 1: room for this one was made */
 	}
+	w->fits--;
 
 	uint32_t si;
 	int fresh = 0;
@@ -916,10 +935,9 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		ht__proctab_event(&w->procs, ev);
 
 	/* raw_len is the streams' total: both start at 0 with each chunk. */
-	size_t after = 0;
-	for (int i = 0; i < HT__NSTREAMS; i++)
-		after += w->st[i].len;
-	w->raw_len = after;
+	w->raw_len =
+	    w->st[0].len + w->st[1].len + w->st[2].len + w->st[3].len + w->st[4].len + w->st[5].len;
+	_Static_assert(HT__NSTREAMS == 6, "raw_len sums every stream");
 	w->ev_count++;
 	w->event_total++;
 	w->last_ts = ev->ts;
