@@ -74,11 +74,16 @@ struct ht_trace_properties {
 	uint64_t buffers_lost;	 /* of those, dropped because no buffer was free */
 	uint32_t buffers_in_use; /* query: buffers owned by a thread right now */
 	pid_t daemon_pid;	 /* the session daemon */
+
+	/* in: 0 records every allocation; else sample them, one per this many
+	   bytes allocated on average (heap numbers become estimates; mappings
+	   are all recorded). At most 1 TiB; not with HT_TRACE_IFEO. */
+	uint64_t sample_rate;
 };
 
 #define HT_TRACE_PROPERTIES_INIT                                                                   \
 	{                                                                                          \
-		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0                                               \
+		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0                                            \
 	}
 
 /*

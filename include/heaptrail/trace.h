@@ -286,7 +286,22 @@ struct ht_trace_info {
 	   dropped by a full buffer in lossy mode, found no free buffer (too few
 	   --buffers), made by a signal handler that interrupted the recorder. */
 	uint64_t lost_lossy, lost_no_buffer, lost_in_handler;
+	/*
+	 * Sampling (docs/trace-format.md, "Sampled traces"): 0 when every
+	 * allocation was recorded; else the mean distance in bytes between
+	 * samples (--sample-rate), and the heap numbers the analysis derives
+	 * are estimates (ht_sample_weight()).
+	 */
+	uint64_t sample_rate;
 };
+
+/*
+ * How many allocations of size bytes one sampled allocation of that size
+ * stands for at rate (bytes): 1 / (1 - exp(-size/rate)), 1 for size >= rate
+ * or rate 0 (the tcmalloc / heapprofd estimate: unbiased for bytes and
+ * count). Bytes estimate: size * weight.
+ */
+double ht_sample_weight(uint64_t size, uint64_t rate);
 
 #define HT_TRACEF_COMPLETE 0x1u	 /* the session finished the trace normally */
 #define HT_TRACEF_SYMBOLS 0x2u	 /* symbols were resolved and stored */

@@ -15,7 +15,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 2
+#define HT_PROTO_VERSION 3
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 /*
@@ -29,6 +29,7 @@
 /* ht__shm_header.flags */
 #define HT_SHM_LOSSY 0x1u     /* drop events when a ring is full, count them */
 #define HT_SHM_NO_FOLLOW 0x2u /* trace only root_pid; children stay dormant */
+#define HT_SHM_SEEDED 0x4u    /* sample_seed was chosen by the user (--sample-seed) */
 
 /* ht__shm_header.state */
 enum ht__session_state {
@@ -102,6 +103,15 @@ struct ht__shm_header {
 	   whether the collector keeps up (record --stats). */
 	_Atomic uint64_t room_waits;
 	_Atomic uint64_t room_sleeps;
+	/* Sampling (docs/session-protocol.md, "Sampling"): 0 records every
+	   allocation; else the mean bytes between sampled allocations. Set
+	   before RUNNING, never changed. */
+	uint64_t sample_rate;
+	/* Seed of the recorders' sampling; with HT_SHM_SEEDED it alone (with
+	   each thread's order of arrival) decides which allocations are
+	   sampled, so a run can be repeated; else each instance mixes in its
+	   own random token. */
+	uint64_t sample_seed;
 };
 
 /* ht__ring.state */

@@ -46,6 +46,11 @@ static const char usage_text[] =
     "                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
     "                      heap-destroy, or none or all\n"
     "                      (default: alloc,realloc,mmap,mprotect)\n"
+    "  --sample-rate SIZE  record only a sample of the allocations, one per SIZE\n"
+    "                      bytes on average (like 512KiB): heap numbers become\n"
+    "                      estimates; mappings are still all recorded\n"
+    "  --sample-seed N     with --sample-rate: sample the same allocations on\n"
+    "                      every run of a deterministic program (default: random)\n"
     "  --time-resolution T store event times in units of T (s, ms, us or ns;\n"
     "                      default unit ns): 1ns keeps them exact; at most 1us\n"
     "                      (default " HT__TS_UNIT_DEFAULT_STR ", smaller traces)\n"
@@ -299,6 +304,8 @@ struct options {
 	const char *pids;     /* -p: comma-separated */
 	uint64_t duration_ns; /* --duration, 0: until stopped */
 	uint32_t ts_unit_ns;  /* --time-resolution */
+	uint64_t sample_rate; /* --sample-rate, 0: every allocation */
+	uint64_t sample_seed; /* --sample-seed, with HT_SHM_SEEDED in flags */
 	struct leak_gate gate;
 	bool no_maps; /* --no-maps */
 };
@@ -311,6 +318,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		R_BUFFERS,
 		R_DURATION,
 		R_TSRES,
+		R_SAMPLE,
+		R_SEED,
 		R_NOFOLLOW,
 		R_NOMAPS,
 		R_LOSSY,
@@ -325,6 +334,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"buffers", R_BUFFERS, required_argument},
 	    {"duration", R_DURATION, required_argument},
 	    {"time-resolution", R_TSRES, required_argument},
+	    {"sample-rate", R_SAMPLE, required_argument},
+	    {"sample-seed", R_SEED, required_argument},
 	    {"no-follow", R_NOFOLLOW, no_argument},
 	    {"no-maps", R_NOMAPS, no_argument},
 	    {"lossy", R_LOSSY, no_argument},
@@ -384,6 +395,18 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->ts_unit_ns = (uint32_t)v;
 			break;
 		}
+		case R_SAMPLE:
+			o->sample_rate = parse_sample_rate(val);
+			break;
+		case R_SEED: {
+			char *end;
+			errno = 0;
+			o->sample_seed = strtoull(val, &end, 0);
+			if (errno || !*val || *end || *val == '-')
+				die("invalid sample seed '%s': a number like 1 or 0x2a", val);
+			o->flags |= HT_SHM_SEEDED;
+			break;
+		}
 		case R_NOFOLLOW:
 			o->flags |= HT_SHM_NO_FOLLOW;
 			break;
@@ -407,6 +430,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	int i = cli_operand_index(&p);
 	if (o->pids && i < argc)
 		die("give either -p PID or a command to run, not both");
+	if ((o->flags & HT_SHM_SEEDED) && !o->sample_rate)
+		die("--sample-seed goes with --sample-rate");
 	if (o->duration_ns && !o->pids)
 		die("--duration goes with -p; a launched command is traced until it ends");
 	if (o->gate.enabled && o->pids)
@@ -537,9 +562,11 @@ static int record_attach(const struct options *o)
 	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
 	cfg.ring_size = o->ring_size;
 	cfg.ring_count = o->ring_count;
-	cfg.flags = o->flags & HT_SHM_LOSSY;
+	cfg.flags = o->flags & (HT_SHM_LOSSY | HT_SHM_SEEDED);
 	cfg.sample_maps = !o->no_maps;
 	cfg.stack_mask = o->stack_mask;
+	cfg.sample_rate = o->sample_rate;
+	cfg.sample_seed = o->sample_seed;
 	cfg.reap_children = false;
 	struct ht__session *s;
 	int rc = ht__session_create(&s, &cfg);
@@ -553,6 +580,7 @@ static int record_attach(const struct options *o)
 	char **targv = target_argv(pids[0], &targc);
 	struct ht__trace_meta meta = {.stack_mask = o->stack_mask,
 				      .ts_unit_ns = o->ts_unit_ns,
+				      .sample_rate = o->sample_rate,
 				      .flags = HT_TRACEF_ATTACHED |
 					       ((o->flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0),
 				      .argc = targc,
@@ -735,6 +763,8 @@ int cmd_record(int argc, char **argv)
 	cfg.flags = o.flags;
 	cfg.sample_maps = !o.no_maps;
 	cfg.stack_mask = o.stack_mask;
+	cfg.sample_rate = o.sample_rate;
+	cfg.sample_seed = o.sample_seed;
 	struct ht__session *s;
 	int rc = ht__session_create(&s, &cfg);
 	if (rc < 0)
@@ -790,6 +820,7 @@ int cmd_record(int argc, char **argv)
 	}
 	struct ht__trace_meta meta = {.stack_mask = o.stack_mask,
 				      .ts_unit_ns = o.ts_unit_ns,
+				      .sample_rate = o.sample_rate,
 				      .flags = (o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0,
 				      .argc = (uint32_t)cmd_argc,
 				      .argv = (const char *const *)cmd,

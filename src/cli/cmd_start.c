@@ -21,6 +21,7 @@
 static const char usage_text[] =
     "usage: heaptrail start NAME [-o FILE] [--pid PID...] [--stacks LIST]\n"
     "                       [--buffer-size SIZE] [--buffers N] [--lossy] [--ifeo]\n"
+    "                       [--sample-rate SIZE]\n"
     "\n"
     "Start a background heap tracing session called NAME and return once it\n"
     "traces. Processes join with --pid (now) or 'heaptrail update' (later);\n"
@@ -34,6 +35,9 @@ static const char usage_text[] =
     "                      alloc,realloc,free,mmap,munmap,mprotect,heap-create,\n"
     "                      heap-destroy, or none or all\n"
     "                      (default: alloc,realloc,mmap,mprotect)\n"
+    "  --sample-rate SIZE  record only a sample of the allocations, one per SIZE\n"
+    "                      bytes on average (like 512KiB): heap numbers become\n"
+    "                      estimates; mappings are still all recorded\n"
     "  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
     "  --buffers N         number of thread buffers (default 512)\n"
     "  --lossy             drop events (and count them) when a buffer is full\n"
@@ -141,7 +145,16 @@ int cmd_start(int argc, char **argv)
 	int nstacks = -1;
 	const char *output = NULL;
 	bool quiet = false;
-	enum { S_STACKS = CLI_LONG, S_BUFSIZE, S_BUFFERS, S_MAXSIZE, S_LOSSY, S_IFEO, S_FORCE };
+	enum {
+		S_STACKS = CLI_LONG,
+		S_BUFSIZE,
+		S_BUFFERS,
+		S_MAXSIZE,
+		S_SAMPLE,
+		S_LOSSY,
+		S_IFEO,
+		S_FORCE
+	};
 	static const struct cli_opt opts[] = {
 	    {"output", 'o', required_argument},
 	    {"pid", 'p', required_argument},
@@ -149,6 +162,7 @@ int cmd_start(int argc, char **argv)
 	    {"buffer-size", S_BUFSIZE, required_argument},
 	    {"buffers", S_BUFFERS, required_argument},
 	    {"max-size", S_MAXSIZE, required_argument},
+	    {"sample-rate", S_SAMPLE, required_argument},
 	    {"lossy", S_LOSSY, no_argument},
 	    {"ifeo", S_IFEO, no_argument},
 	    {"force", S_FORCE, no_argument},
@@ -188,6 +202,9 @@ int cmd_start(int argc, char **argv)
 			if (parse_size(val, &props.max_file_size) < 0 || !props.max_file_size)
 				die("invalid size '%s': like 512M or 2G", val);
 			break;
+		case S_SAMPLE:
+			props.sample_rate = parse_sample_rate(val);
+			break;
 		case S_LOSSY:
 			props.flags |= HT_TRACE_LOSSY;
 			break;
@@ -217,6 +234,9 @@ int cmd_start(int argc, char **argv)
 	if (output &&
 	    (size_t)snprintf(props.file, sizeof(props.file), "%s", output) >= sizeof(props.file))
 		die("the path '%s' is too long", output);
+	if (props.sample_rate && (props.flags & HT_TRACE_IFEO))
+		die("--sample-rate does not go with --ifeo: IFEO programs record every allocation "
+		    "before they join; start a sampled session with --pid instead");
 	ht_trace_handle h;
 	int rc = ht_start_heap_trace(&h, &props, name, pids, npids, nstacks < 0 ? NULL : stacks,
 				     nstacks < 0 ? 0 : (unsigned)nstacks);

@@ -268,6 +268,7 @@ int cmd_symbolize(int argc, char **argv)
 	    .hostname = in->hostname,
 	    .ts_unit_ns = in->ts_unit_ns,
 	    .untraced = in->untraced,
+	    .sample_rate = in->sample_rate,
 	};
 	if ((rc = ht__writer_open_fd(&rw.w, dst.fd, &meta)) < 0) {
 		ht__output_abort(&dst);

@@ -92,6 +92,16 @@ int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+uint64_t parse_sample_rate(const char *s)
+{
+	uint64_t v;
+	if (parse_size(s, &v) < 0 || v == 0 || v > (1ull << 40))
+		die("invalid sample rate '%s': a size from 1 byte to 1TiB, like 512KiB or 1MiB "
+		    "(the mean bytes allocated between two recorded allocations)",
+		    s);
+	return v;
+}
+
 int parse_time_ns(const char *s, uint64_t default_unit_ns, uint64_t *out)
 {
 	char *end;

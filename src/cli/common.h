@@ -22,6 +22,8 @@ void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* "4096", "64K", "1M", "2G" (powers of 1024). Returns 0, or -1 if malformed. */
 int parse_size(const char *s, uint64_t *out);
+/* --sample-rate SIZE: bytes from 1 to 1 TiB; dies with the rule otherwise. */
+uint64_t parse_sample_rate(const char *s);
 
 /*
  * A time: a number with an optional unit suffix s, ms, us or ns; without a

@@ -330,6 +330,10 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 	for (unsigned i = 0; i < npids; i++)
 		if (pids[i] <= 0)
 			return HT_ERR_INVALID;
+	/* IFEO programs record in full before they join: one rate per trace. */
+	if (props->sample_rate > (1ull << 40) ||
+	    (props->sample_rate && (props->flags & HT_TRACE_IFEO)))
+		return HT_ERR_INVALID;
 
 	/* Large (paths): on the heap, so that threads may start sessions at once. */
 	struct ht__daemon_args *args = calloc(1, sizeof(*args));
@@ -356,6 +360,7 @@ static int start(ht_trace_handle *handle, struct ht_trace_properties *props,
 	a->buffers = count;
 	a->flags = props->flags;
 	a->max_file_size = props->max_file_size;
+	a->sample_rate = props->sample_rate;
 	a->pids = pids;
 	a->npids = npids;
 	if (props->recorder) {

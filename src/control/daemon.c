@@ -561,6 +561,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	cfg.ring_count = a->buffers;
 	cfg.flags = (a->flags & HT_TRACE_LOSSY) ? HT_SHM_LOSSY : 0;
 	cfg.stack_mask = a->stack_mask;
+	cfg.sample_rate = a->sample_rate;
 	cfg.reap_children = false;
 	cfg.end_when_gone = false;
 	if ((rc = ht__session_create(&D.s, &cfg)) < 0) {
@@ -580,6 +581,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	const char *argv[] = {"heaptrail", "start", a->name};
 	struct ht__trace_meta meta = {
 	    .stack_mask = a->stack_mask,
+	    .sample_rate = a->sample_rate,
 	    .ts_unit_ns = HT__TS_UNIT_DEFAULT, /* as `heaptrail record` (trace-format.md) */
 	    .flags = HT_TRACEF_ATTACHED | ((a->flags & HT_TRACE_LOSSY) ? HT_TRACEF_LOSSY : 0),
 	    .argc = 3,

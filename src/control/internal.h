@@ -60,6 +60,7 @@ struct ht__daemon_args {
 	char recorder[PATH_MAX];
 	uint32_t buffer_size, buffers, flags, stack_mask;
 	uint64_t max_file_size;
+	uint64_t sample_rate; /* ht_trace_properties.sample_rate */
 	const pid_t *pids;
 	unsigned npids;
 };

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -644,6 +645,13 @@ static int parse_meta(struct tables *t, struct ht__cur *c)
 		in->lost_lossy = ht__get_varint(c);
 		in->lost_no_buffer = ht__get_varint(c);
 		in->lost_in_handler = ht__get_varint(c);
+		if (c->bad)
+			return HT_ERR_CORRUPT;
+	}
+	/* Then the sample rate (0: every allocation; absent before sampling). */
+	in->sample_rate = 0;
+	if (c->p < c->end) {
+		in->sample_rate = ht__get_varint(c);
 		if (c->bad)
 			return HT_ERR_CORRUPT;
 	}
@@ -1355,6 +1363,16 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 		r->ev_index++;
 		return 1;
 	}
+}
+
+double ht_sample_weight(uint64_t size, uint64_t rate)
+{
+	if (!rate || size >= rate)
+		return 1.0;
+	if (!size) /* a 0-byte block is sampled with probability 0: it weighs nothing */
+		return 0.0;
+	/* -expm1(-x) is 1 - exp(-x) without cancellation for small x. */
+	return 1.0 / -expm1(-(double)size / (double)rate);
 }
 
 const char *ht_reader_warning(const struct ht_reader *r)

@@ -97,6 +97,7 @@ struct ht__writer {
 	uint32_t ts_unit; /* ns per stored timestamp unit, >= 1 */
 	uint64_t event_total;
 	uint64_t lost_by_cause[3]; /* ht__writer_set_losses() */
+	uint64_t sample_rate;	   /* ht__trace_meta.sample_rate */
 	uint32_t event_chunks;
 	uint64_t max_ts;
 	uint32_t chunk_target; /* raw bytes that close an events chunk */
@@ -292,13 +293,14 @@ static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 	memcpy(b.data + b.len, w->cmd.data, w->cmd.len);
 	b.len += w->cmd.len;
 	if (ht__buf_nstr(&b, w->hostname) < 0 || ht__buf_nstr(&b, w->untraced) < 0 ||
-	    ht__buf_reserve(&b, 30) < 0) {
+	    ht__buf_reserve(&b, 40) < 0) {
 		ht__buf_release(&b);
 		return w->err = HT_ERR_NOMEM;
 	}
 	p = b.data + b.len;
 	for (int i = 0; i < 3; i++)
 		p = ht__put_varint(p, w->lost_by_cause[i]);
+	p = ht__put_varint(p, w->sample_rate);
 	b.len = p - b.data;
 	rc = write_chunk(w, HT__CHUNK_META, b.data, b.len, 1, 0, duration_ns);
 	ht__buf_release(&b);
@@ -341,6 +343,7 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 		goto fail;
 	}
 	w->stack_mask = meta->stack_mask;
+	w->sample_rate = meta->sample_rate;
 	w->flags = meta->flags & ~(HT_TRACEF_COMPLETE | HT_TRACEF_TRUNCATED | HT_TRACEF_SYMBOLS);
 	if (meta->hostname && !(w->hostname = strdup(meta->hostname)))
 		goto fail;

@@ -38,6 +38,8 @@ struct ht__trace_meta {
 	uint32_t ts_unit_ns;
 	/* Why the program cannot be traced (ht_trace_info.untraced), or NULL. */
 	const char *untraced;
+	/* ht_trace_info.sample_rate: 0, or the rate the recorders sampled at. */
+	uint64_t sample_rate;
 };
 
 /*

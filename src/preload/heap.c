@@ -46,6 +46,40 @@ HT_EXPORT void ht_rec_heap_destroy(uint64_t heap)
 	errno = e;
 }
 
+/*
+ * Sampling (sample.c): whether to record the operation, and as what (a
+ * realloc may become the free of old or the allocation of p), the same rule
+ * as the process heap's (rec_heap.h).
+ */
+static int sampled(struct ht__thread *t, unsigned *type, uint32_t *bit, uint64_t heap,
+		   const void **old, const void **p, size_t *size)
+{
+	switch (*type) {
+	case HT_REC_HEAP_ALLOC:
+		return !*p || ht__sample_keep(t, ht__sample_key(heap, *p), *size);
+	case HT_REC_HEAP_FREE:
+		return ht__sample_forget(ht__sample_key(heap, *p));
+	}
+	switch (ht__sample_realloc(t, heap, *old, *p, *size)) {
+	case HT_SR_REALLOC:
+		return 1;
+	case HT_SR_FREE:
+		*type = HT_REC_HEAP_FREE;
+		*bit = HT_STK_FREE;
+		*p = *old;
+		*old = NULL;
+		*size = 0;
+		return 1;
+	case HT_SR_ALLOC:
+		*type = HT_REC_HEAP_ALLOC;
+		*old = NULL;
+		return 1;
+	case HT_SR_NONE:
+		break;
+	}
+	return 0;
+}
+
 static void heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *old, const void *p,
 		    size_t size, unsigned flags)
 {
@@ -53,6 +87,11 @@ static void heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *old,
 	int e = errno;
 	if (!ht__enter(t))
 		return;
+	if (HT_UNLIKELY(ht__g.sample_rate) && !sampled(t, &type, &bit, heap, &old, &p, &size)) {
+		ht__leave(t);
+		errno = e;
+		return;
+	}
 	uint32_t stack = ht__stack_for(t, bit);
 	struct ht__rec_heap_op *r = (struct ht__rec_heap_op *)ht__rec_begin(
 	    t, type, HT_FN_HEAP_API | flags, sizeof *r, stack);

@@ -297,6 +297,7 @@ int ht__init_session(const char *path, uint32_t flags)
 	ht__g.ring_stride = HT_RING_HEADER_SIZE + h->ring_size;
 	ht__g.flags = h->flags;
 	ht__g.stack_mask = h->stack_mask;
+	ht__g.sample_rate = h->sample_rate;
 	ht__g.pid = pid;
 
 	ssize_t n = readlink("/proc/self/exe", ht__exe, sizeof ht__exe - 1);

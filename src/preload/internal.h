@@ -87,6 +87,7 @@ struct ht__global {
 	size_t map_size;
 	uint32_t ring_size, ring_mask, ring_count, ring_stride;
 	uint32_t flags, stack_mask;
+	uint64_t sample_rate; /* ht__shm_header.sample_rate: 0 records every heap event */
 	uint32_t instance;
 	pid_t pid;
 	uintptr_t self_start, self_end;	  /* our own code, dropped from stacks */
@@ -117,6 +118,8 @@ struct ht__thread {
 	char *ustack;			/* the stack captures run on (stack.c), or NULL */
 	uint64_t sig_debt, sig_debt_at; /* unwinding through signal frames (stack.c) */
 	uint32_t sig_unwinds;		/* how many so far (the first are free) */
+	int64_t sample_left;		/* sampling: bytes to the next sample (sample.c) */
+	uint64_t sample_rng;		/* its random state; 0 until the first allocation */
 };
 
 /*
@@ -199,6 +202,52 @@ void ht__cfi_reset(void); /* a new instance, or modules unloaded */
  */
 int ht__attach_start(const char *session_path);
 int ht__attach_stop(void);
+
+/*
+ * sample.c: sampling by bytes (docs/session-protocol.md, "Sampling"). A
+ * key is a block's address, mixed with its custom heap's handle.
+ * ht__sample_pick(): the thread's byte counter ran out, or size is at least
+ * the rate: decides, and remembers key when sampled (1). ht__sample_forget():
+ * 1 when key was sampled (and forgets it): its free is recorded.
+ */
+int ht__sample_pick(struct ht__thread *t, uint64_t key, uint64_t size);
+int ht__sample_forget(uint64_t key);
+void ht__sample_remember(uint64_t key);
+static inline uint64_t ht__sample_key(uint64_t heap, const void *p)
+{
+	return (uint64_t)(uintptr_t)p ^ heap * 0x9e3779b97f4a7c15ull;
+}
+
+/* An allocation of size at key: 1 to record it (always, when not sampling). */
+static inline int ht__sample_keep(struct ht__thread *t, uint64_t key, uint64_t size)
+{
+	uint64_t rate = ht__g.sample_rate;
+	if (HT_LIKELY(!rate))
+		return 1;
+	t->sample_left -= (int64_t)size;
+	if (HT_LIKELY(t->sample_left > 0) && HT_LIKELY(size < rate))
+		return 0;
+	return ht__sample_pick(t, key, size);
+}
+
+/* A free of key: 1 to record it. */
+static inline int ht__sample_free(uint64_t key)
+{
+	return HT_LIKELY(!ht__g.sample_rate) || ht__sample_forget(key);
+}
+
+/*
+ * A realloc of old into p (ht__rec_realloc's arguments): what to record
+ * when sampling. The new block is an allocation of size of its own.
+ */
+enum ht__sample_realloc {
+	HT_SR_NONE,    /* neither block was sampled */
+	HT_SR_REALLOC, /* both (or a failure or a free of a sampled old): as is */
+	HT_SR_FREE,    /* only old was: a free of old */
+	HT_SR_ALLOC,   /* only p is: an allocation of p */
+};
+enum ht__sample_realloc ht__sample_realloc(struct ht__thread *t, uint64_t heap, const void *old,
+					   const void *p, uint64_t size);
 
 /* ring.c: records written from several files. */
 void ht__write_exit(pid_t pid, int kind, int value);

@@ -2,14 +2,15 @@
  * The records of the process heap (ALLOC, ALLOC_FAIL, REALLOC, FREE), inlined
  * into every hook that writes them: the malloc family (hooks_malloc.c) and the
  * allocators with their own API (hooks_alloc_ext.c). Called with the guard set.
+ * ht__put_*() write a record; ht__rec_*() first ask the sampling (sample.c)
+ * whether to.
  */
 #ifndef HT_PRELOAD_REC_HEAP_H
 #define HT_PRELOAD_REC_HEAP_H
 
 #include "internal.h"
 
-/* An allocation that returned p (NULL: ALLOC_FAIL of the size asked for). */
-static inline void ht__rec_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
+static inline void ht__put_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
 {
 	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);
 	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_begin(
@@ -21,8 +22,7 @@ static inline void ht__rec_alloc(struct ht__thread *t, unsigned func, void *p, u
 	}
 }
 
-/* old -> p of size; p NULL with a size is a failure that kept old. */
-static inline void ht__rec_realloc(struct ht__thread *t, unsigned func, void *old, void *p,
+static inline void ht__put_realloc(struct ht__thread *t, unsigned func, void *old, void *p,
 				   uint64_t size)
 {
 	uint32_t stack = ht__stack_for(t, HT_STK_REALLOC);
@@ -38,8 +38,7 @@ static inline void ht__rec_realloc(struct ht__thread *t, unsigned func, void *ol
 	}
 }
 
-/* A free of p, stamped before the real free is made. */
-static inline void ht__rec_free(struct ht__thread *t, unsigned func, void *p)
+static inline void ht__put_free(struct ht__thread *t, unsigned func, void *p)
 {
 	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
 	struct ht__rec_free *r =
@@ -48,6 +47,43 @@ static inline void ht__rec_free(struct ht__thread *t, unsigned func, void *p)
 		r->addr = (uint64_t)(uintptr_t)p;
 		ht__rec_commit(t);
 	}
+}
+
+/* An allocation that returned p (NULL: ALLOC_FAIL of the size asked for). */
+static inline void ht__rec_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
+{
+	if (HT_LIKELY(!p || ht__sample_keep(t, (uint64_t)(uintptr_t)p, size)))
+		ht__put_alloc(t, func, p, size);
+}
+
+/* old -> p of size; p NULL with a size is a failure that kept old. */
+static inline void ht__rec_realloc(struct ht__thread *t, unsigned func, void *old, void *p,
+				   uint64_t size)
+{
+	if (HT_LIKELY(!ht__g.sample_rate)) {
+		ht__put_realloc(t, func, old, p, size);
+		return;
+	}
+	switch (ht__sample_realloc(t, 0, old, p, size)) {
+	case HT_SR_REALLOC:
+		ht__put_realloc(t, func, old, p, size);
+		break;
+	case HT_SR_FREE:
+		ht__put_free(t, func, old);
+		break;
+	case HT_SR_ALLOC:
+		ht__put_alloc(t, func, p, size);
+		break;
+	case HT_SR_NONE:
+		break;
+	}
+}
+
+/* A free of p, stamped before the real free is made. */
+static inline void ht__rec_free(struct ht__thread *t, unsigned func, void *p)
+{
+	if (HT_LIKELY(ht__sample_free((uint64_t)(uintptr_t)p)))
+		ht__put_free(t, func, p);
 }
 
 #endif

@@ -229,10 +229,14 @@ int ht__shm_create(struct ht__session *s)
 	h->ring_count = s->ring_count;
 	h->flags = s->cfg.flags;
 	h->stack_mask = s->cfg.stack_mask;
+	h->sample_rate = s->cfg.sample_rate;
 	h->collector_pid = (int32_t)getpid();
 	h->collector_start = self_start_time();
 	h->root_pid = 0;
 	h->t0_ns = ht__now_ns();
+	h->sample_seed = s->cfg.sample_seed;
+	if (!(h->flags & HT_SHM_SEEDED))
+		h->sample_seed ^= h->t0_ns * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid() << 32;
 	atomic_store(&h->next_stack_id, 1);
 	atomic_store(&h->heartbeat_ns, h->t0_ns);
 	atomic_store(&h->ring_hint, 0);
@@ -270,7 +274,8 @@ int ht__session_create(struct ht__session **out, const struct ht__session_config
 	uint32_t size = cfg->ring_size ? cfg->ring_size : HT__RING_SIZE_DEFAULT;
 	uint32_t count = cfg->ring_count ? cfg->ring_count : HT__RING_COUNT_DEFAULT;
 	if (size < 4096 || (size & (size - 1)) || size > (1u << 30) || count > 65536 ||
-	    (cfg->flags & ~(HT_SHM_LOSSY | HT_SHM_NO_FOLLOW)) || (cfg->stack_mask & ~HT_STK_ALL))
+	    (cfg->flags & ~(HT_SHM_LOSSY | HT_SHM_NO_FOLLOW | HT_SHM_SEEDED)) ||
+	    (cfg->stack_mask & ~HT_STK_ALL))
 		return HT_ERR_INVALID;
 
 	struct ht__session *s = calloc(1, sizeof(*s));

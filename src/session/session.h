@@ -85,23 +85,25 @@ int ht__session_open_trace(struct ht__session *s, struct ht__output *o, struct h
 			   struct ht__writer **out);
 
 struct ht__session_config {
-	const char *dir;     /* NULL: ht__session_default_dir() */
-	const char *name;    /* file name in dir; NULL: a unique "session-PID-XXXXXX" */
-	uint32_t ring_size;  /* power of two >= 4096; 0: 1 MiB */
-	uint32_t ring_count; /* 1 .. 65536; 0: 512 */
-	uint32_t flags;	     /* HT_SHM_LOSSY, HT_SHM_NO_FOLLOW */
-	uint32_t stack_mask; /* HT_STK_* */
-	bool reap_children;  /* waitpid() any child each tick (the launcher, a subreaper) */
-	bool sample_rss;     /* emit HT_EV_RSS for live traced processes, when it changes */
-	bool end_when_gone;  /* without a root (attach): end once the processes seen
-				have all exited and every ring is back */
-	bool sample_maps;    /* with each RSS sample, report the mappings no hook saw
-				(HT_EVF_UNSEEN; docs/session-protocol.md) */
+	const char *dir;      /* NULL: ht__session_default_dir() */
+	const char *name;     /* file name in dir; NULL: a unique "session-PID-XXXXXX" */
+	uint32_t ring_size;   /* power of two >= 4096; 0: 1 MiB */
+	uint32_t ring_count;  /* 1 .. 65536; 0: 512 */
+	uint32_t flags;	      /* HT_SHM_LOSSY, HT_SHM_NO_FOLLOW */
+	uint32_t stack_mask;  /* HT_STK_* */
+	uint64_t sample_rate; /* ht__shm_header.sample_rate: 0 records every allocation */
+	uint64_t sample_seed; /* with HT_SHM_SEEDED in flags: the recorders' seed */
+	bool reap_children;   /* waitpid() any child each tick (the launcher, a subreaper) */
+	bool sample_rss;      /* emit HT_EV_RSS for live traced processes, when it changes */
+	bool end_when_gone;   /* without a root (attach): end once the processes seen
+				 have all exited and every ring is back */
+	bool sample_maps;     /* with each RSS sample, report the mappings no hook saw
+				 (HT_EVF_UNSEEN; docs/session-protocol.md) */
 };
 
 #define HT__SESSION_CONFIG_INIT                                                                    \
 	{                                                                                          \
-		NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, true, true, false, true                       \
+		NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, 0, true, true, false, true                    \
 	}
 
 /* What the session counted; valid until ht__session_destroy(). */
