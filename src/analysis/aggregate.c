@@ -194,11 +194,11 @@ static bool process_wanted(struct ht__agg *a, uint32_t p)
 
 static void counts_add(struct ht__agg_counts *c, const struct ht__life *life, bool outstanding)
 {
-	c->total_count++;
+	c->total_count += life->count;
 	c->total_bytes += life->size;
-	c->realloc_count += life->from_realloc;
+	c->realloc_count += life->from_realloc ? life->count : 0;
 	if (outstanding) {
-		c->outstanding_count++;
+		c->outstanding_count += life->count;
 		c->outstanding_bytes += life->size;
 	}
 }

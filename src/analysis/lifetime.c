@@ -267,6 +267,8 @@ static void end_rec(struct ht__life_tracker *t, const struct rec *r, uint64_t ts
 		    .heap = o->heap,
 		    .addr = r->addr,
 		    .size = size,
+		    .count = 1,
+		    .block_size = size,
 		    .alloc_ts = r->alloc_ts,
 		    .free_ts = ts,
 		    .process = o->process,

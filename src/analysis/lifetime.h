@@ -20,7 +20,15 @@
 struct ht__life {
 	uint64_t heap;
 	uint64_t addr;
+	/*
+	 * Bytes, and how many blocks this one stands for: size and 1, except
+	 * in a sampled trace, where the trace pass (pass.h) makes them the
+	 * estimates of the allocations the sample stands for (and block_size
+	 * keeps the sampled block's own size, for size filters).
+	 */
 	uint64_t size;
+	uint64_t count;
+	uint64_t block_size;
 	uint64_t alloc_ts;
 	uint64_t free_ts; /* HT_TS_NEVER: still live at the end */
 	uint32_t process;

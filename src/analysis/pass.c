@@ -5,6 +5,7 @@
  */
 #include "analysis/pass.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,9 @@ struct ht__pass {
 	HT_VEC(uint8_t) ended; /* per process index: its end was reported */
 	uint64_t end_ts;
 	uint64_t nevents;
+	uint64_t sample_rate; /* ht_trace_info.sample_rate: 0, or estimates */
+	uint64_t ev_count;    /* ht__pass_event_count() */
+	uint64_t freed_count; /* count of the last block a tracker ended */
 	ht__pass_progress_fn progress;
 	void *progress_ctx;
 	int err;
@@ -125,6 +129,74 @@ void ht__pass_free(struct ht__pass *p)
 	free(p);
 }
 
+uint64_t ht__pass_sample_rate(const struct ht__pass *p)
+{
+	return p->sample_rate;
+}
+
+uint64_t ht__pass_event_count(const struct ht__pass *p)
+{
+	return p->ev_count;
+}
+
+/* ---- sampled traces: the one place estimates are made ---- */
+
+/* A uniform draw in [0, 1) fixed by a block's address and time (splitmix64). */
+static double block_draw(uint64_t addr, uint64_t ts)
+{
+	uint64_t z = addr ^ ts * 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (double)(z >> 11) * 0x1p-53;
+}
+
+/*
+ * The blocks a sampled block of size bytes stands for, as a whole number
+ * that is right on average: the weight rounded up with the probability of
+ * its fraction, the draw fixed by the block (its allocation event and its
+ * lifetime round alike, and every run of a command agrees).
+ */
+static uint64_t est_count(uint64_t size, uint64_t rate, uint64_t addr, uint64_t ts)
+{
+	double w = ht_sample_weight(size, rate);
+	double whole = floor(w);
+	return (uint64_t)whole + (block_draw(addr, ts) < w - whole);
+}
+
+static uint64_t est_bytes(uint64_t size, uint64_t rate)
+{
+	return (uint64_t)llround((double)size * ht_sample_weight(size, rate));
+}
+
+/* The event as consumers see it: heap sizes made estimates. */
+static const struct ht_event *estimate_event(struct ht__pass *p, const struct ht_event *ev,
+					     struct ht_event *out)
+{
+	p->ev_count = 1;
+	if (!p->sample_rate)
+		return ev;
+	switch (ev->type) {
+	case HT_EV_ALLOC:
+	case HT_EV_REALLOC:
+		break;
+	case HT_EV_FREE:
+		p->ev_count = p->freed_count;
+		return ev;
+	default:
+		return ev;
+	}
+	*out = *ev;
+	if (ev->addr && !(ev->flags & HT_EVF_FAILED)) {
+		out->size = est_bytes(ev->size, p->sample_rate);
+		p->ev_count = est_count(ev->size, p->sample_rate, ev->addr, ev->ts);
+	} else if (!ev->addr && ev->old_addr && !(ev->flags & HT_EVF_FAILED)) {
+		p->ev_count = p->freed_count; /* realloc(p, 0): a free */
+	}
+	out->old_size = est_bytes(ev->old_size, p->sample_rate);
+	return out;
+}
+
 /* ---- the trackers' callbacks, fanned out ---- */
 
 static void fail(struct ht__pass *p, int rc)
@@ -136,6 +208,14 @@ static void fail(struct ht__pass *p, int rc)
 static void on_life(void *ctx, const struct ht__life *l)
 {
 	struct ht__pass *p = ctx;
+	struct ht__life est;
+	if (p->sample_rate) {
+		est = *l;
+		est.size = est_bytes(l->size, p->sample_rate);
+		est.count = est_count(l->size, p->sample_rate, l->addr, l->alloc_ts);
+		l = &est;
+	}
+	p->freed_count = l->count;
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if (s->c->life)
@@ -254,8 +334,9 @@ int ht__pass_run(struct ht__pass *p)
 	}
 	const struct ht_trace_info *info = ht_reader_info(p->r);
 	uint64_t duration = info ? info->duration_ns : 0;
+	p->sample_rate = info ? info->sample_rate : 0;
 	uint64_t stop = stop_ts(p);
-	struct ht_event ev;
+	struct ht_event ev, est;
 	while (!p->err && (rc = ht_reader_next(p->r, &ev)) > 0) {
 		/* The trace goes on at least to here (it may have no footer). */
 		if (ev.ts > p->end_ts)
@@ -263,6 +344,7 @@ int ht__pass_run(struct ht__pass *p)
 		if (ev.ts >= stop)
 			break;
 		p->nevents++;
+		p->freed_count = 0;
 		if (p->lt)
 			fail(p, ht__life_event(p->lt, &ev));
 		if (p->ct && !p->err)
@@ -270,7 +352,7 @@ int ht__pass_run(struct ht__pass *p)
 		if (ev.type >= HT_EV_PROCESS_START && ev.type <= HT_EV_PROCESS_EXIT && !p->err)
 			process_events(p, &ev);
 		if (!p->err)
-			call_event(p, &ev);
+			call_event(p, estimate_event(p, &ev, &est));
 		if (p->progress && !(p->nevents & 0xffff))
 			p->progress(p->progress_ctx, ev.ts, duration);
 	}

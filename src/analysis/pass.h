@@ -135,6 +135,22 @@ const struct ht__commit_stats *ht__pass_commit_stats(const struct ht__pass *p);
 void ht__pass_commit_process_stats(const struct ht__pass *p, uint32_t process,
 				   struct ht__commit_stats *out);
 
+/*
+ * Sampled traces (ht_trace_info.sample_rate, docs/trace-format.md): the
+ * pass hands every consumer estimates, here and nowhere else. A heap
+ * event's size and old_size, and each life's size, are the bytes the
+ * sampled blocks stand for; a life's count is how many blocks. 0 when
+ * the trace recorded every allocation (and nothing is scaled).
+ */
+uint64_t ht__pass_sample_rate(const struct ht__pass *p);
+
+/*
+ * During .event: how many allocations the event stands for (an allocation
+ * or realloc: the new block's; a free: the freed block's); 1 when not
+ * sampled. Counting calls, add this instead of 1.
+ */
+uint64_t ht__pass_event_count(const struct ht__pass *p);
+
 /* Events read so far. */
 uint64_t ht__pass_events(const struct ht__pass *p);
 

@@ -111,7 +111,7 @@ bool ht__query_accepts(const struct ht__query *q, const struct ht__life *life, u
 	}
 	if (q->temporary_only && !life->temporary)
 		return false;
-	if (life->size < q->size_min || life->size >= q->size_max)
+	if (life->block_size < q->size_min || life->block_size >= q->size_max)
 		return false;
 	bool freed = life->free_ts != HT_TS_NEVER &&
 		     (!q->has_range || life->free_ts < q->range_end) && !q->has_at;

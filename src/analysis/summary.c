@@ -67,17 +67,17 @@ static int on_life_end(void *ctx, struct ht__pass *p, const struct ht__life *l)
 		return HT_ERR_NOMEM;
 	struct ht__summary_counts *c = &r->s->procs[l->process];
 	if (ht__temp_is(r->temp, l)) {
-		c->temporary_count++;
+		c->temporary_count += l->count;
 		c->temporary_bytes += l->size;
-		r->s->total.temporary_count++;
+		r->s->total.temporary_count += l->count;
 		r->s->total.temporary_bytes += l->size;
 	}
 	/* Never freed: live at the end, or taken back by the kernel at its exit. */
 	if (l->free_ts == HT_TS_NEVER || l->at_exit) {
 		c->leaked_bytes += l->size;
-		c->leaked_count++;
+		c->leaked_count += l->count;
 		r->s->total.leaked_bytes += l->size;
-		r->s->total.leaked_count++;
+		r->s->total.leaked_count += l->count;
 		return 0;
 	}
 	struct proc_live *pl = &r->live[l->process];
@@ -87,14 +87,14 @@ static int on_life_end(void *ctx, struct ht__pass *p, const struct ht__life *l)
 	return 0;
 }
 
-/* A block of size was allocated by process p at ts. */
-static void grew(struct run *r, uint32_t p, uint64_t size, uint64_t ts)
+/* count blocks of size bytes in all were allocated by process p at ts. */
+static void grew(struct run *r, uint32_t p, uint64_t size, uint64_t count, uint64_t ts)
 {
 	struct ht__summary_counts *c = &r->s->procs[p], *t = &r->s->total;
 	struct proc_live *pl = &r->live[p];
-	c->alloc_calls++;
+	c->alloc_calls += count;
 	c->alloc_bytes += size;
-	t->alloc_calls++;
+	t->alloc_calls += count;
 	t->alloc_bytes += size;
 	pl->bytes += size;
 	if (pl->bytes > c->peak_bytes) {
@@ -164,22 +164,22 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 	switch (ev->type) {
 	case HT_EV_ALLOC:
 		if (ev->addr)
-			grew(r, ev->process, ev->size, ev->ts);
+			grew(r, ev->process, ev->size, ht__pass_event_count(p), ev->ts);
 		break;
 	case HT_EV_REALLOC:
 		if (ev->flags & HT_EVF_FAILED)
 			break;
 		if (ev->addr)
-			grew(r, ev->process, ev->size, ev->ts);
+			grew(r, ev->process, ev->size, ht__pass_event_count(p), ev->ts);
 		else if (ev->old_addr) { /* realloc(p, 0) */
-			c->free_calls++;
-			s->total.free_calls++;
+			c->free_calls += ht__pass_event_count(p);
+			s->total.free_calls += ht__pass_event_count(p);
 		}
 		break;
 	case HT_EV_FREE:
 		if (ev->addr) {
-			c->free_calls++;
-			s->total.free_calls++;
+			c->free_calls += ht__pass_event_count(p);
+			s->total.free_calls += ht__pass_event_count(p);
 		}
 		break;
 	}

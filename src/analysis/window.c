@@ -130,7 +130,7 @@ static void node_count(struct ht__wnode *n, const struct ht__witem *it, int type
 {
 	n->live++;
 	if (type == HT_AIFI || type == HT_AIFO) {
-		n->count += !it->piece;
+		n->count += it->piece ? 0 : it->count;
 		n->size += it->size;
 	}
 	if (type == HT_AIFO)

@@ -108,6 +108,7 @@ struct ht__witem {
 	 * not count again in Count.
 	 */
 	bool piece;
+	uint64_t count; /* blocks it stands for: 1, or a sampled trace's estimate */
 };
 
 /* One block kept as a row (ht__wtree_new with keep_rows). */

@@ -32,8 +32,8 @@ static bool wanted(const struct ht__wfeed *f, uint32_t process)
 }
 
 /* One heap block or committed range; those outside the window are dropped. */
-static int add(struct ht__wfeed *f, uint32_t process, uint64_t heap, int32_t tid, uint32_t stack,
-	       uint64_t addr, uint64_t size, uint64_t alloc_ts, uint64_t free_ts,
+static int add(uint64_t count, struct ht__wfeed *f, uint32_t process, uint64_t heap, int32_t tid,
+	       uint32_t stack, uint64_t addr, uint64_t size, uint64_t alloc_ts, uint64_t free_ts,
 	       const struct ht__commit *c)
 {
 	if (!wanted(f, process) || ht__window_classify(&f->w, alloc_ts, free_ts) < 0)
@@ -59,6 +59,7 @@ static int add(struct ht__wfeed *f, uint32_t process, uint64_t heap, int32_t tid
 	it.process = process;
 	it.tid = tid;
 	it.piece = piece;
+	it.count = count;
 	rc = ht__wtree_add(f->tree, &it);
 	return rc < 0 ? rc : 0;
 }
@@ -66,14 +67,14 @@ static int add(struct ht__wfeed *f, uint32_t process, uint64_t heap, int32_t tid
 static int on_life(void *ctx, struct ht__pass *p, const struct ht__life *l)
 {
 	(void)p;
-	return add(ctx, l->process, l->heap, l->tid, l->stack, l->addr, l->size, l->alloc_ts,
-		   l->free_ts, NULL);
+	return add(l->count, ctx, l->process, l->heap, l->tid, l->stack, l->addr, l->size,
+		   l->alloc_ts, l->free_ts, NULL);
 }
 
 static int on_commit(void *ctx, struct ht__pass *p, const struct ht__commit *c)
 {
 	(void)p;
-	return add(ctx, c->process, 0, c->tid, c->stack, c->addr, c->size, c->commit_ts,
+	return add(1, ctx, c->process, 0, c->tid, c->stack, c->addr, c->size, c->commit_ts,
 		   c->decommit_ts, c);
 }
 

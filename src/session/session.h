@@ -103,7 +103,8 @@ struct ht__session_config {
 
 #define HT__SESSION_CONFIG_INIT                                                                    \
 	{                                                                                          \
-		NULL, NULL, 0, 0, 0, HT_STK_DEFAULT, 0, true, true, false, true                    \
+		.stack_mask = HT_STK_DEFAULT, .reap_children = true, .sample_rss = true,           \
+		.sample_maps = true                                                                \
 	}
 
 /* What the session counted; valid until ht__session_destroy(). */

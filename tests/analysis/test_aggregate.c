@@ -493,6 +493,7 @@ static void test_add(void)
 	}
 	struct ht__life l = {0};
 	l.free_ts = HT_TS_NEVER;
+	l.count = 1;
 	l.size = 8;
 	l.stack = 0xfffffff0u;
 	CHECK_U64(ht__agg_add(x.a, &l, 1000), 0);

@@ -326,7 +326,8 @@ static struct ht__life life(uint64_t alloc_ts, uint64_t free_ts, uint64_t size)
 	struct ht__life l = {0};
 	l.alloc_ts = alloc_ts;
 	l.free_ts = free_ts;
-	l.size = size;
+	l.size = l.block_size = size;
+	l.count = 1;
 	return l;
 }
 

@@ -73,6 +73,7 @@ static struct ht__witem item(uint32_t process, uint32_t stack, uint64_t alloc, u
 	it.free_ts = freed;
 	it.size = size;
 	it.addr = 0x1000 + alloc;
+	it.count = 1;
 	it.tid = (int32_t)(100 + process);
 	return it;
 }
