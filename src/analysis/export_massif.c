@@ -295,7 +295,13 @@ int ht__export_massif(FILE *out, struct ht_reader *r, struct ht__query *q,
 		goto out;
 
 	/* Times in ms, as massif's --time-unit=ms. */
-	fprintf(out, "desc: heaptrail export, host %s\n", info->hostname ? info->hostname : "?");
+	fprintf(out, "desc: heaptrail export, host %s", info->hostname ? info->hostname : "?");
+	if (info->sample_rate) /* the heap sizes are estimates (the pass made them) */
+		fprintf(out,
+			", estimates from allocations sampled every %" PRIu64
+			" bytes on average (--sample-rate)",
+			info->sample_rate);
+	fputc('\n', out);
 	put_cmd(out, info);
 	fputs("time_unit: ms\n", out);
 	idx = malloc((res.count ? res.count : 1) * sizeof(*idx));

@@ -279,7 +279,11 @@ int ht__export_perfetto(FILE *out, struct ht_reader *r, const struct ht__query *
 		f.width = 1000;
 	fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"host\":", out);
 	put_str(out, info->hostname ? info->hostname : "?");
-	fputs(",\"source\":\"heaptrail\"},\"traceEvents\":[", out);
+	fputs(",\"source\":\"heaptrail\"", out);
+	/* The heap counters are estimates (the pass made them). */
+	if (info->sample_rate)
+		fprintf(out, ",\"sample_rate\":%" PRIu64 ",\"estimated\":true", info->sample_rate);
+	fputs("},\"traceEvents\":[", out);
 	struct ht__pass *p = NULL;
 	int rc;
 	if ((rc = ht__pass_new(&p, r)) < 0 || (rc = ht__pass_add(p, &perfetto_consumer, &f)) < 0)

@@ -317,9 +317,18 @@ int ht__export_pprof(FILE *out, const struct ht__pprof_side *cur, size_t ncur,
 	for (size_t i = 0; i < nbase; i++)
 		add_side(&b, 1, &base[i], -1);
 	const struct ht_trace_info *info = ncur ? ht_reader_info(cur->r) : NULL;
-	char comment[256];
-	snprintf(comment, sizeof(comment), "heaptrail %s%s, host %s", ht__metric_name(m),
-		 base ? " (minus the base)" : "", info && info->hostname ? info->hostname : "?");
+	/* A sampled trace: the values are already estimates (the pass made them);
+	   the period says the rate they come from, as Go's heap profiles do. */
+	uint64_t rate = info ? info->sample_rate : 0;
+	char sampled[128] = "", comment[400];
+	if (rate)
+		snprintf(sampled, sizeof(sampled),
+			 ", estimates from allocations sampled every %" PRIu64
+			 " bytes on average (--sample-rate)",
+			 rate);
+	snprintf(comment, sizeof(comment), "heaptrail %s%s, host %s%s", ht__metric_name(m),
+		 base ? " (minus the base)" : "", info && info->hostname ? info->hostname : "?",
+		 sampled);
 	int64_t comment_id = str_id(&b, comment);
 
 	Htpprof__Profile p = HTPPROF__PROFILE__INIT;
@@ -362,7 +371,7 @@ int ht__export_pprof(FILE *out, const struct ht__pprof_side *cur, size_t ncur,
 	p.time_nanos = info ? (int64_t)info->start_realtime_ns : 0;
 	p.duration_nanos = info ? (int64_t)info->duration_ns : 0;
 	p.period_type = &period;
-	p.period = 1;
+	p.period = rate ? (int64_t)rate : 1;
 	p.n_comment = 1;
 	p.comment = &comment_id;
 	p.default_sample_type = m == HT_METRIC_TOTAL ? vt[1].type : vt[3].type;

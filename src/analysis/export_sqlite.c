@@ -38,7 +38,8 @@ static const char schema[] =
     " PRIMARY KEY(stack_id, depth)) WITHOUT ROWID;"
     "CREATE TABLE allocations(id INTEGER PRIMARY KEY, process INTEGER, pid INTEGER,"
     " tid INTEGER, heap INTEGER, address INTEGER, size INTEGER, alloc_ns INTEGER,"
-    " free_ns INTEGER, stack_id INTEGER, func TEXT, realloc_from INTEGER, at_exit INTEGER);"
+    " free_ns INTEGER, stack_id INTEGER, func TEXT, realloc_from INTEGER, at_exit INTEGER,"
+    " count INTEGER);"
     "CREATE TABLE commits(process INTEGER, pid INTEGER, tid INTEGER, address INTEGER,"
     " size INTEGER, commit_ns INTEGER, decommit_ns INTEGER, stack_id INTEGER, func TEXT,"
     " at_exit INTEGER);"
@@ -56,7 +57,7 @@ static const char indexes[] = "CREATE INDEX allocations_alloc ON allocations(all
 enum { S_ALLOC, S_COMMIT, S_RSS, S_THREAD, S_THREAD_NAME, S_THREAD_EXIT, S_LOAD, S_UNLOAD, S_N };
 
 static const char *const stmt_sql[S_N] = {
-    "INSERT INTO allocations VALUES(NULL,?,?,?,?,?,?,?,?,?,?,?,?)",
+    "INSERT INTO allocations VALUES(NULL,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     "INSERT INTO commits VALUES(?,?,?,?,?,?,?,?,?,?)",
     "INSERT INTO rss VALUES(?,?,?,?)",
     "INSERT INTO threads VALUES(?,?,?,?,?,NULL)",
@@ -232,6 +233,7 @@ static int on_life(void *ctx, struct ht__pass *p, const struct ht__life *l)
 	else
 		sqlite3_bind_null(st, 11);
 	sqlite3_bind_int64(st, 12, l->at_exit);
+	sqlite3_bind_int64(st, 13, (int64_t)l->count);
 	int rc = step(s, st);
 	if (rc == 0 && l->freed_by_realloc) {
 		s->pending = true;
@@ -364,6 +366,8 @@ static int write_tables(struct sq *s)
 	    {"duration_ns", (int64_t)info->duration_ns, NULL},
 	    {"events_lost", (int64_t)info->events_lost, NULL},
 	    {"ts_unit_ns", info->ts_unit_ns, NULL},
+	    /* Not 0: allocations' size and count are estimates (docs/export.md). */
+	    {"sample_rate", (int64_t)info->sample_rate, NULL},
 	};
 	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]) && !rc; i++) {
 		sqlite3_bind_text(st, 1, kv[i].k, -1, SQLITE_STATIC);

@@ -387,6 +387,9 @@ static void print_text(const struct ht__agg_result *res, struct ht__agg *agg,
 		       const struct ht_reader *r, const struct ht__query *q,
 		       const struct ht__heap_names *names)
 {
+	char note[200];
+	if (sample_note(ht_reader_info(r), note, sizeof(note)))
+		printf("NOTE: %s\n\n", note);
 	if (res->group == HT_GROUP_HANDLE) {
 		print_handles_text(res, r, names);
 		if (res->count < res->total_items && !q->totals_only)
@@ -465,6 +468,7 @@ static void print_json(const struct ht__agg_result *res, struct ht__agg *agg,
 	}
 	jw_key(&j, "symbols");
 	jw_bool(&j, res->symbols);
+	jw_sampling(&j, ht_reader_info(r));
 	jw_key(&j, "totals");
 	jw_obj_begin(&j);
 	jw_key(&j, "alloc_count");
@@ -532,14 +536,19 @@ static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
 		      const struct ht_reader *r, const struct ht__query *q,
 		      const struct ht__heap_names *names)
 {
+	/* A sampled trace's rows end with the rate their estimates come from. */
+	uint64_t rate = ht_reader_info(r)->sample_rate;
 	if (q->totals_only) {
 		printf(
-		    "alloc_count,alloc_bytes,realloc_count,outstanding_count,outstanding_bytes\n");
+		    "alloc_count,alloc_bytes,realloc_count,outstanding_count,outstanding_bytes%s\n",
+		    rate ? ",sample_rate" : "");
 		csv_u64(res->totals.total_count, ',');
 		csv_u64(res->totals.total_bytes, ',');
 		csv_u64(res->totals.realloc_count, ',');
 		csv_u64(res->totals.outstanding_count, ',');
-		csv_u64(res->totals.outstanding_bytes, '\n');
+		csv_u64(res->totals.outstanding_bytes, rate ? ',' : '\n');
+		if (rate)
+			csv_u64(rate, '\n');
 		return;
 	}
 	if (res->group == HT_GROUP_HANDLE)
@@ -547,7 +556,7 @@ static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
 	printf("outstanding_bytes,outstanding_count,total_bytes,total_count,realloc_count");
 	if (res->group != HT_GROUP_HANDLE)
 		printf(",%s", group_word(res->group, false));
-	putchar('\n');
+	printf("%s\n", rate ? ",sample_rate" : "");
 	char *line = NULL;
 	size_t line_len = 0;
 	for (size_t i = 0; i < res->count; i++) {
@@ -584,6 +593,8 @@ static void print_csv(const struct ht__agg_result *res, struct ht__agg *agg,
 			putchar(',');
 			csv_field(stdout, it->key);
 		}
+		if (rate)
+			printf(",%" PRIu64, rate);
 		putchar('\n');
 	}
 	free(line);

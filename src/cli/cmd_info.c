@@ -235,6 +235,9 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 	}
 	fputs(*sep == ',' ? ")\n" : "\n", f);
 	fprintf(f, "lost:       %" PRIu64 "\n", in->events_lost);
+	char note[200];
+	if (sample_note(in, note, sizeof(note)))
+		fprintf(f, "sampling:   %s (events: the samples)\n", note);
 	if (in->flags & HT_TRACEF_ATTACHED)
 		fprintf(f, "note:       the trace started after some processes did: their earlier "
 			   "allocations are unknown\n");
@@ -372,6 +375,7 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 	jw_key(&j, "in_signal_handler");
 	jw_u64(&j, in->lost_in_handler);
 	jw_obj_end(&j);
+	jw_sampling(&j, in);
 	jw_key(&j, "event_count");
 	jw_u64(&j, s->event_count);
 	jw_key(&j, "events");

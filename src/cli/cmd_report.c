@@ -137,6 +137,7 @@ static void write_trace(struct jw *j, struct ht_reader *r, const char *file,
 	jw_bool(j, info->flags & HT_TRACEF_TRUNCATED);
 	jw_key(j, "lossy");
 	jw_bool(j, info->flags & HT_TRACEF_LOSSY);
+	jw_sampling(j, info);
 	jw_obj_end(j);
 }
 

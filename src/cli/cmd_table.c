@@ -85,6 +85,7 @@ struct table_run {
 	struct ht__frame_matcher *require;
 	struct ht__window w;
 	struct ht__heap_names *names; /* heap.h's names of custom heaps */
+	uint64_t rate;		      /* heap table of a sampled trace: its sizes are estimates */
 };
 
 /* Reads the trace into t->tree through one pass. Dies on a read error. */
@@ -271,7 +272,11 @@ static void print_text(struct table_run *t, const struct ht__wnode *root)
 		for (uint32_t k = 0; k < t->o->nkeys; k++)
 			printf("%s%s", k ? ", " : "", ht__wkey_name(t->o->keys[k]));
 	}
-	printf("\n\n");
+	printf("\n");
+	char note[200];
+	if (t->rate && sample_note(ht_reader_info(t->r), note, sizeof(note)))
+		printf("Note: %s\n", note);
+	printf("\n");
 	if (!t->o->nkeys) {
 		/* One row per block, everything on the line. */
 		char i[32], s[32];
@@ -299,13 +304,15 @@ static void csv_header(struct table_run *t)
 		printf("process,pid,handle,heap_name,type,impacting_type,thread,address,%s_time_%s,"
 		       "%s_time_%"
 		       "s,lifetime_%s,"
-		       "size,stack\n",
-		       names[0], t->o->unit.name, names[1], t->o->unit.name, t->o->unit.name);
+		       "size,stack%s\n",
+		       names[0], t->o->unit.name, names[1], t->o->unit.name, t->o->unit.name,
+		       t->rate ? ",sample_rate" : "");
 	} else {
 		printf("depth,process,pid,handle,heap_name,type,impacting_type,stack,frame,image,"
 		       "thread,"
 		       "count,impacting_size,"
-		       "size\n");
+		       "size%s\n",
+		       t->rate ? ",sample_rate" : "");
 	}
 }
 
@@ -339,6 +346,8 @@ static void csv_rows(struct table_run *t, const struct ht__wnode *n)
 		}
 		printf(",%" PRIu64 ",", w->size);
 		csv_field(stdout, w->stack ? stack_text(t, w->stack) : "");
+		if (t->rate)
+			printf(",%" PRIu64, t->rate);
 		putchar('\n');
 	}
 }
@@ -401,7 +410,10 @@ static void csv_group(struct table_run *t, const struct ht__wnode *n, const stru
 			csv_field(stdout, heap_name);
 		}
 	}
-	printf(",%" PRIu64 ",%" PRId64 ",%" PRIu64 "\n", n->count, n->impacting, n->size);
+	printf(",%" PRIu64 ",%" PRId64 ",%" PRIu64, n->count, n->impacting, n->size);
+	if (t->rate)
+		printf(",%" PRIu64, t->rate);
+	putchar('\n');
 }
 
 static void csv_node(struct table_run *t, const struct ht__wnode *n, const struct ht__wnode **path)
@@ -546,6 +558,8 @@ static void print_json(struct table_run *t, const struct ht__wnode *root)
 	jw_obj_begin(&j);
 	jw_key(&j, "table");
 	jw_str(&j, t->o->kind == TABLE_HEAP ? "heap" : "commit");
+	if (t->o->kind == TABLE_HEAP)
+		jw_sampling(&j, ht_reader_info(t->r));
 	jw_key(&j, "window");
 	jw_obj_begin(&j);
 	jw_key(&j, "start_ns");
@@ -727,6 +741,7 @@ int cmd_table(int argc, char **argv)
 		o.q.has_at = false;
 	}
 	t.w = tu_window(t.r, o.has_range, o.t1, o.t2);
+	t.rate = o.kind == TABLE_HEAP ? ht_reader_info(t.r)->sample_rate : 0;
 	if ((o.q.cull.count && ht__frame_matcher_new(&t.cull, &o.q.cull, t.r) < 0) ||
 	    (o.q.require.count && ht__frame_matcher_new(&t.require, &o.q.require, t.r) < 0) ||
 	    ht__wstacks_new(&t.stacks, t.r, t.cull) < 0)

@@ -134,6 +134,11 @@ static void print_table(struct tl_run *t, bool csv)
 	const int64_t **vals = calloc(ns ? ns : 1, sizeof(*vals));
 	if (!vals)
 		die("out of memory");
+	/* A sampled trace: its heap series are estimates (commit and RSS are not). */
+	uint64_t rate = ht_reader_info(t->r)->sample_rate;
+	char note[200];
+	if (!csv && sample_note(ht_reader_info(t->r), note, sizeof(note)))
+		printf("Note: %s (heap series)\n\n", note);
 	if (csv)
 		printf("time_%s", t->o->unit.name);
 	else
@@ -148,6 +153,8 @@ static void print_table(struct tl_run *t, bool csv)
 			printf(" %16s", buf);
 		}
 	}
+	if (csv && rate)
+		printf(",sample_rate");
 	putchar('\n');
 	for (uint64_t p = 0; p < np; p++) {
 		uint64_t ts = ht__timeline_time(t->tl, p);
@@ -166,6 +173,8 @@ static void print_table(struct tl_run *t, bool csv)
 				printf(" %16s", buf);
 			}
 		}
+		if (csv && rate)
+			printf(",%" PRIu64, rate);
 		putchar('\n');
 	}
 	free(vals);
@@ -182,6 +191,7 @@ static void print_json(struct tl_run *t)
 	jw_u64(&j, ht__timeline_time(t->tl, 0));
 	jw_key(&j, "peak");
 	jw_bool(&j, t->o->peak);
+	jw_sampling(&j, ht_reader_info(t->r));
 	jw_key(&j, "series");
 	jw_arr_begin(&j);
 	uint64_t np = ht__timeline_points(t->tl);

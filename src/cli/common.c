@@ -5,6 +5,7 @@
 #include "cli/common.h"
 #include "format/output.h"
 #include "format/textout.h"
+#include "heaptrail/trace.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -90,6 +91,40 @@ int parse_size(const char *s, uint64_t *out)
 		return -1;
 	*out = v * mul;
 	return 0;
+}
+
+const char *sample_rate_text(uint64_t rate, char *buf, size_t n)
+{
+	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int u = 0;
+	while (u < 4 && rate && !(rate & 1023)) {
+		rate >>= 10;
+		u++;
+	}
+	snprintf(buf, n, "%" PRIu64 "%s", rate, unit[u]);
+	return buf;
+}
+
+const char *sample_note(const struct ht_trace_info *in, char *buf, size_t n)
+{
+	if (!in || !in->sample_rate)
+		return NULL;
+	char r[32];
+	snprintf(buf, n,
+		 "sampled trace (--sample-rate %s): heap sizes and counts are estimates from "
+		 "one allocation per %s on average",
+		 sample_rate_text(in->sample_rate, r, sizeof(r)), r);
+	return buf;
+}
+
+void jw_sampling(struct jw *j, const struct ht_trace_info *in)
+{
+	if (!in || !in->sample_rate)
+		return;
+	jw_key(j, "sample_rate");
+	jw_u64(j, in->sample_rate);
+	jw_key(j, "estimated");
+	jw_bool(j, true);
 }
 
 uint64_t parse_sample_rate(const char *s)

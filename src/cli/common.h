@@ -13,6 +13,8 @@
 
 #include "format/output.h"
 
+struct ht_trace_info;
+
 /* "heaptrail: error: MSG" on stderr, then exit(2). Messages: lowercase, no period. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "heaptrail: error: MSG" on stderr; returns -1. */
@@ -59,6 +61,17 @@ void jw_bool(struct jw *j, bool v);
 void jw_null(struct jw *j);
 /* Ends the document with a newline. */
 void jw_finish(struct jw *j);
+
+/*
+ * Sampled traces (--sample-rate): every output says its numbers are
+ * estimates and from what rate. sample_rate_text(): the rate as the option
+ * takes it ("512KiB"). sample_note(): one line for text headers, or NULL
+ * for a trace of every allocation. jw_sampling(): the JSON fields
+ * "sample_rate" and "estimated": true, in a sampled trace's output only.
+ */
+const char *sample_rate_text(uint64_t rate, char *buf, size_t n);
+const char *sample_note(const struct ht_trace_info *in, char *buf, size_t n);
+void jw_sampling(struct jw *j, const struct ht_trace_info *in);
 
 /* Writes s as one CSV field (quoted when it needs to be). */
 void csv_field(FILE *f, const char *s);

@@ -106,6 +106,12 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 		fprintf(out,
 			"heaptrail: note: the trace started after the program did; blocks from "
 			"before are not seen\n");
+	char note[200];
+	if (sample_note(in, note, sizeof(note)))
+		fprintf(out,
+			"heaptrail: note: %s; a leak smaller than the rate may not be seen, "
+			"record without --sample-rate to be sure\n",
+			note);
 	if (!pass) {
 		for (size_t i = 0; i < rep.leaked_stacks && i < SHOWN_STACKS; i++) {
 			const struct ht__leak *l = &rep.items[i];

@@ -30,6 +30,8 @@ export function summary(m) {
 	if (!t.complete) flags.push('the trace was not finished');
 	if (t.truncated) flags.push('the trace is truncated');
 	if (!t.symbols) flags.push('no symbols');
+	if (t.sample_rate)
+		flags.push('sampled trace (--sample-rate ' + fmtBytes(t.sample_rate) + '): heap sizes and counts are estimates from one allocation per ' + fmtBytes(t.sample_rate) + ' on average');
 	if (m.heap.binned || m.commit.binned)
 		flags.push('big trace: the top stacks keep every lifetime, the rest are bucketed by ' + fmtTime(m.heap.bucketNs));
 	$('summary-grid').innerHTML = items
