@@ -1,7 +1,10 @@
 /*
  * Hooks of the process heap (glibc malloc and its relatives). Allocations are
  * stamped after the real call returns, frees before the real call is made, so
- * that sorting by time gives a consistent history of every address.
+ * that sorting by time gives a consistent history of every address. When
+ * sampling, malloc, calloc and free first take the fast path of internal.h:
+ * an allocation that is not sampled, or the free of a block that never
+ * was, costs a few instructions beyond the real call.
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -24,9 +27,13 @@ static HT_COLD void *pass_malloc(size_t size)
 	return ht__real.malloc(size);
 }
 
-HT_EXPORT void *malloc(size_t size)
+/*
+ * The bodies of malloc and calloc are functions of their own, one traced
+ * and one sampling, so that the hook is a test and a jump without a frame
+ * (the recorder keeps frame pointers).
+ */
+static __attribute__((noinline)) void *malloc_traced(struct ht__thread *t, size_t size)
 {
-	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!ht__enter(t)))
 		return pass_malloc(size);
 	void *p = ht__real.malloc(size);
@@ -37,11 +44,25 @@ HT_EXPORT void *malloc(size_t size)
 	return p;
 }
 
-HT_EXPORT void free(void *p)
+static __attribute__((noinline)) void *malloc_sampling(struct ht__thread *t, size_t size)
 {
-	struct ht__thread *t = &ht__t;
-	if (HT_UNLIKELY(!p || ht__is_boot(p)))
-		return;
+	if (!ht__sample_skip_alloc(t, size))
+		return malloc_traced(t, size);
+	void *p = ht__real.malloc(size);
+	if (HT_UNLIKELY(!p))
+		ht__sample_failed(HT_FN_MALLOC, size);
+	return p;
+}
+
+HT_EXPORT void *malloc(size_t size)
+{
+	if (HT_UNLIKELY(ht__g.sample_rate))
+		return malloc_sampling(&ht__t, size);
+	return malloc_traced(&ht__t, size);
+}
+
+static __attribute__((noinline)) void free_traced(struct ht__thread *t, void *p)
+{
 	if (HT_UNLIKELY(!ht__enter(t))) {
 		if (ht__real.free)
 			ht__real.free(p);
@@ -54,6 +75,18 @@ HT_EXPORT void free(void *p)
 	ht__leave(t);
 }
 
+HT_EXPORT void free(void *p)
+{
+	struct ht__thread *t = &ht__t;
+	if (HT_UNLIKELY(!p || ht__is_boot(p)))
+		return;
+	if (ht__sample_skip_free(t, p)) {
+		ht__real.free(p);
+		return;
+	}
+	free_traced(t, p);
+}
+
 static HT_COLD void *pass_calloc(size_t n, size_t size)
 {
 	if (!ht__real.calloc) {
@@ -64,17 +97,36 @@ static HT_COLD void *pass_calloc(size_t n, size_t size)
 	return ht__real.calloc(n, size);
 }
 
-HT_EXPORT void *calloc(size_t n, size_t size)
+static __attribute__((noinline)) void *calloc_traced(struct ht__thread *t, size_t n, size_t size,
+						     uint64_t total)
 {
-	struct ht__thread *t = &ht__t;
 	if (HT_UNLIKELY(!ht__enter(t)))
 		return pass_calloc(n, size);
 	void *p = ht__real.calloc(n, size);
 	int e = errno;
-	ht__rec_alloc(t, HT_FN_CALLOC, p, mul(n, size));
+	ht__rec_alloc(t, HT_FN_CALLOC, p, total);
 	errno = e;
 	ht__leave(t);
 	return p;
+}
+
+static __attribute__((noinline)) void *calloc_sampling(struct ht__thread *t, size_t n, size_t size,
+						       uint64_t total)
+{
+	if (total == UINT64_MAX || !ht__sample_skip_alloc(t, total))
+		return calloc_traced(t, n, size, total);
+	void *p = ht__real.calloc(n, size);
+	if (HT_UNLIKELY(!p))
+		ht__sample_failed(HT_FN_CALLOC, total);
+	return p;
+}
+
+HT_EXPORT void *calloc(size_t n, size_t size)
+{
+	uint64_t total = mul(n, size);
+	if (HT_UNLIKELY(ht__g.sample_rate))
+		return calloc_sampling(&ht__t, n, size, total);
+	return calloc_traced(&ht__t, n, size, total);
 }
 
 /* realloc of a block from the boot buffer: move it to the real heap. */

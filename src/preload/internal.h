@@ -218,6 +218,50 @@ static inline uint64_t ht__sample_key(uint64_t heap, const void *p)
 	return (uint64_t)(uintptr_t)p ^ heap * 0x9e3779b97f4a7c15ull;
 }
 
+/*
+ * A counting filter in front of the set: how many sampled keys hash to
+ * each byte (255 sticks: then the set decides). A free whose byte is 0 was
+ * never sampled: one multiply and one load, inlined in the free hooks.
+ */
+#define HT_SAMPLE_FILTER_BITS 16
+extern _Atomic uint8_t ht__sample_filter[1u << HT_SAMPLE_FILTER_BITS];
+static inline uint32_t ht__sample_filter_slot(uint64_t key)
+{
+	return (uint32_t)((key * 0xff51afd7ed558ccdull) >> (64 - HT_SAMPLE_FILTER_BITS));
+}
+static inline int ht__sample_maybe(uint64_t key)
+{
+	return atomic_load_explicit(&ht__sample_filter[ht__sample_filter_slot(key)],
+				    memory_order_relaxed) != 0;
+}
+
+/*
+ * The hooks' fast path when sampling, before ht__enter(): 1 when this
+ * allocation of size is not sampled (the thread's counter did not run
+ * out), so the hook only calls the real function. Else the counter is as
+ * before and the hook goes the usual way (ht__rec_alloc decides again).
+ */
+static inline int ht__sample_skip_alloc(struct ht__thread *t, uint64_t size)
+{
+	uint64_t rate = ht__g.sample_rate;
+	if (HT_LIKELY(!rate) || t->guard)
+		return 0;
+	if (HT_LIKELY((t->sample_left -= (int64_t)size) > 0) && HT_LIKELY(size < rate))
+		return 1;
+	t->sample_left += (int64_t)size;
+	return 0;
+}
+
+/* The same for a free of p (not NULL, not boot memory): 1 when p was never sampled. */
+static inline int ht__sample_skip_free(struct ht__thread *t, const void *p)
+{
+	return HT_UNLIKELY(ht__g.sample_rate != 0) && !t->guard &&
+	       !ht__sample_maybe((uint64_t)(uintptr_t)p);
+}
+
+/* A skipped allocation whose call failed: failures are always recorded. */
+void ht__sample_failed(unsigned func, uint64_t size);
+
 /* An allocation of size at key: 1 to record it (always, when not sampling). */
 static inline int ht__sample_keep(struct ht__thread *t, uint64_t key, uint64_t size)
 {
@@ -233,7 +277,7 @@ static inline int ht__sample_keep(struct ht__thread *t, uint64_t key, uint64_t s
 /* A free of key: 1 to record it. */
 static inline int ht__sample_free(uint64_t key)
 {
-	return HT_LIKELY(!ht__g.sample_rate) || ht__sample_forget(key);
+	return HT_LIKELY(!ht__g.sample_rate) || (ht__sample_maybe(key) && ht__sample_forget(key));
 }
 
 /*

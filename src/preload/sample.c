@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 
 #include "internal.h"
+#include "rec_heap.h"
 
 /*
  * The set: open addressing with linear probing in levels of growing size.
@@ -33,6 +34,8 @@ struct level {
 	_Atomic uint64_t used; /* slots not EMPTY */
 	_Atomic uint64_t live; /* keys */
 };
+
+_Atomic uint8_t ht__sample_filter[1u << HT_SAMPLE_FILTER_BITS];
 
 static struct level levels[NLEVELS];
 static _Atomic int nlevels;  /* levels[0 .. nlevels-1] are made */
@@ -79,8 +82,28 @@ static uint64_t live_keys(int n)
 	return sum;
 }
 
+/* The filter's byte of key: one more key (sticking at 255), or one fewer. */
+static void filter_add(uint64_t key, int d)
+{
+	_Atomic uint8_t *b = &ht__sample_filter[ht__sample_filter_slot(key)];
+	uint8_t v = atomic_load_explicit(b, memory_order_relaxed);
+	while (v != 255 && !atomic_compare_exchange_weak_explicit(
+			       b, &v, (uint8_t)(v + d), memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+/* A key could not be kept: from now on every free is recorded. */
+static void lose_set(void)
+{
+	atomic_store_explicit(&lost_set, 1, memory_order_relaxed);
+	for (size_t i = 0; i < sizeof(ht__sample_filter); i++)
+		atomic_store_explicit(&ht__sample_filter[i], 255, memory_order_relaxed);
+}
+
 void ht__sample_remember(uint64_t key)
 {
+	/* Before the set: a free that finds the byte 0 is never of this key. */
+	filter_add(key, 1);
 	key = as_key(key);
 	for (;;) {
 		int n = atomic_load_explicit(&nlevels, memory_order_acquire);
@@ -99,7 +122,7 @@ void ht__sample_remember(uint64_t key)
 			   level takes keys up to 7/8 full, then frees are all recorded. */
 			if (!l ||
 			    8 * atomic_load_explicit(&l->used, memory_order_relaxed) >= 7 * size) {
-				atomic_store_explicit(&lost_set, 1, memory_order_relaxed);
+				lose_set();
 				return;
 			}
 		}
@@ -120,13 +143,14 @@ void ht__sample_remember(uint64_t key)
 				}
 			}
 		}
-		atomic_store_explicit(&lost_set, 1, memory_order_relaxed);
+		lose_set();
 		return;
 	}
 }
 
 int ht__sample_forget(uint64_t key)
 {
+	uint64_t raw = key;
 	key = as_key(key);
 	for (int k = atomic_load_explicit(&nlevels, memory_order_acquire) - 1; k >= 0; k--) {
 		struct level *l = &levels[k];
@@ -139,6 +163,7 @@ int ht__sample_forget(uint64_t key)
 			if (v == key) {
 				atomic_store_explicit(&l->slot[i], GONE, memory_order_relaxed);
 				atomic_fetch_sub_explicit(&l->live, 1, memory_order_relaxed);
+				filter_add(raw, -1);
 				return 1;
 			}
 			if (v == EMPTY)
@@ -193,6 +218,17 @@ int ht__sample_pick(struct ht__thread *t, uint64_t key, uint64_t size)
 		t->sample_left = next_distance(t);
 	ht__sample_remember(key);
 	return 1;
+}
+
+void ht__sample_failed(unsigned func, uint64_t size)
+{
+	struct ht__thread *t = &ht__t;
+	int e = errno;
+	if (ht__enter(t)) {
+		ht__put_alloc(t, func, NULL, size);
+		ht__leave(t);
+	}
+	errno = e;
 }
 
 enum ht__sample_realloc ht__sample_realloc(struct ht__thread *t, uint64_t heap, const void *old,
