@@ -153,7 +153,7 @@ static int cell_add(struct ht__rd_table *t, uint32_t site, const struct ht__rd_l
 	    .alloc_bucket = (uint32_t)(l->alloc_ts / t->bucket_ns),
 	    .free_bucket =
 		l->free_ts == HT_TS_NEVER ? NONE32 : (uint32_t)(l->free_ts / t->bucket_ns),
-	    .count = !l->piece,
+	    .count = l->piece ? 0 : l->count,
 	    .blocks = 1,
 	    .bytes = l->size,
 	    .reallocs = l->realloc,
@@ -369,7 +369,13 @@ static int on_life(void *ctx, struct ht__pass *p, const struct ht__life *l)
 	int64_t site = st < 0 ? st : site_get(&x->d->heap, l->process, (uint32_t)h, (uint32_t)st);
 	if (site < 0)
 		return (int)site;
-	struct ht__rd_life rl = {l->size, l->alloc_ts, l->free_ts, l->from_realloc, 0, l->at_exit};
+	struct ht__rd_life rl = {l->size,
+				 l->alloc_ts,
+				 l->free_ts,
+				 l->from_realloc,
+				 0,
+				 l->at_exit,
+				 l->count > UINT32_MAX ? UINT32_MAX : (uint32_t)l->count};
 	int rc = table_add(&x->d->heap, (uint32_t)site, &rl);
 	if (rc < 0 || l->free_ts == HT_TS_NEVER)
 		return rc;
@@ -388,8 +394,8 @@ static int on_commit(void *ctx, struct ht__pass *p, const struct ht__commit *c)
 	int64_t site = st < 0 ? st : site_get(&x->d->commit, c->process, (uint32_t)h, (uint32_t)st);
 	if (site < 0)
 		return (int)site;
-	struct ht__rd_life rl = {c->size, c->commit_ts,	  c->decommit_ts,
-				 0,	  (uint8_t)piece, c->at_exit};
+	struct ht__rd_life rl = {
+	    c->size, c->commit_ts, c->decommit_ts, 0, (uint8_t)piece, c->at_exit, 1};
 	return table_add(&x->d->commit, (uint32_t)site, &rl);
 }
 

@@ -58,6 +58,7 @@ struct ht__rd_life {
 	uint8_t realloc; /* made by a realloc call */
 	uint8_t piece;	 /* a further piece of a committed range: not counted again */
 	uint8_t at_exit; /* free_ts is its process's exit or exec: the program never freed it */
+	uint32_t count;	 /* blocks it stands for: 1, or a sampled trace's estimate (pass.h) */
 };
 
 /* Binned lifetimes of one site that share an alloc and a free bucket. */

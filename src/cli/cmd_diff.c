@@ -180,11 +180,18 @@ static void print_csv(const struct ht__diff *d, size_t n)
 	}
 }
 
-static void print_json(const struct ht__diff *d, size_t n)
+static void print_json(const struct ht__diff *d, size_t n, uint64_t base_rate, uint64_t new_rate)
 {
 	struct jw j;
 	jw_init(&j, stdout, true);
 	jw_obj_begin(&j);
+	/* Sampled traces (docs/json-output.md): their side is estimates. */
+	if (base_rate || new_rate) {
+		jw_key(&j, "base_sample_rate");
+		jw_u64(&j, base_rate);
+		jw_key(&j, "new_sample_rate");
+		jw_u64(&j, new_rate);
+	}
 	jw_key(&j, "items");
 	jw_arr_begin(&j);
 	for (size_t i = 0; i < n; i++) {
@@ -253,9 +260,18 @@ int cmd_diff(int argc, char **argv)
 	if (rc < 0)
 		die("%s", ht_strerror(rc));
 	size_t n = o.top && o.top < d.count ? (size_t)o.top : d.count;
+	uint64_t base_rate = ht_reader_info(base.r)->sample_rate;
+	uint64_t new_rate = ht_reader_info(cur.r)->sample_rate;
+	char note[200];
+	if (o.format == FMT_TEXT && sample_note(ht_reader_info(base.r), note, sizeof(note)))
+		printf("NOTE: base: %s\n", note);
+	if (o.format == FMT_TEXT && sample_note(ht_reader_info(cur.r), note, sizeof(note)))
+		printf("NOTE: new: %s\n", note);
+	if (o.format == FMT_TEXT && (base_rate || new_rate))
+		putchar('\n');
 	switch (o.format) {
 	case FMT_JSON:
-		print_json(&d, n);
+		print_json(&d, n, base_rate, new_rate);
 		break;
 	case FMT_CSV:
 		print_csv(&d, n);

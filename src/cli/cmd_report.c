@@ -329,8 +329,13 @@ static void write_table(struct jw *j, const char *key, const struct ht__rd_table
 	for (uint32_t i = 0; i < t->nsites; i++)
 		jw_u64(j, t->sites[i].nlives);
 	jw_arr_end(j);
-	const char *cols[6] = {"size", "alloc", "life", "realloc", "piece", "exit"};
-	for (int c = 0; c < 6; c++) {
+	/* A sampled trace's lifetimes stand for count blocks each (docs/report.md). */
+	bool counted = false;
+	for (uint32_t i = 0; i < t->nsites && !counted; i++)
+		for (uint32_t k = 0; k < t->sites[i].nlives && !counted; k++)
+			counted = t->sites[i].lives[k].count != 1;
+	const char *cols[7] = {"size", "alloc", "life", "realloc", "piece", "exit", "count"};
+	for (int c = 0; c < (counted ? 7 : 6); c++) {
 		jw_key(j, cols[c]);
 		jw_arr_begin(j);
 		for (uint32_t i = 0; i < t->nsites; i++) {
@@ -356,6 +361,9 @@ static void write_table(struct jw *j, const char *key, const struct ht__rd_table
 					break;
 				case 5:
 					jw_u64(j, l->at_exit);
+					break;
+				case 6:
+					jw_u64(j, l->count);
 					break;
 				default:
 					jw_u64(j, l->piece);

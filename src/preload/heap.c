@@ -58,7 +58,7 @@ static int sampled(struct ht__thread *t, unsigned *type, uint32_t *bit, uint64_t
 	case HT_REC_HEAP_ALLOC:
 		return !*p || ht__sample_keep(t, ht__sample_key(heap, *p), *size);
 	case HT_REC_HEAP_FREE:
-		return ht__sample_forget(ht__sample_key(heap, *p));
+		return ht__sample_free(ht__sample_key(heap, *p));
 	}
 	switch (ht__sample_realloc(t, heap, *old, *p, *size)) {
 	case HT_SR_REALLOC:

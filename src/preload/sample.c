@@ -234,7 +234,7 @@ void ht__sample_failed(unsigned func, uint64_t size)
 enum ht__sample_realloc ht__sample_realloc(struct ht__thread *t, uint64_t heap, const void *old,
 					   const void *p, uint64_t size)
 {
-	int old_sampled = old && ht__sample_forget(ht__sample_key(heap, old));
+	int old_sampled = old && ht__sample_free(ht__sample_key(heap, old));
 	if (!p) {
 		/* A failure keeps old as it was; realloc(old, 0) freed it. */
 		if (old_sampled && size)

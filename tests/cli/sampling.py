@@ -112,6 +112,20 @@ def sampling_estimates(env):
             data = gzip.decompress(data)
         check(word in data, "export %s says the rate (%r)" % (fmt, word))
 
+    # The report: its data names the rate, and its heap lifetimes carry the
+    # blocks each stands for, adding up to analyze's estimate.
+    page = os.path.join(env.tmp, "x.html")
+    rc, out, err = env.run([env.heaptrail, "report", "-o", page, tr.path])
+    equal(rc, 0, "report: exit (%s)" % err)
+    html = open(page).read()
+    start = html.index('<script id="heaptrail-data" type="application/json">')
+    data = json.loads(html[html.index(">", start) + 1:html.index("</script>", start)])
+    equal(data["trace"].get("sample_rate"), RATE, "report data: sample_rate")
+    heap = data["heap"]
+    counts = sum(c for c, p in zip(heap["exact"]["count"], heap["exact"]["piece"]) if not p)
+    counts += sum(heap.get("binned", {}).get("count", []))
+    equal(counts, res["totals"]["alloc_count"], "report: the heap lifetimes' counts add up to analyze's")
+
     # The same seed samples the same allocations.
     again = env.record([env.prog("sampled")], name="again", extra=("--sample-rate", "64KiB", "--sample-seed", "2"))
     for k in ("alloc", "realloc", "free"):

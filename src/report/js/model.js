@@ -40,7 +40,7 @@ function decodeTable(t, trace) {
 			it.site[i] = s;
 			it.alloc[i] = a;
 			it.free[i] = ex.life[i] < 0 ? NEVER : a + ex.life[i];
-			it.count[i] = ex.piece[i] ? 0 : 1;
+			it.count[i] = ex.piece[i] ? 0 : ex.count ? ex.count[i] : 1;
 			it.blocks[i] = 1;
 			it.bytes[i] = ex.size[i];
 			it.reallocs[i] = ex.realloc[i];
