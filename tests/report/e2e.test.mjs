@@ -333,6 +333,9 @@ try {
 	browser = await openPage(modules, small);
 	const b = await browser.page.evaluate(() => ({ binned: window.heaptrail.model.heap.binned, w: window.heaptrail.model.heap.bucketNs, tot: window.heaptrail.totals() }));
 	check(b.binned, 'with --exact 50 some heap sites are binned');
+	await browser.page.waitForFunction(() => document.getElementById('dl-cmd').textContent.length > 0, null, { timeout: 20000 });
+	const note = await browser.page.textContent('#dl-cmd');
+	check(note.endsWith('(not byte for byte here: in binned sites, blocks held at exit count as freed then)'), 'binned report: the download commands say they differ (' + note + ')');
 	const whole = JSON.parse(run(heaptrail, ['table', 'heap', trace, '--format', 'json'])).total;
 	check(b.tot.heap.count === whole.count && b.tot.heap.size === whole.size && b.tot.heap.impacting === whole.impacting_size,
 		'binned report: whole-trace heap totals equal heaptrail table');

@@ -187,7 +187,9 @@ function main() {
 			const range = ' -range ' + rangeArg(t1) + ' ' + rangeArg(t2);
 			$('dl-cmd').textContent =
 				'heaptrail export ' + file + ' --format collapsed' + range + ' -o ' + downloadName('folded') +
-				'; heaptrail analyze ' + file + ' -stacks' + range + ' -top ' + windowRows().length + ' --format csv';
+				'; heaptrail analyze ' + file + ' -stacks' + range + ' -top ' + windowRows().length + ' --format csv' +
+				// Binned cells do not keep which blocks their process held at exit.
+				(m.heap.binned ? ' (not byte for byte here: in binned sites, blocks held at exit count as freed then)' : '');
 			Object.assign(state.timings, { flame: p2 - p1, xperf: p3 - p2, downloads: performance.now() - p3 });
 		}, 0);
 	}
