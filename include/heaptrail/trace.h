@@ -184,6 +184,10 @@ const char *ht_event_name(unsigned type);
 /* MMAP, MUNMAP: no hook saw it; the session found the range appear in (or
    leave) /proc/PID/maps. func is HT_FN_MAPS_HEAP, _STACK or HT_FN_MAPS. */
 #define HT_EVF_UNSEEN 0x8u
+/* Made by the flight recorder from the state at a window's start (the
+   images, modules, heaps, threads, committed ranges and heap blocks that
+   were there before the window's first event; docs/modes.md). */
+#define HT_EVF_SYNTHETIC 0x10u
 
 /* The process heap (glibc malloc) handle; custom heaps use their own handles. */
 #define HT_HEAP_PROCESS 0
@@ -293,6 +297,12 @@ struct ht_trace_info {
 	 * are estimates (ht_sample_weight()).
 	 */
 	uint64_t sample_rate;
+	/* A flight-recorder window (HT_TRACEF_WINDOW, docs/modes.md): the time
+	   of its first kept event, the events dropped before it (never part of
+	   events_lost), and the ring's limits (bytes, ns; 0: none). All 0 for
+	   other traces. */
+	uint64_t window_start_ns, window_dropped;
+	uint64_t ring_bytes, ring_ns;
 };
 
 /*
@@ -308,6 +318,9 @@ double ht_sample_weight(uint64_t size, uint64_t rate);
 #define HT_TRACEF_TRUNCATED 0x4u /* the reader stopped at a damaged or partial chunk */
 #define HT_TRACEF_LOSSY 0x8u
 #define HT_TRACEF_ATTACHED 0x10u /* some process was joined after it started */
+/* The newest events of a flight-recorder session with the state at their
+   start (docs/modes.md); window_* in ht_trace_info say which. */
+#define HT_TRACEF_WINDOW 0x20u
 
 struct ht_reader;
 

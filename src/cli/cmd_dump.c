@@ -160,6 +160,8 @@ static void print_text(struct ht_reader *r, const struct ht_event *ev, int stack
 		fputs(" failed", f);
 	if (ev->flags & HT_EVF_UNSEEN)
 		fputs(" unseen", f);
+	if (ev->flags & HT_EVF_SYNTHETIC)
+		fputs(" synthetic", f);
 	fprintf(f, " stack=%u\n", ev->stack);
 	if (stacks && ev->stack) {
 		const uint32_t *frames;
@@ -267,6 +269,10 @@ static void print_json(struct ht_reader *r, const struct ht_event *ev, int stack
 	}
 	if (ev->flags & HT_EVF_UNSEEN) {
 		jw_key(&j, "unseen");
+		jw_bool(&j, true);
+	}
+	if (ev->flags & HT_EVF_SYNTHETIC) {
+		jw_key(&j, "synthetic");
 		jw_bool(&j, true);
 	}
 	jw_key(&j, "stack");

@@ -238,6 +238,20 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 	char note[200];
 	if (sample_note(in, note, sizeof(note)))
 		fprintf(f, "sampling:   %s (events: the samples)\n", note);
+	if (in->flags & HT_TRACEF_WINDOW) {
+		char lim[96] = "", h[48];
+		if (in->ring_bytes)
+			snprintf(lim, sizeof(lim), "ring %" PRIu64 " bytes%s", in->ring_bytes,
+				 fmt_human(h, sizeof(h), in->ring_bytes));
+		if (in->ring_ns)
+			snprintf(lim + strlen(lim), sizeof(lim) - strlen(lim), "%slast %s",
+				 *lim ? ", " : "ring ", fmt_time(t, sizeof(t), in->ring_ns));
+		fprintf(f,
+			"window:     flight recorder (%s): events from %s; %" PRIu64
+			" earlier events dropped (not lost: the state at the window's start is "
+			"in the trace)\n",
+			lim, fmt_time(buf, sizeof(buf), in->window_start_ns), in->window_dropped);
+	}
 	if (in->flags & HT_TRACEF_ATTACHED)
 		fprintf(f, "note:       the trace started after some processes did: their earlier "
 			   "allocations are unknown\n");
@@ -376,6 +390,21 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 	jw_u64(&j, in->lost_in_handler);
 	jw_obj_end(&j);
 	jw_sampling(&j, in);
+	jw_key(&j, "window");
+	if (in->flags & HT_TRACEF_WINDOW) {
+		jw_obj_begin(&j);
+		jw_key(&j, "start_ns");
+		jw_u64(&j, in->window_start_ns);
+		jw_key(&j, "dropped");
+		jw_u64(&j, in->window_dropped);
+		jw_key(&j, "ring_bytes");
+		jw_u64(&j, in->ring_bytes);
+		jw_key(&j, "ring_ns");
+		jw_u64(&j, in->ring_ns);
+		jw_obj_end(&j);
+	} else {
+		jw_null(&j);
+	}
 	jw_key(&j, "event_count");
 	jw_u64(&j, s->event_count);
 	jw_key(&j, "events");

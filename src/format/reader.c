@@ -655,6 +655,15 @@ static int parse_meta(struct tables *t, struct ht__cur *c)
 		if (c->bad)
 			return HT_ERR_CORRUPT;
 	}
+	/* Then a flight-recorder window's start, drops and limits. */
+	if (c->p < c->end) {
+		in->window_start_ns = ht__get_varint(c);
+		in->window_dropped = ht__get_varint(c);
+		in->ring_bytes = ht__get_varint(c);
+		in->ring_ns = ht__get_varint(c);
+		if (c->bad)
+			return HT_ERR_CORRUPT;
+	}
 	in->argc = (uint32_t)argc;
 	in->argv = argv;
 	in->hostname = host;

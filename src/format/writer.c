@@ -98,6 +98,7 @@ struct ht__writer {
 	uint64_t event_total;
 	uint64_t lost_by_cause[3]; /* ht__writer_set_losses() */
 	uint64_t sample_rate;	   /* ht__trace_meta.sample_rate */
+	uint64_t window[4];	   /* ht__writer_set_window() */
 	uint32_t event_chunks;
 	uint64_t max_ts;
 	uint32_t chunk_target; /* raw bytes that close an events chunk */
@@ -301,6 +302,14 @@ static int write_meta(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 	for (int i = 0; i < 3; i++)
 		p = ht__put_varint(p, w->lost_by_cause[i]);
 	p = ht__put_varint(p, w->sample_rate);
+	b.len = p - b.data;
+	if (ht__buf_reserve(&b, 40) < 0) {
+		ht__buf_release(&b);
+		return w->err = HT_ERR_NOMEM;
+	}
+	p = b.data + b.len;
+	for (int i = 0; i < 4; i++)
+		p = ht__put_varint(p, w->window[i]);
 	b.len = p - b.data;
 	rc = write_chunk(w, HT__CHUNK_META, b.data, b.len, 1, 0, duration_ns);
 	ht__buf_release(&b);
@@ -1102,6 +1111,16 @@ void ht__writer_set_losses(struct ht__writer *w, uint64_t lossy, uint64_t no_buf
 	w->lost_by_cause[0] = lossy;
 	w->lost_by_cause[1] = no_buffer;
 	w->lost_by_cause[2] = in_handler;
+}
+
+void ht__writer_set_window(struct ht__writer *w, uint64_t start_ns, uint64_t dropped,
+			   uint64_t ring_bytes, uint64_t ring_ns)
+{
+	w->window[0] = start_ns;
+	w->window[1] = dropped;
+	w->window[2] = ring_bytes;
+	w->window[3] = ring_ns;
+	w->flags |= HT_TRACEF_WINDOW;
 }
 
 int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t events_lost,

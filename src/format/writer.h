@@ -105,6 +105,10 @@ int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 /* The causes of events_lost (struct ht_trace_info), for the final META. */
 void ht__writer_set_losses(struct ht__writer *w, uint64_t lossy, uint64_t no_buffer,
 			   uint64_t in_handler);
+/* A flight-recorder window (docs/modes.md), for the final META; the trace
+   gets HT_TRACEF_WINDOW. */
+void ht__writer_set_window(struct ht__writer *w, uint64_t start_ns, uint64_t dropped,
+			   uint64_t ring_bytes, uint64_t ring_ns);
 /* A flag of ht__writer_finish(): the trace stays marked incomplete (a
    rewrite of a trace whose collector never finished it). */
 #define HT__FINISH_INCOMPLETE 0x80000000u
