@@ -90,12 +90,10 @@ static void account(struct ht__commit_tracker *t, struct pmap *pm, int64_t delta
 	}
 }
 
-static void report(struct ht__commit_tracker *t, uint32_t process, const struct range *r,
-		   uint64_t end_ts, int at_exit)
+static struct ht__commit piece_of(uint32_t process, const struct range *r, uint64_t end_ts,
+				  int at_exit)
 {
-	if (!t->on_end)
-		return;
-	struct ht__commit c = {
+	return (struct ht__commit){
 	    .addr = r->start,
 	    .size = r->end - r->start,
 	    .commit_ts = r->commit_ts,
@@ -105,7 +103,16 @@ static void report(struct ht__commit_tracker *t, uint32_t process, const struct 
 	    .tid = r->tid,
 	    .func = r->func,
 	    .at_exit = (uint8_t)at_exit,
+	    .unseen = r->unseen,
 	};
+}
+
+static void report(struct ht__commit_tracker *t, uint32_t process, const struct range *r,
+		   uint64_t end_ts, int at_exit)
+{
+	if (!t->on_end)
+		return;
+	struct ht__commit c = piece_of(process, r, end_ts, at_exit);
 	t->on_end(t->ctx, &c);
 }
 
@@ -563,6 +570,19 @@ void ht__commit_end_process(struct ht__commit_tracker *t, uint32_t process, uint
 void ht__commit_finish(struct ht__commit_tracker *t)
 {
 	report_all(t, 0, t->nprocs, HT_TS_NEVER, 0);
+}
+
+void ht__commit_each_live(const struct ht__commit_tracker *t, ht__commit_fn fn, void *ctx)
+{
+	for (uint32_t p = 0; p < t->nprocs; p++) {
+		const struct pmap *pm = &t->procs[p];
+		for (uint32_t i = 0; i < pm->n && !pm->ended; i++) {
+			if (pm->v[i].state != R_COMMITTED)
+				continue;
+			struct ht__commit c = piece_of(p, &pm->v[i], HT_TS_NEVER, 0);
+			fn(ctx, &c);
+		}
+	}
 }
 
 const struct ht__commit_stats *ht__commit_stats(const struct ht__commit_tracker *t)

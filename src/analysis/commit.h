@@ -77,6 +77,7 @@ struct ht__commit {
 	int32_t tid;
 	uint8_t func;	 /* enum ht_func of the committing call (mmap, mprotect, brk, ...) */
 	uint8_t at_exit; /* decommit_ts is its process image's exit or exec */
+	uint8_t unseen;	 /* committed by an HT_EVF_UNSEEN mmap (found in /proc/PID/maps) */
 };
 
 /* Called once per ended piece; the struct is only valid during the call. */
@@ -112,6 +113,13 @@ void ht__commit_end_process(struct ht__commit_tracker *t, uint32_t process, uint
 
 /* Reports every range still committed (decommit_ts == HT_TS_NEVER), oldest first. */
 void ht__commit_finish(struct ht__commit_tracker *t);
+
+/*
+ * Calls fn for every range committed now (decommit_ts == HT_TS_NEVER), of
+ * the processes that have not ended, in no particular order; changes
+ * nothing. The flight recorder's state at a window's start (docs/modes.md).
+ */
+void ht__commit_each_live(const struct ht__commit_tracker *t, ht__commit_fn fn, void *ctx);
 
 /* Totals over all processes. */
 const struct ht__commit_stats *ht__commit_stats(const struct ht__commit_tracker *t);

@@ -253,6 +253,28 @@ static uint32_t owner_id(struct ht__life_tracker *t, const struct owner *o)
 	return id;
 }
 
+static struct ht__life life_of(const struct ht__life_tracker *t, const struct rec *r, uint64_t ts,
+			       int by_realloc, int at_exit)
+{
+	const struct owner *o = owner_of(t, r);
+	return (struct ht__life){
+	    .heap = o->heap,
+	    .addr = r->addr,
+	    .size = size_of(t, r),
+	    .count = 1,
+	    .block_size = size_of(t, r),
+	    .alloc_ts = r->alloc_ts,
+	    .free_ts = ts,
+	    .process = o->process,
+	    .stack = r->stack,
+	    .tid = o->tid,
+	    .func = o->func,
+	    .from_realloc = o->from_realloc,
+	    .freed_by_realloc = (uint8_t)by_realloc,
+	    .at_exit = (uint8_t)at_exit,
+	};
+}
+
 static void end_rec(struct ht__life_tracker *t, const struct rec *r, uint64_t ts, int by_realloc,
 		    int at_exit)
 {
@@ -263,23 +285,19 @@ static void end_rec(struct ht__life_tracker *t, const struct rec *r, uint64_t ts
 		t->per_proc.v[o->process]--;
 	t->st.live_bytes -= size;
 	if (t->on_end) {
-		struct ht__life l = {
-		    .heap = o->heap,
-		    .addr = r->addr,
-		    .size = size,
-		    .count = 1,
-		    .block_size = size,
-		    .alloc_ts = r->alloc_ts,
-		    .free_ts = ts,
-		    .process = o->process,
-		    .stack = r->stack,
-		    .tid = o->tid,
-		    .func = o->func,
-		    .from_realloc = o->from_realloc,
-		    .freed_by_realloc = (uint8_t)by_realloc,
-		    .at_exit = (uint8_t)at_exit,
-		};
+		struct ht__life l = life_of(t, r, ts, by_realloc, at_exit);
 		t->on_end(t->ctx, &l);
+	}
+}
+
+void ht__life_each_live(const struct ht__life_tracker *t, ht__life_fn fn, void *ctx)
+{
+	for (uint32_t i = 0; i < t->nrecs; i++) {
+		const struct rec *r = rec_at(t, i);
+		if (r->addr) {
+			struct ht__life l = life_of(t, r, HT_TS_NEVER, 0, 0);
+			fn(ctx, &l);
+		}
 	}
 }
 

@@ -85,6 +85,11 @@ int ht__life_end_process(struct ht__life_tracker *t, uint32_t process, uint64_t 
    empties the tracker; ht__life_stats() keeps counting them as live at the end. */
 void ht__life_finish(struct ht__life_tracker *t);
 
+/* Calls fn for every block live now (free_ts == HT_TS_NEVER), in no
+   particular order; changes nothing. The flight recorder's state at a
+   window's start (docs/modes.md). */
+void ht__life_each_live(const struct ht__life_tracker *t, ht__life_fn fn, void *ctx);
+
 const struct ht__life_stats *ht__life_stats(const struct ht__life_tracker *t);
 
 void ht__life_free(struct ht__life_tracker *t);
