@@ -30,6 +30,7 @@
 #define HT_SESSION_SESSION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -83,6 +84,11 @@ struct ht__session;
  */
 int ht__session_open_trace(struct ht__session *s, struct ht__output *o, struct ht__trace_meta meta,
 			   struct ht__writer **out);
+
+/* The session's part of a trace's metadata: start_realtime_ns (the realtime
+   clock at t0) and hostname (into host, n bytes). */
+void ht__session_meta_fill(struct ht__session *s, struct ht__trace_meta *meta, char *host,
+			   size_t n);
 
 struct ht__session_config {
 	const char *dir;      /* NULL: ht__session_default_dir() */

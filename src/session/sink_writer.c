@@ -53,15 +53,22 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void ht__session_meta_fill(struct ht__session *s, struct ht__trace_meta *meta, char *host, size_t n)
+{
+	host[0] = 0;
+	gethostname(host, n - 1);
+	host[n - 1] = 0;
+	uint64_t real_ns = clock_ns(CLOCK_REALTIME);
+	uint64_t since_t0 = clock_ns(CLOCK_MONOTONIC) - ht__session_t0(s);
+	meta->start_realtime_ns = real_ns - since_t0;
+	meta->hostname = host;
+}
+
 int ht__session_open_trace(struct ht__session *s, struct ht__output *o, struct ht__trace_meta meta,
 			   struct ht__writer **out)
 {
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	uint64_t real_ns = clock_ns(CLOCK_REALTIME);
-	uint64_t since_t0 = clock_ns(CLOCK_MONOTONIC) - ht__session_t0(s);
-	meta.start_realtime_ns = real_ns - since_t0;
-	meta.hostname = host;
+	char host[256];
+	ht__session_meta_fill(s, &meta, host, sizeof(host));
 	int rc = ht__writer_open_fd(out, o->fd, &meta);
 	if (rc < 0)
 		return rc;
