@@ -29,6 +29,7 @@
 #include "inject/inject.h"
 #include "base/paths.h"
 #include "base/protocol.h"
+#include "session/ring_keep.h"
 #include "session/session.h"
 
 static const char usage_text[] =
@@ -59,6 +60,13 @@ static const char usage_text[] =
     "                      /proc/PID/maps) to the committed memory\n"
     "  --lossy             drop events (and count them) when a buffer is full,\n"
     "                      instead of making the program wait\n"
+    "  --ring SIZE         flight recorder: keep only the newest SIZE of events\n"
+    "                      (at least 64K) and the state at their start; the\n"
+    "                      trace is that window (docs/modes.md). SIGUSR1 writes\n"
+    "                      the window now to FILE with .N before .htr; a traced\n"
+    "                      process crashing writes it to FILE with .crash-PID\n"
+    "  --ring-time T       flight recorder keeping the last T of events (s, ms;\n"
+    "                      with --ring, whichever is less; alone, at most 256M)\n"
     "  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
     "  --buffers N         number of thread buffers (default 512)\n"
     "  --force             replace FILE if it exists (atomically; a device or FIFO\n"
@@ -307,7 +315,8 @@ struct options {
 	uint64_t sample_rate; /* --sample-rate, 0: every allocation */
 	uint64_t sample_seed; /* --sample-seed, with HT_SHM_SEEDED in flags */
 	struct leak_gate gate;
-	bool no_maps; /* --no-maps */
+	bool no_maps;		      /* --no-maps */
+	uint64_t ring_bytes, ring_ns; /* --ring, --ring-time (0: not a flight recorder) */
 };
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -324,7 +333,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		R_NOMAPS,
 		R_LOSSY,
 		R_FORCE,
-		R_STATS
+		R_STATS,
+		R_RING,
+		R_RINGTIME
 	};
 	static const struct cli_opt opts[] = {
 	    {"output", 'o', required_argument},
@@ -341,6 +352,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"lossy", R_LOSSY, no_argument},
 	    {"force", R_FORCE, no_argument},
 	    {"stats", R_STATS, no_argument},
+	    {"ring", R_RING, required_argument},
+	    {"ring-time", R_RINGTIME, required_argument},
 	    {"quiet", 'q', no_argument},
 	    LEAK_GATE_OPTIONS,
 	    {NULL, 0, 0},
@@ -422,6 +435,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case R_STATS:
 			o->stats = true;
 			break;
+		case R_RING:
+			if (parse_size(val, &o->ring_bytes) < 0 ||
+			    o->ring_bytes < HT__RING_KEEP_MIN)
+				die("invalid ring size '%s': at least 64K, like 64M or 1G", val);
+			break;
+		case R_RINGTIME:
+			if (parse_time_ns(val, 1000000000ull, &o->ring_ns) < 0 || !o->ring_ns)
+				die("invalid ring time '%s': a positive time like 30s or 500ms",
+				    val);
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -437,6 +460,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	if (o->gate.enabled && o->pids)
 		die("--fail-on-leak checks a program record starts; for -p, run 'heaptrail check' "
 		    "on the trace");
+	if (o->ring_ns && !o->ring_bytes)
+		o->ring_bytes = HT__RING_KEEP_TIME_CAP;
 	if (i >= argc && !o->pids) {
 		fputs(usage_text, stderr);
 		exit(2);
@@ -451,6 +476,106 @@ static int exit_status_of(int status)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return 1;
+}
+
+/* ---- the flight recorder (--ring, docs/modes.md) ---- */
+
+static volatile sig_atomic_t flush_asked;
+
+static void ask_flush(int sig)
+{
+	(void)sig;
+	flush_asked = 1;
+}
+
+struct ring_ctl {
+	struct ht__ring_keep *k;
+	const char *output;
+	struct ht__trace_meta meta;
+	unsigned flushes;
+	bool force, quiet;
+	pid_t root; /* the launched program: its crash ends the recording anyway */
+};
+
+/* The session's events go to a ring keeper instead of a trace; SIGUSR1 asks
+   for the window. 0 or a negative ht_error. */
+static int ring_start(struct ring_ctl *r, struct ht__session *s, const struct options *o,
+		      const char *output, struct ht__trace_meta meta, pid_t root)
+{
+	struct ht__ring_keep_config cfg = {.max_bytes = o->ring_bytes, .max_ns = o->ring_ns};
+	int rc = ht__ring_keep_new(&r->k, &cfg);
+	if (rc < 0)
+		return rc;
+	r->output = output;
+	r->meta = meta;
+	r->force = o->force;
+	r->quiet = o->quiet;
+	r->root = root;
+	ht__session_set_sink(s, ht__ring_keep_sink(), r->k);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = ask_flush;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	return 0;
+}
+
+/* output with tag put before its .htr (app.htr -> app.TAG.htr), or after it. */
+static void tagged_path(char *out, size_t n, const char *output, const char *tag)
+{
+	size_t len = strlen(output);
+	if (len > 4 && !strcmp(output + len - 4, ".htr"))
+		snprintf(out, n, "%.*s.%s.htr", (int)(len - 4), output, tag);
+	else
+		snprintf(out, n, "%s.%s", output, tag);
+}
+
+/* Write the window to path (opened here unless o is given). 0 or an error, said. */
+static int ring_dump(struct ring_ctl *r, struct ht__session *s, const char *path,
+		     struct ht__output *o)
+{
+	struct ht__output own;
+	char why[1024];
+	if (!o) {
+		if (ht__output_open(&own, path, r->force ? HT__OUT_FORCE : 0, 0600, why,
+				    sizeof(why)) < 0) {
+			error_msg("cannot write the flight recorder's window: %s", why);
+			return HT_ERR_EXISTS;
+		}
+		o = &own;
+	}
+	struct ht__ring_keep_result res;
+	int rc = ht__ring_keep_write(r->k, s, o, r->meta, &res);
+	if (rc < 0)
+		error_msg("cannot write '%s': %s", path, ht_strerror(rc));
+	else if (!r->quiet)
+		fprintf(stderr,
+			"heaptrail: wrote the flight recorder's window to '%s' (%llu events; %llu "
+			"earlier events dropped)\n",
+			path, (unsigned long long)res.events, (unsigned long long)res.dropped);
+	return rc;
+}
+
+/* Between ticks: a window asked for with SIGUSR1, or one a crash calls for. */
+static void ring_poll(struct ring_ctl *r, struct ht__session *s)
+{
+	char path[PATH_MAX], tag[32];
+	if (flush_asked) {
+		flush_asked = 0;
+		snprintf(tag, sizeof(tag), "%u", ++r->flushes);
+		tagged_path(path, sizeof(path), r->output, tag);
+		ring_dump(r, s, path, NULL);
+	}
+	int sig;
+	int32_t pid = ht__ring_keep_take_crash(r->k, &sig);
+	if (pid && pid != r->root) {
+		if (!r->quiet)
+			fprintf(stderr, "heaptrail: process %d died of signal %d\n", (int)pid, sig);
+		snprintf(tag, sizeof(tag), "crash-%d", (int)pid);
+		tagged_path(path, sizeof(path), r->output, tag);
+		ring_dump(r, s, path, NULL);
+	}
 }
 
 /* ---- -p: attaching to running processes ---- */
@@ -585,8 +710,10 @@ static int record_attach(const struct options *o)
 					       ((o->flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0),
 				      .argc = targc,
 				      .argv = (const char *const *)targv};
-	struct ht__writer *w;
-	rc = ht__session_open_trace(s, &out, meta, &w);
+	struct ht__writer *w = NULL;
+	struct ring_ctl ring = {0};
+	rc = o->ring_bytes ? ring_start(&ring, s, o, output, meta, 0)
+			   : ht__session_open_trace(s, &out, meta, &w);
 	if (rc < 0) {
 		ht__output_abort(&out);
 		ht__session_destroy(s);
@@ -623,6 +750,7 @@ static int record_attach(const struct options *o)
 	if (!live) {
 		ht__writer_abort(w);
 		ht__output_abort(&out);
+		ht__ring_keep_free(ring.k);
 		ht__session_destroy(s);
 		return 1;
 	}
@@ -639,6 +767,8 @@ static int record_attach(const struct options *o)
 			any |= attached[i] && !ht__pid_exited(pids[i]);
 		if (!any)
 			break;
+		if (ring.k)
+			ring_poll(&ring, s);
 		unsigned us = ht__session_sleep_us(s);
 		if (us)
 			usleep(us);
@@ -658,15 +788,27 @@ static int record_attach(const struct options *o)
 	}
 	struct progress_state ps = {.start_ns = mono_ns(), .quiet = o->quiet};
 	if (rc >= 0)
-		rc = ht__session_finish(s, true, show_progress, &ps);
+		rc = ht__session_finish(s, !ring.k, show_progress, &ps);
 	const struct ht__session_stats *sst = ht__session_stats(s);
-	ht__writer_set_losses(w, sst->lost_lossy, sst->lost_no_buffer, sst->lost_in_handler);
-	int frc = ht__writer_finish(w, sst->duration_ns, sst->lost, HT_TRACEF_ATTACHED);
-	ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
+	int frc = 0;
+	if (ring.k) {
+		if (rc >= 0)
+			ring_poll(&ring, s);
+		if (rc >= 0 && ring_dump(&ring, s, output, &out) < 0)
+			failures++;
+		else if (rc < 0)
+			ht__output_abort(&out);
+		ht__ring_keep_free(ring.k);
+	} else {
+		ht__writer_set_losses(w, sst->lost_lossy, sst->lost_no_buffer,
+				      sst->lost_in_handler);
+		frc = ht__writer_finish(w, sst->duration_ns, sst->lost, HT_TRACEF_ATTACHED);
+		ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
+	}
 	if (rc < 0 || frc < 0) {
 		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
 		failures++;
-	} else if (!o->quiet) {
+	} else if (!o->quiet && !ring.k) {
 		say_written(output, sst);
 	}
 	if (o->stats)
@@ -825,8 +967,10 @@ int cmd_record(int argc, char **argv)
 				      .argc = (uint32_t)cmd_argc,
 				      .argv = (const char *const *)cmd,
 				      .untraced = untraced};
-	struct ht__writer *w;
-	rc = ht__session_open_trace(s, &out, meta, &w);
+	struct ht__writer *w = NULL;
+	struct ring_ctl ring = {0};
+	rc = o.ring_bytes ? ring_start(&ring, s, &o, output, meta, pid)
+			  : ht__session_open_trace(s, &out, meta, &w);
 	if (rc < 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
@@ -853,6 +997,7 @@ int cmd_record(int argc, char **argv)
 		waitpid(pid, NULL, 0);
 		ht__writer_abort(w);
 		ht__output_abort(&out);
+		ht__ring_keep_free(ring.k);
 		ht__session_destroy(s);
 		error_msg("cannot run '%s': %s", cmd[0], strerror(err));
 		return 127;
@@ -863,6 +1008,8 @@ int cmd_record(int argc, char **argv)
 			child_gone = 1;
 		if (stop_signals)
 			ht__session_stop(s);
+		if (ring.k)
+			ring_poll(&ring, s);
 		unsigned us = ht__session_sleep_us(s);
 		if (us)
 			usleep(us);
@@ -871,18 +1018,35 @@ int cmd_record(int argc, char **argv)
 		warning("writing '%s' failed: %s; the trace ends early", output, ht_strerror(rc));
 	struct progress_state ps = {.start_ns = mono_ns(), .quiet = o.quiet};
 	if (rc >= 0)
-		rc = ht__session_finish(s, true, show_progress, &ps);
+		rc = ht__session_finish(s, !ring.k, show_progress, &ps);
 	const struct ht__session_stats *st = ht__session_stats(s);
 	int status = st->root_exited ? st->root_status : 0;
 	if (!st->root_exited && waitpid(pid, &status, 0) < 0)
 		status = 0;
-	ht__writer_set_losses(w, st->lost_lossy, st->lost_no_buffer, st->lost_in_handler);
-	int frc = ht__writer_finish(w, st->duration_ns, st->lost, 0);
-	ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
-	if (rc < 0 || frc < 0) {
+	int frc = 0;
+	if (ring.k) {
+		/* The window at the end is the trace (docs/modes.md). */
+		if (rc >= 0)
+			ring_poll(&ring, s);
+		if (rc >= 0)
+			frc = ring_dump(&ring, s, output, &out) < 0 ? HT_ERR_IO : 0;
+		else
+			ht__output_abort(&out);
+		ht__ring_keep_free(ring.k);
+	} else {
+		ht__writer_set_losses(w, st->lost_lossy, st->lost_no_buffer, st->lost_in_handler);
+		frc = ht__writer_finish(w, st->duration_ns, st->lost, 0);
+		ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
+	}
+	if (rc < 0 || (frc < 0 && !ring.k)) {
 		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
-	} else if (!o.quiet) {
+	} else if (!o.quiet && !ring.k) {
 		say_written(output, st);
+	} else if (!o.quiet && st->lost) {
+		char why[600];
+		describe_loss(why, sizeof(why), st->lost, st->lost_lossy, st->lost_no_buffer,
+			      st->lost_in_handler);
+		warning("%s", why);
 	}
 	if (o.stats)
 		say_stats(st);
