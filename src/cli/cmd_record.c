@@ -521,16 +521,6 @@ static int ring_start(struct ring_ctl *r, struct ht__session *s, const struct op
 	return 0;
 }
 
-/* output with tag put before its .htr (app.htr -> app.TAG.htr), or after it. */
-static void tagged_path(char *out, size_t n, const char *output, const char *tag)
-{
-	size_t len = strlen(output);
-	if (len > 4 && !strcmp(output + len - 4, ".htr"))
-		snprintf(out, n, "%.*s.%s.htr", (int)(len - 4), output, tag);
-	else
-		snprintf(out, n, "%s.%s", output, tag);
-}
-
 /* Write the window to path (opened here unless o is given). 0 or an error, said. */
 static int ring_dump(struct ring_ctl *r, struct ht__session *s, const char *path,
 		     struct ht__output *o)
@@ -564,7 +554,7 @@ static void ring_poll(struct ring_ctl *r, struct ht__session *s)
 	if (flush_asked) {
 		flush_asked = 0;
 		snprintf(tag, sizeof(tag), "%u", ++r->flushes);
-		tagged_path(path, sizeof(path), r->output, tag);
+		ht__ring_keep_path(path, sizeof(path), r->output, tag);
 		ring_dump(r, s, path, NULL);
 	}
 	int sig;
@@ -573,7 +563,7 @@ static void ring_poll(struct ring_ctl *r, struct ht__session *s)
 		if (!r->quiet)
 			fprintf(stderr, "heaptrail: process %d died of signal %d\n", (int)pid, sig);
 		snprintf(tag, sizeof(tag), "crash-%d", (int)pid);
-		tagged_path(path, sizeof(path), r->output, tag);
+		ht__ring_keep_path(path, sizeof(path), r->output, tag);
 		ring_dump(r, s, path, NULL);
 	}
 }

@@ -7,6 +7,7 @@
 #include "session/ring_keep.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -389,6 +390,15 @@ const struct ht__sink *ht__ring_keep_sink(void)
 	return &keep_sink;
 }
 
+void ht__ring_keep_path(char *out, size_t n, const char *output, const char *tag)
+{
+	size_t len = strlen(output);
+	if (len > 4 && !strcmp(output + len - 4, ".htr"))
+		snprintf(out, n, "%.*s.%s.htr", (int)(len - 4), output, tag);
+	else
+		snprintf(out, n, "%s.%s", output, tag);
+}
+
 /* ---- writing a window ---- */
 
 struct out {
@@ -637,6 +647,8 @@ int ht__ring_keep_write(struct ht__ring_keep *k, struct ht__session *s, struct h
 	}
 	o->fd = -1; /* the writer's */
 	uint64_t w = k->st.dropped ? k->st.window_start_ns : 0;
+	if (meta.ts_unit_ns > 1) /* as the writer stores times: META says what events say */
+		w -= w % meta.ts_unit_ns;
 	rc = ht__session_defs_to(s, ht__sink_writer(), out.w);
 	if (rc >= 0)
 		rc = write_prefix(&out, w);

@@ -21,6 +21,7 @@
 #define HT_SESSION_RING_KEEP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "format/output.h"
@@ -86,5 +87,9 @@ int ht__ring_keep_write(struct ht__ring_keep *k, struct ht__session *s, struct h
 			struct ht__trace_meta meta, struct ht__ring_keep_result *res);
 
 void ht__ring_keep_free(struct ht__ring_keep *k);
+
+/* Where an extra window goes: output with tag before its .htr
+   (app.htr -> app.TAG.htr), or after it ("out" -> "out.TAG"). */
+void ht__ring_keep_path(char *out, size_t n, const char *output, const char *tag);
 
 #endif
