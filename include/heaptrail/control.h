@@ -48,7 +48,10 @@ typedef uint64_t ht_trace_handle;
 #define HT_TRACE_LOSSY 0x1u /* drop events when a buffer is full and count them */
 #define HT_TRACE_IFEO 0x2u  /* programs enabled with `heaptrail ifeo enable` join */
 #define HT_TRACE_FORCE 0x4u /* overwrite an existing trace file */
-#define HT_TRACE_FLAGS_ALL 0x7u
+/* Do not add the mappings no hook saw (found in /proc/PID/maps) to the
+   committed memory (`start --no-maps`). */
+#define HT_TRACE_NO_MAPS 0x8u
+#define HT_TRACE_FLAGS_ALL 0xfu
 
 /*
  * What a session is (in, for start) and what it did (out, filled by stop
@@ -79,11 +82,18 @@ struct ht_trace_properties {
 	   bytes allocated on average (heap numbers become estimates; mappings
 	   are all recorded). At most 1 TiB; not with HT_TRACE_IFEO. */
 	uint64_t sample_rate;
+
+	/* in: a flight recorder (docs/modes.md) keeping only the newest
+	   ring_bytes of events (>= 64 KiB), or ring_ns of them (ring_bytes 0:
+	   at most 256 MiB); ht_flush_heap_trace() writes the window, stop
+	   writes it to file. Both 0: every event goes to the trace. */
+	uint64_t ring_bytes;
+	uint64_t ring_ns;
 };
 
 #define HT_TRACE_PROPERTIES_INIT                                                                   \
 	{                                                                                          \
-		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0                                            \
+		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0                                      \
 	}
 
 /*
@@ -127,6 +137,17 @@ int ht_update_heap_trace(ht_trace_handle handle, const char *session_name, const
  */
 int ht_stop_heap_trace(ht_trace_handle handle, const char *session_name,
 		       struct ht_trace_properties *props);
+
+/*
+ * A flight-recorder session (ring_bytes or ring_ns at start; by handle, or
+ * by name when handle is 0) writes its window to file now, a new file
+ * (replaced atomically when force is not 0), and goes on recording. When
+ * props is not NULL, events_written gets the events of the window. Errors:
+ * HT_ERR_INVALID (not a flight recorder), HT_ERR_EXISTS (file exists), the
+ * write's errors, HT_ERR_NOT_FOUND (no such session).
+ */
+int ht_flush_heap_trace(ht_trace_handle handle, const char *session_name, const char *file,
+			int force, struct ht_trace_properties *props);
 
 /*
  * What a running session is doing: props gets file, buffer_size, buffers,

@@ -18,6 +18,7 @@ int cmd_check(int argc, char **argv);
 int cmd_start(int argc, char **argv);
 int cmd_update(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_flush(int argc, char **argv);
 int cmd_sessions(int argc, char **argv);
 int cmd_ifeo(int argc, char **argv);
 int cmd_autologger(int argc, char **argv);

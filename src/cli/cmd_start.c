@@ -21,7 +21,7 @@
 static const char usage_text[] =
     "usage: heaptrail start NAME [-o FILE] [--pid PID...] [--stacks LIST]\n"
     "                       [--buffer-size SIZE] [--buffers N] [--lossy] [--ifeo]\n"
-    "                       [--sample-rate SIZE]\n"
+    "                       [--sample-rate SIZE] [--ring SIZE | --ring-time T] [--no-maps]\n"
     "\n"
     "Start a background heap tracing session called NAME and return once it\n"
     "traces. Processes join with --pid (now) or 'heaptrail update' (later);\n"
@@ -42,6 +42,15 @@ static const char usage_text[] =
     "  --buffers N         number of thread buffers (default 512)\n"
     "  --lossy             drop events (and count them) when a buffer is full\n"
     "  --ifeo              programs enabled for IFEO join this session\n"
+    "  --ring SIZE         flight recorder: keep only the newest SIZE of events\n"
+    "                      (at least 64K) and the state at their start;\n"
+    "                      'heaptrail flush NAME -o FILE' writes that window, stop\n"
+    "                      writes it to the trace, a traced process crashing\n"
+    "                      writes it to FILE with .crash-PID (docs/modes.md)\n"
+    "  --ring-time T       flight recorder keeping the last T of events (s, ms;\n"
+    "                      with --ring, whichever is less; alone, at most 256M)\n"
+    "  --no-maps           do not add the mappings no hook saw (found in\n"
+    "                      /proc/PID/maps) to the committed memory\n"
     "  --max-size SIZE     end the session by itself once the trace is this big\n"
     "  --force             replace FILE if it exists (atomically; a device or FIFO\n"
     "                      is written in place; docs/outputs.md)\n"
@@ -50,7 +59,8 @@ static const char usage_text[] =
     "\n"
     "examples:\n"
     "  heaptrail start web --pid 1234 -o web.htr\n"
-    "  heaptrail start boot --ifeo --max-size 2G -o /var/log/boot.htr --force\n";
+    "  heaptrail start boot --ifeo --max-size 2G -o /var/log/boot.htr --force\n"
+    "  heaptrail start web --pid 1234 --ring 64M -o web.htr\n";
 
 static const struct {
 	const char *name;
@@ -153,7 +163,10 @@ int cmd_start(int argc, char **argv)
 		S_SAMPLE,
 		S_LOSSY,
 		S_IFEO,
-		S_FORCE
+		S_FORCE,
+		S_RING,
+		S_RINGTIME,
+		S_NOMAPS
 	};
 	static const struct cli_opt opts[] = {
 	    {"output", 'o', required_argument},
@@ -166,6 +179,9 @@ int cmd_start(int argc, char **argv)
 	    {"lossy", S_LOSSY, no_argument},
 	    {"ifeo", S_IFEO, no_argument},
 	    {"force", S_FORCE, no_argument},
+	    {"ring", S_RING, required_argument},
+	    {"ring-time", S_RINGTIME, required_argument},
+	    {"no-maps", S_NOMAPS, no_argument},
 	    {"quiet", 'q', no_argument},
 	    {NULL, 0, 0},
 	};
@@ -213,6 +229,19 @@ int cmd_start(int argc, char **argv)
 			break;
 		case S_FORCE:
 			props.flags |= HT_TRACE_FORCE;
+			break;
+		case S_RING:
+			if (parse_size(val, &props.ring_bytes) < 0 ||
+			    props.ring_bytes < (64u << 10))
+				die("invalid ring size '%s': at least 64K, like 64M or 1G", val);
+			break;
+		case S_RINGTIME:
+			if (parse_time_ns(val, 1000000000ull, &props.ring_ns) < 0 || !props.ring_ns)
+				die("invalid ring time '%s': a positive time like 30s or 500ms",
+				    val);
+			break;
+		case S_NOMAPS:
+			props.flags |= HT_TRACE_NO_MAPS;
 			break;
 		case 'q':
 			quiet = true;

@@ -31,6 +31,7 @@ static const struct cmd_struct commands[] = {
     {"start", cmd_start, "start a named background session for running processes or IFEO"},
     {"update", cmd_update, "change the processes and stack events of a named session"},
     {"stop", cmd_stop, "stop a named session and write its trace"},
+    {"flush", cmd_flush, "write the window of a flight-recorder session"},
     {"sessions", cmd_sessions, "list the running named sessions"},
     {"ifeo", cmd_ifeo, "trace every start of a program: enable, disable, list, install"},
     {"autologger", cmd_autologger, "trace from boot: a systemd unit for the system session"},

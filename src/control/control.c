@@ -327,6 +327,8 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 	uint32_t size = props->buffer_size, count = props->buffers;
 	if ((size && (size < 4096 || (size & (size - 1)) || size > (1u << 30))) || count > 65536)
 		return HT_ERR_INVALID;
+	if (props->ring_bytes && props->ring_bytes < (64u << 10))
+		return HT_ERR_INVALID;
 	for (unsigned i = 0; i < npids; i++)
 		if (pids[i] <= 0)
 			return HT_ERR_INVALID;
@@ -361,6 +363,10 @@ static int start(ht_trace_handle *handle, struct ht_trace_properties *props,
 	a->flags = props->flags;
 	a->max_file_size = props->max_file_size;
 	a->sample_rate = props->sample_rate;
+	a->ring_bytes = props->ring_bytes;
+	a->ring_ns = props->ring_ns;
+	if (a->ring_ns && !a->ring_bytes)
+		a->ring_bytes = 256ull << 20; /* HT__RING_KEEP_TIME_CAP */
 	a->pids = pids;
 	a->npids = npids;
 	if (props->recorder) {
@@ -527,6 +533,30 @@ int ht_stop_heap_trace(ht_trace_handle handle, const char *session_name,
 		fill_props(props, reply);
 	if (handle)
 		handle_forget(handle);
+	return 0;
+}
+
+int ht_flush_heap_trace(ht_trace_handle handle, const char *session_name, const char *file,
+			int force, struct ht_trace_properties *props)
+{
+	if (!file || !*file || strchr(file, '\n'))
+		return HT_ERR_INVALID;
+	/* The path is absolute: the daemon works from "/". */
+	char args[HT__CTL_LINE - 256], cwd[PATH_MAX] = "";
+	if (file[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+		return HT_ERR_IO;
+	if ((size_t)snprintf(args, sizeof(args), "force=%d file=%s%s%s", force ? 1 : 0, cwd,
+			     *cwd ? "/" : "", file) >= sizeof(args))
+		return HT_ERR_INVALID;
+	char reply[HT__CTL_LINE];
+	/* Symbolizing the window's frames may take a while: no time limit. */
+	int rc = request(handle, session_name, "FLUSH", args, reply, sizeof(reply), -1);
+	if (rc < 0)
+		return rc;
+	if (props) {
+		ht__ctl_get(reply, "file", props->file, sizeof(props->file));
+		props->events_written = ht__ctl_get_u64(reply, "events");
+	}
 	return 0;
 }
 

@@ -29,6 +29,7 @@
 #include "format/writer.h"
 #include "inject/inject.h"
 #include "session/live.h"
+#include "session/ring_keep.h"
 #include "base/protocol.h"
 #include "session/session.h"
 
@@ -53,7 +54,11 @@ static struct {
 	volatile sig_atomic_t stop; /* asked by STOP, a signal, or the size limit */
 	int stop_fd;		    /* the STOP client, answered when the trace is done */
 	uint32_t stack_mask;
-	struct ht__relay *relay; /* IFEO: buffers of programs that started first */
+	struct ht__relay *relay;    /* IFEO: buffers of programs that started first */
+	struct ht__ring_keep *ring; /* a flight recorder: the window, not a trace */
+	struct ht__output out;	    /* with ring: the trace, written at the end */
+	struct ht__trace_meta meta; /* with ring: what each window's trace gets */
+	unsigned crashes;	    /* windows written for crashes */
 } D = {.sess_lock = PTHREAD_MUTEX_INITIALIZER,
        .members_lock = PTHREAD_MUTEX_INITIALIZER,
        .stop_fd = -1};
@@ -354,6 +359,63 @@ static bool read_line(int fd, char *buf, size_t n)
 	return false;
 }
 
+/* Write the window to path (sess_lock held); 0 or an error, with why. */
+static int write_window(const char *path, bool force, struct ht__ring_keep_result *res, char *why,
+			size_t n)
+{
+	struct ht__output o;
+	int rc = ht__output_open(&o, path, force ? HT__OUT_FORCE : 0, 0600, why, n);
+	if (rc < 0)
+		return rc;
+	if ((rc = ht__ring_keep_write(D.ring, D.s, &o, D.meta, res)) < 0)
+		snprintf(why, n, "cannot write '%s': %s", path, ht_strerror(rc));
+	return rc;
+}
+
+static void do_flush(int fd, const char *line)
+{
+	char file[4096], v[16], why[1024] = "";
+	if (!D.ring) {
+		reply_err(fd, HT_ERR_INVALID,
+			  "the session is not a flight recorder (start it with --ring)");
+		return;
+	}
+	if (!ht__ctl_get(line, "file", file, sizeof(file)) || file[0] != '/') {
+		reply_err(fd, HT_ERR_INVALID, "flush needs an absolute file=PATH");
+		return;
+	}
+	bool force = ht__ctl_get(line, "force", v, sizeof(v)) && !strcmp(v, "1");
+	struct ht__ring_keep_result res;
+	pthread_mutex_lock(&D.sess_lock);
+	int rc = write_window(file, force, &res, why, sizeof(why));
+	pthread_mutex_unlock(&D.sess_lock);
+	if (rc < 0) {
+		reply_err(fd, rc, why);
+		return;
+	}
+	char out[HT__CTL_LINE];
+	snprintf(out, sizeof(out), "OK events=%llu dropped=%llu window_start=%llu file=%s\n",
+		 (unsigned long long)res.events, (unsigned long long)res.dropped,
+		 (unsigned long long)res.window_start_ns, file);
+	send_line(fd, out);
+}
+
+/* After a tick (sess_lock held): a traced process that crashed gets the
+   window written next to the trace (docs/modes.md). */
+static void crash_window(void)
+{
+	int sig;
+	int32_t pid = D.ring ? ht__ring_keep_take_crash(D.ring, &sig) : 0;
+	if (!pid)
+		return;
+	char tag[32], path[4200], why[1024];
+	snprintf(tag, sizeof(tag), "crash-%d", (int)pid);
+	ht__ring_keep_path(path, sizeof(path), D.a->file, tag);
+	struct ht__ring_keep_result res;
+	if (write_window(path, (D.a->flags & HT_TRACE_FORCE) != 0, &res, why, sizeof(why)) == 0)
+		D.crashes++;
+}
+
 /* One client: returns true when it asked to stop (fd is kept for the answer). */
 static bool serve(int fd)
 {
@@ -384,6 +446,8 @@ static bool serve(int fd)
 		send_line(fd, out);
 	} else if (!strncmp(line, "UPDATE", 6)) {
 		do_update(fd, line);
+	} else if (!strncmp(line, "FLUSH", 5)) {
+		do_flush(fd, line);
 	} else if (!strncmp(line, "STOP", 4)) {
 		return true;
 	} else {
@@ -471,11 +535,22 @@ static int finish(void)
 	pthread_mutex_lock(&D.sess_lock);
 	if (D.relay)
 		ht__relay_stop(D.relay);
-	int rc = ht__session_finish(D.s, true, NULL, NULL);
+	int rc = ht__session_finish(D.s, !D.ring, NULL, NULL);
 	const struct ht__session_stats *st = ht__session_stats(D.s);
-	ht__writer_set_losses(D.w, st->lost_lossy, st->lost_no_buffer, st->lost_in_handler);
-	int frc = ht__writer_finish(D.w, st->duration_ns, st->lost, HT_TRACEF_ATTACHED);
-	D.w = NULL;
+	int frc = 0;
+	if (D.ring) {
+		/* The window at the end is the trace (docs/modes.md). */
+		crash_window();
+		struct ht__ring_keep_result res;
+		if (rc >= 0)
+			frc = ht__ring_keep_write(D.ring, D.s, &D.out, D.meta, &res);
+		else
+			ht__output_abort(&D.out);
+	} else {
+		ht__writer_set_losses(D.w, st->lost_lossy, st->lost_no_buffer, st->lost_in_handler);
+		frc = ht__writer_finish(D.w, st->duration_ns, st->lost, HT_TRACEF_ATTACHED);
+		D.w = NULL;
+	}
 	pthread_mutex_unlock(&D.sess_lock);
 	return rc < 0 ? rc : frc;
 }
@@ -564,6 +639,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	cfg.sample_rate = a->sample_rate;
 	cfg.reap_children = false;
 	cfg.end_when_gone = false;
+	cfg.sample_maps = !(a->flags & HT_TRACE_NO_MAPS);
 	if ((rc = ht__session_create(&D.s, &cfg)) < 0) {
 		ht__output_abort(&trace_out);
 		report(ready_fd, rc, 0, "cannot create the session's buffers");
@@ -587,7 +663,15 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	    .argc = 3,
 	    .argv = argv};
 	why[0] = 0;
-	if ((rc = ht__session_open_trace(D.s, &trace_out, meta, &D.w)) < 0) {
+	D.meta = meta;
+	if (a->ring_bytes) {
+		struct ht__ring_keep_config rcfg = {.max_bytes = a->ring_bytes,
+						    .max_ns = a->ring_ns};
+		if ((rc = ht__ring_keep_new(&D.ring, &rcfg)) < 0)
+			goto fail_session;
+		ht__session_set_sink(D.s, ht__ring_keep_sink(), D.ring);
+		D.out = trace_out; /* written at the end */
+	} else if ((rc = ht__session_open_trace(D.s, &trace_out, meta, &D.w)) < 0) {
 		snprintf(why, sizeof(why), "cannot write '%.900s': %s", a->file, ht_strerror(rc));
 		goto fail_session;
 	}
@@ -643,6 +727,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 			ht__relay_pump(D.relay);
 		}
 		rc = ht__session_tick(D.s);
+		crash_window();
 		unsigned us = ht__session_sleep_us(D.s);
 		pthread_mutex_unlock(&D.sess_lock);
 		if (rc != 0)
@@ -683,6 +768,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 			 sst->processes, sst->frames, sst->frames_symbolized, a->file);
 	}
 	ht__relay_free(D.relay);
+	ht__ring_keep_free(D.ring);
 	ht__session_destroy(D.s);
 	unlink(a->paths.lock);
 	if (D.stop_fd >= 0) {
@@ -708,6 +794,7 @@ fail_socket:
 fail_writer:
 	ht__writer_abort(D.w);
 fail_session:
+	ht__ring_keep_free(D.ring);
 	ht__output_abort(&trace_out);
 	if (D.relay) {
 		ht__relay_stop(D.relay);
