@@ -13,8 +13,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from htest import Cases, Failure, case_main, check, equal  # noqa: E402
@@ -1044,6 +1046,157 @@ def unseen_maps(env):
     tr2 = env.record([env.prog("unseen_maps")], name="no-maps", extra=("--no-maps",))
     equal([e for e in tr2.events if e.get("unseen")], [], "no found ranges with --no-maps")
     equal(tr2.info.get("commit", {}).get("peak_bytes"), 0, "committed with --no-maps")
+
+
+# ---------------------------------------------------------------------------
+# The flight recorder (--ring, docs/modes.md): tests/programs/ring_prog.c.
+
+
+def ring_addrs(text):
+    """The a=, b=, m=, c=, child= values ring_prog printed."""
+    return {k: int(v, 0) for k, v in re.findall(r"(\w+)=(0x[0-9a-f]+|\d+)", text)}
+
+
+def written_window(err, path):
+    """(events, dropped) of record's line about the window written to path."""
+    m = re.search(r"window to '%s' \((\d+) events; (\d+) earlier events dropped\)" %
+                  re.escape(path), err)
+    check(m, "no line about the window written to %s in:\n%s" % (path, err))
+    return int(m.group(1)), int(m.group(2))
+
+
+def check_window(tr, addrs, kept, dropped):
+    """A window made after churn pushed a, b and m out of it: they come back as
+    synthetic events at its start; what follows is exactly the kept events."""
+    win = tr.info.get("window")
+    check(win, "info has no window: %r" % tr.info.get("window"))
+    equal(win["dropped"], dropped, "events dropped before the window")
+    check(win["ring_bytes"] == 64 << 10, "ring bytes %r" % win)
+    equal(tr.info["events_lost"], 0, "events lost")
+    synth = [e for e in tr.events if e.get("synthetic")]
+    real = [e for e in tr.events if not e.get("synthetic")]
+    equal(len(real), kept, "kept events in the trace")
+    check(synth and all(e["ts"] == win["start_ns"] for e in synth), "synthetic events at the start")
+    equal(min(e["ts"] for e in real), win["start_ns"], "the window starts at its first kept event")
+    check(max(tr.events.index(e) for e in synth) < min(tr.events.index(e) for e in real),
+          "the synthetic prefix comes first")
+    live = {(e["addr"], e["size"]) for e in synth if e["type"] == "alloc"}
+    check((addrs["a"], 1111) in live, "a is live at the window's start: %r" % sorted(live))
+    maps = [(e["addr"], e["size"]) for e in synth if e["type"] == "mmap" and not e.get("unseen")]
+    check((addrs["m"], 1 << 20) in maps, "m is committed at the window's start: %r" % maps)
+    equal(tr.info["totals"]["unknown_frees"], 0, "frees of unknown blocks")
+    return synth, real
+
+
+@case
+def ring_record(env):
+    """record --ring: the trace is the last window; b, made before it and freed
+    in it, is a synthetic block freed at its real time; a is live from the
+    window's start and, like c, never freed."""
+    trace = os.path.join(env.tmp, "w.htr")
+    rc, out, err = env.run([env.heaptrail, "record", "--ring", "64K", "-o", trace, "--",
+                            env.prog("ring_prog"), "20000", "0"])
+    equal(rc, 0, "exit status: %s" % err)
+    addrs = ring_addrs(out)
+    tr = Trace(env, trace)
+    kept, dropped = written_window(err, trace)
+    check(dropped + kept >= 40000 and kept < 1000, "40000 churn events went through a window of "
+          "%d events (%d dropped)" % (kept, dropped))
+    synth, real = check_window(tr, addrs, kept, dropped)
+    check((addrs["b"], 2222) in {(e["addr"], e["size"]) for e in synth if e["type"] == "alloc"},
+          "b is live at the window's start")
+    equal([e["ts"] > tr.info["window"]["start_ns"] for e in real if e["type"] == "free" and
+           e["addr"] == addrs["b"]], [True], "b freed once, inside the window")
+    equal([e["size"] for e in real if e["type"] == "alloc" and e["addr"] == addrs["c"]], [3333],
+          "c allocated in the window")
+    churn = [e for e in real if e["type"] in ("alloc", "free") and e.get("size", 48) == 48 and
+             e["addr"] not in (addrs["b"], addrs["c"])]
+    check(len(churn) > 100, "the newest churn is kept: %d events" % len(churn))
+    rc, text, err = env.run([env.heaptrail, "table", "heap", trace, "--format", "json"])
+    check(rc == 0, "table heap: %s" % err)
+    # The leak gate sees a and c, not b and not the churn.
+    rc, text, err = env.run([env.heaptrail, "check", trace])
+    check(rc != 0 and "FAILED: 4444 bytes in 2 blocks never freed" in text + err,
+          "check finds a and c (1111 + 3333 bytes) never freed, not b (exit %d):\n%s%s" %
+          (rc, text, err))
+
+
+@case
+def ring_flush(env):
+    """SIGUSR1 writes the window now, twice, and recording goes on: each
+    window holds that moment's newest events."""
+    trace = os.path.join(env.tmp, "w.htr")
+    p = subprocess.Popen([env.heaptrail, "record", "--ring", "64K", "-o", trace, "--",
+                          env.prog("ring_prog"), "5000", "2"], cwd=env.tmp,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        addrs = ring_addrs(p.stdout.readline().decode())
+        for phase in (1, 2):
+            equal(p.stdout.readline().decode().strip(), "phase %d" % phase, "phase line")
+            time.sleep(0.5)  # the collector drains every 10 ms
+            p.send_signal(signal.SIGUSR1)
+            path = os.path.join(env.tmp, "w.%d.htr" % phase)
+            deadline = time.time() + 30
+            while not os.path.exists(path) and time.time() < deadline:
+                time.sleep(0.05)
+            check(os.path.exists(path), "SIGUSR1 wrote %s" % path)
+            p.stdin.write(b"\n")
+            p.stdin.flush()
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    equal(p.returncode, 0, "exit status: %s" % err.decode())
+    err = err.decode()
+    starts = []
+    for phase in (1, 2):
+        path = os.path.join(env.tmp, "w.%d.htr" % phase)
+        tr = Trace(env, path)
+        kept, dropped = written_window(err, path)
+        synth, real = check_window(tr, addrs, kept, dropped)
+        # b is still live at every flush; the churn kept is this phase's only.
+        check((addrs["b"], 2222) in {(e["addr"], e["size"]) for e in synth if e["type"] == "alloc"},
+              "b live at the start of window %d" % phase)
+        sizes = {e["size"] for e in real if e["type"] == "alloc"}
+        check(48 + phase in sizes and not sizes & {48 + q for q in (1, 2) if q != phase},
+              "window %d holds phase %d's churn only: %r" % (phase, phase, sorted(sizes)))
+        starts.append(tr.info["window"]["start_ns"])
+    check(starts[0] < starts[1], "the second window starts later: %r" % starts)
+    tr = Trace(env, trace)
+    check(tr.info.get("window"), "the final trace is a window too")
+
+
+@case
+def ring_crash(env):
+    """A traced child crashing writes the window to w.crash-PID.htr; the
+    program's own crash ends the recording with the window in w.htr."""
+    trace = os.path.join(env.tmp, "w.htr")
+    rc, out, err = env.run([env.heaptrail, "record", "--ring", "64K", "-o", trace, "--",
+                            env.prog("ring_prog"), "20000", "0", "child-abort"])
+    equal(rc, 0, "exit status: %s" % err)
+    addrs = ring_addrs(out)
+    crash = os.path.join(env.tmp, "w.crash-%d.htr" % addrs["child"])
+    check(os.path.exists(crash), "the crash wrote %s; stderr:\n%s" % (crash, err))
+    tr = Trace(env, crash)
+    kept, dropped = written_window(err, crash)
+    check_window(tr, addrs, kept, dropped)
+    child = [q for q in tr.processes() if q["pid"] == addrs["child"]]
+    check(len(child) == 1 and child[0]["signal"] == 6, "the child died of SIGABRT: %r" % child)
+    equal([e["size"] for e in tr.of("alloc", pid=addrs["child"]) if e["size"] == 4444], [4444],
+          "the child's last allocation is in its crash window")
+    check(os.path.exists(trace), "the final window was written too")
+    # The program's own crash: the recording ends and its window is the trace.
+    rc, out, err = env.run([env.heaptrail, "record", "--ring", "64K", "-o", trace, "--force", "--",
+                            env.prog("ring_prog"), "20000", "0", "abort"])
+    equal(rc, 128 + 6, "exit status (SIGABRT): %s" % err)
+    addrs = ring_addrs(out)
+    tr = Trace(env, trace)
+    kept, dropped = written_window(err, trace)
+    check_window(tr, addrs, kept, dropped)
+    equal(tr.root()["signal"], 6, "the root died of SIGABRT")
+    equal([f for f in os.listdir(env.tmp) if "crash" in f and str(tr.root()["pid"]) in f], [],
+          "no crash file for the launched program itself")
 
 
 # ---------------------------------------------------------------------------

@@ -157,6 +157,51 @@ def two_pids(env):
 
 
 @case
+def ring(env):
+    """start --ring: flush writes the window of the newest events (twice, the
+    session going on), stop writes the last one; a session without a ring
+    refuses to flush."""
+    a = env.spawn(3001, "threads")
+    trace = env.path("ring.htr")
+    env.ht("start", "rg", "-o", trace, "--pid", str(a.pid), "--ring", "64K")
+    time.sleep(2)  # four threads at up to 200 events/s each; 64K holds about 600
+    f1, f2 = env.path("f1.htr"), env.path("f2.htr")
+    out, err = env.ht("flush", "rg", "-o", f1)
+    equal(out.strip(), f1, "flush prints where the window is")
+    w1 = env.info(f1)
+    check(w1["window"] and w1["window"]["dropped"] > 0, "f1 is a window: %r" % w1["window"])
+    equal(w1["totals"]["unknown_frees"], 0, "no free of an unknown block in the window")
+    ev = env.events(f1)
+    synth = [e for e in ev if e.get("synthetic")]
+    check(any(e["type"] == "process_start" and e["pid"] == a.pid for e in synth),
+          "the worker is in the window's prefix")
+    kept = [e["size"] for e in ev if not e.get("synthetic") and e["type"] == "alloc"]
+    check(kept and set(kept) == {3001}, "the window holds the worker's allocations: %r" % set(kept))
+    check(int(err.split("(")[1].split()[0]) == len([e for e in ev if not e.get("synthetic")]),
+          "flush says how many events the window holds: %r" % err)
+    _, err = env.ht("flush", "rg", "-o", f1, want_rc=2)
+    check("exists" in err, "a second flush to the same file needs --force: %r" % err)
+    a.send_signal(signal.SIGUSR1)
+    env.wait_line(a, "phase 1")
+    time.sleep(2)
+    env.ht("flush", "rg", "-o", f2)
+    w2 = env.info(f2)
+    check(w2["window"]["start_ns"] > w1["window"]["start_ns"], "the second window starts later")
+    check(w2["window"]["dropped"] > w1["window"]["dropped"], "more dropped before it")
+    kept = {e["size"] for e in env.events(f2) if not e.get("synthetic") and e["type"] == "alloc"}
+    check(3002 in kept, "the second window holds phase 1's allocations: %r" % kept)
+    env.ht("stop", "rg")
+    last = env.info(trace)
+    check(last["complete"] and last["window"], "stop writes the last window: %r" % last["window"])
+    check(last["window"]["start_ns"] >= w2["window"]["start_ns"], "the last window is the newest")
+    check(a.poll() is None, "the worker runs on")
+    env.ht("start", "plain", "-o", env.path("plain.htr"))
+    _, err = env.ht("flush", "plain", "-o", env.path("p.htr"), want_rc=2)
+    check("not a flight recorder" in err, "flush of a full session: %r" % err)
+    env.ht("stop", "plain")
+
+
+@case
 def update(env):
     a, b = env.spawn(5001), env.spawn(5002)
     trace = env.path("upd.htr")
