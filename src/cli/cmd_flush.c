@@ -25,8 +25,8 @@ static const char usage_text[] =
     "  -h, --help          show this help\n"
     "\n"
     "examples:\n"
-    "  heaptrail start web --pid 1234 --ring 64M\n"
-    "  heaptrail flush web -o before-the-spike.htr\n";
+    "  heaptrail flush web -o before-the-spike.htr\n"
+    "  heaptrail flush web -o web.now.htr --force\n";
 
 int cmd_flush(int argc, char **argv)
 {

@@ -829,7 +829,7 @@ def help_examples(text, cmd):
 # Commands on the shared option parser (src/cli/opt.c); analyze, table,
 # timeline, export and diff keep their xperf-style parsing (multi-value
 # options such as '-range T1 T2').
-PARSED = ["info", "dump", "report", "record", "check", "start", "update", "stop", "sessions", "ifeo", "autologger"]
+PARSED = ["info", "dump", "report", "record", "check", "start", "update", "stop", "flush", "sessions", "ifeo", "autologger"]
 
 
 @case
