@@ -367,7 +367,8 @@ static int keep_event(void *ctx, const struct ht_event *ev, const struct ht_proc
 	r->ev.name = NULL;
 	r->name_len = name_len;
 	r->pad = 0;
-	memcpy(r + 1, ev->name, name_len);
+	if (name_len)
+		memcpy(r + 1, ev->name, name_len);
 	b->used += (uint32_t)need;
 	b->n++;
 	b->last_ts = ev->ts;
