@@ -14,7 +14,7 @@
 
 #include "analysis/commit.h"
 #include "analysis/lifetime.h"
-#include "analysis/vec.h"
+#include "base/vec.h"
 #include "format/codec.h"
 #include "session/live.h"
 
