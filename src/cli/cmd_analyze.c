@@ -17,6 +17,7 @@
 #include "analysis/aggregate.h"
 #include "analysis/query.h"
 #include "analysis/summary.h"
+#include "base/vec.h"
 #include "cli/builtin.h"
 #include "cli/agg_side.h"
 #include "cli/common.h"
@@ -339,21 +340,53 @@ static void text_block(const struct ht__agg_counts *c)
 	ht__out_chr(stdout, '\n');
 }
 
-/* A stack's frame: millions of these lines on a large trace, hence no printf. */
+/*
+ * A stack's frame. The same frames come back in stack after stack (millions
+ * of lines on a large trace), so each frame's line is made once, kept by
+ * frame id, and written with one copy.
+ */
+struct frame_line {
+	char *text; /* NULL: not made yet */
+	size_t len;
+};
+static struct frame_line *frame_lines;
+static size_t nframe_lines;
+
 static void print_frame_line(struct ht__agg *agg, const struct ht_reader *r, uint32_t frame)
 {
-	const struct ht_frame *f = ht_reader_frame(r, frame);
-	ht__out_str(stdout, "        ");
-	ht__out_str(stdout, ht__agg_frame_text(agg, frame));
-	if (f && f->file) {
-		ht__out_str(stdout, "  ");
-		ht__out_str(stdout, f->file);
-		ht__out_chr(stdout, ':');
-		ht__out_u64(stdout, f->line, 0);
+	if (frame >= nframe_lines && ht__grow_zero((void **)&frame_lines, &nframe_lines,
+						   (size_t)frame + 1, sizeof(*frame_lines)) < 0)
+		die("out of memory");
+	struct frame_line *fl = &frame_lines[frame];
+	if (!fl->text) {
+		FILE *m = open_memstream(&fl->text, &fl->len);
+		if (!m)
+			die("out of memory");
+		const struct ht_frame *f = ht_reader_frame(r, frame);
+		ht__out_str(m, "        ");
+		ht__out_str(m, ht__agg_frame_text(agg, frame));
+		if (f && f->file) {
+			ht__out_str(m, "  ");
+			ht__out_str(m, f->file);
+			ht__out_chr(m, ':');
+			ht__out_u64(m, f->line, 0);
+		}
+		if (f && f->inlined)
+			ht__out_str(m, "  (inlined)");
+		ht__out_chr(m, '\n');
+		if (fclose(m) != 0 || !fl->text)
+			die("out of memory");
 	}
-	if (f && f->inlined)
-		ht__out_str(stdout, "  (inlined)");
-	ht__out_chr(stdout, '\n');
+	ht__out_mem(stdout, fl->text, fl->len);
+}
+
+static void frame_lines_release(void)
+{
+	for (size_t i = 0; i < nframe_lines; i++)
+		free(frame_lines[i].text);
+	free(frame_lines);
+	frame_lines = NULL;
+	nframe_lines = 0;
 }
 
 static const char *exe_of(const struct ht_reader *r, uint32_t process)
@@ -640,6 +673,7 @@ int cmd_analyze(int argc, char **argv)
 		break;
 	}
 	fflush(stdout);
+	frame_lines_release();
 	agg_side_release(&side);
 	if (ferror(stdout))
 		return 1;
