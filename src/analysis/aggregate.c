@@ -30,6 +30,10 @@ struct group {
 	uint32_t stack;	       /* representative: the lowest stack id in the group */
 	uint32_t seq, seq_len; /* key: ids at seqs[seq .. seq + seq_len), and the
 				  representative's frames at frames[seq ...] */
+	/* Or, when not NULL, the representative's frames as the reader keeps
+	   them, and the key their text ids (ftext): a stack whose every frame is
+	   kept is not copied, which halved the memory of a deep-stacked trace. */
+	const uint32_t *rframes;
 };
 
 struct ht__agg {
@@ -63,11 +67,15 @@ struct ht__agg {
 	struct ht__hindex gix; /* of groups */
 };
 
+/* The hash of a key sequence, one id at a time (hash_seq() and group_rehash()). */
+#define HASH_SEQ_START(n) (0x9e3779b97f4a7c15ull ^ (n))
+#define HASH_SEQ_STEP(h, v, i) (ht__mix64((h) ^ (v)) + (i))
+
 static uint64_t hash_seq(const uint32_t *v, uint32_t n)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	uint64_t h = HASH_SEQ_START(n);
 	for (uint32_t i = 0; i < n; i++)
-		h = ht__mix64(h ^ v[i]) + i;
+		h = HASH_SEQ_STEP(h, v[i], i);
 	return ht__mix64(h);
 }
 
@@ -347,43 +355,75 @@ const char *ht__agg_frame_text(struct ht__agg *a, uint32_t frame)
 	return id == HT__NO_ID ? "?" : a->in.strs[id];
 }
 
+/* Id i of group g's key. */
+static uint32_t group_key(const struct ht__agg *a, const struct group *g, uint32_t i)
+{
+	return g->rframes ? a->ftext[g->rframes[i]] : a->seqs[g->seq + i];
+}
+
+static const uint32_t *group_frames(const struct ht__agg *a, const struct group *g)
+{
+	return g->rframes ? g->rframes : a->frames + g->seq;
+}
+
+/* hash_seq() of g's key. */
 static uint64_t group_rehash(const void *ctx, uint32_t id)
 {
 	const struct ht__agg *a = ctx;
-	return hash_seq(a->seqs + a->groups[id].seq, a->groups[id].seq_len);
+	const struct group *g = &a->groups[id];
+	uint64_t h = HASH_SEQ_START(g->seq_len);
+	for (uint32_t i = 0; i < g->seq_len; i++)
+		h = HASH_SEQ_STEP(h, group_key(a, g, i), i);
+	return ht__mix64(h);
+}
+
+static int same_key(const struct ht__agg *a, const struct group *g, const uint32_t *key, uint32_t n)
+{
+	if (g->seq_len != n)
+		return 0;
+	if (!g->rframes)
+		return !memcmp(a->seqs + g->seq, key, n * sizeof(*key));
+	for (uint32_t i = 0; i < n; i++)
+		if (a->ftext[g->rframes[i]] != key[i])
+			return 0;
+	return 1;
 }
 
 /*
  * The group whose key is key[0..n), created when new with frames[0..n) as the
- * frames it shows; NULL when out of memory.
+ * frames it shows; NULL when out of memory. With shared, frames are the
+ * reader's and key their text ids: the group points at them.
  */
 static struct group *group_for(struct ht__agg *a, const uint32_t *key, const uint32_t *frames,
-			       uint32_t n)
+			       uint32_t n, bool shared)
 {
 	uint64_t h = hash_seq(key, n);
 	for (uint32_t *slot = ht__hindex_find(&a->gix, h); *slot;
 	     slot = ht__hindex_next(&a->gix, slot)) {
 		struct group *g = &a->groups[*slot - 1];
-		if (g->seq_len == n && !memcmp(a->seqs + g->seq, key, n * sizeof(*key)))
+		if (same_key(a, g, key, n))
 			return g;
 	}
-	if (ht__grow((void **)&a->groups, &a->groups_alloc, a->ngroups + 1, sizeof(*a->groups)) <
-		0 ||
-	    ht__grow((void **)&a->seqs, &a->seqs_alloc, a->seqs_len + n, sizeof(*a->seqs)) < 0 ||
-	    ht__grow((void **)&a->frames, &a->frames_alloc, a->seqs_len + n, sizeof(*a->frames)) <
-		0)
+	if (ht__grow((void **)&a->groups, &a->groups_alloc, a->ngroups + 1, sizeof(*a->groups)) < 0)
+		return NULL;
+	if (!shared &&
+	    (ht__grow((void **)&a->seqs, &a->seqs_alloc, a->seqs_len + n, sizeof(*a->seqs)) < 0 ||
+	     ht__grow((void **)&a->frames, &a->frames_alloc, a->seqs_len + n, sizeof(*a->frames)) <
+		 0))
 		return NULL;
 	struct group *g = &a->groups[a->ngroups];
 	memset(g, 0, sizeof(*g));
 	g->seq = (uint32_t)a->seqs_len;
 	g->seq_len = n;
-	if (n) { /* a trace without stacks has no sequences (and NULL arrays) */
+	if (shared) {
+		g->rframes = frames;
+	} else if (n) { /* a trace without stacks has no sequences (and NULL arrays) */
 		memcpy(a->seqs + a->seqs_len, key, n * sizeof(*key));
 		memcpy(a->frames + a->seqs_len, frames, n * sizeof(*frames));
+		a->seqs_len += n;
 	}
 	if (ht__hindex_insert(&a->gix, h, (uint32_t)a->ngroups, group_rehash, a) < 0)
 		return NULL;
-	a->seqs_len += n;
 	a->ngroups++;
 	g->stack = HT__NO_ID;
 	return g;
@@ -417,7 +457,7 @@ static int cmp_groups(const void *pa, const void *pb, void *ctx)
 		return x->c.total_bytes > y->c.total_bytes ? -1 : 1;
 	/* Then the key text, frame by frame; a shorter stack first on a tie. */
 	for (uint32_t i = 0; i < x->seq_len && i < y->seq_len; i++) {
-		int c = strcmp(a->in.strs[a->seqs[x->seq + i]], a->in.strs[a->seqs[y->seq + i]]);
+		int c = strcmp(a->in.strs[group_key(a, x, i)], a->in.strs[group_key(a, y, i)]);
 		if (c)
 			return c;
 	}
@@ -531,7 +571,9 @@ static int finish_stacks(struct ht__agg *a, struct ht__frame_matcher *mc,
 			if (grp != HT_GROUP_STACK)
 				break;
 		}
-		struct group *g = group_for(a, key, kf, kept);
+		/* Every frame kept, in the reader's order: the group can point at them. */
+		bool shared = grp == HT_GROUP_STACK && kept == left;
+		struct group *g = group_for(a, key, shared ? frames + first : kf, kept, shared);
 		if (!g) {
 			rc = HT_ERR_NOMEM;
 			break;
@@ -555,10 +597,10 @@ out:
 		struct ht__agg_item *it = &res->items[i];
 		it->c = g->c;
 		it->stack = g->stack;
-		it->frames = g->seq_len ? a->frames + g->seq : NULL;
+		it->frames = g->seq_len ? group_frames(a, g) : NULL;
 		it->nframes = g->seq_len;
 		if (grp != HT_GROUP_STACK)
-			it->key = g->seq_len ? a->in.strs[a->seqs[g->seq]] : NO_STACK_KEY;
+			it->key = g->seq_len ? a->in.strs[group_key(a, g, 0)] : NO_STACK_KEY;
 	}
 	res->total_items = a->ngroups;
 	return 0;
