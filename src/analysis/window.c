@@ -154,6 +154,7 @@ static int node_row(struct ht__wnode *n, const struct ht__witem *it, int type)
 	r->tid = it->tid;
 	r->stack = it->stack;
 	r->type = (uint8_t)type;
+	r->unseen = it->unseen;
 	return 0;
 }
 

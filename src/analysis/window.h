@@ -109,6 +109,9 @@ struct ht__witem {
 	 */
 	bool piece;
 	uint64_t count; /* blocks it stands for: 1, or a sampled trace's estimate */
+	/* A committed range found in /proc/PID/maps, no hook saw it
+	   (HT_EVF_UNSEEN): the commit table marks its rows. */
+	bool unseen;
 };
 
 /* One block kept as a row (ht__wtree_new with keep_rows). */
@@ -122,7 +125,8 @@ struct ht__wrow {
 	uint32_t process;
 	int32_t tid;
 	uint32_t stack;
-	uint8_t type; /* enum ht__wtype */
+	uint8_t type;	/* enum ht__wtype */
+	uint8_t unseen; /* ht__witem.unseen */
 };
 
 /*

@@ -59,6 +59,7 @@ static int add(uint64_t count, struct ht__wfeed *f, uint32_t process, uint64_t h
 	it.process = process;
 	it.tid = tid;
 	it.piece = piece;
+	it.unseen = c && c->unseen;
 	it.count = count;
 	rc = ht__wtree_add(f->tree, &it);
 	return rc < 0 ? rc : 0;

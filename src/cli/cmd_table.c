@@ -202,6 +202,8 @@ static void text_row(struct table_run *t, const struct ht__wrow *w, int indent, 
 	printf("%*s%-4s %-9s 0x%-14" PRIx64 " %14s %14s %14s %10s  thread %d", indent, "",
 	       ht__wtype_name(w->type), ht__wtype_impacting_name(w->type), w->addr, a, f, l, sz,
 	       w->tid);
+	if (w->unseen)
+		fputs("  unseen", stdout); /* found in /proc/PID/maps, no hook saw it */
 	if (full) {
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
 		printf("  %s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
@@ -304,9 +306,9 @@ static void csv_header(struct table_run *t)
 		printf("process,pid,handle,heap_name,type,impacting_type,thread,address,%s_time_%s,"
 		       "%s_time_%"
 		       "s,lifetime_%s,"
-		       "size,stack%s\n",
+		       "size,stack%s%s\n",
 		       names[0], t->o->unit.name, names[1], t->o->unit.name, t->o->unit.name,
-		       t->rate ? ",sample_rate" : "");
+		       t->rate ? ",sample_rate" : "", t->o->kind == TABLE_COMMIT ? ",unseen" : "");
 	} else {
 		printf("depth,process,pid,handle,heap_name,type,impacting_type,stack,frame,image,"
 		       "thread,"
@@ -348,6 +350,8 @@ static void csv_rows(struct table_run *t, const struct ht__wnode *n)
 		csv_field(stdout, w->stack ? stack_text(t, w->stack) : "");
 		if (t->rate)
 			printf(",%" PRIu64, t->rate);
+		if (t->o->kind == TABLE_COMMIT)
+			printf(",%d", w->unseen);
 		putchar('\n');
 	}
 }
@@ -483,6 +487,10 @@ static void json_row(struct table_run *t, struct jw *j, const struct ht__wrow *w
 	jw_u64(j, w->size);
 	jw_key(j, "stack");
 	json_stack(t, j, w->stack);
+	if (t->o->kind == TABLE_COMMIT) {
+		jw_key(j, "unseen");
+		jw_bool(j, w->unseen);
+	}
 	jw_obj_end(j);
 }
 

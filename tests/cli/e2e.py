@@ -1022,6 +1022,14 @@ def unseen_maps(env):
     equal([(e["addr"], e["size"], e["func"], e["tid"]) for e in m], [(raw, 8 << 20, "maps", 0)],
           "the raw mapping found")
     equal([(e["addr"], e["size"]) for e in holding(gone, raw)], [(raw, 8 << 20)], "the raw mapping gone")
+    # table commit marks its row as found in /proc/PID/maps.
+    rc, text, err = env.run([env.heaptrail, "table", "commit", tr.path, "--group-by", "none",
+                             "--format", "json"])
+    check(rc == 0, "table commit: %s" % err)
+    rows = json.loads(text)["rows"]
+    equal([(r["size"], r["unseen"]) for r in rows if r["address"] == raw], [(8 << 20, True)],
+          "the raw mapping's row is marked unseen")
+    check(all(r["unseen"] for r in rows), "every committed range of this program is unseen")
     # Stacks: the main thread's ([stack]) and the worker's, attributed to each.
     stacks = {e["tid"]: e for e in found if e["func"] == "maps_stack"}
     check(pid in stacks and tid in stacks, "stacks of threads %d and %d: %r" % (pid, tid, stacks))
@@ -1112,8 +1120,11 @@ def ring_record(env):
     churn = [e for e in real if e["type"] in ("alloc", "free") and e.get("size", 48) == 48 and
              e["addr"] not in (addrs["b"], addrs["c"])]
     check(len(churn) > 100, "the newest churn is kept: %d events" % len(churn))
-    rc, text, err = env.run([env.heaptrail, "table", "heap", trace, "--format", "json"])
-    check(rc == 0, "table heap: %s" % err)
+    rc, text, err = env.run([env.heaptrail, "table", "commit", trace, "--group-by", "none",
+                             "--format", "json"])
+    check(rc == 0, "table commit: %s" % err)
+    equal([(r["size"], r["unseen"]) for r in json.loads(text)["rows"] if r["address"] == addrs["m"]],
+          [(1 << 20, False)], "m's row: committed at the window's start by a hooked mmap")
     # The leak gate sees a and c, not b and not the churn.
     rc, text, err = env.run([env.heaptrail, "check", trace])
     check(rc != 0 and "FAILED: 4444 bytes in 2 blocks never freed" in text + err,

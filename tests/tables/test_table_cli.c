@@ -299,12 +299,13 @@ static void test_commit(void)
 	    &r,
 	    "process,pid,handle,heap_name,type,impacting_type,thread,address,commit_time_ns,"
 	    "decommit_time_ns,"
-	    "lifetime_ns,size,stack\n"
-	    "app,100,,,AIFI,Transient,100,268435456,1000,19000,18000,524288,app!main\n"
-	    "app,100,,,AIFI,Transient,100,268959744,1000,5000,4000,4096,app!main\n"
-	    "app,100,,,AIFI,Transient,100,805306368,1000,9000,8000,520192,app!main\n"
-	    "app,100,,,AIFI,Transient,100,536870912,3000,9500,6500,16384,app!temp <- app!main\n"
-	    "app,100,,,AIFI,Transient,100,805826560,7000,9000,2000,524288,app!other <- app!main\n");
+	    "lifetime_ns,size,stack,unseen\n"
+	    "app,100,,,AIFI,Transient,100,268435456,1000,19000,18000,524288,app!main,0\n"
+	    "app,100,,,AIFI,Transient,100,268959744,1000,5000,4000,4096,app!main,0\n"
+	    "app,100,,,AIFI,Transient,100,805306368,1000,9000,8000,520192,app!main,0\n"
+	    "app,100,,,AIFI,Transient,100,536870912,3000,9500,6500,16384,app!temp <- app!main,0\n"
+	    "app,100,,,AIFI,Transient,100,805826560,7000,9000,2000,524288,app!other <- "
+	    "app!main,0\n");
 	run(&r, "table commit '%s' --format csv", commit_trace);
 	snprintf(expect, sizeof(expect), "%s%s", GROUP_HEADER,
 		 "0,,,,,,,,,,,3,0,1589248\n"
