@@ -177,6 +177,8 @@ def ring(env):
           "the worker is in the window's prefix")
     kept = [e["size"] for e in ev if not e.get("synthetic") and e["type"] == "alloc"]
     check(kept and set(kept) == {3001}, "the window holds the worker's allocations: %r" % set(kept))
+    check(any(e.get("unseen") and e["type"] == "mmap" for e in synth),
+          "mappings found in /proc/PID/maps before the window are in its prefix")
     check(int(err.split("(")[1].split()[0]) == len([e for e in ev if not e.get("synthetic")]),
           "flush says how many events the window holds: %r" % err)
     _, err = env.ht("flush", "rg", "-o", f1, want_rc=2)
@@ -195,10 +197,15 @@ def ring(env):
     check(last["complete"] and last["window"], "stop writes the last window: %r" % last["window"])
     check(last["window"]["start_ns"] >= w2["window"]["start_ns"], "the last window is the newest")
     check(a.poll() is None, "the worker runs on")
-    env.ht("start", "plain", "-o", env.path("plain.htr"))
+    # A full session, with --no-maps: no flush, and no mapping found in /proc/PID/maps.
+    env.ht("start", "plain", "-o", env.path("plain.htr"), "--no-maps", "--pid", str(a.pid))
     _, err = env.ht("flush", "plain", "-o", env.path("p.htr"), want_rc=2)
     check("not a flight recorder" in err, "flush of a full session: %r" % err)
+    time.sleep(0.5)
     env.ht("stop", "plain")
+    ev = env.events(env.path("plain.htr"))
+    check(allocs(ev, a.pid, 3002) > 10, "the plain session traced the worker")
+    equal([e for e in ev if e.get("unseen")], [], "no found mappings with --no-maps")
 
 
 @case
