@@ -26,8 +26,14 @@
 
 /* ---- modules ---- */
 
-/* Modules loaded at once; the indices of unloaded ones are reused. */
-#define HT_MAX_MODULES 4096
+/*
+ * Modules loaded at once; the indices of unloaded ones are reused. The
+ * table is reserved whole and lookups read it without a lock, so it never
+ * moves: its pages cost memory only as far as indices are used (32 bytes
+ * a module). glibc cannot load this many objects at once (each takes a
+ * link map, a TLS slot's worth of loader state and its own mappings).
+ */
+#define HT_MAX_MODULES (1u << 18)
 
 struct ht__mod {
 	uintptr_t start, end, bias;
@@ -130,17 +136,23 @@ struct ht__seen {
 	uint8_t known; /* refresh scratch: already in the module list */
 };
 
-#define HT_SCAN_BYTES (1u << 20)
-#define HT_SCAN_MAX 2048
-
+/*
+ * One walk's buffer, sized for the objects the last walk saw: obj[cap],
+ * then the open-addressing index of the module table by start address
+ * (hcap slots, module index + 1), then path bytes. A walk that finds more
+ * objects or paths than fit is made again with a larger buffer: an object
+ * left out would look unloaded.
+ */
 struct ht__scan {
-	int force, stop;
+	int force, stop, full;
 	unsigned long long adds, subs;
-	uint32_t n, path_used;
+	uint32_t n, cap, total, hcap, path_used, path_cap;
+	size_t bytes;
 	char maps[8192]; /* /proc/self/maps, a piece at a time (mapped_path) */
 	char abs[4096];
-	struct ht__seen obj[HT_SCAN_MAX];
-	char paths[]; /* up to HT_SCAN_BYTES - sizeof(struct ht__scan) */
+	struct ht__seen *obj;
+	uint32_t *index;
+	char *paths;
 };
 
 /*
@@ -191,6 +203,63 @@ out:
 	return found;
 }
 
+/* The index of the module table by start address (s->index). */
+static uint32_t index_slot(const struct ht__scan *s, uintptr_t start)
+{
+	return (uint32_t)((start >> 12) * 0x9e3779b97f4a7c15ull >> 32) & (s->hcap - 1);
+}
+
+/* 0 when the table outgrew the index (another thread merged a walk). */
+static int index_build(struct ht__scan *s)
+{
+	memset(s->index, 0, (size_t)s->hcap * sizeof *s->index);
+	uint32_t n = atomic_load_explicit(&nmods, memory_order_acquire);
+	if (n > s->hcap / 2)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (atomic_load_explicit(&mods[i].dead, memory_order_relaxed))
+			continue;
+		uint32_t h = index_slot(s, mods[i].start);
+		while (s->index[h])
+			h = (h + 1) & (s->hcap - 1);
+		s->index[h] = i + 1;
+	}
+	return 1;
+}
+
+/* Index + 1 of a live module with these bounds, or 0. */
+static uint32_t index_find(const struct ht__scan *s, uintptr_t start, uintptr_t end, uintptr_t bias)
+{
+	for (uint32_t h = index_slot(s, start); s->index[h]; h = (h + 1) & (s->hcap - 1)) {
+		const struct ht__mod *m = &mods[s->index[h] - 1];
+		if (m->start == start && m->end == end && m->bias == bias &&
+		    !atomic_load_explicit(&m->dead, memory_order_relaxed))
+			return s->index[h];
+	}
+	return 0;
+}
+
+/* A walk's buffer for up to cap objects and path_cap bytes of paths. */
+static struct ht__scan *scan_new(uint32_t cap, uint32_t path_cap)
+{
+	uint32_t n = atomic_load(&nmods), hcap = 1024;
+	while (hcap < 2 * (cap > n ? cap : n) + 64)
+		hcap *= 2;
+	size_t head = (sizeof(struct ht__scan) + 63) & ~(size_t)63;
+	size_t bytes = head + (size_t)cap * sizeof(struct ht__seen) + (size_t)hcap * 4 + path_cap;
+	struct ht__scan *s = ht__raw_mmap(bytes);
+	if (!s)
+		return NULL;
+	s->bytes = bytes;
+	s->cap = cap;
+	s->hcap = hcap;
+	s->path_cap = path_cap;
+	s->obj = (struct ht__seen *)((char *)s + head);
+	s->index = (uint32_t *)(s->obj + cap);
+	s->paths = (char *)(s->index + hcap);
+	return s;
+}
+
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht__scan *s = data;
@@ -217,8 +286,24 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 		if (b > hi)
 			hi = b;
 	}
-	if (hi <= lo || s->n >= HT_SCAN_MAX)
+	if (hi <= lo)
 		return 0;
+	s->total++;
+	if (s->n >= s->cap) {
+		s->full = 1;
+		return 0;
+	}
+	/* A module the table has: its path and build-id are not needed. */
+	uint32_t known = index_find(s, lo, hi, info->dlpi_addr);
+	if (known) {
+		struct ht__seen *o = &s->obj[s->n++];
+		memset(o, 0, sizeof *o);
+		o->bias = info->dlpi_addr;
+		o->start = lo;
+		o->end = hi;
+		o->known = 2; /* seen in the table during the walk */
+		return 0;
+	}
 	const char *path = name;
 	uint32_t plen = (uint32_t)strlen(name);
 	if (!*name) {
@@ -234,10 +319,12 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	if (plen > 4000)
 		plen = 4000;
-	size_t room = HT_SCAN_BYTES - sizeof *s - s->path_used;
-	if (plen > room)
+	if (plen > s->path_cap - s->path_used) {
+		s->full = 1;
 		return 0;
+	}
 	struct ht__seen *o = &s->obj[s->n++];
+	o->known = 0;
 	o->bias = info->dlpi_addr;
 	o->start = lo;
 	o->end = hi;
@@ -274,33 +361,56 @@ int ht__modules_refresh(int force)
 	if (!mods)
 		return 0;
 	atomic_store(&ht__modules_dirty, 0);
-	struct ht__scan *s = ht__raw_mmap(HT_SCAN_BYTES);
-	if (!s)
-		return 0;
 	if (atomic_exchange(&mods_retry, 0))
 		force = 1;
-	s->force = force;
-	dl_iterate_phdr(scan_cb, s);
+	static _Atomic uint32_t last_total; /* objects the last walk saw */
+	uint32_t cap = 2048, path_cap = 1u << 20, last = atomic_load(&last_total);
+	while (cap < last + last / 4 + 256)
+		cap *= 2;
+	struct ht__scan *s;
+	for (;;) {
+		s = scan_new(cap, path_cap);
+		if (!s)
+			return 0;
+		s->force = force;
+		s->full = !index_build(s);
+		if (!s->full)
+			dl_iterate_phdr(scan_cb, s);
+		if (!s->full || cap >= HT_MAX_MODULES * 2u)
+			break;
+		/* More objects or longer paths than fit: again, larger. */
+		if (s->total > cap)
+			while (cap < s->total + s->total / 4 + 256)
+				cap *= 2;
+		else
+			path_cap *= 2;
+		syscall(SYS_munmap, s, s->bytes);
+	}
+	atomic_store(&last_total, s->total);
 	int gone = 0;
 	lock_modules();
-	/* A walk older than the last one merged must not undo it. */
-	if (!s->stop && (force || s->adds + s->subs >= phdr_adds + phdr_subs)) {
+	/* A walk older than the last one merged must not undo it, and an
+	   incomplete one would take the modules it left out for unloaded. */
+	if (s->full || (!s->stop && !index_build(s))) {
+		atomic_store(&mods_retry, 1);
+	} else if (!s->stop && (force || s->adds + s->subs >= phdr_adds + phdr_subs)) {
 		phdr_adds = s->adds;
 		phdr_subs = s->subs;
 		uint32_t n = atomic_load(&nmods);
 		for (uint32_t i = 0; i < n; i++)
 			mods[i].seen = 0;
+		/* The index was built again above, under the lock: another thread
+		   may have merged a walk since ours began. */
 		for (uint32_t k = 0; k < s->n; k++) {
 			struct ht__seen *o = &s->obj[k];
-			o->known = 0;
-			for (uint32_t i = 0; i < n; i++) {
-				struct ht__mod *m = &mods[i];
-				if (!m->dead && m->start == o->start && m->end == o->end &&
-				    m->bias == o->bias) {
-					m->seen = 1;
-					o->known = 1;
-					break;
-				}
+			uint32_t i = index_find(s, o->start, o->end, o->bias);
+			if (i) {
+				mods[i - 1].seen = 1;
+				o->known = 1;
+			} else if (o->known == 2) {
+				/* Known during the walk, gone since: its path was not
+				   copied, so the next refresh walks again. */
+				atomic_store(&mods_retry, 1);
 			}
 		}
 		/* Unloads first: their indices are free for the new modules (a
@@ -317,7 +427,7 @@ int ht__modules_refresh(int force)
 		for (uint32_t k = 0; k < s->n; k++) {
 			struct ht__seen *o = &s->obj[k];
 			if (o->known)
-				continue;
+				continue; /* 1: in the table; 2: see above */
 			while (reuse < n && !(mods[reuse].dead && !mods[reuse].seen))
 				reuse++;
 			uint32_t i = reuse < n ? reuse : n;
@@ -340,7 +450,7 @@ int ht__modules_refresh(int force)
 		}
 	}
 	unlock();
-	syscall(SYS_munmap, s, HT_SCAN_BYTES);
+	syscall(SYS_munmap, s, s->bytes);
 	if (gone)
 		ht__stacks_init();
 	return gone;

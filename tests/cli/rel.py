@@ -610,6 +610,41 @@ def words_untraceable(env):
         shutil.rmtree(d, ignore_errors=True)
 
 
+@case
+def modules_many(env):
+    """A program with 5000 libraries loaded at once (copies of one small
+    library under 5000 names) that allocates one block from each: every
+    allocation's innermost frame is in the library it came from."""
+    n = 5000
+    lib = os.path.join(env.progs, "libhtmm.so")
+    d = os.path.join(env.tmp, "mods")
+    os.mkdir(d)
+    # glibc loads a file once per inode: each name must be a copy.
+    for i in range(n):
+        shutil.copyfile(lib, os.path.join(d, "mm_%d.so" % i))
+    trace = os.path.join(env.tmp, "mm.htr")
+    rc, out, err = env.run([env.heaptrail, "record", "-o", trace, "--", env.prog("many_modules"), d, str(n)],
+                           timeout=600)
+    equal(rc, 0, "record: exit (%s)" % err)
+    equal(out.strip(), str(n), "the program's output")
+    tr = Trace(env, trace)
+    equal(tr.info.get("events_lost"), 0, "events lost")
+    rc, out, err = env.run([env.heaptrail, "dump", trace, "--stacks", "--format", "json"], timeout=600)
+    equal(rc, 0, "dump: exit (%s)" % err)
+    seen = {}
+    for line in out.splitlines():
+        ev = json.loads(line)
+        size = ev.get("size", 0)
+        if ev.get("type") != "alloc" or not 70000 <= size < 70000 + n:
+            continue
+        f = ev.get("frames") or [{}]
+        seen[size - 70000] = (f[0].get("module"), f[0].get("function"))
+    wrong = [(i, seen.get(i)) for i in range(n)
+             if seen.get(i) != ("mm_%d.so" % i, "mm_alloc")]
+    equal(len(seen), n, "allocations of 70000..%d bytes" % (69999 + n))
+    equal(wrong[:5], [], "allocations attributed to another module (first 5 of %d)" % len(wrong))
+
+
 def main():
     return case_main(CASES, Env, "ht-rel-", own_cache=True)
 
