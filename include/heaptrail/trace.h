@@ -236,6 +236,21 @@ struct ht_process {
 	uint64_t end_ts;   /* exit or exec or end of trace */
 	int32_t exit_code; /* valid with HT_PROCF_EXITED */
 	int32_t signal;	   /* valid with HT_PROCF_SIGNALED */
+	/*
+	 * Events of this image its recorder did not record, by cause (their
+	 * sum is its part of the trace's events_lost), and the time of the
+	 * first (ns since trace start; 0: none lost).
+	 */
+	uint64_t lost_lossy, lost_no_buffer, lost_in_handler;
+	uint64_t lost_from_ts;
+	/*
+	 * Events after its recorder stopped recording while it ran (the
+	 * session stopped, or its collector went away) until the trace ended,
+	 * and when the first came: it is untraced from then (0: never). Not
+	 * part of events_lost: they fall after the recording.
+	 */
+	uint64_t events_untraced;
+	uint64_t untraced_from_ts;
 };
 
 #define HT_PROCF_ROOT 0x1u     /* the program the session launched */

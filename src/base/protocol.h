@@ -36,6 +36,8 @@ enum ht__session_state {
 	HT_SESSION_STARTING = 0,
 	HT_SESSION_RUNNING = 1,
 	HT_SESSION_STOPPING = 2, /* recorders stop emitting and pass through */
+	HT_SESSION_DONE = 3,	 /* the session read the loss table for the last
+				    time: recorders stop counting what passes */
 };
 
 /* Bits of ht__shm_header.stack_mask: which events capture a call stack. */
@@ -114,6 +116,34 @@ struct ht__shm_header {
 	uint64_t sample_seed;
 };
 
+/*
+ * Events a process image did not record, by process (docs/session-protocol.md,
+ * "Loss by process"): a table of HT_LOSS_SLOTS at HT_SHM_LOSS_OFFSET in the
+ * header page, past struct ht__shm_header. A recorder claims a slot the first
+ * time its image loses an event (pid 0 -> -1 by CAS, instance, then pid);
+ * the session reads the table when it finishes. A process that finds the
+ * table full is counted only in the trace-wide counters.
+ */
+enum ht__loss_cause {
+	HT_LOSS_LOSSY = 0,	/* its ring was full in lossy mode */
+	HT_LOSS_NO_BUFFER = 1,	/* no ring was free (rings_exhausted) */
+	HT_LOSS_IN_HANDLER = 2, /* a signal handler interrupted a hook (reentered) */
+	HT_LOSS_UNTRACED = 3,	/* after the recorder stopped: session stopping or
+				   collector gone */
+	HT_LOSS_CAUSES = 4,
+};
+
+struct ht__shm_loss {
+	_Atomic int32_t pid; /* 0: free, -1: being claimed */
+	uint32_t instance;
+	_Atomic uint64_t first_ns;    /* CLOCK_MONOTONIC of its first event not recorded */
+	_Atomic uint64_t untraced_ns; /* of its first event after the recorder stopped */
+	_Atomic uint64_t n[HT_LOSS_CAUSES];
+};
+
+#define HT_SHM_LOSS_OFFSET 2048u
+#define HT_LOSS_SLOTS 36u
+
 /* ht__ring.state */
 enum ht__ring_state {
 	HT_RING_FREE = 0,     /* nobody owns it; a recorder may claim it by CAS */
@@ -142,7 +172,15 @@ struct ht__ring {
 };
 
 _Static_assert(sizeof(struct ht__ring) == HT_RING_HEADER_SIZE, "ring header size");
-_Static_assert(sizeof(struct ht__shm_header) <= HT_SHM_HEADER_SIZE, "shm header size");
+_Static_assert(sizeof(struct ht__shm_header) <= HT_SHM_LOSS_OFFSET, "shm header size");
+_Static_assert(HT_SHM_LOSS_OFFSET + HT_LOSS_SLOTS * sizeof(struct ht__shm_loss) <=
+		   HT_SHM_HEADER_SIZE,
+	       "loss table size");
+
+static inline struct ht__shm_loss *ht__shm_losses(struct ht__shm_header *h)
+{
+	return (struct ht__shm_loss *)((char *)h + HT_SHM_LOSS_OFFSET);
+}
 
 /*
  * Records. Every record starts with this 16-byte header, is 8-byte aligned, and

@@ -119,6 +119,28 @@ static const char *proc_end(char *buf, size_t n, const struct ht_process *p)
 	return buf;
 }
 
+static uint64_t proc_lost(const struct ht_process *p)
+{
+	return p->lost_lossy + p->lost_no_buffer + p->lost_in_handler;
+}
+
+/* The events a process did not record, and from when it went untraced. */
+static void print_proc_loss(FILE *f, const struct ht_process *p)
+{
+	char t[32], w[600];
+	if (proc_lost(p)) {
+		describe_loss(w, sizeof(w), proc_lost(p), p->lost_lossy, p->lost_no_buffer,
+			      p->lost_in_handler);
+		fprintf(f, "      lost from %s: %s\n", fmt_time(t, sizeof(t), p->lost_from_ts), w);
+	}
+	if (p->untraced_from_ts)
+		fprintf(f,
+			"      untraced from %s: the recording stopped while it ran; %" PRIu64
+			" event%s after that %s not in the trace\n",
+			fmt_time(t, sizeof(t), p->untraced_from_ts), p->events_untraced,
+			p->events_untraced == 1 ? "" : "s", p->events_untraced == 1 ? "is" : "are");
+}
+
 static void print_counts(FILE *f, const struct ht__summary_counts *c)
 {
 	char t[32], h[32];
@@ -280,6 +302,7 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 			print_command(f, p->argc, p->argv);
 			fputc('\n', f);
 		}
+		print_proc_loss(f, p);
 	}
 
 	fprintf(f, "\ntotal:\n");
@@ -513,6 +536,23 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 		p && (p->flags & HT_PROCF_EXITED) ? jw_i64(&j, p->exit_code) : jw_null(&j);
 		jw_key(&j, "signal");
 		p && (p->flags & HT_PROCF_SIGNALED) ? jw_i64(&j, p->signal) : jw_null(&j);
+		jw_key(&j, "events_lost");
+		jw_u64(&j, p ? proc_lost(p) : 0);
+		jw_key(&j, "events_lost_by_cause");
+		jw_obj_begin(&j);
+		jw_key(&j, "lossy");
+		jw_u64(&j, p ? p->lost_lossy : 0);
+		jw_key(&j, "no_buffer");
+		jw_u64(&j, p ? p->lost_no_buffer : 0);
+		jw_key(&j, "in_signal_handler");
+		jw_u64(&j, p ? p->lost_in_handler : 0);
+		jw_obj_end(&j);
+		jw_key(&j, "lost_from_ns");
+		p &&proc_lost(p) ? jw_u64(&j, p->lost_from_ts) : jw_null(&j);
+		jw_key(&j, "untraced_from_ns");
+		p && p->untraced_from_ts ? jw_u64(&j, p->untraced_from_ts) : jw_null(&j);
+		jw_key(&j, "events_untraced");
+		jw_u64(&j, p ? p->events_untraced : 0);
 		json_counts(&j, i < s->nprocs ? &s->procs[i] : &zero);
 		jw_obj_end(&j);
 	}

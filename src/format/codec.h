@@ -42,6 +42,7 @@ enum ht__chunk_kind {
 	HT__CHUNK_SYMBOLS = 3,	 /* symbols of physical frames */
 	HT__CHUNK_PROCESSES = 4, /* the process table */
 	HT__CHUNK_META = 5,	 /* command, hostname; at finish also duration, lost */
+	HT__CHUNK_LOSSES = 6,	 /* events each process did not record */
 };
 
 /* Record codes in the low 5 bits of a record's first byte. Events use their

@@ -670,6 +670,31 @@ static int parse_meta(struct tables *t, struct ht__cur *c)
 	return 0;
 }
 
+/* LOSSES (after PROCESSES): the events each listed process did not record. */
+static int parse_losses(struct tables *t, struct ht__cur *c)
+{
+	while (c->p < c->end) {
+		uint64_t idx = ht__get_varint(c);
+		struct ht_process l = {0};
+		l.lost_lossy = ht__get_varint(c);
+		l.lost_no_buffer = ht__get_varint(c);
+		l.lost_in_handler = ht__get_varint(c);
+		l.lost_from_ts = ht__get_varint(c);
+		l.events_untraced = ht__get_varint(c);
+		l.untraced_from_ts = ht__get_varint(c);
+		if (c->bad || idx >= t->procs.n || !t->procs.v[idx])
+			return HT_ERR_CORRUPT;
+		struct ht_process *d = &t->procs.v[idx]->p;
+		d->lost_lossy = l.lost_lossy;
+		d->lost_no_buffer = l.lost_no_buffer;
+		d->lost_in_handler = l.lost_in_handler;
+		d->lost_from_ts = l.lost_from_ts;
+		d->events_untraced = l.events_untraced;
+		d->untraced_from_ts = l.untraced_from_ts;
+	}
+	return 0;
+}
+
 static int parse_processes(struct tables *t, struct ht__cur *c)
 {
 	const char *small[16];
@@ -816,6 +841,9 @@ static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const ch
 			break;
 		case HT__CHUNK_PROCESSES:
 			rc = parse_processes(t, &c);
+			break;
+		case HT__CHUNK_LOSSES:
+			rc = parse_losses(t, &c);
 			break;
 		case HT__CHUNK_META:
 			rc = parse_meta(t, &c);

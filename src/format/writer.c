@@ -1105,6 +1105,50 @@ static int write_processes(struct ht__writer *w)
 	return rc < 0 ? (w->err = rc) : 0;
 }
 
+int ht__writer_process_loss(struct ht__writer *w, uint32_t process, const struct ht_process *loss)
+{
+	if (!w || process >= w->procs.n || !w->procs.v[process])
+		return HT_ERR_INVALID;
+	struct ht_process *d = &w->procs.v[process]->p;
+	d->lost_lossy = loss->lost_lossy;
+	d->lost_no_buffer = loss->lost_no_buffer;
+	d->lost_in_handler = loss->lost_in_handler;
+	d->lost_from_ts = loss->lost_from_ts;
+	d->events_untraced = loss->events_untraced;
+	d->untraced_from_ts = loss->untraced_from_ts;
+	return 0;
+}
+
+/* LOSSES: the processes that did not record every event (none: no chunk). */
+static int write_losses(struct ht__writer *w)
+{
+	struct ht__buf b = {0};
+	int rc = 0;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < w->procs.n && !rc; i++) {
+		const struct ht_process *d = w->procs.v[i] ? &w->procs.v[i]->p : NULL;
+		if (!d || !(d->lost_lossy | d->lost_no_buffer | d->lost_in_handler |
+			    d->events_untraced | d->lost_from_ts | d->untraced_from_ts))
+			continue;
+		if ((rc = ht__buf_reserve(&b, 80)) < 0)
+			break;
+		uint8_t *p = b.data + b.len;
+		p = ht__put_varint(p, i);
+		p = ht__put_varint(p, d->lost_lossy);
+		p = ht__put_varint(p, d->lost_no_buffer);
+		p = ht__put_varint(p, d->lost_in_handler);
+		p = ht__put_varint(p, d->lost_from_ts);
+		p = ht__put_varint(p, d->events_untraced);
+		p = ht__put_varint(p, d->untraced_from_ts);
+		b.len = p - b.data;
+		n++;
+	}
+	if (!rc && b.len)
+		rc = write_chunk(w, HT__CHUNK_LOSSES, b.data, b.len, n, 0, 0);
+	ht__buf_release(&b);
+	return rc < 0 ? (w->err = rc) : 0;
+}
+
 void ht__writer_set_losses(struct ht__writer *w, uint64_t lossy, uint64_t no_buffer,
 			   uint64_t in_handler)
 {
@@ -1148,6 +1192,8 @@ int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 		rc = write_table(w, HT__CHUNK_SYMBOLS, &w->syms, skip_sym);
 	if (!rc)
 		rc = write_processes(w);
+	if (!rc)
+		rc = write_losses(w);
 	if (!rc)
 		rc = write_meta(w, duration_ns, events_lost, flags);
 	if (!rc) {

@@ -109,6 +109,12 @@ void ht__writer_set_losses(struct ht__writer *w, uint64_t lossy, uint64_t no_buf
    gets HT_TRACEF_WINDOW. */
 void ht__writer_set_window(struct ht__writer *w, uint64_t start_ns, uint64_t dropped,
 			   uint64_t ring_bytes, uint64_t ring_ns);
+/*
+ * The events process image `process` did not record (the loss fields of
+ * struct ht_process), for the LOSSES table written at finish. 0 or
+ * HT_ERR_INVALID for a process the writer has not seen.
+ */
+int ht__writer_process_loss(struct ht__writer *w, uint32_t process, const struct ht_process *loss);
 /* A flag of ht__writer_finish(): the trace stays marked incomplete (a
    rewrite of a trace whose collector never finished it). */
 #define HT__FINISH_INCOMPLETE 0x80000000u

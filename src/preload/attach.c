@@ -462,6 +462,7 @@ static void attach_child(void)
 	if (atomic_load(&ht__g.state) != HT_ST_READY)
 		return;
 	ht__go_dormant();
+	atomic_store(&ht__g.untraced, 0); /* the table goes with the mapping */
 	atomic_store(&got_attached, 0);
 	memset(&ht__t, 0, sizeof ht__t);
 	syscall(SYS_munmap, ht__g.hdr, ht__g.map_size);

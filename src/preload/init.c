@@ -124,6 +124,69 @@ void ht__go_dormant(void)
 	atomic_store(&ht__g.state, HT_ST_DORMANT);
 }
 
+void ht__stop_recording(void)
+{
+	atomic_store(&ht__g.untraced, 1);
+	ht__go_dormant();
+}
+
+#define LOSS_NONE ((struct ht__shm_loss *)UINTPTR_MAX)
+
+/* This image's slot of the loss table, claimed at its first loss. */
+static struct ht__shm_loss *loss_slot(void)
+{
+	struct ht__shm_loss *l = atomic_load_explicit(&ht__g.loss, memory_order_acquire);
+	if (HT_LIKELY(l))
+		return l == LOSS_NONE ? NULL : l;
+	struct ht__shm_loss *tab = ht__shm_losses(ht__g.hdr), *mine = LOSS_NONE;
+	for (uint32_t i = 0; i < HT_LOSS_SLOTS; i++) {
+		int32_t z = 0;
+		if (atomic_load_explicit(&tab[i].pid, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&tab[i].pid, &z, -1)) {
+			tab[i].instance = ht__g.instance;
+			atomic_store_explicit(&tab[i].pid, ht__g.pid, memory_order_release);
+			mine = &tab[i];
+			break;
+		}
+	}
+	/* Two threads may claim at once: the one that publishes first wins and
+	   the other gives its slot back (it holds no count yet). */
+	struct ht__shm_loss *none = NULL;
+	if (!atomic_compare_exchange_strong(&ht__g.loss, &none, mine)) {
+		if (mine != LOSS_NONE)
+			atomic_store(&mine->pid, 0);
+		mine = none;
+	}
+	return mine == LOSS_NONE ? NULL : mine;
+}
+
+/*
+ * One event of this image not recorded. Cold: the trace-wide counters are
+ * bumped by the callers as before; this keeps the same count by process,
+ * and when the first one happened. Async-signal-safe (atomics, vDSO clock).
+ */
+void ht__lose(unsigned cause)
+{
+	struct ht__shm_loss *l = loss_slot();
+	if (!l)
+		return;
+	atomic_fetch_add_explicit(&l->n[cause], 1, memory_order_relaxed);
+	_Atomic uint64_t *first = cause == HT_LOSS_UNTRACED ? &l->untraced_ns : &l->first_ns;
+	if (!atomic_load_explicit(first, memory_order_relaxed)) {
+		uint64_t z = 0;
+		atomic_compare_exchange_strong(first, &z, ht__clock());
+	}
+}
+
+/* Counting ends once the session has read the table for the last time. */
+void ht__lose_untraced(void)
+{
+	if (atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) == HT_SESSION_DONE)
+		atomic_store(&ht__g.untraced, 0);
+	else
+		ht__lose(HT_LOSS_UNTRACED);
+}
+
 /* The path of the running program, also the main module's path. */
 char ht__exe[4096];
 uint32_t ht__exe_len;
@@ -213,6 +276,8 @@ static void instance_begin(uint32_t flags)
 {
 	struct ht__thread *t = &ht__t;
 	ht__g.instance = random_token();
+	atomic_store(&ht__g.loss, NULL); /* a fork child's copy is its parent's */
+	atomic_store(&ht__g.untraced, 0);
 	ht__stacks_init();
 	ht__modules_reset();
 	/* Without a ring now, the first thread that gets one writes it. */
@@ -282,7 +347,7 @@ int ht__init_session(const char *path, uint32_t flags)
 	    (h->ring_size & (h->ring_size - 1)) || h->ring_count == 0 ||
 	    h->header_size + (uint64_t)h->ring_count * (HT_RING_HEADER_SIZE + h->ring_size) >
 		size ||
-	    atomic_load(&h->state) == HT_SESSION_STOPPING)
+	    atomic_load(&h->state) >= HT_SESSION_STOPPING)
 		goto unmap;
 	pid_t pid = getpid();
 	if ((h->flags & HT_SHM_NO_FOLLOW) && pid != h->root_pid)
@@ -387,8 +452,9 @@ int ht__enter_odd(struct ht__thread *t)
 		if (atomic_load(&ht__g.state) != HT_ST_READY)
 			return 0;
 	}
-	if (atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) == HT_SESSION_STOPPING) {
-		ht__go_dormant();
+	if (atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) >= HT_SESSION_STOPPING) {
+		ht__stop_recording();
+		ht__lose_untraced(); /* this event is the first not recorded */
 		return 0;
 	}
 	t->guard = 1;
@@ -400,12 +466,17 @@ int ht__enter_slow(struct ht__thread *t)
 	if (t->guard) {
 		/* Only a signal handler gets here from inside a hook. */
 		if (t->guard == HT_GUARD_HOOK &&
-		    atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY)
+		    atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY) {
 			atomic_fetch_add_explicit(&ht__g.hdr->reentered, 1, memory_order_relaxed);
+			ht__lose(HT_LOSS_IN_HANDLER);
+		}
 		return 0;
 	}
-	if (!ht__ensure())
+	if (!ht__ensure()) {
+		if (HT_UNLIKELY(atomic_load_explicit(&ht__g.untraced, memory_order_relaxed)))
+			ht__lose_untraced();
 		return 0;
+	}
 	t->guard = 1;
 	return 1;
 }

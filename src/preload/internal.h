@@ -102,6 +102,12 @@ struct ht__global {
 	volatile uint32_t *alive;
 	int wipe;	     /* alive is in a MADV_WIPEONFORK page */
 	void (*child)(void); /* starts a child found that way (launch or attach mode) */
+	/* This image's slot of the session's loss table, NULL until it loses
+	   an event (or when the table is full: UINTPTR_MAX). */
+	struct ht__shm_loss *_Atomic loss;
+	/* The recorder stopped recording (session stopping, collector gone):
+	   events that pass through are counted as HT_LOSS_UNTRACED. */
+	_Atomic int untraced;
 };
 
 /* Per thread, in initial-exec TLS so the hot path needs no call. */
@@ -149,8 +155,11 @@ static inline int ht__is_boot(const void *p)
 }
 size_t ht__boot_size(const void *p);
 void ht__go_dormant(void);
-void ht__child_start(void); /* new instance after fork/clone in the child */
-void ht__child_check(void); /* in a fork child: ht__child_start() unless already done */
+void ht__stop_recording(void); /* the session is over: dormant, counting what passes */
+void ht__lose(unsigned cause); /* one event not recorded (enum ht__loss_cause) */
+void ht__lose_untraced(void);  /* one event passed through after ht__stop_recording() */
+void ht__child_start(void);    /* new instance after fork/clone in the child */
+void ht__child_check(void);    /* in a fork child: ht__child_start() unless already done */
 int ht__enter_odd(struct ht__thread *t);
 #define HT_PROC_PENDING 0x80000000u
 void ht__write_process_pending(void);
@@ -316,7 +325,7 @@ static inline int ht__enter(struct ht__thread *t)
 	if (HT_LIKELY(atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY &&
 		      !t->guard)) {
 		/* A stopping session, or a child no hook saw being made. */
-		if (HT_UNLIKELY(atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) ==
+		if (HT_UNLIKELY(atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) >=
 				    HT_SESSION_STOPPING ||
 				!*ht__g.alive))
 			return ht__enter_odd(t);

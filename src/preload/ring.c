@@ -207,9 +207,10 @@ static int wait_step(struct ht__wait *w)
 	uint64_t now = ht__clock();
 	if (!w->since)
 		w->since = now;
-	if (atomic_load(&h->state) == HT_SESSION_STOPPING || collector_dead(h, now, w->since)) {
+	if (atomic_load(&h->state) >= HT_SESSION_STOPPING || collector_dead(h, now, w->since)) {
 		wait_end(w);
-		ht__go_dormant();
+		ht__stop_recording();
+		ht__lose_untraced(); /* the event that waited */
 		return 0;
 	}
 	if (i < 80) {
@@ -325,6 +326,7 @@ static int claim_ring(struct ht__thread *t)
 fail:
 	wait_end(&w);
 	atomic_fetch_add(&ht__g.hdr->rings_exhausted, 1);
+	ht__lose(HT_LOSS_NO_BUFFER);
 	return 0;
 }
 
@@ -362,6 +364,7 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 			    &t->ring->lost,
 			    atomic_load_explicit(&t->ring->lost, memory_order_relaxed) + 1,
 			    memory_order_relaxed);
+			ht__lose(HT_LOSS_LOSSY);
 			wait_end(&w);
 			return 0;
 		}

@@ -730,5 +730,7 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	s->stats.duration_ns = end > s->last_ts ? end : s->last_ts;
 	if (symbolize && (rc = ht__symbolize(s, progress, ctx)) < 0)
 		return rc;
+	if ((rc = ht__translate_losses(s)) < 0)
+		return rc;
 	return s->sink_err;
 }

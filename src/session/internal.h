@@ -200,6 +200,7 @@ int ht__translate(struct ht__session *s, struct ht__slot *slot, const struct ht_
 struct ht__proc *ht__proc_by_pid(struct ht__session *s, int32_t pid);
 /* Exits for processes that died and were never reported, at the end. */
 int ht__translate_finish(struct ht__session *s);
+int ht__translate_losses(struct ht__session *s); /* the loss table, at the end */
 void ht__translate_free(struct ht__session *s);
 
 /* drain.c: append a record of the session's own to its queue. */

@@ -66,6 +66,9 @@ struct ht__sink {
 	int (*event)(void *ctx, const struct ht_event *ev, const struct ht_process *proc);
 	int (*symbols)(void *ctx, uint32_t frame, const struct ht__symbol *syms, uint32_t n);
 	int (*flush)(void *ctx);
+	/* The loss fields of struct ht_process for process index `process`,
+	   from ht__session_finish() after the symbols (may be NULL). */
+	int (*loss)(void *ctx, uint32_t process, const struct ht_process *loss);
 };
 
 /* A sink writing to w (ctx is the struct ht__writer *). */

@@ -235,6 +235,46 @@ static int slot_proc(struct ht__session *s, struct ht__slot *sl, uint64_t ts, st
 	return 0;
 }
 
+/*
+ * The loss table (docs/session-protocol.md, "Loss by process"), read once
+ * at the end, as late as possible: events of processes still running after
+ * the recorders stopped are counted until here. Then DONE tells recorders
+ * to stop counting. A slot of an image the session never saw is left out
+ * (its events stay in the trace-wide counters only).
+ */
+int ht__translate_losses(struct ht__session *s)
+{
+	atomic_store_explicit(&s->hdr->state, HT_SESSION_DONE, memory_order_release);
+	if (!s->sink || !s->sink->loss)
+		return 0;
+	uint64_t t0 = s->hdr->t0_ns;
+	struct ht__shm_loss *tab = ht__shm_losses(s->hdr);
+	for (uint32_t i = 0; i < HT_LOSS_SLOTS; i++) {
+		int32_t pid = atomic_load_explicit(&tab[i].pid, memory_order_acquire);
+		if (pid <= 0)
+			continue;
+		struct proc_key k = {pid, tab[i].instance};
+		uint32_t pi = ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0),
+					    proc_key_eq, s, &k);
+		if (pi == UINT32_MAX)
+			continue;
+		uint64_t first = atomic_load(&tab[i].first_ns);
+		uint64_t untraced = atomic_load(&tab[i].untraced_ns);
+		struct ht_process l = {
+		    .lost_lossy = atomic_load(&tab[i].n[HT_LOSS_LOSSY]),
+		    .lost_no_buffer = atomic_load(&tab[i].n[HT_LOSS_NO_BUFFER]),
+		    .lost_in_handler = atomic_load(&tab[i].n[HT_LOSS_IN_HANDLER]),
+		    .lost_from_ts = first > t0 ? first - t0 : 0,
+		    .events_untraced = atomic_load(&tab[i].n[HT_LOSS_UNTRACED]),
+		    .untraced_from_ts = untraced > t0 ? untraced - t0 : 0,
+		};
+		int rc = s->sink->loss(s->sink_ctx, s->procs[pi]->index, &l);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* ---- modules, frames, stacks ---- */
 
 struct mod_key {

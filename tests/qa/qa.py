@@ -693,6 +693,51 @@ def lossy_small_buffers(env):
         check(any("lost" in w for w in j["warnings"]), "warnings: %s" % j["warnings"])
 
 
+@case
+def lossy_by_process(env):
+    """--lossy with small buffers, two processes: each one's events in the
+    trace plus the events it lost (info, per process) are exactly its
+    events of a lossless run; the per-process losses add up to the trace's,
+    all lossy, and each first loss lies within its process's life."""
+    argv = [env.prog("lossy_pair"), "100000"]
+    opts = ["--stacks", "none", "--no-maps"]
+
+    def per_pid(trace):
+        evs = env.dump(trace, lambda e: e["type"] != "rss")
+        out = {}
+        for e in evs:
+            out[e["pid"]] = out.get(e["pid"], 0) + 1
+        return out
+
+    rc, out, base = env.record(argv, opts)
+    equal(rc, 0, "lossless status")
+    j0 = env.info(base)
+    want = {p["index"]: per_pid(base)[p["pid"]] for p in j0["processes"]}
+    rc, out, trace = env.record(argv, opts + ["--buffer-size", "4K", "--lossy"])
+    equal(rc, 0, "lossy status")
+    j = env.info(trace, complete=False)
+    got = per_pid(trace)
+    procs = j["processes"]
+    equal(len(procs), 2, "processes")
+    total = 0
+    for p in procs:
+        lost = p["events_lost"]
+        check(lost > 0, "process [%d] lost events with 4K buffers" % p["index"])
+        equal(got.get(p["pid"], 0) + lost, want[p["index"]],
+              "process [%d]: events in the trace + lost" % p["index"])
+        equal(p["events_lost_by_cause"], {"lossy": lost, "no_buffer": 0, "in_signal_handler": 0},
+              "process [%d]: causes" % p["index"])
+        check(p["start_ns"] <= p["lost_from_ns"] <= p["end_ns"],
+              "process [%d]: first loss %s within %s..%s" % (p["index"], p["lost_from_ns"],
+                                                             p["start_ns"], p["end_ns"]))
+        equal((p["events_untraced"], p["untraced_from_ns"]), (0, None), "process [%d]: untraced" % p["index"])
+        total += lost
+    equal(total, j["events_lost"], "the processes' losses make the trace's")
+    rc, text, err = run([env.heaptrail, "info", trace], env.tmp)
+    equal(len([l for l in text.splitlines() if l.startswith("      lost from ")]), 2,
+          "info names each process's loss:\n" + text)
+
+
 # ---- overload: more writers than cores, a stopped collector ----
 
 def stats_of(err):
