@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "analysis/export.h"
+#include "analysis/match.h"
 #include "analysis/pass.h"
 #include "analysis/summary.h"
 #include "base/vec.h"
@@ -109,12 +110,16 @@ static void put_frame(FILE *out, const struct ht_reader *r, struct ht__agg *a, u
 	const char *text = ht__agg_frame_text(a, frame);
 	fprintf(out, " 0x%" PRIx64 ": ", f ? f->rel : 0);
 	/* '#' starts a comment for ms_print. */
-	for (const char *c = f && f->function ? f->function : text; *c; c++)
-		fputc(*c == '#' || *c == '\n' ? '_' : *c, out);
-	if (f && f->file)
-		fprintf(out, " (%s:%" PRIu32 ")", f->file, f->line);
-	else if (f && f->module != HT_MODULE_NONE)
-		fprintf(out, " (in %s)", ht_reader_module(r, f->module)->path);
+	ht__fput_text(out, f && f->function ? f->function : text, "#");
+	if (f && f->file) {
+		fputs(" (", out);
+		ht__fput_text(out, f->file, "#");
+		fprintf(out, ":%" PRIu32 ")", f->line);
+	} else if (f && f->module != HT_MODULE_NONE) {
+		fputs(" (in ", out);
+		ht__fput_text(out, ht_reader_module(r, f->module)->path, "#");
+		fputc(')', out);
+	}
 }
 
 struct tree_ctx {
@@ -248,8 +253,7 @@ static void put_cmd(FILE *out, const struct ht_trace_info *info)
 		fputs(" (unknown)", out);
 	for (uint32_t i = 0; i < info->argc; i++) {
 		fputc(' ', out);
-		for (const char *c = info->argv[i]; *c; c++)
-			fputc(*c == '#' || *c == '\n' ? '_' : *c, out);
+		ht__fput_text(out, info->argv[i], "#");
 	}
 	fputc('\n', out);
 }
@@ -295,7 +299,8 @@ int ht__export_massif(FILE *out, struct ht_reader *r, struct ht__query *q,
 		goto out;
 
 	/* Times in ms, as massif's --time-unit=ms. */
-	fprintf(out, "desc: heaptrail export, host %s", info->hostname ? info->hostname : "?");
+	fputs("desc: heaptrail export, host ", out);
+	ht__fput_text(out, info->hostname ? info->hostname : "?", "#");
 	if (info->sample_rate) /* the heap sizes are estimates (the pass made them) */
 		fprintf(out,
 			", estimates from allocations sampled every %" PRIu64

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "analysis/export.h"
+#include "analysis/match.h"
 #include "analysis/pass.h"
 #include "base/vec.h"
 
@@ -67,14 +68,15 @@ static void sep(struct pf *f)
 static void put_str(FILE *out, const char *s)
 {
 	fputc('"', out);
-	for (; s && *s; s++) {
+	for (size_t k; s && *s; s += k ? k : 1) {
 		unsigned char c = (unsigned char)*s;
+		k = ht__text_char(s);
 		if (c == '"' || c == '\\')
 			fprintf(out, "\\%c", c);
-		else if (c < 0x20)
+		else if (!k) /* control, or not UTF-8: valid JSON either way */
 			fprintf(out, "\\u%04x", c);
 		else
-			fputc(c, out);
+			fwrite(s, 1, k, out);
 	}
 	fputc('"', out);
 }

@@ -456,16 +456,68 @@ uint32_t ht__frame_matcher_cull(struct ht__frame_matcher *m, const uint32_t *fra
 	return i == n && n ? n - 1 : i;
 }
 
-static bool is_control(unsigned char c)
+size_t ht__text_char(const char *str)
 {
-	return c < 0x20 || c == 0x7f;
+	const unsigned char *s = (const unsigned char *)str;
+	unsigned c = s[0];
+	if (c < 0x80)
+		return c >= 0x20 && c != 0x7f;
+	/* The sequence's length, its smallest code point, and the bits of the
+	   lead byte; then every continuation byte (which also stops at NUL). */
+	size_t n;
+	unsigned cp, min;
+	if ((c & 0xe0) == 0xc0)
+		n = 2, cp = c & 0x1f, min = 0x80;
+	else if ((c & 0xf0) == 0xe0)
+		n = 3, cp = c & 0x0f, min = 0x800;
+	else if ((c & 0xf8) == 0xf0)
+		n = 4, cp = c & 0x07, min = 0x10000;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	/* Overlong forms, UTF-16 surrogates, past U+10FFFF, and the C1
+	   controls (U+0080..U+009F: a terminal may obey U+009B as CSI). */
+	if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff || cp < 0xa0)
+		return 0;
+	return n;
 }
 
-static size_t count_control(const char *s)
+void ht__fput_text(FILE *f, const char *s, const char *underscore)
+{
+	while (s && *s) {
+		size_t n = 0; /* the run of plain ASCII, in one write */
+		while ((unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f &&
+		       !(underscore && strchr(underscore, s[n])))
+			n++;
+		if (n) {
+			fwrite(s, 1, n, f);
+			s += n;
+			continue;
+		}
+		size_t k = ht__text_char(s);
+		if (!k)
+			fprintf(f, "\\x%02x", (unsigned char)*s);
+		else if (underscore && strchr(underscore, *s))
+			fputc('_', f);
+		else
+			fwrite(s, 1, k, f);
+		s += k ? k : 1;
+	}
+}
+
+/* Bytes of s that text output shows as \xHH. */
+static size_t count_escaped(const char *s)
 {
 	size_t n = 0;
-	for (; s && *s; s++)
-		n += is_control((unsigned char)*s);
+	while (s && *s) {
+		size_t k = ht__text_char(s);
+		n += !k;
+		s += k ? k : 1;
+	}
 	return n;
 }
 
@@ -475,13 +527,18 @@ void ht__escape_control(char *buf, size_t len)
 	char tmp[n + 1];
 	memcpy(tmp, buf, n + 1);
 	size_t o = 0;
-	for (size_t i = 0; i < n && o + 1 < len; i++) {
-		unsigned char c = (unsigned char)tmp[i];
-		if (!is_control(c)) {
-			buf[o++] = (char)c;
+	for (size_t i = 0; i < n && o + 1 < len;) {
+		size_t k = ht__text_char(tmp + i);
+		if (k) {
+			if (o + k >= len)
+				break;
+			memcpy(buf + o, tmp + i, k);
+			o += k;
+			i += k;
 		} else if (o + 4 < len) {
-			snprintf(buf + o, 5, "\\x%02x", c);
+			snprintf(buf + o, 5, "\\x%02x", (unsigned char)tmp[i]);
 			o += 4;
+			i++;
 		} else {
 			break;
 		}
@@ -497,7 +554,7 @@ int ht__frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char
 	const char *fn = symbols ? mf.function : NULL;
 	int n = fn ? snprintf(buf, len, "%s!%s", mod, fn)
 		   : snprintf(buf, len, "%s!0x%" PRIx64, mod, mf.rel);
-	size_t bad = count_control(mod) + count_control(fn);
+	size_t bad = count_escaped(mod) + count_escaped(fn);
 	if (n < 0 || !bad)
 		return n;
 	if (len)

@@ -48,6 +48,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "heaptrail/trace.h"
 
@@ -163,10 +164,22 @@ void ht__match_frame_from_reader(const struct ht_reader *r, uint32_t frame,
 int ht__frame_text(const struct ht_reader *r, uint32_t frame, bool symbols, char *buf, size_t len);
 
 /*
- * Rewrites the control bytes of buf (a C string in a buffer of len bytes) as
- * \xHH, as far as they fit: a module path, a symbol or a heap name read from
- * a trace must not move a terminal's cursor or break a CSV row.
+ * Rewrites the control bytes and the bytes that are not UTF-8 of buf (a C
+ * string in a buffer of len bytes) as \xHH, as far as they fit: a module
+ * path, a symbol or a heap name read from a trace must not move a
+ * terminal's cursor or break a CSV row.
  */
 void ht__escape_control(char *buf, size_t len);
+/*
+ * The one rule of every text output (text, CSV, JSON, SVG, the report): how
+ * many bytes at s form one character that may be written as it is, a whole
+ * valid UTF-8 sequence that is no control character (C0, DEL, C1); 0 when
+ * the byte at s must be escaped, each output its own way (text and CSV
+ * \xHH, JSON \u00HH, SVG the text \xHH). 0 at the terminating NUL.
+ */
+size_t ht__text_char(const char *s);
+/* Writes s as text output does: refused bytes as \xHH, and each character
+   of underscore (NULL: none) as '_' (a format's own separators). */
+void ht__fput_text(FILE *f, const char *s, const char *underscore);
 
 #endif

@@ -367,7 +367,7 @@ static void print_frame_line(struct ht__agg *agg, const struct ht_reader *r, uin
 		ht__out_str(m, ht__agg_frame_text(agg, frame));
 		if (f && f->file) {
 			ht__out_str(m, "  ");
-			ht__out_str(m, f->file);
+			put_text(m, f->file);
 			ht__out_chr(m, ':');
 			ht__out_u64(m, f->line, 0);
 		}
@@ -409,10 +409,11 @@ static void print_handles_text(const struct ht__agg_result *res, const struct ht
 		char handle[1100];
 		ht__heap_label(names, it->process, it->heap, handle, sizeof(handle));
 		printf("%10" PRIu64 " %12.1f %10" PRIu64 " %12.1f %10" PRIu64 "  %-18s  %" PRId32
-		       " %s\n",
+		       " ",
 		       it->c.total_count, kb(it->c.total_bytes), it->c.outstanding_count,
-		       kb(it->c.outstanding_bytes), it->c.realloc_count, handle, it->pid,
-		       exe_of(r, it->process));
+		       kb(it->c.outstanding_bytes), it->c.realloc_count, handle, it->pid);
+		put_text(stdout, exe_of(r, it->process));
+		putchar('\n');
 	}
 }
 

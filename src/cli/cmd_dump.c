@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/match.h"
 #include "analysis/pass.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
@@ -65,17 +66,20 @@ static unsigned fields_of(const struct ht_event *ev)
 	return f;
 }
 
-/* A string in double quotes with \", \\ and \xNN for control bytes. */
+/* A string in double quotes with \", \\ and \xNN for control bytes and bytes
+   that are not UTF-8. */
 static void quoted(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+	for (const char *p = s ? s : ""; *p;) {
+		size_t k = ht__text_char(p);
 		if (*p == '"' || *p == '\\')
 			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\x%02x", *p);
+		else if (!k)
+			fprintf(f, "\\x%02x", (unsigned char)*p);
 		else
-			fputc(*p, f);
+			fwrite(p, 1, k, f);
+		p += k ? k : 1;
 	}
 	fputc('"', f);
 }

@@ -13,6 +13,7 @@
 #include "analysis/pass.h"
 #include "analysis/summary.h"
 #include "cli/builtin.h"
+#include "analysis/match.h"
 #include "cli/common.h"
 #include "cli/opt.h"
 #include "heaptrail/trace.h"
@@ -92,15 +93,17 @@ static void print_command(FILE *f, uint32_t argc, const char *const *argv)
 		}
 		bool ansi = has_control(a);
 		fputs(ansi ? "$'" : "'", f);
-		for (; *a; a++) {
+		for (size_t k; *a; a += k) {
+			k = ht__text_char(a);
 			if (*a == '\'')
 				fputs(ansi ? "\\'" : "'\\''", f);
 			else if (ansi && *a == '\\')
 				fputs("\\\\", f);
-			else if (ansi && ((unsigned char)*a < 0x20 || *a == 0x7f))
+			else if (!k)
 				fprintf(f, "\\x%02x", (unsigned char)*a);
 			else
-				fputc(*a, f);
+				fwrite(a, 1, k, f);
+			k = k ? k : 1;
 		}
 		fputc('\'', f);
 	}

@@ -156,6 +156,7 @@ static void node_label(struct table_run *t, const struct ht__wnode *n, char *buf
 	case HT_WK_PROCESS:
 		p = ht_reader_process(t->r, (uint32_t)n->value);
 		snprintf(buf, len, "%s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
+		ht__escape_control(buf, len);
 		break;
 	case HT_WK_HANDLE: {
 		char h[1100];
@@ -206,7 +207,9 @@ static void text_row(struct table_run *t, const struct ht__wrow *w, int indent, 
 		fputs("  unseen", stdout); /* found in /proc/PID/maps, no hook saw it */
 	if (full) {
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
-		printf("  %s (pid %d)", p ? tu_basename(p->exe) : "?", p ? p->pid : -1);
+		fputs("  ", stdout);
+		put_text(stdout, p ? tu_basename(p->exe) : "?");
+		printf(" (pid %d)", p ? p->pid : -1);
 		char h[1100];
 		if (t->o->kind == TABLE_HEAP)
 			printf("  handle %s",

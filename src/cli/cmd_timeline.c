@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/heapnames.h"
+#include "analysis/match.h"
 #include "analysis/pass.h"
 #include "analysis/query.h"
 #include "analysis/timeline.h"
@@ -115,6 +116,7 @@ static void series_name(struct tl_run *t, const struct ht__tl_series *s, char *b
 		const struct ht_process *o = ht_reader_process(t->r, i);
 		if (i != s->process && o && o->pid == pid) {
 			snprintf(image, sizeof(image), ":%s", tu_basename(p->exe));
+			ht__escape_control(image, sizeof(image));
 			break;
 		}
 	}
@@ -268,9 +270,16 @@ static void tick_text(char *buf, size_t len, double v, double step)
 		snprintf(buf, len, "0");
 }
 
+/* XML text: the markup characters as entities; control bytes and bytes
+   that are not UTF-8 (which XML 1.0 allows in no form) as the text \xHH. */
 static void svg_escape(FILE *f, const char *s)
 {
-	for (; *s; s++) {
+	for (size_t k; *s; s += k) {
+		if (!(k = ht__text_char(s))) {
+			fprintf(f, "\\x%02x", (unsigned char)*s);
+			k = 1;
+			continue;
+		}
 		switch (*s) {
 		case '<':
 			fputs("&lt;", f);
@@ -284,8 +293,11 @@ static void svg_escape(FILE *f, const char *s)
 		case '"':
 			fputs("&quot;", f);
 			break;
+		case '\'':
+			fputs("&apos;", f);
+			break;
 		default:
-			fputc(*s, f);
+			fwrite(s, 1, k, f);
 		}
 	}
 }

@@ -3,6 +3,7 @@
  * commands (see common.h).
  */
 #include "cli/common.h"
+#include "analysis/match.h"
 #include "format/output.h"
 #include "format/textout.h"
 #include "heaptrail/trace.h"
@@ -252,9 +253,9 @@ static void jw_raw_string(FILE *f, const char *s)
 {
 	ht__out_chr(f, '"');
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		/* The run of bytes that need no escape, in one write. */
+		/* The run of ASCII bytes that need no escape, in one write. */
 		size_t n = 0;
-		while (p[n] >= 0x20 && p[n] != '"' && p[n] != '\\')
+		while (p[n] >= 0x20 && p[n] < 0x7f && p[n] != '"' && p[n] != '\\')
 			n++;
 		if (n) {
 			ht__out_mem(f, p, n);
@@ -277,8 +278,16 @@ static void jw_raw_string(FILE *f, const char *s)
 		case '\t':
 			fputs("\\t", f);
 			break;
-		default:
-			fprintf(f, "\\u%04x", *p);
+		default: {
+			/* Control bytes, and bytes that are not UTF-8 (as the code
+			   point of the same number), so the JSON is valid UTF-8. */
+			size_t k = ht__text_char((const char *)p);
+			if (!k)
+				fprintf(f, "\\u%04x", *p);
+			else
+				ht__out_mem(f, p, k);
+			p += k ? k - 1 : 0;
+		}
 		}
 	}
 	ht__out_chr(f, '"');
@@ -344,17 +353,32 @@ void csv_field(FILE *f, const char *s)
 {
 	if (!s)
 		return;
-	if (!strpbrk(s, ",\"\n\r")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
+	/* Control bytes and bytes that are not UTF-8 as \xHH (never a raw line
+	   break or escape inside a row), quoted when a comma or quote is left. */
+	bool quote = strpbrk(s, ",\"") != NULL;
+	if (quote)
+		ht__out_chr(f, '"');
+	while (*s) {
+		size_t n = 0; /* the run of plain ASCII, in one write */
+		while ((unsigned char)s[n] >= 0x20 && (unsigned char)s[n] < 0x7f && s[n] != '"')
+			n++;
+		if (n) {
+			ht__out_mem(f, s, n);
+			s += n;
+			continue;
+		}
+		size_t k = ht__text_char(s);
+		if (!k) {
+			fprintf(f, "\\x%02x", (unsigned char)*s++);
+			continue;
+		}
 		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
+			ht__out_chr(f, '"');
+		ht__out_mem(f, s, k);
+		s += k;
 	}
-	fputc('"', f);
+	if (quote)
+		ht__out_chr(f, '"');
 }
 
 bool progress_wanted(void)
@@ -429,27 +453,17 @@ void progress_done(struct progress *p)
 	p->shown = false;
 }
 
-static bool is_control(unsigned char c)
-{
-	return c < 0x20 || c == 0x7f;
-}
-
 bool has_control(const char *s)
 {
-	for (; *s; s++)
-		if (is_control((unsigned char)*s))
+	for (size_t k; *s; s += k)
+		if (!(k = ht__text_char(s)))
 			return true;
 	return false;
 }
 
 void put_text(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		if (is_control((unsigned char)*s))
-			fprintf(f, "\\x%02x", (unsigned char)*s);
-		else
-			fputc(*s, f);
-	}
+	ht__fput_text(f, s, NULL);
 }
 
 void describe_loss(char *buf, size_t n, uint64_t total, uint64_t lossy, uint64_t no_buffer,

@@ -645,6 +645,98 @@ def modules_many(env):
     equal(wrong[:5], [], "allocations attributed to another module (first 5 of %d)" % len(wrong))
 
 
+WEIRD = b"e\x1b[31m\n\"<&'\xff;#,"
+
+
+def output_bytes(env, argv, what):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env.tmp, timeout=300)
+    equal(p.returncode, 0, "%s: exit (%s)" % (what, p.stderr.decode(errors="replace")))
+    return p.stdout
+
+
+def clean_text(data, what, allow="\n"):
+    """Valid UTF-8 without a raw control byte (but those in allow)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Failure("%s: not UTF-8 (%s): %r" % (what, e, data[max(0, e.start - 40):e.start + 40]))
+    bad = [c for c in text if (ord(c) < 0x20 and c not in allow) or 0x7f <= ord(c) < 0xa0]
+    equal(bad, [], "%s: raw control characters" % what)
+    return text
+
+
+@case
+def escape_outputs(env):
+    """A program whose path, arguments and dlopened library path hold an
+    escape sequence, a line break, a quote, <, & and a byte that is not
+    UTF-8, recorded into a trace whose name holds them too: every text,
+    CSV, JSON and SVG output (and the report page) is valid UTF-8 without
+    a raw control byte, CSV parses with the same number of fields per row,
+    JSON with json.loads, SVG with an XML parser; the JSON gives the
+    path's characters back."""
+    import csv
+    import io
+    import xml.etree.ElementTree as ET
+    d = os.path.join(env.tmp.encode(), b"dir" + WEIRD)
+    os.mkdir(d)
+    shutil.copyfile(os.path.join(env.progs, "libhtmm.so"), os.path.join(d, b"mm_0.so"))
+    prog = os.path.join(d, b"prog" + WEIRD)
+    shutil.copyfile(env.prog("many_modules").encode(), prog)
+    os.chmod(prog, 0o755)
+    trace = os.path.join(d, b"t" + WEIRD + b".htr")
+    h = env.heaptrail.encode()
+    output_bytes(env, [h, b"record", b"-q", b"-o", trace, b"--", prog, d, b"1"], "record")
+    texts = {
+        "info": [h, b"info", trace],
+        "analyze": [h, b"analyze", trace, b"-stacks"],
+        "table": [h, b"table", b"heap", trace],
+        "timeline": [h, b"timeline", trace],
+        "dump": [h, b"dump", trace, b"--stacks"],
+    }
+    for what, argv in texts.items():
+        clean_text(output_bytes(env, argv, what), what)
+    csvs = {
+        "analyze csv": [h, b"analyze", trace, b"-stacks", b"--format", b"csv"],
+        "table csv": [h, b"table", b"heap", trace, b"--format", b"csv"],
+        "timeline csv": [h, b"timeline", trace, b"--format", b"csv"],
+    }
+    for what, argv in csvs.items():
+        rows = list(csv.reader(io.StringIO(clean_text(output_bytes(env, argv, what), what), newline="")))
+        check(len(rows) > 1, "%s: rows" % what)
+        equal(sorted({len(r) for r in rows}), [len(rows[0])], "%s: fields per row" % what)
+    jsons = {
+        "info json": [h, b"info", trace, b"--format", b"json"],
+        "analyze json": [h, b"analyze", trace, b"-stacks", b"--format", b"json"],
+        "table json": [h, b"table", b"heap", trace, b"--format", b"json"],
+        "timeline json": [h, b"timeline", trace, b"--format", b"json"],
+    }
+    docs = {}
+    for what, argv in jsons.items():
+        docs[what] = json.loads(clean_text(output_bytes(env, argv, what), what))
+    events = [json.loads(line) for line in clean_text(
+        output_bytes(env, [h, b"dump", trace, b"--stacks", b"--format", b"json"], "dump json"),
+        "dump json").splitlines()]
+    # The characters come back from JSON; the byte that is not UTF-8 as U+00FF.
+    equal(docs["info json"]["command"][1], d.decode("latin-1"), "argv[1] in info's JSON")
+    want = (d + b"/mm_0.so").decode("latin-1")
+    paths = [e.get("path") for e in events if e.get("type") == "module_load"]
+    check(want in paths, "the library's path in dump's JSON: %r not in %r" % (want, paths))
+    svg = os.path.join(d, b"t.svg")
+    output_bytes(env, [h, b"timeline", trace, b"--svg", svg], "timeline --svg")
+    ET.fromstring(clean_text(read_bytes(svg), "svg").encode())
+    perfetto = os.path.join(d, b"t.json")
+    output_bytes(env, [h, b"export", trace, b"--format", b"perfetto", b"-o", perfetto], "perfetto")
+    json.loads(clean_text(read_bytes(perfetto), "perfetto"))
+    for fmt in (b"collapsed", b"massif"):
+        out = os.path.join(d, b"t." + fmt)
+        output_bytes(env, [h, b"export", trace, b"--format", fmt, b"-o", out], fmt.decode())
+        clean_text(read_bytes(out), fmt.decode())
+    page = os.path.join(d, b"t.html")
+    output_bytes(env, [h, b"report", trace, b"-o", page], "report")
+    # The page's own scripts are indented with tabs.
+    clean_text(read_bytes(page), "report", "\n\t")
+
+
 def main():
     return case_main(CASES, Env, "ht-rel-", own_cache=True)
 
