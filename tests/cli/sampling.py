@@ -150,6 +150,34 @@ def sampling_maps(env):
 
 
 @case
+def sampling_every_byte(env):
+    """--sample-rate 1: every allocation of a byte or more is at least the
+    rate, so sampled with weight 1, and every number the analysis makes
+    equals the full trace's, through every hooked entry point: the malloc
+    family (malloc_family) and jemalloc's, tcmalloc's and mimalloc's own
+    APIs and operators (tests/preload/alloc). Blocks of 0 bytes are the
+    exception: sampling by bytes never sees them (nor their frees), nor
+    the frees of blocks the trace never saw allocated."""
+    keys = ("alloc_bytes", "leaked_count", "leaked_bytes", "temporary_bytes")
+    progs = [env.prog("malloc_family")] + [
+        os.path.join(env.build, "tests", "preload", "progs", "alloc_" + t) for t in ("je", "tc", "mi")]
+    for prog in progs:
+        check(os.path.exists(prog), "%s was built (scripts/deps.sh test installs the allocators)" % prog)
+        name = os.path.basename(prog)
+        full = env.record([prog], name=name + "-full")
+        one = env.record([prog], name=name + "-1", extra=("--sample-rate", "1"))
+        equal(one.info.get("sample_rate"), 1, name + ": sample_rate")
+        for k in keys:
+            equal(one.info["totals"][k], full.info["totals"][k], "%s at rate 1: %s" % (name, k))
+        zero = [e for e in full.events if e.get("type") in ("alloc", "realloc") and e.get("size") == 0
+                and e.get("addr") and not e.get("failed")]
+        equal(one.info["totals"]["alloc_calls"], full.info["totals"]["alloc_calls"] - len(zero),
+              name + " at rate 1: alloc_calls (those of 0 bytes not seen)")
+        equal(one.info["totals"]["unknown_frees"], 0, name + " at rate 1: no free of a block never sampled")
+        check(full.info["totals"]["alloc_calls"] > 5, name + " allocates")
+
+
+@case
 def sampling_options(env):
     """--sample-rate takes the CLI's sizes and rejects the rest, with the rule."""
     h = env.heaptrail
