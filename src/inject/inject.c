@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "heaptrail/trace.h"
+#include "base/procfs.h"
 #include "base/protocol.h"
 
 #ifndef __x86_64__
@@ -876,17 +877,11 @@ static bool session_stale(pid_t pid, const char *mapped)
 	if (got != (ssize_t)sizeof(h) || h.magic != HT_SHM_MAGIC || h.collector_pid <= 0)
 		return false;
 	/* Gone, a zombie, or its pid taken by another process (start time). */
-	snprintf(file, sizeof(file), "/proc/%d/stat", (int)h.collector_pid);
-	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
-		return errno == ENOENT;
 	char buf[1024];
-	got = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	if (ht__proc_stat_read(h.collector_pid, buf, sizeof(buf)) < 0)
+		return errno == ENOENT;
 	char state;
 	uint64_t start;
-	if (got <= 0)
-		return false;
-	buf[got] = 0;
 	if (!ht__parse_proc_stat(buf, &state, &start))
 		return false;
 	return state == 'Z' || state == 'X' || (h.collector_start && start != h.collector_start);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ifeo/pending.h"
+#include "base/procfs.h"
 #include "session/internal.h"
 #include "session/live.h"
 
@@ -180,16 +181,9 @@ static int image_maps_session(const struct ht__session *s, int32_t pid)
  */
 static uint64_t mm_fingerprint(int32_t pid)
 {
-	char p[64], buf[1024];
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[1024];
+	if (ht__proc_stat_read(pid, buf, sizeof(buf)) < 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	char *q = strrchr(buf, ')');
 	if (!q)
 		return 0;

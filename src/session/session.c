@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/procfs.h"
 #include "session/internal.h"
 #include "base/errors.h"
 
@@ -31,18 +32,11 @@ uint64_t ht__now_ns(void)
 
 enum ht__pid_state ht__pid_state(pid_t pid)
 {
-	char p[64], buf[512];
+	char buf[512];
 	if (kill(pid, 0) < 0 && errno == ESRCH)
 		return HT__PID_GONE;
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (ht__proc_stat_read(pid, buf, sizeof(buf)) < 0)
 		return errno == ENOENT ? HT__PID_GONE : HT__PID_ALIVE;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return HT__PID_ALIVE;
-	buf[n] = 0;
 	char state;
 	uint64_t start;
 	return ht__parse_proc_stat(buf, &state, &start) && (state == 'Z' || state == 'X')
@@ -55,16 +49,10 @@ enum ht__pid_state ht__pid_state(pid_t pid)
 static uint64_t self_start_time(void)
 {
 	char buf[1024];
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
 	char state;
 	uint64_t start = 0;
-	if (n <= 0)
+	if (ht__proc_stat_read(0, buf, sizeof(buf)) < 0)
 		return 0;
-	buf[n] = 0;
 	return ht__parse_proc_stat(buf, &state, &start) ? start : 0;
 }
 

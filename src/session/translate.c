@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/vec.h"
+#include "base/procfs.h"
 #include "session/internal.h"
 
 /* Recorder stack ids above this are refused (a corrupt record, not a program). */
@@ -87,16 +88,9 @@ static inline uint32_t proc_index(const struct ht__session *s, const struct ht__
 
 static int32_t ppid_of(int32_t pid)
 {
-	char p[64], buf[512];
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[512];
+	if (ht__proc_stat_read(pid, buf, sizeof(buf)) < 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	char *rp = strrchr(buf, ')');
 	int ppid = 0;
 	if (rp)
