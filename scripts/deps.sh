@@ -11,7 +11,7 @@ pkgs=(gcc g++ libc6-dev make cmake pkg-config libunwind-dev libdw-dev libelf-dev
       libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libsqlite3-dev libiberty-dev)
 case "$what" in
   build) ;;
-  test) pkgs+=(python3 heaptrack procps chromium clang-format
+  test) pkgs+=(python3 heaptrack procps chromium clang-format clang
     libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev rustc golang-go sqlite3 valgrind) ;;
   bench) pkgs+=(python3 heaptrack procps jq chromium clang) ;; # clang++: a bench workload
   fuzz) pkgs+=(python3 heaptrack procps chromium clang-format clang libclang-rt-dev) ;;
