@@ -432,15 +432,11 @@ static struct group *group_for(struct ht__agg *a, const uint32_t *key, const uin
 static uint64_t sort_metric(const struct ht__agg_counts *c, enum ht__sort s)
 {
 	switch (s) {
-	case HT_SORT_SOC:
-		return c->outstanding_count;
-	case HT_SORT_ST:
-		return c->total_bytes;
-	case HT_SORT_STC:
-		return c->total_count;
-	case HT_SORT_SRC:
-		return c->realloc_count;
-	case HT_SORT_SO:
+#define SORT_FIELD(id, key, title, field)                                                          \
+	case HT_SORT_##id:                                                                         \
+		return c->field;
+		HT__SORT_KEYS(SORT_FIELD)
+#undef SORT_FIELD
 	default:
 		return c->outstanding_bytes;
 	}

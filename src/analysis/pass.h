@@ -55,6 +55,7 @@ struct ht__pass;
 
 /* Bit of an event type in ht__consumer.events. */
 #define HT_PASS_EV(type) (1u << (type))
+_Static_assert(HT_EV__COUNT <= 32, "ht__consumer.events has a bit for each event type");
 #define HT_PASS_ALL_EVENTS 0xffffffffu
 
 /*

@@ -67,14 +67,16 @@ int ht__query_prepare(struct ht__query *q)
 	return 0;
 }
 
-static const char *const sort_names[] = {"so", "soc", "st", "stc", "src"};
-static const char *const sort_titles[] = {
-    "outstanding size", "outstanding count", "total size", "total count", "realloc count",
-};
+#define SORT_NAME(id, key, title, field) key,
+static const char *const sort_names[HT__SORT_COUNT] = {HT__SORT_KEYS(SORT_NAME)};
+#undef SORT_NAME
+#define SORT_TITLE(id, key, title, field) title,
+static const char *const sort_titles[HT__SORT_COUNT] = {HT__SORT_KEYS(SORT_TITLE)};
+#undef SORT_TITLE
 
 int ht__sort_parse(const char *s, enum ht__sort *out)
 {
-	for (unsigned i = 0; s && i < sizeof(sort_names) / sizeof(sort_names[0]); i++) {
+	for (unsigned i = 0; s && i < HT__SORT_COUNT; i++) {
 		if (!strcasecmp(s, sort_names[i])) {
 			*out = (enum ht__sort)i;
 			return 0;
@@ -85,12 +87,12 @@ int ht__sort_parse(const char *s, enum ht__sort *out)
 
 const char *ht__sort_name(enum ht__sort s)
 {
-	return (unsigned)s < 5 ? sort_names[s] : "?";
+	return (unsigned)s < HT__SORT_COUNT ? sort_names[s] : "?";
 }
 
 const char *ht__sort_title(enum ht__sort s)
 {
-	return (unsigned)s < 5 ? sort_titles[s] : "?";
+	return (unsigned)s < HT__SORT_COUNT ? sort_titles[s] : "?";
 }
 
 bool ht__query_accepts(const struct ht__query *q, const struct ht__life *life, uint64_t trace_end,

@@ -39,13 +39,22 @@ enum ht__group {
 };
 
 /* Sort keys, as xperf names them. Ties: then total size, then the key text. */
-enum ht__sort {
-	HT_SORT_SO = 0, /* outstanding size (default) */
-	HT_SORT_SOC,	/* outstanding count */
-	HT_SORT_ST,	/* total size */
-	HT_SORT_STC,	/* total count */
-	HT_SORT_SRC,	/* realloc count */
-};
+/*
+ * The one list of analyze's sort keys: X(NAME, "key", "title", the field of
+ * struct ht__agg_counts it sorts by). The enum, ht__sort_parse(),
+ * ht__sort_name(), ht__sort_title() and the aggregation's comparison expand
+ * it; a new key is a line here (and its line in analyze's --help).
+ */
+#define HT__SORT_KEYS(X)                                                                           \
+	X(SO, "so", "outstanding size", outstanding_bytes) /* the default */                       \
+	X(SOC, "soc", "outstanding count", outstanding_count)                                      \
+	X(ST, "st", "total size", total_bytes)                                                     \
+	X(STC, "stc", "total count", total_count)                                                  \
+	X(SRC, "src", "realloc count", realloc_count)
+
+#define HT__SORT_ENUM(id, key, title, field) HT_SORT_##id,
+enum ht__sort { HT__SORT_KEYS(HT__SORT_ENUM) HT__SORT_COUNT };
+#undef HT__SORT_ENUM
 
 /* Items shown when top is not given (xperf's limit). */
 #define HT_QUERY_DEFAULT_TOP 10000
