@@ -283,19 +283,9 @@ static int autologger_status(void)
 
 int cmd_autologger(int argc, char **argv)
 {
-	if (argc < 2) {
-		fputs(usage_text, stderr);
-		return 2;
-	}
+	static const char *const subs[] = {"enable", "disable", "status", "unit"};
+	cli_subcommand(argc, argv, "autologger", usage_text, subs, 4);
 	const char *sub = argv[1];
-	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
-		fputs(usage_text, stdout);
-		return 0;
-	}
-	if (sub[0] == '-')
-		die("unknown option '%s'; the autologger command comes first: see 'heaptrail "
-		    "autologger --help'",
-		    sub);
 	struct opts o = {0};
 	/* The subcommand stands in for the program name of its options. */
 	if (!strcmp(sub, "enable") || !strcmp(sub, "unit")) {
@@ -307,18 +297,13 @@ int cmd_autologger(int argc, char **argv)
 		free(text);
 		return 0;
 	}
-	if (!strcmp(sub, "disable") || !strcmp(sub, "status")) {
-		static const struct cli_opt none[] = {{NULL, 0, 0}};
-		struct cli_parser p;
-		cli_init(&p, "autologger", usage_text, none, argc - 1, argv + 1, false);
-		while (cli_next(&p) != -1)
-			;
-		char **rest;
-		cli_operands(&p, 0, 0, "", &rest);
-		return !strcmp(sub, "disable") ? autologger_disable() : autologger_status();
-	}
-	const char *subs[] = {"enable", "disable", "status", "unit"};
-	char dym[80];
-	die("unknown autologger command '%s'%s; enable, disable, status or unit", sub,
-	    cli_did_you_mean(dym, sizeof(dym), "", sub, subs, 4));
+	/* disable, status: no options, no operands */
+	static const struct cli_opt none[] = {{NULL, 0, 0}};
+	struct cli_parser p;
+	cli_init(&p, "autologger", usage_text, none, argc - 1, argv + 1, false);
+	while (cli_next(&p) != -1)
+		;
+	char **rest;
+	cli_operands(&p, 0, 0, "", &rest);
+	return !strcmp(sub, "disable") ? autologger_disable() : autologger_status();
 }

@@ -459,29 +459,9 @@ static int ifeo_list(enum out_format fmt)
 
 int cmd_ifeo(int argc, char **argv)
 {
-	if (argc < 2) {
-		fputs(usage_text, stderr);
-		return 2;
-	}
-	const char *sub = argv[1];
-	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
-		fputs(usage_text, stdout);
-		return 0;
-	}
-	if (sub[0] == '-')
-		die("unknown option '%s'; the ifeo command comes first: see 'heaptrail ifeo "
-		    "--help'",
-		    sub);
 	static const char *const subs[] = {"enable", "disable", "list", "install", "uninstall"};
-	size_t k;
-	for (k = 0; k < sizeof(subs) / sizeof(subs[0]); k++)
-		if (!strcmp(sub, subs[k]))
-			break;
-	if (k == sizeof(subs) / sizeof(subs[0])) {
-		char dym[80];
-		die("unknown ifeo command '%s'%s; enable, disable, list, install or uninstall", sub,
-		    cli_did_you_mean(dym, sizeof(dym), "", sub, (const char **)subs, 5));
-	}
+	size_t k = cli_subcommand(argc, argv, "ifeo", usage_text, subs, 5);
+	const char *sub = argv[1];
 	/* One option table for the subcommands; each says which it takes. */
 	enum { I_FLAGS = CLI_LONG, I_FORMAT };
 	static const struct cli_opt opts[] = {

@@ -213,6 +213,35 @@ const char *cli_did_you_mean(char *buf, size_t n, const char *prefix, const char
 	return buf;
 }
 
+size_t cli_subcommand(int argc, char **argv, const char *cmd, const char *usage,
+		      const char *const *subs, size_t n)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		exit(2);
+	}
+	const char *sub = argv[1];
+	if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
+		fputs(usage, stdout);
+		exit(0);
+	}
+	if (sub[0] == '-')
+		die("unknown option '%s'; the %s command comes first: see 'heaptrail %s --help'",
+		    sub, cmd, cmd);
+	for (size_t k = 0; k < n; k++)
+		if (!strcmp(sub, subs[k]))
+			return k;
+	char choices[200] = "", dym[80];
+	for (size_t k = 0; k < n; k++)
+		snprintf(choices + strlen(choices), sizeof(choices) - strlen(choices), "%s%s",
+			 k == 0	      ? ""
+			 : k + 1 == n ? " or "
+				      : ", ",
+			 subs[k]);
+	die("unknown %s command '%s'%s; %s", cmd, sub,
+	    cli_did_you_mean(dym, sizeof(dym), "", sub, subs, n), choices);
+}
+
 void cli_unknown_option(const char *cmd, const char *arg, const char *text, const char *text2)
 {
 	static char names[160][48];

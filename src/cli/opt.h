@@ -72,6 +72,15 @@ const char *cli_did_you_mean(char *buf, size_t n, const char *prefix, const char
 			     const char *const *cands, size_t ncands);
 
 /*
+ * The subcommand of a command made of them (ifeo, autologger): its index in
+ * subs (n names). No argument prints usage to stderr and exits 2; -h or
+ * --help prints it and exits 0; an option before the subcommand, or an
+ * unknown word, dies naming the choices.
+ */
+size_t cli_subcommand(int argc, char **argv, const char *cmd, const char *usage,
+		      const char *const *subs, size_t n);
+
+/*
  * Dies with "unknown option ARG (did you mean X?)" for the commands that parse
  * by hand (xperf-style lists): the candidates are the option names found in
  * their help texts (text2 may be NULL).
