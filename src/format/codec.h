@@ -79,7 +79,8 @@ enum ht__stream {
  * thread freed recently (rings of HT__RING_DEPTH addresses per size class).
  * Anything else is a delta from the thread's previous address.
  */
-#define HT__RING_CLASSES 64
+/* Classes 2 to 64 (ht__size_class): 65 rings per slot. */
+#define HT__RING_CLASSES 65
 #define HT__RING_DEPTH 16
 
 /* Allocation codes past the ring entries: the address right after the
@@ -97,10 +98,14 @@ static inline uint64_t ht__chunk_size(uint64_t size)
 }
 
 /* glibc's bins: freed chunks of one size are reused first. */
+/* Sizes of 1008 and more are class 63; sizes 993 to 1007 (a 1024-byte
+   chunk) are class 64, as the format has always computed it: there were 64
+   rings, and class 64 reached past a slot's own (the next slot's unused
+   classes 0 and 1, or past the array for the last slot). */
 static inline unsigned ht__size_class(uint64_t size)
 {
-	if (size >= (HT__RING_CLASSES - 1) * 16)
-		return HT__RING_CLASSES - 1;
+	if (size >= 63 * 16)
+		return 63;
 	return (unsigned)(ht__chunk_size(size) >> 4);
 }
 

@@ -67,15 +67,15 @@ struct slot_map_entry {
    its size class. Stale generations are empty. */
 /* 16 bytes: the map is probed at random once per event, and its misses in
    the cache were a quarter of the encoder's time with 24-byte entries. */
-#define AMAP_GEN_MAX 0x3fffu /* the chunk generation wraps at 2^14 */
+#define AMAP_GEN_MAX 0x1fffu /* the chunk generation wraps at 2^13 */
 struct amap_ent {
 	uint64_t addr;
 	uint32_t own;
-	uint32_t gen : 14; /* amap_gen when made */
+	uint32_t gen : 13; /* amap_gen when made */
 	uint32_t slot : 12;
-	uint32_t cls : 6; /* ht__size_class of the block */
+	uint32_t cls : 7; /* ht__size_class of the block */
 };
-_Static_assert(HT__MAX_SLOTS <= 4096 && HT__RING_CLASSES <= 64, "amap_ent bit fields");
+_Static_assert(HT__MAX_SLOTS <= 4096 && HT__RING_CLASSES <= 128, "amap_ent bit fields");
 
 struct ht__writer {
 	int fd;

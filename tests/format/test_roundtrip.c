@@ -980,6 +980,69 @@ static void test_thread_frees(void)
 	CHECK(addr_bytes <= (uint64_t)(2 * STEPS + own + 2 * cross + 16));
 }
 
+/*
+ * Blocks of 993 to 1007 bytes (size class 64, the last ring) freed and taken
+ * again by two threads, over many small chunks: each comes back from its own
+ * thread's ring exactly (the writer once kept the class in 6 bits and
+ * pushed these on ring 0 while the reader used ring 64).
+ */
+static void test_class_64(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "class64.htr");
+	enum { N = 6000 };
+	static struct ht_event e64[N];
+	uint64_t base[2] = {0x7f3000000000ull, 0x7f4000000000ull}, ts = 0;
+	int n = 0;
+	for (int i = 0; n + 3 <= N; i++) {
+		int t = i % 2;
+		uint64_t size = 993 + (uint64_t)(i % 15), a = base[t] + (uint64_t)(i % 3) * 1024;
+		struct ht_event al = {.type = HT_EV_ALLOC,
+				      .func = HT_FN_MALLOC,
+				      .pid = 4,
+				      .tid = 40 + t,
+				      .ts = ++ts,
+				      .addr = a,
+				      .size = size};
+		struct ht_event fr = al;
+		fr.type = HT_EV_FREE;
+		fr.func = HT_FN_FREE;
+		fr.size = 0;
+		fr.ts = ++ts;
+		e64[n++] = al;
+		e64[n++] = fr;
+		al.ts = ++ts; /* the same block again: ring 64, entry 0 */
+		e64[n++] = al;
+		fr.ts = ++ts;
+		if (n < N)
+			e64[n++] = fr;
+	}
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	CHECK_EQ(ht__writer_set_chunk_size(w, 4096), 0);
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(ht__writer_event(w, &e64[i], NULL), 0);
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	while (ht_reader_next(r, &ev) > 0 && i < n) {
+		const struct ht_event *x = &e64[i++];
+		bad += ev.type != x->type || ev.addr != x->addr || ev.size != x->size ||
+		       ev.tid != x->tid;
+	}
+	CHECK_EQ(i, n);
+	CHECK_EQ(bad, 0);
+	CHECK(ht_reader_warning(r) == NULL);
+	ht_reader_close(r);
+	/* The second allocation of each block is a one-byte ring code. */
+	CHECK(addr_stream_bytes(path) < (uint64_t)n * 3);
+}
+
 /* A trace of a format version this build does not read (1, or one from the
    future) is refused, never misread; version 2 is read (format.golden). */
 static void test_other_version(void)
@@ -1057,6 +1120,7 @@ int main(void)
 	test_shared_stacks();
 	test_fresh_and_old();
 	test_thread_frees();
+	test_class_64();
 	test_other_version();
 	test_open_errors();
 	return test_result("test_roundtrip");
