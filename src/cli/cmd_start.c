@@ -257,6 +257,10 @@ int cmd_start(int argc, char **argv)
 			die("too many arguments: '%s'; see 'heaptrail start --help'", ops[i]);
 		npids = (unsigned)parse_pid_option(ops[i], pids, npids, HT__CTL_MAX_PIDS);
 	}
+	if ((props.ring_bytes || props.ring_ns) && props.max_file_size)
+		die("--max-size does not go with --ring or --ring-time: a flight recorder writes "
+		    "its "
+		    "trace only at the end, and its size is bounded by the ring");
 	if (!ht__ctl_name_ok(name))
 		die("invalid session name '%s': letters, digits, '.', '_' and '-', at most %d",
 		    name, HT_SESSION_NAME_MAX);

@@ -327,7 +327,8 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 	uint32_t size = props->buffer_size, count = props->buffers;
 	if ((size && (size < 4096 || (size & (size - 1)) || size > (1u << 30))) || count > 65536)
 		return HT_ERR_INVALID;
-	if (props->ring_bytes && props->ring_bytes < (64u << 10))
+	if ((props->ring_bytes && props->ring_bytes < (64u << 10)) ||
+	    ((props->ring_bytes || props->ring_ns) && props->max_file_size))
 		return HT_ERR_INVALID;
 	for (unsigned i = 0; i < npids; i++)
 		if (pids[i] <= 0)

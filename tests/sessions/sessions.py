@@ -197,6 +197,8 @@ def ring(env):
     check(last["complete"] and last["window"], "stop writes the last window: %r" % last["window"])
     check(last["window"]["start_ns"] >= w2["window"]["start_ns"], "the last window is the newest")
     check(a.poll() is None, "the worker runs on")
+    _, err = env.ht("start", "rg2", "--ring", "1M", "--max-size", "1G", want_rc=2)
+    check("--max-size does not go with --ring" in err, "--ring with --max-size: %r" % err)
     # A full session, with --no-maps: no flush, and no mapping found in /proc/PID/maps.
     env.ht("start", "plain", "-o", env.path("plain.htr"), "--no-maps", "--pid", str(a.pid))
     _, err = env.ht("flush", "plain", "-o", env.path("p.htr"), want_rc=2)
