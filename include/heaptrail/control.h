@@ -51,7 +51,10 @@ typedef uint64_t ht_trace_handle;
 /* Do not add the mappings no hook saw (found in /proc/PID/maps) to the
    committed memory (`start --no-maps`). */
 #define HT_TRACE_NO_MAPS 0x8u
-#define HT_TRACE_FLAGS_ALL 0xfu
+/* Heap snapshot mode: live blocks by stack instead of every allocation;
+   `heaptrail snapshot NAME` takes one, and one is taken at the stop. */
+#define HT_TRACE_SNAPSHOT 0x10u
+#define HT_TRACE_FLAGS_ALL 0x1fu
 
 /*
  * What a session is (in, for start) and what it did (out, filled by stop

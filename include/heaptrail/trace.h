@@ -165,7 +165,13 @@ enum ht_event_field {
 	/* module */                                                                               \
 	X(MODULE_UNLOAD, 19, "module_unload", HT_FN_NONE, HT_FLD_MODULE)                           \
 	/* size = resident bytes, sampled by the session */                                        \
-	X(RSS, 20, "rss", HT_FN_NONE, HT_FLD_SIZE)
+	X(RSS, 20, "rss", HT_FN_NONE, HT_FLD_SIZE)                                                 \
+	/* heap snapshot mode (HT_TRACEF_SNAPSHOT): one stack of one process in                    \
+	   snapshot value (1, 2, ...): size = live bytes, addr = live blocks,                      \
+	   old_size = bytes and old_addr = blocks allocated since it started. A                    \
+	   snapshot opens with one of flags HT_EVF_SNAPSHOT_BEGIN, stack 0: size and               \
+	   addr = bytes and blocks not tracked (a limit). */                                       \
+	X(SNAPSHOT, 21, "snapshot", HT_FN_NONE, HT_FLD_VALUE)
 
 #define HT_EVENT_ENUM_(id, value, name, func, fields) HT_EV_##id = value,
 enum ht_event_type { HT_EVENT_TYPES(HT_EVENT_ENUM_) HT_EV__COUNT };
@@ -188,6 +194,8 @@ const char *ht_event_name(unsigned type);
    images, modules, heaps, threads, committed ranges and heap blocks that
    were there before the window's first event; docs/modes.md). */
 #define HT_EVF_SYNTHETIC 0x10u
+/* SNAPSHOT: the first event of a snapshot (see HT_EV_SNAPSHOT). */
+#define HT_EVF_SNAPSHOT_BEGIN 0x20u
 
 /* The process heap (glibc malloc) handle; custom heaps use their own handles. */
 #define HT_HEAP_PROCESS 0
@@ -336,6 +344,9 @@ double ht_sample_weight(uint64_t size, uint64_t rate);
 /* The newest events of a flight-recorder session with the state at their
    start (docs/modes.md); window_* in ht_trace_info say which. */
 #define HT_TRACEF_WINDOW 0x20u
+/* Heap snapshot mode: the heap is in SNAPSHOT events, not in ALLOC/FREE
+   (format version 4; an older reader refuses the file). */
+#define HT_TRACEF_SNAPSHOT 0x40u
 
 struct ht_reader;
 

@@ -308,6 +308,8 @@ int ht__agg_run(struct ht__agg *a, ht__agg_progress_fn progress, void *ctx)
 	int rc = ht__pass_new(&p, a->r);
 	if (rc < 0)
 		return rc;
+	if (a->q->snapshot)
+		ht__pass_snapshot(p, a->q->snapshot);
 	if ((rc = ht__agg_attach(a, p)) == 0) {
 		ht__pass_progress(p, progress, ctx);
 		rc = ht__pass_run(p);

@@ -37,7 +37,17 @@ struct ht__pass {
 	void *progress_ctx;
 	int err;
 	bool ran;
+	uint32_t snap_want;		  /* ht__pass_snapshot(): 0 the last */
+	uint32_t snap_got;		  /* the one delivered */
+	uint64_t snap_ts, snap_next_addr; /* its time; synthetic addresses */
 };
+
+static uint32_t default_snapshot;
+
+void ht__pass_default_snapshot(uint32_t n)
+{
+	default_snapshot = n;
+}
 
 int ht__pass_new(struct ht__pass **out, struct ht_reader *r)
 {
@@ -45,6 +55,7 @@ int ht__pass_new(struct ht__pass **out, struct ht_reader *r)
 	if (!p)
 		return HT_ERR_NOMEM;
 	p->r = r;
+	p->snap_want = default_snapshot;
 	*out = p;
 	return 0;
 }
@@ -68,6 +79,18 @@ void ht__pass_stop_at(struct ht__pass *p, int id, uint64_t ts)
 {
 	if (id >= 0 && (size_t)id < p->consumers.len)
 		p->consumers.v[id].until = ts;
+}
+
+void ht__pass_snapshot(struct ht__pass *p, uint32_t n)
+{
+	p->snap_want = n;
+}
+
+uint32_t ht__pass_snapshot_taken(const struct ht__pass *p, uint64_t *ts)
+{
+	if (ts)
+		*ts = p->snap_ts;
+	return p->snap_got;
 }
 
 void ht__pass_progress(struct ht__pass *p, ht__pass_progress_fn fn, void *ctx)
@@ -304,6 +327,60 @@ static void call_event(struct ht__pass *p, const struct ht_event *ev)
 	}
 }
 
+/* ---- heap snapshots ---- */
+
+/* Which snapshot to deliver: a first read finds the last one (a snapshot
+   trace has no allocation events, so it is short). */
+static int snap_choose(struct ht__pass *p)
+{
+	const struct ht_trace_info *info = ht_reader_info(p->r);
+	if (!info || !(info->flags & HT_TRACEF_SNAPSHOT))
+		return 0;
+	struct ht_event ev;
+	uint32_t last = 0;
+	bool found = false;
+	int rc;
+	while ((rc = ht_reader_next(p->r, &ev)) > 0)
+		if (ev.type == HT_EV_SNAPSHOT && (ev.flags & HT_EVF_SNAPSHOT_BEGIN)) {
+			last = (uint32_t)ev.value;
+			found |= last == p->snap_want;
+		}
+	if (rc < 0 || (rc = ht_reader_rewind(p->r)) < 0)
+		return rc;
+	if (p->snap_want && !found)
+		return HT_ERR_NOT_FOUND;
+	p->snap_got = p->snap_want ? p->snap_want : last;
+	p->snap_next_addr = 0x1000;
+	return 0;
+}
+
+/* One stack's part of the chosen snapshot: its live blocks as ALLOC events. */
+static void snap_blocks(struct ht__pass *p, const struct ht_event *sev)
+{
+	if (sev->flags & HT_EVF_SNAPSHOT_BEGIN) {
+		p->snap_ts = sev->ts;
+		return;
+	}
+	uint64_t n = sev->addr, q = n ? sev->size / n : 0, r = n ? sev->size % n : 0;
+	struct ht_event ev = {.type = HT_EV_ALLOC,
+			      .func = HT_FN_MALLOC,
+			      .process = sev->process,
+			      .pid = sev->pid,
+			      .tid = sev->tid,
+			      .ts = sev->ts,
+			      .stack = sev->stack,
+			      .heap = HT_HEAP_PROCESS};
+	for (uint64_t i = 0; i < n && !p->err; i++) {
+		ev.size = q + (i < r);
+		ev.addr = p->snap_next_addr;
+		p->snap_next_addr += 16 + (ev.size + 15) / 16 * 16;
+		if (p->lt)
+			fail(p, ht__life_event(p->lt, &ev));
+		if (!p->err)
+			call_event(p, &ev);
+	}
+}
+
 /* The time after which no consumer needs events: the highest limit, or never. */
 static uint64_t stop_ts(const struct ht__pass *p)
 {
@@ -327,6 +404,8 @@ int ht__pass_run(struct ht__pass *p)
 	if (rc < 0)
 		return rc;
 	end_ts_from_info(p);
+	if ((rc = snap_choose(p)) < 0)
+		return rc;
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if (s->c->begin)
@@ -353,6 +432,8 @@ int ht__pass_run(struct ht__pass *p)
 			process_events(p, &ev);
 		if (!p->err)
 			call_event(p, estimate_event(p, &ev, &est));
+		if (ev.type == HT_EV_SNAPSHOT && (uint32_t)ev.value == p->snap_got && !p->err)
+			snap_blocks(p, &ev);
 		if (p->progress && !(p->nevents & 0xffff))
 			p->progress(p->progress_ctx, ev.ts, duration);
 	}

@@ -106,6 +106,25 @@ int ht__pass_add(struct ht__pass *p, const struct ht__consumer *c, void *ctx);
  */
 void ht__pass_stop_at(struct ht__pass *p, int id, uint64_t ts);
 
+/*
+ * Heap snapshot traces (HT_TRACEF_SNAPSHOT) hold no allocation events, only
+ * snapshots (HT_EV_SNAPSHOT): the pass delivers one of them, number n (0:
+ * the last, the default), as synthetic blocks: at the snapshot's time, for
+ * each stack of each process, live-count ALLOC events (sizes differing by at
+ * most 1, summing to its live bytes) go to the lifetime tracker and to
+ * .event, so every consumer sees the snapshot as the blocks live at the end
+ * of the trace. ht__pass_run() returns HT_ERR_NOT_FOUND when there is no
+ * snapshot n. No effect on other traces.
+ */
+void ht__pass_snapshot(struct ht__pass *p, uint32_t n);
+
+/* The n every pass made from now on starts with (the commands' --snapshot N). */
+void ht__pass_default_snapshot(uint32_t n);
+
+/* The snapshot delivered (after ht__pass_run(): its number, 0 for none) and
+   its time. */
+uint32_t ht__pass_snapshot_taken(const struct ht__pass *p, uint64_t *ts);
+
 /* Progress: called about every 65536 events with the ts of the last event
    and the trace's duration (0 when unknown). */
 typedef void (*ht__pass_progress_fn)(void *ctx, uint64_t ts, uint64_t duration);

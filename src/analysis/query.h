@@ -81,6 +81,8 @@ struct ht__query {
 	bool defaults_added; /* set by ht__query_prepare() */
 	enum ht__group group;
 	enum ht__sort sort;
+	/* A heap snapshot trace: which snapshot (pass.h, ht__pass_snapshot); 0: the last. */
+	uint32_t snapshot;
 	uint64_t top;	  /* items to show; 0: HT_QUERY_DEFAULT_TOP */
 	bool top_given;	  /* the user asked for top (so a cut is expected, not reported) */
 	bool totals_only; /* only the totals */

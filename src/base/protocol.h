@@ -15,7 +15,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 3
+#define HT_PROTO_VERSION 4
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 /*
@@ -30,6 +30,10 @@
 #define HT_SHM_LOSSY 0x1u     /* drop events when a ring is full, count them */
 #define HT_SHM_NO_FOLLOW 0x2u /* trace only root_pid; children stay dormant */
 #define HT_SHM_SEEDED 0x4u    /* sample_seed was chosen by the user (--sample-seed) */
+/* Heap snapshot mode (docs/session-protocol.md, "Heap snapshots"): the
+   recorder keeps live heap blocks by stack in the snapshot region instead
+   of writing ALLOC/REALLOC/FREE records. */
+#define HT_SHM_SNAPSHOT 0x8u
 
 /* ht__shm_header.state */
 enum ht__session_state {
@@ -114,6 +118,21 @@ struct ht__shm_header {
 	   sampled, so a run can be repeated; else each instance mixes in its
 	   own random token. */
 	uint64_t sample_seed;
+	/* Heap snapshot mode (HT_SHM_SNAPSHOT): the region of snap_cap
+	   struct ht__snap_stack at snap_offset, indexed by recorder stack id,
+	   and what could not be put there (counted, shown in every snapshot). */
+	uint64_t snap_offset;
+	uint32_t snap_cap;
+	uint32_t pad1;
+	_Atomic uint64_t snap_untracked_count; /* allocations not tracked: a limit */
+	_Atomic uint64_t snap_untracked_bytes;
+	/* Asking for a snapshot: anyone who may open the file (heaptrail
+	   snapshot) adds 1 to snap_request; the collector stores the value it
+	   served in snap_served after taking snapshot number snap_last. */
+	_Atomic uint32_t snap_request;
+	_Atomic uint32_t snap_served;
+	_Atomic uint32_t snap_last;
+	uint32_t pad2;
 };
 
 /*
@@ -143,6 +162,19 @@ struct ht__shm_loss {
 
 #define HT_SHM_LOSS_OFFSET 2048u
 #define HT_LOSS_SLOTS 36u
+
+/*
+ * Heap snapshot mode: what one stack holds, updated by every thread of the
+ * instance that owns the stack id with relaxed atomic adds; the collector
+ * reads the region when it takes a snapshot. live = allocated - freed.
+ */
+struct ht__snap_stack {
+	_Atomic uint64_t alloc_bytes;
+	_Atomic uint64_t alloc_count;
+	_Atomic uint64_t freed_bytes;
+	_Atomic uint64_t freed_count;
+};
+#define HT_SNAP_CAP_DEFAULT (1u << 20) /* stack ids with a slot: 32 MiB, sparse */
 
 /* ht__ring.state */
 enum ht__ring_state {

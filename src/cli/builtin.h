@@ -24,6 +24,7 @@ int cmd_ifeo(int argc, char **argv);
 int cmd_autologger(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 /*
  * Shared by the commands that name processes and events (cmd_start.c,

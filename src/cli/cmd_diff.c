@@ -28,6 +28,8 @@ static const char usage_text[] =
     "                         or its module\n"
     "  --metric M             outstanding (default), total or peak\n"
     "  --base-range T1 T2     the base window (one trace; -range is the new one)\n"
+    "  --base-snapshot N      the base is snapshot N of a heap snapshot trace\n"
+    "                         (--snapshot M is the new one; default the last)\n"
     "  -top N                 show N rows (default: all)\n"
     "  --format text|csv|json\n"
     "\n";
@@ -39,6 +41,7 @@ struct opts {
 	enum ht__metric metric;
 	enum out_format format;
 	bool has_base_range;
+	uint32_t base_snapshot; /* --base-snapshot */
 	uint64_t base_start, base_end;
 	uint64_t top;
 };
@@ -86,6 +89,13 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht__query *
 			o->base_end = opt_time(b, arg);
 			if (o->base_end <= o->base_start)
 				die("invalid range '%s %s': T2 must be after T1", a, b);
+		} else if (!strcmp(name, "basesnapshot")) {
+			const char *v = opt_value(argc, argv, &i, val, arg);
+			char *end;
+			unsigned long n = strtoul(v, &end, 10);
+			if (*end || !n || v[0] == '-' || n > UINT32_MAX / 2)
+				die("invalid snapshot '%s' for '%s': a number from 1", v, arg);
+			o->base_snapshot = (uint32_t)n;
 		} else if (!strcmp(name, "top")) {
 			const char *v = opt_value(argc, argv, &i, val, arg);
 			char *end;
@@ -104,8 +114,9 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht__query *
 		o->files[o->nfiles++] = unused;
 	if (o->nfiles == 0)
 		die("no traces given; usage: heaptrail diff BASE.htr NEW.htr");
-	if (o->nfiles == 1 && !o->has_base_range)
-		die("one trace needs --base-range T1 T2 (and -range T3 T4); or give BASE and NEW");
+	if (o->nfiles == 1 && !o->has_base_range && !o->base_snapshot)
+		die("one trace needs --base-range T1 T2 (and -range T3 T4), or --base-snapshot N "
+		    "(and --snapshot M); or give BASE and NEW");
 	if (o->metric == HT_METRIC_PEAK) {
 		if (q->has_range || o->has_base_range)
 			die("the peak is one moment of the whole trace; drop the ranges or use "
@@ -246,6 +257,8 @@ int cmd_diff(int argc, char **argv)
 	struct opts again = {0};
 	ht__query_init(&base.q);
 	parse_args(argc, argv, &again, &base.q);
+	if (o.base_snapshot)
+		base.q.snapshot = o.base_snapshot;
 	if (o.has_base_range) {
 		base.q.has_range = true;
 		base.q.range_start = o.base_start;

@@ -58,6 +58,12 @@ static const char usage_text[] =
     "  --no-follow         trace only CMD, not the processes it starts\n"
     "  --no-maps           do not add the mappings no hook saw (found in\n"
     "                      /proc/PID/maps) to the committed memory\n"
+    "  --snapshot          heap snapshot mode: keep live blocks by stack in the\n"
+    "                      process instead of tracing each allocation; a snapshot\n"
+    "                      is stored at the end, when 'heaptrail snapshot' (or\n"
+    "                      SIGUSR2 to heaptrail) asks, and every --snapshot-interval\n"
+    "  --snapshot-interval T  with --snapshot: also take one every T (s, ms; default\n"
+    "                      unit s)\n"
     "  --lossy             drop events (and count them) when a buffer is full,\n"
     "                      instead of making the program wait\n"
     "  --ring SIZE         flight recorder: keep only the newest SIZE of events\n"
@@ -317,6 +323,7 @@ struct options {
 	struct leak_gate gate;
 	bool no_maps;		      /* --no-maps */
 	uint64_t ring_bytes, ring_ns; /* --ring, --ring-time (0: not a flight recorder) */
+	uint64_t snapshot_interval_ns;
 };
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -335,7 +342,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		R_FORCE,
 		R_STATS,
 		R_RING,
-		R_RINGTIME
+		R_RINGTIME,
+		R_SNAPSHOT,
+		R_SNAPINT
 	};
 	static const struct cli_opt opts[] = {
 	    {"output", 'o', required_argument},
@@ -350,6 +359,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"no-follow", R_NOFOLLOW, no_argument},
 	    {"no-maps", R_NOMAPS, no_argument},
 	    {"lossy", R_LOSSY, no_argument},
+	    {"snapshot", R_SNAPSHOT, no_argument},
+	    {"snapshot-interval", R_SNAPINT, required_argument},
 	    {"force", R_FORCE, no_argument},
 	    {"stats", R_STATS, no_argument},
 	    {"ring", R_RING, required_argument},
@@ -445,6 +456,17 @@ static int parse_options(int argc, char **argv, struct options *o)
 				die("invalid ring time '%s': a positive time like 30s or 500ms",
 				    val);
 			break;
+		case R_SNAPSHOT:
+			o->flags |= HT_SHM_SNAPSHOT;
+			break;
+		case R_SNAPINT:
+			if (parse_time_ns(val, 1000000000ull, &o->snapshot_interval_ns) < 0 ||
+			    o->snapshot_interval_ns < 10000000ull)
+				die("invalid snapshot interval '%s': a time of 10ms or more, like "
+				    "1s "
+				    "or 500ms",
+				    val);
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -455,6 +477,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 		die("give either -p PID or a command to run, not both");
 	if ((o->flags & HT_SHM_SEEDED) && !o->sample_rate)
 		die("--sample-seed goes with --sample-rate");
+	if (o->snapshot_interval_ns && !(o->flags & HT_SHM_SNAPSHOT))
+		die("--snapshot-interval goes with --snapshot");
+	/* A snapshot is kept by the stack that allocated: those stacks are on. */
+	if (o->flags & HT_SHM_SNAPSHOT)
+		o->stack_mask |= HT_STK_ALLOC | HT_STK_REALLOC;
+	if ((o->flags & HT_SHM_SNAPSHOT) && (o->ring_bytes || o->ring_ns))
+		die("--snapshot and --ring are two modes: choose one");
+	if ((o->flags & HT_SHM_SNAPSHOT) && o->sample_rate)
+		die("--snapshot and --sample-rate are two modes: choose one");
 	if (o->duration_ns && !o->pids)
 		die("--duration goes with -p; a launched command is traced until it ends");
 	if (o->gate.enabled && o->pids)
@@ -467,6 +498,27 @@ static int parse_options(int argc, char **argv, struct options *o)
 		exit(2);
 	}
 	return i;
+}
+
+/* SIGUSR2: a snapshot now (heap snapshot mode). */
+static struct ht__session *volatile snap_session;
+
+static void ask_snapshot(int sig)
+{
+	(void)sig;
+	if (snap_session)
+		ht__session_snapshot(snap_session);
+}
+
+static void snapshot_on_sigusr2(struct ht__session *s)
+{
+	snap_session = s;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = ask_snapshot;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, NULL);
 }
 
 static int exit_status_of(int status)
@@ -677,7 +729,8 @@ static int record_attach(const struct options *o)
 	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
 	cfg.ring_size = o->ring_size;
 	cfg.ring_count = o->ring_count;
-	cfg.flags = o->flags & (HT_SHM_LOSSY | HT_SHM_SEEDED);
+	cfg.flags = o->flags & (HT_SHM_LOSSY | HT_SHM_SEEDED | HT_SHM_SNAPSHOT);
+	cfg.snapshot_interval_ns = o->snapshot_interval_ns;
 	cfg.sample_maps = !o->no_maps;
 	cfg.stack_mask = o->stack_mask;
 	cfg.sample_rate = o->sample_rate;
@@ -693,13 +746,14 @@ static int record_attach(const struct options *o)
 				       : "");
 	uint32_t targc;
 	char **targv = target_argv(pids[0], &targc);
-	struct ht__trace_meta meta = {.stack_mask = o->stack_mask,
-				      .ts_unit_ns = o->ts_unit_ns,
-				      .sample_rate = o->sample_rate,
-				      .flags = HT_TRACEF_ATTACHED |
-					       ((o->flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0),
-				      .argc = targc,
-				      .argv = (const char *const *)targv};
+	struct ht__trace_meta meta = {
+	    .stack_mask = o->stack_mask,
+	    .ts_unit_ns = o->ts_unit_ns,
+	    .sample_rate = o->sample_rate,
+	    .flags = HT_TRACEF_ATTACHED | ((o->flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0) |
+		     ((o->flags & HT_SHM_SNAPSHOT) ? HT_TRACEF_SNAPSHOT : 0),
+	    .argc = targc,
+	    .argv = (const char *const *)targv};
 	struct ht__writer *w = NULL;
 	struct ring_ctl ring = {0};
 	rc = o->ring_bytes ? ring_start(&ring, s, o, output, meta, 0)
@@ -748,6 +802,7 @@ static int record_attach(const struct options *o)
 		fprintf(stderr, "heaptrail: tracing %d process%s into '%s'; Ctrl-C to stop\n", live,
 			live == 1 ? "" : "es", output);
 
+	snapshot_on_sigusr2(s);
 	uint64_t deadline = o->duration_ns ? mono_ns() + o->duration_ns : 0;
 	while ((rc = ht__session_tick(s)) == 0 && !stop_asked) {
 		if (deadline && mono_ns() >= deadline)
@@ -805,6 +860,7 @@ static int record_attach(const struct options *o)
 		say_stats(sst);
 	if (!failures && !o->quiet && isatty(STDERR_FILENO))
 		fprintf(stderr, "heaptrail: next: heaptrail report %s\n", output);
+	snap_session = NULL;
 	ht__session_destroy(s);
 	return failures ? 1 : 0;
 }
@@ -893,6 +949,7 @@ int cmd_record(int argc, char **argv)
 	cfg.ring_size = o.ring_size;
 	cfg.ring_count = o.ring_count;
 	cfg.flags = o.flags;
+	cfg.snapshot_interval_ns = o.snapshot_interval_ns;
 	cfg.sample_maps = !o.no_maps;
 	cfg.stack_mask = o.stack_mask;
 	cfg.sample_rate = o.sample_rate;
@@ -953,7 +1010,9 @@ int cmd_record(int argc, char **argv)
 	struct ht__trace_meta meta = {.stack_mask = o.stack_mask,
 				      .ts_unit_ns = o.ts_unit_ns,
 				      .sample_rate = o.sample_rate,
-				      .flags = (o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0,
+				      .flags =
+					  ((o.flags & HT_SHM_LOSSY) ? HT_TRACEF_LOSSY : 0) |
+					  ((o.flags & HT_SHM_SNAPSHOT) ? HT_TRACEF_SNAPSHOT : 0),
 				      .argc = (uint32_t)cmd_argc,
 				      .argv = (const char *const *)cmd,
 				      .untraced = untraced};
@@ -993,6 +1052,7 @@ int cmd_record(int argc, char **argv)
 		return 127;
 	}
 
+	snapshot_on_sigusr2(s);
 	while ((rc = ht__session_tick(s)) == 0) {
 		if (ht__session_stats(s)->root_exited)
 			child_gone = 1;
@@ -1040,6 +1100,7 @@ int cmd_record(int argc, char **argv)
 	}
 	if (o.stats)
 		say_stats(st);
+	snap_session = NULL;
 	ht__session_destroy(s);
 	/* The program's status, unless it succeeded and its trace did not (2) or leaked. */
 	int exit_status = exit_status_of(status);

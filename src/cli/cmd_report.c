@@ -20,6 +20,7 @@
 #include "base/paths.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/query_opts.h"
 #include "cli/opt.h"
 #include "heaptrail/trace.h"
 
@@ -36,6 +37,7 @@ static const char report_usage[] =
     "  --exact N            heap lifetimes kept exactly (default 250000); the\n"
     "                       sites with the fewest bytes beyond that are bucketed\n"
     "  --points N           points of each graph (default 2000)\n"
+    "  --snapshot N         a heap snapshot trace: snapshot N (default: the last)\n"
     "  --no-default-cull    keep allocator frames on the stacks\n"
     "  --force              replace OUT if it exists (atomically)\n"
     "  -h, --help           show this help\n"
@@ -562,11 +564,15 @@ static char *default_output(const char *file)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { O_EXACT = CLI_LONG, O_POINTS, O_NO_CULL, O_FORCE };
+	enum { O_EXACT = CLI_LONG, O_POINTS, O_NO_CULL, O_FORCE, O_SNAPSHOT };
 	static const struct cli_opt opts[] = {
-	    {"output", 'o', required_argument},	     {"exact", O_EXACT, required_argument},
-	    {"points", O_POINTS, required_argument}, {"no-default-cull", O_NO_CULL, no_argument},
-	    {"force", O_FORCE, no_argument},	     {NULL, 0, 0},
+	    {"output", 'o', required_argument},
+	    {"exact", O_EXACT, required_argument},
+	    {"points", O_POINTS, required_argument},
+	    {"no-default-cull", O_NO_CULL, no_argument},
+	    {"force", O_FORCE, no_argument},
+	    {"snapshot", O_SNAPSHOT, required_argument},
+	    {NULL, 0, 0},
 	};
 	char *out = NULL;
 	bool force = false;
@@ -591,6 +597,8 @@ int cmd_report(int argc, char **argv)
 			o.default_cull = false;
 		} else if (c == O_FORCE) {
 			force = true;
+		} else if (c == O_SNAPSHOT) {
+			opt_snapshot(p.val, "--snapshot");
 		}
 	}
 	char **files;

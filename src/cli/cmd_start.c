@@ -41,6 +41,9 @@ static const char usage_text[] =
     "  --buffer-size SIZE  bytes per thread buffer, a power of two (default 1M)\n"
     "  --buffers N         number of thread buffers (default 512)\n"
     "  --lossy             drop events (and count them) when a buffer is full\n"
+    "  --snapshot          heap snapshot mode: live blocks by stack, no event per\n"
+    "                      allocation; 'heaptrail snapshot NAME' takes a snapshot,\n"
+    "                      and one is taken at the stop\n"
     "  --ifeo              programs enabled for IFEO join this session\n"
     "  --ring SIZE         flight recorder: keep only the newest SIZE of events\n"
     "                      (at least 64K) and the state at their start;\n"
@@ -166,7 +169,8 @@ int cmd_start(int argc, char **argv)
 		S_FORCE,
 		S_RING,
 		S_RINGTIME,
-		S_NOMAPS
+		S_NOMAPS,
+		S_SNAPSHOT
 	};
 	static const struct cli_opt opts[] = {
 	    {"output", 'o', required_argument},
@@ -177,6 +181,7 @@ int cmd_start(int argc, char **argv)
 	    {"max-size", S_MAXSIZE, required_argument},
 	    {"sample-rate", S_SAMPLE, required_argument},
 	    {"lossy", S_LOSSY, no_argument},
+	    {"snapshot", S_SNAPSHOT, no_argument},
 	    {"ifeo", S_IFEO, no_argument},
 	    {"force", S_FORCE, no_argument},
 	    {"ring", S_RING, required_argument},
@@ -224,6 +229,9 @@ int cmd_start(int argc, char **argv)
 		case S_LOSSY:
 			props.flags |= HT_TRACE_LOSSY;
 			break;
+		case S_SNAPSHOT:
+			props.flags |= HT_TRACE_SNAPSHOT;
+			break;
 		case S_IFEO:
 			props.flags |= HT_TRACE_IFEO;
 			break;
@@ -267,6 +275,13 @@ int cmd_start(int argc, char **argv)
 	if (output &&
 	    (size_t)snprintf(props.file, sizeof(props.file), "%s", output) >= sizeof(props.file))
 		die("the path '%s' is too long", output);
+	if ((props.ring_bytes || props.ring_ns) && (props.flags & HT_TRACE_SNAPSHOT))
+		die("--snapshot and --ring are two modes: choose one");
+	if (props.sample_rate && (props.flags & HT_TRACE_SNAPSHOT))
+		die("--snapshot and --sample-rate are two modes: choose one");
+	if ((props.flags & HT_TRACE_SNAPSHOT) && (props.flags & HT_TRACE_IFEO))
+		die("--snapshot does not go with --ifeo: IFEO programs record every allocation "
+		    "before they join; start a snapshot session with --pid instead");
 	if (props.sample_rate && (props.flags & HT_TRACE_IFEO))
 		die("--sample-rate does not go with --ifeo: IFEO programs record every allocation "
 		    "before they join; start a sampled session with --pid instead");

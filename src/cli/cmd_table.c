@@ -17,6 +17,7 @@
 #include "analysis/window.h"
 #include "cli/builtin.h"
 #include "cli/common.h"
+#include "cli/query_opts.h"
 #include "cli/opt.h"
 #include "cli/table_util.h"
 #include "heaptrail/trace.h"
@@ -36,6 +37,7 @@ static const char table_usage[] =
     "                       --pid processes, or of the whole trace): its Impacting\n"
     "                       rows are the blocks live at the peak\n"
     "  --pid P[,P...]       only these processes\n"
+    "  --snapshot N         a heap snapshot trace: snapshot N (default: the last)\n"
     "  --group-by K[,K...]  levels of the tree: process, handle, type, impacting-type,\n"
     "                       stack, frame, image, thread; 'none' lists every block\n"
     "                       (default heap: process,handle,impacting-type,stack;\n"
@@ -657,6 +659,9 @@ static void parse_args(struct table_opts *o, int argc, char **argv)
 			i += 2;
 		} else if (!strcmp(a, "--at-peak")) {
 			o->q.at_peak = true;
+		} else if (!strcmp(a, "--snapshot")) {
+			o->q.snapshot = opt_snapshot(v, a);
+			i++;
 		} else if (!strcmp(a, "--pid")) {
 			tu_parse_pids(a, v, &o->q);
 			i++;

@@ -32,6 +32,7 @@ static const struct cmd_struct commands[] = {
     {"update", cmd_update, "change the processes and stack events of a named session"},
     {"stop", cmd_stop, "stop a named session and write its trace"},
     {"flush", cmd_flush, "write the window of a flight-recorder session"},
+    {"snapshot", cmd_snapshot, "take a heap snapshot in a session recording with --snapshot"},
     {"sessions", cmd_sessions, "list the running named sessions"},
     {"ifeo", cmd_ifeo, "trace every start of a program: enable, disable, list, install"},
     {"autologger", cmd_autologger, "trace from boot: a systemd unit for the system session"},

@@ -5,6 +5,8 @@
  */
 #include "cli/query_opts.h"
 
+#include "analysis/pass.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +27,8 @@ const char query_opts_help[] =
     "  -lifetime L1 L2        only allocations with L1 <= lifetime < L2\n"
     "  -size S1 S2            only allocations of S1 <= size < S2 bytes\n"
     "  -requireFrames F...    only allocations whose stack has a frame matching F\n"
+    "  --snapshot N           a heap snapshot trace (record --snapshot): snapshot N\n"
+    "                         ('heaptrail info' lists them; default: the last)\n"
     "  times are from the start of the trace, in microseconds unless suffixed\n"
     "  s, ms, us or ns ('1.5s', '200ms')\n"
     "culling (as 'heaptrail analyze'):\n"
@@ -168,12 +172,26 @@ static void pid_list(const char *v, struct ht__query *q)
 	}
 }
 
+uint32_t opt_snapshot(const char *v, const char *opt)
+{
+	char *end;
+	unsigned long n = v ? strtoul(v, &end, 10) : 0;
+	if (!v || *end || !n || v[0] == '-' || n > UINT32_MAX / 2)
+		die("invalid snapshot '%s' for '%s': a number from 1 ('heaptrail info' lists the "
+		    "snapshots of a trace)",
+		    v ? v : "", opt);
+	ht__pass_default_snapshot((uint32_t)n);
+	return (uint32_t)n;
+}
+
 bool query_option(const char *name, const char *arg, const char *val, int argc, char **argv, int *i,
 		  struct ht__query *q, const char **file)
 {
 	char buf[128];
 	const char *a, *b;
-	if (!strcmp(name, "pid")) {
+	if (!strcmp(name, "snapshot")) {
+		q->snapshot = opt_snapshot(opt_value(argc, argv, i, val, arg), arg);
+	} else if (!strcmp(name, "pid")) {
 		pid_list(opt_value(argc, argv, i, val, arg), q);
 	} else if (!strcmp(name, "range")) {
 		opt_two(argc, argv, i, val, arg, "T1 T2", buf, sizeof(buf), &a, &b);

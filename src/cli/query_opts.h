@@ -43,6 +43,12 @@ void opt_cull_list(struct ht__match_list *l, const char *path);
 bool query_option(const char *name, const char *arg, const char *val, int argc, char **argv, int *i,
 		  struct ht__query *q, const char **file);
 
+/*
+ * --snapshot N of a heap snapshot trace: N (from 1), which every trace pass
+ * made afterwards delivers (pass.h); dies on a bad N.
+ */
+uint32_t opt_snapshot(const char *v, const char *opt);
+
 /* The help lines of those options, for the commands' usage texts. */
 extern const char query_opts_help[];
 

@@ -355,6 +355,9 @@ static int start(ht_trace_handle *handle, struct ht_trace_properties *props,
 	int rc = ht__ctl_stack_mask(stack_events, nstack_events, &a->stack_mask);
 	if (rc < 0)
 		return rc;
+	/* A heap snapshot is kept by the stack that allocated: those are on. */
+	if (props->flags & HT_TRACE_SNAPSHOT)
+		a->stack_mask |= HT_STK_ALLOC | HT_STK_REALLOC;
 	uint32_t size = props->buffer_size, count = props->buffers;
 	if ((rc = ht__ctl_paths(&a->paths, session_name, true)) < 0)
 		return rc;

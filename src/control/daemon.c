@@ -634,7 +634,8 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	cfg.name = shm_name;
 	cfg.ring_size = a->buffer_size;
 	cfg.ring_count = a->buffers;
-	cfg.flags = (a->flags & HT_TRACE_LOSSY) ? HT_SHM_LOSSY : 0;
+	cfg.flags = ((a->flags & HT_TRACE_LOSSY) ? HT_SHM_LOSSY : 0) |
+		    ((a->flags & HT_TRACE_SNAPSHOT) ? HT_SHM_SNAPSHOT : 0);
 	cfg.stack_mask = a->stack_mask;
 	cfg.sample_rate = a->sample_rate;
 	cfg.reap_children = false;
@@ -659,7 +660,8 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	    .stack_mask = a->stack_mask,
 	    .sample_rate = a->sample_rate,
 	    .ts_unit_ns = HT__TS_UNIT_DEFAULT, /* as `heaptrail record` (trace-format.md) */
-	    .flags = HT_TRACEF_ATTACHED | ((a->flags & HT_TRACE_LOSSY) ? HT_TRACEF_LOSSY : 0),
+	    .flags = HT_TRACEF_ATTACHED | ((a->flags & HT_TRACE_LOSSY) ? HT_TRACEF_LOSSY : 0) |
+		     ((a->flags & HT_TRACE_SNAPSHOT) ? HT_TRACEF_SNAPSHOT : 0),
 	    .argc = 3,
 	    .argv = argv};
 	why[0] = 0;

@@ -20,6 +20,10 @@
    chunk's list of all allocations. */
 #define HT__FILE_VERSION 3u
 #define HT__FILE_VERSION_OLDEST 2u
+/* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
+   SNAPSHOT events (code 21), which an older reader must refuse rather than
+   misread. Only such traces are written as version 4. */
+#define HT__FILE_VERSION_SNAPSHOT 4u
 #define HT__HEADER_SIZE 64u
 #define HT__CHUNK_MAGIC 0x4b435448u /* "HTCK" as a little-endian u32 */
 #define HT__CHUNK_HEADER_SIZE 48u

@@ -122,6 +122,7 @@ struct ht_reader {
 	struct ht__cur cur[HT__NSTREAMS]; /* the streams of the current events chunk */
 	uint64_t prev_ts;		  /* in ts_unit */
 	uint32_t ts_unit;		  /* ns per stored timestamp unit */
+	uint32_t version;		  /* 4: SNAPSHOT events may follow */
 	struct slot *slots;
 	ht__rings *rings;    /* per slot, as the writer keeps them */
 	struct ht__own *own; /* per slot: its allocations in the chunk (version 3) */
@@ -956,7 +957,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		goto fail;
 	}
 	uint32_t version = ht__get_le32(h + 8);
-	if (version < HT__FILE_VERSION_OLDEST || version > HT__FILE_VERSION || h[12] != 1 ||
+	if (version < HT__FILE_VERSION_OLDEST || version > HT__FILE_VERSION_SNAPSHOT || h[12] != 1 ||
 	    h[13] != 8) {
 		rc = HT_ERR_VERSION;
 		goto fail;
@@ -1005,6 +1006,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		in->events_lost = 0;
 	}
 	r->t.info.version = version;
+	r->version = version;
 	r->t.info.ts_unit_ns = r->ts_unit;
 	if (!r->t.info.argv) {
 		const char **argv = arena_alloc(&r->t.arena, sizeof(*argv));
@@ -1276,7 +1278,8 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 				return chunk_damaged(r, "definition does not parse");
 			continue;
 		}
-		if (!type || type >= HT_EV__COUNT)
+		if (!type || type >= HT_EV__COUNT ||
+		    (type == HT_EV_SNAPSHOT && r->version < HT__FILE_VERSION_SNAPSHOT))
 			return chunk_damaged(r, "unknown record");
 
 		memset(ev, 0, sizeof(*ev));

@@ -378,7 +378,8 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 	/* File header: see docs/trace-format.md. */
 	uint8_t h[HT__HEADER_SIZE] = {0};
 	memcpy(h, HT__FILE_MAGIC, 8);
-	ht__put_le32(h + 8, HT__FILE_VERSION);
+	ht__put_le32(h + 8, (w->flags & HT_TRACEF_SNAPSHOT) ? HT__FILE_VERSION_SNAPSHOT
+							    : HT__FILE_VERSION);
 	h[12] = 1; /* little-endian */
 	h[13] = 8; /* pointer size */
 	ht__put_le32(h + 16, HT__HEADER_SIZE);
@@ -760,7 +761,8 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		return HT_ERR_INVALID;
 	if (w->err)
 		return w->err;
-	if (!ev->type || ev->type >= HT_EV__COUNT)
+	if (!ev->type || ev->type >= HT_EV__COUNT ||
+	    (ev->type == HT_EV_SNAPSHOT && !(w->flags & HT_TRACEF_SNAPSHOT)))
 		return HT_ERR_INVALID;
 	int is_proc = ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC;
 	size_t name_len = ev->name ? strlen(ev->name) : 0;

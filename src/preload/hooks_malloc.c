@@ -159,6 +159,23 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 		ht__leave(t);
 		return p;
 	}
+	if (HT_UNLIKELY(ht__g.snap != NULL) && old) {
+		/* Snapshot mode: old leaves the table before the real call, or
+		   another thread could be given its address first. */
+		uint64_t v;
+		int had = ht__snap_take((uint64_t)(uintptr_t)old, &v);
+		void *p = fn(old, size);
+		int e = errno;
+		if (had && p)
+			ht__snap_freed(v);
+		else if (had)
+			ht__snap_put_back((uint64_t)(uintptr_t)old, v);
+		if (p)
+			ht__snap_alloc(t, p, size, HT_STK_REALLOC);
+		errno = e;
+		ht__leave(t);
+		return p;
+	}
 	void *p = fn(old, size);
 	int e = errno;
 	ht__rec_realloc(t, func, old, p, size);

@@ -280,6 +280,7 @@ static void instance_begin(uint32_t flags)
 	atomic_store(&ht__g.untraced, 0);
 	ht__stacks_init();
 	ht__modules_reset();
+	ht__snap_reset();
 	/* Without a ring now, the first thread that gets one writes it. */
 	atomic_store(&ht__g.process_pending, write_process(flags) ? 0 : flags | HT_PROC_PENDING);
 	char name[16] = {0};
@@ -364,6 +365,17 @@ int ht__init_session(const char *path, uint32_t flags)
 	ht__g.stack_mask = h->stack_mask;
 	ht__g.sample_rate = h->sample_rate;
 	ht__g.pid = pid;
+	ht__g.snap = NULL;
+	ht__g.snap_cap = 0;
+	if (h->flags & HT_SHM_SNAPSHOT) {
+		if (!h->snap_cap || h->snap_offset % 64 ||
+		    h->snap_offset + (uint64_t)h->snap_cap * sizeof(struct ht__snap_stack) > size) {
+			ht__g.hdr = NULL;
+			goto unmap;
+		}
+		ht__g.snap = (struct ht__snap_stack *)((char *)h + h->snap_offset);
+		ht__g.snap_cap = h->snap_cap;
+	}
 
 	ssize_t n = readlink("/proc/self/exe", ht__exe, sizeof ht__exe - 1);
 	ht__exe_len = n > 0 ? (uint32_t)n : 0;

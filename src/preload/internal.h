@@ -108,6 +108,8 @@ struct ht__global {
 	/* The recorder stopped recording (session stopping, collector gone):
 	   events that pass through are counted as HT_LOSS_UNTRACED. */
 	_Atomic int untraced;
+	struct ht__snap_stack *snap; /* snapshot mode: the session's region, else NULL */
+	uint32_t snap_cap;
 };
 
 /* Per thread, in initial-exec TLS so the hot path needs no call. */
@@ -301,6 +303,19 @@ enum ht__sample_realloc {
 };
 enum ht__sample_realloc ht__sample_realloc(struct ht__thread *t, uint64_t heap, const void *old,
 					   const void *p, uint64_t size);
+
+/*
+ * snapshot.c: heap snapshot mode (ht__g.snap set). ht__snap_alloc() tracks
+ * a new block under the stack of class bit; ht__snap_take() removes a block
+ * from the table (1 and its packed value when it was there) without
+ * counting it freed, which ht__snap_freed() does; ht__snap_put_back()
+ * returns a block a failed realloc kept. ht__snap_reset(): a new instance.
+ */
+void ht__snap_alloc(struct ht__thread *t, void *p, uint64_t size, uint32_t bit);
+int ht__snap_take(uint64_t p, uint64_t *val);
+void ht__snap_freed(uint64_t val);
+void ht__snap_put_back(uint64_t p, uint64_t val);
+void ht__snap_reset(void);
 
 /* ring.c: records written from several files. */
 void ht__write_exit(pid_t pid, int kind, int value);

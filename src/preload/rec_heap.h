@@ -12,6 +12,11 @@
 
 static inline void ht__put_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
 {
+	if (HT_UNLIKELY(ht__g.snap != NULL)) { /* snapshot mode: no record */
+		if (p)
+			ht__snap_alloc(t, p, size, HT_STK_ALLOC);
+		return;
+	}
 	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);
 	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_begin(
 	    t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack);
@@ -25,6 +30,16 @@ static inline void ht__put_alloc(struct ht__thread *t, unsigned func, void *p, u
 static inline void ht__put_realloc(struct ht__thread *t, unsigned func, void *old, void *p,
 				   uint64_t size)
 {
+	if (HT_UNLIKELY(ht__g.snap != NULL)) {
+		uint64_t v;
+		if (!p && size)
+			return; /* failed: old stays */
+		if (old && ht__snap_take((uint64_t)(uintptr_t)old, &v))
+			ht__snap_freed(v);
+		if (p)
+			ht__snap_alloc(t, p, size, HT_STK_REALLOC);
+		return;
+	}
 	uint32_t stack = ht__stack_for(t, HT_STK_REALLOC);
 	if (!p && size)
 		func |= HT_RECF_FAILED;
@@ -40,6 +55,12 @@ static inline void ht__put_realloc(struct ht__thread *t, unsigned func, void *ol
 
 static inline void ht__put_free(struct ht__thread *t, unsigned func, void *p)
 {
+	if (HT_UNLIKELY(ht__g.snap != NULL)) {
+		uint64_t v;
+		if (ht__snap_take((uint64_t)(uintptr_t)p, &v))
+			ht__snap_freed(v);
+		return;
+	}
 	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
 	struct ht__rec_free *r =
 	    (struct ht__rec_free *)ht__rec_begin(t, HT_REC_FREE, func, sizeof *r, stack);

@@ -668,6 +668,8 @@ static int tick(struct ht__session *s)
 	s->next_tick_ns = now + (s->hurry ? HT__TICK_NS / 10 : HT__TICK_NS);
 	if (in_use < 0)
 		return in_use;
+	if ((rc = ht__snap_tick(s, now, false)) < 0)
+		return rc;
 	if ((rc = merge(s, wm)) < 0)
 		return rc;
 	if ((rc = flush_sink(s, now)) < 0)
@@ -709,6 +711,8 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	   the middle of a record; drain_ring waits for those a little. */
 	uint64_t wm = UINT64_MAX;
 	if ((rc = drain_all(s, &wm, true, true)) < 0)
+		return rc;
+	if ((rc = ht__snap_tick(s, ht__now_ns(), true)) < 0)
 		return rc;
 	if ((rc = merge(s, UINT64_MAX)) < 0)
 		return rc;

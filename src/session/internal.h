@@ -25,6 +25,8 @@
 /* A range found in (FOUND) or gone from (GONE) /proc/PID/maps (maps.c). */
 #define HT__REC_SELF_MAP_FOUND 0xf1
 #define HT__REC_SELF_MAP_GONE 0xf2
+/* A heap snapshot taken (snapshot.c): h.stack is its number. */
+#define HT__REC_SELF_SNAPSHOT 0xf3
 
 /*
  * kind of a PROCESS_EXIT of the session's own making: the image (instance
@@ -173,8 +175,18 @@ struct ht__session {
 	uint32_t nstacks, stacks_cap; /* trace ids 1 .. nstacks */
 	uint32_t stack_len_cap;
 	struct ht__htab stack_tab;
-	uint32_t *stack_map; /* recorder stack id -> trace stack id */
+	uint32_t *stack_map;   /* recorder stack id -> trace stack id */
+	uint32_t *stack_owner; /* recorder stack id -> its process image + 1 */
 	uint32_t stack_map_cap;
+
+	/* heap snapshots (snapshot.c): copies of the stacks' region taken and
+	   not yet written, oldest first */
+	uint32_t snap_cap;
+	volatile sig_atomic_t snap_asked;
+	uint32_t snap_seq; /* snapshots taken */
+	uint64_t snap_next_ns;
+	struct ht__snap_copy *snap_q;
+	uint32_t snap_qhead, snap_qn, snap_qcap;
 
 	struct ht__session_stats stats;
 };
@@ -209,6 +221,19 @@ int ht__self_record(struct ht__session *s, const struct ht__rec *rec);
    queue the ranges that appeared or went away. 0 or a negative ht_error. */
 int ht__maps_check(struct ht__session *s, struct ht__proc *p, uint64_t rss, uint64_t now);
 void ht__maps_free(struct ht__maps *m);
+
+/* translate.c: a recorder stack id's trace stack id and owner (0 and NULL
+   when not defined yet); an event to the sink. */
+void ht__stack_of(const struct ht__session *s, uint32_t rec_id, uint32_t *trace_id,
+		  struct ht__proc **owner);
+int ht__emit(struct ht__session *s, const struct ht_event *ev);
+
+/* snapshot.c: heap snapshot mode. ht__snap_tick() takes a snapshot when one
+   is due or asked (final: always), queued as a HT__REC_SELF_SNAPSHOT at now;
+   ht__snap_write() turns that record into events when it is merged. */
+int ht__snap_tick(struct ht__session *s, uint64_t now, bool final);
+int ht__snap_write(struct ht__session *s, const struct ht__rec *rec);
+void ht__snap_free(struct ht__session *s);
 
 /* symbolize.c: resolve every frame of s and hand the symbols to the sink. */
 int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx);

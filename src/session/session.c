@@ -175,6 +175,10 @@ int ht__shm_create(struct ht__session *s)
 	s->path = strdup(path);
 	s->map_size = HT_SHM_HEADER_SIZE +
 		      (size_t)s->ring_count * (HT_RING_HEADER_SIZE + (size_t)s->ring_size);
+	/* Heap snapshot mode: the stacks' region after the rings (sparse too). */
+	size_t snap_offset = (s->map_size + 4095) & ~(size_t)4095;
+	if (s->cfg.flags & HT_SHM_SNAPSHOT)
+		s->map_size = snap_offset + (size_t)s->snap_cap * sizeof(struct ht__snap_stack);
 	if (!s->path) {
 		rc = HT_ERR_NOMEM;
 		goto unlink_file;
@@ -221,6 +225,10 @@ int ht__shm_create(struct ht__session *s)
 	h->collector_pid = (int32_t)getpid();
 	h->collector_start = self_start_time();
 	h->root_pid = 0;
+	if (s->cfg.flags & HT_SHM_SNAPSHOT) {
+		h->snap_offset = snap_offset;
+		h->snap_cap = s->snap_cap;
+	}
 	h->t0_ns = ht__now_ns();
 	h->sample_seed = s->cfg.sample_seed;
 	if (!(h->flags & HT_SHM_SEEDED))
@@ -262,8 +270,8 @@ int ht__session_create(struct ht__session **out, const struct ht__session_config
 	uint32_t size = cfg->ring_size ? cfg->ring_size : HT__RING_SIZE_DEFAULT;
 	uint32_t count = cfg->ring_count ? cfg->ring_count : HT__RING_COUNT_DEFAULT;
 	if (size < 4096 || (size & (size - 1)) || size > (1u << 30) || count > 65536 ||
-	    (cfg->flags & ~(HT_SHM_LOSSY | HT_SHM_NO_FOLLOW | HT_SHM_SEEDED)) ||
-	    (cfg->stack_mask & ~HT_STK_ALL))
+	    (cfg->flags & ~(HT_SHM_LOSSY | HT_SHM_NO_FOLLOW | HT_SHM_SEEDED | HT_SHM_SNAPSHOT)) ||
+	    (cfg->stack_mask & ~HT_STK_ALL) || cfg->snapshot_stacks > (1u << 27))
 		return HT_ERR_INVALID;
 
 	struct ht__session *s = calloc(1, sizeof(*s));
@@ -272,6 +280,7 @@ int ht__session_create(struct ht__session **out, const struct ht__session_config
 	s->cfg = *cfg;
 	s->ring_size = size;
 	s->ring_count = count;
+	s->snap_cap = cfg->snapshot_stacks ? cfg->snapshot_stacks : HT_SNAP_CAP_DEFAULT;
 	s->slots = calloc(count + 1, sizeof(*s->slots));
 	s->heap = calloc(count + 1, sizeof(*s->heap));
 	if (!s->slots || !s->heap) {
@@ -286,6 +295,7 @@ int ht__session_create(struct ht__session **out, const struct ht__session_config
 	}
 	s->next_tick_ns = s->hdr->t0_ns;
 	s->flush_ns = s->hdr->t0_ns;
+	s->snap_next_ns = s->hdr->t0_ns + cfg->snapshot_interval_ns;
 	*out = s;
 	return 0;
 }
@@ -322,6 +332,11 @@ void ht__session_stop(struct ht__session *s)
 	s->stop = 1;
 }
 
+void ht__session_snapshot(struct ht__session *s)
+{
+	s->snap_asked = 1;
+}
+
 const struct ht__session_stats *ht__session_stats(const struct ht__session *s)
 {
 	return &s->stats;
@@ -338,5 +353,6 @@ void ht__session_destroy(struct ht__session *s)
 	free(s->slots);
 	free(s->heap);
 	ht__translate_free(s);
+	ht__snap_free(s);
 	free(s);
 }

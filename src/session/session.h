@@ -108,6 +108,11 @@ struct ht__session_config {
 				 have all exited and every ring is back */
 	bool sample_maps;     /* with each RSS sample, report the mappings no hook saw
 				 (HT_EVF_UNSEEN; docs/session-protocol.md) */
+	/* Heap snapshot mode (HT_SHM_SNAPSHOT in flags): a snapshot every
+	   snapshot_interval_ns (0: only when asked and at the end), and room for
+	   snapshot_stacks stack ids (0: HT_SNAP_CAP_DEFAULT). */
+	uint64_t snapshot_interval_ns;
+	uint32_t snapshot_stacks;
 };
 
 #define HT__SESSION_CONFIG_INIT                                                                    \
@@ -210,6 +215,10 @@ unsigned ht__session_sleep_us(const struct ht__session *s);
 
 /* Ask the session to end at its next tick. Async-signal-safe. */
 void ht__session_stop(struct ht__session *s);
+
+/* Heap snapshot mode: take a snapshot at the next tick (one is always taken
+   at the end). Async-signal-safe (SIGUSR2 to `heaptrail record`). */
+void ht__session_snapshot(struct ht__session *s);
 
 /*
  * Progress of symbol resolution: done out of total frames. Called from

@@ -397,7 +397,8 @@ static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t 
 	return 0;
 }
 
-static int map_stack(struct ht__session *s, uint32_t rec_id, uint32_t trace_id)
+static int map_stack(struct ht__session *s, uint32_t rec_id, uint32_t trace_id,
+		     const struct ht__proc *owner)
 {
 	/* Ids come from the header's counter: one above it is a damaged record,
 	   and must not make the map grow. */
@@ -413,15 +414,33 @@ static int map_stack(struct ht__session *s, uint32_t rec_id, uint32_t trace_id)
 			return HT_ERR_NOMEM;
 		memset(nm + s->stack_map_cap, 0, (ncap - s->stack_map_cap) * sizeof(*nm));
 		s->stack_map = nm;
+		uint32_t *no = realloc(s->stack_owner, ncap * sizeof(*no));
+		if (!no)
+			return HT_ERR_NOMEM;
+		memset(no + s->stack_map_cap, 0, (ncap - s->stack_map_cap) * sizeof(*no));
+		s->stack_owner = no;
 		s->stack_map_cap = ncap;
 	}
 	s->stack_map[rec_id] = trace_id;
+	s->stack_owner[rec_id] = owner->index + 1;
 	return 0;
 }
 
 static inline uint32_t lookup_stack(const struct ht__session *s, uint32_t rec_id)
 {
 	return rec_id < s->stack_map_cap ? s->stack_map[rec_id] : 0;
+}
+
+void ht__stack_of(const struct ht__session *s, uint32_t rec_id, uint32_t *trace_id,
+		  struct ht__proc **owner)
+{
+	*trace_id = lookup_stack(s, rec_id);
+	*owner = *trace_id && s->stack_owner[rec_id] ? s->procs[s->stack_owner[rec_id] - 1] : NULL;
+}
+
+int ht__emit(struct ht__session *s, const struct ht_event *ev)
+{
+	return emit(s, ev, NULL);
 }
 
 static int on_stack(struct ht__session *s, struct ht__proc *p, const struct ht__rec *rec)
@@ -445,7 +464,7 @@ static int on_stack(struct ht__session *s, struct ht__proc *p, const struct ht__
 	int rc = stack_intern(s, ids, n, &id);
 	if (rc < 0)
 		return rc;
-	return map_stack(s, rec->stack, id);
+	return map_stack(s, rec->stack, id, p);
 }
 
 static int on_module(struct ht__session *s, struct ht__proc *p, struct ht_event *ev,
@@ -587,6 +606,8 @@ int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__r
 			ev.ts = rel_ts(s, rec->ts);
 			return emit(s, &ev, NULL);
 		}
+		if (rec->type == HT__REC_SELF_SNAPSHOT)
+			return ht__snap_write(s, rec);
 		if (rec->type != HT__REC_SELF_RSS)
 			return 0;
 		const struct ht__rec_self_rss *r = (const void *)rec;
@@ -771,6 +792,7 @@ void ht__translate_free(struct ht__session *s)
 	free(s->stack_off);
 	free(s->stack_len);
 	free(s->stack_map);
+	free(s->stack_owner);
 	ht__htab_free(&s->proc_by_key);
 	ht__htab_free(&s->proc_by_pid);
 	ht__htab_free(&s->mod_tab);

@@ -1,0 +1,159 @@
+/*
+ * Heap snapshot mode on the collector's side (docs/session-protocol.md,
+ * "Heap snapshots"): when a snapshot is asked (heaptrail snapshot, SIGUSR2,
+ * the interval) or the session ends, copy the stacks' region the recorders
+ * keep, queue it in time order with the session's own records, and write it
+ * as SNAPSHOT events once every stack it names has been defined.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/internal.h"
+
+struct ht__snap_copy {
+	uint32_t n; /* stack ids 0 .. n-1 */
+	struct ht__snap_entry {
+		uint64_t alloc_bytes, alloc_count, live_bytes, live_count;
+	} * v;
+	uint64_t untracked_count, untracked_bytes;
+};
+
+static bool snap_due(struct ht__session *s, uint64_t now, bool final)
+{
+	if (final || s->snap_asked)
+		return true;
+	uint32_t req = atomic_load(&s->hdr->snap_request);
+	if (req != atomic_load(&s->hdr->snap_served))
+		return true;
+	return s->cfg.snapshot_interval_ns && now >= s->snap_next_ns;
+}
+
+int ht__snap_tick(struct ht__session *s, uint64_t now, bool final)
+{
+	if (!(s->cfg.flags & HT_SHM_SNAPSHOT) || !snap_due(s, now, final))
+		return 0;
+	uint32_t req = atomic_load(&s->hdr->snap_request);
+	s->snap_asked = 0;
+	if (s->cfg.snapshot_interval_ns)
+		while (s->snap_next_ns <= now)
+			s->snap_next_ns += s->cfg.snapshot_interval_ns;
+	if (s->snap_qn == s->snap_qcap) {
+		uint32_t ncap = s->snap_qcap ? s->snap_qcap * 2 : 4;
+		struct ht__snap_copy *q = malloc(ncap * sizeof(*q));
+		if (!q)
+			return HT_ERR_NOMEM;
+		for (uint32_t i = 0; i < s->snap_qn; i++)
+			q[i] = s->snap_q[(s->snap_qhead + i) % (s->snap_qcap ? s->snap_qcap : 1)];
+		free(s->snap_q);
+		s->snap_q = q;
+		s->snap_qcap = ncap;
+		s->snap_qhead = 0;
+	}
+	uint32_t n = atomic_load(&s->hdr->next_stack_id);
+	if (n > s->snap_cap)
+		n = s->snap_cap;
+	struct ht__snap_copy c = {n, calloc(n ? n : 1, sizeof(*c.v)), 0, 0};
+	if (!c.v)
+		return HT_ERR_NOMEM;
+	const struct ht__snap_stack *reg = (const void *)(s->map + s->hdr->snap_offset);
+	for (uint32_t i = 0; i < n; i++) {
+		/* Freed before allocated: both only grow, so live never goes
+		   below 0 while threads work. */
+		uint64_t fb = atomic_load(&reg[i].freed_bytes),
+			 fc = atomic_load(&reg[i].freed_count);
+		uint64_t ab = atomic_load(&reg[i].alloc_bytes),
+			 ac = atomic_load(&reg[i].alloc_count);
+		c.v[i] = (struct ht__snap_entry){ab, ac, ab - fb, ac - fc};
+	}
+	c.untracked_count = atomic_load(&s->hdr->snap_untracked_count);
+	c.untracked_bytes = atomic_load(&s->hdr->snap_untracked_bytes);
+	s->snap_q[(s->snap_qhead + s->snap_qn) % s->snap_qcap] = c;
+	s->snap_qn++;
+	uint32_t seq = ++s->snap_seq;
+	struct ht__rec r = {
+	    .type = HT__REC_SELF_SNAPSHOT, .len = sizeof(r), .stack = seq, .ts = now};
+	int rc = ht__self_record(s, &r);
+	if (rc < 0)
+		return rc;
+	atomic_store(&s->hdr->snap_last, seq);
+	atomic_store(&s->hdr->snap_served, req);
+	return 0;
+}
+
+int ht__snap_write(struct ht__session *s, const struct ht__rec *rec)
+{
+	if (!s->snap_qn)
+		return 0;
+	struct ht__snap_copy c = s->snap_q[s->snap_qhead];
+	s->snap_qhead = (s->snap_qhead + 1) % s->snap_qcap;
+	s->snap_qn--;
+	int rc = 0;
+	uint64_t ts = rec->ts >= s->hdr->t0_ns ? rec->ts - s->hdr->t0_ns : 0;
+	if (ts < s->last_ts)
+		ts = s->last_ts;
+	s->last_ts = ts;
+	/* The snapshot opens with the root process (or the first one): a trace
+	   without any process has nothing to show. */
+	struct ht__proc *first = s->nprocs ? s->procs[0] : NULL;
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i]->flags & HT_PROCF_ROOT) {
+			first = s->procs[i];
+			break;
+		}
+	if (!first)
+		goto out;
+	struct ht_event ev = {.type = HT_EV_SNAPSHOT,
+			      .flags = HT_EVF_SNAPSHOT_BEGIN,
+			      .process = first->index,
+			      .pid = first->pid,
+			      .tid = first->pid,
+			      .ts = ts,
+			      .value = (int32_t)rec->stack};
+	/* Blocks under a stack id with no definition (none should be: a STACK
+	   record precedes the allocation that counts) are counted untracked. */
+	for (uint32_t i = 1; i < c.n; i++) {
+		uint32_t id;
+		struct ht__proc *owner;
+		ht__stack_of(s, i, &id, &owner);
+		if (c.v[i].alloc_count && !owner) {
+			c.untracked_count += c.v[i].live_count;
+			c.untracked_bytes += c.v[i].live_bytes;
+		}
+	}
+	ev.size = c.untracked_bytes;
+	ev.addr = c.untracked_count;
+	if ((rc = ht__emit(s, &ev)) < 0)
+		goto out;
+	ev.flags = 0;
+	for (uint32_t i = 0; i < c.n; i++) {
+		if (!c.v[i].alloc_count)
+			continue;
+		uint32_t id = 0;
+		struct ht__proc *owner = first; /* id 0: no stack captured */
+		if (i)
+			ht__stack_of(s, i, &id, &owner);
+		if (!owner)
+			continue;
+		ev.process = owner->index;
+		ev.pid = ev.tid = owner->pid;
+		ev.stack = id;
+		ev.size = c.v[i].live_bytes;
+		ev.addr = c.v[i].live_count;
+		ev.old_size = c.v[i].alloc_bytes;
+		ev.old_addr = c.v[i].alloc_count;
+		if ((rc = ht__emit(s, &ev)) < 0)
+			goto out;
+	}
+out:
+	free(c.v);
+	return rc;
+}
+
+void ht__snap_free(struct ht__session *s)
+{
+	for (uint32_t i = 0; i < s->snap_qn; i++)
+		free(s->snap_q[(s->snap_qhead + i) % s->snap_qcap].v);
+	free(s->snap_q);
+	s->snap_q = NULL;
+	s->snap_qn = 0;
+}
