@@ -334,7 +334,7 @@ static void call_event(struct ht__pass *p, const struct ht_event *ev)
 static int snap_choose(struct ht__pass *p)
 {
 	const struct ht_trace_info *info = ht_reader_info(p->r);
-	if (!info || !(info->flags & HT_TRACEF_SNAPSHOT))
+	if (!info || !(info->flags & HT_TRACEF_SNAPSHOT) || p->snap_want == HT_PASS_SNAPSHOT_NONE)
 		return 0;
 	struct ht_event ev;
 	uint32_t last = 0;

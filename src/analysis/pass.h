@@ -117,6 +117,7 @@ void ht__pass_stop_at(struct ht__pass *p, int id, uint64_t ts);
  * snapshot n. No effect on other traces.
  */
 void ht__pass_snapshot(struct ht__pass *p, uint32_t n);
+#define HT_PASS_SNAPSHOT_NONE UINT32_MAX /* none: the events as stored (dump) */
 
 /* The n every pass made from now on starts with (the commands' --snapshot N). */
 void ht__pass_default_snapshot(uint32_t n);

@@ -132,6 +132,7 @@ void ht__summary_release(struct ht__summary *s)
 	}
 	free(r);
 	free(s->procs);
+	free(s->snaps);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -143,6 +144,26 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 	if (r->q && r->q->pid_count && !ht__query_wants_pid(r->q, ev->pid)) {
 		r->unknown_frees = unknown;
 		return 0;
+	}
+	if (ev->type == HT_EV_SNAPSHOT) {
+		if (ev->flags & HT_EVF_SNAPSHOT_BEGIN) {
+			struct ht__summary_snap *n =
+			    realloc(s->snaps, (s->nsnaps + 1) * sizeof(*s->snaps));
+			if (!n)
+				return HT_ERR_NOMEM;
+			s->snaps = n;
+			s->snaps[s->nsnaps++] =
+			    (struct ht__summary_snap){.number = (uint32_t)ev->value,
+						      .ts = ev->ts,
+						      .untracked_bytes = ev->size,
+						      .untracked_count = ev->addr};
+		} else if (s->nsnaps) {
+			struct ht__summary_snap *sn = &s->snaps[s->nsnaps - 1];
+			sn->live_bytes += ev->size;
+			sn->live_count += ev->addr;
+			sn->alloc_bytes += ev->old_size;
+			sn->alloc_count += ev->old_addr;
+		}
 	}
 	/* Allocations are noted after the blocks they end were judged (pass order). */
 	if ((ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) &&

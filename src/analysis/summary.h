@@ -52,6 +52,15 @@ struct ht__summary {
 	struct ht__summary_counts total;
 	struct ht__summary_counts *procs; /* by process index, nprocs entries */
 	uint32_t nprocs;
+	/* Heap snapshot traces: each snapshot's time and totals (every process). */
+	struct ht__summary_snap {
+		uint32_t number;
+		uint64_t ts;
+		uint64_t live_bytes, live_count;	   /* held at ts */
+		uint64_t alloc_bytes, alloc_count;	   /* allocated since the start */
+		uint64_t untracked_bytes, untracked_count; /* not tracked: a limit */
+	} * snaps;
+	uint32_t nsnaps;
 	void *priv; /* internal, while a pass fills it */
 };
 

@@ -359,7 +359,9 @@ int cmd_dump(int argc, char **argv)
 	static const struct ht__consumer dumper = {
 	    .name = "dump", .events = HT_PASS_ALL_EVENTS, .event = dump_event};
 	struct ht__pass *pass = NULL;
-	if ((rc = ht__pass_new(&pass, r)) == 0 && (rc = ht__pass_add(pass, &dumper, &d)) >= 0)
+	if ((rc = ht__pass_new(&pass, r)) == 0)
+		ht__pass_snapshot(pass, HT_PASS_SNAPSHOT_NONE); /* the events as stored */
+	if (rc == 0 && (rc = ht__pass_add(pass, &dumper, &d)) >= 0)
 		rc = ht__pass_run(pass);
 	ht__pass_free(pass);
 	if (fflush(stdout) != 0)

@@ -277,6 +277,27 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 			"in the trace)\n",
 			lim, fmt_time(buf, sizeof(buf), in->window_start_ns), in->window_dropped);
 	}
+	if (in->flags & HT_TRACEF_SNAPSHOT) {
+		/* Heap snapshot mode: the synthetic blocks above are the last snapshot. */
+		fprintf(f,
+			"snapshots:  %u (heap snapshot mode; --snapshot N picks one, default "
+			"the last)\n",
+			s->nsnaps);
+		for (uint32_t i = 0; i < s->nsnaps; i++) {
+			const struct ht__summary_snap *sn = &s->snaps[i];
+			fprintf(f,
+				"  %u at %.3f ms: %" PRIu64 " bytes live in %" PRIu64
+				" blocks; %" PRIu64 " bytes in %" PRIu64 " blocks allocated",
+				sn->number, (double)sn->ts / 1e6, sn->live_bytes, sn->live_count,
+				sn->alloc_bytes, sn->alloc_count);
+			if (sn->untracked_count)
+				fprintf(f,
+					"; %" PRIu64 " blocks (%" PRIu64
+					" bytes) not tracked (a limit)",
+					sn->untracked_count, sn->untracked_bytes);
+			fputc('\n', f);
+		}
+	}
 	if (in->flags & HT_TRACEF_ATTACHED)
 		fprintf(f, "note:       the trace started after some processes did: their earlier "
 			   "allocations are unknown\n");
@@ -501,6 +522,29 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 	    {HT_PROCF_EXITED, "exited"}, {HT_PROCF_SIGNALED, "signaled"},
 	    {HT_PROCF_EXECED, "execed"},
 	};
+	jw_key(&j, "snapshots");
+	jw_arr_begin(&j);
+	for (uint32_t i = 0; i < s->nsnaps; i++) {
+		const struct ht__summary_snap *sn = &s->snaps[i];
+		const struct {
+			const char *k;
+			uint64_t v;
+		} kv[] = {{"number", sn->number},
+			  {"ts_ns", sn->ts},
+			  {"live_bytes", sn->live_bytes},
+			  {"live_count", sn->live_count},
+			  {"alloc_bytes", sn->alloc_bytes},
+			  {"alloc_count", sn->alloc_count},
+			  {"untracked_bytes", sn->untracked_bytes},
+			  {"untracked_count", sn->untracked_count}};
+		jw_obj_begin(&j);
+		for (size_t k = 0; k < sizeof(kv) / sizeof(kv[0]); k++) {
+			jw_key(&j, kv[k].k);
+			jw_u64(&j, kv[k].v);
+		}
+		jw_obj_end(&j);
+	}
+	jw_arr_end(&j);
 	jw_key(&j, "processes");
 	jw_arr_begin(&j);
 	uint32_t np = ht_reader_process_count(r);

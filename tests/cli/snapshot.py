@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Heap snapshot mode end to end (issue 12): tests/programs/snap_prog holds
+known live blocks per stack at known moments; the cases record it with
+--snapshot (launched, attached with record -p, in a named session) and
+assert exact bytes and blocks per stack from analyze, table heap and diff,
+the snapshot list of info, and that the trace has no allocation events."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htest import Cases, Failure, Skip, case_main, check, equal  # noqa: E402
+
+CASES = Cases()
+case = CASES
+
+
+class Env:
+    def __init__(self, build, src, tmp):
+        self.tmp = tmp
+        self.ht = os.path.join(build, "bin", "heaptrail")
+        self.prog = os.path.join(build, "tests", "programs", "snap_prog")
+        self.trace = os.path.join(tmp, "s.htr")
+        # Named sessions live in a directory of this test's own.
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=tmp)
+
+    def run(self, args, want=0, stdin=None):
+        p = subprocess.run([self.ht] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           cwd=self.tmp, env=self.env, timeout=120, input=stdin)
+        out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+        if want is not None and p.returncode != want:
+            raise Failure("heaptrail %s: exit %d, want %d:\n%s" % (" ".join(args), p.returncode, want, err))
+        return out, err
+
+    def popen(self, argv, **kw):
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=self.tmp, env=self.env, **kw)
+
+
+def expect_line(p, want):
+    line = p.stdout.readline().decode().strip()
+    equal(line, want, "snap_prog said")
+
+
+def by_site(env, args):
+    """analyze --format json: {(innermost snap_prog site): (bytes, blocks)}."""
+    out, _ = env.run(["analyze", "--format", "json", "-top", "100"] + args)
+    res = {}
+    for it in json.loads(out)["items"]:
+        site = next((f.split("!")[1] for f in it["stack"] if f.startswith("snap_prog!site_")), None)
+        if site:
+            b, n = res.get(site, (0, 0))
+            res[site] = (b + it["outstanding_bytes"], n + it["outstanding_count"])
+    return res
+
+
+def snapshots(env):
+    out, _ = env.run(["info", "--format", "json", env.trace])
+    return json.loads(out)["snapshots"]
+
+
+def no_alloc_events(env):
+    out, _ = env.run(["dump", "--format", "json", env.trace])
+    types = {json.loads(l)["type"] for l in out.splitlines() if l.strip()}
+    for t in ("alloc", "free", "realloc"):
+        check(t not in types, "a snapshot trace has %s events: %s" % (t, sorted(types)))
+    check("snapshot" in types, "no snapshot events in %s" % sorted(types))
+
+
+PHASE1 = {"site_a": (1000, 10), "site_b": (20000, 20)}
+PHASE2 = {"site_a": (500, 5), "site_b": (19000, 19), "site_c": (15000, 3), "site_r": (3000, 1)}
+
+
+@case
+def phases(env):
+    p = env.popen([env.ht, "record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "phases"])
+    expect_line(p, "1")
+    out, _ = env.run(["snapshot"])
+    equal(out.strip(), "1", "first snapshot number")
+    p.stdin.write(b"go\n")
+    p.stdin.flush()
+    expect_line(p, "2")
+    os.kill(p.pid, 12)  # SIGUSR2 to heaptrail record: the same as 'heaptrail snapshot'
+    time.sleep(0.5)
+    p.stdin.write(b"go\n")
+    p.stdin.flush()
+    _, err = p.communicate(timeout=120)
+    equal(p.returncode, 0, "record's exit status (%s)" % err.decode())
+    no_alloc_events(env)
+    snaps = snapshots(env)
+    equal([s["number"] for s in snaps], [1, 2, 3], "snapshot numbers")
+    check(snaps[0]["ts_ns"] < snaps[1]["ts_ns"] < snaps[2]["ts_ns"], "snapshots in time order: %s" % snaps)
+    equal(by_site(env, ["--snapshot", "1", env.trace]), PHASE1, "snapshot 1 by stack")
+    equal(by_site(env, ["--snapshot", "2", env.trace]), PHASE2, "snapshot 2 by stack")
+    equal(by_site(env, [env.trace]), PHASE2, "the last snapshot (default)")
+    # The totals of info: every allocation ever made by the program's sites.
+    s1 = {k: v for k, v in snaps[0].items()}
+    check(s1["live_bytes"] >= 21000, "snapshot 1 live bytes: %s" % s1)
+    # table heap of snapshot 1: the sites' rows.
+    out, _ = env.run(["table", "heap", env.trace, "--snapshot", "1", "--group-by", "stack", "--format", "csv"])
+    rows = {}
+    for line in out.splitlines()[1:]:
+        f = line.split(",")
+        site = next((x for x in f[6].split(" <- ") if x.startswith("snap_prog!site_")), None) if len(f) > 12 else None
+        if site:
+            rows[site.split("!")[1]] = (int(f[12]), int(f[10]))
+    equal(rows, PHASE1, "table heap --snapshot 1")
+    # diff of two snapshots of the one trace.
+    out, _ = env.run(["diff", env.trace, "--base-snapshot", "1", "--snapshot", "2", "--format", "json"])
+    d = {}
+    for it in json.loads(out)["items"]:
+        site = next((f.split("!")[1] for f in it["stack"] if f.startswith("snap_prog!site_")), None)
+        if site:
+            d[site] = (it["delta_bytes"], it["delta_count"])
+    equal(d, {"site_a": (-500, -5), "site_b": (-1000, -1), "site_c": (15000, 3), "site_r": (3000, 1)},
+          "diff --base-snapshot 1 --snapshot 2")
+    env.run(["analyze", "--snapshot", "4", env.trace], want=1)
+
+
+@case
+def threads(env):
+    env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "threads"])
+    no_alloc_events(env)
+    equal(by_site(env, [env.trace]), {"site_t": (160 * 64, 160)}, "threads' blocks at exit")
+
+
+@case
+def fork(env):
+    env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "fork"])
+    out, _ = env.run(["info", "--format", "json", env.trace])
+    procs = json.loads(out)["processes"]
+    equal(len(procs), 2, "processes")
+    parent, child = procs[0]["pid"], procs[1]["pid"]
+    equal(by_site(env, ["-pid", str(parent), env.trace]), {"site_a": (300, 3), "site_b": (100, 2)},
+          "the parent's blocks")
+    equal(by_site(env, ["-pid", str(child), env.trace]), {"site_c": (2100, 7)}, "the child's blocks")
+
+
+def attached(env, start):
+    prog = env.popen([env.prog, "wait"])
+    try:
+        expect_line(prog, "ready")
+        if start:
+            env.run(["start", "snap", "--snapshot", "-q", "-o", env.trace, "--pid", str(prog.pid)])
+        else:
+            rec = env.popen([env.ht, "record", "--snapshot", "-o", env.trace, "-p", str(prog.pid)])
+            line = rec.stderr.readline().decode()
+            if "permission denied" in line:
+                raise Skip("no ptrace here: " + line)
+            check("tracing 1 process" in line, "record -p said %r" % line)
+        prog.stdin.write(b"go\n")
+        prog.stdin.flush()
+        expect_line(prog, "held")
+        out, _ = env.run(["snapshot", "snap"] if start else ["snapshot"])
+        equal(out.strip(), "1", "snapshot number")
+        if start:
+            env.run(["stop", "snap"])
+        else:
+            rec.send_signal(2)
+            rec.communicate(timeout=120)
+            equal(rec.returncode, 0, "record -p exit status")
+        prog.stdin.write(b"go\n")
+        prog.stdin.flush()
+        prog.communicate(timeout=60)
+    finally:
+        prog.kill()
+    no_alloc_events(env)
+    equal([s["number"] for s in snapshots(env)], [1, 2], "snapshots (asked, at the stop)")
+    for n in ("1", "2"):
+        equal(by_site(env, ["--snapshot", n, env.trace]), {"site_b": (1000, 4)}, "snapshot " + n)
+
+
+@case
+def start_stop(env):
+    attached(env, True)
+
+
+@case
+def record_pid(env):
+    attached(env, False)
+
+
+@case
+def interval(env):
+    p = env.popen([env.ht, "record", "--snapshot", "--snapshot-interval", "50ms", "-q", "-o", env.trace,
+                   "--", env.prog, "phases"])
+    expect_line(p, "1")
+    time.sleep(0.3)
+    p.stdin.write(b"go\n")
+    p.stdin.flush()
+    expect_line(p, "2")
+    p.stdin.write(b"go\n")
+    p.stdin.flush()
+    p.communicate(timeout=120)
+    snaps = snapshots(env)
+    check(len(snaps) >= 4, "periodic snapshots: %d" % len(snaps))
+    equal([s["number"] for s in snaps], list(range(1, len(snaps) + 1)), "numbers")
+    ts = [s["ts_ns"] for s in snaps]
+    equal(ts, sorted(ts), "snapshot times in order")
+    periodic = ts[:-1]  # the last is the one at the end
+    gap = (periodic[-1] - periodic[0]) / (len(periodic) - 1)
+    check(40e6 <= gap <= 200e6, "periodic snapshots about 50 ms apart: %s" % ts)
+    equal(by_site(env, [env.trace]), PHASE2, "the last snapshot")
+
+
+if __name__ == "__main__":
+    sys.exit(case_main(CASES, Env, "ht-snap-"))

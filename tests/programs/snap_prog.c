@@ -1,0 +1,111 @@
+/*
+ * snap_prog - known live blocks per stack at known moments, for the heap
+ * snapshot tests (tests/cli/snapshot.py). "phases": prints the phase and
+ * waits for a line on stdin between phases, so the test takes a snapshot at
+ * each; "threads": four threads allocate, main frees some; "fork": parent
+ * and child hold blocks of their own; "loop N": N malloc/free pairs.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *keep[1024];
+
+void *site_a(size_t n)
+{
+	return malloc(n);
+}
+void *site_b(size_t n)
+{
+	return malloc(n);
+}
+void *site_c(size_t n)
+{
+	return calloc(1, n);
+}
+void *site_r(void *p, size_t n)
+{
+	return realloc(p, n);
+}
+void *site_t(size_t n)
+{
+	return malloc(n);
+}
+
+static void wait_line(const char *phase)
+{
+	char buf[16];
+	printf("%s\n", phase);
+	fflush(stdout);
+	if (!fgets(buf, sizeof(buf), stdin))
+		exit(3);
+}
+
+static void *thread_main(void *arg)
+{
+	void **mine = arg;
+	for (int i = 0; i < 50; i++)
+		mine[i] = site_t(64);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "phases";
+	setvbuf(stdout, NULL, _IONBF, 0); /* no stdio buffer among the blocks */
+	if (!strcmp(mode, "phases")) {
+		for (int i = 0; i < 10; i++)
+			keep[i] = site_a(100);
+		for (int i = 0; i < 20; i++)
+			keep[10 + i] = site_b(1000);
+		wait_line("1");
+		for (int i = 0; i < 5; i++)
+			free(keep[i]);
+		for (int i = 0; i < 3; i++)
+			keep[40 + i] = site_c(5000);
+		keep[10] = site_r(keep[10], 3000);
+		for (int i = 0; i < 1000; i++)
+			free(site_a(7));
+		wait_line("2");
+		return 0;
+	}
+	if (!strcmp(mode, "threads")) {
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, thread_main, keep + 50 * i);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 0; i < 200; i += 5)
+			free(keep[i]); /* freed by another thread than the one that allocated */
+		return 0;
+	}
+	if (!strcmp(mode, "fork")) {
+		for (int i = 0; i < 3; i++)
+			keep[i] = site_a(100);
+		pid_t pid = fork();
+		if (pid == 0) {
+			free(keep[0]); /* the parent's block: not the child's to count */
+			for (int i = 0; i < 7; i++)
+				keep[10 + i] = site_c(300);
+			exit(0);
+		}
+		waitpid(pid, NULL, 0);
+		for (int i = 0; i < 2; i++)
+			keep[20 + i] = site_b(50);
+		return 0;
+	}
+	if (!strcmp(mode, "wait")) { /* for attach: allocates once told to */
+		wait_line("ready");
+		for (int i = 0; i < 4; i++)
+			keep[i] = site_b(250);
+		wait_line("held");
+		return 0;
+	}
+	long n = argc > 2 ? atol(argv[2]) : 1000;
+	for (long i = 0; i < n; i++)
+		free(site_a(32));
+	return 0;
+}
