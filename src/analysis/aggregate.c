@@ -115,6 +115,9 @@ static const struct ht__consumer agg_temp_consumer = {
 
 int ht__agg_attach(struct ht__agg *a, struct ht__pass *p)
 {
+	/* The query's snapshot of a heap snapshot trace (diff: one per side). */
+	if (a->q->snapshot)
+		ht__pass_snapshot(p, a->q->snapshot);
 	int id = ht__pass_add(p, a->temp ? &agg_temp_consumer : &agg_consumer, a);
 	if (id < 0)
 		return id;
@@ -308,8 +311,6 @@ int ht__agg_run(struct ht__agg *a, ht__agg_progress_fn progress, void *ctx)
 	int rc = ht__pass_new(&p, a->r);
 	if (rc < 0)
 		return rc;
-	if (a->q->snapshot)
-		ht__pass_snapshot(p, a->q->snapshot);
 	if ((rc = ht__agg_attach(a, p)) == 0) {
 		ht__pass_progress(p, progress, ctx);
 		rc = ht__pass_run(p);

@@ -354,6 +354,19 @@ static int snap_choose(struct ht__pass *p)
 	return 0;
 }
 
+int ht__pass_snapshot_count(struct ht_reader *r, uint32_t *n)
+{
+	const struct ht_trace_info *info = ht_reader_info(r);
+	*n = 0;
+	if (!info || !(info->flags & HT_TRACEF_SNAPSHOT))
+		return 0;
+	struct ht_event ev;
+	int rc;
+	while ((rc = ht_reader_next(r, &ev)) > 0)
+		*n += ev.type == HT_EV_SNAPSHOT && (ev.flags & HT_EVF_SNAPSHOT_BEGIN);
+	return rc < 0 ? rc : ht_reader_rewind(r);
+}
+
 /* One stack's part of the chosen snapshot: its live blocks as ALLOC events. */
 static void snap_blocks(struct ht__pass *p, const struct ht_event *sev)
 {

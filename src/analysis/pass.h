@@ -122,6 +122,10 @@ void ht__pass_snapshot(struct ht__pass *p, uint32_t n);
 /* The n every pass made from now on starts with (the commands' --snapshot N). */
 void ht__pass_default_snapshot(uint32_t n);
 
+/* How many snapshots trace r holds (0: not a heap snapshot trace); reads
+   it through and rewinds. 0 or a reader error. */
+int ht__pass_snapshot_count(struct ht_reader *r, uint32_t *n);
+
 /* The snapshot delivered (after ht__pass_run(): its number, 0 for none) and
    its time. */
 uint32_t ht__pass_snapshot_taken(const struct ht__pass *p, uint64_t *ts);

@@ -10,6 +10,7 @@
 #include "analysis/pass.h"
 #include "analysis/summary.h"
 #include "cli/common.h"
+#include "cli/query_opts.h"
 
 struct ht_reader *open_trace(const char *path)
 {
@@ -40,6 +41,7 @@ void agg_side_run(struct agg_side *s, const char *verb)
 {
 	int rc;
 	s->r = open_trace(s->path);
+	snapshot_check(s->r, s->path, s->q.snapshot);
 	if ((rc = ht__query_prepare(&s->q)) < 0)
 		die("%s", ht_strerror(rc));
 	if (s->q.at_peak && (rc = ht__summary_at_peak(&s->q, s->r, NULL)) < 0)

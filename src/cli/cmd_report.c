@@ -622,6 +622,7 @@ int cmd_report(int argc, char **argv)
 	int rc = ht_reader_open(&r, file);
 	if (rc < 0)
 		die("cannot open '%s': %s", file, ht_strerror(rc));
+	snapshot_check(r, file, 0);
 	/* Refused before the work; written under a temporary name and renamed,
 	   so a failed run leaves no half page (format/output.h). */
 	struct ht__output dst;

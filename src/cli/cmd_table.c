@@ -747,6 +747,7 @@ int cmd_table(int argc, char **argv)
 	rc = ht_reader_open(&t.r, o.file);
 	if (rc < 0)
 		die("cannot open '%s': %s", o.file, ht_strerror(rc));
+	snapshot_check(t.r, o.file, 0);
 	if (o.q.at_peak) {
 		/* The window [0, peak]: what is live at its end is Impacting. */
 		if ((rc = ht__summary_at_peak(&o.q, t.r, NULL)) < 0)

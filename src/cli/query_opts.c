@@ -172,6 +172,28 @@ static void pid_list(const char *v, struct ht__query *q)
 	}
 }
 
+static uint32_t snapshot_asked;
+
+void snapshot_check(struct ht_reader *r, const char *path, uint32_t n)
+{
+	if (!n)
+		n = snapshot_asked;
+	if (!n)
+		return;
+	uint32_t have;
+	int rc = ht__pass_snapshot_count(r, &have);
+	if (rc < 0)
+		die("cannot read '%s': %s", path, ht_strerror(rc));
+	if (!have)
+		die("'%s' has no heap snapshots (it was not recorded with --snapshot): drop "
+		    "--snapshot",
+		    path);
+	if (n > have)
+		die("'%s' has %u snapshot%s: --snapshot takes 1 to %u ('heaptrail info' lists "
+		    "them)",
+		    path, have, have == 1 ? "" : "s", have);
+}
+
 uint32_t opt_snapshot(const char *v, const char *opt)
 {
 	char *end;
@@ -181,6 +203,7 @@ uint32_t opt_snapshot(const char *v, const char *opt)
 		    "snapshots of a trace)",
 		    v ? v : "", opt);
 	ht__pass_default_snapshot((uint32_t)n);
+	snapshot_asked = (uint32_t)n;
 	return (uint32_t)n;
 }
 

@@ -49,6 +49,14 @@ bool query_option(const char *name, const char *arg, const char *val, int argc, 
  */
 uint32_t opt_snapshot(const char *v, const char *opt);
 
+/*
+ * After the trace at path is open as r: dies saying why when snapshot n
+ * (0: the one --snapshot asked for, if any) is not in it (not a heap
+ * snapshot trace, or fewer snapshots).
+ */
+struct ht_reader;
+void snapshot_check(struct ht_reader *r, const char *path, uint32_t n);
+
 /* The help lines of those options, for the commands' usage texts. */
 extern const char query_opts_help[];
 

@@ -49,6 +49,9 @@ int ht__snap_tick(struct ht__session *s, uint64_t now, bool final)
 		s->snap_qcap = ncap;
 		s->snap_qhead = 0;
 	}
+	/* Stamped just before the counters are read: the STACK record of every
+	   block they count is older, so it is written before the snapshot. */
+	uint64_t ts = ht__now_ns();
 	uint32_t n = atomic_load(&s->hdr->next_stack_id);
 	if (n > s->snap_cap)
 		n = s->snap_cap;
@@ -71,7 +74,7 @@ int ht__snap_tick(struct ht__session *s, uint64_t now, bool final)
 	s->snap_qn++;
 	uint32_t seq = ++s->snap_seq;
 	struct ht__rec r = {
-	    .type = HT__REC_SELF_SNAPSHOT, .len = sizeof(r), .stack = seq, .ts = now};
+	    .type = HT__REC_SELF_SNAPSHOT, .len = sizeof(r), .stack = seq, .ts = ts};
 	int rc = ht__self_record(s, &r);
 	if (rc < 0)
 		return rc;

@@ -100,12 +100,14 @@ def phases(env):
     check(s1["live_bytes"] >= 21000, "snapshot 1 live bytes: %s" % s1)
     # table heap of snapshot 1: the sites' rows.
     out, _ = env.run(["table", "heap", env.trace, "--snapshot", "1", "--group-by", "stack", "--format", "csv"])
+    lines = out.splitlines()
+    col = {k: i for i, k in enumerate(lines[0].split(","))}
     rows = {}
-    for line in out.splitlines()[1:]:
+    for line in lines[1:]:
         f = line.split(",")
-        site = next((x for x in f[6].split(" <- ") if x.startswith("snap_prog!site_")), None) if len(f) > 12 else None
+        site = next((x for x in f[col["stack"]].split(" <- ") if x.startswith("snap_prog!site_")), None)
         if site:
-            rows[site.split("!")[1]] = (int(f[12]), int(f[10]))
+            rows[site.split("!")[1]] = (int(f[col["size"]]), int(f[col["count"]]))
     equal(rows, PHASE1, "table heap --snapshot 1")
     # diff of two snapshots of the one trace.
     out, _ = env.run(["diff", env.trace, "--base-snapshot", "1", "--snapshot", "2", "--format", "json"])
@@ -116,7 +118,8 @@ def phases(env):
             d[site] = (it["delta_bytes"], it["delta_count"])
     equal(d, {"site_a": (-500, -5), "site_b": (-1000, -1), "site_c": (15000, 3), "site_r": (3000, 1)},
           "diff --base-snapshot 1 --snapshot 2")
-    env.run(["analyze", "--snapshot", "4", env.trace], want=1)
+    _, err = env.run(["analyze", "--snapshot", "4", env.trace], want=2)
+    check("has 3 snapshots: --snapshot takes 1 to 3" in err, "analyze --snapshot 4 said: %r" % err)
 
 
 @case
