@@ -606,6 +606,7 @@ int ht__report_data_run(struct ht__report_data *d, struct ht_reader *r,
 		goto out;
 	if (d->duration_ns < d->summary.last_ts)
 		d->duration_ns = d->summary.last_ts;
+	d->snapshot = ht__pass_snapshot_taken(pass, &d->snapshot_ts);
 	struct ht__rd_series *all[3] = {d->heap_series, d->commit_series, d->rss_series};
 	uint32_t counts[3] = {d->nheap_series, d->ncommit_series, d->nrss_series};
 	for (int k = 0; k < 3; k++)

@@ -111,6 +111,9 @@ struct ht__rd_series {
 struct ht__report_data {
 	struct ht__summary summary; /* what 'heaptrail info' shows */
 	uint64_t duration_ns;
+	/* A heap snapshot trace: the snapshot the heap data is (0: not one). */
+	uint32_t snapshot;
+	uint64_t snapshot_ts;
 	uint64_t rss_peak, rss_peak_ts; /* of the sum over processes */
 	uint64_t *handles;
 	uint32_t nhandles;

@@ -131,6 +131,28 @@ static void write_trace(struct jw *j, struct ht_reader *r, const char *file,
 	jw_u64(j, d->summary.event_count);
 	jw_key(j, "events_lost");
 	jw_u64(j, info->events_lost);
+	/* Heap snapshot traces: the snapshots, and the one the heap data shows
+	   (--snapshot N; src/analysis/pass.h delivers it as live blocks). */
+	jw_key(j, "snapshot");
+	jw_u64(j, d->snapshot);
+	jw_key(j, "snapshot_ts_ns");
+	jw_u64(j, d->snapshot_ts);
+	jw_key(j, "snapshots");
+	jw_arr_begin(j);
+	for (uint32_t i = 0; i < d->summary.nsnaps; i++) {
+		const struct ht__summary_snap *sn = &d->summary.snaps[i];
+		jw_obj_begin(j);
+		jw_key(j, "number");
+		jw_u64(j, sn->number);
+		jw_key(j, "ts_ns");
+		jw_u64(j, sn->ts);
+		jw_key(j, "live_bytes");
+		jw_u64(j, sn->live_bytes);
+		jw_key(j, "live_count");
+		jw_u64(j, sn->live_count);
+		jw_obj_end(j);
+	}
+	jw_arr_end(j);
 	jw_key(j, "complete");
 	jw_bool(j, info->flags & HT_TRACEF_COMPLETE);
 	jw_key(j, "symbols");

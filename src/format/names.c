@@ -14,7 +14,7 @@ const char *ht_strerror(int err)
 	case HT_ERR_NOT_TRACE:
 		return "not a heaptrail trace";
 	case HT_ERR_VERSION:
-		return "trace format version not supported by this build (it reads formats 2 and 3)";
+		return "trace format version not supported by this build (it reads formats 2 to 4)";
 	case HT_ERR_CORRUPT:
 		return "trace is damaged";
 	case HT_ERR_NOMEM:

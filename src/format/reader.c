@@ -957,8 +957,8 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		goto fail;
 	}
 	uint32_t version = ht__get_le32(h + 8);
-	if (version < HT__FILE_VERSION_OLDEST || version > HT__FILE_VERSION_SNAPSHOT || h[12] != 1 ||
-	    h[13] != 8) {
+	if (version < HT__FILE_VERSION_OLDEST || version > HT__FILE_VERSION_SNAPSHOT ||
+	    h[12] != 1 || h[13] != 8) {
 		rc = HT_ERR_VERSION;
 		goto fail;
 	}
