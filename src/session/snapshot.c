@@ -30,7 +30,9 @@ static bool snap_due(struct ht__session *s, uint64_t now, bool final)
 
 int ht__snap_tick(struct ht__session *s, uint64_t now, bool final)
 {
-	if (!(s->cfg.flags & HT_SHM_SNAPSHOT) || !snap_due(s, now, final))
+	/* Before the first process there is nothing to show: wait for it, so
+	   the trace's snapshots are numbered 1, 2, ... without a gap. */
+	if (!(s->cfg.flags & HT_SHM_SNAPSHOT) || !s->nprocs || !snap_due(s, now, final))
 		return 0;
 	uint32_t req = atomic_load(&s->hdr->snap_request);
 	s->snap_asked = 0;
