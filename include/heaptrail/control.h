@@ -92,11 +92,16 @@ struct ht_trace_properties {
 	   writes it to file. Both 0: every event goes to the trace. */
 	uint64_t ring_bytes;
 	uint64_t ring_ns;
+
+	/* in: with HT_TRACE_SNAPSHOT, also take a snapshot every this many ns
+	   (at least 10 ms); 0: only when asked ('heaptrail snapshot NAME') and
+	   at the stop. */
+	uint64_t snapshot_interval_ns;
 };
 
 #define HT_TRACE_PROPERTIES_INIT                                                                   \
 	{                                                                                          \
-		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0                                      \
+		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0                                   \
 	}
 
 /*

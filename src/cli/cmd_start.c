@@ -22,6 +22,7 @@ static const char usage_text[] =
     "usage: heaptrail start NAME [-o FILE] [--pid PID...] [--stacks LIST]\n"
     "                       [--buffer-size SIZE] [--buffers N] [--lossy] [--ifeo]\n"
     "                       [--sample-rate SIZE] [--ring SIZE | --ring-time T] [--no-maps]\n"
+    "                       [--snapshot [--snapshot-interval T]]\n"
     "\n"
     "Start a background heap tracing session called NAME and return once it\n"
     "traces. Processes join with --pid (now) or 'heaptrail update' (later);\n"
@@ -44,6 +45,8 @@ static const char usage_text[] =
     "  --snapshot          heap snapshot mode: live blocks by stack, no event per\n"
     "                      allocation; 'heaptrail snapshot NAME' takes a snapshot,\n"
     "                      and one is taken at the stop\n"
+    "  --snapshot-interval T  with --snapshot: also take one every T (s, ms;\n"
+    "                      at least 10ms)\n"
     "  --ifeo              programs enabled for IFEO join this session\n"
     "  --ring SIZE         flight recorder: keep only the newest SIZE of events\n"
     "                      (at least 64K) and the state at their start;\n"
@@ -170,7 +173,8 @@ int cmd_start(int argc, char **argv)
 		S_RING,
 		S_RINGTIME,
 		S_NOMAPS,
-		S_SNAPSHOT
+		S_SNAPSHOT,
+		S_SNAPINT
 	};
 	static const struct cli_opt opts[] = {
 	    {"output", 'o', required_argument},
@@ -182,6 +186,7 @@ int cmd_start(int argc, char **argv)
 	    {"sample-rate", S_SAMPLE, required_argument},
 	    {"lossy", S_LOSSY, no_argument},
 	    {"snapshot", S_SNAPSHOT, no_argument},
+	    {"snapshot-interval", S_SNAPINT, required_argument},
 	    {"ifeo", S_IFEO, no_argument},
 	    {"force", S_FORCE, no_argument},
 	    {"ring", S_RING, required_argument},
@@ -232,6 +237,13 @@ int cmd_start(int argc, char **argv)
 		case S_SNAPSHOT:
 			props.flags |= HT_TRACE_SNAPSHOT;
 			break;
+		case S_SNAPINT:
+			if (parse_time_ns(val, 1000000000ull, &props.snapshot_interval_ns) < 0 ||
+			    props.snapshot_interval_ns < 10000000ull)
+				die("invalid snapshot interval '%s': at least 10ms, like 1s or "
+				    "500ms",
+				    val);
+			break;
 		case S_IFEO:
 			props.flags |= HT_TRACE_IFEO;
 			break;
@@ -275,6 +287,8 @@ int cmd_start(int argc, char **argv)
 	if (output &&
 	    (size_t)snprintf(props.file, sizeof(props.file), "%s", output) >= sizeof(props.file))
 		die("the path '%s' is too long", output);
+	if (props.snapshot_interval_ns && !(props.flags & HT_TRACE_SNAPSHOT))
+		die("--snapshot-interval goes with --snapshot");
 	if ((props.ring_bytes || props.ring_ns) && (props.flags & HT_TRACE_SNAPSHOT))
 		die("--snapshot and --ring are two modes: choose one");
 	if (props.sample_rate && (props.flags & HT_TRACE_SNAPSHOT))

@@ -330,6 +330,9 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 	if ((props->ring_bytes && props->ring_bytes < (64u << 10)) ||
 	    ((props->ring_bytes || props->ring_ns) && props->max_file_size))
 		return HT_ERR_INVALID;
+	if (props->snapshot_interval_ns &&
+	    (!(props->flags & HT_TRACE_SNAPSHOT) || props->snapshot_interval_ns < 10000000ull))
+		return HT_ERR_INVALID;
 	for (unsigned i = 0; i < npids; i++)
 		if (pids[i] <= 0)
 			return HT_ERR_INVALID;
@@ -369,6 +372,7 @@ static int start(ht_trace_handle *handle, struct ht_trace_properties *props,
 	a->sample_rate = props->sample_rate;
 	a->ring_bytes = props->ring_bytes;
 	a->ring_ns = props->ring_ns;
+	a->snapshot_interval_ns = props->snapshot_interval_ns;
 	if (a->ring_ns && !a->ring_bytes)
 		a->ring_bytes = 256ull << 20; /* HT__RING_KEEP_TIME_CAP */
 	a->pids = pids;

@@ -638,6 +638,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 		    ((a->flags & HT_TRACE_SNAPSHOT) ? HT_SHM_SNAPSHOT : 0);
 	cfg.stack_mask = a->stack_mask;
 	cfg.sample_rate = a->sample_rate;
+	cfg.snapshot_interval_ns = a->snapshot_interval_ns;
 	cfg.reap_children = false;
 	cfg.end_when_gone = false;
 	cfg.sample_maps = !(a->flags & HT_TRACE_NO_MAPS);

@@ -60,8 +60,9 @@ struct ht__daemon_args {
 	char recorder[PATH_MAX];
 	uint32_t buffer_size, buffers, flags, stack_mask;
 	uint64_t max_file_size;
-	uint64_t sample_rate;	      /* ht_trace_properties.sample_rate */
-	uint64_t ring_bytes, ring_ns; /* a flight recorder (docs/modes.md) when not 0 */
+	uint64_t sample_rate;	       /* ht_trace_properties.sample_rate */
+	uint64_t ring_bytes, ring_ns;  /* a flight recorder (docs/modes.md) when not 0 */
+	uint64_t snapshot_interval_ns; /* ht_trace_properties.snapshot_interval_ns */
 	const pid_t *pids;
 	unsigned npids;
 };

@@ -208,5 +208,41 @@ def interval(env):
     equal(by_site(env, [env.trace]), PHASE2, "the last snapshot")
 
 
+@case
+def start_interval(env):
+    """start --snapshot --snapshot-interval: the session daemon takes them too."""
+    _, err = env.run(["start", "x", "--snapshot-interval", "50ms", "--pid", "1"], want=2)
+    check("--snapshot-interval goes with --snapshot" in err, "start without --snapshot said %r" % err)
+    _, err = env.run(["start", "x", "--snapshot", "--snapshot-interval", "5ms", "--pid", "1"], want=2)
+    check("invalid snapshot interval '5ms'" in err, "start with 5ms said %r" % err)
+    prog = env.popen([env.prog, "wait"])
+    try:
+        expect_line(prog, "ready")
+        env.run(["start", "snap", "--snapshot", "--snapshot-interval", "50ms", "-q", "-o", env.trace,
+                 "--pid", str(prog.pid)])
+        prog.stdin.write(b"go\n")
+        prog.stdin.flush()
+        expect_line(prog, "held")
+        time.sleep(0.4)
+        env.run(["stop", "snap"])
+        prog.stdin.write(b"go\n")
+        prog.stdin.flush()
+        prog.communicate(timeout=60)
+    finally:
+        prog.kill()
+    no_alloc_events(env)
+    snaps = snapshots(env)
+    check(len(snaps) >= 4, "periodic snapshots of a named session: %d" % len(snaps))
+    equal([s["number"] for s in snaps], list(range(1, len(snaps) + 1)), "numbers")
+    ts = [s["ts_ns"] for s in snaps]
+    equal(ts, sorted(ts), "snapshot times in order")
+    periodic = ts[:-1]  # the last is the one at the stop
+    gap = (periodic[-1] - periodic[0]) / (len(periodic) - 1)
+    check(40e6 <= gap <= 200e6, "periodic snapshots about 50 ms apart: %s" % ts)
+    equal(by_site(env, [env.trace]), {"site_b": (1000, 4)}, "the snapshot at the stop")
+    equal(by_site(env, ["--snapshot", str(len(snaps) - 1), env.trace]), {"site_b": (1000, 4)},
+          "the last periodic snapshot, taken while the blocks were held")
+
+
 if __name__ == "__main__":
     sys.exit(case_main(CASES, Env, "ht-snap-"))
