@@ -287,6 +287,9 @@ try {
 
 	// Seed step 3: a window in the middle of the run, Handle -> Impacting ->
 	// stack down to InnerLoopOperation, whose 40-byte objects are all still live.
+	// How many the window holds depends on how much CPU the program got (about
+	// 360 on a quiet machine, far fewer under load); the page must show exactly
+	// the count the CLI finds.
 	browser = await openPage(modules, html);
 	{
 		const p2 = browser.page;
@@ -318,7 +321,7 @@ try {
 			for (const c of n.children || []) walk(c, impacting);
 		};
 		for (const g of tj.groups) walk(g, '');
-		check(want && want.count > 300 && want.size === 40 * want.count, 'heaptrail table: InnerLoopOperation allocated ' + (want && want.count) + ' objects of 40 bytes in the window');
+		check(want && want.count >= 10 && want.size === 40 * want.count, 'heaptrail table: InnerLoopOperation allocated ' + (want && want.count) + ' objects of 40 bytes in the window');
 		check(leak && leak.count === want.count.toLocaleString('en-US') && leak.impacting === leak.size,
 			'heap table: InnerLoopOperation under Impacting with the same Count as heaptrail table, Impacting Size = Size (' + JSON.stringify(leak) + ')');
 		check(browser.errors.length === 0, 'heap window: no console errors');
