@@ -469,6 +469,14 @@ static int put(struct out *o, struct ht_event ev)
 	return ht__writer_event(o->w, &ev, NULL);
 }
 
+/* put() of an event of the window's prefix: flagged and counted synthetic. */
+static int put_synthetic(struct out *o, struct ht_event ev)
+{
+	o->synthetic++;
+	ev.flags |= HT_EVF_SYNTHETIC;
+	return put(o, ev);
+}
+
 struct lives {
 	HT_VEC(struct ht__life) v;
 	int err;
@@ -537,9 +545,7 @@ static int write_prefix(struct out *o, uint64_t w)
 				      .addr = m->addr,
 				      .size = m->size,
 				      .old_addr = m->bias};
-		o->synthetic++;
-		ev.flags |= HT_EVF_SYNTHETIC;
-		rc = put(o, ev);
+		rc = put_synthetic(o, ev);
 	}
 	for (size_t i = 0; i < k->heaps.len && rc >= 0; i++) {
 		const struct named_ent *h = &k->heaps.v[i];
@@ -551,9 +557,7 @@ static int write_prefix(struct out *o, uint64_t w)
 				      .stack = h->stack,
 				      .heap = h->heap,
 				      .name = h->name};
-		o->synthetic++;
-		ev.flags |= HT_EVF_SYNTHETIC;
-		rc = put(o, ev);
+		rc = put_synthetic(o, ev);
 	}
 	for (size_t i = 0; i < k->threads.len && rc >= 0; i++) {
 		const struct named_ent *t = &k->threads.v[i];
@@ -563,9 +567,7 @@ static int write_prefix(struct out *o, uint64_t w)
 				      .tid = t->tid,
 				      .ts = w,
 				      .name = t->name};
-		o->synthetic++;
-		ev.flags |= HT_EVF_SYNTHETIC;
-		rc = put(o, ev);
+		rc = put_synthetic(o, ev);
 	}
 	struct ranges rs = {0};
 	ht__commit_each_live(k->ct, collect_range, &rs);
@@ -588,9 +590,7 @@ static int write_prefix(struct out *o, uint64_t w)
 				      .prot = PROT_READ | PROT_WRITE,
 				      .mflags = MAP_PRIVATE | MAP_ANONYMOUS,
 				      .fd = -1};
-		o->synthetic++;
-		ev.flags |= HT_EVF_SYNTHETIC;
-		rc = put(o, ev);
+		rc = put_synthetic(o, ev);
 	}
 	ht__vec_release(&rs.v);
 	struct lives ls = {0};
@@ -611,9 +611,7 @@ static int write_prefix(struct out *o, uint64_t w)
 				      .heap = l->heap,
 				      .addr = l->addr,
 				      .size = l->size};
-		o->synthetic++;
-		ev.flags |= HT_EVF_SYNTHETIC;
-		rc = put(o, ev);
+		rc = put_synthetic(o, ev);
 	}
 	ht__vec_release(&ls.v);
 	for (uint32_t i = 0; i < k->ps.len && rc >= 0; i++) {
@@ -626,9 +624,7 @@ static int write_prefix(struct out *o, uint64_t w)
 				      .tid = p->pid,
 				      .ts = w,
 				      .size = p->rss};
-		o->synthetic++;
-		ev.flags |= HT_EVF_SYNTHETIC;
-		rc = put(o, ev);
+		rc = put_synthetic(o, ev);
 	}
 	return rc;
 }
