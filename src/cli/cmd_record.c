@@ -500,6 +500,18 @@ static int parse_options(int argc, char **argv, struct options *o)
 	return i;
 }
 
+/* A signal that asks the recording for something (a snapshot, a window):
+   its handler only marks the request; interrupted calls go on. */
+static void on_request_signal(int sig, void (*handler)(int))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
 /* SIGUSR2: a snapshot now (heap snapshot mode). */
 static struct ht__session *volatile snap_session;
 
@@ -513,12 +525,7 @@ static void ask_snapshot(int sig)
 static void snapshot_on_sigusr2(struct ht__session *s)
 {
 	snap_session = s;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = ask_snapshot;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR2, &sa, NULL);
+	on_request_signal(SIGUSR2, ask_snapshot);
 }
 
 static int exit_status_of(int status)
@@ -564,12 +571,7 @@ static int ring_start(struct ring_ctl *r, struct ht__session *s, const struct op
 	r->quiet = o->quiet;
 	r->root = root;
 	ht__session_set_sink(s, ht__ring_keep_sink(), r->k);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = ask_flush;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
+	on_request_signal(SIGUSR1, ask_flush);
 	return 0;
 }
 
