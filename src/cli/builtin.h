@@ -30,13 +30,16 @@ int cmd_snapshot(int argc, char **argv);
  * Shared by the commands that name processes and events (cmd_start.c,
  * cmd_update.c, cmd_record.c): a --stacks list into event
  * types (returns how many; dies on a bad name), a --pid list appended to
- * out[n..max) (returns the new count; dies when malformed), and the
+ * out[n..max) (returns the new count; dies when malformed), the operands
+ * after the session name of `start`/`update` (more pids after a --pid,
+ * appended the same way; anything else is too many arguments), and the
  * message for a failed control call on session name.
  */
 #include <sys/types.h>
 #include "heaptrail/trace.h"
 int parse_stack_events(const char *list, enum ht_event_type *out);
 int parse_pid_option(const char *list, pid_t *out, unsigned n, unsigned max);
+unsigned parse_pids_after_name(const char *cmd, char **ops, int nops, pid_t *pids, unsigned npids);
 _Noreturn void session_error(const char *verb, const char *name, int rc);
 
 #endif

@@ -136,6 +136,17 @@ int parse_pid_option(const char *list, pid_t *out, unsigned n, unsigned max)
 	return (int)n;
 }
 
+unsigned parse_pids_after_name(const char *cmd, char **ops, int nops, pid_t *pids, unsigned npids)
+{
+	/* "--pid 12 34": more numbers after the name are pids too. */
+	for (int i = 1; i < nops; i++) {
+		if (!npids || ops[i][0] < '0' || ops[i][0] > '9')
+			die("too many arguments: '%s'; see 'heaptrail %s --help'", ops[i], cmd);
+		npids = (unsigned)parse_pid_option(ops[i], pids, npids, HT__CTL_MAX_PIDS);
+	}
+	return npids;
+}
+
 _Noreturn void session_error(const char *verb, const char *name, int rc)
 {
 	const char *why = ht__ctl_why();
@@ -271,12 +282,7 @@ int cmd_start(int argc, char **argv)
 	char **ops;
 	int nops = cli_operands(&p, 1, INT_MAX, "session name", &ops);
 	const char *name = ops[0];
-	/* "--pid 12 34": more numbers after the name are pids too. */
-	for (int i = 1; i < nops; i++) {
-		if (!npids || ops[i][0] < '0' || ops[i][0] > '9')
-			die("too many arguments: '%s'; see 'heaptrail start --help'", ops[i]);
-		npids = (unsigned)parse_pid_option(ops[i], pids, npids, HT__CTL_MAX_PIDS);
-	}
+	npids = parse_pids_after_name("start", ops, nops, pids, npids);
 	if ((props.ring_bytes || props.ring_ns) && props.max_file_size)
 		die("--max-size does not go with --ring or --ring-time: a flight recorder writes "
 		    "its "

@@ -61,12 +61,7 @@ int cmd_update(int argc, char **argv)
 	char **ops;
 	int nops = cli_operands(&p, 1, INT_MAX, "session name", &ops);
 	const char *name = ops[0];
-	/* "--pid 12 34": more numbers after the name are pids too. */
-	for (int i = 1; i < nops; i++) {
-		if (!npids || ops[i][0] < '0' || ops[i][0] > '9')
-			die("too many arguments: '%s'; see 'heaptrail update --help'", ops[i]);
-		npids = (unsigned)parse_pid_option(ops[i], pids, npids, HT__CTL_MAX_PIDS);
-	}
+	npids = parse_pids_after_name("update", ops, nops, pids, npids);
 	if (!have_pids && nstacks < 0)
 		die("nothing to change: give --pid (or --pid none) and/or --stacks");
 	int rc =
