@@ -185,6 +185,20 @@ def record_pid(env):
     attached(env, False)
 
 
+def periodic_snapshots(env, what):
+    """The trace's snapshots, checked as taken every 50 ms (--snapshot-interval 50ms)
+    and one more at the end: at least 4, numbered from 1, in time order."""
+    snaps = snapshots(env)
+    check(len(snaps) >= 4, "%s: %d" % (what, len(snaps)))
+    equal([s["number"] for s in snaps], list(range(1, len(snaps) + 1)), "numbers")
+    ts = [s["ts_ns"] for s in snaps]
+    equal(ts, sorted(ts), "snapshot times in order")
+    periodic = ts[:-1]  # the last is the one at the end
+    gap = (periodic[-1] - periodic[0]) / (len(periodic) - 1)
+    check(40e6 <= gap <= 200e6, "periodic snapshots about 50 ms apart: %s" % ts)
+    return snaps
+
+
 @case
 def interval(env):
     p = env.popen([env.ht, "record", "--snapshot", "--snapshot-interval", "50ms", "-q", "-o", env.trace,
@@ -197,14 +211,7 @@ def interval(env):
     p.stdin.write(b"go\n")
     p.stdin.flush()
     p.communicate(timeout=120)
-    snaps = snapshots(env)
-    check(len(snaps) >= 4, "periodic snapshots: %d" % len(snaps))
-    equal([s["number"] for s in snaps], list(range(1, len(snaps) + 1)), "numbers")
-    ts = [s["ts_ns"] for s in snaps]
-    equal(ts, sorted(ts), "snapshot times in order")
-    periodic = ts[:-1]  # the last is the one at the end
-    gap = (periodic[-1] - periodic[0]) / (len(periodic) - 1)
-    check(40e6 <= gap <= 200e6, "periodic snapshots about 50 ms apart: %s" % ts)
+    periodic_snapshots(env, "periodic snapshots")
     equal(by_site(env, [env.trace]), PHASE2, "the last snapshot")
 
 
@@ -231,14 +238,7 @@ def start_interval(env):
     finally:
         prog.kill()
     no_alloc_events(env)
-    snaps = snapshots(env)
-    check(len(snaps) >= 4, "periodic snapshots of a named session: %d" % len(snaps))
-    equal([s["number"] for s in snaps], list(range(1, len(snaps) + 1)), "numbers")
-    ts = [s["ts_ns"] for s in snaps]
-    equal(ts, sorted(ts), "snapshot times in order")
-    periodic = ts[:-1]  # the last is the one at the stop
-    gap = (periodic[-1] - periodic[0]) / (len(periodic) - 1)
-    check(40e6 <= gap <= 200e6, "periodic snapshots about 50 ms apart: %s" % ts)
+    snaps = periodic_snapshots(env, "periodic snapshots of a named session")
     equal(by_site(env, [env.trace]), {"site_b": (1000, 4)}, "the snapshot at the stop")
     equal(by_site(env, ["--snapshot", str(len(snaps) - 1), env.trace]), {"site_b": (1000, 4)},
           "the last periodic snapshot, taken while the blocks were held")
