@@ -25,12 +25,6 @@ struct agg_side {
 	struct ht__heap_names *heap_names;
 };
 
-/* Opens a trace; dies with a message saying what is wrong. */
-struct ht_reader *open_trace(const char *path);
-
-/* After a pass: the reader's warning (damage, truncation) and lost events. */
-void trace_warnings(struct ht_reader *r, const char *path);
-
 /*
  * Opens s->path, prepares s->q (finding the peak when q.at_peak), reads the
  * trace once with progress under verb ("exporting") and finishes the

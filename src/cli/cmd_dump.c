@@ -348,10 +348,8 @@ int cmd_dump(int argc, char **argv)
 	cli_operands(&p, 1, 1, "trace file", &files);
 	const char *path = files[0];
 
-	struct ht_reader *r;
-	int rc = ht_reader_open(&r, path);
-	if (rc < 0)
-		die("cannot open '%s': %s", path, ht_strerror(rc));
+	struct ht_reader *r = open_trace(path);
+	int rc;
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	/* Every event, in order, through the one trace pass (no trackers needed). */
@@ -367,10 +365,8 @@ int cmd_dump(int argc, char **argv)
 	if (fflush(stdout) != 0)
 		die("cannot write the dump: output error");
 	if (rc < 0)
-		die("cannot read '%s': %s", path, ht_strerror(rc));
-	const char *warn = ht_reader_warning(r);
-	if (warn)
-		warning("'%s' is incomplete: %s", path, warn);
+		read_failed(path, rc);
+	reader_warning(r, path);
 	ht_reader_close(r);
 	return 0;
 }

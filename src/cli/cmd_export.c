@@ -281,7 +281,7 @@ static void pprof_sides(struct agg_side *s, enum ht__metric m, struct by_pid *b)
 		return;
 	}
 	if (s->q.at_peak && (rc = ht__summary_at_peak(&s->q, s->r, NULL)) < 0)
-		die("cannot read '%s': %s", s->path, ht_strerror(rc));
+		read_failed(s->path, rc);
 	b->n = n;
 	b->qs = calloc(n, sizeof(*b->qs));
 	b->aggs = calloc(n, sizeof(*b->aggs));
@@ -307,7 +307,7 @@ static void pprof_sides(struct agg_side *s, enum ht__metric m, struct by_pid *b)
 	progress_done(&prog);
 	ht__pass_free(p);
 	if (rc < 0)
-		die("cannot read '%s': %s", s->path, ht_strerror(rc));
+		read_failed(s->path, rc);
 	trace_warnings(s->r, s->path);
 	for (size_t i = 0; i < n; i++) {
 		if ((rc = ht__agg_finish(b->aggs[i], &b->res[i])) < 0)

@@ -625,10 +625,8 @@ int cmd_info(int argc, char **argv)
 	cli_operands(&p, 1, 1, "trace file", &files);
 	const char *path = files[0];
 
-	struct ht_reader *r;
-	int rc = ht_reader_open(&r, path);
-	if (rc < 0)
-		die("cannot open '%s': %s", path, ht_strerror(rc));
+	struct ht_reader *r = open_trace(path);
+	int rc;
 	struct ht__summary s;
 	struct ht__heap_names *hn = NULL;
 	struct ht__pass *pass;
@@ -641,7 +639,7 @@ int cmd_info(int argc, char **argv)
 		rc = ht__pass_run(pass);
 	ht__pass_free(pass);
 	if (rc < 0)
-		die("cannot read '%s': %s", path, ht_strerror(rc));
+		read_failed(path, rc);
 	if (fmt == FMT_JSON)
 		print_json(path, r, &s, hn);
 	else

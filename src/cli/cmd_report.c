@@ -640,10 +640,8 @@ int cmd_report(int argc, char **argv)
 	if (!mark)
 		die("'%s' is not a heaptrail report page: rebuild heaptrail", tpath);
 
-	struct ht_reader *r;
-	int rc = ht_reader_open(&r, file);
-	if (rc < 0)
-		die("cannot open '%s': %s", file, ht_strerror(rc));
+	struct ht_reader *r = open_trace(file);
+	int rc;
 	snapshot_check(r, file, 0);
 	/* Refused before the work; written under a temporary name and renamed,
 	   so a failed run leaves no half page (format/output.h). */
@@ -653,9 +651,8 @@ int cmd_report(int argc, char **argv)
 	struct ht__report_data d;
 	rc = ht__report_data_run(&d, r, &o);
 	if (rc < 0)
-		die("cannot read '%s': %s", file, ht_strerror(rc));
-	if (ht_reader_warning(r))
-		warning("'%s': %s", file, ht_reader_warning(r));
+		read_failed(file, rc);
+	reader_warning(r, file);
 
 	cookie_io_functions_t io = {.write = escape_write};
 	FILE *jf = fopencookie(f, "w", io);

@@ -218,9 +218,8 @@ int cmd_symbolize(int argc, char **argv)
 		    file);
 
 	struct rewrite rw = {0};
-	int rc = ht_reader_open(&rw.r, file);
-	if (rc < 0)
-		die("cannot open '%s': %s", file, ht_strerror(rc));
+	rw.r = open_trace(file);
+	int rc;
 	const struct ht_trace_info *in = ht_reader_info(rw.r);
 	/* An unfinished trace's definitions come with its events: read them all first. */
 	struct progress pr;
@@ -228,9 +227,8 @@ int cmd_symbolize(int argc, char **argv)
 	rc = read_through(rw.r, quiet ? NULL : &pr);
 	progress_done(&pr);
 	if (rc < 0)
-		die("cannot read '%s': %s", file, ht_strerror(rc));
-	if (ht_reader_warning(rw.r))
-		warning("'%s': %s", file, ht_reader_warning(rw.r));
+		read_failed(file, rc);
+	reader_warning(rw.r, file);
 
 	uint32_t nmods = ht_reader_module_count(rw.r);
 	struct ht__module_ent *mods = calloc(nmods ? nmods : 1, sizeof(*mods));

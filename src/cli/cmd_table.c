@@ -110,10 +110,8 @@ static void table_read(struct table_run *t)
 	if (rc == HT_ERR_NOMEM)
 		die("cannot build the table: %s", ht_strerror(rc));
 	if (rc < 0)
-		die("cannot read '%s': %s", t->o->file, ht_strerror(rc));
-	const char *warn = ht_reader_warning(t->r);
-	if (warn)
-		warning("%s", warn);
+		read_failed(t->o->file, rc);
+	reader_warning(t->r, t->o->file);
 }
 
 /* ---- output ---- */
@@ -744,14 +742,12 @@ int cmd_table(int argc, char **argv)
 		die("invalid query: %s", ht_strerror(rc));
 
 	struct table_run t = {.o = &o};
-	rc = ht_reader_open(&t.r, o.file);
-	if (rc < 0)
-		die("cannot open '%s': %s", o.file, ht_strerror(rc));
+	t.r = open_trace(o.file);
 	snapshot_check(t.r, o.file, 0);
 	if (o.q.at_peak) {
 		/* The window [0, peak]: what is live at its end is Impacting. */
 		if ((rc = ht__summary_at_peak(&o.q, t.r, NULL)) < 0)
-			die("cannot read '%s': %s", o.file, ht_strerror(rc));
+			read_failed(o.file, rc);
 		o.has_range = true;
 		o.t1 = 0;
 		o.t2 = o.q.at_ts + 1;

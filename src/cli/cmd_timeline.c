@@ -92,10 +92,8 @@ static void tl_read(struct tl_run *t)
 	if (rc == HT_ERR_NOMEM)
 		die("cannot build the timeline: %s", ht_strerror(rc));
 	if (rc < 0)
-		die("cannot read '%s': %s", t->o->file, ht_strerror(rc));
-	const char *warn = ht_reader_warning(t->r);
-	if (warn)
-		warning("%s", warn);
+		read_failed(t->o->file, rc);
+	reader_warning(t->r, t->o->file);
 	ht__timeline_finish(t->tl);
 }
 
@@ -515,9 +513,8 @@ int cmd_timeline(int argc, char **argv)
 	parse_args(&o, argc, argv);
 
 	struct tl_run t = {.o = &o};
-	int rc = ht_reader_open(&t.r, o.file);
-	if (rc < 0)
-		die("cannot open '%s': %s", o.file, ht_strerror(rc));
+	t.r = open_trace(o.file);
+	int rc;
 	struct ht__output svg_out;
 	FILE *svg = o.svg ? output_begin(&svg_out, o.svg, o.force, 0644) : NULL;
 	struct ht__window w = tu_window(t.r, o.has_range, o.t1, o.t2);
@@ -525,7 +522,7 @@ int cmd_timeline(int argc, char **argv)
 		/* An unfinished trace: its end is only known once read. */
 		uint64_t end;
 		if ((rc = ht__pass_trace_end(t.r, &end)) < 0)
-			die("cannot read '%s': %s", o.file, ht_strerror(rc));
+			read_failed(o.file, rc);
 		tu_window_check(t.r, o.has_range, &w);
 	}
 	uint64_t interval =

@@ -56,6 +56,41 @@ void warning(const char *fmt, ...)
 	va_end(ap);
 }
 
+struct ht_reader *open_trace(const char *path)
+{
+	struct ht_reader *r;
+	errno = 0;
+	int rc = ht_reader_open(&r, path);
+	if (rc == HT_ERR_NOT_TRACE)
+		die("'%s' is not a heaptrail trace", path);
+	if (rc == HT_ERR_NOT_FOUND || (rc == HT_ERR_IO && errno))
+		die("cannot open '%s': %s", path, strerror(errno ? errno : ENOENT));
+	if (rc < 0)
+		read_failed(path, rc);
+	return r;
+}
+
+void read_failed(const char *path, int rc)
+{
+	die("cannot read '%s': %s", path, ht_strerror(rc));
+}
+
+void reader_warning(struct ht_reader *r, const char *path)
+{
+	const char *w = ht_reader_warning(r);
+	if (w)
+		warning("'%s': %s", path, w);
+}
+
+void trace_warnings(struct ht_reader *r, const char *path)
+{
+	reader_warning(r, path);
+	const struct ht_trace_info *info = ht_reader_info(r);
+	if (info->events_lost)
+		warning("'%s' lost %" PRIu64 " events while recording; counts may be low", path,
+			info->events_lost);
+}
+
 int parse_size(const char *s, uint64_t *out)
 {
 	char *end;

@@ -14,6 +14,7 @@
 #include "format/output.h"
 
 struct ht_trace_info;
+struct ht_reader;
 
 /* "heaptrail: error: MSG" on stderr, then exit(2). Messages: lowercase, no period. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -21,6 +22,21 @@ _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "heaptrail: warning: MSG" on stderr. */
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Opens a trace for a command, the same way for every command: dies with
+ * "cannot open 'F': <errno text>" (missing, unreadable), "'F' is not a
+ * heaptrail trace", or "cannot read 'F': <what is wrong>" (damaged header,
+ * a format version this build cannot read).
+ */
+struct ht_reader *open_trace(const char *path);
+/* Dies with "cannot read 'F': <ht_strerror(rc)>" after a failed pass. */
+_Noreturn void read_failed(const char *path, int rc);
+/* After a pass: the reader's warning (damage, a recording that did not
+   finish), as "warning: 'F': <why>"; nothing for a whole trace. */
+void reader_warning(struct ht_reader *r, const char *path);
+/* reader_warning(), then a warning when events were lost while recording. */
+void trace_warnings(struct ht_reader *r, const char *path);
 
 /* "4096", "64K", "1M", "2G" (powers of 1024). Returns 0, or -1 if malformed. */
 int parse_size(const char *s, uint64_t *out);

@@ -183,7 +183,7 @@ void snapshot_check(struct ht_reader *r, const char *path, uint32_t n)
 	uint32_t have;
 	int rc = ht__pass_snapshot_count(r, &have);
 	if (rc < 0)
-		die("cannot read '%s': %s", path, ht_strerror(rc));
+		read_failed(path, rc);
 	if (!have)
 		die("'%s' has no heap snapshots (it was not recorded with --snapshot): drop "
 		    "--snapshot",

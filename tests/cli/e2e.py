@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from htest import Cases, Failure, case_main, check, equal  # noqa: E402
@@ -817,6 +818,64 @@ def bad_input(env):
     rc, _, err = env.run([h, "info", "--no-such-option", trace])
     one_error_line(rc, err, "info with an unknown option", "--no-such-option")
     check(not os.path.exists(trace), "no trace left behind by a failed record")
+
+
+# Every command that reads a trace, with where its output would go.
+def trace_readers(env, extra):
+    o = lambda name: os.path.join(env.tmp, name)  # noqa: E731
+    return [["info"], ["dump"], ["analyze"], ["table", "heap"], ["table", "commit"], ["timeline"],
+            ["report", "--force", "-o", o("r.html")], ["check"],
+            ["export", "--format", "pprof", "--force", "-o", o("x.pb")],
+            ["symbolize", "-o", o("s%d.htr" % extra)], ["diff", o("good.htr")]]
+
+
+@case
+def open_errors(env):
+    """Every command that reads a trace says the same thing for the same bad
+    file: missing, not a trace, a newer format, a recording that did not
+    finish (a warning, the rest of the trace still read)."""
+    h = env.heaptrail
+    good = env.record([env.prog("malloc_family")], name="good")
+    data = open(good.path, "rb").read()
+    bad = {}
+    bad["missing"] = os.path.join(env.tmp, "missing.htr")
+    bad["text"] = os.path.join(env.tmp, "text.htr")
+    with open(bad["text"], "w") as f:
+        f.write("this is not a trace\n" * 100)
+    newer = bytearray(data)
+    newer[8:12] = (99).to_bytes(4, "little")  # the format version, header CRC fixed
+    newer[60:64] = zlib.crc32(bytes(newer[:60])).to_bytes(4, "little")
+    bad["newer"] = os.path.join(env.tmp, "newer.htr")
+    open(bad["newer"], "wb").write(newer)
+    want = {"missing": "heaptrail: error: cannot open '%s': No such file or directory",
+            "text": "heaptrail: error: '%s' is not a heaptrail trace",
+            "newer": "heaptrail: error: cannot read '%s': trace format version not supported"
+                     " by this build (it reads formats 2 to "}
+    for n, argv in enumerate(trace_readers(env, 0)):
+        for kind, path in bad.items():
+            rc, out, err = env.run([h] + argv + [path])
+            what = "%s of a %s trace" % (" ".join(argv[:2]), kind)
+            equal(rc, 2, what + ": exit status")
+            one_error_line(rc, err, what)
+            check(err.startswith(want[kind] % path), "%s: %r, want %r" % (what, err, want[kind] % path))
+            equal(out, "", what + ": stdout")
+    # Cut inside the events: every command reads what is whole and says so once.
+    cut = os.path.join(env.tmp, "cut.htr")
+    open(cut, "wb").write(data[:len(data) * 2 // 3])
+    warn = "heaptrail: warning: '%s': no footer (the recording did not finish)" % cut
+    for n, argv in enumerate(trace_readers(env, 1)):
+        rc, out, err = env.run([h] + argv + [cut])
+        what = "%s of a cut trace" % " ".join(argv[:2])
+        # check's verdict: blocks whose free was cut off look leaked (1).
+        equal(rc, 1 if argv[0] == "check" else 0, what + ": exit status (%s)" % err)
+        if argv[0] == "info":
+            check("the trace is incomplete: no footer" in out, what + ": " + out[:300])
+        elif argv[0] == "check":
+            check("heaptrail: warning: the trace is incomplete (no footer" in out,
+                  what + ": the gate says its verdict misses part of the run: " + out)
+        else:
+            lines = [l for l in err.splitlines() if l.startswith(warn)]
+            equal(len(lines), 1, what + ": the warning once in %r" % err)
 
 
 def help_examples(text, cmd):

@@ -41,7 +41,7 @@ if [ "${HT_UPDATE_GOLDEN:-}" != 1 ]; then
 fi
 # Options after the file work too, and give the same output.
 "$ht" dump demo.htr --stacks | cmp -s - dump-stacks.txt || bad "dump FILE --stacks differs"
-grep -q "^heaptrail: warning: 'partial.htr' is incomplete: no footer" dump-partial.txt.err ||
+grep -q "^heaptrail: warning: 'partial.htr': no footer" dump-partial.txt.err ||
 	bad "dump of a partial trace warns: $(cat dump-partial.txt.err)"
 
 # JSON: the documented fields with the values mktrace put in.
