@@ -80,14 +80,11 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 			warning("'%s': %u line%s of other kinds than 'leak:' ignored", g->files[i],
 				skipped, plural(skipped));
 	}
-	struct ht_reader *r;
-	int rc = ht_reader_open(&r, path);
-	if (rc < 0)
-		die("cannot open '%s': %s", path, ht_strerror(rc));
+	struct ht_reader *r = open_trace(path);
 	struct ht__leak_report rep;
-	rc = ht__leaks_run(&rep, r, &s);
+	int rc = ht__leaks_run(&rep, r, &s);
 	if (rc < 0)
-		die("cannot read '%s': %s", path, ht_strerror(rc));
+		read_failed(path, rc);
 	const struct ht_trace_info *in = ht_reader_info(r);
 	bool pass = rep.leaked_bytes <= g->max_bytes;
 
@@ -102,6 +99,16 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 		fprintf(out,
 			"heaptrail: warning: %" PRIu64 " events were lost; the counts may be off\n",
 			in->events_lost);
+	/* A verdict on a trace that misses part of the run is not a clean bill. */
+	if (in->flags & HT_TRACEF_TRUNCATED)
+		fprintf(out,
+			"heaptrail: warning: the trace is incomplete (%s); blocks of the part "
+			"not recorded are not checked\n",
+			ht_reader_warning(r) ? ht_reader_warning(r)
+					     : "the recording did not finish");
+	if (in->untraced && *in->untraced)
+		fprintf(out, "heaptrail: warning: %s cannot be traced (%s): nothing was checked\n",
+			in->argc && in->argv[0] ? in->argv[0] : "the program", in->untraced);
 	if (in->flags & HT_TRACEF_ATTACHED)
 		fprintf(out,
 			"heaptrail: note: the trace started after the program did; blocks from "
