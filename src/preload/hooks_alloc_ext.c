@@ -207,12 +207,15 @@ struct ht__ext_call {
 	unsigned func;
 	uint64_t size;
 	int done;
+	struct ht__snap_rlc snap; /* snapshot mode's realloc: old, out of the table */
 };
 
 static inline void ext_end(struct ht__ext_call *c)
 {
 	if (HT_UNLIKELY(!c->done))
 		ht__rec_alloc(c->t, c->func, NULL, c->size);
+	if (HT_UNLIKELY(c->snap.had)) /* it threw: old is as it was */
+		ht__snap_put_back(c->snap.old, c->snap.val);
 	ht__leave(c->t);
 }
 
@@ -279,9 +282,10 @@ static inline uint64_t mul(size_t a, size_t b)
 	}
 
 /*
- * old -> new of size, recorded after the call. frees: the call frees old
- * when it fails (reallocf). A throwing one (mi_new_realloc) leaves old as it
- * was: nothing to record.
+ * old -> new of size, recorded after the call (in snapshot mode old leaves
+ * the table before it: rec_heap.h). frees: the call frees old when it fails
+ * (reallocf); a NULL result of size 0 freed it too. A throwing one
+ * (mi_new_realloc) leaves old as it was: nothing to record.
  */
 #define HT_EXT_REALLOC(name, fn, params, args, old, sz, frees)                                     \
 	HT_EXPORT void *name params                                                                \
@@ -293,9 +297,14 @@ static inline uint64_t mul(size_t a, size_t b)
 		if (!ext_traced[HT_X_##name] || HT_UNLIKELY(!ext_enter(t)))                        \
 			return real args;                                                          \
 		struct ht__ext_call c __attribute__((cleanup(ext_end))) = {t, fn, (sz), 1};        \
+		if (HT_UNLIKELY(ht__g.snap != NULL))                                               \
+			ht__snap_realloc_begin(&c.snap, old);                                      \
 		void *np = real args;                                                              \
 		int e = errno;                                                                     \
-		ht__rec_realloc(t, fn, old, np, (frees) && !np ? 0 : c.size);                      \
+		if (HT_UNLIKELY(ht__g.snap != NULL))                                               \
+			ht__snap_realloc_end(t, &c.snap, np, c.size, (frees) || !c.size);          \
+		else                                                                               \
+			ht__rec_realloc(t, fn, old, np, (frees) && !np ? 0 : c.size);              \
 		errno = e;                                                                         \
 		return np;                                                                         \
 	}
@@ -606,11 +615,17 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 		return real(pp, n, size);
 	void *old;
 	memcpy(&old, pp, sizeof old);
+	struct ht__snap_rlc snap;
+	if (HT_UNLIKELY(ht__g.snap != NULL))
+		ht__snap_realloc_begin(&snap, old);
 	int rc = real(pp, n, size);
 	int e = errno;
 	void *p;
 	memcpy(&p, pp, sizeof p);
-	ht__rec_realloc(t, MI, old, rc == 0 ? p : NULL, mul(n, size));
+	if (HT_UNLIKELY(ht__g.snap != NULL))
+		ht__snap_realloc_end(t, &snap, rc == 0 ? p : NULL, mul(n, size), 0);
+	else
+		ht__rec_realloc(t, MI, old, rc == 0 ? p : NULL, mul(n, size));
 	errno = e;
 	ht__leave(t);
 	return rc;

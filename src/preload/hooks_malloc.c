@@ -160,18 +160,13 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 		return p;
 	}
 	if (HT_UNLIKELY(ht__g.snap != NULL) && old) {
-		/* Snapshot mode: old leaves the table before the real call, or
-		   another thread could be given its address first. */
-		uint64_t v;
-		int had = ht__snap_take((uint64_t)(uintptr_t)old, &v);
+		/* Snapshot mode: old leaves the table before the real call
+		   (rec_heap.h). */
+		struct ht__snap_rlc r;
+		ht__snap_realloc_begin(&r, old);
 		void *p = fn(old, size);
 		int e = errno;
-		if (had && p)
-			ht__snap_freed(v);
-		else if (had)
-			ht__snap_put_back((uint64_t)(uintptr_t)old, v);
-		if (p)
-			ht__snap_alloc(t, p, size, HT_STK_REALLOC);
+		ht__snap_realloc_end(t, &r, p, size, 0);
 		errno = e;
 		ht__leave(t);
 		return p;

@@ -70,6 +70,39 @@ static inline void ht__put_free(struct ht__thread *t, unsigned func, void *p)
 	}
 }
 
+/*
+ * Snapshot mode's side of a realloc that may move the block (realloc_hook in
+ * hooks_malloc.c, the allocators' own in hooks_alloc_ext.c): old leaves the
+ * address table before the real call (ht__snap_realloc_begin), because once
+ * the real call has freed it another thread may be given its address and
+ * insert it first; after the call (ht__snap_realloc_end) it is counted freed
+ * from its stack when it is gone (moved, or freed by a failing reallocf:
+ * old_gone), or put back when the call failed and kept it. Between the two no
+ * counter moves, so a snapshot taken meanwhile still counts old, exactly.
+ */
+struct ht__snap_rlc {
+	uint64_t old, val;
+	int had;
+};
+
+static inline void ht__snap_realloc_begin(struct ht__snap_rlc *r, const void *old)
+{
+	r->old = (uint64_t)(uintptr_t)old;
+	r->had = old && ht__snap_take(r->old, &r->val);
+}
+
+static inline void ht__snap_realloc_end(struct ht__thread *t, struct ht__snap_rlc *r, void *p,
+					uint64_t size, int old_gone)
+{
+	if (r->had && (p || old_gone))
+		ht__snap_freed(r->val);
+	else if (r->had)
+		ht__snap_put_back(r->old, r->val);
+	r->had = 0;
+	if (p)
+		ht__snap_alloc(t, p, size, HT_STK_REALLOC);
+}
+
 /* An allocation that returned p (NULL: ALLOC_FAIL of the size asked for). */
 static inline void ht__rec_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
 {

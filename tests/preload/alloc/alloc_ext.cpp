@@ -1,7 +1,10 @@
 // One program, built three times (HT_JE, HT_TC, HT_MI) against jemalloc,
 // tcmalloc and mimalloc: the standard functions, C++ new and delete, and the
 // allocator's own API, each a known number of times with distinct sizes that
-// t_alloc_ext.sh asserts on. Every block is freed.
+// t_alloc_ext.sh asserts on. Every block is freed. "race N": the allocator's
+// own realloc in snapshot mode (tests/cli/snapshot.py, ext_realloc).
+#include <pthread.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,8 +36,73 @@ __attribute__((noinline)) static int *make_array(void)
 	return new int[1003]; // 4012 bytes
 }
 
-int main()
+// The allocator's own malloc, realloc and free: in one arena without thread
+// caches for jemalloc, so that a block one thread's realloc frees is the
+// next one another thread's malloc of that size gets.
+#if defined(HT_JE)
+#define RACE_FLAGS (MALLOCX_ARENA(0) | MALLOCX_TCACHE_NONE)
+#define own_malloc(n) mallocx(n, RACE_FLAGS)
+#define own_realloc(p, n) rallocx(p, n, RACE_FLAGS)
+#define own_free(p) dallocx(p, RACE_FLAGS)
+#elif defined(HT_TC)
+#define own_malloc(n) tc_malloc(n)
+#define own_realloc(p, n) tc_realloc(p, n)
+#define own_free(p) tc_free(p)
+#elif defined(HT_MI)
+#define own_malloc(n) mi_malloc(n)
+#define own_realloc(p, n) mi_realloc(p, n)
+#define own_free(p) mi_free(p)
+#endif
+
+static long race_n;
+
+extern "C" __attribute__((noinline)) void *race_small(void)
 {
+	return use(own_malloc(100));
+}
+extern "C" __attribute__((noinline)) void *race_moved(void *p)
+{
+	return use(own_realloc(p, 40000)); // another size class: it moves
+}
+extern "C" __attribute__((noinline)) void *race_held(void)
+{
+	return use(own_malloc(100));
+}
+
+// Moves blocks: allocated small, reallocated large (freeing the small one),
+// freed: nothing of it stays live.
+static void *race_mover(void *)
+{
+	for (long i = 0; i < race_n; i++)
+		own_free(race_moved(race_small()));
+	return nullptr;
+}
+
+// Allocates blocks of the small size and holds them all: race_held's
+// stack holds exactly race_n blocks of 100 bytes per thread at the end.
+static void *race_holder(void *)
+{
+	for (long i = 0; i < race_n; i++)
+		race_held();
+	return nullptr;
+}
+
+static int race(long n)
+{
+	race_n = n;
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], nullptr, i % 2 ? race_holder : race_mover, nullptr);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], nullptr);
+	puts("raced");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 2 && !strcmp(argv[1], "race"))
+		return race(atol(argv[2]));
 	free(use(malloc(1001)));
 	void *b = use(calloc(3, 111));
 	b = realloc(b, 1002);
