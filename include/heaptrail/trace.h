@@ -196,6 +196,9 @@ const char *ht_event_name(unsigned type);
 #define HT_EVF_SYNTHETIC 0x10u
 /* SNAPSHOT: the first event of a snapshot (see HT_EV_SNAPSHOT). */
 #define HT_EVF_SNAPSHOT_BEGIN 0x20u
+/* SNAPSHOT with HT_EVF_SNAPSHOT_BEGIN: taken when process (the event's)
+   exited; the snapshot holds that process image's stacks alone. */
+#define HT_EVF_SNAPSHOT_EXIT 0x40u
 
 /* The process heap (glibc malloc) handle; custom heaps use their own handles. */
 #define HT_HEAP_PROCESS 0

@@ -152,11 +152,12 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 			if (!n)
 				return HT_ERR_NOMEM;
 			s->snaps = n;
-			s->snaps[s->nsnaps++] =
-			    (struct ht__summary_snap){.number = (uint32_t)ev->value,
-						      .ts = ev->ts,
-						      .untracked_bytes = ev->size,
-						      .untracked_count = ev->addr};
+			s->snaps[s->nsnaps++] = (struct ht__summary_snap){
+			    .number = (uint32_t)ev->value,
+			    .ts = ev->ts,
+			    .untracked_bytes = ev->size,
+			    .untracked_count = ev->addr,
+			    .exit_pid = (ev->flags & HT_EVF_SNAPSHOT_EXIT) ? ev->pid : 0};
 		} else if (s->nsnaps) {
 			struct ht__summary_snap *sn = &s->snaps[s->nsnaps - 1];
 			sn->live_bytes += ev->size;

@@ -290,6 +290,9 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 				" blocks; %" PRIu64 " bytes in %" PRIu64 " blocks allocated",
 				sn->number, (double)sn->ts / 1e6, sn->live_bytes, sn->live_count,
 				sn->alloc_bytes, sn->alloc_count);
+			if (sn->exit_pid)
+				fprintf(f, "; at the exit of process %d (its blocks alone)",
+					sn->exit_pid);
 			if (sn->untracked_count)
 				fprintf(f,
 					"; %" PRIu64 " blocks (%" PRIu64
@@ -542,6 +545,8 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 			jw_key(&j, kv[k].k);
 			jw_u64(&j, kv[k].v);
 		}
+		jw_key(&j, "exit_pid"); /* 0: not an exit snapshot */
+		jw_i64(&j, sn->exit_pid);
 		jw_obj_end(&j);
 	}
 	jw_arr_end(&j);

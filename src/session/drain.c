@@ -712,11 +712,15 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	uint64_t wm = UINT64_MAX;
 	if ((rc = drain_all(s, &wm, true, true)) < 0)
 		return rc;
-	if ((rc = ht__snap_tick(s, ht__now_ns(), true)) < 0)
-		return rc;
 	if ((rc = merge(s, UINT64_MAX)) < 0)
 		return rc;
 	if ((rc = ht__translate_finish(s)) < 0)
+		return rc;
+	/* After every exit is known: the exit snapshots, then the last one;
+	   merged in turn. */
+	if ((rc = ht__snap_tick(s, ht__now_ns(), true)) < 0)
+		return rc;
+	if ((rc = merge(s, UINT64_MAX)) < 0)
 		return rc;
 	s->stats.lost = ht__session_lost_now(s);
 	s->stats.lost_no_buffer = atomic_load(&s->hdr->rings_exhausted);

@@ -183,7 +183,10 @@ struct ht__session {
 	   not yet written, oldest first */
 	uint32_t snap_cap;
 	volatile sig_atomic_t snap_asked;
-	uint32_t snap_seq; /* snapshots taken */
+	uint32_t snap_seq;	      /* snapshots taken */
+	struct ht__proc **snap_exits; /* images whose exit snapshot is yet to take,
+					 in the order they exited */
+	size_t snap_nexits, snap_exits_cap;
 	uint64_t snap_next_ns;
 	struct ht__snap_copy *snap_q;
 	uint32_t snap_qhead, snap_qn, snap_qcap;
@@ -229,8 +232,10 @@ void ht__stack_of(const struct ht__session *s, uint32_t rec_id, uint32_t *trace_
 int ht__emit(struct ht__session *s, const struct ht_event *ev);
 
 /* snapshot.c: heap snapshot mode. ht__snap_tick() takes a snapshot when one
-   is due or asked (final: always), queued as a HT__REC_SELF_SNAPSHOT at now;
+   is due or asked (final: always), and one of each image ht__snap_exited()
+   was told of since, queued as HT__REC_SELF_SNAPSHOT records at now;
    ht__snap_write() turns that record into events when it is merged. */
+int ht__snap_exited(struct ht__session *s, struct ht__proc *p);
 int ht__snap_tick(struct ht__session *s, uint64_t now, bool final);
 int ht__snap_write(struct ht__session *s, const struct ht__rec *rec);
 void ht__snap_free(struct ht__session *s);

@@ -1,13 +1,15 @@
 /*
  * Heap snapshot mode on the collector's side (docs/session-protocol.md,
  * "Heap snapshots"): when a snapshot is asked (heaptrail snapshot, SIGUSR2,
- * the interval) or the session ends, copy the stacks' region the recorders
- * keep, queue it in time order with the session's own records, and write it
- * as SNAPSHOT events once every stack it names has been defined.
+ * the interval), a process exits (a snapshot of it alone) or the session
+ * ends, copy the stacks' region the recorders keep, queue it in time order
+ * with the session's own records, and write it as SNAPSHOT events once every
+ * stack it names has been defined.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "session/internal.h"
 
 struct ht__snap_copy {
@@ -16,6 +18,7 @@ struct ht__snap_copy {
 		uint64_t alloc_bytes, alloc_count, live_bytes, live_count;
 	} * v;
 	uint64_t untracked_count, untracked_bytes;
+	const struct ht__proc *exited; /* an exit snapshot: of this image alone */
 };
 
 static bool snap_due(struct ht__session *s, uint64_t now, bool final)
@@ -28,17 +31,21 @@ static bool snap_due(struct ht__session *s, uint64_t now, bool final)
 	return s->cfg.snapshot_interval_ns && now >= s->snap_next_ns;
 }
 
-int ht__snap_tick(struct ht__session *s, uint64_t now, bool final)
+int ht__snap_exited(struct ht__session *s, struct ht__proc *p)
 {
-	/* Before the first process there is nothing to show: wait for it, so
-	   the trace's snapshots are numbered 1, 2, ... without a gap. */
-	if (!(s->cfg.flags & HT_SHM_SNAPSHOT) || !s->nprocs || !snap_due(s, now, final))
+	if (!(s->cfg.flags & HT_SHM_SNAPSHOT))
 		return 0;
-	uint32_t req = atomic_load(&s->hdr->snap_request);
-	s->snap_asked = 0;
-	if (s->cfg.snapshot_interval_ns)
-		while (s->snap_next_ns <= now)
-			s->snap_next_ns += s->cfg.snapshot_interval_ns;
+	if (ht__grow((void **)&s->snap_exits, &s->snap_exits_cap, s->snap_nexits + 1,
+		     sizeof(*s->snap_exits)) < 0)
+		return HT_ERR_NOMEM;
+	s->snap_exits[s->snap_nexits++] = p;
+	return 0;
+}
+
+/* Copies the stacks' region into the queue and queues its record; exited:
+   an exit snapshot, written with that image's stacks alone. */
+static int snap_take(struct ht__session *s, const struct ht__proc *exited)
+{
 	if (s->snap_qn == s->snap_qcap) {
 		uint32_t ncap = s->snap_qcap ? s->snap_qcap * 2 : 4;
 		struct ht__snap_copy *q = malloc(ncap * sizeof(*q));
@@ -57,7 +64,7 @@ int ht__snap_tick(struct ht__session *s, uint64_t now, bool final)
 	uint32_t n = atomic_load(&s->hdr->next_stack_id);
 	if (n > s->snap_cap)
 		n = s->snap_cap;
-	struct ht__snap_copy c = {n, calloc(n ? n : 1, sizeof(*c.v)), 0, 0};
+	struct ht__snap_copy c = {n, calloc(n ? n : 1, sizeof(*c.v)), 0, 0, exited};
 	if (!c.v)
 		return HT_ERR_NOMEM;
 	const struct ht__snap_stack *reg = (const void *)(s->map + s->hdr->snap_offset);
@@ -81,6 +88,31 @@ int ht__snap_tick(struct ht__session *s, uint64_t now, bool final)
 	if (rc < 0)
 		return rc;
 	atomic_store(&s->hdr->snap_last, seq);
+	return 0;
+}
+
+int ht__snap_tick(struct ht__session *s, uint64_t now, bool final)
+{
+	/* Before the first process there is nothing to show: wait for it, so
+	   the trace's snapshots are numbered 1, 2, ... without a gap. */
+	if (!(s->cfg.flags & HT_SHM_SNAPSHOT) || !s->nprocs)
+		return 0;
+	int rc;
+	/* Every image that ended since the last tick: its counters stopped
+	   moving at its exit, so a snapshot of it now is its final state. */
+	for (size_t i = 0; i < s->snap_nexits; i++)
+		if ((rc = snap_take(s, s->snap_exits[i])) < 0)
+			return rc;
+	s->snap_nexits = 0;
+	if (!snap_due(s, now, final))
+		return 0;
+	uint32_t req = atomic_load(&s->hdr->snap_request);
+	s->snap_asked = 0;
+	if (s->cfg.snapshot_interval_ns)
+		while (s->snap_next_ns <= now)
+			s->snap_next_ns += s->cfg.snapshot_interval_ns;
+	if ((rc = snap_take(s, NULL)) < 0)
+		return rc;
 	atomic_store(&s->hdr->snap_served, req);
 	return 0;
 }
@@ -107,11 +139,14 @@ int ht__snap_write(struct ht__session *s, const struct ht__rec *rec)
 		}
 	if (!first)
 		goto out;
+	/* An exit snapshot opens with the image that exited. */
+	const struct ht__proc *head = c.exited ? c.exited : first;
 	struct ht_event ev = {.type = HT_EV_SNAPSHOT,
-			      .flags = HT_EVF_SNAPSHOT_BEGIN,
-			      .process = first->index,
-			      .pid = first->pid,
-			      .tid = first->pid,
+			      .flags =
+				  HT_EVF_SNAPSHOT_BEGIN | (c.exited ? HT_EVF_SNAPSHOT_EXIT : 0),
+			      .process = head->index,
+			      .pid = head->pid,
+			      .tid = head->pid,
 			      .ts = ts,
 			      .value = (int32_t)rec->stack};
 	/* Blocks under a stack id with no definition (none should be: a STACK
@@ -137,7 +172,7 @@ int ht__snap_write(struct ht__session *s, const struct ht__rec *rec)
 		struct ht__proc *owner = first; /* id 0: no stack captured */
 		if (i)
 			ht__stack_of(s, i, &id, &owner);
-		if (!owner)
+		if (!owner || (c.exited && owner != c.exited))
 			continue;
 		ev.process = owner->index;
 		ev.pid = ev.tid = owner->pid;
@@ -160,5 +195,8 @@ void ht__snap_free(struct ht__session *s)
 		free(s->snap_q[(s->snap_qhead + i) % s->snap_qcap].v);
 	free(s->snap_q);
 	s->snap_q = NULL;
+	free(s->snap_exits);
+	s->snap_exits = NULL;
+	s->snap_nexits = 0;
 	s->snap_qn = 0;
 }

@@ -560,7 +560,8 @@ static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct 
 				       : e->kind == HT_EXIT_SIGNAL ? HT_EVF_SIGNAL
 								   : 0};
 	ev.ts = rel_ts(s, rec->ts);
-	return emit(s, &ev, NULL);
+	int rc = ht__snap_exited(s, p);
+	return rc < 0 ? rc : emit(s, &ev, NULL);
 }
 
 int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__rec *rec)
@@ -769,7 +770,9 @@ int ht__translate_finish(struct ht__session *s)
 				      .tid = p->pid,
 				      .flags = HT_EVF_SIGNAL};
 		ev.ts = rel_ts(s, now);
-		int rc = emit(s, &ev, NULL);
+		int rc = ht__snap_exited(s, p);
+		if (rc >= 0)
+			rc = emit(s, &ev, NULL);
 		if (rc < 0)
 			return rc;
 	}

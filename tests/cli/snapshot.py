@@ -90,8 +90,12 @@ def phases(env):
     equal(p.returncode, 0, "record's exit status (%s)" % err.decode())
     no_alloc_events(env)
     snaps = snapshots(env)
-    equal([s["number"] for s in snaps], [1, 2, 3], "snapshot numbers")
-    check(snaps[0]["ts_ns"] < snaps[1]["ts_ns"] < snaps[2]["ts_ns"], "snapshots in time order: %s" % snaps)
+    # Asked, SIGUSR2, the program's exit (exit_pid), the end of the recording.
+    equal([s["number"] for s in snaps], [1, 2, 3, 4], "snapshot numbers")
+    equal([s["exit_pid"] != 0 for s in snaps], [False, False, True, False], "exit snapshots")
+    check(snaps[0]["ts_ns"] < snaps[1]["ts_ns"] < snaps[2]["ts_ns"] < snaps[3]["ts_ns"],
+          "snapshots in time order: %s" % snaps)
+    equal(by_site(env, ["--snapshot", "3", env.trace]), PHASE2, "snapshot 3 (at the program's exit)")
     equal(by_site(env, ["--snapshot", "1", env.trace]), PHASE1, "snapshot 1 by stack")
     equal(by_site(env, ["--snapshot", "2", env.trace]), PHASE2, "snapshot 2 by stack")
     equal(by_site(env, [env.trace]), PHASE2, "the last snapshot (default)")
@@ -118,8 +122,34 @@ def phases(env):
             d[site] = (it["delta_bytes"], it["delta_count"])
     equal(d, {"site_a": (-500, -5), "site_b": (-1000, -1), "site_c": (15000, 3), "site_r": (3000, 1)},
           "diff --base-snapshot 1 --snapshot 2")
-    _, err = env.run(["analyze", "--snapshot", "4", env.trace], want=2)
-    check("has 3 snapshots: --snapshot takes 1 to 3" in err, "analyze --snapshot 4 said: %r" % err)
+    _, err = env.run(["analyze", "--snapshot", "5", env.trace], want=2)
+    check("has 4 snapshots: --snapshot takes 1 to 4" in err, "analyze --snapshot 5 said: %r" % err)
+
+
+@case
+def children(env):
+    """One snapshot at each process's exit, of that process alone (its final
+    state), in the order they exited, then the one at the end with them all."""
+    env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "children"])
+    out, _ = env.run(["info", "--format", "json", env.trace])
+    procs = [p["pid"] for p in json.loads(out)["processes"]]
+    equal(len(procs), 3, "processes")
+    root, first, second = procs
+    snaps = snapshots(env)
+    equal([s["number"] for s in snaps], [1, 2, 3, 4], "snapshot numbers")
+    equal([s["exit_pid"] for s in snaps], [first, second, root, 0], "exit snapshots, in exit order")
+    want = {first: {"site_b": (150, 3)}, second: {"site_c": (2100, 7)},
+            root: {"site_a": (300, 3), "site_b": (2000, 2)}}
+    for s in snaps[:3]:
+        pid = s["exit_pid"]
+        equal(by_site(env, ["--snapshot", str(s["number"]), env.trace]), want[pid],
+              "snapshot %d, at the exit of %d" % (s["number"], pid))
+        held = sum(b for b, _ in want[pid].values())
+        check(held <= s["live_bytes"] < held + 4096, "snapshot %d live bytes: %s" % (s["number"], s))
+    for pid, w in want.items():
+        equal(by_site(env, ["-pid", str(pid), env.trace]), w, "process %d in the last snapshot" % pid)
+    out, _ = env.run(["info", env.trace])
+    check("at the exit of process %d (its blocks alone)" % second in out, "info says:\n" + out)
 
 
 @case
@@ -193,7 +223,8 @@ def periodic_snapshots(env, what):
     equal([s["number"] for s in snaps], list(range(1, len(snaps) + 1)), "numbers")
     ts = [s["ts_ns"] for s in snaps]
     equal(ts, sorted(ts), "snapshot times in order")
-    periodic = ts[:-1]  # the last is the one at the end
+    # The last is the one at the end; the program's exit has one of its own.
+    periodic = [s["ts_ns"] for s in snaps[:-1] if not s["exit_pid"]]
     gap = (periodic[-1] - periodic[0]) / (len(periodic) - 1)
     check(40e6 <= gap <= 200e6, "periodic snapshots about 50 ms apart: %s" % ts)
     return snaps

@@ -3,7 +3,8 @@
  * snapshot tests (tests/cli/snapshot.py). "phases": prints the phase and
  * waits for a line on stdin between phases, so the test takes a snapshot at
  * each; "threads": four threads allocate, main frees some; "fork": parent
- * and child hold blocks of their own; "loop N": N malloc/free pairs.
+ * and child hold blocks of their own; "children": two children exit one
+ * after the other, each holding blocks; "loop N": N malloc/free pairs.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -95,6 +96,29 @@ int main(int argc, char **argv)
 		waitpid(pid, NULL, 0);
 		for (int i = 0; i < 2; i++)
 			keep[20 + i] = site_b(50);
+		return 0;
+	}
+	if (!strcmp(mode, "children")) { /* two children that exit at different times */
+		for (int i = 0; i < 3; i++)
+			keep[i] = site_a(100);
+		pid_t first = fork();
+		if (first == 0) {
+			for (int i = 0; i < 4; i++)
+				keep[10 + i] = site_b(50);
+			free(keep[10]);
+			exit(0);
+		}
+		waitpid(first, NULL, 0);
+		pid_t second = fork();
+		if (second == 0) {
+			for (int i = 0; i < 7; i++)
+				keep[20 + i] = site_c(300);
+			usleep(100000); /* the parent allocates meanwhile */
+			exit(0);
+		}
+		for (int i = 0; i < 2; i++)
+			keep[30 + i] = site_b(1000);
+		waitpid(second, NULL, 0);
 		return 0;
 	}
 	if (!strcmp(mode, "wait")) { /* for attach: allocates once told to */
