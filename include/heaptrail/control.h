@@ -97,11 +97,18 @@ struct ht_trace_properties {
 	   (at least 10 ms); 0: only when asked ('heaptrail snapshot NAME') and
 	   at the stop. */
 	uint64_t snapshot_interval_ns;
+
+	/* Room for the fields of later versions, so the struct keeps its size
+	   within one soname: must be zero (HT_ERR_INVALID otherwise). */
+	uint64_t reserved[8];
 };
 
 #define HT_TRACE_PROPERTIES_INIT                                                                   \
 	{                                                                                          \
-		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0                                   \
+		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0,                                  \
+		{                                                                                  \
+			0                                                                          \
+		}                                                                                  \
 	}
 
 /*

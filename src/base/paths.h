@@ -3,9 +3,9 @@
  * code is, so any install prefix works and so does the build tree:
  *
  *     installed:  PREFIX/bin/heaptrail, PREFIX/lib/heaptrail/libheaptrail.so,
- *                 PREFIX/lib/libheaptrail-api.so.0, PREFIX/share/heaptrail/
+ *                 PREFIX/lib/libheaptrail-api.so.0.2, PREFIX/share/heaptrail/
  *     build tree: BUILD/bin/heaptrail, BUILD/lib/libheaptrail.so,
- *                 BUILD/lib/libheaptrail-api.so.0, BUILD/share/heaptrail/
+ *                 BUILD/lib/libheaptrail-api.so.0.2, BUILD/share/heaptrail/
  *
  * The starting points are the directory of the running program
  * (/proc/self/exe) and that of the object holding this code (a program

@@ -340,6 +340,10 @@ int ht_start_heap_trace(ht_trace_handle *handle, struct ht_trace_properties *pro
 	if (props->sample_rate > (1ull << 40) ||
 	    (props->sample_rate && (props->flags & HT_TRACE_IFEO)))
 		return HT_ERR_INVALID;
+	/* A field this version does not know: refused, never ignored. */
+	for (size_t i = 0; i < sizeof(props->reserved) / sizeof(props->reserved[0]); i++)
+		if (props->reserved[i])
+			return HT_ERR_INVALID;
 
 	/* Large (paths): on the heap, so that threads may start sessions at once. */
 	struct ht__daemon_args *args = calloc(1, sizeof(*args));

@@ -24,14 +24,21 @@ cp "$manifest" "$tmp/manifest"
 ht=$p/bin/heaptrail
 
 for f in bin/heaptrail lib/heaptrail/libheaptrail.so lib/heaptrail/libheaptrail-ifeo.so \
-         lib/libheaptrail-api.so lib/libheaptrail-api.so.0 lib/pkgconfig/heaptrail.pc \
+         lib/libheaptrail-api.so lib/pkgconfig/heaptrail.pc \
          include/heaptrail/trace.h include/heaptrail/control.h include/heaptrail/heap.h \
          share/man/man1/heaptrail.1 share/bash-completion/completions/heaptrail \
          share/zsh/site-functions/_heaptrail; do
   [[ -e $p/$f ]] || fail "$f is not installed"
 done
-[[ $(readlink "$p/lib/libheaptrail-api.so.0") == libheaptrail-api.so.0.* ]] ||
-  fail "libheaptrail-api.so.0 is not a link to the versioned file"
+# The soname: MAJOR.MINOR before 1.0 (every 0.x may change the ABI), MAJOR after.
+version=$(sed -n 's/^Version: //p' "$p/lib/pkgconfig/heaptrail.pc")
+[[ $version =~ ^([0-9]+)\.([0-9]+)\.[0-9]+$ ]] || fail "heaptrail.pc has no version: '$version'"
+so=${BASH_REMATCH[1]}
+[[ $so == 0 ]] && so=0.${BASH_REMATCH[2]}
+soname=$(readelf -d "$p/lib/libheaptrail-api.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ $soname == libheaptrail-api.so.$so ]] || fail "soname '$soname', want libheaptrail-api.so.$so"
+[[ $(readlink "$p/lib/$soname") == "libheaptrail-api.so.$version" ]] ||
+  fail "$soname is not a link to the versioned file"
 
 # Record from the prefix: the traced program's own maps show which recorder it got.
 cd "$tmp"
@@ -75,12 +82,12 @@ cc -Wall -Werror -o reader reader.c $(pkg-config --cflags --libs heaptrail) -Wl,
 got=$(./reader t.htr)
 [[ $got == "$allocs" ]] || fail "the pkg-config reader counts $got allocations, info $allocs"
 # (grep -q on a here-string, not a pipe: pipefail would catch ldd's SIGPIPE)
-grep -q "$p/lib/libheaptrail-api.so.0" <<< "$(ldd reader)" || fail "reader is not linked to the installed library"
+grep -q "$p/lib/$soname" <<< "$(ldd reader)" || fail "reader is not linked to the installed library"
 
 # Only the API of trace.h and control.h is exported.
 declared=$(cat "$p/include/heaptrail/trace.h" "$p/include/heaptrail/control.h" |
   grep -E '^[a-z].*[ *]ht_[a-z0-9_]+\(' | grep -oE 'ht_[a-z0-9_]+\(' | tr -d '(' | sort -u)
-exported=$(nm -D --defined-only "$p/lib/libheaptrail-api.so.0" | awk '$2 ~ /^[TDBRW]$/ {print $3}' | sort -u)
+exported=$(nm -D --defined-only "$p/lib/$soname" | awk '$2 ~ /^[TDBRW]$/ {print $3}' | sort -u)
 [[ $declared == "$exported" ]] || fail "exported symbols differ from the headers: $(diff <(echo "$declared") <(echo "$exported"))"
 
 # Man pages: one per command, each with every option its --help names.
