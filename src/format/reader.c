@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,23 @@ struct sym_tmp { /* symbols of a physical frame, while the tables load */
 	uint32_t line;
 };
 
+/* The stack definitions of a stream so far: the previous one, whose outer
+   frames the next one may share. */
+struct stackprev {
+	uint32_t *scratch; /* the previous stack's physical frames (inline defs) */
+	size_t scratch_cap;
+	uint32_t prev_n;    /* how many; 0 at the start of each events chunk */
+	uint32_t *scratch2; /* the stack being decoded */
+	size_t scratch2_cap;
+	/* Frames that stack definitions may still expand to: a stack shares its
+	   outer frames with the previous one for a byte, so without this bound a
+	   small hostile file could ask for any amount of memory. */
+	uint64_t frames_left;
+	/* The pass's bound that a decoder of events chunks takes its frames
+	   from (frames_take), NULL for the tables' own. */
+	uint64_t *pool;
+};
+
 struct tables {
 	struct arena arena;
 	struct svec modules; /* struct ht_module */
@@ -76,15 +94,7 @@ struct tables {
 	uint32_t stacks_cap;
 	struct ht__proctab procs;
 	struct ht_trace_info info;
-	uint32_t *scratch; /* the previous stack's physical frames (inline defs) */
-	size_t scratch_cap;
-	uint32_t prev_n;    /* how many; 0 at the start of each events chunk */
-	uint32_t *scratch2; /* the stack being decoded */
-	size_t scratch2_cap;
-	/* Frames that stack definitions may still expand to: a stack shares its
-	   outer frames with the previous one for a byte, so without this bound a
-	   small hostile file could ask for any amount of memory. */
-	uint64_t frames_left;
+	struct stackprev sp; /* the DEFS table's bound on frames */
 };
 
 struct alloc_ent {
@@ -101,6 +111,88 @@ struct slot {
 	uint64_t fresh_top;
 };
 
+/* A chunk to decode: where it is and its header. */
+struct chunk_ref {
+	uint64_t off;
+	struct ht__chunk_header h;
+};
+
+/*
+ * The decoding of one events chunk: everything it needs besides the file
+ * header, so chunks decode independently of each other (on worker threads,
+ * docs/trace-format.md): every field is reset at the chunk's start.
+ */
+struct dec {
+	ZSTD_DCtx *dctx;
+	uint8_t *comp;
+	size_t comp_cap;
+	uint8_t *raw;
+	size_t raw_cap;
+	uint32_t seq; /* of the chunk, for messages */
+	uint64_t off;
+	struct ht__cur cur[HT__NSTREAMS]; /* the streams of the chunk */
+	uint64_t prev_ts;		  /* in ts_unit */
+	struct slot *slots;
+	ht__rings *rings;    /* per slot, as the writer keeps them */
+	struct ht__own *own; /* per slot: its allocations in the chunk (version 3) */
+	uint32_t nslots;
+	uint32_t slots_cap;
+	struct alloc_ent *allocs; /* allocations of the chunk */
+	uint32_t nallocs;
+	uint32_t allocs_cap;
+	uint32_t cur_slot;
+	struct stackprev sp; /* inline stack definitions, parsed */
+};
+
+/*
+ * Decoded events, handed from a decoder to ht_reader_next() in file order.
+ * A batch ends its chunk (last), and may end the stream: at the end of the
+ * events (end), with damage after its events (why), or with an error.
+ */
+struct batch {
+	struct ht_event *ev;
+	uint32_t *name_at; /* per event: offset of its name in names, or UINT32_MAX */
+	uint32_t n, cap, next;
+	char *names;
+	size_t names_len, names_cap;
+	uint64_t ticket; /* the chunk's number in the pass */
+	int last;
+	int end;
+	int rc; /* an error to return (NOMEM, IO) */
+	const char *why;
+	uint32_t seq; /* where the damage is: chunk seq (UINT32_MAX: unknown), offset */
+	uint64_t off;
+	struct batch *next_q;
+	struct worker *owner;
+};
+
+struct pipe;
+
+/* A decoding thread: its decoder and its own batches. */
+struct worker {
+	struct ht_reader *r;
+	struct pipe *pp;
+	pthread_t th;
+	int started;
+	struct dec d;
+	struct batch *free_b;	       /* batches ready to fill */
+	struct batch *q_head, *q_tail; /* filled, in ticket order */
+	struct batch all[4];
+};
+
+/* The worker threads of one pass over the events, and their hand-over. */
+struct pipe {
+	pthread_mutex_t mu;
+	pthread_cond_t to_workers; /* a batch was given back, or stop */
+	pthread_cond_t to_reader;  /* a batch was filled */
+	uint64_t claimed;	   /* tickets handed out */
+	uint64_t want;		   /* the ticket the reader reads */
+	int stop;		   /* rewind or close, or the reader saw the end */
+	int claims_over;	   /* a claim found the end or damage: no more */
+	int nworkers;
+	struct worker w[];
+};
+
 struct ht_reader {
 	int fd;
 	uint64_t size;
@@ -111,32 +203,23 @@ struct ht_reader {
 	struct tables t;
 
 	/* Event stream state. */
-	uint64_t pos;	    /* file offset of the next chunk */
-	uint32_t chunk_seq; /* seq of the current chunk, for messages */
-	uint64_t chunk_off;
+	uint64_t pos; /* file offset of the next chunk */
 	int done;
-	uint8_t *comp;
+	uint8_t *comp; /* the tables' chunks */
 	size_t comp_cap;
 	uint8_t *raw;
 	size_t raw_cap;
-	struct ht__cur cur[HT__NSTREAMS]; /* the streams of the current events chunk */
-	uint64_t prev_ts;		  /* in ts_unit */
-	uint32_t ts_unit;		  /* ns per stored timestamp unit */
-	uint32_t version;		  /* 4: SNAPSHOT events may follow */
-	struct slot *slots;
-	ht__rings *rings;    /* per slot, as the writer keeps them */
-	struct ht__own *own; /* per slot: its allocations in the chunk (version 3) */
-	int own_first;	     /* version 3: frees count back in own first */
-	uint32_t nslots;
-	uint32_t slots_cap;
-	struct alloc_ent *allocs; /* allocations of the chunk */
-	uint32_t nallocs;
-	uint32_t allocs_cap;
-	uint32_t cur_slot;
+	uint32_t ts_unit;  /* ns per stored timestamp unit */
+	uint32_t version;  /* 4: SNAPSHOT events may follow */
+	int own_first;	   /* version 3: frees count back in own first */
+	struct dec d;	   /* decoding on the caller's thread */
+	int in_chunk;	   /* d holds a chunk with events left */
+	struct batch one;  /* d's events, on the caller's thread */
+	int nthreads;	   /* decoding threads for a pass (0: none) */
+	struct pipe *pp;   /* while they run */
+	struct batch *cur; /* the batch being read */
 	uint64_t ev_index; /* events returned in this pass */
 	uint64_t learned;  /* events whose process changes are already in the tables */
-	char *name;
-	size_t name_cap;
 	ZSTD_DCtx *dctx;
 
 	int damage_warned; /* the damage that ends the stream is in warning[] */
@@ -230,8 +313,8 @@ static void tables_release(struct tables *t)
 	svec_release(&t->frames);
 	free(t->phys);
 	free(t->stacks);
-	free(t->scratch);
-	free(t->scratch2);
+	free(t->sp.scratch);
+	free(t->sp.scratch2);
 	ht__proctab_release(&t->procs);
 	tables_init(t);
 }
@@ -249,11 +332,11 @@ static void add_warning(struct ht_reader *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int read_at(struct ht_reader *r, void *buf, size_t len, uint64_t off)
+static int read_at(int fd, void *buf, size_t len, uint64_t off)
 {
 	uint8_t *p = buf;
 	while (len) {
-		ssize_t n = pread(r->fd, p, len, (off_t)off);
+		ssize_t n = pread(fd, p, len, (off_t)off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -281,12 +364,12 @@ static int grow(uint8_t **buf, size_t *cap, size_t n)
 }
 
 /*
- * Reads and decompresses the chunk at off into r->raw. On success *h is its
- * header and *next the offset after it. Returns 0, HT_ERR_CORRUPT (with
- * *why set) or HT_ERR_IO / NOMEM.
+ * Reads the header of the chunk at off (before limit) into *h and checks
+ * it; *next is the offset after the chunk. Returns 0, HT_ERR_CORRUPT (with
+ * *why set) or HT_ERR_IO.
  */
-static int load_chunk(struct ht_reader *r, uint64_t off, uint64_t limit, struct ht__chunk_header *h,
-		      uint64_t *next, const char **why)
+static int load_header(struct ht_reader *r, uint64_t off, uint64_t limit,
+		       struct ht__chunk_header *h, uint64_t *next, const char **why)
 {
 	uint8_t hb[HT__CHUNK_HEADER_SIZE];
 	*why = NULL;
@@ -294,7 +377,7 @@ static int load_chunk(struct ht_reader *r, uint64_t off, uint64_t limit, struct 
 		*why = "partial chunk header";
 		return HT_ERR_CORRUPT;
 	}
-	int rc = read_at(r, hb, sizeof(hb), off);
+	int rc = read_at(r->fd, hb, sizeof(hb), off);
 	if (rc == HT_ERR_CORRUPT)
 		*why = "partial chunk header";
 	if (rc < 0)
@@ -311,20 +394,48 @@ static int load_chunk(struct ht_reader *r, uint64_t off, uint64_t limit, struct 
 		*why = "chunk too large";
 		return HT_ERR_CORRUPT;
 	}
-	if (grow(&r->comp, &r->comp_cap, h->comp_size ? h->comp_size : 1) < 0 ||
-	    grow(&r->raw, &r->raw_cap, h->raw_size ? h->raw_size : 1) < 0)
+	*next = off + HT__CHUNK_HEADER_SIZE + h->comp_size;
+	return 0;
+}
+
+/*
+ * Reads and decompresses the payload of chunk c into *raw (buffers grown
+ * as needed). Safe on any thread with its own buffers and dctx. Returns 0,
+ * HT_ERR_CORRUPT (with *why set) or HT_ERR_NOMEM.
+ */
+static int load_payload(int fd, ZSTD_DCtx *dctx, const struct chunk_ref *c, uint8_t **comp,
+			size_t *comp_cap, uint8_t **raw, size_t *raw_cap, const char **why)
+{
+	const struct ht__chunk_header *h = &c->h;
+	*why = NULL;
+	if (grow(comp, comp_cap, h->comp_size ? h->comp_size : 1) < 0 ||
+	    grow(raw, raw_cap, h->raw_size ? h->raw_size : 1) < 0)
 		return HT_ERR_NOMEM;
-	if ((rc = read_at(r, r->comp, h->comp_size, off + HT__CHUNK_HEADER_SIZE)) < 0) {
+	int rc = read_at(fd, *comp, h->comp_size, c->off + HT__CHUNK_HEADER_SIZE);
+	if (rc < 0) {
 		*why = "partial chunk";
 		return rc;
 	}
-	size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, h->raw_size, r->comp, h->comp_size);
+	size_t n = ZSTD_decompressDCtx(dctx, *raw, h->raw_size, *comp, h->comp_size);
 	if (ZSTD_isError(n) || n != h->raw_size) {
 		*why = "chunk fails its checksum";
 		return HT_ERR_CORRUPT;
 	}
-	*next = off + HT__CHUNK_HEADER_SIZE + h->comp_size;
 	return 0;
+}
+
+/* Reads and decompresses the chunk at off into r->raw: load_header(), then
+   the payload. */
+static int load_chunk(struct ht_reader *r, uint64_t off, uint64_t limit, struct ht__chunk_header *h,
+		      uint64_t *next, const char **why)
+{
+	struct chunk_ref c = {off, {0}};
+	int rc = load_header(r, off, limit, &c.h, next, why);
+	if (rc == 0)
+		rc = load_payload(r->fd, r->dctx, &c, &r->comp, &r->comp_cap, &r->raw, &r->raw_cap,
+				  why);
+	*h = c.h;
+	return rc;
 }
 
 /* ---- definitions ---- */
@@ -446,8 +557,36 @@ static int def_stack(struct tables *t, uint32_t id, const uint32_t *phys, uint32
 	return 0;
 }
 
+#define FRAMES_SLICE 65536u /* frames a decoder takes from the pass's bound at once */
+
 /*
- * Decodes one definition record (its code byte already read). With
+ * The bound on inline stack frames (frames_limit) is the pass's, shared by
+ * the decoders of its chunks (on several threads): each takes slices of it
+ * as its chunks need them. 0, or -1 when there are not n frames left.
+ */
+static int frames_take(struct stackprev *sp, uint64_t n)
+{
+	if (!sp->pool)
+		return -1;
+	uint64_t want = n - sp->frames_left;
+	if (want < FRAMES_SLICE)
+		want = FRAMES_SLICE;
+	uint64_t left = __atomic_load_n(sp->pool, __ATOMIC_RELAXED);
+	for (;;) {
+		uint64_t take = left < want ? left : want;
+		if (sp->frames_left + take < n)
+			return -1;
+		if (__atomic_compare_exchange_n(sp->pool, &left, left - take, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED)) {
+			sp->frames_left += take;
+			return 0;
+		}
+	}
+}
+
+/*
+ * Decodes one definition record (its code byte already read); sp is the
+ * stream's previous stack and bound. With
  * stacks_raw set (loading the DEFS table), stacks are kept as physical
  * lists in *stacks_raw for later expansion; otherwise (scan) frames get one
  * logical frame each and stacks are stored at once. learn = 0 parses only.
@@ -462,8 +601,8 @@ struct raw_stacks {
 	size_t frames_cap;
 };
 
-static int decode_def(struct tables *t, struct ht__cur *c, unsigned code, int learn,
-		      struct raw_stacks *rs)
+static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c, unsigned code,
+		      int learn, struct raw_stacks *rs)
 {
 	switch (code) {
 	case HT__REC_DEF_MODULE: {
@@ -507,17 +646,17 @@ static int decode_def(struct tables *t, struct ht__cur *c, unsigned code, int le
 		/* The previous stack of the same stream: its outer k frames follow
 		   the nnew new ones. */
 		size_t prev_off = 0;
-		uint64_t prev_n = t->prev_n;
+		uint64_t prev_n = sp->prev_n;
 		if (rs) {
 			prev_off = rs->n ? rs->off[rs->n - 1] : 0;
 			prev_n = rs->nframes - prev_off;
 		}
 		/* every new frame takes at least one byte */
 		if (c->bad || nnew > (uint64_t)(c->end - c->p) || k > prev_n || id > UINT32_MAX ||
-		    nnew + k > t->frames_left)
+		    (nnew + k > sp->frames_left && frames_take(sp, nnew + k) < 0))
 			return HT_ERR_CORRUPT;
 		uint64_t n = nnew + k;
-		t->frames_left -= n;
+		sp->frames_left -= n;
 		uint32_t *buf;
 		const uint32_t *prevf;
 		if (rs) {
@@ -534,15 +673,15 @@ static int decode_def(struct tables *t, struct ht__cur *c, unsigned code, int le
 			buf = rs->frames + rs->nframes;
 			prevf = rs->frames + prev_off;
 		} else {
-			if (n > t->scratch2_cap) {
-				uint32_t *f = realloc(t->scratch2, n * sizeof(*f));
+			if (n > sp->scratch2_cap) {
+				uint32_t *f = realloc(sp->scratch2, n * sizeof(*f));
 				if (!f)
 					return HT_ERR_NOMEM;
-				t->scratch2 = f;
-				t->scratch2_cap = n;
+				sp->scratch2 = f;
+				sp->scratch2_cap = n;
 			}
-			buf = t->scratch2;
-			prevf = t->scratch;
+			buf = sp->scratch2;
+			prevf = sp->scratch;
 		}
 		int64_t prev = 0;
 		for (uint64_t i = 0; i < nnew; i++) {
@@ -554,14 +693,14 @@ static int decode_def(struct tables *t, struct ht__cur *c, unsigned code, int le
 		if (c->bad)
 			return HT_ERR_CORRUPT;
 		if (!rs) { /* this stack is the base of the next one */
-			uint32_t *f = t->scratch;
-			size_t cap = t->scratch_cap;
-			t->scratch = t->scratch2;
-			t->scratch_cap = t->scratch2_cap;
-			t->scratch2 = f;
-			t->scratch2_cap = cap;
-			t->prev_n = (uint32_t)n;
-			buf = t->scratch;
+			uint32_t *f = sp->scratch;
+			size_t cap = sp->scratch_cap;
+			sp->scratch = sp->scratch2;
+			sp->scratch_cap = sp->scratch2_cap;
+			sp->scratch2 = f;
+			sp->scratch2_cap = cap;
+			sp->prev_n = (uint32_t)n;
+			buf = sp->scratch;
 		}
 		if (!learn)
 			return 0;
@@ -769,7 +908,7 @@ static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const ch
 		case HT__CHUNK_DEFS:
 			while (c.p < c.end && !rc) {
 				unsigned code = *c.p++;
-				rc = decode_def(t, &c, code, 1, &rs);
+				rc = decode_def(t, &t->sp, &c, code, 1, &rs);
 			}
 			break;
 		case HT__CHUNK_SYMBOLS:
@@ -893,7 +1032,7 @@ static int open_footer(struct ht_reader *r, const char **why)
 	*why = "no footer (the recording did not finish)";
 	if (r->size < r->header_size + HT__FOOTER_SIZE)
 		return HT_ERR_CORRUPT;
-	if (read_at(r, fb, sizeof(fb), r->size - HT__FOOTER_SIZE) < 0 ||
+	if (read_at(r->fd, fb, sizeof(fb), r->size - HT__FOOTER_SIZE) < 0 ||
 	    ht__footer_parse(fb, &f) < 0)
 		return HT_ERR_CORRUPT;
 	*why = "damaged footer";
@@ -914,6 +1053,8 @@ static uint64_t frames_limit(const struct ht_reader *r)
 	return (1ull << 24) + 64 * r->size;
 }
 
+static int reader_threads(void);
+
 int ht_reader_open(struct ht_reader **out, const char *path)
 {
 	*out = NULL;
@@ -924,6 +1065,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		return HT_ERR_NOMEM;
 	tables_init(&r->t);
 	r->fd = -1;
+	r->nthreads = reader_threads();
 	int rc = HT_ERR_NOMEM;
 	if (!(r->dctx = ZSTD_createDCtx()))
 		goto fail;
@@ -942,10 +1084,10 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		goto fail;
 	}
 	r->size = (uint64_t)st.st_size;
-	r->t.frames_left = frames_limit(r);
+	r->t.sp.frames_left = frames_limit(r);
 
 	uint8_t h[HT__HEADER_SIZE];
-	rc = read_at(r, h, sizeof(h), 0);
+	rc = read_at(r->fd, h, sizeof(h), 0);
 	if (rc == HT_ERR_CORRUPT || (!rc && memcmp(h, HT__FILE_MAGIC, 8))) {
 		rc = HT_ERR_NOT_TRACE;
 		goto fail;
@@ -983,7 +1125,6 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 	if (rc < 0) {
 		/* Unfinished or damaged: start over and learn from the events. */
 		tables_release(&r->t);
-		r->t.frames_left = frames_limit(r);
 		r->scan = 1;
 		r->events_end = r->size;
 		add_warning(r, "%s: reading events up to the last whole chunk, without symbols",
@@ -1025,100 +1166,109 @@ fail:
 	return rc;
 }
 
-int ht_reader_rewind(struct ht_reader *r)
+/* ---- events: decoding a chunk ---- */
+
+#define BATCH_EVENTS 4096u /* events a decoding thread hands over at once */
+#define BATCH_HERE 256u	   /* events decoded at once on the caller's thread */
+static void dec_release(struct dec *d)
 {
-	if (!r)
-		return HT_ERR_INVALID;
-	r->pos = r->header_size;
-	r->done = 0;
-	r->t.frames_left = frames_limit(r); /* inline stacks are decoded again */
-	memset(r->cur, 0, sizeof(r->cur));
-	r->nslots = 0;
-	r->cur_slot = UINT32_MAX;
-	r->ev_index = 0;
-	return 0;
+	ZSTD_freeDCtx(d->dctx);
+	free(d->comp);
+	free(d->raw);
+	free(d->slots);
+	free(d->rings);
+	ht__own_release(d->own, d->slots_cap);
+	free(d->allocs);
+	free(d->sp.scratch);
+	free(d->sp.scratch2);
+	memset(d, 0, sizeof(*d));
 }
 
-/* The stream is over: an unfinished trace's processes end at its last event. */
-static void end_stream(struct ht_reader *r)
+static int batch_init(struct batch *b, uint32_t cap)
 {
-	if (!r->done && r->scan)
-		ht__proctab_end(&r->t.procs, r->t.info.duration_ns);
-	r->done = 1;
+	memset(b, 0, sizeof(*b));
+	b->ev = malloc(cap * sizeof(*b->ev));
+	b->name_at = malloc(cap * sizeof(*b->name_at));
+	b->cap = cap;
+	return b->ev && b->name_at ? 0 : HT_ERR_NOMEM;
 }
 
-/* Ends the stream because of damage at the current position. */
-static int stream_damaged(struct ht_reader *r, const char *why, uint32_t seq, uint64_t off)
+static void batch_release(struct batch *b)
 {
-	if (!r->damage_warned) {
-		r->damage_warned = 1;
-		if (seq != UINT32_MAX)
-			add_warning(r, "%s (chunk %u at offset %llu): later events are lost", why,
-				    seq, (unsigned long long)off);
-		else
-			add_warning(r, "%s at offset %llu: later events are lost", why,
-				    (unsigned long long)off);
+	free(b->ev);
+	free(b->name_at);
+	free(b->names);
+	memset(b, 0, sizeof(*b));
+}
+
+static void batch_reset(struct batch *b, uint64_t ticket)
+{
+	b->n = b->next = 0;
+	b->names_len = 0;
+	b->ticket = ticket;
+	b->last = b->end = b->rc = 0;
+	b->why = NULL;
+	b->next_q = NULL;
+}
+
+/* The batch ends the stream: damage at chunk seq (UINT32_MAX: unknown) at off. */
+static void batch_damage(struct batch *b, const char *why, uint32_t seq, uint64_t off)
+{
+	b->why = why;
+	b->seq = seq;
+	b->off = off;
+	b->last = 1;
+}
+
+/*
+ * Reads and decompresses chunk c for decoder d and, for an events chunk,
+ * starts it: the stream table, and every state of the chunk reset. 1: events
+ * to decode; 0: not an events chunk, or damage (recorded in b); or
+ * HT_ERR_NOMEM.
+ */
+static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *c, struct batch *b)
+{
+	const char *why;
+	if (!d->dctx && !(d->dctx = ZSTD_createDCtx()))
+		return HT_ERR_NOMEM;
+	int rc =
+	    load_payload(r->fd, d->dctx, c, &d->comp, &d->comp_cap, &d->raw, &d->raw_cap, &why);
+	if (rc == HT_ERR_NOMEM)
+		return rc;
+	if (rc < 0) {
+		batch_damage(b, why, UINT32_MAX, c->off);
+		return 0;
 	}
-	r->t.info.flags |= HT_TRACEF_TRUNCATED;
-	end_stream(r);
-	return 0;
-}
-
-/* Loads the next events chunk; 1 when there is one, 0 at the end. */
-static int next_chunk(struct ht_reader *r)
-{
-	for (;;) {
-		if (r->pos >= r->events_end)
-			return 0;
-		struct ht__chunk_header h;
-		uint64_t next;
-		const char *why;
-		int rc = load_chunk(r, r->pos, r->events_end, &h, &next, &why);
-		if (rc == HT_ERR_NOMEM || (rc == HT_ERR_IO && !why))
-			return rc;
-		if (rc < 0) {
-			/* A damaged header cannot tell its number; count instead. */
-			stream_damaged(r, why ? why : "unreadable chunk", UINT32_MAX, r->pos);
-			return 0;
-		}
-		r->chunk_off = r->pos;
-		r->chunk_seq = h.seq;
-		r->pos = next;
-		if (h.kind != HT__CHUNK_EVENTS)
-			continue; /* META, or the tables of a trace whose footer is gone */
-		/* The stream table: count, then each stream's length. */
-		struct ht__cur c = {r->raw, r->raw + h.raw_size, 0};
-		uint64_t n = ht__get_varint(&c);
-		uint64_t len[HT__NSTREAMS] = {0}, total = 0;
-		for (uint64_t i = 0; i < n && !c.bad && i < 64; i++) {
-			uint64_t l = ht__get_varint(&c);
-			if (i < HT__NSTREAMS)
-				len[i] = l;
-			total += l > h.raw_size ? h.raw_size + 1ull : l;
-		}
-		if (c.bad || n < HT__NSTREAMS || n >= 64 || total > (uint64_t)(c.end - c.p)) {
-			stream_damaged(r, "bad stream table", h.seq, r->chunk_off);
-			return 0;
-		}
-		const uint8_t *p = c.p;
-		for (int i = 0; i < HT__NSTREAMS; i++) {
-			r->cur[i] = (struct ht__cur){p, p + len[i], 0};
-			p += len[i];
-		}
-		r->nallocs = 0;
-		r->t.prev_n = 0; /* stacks share frames only within a chunk */
-		r->prev_ts = h.first_ts / r->ts_unit;
-		r->nslots = 0;
-		r->cur_slot = UINT32_MAX;
-		return 1;
+	if (c->h.kind != HT__CHUNK_EVENTS)
+		return 0; /* META, or the tables of a trace whose footer is gone */
+	const struct ht__chunk_header *h = &c->h;
+	/* The stream table: count, then each stream's length. */
+	struct ht__cur cu = {d->raw, d->raw + h->raw_size, 0};
+	uint64_t n = ht__get_varint(&cu);
+	uint64_t len[HT__NSTREAMS] = {0}, total = 0;
+	for (uint64_t i = 0; i < n && !cu.bad && i < 64; i++) {
+		uint64_t l = ht__get_varint(&cu);
+		if (i < HT__NSTREAMS)
+			len[i] = l;
+		total += l > h->raw_size ? h->raw_size + 1ull : l;
 	}
-}
-
-static int chunk_damaged(struct ht_reader *r, const char *why)
-{
-	char msg[128];
-	snprintf(msg, sizeof(msg), "%s", why);
-	return stream_damaged(r, msg, r->chunk_seq, r->chunk_off);
+	if (cu.bad || n < HT__NSTREAMS || n >= 64 || total > (uint64_t)(cu.end - cu.p)) {
+		batch_damage(b, "bad stream table", h->seq, c->off);
+		return 0;
+	}
+	const uint8_t *p = cu.p;
+	for (int i = 0; i < HT__NSTREAMS; i++) {
+		d->cur[i] = (struct ht__cur){p, p + len[i], 0};
+		p += len[i];
+	}
+	d->seq = h->seq;
+	d->off = c->off;
+	d->nallocs = 0;
+	d->sp.prev_n = 0; /* stacks share frames only within a chunk */
+	d->prev_ts = h->first_ts / r->ts_unit;
+	d->nslots = 0;
+	d->cur_slot = UINT32_MAX;
+	return 1;
 }
 
 /* Reads the process description after a PROCESS_START/EXEC event. */
@@ -1143,7 +1293,9 @@ static int decode_proc(struct ht_reader *r, struct ht__cur *c, const struct ht_e
 		return HT_ERR_CORRUPT;
 	if (!r->scan || r->ev_index < r->learned)
 		return 0;
-	/* Learn the process: build NUL-terminated copies for ht__proctab_set. */
+	/* Learn the process (a trace without a footer is decoded on the
+	   caller's thread, one event at a time, so ev_index is this event's):
+	   build NUL-terminated copies for ht__proctab_set. */
 	char *ex = strndup(exe, elen);
 	const char **argv = calloc(argc + 1, sizeof(*argv));
 	int rc = ex && argv ? 0 : HT_ERR_NOMEM;
@@ -1180,38 +1332,39 @@ static uint64_t get_raw_addr(struct ht__cur *a, uint64_t v, struct slot *sl)
 }
 
 /* The address of a block leaving; 0 with a->bad set when the code is bad. */
-static uint64_t get_free_addr(struct ht_reader *r, struct ht__cur *a, uint32_t si)
+static uint64_t get_free_addr(const struct ht_reader *r, struct dec *d, struct ht__cur *a,
+			      uint32_t si)
 {
-	struct slot *sl = &r->slots[si];
+	struct slot *sl = &d->slots[si];
 	uint64_t v = ht__get_varint(a);
 	if (!(v & 1))
 		return get_raw_addr(a, v, sl);
 	/* Back among the slot's own allocations, then past them among all the
 	   chunk's (version 2: all the chunk's only). */
-	uint64_t d = v >> 1;
-	const struct ht__own *o = &r->own[si];
+	uint64_t k = v >> 1;
+	const struct ht__own *o = &d->own[si];
 	uint32_t own = r->own_first ? o->n : 0;
-	if (!d || (d > own && d - own > r->nallocs)) {
+	if (!k || (k > own && k - own > d->nallocs)) {
 		a->bad = 1;
 		return 0;
 	}
-	uint32_t g = d <= own ? o->glob[own - d] : r->nallocs - (uint32_t)(d - own);
-	const struct alloc_ent *e = &r->allocs[g];
-	ht__ring_push(r->rings[si][ht__size_class(e->size)], e->addr);
+	uint32_t g = k <= own ? o->glob[own - k] : d->nallocs - (uint32_t)(k - own);
+	const struct alloc_ent *e = &d->allocs[g];
+	ht__ring_push(d->rings[si][ht__size_class(e->size)], e->addr);
 	return sl->last_addr = e->addr;
 }
 
 /* The address of a new block of size; records it as an allocation. */
-static uint64_t get_alloc_addr(struct ht_reader *r, struct ht__cur *a, uint32_t si, uint64_t size,
-			       uint64_t old_addr)
+static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct ht__cur *a,
+			       uint32_t si, uint64_t size, uint64_t old_addr)
 {
-	struct slot *sl = &r->slots[si];
+	struct slot *sl = &d->slots[si];
 	uint64_t v = ht__get_varint(a), addr;
 	uint64_t k = v >> 1;
 	if (!(v & 1)) {
 		addr = get_raw_addr(a, v, sl);
 	} else if (k < HT__RING_DEPTH) {
-		uint64_t *ring = r->rings[si][ht__size_class(size)];
+		uint64_t *ring = d->rings[si][ht__size_class(size)];
 		if (!ring[k]) {
 			a->bad = 1;
 			return 0;
@@ -1234,53 +1387,87 @@ static uint64_t get_alloc_addr(struct ht_reader *r, struct ht__cur *a, uint32_t 
 	sl->next_top = addr + ht__chunk_size(size);
 	if (!(v & 1) || k == HT__ADDR_TOP || k == HT__ADDR_FRESH)
 		sl->fresh_top = sl->next_top;
-	if (r->nallocs == r->allocs_cap) {
-		uint32_t cap = r->allocs_cap ? r->allocs_cap * 2 : 4096;
-		struct alloc_ent *n = realloc(r->allocs, cap * sizeof(*n));
+	if (d->nallocs == d->allocs_cap) {
+		uint32_t cap = d->allocs_cap ? d->allocs_cap * 2 : 4096;
+		struct alloc_ent *n = realloc(d->allocs, cap * sizeof(*n));
 		if (!n) {
 			a->bad = 1; /* reported as damage: the stream cannot go on */
 			return 0;
 		}
-		r->allocs = n;
-		r->allocs_cap = cap;
+		d->allocs = n;
+		d->allocs_cap = cap;
 	}
-	if (r->own_first && ht__own_push(&r->own[si], r->nallocs) < 0) {
+	if (r->own_first && ht__own_push(&d->own[si], d->nallocs) < 0) {
 		a->bad = 1;
 		return 0;
 	}
-	r->allocs[r->nallocs++] = (struct alloc_ent){addr, size};
+	d->allocs[d->nallocs++] = (struct alloc_ent){addr, size};
 	return addr;
 }
 
-int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
+/* A thread slot defined in the chunk: its process, pid and tid follow in mi. */
+static int new_slot(struct dec *d, struct ht__cur *mi)
 {
-	if (!r || !ev)
-		return HT_ERR_INVALID;
-	struct ht__cur *op = &r->cur[HT__S_OPS], *mi = &r->cur[HT__S_MISC];
+	if (d->nslots == d->slots_cap) {
+		uint32_t cap = d->slots_cap ? d->slots_cap * 2 : 16;
+		struct slot *sl = realloc(d->slots, cap * sizeof(*sl));
+		if (!sl)
+			return HT_ERR_NOMEM;
+		d->slots = sl;
+		ht__rings *rg = realloc(d->rings, cap * sizeof(*rg));
+		if (!rg)
+			return HT_ERR_NOMEM;
+		d->rings = rg;
+		struct ht__own *o = realloc(d->own, cap * sizeof(*o));
+		if (!o)
+			return HT_ERR_NOMEM;
+		memset(o + d->slots_cap, 0, (cap - d->slots_cap) * sizeof(*o));
+		d->own = o;
+		d->slots_cap = cap;
+	}
+	struct slot *sl = &d->slots[d->nslots];
+	memset(d->rings[d->nslots], 0, sizeof(d->rings[d->nslots]));
+	d->own[d->nslots].n = 0;
+	d->nslots++;
+	sl->process = (uint32_t)ht__get_varint(mi);
+	sl->pid = (int32_t)ht__unzigzag(ht__get_varint(mi));
+	sl->tid = (int32_t)ht__unzigzag(ht__get_varint(mi));
+	sl->last_addr = 0;
+	sl->next_top = 0;
+	sl->fresh_top = 0;
+	return 0;
+}
+
+/*
+ * Decodes the next event of d's chunk into b (at b->n, its name into
+ * b->names). 1: an event; 0: the chunk is over; HT_ERR_CORRUPT with *why
+ * set: damage ends the stream here; HT_ERR_NOMEM.
+ */
+static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, const char **why)
+{
+	struct ht__cur *op = &d->cur[HT__S_OPS], *mi = &d->cur[HT__S_MISC];
+	struct ht_event *ev = &b->ev[b->n];
+	b->name_at[b->n] = UINT32_MAX;
 	for (;;) {
-		if (r->done)
+		if (op->p >= op->end)
 			return 0;
-		if (op->p >= op->end) {
-			int rc = next_chunk(r);
-			if (rc == 0)
-				end_stream(r);
-			if (rc <= 0)
-				return rc;
-			continue;
-		}
 		uint8_t head = *op->p++;
 		unsigned type = head & HT__REC_TYPE_MASK;
 		if (type >= HT__REC_DEF_MODULE) {
-			int rc = decode_def(&r->t, mi, type, r->scan, NULL);
+			int rc = decode_def(&r->t, &d->sp, mi, type, r->scan, NULL);
 			if (rc == HT_ERR_NOMEM)
 				return rc;
-			if (rc < 0)
-				return chunk_damaged(r, "definition does not parse");
+			if (rc < 0) {
+				*why = "definition does not parse";
+				return HT_ERR_CORRUPT;
+			}
 			continue;
 		}
 		if (!type || type >= HT_EV__COUNT ||
-		    (type == HT_EV_SNAPSHOT && r->version < HT__FILE_VERSION_SNAPSHOT))
-			return chunk_damaged(r, "unknown record");
+		    (type == HT_EV_SNAPSHOT && r->version < HT__FILE_VERSION_SNAPSHOT)) {
+			*why = "unknown record";
+			return HT_ERR_CORRUPT;
+		}
 
 		memset(ev, 0, sizeof(*ev));
 		ev->type = (uint8_t)type;
@@ -1293,55 +1480,30 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 		}
 		if (!(head & HT__REC_SAME)) {
 			uint64_t s = ht__get_varint(mi);
-			if (mi->bad || s > r->nslots || s >= HT__MAX_SLOTS)
-				return chunk_damaged(r, "bad thread slot");
-			if (s == r->nslots) {
-				if (r->nslots == r->slots_cap) {
-					uint32_t cap = r->slots_cap ? r->slots_cap * 2 : 16;
-					struct slot *sl = realloc(r->slots, cap * sizeof(*sl));
-					if (!sl)
-						return HT_ERR_NOMEM;
-					r->slots = sl;
-					ht__rings *rg = realloc(r->rings, cap * sizeof(*rg));
-					if (!rg)
-						return HT_ERR_NOMEM;
-					r->rings = rg;
-					struct ht__own *o = realloc(r->own, cap * sizeof(*o));
-					if (!o)
-						return HT_ERR_NOMEM;
-					memset(o + r->slots_cap, 0,
-					       (cap - r->slots_cap) * sizeof(*o));
-					r->own = o;
-					r->slots_cap = cap;
-				}
-				struct slot *sl = &r->slots[r->nslots];
-				memset(r->rings[r->nslots], 0, sizeof(r->rings[r->nslots]));
-				r->own[r->nslots].n = 0;
-				r->nslots++;
-				sl->process = (uint32_t)ht__get_varint(mi);
-				sl->pid = (int32_t)ht__unzigzag(ht__get_varint(mi));
-				sl->tid = (int32_t)ht__unzigzag(ht__get_varint(mi));
-				sl->last_addr = 0;
-				sl->next_top = 0;
-				sl->fresh_top = 0;
+			if (mi->bad || s > d->nslots || s >= HT__MAX_SLOTS) {
+				*why = "bad thread slot";
+				return HT_ERR_CORRUPT;
 			}
-			r->cur_slot = (uint32_t)s;
-		} else if (r->cur_slot == UINT32_MAX) {
-			return chunk_damaged(r, "event without a thread");
+			if (s == d->nslots && new_slot(d, mi) < 0)
+				return HT_ERR_NOMEM;
+			d->cur_slot = (uint32_t)s;
+		} else if (d->cur_slot == UINT32_MAX) {
+			*why = "event without a thread";
+			return HT_ERR_CORRUPT;
 		}
-		uint32_t si = r->cur_slot;
-		struct slot *sl = &r->slots[si];
+		uint32_t si = d->cur_slot;
+		struct slot *sl = &d->slots[si];
 		ev->process = sl->process;
 		ev->pid = sl->pid;
 		ev->tid = sl->tid;
-		r->prev_ts += (uint64_t)ht__unzigzag(ht__get_varint(&r->cur[HT__S_TIME]));
-		ev->ts = r->prev_ts * r->ts_unit;
+		d->prev_ts += (uint64_t)ht__unzigzag(ht__get_varint(&d->cur[HT__S_TIME]));
+		ev->ts = d->prev_ts * r->ts_unit;
 		if (head & HT__REC_STACK)
-			ev->stack = (uint32_t)ht__get_varint(&r->cur[HT__S_STACK]);
+			ev->stack = (uint32_t)ht__get_varint(&d->cur[HT__S_STACK]);
 		uint8_t mask = ht__get_byte(op), mask2 = 0;
 		if (mask & HT__F_MORE)
 			mask2 = ht__get_byte(op);
-		struct ht__cur *z = &r->cur[HT__S_SIZE], *a = &r->cur[HT__S_ADDR];
+		struct ht__cur *z = &d->cur[HT__S_SIZE], *a = &d->cur[HT__S_ADDR];
 		if (mask & HT__F_SIZE)
 			ev->size = ht__get_varint(z);
 		if (mask & HT__F_OLD_SIZE)
@@ -1349,13 +1511,13 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 		int heap_ev = type == HT_EV_ALLOC || type == HT_EV_FREE ||
 			      (type == HT_EV_REALLOC && !(ev->flags & HT_EVF_FAILED));
 		if (mask & HT__F_OLD_ADDR)
-			ev->old_addr = heap_ev ? get_free_addr(r, a, si)
+			ev->old_addr = heap_ev ? get_free_addr(r, d, a, si)
 					       : get_raw_addr(a, ht__get_varint(a), sl);
 		if (mask & HT__F_ADDR) {
 			if (type == HT_EV_FREE)
-				ev->addr = get_free_addr(r, a, si);
+				ev->addr = get_free_addr(r, d, a, si);
 			else if (heap_ev)
-				ev->addr = get_alloc_addr(r, a, si, ev->size,
+				ev->addr = get_alloc_addr(r, d, a, si, ev->size,
 							  type == HT_EV_REALLOC ? ev->old_addr : 0);
 			else
 				ev->addr = get_raw_addr(a, ht__get_varint(a), sl);
@@ -1373,35 +1535,407 @@ int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 		if (mask2 & HT__F2_NAME) {
 			uint32_t len;
 			const char *s = ht__get_bytes(mi, &len);
-			if (mi->bad)
-				return chunk_damaged(r, "event does not parse");
-			if (grow((uint8_t **)&r->name, &r->name_cap, (size_t)len + 1) < 0)
+			if (mi->bad) {
+				*why = "event does not parse";
+				return HT_ERR_CORRUPT;
+			}
+			if (grow((uint8_t **)&b->names, &b->names_cap, b->names_len + len + 1) < 0)
 				return HT_ERR_NOMEM;
-			memcpy(r->name, s, len);
-			r->name[len] = 0;
-			ev->name = r->name;
+			memcpy(b->names + b->names_len, s, len);
+			b->names[b->names_len + len] = 0;
+			b->name_at[b->n] = (uint32_t)b->names_len;
+			b->names_len += len + 1;
 		}
 		int bad = 0;
 		for (int i = 0; i < HT__NSTREAMS; i++)
-			bad |= r->cur[i].bad;
-		if (bad)
-			return chunk_damaged(r, "event does not parse");
+			bad |= d->cur[i].bad;
+		if (bad) {
+			*why = "event does not parse";
+			return HT_ERR_CORRUPT;
+		}
 		if (type == HT_EV_PROCESS_START || type == HT_EV_PROCESS_EXEC) {
 			int rc = decode_proc(r, mi, ev);
 			if (rc == HT_ERR_NOMEM)
 				return rc;
-			if (rc < 0)
-				return chunk_damaged(r, "process event does not parse");
+			if (rc < 0) {
+				*why = "process event does not parse";
+				return HT_ERR_CORRUPT;
+			}
 		}
-		if (r->scan && r->ev_index >= r->learned) {
-			if (type == HT_EV_PROCESS_EXEC || type == HT_EV_PROCESS_EXIT)
-				ht__proctab_event(&r->t.procs, ev);
-			if (ev->ts > r->t.info.duration_ns)
-				r->t.info.duration_ns = ev->ts;
-			r->learned = r->ev_index + 1;
-		}
-		r->ev_index++;
 		return 1;
+	}
+}
+
+/* Decodes events of d's chunk into b (emptied first) until it is full;
+   b->last when the chunk ended (or damage or an error did). */
+static void fill_batch(struct ht_reader *r, struct dec *d, struct batch *b)
+{
+	batch_reset(b, b->ticket);
+	while (b->n < b->cap) {
+		const char *why = NULL;
+		int rc = decode_event(r, d, b, &why);
+		if (rc == 1) {
+			b->n++;
+			continue;
+		}
+		if (rc == HT_ERR_CORRUPT)
+			batch_damage(b, why, d->seq, d->off);
+		else if (rc < 0)
+			b->rc = rc;
+		b->last = 1;
+		return;
+	}
+}
+
+/*
+ * The next chunk of the pass (chunks are claimed in file order, by one
+ * decoder at a time): 1 with *c, 0 after the last events chunk, or an
+ * error: HT_ERR_CORRUPT with *why set, HT_ERR_IO.
+ */
+static int claim_chunk(struct ht_reader *r, struct chunk_ref *c, const char **why)
+{
+	*why = NULL;
+	c->off = r->pos;
+	if (r->pos >= r->events_end)
+		return 0;
+	uint64_t next;
+	int rc = load_header(r, r->pos, r->events_end, &c->h, &next, why);
+	if (rc == HT_ERR_IO && !*why)
+		return rc;
+	if (rc < 0) {
+		/* A damaged header cannot tell its number. */
+		*why = *why ? *why : "unreadable chunk";
+		return HT_ERR_CORRUPT;
+	}
+	r->pos = next;
+	return 1;
+}
+
+/* A claim that found no chunk to decode ends the stream: b says how. */
+static void batch_claim_end(struct batch *b, int rc, const char *why, uint64_t off)
+{
+	b->last = 1;
+	if (rc == 0)
+		b->end = 1;
+	else if (why)
+		batch_damage(b, why, UINT32_MAX, off);
+	else
+		b->rc = rc;
+}
+
+/* ---- events: decoding threads ---- */
+
+/* A free batch of w, or NULL when the pass stops. With pp->mu held. */
+static struct batch *worker_take(struct worker *w)
+{
+	struct pipe *pp = w->pp;
+	while (!w->free_b && !pp->stop)
+		pthread_cond_wait(&pp->to_workers, &pp->mu);
+	if (pp->stop)
+		return NULL;
+	struct batch *b = w->free_b;
+	w->free_b = b->next_q;
+	return b;
+}
+
+/* Hands filled batch b to the reader. With pp->mu held. */
+static void worker_put(struct worker *w, struct batch *b)
+{
+	b->next_q = NULL;
+	if (w->q_tail)
+		w->q_tail->next_q = b;
+	else
+		w->q_head = b;
+	w->q_tail = b;
+	pthread_cond_signal(&w->pp->to_reader);
+}
+
+/*
+ * A decoding thread: claims the next chunk, decodes it into its own batches
+ * and queues them with the chunk's ticket; the reader takes them ticket by
+ * ticket, so events come out in file order whichever thread decoded them.
+ */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct ht_reader *r = w->r;
+	struct pipe *pp = w->pp;
+	pthread_mutex_lock(&pp->mu);
+	while (!pp->stop && !pp->claims_over) {
+		struct chunk_ref c;
+		const char *why;
+		int rc = claim_chunk(r, &c, &why);
+		uint64_t ticket = pp->claimed++;
+		struct batch *b = worker_take(w);
+		if (!b)
+			break;
+		batch_reset(b, ticket);
+		if (rc <= 0) {
+			pp->claims_over = 1;
+			batch_claim_end(b, rc, why, c.off);
+			worker_put(w, b);
+			break;
+		}
+		pthread_mutex_unlock(&pp->mu);
+		rc = dec_open(r, &w->d, &c, b);
+		if (rc == 1)
+			fill_batch(r, &w->d, b);
+		else
+			b->last = 1;
+		if (rc < 0)
+			b->rc = rc;
+		pthread_mutex_lock(&pp->mu);
+		for (;;) {
+			int last = b->last;
+			if (b->why || b->rc)
+				pp->claims_over = 1; /* the stream ends with this chunk */
+			worker_put(w, b);
+			if (last || !(b = worker_take(w)))
+				break;
+			pthread_mutex_unlock(&pp->mu);
+			b->ticket = ticket;
+			fill_batch(r, &w->d, b);
+			pthread_mutex_lock(&pp->mu);
+		}
+	}
+	pthread_mutex_unlock(&pp->mu);
+	return NULL;
+}
+
+/* Stops and frees the decoding threads, if any run. */
+static void pipe_stop(struct ht_reader *r)
+{
+	struct pipe *pp = r->pp;
+	if (!pp)
+		return;
+	pthread_mutex_lock(&pp->mu);
+	pp->stop = 1;
+	pthread_cond_broadcast(&pp->to_workers);
+	pthread_mutex_unlock(&pp->mu);
+	for (int i = 0; i < pp->nworkers; i++) {
+		struct worker *w = &pp->w[i];
+		if (w->started)
+			pthread_join(w->th, NULL);
+		dec_release(&w->d);
+		for (size_t k = 0; k < sizeof(w->all) / sizeof(w->all[0]); k++)
+			batch_release(&w->all[k]);
+	}
+	pthread_cond_destroy(&pp->to_reader);
+	pthread_cond_destroy(&pp->to_workers);
+	pthread_mutex_destroy(&pp->mu);
+	free(pp);
+	r->pp = NULL;
+	r->cur = NULL;
+}
+
+/* Starts the decoding threads of a pass; 0, or -1 to decode on the
+   caller's thread instead. */
+static int pipe_start(struct ht_reader *r)
+{
+	int n = r->nthreads;
+	struct pipe *pp = calloc(1, sizeof(*pp) + (size_t)n * sizeof(pp->w[0]));
+	if (!pp)
+		return -1;
+	pthread_mutex_init(&pp->mu, NULL);
+	pthread_cond_init(&pp->to_workers, NULL);
+	pthread_cond_init(&pp->to_reader, NULL);
+	pp->nworkers = n;
+	r->pp = pp;
+	for (int i = 0; i < n; i++) {
+		struct worker *w = &pp->w[i];
+		w->r = r;
+		w->pp = pp;
+		w->d.sp.pool = &r->t.sp.frames_left;
+		for (size_t k = 0; k < sizeof(w->all) / sizeof(w->all[0]); k++) {
+			if (batch_init(&w->all[k], BATCH_EVENTS) < 0) {
+				pipe_stop(r);
+				return -1;
+			}
+			w->all[k].owner = w;
+			w->all[k].next_q = w->free_b;
+			w->free_b = &w->all[k];
+		}
+	}
+	int started = 0;
+	pthread_mutex_lock(&pp->mu);
+	for (int i = 0; i < n; i++)
+		if (!pthread_create(&pp->w[i].th, NULL, worker_main, &pp->w[i])) {
+			pp->w[i].started = 1;
+			started++;
+		}
+	pthread_mutex_unlock(&pp->mu);
+	if (!started) {
+		pipe_stop(r);
+		return -1;
+	}
+	return 0;
+}
+
+/* The next batch from the threads, in ticket order; gives the one read back. */
+static void pipe_next(struct ht_reader *r)
+{
+	struct pipe *pp = r->pp;
+	pthread_mutex_lock(&pp->mu);
+	struct batch *b = r->cur;
+	if (b) {
+		if (b->last)
+			pp->want++;
+		b->next_q = b->owner->free_b;
+		b->owner->free_b = b;
+		pthread_cond_broadcast(&pp->to_workers);
+	}
+	for (;;) {
+		for (int i = 0; i < pp->nworkers; i++) {
+			struct worker *w = &pp->w[i];
+			if (w->q_head && w->q_head->ticket == pp->want) {
+				b = w->q_head;
+				if (!(w->q_head = b->next_q))
+					w->q_tail = NULL;
+				r->cur = b;
+				pthread_mutex_unlock(&pp->mu);
+				return;
+			}
+		}
+		pthread_cond_wait(&pp->to_reader, &pp->mu);
+	}
+}
+
+/* The next batch decoded on the caller's thread. 0 or HT_ERR_NOMEM. */
+static int here_next(struct ht_reader *r)
+{
+	struct batch *b = &r->one;
+	if (!b->ev && batch_init(b, BATCH_HERE) < 0)
+		return HT_ERR_NOMEM;
+	/* A trace without a footer learns its tables from the events it
+	   returns: one at a time, so the tables never run ahead of them. */
+	b->cap = r->scan ? 1 : BATCH_HERE;
+	r->cur = b;
+	batch_reset(b, 0);
+	while (!r->in_chunk) {
+		struct chunk_ref c;
+		const char *why;
+		int rc = claim_chunk(r, &c, &why);
+		if (rc <= 0) {
+			batch_claim_end(b, rc, why, c.off);
+			return 0;
+		}
+		rc = dec_open(r, &r->d, &c, b);
+		if (rc < 0)
+			return rc;
+		if (b->last)
+			return 0; /* damage */
+		r->in_chunk = rc;
+	}
+	fill_batch(r, &r->d, b);
+	if (b->last)
+		r->in_chunk = 0;
+	return 0;
+}
+
+/* Decoding threads for a pass: HT_READER_THREADS, or one fewer than the
+   online CPUs, at most 4 (0: decode on the caller's thread). */
+static int reader_threads(void)
+{
+	const char *e = getenv("HT_READER_THREADS");
+	if (e && *e) {
+		long n = strtol(e, NULL, 10);
+		return n < 0 ? 0 : n > 16 ? 16 : (int)n;
+	}
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return cpus <= 1 ? 0 : cpus > 5 ? 4 : (int)cpus - 1;
+}
+
+/* ---- events: the reader's stream ---- */
+
+int ht_reader_rewind(struct ht_reader *r)
+{
+	if (!r)
+		return HT_ERR_INVALID;
+	pipe_stop(r);
+	r->pos = r->header_size;
+	r->done = 0;
+	r->t.sp.frames_left = frames_limit(r); /* inline stacks are decoded again */
+	r->d.sp.frames_left = 0;
+	r->d.sp.pool = &r->t.sp.frames_left;
+	r->in_chunk = 0;
+	r->cur = NULL;
+	r->ev_index = 0;
+	return 0;
+}
+
+/* The stream is over: an unfinished trace's processes end at its last event. */
+static void end_stream(struct ht_reader *r)
+{
+	if (!r->done && r->scan)
+		ht__proctab_end(&r->t.procs, r->t.info.duration_ns);
+	r->done = 1;
+	pipe_stop(r);
+}
+
+/* Ends the stream because of damage at the current position. */
+static int stream_damaged(struct ht_reader *r, const char *why, uint32_t seq, uint64_t off)
+{
+	if (!r->damage_warned) {
+		r->damage_warned = 1;
+		if (seq != UINT32_MAX)
+			add_warning(r, "%s (chunk %u at offset %llu): later events are lost", why,
+				    seq, (unsigned long long)off);
+		else
+			add_warning(r, "%s at offset %llu: later events are lost", why,
+				    (unsigned long long)off);
+	}
+	r->t.info.flags |= HT_TRACEF_TRUNCATED;
+	end_stream(r);
+	return 0;
+}
+
+int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
+{
+	if (!r || !ev)
+		return HT_ERR_INVALID;
+	for (;;) {
+		if (r->done)
+			return 0;
+		struct batch *b = r->cur;
+		if (b && b->next < b->n) {
+			uint32_t i = b->next++;
+			*ev = b->ev[i];
+			if (b->name_at[i] != UINT32_MAX)
+				ev->name = b->names + b->name_at[i];
+			if (r->scan && r->ev_index >= r->learned) {
+				if (ev->type == HT_EV_PROCESS_EXEC ||
+				    ev->type == HT_EV_PROCESS_EXIT)
+					ht__proctab_event(&r->t.procs, ev);
+				if (ev->ts > r->t.info.duration_ns)
+					r->t.info.duration_ns = ev->ts;
+				r->learned = r->ev_index + 1;
+			}
+			r->ev_index++;
+			return 1;
+		}
+		if (b && b->rc) {
+			int rc = b->rc;
+			end_stream(r);
+			return rc;
+		}
+		if (b && b->why) {
+			stream_damaged(r, b->why, b->seq, b->off);
+			continue;
+		}
+		if (b && b->end) {
+			end_stream(r);
+			continue;
+		}
+		if (!r->pp && !r->scan && r->nthreads && !r->in_chunk && r->pos == r->header_size &&
+		    pipe_start(r) < 0)
+			r->nthreads = 0; /* no threads to be had: decode here */
+		if (r->pp) {
+			pipe_next(r);
+		} else {
+			int rc = here_next(r);
+			if (rc < 0)
+				return rc;
+		}
 	}
 }
 
@@ -1476,17 +2010,15 @@ void ht_reader_close(struct ht_reader *r)
 {
 	if (!r)
 		return;
+	pipe_stop(r);
 	if (r->fd >= 0)
 		close(r->fd);
 	tables_release(&r->t);
 	ZSTD_freeDCtx(r->dctx);
 	free(r->comp);
 	free(r->raw);
-	free(r->slots);
-	free(r->rings);
-	ht__own_release(r->own, r->slots_cap);
-	free(r->allocs);
-	free(r->name);
+	dec_release(&r->d);
+	batch_release(&r->one);
 	free(r);
 }
 

@@ -1,0 +1,248 @@
+/*
+ * test_reader_threads.c - the reader decodes events chunks on threads
+ * (HT_READER_THREADS): the events, their names, the warnings and the end of
+ * the stream must be those of decoding on the caller's thread, whatever the
+ * number of threads, on a trace of many small chunks, after a rewind in the
+ * middle, and on traces damaged in a chunk's payload or header.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "format/codec.h"
+#include "format/writer.h"
+#include "heaptrail/trace.h"
+#include "testutil.h"
+
+static uint64_t rng;
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+#define NEV 120000
+#define NLIVE 512
+
+/* A malloc-like stream on 4 threads of 2 processes, with thread names and
+   stack definitions between the events, in chunks of 8 KiB. */
+static void write_trace(const char *path)
+{
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	if (!w)
+		return;
+	CHECK_EQ(ht__writer_set_chunk_size(w, 8192), 0);
+	static uint64_t live[NLIVE];
+	uint64_t ts = 0, top = 0x5555000000ull;
+	uint32_t nstacks = 0;
+	rng = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < NEV; i++) {
+		uint64_t x = next_rand();
+		struct ht_event e = {0};
+		e.process = (uint32_t)(x >> 5) & 1;
+		e.pid = 10 + (int32_t)e.process;
+		e.tid = 100 + (int32_t)((x >> 5) & 3);
+		ts += (x >> 40) & 0x3ff;
+		e.ts = ts;
+		if (i % 997 == 0) { /* a new stack, sharing outer frames */
+			uint32_t frames[4] = {nstacks, nstacks / 2, nstacks / 4, 0};
+			ht__writer_frame(w, nstacks, HT_MODULE_NONE, 0x400000 + nstacks);
+			CHECK_EQ(ht__writer_stack(w, ++nstacks, frames, 4), 0);
+		}
+		if (i % 1013 == 0) {
+			char name[32];
+			snprintf(name, sizeof(name), "worker %d", i);
+			e.type = HT_EV_THREAD_NAME;
+			e.name = name;
+			CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+			continue;
+		}
+		unsigned k = (unsigned)(x >> 12) % NLIVE;
+		if (live[k]) {
+			e.type = HT_EV_FREE;
+			e.func = HT_FN_FREE;
+			e.addr = live[k];
+			live[k] = 0;
+		} else {
+			e.type = HT_EV_ALLOC;
+			e.func = HT_FN_MALLOC;
+			e.size = 8 + ((x >> 24) & 0x1ff);
+			e.addr = live[k] = top;
+			top += ht__chunk_size(e.size);
+			e.stack = 1 + (uint32_t)(x >> 50) % nstacks;
+		}
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	CHECK_EQ(ht__writer_finish(w, ts, 0, 0), 0);
+}
+
+/* What a read of the trace gave, to compare reads with each other. */
+struct readout {
+	uint64_t n;
+	uint64_t hash; /* over every field of every event, names included */
+	uint64_t n_named;
+	int truncated;
+	char warning[512];
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h;
+}
+
+static uint64_t event_hash(uint64_t h, const struct ht_event *e)
+{
+	h = mix(h, e->type | (uint64_t)e->func << 8 | (uint64_t)e->flags << 16);
+	h = mix(h, e->process | (uint64_t)(uint32_t)e->pid << 32);
+	h = mix(h, (uint32_t)e->tid);
+	h = mix(h, e->ts);
+	h = mix(h, e->stack | (uint64_t)e->module << 32);
+	h = mix(h, e->heap);
+	h = mix(h, e->addr);
+	h = mix(h, e->size);
+	h = mix(h, e->old_addr);
+	h = mix(h, e->old_size);
+	h = mix(h, e->prot | (uint64_t)e->mflags << 32);
+	h = mix(h, (uint32_t)e->fd | (uint64_t)(uint32_t)e->value << 32);
+	for (const char *s = e->name; s && *s; s++)
+		h = mix(h, (uint8_t)*s);
+	return h;
+}
+
+/* Reads path with threads decoding threads; with rewind_at > 0, reads that
+   many events first, rewinds and reads it all. */
+static void read_trace(const char *path, const char *threads, uint64_t rewind_at,
+		       struct readout *out)
+{
+	memset(out, 0, sizeof(*out));
+	setenv("HT_READER_THREADS", threads, 1);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int rc;
+	for (uint64_t i = 0; i < rewind_at && ht_reader_next(r, &ev) > 0; i++)
+		;
+	if (rewind_at)
+		CHECK_EQ(ht_reader_rewind(r), 0);
+	while ((rc = ht_reader_next(r, &ev)) > 0) {
+		out->n++;
+		out->hash = event_hash(out->hash, &ev);
+		out->n_named += ev.name != NULL;
+	}
+	CHECK_EQ(rc, 0);
+	CHECK_EQ(ht_reader_next(r, &ev), 0); /* the end stays the end */
+	out->truncated = !!(ht_reader_info(r)->flags & HT_TRACEF_TRUNCATED);
+	const char *w = ht_reader_warning(r);
+	snprintf(out->warning, sizeof(out->warning), "%s", w ? w : "");
+	ht_reader_close(r);
+}
+
+/* Every number of threads reads what the caller's thread reads. */
+static void same_reads(const char *path, const struct readout *want, const char *what)
+{
+	static const char *const threads[] = {"1", "2", "4"};
+	for (unsigned i = 0; i < sizeof(threads) / sizeof(threads[0]); i++) {
+		for (int rw = 0; rw < 2; rw++) {
+			struct readout got;
+			read_trace(path, threads[i], rw ? 5000 : 0, &got);
+			if (got.n != want->n || got.hash != want->hash ||
+			    got.truncated != want->truncated || strcmp(got.warning, want->warning))
+				fprintf(stderr, "%s with %s threads%s:\n", what, threads[i],
+					rw ? " after a rewind" : "");
+			CHECK_U64(got.n, want->n);
+			CHECK_U64(got.hash, want->hash);
+			CHECK_EQ(got.truncated, want->truncated);
+			CHECK_STR(got.warning, want->warning);
+		}
+	}
+}
+
+/* Offset of the n-th chunk of the file (0: the first after the header). */
+static long chunk_offset(FILE *f, int n)
+{
+	long off = HT__HEADER_SIZE;
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	struct ht__chunk_header h;
+	for (int i = 0; i < n; i++) {
+		if (fseek(f, off, SEEK_SET) || fread(hb, 1, sizeof(hb), f) != sizeof(hb) ||
+		    ht__chunk_header_parse(hb, &h) < 0)
+			return -1;
+		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
+	}
+	return off;
+}
+
+/* A copy of src with byte at (the start of chunk n) + delta flipped. */
+static void damaged_copy(const char *src, const char *dst, int n, long delta)
+{
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", src, dst);
+	CHECK_EQ(system(cmd), 0);
+	FILE *f = fopen(dst, "r+b");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	long off = chunk_offset(f, n);
+	CHECK(off > 0);
+	uint8_t b = 0;
+	CHECK(fseek(f, off + delta, SEEK_SET) == 0 && fread(&b, 1, 1, f) == 1);
+	b ^= 0x5a;
+	CHECK(fseek(f, off + delta, SEEK_SET) == 0 && fwrite(&b, 1, 1, f) == 1);
+	fclose(f);
+}
+
+int main(void)
+{
+	char path[300], bad[300];
+	test_path(path, sizeof(path), "threads.htr");
+	write_trace(path);
+
+	struct readout here;
+	read_trace(path, "0", 0, &here);
+	CHECK_U64(here.n, NEV);
+	CHECK_U64(here.n_named, (NEV + 1012) / 1013);
+	CHECK_EQ(here.truncated, 0);
+	CHECK_STR(here.warning, "");
+	same_reads(path, &here, "the whole trace");
+
+	/* A payload that fails its checksum in chunk 40: the events before it,
+	   then the same warning. */
+	test_path(bad, sizeof(bad), "payload.htr");
+	damaged_copy(path, bad, 40, HT__CHUNK_HEADER_SIZE + 100);
+	struct readout dam;
+	read_trace(bad, "0", 0, &dam);
+	CHECK(dam.n > 1000 && dam.n < NEV - 1000);
+	CHECK_EQ(dam.truncated, 1);
+	CHECK(strstr(dam.warning, "chunk fails its checksum at offset") != NULL);
+	same_reads(bad, &dam, "a damaged payload");
+
+	/* A damaged header in chunk 30. */
+	test_path(bad, sizeof(bad), "header.htr");
+	damaged_copy(path, bad, 30, 1);
+	read_trace(bad, "0", 0, &dam);
+	CHECK(dam.n > 1000 && dam.n < NEV - 1000);
+	CHECK_EQ(dam.truncated, 1);
+	CHECK(strstr(dam.warning, "damaged chunk header at offset") != NULL);
+	same_reads(bad, &dam, "a damaged header");
+
+	/* Without its footer (the recording did not finish) the tables come
+	   from the events, in order: the same events. */
+	test_path(bad, sizeof(bad), "nofooter.htr");
+	struct stat st;
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", path, bad);
+	CHECK(stat(path, &st) == 0 && system(cmd) == 0);
+	CHECK_EQ(truncate(bad, st.st_size - HT__FOOTER_SIZE), 0);
+	struct readout scan;
+	read_trace(bad, "0", 0, &scan);
+	CHECK_U64(scan.n, NEV);
+	CHECK_U64(scan.hash, here.hash);
+	same_reads(bad, &scan, "a trace without its footer");
+	return test_result("test_reader_threads");
+}
