@@ -15,7 +15,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 4
+#define HT_PROTO_VERSION 5
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 /*
@@ -34,6 +34,16 @@
    recorder keeps live heap blocks by stack in the snapshot region instead
    of writing ALLOC/REALLOC/FREE records. */
 #define HT_SHM_SNAPSHOT 0x8u
+
+/*
+ * The scale of records' ts (ht__shm_header.clock: what the session asks its
+ * recorders to stamp with; ht__ring.clock: what a ring's records carry).
+ * docs/session-protocol.md, "The clock".
+ */
+enum ht__clock {
+	HT_CLOCK_MONO = 0, /* CLOCK_MONOTONIC nanoseconds (the vDSO) */
+	HT_CLOCK_TSC = 1,  /* raw time-stamp counter ticks: the collector converts them */
+};
 
 /* ht__shm_header.state */
 enum ht__session_state {
@@ -133,6 +143,19 @@ struct ht__shm_header {
 	_Atomic uint32_t snap_served;
 	_Atomic uint32_t snap_last;
 	uint32_t pad2;
+	/* The clock (docs/session-protocol.md, "The clock"): enum ht__clock,
+	   set before RUNNING, never changed. With HT_CLOCK_TSC the collector
+	   publishes its current conversion of ticks to CLOCK_MONOTONIC ns,
+	   ns = tsc_ns + ((tick - tsc_tick) * tsc_mult >> tsc_shift), rewritten
+	   under tsc_seq (odd while it is being written) as it recalibrates. The
+	   recorders do not read it: they store raw ticks. */
+	uint32_t clock;
+	_Atomic uint32_t tsc_seq;
+	uint64_t tsc_tick;
+	uint64_t tsc_ns;
+	uint64_t tsc_mult;
+	uint32_t tsc_shift;
+	uint32_t pad3;
 };
 
 /*
@@ -196,8 +219,8 @@ struct ht__ring {
 	uint32_t instance;	    /* random token of the recorder instance (pid + exec) */
 	_Atomic uint64_t write_pos; /* writer: end of the last committed record */
 	_Atomic uint32_t busy;	    /* writer: 1 from taking a timestamp to committing */
-	uint32_t pad1;
-	_Atomic uint64_t lost; /* writer: records dropped in lossy mode */
+	uint32_t clock;		    /* enum ht__clock of its records, written with pid */
+	_Atomic uint64_t lost;	    /* writer: records dropped in lossy mode */
 	char pad2[64 - 40];
 	_Atomic uint64_t read_pos; /* collector: everything before it is consumed */
 	char pad3[HT_RING_HEADER_SIZE - 72];
@@ -224,8 +247,9 @@ struct ht__rec {
 	uint8_t func;	/* enum ht_func (include/heaptrail/trace.h) */
 	uint16_t len;	/* whole record, header included, multiple of 8 */
 	uint32_t stack; /* session-wide stack id, 0 when not captured */
-	uint64_t ts;	/* CLOCK_MONOTONIC ns, taken after the real call returns
-			   (alloc) or before it is made (free) */
+	uint64_t ts;	/* the ring's clock (CLOCK_MONOTONIC ns, or TSC ticks until the
+			   collector converts them), taken after the real call
+			   returns (alloc) or before it is made (free) */
 };
 
 /*

@@ -56,6 +56,11 @@ static const char usage_text[] =
     "                      default unit ns): 1ns keeps them exact; at most 1us\n"
     "                      (default " HT__TS_UNIT_DEFAULT_STR ", smaller traces)\n"
     "  --no-follow         trace only CMD, not the processes it starts\n"
+    "  --clock auto|monotonic  what the recorder stamps events with: auto (the\n"
+    "                      default) reads the CPU's time-stamp counter where it\n"
+    "                      is invariant, calibrated against CLOCK_MONOTONIC;\n"
+    "                      monotonic reads CLOCK_MONOTONIC for every event\n"
+    "                      (slower; for machines whose TSC cannot be trusted)\n"
     "  --no-maps           do not add the mappings no hook saw (found in\n"
     "                      /proc/PID/maps) to the committed memory\n"
     "  --snapshot          heap snapshot mode: keep live blocks by stack in the\n"
@@ -322,6 +327,7 @@ struct options {
 	uint64_t sample_seed; /* --sample-seed, with HT_SHM_SEEDED in flags */
 	struct leak_gate gate;
 	bool no_maps;		      /* --no-maps */
+	bool clock_monotonic;	      /* --clock monotonic */
 	uint64_t ring_bytes, ring_ns; /* --ring, --ring-time (0: not a flight recorder) */
 	uint64_t snapshot_interval_ns;
 };
@@ -344,7 +350,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		R_RING,
 		R_RINGTIME,
 		R_SNAPSHOT,
-		R_SNAPINT
+		R_SNAPINT,
+		R_CLOCK
 	};
 	static const struct cli_opt opts[] = {
 	    {"output", 'o', required_argument},
@@ -358,6 +365,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	    {"sample-seed", R_SEED, required_argument},
 	    {"no-follow", R_NOFOLLOW, no_argument},
 	    {"no-maps", R_NOMAPS, no_argument},
+	    {"clock", R_CLOCK, required_argument},
 	    {"lossy", R_LOSSY, no_argument},
 	    {"snapshot", R_SNAPSHOT, no_argument},
 	    {"snapshot-interval", R_SNAPINT, required_argument},
@@ -436,6 +444,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case R_NOMAPS:
 			o->no_maps = true;
+			break;
+		case R_CLOCK:
+			if (strcmp(val, "auto") && strcmp(val, "monotonic"))
+				die("invalid clock '%s': auto or monotonic", val);
+			o->clock_monotonic = !strcmp(val, "monotonic");
 			break;
 		case R_LOSSY:
 			o->flags |= HT_SHM_LOSSY;
@@ -676,6 +689,14 @@ static void say_stats(const struct ht__session_stats *st)
 		"%llu times (a full buffer), %llu of them asleep until a drain\n",
 		(unsigned long long)st->records, (unsigned long long)st->room_waits,
 		(unsigned long long)st->room_sleeps);
+	if (st->clock == HT_CLOCK_TSC)
+		fprintf(
+		    stderr,
+		    "heaptrail: stats: clock: tsc, calibrated against CLOCK_MONOTONIC %u times, "
+		    "at most %llu ns apart before a correction\n",
+		    st->clock_calibrations + 1, (unsigned long long)st->clock_error_ns);
+	else
+		fputs("heaptrail: stats: clock: monotonic\n", stderr);
 }
 
 /* The closing line of a recording, and why events were lost if any were. */
@@ -734,6 +755,7 @@ static int record_attach(const struct options *o)
 	cfg.flags = o->flags & (HT_SHM_LOSSY | HT_SHM_SEEDED | HT_SHM_SNAPSHOT);
 	cfg.snapshot_interval_ns = o->snapshot_interval_ns;
 	cfg.sample_maps = !o->no_maps;
+	cfg.clock_monotonic = o->clock_monotonic;
 	cfg.stack_mask = o->stack_mask;
 	cfg.sample_rate = o->sample_rate;
 	cfg.sample_seed = o->sample_seed;
@@ -953,6 +975,7 @@ int cmd_record(int argc, char **argv)
 	cfg.flags = o.flags;
 	cfg.snapshot_interval_ns = o.snapshot_interval_ns;
 	cfg.sample_maps = !o.no_maps;
+	cfg.clock_monotonic = o.clock_monotonic;
 	cfg.stack_mask = o.stack_mask;
 	cfg.sample_rate = o.sample_rate;
 	cfg.sample_seed = o.sample_seed;

@@ -231,6 +231,7 @@ static int claim(struct ht__relay *r, const struct ht__ring *src, uint64_t *wpos
 		d->pid = src->pid;
 		d->tid = src->tid;
 		d->instance = src->instance;
+		d->clock = src->clock; /* its records keep the scale they were stamped in */
 		atomic_store(&d->lost, 0);
 		*wpos = atomic_load_explicit(&d->write_pos, memory_order_acquire);
 		return (int)i;

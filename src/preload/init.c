@@ -344,7 +344,7 @@ int ht__init_session(const char *path, uint32_t flags)
 	struct ht__shm_header *h = (struct ht__shm_header *)m;
 	size_t size = (size_t)st.st_size;
 	if (h->magic != HT_SHM_MAGIC || h->version != HT_PROTO_VERSION ||
-	    h->header_size < sizeof *h || h->ring_size < 4096 ||
+	    h->header_size < sizeof *h || h->ring_size < 4096 || h->clock > HT_CLOCK_TSC ||
 	    (h->ring_size & (h->ring_size - 1)) || h->ring_count == 0 ||
 	    h->header_size + (uint64_t)h->ring_count * (HT_RING_HEADER_SIZE + h->ring_size) >
 		size ||
@@ -364,6 +364,7 @@ int ht__init_session(const char *path, uint32_t flags)
 	ht__g.flags = h->flags;
 	ht__g.stack_mask = h->stack_mask;
 	ht__g.sample_rate = h->sample_rate;
+	ht__g.clock = h->clock;
 	ht__g.pid = pid;
 	ht__g.snap = NULL;
 	ht__g.snap_cap = 0;

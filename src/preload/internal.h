@@ -88,6 +88,7 @@ struct ht__global {
 	uint32_t ring_size, ring_mask, ring_count, ring_stride;
 	uint32_t flags, stack_mask;
 	uint64_t sample_rate; /* ht__shm_header.sample_rate: 0 records every heap event */
+	uint32_t clock;	      /* ht__shm_header.clock: what records are stamped with */
 	uint32_t instance;
 	pid_t pid;
 	uintptr_t self_start, self_end;	  /* our own code, dropped from stacks */
@@ -328,6 +329,26 @@ static inline uint64_t ht__clock(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * A record's stamp in the session's clock (docs/session-protocol.md, "The
+ * clock"): raw TSC ticks, which the collector converts, or CLOCK_MONOTONIC.
+ * A record stamped after its real call (an allocation) reads the TSC with
+ * rdtscp, which waits for every earlier instruction as the vDSO's read
+ * does, so the stamp follows the loads that handed the block over. One
+ * stamped before its call (a free) needs only rdtsc: the call's stores
+ * become visible after it retires.
+ */
+static inline uint64_t ht__stamp(int before)
+{
+#if defined(__x86_64__)
+	if (HT_LIKELY(ht__g.clock == HT_CLOCK_TSC)) {
+		unsigned cpu;
+		return before ? __builtin_ia32_rdtsc() : __builtin_ia32_rdtscp(&cpu);
+	}
+#endif
+	return ht__clock();
+}
+
 int ht__enter_slow(struct ht__thread *t);
 
 /*
@@ -414,7 +435,7 @@ static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type,
 	uint64_t head = (uint64_t)(uint8_t)type | (uint64_t)(uint8_t)func << 8 |
 			(uint64_t)(uint16_t)len << 16 | (uint64_t)stack << 32;
 	memcpy(r, &head, sizeof head);
-	r->ts = ht__clock();
+	r->ts = ht__stamp(type == HT_REC_FREE || type == HT_REC_HEAP_FREE);
 	t->next = pos + len;
 	return r;
 }

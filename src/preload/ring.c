@@ -255,6 +255,7 @@ static int try_claim(struct ht__thread *t)
 		r->pid = ht__g.pid;
 		r->tid = t->tid;
 		r->instance = ht__g.instance;
+		r->clock = ht__g.clock;
 		atomic_store_explicit(&r->lost, 0, memory_order_relaxed);
 		t->ring = r;
 		t->data = (char *)r + HT_RING_HEADER_SIZE;

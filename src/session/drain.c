@@ -73,6 +73,26 @@ static int slot_append(struct ht__slot *sl, const void *rec, uint32_t len)
 	return 0;
 }
 
+/*
+ * The record just appended to sl was stamped in TSC ticks: to CLOCK_MONOTONIC
+ * ns on the session's one line (clock.c). A thread that moved to another
+ * core may read a tick a little below its previous one: its ring stays in
+ * order (docs/session-protocol.md, "The clock").
+ */
+static void stamp_ns(struct ht__session *s, struct ht__slot *sl, uint32_t len)
+{
+	struct ht__rec *rec = (struct ht__rec *)(sl->buf + sl->tail - len);
+	uint64_t ns = 0;
+	if (s->tsc.on)
+		ns = ht__tsc_to_ns(&s->tsc, rec->ts);
+	else
+		s->stats.corrupt++; /* ticks in a session without a TSC line */
+	if (ns < sl->last_ts)
+		ns = sl->last_ts;
+	rec->ts = ns;
+	sl->last_ts = ns;
+}
+
 static inline const struct ht__rec *slot_head(const struct ht__slot *sl)
 {
 	return (const struct ht__rec *)(sl->buf + sl->head);
@@ -405,6 +425,7 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 		sl->pid = r->pid;
 		sl->tid = r->tid;
 		sl->instance = r->instance;
+		sl->clock = r->clock;
 		sl->proc = 0;
 		sl->bound = true;
 	}
@@ -430,7 +451,10 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 			int rc = slot_append(sl, rec, len);
 			if (rc < 0)
 				return rc;
-			sl->last_ts = rec->ts;
+			if (sl->clock == HT_CLOCK_TSC)
+				stamp_ns(s, sl, len);
+			else
+				sl->last_ts = rec->ts;
 			s->stats.records++;
 		}
 		pos += len;
@@ -467,6 +491,7 @@ static void free_ring(struct ht__session *s, uint32_t i)
 	sl->proc = 0;
 	sl->stuck_ns = 0;
 	sl->thread_dead = false;
+	sl->clock = HT_CLOCK_MONO;
 	sl->head = sl->tail = 0;
 	sl->last_ts = 0;
 	atomic_store_explicit(&r->state, HT_RING_FREE, memory_order_release);
@@ -657,6 +682,8 @@ static int tick(struct ht__session *s)
 	s->tick++;
 
 	int rc;
+	if ((rc = ht__clock_tick(s, now)) < 0)
+		return rc;
 	if (s->cfg.reap_children && (rc = reap_children(s, now)) < 0)
 		return rc;
 	if ((rc = check_procs(s, now, PROC_CHECKS_PER_TICK)) < 0)

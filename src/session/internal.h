@@ -120,8 +120,27 @@ struct ht__slot {
 	uint32_t proc;	    /* process id + 1, 0 until resolved */
 	uint64_t stuck_pos; /* write_pos while the writer was seen busy */
 	uint64_t stuck_ns;  /* since when it stays busy there, 0: not busy */
+	uint32_t clock;	    /* enum ht__clock of its records, from the ring header */
 	bool bound;	    /* pid/tid/instance read from the ring header */
 	bool thread_dead;   /* its thread exited without releasing it */
+};
+
+/*
+ * clock.c: the TSC's conversion to CLOCK_MONOTONIC ns, a continuous line
+ * of segments: from tick on, ns + ((t - tick) * mult >> 32).
+ */
+struct ht__tsc_seg {
+	uint64_t tick, ns, mult;
+};
+
+struct ht__tsc {
+	bool on;		 /* the recorders stamp with the TSC */
+	struct ht__tsc_seg *seg; /* oldest first; the last one is current */
+	uint32_t nseg, segcap;
+	uint64_t rate_tick, rate_ns;	       /* where the slope is measured from */
+	uint64_t next_rate_tick, next_rate_ns; /* the next such point */
+	uint64_t start_ns;		       /* the first calibration */
+	uint64_t next_ns;		       /* when to recalibrate */
 };
 
 struct ht__session {
@@ -191,6 +210,8 @@ struct ht__session {
 	struct ht__snap_copy *snap_q;
 	uint32_t snap_qhead, snap_qn, snap_qcap;
 
+	struct ht__tsc tsc;
+
 	struct ht__session_stats stats;
 };
 
@@ -217,6 +238,15 @@ struct ht__proc *ht__proc_by_pid(struct ht__session *s, int32_t pid);
 int ht__translate_finish(struct ht__session *s);
 int ht__translate_losses(struct ht__session *s); /* the loss table, at the end */
 void ht__translate_free(struct ht__session *s);
+
+/* clock.c (docs/session-protocol.md, "The clock"). ht__clock_init() chooses
+   the session's clock and writes it in the header (before RUNNING);
+   ht__clock_tick() recalibrates when due; ht__tsc_to_ns() converts a tick
+   drained from a TSC ring. */
+int ht__clock_init(struct ht__session *s);
+int ht__clock_tick(struct ht__session *s, uint64_t now);
+uint64_t ht__tsc_to_ns(const struct ht__tsc *c, uint64_t tick);
+void ht__clock_free(struct ht__session *s);
 
 /* drain.c: append a record of the session's own to its queue. */
 int ht__self_record(struct ht__session *s, const struct ht__rec *rec);

@@ -239,6 +239,8 @@ int ht__shm_create(struct ht__session *s)
 	atomic_store(&h->rings_exhausted, 0);
 	atomic_store(&h->room_waits, 0);
 	atomic_store(&h->room_sleeps, 0);
+	if ((rc = ht__clock_init(s)) < 0)
+		return rc; /* the file goes with the session */
 	/* Last, with release: a recorder that sees RUNNING sees the fields above. */
 	atomic_store_explicit(&h->state, HT_SESSION_RUNNING, memory_order_release);
 	return 0;
@@ -354,5 +356,6 @@ void ht__session_destroy(struct ht__session *s)
 	free(s->heap);
 	ht__translate_free(s);
 	ht__snap_free(s);
+	ht__clock_free(s);
 	free(s);
 }
