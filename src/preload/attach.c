@@ -471,25 +471,7 @@ static void attach_child(void)
 /* _Fork runs no atfork handlers: its child leaves the attach here. */
 static pid_t attach_fork(void)
 {
-	pid_t r = ht__real._Fork ? ht__real._Fork() : (pid_t)syscall(SYS_fork);
-	if (r == 0) {
-		int e = errno;
-		attach_child();
-		errno = e;
-	}
-	return r;
-}
-
-struct ht__clone_arg {
-	int (*fn)(void *);
-	void *arg;
-};
-
-static int attach_clone_child(void *p)
-{
-	struct ht__clone_arg *a = p;
-	attach_child();
-	return a->fn(a->arg);
+	return ht__fork_then(attach_child);
 }
 
 /* A clone that does not share our memory is a fork child too. */
@@ -503,9 +485,7 @@ static int attach_clone(int (*fn)(void *), void *stack, int flags, void *arg, ..
 	va_end(ap);
 	if (flags & CLONE_VM)
 		return ht__real.clone(fn, stack, flags, arg, ptid, tls, ctid);
-	/* The child gets a copy of this frame, so the wrapper may live here. */
-	struct ht__clone_arg a = {fn, arg};
-	return ht__real.clone(attach_clone_child, stack, flags, &a, ptid, tls, ctid);
+	return ht__clone_then(attach_child, fn, stack, flags, arg, ptid, tls, ctid);
 }
 
 static void attach_on_exit(int status, void *arg)

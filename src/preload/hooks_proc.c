@@ -170,26 +170,40 @@ HT_EXPORT pid_t _Fork(void)
 {
 	if (HT_UNLIKELY(!ht__real._Fork))
 		ht__resolve();
+	return ht__fork_then(ht__child_check);
+}
+
+pid_t ht__fork_then(void (*in_child)(void))
+{
 	pid_t r = ht__real._Fork ? ht__real._Fork() : (pid_t)syscall(SYS_fork);
 	if (r == 0) {
 		int e = errno;
-		ht__child_check();
+		in_child();
 		errno = e;
 	}
 	return r;
 }
 
-struct ht__clone_arg {
+struct clone_arg {
 	int (*fn)(void *);
 	void *arg;
+	void (*in_child)(void);
 };
 
 /* First code of a clone child that does not share our memory. */
 static int clone_child(void *p)
 {
-	struct ht__clone_arg *a = p;
-	ht__child_check();
+	struct clone_arg *a = p;
+	a->in_child();
 	return a->fn(a->arg);
+}
+
+int ht__clone_then(void (*in_child)(void), int (*fn)(void *), void *stack, int flags, void *arg,
+		   pid_t *ptid, void *tls, pid_t *ctid)
+{
+	/* The child gets a copy of this frame, so the wrapper may live here. */
+	struct clone_arg a = {fn, arg, in_child};
+	return ht__real.clone(clone_child, stack, flags, &a, ptid, tls, ctid);
 }
 
 HT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
@@ -204,9 +218,7 @@ HT_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 		ht__resolve();
 	if ((flags & CLONE_VM) || atomic_load(&ht__g.state) != HT_ST_READY)
 		return ht__real.clone(fn, stack, flags, arg, ptid, tls, ctid);
-	/* The child gets a copy of this frame, so the wrapper may live here. */
-	struct ht__clone_arg a = {fn, arg};
-	return ht__real.clone(clone_child, stack, flags, &a, ptid, tls, ctid);
+	return ht__clone_then(ht__child_check, fn, stack, flags, arg, ptid, tls, ctid);
 }
 
 /* syscall(2) made here: the real one would be the exported hook below. */

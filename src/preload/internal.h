@@ -162,7 +162,12 @@ void ht__stop_recording(void); /* the session is over: dormant, counting what pa
 void ht__lose(unsigned cause); /* one event not recorded (enum ht__loss_cause) */
 void ht__lose_untraced(void);  /* one event passed through after ht__stop_recording() */
 void ht__child_start(void);    /* new instance after fork/clone in the child */
-void ht__child_check(void);    /* in a fork child: ht__child_start() unless already done */
+/* _Fork / clone without CLONE_VM (hooks_proc.c), running in_child first in
+   the child (errno kept); the hooks and attach's GOT redirection share them. */
+pid_t ht__fork_then(void (*in_child)(void));
+int ht__clone_then(void (*in_child)(void), int (*fn)(void *), void *stack, int flags, void *arg,
+		   pid_t *ptid, void *tls, pid_t *ctid);
+void ht__child_check(void); /* in a fork child: ht__child_start() unless already done */
 int ht__enter_odd(struct ht__thread *t);
 #define HT_PROC_PENDING 0x80000000u
 void ht__write_process_pending(void);
