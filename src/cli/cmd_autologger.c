@@ -51,18 +51,6 @@ struct opts {
 	const char *file, *max_size, *stacks, *buffer_size, *buffers;
 };
 
-static const char *root(void)
-{
-	const char *r = getenv("HEAPTRAIL_ROOT");
-	return r ? r : "";
-}
-
-static void root_path(char *out, size_t n, const char *rel)
-{
-	if ((size_t)snprintf(out, n, "%s%s", root(), rel) >= n)
-		die("the path '%s%s' is too long", root(), rel);
-}
-
 /* Checks the values the way 'heaptrail start' will at boot, so a typo fails now. */
 static void parse_opts(int argc, char **argv, struct opts *o)
 {

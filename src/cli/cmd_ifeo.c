@@ -46,18 +46,6 @@ static const char usage_text[] =
 
 #define HOOK_NAME "libheaptrail-ifeo.so"
 
-static const char *root(void)
-{
-	const char *r = getenv("HEAPTRAIL_ROOT");
-	return r ? r : "";
-}
-
-static void root_path(char *out, size_t n, const char *rel)
-{
-	if ((size_t)snprintf(out, n, "%s%s", root(), rel) >= n)
-		die("the path '%s%s' is too long", root(), rel);
-}
-
 /* Changing the registry or ld.so.preload is root's (under a test root, the owner's). */
 static void need_root(const char *what)
 {

@@ -91,6 +91,18 @@ void trace_warnings(struct ht_reader *r, const char *path)
 			info->events_lost);
 }
 
+const char *root_dir(void)
+{
+	const char *r = getenv("HEAPTRAIL_ROOT");
+	return r ? r : "";
+}
+
+void root_path(char *out, size_t n, const char *rel)
+{
+	if ((size_t)snprintf(out, n, "%s%s", root_dir(), rel) >= n)
+		die("the path '%s%s' is too long", root_dir(), rel);
+}
+
 int parse_size(const char *s, uint64_t *out)
 {
 	char *end;

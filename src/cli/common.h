@@ -38,6 +38,12 @@ void reader_warning(struct ht_reader *r, const char *path);
 /* reader_warning(), then a warning when events were lost while recording. */
 void trace_warnings(struct ht_reader *r, const char *path);
 
+/* The system root that `ifeo` and `autologger` write under: "" (the real
+   one) unless HEAPTRAIL_ROOT moves it (tests). */
+const char *root_dir(void);
+/* root_dir() + rel into out; dies if it does not fit. */
+void root_path(char *out, size_t n, const char *rel);
+
 /* "4096", "64K", "1M", "2G" (powers of 1024). Returns 0, or -1 if malformed. */
 int parse_size(const char *s, uint64_t *out);
 /* --sample-rate SIZE: bytes from 1 to 1 TiB; dies with the rule otherwise. */
