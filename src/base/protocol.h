@@ -15,7 +15,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 5
+#define HT_PROTO_VERSION 6
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 /*
@@ -34,6 +34,9 @@
    recorder keeps live heap blocks by stack in the snapshot region instead
    of writing ALLOC/REALLOC/FREE records. */
 #define HT_SHM_SNAPSHOT 0x8u
+/* Flight recorder sessions: each recorder reports its process's death by a
+   crash signal in crash[] (docs/session-protocol.md, "Crashes"). */
+#define HT_SHM_CRASHES 0x10u
 
 /*
  * The scale of records' ts (ht__shm_header.clock: what the session asks its
@@ -83,6 +86,8 @@ enum ht__stack_bit {
 	X("mprotect", HT_STK_MPROTECT, HT_EV_MPROTECT, HT_EV_MPROTECT)                             \
 	X("heap-create", HT_STK_HEAP_CREATE, HT_EV_HEAP_CREATE, HT_EV_HEAP_CREATE)                 \
 	X("heap-destroy", HT_STK_HEAP_DESTROY, HT_EV_HEAP_DESTROY, HT_EV_HEAP_DESTROY)
+
+#define HT_CRASH_SLOTS 16u
 
 /*
  * Offset 0 of the shared file. Written by the collector before it sets
@@ -156,6 +161,17 @@ struct ht__shm_header {
 	uint64_t tsc_mult;
 	uint32_t tsc_shift;
 	uint32_t pad3;
+	/* Crashes (HT_SHM_CRASHES): a recorder dying of a crash signal claims
+	   a slot (pid 0 -> -1 by CAS, sig and instance, then its pid with
+	   release); the collector reads it and gives it back (pid 0). A crash
+	   that finds every slot taken is counted in crashes_unreported. */
+	struct ht__shm_crash {
+		_Atomic int32_t pid;
+		int32_t sig;
+		uint32_t instance;
+		uint32_t pad;
+	} crash[HT_CRASH_SLOTS];
+	_Atomic uint64_t crashes_unreported;
 };
 
 /*

@@ -566,7 +566,8 @@ struct ring_ctl {
 	struct ht__trace_meta meta;
 	unsigned flushes;
 	bool force, quiet;
-	pid_t root; /* the launched program: its crash ends the recording anyway */
+	pid_t root;		     /* the launched program: its crash ends the recording anyway */
+	uint64_t crashes_unreported; /* already warned about */
 };
 
 /* The session's events go to a ring keeper instead of a trace; SIGUSR1 asks
@@ -632,6 +633,13 @@ static void ring_poll(struct ring_ctl *r, struct ht__session *s)
 		snprintf(tag, sizeof(tag), "crash-%d", (int)pid);
 		ht__ring_keep_path(path, sizeof(path), r->output, tag);
 		ring_dump(r, s, path, NULL);
+	}
+	uint64_t unreported = ht__session_stats(s)->crashes_unreported;
+	if (unreported > r->crashes_unreported) {
+		r->crashes_unreported = unreported;
+		warning("%llu crashes had no room in the session's crash table: their windows "
+			"were not written",
+			(unsigned long long)unreported);
 	}
 }
 
@@ -752,7 +760,8 @@ static int record_attach(const struct options *o)
 	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
 	cfg.ring_size = o->ring_size;
 	cfg.ring_count = o->ring_count;
-	cfg.flags = o->flags & (HT_SHM_LOSSY | HT_SHM_SEEDED | HT_SHM_SNAPSHOT);
+	cfg.flags = (o->flags & (HT_SHM_LOSSY | HT_SHM_SEEDED | HT_SHM_SNAPSHOT)) |
+		    (o->ring_bytes ? HT_SHM_CRASHES : 0);
 	cfg.snapshot_interval_ns = o->snapshot_interval_ns;
 	cfg.sample_maps = !o->no_maps;
 	cfg.clock_monotonic = o->clock_monotonic;
@@ -972,7 +981,7 @@ int cmd_record(int argc, char **argv)
 	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
 	cfg.ring_size = o.ring_size;
 	cfg.ring_count = o.ring_count;
-	cfg.flags = o.flags;
+	cfg.flags = o.flags | (o.ring_bytes ? HT_SHM_CRASHES : 0);
 	cfg.snapshot_interval_ns = o.snapshot_interval_ns;
 	cfg.sample_maps = !o.no_maps;
 	cfg.clock_monotonic = o.clock_monotonic;

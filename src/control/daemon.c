@@ -635,7 +635,8 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	cfg.ring_size = a->buffer_size;
 	cfg.ring_count = a->buffers;
 	cfg.flags = ((a->flags & HT_TRACE_LOSSY) ? HT_SHM_LOSSY : 0) |
-		    ((a->flags & HT_TRACE_SNAPSHOT) ? HT_SHM_SNAPSHOT : 0);
+		    ((a->flags & HT_TRACE_SNAPSHOT) ? HT_SHM_SNAPSHOT : 0) |
+		    (a->ring_bytes ? HT_SHM_CRASHES : 0);
 	cfg.stack_mask = a->stack_mask;
 	cfg.sample_rate = a->sample_rate;
 	cfg.snapshot_interval_ns = a->snapshot_interval_ns;

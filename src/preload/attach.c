@@ -630,6 +630,7 @@ HT_EXPORT int ht__attach_stop(void)
 	t->guard += HT_GUARD_OWN;
 	/* Tracing ends for every function at once, then the entries go back. */
 	ht__go_dormant();
+	ht__crash_disarm();
 	walk_all(HT_RESTORE, NULL);
 	/* Threads caught inside a hook finish their record. */
 	for (int i = 0; i < 200 && any_busy(); i++) {

@@ -288,6 +288,7 @@ static void instance_begin(uint32_t flags)
 	if (t->ring)
 		ht__write_thread(t, HT_REC_THREAD_START, t->tid, name);
 	ht__modules_refresh(1);
+	ht__crash_arm();
 	atomic_store(&ht__g.state, HT_ST_READY);
 }
 

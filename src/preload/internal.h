@@ -323,6 +323,10 @@ void ht__snap_freed(uint64_t val);
 void ht__snap_put_back(uint64_t p, uint64_t val);
 void ht__snap_reset(void);
 
+/* crash.c: the crash signals' handler of a flight recorder session. */
+void ht__crash_arm(void);    /* each instance (HT_SHM_CRASHES) */
+void ht__crash_disarm(void); /* detach */
+
 /* ring.c: records written from several files. */
 void ht__write_exit(pid_t pid, int kind, int value);
 void ht__write_thread(struct ht__thread *t, unsigned type, pid_t tid, const char *name);

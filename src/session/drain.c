@@ -313,6 +313,28 @@ static bool image_replaced(struct ht__session *s, struct ht__proc *p, uint64_t n
 }
 
 /*
+ * Take the crashes recorders reported (HT_SHM_CRASHES) into their processes:
+ * one that dies with nobody to wait for it gets that signal as its end.
+ * A report of a process not known yet stays until its records are merged.
+ */
+static void take_crashes(struct ht__session *s)
+{
+	for (uint32_t i = 0; i < HT_CRASH_SLOTS; i++) {
+		struct ht__shm_crash *c = &s->hdr->crash[i];
+		int32_t pid = atomic_load_explicit(&c->pid, memory_order_acquire);
+		if (pid <= 0)
+			continue;
+		struct ht__proc *p = ht__proc_by_pid(s, pid);
+		if (!p)
+			continue;
+		if (p->instance == c->instance)
+			p->crash_sig = c->sig;
+		atomic_store_explicit(&c->pid, 0, memory_order_release);
+	}
+	s->stats.crashes_unreported = atomic_load(&s->hdr->crashes_unreported);
+}
+
+/*
  * Look at the live traced processes: sample their RSS, and notice when one
  * died (its rings can then be drained to the end and freed) or exec'd into
  * an untraced program. At most budget of them per call, taking turns, so
@@ -375,7 +397,7 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 		if (p->gone_ns && !p->exited && now - p->gone_ns > GONE_GRACE_NS &&
 		    p->gone_ns != UINT64_MAX) {
 			p->gone_ns = UINT64_MAX; /* queue it once */
-			int rc = self_exit(s, p->pid, HT_EXIT_SIGNAL, 0, now);
+			int rc = self_exit(s, p->pid, HT_EXIT_SIGNAL, p->crash_sig, now);
 			if (rc < 0)
 				return rc;
 		}
@@ -686,6 +708,8 @@ static int tick(struct ht__session *s)
 		return rc;
 	if (s->cfg.reap_children && (rc = reap_children(s, now)) < 0)
 		return rc;
+	if (s->cfg.flags & HT_SHM_CRASHES)
+		take_crashes(s);
 	if ((rc = check_procs(s, now, PROC_CHECKS_PER_TICK)) < 0)
 		return rc;
 	uint64_t wm = now > 1000000 ? now - 1000000 : 0;
@@ -732,6 +756,8 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	int rc;
 	if (s->cfg.reap_children && (rc = reap_children(s, now)) < 0)
 		return rc;
+	if (s->cfg.flags & HT_SHM_CRASHES)
+		take_crashes(s);
 	if ((rc = check_procs(s, now, UINT32_MAX)) < 0)
 		return rc;
 	/* Everything committed is in the rings now but for a writer caught in
@@ -741,6 +767,8 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 		return rc;
 	if ((rc = merge(s, UINT64_MAX)) < 0)
 		return rc;
+	if (s->cfg.flags & HT_SHM_CRASHES)
+		take_crashes(s); /* of processes the last merge made known */
 	if ((rc = ht__translate_finish(s)) < 0)
 		return rc;
 	/* After every exit is known: the exit snapshots, then the last one;

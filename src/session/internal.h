@@ -108,6 +108,7 @@ struct ht__proc {
 	bool dead;		 /* zombie or gone: its rings can be reclaimed */
 	bool replaced;		 /* a later image of the pid exists (exec, pid reuse) */
 	bool exited;		 /* its PROCESS_EXIT was written */
+	int32_t crash_sig;	 /* the crash signal its recorder reported, 0: none */
 };
 
 /* The collector's state of one ring (and of the session's own queue). */

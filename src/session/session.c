@@ -272,7 +272,8 @@ int ht__session_create(struct ht__session **out, const struct ht__session_config
 	uint32_t size = cfg->ring_size ? cfg->ring_size : HT__RING_SIZE_DEFAULT;
 	uint32_t count = cfg->ring_count ? cfg->ring_count : HT__RING_COUNT_DEFAULT;
 	if (size < 4096 || (size & (size - 1)) || size > (1u << 30) || count > 65536 ||
-	    (cfg->flags & ~(HT_SHM_LOSSY | HT_SHM_NO_FOLLOW | HT_SHM_SEEDED | HT_SHM_SNAPSHOT)) ||
+	    (cfg->flags & ~(HT_SHM_LOSSY | HT_SHM_NO_FOLLOW | HT_SHM_SEEDED | HT_SHM_SNAPSHOT |
+			    HT_SHM_CRASHES)) ||
 	    (cfg->stack_mask & ~HT_STK_ALL) || cfg->snapshot_stacks > (1u << 27))
 		return HT_ERR_INVALID;
 

@@ -126,17 +126,19 @@ struct ht__session_config {
 
 /* What the session counted; valid until ht__session_destroy(). */
 struct ht__session_stats {
-	uint64_t events;	     /* events handed to the sink */
-	uint64_t lost;		     /* the sum of the three below */
-	uint64_t lost_lossy;	     /* ring.lost of every ring (lossy mode) */
-	uint64_t lost_no_buffer;     /* rings_exhausted */
-	uint64_t lost_in_handler;    /* reentered */
-	uint64_t records;	     /* ring records read (PAD excluded) */
-	uint64_t corrupt;	     /* rings whose content did not parse (skipped) */
-	uint64_t late;		     /* records older than one already written (stamped
-					as that one): 0 unless the watermark was wrong */
-	uint64_t room_waits;	     /* the program waited for ring room (header) */
-	uint64_t room_sleeps;	     /* ... long enough to sleep until a drain */
+	uint64_t events;	  /* events handed to the sink */
+	uint64_t lost;		  /* the sum of the three below */
+	uint64_t lost_lossy;	  /* ring.lost of every ring (lossy mode) */
+	uint64_t lost_no_buffer;  /* rings_exhausted */
+	uint64_t lost_in_handler; /* reentered */
+	uint64_t records;	  /* ring records read (PAD excluded) */
+	uint64_t corrupt;	  /* rings whose content did not parse (skipped) */
+	uint64_t late;		  /* records older than one already written (stamped
+				     as that one): 0 unless the watermark was wrong */
+	uint64_t room_waits;	  /* the program waited for ring room (header) */
+	uint64_t room_sleeps;	  /* ... long enough to sleep until a drain */
+	/* Crashes a recorder found no slot to report (HT_SHM_CRASHES). */
+	uint64_t crashes_unreported;
 	uint64_t duration_ns;	     /* from t0 to the last event or the stop */
 	uint32_t clock;		     /* enum ht__clock the recorders stamped with */
 	uint32_t clock_calibrations; /* TSC: recalibrations against CLOCK_MONOTONIC */

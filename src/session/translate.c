@@ -762,12 +762,14 @@ int ht__translate_finish(struct ht__session *s)
 		struct ht__proc *p = s->procs[i];
 		if (p->replaced || p->exited || !p->dead)
 			continue;
-		/* Died and nobody said how: "killed", without a signal number. */
+		/* Died and nobody said how: "killed", without a signal number
+		   unless its recorder reported a crash (drain.c, take_crashes). */
 		p->exited = true;
 		struct ht_event ev = {.type = HT_EV_PROCESS_EXIT,
 				      .process = i,
 				      .pid = p->pid,
 				      .tid = p->pid,
+				      .value = p->crash_sig,
 				      .flags = HT_EVF_SIGNAL};
 		ev.ts = rel_ts(s, now);
 		int rc = ht__snap_exited(s, p);

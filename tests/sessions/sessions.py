@@ -210,6 +210,58 @@ def ring(env):
     equal([e for e in ev if e.get("unseen")], [], "no found mappings with --no-maps")
 
 
+def crash_window(env, trace, p, sig, what):
+    """p, traced by a flight recorder writing trace, crashes on SIGUSR2 (after
+    allocating 7777 bytes): the window goes to trace's .crash-PID file, with
+    the process's end and its last allocation."""
+    p.send_signal(signal.SIGUSR2)
+    p.wait(timeout=20)
+    equal(p.returncode, -sig, "%s: the worker died of signal %d as without heaptrail" % (what, sig))
+    stem, ext = os.path.splitext(trace)
+    crash = "%s.crash-%d%s" % (stem, p.pid, ext)
+    deadline = time.time() + 20
+    while not os.path.exists(crash) and time.time() < deadline:
+        time.sleep(0.05)
+    check(os.path.exists(crash), "%s: the crash wrote %s" % (what, crash))
+    time.sleep(0.2)  # written by a temporary file renamed in place: complete once there
+    info = env.info(crash)
+    check(info["window"], "%s: the crash file is a window" % what)
+    procs = [q for q in info["processes"] if q["pid"] == p.pid]
+    check(len(procs) == 1 and procs[0]["signal"] == sig,
+          "%s: the window says the process died of signal %d: %r" % (what, sig, procs))
+    ev = env.events(crash)
+    equal([e["size"] for e in ev if e["type"] == "alloc" and e["size"] == 7777], [7777],
+          "%s: the allocation just before the crash is in the window" % what)
+
+
+@case
+def ring_crash(env):
+    """A crash of a process attached with record -p (parent not traced) or
+    traced by a start session writes its window: the recorder reports the
+    signal in the session's header and the process dies of it as before."""
+    for sig, mode in ((signal.SIGSEGV, "segv"), (signal.SIGABRT, "abort")):
+        a = env.spawn(3101, mode)
+        trace = env.path("rp-%s.htr" % mode)
+        rec = subprocess.Popen([env.heaptrail, "record", "-p", str(a.pid), "--ring", "64K", "-o",
+                                trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=env.tmp, env=env.env)
+        env.procs.append(rec)
+        time.sleep(1)  # attached and recording
+        if rec.poll() is not None:
+            raise Failure("record -p ended early: %s" % rec.stderr.read().decode())
+        crash_window(env, trace, a, sig, "record -p (%s)" % mode)
+        _, err = rec.communicate(timeout=60)
+        equal(rec.returncode, 0, "record -p ends with its process: %s" % err.decode())
+        check(env.info(trace)["window"], "the final window is written too")
+
+        b = env.spawn(3102, mode)
+        trace = env.path("st-%s.htr" % mode)
+        env.ht("start", "rc", "-o", trace, "--pid", str(b.pid), "--ring", "64K")
+        time.sleep(1)
+        crash_window(env, trace, b, sig, "start (%s)" % mode)
+        env.ht("stop", "rc")
+
+
 @case
 def update(env):
     a, b = env.spawn(5001), env.spawn(5002)

@@ -8,19 +8,21 @@
  * 100000 + BASE bytes. Exits on SIGTERM (status 0) after printing
  * "allocs N", the number of BASE + phase allocations it made. With
  * "threads" as second argument, three more threads do the same loop (the
- * count is of all four).
+ * count is of all four). With "segv" or "abort" as second argument, SIGUSR2
+ * makes it allocate 7777 bytes and then crash that way.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t phase, done;
+static volatile sig_atomic_t phase, done, crash;
 static size_t base;
 static _Atomic unsigned long count;
 
@@ -46,6 +48,12 @@ static void on_usr1(int sig)
 	phase++;
 }
 
+static void on_usr2(int sig)
+{
+	(void)sig;
+	crash = 1;
+}
+
 static void on_term(int sig)
 {
 	(void)sig;
@@ -58,6 +66,8 @@ int main(int argc, char **argv)
 	struct sigaction sa = {.sa_handler = on_usr1};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
+	sa.sa_handler = on_usr2;
+	sigaction(SIGUSR2, &sa, NULL);
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
 	free(malloc(100000 + base));
@@ -82,6 +92,14 @@ int main(int argc, char **argv)
 	int shown = 0;
 	while (!done) {
 		int ph = phase;
+		if (crash) {
+			volatile char *q = malloc(7777);
+			q[0] = 1;
+			if (!strcmp(argv[2], "abort"))
+				abort();
+			int *volatile bad = (int *)(uintptr_t)16;
+			*bad = 1; /* SIGSEGV */
+		}
 		if (ph != shown) {
 			printf("phase %d\n", ph);
 			fflush(stdout);
