@@ -1,7 +1,8 @@
 /*
  * codec.c - the pieces of the .htr byte format that writer.c and reader.c
- * share: CRC-32, chunk header and footer packing, encoding buffers and the
- * process table kept from process events.
+ * share: CRC-32, chunk header and footer packing, the stream table and
+ * planes of events chunks, encoding buffers and the process table kept from
+ * process events.
  */
 #include "format/codec.h"
 
@@ -260,4 +261,90 @@ void ht__proctab_release(struct ht__proctab *t)
 	}
 	free(t->v);
 	memset(t, 0, sizeof(*t));
+}
+
+size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *out)
+{
+	size_t lo = 0;
+	for (size_t i = 0; i < len; i++) /* first bytes: after a byte without 0x80 */
+		if (!i || !(in[i - 1] & 0x80))
+			out[lo++] = in[i];
+	uint8_t *hi = out + lo;
+	for (size_t i = 1; i < len; i++)
+		if (in[i - 1] & 0x80)
+			*hi++ = in[i];
+	return lo;
+}
+
+/* Joins the planes lo[0..nlo) and hi[0..nhi) into out; 0, or -1 when they do
+   not pair up (a continuation byte missing or left over). */
+static int planes_join(const uint8_t *lo, size_t nlo, const uint8_t *hi, size_t nhi, uint8_t *out)
+{
+	const uint8_t *hend = hi + nhi;
+	for (size_t i = 0; i < nlo; i++) {
+		uint8_t b = lo[i];
+		*out++ = b;
+		while (b & 0x80) {
+			if (hi == hend)
+				return -1;
+			*out++ = b = *hi++;
+		}
+	}
+	return hi == hend ? 0 : -1;
+}
+
+int ht__streams_open(const uint8_t *p, const uint8_t *end, uint32_t version, struct ht__cur *cur,
+		     uint8_t **buf, size_t *cap, const char **why)
+{
+	int planes = version >= HT__FILE_VERSION_PLANES;
+	unsigned known = planes ? HT__NSTREAMS : HT__NSTREAMS_V4;
+	struct ht__cur c = {p, end, 0};
+	uint64_t n = ht__get_varint(&c);
+	uint64_t len[HT__NSTREAMS] = {0}, lo[HT__NSTREAMS] = {0}, total = 0, joined = 0;
+	size_t room = (size_t)(end - p);
+	*why = "bad stream table";
+	if (c.bad || n < known || n >= 64)
+		return HT_ERR_CORRUPT;
+	for (uint64_t i = 0; i < n && !c.bad; i++) {
+		uint64_t v = ht__get_varint(&c), l = planes ? v >> 1 : v, nlo = l;
+		if (planes && (v & 1)) {
+			nlo = ht__get_varint(&c);
+			if (nlo > l)
+				return HT_ERR_CORRUPT;
+		}
+		if (l > room)
+			return HT_ERR_CORRUPT;
+		if (i < known) {
+			len[i] = l;
+			lo[i] = nlo;
+			if (nlo != l)
+				joined += l;
+		}
+		total += l;
+	}
+	if (c.bad || total > (uint64_t)(end - c.p))
+		return HT_ERR_CORRUPT;
+	if (joined && *cap < joined) {
+		uint8_t *b = realloc(*buf, joined);
+		if (!b)
+			return HT_ERR_NOMEM;
+		*buf = b;
+		*cap = joined;
+	}
+	const uint8_t *s = c.p;
+	uint8_t *out = *buf;
+	for (unsigned i = 0; i < HT__NSTREAMS; i++) {
+		if (lo[i] == len[i]) {
+			cur[i] = (struct ht__cur){s, s + len[i], 0};
+		} else {
+			if (planes_join(s, lo[i], s + lo[i], len[i] - lo[i], out) < 0) {
+				*why = "bad stream planes";
+				return HT_ERR_CORRUPT;
+			}
+			cur[i] = (struct ht__cur){out, out + len[i], 0};
+			out += len[i];
+		}
+		s += len[i];
+	}
+	return 0;
 }

@@ -15,15 +15,18 @@
 #include "heaptrail/trace.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-/* Version 3: a free names its block among its own thread's allocations of
-   the chunk first. A reader also reads version 2, where it names it in the
-   chunk's list of all allocations. */
-#define HT__FILE_VERSION 3u
+/* Version 5: the codes of blocks leaving have their own stream (FREE), and
+   a stream of varints may be stored as two planes, first bytes then
+   continuation bytes (docs/trace-format.md). Every trace is written as
+   version 5, snapshot traces too. A reader also reads versions 2 to 4. */
+#define HT__FILE_VERSION 5u
 #define HT__FILE_VERSION_OLDEST 2u
 /* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
    SNAPSHOT events (code 21), which an older reader must refuse rather than
-   misread. Only such traces are written as version 4. */
+   misread. From this version on SNAPSHOT events may appear. */
 #define HT__FILE_VERSION_SNAPSHOT 4u
+/* Version 5: FREE stream and stream planes. */
+#define HT__FILE_VERSION_PLANES 5u
 #define HT__HEADER_SIZE 64u
 #define HT__CHUNK_MAGIC 0x4b435448u /* "HTCK" as a little-endian u32 */
 #define HT__CHUNK_HEADER_SIZE 48u
@@ -32,9 +35,10 @@
 
 /* Raw payload bytes after which the writer closes an events chunk. Larger
    chunks make smaller traces (a free of a block from an earlier chunk costs
-   a raw address: 4 MiB makes the 8-thread alloc_loop trace 9 % smaller) but
-   a collector killed without warning loses the chunk it was filling
-   (qa.collector-killed): docs/trace-format.md. */
+   a raw address: 4 MiB makes the 8-thread alloc_loop trace 11 % smaller)
+   but a collector killed without warning loses the chunk it was filling,
+   and with 4 MiB qa.collector-killed loses all of a 200000-pair churn that
+   1 MiB keeps: docs/trace-format.md. */
 #define HT__CHUNK_TARGET (1u << 20)
 /* Table chunks are split at this raw size; a reader refuses larger chunks. */
 #define HT__TABLE_CHUNK_MAX (16u << 20)
@@ -73,8 +77,32 @@ enum ht__stream {
 	HT__S_ADDR = 3,	 /* address codes */
 	HT__S_SIZE = 4,	 /* size, old_size */
 	HT__S_STACK = 5, /* stack ids */
-	HT__NSTREAMS = 6
+	HT__S_FREE = 6,	 /* address codes of blocks leaving (version 5; before, in ADDR) */
+	HT__NSTREAMS = 7
 };
+/* Streams of a version 2 to 4 events chunk. */
+#define HT__NSTREAMS_V4 6
+
+/*
+ * Since version 5 a stream of varints may be stored as two planes: the
+ * first byte of every varint, then the bytes after the first (docs/
+ * trace-format.md, "Planes"). Each plane then gets its own byte statistics
+ * in zstd's entropy coder, which the mixed bytes of two-byte varints spoil.
+ */
+/* Writes the planes of the varints in[0..len) to out (len bytes); returns
+   the length of the first plane. */
+size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *out);
+
+/*
+ * Parses the stream table at the start of an events chunk's payload
+ * [p, end) of a file of the given version and points cur[0..HT__NSTREAMS)
+ * at the streams (those a version lacks are empty). Streams stored as
+ * planes are joined into *buf (grown as needed). Returns 0, HT_ERR_NOMEM,
+ * or HT_ERR_CORRUPT with *why set.
+ */
+struct ht__cur;
+int ht__streams_open(const uint8_t *p, const uint8_t *end, uint32_t version, struct ht__cur *cur,
+		     uint8_t **buf, size_t *cap, const char **why);
 
 /*
  * Heap addresses are predicted the way malloc reuses memory, per chunk: a

@@ -131,7 +131,9 @@ struct dec {
 	uint32_t seq; /* of the chunk, for messages */
 	uint64_t off;
 	struct ht__cur cur[HT__NSTREAMS]; /* the streams of the chunk */
-	uint64_t prev_ts;		  /* in ts_unit */
+	uint8_t *planes;		  /* streams joined from their planes */
+	size_t planes_cap;
+	uint64_t prev_ts; /* in ts_unit */
 	struct slot *slots;
 	ht__rings *rings;    /* per slot, as the writer keeps them */
 	struct ht__own *own; /* per slot: its allocations in the chunk (version 3) */
@@ -211,6 +213,7 @@ struct ht_reader {
 	size_t raw_cap;
 	uint32_t ts_unit;  /* ns per stored timestamp unit */
 	uint32_t version;  /* 4: SNAPSHOT events may follow */
+	int free_stream;   /* where codes of blocks leaving are: FREE (5) or ADDR */
 	int own_first;	   /* version 3: frees count back in own first */
 	struct dec d;	   /* decoding on the caller's thread */
 	int in_chunk;	   /* d holds a chunk with events left */
@@ -1099,8 +1102,8 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		goto fail;
 	}
 	uint32_t version = ht__get_le32(h + 8);
-	if (version < HT__FILE_VERSION_OLDEST || version > HT__FILE_VERSION_SNAPSHOT ||
-	    h[12] != 1 || h[13] != 8) {
+	if (version < HT__FILE_VERSION_OLDEST || version > HT__FILE_VERSION || h[12] != 1 ||
+	    h[13] != 8) {
 		rc = HT_ERR_VERSION;
 		goto fail;
 	}
@@ -1148,6 +1151,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 	}
 	r->t.info.version = version;
 	r->version = version;
+	r->free_stream = version >= HT__FILE_VERSION_PLANES ? HT__S_FREE : HT__S_ADDR;
 	r->t.info.ts_unit_ns = r->ts_unit;
 	if (!r->t.info.argv) {
 		const char **argv = arena_alloc(&r->t.arena, sizeof(*argv));
@@ -1175,6 +1179,7 @@ static void dec_release(struct dec *d)
 	ZSTD_freeDCtx(d->dctx);
 	free(d->comp);
 	free(d->raw);
+	free(d->planes);
 	free(d->slots);
 	free(d->rings);
 	ht__own_release(d->own, d->slots_cap);
@@ -1242,24 +1247,13 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 	if (c->h.kind != HT__CHUNK_EVENTS)
 		return 0; /* META, or the tables of a trace whose footer is gone */
 	const struct ht__chunk_header *h = &c->h;
-	/* The stream table: count, then each stream's length. */
-	struct ht__cur cu = {d->raw, d->raw + h->raw_size, 0};
-	uint64_t n = ht__get_varint(&cu);
-	uint64_t len[HT__NSTREAMS] = {0}, total = 0;
-	for (uint64_t i = 0; i < n && !cu.bad && i < 64; i++) {
-		uint64_t l = ht__get_varint(&cu);
-		if (i < HT__NSTREAMS)
-			len[i] = l;
-		total += l > h->raw_size ? h->raw_size + 1ull : l;
-	}
-	if (cu.bad || n < HT__NSTREAMS || n >= 64 || total > (uint64_t)(cu.end - cu.p)) {
-		batch_damage(b, "bad stream table", h->seq, c->off);
+	rc = ht__streams_open(d->raw, d->raw + h->raw_size, r->version, d->cur, &d->planes,
+			      &d->planes_cap, &why);
+	if (rc == HT_ERR_NOMEM)
+		return rc;
+	if (rc < 0) {
+		batch_damage(b, why, h->seq, c->off);
 		return 0;
-	}
-	const uint8_t *p = cu.p;
-	for (int i = 0; i < HT__NSTREAMS; i++) {
-		d->cur[i] = (struct ht__cur){p, p + len[i], 0};
-		p += len[i];
 	}
 	d->seq = h->seq;
 	d->off = c->off;
@@ -1504,6 +1498,8 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 		if (mask & HT__F_MORE)
 			mask2 = ht__get_byte(op);
 		struct ht__cur *z = &d->cur[HT__S_SIZE], *a = &d->cur[HT__S_ADDR];
+		/* Codes of blocks leaving: FREE since version 5, ADDR before. */
+		struct ht__cur *f = &d->cur[r->free_stream];
 		if (mask & HT__F_SIZE)
 			ev->size = ht__get_varint(z);
 		if (mask & HT__F_OLD_SIZE)
@@ -1511,11 +1507,11 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 		int heap_ev = type == HT_EV_ALLOC || type == HT_EV_FREE ||
 			      (type == HT_EV_REALLOC && !(ev->flags & HT_EVF_FAILED));
 		if (mask & HT__F_OLD_ADDR)
-			ev->old_addr = heap_ev ? get_free_addr(r, d, a, si)
+			ev->old_addr = heap_ev ? get_free_addr(r, d, f, si)
 					       : get_raw_addr(a, ht__get_varint(a), sl);
 		if (mask & HT__F_ADDR) {
 			if (type == HT_EV_FREE)
-				ev->addr = get_free_addr(r, d, a, si);
+				ev->addr = get_free_addr(r, d, f, si);
 			else if (heap_ev)
 				ev->addr = get_alloc_addr(r, d, a, si, ev->size,
 							  type == HT_EV_REALLOC ? ev->old_addr : 0);

@@ -121,7 +121,7 @@ int ht__writer_process_loss(struct ht__writer *w, uint32_t process, const struct
 
 /*
  * Raw payload bytes after which an events chunk is closed (default 1 MiB,
- * at least 256). Tests use small chunks to get many of them.
+ * from 256 bytes to 16 MiB). Tests use small chunks to get many of them.
  */
 int ht__writer_set_chunk_size(struct ht__writer *w, uint32_t bytes);
 

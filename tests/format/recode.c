@@ -2,7 +2,7 @@
  * recode.c - rewrites the events of a trace with this build's writer and
  * prints the sizes, so that encodings can be compared on the same events
  * (recording twice gives different timestamps). By hand, not in ctest:
- * recode IN.htr OUT.htr [TS_UNIT_NS]
+ * recode IN.htr OUT.htr [TS_UNIT_NS [CHUNK_BYTES]]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +14,8 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 && argc != 4) {
-		fprintf(stderr, "usage: recode IN.htr OUT.htr [TS_UNIT_NS]\n");
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: recode IN.htr OUT.htr [TS_UNIT_NS [CHUNK_BYTES]]\n");
 		return 2;
 	}
 	struct ht_reader *r;
@@ -29,6 +29,10 @@ int main(int argc, char **argv)
 	unlink(argv[2]);
 	if ((rc = ht__writer_open(&w, argv[2], &meta)) < 0) {
 		fprintf(stderr, "recode: cannot create '%s': %s\n", argv[2], ht_strerror(rc));
+		return 1;
+	}
+	if (argc > 4 && (rc = ht__writer_set_chunk_size(w, (uint32_t)atol(argv[4]))) < 0) {
+		fprintf(stderr, "recode: chunk size '%s': %s\n", argv[4], ht_strerror(rc));
 		return 1;
 	}
 	struct ht_event ev;
