@@ -541,6 +541,14 @@ static void snapshot_on_sigusr2(struct ht__session *s)
 	on_request_signal(SIGUSR2, ask_snapshot);
 }
 
+/* SIGCHLD: nothing to mark; its handler only ends the tick's sleep early
+   (sleeps are never restarted), so the recording ends when the program
+   does rather than up to a tick later. */
+static void wake_on_child(int sig)
+{
+	(void)sig;
+}
+
 static int exit_status_of(int status)
 {
 	if (WIFEXITED(status))
@@ -1087,6 +1095,7 @@ int cmd_record(int argc, char **argv)
 	}
 
 	snapshot_on_sigusr2(s);
+	on_request_signal(SIGCHLD, wake_on_child);
 	while ((rc = ht__session_tick(s)) == 0) {
 		if (ht__session_stats(s)->root_exited)
 			child_gone = 1;

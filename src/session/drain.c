@@ -729,8 +729,13 @@ static int tick(struct ht__session *s)
 		return 1;
 	bool root_done =
 	    s->root_pid > 0 ? s->stats.root_exited : s->cfg.end_when_gone && s->nprocs > 0;
-	if (root_done && in_use == 0 && all_dead(s))
-		return 1;
+	if (root_done && all_dead(s)) {
+		if (in_use == 0)
+			return 1;
+		/* The last rings are given back once merged, at the next tick:
+		   soon, not a whole tick after the program ended. */
+		s->next_tick_ns = now + HT__TICK_NS / 10;
+	}
 	return 0;
 }
 
