@@ -16,6 +16,7 @@
 #include "analysis/heapnames.h"
 #include "analysis/lifetime.h"
 #include "analysis/match.h"
+#include "analysis/pass.h"
 #include "analysis/reportdata.h"
 #include "base/paths.h"
 #include "cli/builtin.h"
@@ -38,14 +39,16 @@ static const char report_usage[] =
     "                       sites with the fewest bytes beyond that are bucketed\n"
     "  --points N           points of each graph (default 2000)\n"
     "  --snapshot N         a heap snapshot trace: snapshot N (default: the last)\n"
+    "  --all-snapshots      a heap snapshot trace: one page per snapshot, OUT with\n"
+    "                       .N before .html, each linking to the others\n"
     "  --no-default-cull    keep allocator frames on the stacks\n"
     "  --force              replace OUT if it exists (atomically)\n"
     "  -h, --help           show this help\n"
     "\n"
     "examples:\n"
     "  heaptrail report app.htr\n"
-    "  heaptrail report app.htr -o /tmp/app.html --force\n"
-    "  heaptrail report big.htr --points 500 --exact 50000\n";
+    "  heaptrail report big.htr --points 500 --exact 50000\n"
+    "  heaptrail report snap.htr --all-snapshots   # snap.1.html, snap.2.html, ...\n";
 
 #define DATA_MARKER "/*@@HEAPTRAIL_DATA@@*/"
 
@@ -107,8 +110,14 @@ static void u64_array(struct jw *j, const char *key, const uint64_t *v, uint32_t
 	jw_arr_end(j);
 }
 
+/* The pages of --all-snapshots: page[i] (a file name) shows snapshot i + 1. */
+struct snap_pages {
+	char **page;
+	uint32_t n;
+};
+
 static void write_trace(struct jw *j, struct ht_reader *r, const char *file,
-			const struct ht__report_data *d)
+			const struct ht__report_data *d, const struct snap_pages *pages)
 {
 	const struct ht_trace_info *info = ht_reader_info(r);
 	const char *base = strrchr(file, '/');
@@ -150,6 +159,18 @@ static void write_trace(struct jw *j, struct ht_reader *r, const char *file,
 		jw_u64(j, sn->live_bytes);
 		jw_key(j, "live_count");
 		jw_u64(j, sn->live_count);
+		jw_key(j, "alloc_bytes");
+		jw_u64(j, sn->alloc_bytes);
+		jw_key(j, "alloc_count");
+		jw_u64(j, sn->alloc_count);
+		jw_key(j, "exit_pid"); /* 0: not taken at a process's exit */
+		jw_i64(j, sn->exit_pid);
+		/* Its page, when --all-snapshots writes one for each. */
+		jw_key(j, "page");
+		const char *page =
+		    pages && sn->number - 1 < pages->n ? pages->page[sn->number - 1] : NULL;
+		const char *slash = page ? strrchr(page, '/') : NULL;
+		jw_str(j, slash ? slash + 1 : page);
 		jw_obj_end(j);
 	}
 	jw_arr_end(j);
@@ -529,7 +550,7 @@ static void write_series_list(struct jw *j, const char *key, const struct ht__rd
 }
 
 static void write_data(FILE *f, struct ht_reader *r, const char *file,
-		       const struct ht__report_data *d)
+		       const struct ht__report_data *d, const struct snap_pages *pages)
 {
 	struct jw j;
 	jw_init(&j, f, false);
@@ -538,7 +559,7 @@ static void write_data(FILE *f, struct ht_reader *r, const char *file,
 	jw_str(&j, "heaptrail-report");
 	jw_key(&j, "version");
 	jw_u64(&j, 1);
-	write_trace(&j, r, file, d);
+	write_trace(&j, r, file, d, pages);
 	write_totals(&j, d);
 	write_processes(&j, r);
 	write_symbols(&j, r, d);
@@ -584,9 +605,44 @@ static char *default_output(const char *file)
 	return out;
 }
 
+/* Writes the page of r (the snapshot the pass is set to) to out. */
+static void write_page(const char *tpl, size_t tlen, const char *mark, const char *out, bool force,
+		       struct ht_reader *r, const char *file, const struct ht__report_opts *o,
+		       const struct snap_pages *pages)
+{
+	/* Refused before the work; written under a temporary name and renamed,
+	   so a failed run leaves no half page (format/output.h). */
+	struct ht__output dst;
+	FILE *f = output_begin(&dst, out, force, 0644);
+	bool is_file = ht__output_is_file(&dst);
+	struct ht__report_data d;
+	int rc = ht__report_data_run(&d, r, o);
+	if (rc < 0)
+		read_failed(file, rc);
+	reader_warning(r, file);
+
+	cookie_io_functions_t io = {.write = escape_write};
+	FILE *jf = fopencookie(f, "w", io);
+	if (!jf)
+		die("out of memory");
+	fwrite(tpl, 1, (size_t)(mark - tpl), f);
+	write_data(jf, r, file, &d, pages);
+	if (fclose(jf) != 0)
+		die("cannot write '%s': %s", out, strerror(errno));
+	const char *rest = mark + strlen(DATA_MARKER);
+	fwrite(rest, 1, tlen - (size_t)(rest - tpl), f);
+	output_end(&dst, f);
+	struct stat st;
+	if (is_file && stat(out, &st) == 0)
+		printf("heaptrail: wrote '%s' (%.1f MB)\n", out, st.st_size / 1048576.0);
+	else if (!is_file)
+		printf("heaptrail: wrote '%s'\n", out);
+	ht__report_data_release(&d);
+}
+
 int cmd_report(int argc, char **argv)
 {
-	enum { O_EXACT = CLI_LONG, O_POINTS, O_NO_CULL, O_FORCE, O_SNAPSHOT };
+	enum { O_EXACT = CLI_LONG, O_POINTS, O_NO_CULL, O_FORCE, O_SNAPSHOT, O_ALL_SNAPSHOTS };
 	static const struct cli_opt opts[] = {
 	    {"output", 'o', required_argument},
 	    {"exact", O_EXACT, required_argument},
@@ -594,10 +650,12 @@ int cmd_report(int argc, char **argv)
 	    {"no-default-cull", O_NO_CULL, no_argument},
 	    {"force", O_FORCE, no_argument},
 	    {"snapshot", O_SNAPSHOT, required_argument},
+	    {"all-snapshots", O_ALL_SNAPSHOTS, no_argument},
 	    {NULL, 0, 0},
 	};
 	char *out = NULL;
-	bool force = false;
+	bool force = false, all_snapshots = false;
+	uint32_t one_snapshot = 0;
 	struct ht__report_opts o = HT_REPORT_OPTS_INIT;
 	struct cli_parser p;
 	cli_init(&p, "report", report_usage, opts, argc, argv, false);
@@ -620,12 +678,17 @@ int cmd_report(int argc, char **argv)
 		} else if (c == O_FORCE) {
 			force = true;
 		} else if (c == O_SNAPSHOT) {
-			opt_snapshot(p.val, "--snapshot");
+			one_snapshot = opt_snapshot(p.val, "--snapshot");
+		} else if (c == O_ALL_SNAPSHOTS) {
+			all_snapshots = true;
 		}
 	}
 	char **files;
 	cli_operands(&p, 1, 1, "trace file", &files);
 	const char *file = files[0];
+	if (all_snapshots && one_snapshot)
+		die("--snapshot %u and --all-snapshots ask for different pages: give one of them",
+		    one_snapshot);
 	if (!out)
 		out = default_output(file);
 
@@ -641,37 +704,37 @@ int cmd_report(int argc, char **argv)
 		die("'%s' is not a heaptrail report page: rebuild heaptrail", tpath);
 
 	struct ht_reader *r = open_trace(file);
-	int rc;
 	snapshot_check(r, file, 0);
-	/* Refused before the work; written under a temporary name and renamed,
-	   so a failed run leaves no half page (format/output.h). */
-	struct ht__output dst;
-	FILE *f = output_begin(&dst, out, force, 0644);
-	bool is_file = ht__output_is_file(&dst);
-	struct ht__report_data d;
-	rc = ht__report_data_run(&d, r, &o);
-	if (rc < 0)
-		read_failed(file, rc);
-	reader_warning(r, file);
-
-	cookie_io_functions_t io = {.write = escape_write};
-	FILE *jf = fopencookie(f, "w", io);
-	if (!jf)
-		die("out of memory");
-	fwrite(tpl, 1, (size_t)(mark - tpl), f);
-	write_data(jf, r, file, &d);
-	if (fclose(jf) != 0)
-		die("cannot write '%s': %s", out, strerror(errno));
-	const char *rest = mark + strlen(DATA_MARKER);
-	fwrite(rest, 1, tlen - (size_t)(rest - tpl), f);
-	output_end(&dst, f);
-	struct stat st;
-	if (is_file && stat(out, &st) == 0)
-		printf("heaptrail: wrote '%s' (%.1f MB)\n", out, st.st_size / 1048576.0);
-	else if (!is_file)
-		printf("heaptrail: wrote '%s'\n", out);
-
-	ht__report_data_release(&d);
+	if (!all_snapshots) {
+		write_page(tpl, tlen, mark, out, force, r, file, &o, NULL);
+	} else {
+		/* One page per snapshot: OUT with .N before its extension. */
+		uint32_t n;
+		int rc = ht__pass_snapshot_count(r, &n);
+		if (rc < 0)
+			read_failed(file, rc);
+		if (!n)
+			die("'%s' has no heap snapshots (it was not recorded with --snapshot): "
+			    "drop "
+			    "--all-snapshots",
+			    file);
+		struct snap_pages pages = {calloc(n, sizeof(char *)), n};
+		if (!pages.page)
+			die("out of memory");
+		const char *dot = strrchr(out, '.'), *slash = strrchr(out, '/');
+		size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - out) : strlen(out);
+		for (uint32_t i = 0; i < n; i++)
+			if (asprintf(&pages.page[i], "%.*s.%u%s", (int)stem, out, i + 1,
+				     out + stem) < 0)
+				die("out of memory");
+		for (uint32_t i = 0; i < n; i++) {
+			ht__pass_default_snapshot(i + 1);
+			write_page(tpl, tlen, mark, pages.page[i], force, r, file, &o, &pages);
+		}
+		for (uint32_t i = 0; i < n; i++)
+			free(pages.page[i]);
+		free(pages.page);
+	}
 	ht_reader_close(r);
 	free(tpl);
 	free(tpath);

@@ -152,6 +152,55 @@ def children(env):
     check("at the exit of process %d (its blocks alone)" % second in out, "info says:\n" + out)
 
 
+def page_data(path):
+    """The data a report page carries (the JSON at its data marker)."""
+    with open(path) as f:
+        s = f.read()
+    start = s.index('<script id="heaptrail-data" type="application/json">')
+    start = s.index(">", start) + 1
+    return json.loads(s[start:s.index("</script>", start)])
+
+
+@case
+def report_pages(env):
+    """report --all-snapshots: a page per snapshot (OUT with .N before .html),
+    each showing its snapshot with the numbers of analyze --snapshot N and
+    listing every snapshot with info's totals and a link to its page."""
+    env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "children"])
+    snaps = snapshots(env)
+    equal(len(snaps), 4, "snapshots (three exits and the end)")
+    out, _ = env.run(["report", env.trace, "--all-snapshots", "-o", os.path.join(env.tmp, "r.html")])
+    pages = ["r.%d.html" % n for n in range(1, 5)]
+    for p in pages:
+        check("wrote '%s'" % os.path.join(env.tmp, p) in out, "report said %r" % out)
+    for n, p in enumerate(pages, 1):
+        d = page_data(os.path.join(env.tmp, p))
+        equal(d["trace"]["snapshot"], n, p + ": its snapshot")
+        listed = d["trace"]["snapshots"]
+        equal([s["page"] for s in listed], pages, p + ": the pages it links to")
+        for s, i in zip(listed, snaps):
+            equal({k: s[k] for k in ("number", "ts_ns", "live_bytes", "live_count", "alloc_bytes",
+                                     "alloc_count", "exit_pid")},
+                  {k: i[k] for k in ("number", "ts_ns", "live_bytes", "live_count", "alloc_bytes",
+                                     "alloc_count", "exit_pid")}, p + ": snapshot %d as info lists it" % i["number"])
+        a, _ = env.run(["analyze", "--format", "json", "--snapshot", str(n), env.trace])
+        t = json.loads(a)["totals"]
+        equal((d["totals"]["heap_leaked_bytes"], d["totals"]["heap_leaked_count"]),
+              (t["outstanding_bytes"], t["outstanding_count"]), p + ": live heap as analyze --snapshot %d" % n)
+    # One page: the last snapshot, the others listed without a page.
+    env.run(["report", env.trace, "-o", os.path.join(env.tmp, "one.html")])
+    d = page_data(os.path.join(env.tmp, "one.html"))
+    equal((d["trace"]["snapshot"], [s["page"] for s in d["trace"]["snapshots"]]), (4, [None] * 4),
+          "report without --all-snapshots")
+    _, err = env.run(["report", env.trace, "--all-snapshots", "--snapshot", "2"], want=2)
+    check("--snapshot 2 and --all-snapshots" in err, "both options said %r" % err)
+    full = os.path.join(env.tmp, "full.htr")
+    env.run(["record", "-q", "-o", full, "--", env.prog, "loop", "10"])
+    _, err = env.run(["report", full, "--all-snapshots", "-o", os.path.join(env.tmp, "f.html")], want=None)
+    check("has no heap snapshots" in err and not os.path.exists(os.path.join(env.tmp, "f.1.html")),
+          "--all-snapshots of a full trace said %r" % err)
+
+
 @case
 def threads(env):
     env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "threads"])

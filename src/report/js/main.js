@@ -48,7 +48,11 @@ function main() {
 	}
 	summary(m);
 	const labels = { process: (p) => processLabel(m, p), handle: (h, p) => heapLabel(m, p, h) + ' (handle ' + m.handles[h] + ')' };
-	const file = m.trace.file || 'TRACE.htr';
+	// The commands that give the page's numbers: of its snapshot when that is
+	// not the last (the commands' default).
+	const snaps = m.trace.snapshots || [];
+	const snapArg = m.trace.snapshot && snaps.length && m.trace.snapshot !== snaps[snaps.length - 1].number ? ' --snapshot ' + m.trace.snapshot : '';
+	const file = (m.trace.file || 'TRACE.htr') + snapArg;
 	const state = { t1: m.fullWindow[0], t2: m.fullWindow[1], heap: null, commit: null };
 	// The peaks (info's: when the summed outstanding bytes were first highest)
 	// and the sites live then, for "live at the peak" in the flame graph and
@@ -197,7 +201,7 @@ function main() {
 	// The downloads: the window's heap stacks as 'heaptrail export --format
 	// collapsed' and 'heaptrail analyze -stacks --format csv' write them for
 	// -range T1 T2, and the graphs as SVG.
-	const base = file.replace(/^.*\//, '').replace(/\.htr$/, '');
+	const base = (m.trace.file || 'TRACE.htr').replace(/^.*\//, '').replace(/\.htr$/, '');
 	function downloadName(ext) {
 		const full = state.t1 <= 0 && state.t2 > m.trace.duration_ns;
 		return base + (full ? '' : '-' + rangeArg(state.t1) + '-' + rangeArg(state.t2)) + '.' + ext;

@@ -2,6 +2,7 @@
 // 'heaptrail info', notes about the trace, and the table of processes.
 
 import { fmtBytes, fmtCount, fmtTime, esc } from './format.js';
+import { snapshots } from './snapshots.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -32,6 +33,8 @@ export function summary(m) {
 	if (!t.symbols) flags.push('no symbols');
 	if (t.sample_rate)
 		flags.push('sampled trace (--sample-rate ' + fmtBytes(t.sample_rate) + '): heap sizes and counts are estimates from one allocation per ' + fmtBytes(t.sample_rate) + ' on average');
+	if (t.snapshot)
+		flags.push('heap snapshot trace: the heap shown is snapshot ' + t.snapshot + ' of ' + (t.snapshots || []).length + ', at ' + fmtTime(t.snapshot_ts_ns) + ' (the table below lists them all)');
 	if (m.heap.binned || m.commit.binned)
 		flags.push('big trace: the top stacks keep every lifetime, the rest are bucketed by ' + fmtTime(m.heap.bucketNs));
 	$('summary-grid').innerHTML = items
@@ -44,4 +47,5 @@ export function summary(m) {
 			.map((p) => '<tr><td>' + p.pid + '</td><td>' + p.ppid + '</td><td title="' + esc((p.argv || []).join(' ')) + '">' + esc(p.exe || '') +
 				'</td><td>' + esc(fmtTime(p.start_ns)) + '</td><td>' + esc(fmtTime(p.end_ns)) + '</td><td>' + esc(p.status || '') + '</td></tr>')
 			.join('');
+	snapshots(m);
 }
