@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/vec.h"
+#include "format/reader_ref.h"
 
 struct slot {
 	const struct ht__consumer *c;
@@ -428,27 +429,28 @@ int ht__pass_run(struct ht__pass *p)
 	uint64_t duration = info ? info->duration_ns : 0;
 	p->sample_rate = info ? info->sample_rate : 0;
 	uint64_t stop = stop_ts(p);
-	struct ht_event ev, est;
-	while (!p->err && (rc = ht_reader_next(p->r, &ev)) > 0) {
+	const struct ht_event *ev; /* in the reader's batch: not copied */
+	struct ht_event est;
+	while (!p->err && (rc = ht__reader_next_ref(p->r, &ev)) > 0) {
 		/* The trace goes on at least to here (it may have no footer). */
-		if (ev.ts > p->end_ts)
-			p->end_ts = ev.ts;
-		if (ev.ts >= stop)
+		if (ev->ts > p->end_ts)
+			p->end_ts = ev->ts;
+		if (ev->ts >= stop)
 			break;
 		p->nevents++;
 		p->freed_count = 0;
 		if (p->lt)
-			fail(p, ht__life_event(p->lt, &ev));
+			fail(p, ht__life_event(p->lt, ev));
 		if (p->ct && !p->err)
-			fail(p, ht__commit_event(p->ct, &ev));
-		if (ev.type >= HT_EV_PROCESS_START && ev.type <= HT_EV_PROCESS_EXIT && !p->err)
-			process_events(p, &ev);
+			fail(p, ht__commit_event(p->ct, ev));
+		if (ev->type >= HT_EV_PROCESS_START && ev->type <= HT_EV_PROCESS_EXIT && !p->err)
+			process_events(p, ev);
 		if (!p->err)
-			call_event(p, estimate_event(p, &ev, &est));
-		if (ev.type == HT_EV_SNAPSHOT && (uint32_t)ev.value == p->snap_got && !p->err)
-			snap_blocks(p, &ev);
+			call_event(p, estimate_event(p, ev, &est));
+		if (ev->type == HT_EV_SNAPSHOT && (uint32_t)ev->value == p->snap_got && !p->err)
+			snap_blocks(p, ev);
 		if (p->progress && !(p->nevents & 0xffff))
-			p->progress(p->progress_ctx, ev.ts, duration);
+			p->progress(p->progress_ctx, ev->ts, duration);
 	}
 	if (rc < 0)
 		return rc;

@@ -22,6 +22,7 @@
 
 #include "format/codec.h"
 #include "format/reader_phys.h"
+#include "format/reader_ref.h"
 
 /* Strings and stack frame lists live in blocks that never move, so pointers
    handed out stay valid while the tables grow. */
@@ -170,6 +171,8 @@ struct batch {
 
 struct pipe;
 
+#define WORKER_BATCHES 8 /* batches of BATCH_EVENTS events per decoding thread */
+
 /* A decoding thread: its decoder and its own batches. */
 struct worker {
 	struct ht_reader *r;
@@ -178,19 +181,20 @@ struct worker {
 	int started;
 	struct dec d;
 	struct batch *free_b;	       /* batches ready to fill */
+	uint32_t nfree;		       /* how many */
 	struct batch *q_head, *q_tail; /* filled, in ticket order */
-	struct batch all[4];
+	pthread_cond_t wake;	       /* half its batches are free again, or stop */
+	struct batch all[WORKER_BATCHES];
 };
 
 /* The worker threads of one pass over the events, and their hand-over. */
 struct pipe {
 	pthread_mutex_t mu;
-	pthread_cond_t to_workers; /* a batch was given back, or stop */
-	pthread_cond_t to_reader;  /* a batch was filled */
-	uint64_t claimed;	   /* tickets handed out */
-	uint64_t want;		   /* the ticket the reader reads */
-	int stop;		   /* rewind or close, or the reader saw the end */
-	int claims_over;	   /* a claim found the end or damage: no more */
+	pthread_cond_t to_reader; /* a batch was filled */
+	uint64_t claimed;	  /* tickets handed out */
+	uint64_t want;		  /* the ticket the reader reads */
+	int stop;		  /* rewind or close, or the reader saw the end */
+	int claims_over;	  /* a claim found the end or damage: no more */
 	int nworkers;
 	struct worker w[];
 };
@@ -1172,7 +1176,7 @@ fail:
 
 /* ---- events: decoding a chunk ---- */
 
-#define BATCH_EVENTS 4096u /* events a decoding thread hands over at once */
+#define BATCH_EVENTS 2048u /* events a decoding thread hands over at once */
 #define BATCH_HERE 256u	   /* events decoded at once on the caller's thread */
 static void dec_release(struct dec *d)
 {
@@ -1579,8 +1583,12 @@ static void fill_batch(struct ht_reader *r, struct dec *d, struct batch *b)
 		else if (rc < 0)
 			b->rc = rc;
 		b->last = 1;
-		return;
+		break;
 	}
+	/* names has stopped moving: point the events at their names */
+	for (uint32_t i = 0; b->names_len && i < b->n; i++)
+		if (b->name_at[i] != UINT32_MAX)
+			b->ev[i].name = b->names + b->name_at[i];
 }
 
 /*
@@ -1621,16 +1629,22 @@ static void batch_claim_end(struct batch *b, int rc, const char *why, uint64_t o
 
 /* ---- events: decoding threads ---- */
 
-/* A free batch of w, or NULL when the pass stops. With pp->mu held. */
+/*
+ * A free batch of w, or NULL when the pass stops. With pp->mu held. A
+ * thread that ran out sleeps until half its batches are back, so it is
+ * woken once per half, not once per batch.
+ */
 static struct batch *worker_take(struct worker *w)
 {
 	struct pipe *pp = w->pp;
-	while (!w->free_b && !pp->stop)
-		pthread_cond_wait(&pp->to_workers, &pp->mu);
+	if (!w->free_b)
+		while (w->nfree < WORKER_BATCHES / 2 && !pp->stop)
+			pthread_cond_wait(&w->wake, &pp->mu);
 	if (pp->stop)
 		return NULL;
 	struct batch *b = w->free_b;
 	w->free_b = b->next_q;
+	w->nfree--;
 	return b;
 }
 
@@ -1706,18 +1720,19 @@ static void pipe_stop(struct ht_reader *r)
 		return;
 	pthread_mutex_lock(&pp->mu);
 	pp->stop = 1;
-	pthread_cond_broadcast(&pp->to_workers);
+	for (int i = 0; i < pp->nworkers; i++)
+		pthread_cond_signal(&pp->w[i].wake);
 	pthread_mutex_unlock(&pp->mu);
 	for (int i = 0; i < pp->nworkers; i++) {
 		struct worker *w = &pp->w[i];
 		if (w->started)
 			pthread_join(w->th, NULL);
 		dec_release(&w->d);
-		for (size_t k = 0; k < sizeof(w->all) / sizeof(w->all[0]); k++)
+		for (size_t k = 0; k < WORKER_BATCHES; k++)
 			batch_release(&w->all[k]);
+		pthread_cond_destroy(&w->wake);
 	}
 	pthread_cond_destroy(&pp->to_reader);
-	pthread_cond_destroy(&pp->to_workers);
 	pthread_mutex_destroy(&pp->mu);
 	free(pp);
 	r->pp = NULL;
@@ -1733,8 +1748,9 @@ static int pipe_start(struct ht_reader *r)
 	if (!pp)
 		return -1;
 	pthread_mutex_init(&pp->mu, NULL);
-	pthread_cond_init(&pp->to_workers, NULL);
 	pthread_cond_init(&pp->to_reader, NULL);
+	for (int i = 0; i < n; i++)
+		pthread_cond_init(&pp->w[i].wake, NULL);
 	pp->nworkers = n;
 	r->pp = pp;
 	for (int i = 0; i < n; i++) {
@@ -1742,7 +1758,7 @@ static int pipe_start(struct ht_reader *r)
 		w->r = r;
 		w->pp = pp;
 		w->d.sp.pool = &r->t.sp.frames_left;
-		for (size_t k = 0; k < sizeof(w->all) / sizeof(w->all[0]); k++) {
+		for (size_t k = 0; k < WORKER_BATCHES; k++) {
 			if (batch_init(&w->all[k], BATCH_EVENTS) < 0) {
 				pipe_stop(r);
 				return -1;
@@ -1750,6 +1766,7 @@ static int pipe_start(struct ht_reader *r)
 			w->all[k].owner = w;
 			w->all[k].next_q = w->free_b;
 			w->free_b = &w->all[k];
+			w->nfree++;
 		}
 	}
 	int started = 0;
@@ -1774,11 +1791,13 @@ static void pipe_next(struct ht_reader *r)
 	pthread_mutex_lock(&pp->mu);
 	struct batch *b = r->cur;
 	if (b) {
+		struct worker *o = b->owner;
 		if (b->last)
 			pp->want++;
-		b->next_q = b->owner->free_b;
-		b->owner->free_b = b;
-		pthread_cond_broadcast(&pp->to_workers);
+		b->next_q = o->free_b;
+		o->free_b = b;
+		if (++o->nfree == WORKER_BATCHES / 2)
+			pthread_cond_signal(&o->wake);
 	}
 	for (;;) {
 		for (int i = 0; i < pp->nworkers; i++) {
@@ -1885,54 +1904,80 @@ static int stream_damaged(struct ht_reader *r, const char *why, uint32_t seq, ui
 	return 0;
 }
 
-int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
+/*
+ * The current batch is read: ends the stream as it says, or gets the next
+ * one. 1 when there may be events, 0 at the end, or an error. Apart from
+ * ht__reader_next_ref(), which then stays a short loop.
+ */
+static __attribute__((noinline)) int next_batch(struct ht_reader *r)
 {
-	if (!r || !ev)
+	struct batch *b = r->cur;
+	if (r->done)
+		return 0;
+	if (b && b->rc) {
+		int rc = b->rc;
+		end_stream(r);
+		return rc;
+	}
+	if (b && b->why) {
+		stream_damaged(r, b->why, b->seq, b->off);
+		return 0;
+	}
+	if (b && b->end) {
+		end_stream(r);
+		return 0;
+	}
+	if (!r->pp && !r->scan && r->nthreads && !r->in_chunk && r->pos == r->header_size &&
+	    pipe_start(r) < 0)
+		r->nthreads = 0; /* no threads to be had: decode here */
+	if (r->pp) {
+		pipe_next(r);
+		return 1;
+	}
+	int rc = here_next(r);
+	return rc < 0 ? rc : 1;
+}
+
+/* A trace without a footer: what the event tells of the processes and the
+   duration goes into the tables, once per event. */
+static void learn_event(struct ht_reader *r, const struct ht_event *ev)
+{
+	if (ev->type == HT_EV_PROCESS_EXEC || ev->type == HT_EV_PROCESS_EXIT)
+		ht__proctab_event(&r->t.procs, ev);
+	if (ev->ts > r->t.info.duration_ns)
+		r->t.info.duration_ns = ev->ts;
+	r->learned = r->ev_index + 1;
+}
+
+int ht__reader_next_ref(struct ht_reader *r, const struct ht_event **out)
+{
+	if (!r || !out)
 		return HT_ERR_INVALID;
 	for (;;) {
-		if (r->done)
-			return 0;
 		struct batch *b = r->cur;
-		if (b && b->next < b->n) {
-			uint32_t i = b->next++;
-			*ev = b->ev[i];
-			if (b->name_at[i] != UINT32_MAX)
-				ev->name = b->names + b->name_at[i];
-			if (r->scan && r->ev_index >= r->learned) {
-				if (ev->type == HT_EV_PROCESS_EXEC ||
-				    ev->type == HT_EV_PROCESS_EXIT)
-					ht__proctab_event(&r->t.procs, ev);
-				if (ev->ts > r->t.info.duration_ns)
-					r->t.info.duration_ns = ev->ts;
-				r->learned = r->ev_index + 1;
-			}
+		if (b && b->next < b->n && !r->done) {
+			const struct ht_event *ev = &b->ev[b->next++];
+			if (r->scan && r->ev_index >= r->learned)
+				learn_event(r, ev);
 			r->ev_index++;
+			*out = ev;
 			return 1;
 		}
-		if (b && b->rc) {
-			int rc = b->rc;
-			end_stream(r);
+		int rc = next_batch(r);
+		if (rc <= 0)
 			return rc;
-		}
-		if (b && b->why) {
-			stream_damaged(r, b->why, b->seq, b->off);
-			continue;
-		}
-		if (b && b->end) {
-			end_stream(r);
-			continue;
-		}
-		if (!r->pp && !r->scan && r->nthreads && !r->in_chunk && r->pos == r->header_size &&
-		    pipe_start(r) < 0)
-			r->nthreads = 0; /* no threads to be had: decode here */
-		if (r->pp) {
-			pipe_next(r);
-		} else {
-			int rc = here_next(r);
-			if (rc < 0)
-				return rc;
-		}
 	}
+}
+
+int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
+{
+	if (!ev)
+		return HT_ERR_INVALID;
+	const struct ht_event *e;
+	int rc = ht__reader_next_ref(r, &e);
+	if (rc > 0)
+		*ev = *e;
+	return rc;
 }
 
 double ht_sample_weight(uint64_t size, uint64_t rate)

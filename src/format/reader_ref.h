@@ -1,0 +1,17 @@
+/*
+ * reader_ref.h - the reader's events in place, for the trace pass
+ * (src/analysis/pass.c): ht_reader_next() copies each event out of the
+ * batch the reader decoded it into; the pass reads it where it is.
+ */
+#ifndef HT_FORMAT_READER_REF_H
+#define HT_FORMAT_READER_REF_H
+
+#include "heaptrail/trace.h"
+
+/*
+ * As ht_reader_next(), but *ev points at the event inside the reader, valid
+ * until the next call on r (its name too). 1, 0 at the end, or an error.
+ */
+int ht__reader_next_ref(struct ht_reader *r, const struct ht_event **ev);
+
+#endif
