@@ -119,6 +119,8 @@ struct ht__thread {
 	char *data;
 	uint64_t wpos;	/* our copy of write_pos */
 	uint64_t limit; /* cached read_pos + ring_size: wpos may go up to it */
+	uint64_t fast;	/* records may end up to here without a PAD or a look at
+			   read_pos (ht__rec_begin); 0: always ask ht__rec_room */
 	uint64_t next;	/* write_pos after the record being written */
 	int guard;	/* HT_GUARD_*: non-zero, re-entry passes through */
 	int32_t tid;
@@ -177,8 +179,11 @@ uint64_t ht__now(void);
 extern char ht__exe[4096]; /* /proc/self/exe, the main module's path */
 extern uint32_t ht__exe_len;
 
-/* ring.c: the slow paths of the writer. */
+/* ring.c: the slow paths of the writer. ht__rec_room(): where a record of
+   len bytes goes when it does not fit below t->fast (a PAD written first
+   when the ring's tail is too short, room made), UINT64_MAX when dropped. */
 int ht__make_room(struct ht__thread *t, uint32_t len);
+uint64_t ht__rec_room(struct ht__thread *t, uint32_t len);
 void ht__thread_release(struct ht__thread *t);
 void ht__threads_init(void);		     /* once per process image */
 void ht__thread_forget_all(void);	     /* fork child: the parent's threads are gone */
@@ -408,38 +413,18 @@ static inline uint32_t ht__stack_for(struct ht__thread *t, uint32_t bit)
  * PAD record when the tail is too short, sets busy, takes the timestamp and
  * fills the header. Returns NULL when the record is dropped; otherwise the
  * caller fills the body and calls ht__rec_commit(). Only called with the
- * guard set.
+ * guard set. The common case is one compare: t->fast is how far records may
+ * go with room before the reader and at least 16 bytes left before the end
+ * of the ring (so no PAD is due); anything else is ht__rec_room() (ring.c).
  */
 static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type, unsigned func,
 					    uint32_t len, uint32_t stack)
 {
 	uint64_t pos = t->wpos;
-	uint32_t off = (uint32_t)pos & ht__g.ring_mask;
-	uint32_t tail = ht__g.ring_size - off;
-	/* A tail of 8 bytes could not hold a PAD header: never leave one. */
-	int wrap = len > tail || tail - len == 8;
-	uint64_t need = wrap ? (uint64_t)tail + len : len;
-
-	if (HT_UNLIKELY(pos + need > t->limit)) {
-		if (!ht__make_room(t, len))
-			return NULL;
-		pos = t->wpos;
-		off = (uint32_t)pos & ht__g.ring_mask;
-		tail = ht__g.ring_size - off;
-		wrap = len > tail || tail - len == 8;
-	}
+	if (HT_UNLIKELY(pos + len > t->fast) && (pos = ht__rec_room(t, len)) == UINT64_MAX)
+		return NULL;
 	atomic_store_explicit(&t->ring->busy, 1, memory_order_relaxed);
-	if (HT_UNLIKELY(wrap)) {
-		struct ht__rec *pad = (struct ht__rec *)(t->data + off);
-		pad->type = HT_REC_PAD;
-		pad->func = 0;
-		pad->len = (uint16_t)tail;
-		pad->stack = 0;
-		pad->ts = 0;
-		pos += tail;
-		off = 0;
-	}
-	struct ht__rec *r = (struct ht__rec *)(t->data + off);
+	struct ht__rec *r = (struct ht__rec *)(t->data + ((uint32_t)pos & ht__g.ring_mask));
 	/* type, func, len and stack in one store (little-endian layout). */
 	uint64_t head = (uint64_t)(uint8_t)type | (uint64_t)(uint8_t)func << 8 |
 			(uint64_t)(uint16_t)len << 16 | (uint64_t)stack << 32;

@@ -10,7 +10,10 @@
 
 #include "internal.h"
 
-static inline void ht__put_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
+/* Always inlined: an allocation's record is the hot path, and a call
+   would add a frame for the stack capture to walk past. */
+static inline __attribute__((always_inline)) void ht__put_alloc(struct ht__thread *t, unsigned func,
+								void *p, uint64_t size)
 {
 	if (HT_UNLIKELY(ht__g.snap != NULL)) { /* snapshot mode: no record */
 		if (p)
@@ -104,7 +107,8 @@ static inline void ht__snap_realloc_end(struct ht__thread *t, struct ht__snap_rl
 }
 
 /* An allocation that returned p (NULL: ALLOC_FAIL of the size asked for). */
-static inline void ht__rec_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
+static inline __attribute__((always_inline)) void ht__rec_alloc(struct ht__thread *t, unsigned func,
+								void *p, uint64_t size)
 {
 	if (HT_LIKELY(!p || ht__sample_keep(t, (uint64_t)(uintptr_t)p, size)))
 		ht__put_alloc(t, func, p, size);

@@ -260,6 +260,7 @@ static int try_claim(struct ht__thread *t)
 		t->ring = r;
 		t->data = (char *)r + HT_RING_HEADER_SIZE;
 		t->wpos = atomic_load_explicit(&r->write_pos, memory_order_acquire);
+		t->fast = 0;
 		t->limit =
 		    atomic_load_explicit(&r->read_pos, memory_order_acquire) + ht__g.ring_size;
 		atomic_store_explicit(&h->ring_hint, (i + 1) % ht__g.ring_count,
@@ -380,6 +381,38 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 	}
 }
 
+uint64_t ht__rec_room(struct ht__thread *t, uint32_t len)
+{
+	uint64_t pos = t->wpos;
+	uint32_t off = (uint32_t)pos & ht__g.ring_mask;
+	uint32_t tail = ht__g.ring_size - off;
+	/* A tail of 8 bytes could not hold a PAD header: never leave one. */
+	int wrap = len > tail || tail - len == 8;
+	uint64_t need = wrap ? (uint64_t)tail + len : len;
+	if (pos + need > t->limit) {
+		if (!ht__make_room(t, len)) {
+			t->fast = 0;
+			return UINT64_MAX;
+		}
+		pos = t->wpos;
+		off = (uint32_t)pos & ht__g.ring_mask;
+		tail = ht__g.ring_size - off;
+		wrap = len > tail || tail - len == 8;
+	}
+	if (wrap) {
+		struct ht__rec *pad = (struct ht__rec *)(t->data + off);
+		memset(pad, 0, sizeof *pad);
+		pad->type = HT_REC_PAD;
+		pad->len = (uint16_t)tail;
+		pos += tail;
+	}
+	/* The next records need no PAD while 16 bytes stay before the ring's
+	   end, and no look at read_pos below the cached limit. */
+	uint64_t end = (pos | ht__g.ring_mask) + 1 - 16;
+	t->fast = end < t->limit ? end : t->limit;
+	return pos;
+}
+
 void ht__thread_release(struct ht__thread *t)
 {
 	if (!t->ring)
@@ -391,7 +424,7 @@ void ht__thread_release(struct ht__thread *t)
 	atomic_store_explicit(&t->ring->state, HT_RING_RELEASED, memory_order_release);
 	t->ring = NULL;
 	t->data = NULL;
-	t->wpos = t->limit = t->next = 0;
+	t->wpos = t->limit = t->next = t->fast = 0;
 }
 
 void ht__thread_linger_release(struct ht__thread *t)
@@ -399,7 +432,7 @@ void ht__thread_linger_release(struct ht__thread *t)
 	atomic_store_explicit(&t->ring->state, HT_RING_RELEASED, memory_order_release);
 	t->ring = NULL;
 	t->data = NULL;
-	t->wpos = t->limit = t->next = 0;
+	t->wpos = t->limit = t->next = t->fast = 0;
 }
 
 void ht__write_thread(struct ht__thread *t, unsigned type, pid_t tid, const char *name)

@@ -763,6 +763,26 @@ static inline int frame_holds(const struct ht__scache *c, int k)
 }
 
 /*
+ * The cached stack's id when this call is the one cached, whole: its
+ * innermost frame in the same slot with the same return address and rbp,
+ * and every outer frame holding what it held. What capture_cached() would
+ * find, checked on the program's stack without switching stacks or
+ * setting up the walk's frame; 0 sends the capture the long way.
+ */
+static inline uint32_t same_stack(const struct ht__scache *c, uintptr_t loc0)
+{
+	int k = c->n - 1;
+	if (k < 0 || c->sig || verify_stacks ||
+	    c->gen != atomic_load_explicit(&table_gen, memory_order_relaxed) || c->loc[k] != loc0 ||
+	    c->ip[k] != *(const uintptr_t *)loc0 || c->rbp[k] != *(const uintptr_t *)(loc0 - 8))
+		return 0;
+	for (int i = 0; i < k; i++)
+		if (!frame_holds(c, i))
+			return 0;
+	return c->id;
+}
+
+/*
  * An event in a signal handler: libunwind follows the signal frame into the
  * interrupted code, slowly (a new pc each time; its memory checks are
  * system calls), 20-50 us on a loaded machine. A handler on a 10 us timer
@@ -1089,6 +1109,9 @@ uint32_t ht__stack_capture(struct ht__thread *t)
 			struct ht__scache *sc = scache_of(t);
 			uintptr_t loc0 = hook_slot(__builtin_frame_address(0));
 			if (loc0 >= sc->lo && loc0 < sc->hi) {
+				uint32_t id = same_stack(sc, loc0);
+				if (id)
+					return id;
 				c.cache = sc;
 				c.loc0 = loc0;
 			}
