@@ -179,8 +179,9 @@ struct ht__shm_header {
  * "Loss by process"): a table of HT_LOSS_SLOTS at HT_SHM_LOSS_OFFSET in the
  * header page, past struct ht__shm_header. A recorder claims a slot the first
  * time its image loses an event (pid 0 -> -1 by CAS, instance, then pid);
- * the session reads the table when it finishes. A process that finds the
- * table full is counted only in the trace-wide counters.
+ * the session takes the counts of an image that is gone (and frees its
+ * slot, pid back to 0) and the rest when it finishes. A process that finds
+ * the table full is counted only in the trace-wide counters.
  */
 enum ht__loss_cause {
 	HT_LOSS_LOSSY = 0,	/* its ring was full in lossy mode */

@@ -723,6 +723,8 @@ static int tick(struct ht__session *s)
 		return rc;
 	if ((rc = merge(s, wm)) < 0)
 		return rc;
+	if ((rc = ht__losses_reclaim(s)) < 0)
+		return rc;
 	if ((rc = flush_sink(s, now)) < 0)
 		return rc;
 	if (s->stop)

@@ -238,6 +238,7 @@ struct ht__proc *ht__proc_by_pid(struct ht__session *s, int32_t pid);
 /* Exits for processes that died and were never reported, at the end. */
 int ht__translate_finish(struct ht__session *s);
 int ht__translate_losses(struct ht__session *s); /* the loss table, at the end */
+int ht__losses_reclaim(struct ht__session *s);	 /* its slots of images that are gone */
 void ht__translate_free(struct ht__session *s);
 
 /* clock.c (docs/session-protocol.md, "The clock"). ht__clock_init() chooses

@@ -229,6 +229,32 @@ static int slot_proc(struct ht__session *s, struct ht__slot *sl, uint64_t ts, st
 	return 0;
 }
 
+/* The image of loss slot l, or UINT32_MAX when the session never saw it. */
+static uint32_t loss_owner(struct ht__session *s, struct ht__shm_loss *l, int32_t pid)
+{
+	struct proc_key k = {pid, l->instance};
+	return ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0), proc_key_eq, s, &k);
+}
+
+/* Hands the counts of loss slot l to the sink, for process image pi. */
+static int take_loss(struct ht__session *s, struct ht__shm_loss *l, uint32_t pi)
+{
+	if (!s->sink || !s->sink->loss)
+		return 0;
+	uint64_t t0 = s->hdr->t0_ns;
+	uint64_t first = atomic_load(&l->first_ns);
+	uint64_t untraced = atomic_load(&l->untraced_ns);
+	struct ht_process p = {
+	    .lost_lossy = atomic_load(&l->n[HT_LOSS_LOSSY]),
+	    .lost_no_buffer = atomic_load(&l->n[HT_LOSS_NO_BUFFER]),
+	    .lost_in_handler = atomic_load(&l->n[HT_LOSS_IN_HANDLER]),
+	    .lost_from_ts = first > t0 ? first - t0 : 0,
+	    .events_untraced = atomic_load(&l->n[HT_LOSS_UNTRACED]),
+	    .untraced_from_ts = untraced > t0 ? untraced - t0 : 0,
+	};
+	return s->sink->loss(s->sink_ctx, s->procs[pi]->index, &p);
+}
+
 /*
  * The loss table (docs/session-protocol.md, "Loss by process"), read once
  * at the end, as late as possible: events of processes still running after
@@ -239,32 +265,42 @@ static int slot_proc(struct ht__session *s, struct ht__slot *sl, uint64_t ts, st
 int ht__translate_losses(struct ht__session *s)
 {
 	atomic_store_explicit(&s->hdr->state, HT_SESSION_DONE, memory_order_release);
-	if (!s->sink || !s->sink->loss)
-		return 0;
-	uint64_t t0 = s->hdr->t0_ns;
 	struct ht__shm_loss *tab = ht__shm_losses(s->hdr);
 	for (uint32_t i = 0; i < HT_LOSS_SLOTS; i++) {
 		int32_t pid = atomic_load_explicit(&tab[i].pid, memory_order_acquire);
-		if (pid <= 0)
-			continue;
-		struct proc_key k = {pid, tab[i].instance};
-		uint32_t pi = ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0),
-					    proc_key_eq, s, &k);
-		if (pi == UINT32_MAX)
-			continue;
-		uint64_t first = atomic_load(&tab[i].first_ns);
-		uint64_t untraced = atomic_load(&tab[i].untraced_ns);
-		struct ht_process l = {
-		    .lost_lossy = atomic_load(&tab[i].n[HT_LOSS_LOSSY]),
-		    .lost_no_buffer = atomic_load(&tab[i].n[HT_LOSS_NO_BUFFER]),
-		    .lost_in_handler = atomic_load(&tab[i].n[HT_LOSS_IN_HANDLER]),
-		    .lost_from_ts = first > t0 ? first - t0 : 0,
-		    .events_untraced = atomic_load(&tab[i].n[HT_LOSS_UNTRACED]),
-		    .untraced_from_ts = untraced > t0 ? untraced - t0 : 0,
-		};
-		int rc = s->sink->loss(s->sink_ctx, s->procs[pi]->index, &l);
+		uint32_t pi = pid > 0 ? loss_owner(s, &tab[i], pid) : UINT32_MAX;
+		int rc = pi == UINT32_MAX ? 0 : take_loss(s, &tab[i], pi);
 		if (rc < 0)
 			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Slots of images that are gone (dead, or replaced by exec) count nothing
+ * more: their counts go to the sink now and the slot is free for the next
+ * image that loses an event, so any number of processes in a session are
+ * counted each on its own, as long as no more than HT_LOSS_SLOTS of them
+ * lose events between two ticks. The slot is emptied before its pid is
+ * given back with release ordering: a recorder that claims it starts from 0.
+ */
+int ht__losses_reclaim(struct ht__session *s)
+{
+	struct ht__shm_loss *tab = ht__shm_losses(s->hdr);
+	for (uint32_t i = 0; i < HT_LOSS_SLOTS; i++) {
+		int32_t pid = atomic_load_explicit(&tab[i].pid, memory_order_acquire);
+		uint32_t pi = pid > 0 ? loss_owner(s, &tab[i], pid) : UINT32_MAX;
+		if (pi == UINT32_MAX || !s->procs[pi]->dead)
+			continue;
+		int rc = take_loss(s, &tab[i], pi);
+		if (rc < 0)
+			return rc;
+		for (unsigned c = 0; c < HT_LOSS_CAUSES; c++)
+			atomic_store_explicit(&tab[i].n[c], 0, memory_order_relaxed);
+		atomic_store_explicit(&tab[i].first_ns, 0, memory_order_relaxed);
+		atomic_store_explicit(&tab[i].untraced_ns, 0, memory_order_relaxed);
+		tab[i].instance = 0;
+		atomic_store_explicit(&tab[i].pid, 0, memory_order_release);
 	}
 	return 0;
 }

@@ -648,6 +648,26 @@ def modules_many(env):
 WEIRD = b"e\x1b[31m\n\"<&'\xff;#,"
 
 
+@case
+def loss_slots(env):
+    """100 short-lived processes of one session each lose events (--lossy,
+    4 KiB buffers): the session's 36 loss slots are given back as the
+    processes end, so each one's allocations in the trace plus its own lost
+    count are exactly the 4000 it made, and the lost counts add up to the
+    trace's."""
+    tr = env.record([env.prog("lossy_children"), "100"], name="lossy",
+                    extra=["--lossy", "--buffer-size", "4096", "--stacks", "none"])
+    kids = [p for p in tr.processes() if "root" not in p.get("flags", [])]
+    equal(len(kids), 100, "child processes in the trace")
+    per = [(p["alloc_calls"], p["events_lost_by_cause"]["lossy"], p["events_lost"])
+           for p in kids]
+    equal([a + l for a, l, _ in per], [4000] * 100, "each child: allocations + lost")
+    equal([t - l for _, l, t in per], [0] * 100, "each child lost only by --lossy")
+    check(all(l > 0 for _, l, _ in per), "every child lost events: %r" % per[:5])
+    equal(sum(p["events_lost"] for p in tr.processes()), tr.info["events_lost"],
+          "the processes' lost events add up to the trace's")
+
+
 def output_bytes(env, argv, what):
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env.tmp, timeout=300)
     equal(p.returncode, 0, "%s: exit (%s)" % (what, p.stderr.decode(errors="replace")))
