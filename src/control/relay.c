@@ -29,6 +29,10 @@
 
 #define PENDING_LINK "/memfd:" HT__PENDING_NAME
 
+_Static_assert(HT__PENDING_TAG_OFFSET >= sizeof(struct ht__shm_header) &&
+		   HT__PENDING_TAG_OFFSET + HT__PENDING_TAG_MAX <= HT_SHM_NOTE_OFFSET,
+	       "the pending tag lies between the header and the note path");
+
 struct pending {
 	dev_t dev;
 	ino_t ino;
@@ -41,6 +45,10 @@ struct pending {
 	uint64_t *dst_wpos;  /* our write position in that session ring */
 	uint64_t *lost_seen; /* per pending ring: its lost count already passed on */
 	uint64_t exhausted;  /* rings_exhausted of the pending file, counted so far */
+	uint64_t reentered;  /* its reentered, counted so far */
+	/* per slot of its loss table: the session's slot + 1 we copy it
+	   into, 0 before its first loss, -1 once the session took it */
+	int32_t loss_dst[HT_LOSS_SLOTS];
 };
 
 struct ht__relay {
@@ -341,6 +349,59 @@ static void pump_ring(struct ht__relay *r, struct pending *p, uint32_t i)
 	}
 }
 
+/*
+ * A session slot for a pending image's losses, claimed as a recorder
+ * claims one (docs/session-protocol.md, "Loss by process"), or -1 when
+ * the table is full (the trace-wide counters still have them).
+ */
+static int loss_claim(struct ht__relay *r, int32_t pid, uint32_t instance)
+{
+	struct ht__shm_loss *tab = ht__shm_losses(r->sh);
+	for (uint32_t i = 0; i < HT_LOSS_SLOTS; i++) {
+		int32_t z = 0;
+		if (atomic_load_explicit(&tab[i].pid, memory_order_relaxed) == 0 &&
+		    atomic_compare_exchange_strong(&tab[i].pid, &z, -1)) {
+			tab[i].instance = instance;
+			atomic_store_explicit(&tab[i].pid, pid, memory_order_release);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Each pending image's losses by process into a slot of the session's own
+ * table, so the trace has them per process as for any recorder: its
+ * counts by cause and the first times (absolute clock values in both
+ * files). We are the only writer of that slot. Once the session took the
+ * counts of the image (it is gone) the slot is someone else's: we stop.
+ */
+static void relay_losses(struct ht__relay *r, struct pending *p)
+{
+	struct ht__shm_loss *src = ht__shm_losses(p->h), *dst = ht__shm_losses(r->sh);
+	for (uint32_t i = 0; i < HT_LOSS_SLOTS; i++) {
+		int32_t pid = atomic_load_explicit(&src[i].pid, memory_order_acquire);
+		if (pid <= 0 || p->loss_dst[i] < 0)
+			continue;
+		if (!p->loss_dst[i]) {
+			int d = loss_claim(r, pid, src[i].instance);
+			if (d < 0)
+				continue;
+			p->loss_dst[i] = d + 1;
+		}
+		struct ht__shm_loss *l = &dst[p->loss_dst[i] - 1];
+		if (atomic_load_explicit(&l->pid, memory_order_acquire) != pid ||
+		    l->instance != src[i].instance) {
+			p->loss_dst[i] = -1;
+			continue;
+		}
+		for (unsigned c = 0; c < HT_LOSS_CAUSES; c++)
+			atomic_store(&l->n[c], atomic_load(&src[i].n[c]));
+		atomic_store(&l->first_ns, atomic_load(&src[i].first_ns));
+		atomic_store(&l->untraced_ns, atomic_load(&src[i].untraced_ns));
+	}
+}
+
 void ht__relay_pump(struct ht__relay *r)
 {
 	r->pumps++;
@@ -358,6 +419,12 @@ void ht__relay_pump(struct ht__relay *r)
 			atomic_fetch_add(&r->sh->rings_exhausted, ex - p->exhausted);
 			p->exhausted = ex;
 		}
+		uint64_t re = atomic_load(&p->h->reentered);
+		if (re > p->reentered) {
+			atomic_fetch_add(&r->sh->reentered, re - p->reentered);
+			p->reentered = re;
+		}
+		relay_losses(r, p);
 	}
 }
 
@@ -369,6 +436,12 @@ void ht__relay_stop(struct ht__relay *r)
 	struct timespec ts = {0, 5000000};
 	nanosleep(&ts, NULL);
 	ht__relay_pump(r);
+	/* The programs count no more (their untraced events end here, a
+	   moment before the session's): their last counts go over. */
+	for (unsigned k = 0; k < r->n; k++) {
+		atomic_store_explicit(&r->p[k].h->state, HT_SESSION_DONE, memory_order_release);
+		relay_losses(r, &r->p[k]);
+	}
 	for (unsigned k = 0; k < r->n; k++)
 		for (uint32_t i = 0; i < r->p[k].h->ring_count; i++)
 			if (r->p[k].dst[i]) {

@@ -20,7 +20,9 @@
  * buffers of programs that would have found it, i.e. that look in the same
  * session directory.
  */
-#define HT__PENDING_TAG_OFFSET 2048u
-#define HT__PENDING_TAG_MAX 2048u
+/* Between the header and the exit note's path (protocol.h: the loss table
+   at 2048 is the recorder's, as in any session file). */
+#define HT__PENDING_TAG_OFFSET 256u
+#define HT__PENDING_TAG_MAX 768u
 
 #endif

@@ -605,6 +605,53 @@ def inside_ifeo(env):
 
 
 @case
+def relay_loss(env):
+    in_namespace(env, "relay_loss")
+
+
+def inside_relay_loss(env):
+    """A program that lost events in its buffer before its IFEO session
+    (40000 allocations at once, more than the buffer holds): the session
+    relays its losses by process, so its allocations in the trace plus its
+    own lost count are exactly 40000, and they are all the trace lost."""
+    overlay_etc(env)
+    env.ht("ifeo", "install")
+    env.ht("ifeo", "enable", "worker")
+    w = env.spawn(9401, "burst")
+    env.wait_line(w, "burst")
+    check(pending_buffer(w.pid), "the program keeps its events in memory before the session")
+    trace = env.path("relay.htr")
+    env.ht("start", "rl", "--ifeo", "-o", trace)
+    deadline = time.time() + 20
+    while env.sessions()[0]["pids"] != [w.pid]:
+        check(time.time() < deadline, "the early program joins the session")
+        time.sleep(0.1)
+    w.stdin.write(b"g")
+    w.stdin.flush()
+    time.sleep(0.3)
+    w.terminate()
+    n = int(env.wait_line(w, "allocs").split()[1])
+    w.wait()
+    env.ht("stop", "rl")
+    ev = env.events(trace)
+    info = env.info(trace)
+    procs = [p for p in info["processes"] if p["pid"] == w.pid]
+    equal(len(procs), 1, "the program in the trace")
+    lost = procs[0]["events_lost_by_cause"]["lossy"]
+    check(lost > 0, "the program lost events in its buffer: %r" % procs[0])
+    equal(allocs(ev, w.pid, 13) + lost, 40000, "allocations of the burst in the trace + lost")
+    equal(procs[0]["events_lost"], lost, "the program lost only by its full buffer")
+    equal(info["events_lost"], lost, "the trace's lost events are the program's")
+    check(procs[0]["lost_from_ns"] is not None and
+          procs[0]["lost_from_ns"] <= min(e["ts"] for e in ev if e["pid"] == w.pid and
+                                          e["type"] == "alloc" and e["size"] == 9401),
+          "lost from before the program's loop: %r" % procs[0])
+    equal(allocs(ev, w.pid, 9401), n, "every allocation of the loop")
+    env.ht("ifeo", "disable", "worker")
+    env.ht("ifeo", "uninstall")
+
+
+@case
 def boot(env):
     in_namespace(env, "boot")
 
@@ -715,7 +762,7 @@ def autologger(env):
     check("not enabled" in out, "disable twice: %r" % out)
 
 
-INSIDE = {"ifeo": inside_ifeo, "boot": inside_boot}
+INSIDE = {"ifeo": inside_ifeo, "boot": inside_boot, "relay_loss": inside_relay_loss}
 
 
 def main():

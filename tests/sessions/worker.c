@@ -9,7 +9,10 @@
  * "allocs N", the number of BASE + phase allocations it made. With
  * "threads" as second argument, three more threads do the same loop (the
  * count is of all four). With "segv" or "abort" as second argument, SIGUSR2
- * makes it allocate 7777 bytes and then crash that way.
+ * makes it allocate 7777 bytes and then crash that way. With "burst", after
+ * "ready" it makes 40000 malloc(13) at once (never freed), prints "burst"
+ * and waits for a byte on stdin before its loop: more than a buffer holds
+ * before its session.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -78,6 +81,18 @@ int main(int argc, char **argv)
 	}
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
+	if (argc > 2 && !strcmp(argv[2], "burst")) {
+		for (int i = 0; i < 40000; i++) {
+			volatile char *p = malloc(13);
+			if (p)
+				p[0] = 1;
+		}
+		printf("burst\n");
+		fflush(stdout);
+		char c;
+		if (read(0, &c, 1) != 1)
+			return 3;
+	}
 	pthread_t th[3];
 	int nth = argc > 2 && !strcmp(argv[2], "threads") ? 3 : 0;
 	/* SIGTERM and SIGUSR1 go to the main thread, which prints and joins. */
