@@ -204,6 +204,44 @@ struct ht__shm_loss {
 #define HT_LOSS_SLOTS 36u
 
 /*
+ * The exit notes (docs/session-protocol.md, "A collector killed"): the
+ * session writes at HT_SHM_NOTE_OFFSET of the header page the path of the
+ * file next to its trace where each image appends one struct ht__exit_note
+ * when it ends (empty: none), and note_uid, the owner that file must have.
+ * A collector killed with SIGKILL never reads its loss table: these notes
+ * let a later reader of the unfinished trace count what each image did
+ * that the trace does not hold.
+ */
+#define HT_SHM_NOTE_OFFSET 1024u
+#define HT_SHM_NOTE_MAX 1016u /* the path with its NUL */
+#define HT_NOTE_SUFFIX ".lost"
+#define HT_NOTE_MAGIC 0x3145544f4e544855ull /* "UHTNOTE1" little-endian */
+
+struct ht__shm_note {
+	uint32_t uid; /* the notes' file must belong to it */
+	uint32_t pad;
+	char path[HT_SHM_NOTE_MAX];
+};
+
+struct ht__exit_note {
+	uint64_t magic; /* HT_NOTE_MAGIC */
+	int32_t pid;
+	uint32_t instance;
+	uint64_t t0_ns;		    /* the session's t0_ns: a note of another session is ignored */
+	uint64_t events;	    /* heap and memory events it wrote into the rings
+				       (records ALLOC .. HEAP_FREE: one trace event each) */
+	uint64_t n[HT_LOSS_CAUSES]; /* its loss-table slot at the end (0: no slot) */
+	uint64_t first_ns;	    /* of its loss slot, since t0 (0: none) */
+	uint64_t untraced_ns;	    /* of its loss slot, since t0 (0: none) */
+	uint64_t end_ns;	    /* when it wrote this, since t0 */
+	int32_t exit_kind;	    /* HT_EXIT_CODE, HT_EXIT_SIGNAL, or -1: unknown */
+	int32_t exit_value;
+	uint32_t collector_gone; /* it found the collector's process gone */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct ht__exit_note) == 104, "exit note size");
+
+/*
  * Heap snapshot mode: what one stack holds, updated by every thread of the
  * instance that owns the stack id with relaxed atomic adds; the collector
  * reads the region when it takes a snapshot. live = allocated - freed.
@@ -238,13 +276,18 @@ struct ht__ring {
 	_Atomic uint32_t busy;	    /* writer: 1 from taking a timestamp to committing */
 	uint32_t clock;		    /* enum ht__clock of its records, written with pid */
 	_Atomic uint64_t lost;	    /* writer: records dropped in lossy mode */
-	char pad2[64 - 40];
+	/* writer: heap and memory records (ALLOC .. HEAP_FREE) committed since
+	   it claimed the ring; summed into the image's exit note */
+	_Atomic uint64_t events;
+	char pad2[64 - 48];
 	_Atomic uint64_t read_pos; /* collector: everything before it is consumed */
 	char pad3[HT_RING_HEADER_SIZE - 72];
 };
 
 _Static_assert(sizeof(struct ht__ring) == HT_RING_HEADER_SIZE, "ring header size");
-_Static_assert(sizeof(struct ht__shm_header) <= HT_SHM_LOSS_OFFSET, "shm header size");
+_Static_assert(sizeof(struct ht__shm_header) <= HT_SHM_NOTE_OFFSET, "shm header size");
+_Static_assert(HT_SHM_NOTE_OFFSET + sizeof(struct ht__shm_note) <= HT_SHM_LOSS_OFFSET,
+	       "exit note path size");
 _Static_assert(HT_SHM_LOSS_OFFSET + HT_LOSS_SLOTS * sizeof(struct ht__shm_loss) <=
 		   HT_SHM_HEADER_SIZE,
 	       "loss table size");
@@ -252,6 +295,11 @@ _Static_assert(HT_SHM_LOSS_OFFSET + HT_LOSS_SLOTS * sizeof(struct ht__shm_loss) 
 static inline struct ht__shm_loss *ht__shm_losses(struct ht__shm_header *h)
 {
 	return (struct ht__shm_loss *)((char *)h + HT_SHM_LOSS_OFFSET);
+}
+
+static inline struct ht__shm_note *ht__shm_note(struct ht__shm_header *h)
+{
+	return (struct ht__shm_note *)((char *)h + HT_SHM_NOTE_OFFSET);
 }
 
 /*

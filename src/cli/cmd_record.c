@@ -890,6 +890,8 @@ static int record_attach(const struct options *o)
 				      sst->lost_in_handler);
 		frc = ht__writer_finish(w, sst->duration_ns, sst->lost, HT_TRACEF_ATTACHED);
 		ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
+		if (rc >= 0 && frc >= 0)
+			ht__session_notes_done(s); /* the trace holds it all */
 	}
 	if (rc < 0 || frc < 0) {
 		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
@@ -1130,6 +1132,8 @@ int cmd_record(int argc, char **argv)
 		ht__writer_set_losses(w, st->lost_lossy, st->lost_no_buffer, st->lost_in_handler);
 		frc = ht__writer_finish(w, st->duration_ns, st->lost, 0);
 		ht__output_commit(&out, NULL, 0); /* published at the start: frees only */
+		if (rc >= 0 && frc >= 0)
+			ht__session_notes_done(s); /* the trace holds it all */
 	}
 	if (rc < 0 || (frc < 0 && !ring.k)) {
 		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));

@@ -550,6 +550,8 @@ static int finish(void)
 		ht__writer_set_losses(D.w, st->lost_lossy, st->lost_no_buffer, st->lost_in_handler);
 		frc = ht__writer_finish(D.w, st->duration_ns, st->lost, HT_TRACEF_ATTACHED);
 		D.w = NULL;
+		if (rc >= 0 && frc >= 0)
+			ht__session_notes_done(D.s); /* the trace holds it all */
 	}
 	pthread_mutex_unlock(&D.sess_lock);
 	return rc < 0 ? rc : frc;

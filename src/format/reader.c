@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include <zstd.h>
 
 #include "format/codec.h"
+#include "format/notes.h"
 #include "format/reader_phys.h"
 #include "format/reader_ref.h"
 
@@ -231,6 +233,10 @@ struct ht_reader {
 
 	int damage_warned; /* the damage that ends the stream is in warning[] */
 	char warning[512];
+	/* An unfinished trace: its processes' exit notes (notes.h), applied
+	   when the stream has been read to its end once. */
+	struct ht__notes notes;
+	int notes_applied;
 };
 
 static void *arena_alloc(struct arena *a, size_t n)
@@ -1152,6 +1158,8 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		    (ht__get_le32(h + 36) | in->flags | HT_TRACEF_TRUNCATED) & ~HT_TRACEF_COMPLETE;
 		in->duration_ns = 0;
 		in->events_lost = 0;
+		if ((rc = ht__notes_load(&r->notes, path)) < 0)
+			goto fail;
 	}
 	r->t.info.version = version;
 	r->version = version;
@@ -1878,11 +1886,41 @@ int ht_reader_rewind(struct ht_reader *r)
 	return 0;
 }
 
+/*
+ * What the exit notes tell of an unfinished trace: the events its
+ * processes made that it does not hold, and the processes that left none.
+ */
+static void apply_notes(struct ht_reader *r)
+{
+	struct ht__notes_result res;
+	r->notes_applied = 1;
+	ht__notes_apply(&r->notes, &r->t.procs, &r->t.info, &res);
+	uint64_t end = r->t.info.duration_ns;
+	if (res.events)
+		add_warning(r,
+			    "the trace ends at %" PRIu64 ".%03" PRIu64
+			    " s, before its processes did: %" PRIu64
+			    " events of %u process%s after that are not in the trace "
+			    "(counted by the processes' exit notes)",
+			    end / 1000000000, end / 1000000 % 1000, res.events, res.processes,
+			    res.processes == 1 ? "" : "es");
+	if (res.unknown)
+		add_warning(
+		    r,
+		    "%u process%s left no exit note (still running, or killed): what %s did "
+		    "after %" PRIu64 ".%03" PRIu64 " s is not known",
+		    res.unknown, res.unknown == 1 ? "" : "es", res.unknown == 1 ? "it" : "they",
+		    end / 1000000000, end / 1000000 % 1000);
+}
+
 /* The stream is over: an unfinished trace's processes end at its last event. */
 static void end_stream(struct ht_reader *r)
 {
-	if (!r->done && r->scan)
+	if (!r->done && r->scan) {
 		ht__proctab_end(&r->t.procs, r->t.info.duration_ns);
+		if (r->notes.present && !r->notes_applied)
+			apply_notes(r);
+	}
 	r->done = 1;
 	pipe_stop(r);
 }
@@ -1940,13 +1978,14 @@ static __attribute__((noinline)) int next_batch(struct ht_reader *r)
 
 /* A trace without a footer: what the event tells of the processes and the
    duration goes into the tables, once per event. */
-static void learn_event(struct ht_reader *r, const struct ht_event *ev)
+static int learn_event(struct ht_reader *r, const struct ht_event *ev)
 {
 	if (ev->type == HT_EV_PROCESS_EXEC || ev->type == HT_EV_PROCESS_EXIT)
 		ht__proctab_event(&r->t.procs, ev);
 	if (ev->ts > r->t.info.duration_ns)
 		r->t.info.duration_ns = ev->ts;
 	r->learned = r->ev_index + 1;
+	return ht__notes_count(&r->notes, ev); /* for the exit notes (notes.h) */
 }
 
 int ht__reader_next_ref(struct ht_reader *r, const struct ht_event **out)
@@ -1957,8 +1996,8 @@ int ht__reader_next_ref(struct ht_reader *r, const struct ht_event **out)
 		struct batch *b = r->cur;
 		if (b && b->next < b->n && !r->done) {
 			const struct ht_event *ev = &b->ev[b->next++];
-			if (r->scan && r->ev_index >= r->learned)
-				learn_event(r, ev);
+			if (r->scan && r->ev_index >= r->learned && learn_event(r, ev) < 0)
+				return HT_ERR_NOMEM;
 			r->ev_index++;
 			*out = ev;
 			return 1;
@@ -2060,6 +2099,7 @@ void ht_reader_close(struct ht_reader *r)
 	free(r->raw);
 	dec_release(&r->d);
 	batch_release(&r->one);
+	ht__notes_free(&r->notes);
 	free(r);
 }
 

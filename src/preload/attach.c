@@ -465,6 +465,7 @@ static void attach_child(void)
 	atomic_store(&ht__g.untraced, 0); /* the table goes with the mapping */
 	atomic_store(&got_attached, 0);
 	memset(&ht__t, 0, sizeof ht__t);
+	atomic_store(&ht__g.note_ok, 0); /* no session mapped: no note */
 	syscall(SYS_munmap, ht__g.hdr, ht__g.map_size);
 }
 
@@ -491,6 +492,7 @@ static int attach_clone(int (*fn)(void *), void *stack, int flags, void *arg, ..
 static void attach_on_exit(int status, void *arg)
 {
 	(void)arg;
+	ht__note_status(HT_EXIT_CODE, status);
 	ht__write_exit(getpid(), HT_EXIT_CODE, status);
 }
 
@@ -628,9 +630,11 @@ HT_EXPORT int ht__attach_stop(void)
 	}
 	struct ht__thread *t = &ht__t;
 	t->guard += HT_GUARD_OWN;
-	/* Tracing ends for every function at once, then the entries go back. */
+	/* Tracing ends for every function at once, then the entries go back.
+	   Detached, the image owes the session no exit note. */
 	ht__go_dormant();
 	ht__crash_disarm();
+	atomic_store(&ht__g.note_ok, 0);
 	walk_all(HT_RESTORE, NULL);
 	/* Threads caught inside a hook finish their record. */
 	for (int i = 0; i < 200 && any_busy(); i++) {

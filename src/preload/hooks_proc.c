@@ -20,8 +20,13 @@
 static void exit_self(int status)
 {
 	/* A vfork child shares our memory and TLS: it must not speak for us. */
-	if (atomic_load(&ht__g.state) == HT_ST_READY && (pid_t)syscall(SYS_getpid) == ht__g.pid)
+	if ((pid_t)syscall(SYS_getpid) != ht__g.pid)
+		return;
+	if (atomic_load(&ht__g.state) == HT_ST_READY)
 		ht__write_exit(ht__g.pid, HT_EXIT_CODE, status);
+	/* No destructor runs after _exit: the note goes now. */
+	ht__note_status(HT_EXIT_CODE, status);
+	ht__note_write();
 }
 
 HT_EXPORT void _exit(int status)

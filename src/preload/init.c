@@ -278,6 +278,7 @@ static void instance_begin(uint32_t flags)
 	ht__g.instance = random_token();
 	atomic_store(&ht__g.loss, NULL); /* a fork child's copy is its parent's */
 	atomic_store(&ht__g.untraced, 0);
+	ht__note_begin();
 	ht__stacks_init();
 	ht__modules_reset();
 	ht__snap_reset();
@@ -546,7 +547,9 @@ static void atfork_child(void)
 static void exit_handler(int status, void *arg)
 {
 	(void)arg;
+	ht__note_status(HT_EXIT_CODE, status);
 	ht__write_exit(getpid(), HT_EXIT_CODE, status);
+	ht__note_write(); /* the destructors ran already (note.c) */
 }
 
 __attribute__((constructor)) static void init_at_load(void)

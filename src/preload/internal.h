@@ -111,6 +111,10 @@ struct ht__global {
 	_Atomic int untraced;
 	struct ht__snap_stack *snap; /* snapshot mode: the session's region, else NULL */
 	uint32_t snap_cap;
+	/* Exit note (note.c): heap and memory records of rings this image gave
+	   back, and whether the session is still mapped for a note at exit. */
+	_Atomic uint64_t events_done;
+	_Atomic int note_ok;
 };
 
 /* Per thread, in initial-exec TLS so the hot path needs no call. */
@@ -179,11 +183,18 @@ uint64_t ht__now(void);
 extern char ht__exe[4096]; /* /proc/self/exe, the main module's path */
 extern uint32_t ht__exe_len;
 
+/* note.c: the exit note (docs/session-protocol.md, "A collector killed"). */
+void ht__note_status(int kind, int value); /* how the image exits (exit, _exit) */
+void ht__note_write(void);		   /* once per image, at its end */
+void ht__note_begin(void);		   /* a new instance: nothing written yet */
+void ht__ring_done(struct ht__ring *r);	   /* a ring goes back: keep its count */
+
 /* ring.c: the slow paths of the writer. ht__rec_room(): where a record of
    len bytes goes when it does not fit below t->fast (a PAD written first
    when the ring's tail is too short, room made), UINT64_MAX when dropped. */
 int ht__make_room(struct ht__thread *t, uint32_t len);
 uint64_t ht__rec_room(struct ht__thread *t, uint32_t len);
+int ht__collector_gone(struct ht__shm_header *h); /* its process is gone (raw calls) */
 void ht__thread_release(struct ht__thread *t);
 void ht__threads_init(void);		     /* once per process image */
 void ht__thread_forget_all(void);	     /* fork child: the parent's threads are gone */
@@ -431,6 +442,12 @@ static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type,
 	memcpy(r, &head, sizeof head);
 	r->ts = ht__stamp(type == HT_REC_FREE || type == HT_REC_HEAP_FREE);
 	t->next = pos + len;
+	/* Counted for the exit note (constant folded: type is a constant). */
+	if (type - HT_REC_ALLOC <= HT_REC_HEAP_FREE - HT_REC_ALLOC)
+		atomic_store_explicit(&t->ring->events,
+				      atomic_load_explicit(&t->ring->events, memory_order_relaxed) +
+					  1,
+				      memory_order_relaxed);
 	return r;
 }
 

@@ -145,6 +145,11 @@ static int pid_gone(pid_t pid, uint64_t start_time)
 	return state == 'Z' || state == 'X' || (start_time && start != start_time);
 }
 
+int ht__collector_gone(struct ht__shm_header *h)
+{
+	return h->collector_pid > 0 && pid_gone(h->collector_pid, h->collector_start);
+}
+
 /* When a thread of this process last saw the collector alive (collector_dead). */
 static _Atomic uint64_t alive_seen;
 
@@ -257,6 +262,7 @@ static int try_claim(struct ht__thread *t)
 		r->instance = ht__g.instance;
 		r->clock = ht__g.clock;
 		atomic_store_explicit(&r->lost, 0, memory_order_relaxed);
+		atomic_store_explicit(&r->events, 0, memory_order_relaxed);
 		t->ring = r;
 		t->data = (char *)r + HT_RING_HEADER_SIZE;
 		t->wpos = atomic_load_explicit(&r->write_pos, memory_order_acquire);
@@ -421,6 +427,7 @@ void ht__thread_release(struct ht__thread *t)
 	if (r)
 		ht__rec_commit(t);
 	reg_del();
+	ht__ring_done(t->ring);
 	atomic_store_explicit(&t->ring->state, HT_RING_RELEASED, memory_order_release);
 	t->ring = NULL;
 	t->data = NULL;
@@ -429,6 +436,7 @@ void ht__thread_release(struct ht__thread *t)
 
 void ht__thread_linger_release(struct ht__thread *t)
 {
+	ht__ring_done(t->ring);
 	atomic_store_explicit(&t->ring->state, HT_RING_RELEASED, memory_order_release);
 	t->ring = NULL;
 	t->data = NULL;

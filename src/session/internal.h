@@ -147,6 +147,7 @@ struct ht__tsc {
 struct ht__session {
 	struct ht__session_config cfg;
 	char *path;
+	char *note_path; /* TRACE.lost, the exit notes' file, or NULL */
 	uint8_t *map;
 	size_t map_size;
 	struct ht__shm_header *hdr;

@@ -308,6 +308,52 @@ const char *ht__session_path(const struct ht__session *s)
 	return s->path;
 }
 
+int ht__session_notes(struct ht__session *s, const char *trace_path)
+{
+	char abs[PATH_MAX], cwd[PATH_MAX];
+	if (trace_path[0] != '/') {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return ht__error_from_errno(errno);
+		if (snprintf(abs, sizeof(abs), "%s/%s%s", cwd, trace_path, HT_NOTE_SUFFIX) >=
+		    (int)sizeof(abs))
+			return HT_ERR_INVALID;
+	} else if (snprintf(abs, sizeof(abs), "%s%s", trace_path, HT_NOTE_SUFFIX) >=
+		   (int)sizeof(abs)) {
+		return HT_ERR_INVALID;
+	}
+	struct ht__shm_note *sn = ht__shm_note(s->hdr);
+	if (strlen(abs) >= sizeof(sn->path))
+		return HT_ERR_INVALID;
+	/* A file left by an earlier recording (or anything else by that
+	   name) goes: the notes' file is always a new one of ours. */
+	if (unlink(abs) < 0 && errno != ENOENT)
+		return ht__error_from_errno(errno);
+	int fd = open(abs, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return ht__error_from_errno(errno);
+	struct stat st;
+	bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1;
+	close(fd);
+	if (!ok)
+		return HT_ERR_INVALID;
+	free(s->note_path);
+	if (!(s->note_path = strdup(abs)))
+		return HT_ERR_NOMEM;
+	sn->uid = (uint32_t)st.st_uid;
+	memcpy(sn->path, abs, strlen(abs) + 1);
+	return 0;
+}
+
+void ht__session_notes_done(struct ht__session *s)
+{
+	if (!s || !s->note_path)
+		return;
+	ht__shm_note(s->hdr)->path[0] = 0;
+	unlink(s->note_path);
+	free(s->note_path);
+	s->note_path = NULL;
+}
+
 struct ht__shm_header *ht__session_header(struct ht__session *s)
 {
 	return s->hdr;
@@ -350,6 +396,7 @@ void ht__session_destroy(struct ht__session *s)
 	if (!s)
 		return;
 	ht__shm_destroy(s);
+	free(s->note_path);
 	if (s->slots)
 		for (uint32_t i = 0; i <= s->ring_count; i++)
 			free(s->slots[i].buf);

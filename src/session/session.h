@@ -193,6 +193,18 @@ static inline bool ht__pid_exited(pid_t pid)
 /* Path of the shared file: the value of HT_ENV_SESSION for recorders. */
 const char *ht__session_path(const struct ht__session *s);
 
+/*
+ * Exit notes (docs/session-protocol.md, "A collector killed"): creates
+ * TRACE.lost next to the trace at trace_path (emptied, mode 0600, never
+ * through a symbolic link) and names it in the header, so that every image
+ * appends its counts there when it ends. Returns 0, or a negative ht_error
+ * when the file cannot be made (the session runs on without notes).
+ * ht__session_notes_done() removes it once the trace is finished: the
+ * trace holds everything the notes would tell.
+ */
+int ht__session_notes(struct ht__session *s, const char *trace_path);
+void ht__session_notes_done(struct ht__session *s);
+
 /* The shared header (tests and diagnostics). */
 struct ht__shm_header *ht__session_header(struct ht__session *s);
 

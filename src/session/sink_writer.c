@@ -85,5 +85,10 @@ int ht__session_open_trace(struct ht__session *s, struct ht__output *o, struct h
 		return rc;
 	}
 	ht__session_set_sink(s, ht__sink_writer(), *out);
+	/* Exit notes next to a trace file: what a killed collector never reads.
+	   Without them (a device, a directory we cannot write) the session
+	   runs as before. */
+	if (ht__output_is_file(o))
+		ht__session_notes(s, o->path);
 	return 0;
 }

@@ -668,6 +668,93 @@ def loss_slots(env):
           "the processes' lost events add up to the trace's")
 
 
+def wait_gone(pid, what, timeout=20):
+    wait_until(lambda: not os.path.exists("/proc/%d/stat" % pid) or
+               open("/proc/%d/stat" % pid).read().split(") ")[1][0] in "ZX", what, timeout)
+
+
+def killed_trace_says(env, trace, pid, before, after, want_exit):
+    """The trace of a collector killed after `before` pulses of pid, which
+    made `after` more and exited with want_exit: info counts, from the
+    process's exit note, exactly the 200 events of each later pulse as not
+    in the trace, from the trace's end on, and gives its exit status."""
+    tr = Trace(env, trace)
+    check(not tr.info["complete"], "the killed collector's trace is incomplete")
+    equal(tr.info["totals"]["alloc_calls"], 100 * before, "allocations in the trace")
+    procs = [p for p in tr.processes() if p["pid"] == pid]
+    equal(len(procs), 1, "the traced program in the trace")
+    p = procs[0]
+    equal(p["events_untraced"], 200 * after, "events after the trace's end (exit note)")
+    equal(p["events_lost"], 0, "events lost while recording")
+    end = tr.info["duration_ns"]
+    equal(p["untraced_from_ns"], end, "untraced from the trace's end")
+    check(p["end_ns"] > end, "the process ended after the trace's end: %r" % p)
+    equal(p["exit_code"], want_exit, "the exit status, from its exit note")
+    rc, text, err = env.run([env.heaptrail, "info", trace])
+    equal(rc, 0, "info: exit (%s)" % err)
+    check("%d events of 1 process after that are not in the trace" % (200 * after) in text,
+          "info says how many events the trace lacks: %r" % text[:1500])
+    check("%d events after that are not in the trace" % (200 * after) in text and
+          "exit %d" % want_exit in text, "the process says so: %r" % text[:3000])
+
+
+@case
+def killed_record(env):
+    """heaptrail record killed with SIGKILL while its program runs: the
+    program runs on untraced and exits 0; info of the unfinished trace
+    counts exactly the 600 events it made after the kill and says from
+    when, from the exit note the recorder left next to the trace."""
+    h = env.heaptrail
+    trace = os.path.join(env.tmp, "killed.htr")
+    r = subprocess.Popen([h, "record", "-q", "-o", trace, "--", env.prog("pulse")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t = Pulse.__new__(Pulse)
+    t.p = r
+    try:
+        t.pulse(4)
+        with open("/proc/%d/task/%d/children" % (r.pid, r.pid)) as f:
+            prog = int(f.read().split()[0])
+        time.sleep(2.5)  # the trace is flushed about once a second
+        r.kill()
+        r.wait(30)
+        t.pulse(3)  # 300 allocations and 300 frees the trace cannot hold
+        check(os.path.exists(trace + ".lost"), "the exit notes' file is there")
+        r.stdin.close()
+        wait_gone(prog, "the program's exit")
+    finally:
+        if r.poll() is None:
+            r.kill()
+    killed_trace_says(env, trace, prog, 4, 3, 0)
+    # A finished recording leaves no notes behind.
+    tr = env.record([env.prog("malloc_family")], name="whole")
+    check(not os.path.exists(tr.path + ".lost"), "no notes' file next to a finished trace")
+
+
+@case
+def killed_start(env):
+    """The same for a `heaptrail start` session daemon killed with SIGKILL
+    while the process it attached to runs: exit status 0, and info counts
+    the 600 events made after the kill from the process's exit note."""
+    h = env.heaptrail
+    t = Pulse(env)
+    name = "relkill-%d" % os.getpid()
+    trace = os.path.join(env.tmp, "killed.htr")
+    try:
+        rc, _, err = env.run([h, "start", name, "--pid", str(t.pid), "-o", trace, "-q"])
+        equal(rc, 0, "start: exit (%s)" % err)
+        t.pulse(4)
+        time.sleep(2.5)
+        rc, out, err = env.run([h, "sessions", "--format", "json"])
+        daemon = [x for x in json.loads(out) if x["name"] == name][0]["daemon_pid"]
+        os.kill(daemon, signal.SIGKILL)
+        wait_gone(daemon, "the daemon's death")
+        t.pulse(3)
+    finally:
+        env.run([h, "stop", name])
+        t.end()
+    killed_trace_says(env, trace, t.pid, 4, 3, 0)
+
+
 def output_bytes(env, argv, what):
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env.tmp, timeout=300)
     equal(p.returncode, 0, "%s: exit (%s)" % (what, p.stderr.decode(errors="replace")))
