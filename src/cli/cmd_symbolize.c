@@ -299,6 +299,13 @@ int cmd_symbolize(int argc, char **argv)
 	if (!rc && !strip)
 		rc = keep_old_symbols(&rw);
 	uint32_t flags = (in->flags & HT_TRACEF_COMPLETE) ? 0 : HT__FINISH_INCOMPLETE;
+	/* The processes' losses, with what the exit notes of an unfinished
+	   trace told (TRACE.lost): the new trace keeps them in its own table. */
+	for (uint32_t i = 0; i < ht_reader_process_count(rw.r); i++) {
+		const struct ht_process *p = ht_reader_process(rw.r, i);
+		if (p)
+			ht__writer_process_loss(rw.w, i, p);
+	}
 	ht__writer_set_losses(rw.w, in->lost_lossy, in->lost_no_buffer, in->lost_in_handler);
 	int frc = ht__writer_finish(rw.w, in->duration_ns, in->events_lost, flags);
 	if (rc < 0 || frc < 0) {

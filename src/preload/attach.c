@@ -631,9 +631,12 @@ HT_EXPORT int ht__attach_stop(void)
 	struct ht__thread *t = &ht__t;
 	t->guard += HT_GUARD_OWN;
 	/* Tracing ends for every function at once, then the entries go back.
-	   Detached, the image owes the session no exit note. */
+	   The instance ends here: its exit note now (the process runs on, no
+	   status), for a collector that may be gone (a stale session replaced
+	   by a new attach) or die before it flushed our last events. */
 	ht__go_dormant();
 	ht__crash_disarm();
+	ht__note_write();
 	atomic_store(&ht__g.note_ok, 0);
 	walk_all(HT_RESTORE, NULL);
 	/* Threads caught inside a hook finish their record. */

@@ -357,6 +357,7 @@ def reattach_record(env):
                              stderr=subprocess.PIPE)
         attached(r)
         t.pulse()
+        time.sleep(1.5)  # flushed: the first trace has this pulse
         r.kill()
         r.wait()
         stale = t.mapped_sessions()
@@ -373,6 +374,13 @@ def reattach_record(env):
         equal(r.returncode, 0, "the second record -p: exit (%s)" % err)
         check("traces it already" not in err, "no 'traces it already': %r" % err)
         pulses_in(env, second, 3, "the trace of the second attach")
+        # The stale recorder left its exit note when it was stopped: the
+        # first trace counts the pulse made between the kill and then.
+        tr1 = Trace(env, first)
+        equal(tr1.info["totals"]["alloc_calls"], 100, "the first trace's pulse")
+        p1 = [p for p in tr1.processes() if p["pid"] == t.pid][0]
+        equal(p1["events_untraced"], 200, "events after the first trace's end (exit note)")
+        equal(p1["exit_code"], None, "no exit status: the process runs on")
         equal(t.mapped_sessions(), [], "no session mapped after the second detach")
         check(not os.path.exists(stale[0]), "the dead collector's session file was removed")
         t.pulse()
@@ -725,6 +733,12 @@ def killed_record(env):
         if r.poll() is None:
             r.kill()
     killed_trace_says(env, trace, prog, 4, 3, 0)
+    # symbolize keeps the counts in the trace it writes (its LOSSES table).
+    out = os.path.join(env.tmp, "sym.htr")
+    symbolize(env, trace, "-o", out)
+    sp = [p for p in Trace(env, out).processes() if p["pid"] == prog][0]
+    equal((sp["events_untraced"], sp["untraced_from_ns"]), (600, Trace(env, trace).info["duration_ns"]),
+          "the symbolized trace's process: events after the end, from when")
     # A finished recording leaves no notes behind.
     tr = env.record([env.prog("malloc_family")], name="whole")
     check(not os.path.exists(tr.path + ".lost"), "no notes' file next to a finished trace")
