@@ -516,6 +516,7 @@ void ht__child_start(void)
 	if (ht__g.wipe)
 		*ht__g.alive = 1;
 	if ((ht__g.flags & HT_SHM_NO_FOLLOW) && ht__g.pid != ht__g.hdr->root_pid) {
+		atomic_store(&ht__g.note_ok, 0); /* not traced: it owes no note */
 		ht__go_dormant();
 	} else {
 		ht__thread_forget_all();
