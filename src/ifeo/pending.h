@@ -22,7 +22,7 @@
  */
 /* Between the header and the exit note's path (protocol.h: the loss table
    at 2048 is the recorder's, as in any session file). */
-#define HT__PENDING_TAG_OFFSET 256u
-#define HT__PENDING_TAG_MAX 768u
+#define HT__PENDING_TAG_OFFSET 640u
+#define HT__PENDING_TAG_MAX 384u
 
 #endif
