@@ -43,18 +43,18 @@ struct ht__agg {
 	bool handle_by_stack; /* handle rows need the stack for -requireFrames */
 
 	struct ht__agg_counts *stacks; /* per stack id */
-	uint32_t stacks_len;
+	size_t stacks_len;
 
 	HT_VEC(struct hentry) hents;
 	struct ht__hindex hix; /* of hents */
 
 	uint8_t *pcache; /* per process index: 0 unknown, 1 wanted, 2 not */
-	uint32_t pcache_len;
+	size_t pcache_len;
 
 	struct ht__temp_tracker *temp; /* with q->temporary_only */
 
 	uint32_t *ftext; /* per frame id: interned text id, HT__NO_ID unknown */
-	uint32_t ftext_len;
+	size_t ftext_len;
 	struct ht__intern in;
 
 	/* finish */
@@ -189,15 +189,8 @@ static bool process_wanted(struct ht__agg *a, uint32_t p)
 {
 	if (!a->q->pid_count && !a->q->has_at)
 		return true;
-	if (p >= a->pcache_len) {
-		uint32_t n = p + 64;
-		uint8_t *nc = realloc(a->pcache, n);
-		if (!nc)
-			return process_passes(a, ht_reader_process(a->r, p));
-		memset(nc + a->pcache_len, 0, n - a->pcache_len);
-		a->pcache = nc;
-		a->pcache_len = n;
-	}
+	if (ht__grow_zero((void **)&a->pcache, &a->pcache_len, (size_t)p + 1, 1) < 0)
+		return process_passes(a, ht_reader_process(a->r, p));
 	if (!a->pcache[p])
 		a->pcache[p] = process_passes(a, ht_reader_process(a->r, p)) ? 1 : 2;
 	return a->pcache[p] == 1;
@@ -289,17 +282,13 @@ int ht__agg_add(struct ht__agg *a, const struct ht__life *life, uint64_t end_ts)
 			stack = 0;
 	}
 	if (stack >= a->stacks_len) {
-		uint32_t n = ht_reader_stack_count(a->r);
-		if (n <= stack)
-			n = stack + 1;
-		if (n < a->stacks_len * 2)
-			n = a->stacks_len * 2;
-		struct ht__agg_counts *ns = realloc(a->stacks, n * sizeof(*ns));
-		if (!ns)
+		/* Sized for the stacks the reader knows: usually one growth does. */
+		size_t need = ht_reader_stack_count(a->r);
+		if (need <= stack)
+			need = (size_t)stack + 1;
+		if (ht__grow_zero((void **)&a->stacks, &a->stacks_len, need, sizeof(*a->stacks)) <
+		    0)
 			return HT_ERR_NOMEM;
-		memset(ns + a->stacks_len, 0, (n - a->stacks_len) * sizeof(*ns));
-		a->stacks = ns;
-		a->stacks_len = n;
 	}
 	counts_add(&a->stacks[stack], life, outstanding);
 	return 0;
@@ -323,15 +312,13 @@ int ht__agg_run(struct ht__agg *a, ht__agg_progress_fn progress, void *ctx)
 static uint32_t frame_text_id(struct ht__agg *a, uint32_t frame)
 {
 	if (frame >= a->ftext_len) {
-		uint32_t n = ht_reader_frame_count(a->r);
-		if (n <= frame)
-			n = frame + 1;
-		uint32_t *nf = realloc(a->ftext, n * sizeof(*nf));
-		if (!nf)
+		size_t old = a->ftext_len, need = ht_reader_frame_count(a->r);
+		if (need <= frame)
+			need = (size_t)frame + 1;
+		if (ht__grow((void **)&a->ftext, &a->ftext_len, need, sizeof(*a->ftext)) < 0)
 			return HT__NO_ID;
-		memset(nf + a->ftext_len, 0xff, (n - a->ftext_len) * sizeof(*nf));
-		a->ftext = nf;
-		a->ftext_len = n;
+		memset(a->ftext + old, 0xff,
+		       (a->ftext_len - old) * sizeof(*a->ftext)); /* HT__NO_ID */
 	}
 	if (a->ftext[frame] != HT__NO_ID)
 		return a->ftext[frame];
@@ -520,7 +507,7 @@ static int finish_stacks(struct ht__agg *a, struct ht__frame_matcher *mc,
 {
 	enum ht__group grp = a->q->group;
 	uint32_t *key = NULL, *kf = NULL;
-	size_t key_alloc = 0;
+	size_t key_cap = 0, kf_cap = 0;
 	int rc = 0;
 	for (uint32_t s = 0; s < a->stacks_len; s++) {
 		const struct ht__agg_counts *c = &a->stacks[s];
@@ -533,17 +520,10 @@ static int finish_stacks(struct ht__agg *a, struct ht__frame_matcher *mc,
 		counts_sum(&res->totals, c);
 		uint32_t first = ht__frame_matcher_cull(mc, frames, n);
 		uint32_t left = n - first;
-		if (left > key_alloc) {
-			key_alloc = left * 2;
-			uint32_t *nk = realloc(key, key_alloc * sizeof(*nk));
-			uint32_t *nf = nk ? realloc(kf, key_alloc * sizeof(*nf)) : NULL;
-			if (nk)
-				key = nk;
-			if (!nf) {
-				rc = HT_ERR_NOMEM;
-				break;
-			}
-			kf = nf;
+		if (ht__grow((void **)&key, &key_cap, left, sizeof(*key)) < 0 ||
+		    ht__grow((void **)&kf, &kf_cap, left, sizeof(*kf)) < 0) {
+			rc = HT_ERR_NOMEM;
+			break;
 		}
 		uint32_t kept = 0;
 		for (uint32_t i = first; i < n; i++) {

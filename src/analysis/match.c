@@ -373,7 +373,7 @@ struct ht__frame_matcher {
 	const struct ht__match_list *list;
 	const struct ht_reader *reader;
 	uint8_t *cache;
-	uint32_t cache_len;
+	size_t cache_len;
 };
 
 int ht__frame_matcher_new(struct ht__frame_matcher **out, const struct ht__match_list *l,
@@ -420,15 +420,10 @@ bool ht__frame_matcher_test(struct ht__frame_matcher *m, uint32_t frame)
 		return false;
 	if (frame >= m->cache_len) {
 		/* Frames of an unfinished trace appear while it is read: grow. */
-		uint32_t want = ht_reader_frame_count(m->reader);
+		size_t want = ht_reader_frame_count(m->reader);
 		if (want <= frame)
-			want = frame + 1;
-		uint8_t *nc = realloc(m->cache, want);
-		if (nc) {
-			memset(nc + m->cache_len, 0, want - m->cache_len);
-			m->cache = nc;
-			m->cache_len = want;
-		}
+			want = (size_t)frame + 1;
+		(void)ht__grow_zero((void **)&m->cache, &m->cache_len, want, 1); /* else uncached */
 	}
 	if (frame < m->cache_len && m->cache[frame])
 		return m->cache[frame] == 1;

@@ -15,6 +15,7 @@
 #include "analysis/pass.h"
 #include "analysis/reportdata.h"
 #include "analysis/window.h"
+#include "base/vec.h"
 
 #define NONE32 UINT32_MAX
 
@@ -40,6 +41,7 @@ struct run {
 	uint64_t rss_sum;
 	/* Last series and handle found, since events of one process and heap come in runs. */
 	uint32_t hint_heap, hint_commit, hint_rss;
+	size_t cap_heap, cap_commit, cap_rss; /* of d's series arrays (vec.h) */
 	uint32_t last_handle;
 	size_t handles_cap;
 };
@@ -276,8 +278,9 @@ static int64_t canon_stack(struct run *x, uint32_t raw)
  * index found last time: events of one process and heap come in runs, so
  * the search is skipped most of the time.
  */
-static int series_get(struct ht__rd_series **arr, uint32_t *n, uint32_t *hint, uint32_t points,
-		      uint32_t process, uint32_t handle, struct ht__rd_series **out)
+static int series_get(struct ht__rd_series **arr, uint32_t *n, size_t *cap, uint32_t *hint,
+		      uint32_t points, uint32_t process, uint32_t handle,
+		      struct ht__rd_series **out)
 {
 	if (*hint < *n && (*arr)[*hint].process == process && (*arr)[*hint].handle == handle) {
 		*out = &(*arr)[*hint];
@@ -289,11 +292,9 @@ static int series_get(struct ht__rd_series **arr, uint32_t *n, uint32_t *hint, u
 			*hint = i;
 			return 0;
 		}
-	struct ht__rd_series *na = realloc(*arr, (*n + 1) * sizeof(**arr));
-	if (!na)
+	if (ht__grow((void **)arr, cap, (size_t)*n + 1, sizeof(**arr)) < 0)
 		return HT_ERR_NOMEM;
-	*arr = na;
-	struct ht__rd_series *s = &na[*n];
+	struct ht__rd_series *s = &(*arr)[*n];
 	memset(s, 0, sizeof(*s));
 	s->process = process;
 	s->handle = handle;
@@ -353,8 +354,8 @@ static int heap_step(struct run *x, uint32_t process, uint64_t heap, uint64_t ts
 	struct ht__report_data *d = x->d;
 	int64_t h = handle_index(x, heap);
 	struct ht__rd_series *s;
-	if (h < 0 || series_get(&d->heap_series, &d->nheap_series, &x->hint_heap, d->points,
-				process, (uint32_t)h, &s) < 0)
+	if (h < 0 || series_get(&d->heap_series, &d->nheap_series, &x->cap_heap, &x->hint_heap,
+				d->points, process, (uint32_t)h, &s) < 0)
 		return HT_ERR_NOMEM;
 	series_set(s, point_of(d, ts), s->cur + (uint64_t)delta);
 	return 0;
@@ -405,8 +406,8 @@ static int set_rss(struct run *x, uint32_t process, uint64_t ts, uint64_t v)
 	struct ht__rd_series *s;
 	if (grow_zero((void **)&x->rss, &x->rss_cap, (size_t)process + 1, sizeof(*x->rss)) < 0)
 		return HT_ERR_NOMEM;
-	int rc =
-	    series_get(&d->rss_series, &d->nrss_series, &x->hint_rss, d->points, process, 0, &s);
+	int rc = series_get(&d->rss_series, &d->nrss_series, &x->cap_rss, &x->hint_rss, d->points,
+			    process, 0, &s);
 	if (rc < 0)
 		return rc;
 	series_set(s, point_of(d, ts), v);
@@ -428,8 +429,8 @@ static int commit_set(struct run *x, struct ht__pass *p, uint32_t process, uint6
 	ht__pass_commit_process_stats(p, process, &cs);
 	if (ended && !cs.committed_bytes)
 		return 0; /* nothing committed: no series to end */
-	int rc = series_get(&d->commit_series, &d->ncommit_series, &x->hint_commit, d->points,
-			    process, 0, &s);
+	int rc = series_get(&d->commit_series, &d->ncommit_series, &x->cap_commit, &x->hint_commit,
+			    d->points, process, 0, &s);
 	if (rc < 0)
 		return rc;
 	series_set(s, point_of(d, ts), ended ? 0 : cs.committed_bytes);

@@ -10,6 +10,7 @@
 
 #include "analysis/pass.h"
 #include "analysis/temporary.h"
+#include "base/vec.h"
 
 struct proc_live {
 	uint64_t bytes; /* outstanding heap bytes now */
@@ -19,7 +20,9 @@ struct proc_live {
 struct run {
 	struct ht__summary *s;
 	struct proc_live *live;
-	uint32_t nlive;
+	uint32_t nlive;		    /* entries of live and s->procs, all valid */
+	size_t live_cap, procs_cap; /* their capacities (vec.h) */
+	size_t snaps_cap;
 	uint64_t total_bytes;	/* outstanding in processes that still run */
 	uint64_t unknown_frees; /* the lifetime tracker's count after the last event */
 	struct ht__temp_tracker *temp;
@@ -40,20 +43,11 @@ static int reserve(struct run *r, uint32_t p)
 {
 	if (p < r->nlive)
 		return 0;
-	uint32_t n = r->nlive ? r->nlive : 16;
-	while (n <= p)
-		n *= 2;
-	struct proc_live *l = realloc(r->live, n * sizeof(*l));
-	if (!l)
+	size_t need = (size_t)p + 1;
+	if (ht__grow_zero((void **)&r->live, &r->live_cap, need, sizeof(*r->live)) < 0 ||
+	    ht__grow_zero((void **)&r->s->procs, &r->procs_cap, need, sizeof(*r->s->procs)) < 0)
 		return HT_ERR_NOMEM;
-	r->live = l;
-	struct ht__summary_counts *c = realloc(r->s->procs, n * sizeof(*c));
-	if (!c)
-		return HT_ERR_NOMEM;
-	r->s->procs = c;
-	memset(l + r->nlive, 0, (n - r->nlive) * sizeof(*l));
-	memset(c + r->nlive, 0, (n - r->nlive) * sizeof(*c));
-	r->nlive = n;
+	r->nlive = (uint32_t)(r->live_cap < r->procs_cap ? r->live_cap : r->procs_cap);
 	return 0;
 }
 
@@ -147,11 +141,9 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 	}
 	if (ev->type == HT_EV_SNAPSHOT) {
 		if (ev->flags & HT_EVF_SNAPSHOT_BEGIN) {
-			struct ht__summary_snap *n =
-			    realloc(s->snaps, (s->nsnaps + 1) * sizeof(*s->snaps));
-			if (!n)
+			if (ht__grow((void **)&s->snaps, &r->snaps_cap, (size_t)s->nsnaps + 1,
+				     sizeof(*s->snaps)) < 0)
 				return HT_ERR_NOMEM;
-			s->snaps = n;
 			s->snaps[s->nsnaps++] = (struct ht__summary_snap){
 			    .number = (uint32_t)ev->value,
 			    .ts = ev->ts,

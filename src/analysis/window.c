@@ -10,6 +10,7 @@
 
 #include "analysis/match.h"
 #include "heaptrail/trace.h"
+#include "base/vec.h"
 
 int ht__window_classify(const struct ht__window *w, uint64_t alloc_ts, uint64_t free_ts)
 {
@@ -521,13 +522,11 @@ int ht__wstacks_resolve(struct ht__wstacks *s, uint32_t raw, struct ht__witem *i
 	static struct wstack_entry none = {.done = true};
 	/* An unfinished trace grows its stack table while it is read. */
 	if (raw >= s->nraw && raw < ht_reader_stack_count(s->r)) {
-		uint32_t n = ht_reader_stack_count(s->r);
-		struct wstack_entry *e = realloc(s->raw, n * sizeof(*e));
-		if (!e)
+		size_t cap = s->nraw;
+		if (ht__grow_zero((void **)&s->raw, &cap, ht_reader_stack_count(s->r),
+				  sizeof(*s->raw)) < 0)
 			return HT_ERR_NOMEM;
-		memset(e + s->nraw, 0, (n - s->nraw) * sizeof(*e));
-		s->raw = e;
-		s->nraw = n;
+		s->nraw = (uint32_t)cap;
 	}
 	struct wstack_entry *e = raw && raw < s->nraw ? &s->raw[raw] : &none;
 	if (!e->done) {

@@ -17,6 +17,7 @@
 #include "format/writer.h"
 #include "heaptrail/trace.h"
 #include "session/symbolize.h"
+#include "base/vec.h"
 
 static const char usage_text[] =
     "usage: heaptrail symbolize FILE [--symbol-path DIR[:DIR...]] (-o OUT | --force)\n"
@@ -137,7 +138,7 @@ static void write_defs(struct rewrite *rw, struct ht__module_ent *mods, uint32_t
 		uint32_t n = ht_reader_stack(rw->r, s, &lf);
 		if (!n)
 			continue;
-		if (n > cap && !(buf = realloc(buf, (cap = n) * sizeof(*buf))))
+		if (ht__grow((void **)&buf, &cap, n, sizeof(*buf)) < 0)
 			die("out of memory");
 		uint32_t np = 0;
 		for (uint32_t i = 0; i < n; i++) {

@@ -21,6 +21,7 @@
 #include "cli/opt.h"
 #include "cli/table_util.h"
 #include "heaptrail/trace.h"
+#include "base/vec.h"
 
 static const char table_usage[] =
     "usage: heaptrail table heap|commit FILE [options]\n"
@@ -131,13 +132,8 @@ static const char *stack_text(struct table_run *t, uint32_t stack)
 	size_t need = 16;
 	for (uint32_t i = 0; i < nf; i++)
 		need += strlen(ht__wstacks_frame_text(t->stacks, f[i])) + 4;
-	if (need > cap) {
-		char *b = realloc(buf, need);
-		if (!b)
-			die("out of memory");
-		buf = b;
-		cap = need;
-	}
+	if (ht__grow((void **)&buf, &cap, need, 1) < 0)
+		die("out of memory");
 	if (!nf) {
 		strcpy(buf, "[no stack]");
 		return buf;

@@ -32,6 +32,7 @@
 #include "session/ring_keep.h"
 #include "base/protocol.h"
 #include "session/session.h"
+#include "base/vec.h"
 
 struct member {
 	pid_t pid;
@@ -49,6 +50,7 @@ static struct {
 	pthread_mutex_t members_lock; /* members[], injections */
 	struct member *members;	      /* processes attached by pid */
 	unsigned nmembers;
+	size_t members_cap;
 	pid_t removed[HT__CTL_MAX_PIDS]; /* detached by update: no longer listed */
 	unsigned nremoved;
 	volatile sig_atomic_t stop; /* asked by STOP, a signal, or the size limit */
@@ -141,10 +143,9 @@ static int member_add(pid_t pid, char *why, size_t n)
 		if (D.removed[i] == pid)
 			D.removed[i--] = D.removed[--D.nremoved];
 	if (!m) {
-		struct member *grown = realloc(D.members, (D.nmembers + 1) * sizeof(*grown));
-		if (!grown)
+		if (ht__grow((void **)&D.members, &D.members_cap, (size_t)D.nmembers + 1,
+			     sizeof(*D.members)) < 0)
 			return HT_ERR_NOMEM;
-		D.members = grown;
 		m = &D.members[D.nmembers++];
 		memset(m, 0, sizeof(*m));
 		m->pid = pid;
