@@ -74,23 +74,83 @@ static int slot_append(struct ht__slot *sl, const void *rec, uint32_t len)
 }
 
 /*
- * The record just appended to sl was stamped in TSC ticks: to CLOCK_MONOTONIC
- * ns on the session's one line (clock.c). A thread that moved to another
- * core may read a tick a little below its previous one: its ring stays in
- * order (docs/session-protocol.md, "The clock").
+ * The len bytes of records just appended to sl were stamped in TSC ticks: to
+ * CLOCK_MONOTONIC ns on the session's one line (clock.c). A thread that
+ * moved to another core may read a tick a little below its previous one:
+ * its ring stays in order (docs/session-protocol.md, "The clock").
  */
 static void stamp_ns(struct ht__session *s, struct ht__slot *sl, uint32_t len)
 {
-	struct ht__rec *rec = (struct ht__rec *)(sl->buf + sl->tail - len);
-	uint64_t ns = 0;
-	if (s->tsc.on)
-		ns = ht__tsc_to_ns(&s->tsc, rec->ts);
-	else
-		s->stats.corrupt++; /* ticks in a session without a TSC line */
-	if (ns < sl->last_ts)
-		ns = sl->last_ts;
-	rec->ts = ns;
-	sl->last_ts = ns;
+	for (uint32_t off = sl->tail - len; off < sl->tail;) {
+		struct ht__rec *rec = (struct ht__rec *)(sl->buf + off);
+		uint64_t ns = 0;
+		if (s->tsc.on)
+			ns = ht__tsc_to_ns(&s->tsc, rec->ts);
+		else
+			s->stats.corrupt++; /* ticks in a session without a TSC line */
+		if (ns < sl->last_ts)
+			ns = sl->last_ts;
+		rec->ts = ns;
+		sl->last_ts = ns;
+		off += rec->len;
+	}
+}
+
+/* Append the len bytes of whole records at p (no pad among them) to sl, in ns. */
+static int append_span(struct ht__session *s, struct ht__slot *sl, const uint8_t *p, uint32_t len)
+{
+	if (!len)
+		return 0;
+	int rc = slot_append(sl, p, len);
+	if (rc < 0)
+		return rc;
+	if (sl->clock == HT_CLOCK_TSC)
+		stamp_ns(s, sl, len);
+	return 0;
+}
+
+/*
+ * Check the records in the n bytes at p (a piece of a ring that does not
+ * wrap) and append them to the slot, the records between two pads in one
+ * copy. at_end: the piece ends at the ring's end, where fewer bytes than a
+ * record header are padding. Returns 0, 1 after a record that cannot be
+ * (counted; the rest of the ring is skipped), or a negative error.
+ */
+static int take_records(struct ht__session *s, struct ht__slot *sl, const uint8_t *p, uint32_t n,
+			bool at_end)
+{
+	const uint8_t *q = p, *end = p + n, *span = p, *last = NULL;
+	uint64_t records = 0;
+	int bad = 0;
+	while (q < end) {
+		size_t room = (size_t)(end - q);
+		if (room < sizeof(struct ht__rec) && at_end)
+			break; /* too short for a record header: padding by definition */
+		const struct ht__rec *rec = (const struct ht__rec *)q;
+		uint32_t len = room < sizeof(struct ht__rec) ? 0 : rec->len;
+		if (len < sizeof(struct ht__rec) || (len & 7) || len > room) {
+			s->stats.corrupt++; /* a record that cannot be: skip what is left */
+			bad = 1;
+			break;
+		}
+		if (rec->type == HT_REC_PAD) {
+			int rc = append_span(s, sl, span, (uint32_t)(q - span));
+			if (rc < 0)
+				return rc;
+			span = q + len;
+		} else {
+			last = q;
+			records++;
+		}
+		q += len;
+	}
+	int rc = append_span(s, sl, span, (uint32_t)(q - span));
+	if (rc < 0)
+		return rc;
+	if (last && sl->clock != HT_CLOCK_TSC)
+		sl->last_ts = ((const struct ht__rec *)last)->ts;
+	s->stats.records += records;
+	return bad;
 }
 
 static inline const struct ht__rec *slot_head(const struct ht__slot *sl)
@@ -430,7 +490,7 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 {
 	struct ht__ring *r = ht__ring_at(s, i);
 	struct ht__slot *sl = &s->slots[i];
-	uint32_t mask = s->ring_size - 1;
+	const uint32_t size = s->ring_size, mask = size - 1;
 	const uint8_t *data = ht__ring_data(s, i);
 
 	/* busy before write_pos: a writer idle now stamps its next record later
@@ -451,38 +511,23 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 		sl->proc = 0;
 		sl->bound = true;
 	}
-	if (w - pos > s->ring_size || w < pos) {
+	if (w - pos > size || w < pos) {
 		s->stats.corrupt++;
 		pos = w;
 	}
+	/* At most two pieces: up to the ring's end, then from its start. */
 	while (pos < w) {
 		uint32_t off = (uint32_t)(pos & mask);
-		if (s->ring_size - off < sizeof(struct ht__rec)) {
-			/* too short for a record header: padding by definition */
-			pos += s->ring_size - off;
-			continue;
-		}
-		const struct ht__rec *rec = (const struct ht__rec *)(data + off);
-		uint32_t len = rec->len;
-		if (len < sizeof(struct ht__rec) || (len & 7) || off + len > s->ring_size ||
-		    pos + len > w) {
-			s->stats.corrupt++; /* a record that cannot be: skip what is left */
+		uint32_t piece = w - pos < size - off ? (uint32_t)(w - pos) : size - off;
+		int rc = take_records(s, sl, data + off, piece, off + piece == size);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
 			break;
-		}
-		if (rec->type != HT_REC_PAD) {
-			int rc = slot_append(sl, rec, len);
-			if (rc < 0)
-				return rc;
-			if (sl->clock == HT_CLOCK_TSC)
-				stamp_ns(s, sl, len);
-			else
-				sl->last_ts = rec->ts;
-			s->stats.records++;
-		}
-		pos += len;
+		pos += piece;
 	}
 	atomic_store_explicit(&r->read_pos, w, memory_order_release);
-	if (w - start > s->ring_size / 4)
+	if (w - start > size / 4)
 		s->hurry = true; /* at this rate the writer would wait for our next tick */
 	/* A writer busy at the same place for a second was stopped (SIGSTOP, a
 	   debugger): waiting for it would hold every other ring's events back
@@ -558,18 +603,36 @@ static int merge(struct ht__session *s, uint64_t wm)
 	for (uint32_t i = n / 2; i-- > 0;)
 		heap_down(s, n, i);
 	while (n) {
-		struct ht__slot *sl = &s->slots[s->heap[0]];
-		const struct ht__rec *rec = slot_head(sl);
-		sl->head += rec->len;
-		int rc = ht__translate(s, sl, rec);
-		if (rc < 0)
-			return rc;
-		if (sl->head < sl->tail && slot_head(sl)->ts < wm) {
-			heap_down(s, n, 0);
-		} else {
-			s->heap[0] = s->heap[--n];
-			heap_down(s, n, 0);
+		/* The slot on top keeps the lead for a run of records, until one
+		   of them comes after the head of the next slot (the smaller of
+		   the top's children): the heap is touched once per run, and a
+		   thread's records come in runs (one slot alone: one run). */
+		uint32_t top = s->heap[0], next = UINT32_MAX;
+		if (n > 1)
+			next =
+			    n > 2 && heap_less(s, s->heap[2], s->heap[1]) ? s->heap[2] : s->heap[1];
+		uint64_t next_ts = next == UINT32_MAX ? UINT64_MAX : slot_head(&s->slots[next])->ts;
+		uint64_t limit = next_ts < wm ? next_ts : wm;
+		struct ht__slot *sl = &s->slots[top];
+		for (;;) {
+			const struct ht__rec *rec = slot_head(sl);
+			sl->head += rec->len;
+			int rc = ht__translate(s, sl, rec);
+			if (rc < 0)
+				return rc;
+			if (sl->head == sl->tail) {
+				s->heap[0] = s->heap[--n];
+				break;
+			}
+			uint64_t ts = slot_head(sl)->ts;
+			/* ties go to the lower slot index, as in heap_less() */
+			if (ts < limit || (ts == next_ts && ts < wm && top < next))
+				continue;
+			if (ts >= wm)
+				s->heap[0] = s->heap[--n];
+			break;
 		}
+		heap_down(s, n, 0);
 	}
 	for (uint32_t i = 0; i <= s->ring_count; i++) {
 		struct ht__slot *sl = &s->slots[i];

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,10 @@ static int sink_fail(struct ht__session *s, int rc)
 	return rc;
 }
 
-static int emit(struct ht__session *s, const struct ht_event *ev, const struct ht_process *proc)
+/* Inlined: it is most of what an allocation or a free costs here besides the
+   sink. */
+static inline __attribute__((always_inline)) int
+emit(struct ht__session *s, const struct ht_event *ev, const struct ht_process *proc)
 {
 	s->stats.events++;
 	if (!s->sink || !s->sink->event)
@@ -600,7 +604,53 @@ static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct 
 	return rc < 0 ? rc : emit(s, &ev, NULL);
 }
 
+/* Copied from a zero template: clearing it in place compiled to rep stos,
+   whose start-up cost was the largest of a translation per event. */
+static const struct ht_event zero_ev;
+
+/* Out of line, so that its frame (a name buffer, many locals) is not set up
+   for the records of the fast path. */
+static __attribute__((noinline)) int translate_any(struct ht__session *s, struct ht__slot *sl,
+						   const struct ht__rec *rec);
+
+/* The fast path reads the address of either record at one place. */
+_Static_assert(offsetof(struct ht__rec_alloc, addr) == offsetof(struct ht__rec_free, addr),
+	       "alloc and free records keep their address at the same offset");
+
 int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__rec *rec)
+{
+	/* Most of a trace: allocations and frees in a ring whose process is
+	   known (the session's own queue never has one). The same event as
+	   translate_any() makes of them, without the checks and the switch. */
+	uint8_t type = rec->type;
+	if (sl->proc && (type == HT_REC_ALLOC || type == HT_REC_FREE)) {
+		if (rec->len < (type == HT_REC_ALLOC ? sizeof(struct ht__rec_alloc)
+						     : sizeof(struct ht__rec_free))) {
+			s->stats.corrupt++;
+			return 0;
+		}
+		struct ht_event ev = zero_ev;
+		ev.func = rec->func & 0x7f;
+		ev.flags = (rec->func & HT_RECF_FAILED) ? HT_EVF_FAILED : 0;
+		ev.stack = lookup_stack(s, rec->stack);
+		ev.pid = sl->pid;
+		ev.tid = sl->tid;
+		ev.process = sl->proc - 1;
+		ev.addr = ((const struct ht__rec_free *)rec)->addr;
+		if (type == HT_REC_ALLOC) {
+			ev.type = HT_EV_ALLOC;
+			ev.size = ((const struct ht__rec_alloc *)rec)->size;
+		} else {
+			ev.type = HT_EV_FREE;
+		}
+		ev.ts = rel_ts(s, rec->ts);
+		return emit(s, &ev, NULL);
+	}
+	return translate_any(s, sl, rec);
+}
+
+static __attribute__((noinline)) int translate_any(struct ht__session *s, struct ht__slot *sl,
+						   const struct ht__rec *rec)
 {
 	if (rec->len < min_len(rec->type)) {
 		s->stats.corrupt++;
@@ -614,9 +664,6 @@ int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__r
 		return (rc = on_exit_rec(s, sl, rec, self_slot)) < 0 ? rc : 0;
 
 	struct ht__proc *p;
-	/* Copied from a zero template: clearing it in place compiled to rep
-	   stos, whose start-up cost was the largest of this function per event. */
-	static const struct ht_event zero_ev;
 	struct ht_event ev = zero_ev;
 	ev.func = rec->func & 0x7f;
 	ev.flags = (rec->func & HT_RECF_FAILED) ? HT_EVF_FAILED : 0;

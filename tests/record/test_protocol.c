@@ -335,6 +335,60 @@ static void test_pad_and_wrap(void)
 }
 
 /*
+ * The merge takes a ring's records in runs: a run ends where another ring's
+ * head comes first, equal times go to the lower ring, and a ring's records
+ * that end exactly at the ring's end (no PAD) and go on at its start come
+ * out whole and in order.
+ */
+static void test_runs_ties_and_exact_wrap(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 3, false);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t pid = getpid();
+	uint64_t t = ht__session_t0(s) + 1000;
+	for (uint32_t i = 0; i < 3; i++)
+		CHECK(fake_claim(&f, i, pid, pid + (int32_t)i, 9) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, 0, 9, "/bin/runs") == 0);
+	/* ring: times (addr = 0x100 * ring + index in the ring) */
+	static const uint64_t times[3][6] = {
+	    {10, 20, 30, 30, 31, 70}, {30, 30, 40, 41, 42, 43}, {5, 30, 44, 45, 69, 70}};
+	for (uint32_t r = 0; r < 3; r++)
+		for (uint32_t i = 0; i < 6; i++)
+			CHECK(fake_alloc(&f, r, t + times[r][i], 0x100 * r + i, 1, 0) == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	static const uint64_t want[18] = {0x200, 0x000, 0x001, 0x002, 0x003, 0x100,
+					  0x101, 0x201, 0x004, 0x102, 0x103, 0x104,
+					  0x105, 0x202, 0x203, 0x204, 0x005, 0x205};
+	CHECK_EQ(c->nev, 19);
+	for (uint32_t i = 0; i < 18 && i + 1 < c->nev; i++)
+		CHECK_EQ(c->ev[1 + i].addr, want[i]);
+	CHECK_EQ(c->order_errors, 0);
+
+	/* Ring 1 at a quarter of the ring, then 128 allocs of 32 bytes (a whole
+	   4 KiB ring) in one drain: the first piece ends at the ring's end. */
+	uint64_t w = atomic_load(&fake_ring(&f, 1)->write_pos);
+	for (uint32_t i = 0; (w + 32 * i) % 4096 != 1024; i++)
+		CHECK(fake_alloc(&f, 1, t + 100, 0x1000 + i, 2, 0) == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	uint32_t before = c->nev;
+	for (uint32_t i = 0; i < 128; i++)
+		CHECK(fake_alloc(&f, 1, t + 200 + i, 0x2000 + i, 3, 0) == 0);
+	CHECK_EQ(atomic_load(&fake_ring(&f, 1)->write_pos) % 4096, 1024);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before + 128);
+	for (uint32_t i = 0; i < 128 && before + i < c->nev; i++)
+		CHECK_EQ(c->ev[before + i].addr, 0x2000 + i);
+	CHECK_EQ(ht__session_stats(s)->corrupt, 0);
+	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/*
  * Modules dedup by path + build-id across processes, frames by module +
  * address, stacks by their frames; a frame in no module keeps its raw address.
  */
@@ -817,6 +871,7 @@ int main(void)
 	test_header();
 	test_order_and_watermark();
 	test_pad_and_wrap();
+	test_runs_ties_and_exact_wrap();
 	test_modules_stacks();
 	test_dead_process_and_lost();
 	test_end_when_all_gone();
