@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/protocol.h"
+#include "base/vec.h"
 #include "session/session.h"
 #include "session/symbolize.h"
 
@@ -185,7 +186,7 @@ struct ht__session {
 
 	struct ht__frame_key *frames;
 	uint32_t nframes, frames_cap;
-	struct ht__htab frame_tab;
+	struct ht__hindex frame_ix;
 
 	/* stacks: frame ids of trace stack i at stack_frames[stack_off[i]], stack_len[i] */
 	uint32_t *stack_frames;
@@ -195,7 +196,7 @@ struct ht__session {
 	uint32_t *stack_len;
 	uint32_t nstacks, stacks_cap; /* trace ids 1 .. nstacks */
 	uint32_t stack_len_cap;
-	struct ht__htab stack_tab;
+	struct ht__hindex stack_ix;
 	uint32_t *stack_map;   /* recorder stack id -> trace stack id */
 	uint32_t *stack_owner; /* recorder stack id -> its process image + 1 */
 	uint32_t stack_map_cap;

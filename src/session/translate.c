@@ -359,29 +359,39 @@ static int module_intern(struct ht__session *s, const char *path, const uint8_t 
 	return 0;
 }
 
-static bool frame_eq(const void *ctx, uint32_t val, const void *key)
+/*
+ * Frames and stacks are looked up once per frame of every new recorder stack
+ * (thousands of frames a second in an interpreter), so their indexes are
+ * ht__hindex with the comparison inline and word-wise hashes.
+ */
+static inline uint64_t frame_hash(uint32_t module, uint64_t rel)
+{
+	return ht__mix64(rel ^ (uint64_t)module << 40);
+}
+
+static uint64_t frame_rehash(const void *ctx, uint32_t id)
 {
 	const struct ht__session *s = ctx;
-	const struct ht__frame_key *k = key;
-	return s->frames[val].rel == k->rel && s->frames[val].module == k->module;
+	return frame_hash(s->frames[id].module, s->frames[id].rel);
 }
 
 static int frame_intern(struct ht__session *s, uint32_t module, uint64_t rel, uint32_t *out)
 {
-	struct ht__frame_key k = {module, rel};
-	uint64_t mix = rel * 0x9e3779b97f4a7c15ull ^ module;
-	uint32_t h = (uint32_t)(mix >> 32) ^ (uint32_t)mix;
-	uint32_t id = ht__htab_find(&s->frame_tab, h, frame_eq, s, &k);
-	if (id != UINT32_MAX) {
-		*out = id;
-		return 0;
+	uint64_t h = frame_hash(module, rel);
+	for (uint32_t *slot = ht__hindex_find(&s->frame_ix, h); *slot;
+	     slot = ht__hindex_next(&s->frame_ix, slot)) {
+		const struct ht__frame_key *f = &s->frames[*slot - 1];
+		if (f->rel == rel && f->module == module) {
+			*out = *slot - 1;
+			return 0;
+		}
 	}
 	if (ht__grow32((void **)&s->frames, &s->frames_cap, (size_t)s->nframes + 1,
 		       sizeof(*s->frames)) < 0)
 		return HT_ERR_NOMEM;
-	id = s->nframes;
-	s->frames[id] = k;
-	int rc = ht__htab_put(&s->frame_tab, h, id);
+	uint32_t id = s->nframes;
+	s->frames[id] = (struct ht__frame_key){module, rel};
+	int rc = ht__hindex_insert(&s->frame_ix, h, id, frame_rehash, s);
 	if (rc < 0)
 		return rc;
 	s->nframes++;
@@ -392,27 +402,31 @@ static int frame_intern(struct ht__session *s, uint32_t module, uint64_t rel, ui
 	return 0;
 }
 
-struct stack_key {
-	const uint32_t *frames;
-	uint32_t n;
-};
+static uint64_t stack_hash(const uint32_t *frames, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	for (uint32_t i = 0; i < n; i++)
+		h = (h ^ frames[i]) * 0x100000001b3ull;
+	return ht__mix64(h);
+}
 
-static bool stack_eq(const void *ctx, uint32_t val, const void *key)
+static uint64_t stack_rehash(const void *ctx, uint32_t id)
 {
 	const struct ht__session *s = ctx;
-	const struct stack_key *k = key;
-	return s->stack_len[val] == k->n &&
-	       !memcmp(s->stack_frames + s->stack_off[val], k->frames, k->n * sizeof(uint32_t));
+	return stack_hash(s->stack_frames + s->stack_off[id], s->stack_len[id]);
 }
 
 static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t n, uint32_t *out)
 {
-	struct stack_key k = {frames, n};
-	uint32_t h = ht__hash_bytes(frames, n * sizeof(uint32_t), 3);
-	uint32_t id = ht__htab_find(&s->stack_tab, h, stack_eq, s, &k);
-	if (id != UINT32_MAX) {
-		*out = id;
-		return 0;
+	uint64_t h = stack_hash(frames, n);
+	for (uint32_t *slot = ht__hindex_find(&s->stack_ix, h); *slot;
+	     slot = ht__hindex_next(&s->stack_ix, slot)) {
+		uint32_t id = *slot - 1;
+		if (s->stack_len[id] == n &&
+		    !memcmp(s->stack_frames + s->stack_off[id], frames, n * sizeof(uint32_t))) {
+			*out = id;
+			return 0;
+		}
 	}
 	/* ids start at 1: slot 0 of the arrays is unused */
 	if (ht__grow32((void **)&s->stack_off, &s->stacks_cap, (size_t)s->nstacks + 2,
@@ -422,14 +436,15 @@ static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t 
 	    ht__grow((void **)&s->stack_frames, &s->stack_frames_cap, s->stack_frames_n + n,
 		     sizeof(*s->stack_frames)) < 0)
 		return HT_ERR_NOMEM;
-	id = ++s->nstacks;
+	uint32_t id = s->nstacks + 1;
 	s->stack_off[id] = s->stack_frames_n;
 	s->stack_len[id] = n;
 	memcpy(s->stack_frames + s->stack_frames_n, frames, n * sizeof(uint32_t));
-	s->stack_frames_n += n;
-	int rc = ht__htab_put(&s->stack_tab, h, id);
+	int rc = ht__hindex_insert(&s->stack_ix, h, id, stack_rehash, s);
 	if (rc < 0)
 		return rc;
+	s->stack_frames_n += n;
+	s->nstacks = id;
 	s->stats.stacks = s->nstacks;
 	*out = id;
 	if (s->sink && s->sink->stack)
@@ -884,6 +899,6 @@ void ht__translate_free(struct ht__session *s)
 	ht__htab_free(&s->proc_by_key);
 	ht__htab_free(&s->proc_by_pid);
 	ht__htab_free(&s->mod_tab);
-	ht__htab_free(&s->frame_tab);
-	ht__htab_free(&s->stack_tab);
+	ht__hindex_release(&s->frame_ix);
+	ht__hindex_release(&s->stack_ix);
 }
