@@ -507,7 +507,20 @@ static int on_stack(struct ht__session *s, struct ht__proc *p, const struct ht__
 	const uint64_t *rel = (const uint64_t *)(st + 1);
 	const uint32_t *mod = (const uint32_t *)(rel + n);
 	uint32_t ids[HT_MAX_FRAMES];
-	for (uint32_t i = 0; i < n; i++) {
+	/* Frames are innermost first: the outer ones this stack shares with the
+	   last stack of its image keep their ids without a lookup (an
+	   interpreter's stacks share dozens). */
+	uint32_t todo = n;
+	if (s->last_stack.proc == p) {
+		uint32_t j = s->last_stack.n;
+		while (todo && j && rel[todo - 1] == s->last_stack.rel[j - 1] &&
+		       mod[todo - 1] == s->last_stack.mod[j - 1]) {
+			ids[todo - 1] = s->last_stack.ids[j - 1];
+			todo--;
+			j--;
+		}
+	}
+	for (uint32_t i = 0; i < todo; i++) {
 		uint32_t m = HT_MODULE_NONE;
 		if (mod[i] != HT_MODULE_UNKNOWN && mod[i] < p->nmods && p->mods[mod[i]])
 			m = p->mods[mod[i]] - 1;
@@ -515,6 +528,11 @@ static int on_stack(struct ht__session *s, struct ht__proc *p, const struct ht__
 		if (rc < 0)
 			return rc;
 	}
+	s->last_stack.proc = p;
+	s->last_stack.n = n;
+	memcpy(s->last_stack.mod, mod, n * sizeof(*mod));
+	memcpy(s->last_stack.rel, rel, n * sizeof(*rel));
+	memcpy(s->last_stack.ids, ids, n * sizeof(*ids));
 	uint32_t id;
 	int rc = stack_intern(s, ids, n, &id);
 	if (rc < 0)
@@ -541,6 +559,8 @@ static int on_module(struct ht__session *s, struct ht__proc *p, struct ht_event 
 	    0)
 		return HT_ERR_NOMEM;
 	p->mods[m->index] = id + 1;
+	if (s->last_stack.proc == p)
+		s->last_stack.proc = NULL; /* its module indices may mean another module now */
 	ev->type = HT_EV_MODULE_LOAD;
 	ev->module = id;
 	ev->addr = m->start;

@@ -335,6 +335,54 @@ static void test_pad_and_wrap(void)
 }
 
 /*
+ * A stack's outer frames shared with the last stack of its image keep their
+ * ids; once the image loads another module at an index, its frames are
+ * looked up again (the same raw index now names another module).
+ */
+static void test_shared_outer_frames(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 2, false);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t pid = getpid();
+	uint64_t t = ht__session_t0(s) + 1000;
+	CHECK(fake_claim(&f, 0, pid, pid, 31) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, 0, 31, "/bin/m") == 0);
+	CHECK(fake_module(&f, 0, t + 1, 0, "/bin/m", 1) == 0);
+	CHECK(fake_module(&f, 0, t + 2, 1, "/lib/a.so", 2) == 0);
+	CHECK_EQ(atomic_fetch_add(&f.h->next_stack_id, 4), 1);
+	uint32_t mod[3] = {1, 0, 0};
+	uint64_t a[3] = {0x10, 0x20, 0x30}, b[3] = {0x11, 0x20, 0x30}, d[3] = {0x10, 0x21, 0x30};
+	CHECK(fake_stack(&f, 0, t + 3, 1, 3, a, mod) == 0);
+	CHECK(fake_stack(&f, 0, t + 4, 2, 3, b, mod) == 0);
+	CHECK(fake_stack(&f, 0, t + 5, 3, 3, d, mod) == 0);
+	CHECK(fake_module(&f, 0, t + 6, 0, "/lib/other.so", 3) == 0);
+	CHECK(fake_stack(&f, 0, t + 7, 4, 3, a, mod) == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->bad_defs, 0);
+	CHECK_EQ(c->nmod, 3);
+	CHECK_EQ(c->nframes, 7);
+	static const uint32_t fmod[7] = {1, 0, 0, 1, 0, 2, 2};
+	static const uint64_t frel[7] = {0x10, 0x20, 0x30, 0x11, 0x21, 0x20, 0x30};
+	for (uint32_t i = 0; i < 7 && i < c->nframes; i++) {
+		CHECK_EQ(c->frames[i].module, fmod[i]);
+		CHECK_EQ(c->frames[i].rel, frel[i]);
+	}
+	CHECK_EQ(c->nstacks, 4);
+	static const uint32_t want[5][3] = {{0}, {0, 1, 2}, {3, 1, 2}, {0, 4, 2}, {0, 5, 6}};
+	for (uint32_t i = 1; i <= 4 && i <= c->nstacks; i++) {
+		CHECK_EQ(c->stack_n[i], 3);
+		for (uint32_t j = 0; j < 3; j++)
+			CHECK_EQ(c->stacks[i][j], want[i][j]);
+	}
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/*
  * The merge takes a ring's records in runs: a run ends where another ring's
  * head comes first, equal times go to the lower ring, and a ring's records
  * that end exactly at the ring's end (no PAD) and go on at its start come
@@ -873,6 +921,7 @@ int main(void)
 	test_pad_and_wrap();
 	test_runs_ties_and_exact_wrap();
 	test_modules_stacks();
+	test_shared_outer_frames();
 	test_dead_process_and_lost();
 	test_end_when_all_gone();
 	test_end_when_gone_and_rss();
