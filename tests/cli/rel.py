@@ -377,9 +377,10 @@ def reattach_record(env):
         # The stale recorder left its exit note when it was stopped: the
         # first trace counts the pulse made between the kill and then.
         tr1 = Trace(env, first)
-        equal(tr1.info["totals"]["alloc_calls"], 100, "the first trace's pulse")
         p1 = [p for p in tr1.processes() if p["pid"] == t.pid][0]
-        equal(p1["events_untraced"], 200, "events after the first trace's end (exit note)")
+        equal(2 * tr1.info["totals"]["alloc_calls"] + p1["events_untraced"], 400,
+              "the first trace's events + after its end (exit note)")
+        check(p1["events_untraced"] >= 200, "at least the pulse after the kill: %r" % p1)
         equal(p1["exit_code"], None, "no exit status: the process runs on")
         equal(t.mapped_sessions(), [], "no session mapped after the second detach")
         check(not os.path.exists(stale[0]), "the dead collector's session file was removed")
@@ -684,15 +685,21 @@ def wait_gone(pid, what, timeout=20):
 def killed_trace_says(env, trace, pid, before, after, want_exit):
     """The trace of a collector killed after `before` pulses of pid, which
     made `after` more and exited with want_exit: info counts, from the
-    process's exit note, exactly the 200 events of each later pulse as not
-    in the trace, from the trace's end on, and gives its exit status."""
+    process's exit note, exactly the events (200 a pulse) the trace lacks,
+    at least those made after the kill, from the trace's end on, and gives
+    its exit status."""
     tr = Trace(env, trace)
     check(not tr.info["complete"], "the killed collector's trace is incomplete")
-    equal(tr.info["totals"]["alloc_calls"], 100 * before, "allocations in the trace")
     procs = [p for p in tr.processes() if p["pid"] == pid]
     equal(len(procs), 1, "the traced program in the trace")
     p = procs[0]
-    equal(p["events_untraced"], 200 * after, "events after the trace's end (exit note)")
+    # Exact whatever the last flush held (about a second before the kill;
+    # on a loaded machine it may miss the last pulses): the events in the
+    # trace plus those its exit note says it lacks are every one it made.
+    lacks = p["events_untraced"]
+    equal(2 * tr.info["totals"]["alloc_calls"] + lacks, 200 * (before + after),
+          "events in the trace + after its end (exit note)")
+    check(lacks >= 200 * after, "at least the events after the kill: %d" % lacks)
     equal(p["events_lost"], 0, "events lost while recording")
     end = tr.info["duration_ns"]
     equal(p["untraced_from_ns"], end, "untraced from the trace's end")
@@ -700,9 +707,9 @@ def killed_trace_says(env, trace, pid, before, after, want_exit):
     equal(p["exit_code"], want_exit, "the exit status, from its exit note")
     rc, text, err = env.run([env.heaptrail, "info", trace])
     equal(rc, 0, "info: exit (%s)" % err)
-    check("%d events of 1 process after that are not in the trace" % (200 * after) in text,
+    check("%d events of 1 process after that are not in the trace" % lacks in text,
           "info says how many events the trace lacks: %r" % text[:1500])
-    check("%d events after that are not in the trace" % (200 * after) in text and
+    check("%d events after that are not in the trace" % lacks in text and
           "exit %d" % want_exit in text, "the process says so: %r" % text[:3000])
 
 
@@ -737,7 +744,9 @@ def killed_record(env):
     out = os.path.join(env.tmp, "sym.htr")
     symbolize(env, trace, "-o", out)
     sp = [p for p in Trace(env, out).processes() if p["pid"] == prog][0]
-    equal((sp["events_untraced"], sp["untraced_from_ns"]), (600, Trace(env, trace).info["duration_ns"]),
+    tr = Trace(env, trace)
+    lacks = [p for p in tr.processes() if p["pid"] == prog][0]["events_untraced"]
+    equal((sp["events_untraced"], sp["untraced_from_ns"]), (lacks, tr.info["duration_ns"]),
           "the symbolized trace's process: events after the end, from when")
     # A finished recording leaves no notes behind.
     tr = env.record([env.prog("malloc_family")], name="whole")
