@@ -344,6 +344,19 @@ def attached(r):
     raise Failure("record -p ended without attaching (exit %s)" % r.wait())
 
 
+def wait_gone(pid, what, timeout=20):
+    wait_until(lambda: not os.path.exists("/proc/%d/stat" % pid) or
+               open("/proc/%d/stat" % pid).read().split(") ")[1][0] in "ZX", what, timeout)
+
+
+def kill_daemon(env, name):
+    """SIGKILL to the daemon of session name; returns once it is dead."""
+    rc, out, err = env.run([env.heaptrail, "sessions", "--format", "json"])
+    daemon = [x for x in json.loads(out) if x["name"] == name][0]["daemon_pid"]
+    os.kill(daemon, signal.SIGKILL)
+    wait_gone(daemon, "the daemon's death")
+
+
 @case
 def reattach_record(env):
     """record -p P killed with SIGKILL leaves a recorder whose collector is
@@ -401,12 +414,7 @@ def reattach_start(env):
         rc, _, err = env.run([h, "start", name, "--pid", str(t.pid), "-o", d1, "-q"])
         equal(rc, 0, "start: exit (%s)" % err)
         t.pulse()
-        rc, out, err = env.run([h, "sessions", "--format", "json"])
-        daemon = [x for x in json.loads(out) if x["name"] == name][0]["daemon_pid"]
-        os.kill(daemon, signal.SIGKILL)
-        wait_until(lambda: not os.path.exists("/proc/%d/stat" % daemon) or
-                   open("/proc/%d/stat" % daemon).read().split(") ")[1][0] in "ZX",
-                   "the daemon's death")
+        kill_daemon(env, name)
         t.pulse()
         for i, other in enumerate((name + "-b", name)):
             out_i = os.path.join(env.tmp, "d%d.htr" % (i + 2))
@@ -539,9 +547,7 @@ def symbolize_killed(env):
         equal(rc, 0, "start: exit (%s)" % err)
         t.pulse(4)
         time.sleep(2.5)  # the trace is flushed about once a second
-        rc, out, err = env.run([h, "sessions", "--format", "json"])
-        daemon = [x for x in json.loads(out) if x["name"] == name][0]["daemon_pid"]
-        os.kill(daemon, signal.SIGKILL)
+        kill_daemon(env, name)
     finally:
         env.run([h, "stop", name])
         t.end()
@@ -677,11 +683,6 @@ def loss_slots(env):
           "the processes' lost events add up to the trace's")
 
 
-def wait_gone(pid, what, timeout=20):
-    wait_until(lambda: not os.path.exists("/proc/%d/stat" % pid) or
-               open("/proc/%d/stat" % pid).read().split(") ")[1][0] in "ZX", what, timeout)
-
-
 def killed_trace_says(env, trace, pid, before, after, want_exit):
     """The trace of a collector killed after `before` pulses of pid, which
     made `after` more and exited with want_exit: info counts, from the
@@ -767,10 +768,7 @@ def killed_start(env):
         equal(rc, 0, "start: exit (%s)" % err)
         t.pulse(4)
         time.sleep(2.5)
-        rc, out, err = env.run([h, "sessions", "--format", "json"])
-        daemon = [x for x in json.loads(out) if x["name"] == name][0]["daemon_pid"]
-        os.kill(daemon, signal.SIGKILL)
-        wait_gone(daemon, "the daemon's death")
+        kill_daemon(env, name)
         t.pulse(3)
     finally:
         env.run([h, "stop", name])
