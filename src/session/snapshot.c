@@ -13,13 +13,25 @@
 #include "session/internal.h"
 
 struct ht__snap_copy {
-	uint32_t n; /* stack ids 0 .. n-1 */
+	/* The stacks that ever allocated (of the exited image alone in an exit
+	   snapshot), by increasing id: memory follows them, not every stack. */
+	size_t n, cap;
 	struct ht__snap_entry {
+		uint32_t id;
 		uint64_t alloc_bytes, alloc_count, live_bytes, live_count;
 	} * v;
 	uint64_t untracked_count, untracked_bytes;
 	const struct ht__proc *exited; /* an exit snapshot: of this image alone */
 };
+
+/* The root process (or the first one); NULL before any. */
+static struct ht__proc *root_proc(const struct ht__session *s)
+{
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i]->flags & HT_PROCF_ROOT)
+			return s->procs[i];
+	return s->nprocs ? s->procs[0] : NULL;
+}
 
 static bool snap_due(struct ht__session *s, uint64_t now, bool final)
 {
@@ -64,9 +76,8 @@ static int snap_take(struct ht__session *s, const struct ht__proc *exited)
 	uint32_t n = atomic_load(&s->hdr->next_stack_id);
 	if (n > s->snap_cap)
 		n = s->snap_cap;
-	struct ht__snap_copy c = {n, calloc(n ? n : 1, sizeof(*c.v)), 0, 0, exited};
-	if (!c.v)
-		return HT_ERR_NOMEM;
+	struct ht__snap_copy c = {.exited = exited};
+	const struct ht__proc *root = root_proc(s);
 	const struct ht__snap_stack *reg = (const void *)(s->map + s->hdr->snap_offset);
 	for (uint32_t i = 0; i < n; i++) {
 		/* Freed before allocated: both only grow, so live never goes
@@ -75,7 +86,21 @@ static int snap_take(struct ht__session *s, const struct ht__proc *exited)
 			 fc = atomic_load(&reg[i].freed_count);
 		uint64_t ab = atomic_load(&reg[i].alloc_bytes),
 			 ac = atomic_load(&reg[i].alloc_count);
-		c.v[i] = (struct ht__snap_entry){ab, ac, ab - fb, ac - fc};
+		if (!ac)
+			continue;
+		if (exited) { /* its stacks are all defined: its exit came after them */
+			uint32_t id;
+			struct ht__proc *owner = (struct ht__proc *)root;
+			if (i)
+				ht__stack_of(s, i, &id, &owner);
+			if (owner != exited)
+				continue;
+		}
+		if (ht__grow((void **)&c.v, &c.cap, c.n + 1, sizeof(*c.v)) < 0) {
+			free(c.v);
+			return HT_ERR_NOMEM;
+		}
+		c.v[c.n++] = (struct ht__snap_entry){i, ab, ac, ab - fb, ac - fc};
 	}
 	c.untracked_count = atomic_load(&s->hdr->snap_untracked_count);
 	c.untracked_bytes = atomic_load(&s->hdr->snap_untracked_bytes);
@@ -131,12 +156,7 @@ int ht__snap_write(struct ht__session *s, const struct ht__rec *rec)
 	s->last_ts = ts;
 	/* The snapshot opens with the root process (or the first one): a trace
 	   without any process has nothing to show. */
-	struct ht__proc *first = s->nprocs ? s->procs[0] : NULL;
-	for (uint32_t i = 0; i < s->nprocs; i++)
-		if (s->procs[i]->flags & HT_PROCF_ROOT) {
-			first = s->procs[i];
-			break;
-		}
+	struct ht__proc *first = root_proc(s);
 	if (!first)
 		goto out;
 	/* An exit snapshot opens with the image that exited. */
@@ -151,13 +171,15 @@ int ht__snap_write(struct ht__session *s, const struct ht__rec *rec)
 			      .value = (int32_t)rec->stack};
 	/* Blocks under a stack id with no definition (none should be: a STACK
 	   record precedes the allocation that counts) are counted untracked. */
-	for (uint32_t i = 1; i < c.n; i++) {
+	for (size_t k = 0; k < c.n; k++) {
 		uint32_t id;
 		struct ht__proc *owner;
-		ht__stack_of(s, i, &id, &owner);
-		if (c.v[i].alloc_count && !owner) {
-			c.untracked_count += c.v[i].live_count;
-			c.untracked_bytes += c.v[i].live_bytes;
+		if (!c.v[k].id)
+			continue;
+		ht__stack_of(s, c.v[k].id, &id, &owner);
+		if (!owner) {
+			c.untracked_count += c.v[k].live_count;
+			c.untracked_bytes += c.v[k].live_bytes;
 		}
 	}
 	ev.size = c.untracked_bytes;
@@ -165,22 +187,21 @@ int ht__snap_write(struct ht__session *s, const struct ht__rec *rec)
 	if ((rc = ht__emit(s, &ev)) < 0)
 		goto out;
 	ev.flags = 0;
-	for (uint32_t i = 0; i < c.n; i++) {
-		if (!c.v[i].alloc_count)
-			continue;
+	for (size_t k = 0; k < c.n; k++) {
+		const struct ht__snap_entry *e = &c.v[k];
 		uint32_t id = 0;
 		struct ht__proc *owner = first; /* id 0: no stack captured */
-		if (i)
-			ht__stack_of(s, i, &id, &owner);
+		if (e->id)
+			ht__stack_of(s, e->id, &id, &owner);
 		if (!owner || (c.exited && owner != c.exited))
 			continue;
 		ev.process = owner->index;
 		ev.pid = ev.tid = owner->pid;
 		ev.stack = id;
-		ev.size = c.v[i].live_bytes;
-		ev.addr = c.v[i].live_count;
-		ev.old_size = c.v[i].alloc_bytes;
-		ev.old_addr = c.v[i].alloc_count;
+		ev.size = e->live_bytes;
+		ev.addr = e->live_count;
+		ev.old_size = e->alloc_bytes;
+		ev.old_addr = e->alloc_count;
 		if ((rc = ht__emit(s, &ev)) < 0)
 			goto out;
 	}
