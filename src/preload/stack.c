@@ -776,7 +776,9 @@ static inline uint32_t same_stack(const struct ht__scache *c, uintptr_t loc0)
 	    c->gen != atomic_load_explicit(&table_gen, memory_order_relaxed) || c->loc[k] != loc0 ||
 	    c->ip[k] != *(const uintptr_t *)loc0 || c->rbp[k] != *(const uintptr_t *)(loc0 - 8))
 		return 0;
-	for (int i = 0; i < k; i++)
+	/* Inner frames first: where a stack changed, it is mostly near the
+	   allocation, so a miss is found early (and walked by capture_cached). */
+	for (int i = k - 1; i >= 0; i--)
 		if (!frame_holds(c, i))
 			return 0;
 	return c->id;
