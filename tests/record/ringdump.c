@@ -5,7 +5,7 @@
  * time order, one per line, in a stable text form that tests grep and count.
  *
  *   ringdump [-r RINGS] [-s RING_SIZE] [-k STACK_MASK] [-l] [-n] [-t] [-o FILE]
- *            [-x MS] [-S MS] [-p LIBHEAPTRAIL] -- CMD [ARGS]
+ *            [-x MS] [-S MS] [-C CLOCK] [-V VERSION] [-p LIBHEAPTRAIL] -- CMD [ARGS]
  *
  * -l lossy, -n no-follow, -t print timestamps, -o write records to FILE
  * instead of stdout. -x MS plays a collector that dies: the session names a
@@ -13,7 +13,10 @@
  * is killed and ringdump stops its heartbeat and draining until the command
  * ends. -P MS:DUR plays a stopped collector: no heartbeat and no draining
  * from MS for DUR milliseconds, then it goes on. -S MS sets the
- * session to STOPPING after MS milliseconds (and keeps draining). The library defaults to
+ * session to STOPPING after MS milliseconds (and keeps draining). -C and -V
+ * write another clock (enum ht__clock; default HT_CLOCK_MONO, which this
+ * collector prints as is) or protocol version into the header: a recorder
+ * that does not know them stays dormant. The library defaults to
  * $RINGDUMP_LIB. Exits with the command's status (128 + signal when it was killed).
  */
 #define _GNU_SOURCE
@@ -338,17 +341,18 @@ static void usage(void)
 	fprintf(
 	    stderr,
 	    "usage: ringdump [-r RINGS] [-s RING_SIZE] [-k STACK_MASK] [-l] [-n] [-t] [-o FILE] "
-	    "[-x MS] [-P MS:DUR] [-S MS] [-p LIB] -- CMD [ARGS]\n");
+	    "[-x MS] [-P MS:DUR] [-S MS] [-C CLOCK] [-V VERSION] [-p LIB] -- CMD [ARGS]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	uint32_t nrings = 16, rsize = 1u << 20, mask = HT_STK_DEFAULT, flags = 0;
+	uint32_t clock = HT_CLOCK_MONO, version = HT_PROTO_VERSION;
 	int with_ts = 0, opt;
 	long hang_ms = -1, stop_ms = -1, pause_ms = -1, pause_dur = 0;
 	const char *lib = getenv("RINGDUMP_LIB"), *out = NULL;
-	while ((opt = getopt(argc, argv, "+r:s:k:lntp:o:x:P:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "+r:s:k:lntp:o:x:P:S:C:V:")) != -1) {
 		switch (opt) {
 		case 'r':
 			nrings = (uint32_t)strtoul(optarg, NULL, 0);
@@ -386,6 +390,12 @@ int main(int argc, char **argv)
 		case 'S':
 			stop_ms = strtol(optarg, NULL, 0);
 			break;
+		case 'C':
+			clock = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'V':
+			version = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		default:
 			usage();
 		}
@@ -419,7 +429,8 @@ int main(int argc, char **argv)
 	}
 	hdr = m;
 	hdr->magic = HT_SHM_MAGIC;
-	hdr->version = HT_PROTO_VERSION;
+	hdr->version = version;
+	hdr->clock = clock;
 	hdr->header_size = HT_SHM_HEADER_SIZE;
 	hdr->ring_size = rsize;
 	hdr->ring_count = nrings;
