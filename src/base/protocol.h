@@ -15,7 +15,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 6
+#define HT_PROTO_VERSION 7
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 /*
@@ -314,7 +314,8 @@ struct ht__rec {
 	uint32_t stack; /* session-wide stack id, 0 when not captured */
 	uint64_t ts;	/* the ring's clock (CLOCK_MONOTONIC ns, or TSC ticks until the
 			   collector converts them), taken after the real call
-			   returns (alloc) or before it is made (free) */
+			   returns (alloc) or before it is made (free, a
+			   realloc of a block: ht__rec_realloc.end) */
 };
 
 /*
@@ -374,6 +375,11 @@ struct ht__rec_realloc {
 	uint64_t old_addr;
 	uint64_t new_addr;
 	uint64_t size;
+	/* 0: h.ts is the event's time. Else h.ts was taken before the real
+	   call (which frees old_addr after it) and end when it returned (new_addr
+	   was allocated before it): the session places the event in between
+	   (docs/session-protocol.md, "Time order"). */
+	uint64_t end;
 };
 
 struct ht__rec_free {

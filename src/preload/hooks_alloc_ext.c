@@ -208,10 +208,13 @@ struct ht__ext_call {
 	uint64_t size;
 	int done;
 	struct ht__snap_rlc snap; /* snapshot mode's realloc: old, out of the table */
+	int open;		  /* a record begun before the call (realloc) is not committed */
 };
 
 static inline void ext_end(struct ht__ext_call *c)
 {
+	if (HT_UNLIKELY(c->open)) /* the call threw: the record is given up */
+		atomic_store_explicit(&c->t->ring->busy, 0, memory_order_relaxed);
 	if (HT_UNLIKELY(!c->done))
 		ht__rec_alloc(c->t, c->func, NULL, c->size);
 	if (HT_UNLIKELY(c->snap.had)) /* it threw: old is as it was */
@@ -282,10 +285,12 @@ static inline uint64_t mul(size_t a, size_t b)
 	}
 
 /*
- * old -> new of size, recorded after the call (in snapshot mode old leaves
- * the table before it: rec_heap.h). frees: the call frees old when it fails
- * (reallocf); a NULL result of size 0 freed it too. A throwing one
- * (mi_new_realloc) leaves old as it was: nothing to record.
+ * old -> new of size, begun before the call when old is a block (rec_heap.h,
+ * ht__realloc_begin), recorded after it when old is NULL; in snapshot mode
+ * old leaves the table before it instead. frees: the call frees old when it
+ * fails (reallocf); a NULL result of size 0 freed it too. A throwing one
+ * (mi_new_realloc) leaves old as it was: nothing to record (ext_end gives
+ * a begun record up).
  */
 #define HT_EXT_REALLOC(name, fn, params, args, old, sz, frees)                                     \
 	HT_EXPORT void *name params                                                                \
@@ -296,15 +301,23 @@ static inline uint64_t mul(size_t a, size_t b)
 			return ext_missing();                                                      \
 		if (!ext_traced[HT_X_##name] || HT_UNLIKELY(!ext_enter(t)))                        \
 			return real args;                                                          \
-		struct ht__ext_call c __attribute__((cleanup(ext_end))) = {t, fn, (sz), 1};        \
+		struct ht__ext_call c __attribute__((cleanup(ext_end))) = {                        \
+		    .t = t, .func = fn, .size = (sz), .done = 1};                                  \
+		int e = errno, after = 1;                                                          \
+		struct ht__rec_realloc *r = NULL;                                                  \
 		if (HT_UNLIKELY(ht__g.snap != NULL))                                               \
 			ht__snap_realloc_begin(&c.snap, old);                                      \
+		else if (old)                                                                      \
+			r = ht__realloc_begin(t, fn, &after);                                      \
+		c.open = r != NULL;                                                                \
+		errno = e;                                                                         \
 		void *np = real args;                                                              \
-		int e = errno;                                                                     \
+		e = errno;                                                                         \
+		c.open = 0;                                                                        \
 		if (HT_UNLIKELY(ht__g.snap != NULL))                                               \
 			ht__snap_realloc_end(t, &c.snap, np, c.size, (frees) || !c.size);          \
 		else                                                                               \
-			ht__rec_realloc(t, fn, old, np, (frees) && !np ? 0 : c.size);              \
+			ht__realloc_end(t, r, after, fn, old, np, (frees) && !np ? 0 : c.size);    \
 		errno = e;                                                                         \
 		return np;                                                                         \
 	}
@@ -616,16 +629,21 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 	void *old;
 	memcpy(&old, pp, sizeof old);
 	struct ht__snap_rlc snap;
+	int e = errno, after = 1;
+	struct ht__rec_realloc *r = NULL;
 	if (HT_UNLIKELY(ht__g.snap != NULL))
 		ht__snap_realloc_begin(&snap, old);
+	else if (old)
+		r = ht__realloc_begin(t, MI, &after);
+	errno = e;
 	int rc = real(pp, n, size);
-	int e = errno;
+	e = errno;
 	void *p;
 	memcpy(&p, pp, sizeof p);
 	if (HT_UNLIKELY(ht__g.snap != NULL))
 		ht__snap_realloc_end(t, &snap, rc == 0 ? p : NULL, mul(n, size), 0);
 	else
-		ht__rec_realloc(t, MI, old, rc == 0 ? p : NULL, mul(n, size));
+		ht__realloc_end(t, r, after, MI, old, rc == 0 ? p : NULL, mul(n, size));
 	errno = e;
 	ht__leave(t);
 	return rc;

@@ -140,7 +140,9 @@ static HT_COLD void *boot_realloc(void *old, size_t size)
 	return p;
 }
 
-/* realloc and reallocarray: size 0 frees old, stamped before the real call. */
+/* realloc and reallocarray: size 0 frees old, stamped before the real call;
+   a block resized is stamped before it too, and says when it returned
+   (rec_heap.h, ht__realloc_begin). */
 static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old, size_t size,
 				 void *(*fn)(void *, size_t))
 {
@@ -171,9 +173,20 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 		ht__leave(t);
 		return p;
 	}
+	if (!old) { /* realloc(NULL, n) only allocates: stamped after */
+		void *p = fn(old, size);
+		int e = errno;
+		ht__rec_realloc(t, func, old, p, size);
+		errno = e;
+		ht__leave(t);
+		return p;
+	}
+	int e = errno, after;
+	struct ht__rec_realloc *r = ht__realloc_begin(t, func, &after);
+	errno = e;
 	void *p = fn(old, size);
-	int e = errno;
-	ht__rec_realloc(t, func, old, p, size);
+	e = errno;
+	ht__realloc_end(t, r, after, func, old, p, size);
 	errno = e;
 	ht__leave(t);
 	return p;

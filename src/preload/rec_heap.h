@@ -52,6 +52,7 @@ static inline void ht__put_realloc(struct ht__thread *t, unsigned func, void *ol
 		r->old_addr = (uint64_t)(uintptr_t)old;
 		r->new_addr = (uint64_t)(uintptr_t)p;
 		r->size = size;
+		r->end = 0;
 		ht__rec_commit(t);
 	}
 }
@@ -134,6 +135,48 @@ static inline void ht__rec_realloc(struct ht__thread *t, unsigned func, void *ol
 		break;
 	case HT_SR_NONE:
 		break;
+	}
+}
+
+/*
+ * A realloc of a block (old not NULL, size not 0) is a free and an
+ * allocation: the real call frees old, and another thread may be given its
+ * address and stamp that allocation before a record stamped after the call.
+ * So the REALLOC record is begun before the call, busy across it (as
+ * munmap's), and carries when the call returned in end: the session puts
+ * the event between the two (docs/session-protocol.md, "Time order").
+ * ht__realloc_begin() returns the record (NULL when dropped) with *after 0,
+ * or *after 1 when it is made after the call the usual way (sampling, whose
+ * decision needs the new block; snapshot mode, which has its own order).
+ * Errno is the caller's to keep.
+ */
+static inline struct ht__rec_realloc *ht__realloc_begin(struct ht__thread *t, unsigned func,
+							int *after)
+{
+	*after = ht__g.sample_rate || ht__g.snap != NULL;
+	if (HT_UNLIKELY(*after))
+		return NULL;
+	uint32_t stack = ht__stack_for(t, HT_STK_REALLOC);
+	return (struct ht__rec_realloc *)ht__rec_begin(t, HT_REC_REALLOC, func,
+						       sizeof(struct ht__rec_realloc), stack);
+}
+
+/* The call returned p (NULL with a size: failed, old kept). */
+static inline void ht__realloc_end(struct ht__thread *t, struct ht__rec_realloc *r, int after,
+				   unsigned func, void *old, void *p, uint64_t size)
+{
+	if (HT_UNLIKELY(after)) {
+		ht__rec_realloc(t, func, old, p, size);
+		return;
+	}
+	if (HT_LIKELY(r != NULL)) {
+		if (!p && size)
+			r->h.func |= HT_RECF_FAILED;
+		r->old_addr = (uint64_t)(uintptr_t)old;
+		r->new_addr = (uint64_t)(uintptr_t)p;
+		r->size = size;
+		r->end = ht__stamp(0);
+		ht__rec_commit(t);
 	}
 }
 

@@ -92,6 +92,14 @@ static void stamp_ns(struct ht__session *s, struct ht__slot *sl, uint32_t len)
 			ns = sl->last_ts;
 		rec->ts = ns;
 		sl->last_ts = ns;
+		/* A realloc stamped before its call says when it returned too. */
+		if (rec->type == HT_REC_REALLOC && rec->len >= sizeof(struct ht__rec_realloc)) {
+			struct ht__rec_realloc *r = (struct ht__rec_realloc *)rec;
+			if (r->end) {
+				uint64_t end = s->tsc.on ? ht__tsc_to_ns(&s->tsc, r->end) : 0;
+				r->end = end < ns ? ns : end;
+			}
+		}
 		off += rec->len;
 	}
 }
@@ -617,7 +625,7 @@ static int merge(struct ht__session *s, uint64_t wm)
 		for (;;) {
 			const struct ht__rec *rec = slot_head(sl);
 			sl->head += rec->len;
-			int rc = ht__translate(s, sl, rec);
+			int rc = ht__order_rec(s, sl, rec);
 			if (rc < 0)
 				return rc;
 			if (sl->head == sl->tail) {
@@ -639,7 +647,7 @@ static int merge(struct ht__session *s, uint64_t wm)
 		if (sl->head == sl->tail)
 			sl->head = sl->tail = 0;
 	}
-	return 0;
+	return ht__order_flush(s, wm);
 }
 
 /*

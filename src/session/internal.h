@@ -224,6 +224,10 @@ struct ht__session {
 	uint32_t snap_qhead, snap_qn, snap_qcap;
 
 	struct ht__tsc tsc;
+	/* reallocs the merge holds back (realloc_order.c) */
+	struct ht__held *held;
+	uint32_t nheld;
+	size_t held_cap;
 
 	struct ht__session_stats stats;
 };
@@ -245,6 +249,16 @@ static inline uint8_t *ht__ring_data(const struct ht__session *s, uint32_t i)
 
 /* translate.c: one record (copied out of slot) to trace definitions and events. */
 int ht__translate(struct ht__session *s, struct ht__slot *slot, const struct ht__rec *rec);
+
+/*
+ * realloc_order.c: the merge hands each record to ht__order_rec() instead of
+ * ht__translate(); a realloc that moved its block is held back until every
+ * event stamped before its call returned is merged. ht__order_flush() writes
+ * those whose call ended before wm (at the end of each merge).
+ */
+int ht__order_rec(struct ht__session *s, struct ht__slot *sl, const struct ht__rec *rec);
+int ht__order_flush(struct ht__session *s, uint64_t wm);
+void ht__order_free(struct ht__session *s);
 /* The latest image of pid, or NULL. */
 struct ht__proc *ht__proc_by_pid(struct ht__session *s, int32_t pid);
 /* Exits for processes that died and were never reported, at the end. */

@@ -403,6 +403,7 @@ void ht__session_destroy(struct ht__session *s)
 	free(s->slots);
 	free(s->heap);
 	ht__translate_free(s);
+	ht__order_free(s);
 	ht__snap_free(s);
 	ht__clock_free(s);
 	free(s);

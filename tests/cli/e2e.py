@@ -1269,6 +1269,62 @@ def ring_crash(env):
           "no crash file for the launched program itself")
 
 
+@case
+def realloc_race(env):
+    """Threads realloc and malloc blocks of the same sizes from one arena: a
+    block one thread's realloc frees is what another's malloc gets next, and
+    one a thread frees is what another's realloc moves to. Every thread's
+    events are exactly what it logged, and replayed in the trace's order
+    every block ends in the thread that made it (a realloc stamped after its
+    call would end another thread's block; one stamped before it, begin a
+    block before the free of its address)."""
+    nt, n = 4, 20000
+    log = os.path.join(env.tmp, "race.log")
+    trace = os.path.join(env.tmp, "race.htr")
+    rc, out, err = env.run([env.heaptrail, "record", "-o", trace, "--",
+                            env.prog("realloc_race"), str(nt), str(n), log],
+                           env={"GLIBC_TUNABLES": "glibc.malloc.arena_max=1:"
+                                                  "glibc.malloc.tcache_count=0:"
+                                                  "glibc.malloc.mmap_threshold=131072"})
+    equal(rc, 0, "record: %s" % err)
+    want = collections.defaultdict(list)
+    with open(log) as f:
+        for line in f:
+            w = line.split()
+            want[int(w[0])].append((w[1],) + tuple(int(x, 16) for x in w[2:4] if x.startswith("0x")))
+    equal(sorted(len(v) for v in want.values()), [3 * n] * nt, "the program logged its calls")
+    rc, text, err = env.run([env.heaptrail, "dump", "--format", "json", trace])
+    equal(rc, 0, "dump: %s" % err)
+    got = collections.defaultdict(list)
+    live = {}
+    wrong = []
+    for line in text.splitlines():
+        e = json.loads(line)
+        tid, t = e.get("tid"), e.get("type")
+        if tid not in want or t not in ("alloc", "realloc", "free"):
+            continue
+        if t == "alloc":
+            got[tid].append(("malloc", e["addr"]))
+            if e["addr"] in live:
+                wrong.append("%s: alloc of %#x live in thread %d" % (e["ts"], e["addr"], live[e["addr"]]))
+            live[e["addr"]] = tid
+        elif t == "realloc":
+            got[tid].append(("realloc", e["old_addr"], e["addr"]))
+            if live.pop(e["old_addr"], None) != tid:
+                wrong.append("%s: realloc ends %#x, not a block of thread %d" % (e["ts"], e["old_addr"], tid))
+            if e["addr"] in live:
+                wrong.append("%s: realloc to %#x live in thread %d" % (e["ts"], e["addr"], live[e["addr"]]))
+            live[e["addr"]] = tid
+        else:
+            got[tid].append(("free", e["addr"]))
+            if live.pop(e["addr"], None) != tid:
+                wrong.append("%s: free of %#x, not a block of thread %d" % (e["ts"], e["addr"], tid))
+    for tid in want:
+        equal(got[tid], want[tid], "thread %d's heap events are the calls it made" % tid)
+    equal(wrong[:5], [], "every block's lifetime in the trace's order (%d wrong)" % len(wrong))
+    equal(Trace(env, trace).info["totals"]["unknown_frees"], 0, "no free of an unknown block")
+
+
 # ---------------------------------------------------------------------------
 
 
