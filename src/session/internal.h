@@ -62,8 +62,9 @@ struct ht__maprange {
 struct ht__maps {
 	struct ht__maprange *v;
 	uint32_t n, cap;
-	uint64_t next_ns; /* not read again before */
-	uint64_t rss;	  /* the RSS when it was last read */
+	uint64_t next_ns;     /* not read again before */
+	uint64_t rss;	      /* the RSS when it was last read; 0: read at the next sample */
+	uint32_t stack_tries; /* reads a new stack has waited for its owner */
 };
 
 /*

@@ -23,6 +23,11 @@
 #define ARENA_ALIGN (64ull << 20)
 /* Threads looked at for the owner of a new stack. */
 #define MAX_TASKS 256
+/* Reads a new stack waits for its owner through (its thread was running, so
+   its stack pointer was unknown) before it is shown without one. */
+#define STACK_TRIES 20
+/* cur.v[].tid of a new stack whose owner was not found by this read. */
+#define OWNER_UNKNOWN (-2)
 
 struct mvec {
 	struct ht__maprange *v;
@@ -228,9 +233,28 @@ int ht__maps_check(struct ht__session *s, struct ht__proc *p, uint64_t rss, uint
 			j++;
 		if (j < m->n && m->v[j].start == cur.v[i].start && m->v[j].func == HT_FN_MAPS_STACK)
 			cur.v[i].tid = m->v[j].tid;
-		else
-			cur.v[i].tid = stack_owner(p->pid, cur.v[i].start, cur.v[i].end);
+		else if (!(cur.v[i].tid = stack_owner(p->pid, cur.v[i].start, cur.v[i].end)))
+			cur.v[i].tid = OWNER_UNKNOWN;
 	}
+	/* A thread just started is often running when its stack is first seen:
+	   its stack waits for a later read (the next sample, whatever the RSS)
+	   rather than be shown unowned for good, up to STACK_TRIES reads. */
+	bool waiting = false;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < cur.n; i++) {
+		if (cur.v[i].tid == OWNER_UNKNOWN) {
+			if (m->stack_tries < STACK_TRIES) {
+				waiting = true;
+				continue;
+			}
+			cur.v[i].tid = 0;
+		}
+		cur.v[k++] = cur.v[i];
+	}
+	cur.n = k;
+	m->stack_tries = waiting ? m->stack_tries + 1 : 0;
+	if (waiting)
+		m->rss = 0;
 	rc = diff(s, p->pid, HT__REC_SELF_MAP_GONE, m->v, m->n, cur.v, cur.n, now);
 	if (!rc)
 		rc = diff(s, p->pid, HT__REC_SELF_MAP_FOUND, cur.v, cur.n, m->v, m->n, now);

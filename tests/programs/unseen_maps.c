@@ -1,7 +1,7 @@
 /*
  * Memory no hook sees: an 8 MiB mapping made with the raw mmap system call
  * and touched (its anonymous RSS printed while it is mapped), a thread that
- * mallocs (glibc makes it an arena) and waits in read(), then the raw
+ * mallocs (glibc makes it an arena), runs 200 ms and waits in read(), then the raw
  * munmap. Prints "rss_anon BYTES" and "thread TID"; the pauses let the
  * session read /proc/PID/maps in each state.
  */
@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAP_BYTES (8u << 20)
@@ -25,6 +26,14 @@ static void *worker(void *arg)
 	(void)arg;
 	thread_tid = (pid_t)syscall(SYS_gettid);
 	void *p = malloc(1000); /* a thread's first malloc makes an arena */
+	/* Running, not blocked, for 200 ms: the session's reads of the map
+	   meanwhile cannot see its stack pointer, and its new stack must wait
+	   for a read that can (qa: it was reported unowned for good). */
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000l + (t.tv_nsec - t0.tv_nsec) < 200000000l);
 	char c;
 	if (read(pipefd[0], &c, 1) != 1)
 		c = 0;
