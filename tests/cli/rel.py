@@ -546,7 +546,13 @@ def symbolize_killed(env):
         rc, _, err = env.run([h, "start", name, "--pid", str(t.pid), "-o", trace, "-q"])
         equal(rc, 0, "start: exit (%s)" % err)
         t.pulse(4)
-        time.sleep(2.5)  # the trace is flushed about once a second
+
+        def flushed():  # the daemon writes the trace about once a second
+            rc, out, _ = env.run([h, "info", "--format", "json", trace])
+            return rc == 0 and json.loads(out)["totals"]["alloc_calls"] == 400
+
+        # Waited for, not slept: a loaded machine writes it later (qa).
+        wait_until(flushed, "the four pulses in the unfinished trace", timeout=60)
         kill_daemon(env, name)
     finally:
         env.run([h, "stop", name])
