@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -376,6 +377,30 @@ static void test_errors(void)
 	check_no_session_left();
 }
 
+/* Whether the child of pid is a program named comm blocked in a sleep
+   system call: started under the recorder, past its constructor. */
+static bool child_sleeping(pid_t pid, const char *comm)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	FILE *f = fopen(path, "r");
+	int child = 0;
+	if (f) {
+		if (fscanf(f, "%d", &child) != 1)
+			child = 0;
+		fclose(f);
+	}
+	if (child <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/comm", child);
+	char *c = slurp(path);
+	if (strncmp(c, comm, strlen(comm)) || c[strlen(comm)] != '\n')
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/syscall", child);
+	long nr = strtol(slurp(path), NULL, 10);
+	return nr == SYS_clock_nanosleep || nr == SYS_nanosleep;
+}
+
 /* A SIGTERM sent to heaptrail goes to the program; heaptrail exits 128+15. */
 static void test_signal_forwarding(void)
 {
@@ -388,7 +413,11 @@ static void test_signal_forwarding(void)
 	for (int i = 0; i < 100 && session_files(pid) == 0; i++)
 		usleep(50000);
 	CHECK_EQ(session_files(pid), 1);
-	usleep(200000); /* let the program start */
+	/* Wait for the program to sleep (a fixed pause was not enough on a
+	   loaded machine: killed before exec, it never was in the trace). */
+	for (int i = 0; i < 600 && !child_sleeping(pid, "sleep"); i++)
+		usleep(50000);
+	CHECK(child_sleeping(pid, "sleep"));
 	CHECK(kill(pid, SIGTERM) == 0);
 	int status = 0;
 	CHECK(waitpid(pid, &status, 0) == pid);
