@@ -5,6 +5,7 @@
  * notices dead processes and gives their rings back.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -41,6 +42,9 @@
    replaced: a traced image maps it as its recorder starts, which follows
    the exec by the dynamic loader's work. */
 #define IMAGE_CHECK_NS 100000000ull
+/* How long the end waits for a child that maps the session but wrote no
+   PROCESS_START yet (unborn_child()). */
+#define UNBORN_WAIT_NS 10000000000ull
 
 static inline void cpu_relax(void)
 {
@@ -719,6 +723,47 @@ static bool all_dead(const struct ht__session *s)
 }
 
 /*
+ * Is a child of ours an instance the session does not know yet? A fork child
+ * is known once its recorder wrote its PROCESS_START, which one the
+ * scheduler has not run yet did not, while its parent (the root too) may
+ * have ended and been reaped (qa: record.e2e lost rec_fork's grandchild on a
+ * loaded machine). As the subreaper, every orphan is our child: one that
+ * maps the session file is traced, so the session waits for it to be known,
+ * up to UNBORN_WAIT_NS. Not with --no-follow, whose children map it dormant.
+ */
+static bool unborn_child(struct ht__session *s, uint64_t now)
+{
+	if (!s->cfg.reap_children || (s->cfg.flags & HT_SHM_NO_FOLLOW))
+		return false;
+	if (!s->unborn_since_ns)
+		s->unborn_since_ns = now;
+	if (now - s->unborn_since_ns > UNBORN_WAIT_NS)
+		return false;
+	bool found = false;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	while (!found && d && (e = readdir(d))) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		char path[320];
+		snprintf(path, sizeof(path), "/proc/self/task/%s/children", e->d_name);
+		FILE *f = fopen(path, "re");
+		int pid;
+		while (!found && f && fscanf(f, "%d", &pid) == 1) {
+			struct ht__proc *p = ht__proc_by_pid(s, pid);
+			found = (!p || p->dead) && image_maps_session(s, pid) == 1;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	if (!found)
+		s->unborn_since_ns = 0;
+	return found;
+}
+
+/*
  * Between ticks what the sink holds is a whole prefix of the trace (merged
  * in time order, definitions first): have it written about once a second,
  * so a collector killed without warning loses at most that much.
@@ -803,11 +848,12 @@ static int tick(struct ht__session *s)
 	bool root_done =
 	    s->root_pid > 0 ? s->stats.root_exited : s->cfg.end_when_gone && s->nprocs > 0;
 	if (root_done && all_dead(s)) {
-		if (in_use == 0)
+		if (in_use == 0 && !unborn_child(s, now))
 			return 1;
 		/* The last rings are given back once merged, at the next tick:
 		   soon, not a whole tick after the program ended. */
-		s->next_tick_ns = now + HT__TICK_NS / 10;
+		if (in_use)
+			s->next_tick_ns = now + HT__TICK_NS / 10;
 	}
 	return 0;
 }

@@ -174,6 +174,7 @@ struct ht__session {
 	volatile sig_atomic_t stop;
 	pid_t root_pid;
 	bool finishing;
+	uint64_t unborn_since_ns; /* since when the end waits for an unborn child */
 
 	/* processes: by (pid, instance) and the latest image by pid */
 	struct ht__proc **procs;
