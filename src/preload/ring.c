@@ -109,6 +109,7 @@ struct ht__wait {
 	unsigned n;
 	int asleep;	/* counted in the header's waiters */
 	uint32_t seq;	/* drain_seq when we last looked for room */
+	uint32_t seq0;	/* drain_seq when we were first counted in waiters */
 	uint64_t since; /* when the wait began to yield */
 };
 
@@ -228,7 +229,7 @@ static int wait_step(struct ht__wait *w)
 		   caller looks for room once more before the first sleep. */
 		w->asleep = 1;
 		atomic_fetch_add(&h->waiters, 1);
-		w->seq = atomic_load(&h->drain_seq);
+		w->seq = w->seq0 = atomic_load(&h->drain_seq);
 		return 1;
 	}
 	/* The raw system call: malloc must not become a cancellation point. */
@@ -288,6 +289,11 @@ static int try_claim(struct ht__thread *t)
  */
 #define HT_CLAIM_NS 200000000ull
 #define HT_CLAIM_QUIET_NS 1000000000ull
+/* Drains the collector must also have finished while we waited: the
+   heartbeat is stamped as a tick starts, and a ring released before the wait
+   is free only a drain or two after the collector ran at all (qa: on a loaded
+   machine the one late tick that stamped it gave every waiter up). */
+#define HT_CLAIM_DRAINS 4u
 
 /* Claims a ring for this thread and writes its THREAD_START. */
 static int claim_ring(struct ht__thread *t)
@@ -309,7 +315,8 @@ static int claim_ring(struct ht__thread *t)
 		/* Only the collector's ticking counts: a stopped collector frees
 		   no ring, however long it is stopped. */
 		uint64_t hb = atomic_load_explicit(&ht__g.hdr->heartbeat_ns, memory_order_relaxed);
-		if (hb > w.since && hb - w.since > HT_CLAIM_NS) {
+		if (hb > w.since && hb - w.since > HT_CLAIM_NS && w.asleep &&
+		    atomic_load(&ht__g.hdr->drain_seq) - w.seq0 >= HT_CLAIM_DRAINS) {
 			t->no_ring = 1;
 			atomic_store_explicit(&claim_gave_up, ht__clock(), memory_order_relaxed);
 			goto fail;
