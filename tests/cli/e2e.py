@@ -212,7 +212,9 @@ class Heap:
 
 @case
 def malloc_family(env):
-    tr = env.record([env.prog("malloc_family")])
+    # --no-maps: the calls alone. A program slowed by a loaded machine lives
+    # until the session reads its map, whose finds count as mmap events (qa).
+    tr = env.record([env.prog("malloc_family")], extra=("--no-maps",))
     pid = tr.root()["pid"]
     # Nothing else in the process allocates: info's totals are the program's.
     # 30 = 14 malloc + 5 calloc + 11 aligned; realloc 8 = 6 realloc + 2 reallocarray;
