@@ -270,11 +270,18 @@ static void test_order_and_watermark(void)
 	CHECK(fake_alloc(&f, 1, t + 9000, 0x5000, 6, 0) == 0);
 	CHECK(fake_alloc(&f, 0, t + 9500, 0x5001, 7, 0) == 0);
 	before = c->nev;
+	uint64_t first = fake_now();
 	CHECK_EQ(ht__session_tick(s), 0);
 	CHECK_EQ(c->nev, before); /* held at the busy ring's last record */
 	usleep(300000);
 	CHECK_EQ(ht__session_tick(s), 0);
-	CHECK_EQ(c->nev, before); /* still waiting */
+	/* Still waiting, unless a loaded machine let a second pass between the
+	   ticks (qa): the stall counts from the first tick's start. */
+	if (fake_now() - first < 1000000000ull)
+		CHECK_EQ(c->nev, before);
+	else
+		fprintf(stderr,
+			"note: the ticks were over a second apart; 'still waiting' not checked\n");
 	usleep(800000);
 	CHECK_EQ(ht__session_tick(s), 0);
 	CHECK_EQ(c->nev, before + 2);
@@ -282,8 +289,9 @@ static void test_order_and_watermark(void)
 	CHECK_EQ(c->ev[before + 1].addr, 0x5001);
 	atomic_store(&fake_ring(&f, 1)->busy, 0);
 
-	/* Records newer than now - 1 ms wait for a later tick. */
-	CHECK(fake_alloc(&f, 0, fake_now() + 500000000, 0x4000, 5, 0) == 0);
+	/* Records newer than now - 1 ms wait for a later tick (5 s ahead: a
+	   loaded machine may pause us between the stamp and the tick). */
+	CHECK(fake_alloc(&f, 0, fake_now() + 5000000000ull, 0x4000, 5, 0) == 0);
 	before = c->nev;
 	CHECK_EQ(ht__session_tick(s), 0);
 	CHECK_EQ(c->nev, before);
@@ -819,13 +827,21 @@ static void test_flush_period(void)
 	while (fake_now() < t0 + 1000000000ull + 5000000)
 		usleep(20000);
 	CHECK(fake_alloc(&f, 0, fake_now() - 2000000, 0x1001, 11, 1) == 0);
+	uint64_t first = fake_now();
 	CHECK_EQ(ht__session_tick(s), 0);
 	CHECK_EQ(flushes.n, 1);
 	CHECK_EQ(flushes.nev[0], 3); /* everything merged by then */
 	CHECK(fake_alloc(&f, 0, fake_now() - 2000000, 0x1002, 12, 1) == 0);
 	CHECK_EQ(ht__session_tick(s), 0);
 	CHECK_EQ(c->nev, 4);
-	CHECK_EQ(flushes.n, 1); /* at most once a second */
+	/* At most once a second: checkable when the two ticks were less than a
+	   second apart, which a loaded machine does not promise (qa). */
+	if (fake_now() - first < 1000000000ull)
+		CHECK_EQ(flushes.n, 1);
+	else
+		fprintf(stderr,
+			"note: the ticks were over a second apart; no second flush not checked\n");
+	/* Then that tick flushed the 4 already, and the next one has nothing new. */
 	uint64_t second = fake_now() + 1000000000ull;
 	while (fake_now() < second)
 		usleep(20000);
@@ -883,7 +899,7 @@ static void test_untraced_exec(void)
 		usleep(ht__session_sleep_us(s));
 	uint64_t took = fake_now() - start;
 	CHECK_EQ(rc, 1);
-	CHECK(took < 2000000000ull); /* not the 5 s of sleep */
+	CHECK(took < 4000000000ull); /* not the 5 s of sleep (natively 0.4 s) */
 	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
 	CHECK_EQ(count_type(c, HT_EV_PROCESS_START), 2);
 	CHECK_EQ(count_type(c, HT_EV_ALLOC), 2);
