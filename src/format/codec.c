@@ -263,17 +263,35 @@ void ht__proctab_release(struct ht__proctab *t)
 	memset(t, 0, sizeof(*t));
 }
 
-size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *out)
+/* Eight bytes of which none has bit 7 set: eight one-byte varints. */
+static inline int eight_firsts(const uint8_t *p)
 {
-	size_t lo = 0;
-	for (size_t i = 0; i < len; i++) /* first bytes: after a byte without 0x80 */
-		if (!i || !(in[i - 1] & 0x80))
-			out[lo++] = in[i];
-	uint8_t *hi = out + lo;
-	for (size_t i = 1; i < len; i++)
-		if (in[i - 1] & 0x80)
-			*hi++ = in[i];
-	return lo;
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return !(v & 0x8080808080808080ull);
+}
+
+size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *lo, uint8_t *hi)
+{
+	uint8_t *l = lo, *h = hi;
+	size_t i = 0;
+	unsigned first = 1; /* in[i] starts a varint */
+	while (i < len) {
+		if (first && i + 8 <= len && eight_firsts(in + i)) {
+			memcpy(l, in + i, 8); /* the common run of one-byte varints */
+			l += 8;
+			i += 8;
+			continue;
+		}
+		/* Without a branch: the byte goes to both, only one moves on. */
+		uint8_t b = in[i++];
+		*l = b;
+		*h = b;
+		l += first;
+		h += !first;
+		first = !(b & 0x80);
+	}
+	return (size_t)(l - lo);
 }
 
 /* Joins the planes lo[0..nlo) and hi[0..nhi) into out; 0, or -1 when they do
@@ -281,8 +299,15 @@ size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *out)
 static int planes_join(const uint8_t *lo, size_t nlo, const uint8_t *hi, size_t nhi, uint8_t *out)
 {
 	const uint8_t *hend = hi + nhi;
-	for (size_t i = 0; i < nlo; i++) {
-		uint8_t b = lo[i];
+	size_t i = 0;
+	while (i < nlo) {
+		if (i + 8 <= nlo && eight_firsts(lo + i)) {
+			memcpy(out, lo + i, 8);
+			out += 8;
+			i += 8;
+			continue;
+		}
+		uint8_t b = lo[i++];
 		*out++ = b;
 		while (b & 0x80) {
 			if (hi == hend)

@@ -89,9 +89,10 @@ enum ht__stream {
  * trace-format.md, "Planes"). Each plane then gets its own byte statistics
  * in zstd's entropy coder, which the mixed bytes of two-byte varints spoil.
  */
-/* Writes the planes of the varints in[0..len) to out (len bytes); returns
-   the length of the first plane. */
-size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *out);
+/* Writes the planes of the varints in[0..len) to lo and hi (room for len
+   bytes each); returns the length of the first plane (that of the second
+   is len minus it). */
+size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *lo, uint8_t *hi);
 
 /*
  * Parses the stream table at the start of an events chunk's payload

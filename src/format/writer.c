@@ -107,7 +107,7 @@ struct ht__writer {
 	   (STREAM_FAST_ABOVE), and whether the last trial chose planes. */
 	int st_level[HT__NSTREAMS][3];
 	bool planes_on[HT__NSTREAMS];
-	struct ht__buf plane; /* a stream split into its planes */
+	struct ht__buf plane; /* a stream's planes: the first, then at its length the second */
 	size_t raw_len;	      /* their total length */
 	uint32_t ev_count;
 	uint64_t first_ts;
@@ -254,9 +254,9 @@ static int compress_events_stream(struct ht__writer *w, int i, bool trial, size_
 		return 0;
 	bool planes = (PLANE_STREAMS >> i & 1) && (trial || w->planes_on[i]);
 	if (planes) {
-		if (ht__buf_reserve(&w->plane, b->len) < 0)
+		if (ht__buf_reserve(&w->plane, 2 * b->len) < 0)
 			return w->err = HT_ERR_NOMEM;
-		*lo = ht__planes_split(b->data, b->len, w->plane.data);
+		*lo = ht__planes_split(b->data, b->len, w->plane.data, w->plane.data + b->len);
 		planes = *lo < b->len; /* else every varint is one byte */
 	}
 	size_t at = w->comp.len, whole = SIZE_MAX;
@@ -267,7 +267,7 @@ static int compress_events_stream(struct ht__writer *w, int i, bool trial, size_
 		size_t at2 = w->comp.len;
 		size_t c = compress_stream(w, &w->st_level[i][1], w->plane.data, *lo);
 		if (c)
-			c += compress_stream(w, &w->st_level[i][2], w->plane.data + *lo,
+			c += compress_stream(w, &w->st_level[i][2], w->plane.data + b->len,
 					     b->len - *lo);
 		if (w->err)
 			return w->err;

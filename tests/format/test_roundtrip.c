@@ -1181,11 +1181,12 @@ static void test_planes(void)
 {
 	static const uint64_t vals[] = {0, 1, 127, 128, 300, 16383, 16384, 1ull << 40, UINT64_MAX};
 	enum { NV = sizeof(vals) / sizeof(vals[0]) };
-	uint8_t in[NV * 10], split[NV * 10], payload[16 + NV * 10], *p = in;
+	uint8_t in[NV * 10], split[NV * 10], hi[NV * 10], payload[16 + NV * 10], *p = in;
 	for (int i = 0; i < NV; i++)
 		p = ht__put_varint(p, vals[i]);
-	size_t len = (size_t)(p - in), lo = ht__planes_split(in, len, split);
+	size_t len = (size_t)(p - in), lo = ht__planes_split(in, len, split, hi);
 	CHECK_EQ(lo, (size_t)NV);
+	memcpy(split + lo, hi, len - lo);
 	struct ht__cur cur[HT__NSTREAMS];
 	uint8_t *buf = NULL;
 	size_t cap = 0;
