@@ -23,24 +23,26 @@
    under twice heaptrack's; the writer stays at millions of events per
    second (docs/trace-format.md). */
 #define ZSTD_LEVEL 6
-/* Each stream of an events chunk is its own zstd frame, at level 6 while
-   level 6 finds repeats in it and at level 1 while it is mostly entropy
-   (random sizes, the free codes of a random-free loop): there level 6 spends
-   five times level 1's time to gain under 0.1 %. A stream goes to level 1
-   when level 6 left more than STREAM_FAST_ABOVE of its bytes, and back to 6
-   when level 1 left less than STREAM_STRONG_BELOW (in 1/16ths), so it does
-   not flip at every chunk. */
+/* Each stream (or plane) of an events chunk is its own zstd frame, at
+   level 6 where level 6 finds repeats in it and at level 1 where it is
+   mostly entropy (random sizes, the free codes of a random-free loop):
+   there level 6 spends five times level 1's time to gain nothing. Which one
+   is chosen at the trials below (PLANE_TRIAL_BYTES): level 1 unless level
+   6 makes the frame smaller by more than 1/STRONG_GAIN of it. A ratio rule
+   (level 1 when level 6 left over 11/16 of the bytes) kept the planes of
+   alloc_loop's address codes at level 6 (they compress to 0.39, but by
+   their Huffman table, not by repeats), for 190 more zstd instructions per
+   event than level 1 and a larger trace. */
 #define ZSTD_LEVEL_FAST 1
-#define STREAM_FAST_ABOVE 11  /* 11/16: about 0.69 */
-#define STREAM_STRONG_BELOW 9 /* 9/16: about 0.56 */
+#define STRONG_GAIN 256
 /* The streams of varints, which may be stored as two planes (codec.h): on
    the benchmark traces planes make the stack ids 25 to 45 % smaller and
    the address codes of a random-free loop 10 %, but the free codes of jq
    13 % larger (planes cut the repeats zstd finds in them). So in the first
    events chunk, and then once PLANE_TRIAL_BYTES of raw events have been
-   written since the last trial, each such stream is compressed both ways
-   and keeps the smaller; the chunks in between are written the way the
-   last trial chose. */
+   written since the last trial, each such stream is compressed both ways,
+   each at both levels, and keeps the smallest; the chunks in between are
+   written the way the last trial chose. */
 #define PLANE_STREAMS                                                                              \
 	(1u << HT__S_TIME | 1u << HT__S_ADDR | 1u << HT__S_SIZE | 1u << HT__S_STACK |              \
 	 1u << HT__S_FREE)
@@ -104,7 +106,7 @@ struct ht__writer {
 	struct ht__buf st[HT__NSTREAMS]; /* streams of the current events chunk */
 	uint32_t fits;			 /* events known to fit in the streams' room (EV_MAX) */
 	/* The zstd level of each stream, whole and as its two planes
-	   (STREAM_FAST_ABOVE), and whether the last trial chose planes. */
+	   (STRONG_GAIN), and whether the last trial chose planes. */
 	int st_level[HT__NSTREAMS][3];
 	bool planes_on[HT__NSTREAMS];
 	struct ht__buf plane; /* a stream's planes: the first, then at its length the second */
@@ -231,17 +233,27 @@ static int write_chunk(struct ht__writer *w, uint8_t kind, const uint8_t *payloa
 	return append_chunk(w, kind, len, count, first_ts, last_ts);
 }
 
-/* Appends one frame of a stream or plane at the level it has earned, and
-   moves it between the two levels by what that level left of it. Its size,
+/* Appends one frame of a stream or plane at its level; in a trial, at
+   both levels, keeping the smaller and its level (STRONG_GAIN). Its size,
    or 0 with w->err set. */
-static size_t compress_stream(struct ht__writer *w, int *level, const uint8_t *d, size_t len)
+static size_t compress_stream(struct ht__writer *w, int *level, bool trial, const uint8_t *d,
+			      size_t len)
 {
-	size_t c = compress_frame(w, *level, d, len);
-	if (*level == ZSTD_LEVEL && c * 16 > len * STREAM_FAST_ABOVE)
+	if (!trial)
+		return compress_frame(w, *level, d, len);
+	size_t at = w->comp.len, fast = compress_frame(w, ZSTD_LEVEL_FAST, d, len);
+	size_t at2 = w->comp.len, strong = fast ? compress_frame(w, ZSTD_LEVEL, d, len) : 0;
+	if (!strong)
+		return 0;
+	if (fast <= strong + strong / STRONG_GAIN) {
+		w->comp.len = at2;
 		*level = ZSTD_LEVEL_FAST;
-	else if (*level == ZSTD_LEVEL_FAST && c * 16 < len * STREAM_STRONG_BELOW)
-		*level = ZSTD_LEVEL;
-	return c;
+		return fast;
+	}
+	memmove(w->comp.data + at, w->comp.data + at2, strong);
+	w->comp.len = at + strong;
+	*level = ZSTD_LEVEL;
+	return strong;
 }
 
 /* Appends stream i to w->comp, whole or as its planes (PLANE_TRIAL_BYTES);
@@ -261,13 +273,13 @@ static int compress_events_stream(struct ht__writer *w, int i, bool trial, size_
 	}
 	size_t at = w->comp.len, whole = SIZE_MAX;
 	if ((!planes || trial) &&
-	    !(whole = compress_stream(w, &w->st_level[i][0], b->data, b->len)))
+	    !(whole = compress_stream(w, &w->st_level[i][0], trial, b->data, b->len)))
 		return w->err;
 	if (planes) {
 		size_t at2 = w->comp.len;
-		size_t c = compress_stream(w, &w->st_level[i][1], w->plane.data, *lo);
+		size_t c = compress_stream(w, &w->st_level[i][1], trial, w->plane.data, *lo);
 		if (c)
-			c += compress_stream(w, &w->st_level[i][2], w->plane.data + b->len,
+			c += compress_stream(w, &w->st_level[i][2], trial, w->plane.data + b->len,
 					     b->len - *lo);
 		if (w->err)
 			return w->err;
