@@ -27,14 +27,15 @@
    level 6 where level 6 finds repeats in it and at level 1 where it is
    mostly entropy (random sizes, the free codes of a random-free loop):
    there level 6 spends five times level 1's time to gain nothing. Which one
-   is chosen at the trials below (PLANE_TRIAL_BYTES): level 1 unless level
-   6 makes the frame smaller by more than 1/STRONG_GAIN of it. A ratio rule
-   (level 1 when level 6 left over 11/16 of the bytes) kept the planes of
-   alloc_loop's address codes at level 6 (they compress to 0.39, but by
-   their Huffman table, not by repeats), for 190 more zstd instructions per
-   event than level 1 and a larger trace. */
+   is chosen at the trials below (PLANE_TRIAL_BYTES): level 1 when level 1
+   leaves more than ENTROPY_ABOVE/16 of the bytes (mostly entropy: level 6
+   is slow on it, whatever it saves), or when level 6 makes the frame
+   smaller by no more than 1/STRONG_GAIN of it. A ratio rule alone kept the
+   planes of alloc_loop's address codes at level 6 (they compress to 0.39,
+   but by their Huffman table, not by repeats) for nothing. */
 #define ZSTD_LEVEL_FAST 1
 #define STRONG_GAIN 256
+#define ENTROPY_ABOVE 11 /* 11/16 */
 /* The streams of varints, which may be stored as two planes (codec.h): on
    the benchmark traces planes make the stack ids 25 to 45 % smaller and
    the address codes of a random-free loop 10 %, but the free codes of jq
@@ -245,7 +246,7 @@ static size_t compress_stream(struct ht__writer *w, int *level, bool trial, cons
 	size_t at2 = w->comp.len, strong = fast ? compress_frame(w, ZSTD_LEVEL, d, len) : 0;
 	if (!strong)
 		return 0;
-	if (fast <= strong + strong / STRONG_GAIN) {
+	if (fast <= strong + strong / STRONG_GAIN || fast * 16 > len * ENTROPY_ABOVE) {
 		w->comp.len = at2;
 		*level = ZSTD_LEVEL_FAST;
 		return fast;
