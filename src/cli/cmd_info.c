@@ -144,9 +144,35 @@ static void print_proc_loss(FILE *f, const struct ht_process *p)
 			p->events_untraced == 1 ? "" : "s", p->events_untraced == 1 ? "is" : "are");
 }
 
-static void print_counts(FILE *f, const struct ht__summary_counts *c)
+/*
+ * A heap snapshot trace's heap (snap: the snapshot shown, the last): its
+ * live blocks, and for the total what its counters say was allocated. Calls,
+ * frees, the peak and temporaries are not recorded in that mode.
+ */
+static void print_snapshot_heap(FILE *f, const struct ht__summary_counts *c,
+				const struct ht__summary_snap *snap, bool total)
+{
+	char h[32];
+	fprintf(f, "  live at snapshot %-3u %" PRIu64 " bytes%s in %" PRIu64 " block%s\n",
+		snap->number, c->alloc_bytes, fmt_human(h, sizeof(h), c->alloc_bytes),
+		c->alloc_calls, c->alloc_calls == 1 ? "" : "s");
+	if (total)
+		fprintf(f,
+			"  allocated            %" PRIu64 " bytes%s in %" PRIu64
+			" block%s up to it\n",
+			snap->alloc_bytes, fmt_human(h, sizeof(h), snap->alloc_bytes),
+			snap->alloc_count, snap->alloc_count == 1 ? "" : "s");
+	fputs("  peak heap            not recorded in heap snapshot mode\n", f);
+}
+
+static void print_counts(FILE *f, const struct ht__summary_counts *c,
+			 const struct ht__summary_snap *snap, bool total)
 {
 	char t[32], h[32];
+	if (snap) {
+		print_snapshot_heap(f, c, snap, total);
+		goto committed;
+	}
 	fprintf(f, "  allocation calls     %" PRIu64 "\n", c->alloc_calls);
 	fprintf(f, "  bytes allocated      %" PRIu64 "%s\n", c->alloc_bytes,
 		fmt_human(h, sizeof(h), c->alloc_bytes));
@@ -163,6 +189,7 @@ static void print_counts(FILE *f, const struct ht__summary_counts *c)
 		fmt_human(h, sizeof(h), c->temporary_bytes));
 	if (c->unknown_frees)
 		fprintf(f, "  frees of unknown     %" PRIu64 "\n", c->unknown_frees);
+committed:
 	fprintf(f, "  mappings committed   %" PRIu64 ", %" PRIu64 " bytes%s\n", c->commits,
 		c->commit_bytes, fmt_human(h, sizeof(h), c->commit_bytes));
 	fprintf(f, "  peak committed       %" PRIu64 " bytes%s", c->committed_peak_bytes,
@@ -332,8 +359,12 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 		print_proc_loss(f, p);
 	}
 
+	/* A snapshot trace's heap is its last snapshot (the pass's default). */
+	const struct ht__summary_snap *snap =
+	    (ht_reader_info(r)->flags & HT_TRACEF_SNAPSHOT) && s->nsnaps ? &s->snaps[s->nsnaps - 1]
+									 : NULL;
 	fprintf(f, "\ntotal:\n");
-	print_counts(f, &s->total);
+	print_counts(f, &s->total, snap, true);
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct ht_process *p = ht_reader_process(r, i);
 		if (p) {
@@ -342,12 +373,14 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 			fputs(":\n", f);
 		} else
 			fprintf(f, "\nprocess [%u] (not in the process table):\n", i);
-		print_counts(f, &s->procs[i]);
+		print_counts(f, &s->procs[i], snap, false);
 		print_heaps(f, hn, i);
 	}
 }
 
-static void json_counts(struct jw *j, const struct ht__summary_counts *c)
+/* snapshot_mode: the peak was never measured (null); the rest is the shown
+   snapshot's live blocks (docs/json-output.md). */
+static void json_counts(struct jw *j, const struct ht__summary_counts *c, bool snapshot_mode)
 {
 	jw_key(j, "alloc_calls");
 	jw_u64(j, c->alloc_calls);
@@ -358,9 +391,9 @@ static void json_counts(struct jw *j, const struct ht__summary_counts *c)
 	jw_key(j, "unknown_frees");
 	jw_u64(j, c->unknown_frees);
 	jw_key(j, "peak_bytes");
-	jw_u64(j, c->peak_bytes);
+	snapshot_mode ? jw_null(j) : jw_u64(j, c->peak_bytes);
 	jw_key(j, "peak_time_ns");
-	jw_u64(j, c->peak_ts);
+	snapshot_mode ? jw_null(j) : jw_u64(j, c->peak_ts);
 	jw_key(j, "leaked_bytes");
 	jw_u64(j, c->leaked_bytes);
 	jw_key(j, "leaked_count");
@@ -391,6 +424,7 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 		       const struct ht__heap_names *hn)
 {
 	const struct ht_trace_info *in = ht_reader_info(r);
+	bool snapshot_mode = (in->flags & HT_TRACEF_SNAPSHOT) != 0;
 	struct jw j;
 	jw_init(&j, stdout, true);
 	jw_obj_begin(&j);
@@ -466,7 +500,7 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 	jw_obj_end(&j);
 	jw_key(&j, "totals");
 	jw_obj_begin(&j);
-	json_counts(&j, &s->total);
+	json_counts(&j, &s->total, snapshot_mode);
 	jw_obj_end(&j);
 	/* The same totals grouped, for readers that look for heap and commit. */
 	jw_key(&j, "heap");
@@ -476,9 +510,9 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 	jw_key(&j, "alloc_bytes");
 	jw_u64(&j, s->total.alloc_bytes);
 	jw_key(&j, "peak_bytes");
-	jw_u64(&j, s->total.peak_bytes);
+	snapshot_mode ? jw_null(&j) : jw_u64(&j, s->total.peak_bytes);
 	jw_key(&j, "peak_time_ns");
-	jw_u64(&j, s->total.peak_ts);
+	snapshot_mode ? jw_null(&j) : jw_u64(&j, s->total.peak_ts);
 	jw_key(&j, "leaked_bytes");
 	jw_u64(&j, s->total.leaked_bytes);
 	jw_key(&j, "leaked_count");
@@ -605,7 +639,7 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 		p && p->untraced_from_ts ? jw_u64(&j, p->untraced_from_ts) : jw_null(&j);
 		jw_key(&j, "events_untraced");
 		jw_u64(&j, p ? p->events_untraced : 0);
-		json_counts(&j, i < s->nprocs ? &s->procs[i] : &zero);
+		json_counts(&j, i < s->nprocs ? &s->procs[i] : &zero, snapshot_mode);
 		jw_obj_end(&j);
 	}
 	jw_arr_end(&j);

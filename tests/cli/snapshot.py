@@ -102,6 +102,22 @@ def phases(env):
     # The totals of info: every allocation ever made by the program's sites.
     s1 = {k: v for k, v in snaps[0].items()}
     check(s1["live_bytes"] >= 21000, "snapshot 1 live bytes: %s" % s1)
+    # info's totals are the last snapshot's: its live heap and its counters,
+    # and no peak, which snapshot mode never measures.
+    last = snaps[-1]
+    out, _ = env.run(["info", env.trace])
+    expect = "  live at snapshot 4   %d bytes" % last["live_bytes"]
+    check(any(l.startswith(expect) and l.endswith(" in %d blocks" % last["live_count"])
+              for l in out.splitlines()), "info's live heap %r in:\n%s" % (expect, out))
+    check(any(l.startswith("  allocated            %d bytes" % last["alloc_bytes"]) and
+              l.endswith(" in %d blocks up to it" % last["alloc_count"]) for l in out.splitlines()),
+          "info's allocated counters: " + out)
+    check("peak heap            not recorded in heap snapshot mode" in out and
+          "allocation calls" not in out and "never freed" not in out, "no peak claimed: " + out)
+    j, _ = env.run(["info", "--format", "json", env.trace])
+    j = json.loads(j)
+    equal((j["totals"]["peak_bytes"], j["heap"]["peak_time_ns"], j["totals"]["alloc_bytes"]),
+          (None, None, last["live_bytes"]), "info JSON of a snapshot trace")
     # table heap of snapshot 1: the sites' rows.
     out, _ = env.run(["table", "heap", env.trace, "--snapshot", "1", "--group-by", "stack", "--format", "csv"])
     lines = out.splitlines()

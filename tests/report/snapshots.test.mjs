@@ -1,11 +1,13 @@
 // Unit test of the page's snapshot table (src/report/js/snapshots.js) in
 // node, on hand-made trace data: one row per snapshot in order, the page's
 // own marked, links to the pages of --all-snapshots or else the command that
-// writes one, and the exit snapshots named.
+// writes one, and the exit snapshots named; and the summary grid of a
+// snapshot trace (summaryItems in summary.js).
 //
 //   node snapshots.test.mjs
 
 import { snapshotRows } from '../../src/report/js/snapshots.js';
+import { summaryItems } from '../../src/report/js/summary.js';
 import { check } from './browser.mjs';
 
 const snaps = [
@@ -29,3 +31,19 @@ check(rows[1].command === 'heaptrail report app.htr --snapshot 2', 'the command 
 // Not a snapshot trace: no rows.
 check(snapshotRows({ file: 'full.htr', snapshot: 0, snapshots: [] }).length === 0, 'no snapshots, no table');
 check(snapshotRows({ file: 'old.htr' }).length === 0, 'data without the snapshots key');
+
+// The summary grid of a snapshot trace: the shown snapshot's live heap and
+// its allocated counters, no peak or leak that snapshot mode never measured.
+const page = {
+	trace: { file: 'app.htr', snapshot: 2, snapshots: snaps, events: 10 },
+	totals: { heap_leaked_bytes: 3 << 20, heap_leaked_count: 1200, heap_peak_bytes: 0, heap_peak_ns: 0 },
+	processes: [],
+};
+const grid = Object.fromEntries(summaryItems(page));
+check(grid['Live heap'] === '3 MiB in 1,200 blocks, at snapshot 2', 'live heap of the shown snapshot: ' + grid['Live heap']);
+check(grid['Heap bytes allocated'] === '4 MiB in 5,000 blocks, up to snapshot 2', 'allocated from its counters: ' + grid['Heap bytes allocated']);
+check(grid['Peak heap'].startsWith('not recorded in heap snapshot mode'), 'no peak claimed: ' + grid['Peak heap']);
+check(!('Leaked at exit' in grid) && !('Heap calls' in grid), 'no leak or call counts in snapshot mode');
+// A full trace keeps its rows.
+const full = Object.fromEntries(summaryItems({ trace: { file: 'f.htr', events: 1 }, totals: { heap_peak_bytes: 2048, heap_peak_ns: 1000, heap_leaked_bytes: 0, heap_leaked_count: 0 }, processes: [] }));
+check(full['Peak heap'] === '2 KiB at 1 us' && 'Leaked at exit' in full, 'a full trace: peak and leaks: ' + full['Peak heap']);

@@ -6,27 +6,45 @@ import { snapshots } from './snapshots.js';
 
 const $ = (id) => document.getElementById(id);
 
-export function summary(m) {
+// The summary grid's rows, [label, text]. A heap snapshot trace has no
+// allocation calls, frees or peak: its heap is the shown snapshot's live
+// blocks, and what was allocated comes from that snapshot's counters.
+export function summaryItems(m) {
 	const t = m.trace;
 	const T = m.totals;
-	const cmd = (t.argv || []).join(' ');
-	document.title = 'heaptrail report: ' + (cmd || t.file || '');
-	$('title-cmd').textContent = cmd || '(unknown command)';
-	const items = [
+	const heap = [
+		['Heap calls', fmtCount(T.heap_allocs) + ' allocations, ' + fmtCount(T.heap_frees) + ' frees, ' + fmtCount(T.heap_reallocs) + ' reallocs'],
+		['Heap bytes allocated', fmtBytes(T.heap_alloc_bytes)],
+		['Peak heap', fmtBytes(T.heap_peak_bytes) + ' at ' + fmtTime(T.heap_peak_ns)],
+		['Leaked at exit', fmtBytes(T.heap_leaked_bytes) + ' in ' + fmtCount(T.heap_leaked_count) + ' blocks'],
+	];
+	if (t.snapshot) {
+		const sn = (t.snapshots || []).find((x) => x.number === t.snapshot);
+		heap.splice(0, heap.length,
+			['Live heap', fmtBytes(T.heap_leaked_bytes) + ' in ' + fmtCount(T.heap_leaked_count) + ' blocks, at snapshot ' + t.snapshot],
+			['Heap bytes allocated', sn ? fmtBytes(sn.alloc_bytes) + ' in ' + fmtCount(sn.alloc_count) + ' blocks, up to snapshot ' + t.snapshot : 'not known'],
+			['Peak heap', 'not recorded in heap snapshot mode (each snapshot is listed below)']);
+	}
+	return [
 		['Trace', t.file || ''],
 		['Host', t.hostname || ''],
 		['Recorded', t.start_realtime_ns ? new Date(t.start_realtime_ns / 1e6).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') : ''],
 		['Duration', fmtTime(t.duration_ns)],
 		['Processes', fmtCount(m.processes.length)],
-		['Heap calls', fmtCount(T.heap_allocs) + ' allocations, ' + fmtCount(T.heap_frees) + ' frees, ' + fmtCount(T.heap_reallocs) + ' reallocs'],
-		['Heap bytes allocated', fmtBytes(T.heap_alloc_bytes)],
-		['Peak heap', fmtBytes(T.heap_peak_bytes) + ' at ' + fmtTime(T.heap_peak_ns)],
-		['Leaked at exit', fmtBytes(T.heap_leaked_bytes) + ' in ' + fmtCount(T.heap_leaked_count) + ' blocks'],
+		...heap,
 		['Commits', fmtCount(T.commit_count) + ', ' + fmtBytes(T.commit_bytes)],
 		['Peak committed', fmtBytes(T.commit_peak_bytes) + ' at ' + fmtTime(T.commit_peak_ns)],
 		['Peak RSS', T.rss_peak_bytes ? fmtBytes(T.rss_peak_bytes) + ' at ' + fmtTime(T.rss_peak_ns) : 'not sampled'],
 		['Events', fmtCount(t.events) + (t.events_lost ? ', ' + fmtCount(t.events_lost) + ' lost' : ', none lost')],
 	];
+}
+
+export function summary(m) {
+	const t = m.trace;
+	const cmd = (t.argv || []).join(' ');
+	document.title = 'heaptrail report: ' + (cmd || t.file || '');
+	$('title-cmd').textContent = cmd || '(unknown command)';
+	const items = summaryItems(m);
 	const flags = [];
 	if (!t.complete) flags.push('the trace was not finished');
 	if (t.truncated) flags.push('the trace is truncated');
