@@ -135,12 +135,16 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 	struct run *r = ctx;
 	struct ht__summary *s = r->s;
 	uint64_t unknown = ht__pass_life_stats(p)->unknown_frees;
-	if (r->q && r->q->pid_count && !ht__query_wants_pid(r->q, ev->pid)) {
+	bool begins_snapshot = ev->type == HT_EV_SNAPSHOT && (ev->flags & HT_EVF_SNAPSHOT_BEGIN);
+	bool unwanted = r->q && r->q->pid_count && !ht__query_wants_pid(r->q, ev->pid);
+	/* A snapshot's opening event is the trace's, whatever process it names:
+	   listed, but not counted as that process's event. */
+	if (unwanted && !begins_snapshot) {
 		r->unknown_frees = unknown;
 		return 0;
 	}
 	if (ev->type == HT_EV_SNAPSHOT) {
-		if (ev->flags & HT_EVF_SNAPSHOT_BEGIN) {
+		if (begins_snapshot) {
 			if (ht__grow((void **)&s->snaps, &r->snaps_cap, (size_t)s->nsnaps + 1,
 				     sizeof(*s->snaps)) < 0)
 				return HT_ERR_NOMEM;
@@ -150,6 +154,10 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 			    .untracked_bytes = ev->size,
 			    .untracked_count = ev->addr,
 			    .exit_pid = (ev->flags & HT_EVF_SNAPSHOT_EXIT) ? ev->pid : 0};
+			if (unwanted) {
+				r->unknown_frees = unknown;
+				return 0;
+			}
 		} else if (s->nsnaps) {
 			struct ht__summary_snap *sn = &s->snaps[s->nsnaps - 1];
 			sn->live_bytes += ev->size;
