@@ -395,8 +395,10 @@ void ht__session_destroy(struct ht__session *s)
 {
 	if (!s)
 		return;
+	/* A session that ends without a finished trace (it could not start
+	   its program, attach, or write) leaves no notes' file behind. */
+	ht__session_notes_done(s);
 	ht__shm_destroy(s);
-	free(s->note_path);
 	if (s->slots)
 		for (uint32_t i = 0; i <= s->ring_count; i++)
 			free(s->slots[i].buf);

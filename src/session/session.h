@@ -200,7 +200,8 @@ const char *ht__session_path(const struct ht__session *s);
  * appends its counts there when it ends. Returns 0, or a negative ht_error
  * when the file cannot be made (the session runs on without notes).
  * ht__session_notes_done() removes it once the trace is finished: the
- * trace holds everything the notes would tell.
+ * trace holds everything the notes would tell; ht__session_destroy() too
+ * (a session that ends without a trace).
  */
 int ht__session_notes(struct ht__session *s, const char *trace_path);
 void ht__session_notes_done(struct ht__session *s);

@@ -451,6 +451,7 @@ def words_attach_perm(env):
         check("stays loaded in it, inactive" in err, "says the recorder stays loaded: %r" % err)
         equal(rc, 1, "exit status")
         check(not os.path.exists(trace), "no trace left")
+        check(not os.path.exists(trace + ".lost"), "no exit notes' file left")
         t.pulse()
     finally:
         t.end()
@@ -684,7 +685,8 @@ def loss_slots(env):
            for p in kids]
     equal([a + l for a, l, _ in per], [4000] * 100, "each child: allocations + lost")
     equal([t - l for _, l, t in per], [0] * 100, "each child lost only by --lossy")
-    check(all(l > 0 for _, l, _ in per), "every child lost events: %r" % per[:5])
+    losers = sum(1 for _, l, _ in per if l > 0)
+    check(losers > 36, "more children lost events than the table has slots: %d" % losers)
     equal(sum(p["events_lost"] for p in tr.processes()), tr.info["events_lost"],
           "the processes' lost events add up to the trace's")
 
