@@ -89,7 +89,7 @@ static void stamp_ns(struct ht__session *s, struct ht__slot *sl, uint32_t len)
 		struct ht__rec *rec = (struct ht__rec *)(sl->buf + off);
 		uint64_t ns = 0;
 		if (s->tsc.on)
-			ns = ht__tsc_to_ns(&s->tsc, rec->ts);
+			ns = ht__tsc_to_ns(&s->tsc, rec->ts, &sl->tsc_seg);
 		else
 			s->stats.corrupt++; /* ticks in a session without a TSC line */
 		if (ns < sl->last_ts)
@@ -100,7 +100,8 @@ static void stamp_ns(struct ht__session *s, struct ht__slot *sl, uint32_t len)
 		if (rec->type == HT_REC_REALLOC && rec->len >= sizeof(struct ht__rec_realloc)) {
 			struct ht__rec_realloc *r = (struct ht__rec_realloc *)rec;
 			if (r->end) {
-				uint64_t end = s->tsc.on ? ht__tsc_to_ns(&s->tsc, r->end) : 0;
+				uint64_t end =
+				    s->tsc.on ? ht__tsc_to_ns(&s->tsc, r->end, &sl->tsc_seg) : 0;
 				r->end = end < ns ? ns : end;
 			}
 		}

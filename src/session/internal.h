@@ -124,6 +124,7 @@ struct ht__slot {
 	uint64_t stuck_pos; /* write_pos while the writer was seen busy */
 	uint64_t stuck_ns;  /* since when it stays busy there, 0: not busy */
 	uint32_t clock;	    /* enum ht__clock of its records, from the ring header */
+	uint32_t tsc_seg;   /* the clock segment of its last tick (clock.c) */
 	bool bound;	    /* pid/tid/instance read from the ring header */
 	bool thread_dead;   /* its thread exited without releasing it */
 };
@@ -272,10 +273,10 @@ void ht__translate_free(struct ht__session *s);
 /* clock.c (docs/session-protocol.md, "The clock"). ht__clock_init() chooses
    the session's clock and writes it in the header (before RUNNING);
    ht__clock_tick() recalibrates when due; ht__tsc_to_ns() converts a tick
-   drained from a TSC ring. */
+   drained from a TSC ring (*hint: the segment of the ring's last tick). */
 int ht__clock_init(struct ht__session *s);
 int ht__clock_tick(struct ht__session *s, uint64_t now);
-uint64_t ht__tsc_to_ns(const struct ht__tsc *c, uint64_t tick);
+uint64_t ht__tsc_to_ns(const struct ht__tsc *c, uint64_t tick, uint32_t *hint);
 void ht__clock_free(struct ht__session *s);
 
 /* drain.c: append a record of the session's own to its queue. */
