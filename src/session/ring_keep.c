@@ -21,19 +21,153 @@
 /* Names longer than this (thread and heap names) are cut in the window. */
 #define NAME_MAX_KEPT 255u
 
+/*
+ * A block of kept events, packed one after the other (pack() below): about
+ * 20 bytes for a heap event instead of the 104 of struct ht_event, so SIZE
+ * holds about five times as many. Each block is read from its start, its
+ * first event packed against zeros.
+ */
 struct blk {
 	struct blk *next;
 	uint32_t used, n;
-	uint64_t last_ts;
+	uint64_t first_ts, last_ts;
 	uint8_t data[];
 };
 
-/* One kept event: the event (name NULL) and name_len bytes of name. */
-struct rec {
-	struct ht_event ev;
-	uint32_t name_len;
-	uint32_t pad;
+/*
+ * What an event is packed against: the previous one of its block. An event
+ * is its type and func bytes, then varints: flags, a mask of the fields
+ * present (the others are 0 and addr is the previous one's), process, pid
+ * and time as differences from the previous event's (zigzag), tid as a
+ * difference from pid, then the fields of the mask in struct order (addr
+ * as a difference from the previous addr, fd and value zigzag), then the
+ * name's length and bytes.
+ */
+struct pack_ctx {
+	uint64_t ts, addr;
+	int64_t pid, process;
 };
+
+enum {
+	PK_STACK = 1 << 0,
+	PK_MODULE = 1 << 1,
+	PK_HEAP = 1 << 2,
+	PK_ADDR = 1 << 3,
+	PK_SIZE = 1 << 4,
+	PK_OLD_ADDR = 1 << 5,
+	PK_OLD_SIZE = 1 << 6,
+	PK_PROT = 1 << 7,
+	PK_MFLAGS = 1 << 8,
+	PK_FD = 1 << 9,
+	PK_VALUE = 1 << 10,
+	PK_NAME = 1 << 11,
+};
+
+/* The most one event takes packed: 2 bytes, 16 varints, the name. */
+#define PACK_MAX (2 + 16 * 10 + NAME_MAX_KEPT)
+
+/* Packs ev (and name_len bytes of name) at out; returns the bytes taken. */
+static size_t pack(uint8_t *out, struct pack_ctx *c, const struct ht_event *ev, const char *name,
+		   uint32_t name_len)
+{
+	uint8_t *p = out;
+	unsigned mask = (ev->stack ? PK_STACK : 0) | (ev->module ? PK_MODULE : 0) |
+			(ev->heap ? PK_HEAP : 0) | (ev->addr != c->addr ? PK_ADDR : 0) |
+			(ev->size ? PK_SIZE : 0) | (ev->old_addr ? PK_OLD_ADDR : 0) |
+			(ev->old_size ? PK_OLD_SIZE : 0) | (ev->prot ? PK_PROT : 0) |
+			(ev->mflags ? PK_MFLAGS : 0) | (ev->fd ? PK_FD : 0) |
+			(ev->value ? PK_VALUE : 0) | (name_len ? PK_NAME : 0);
+	*p++ = ev->type;
+	*p++ = ev->func;
+	p = ht__put_varint(p, ev->flags);
+	p = ht__put_varint(p, mask);
+	p = ht__put_varint(p, ht__zigzag((int64_t)ev->process - c->process));
+	p = ht__put_varint(p, ht__zigzag((int64_t)ev->pid - c->pid));
+	p = ht__put_varint(p, ht__zigzag((int64_t)ev->tid - ev->pid));
+	p = ht__put_varint(p, ht__zigzag((int64_t)(ev->ts - c->ts)));
+	if (mask & PK_STACK)
+		p = ht__put_varint(p, ev->stack);
+	if (mask & PK_MODULE)
+		p = ht__put_varint(p, ev->module);
+	if (mask & PK_HEAP)
+		p = ht__put_varint(p, ev->heap);
+	if (mask & PK_ADDR)
+		p = ht__put_varint(p, ht__zigzag((int64_t)(ev->addr - c->addr)));
+	if (mask & PK_SIZE)
+		p = ht__put_varint(p, ev->size);
+	if (mask & PK_OLD_ADDR)
+		p = ht__put_varint(p, ev->old_addr);
+	if (mask & PK_OLD_SIZE)
+		p = ht__put_varint(p, ev->old_size);
+	if (mask & PK_PROT)
+		p = ht__put_varint(p, ev->prot);
+	if (mask & PK_MFLAGS)
+		p = ht__put_varint(p, ev->mflags);
+	if (mask & PK_FD)
+		p = ht__put_varint(p, ht__zigzag(ev->fd));
+	if (mask & PK_VALUE)
+		p = ht__put_varint(p, ht__zigzag(ev->value));
+	if (mask & PK_NAME) {
+		p = ht__put_varint(p, name_len);
+		memcpy(p, name, name_len);
+		p += name_len;
+	}
+	c->ts = ev->ts;
+	c->addr = ev->addr;
+	c->pid = ev->pid;
+	c->process = ev->process;
+	return (size_t)(p - out);
+}
+
+/* Unpacks the event at cur (written by pack(), so whole; its name, NUL-terminated, into
+ * name[NAME_MAX_KEPT + 1]). */
+static void unpack(struct ht__cur *cur, struct pack_ctx *c, struct ht_event *ev, char *name,
+		   uint32_t *name_len)
+{
+	memset(ev, 0, sizeof(*ev));
+	ev->type = *cur->p++;
+	ev->func = *cur->p++;
+	ev->flags = (uint16_t)ht__get_varint(cur);
+	unsigned mask = (unsigned)ht__get_varint(cur);
+	ev->process = (uint32_t)(c->process + ht__unzigzag(ht__get_varint(cur)));
+	ev->pid = (int32_t)(c->pid + ht__unzigzag(ht__get_varint(cur)));
+	ev->tid = (int32_t)(ev->pid + ht__unzigzag(ht__get_varint(cur)));
+	ev->ts = c->ts + (uint64_t)ht__unzigzag(ht__get_varint(cur));
+	ev->addr = c->addr;
+	if (mask & PK_STACK)
+		ev->stack = (uint32_t)ht__get_varint(cur);
+	if (mask & PK_MODULE)
+		ev->module = (uint32_t)ht__get_varint(cur);
+	if (mask & PK_HEAP)
+		ev->heap = ht__get_varint(cur);
+	if (mask & PK_ADDR)
+		ev->addr = c->addr + (uint64_t)ht__unzigzag(ht__get_varint(cur));
+	if (mask & PK_SIZE)
+		ev->size = ht__get_varint(cur);
+	if (mask & PK_OLD_ADDR)
+		ev->old_addr = ht__get_varint(cur);
+	if (mask & PK_OLD_SIZE)
+		ev->old_size = ht__get_varint(cur);
+	if (mask & PK_PROT)
+		ev->prot = (uint32_t)ht__get_varint(cur);
+	if (mask & PK_MFLAGS)
+		ev->mflags = (uint32_t)ht__get_varint(cur);
+	if (mask & PK_FD)
+		ev->fd = (int32_t)ht__unzigzag(ht__get_varint(cur));
+	if (mask & PK_VALUE)
+		ev->value = (int32_t)ht__unzigzag(ht__get_varint(cur));
+	*name_len = 0;
+	if (mask & PK_NAME) {
+		*name_len = (uint32_t)ht__get_varint(cur);
+		memcpy(name, cur->p, *name_len);
+		cur->p += *name_len;
+	}
+	name[*name_len] = 0;
+	c->ts = ev->ts;
+	c->addr = ev->addr;
+	c->pid = ev->pid;
+	c->process = ev->process;
+}
 
 /* A process image as it was at the window's start. */
 struct pstate {
@@ -58,7 +192,8 @@ struct named_ent { /* a custom heap (heap != 0 or a name) or a thread */
 
 struct ht__ring_keep {
 	struct ht__ring_keep_config cfg;
-	struct blk *head, *tail; /* oldest, newest */
+	struct blk *head, *tail;  /* oldest, newest */
+	struct pack_ctx tail_ctx; /* the newest event of tail, to pack the next against */
 	uint64_t newest_ts;
 	struct ht__ring_keep_stats st;
 	struct ht__proctab procs; /* every image's description, by trace index */
@@ -71,11 +206,6 @@ struct ht__ring_keep {
 	int crash_sig;
 	int err;
 };
-
-static size_t rec_size(uint32_t name_len)
-{
-	return (sizeof(struct rec) + name_len + 7) & ~(size_t)7;
-}
 
 int ht__ring_keep_new(struct ht__ring_keep **out, const struct ht__ring_keep_config *cfg)
 {
@@ -296,10 +426,14 @@ static int drop_oldest(struct ht__ring_keep *k)
 {
 	struct blk *b = k->head;
 	int rc = 0;
-	for (uint32_t off = 0; off < b->used && rc >= 0;) {
-		const struct rec *r = (const void *)(b->data + off);
-		rc = apply(k, &r->ev, (const char *)(r + 1), r->name_len);
-		off += (uint32_t)rec_size(r->name_len);
+	struct pack_ctx c = {0};
+	struct ht__cur cur = {b->data, b->data + b->used, 0};
+	while (cur.p < cur.end && rc >= 0) {
+		struct ht_event ev;
+		char name[NAME_MAX_KEPT + 1];
+		uint32_t name_len;
+		unpack(&cur, &c, &ev, name, &name_len);
+		rc = apply(k, &ev, name, name_len);
 	}
 	k->st.dropped += b->n;
 	k->st.events -= b->n;
@@ -309,7 +443,7 @@ static int drop_oldest(struct ht__ring_keep *k)
 		k->tail = NULL;
 	free(b);
 	if (k->head && k->head->used)
-		k->st.window_start_ns = ((const struct rec *)k->head->data)->ev.ts;
+		k->st.window_start_ns = k->head->first_ts;
 	else
 		k->st.window_start_ns = k->newest_ts;
 	return rc;
@@ -340,7 +474,9 @@ static int keep_event(void *ctx, const struct ht_event *ev, const struct ht_proc
 			 ev->type == HT_EV_HEAP_CREATE)) {
 		name_len = (uint32_t)strnlen(ev->name, NAME_MAX_KEPT);
 	}
-	size_t need = rec_size(name_len);
+	uint8_t packed[PACK_MAX];
+	struct pack_ctx c = k->tail_ctx;
+	size_t need = pack(packed, &c, ev, ev->name, name_len);
 	if (!k->tail || k->tail->used + need > k->st.block_size - sizeof(struct blk)) {
 		/* A new block: the oldest go first while it would not fit. */
 		while (k->head && k->st.bytes + k->st.block_size > k->cfg.max_bytes)
@@ -351,7 +487,11 @@ static int keep_event(void *ctx, const struct ht_event *ev, const struct ht_proc
 			return k->err = HT_ERR_NOMEM;
 		b->next = NULL;
 		b->used = b->n = 0;
+		b->first_ts = ev->ts;
 		b->last_ts = 0;
+		/* A block's first event is packed against zeros. */
+		memset(&c, 0, sizeof(c));
+		need = pack(packed, &c, ev, ev->name, name_len);
 		if (k->tail)
 			k->tail->next = b;
 		else
@@ -362,13 +502,8 @@ static int keep_event(void *ctx, const struct ht_event *ev, const struct ht_proc
 			k->st.peak_bytes = k->st.bytes;
 	}
 	struct blk *b = k->tail;
-	struct rec *r = (void *)(b->data + b->used);
-	r->ev = *ev;
-	r->ev.name = NULL;
-	r->name_len = name_len;
-	r->pad = 0;
-	if (name_len)
-		memcpy(r + 1, ev->name, name_len);
+	memcpy(b->data + b->used, packed, need);
+	k->tail_ctx = c;
 	b->used += (uint32_t)need;
 	b->n++;
 	b->last_ts = ev->ts;
@@ -650,21 +785,21 @@ int ht__ring_keep_write(struct ht__ring_keep *k, struct ht__session *s, struct h
 	if (rc >= 0)
 		rc = write_prefix(&out, w);
 	uint64_t kept = 0;
-	for (const struct blk *b = k->head; b && rc >= 0; b = b->next)
-		for (uint32_t off = 0; off < b->used && rc >= 0;) {
-			const struct rec *r = (const void *)(b->data + off);
-			struct ht_event ev = r->ev;
+	for (const struct blk *b = k->head; b && rc >= 0; b = b->next) {
+		struct pack_ctx c = {0};
+		struct ht__cur cur = {b->data, b->data + b->used, 0};
+		while (cur.p < cur.end && rc >= 0) {
+			struct ht_event ev;
 			char name[NAME_MAX_KEPT + 1];
-			if (r->name_len || ev.type == HT_EV_THREAD_START ||
-			    ev.type == HT_EV_THREAD_NAME || ev.type == HT_EV_HEAP_CREATE) {
-				memcpy(name, r + 1, r->name_len);
-				name[r->name_len] = 0;
+			uint32_t name_len;
+			unpack(&cur, &c, &ev, name, &name_len);
+			if (name_len || ev.type == HT_EV_THREAD_START ||
+			    ev.type == HT_EV_THREAD_NAME || ev.type == HT_EV_HEAP_CREATE)
 				ev.name = name;
-			}
 			rc = put(&out, ev);
 			kept++;
-			off += (uint32_t)rec_size(r->name_len);
 		}
+	}
 	if (rc >= 0)
 		rc = ht__session_symbols_to(s, ht__sink_writer(), out.w);
 	ht__vec_release(&out.map);

@@ -161,10 +161,10 @@ def ring(env):
     """start --ring: flush writes the window of the newest events (twice, the
     session going on), stop writes the last one; a session without a ring
     refuses to flush."""
-    a = env.spawn(3001, "threads")
+    a = env.spawn(3001, "threads", "250")
     trace = env.path("ring.htr")
     env.ht("start", "rg", "-o", trace, "--pid", str(a.pid), "--ring", "64K")
-    time.sleep(2)  # four threads at up to 200 events/s each; 64K holds about 600
+    time.sleep(2)  # four threads at up to 8000 events/s each; 64K holds about 6000
     f1, f2 = env.path("f1.htr"), env.path("f2.htr")
     out, err = env.ht("flush", "rg", "-o", f1)
     equal(out.strip(), f1, "flush prints where the window is")

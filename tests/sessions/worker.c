@@ -9,7 +9,8 @@
  * "allocs N", the number of BASE + phase allocations it made. With
  * "threads" as second argument, three more threads do the same loop (the
  * count is of all four). With "segv" or "abort" as second argument, SIGUSR2
- * makes it allocate 7777 bytes and then crash that way. With "burst", after
+ * makes it allocate 7777 bytes and then crash that way. A third argument is
+ * the pause between two allocations of a thread in microseconds (5000). With "burst", after
  * "ready" it makes 40000 malloc(13) at once (never freed), prints "burst"
  * and waits for a byte on stdin before its loop: more than a buffer holds
  * before its session.
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t phase, done, crash;
+static long pause_ns = 5000000; /* between two allocations of a thread */
 static size_t base;
 static _Atomic unsigned long count;
 
@@ -39,7 +41,7 @@ static void *loop(void *arg)
 			p[0] = 1;
 		count++;
 		free((void *)p);
-		struct timespec ts = {0, 5000000};
+		struct timespec ts = {0, pause_ns};
 		nanosleep(&ts, NULL);
 	}
 	return NULL;
@@ -66,6 +68,8 @@ static void on_term(int sig)
 int main(int argc, char **argv)
 {
 	base = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
+	if (argc > 3)
+		pause_ns = strtol(argv[3], NULL, 10) * 1000;
 	struct sigaction sa = {.sa_handler = on_usr1};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
@@ -125,7 +129,7 @@ int main(int argc, char **argv)
 			p[0] = 1;
 		count++;
 		free((void *)p);
-		struct timespec ts = {0, 5000000};
+		struct timespec ts = {0, pause_ns};
 		nanosleep(&ts, NULL);
 	}
 	for (int i = 0; i < nth; i++)
