@@ -357,6 +357,10 @@ struct ht_reader;
  * Open a trace. On success *out owns the file until ht_reader_close(). A trace
  * that was not finished (no footer) opens too: its tables then fill in while
  * events are read, and ht_reader_info() has HT_TRACEF_COMPLETE clear.
+ * While events are read, a finished trace's chunks are decoded ahead on
+ * worker threads the reader starts and stops itself (at the end, rewind and
+ * close; HT_READER_THREADS=0 in the environment: none). A reader is used by
+ * one thread at a time.
  */
 int ht_reader_open(struct ht_reader **out, const char *path);
 
