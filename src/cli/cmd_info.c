@@ -165,14 +165,10 @@ static void print_snapshot_heap(FILE *f, const struct ht__summary_counts *c,
 	fputs("  peak heap            not recorded in heap snapshot mode\n", f);
 }
 
-static void print_counts(FILE *f, const struct ht__summary_counts *c,
-			 const struct ht__summary_snap *snap, bool total)
+/* A full trace's heap: calls, bytes, peak, leaks, temporaries. */
+static void print_heap(FILE *f, const struct ht__summary_counts *c)
 {
 	char t[32], h[32];
-	if (snap) {
-		print_snapshot_heap(f, c, snap, total);
-		goto committed;
-	}
 	fprintf(f, "  allocation calls     %" PRIu64 "\n", c->alloc_calls);
 	fprintf(f, "  bytes allocated      %" PRIu64 "%s\n", c->alloc_bytes,
 		fmt_human(h, sizeof(h), c->alloc_bytes));
@@ -189,7 +185,16 @@ static void print_counts(FILE *f, const struct ht__summary_counts *c,
 		fmt_human(h, sizeof(h), c->temporary_bytes));
 	if (c->unknown_frees)
 		fprintf(f, "  frees of unknown     %" PRIu64 "\n", c->unknown_frees);
-committed:
+}
+
+static void print_counts(FILE *f, const struct ht__summary_counts *c,
+			 const struct ht__summary_snap *snap, bool total)
+{
+	char t[32], h[32];
+	if (snap)
+		print_snapshot_heap(f, c, snap, total);
+	else
+		print_heap(f, c);
 	fprintf(f, "  mappings committed   %" PRIu64 ", %" PRIu64 " bytes%s\n", c->commits,
 		c->commit_bytes, fmt_human(h, sizeof(h), c->commit_bytes));
 	fprintf(f, "  peak committed       %" PRIu64 " bytes%s", c->committed_peak_bytes,

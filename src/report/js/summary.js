@@ -12,19 +12,19 @@ const $ = (id) => document.getElementById(id);
 export function summaryItems(m) {
 	const t = m.trace;
 	const T = m.totals;
-	const heap = [
-		['Heap calls', fmtCount(T.heap_allocs) + ' allocations, ' + fmtCount(T.heap_frees) + ' frees, ' + fmtCount(T.heap_reallocs) + ' reallocs'],
-		['Heap bytes allocated', fmtBytes(T.heap_alloc_bytes)],
-		['Peak heap', fmtBytes(T.heap_peak_bytes) + ' at ' + fmtTime(T.heap_peak_ns)],
-		['Leaked at exit', fmtBytes(T.heap_leaked_bytes) + ' in ' + fmtCount(T.heap_leaked_count) + ' blocks'],
-	];
-	if (t.snapshot) {
-		const sn = (t.snapshots || []).find((x) => x.number === t.snapshot);
-		heap.splice(0, heap.length,
+	const sn = t.snapshot ? (t.snapshots || []).find((x) => x.number === t.snapshot) : null;
+	const heap = t.snapshot
+		? [
 			['Live heap', fmtBytes(T.heap_leaked_bytes) + ' in ' + fmtCount(T.heap_leaked_count) + ' blocks, at snapshot ' + t.snapshot],
 			['Heap bytes allocated', sn ? fmtBytes(sn.alloc_bytes) + ' in ' + fmtCount(sn.alloc_count) + ' blocks, up to snapshot ' + t.snapshot : 'not known'],
-			['Peak heap', 'not recorded in heap snapshot mode (each snapshot is listed below)']);
-	}
+			['Peak heap', 'not recorded in heap snapshot mode (each snapshot is listed below)'],
+		]
+		: [
+			['Heap calls', fmtCount(T.heap_allocs) + ' allocations, ' + fmtCount(T.heap_frees) + ' frees, ' + fmtCount(T.heap_reallocs) + ' reallocs'],
+			['Heap bytes allocated', fmtBytes(T.heap_alloc_bytes)],
+			['Peak heap', fmtBytes(T.heap_peak_bytes) + ' at ' + fmtTime(T.heap_peak_ns)],
+			['Leaked at exit', fmtBytes(T.heap_leaked_bytes) + ' in ' + fmtCount(T.heap_leaked_count) + ' blocks'],
+		];
 	return [
 		['Trace', t.file || ''],
 		['Host', t.hostname || ''],
