@@ -137,9 +137,13 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 	s->stats.processes = s->nprocs;
 	bool prev_exited = prev && prev->exited;
 	if (prev) {
-		/* exec (or a reused pid): the older image writes nothing more */
+		/* exec (or a reused pid): the older image writes nothing more, so
+		   its counters in the snapshot region are final: a snapshot of it
+		   alone, as at an exit (its records, stamped before, are merged). */
 		prev->replaced = true;
 		prev->dead = true;
+		if (!prev_exited && (rc = ht__snap_exited(s, prev)) < 0)
+			return rc;
 		if (!(p->flags & HT_PROCF_EXEC) && !prev->exited)
 			prev->exited = true; /* no number known: the reader shows it ended */
 	}

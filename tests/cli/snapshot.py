@@ -168,6 +168,28 @@ def children(env):
     check("at the exit of process %d (its blocks alone)" % second in out, "info says:\n" + out)
 
 
+@case
+def exec_image(env):
+    """A process that execs: the image exec replaced gets its own final
+    snapshot (flagged as at its end, its blocks alone), the new image starts
+    a table of its own, and the snapshot at the end holds both."""
+    env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "exec"])
+    no_alloc_events(env)
+    out, _ = env.run(["info", "--format", "json", env.trace])
+    procs = json.loads(out)["processes"]
+    equal(len(procs), 2, "process images (before and after exec)")
+    pid = procs[0]["pid"]
+    equal(procs[1]["pid"], pid, "the exec'd image's pid")
+    snaps = snapshots(env)
+    equal([(s["number"], s["exit_pid"]) for s in snaps], [(1, pid), (2, pid), (3, 0)],
+          "snapshots: the exec'd image's end, the new image's exit, the end")
+    before = {"site_a": (200, 2), "site_b": (1000, 1)}
+    after = {"site_c": (1500, 5)}
+    equal(by_site(env, ["--snapshot", "1", env.trace]), before, "snapshot 1, the image exec replaced")
+    equal(by_site(env, ["--snapshot", "2", env.trace]), after, "snapshot 2, the new image at its exit")
+    equal(by_site(env, [env.trace]), dict(before, **after), "the snapshot at the end: both images")
+
+
 def page_data(path):
     """The data a report page carries (the JSON at its data marker)."""
     with open(path) as f:

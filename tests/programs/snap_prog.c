@@ -4,7 +4,8 @@
  * waits for a line on stdin between phases, so the test takes a snapshot at
  * each; "threads": four threads allocate, main frees some; "fork": parent
  * and child hold blocks of their own; "children": two children exit one
- * after the other, each holding blocks; "loop N": N malloc/free pairs.
+ * after the other, each holding blocks; "exec": holds blocks, then execs
+ * itself as "execd", which holds others; "loop N": N malloc/free pairs.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -119,6 +120,21 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 2; i++)
 			keep[30 + i] = site_b(1000);
 		waitpid(second, NULL, 0);
+		return 0;
+	}
+	if (!strcmp(mode, "exec")) { /* the image exec replaces holds blocks too */
+		for (int i = 0; i < 3; i++)
+			keep[i] = site_a(100);
+		keep[3] = site_b(1000);
+		free(keep[0]);
+		execl("/proc/self/exe", argv[0], "execd", (char *)NULL);
+		return 4;
+	}
+	if (!strcmp(mode, "execd")) {
+		for (int i = 0; i < 7; i++)
+			keep[i] = site_c(300);
+		free(keep[1]);
+		free(keep[2]);
 		return 0;
 	}
 	if (!strcmp(mode, "wait")) { /* for attach: allocates once told to */
