@@ -376,14 +376,16 @@ static void snap_blocks(struct ht__pass *p, const struct ht_event *sev)
 		return;
 	}
 	uint64_t n = sev->addr, q = n ? sev->size / n : 0, r = n ? sev->size % n : 0;
+	/* A custom heap's stack (since format version 6) is its blocks'
+	   heap, as the API's own events are. */
 	struct ht_event ev = {.type = HT_EV_ALLOC,
-			      .func = HT_FN_MALLOC,
+			      .func = sev->heap ? HT_FN_HEAP_API : HT_FN_MALLOC,
 			      .process = sev->process,
 			      .pid = sev->pid,
 			      .tid = sev->tid,
 			      .ts = sev->ts,
 			      .stack = sev->stack,
-			      .heap = HT_HEAP_PROCESS};
+			      .heap = sev->heap};
 	for (uint64_t i = 0; i < n && !p->err; i++) {
 		ev.size = q + (i < r);
 		ev.addr = p->snap_next_addr;

@@ -15,18 +15,23 @@
 #include "heaptrail/trace.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-/* Version 5: the codes of blocks leaving have their own stream (FREE), and
-   a stream of varints may be stored as two planes, first bytes then
-   continuation bytes (docs/trace-format.md). Every trace is written as
-   version 5, snapshot traces too. A reader also reads versions 2 to 4. */
-#define HT__FILE_VERSION 5u
+/* Version 6: a SNAPSHOT event may name a custom heap (docs/trace-format.md).
+   Every trace is written as version 6, snapshot traces too. A reader also
+   reads versions 2 to 5. */
+#define HT__FILE_VERSION 6u
 #define HT__FILE_VERSION_OLDEST 2u
 /* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
    SNAPSHOT events (code 21), which an older reader must refuse rather than
    misread. From this version on SNAPSHOT events may appear. */
 #define HT__FILE_VERSION_SNAPSHOT 4u
-/* Version 5: FREE stream and stream planes. */
+/* Version 5: the codes of blocks leaving have their own stream (FREE), and
+   a stream of varints may be stored as two planes, first bytes then
+   continuation bytes. */
 #define HT__FILE_VERSION_PLANES 5u
+/* Version 6: a SNAPSHOT event's heap is the custom heap its stack's blocks
+   are in (before, always the process heap): an older reader must refuse it
+   rather than show those blocks in the process heap. */
+#define HT__FILE_VERSION_SNAPHEAP 6u
 #define HT__HEADER_SIZE 64u
 #define HT__CHUNK_MAGIC 0x4b435448u /* "HTCK" as a little-endian u32 */
 #define HT__CHUNK_HEADER_SIZE 48u

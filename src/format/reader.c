@@ -1481,6 +1481,11 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 			ev->func = ht__get_byte(op);
 			ev->flags = (uint16_t)ht__get_varint(mi);
 			ev->heap = ht__get_varint(mi);
+			if (ev->heap && type == HT_EV_SNAPSHOT &&
+			    r->version < HT__FILE_VERSION_SNAPHEAP) {
+				*why = "snapshot of a custom heap in a trace of an older version";
+				return HT_ERR_CORRUPT;
+			}
 		} else {
 			ev->func = (uint8_t)ht__default_func(type);
 		}

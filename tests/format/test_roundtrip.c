@@ -1107,8 +1107,15 @@ static void test_snapshot(void)
 			       .addr = 77,
 			       .old_size = 9876543210ull,
 			       .old_addr = 5000000000ull};
+	/* A custom heap's stack (version 6). */
+	struct ht_event pool = one;
+	pool.heap = 0x7f0012345678ull;
+	pool.stack = 3;
+	pool.size = 300;
+	pool.addr = 3;
 	CHECK_EQ(ht__writer_event(w, &begin, NULL), 0);
 	CHECK_EQ(ht__writer_event(w, &one, NULL), 0);
+	CHECK_EQ(ht__writer_event(w, &pool, NULL), 0);
 	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
 	struct ht_reader *r;
 	CHECK_EQ(ht_reader_open(&r, path), 0);
@@ -1122,8 +1129,35 @@ static void test_snapshot(void)
 	      ev.size == 64 && ev.addr == 2 && ev.ts == 1000);
 	CHECK_EQ(ht_reader_next(r, &ev), 1);
 	CHECK(ev.type == HT_EV_SNAPSHOT && ev.flags == 0 && ev.value == 1 && ev.size == 123456 &&
-	      ev.addr == 77 && ev.old_size == 9876543210ull && ev.old_addr == 5000000000ull);
+	      ev.addr == 77 && ev.old_size == 9876543210ull && ev.old_addr == 5000000000ull &&
+	      ev.heap == 0);
+	CHECK_EQ(ht_reader_next(r, &ev), 1);
+	CHECK(ev.type == HT_EV_SNAPSHOT && ev.heap == 0x7f0012345678ull && ev.stack == 3 &&
+	      ev.size == 300 && ev.addr == 3);
 	CHECK_EQ(ht_reader_next(r, &ev), 0);
+	ht_reader_close(r);
+
+	/* Made version 5, the custom heap's stack ends the events (an older
+	   reader would have shown it in the process heap): the two before it
+	   read. */
+	FILE *f = fopen(path, "r+b");
+	uint8_t h[HT__HEADER_SIZE];
+	CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h));
+	if (!f)
+		return;
+	ht__put_le32(h + 8, HT__FILE_VERSION_SNAPHEAP - 1);
+	ht__put_le32(h + 60, ht__crc32(h, 60));
+	fseek(f, 0, SEEK_SET);
+	fwrite(h, 1, sizeof(h), f);
+	fclose(f);
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	CHECK_EQ(ht_reader_next(r, &ev), 1);
+	CHECK_EQ(ht_reader_next(r, &ev), 1);
+	CHECK(ev.heap == 0 && ev.size == 123456);
+	CHECK(ht_reader_next(r, &ev) <= 0);
+	CHECK(ht_reader_info(r)->flags & HT_TRACEF_TRUNCATED);
 	ht_reader_close(r);
 
 	/* Not a snapshot trace: no SNAPSHOT event goes in. */
@@ -1139,8 +1173,7 @@ static void test_snapshot(void)
 	   (damaged) rather than misread (the event is unknown there, and a
 	   version-5 stream table is not a version-3 one). */
 	test_path(path, sizeof(path), "snap.htr");
-	FILE *f = fopen(path, "r+b");
-	uint8_t h[HT__HEADER_SIZE];
+	f = fopen(path, "r+b");
 	CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h));
 	if (!f)
 		return;
