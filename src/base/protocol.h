@@ -15,7 +15,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 7
+#define HT_PROTO_VERSION 8
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 /*
@@ -172,6 +172,13 @@ struct ht__shm_header {
 		uint32_t pad;
 	} crash[HT_CRASH_SLOTS];
 	_Atomic uint64_t crashes_unreported;
+	/* Heap snapshot mode, custom heaps (include/heaptrail/heap.h): the
+	   region of snap_heap_cap struct ht__snap_heap at snap_heap_offset,
+	   claimed in order by the recorders (snap_heap_next: the next free
+	   entry; may pass the cap, which is then full). Protocol version 8. */
+	uint64_t snap_heap_offset;
+	uint32_t snap_heap_cap;
+	_Atomic uint32_t snap_heap_next;
 };
 
 /*
@@ -253,6 +260,22 @@ struct ht__snap_stack {
 	_Atomic uint64_t freed_count;
 };
 #define HT_SNAP_CAP_DEFAULT (1u << 20) /* stack ids with a slot: 32 MiB, sparse */
+
+/*
+ * Heap snapshot mode: what one stack holds in one custom heap (a handle of
+ * include/heaptrail/heap.h), in the entry a recorder claimed for the pair.
+ * The recorder writes heap and stack, then sets ready (release); the
+ * collector skips an entry not ready yet (nothing counted there yet). A
+ * pair may own two entries (two threads claimed one at once): readers add
+ * them up.
+ */
+struct ht__snap_heap {
+	uint64_t heap;
+	uint32_t stack;
+	_Atomic uint32_t ready;
+	struct ht__snap_stack c;
+};
+#define HT_SNAP_HEAP_CAP (1u << 16) /* (heap, stack) pairs: 3 MiB, sparse */
 
 /* ht__ring.state */
 enum ht__ring_state {

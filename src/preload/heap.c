@@ -1,6 +1,7 @@
 /*
  * The recorder's side of include/heaptrail/heap.h: custom heaps a program
- * declares itself become HEAP_* records with their own handles.
+ * declares itself become HEAP_* records with their own handles (in snapshot
+ * mode, their blocks go to the snapshot's address table instead).
  */
 #define _GNU_SOURCE
 #include "heaptrail/heap.h"
@@ -35,6 +36,8 @@ HT_EXPORT void ht_rec_heap_destroy(uint64_t heap)
 	int e = errno;
 	if (!ht__enter(t))
 		return;
+	if (HT_UNLIKELY(ht__g.snap != NULL))
+		ht__snap_heap_destroy(heap);
 	uint32_t stack = ht__stack_for(t, HT_STK_HEAP_DESTROY);
 	struct ht__rec_heap *r = (struct ht__rec_heap *)ht__rec_begin(
 	    t, HT_REC_HEAP_DESTROY, HT_FN_HEAP_API, sizeof *r, stack);
@@ -80,6 +83,26 @@ static int sampled(struct ht__thread *t, unsigned *type, uint32_t *bit, uint64_t
 	return 0;
 }
 
+/*
+ * Snapshot mode (snapshot.c): no record, the block enters or leaves the
+ * address table under its heap, as the process heap's do (rec_heap.h). A
+ * failed call changes nothing; a realloc frees old and allocates p.
+ */
+static void snap_op(struct ht__thread *t, unsigned type, uint32_t bit, uint64_t heap,
+		    const void *old, const void *p, size_t size)
+{
+	if (type == HT_REC_HEAP_FREE) {
+		ht__snap_heap_free(heap, p);
+		return;
+	}
+	if (!p && (size || type == HT_REC_HEAP_ALLOC))
+		return;
+	if (old)
+		ht__snap_heap_free(heap, old);
+	if (p)
+		ht__snap_heap_alloc(t, heap, p, size, bit);
+}
+
 static void heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *old, const void *p,
 		    size_t size, unsigned flags)
 {
@@ -87,6 +110,12 @@ static void heap_op(unsigned type, uint32_t bit, uint64_t heap, const void *old,
 	int e = errno;
 	if (!ht__enter(t))
 		return;
+	if (HT_UNLIKELY(ht__g.snap != NULL)) {
+		snap_op(t, type, bit, heap, old, p, size);
+		ht__leave(t);
+		errno = e;
+		return;
+	}
 	if (HT_UNLIKELY(ht__g.sample_rate) && !sampled(t, &type, &bit, heap, &old, &p, &size)) {
 		ht__leave(t);
 		errno = e;

@@ -370,14 +370,23 @@ int ht__init_session(const char *path, uint32_t flags)
 	ht__g.pid = pid;
 	ht__g.snap = NULL;
 	ht__g.snap_cap = 0;
+	ht__g.snap_heap = NULL;
+	ht__g.snap_heap_cap = 0;
 	if (h->flags & HT_SHM_SNAPSHOT) {
 		if (!h->snap_cap || h->snap_offset % 64 ||
-		    h->snap_offset + (uint64_t)h->snap_cap * sizeof(struct ht__snap_stack) > size) {
+		    h->snap_offset + (uint64_t)h->snap_cap * sizeof(struct ht__snap_stack) > size ||
+		    h->snap_heap_offset % 64 ||
+		    (uint64_t)h->snap_cap + h->snap_heap_cap >= 1u << 28 ||
+		    h->snap_heap_offset +
+			    (uint64_t)h->snap_heap_cap * sizeof(struct ht__snap_heap) >
+			size) {
 			ht__g.hdr = NULL;
 			goto unmap;
 		}
 		ht__g.snap = (struct ht__snap_stack *)((char *)h + h->snap_offset);
 		ht__g.snap_cap = h->snap_cap;
+		ht__g.snap_heap = (struct ht__snap_heap *)((char *)h + h->snap_heap_offset);
+		ht__g.snap_heap_cap = h->snap_heap_cap;
 	}
 
 	ssize_t n = readlink("/proc/self/exe", ht__exe, sizeof ht__exe - 1);

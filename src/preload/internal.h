@@ -111,6 +111,8 @@ struct ht__global {
 	_Atomic int untraced;
 	struct ht__snap_stack *snap; /* snapshot mode: the session's region, else NULL */
 	uint32_t snap_cap;
+	struct ht__snap_heap *snap_heap; /* snapshot mode: custom heaps' entries */
+	uint32_t snap_heap_cap;
 	/* Exit note (note.c): heap and memory records of rings this image gave
 	   back, and whether the session is still mapped for a note at exit. */
 	_Atomic uint64_t events_done;
@@ -332,12 +334,18 @@ enum ht__sample_realloc ht__sample_realloc(struct ht__thread *t, uint64_t heap, 
  * from the table (1 and its packed value when it was there) without
  * counting it freed, which ht__snap_freed() does; ht__snap_put_back()
  * returns a block a failed realloc kept. ht__snap_reset(): a new instance.
+ * ht__snap_heap_*(): the same for custom heaps (include/heaptrail/heap.h).
  */
 void ht__snap_alloc(struct ht__thread *t, void *p, uint64_t size, uint32_t bit);
 int ht__snap_take(uint64_t p, uint64_t *val);
 void ht__snap_freed(uint64_t val);
 void ht__snap_put_back(uint64_t p, uint64_t val);
 void ht__snap_reset(void);
+/* Custom heaps' blocks (heap.c): heap 0 is the process heap's handle. */
+void ht__snap_heap_alloc(struct ht__thread *t, uint64_t heap, const void *p, uint64_t size,
+			 uint32_t bit);
+void ht__snap_heap_free(uint64_t heap, const void *p);
+void ht__snap_heap_destroy(uint64_t heap);
 
 /* crash.c: the crash signals' handler of a flight recorder session. */
 void ht__crash_arm(void);    /* each instance (HT_SHM_CRASHES) */

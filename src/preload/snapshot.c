@@ -134,10 +134,18 @@ void ht__snap_put_back(uint64_t p, uint64_t val)
 	}
 }
 
+/* The counters of a packed value's entry: a process heap stack's, or past
+   snap_cap a custom heap's (heap, stack) entry. */
+static inline struct ht__snap_stack *snap_counters(uint32_t ent)
+{
+	if (HT_LIKELY(ent < ht__g.snap_cap))
+		return ht__g.snap + ent;
+	return &ht__g.snap_heap[ent - ht__g.snap_cap].c;
+}
+
 void ht__snap_freed(uint64_t val)
 {
-	uint32_t stack = (uint32_t)(val >> SNAP_SIZE_BITS);
-	struct ht__snap_stack *s = ht__g.snap + stack;
+	struct ht__snap_stack *s = snap_counters((uint32_t)(val >> SNAP_SIZE_BITS));
 	atomic_fetch_add_explicit(&s->freed_bytes, val & (((uint64_t)1 << SNAP_SIZE_BITS) - 1),
 				  memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->freed_count, 1, memory_order_relaxed);
@@ -157,14 +165,182 @@ void ht__snap_alloc(struct ht__thread *t, void *p, uint64_t size, uint32_t bit)
 	atomic_fetch_add_explicit(&s->alloc_count, 1, memory_order_relaxed);
 }
 
+/*
+ * Custom heaps (include/heaptrail/heap.h). A block of heap H at address p is
+ * in the same address table under the key slot(H) << 48 | p, where slot(H)
+ * (1 ..) is H's place in this image's table of handles: a pool carved from
+ * a malloc'd block, or two heaps handing out one address, never share a
+ * key, and a heap's blocks are found by the key's top bits when it is
+ * destroyed. Its packed value's entry is snap_cap + j, j the session
+ * region's entry (struct ht__snap_heap) this image claimed for (H, stack),
+ * found through a private index keyed slot(H) << 32 | stack. Both private
+ * tables are mapped at the first custom heap block; a full one, an address
+ * of 48 bits or more, or a full region: the block is counted untracked.
+ */
+#define SNAP_ADDR_BITS 48
+#define SNAP_HANDLES_BITS 14 /* handles an image can have (< 2^16) */
+#define SNAP_INDEX_BITS 16   /* (heap, stack) pairs of an image */
+#define SNAP_MAP_PROBES 64
+
+struct snap_index {
+	_Atomic uint64_t key; /* slot << 32 | stack; 0: empty */
+	_Atomic uint32_t ent; /* j + 1; 0 while its claimer fills it in */
+	uint32_t pad;
+};
+
+static _Atomic uint64_t *_Atomic snap_handles;
+static struct snap_index *_Atomic snap_index;
+
+/* Maps a private table of bytes once (racing threads keep one mapping). */
+static HT_COLD void *snap_table(void *_Atomic *where, size_t bytes)
+{
+	void *t = atomic_load_explicit(where, memory_order_acquire);
+	if (t)
+		return t;
+	void *mine = ht__raw_mmap(bytes);
+	if (!mine)
+		return NULL;
+	void *none = NULL;
+	if (atomic_compare_exchange_strong(where, &none, mine))
+		return mine;
+	syscall(SYS_munmap, mine, bytes);
+	return none;
+}
+
+/* heap's slot (1 ..), added when add; 0 when not there or the table is full. */
+static uint32_t snap_heap_slot(uint64_t heap, int add)
+{
+	_Atomic uint64_t *h = atomic_load_explicit(&snap_handles, memory_order_acquire);
+	if (!h && (!add || !(h = snap_table((void *_Atomic *)&snap_handles,
+					    sizeof(*h) << SNAP_HANDLES_BITS))))
+		return 0;
+	uint64_t mask = ((uint64_t)1 << SNAP_HANDLES_BITS) - 1;
+	uint64_t i = snap_hash(heap) >> (64 - SNAP_HANDLES_BITS);
+	for (unsigned k = 0; k < SNAP_MAP_PROBES; k++) {
+		uint32_t at = (uint32_t)((i + k) & mask);
+		uint64_t v = atomic_load_explicit(&h[at], memory_order_relaxed);
+		if (!v && !add)
+			return 0; /* handles never leave: it is not there */
+		if (!v && atomic_compare_exchange_strong(&h[at], &v, heap))
+			return at + 1;
+		if (v == heap) /* there, or put there by another thread at once */
+			return at + 1;
+	}
+	return 0;
+}
+
+/* A new entry of the session's region for (heap, stack): j + 1, 0 when full. */
+static uint32_t snap_heap_claim(uint64_t heap, uint32_t stack)
+{
+	struct ht__shm_header *hdr = ht__g.hdr;
+	if (atomic_load_explicit(&hdr->snap_heap_next, memory_order_relaxed) >= ht__g.snap_heap_cap)
+		return 0;
+	uint32_t j = atomic_fetch_add_explicit(&hdr->snap_heap_next, 1, memory_order_relaxed);
+	if (j >= ht__g.snap_heap_cap)
+		return 0;
+	struct ht__snap_heap *e = ht__g.snap_heap + j;
+	e->heap = heap;
+	e->stack = stack;
+	atomic_store_explicit(&e->ready, 1, memory_order_release);
+	return j + 1;
+}
+
+/* The region's entry of (heap in slot, stack): j + 1, or 0 (a limit). */
+static uint32_t snap_heap_entry(uint64_t heap, uint32_t slot, uint32_t stack)
+{
+	struct snap_index *x =
+	    snap_table((void *_Atomic *)&snap_index, sizeof(*x) << SNAP_INDEX_BITS);
+	if (!x)
+		return 0;
+	uint64_t key = (uint64_t)slot << 32 | stack;
+	uint64_t mask = ((uint64_t)1 << SNAP_INDEX_BITS) - 1;
+	uint64_t i = snap_hash(key << 4) >> (64 - SNAP_INDEX_BITS);
+	for (unsigned k = 0; k < SNAP_MAP_PROBES; k++) {
+		struct snap_index *e = &x[(i + k) & mask];
+		uint64_t v = atomic_load_explicit(&e->key, memory_order_acquire);
+		if (!v && atomic_compare_exchange_strong(&e->key, &v, key)) {
+			uint32_t j = snap_heap_claim(heap, stack);
+			atomic_store_explicit(&e->ent, j, memory_order_release);
+			return j;
+		}
+		if (v == key) {
+			/* Its claimer may still be filling it in: then this block
+			   gets an entry of its own (the collector adds them up). */
+			uint32_t j = atomic_load_explicit(&e->ent, memory_order_acquire);
+			return j ? j : snap_heap_claim(heap, stack);
+		}
+	}
+	return 0;
+}
+
+static inline uint64_t snap_heap_key(uint32_t slot, const void *p)
+{
+	return (uint64_t)slot << SNAP_ADDR_BITS | (uint64_t)(uintptr_t)p;
+}
+
+void ht__snap_heap_alloc(struct ht__thread *t, uint64_t heap, const void *p, uint64_t size,
+			 uint32_t bit)
+{
+	if (!heap) { /* the process heap's handle */
+		ht__snap_alloc(t, (void *)p, size, bit);
+		return;
+	}
+	uint32_t stack = ht__stack_for(t, bit);
+	uint32_t slot = (uint64_t)(uintptr_t)p >> SNAP_ADDR_BITS ? 0 : snap_heap_slot(heap, 1);
+	uint32_t j = slot && stack < SNAP_STACK_LIMIT ? snap_heap_entry(heap, slot, stack) : 0;
+	uint64_t ent = (uint64_t)ht__g.snap_cap + j - 1;
+	if (!j || size >> SNAP_SIZE_BITS ||
+	    !snap_put(snap_heap_key(slot, p), ent << SNAP_SIZE_BITS | size)) {
+		snap_untracked(size);
+		return;
+	}
+	struct ht__snap_stack *s = &ht__g.snap_heap[j - 1].c;
+	atomic_fetch_add_explicit(&s->alloc_bytes, size, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->alloc_count, 1, memory_order_relaxed);
+}
+
+void ht__snap_heap_free(uint64_t heap, const void *p)
+{
+	uint64_t v;
+	uint32_t slot = heap ? snap_heap_slot(heap, 0) : 0;
+	if ((!heap || slot) && ht__snap_take(heap ? snap_heap_key(slot, p) : (uintptr_t)p, &v))
+		ht__snap_freed(v);
+}
+
+void ht__snap_heap_destroy(uint64_t heap)
+{
+	/* Every block still in the heap goes with it, as the trace's readers
+	   end them at a HEAP_DESTROY: a walk of the table (destroying a heap
+	   is rare; its cost follows the table, not the program's calls). */
+	uint32_t slot = heap ? snap_heap_slot(heap, 0) : 0;
+	if (!slot)
+		return;
+	uint32_t n = atomic_load_explicit(&snap_nlevels, memory_order_acquire);
+	for (uint32_t l = 0; l < n; l++) {
+		struct snap_ent *tab = atomic_load_explicit(&snap_level[l], memory_order_acquire);
+		for (uint64_t i = 0; i < (uint64_t)1 << (SNAP_LEVEL0_BITS + l); i++) {
+			uint64_t key = atomic_load_explicit(&tab[i].key, memory_order_relaxed);
+			if (key >> SNAP_ADDR_BITS != slot)
+				continue;
+			uint64_t val = atomic_load_explicit(&tab[i].val, memory_order_relaxed);
+			if (atomic_compare_exchange_strong(&tab[i].key, &key, SNAP_TOMB))
+				ht__snap_freed(val);
+		}
+	}
+}
+
 void ht__snap_reset(void)
 {
 	/* A new instance (fork child): the parent's blocks are counted on the
-	   parent's stacks, so the child starts an empty table of its own. */
+	   parent's stacks, so the child starts an empty table of its own (and
+	   an empty index: its stacks are its own). */
 	atomic_store(&snap_nlevels, 0);
 	for (uint32_t l = 0; l < SNAP_LEVELS; l++) {
 		struct snap_ent *tab = atomic_exchange(&snap_level[l], NULL);
 		if (tab)
 			syscall(SYS_munmap, tab, snap_level_bytes(l));
 	}
+	struct snap_index *x = atomic_exchange(&snap_index, NULL);
+	if (x)
+		syscall(SYS_munmap, x, sizeof(*x) << SNAP_INDEX_BITS);
 }

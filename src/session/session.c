@@ -177,8 +177,10 @@ int ht__shm_create(struct ht__session *s)
 		      (size_t)s->ring_count * (HT_RING_HEADER_SIZE + (size_t)s->ring_size);
 	/* Heap snapshot mode: the stacks' region after the rings (sparse too). */
 	size_t snap_offset = (s->map_size + 4095) & ~(size_t)4095;
+	size_t snap_heap_offset = snap_offset + (size_t)s->snap_cap * sizeof(struct ht__snap_stack);
 	if (s->cfg.flags & HT_SHM_SNAPSHOT)
-		s->map_size = snap_offset + (size_t)s->snap_cap * sizeof(struct ht__snap_stack);
+		s->map_size =
+		    snap_heap_offset + (size_t)HT_SNAP_HEAP_CAP * sizeof(struct ht__snap_heap);
 	if (!s->path) {
 		rc = HT_ERR_NOMEM;
 		goto unlink_file;
@@ -228,6 +230,8 @@ int ht__shm_create(struct ht__session *s)
 	if (s->cfg.flags & HT_SHM_SNAPSHOT) {
 		h->snap_offset = snap_offset;
 		h->snap_cap = s->snap_cap;
+		h->snap_heap_offset = snap_heap_offset;
+		h->snap_heap_cap = HT_SNAP_HEAP_CAP;
 	}
 	h->t0_ns = ht__now_ns();
 	h->sample_seed = s->cfg.sample_seed;

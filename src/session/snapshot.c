@@ -2,9 +2,9 @@
  * Heap snapshot mode on the collector's side (docs/session-protocol.md,
  * "Heap snapshots"): when a snapshot is asked (heaptrail snapshot, SIGUSR2,
  * the interval), a process exits (a snapshot of it alone) or the session
- * ends, copy the stacks' region the recorders keep, queue it in time order
- * with the session's own records, and write it as SNAPSHOT events once every
- * stack it names has been defined.
+ * ends, copy the stacks' region the recorders keep (and the custom heaps'
+ * entries), queue it in time order with the session's own records, and
+ * write it as SNAPSHOT events once every stack it names has been defined.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +14,12 @@
 
 struct ht__snap_copy {
 	/* The stacks that ever allocated (of the exited image alone in an exit
-	   snapshot), by increasing id: memory follows them, not every stack. */
+	   snapshot), by increasing id, then the custom heaps' (heap, stack)
+	   pairs by heap and id: memory follows them, not every stack. */
 	size_t n, cap;
 	struct ht__snap_entry {
 		uint32_t id;
+		uint64_t heap; /* 0: the process heap; else a custom heap's handle */
 		uint64_t alloc_bytes, alloc_count, live_bytes, live_count;
 	} * v;
 	uint64_t untracked_count, untracked_bytes;
@@ -54,6 +56,64 @@ int ht__snap_exited(struct ht__session *s, struct ht__proc *p)
 	return 0;
 }
 
+/* Whether stack id belongs to the exited image (NULL: every image does). */
+static bool of_image(struct ht__session *s, uint32_t id, const struct ht__proc *root,
+		     const struct ht__proc *exited)
+{
+	if (!exited)
+		return true;
+	/* Its stacks are all defined: its exit came after them. */
+	uint32_t sid;
+	struct ht__proc *owner = (struct ht__proc *)root;
+	if (id)
+		ht__stack_of(s, id, &sid, &owner);
+	return owner == exited;
+}
+
+/* Adds one entry's counters to c (not allocated there yet: nothing). */
+static int snap_add(struct ht__snap_copy *c, uint32_t id, uint64_t heap,
+		    const struct ht__snap_stack *k)
+{
+	/* Freed before allocated: both only grow, so live never goes below 0
+	   while threads work. */
+	uint64_t fb = atomic_load(&k->freed_bytes), fc = atomic_load(&k->freed_count);
+	uint64_t ab = atomic_load(&k->alloc_bytes), ac = atomic_load(&k->alloc_count);
+	if (!ac)
+		return 0;
+	if (ht__grow((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v)) < 0)
+		return HT_ERR_NOMEM;
+	c->v[c->n++] = (struct ht__snap_entry){id, heap, ab, ac, ab - fb, ac - fc};
+	return 0;
+}
+
+static int heap_entry_cmp(const void *a, const void *b)
+{
+	const struct ht__snap_entry *x = a, *y = b;
+	if (x->heap != y->heap)
+		return x->heap < y->heap ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The custom heaps' entries (claimed in any order, a pair maybe twice):
+   by heap and stack, each pair once. */
+static void heap_entries_sort(struct ht__snap_copy *c, size_t first)
+{
+	qsort(c->v + first, c->n - first, sizeof(*c->v), heap_entry_cmp);
+	size_t out = first;
+	for (size_t i = first; i < c->n; i++) {
+		struct ht__snap_entry *o = &c->v[out - 1];
+		if (out > first && o->heap == c->v[i].heap && o->id == c->v[i].id) {
+			o->alloc_bytes += c->v[i].alloc_bytes;
+			o->alloc_count += c->v[i].alloc_count;
+			o->live_bytes += c->v[i].live_bytes;
+			o->live_count += c->v[i].live_count;
+		} else {
+			c->v[out++] = c->v[i];
+		}
+	}
+	c->n = out;
+}
+
 /* Copies the stacks' region into the queue and queues its record; exited:
    an exit snapshot, written with that image's stacks alone. */
 static int snap_take(struct ht__session *s, const struct ht__proc *exited)
@@ -79,29 +139,26 @@ static int snap_take(struct ht__session *s, const struct ht__proc *exited)
 	struct ht__snap_copy c = {.exited = exited};
 	const struct ht__proc *root = root_proc(s);
 	const struct ht__snap_stack *reg = (const void *)(s->map + s->hdr->snap_offset);
-	for (uint32_t i = 0; i < n; i++) {
-		/* Freed before allocated: both only grow, so live never goes
-		   below 0 while threads work. */
-		uint64_t fb = atomic_load(&reg[i].freed_bytes),
-			 fc = atomic_load(&reg[i].freed_count);
-		uint64_t ab = atomic_load(&reg[i].alloc_bytes),
-			 ac = atomic_load(&reg[i].alloc_count);
-		if (!ac)
-			continue;
-		if (exited) { /* its stacks are all defined: its exit came after them */
-			uint32_t id;
-			struct ht__proc *owner = (struct ht__proc *)root;
-			if (i)
-				ht__stack_of(s, i, &id, &owner);
-			if (owner != exited)
-				continue;
-		}
-		if (ht__grow((void **)&c.v, &c.cap, c.n + 1, sizeof(*c.v)) < 0) {
-			free(c.v);
-			return HT_ERR_NOMEM;
-		}
-		c.v[c.n++] = (struct ht__snap_entry){i, ab, ac, ab - fb, ac - fc};
+	int rc = 0;
+	for (uint32_t i = 0; i < n && rc >= 0; i++)
+		if (atomic_load(&reg[i].alloc_count) && of_image(s, i, root, exited))
+			rc = snap_add(&c, i, 0, &reg[i]);
+	/* Custom heaps: the entries claimed so far; one not ready yet has
+	   counted nothing. */
+	uint32_t hn = atomic_load(&s->hdr->snap_heap_next);
+	if (hn > s->hdr->snap_heap_cap)
+		hn = s->hdr->snap_heap_cap;
+	const struct ht__snap_heap *hreg = (const void *)(s->map + s->hdr->snap_heap_offset);
+	size_t first = c.n;
+	for (uint32_t j = 0; j < hn && rc >= 0; j++)
+		if (atomic_load_explicit(&hreg[j].ready, memory_order_acquire) &&
+		    of_image(s, hreg[j].stack, root, exited))
+			rc = snap_add(&c, hreg[j].stack, hreg[j].heap, &hreg[j].c);
+	if (rc < 0) {
+		free(c.v);
+		return rc;
 	}
+	heap_entries_sort(&c, first);
 	c.untracked_count = atomic_load(&s->hdr->snap_untracked_count);
 	c.untracked_bytes = atomic_load(&s->hdr->snap_untracked_bytes);
 	s->snap_q[(s->snap_qhead + s->snap_qn) % s->snap_qcap] = c;
@@ -109,7 +166,7 @@ static int snap_take(struct ht__session *s, const struct ht__proc *exited)
 	uint32_t seq = ++s->snap_seq;
 	struct ht__rec r = {
 	    .type = HT__REC_SELF_SNAPSHOT, .len = sizeof(r), .stack = seq, .ts = ts};
-	int rc = ht__self_record(s, &r);
+	rc = ht__self_record(s, &r);
 	if (rc < 0)
 		return rc;
 	atomic_store(&s->hdr->snap_last, seq);
@@ -198,6 +255,7 @@ int ht__snap_write(struct ht__session *s, const struct ht__rec *rec)
 		ev.process = owner->index;
 		ev.pid = ev.tid = owner->pid;
 		ev.stack = id;
+		ev.heap = e->heap;
 		ev.size = e->live_bytes;
 		ev.addr = e->live_count;
 		ev.old_size = e->alloc_bytes;

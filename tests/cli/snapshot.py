@@ -23,6 +23,7 @@ class Env:
         self.ht = os.path.join(build, "bin", "heaptrail")
         self.prog = os.path.join(build, "tests", "programs", "snap_prog")
         self.trace = os.path.join(tmp, "s.htr")
+        self.golden = os.path.join(src, "tests", "format", "golden")
         # Named sessions live in a directory of this test's own.
         self.env = dict(os.environ, XDG_RUNTIME_DIR=tmp)
 
@@ -188,6 +189,108 @@ def exec_image(env):
     equal(by_site(env, ["--snapshot", "1", env.trace]), before, "snapshot 1, the image exec replaced")
     equal(by_site(env, ["--snapshot", "2", env.trace]), after, "snapshot 2, the new image at its exit")
     equal(by_site(env, [env.trace]), dict(before, **after), "the snapshot at the end: both images")
+
+
+def heap_rows(env, trace, extra=()):
+    """table heap --group-by handle,impacting-type,stack: the Impacting rows
+    (blocks live at the end of the window) as {(heap name, stack): (bytes, blocks)}."""
+    out, _ = env.run(["table", "heap", trace, "--group-by", "handle,impacting-type,stack",
+                      "--format", "csv"] + list(extra))
+    lines = out.splitlines()
+    col = {k: i for i, k in enumerate(lines[0].split(","))}
+    rows = {}
+    for line in lines[1:]:
+        f = line.split(",")
+        if f[col["depth"]] == "3" and f[col["impacting_type"]] == "Impacting":
+            rows[(f[col["heap_name"]], f[col["stack"]])] = (int(f[col["impacting_size"]]), int(f[col["count"]]))
+    return rows
+
+
+def by_heap(env, args):
+    """analyze --summary: {heap name: (outstanding bytes, blocks)}."""
+    out, _ = env.run(["analyze", "--summary", "--format", "json"] + args)
+    return {it["heap_name"]: (it["outstanding_bytes"], it["outstanding_count"])
+            for it in json.loads(out)["items"]}
+
+
+def live_by_heap(db, where):
+    """The sqlite export's live blocks by heap (in handle order: the pools are
+    one static array), as [(blocks, bytes)]."""
+    import sqlite3
+    c = sqlite3.connect(db)
+    try:
+        return [r[1:] for r in c.execute("select heap, count(*), sum(size) from allocations where %s "
+                                         "group by heap order by heap" % where)]
+    finally:
+        c.close()
+
+
+@case
+def heaps(env):
+    """Custom heaps (include/heaptrail/heap.h) in snapshot mode are aggregated
+    like malloc's, by heap and stack, with no event of their blocks: the same
+    program recorded in full and in snapshot mode has, in every command, the
+    same live bytes and blocks per heap and stack at its exit. snap_prog
+    "heaps" carves pools from malloc'd blocks (a pool's first block has its
+    malloc block's address), frees, reallocs, fails, destroys a heap with
+    blocks in it and creates it again, and carves one pool from threads."""
+    full = os.path.join(env.tmp, "full.htr")
+    env.run(["record", "-q", "-o", full, "--", env.prog, "heaps"])
+    env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "heaps"])
+    no_alloc_events(env)
+    out, _ = env.run(["dump", "--format", "json", env.trace])
+    evs = [json.loads(l) for l in out.splitlines() if l.strip()]
+    check(not [e for e in evs if e["type"].startswith("heap_") and e["type"] not in ("heap_create", "heap_destroy")],
+          "custom heap block events in a snapshot trace")
+    # The full trace's live state at the exit: the window up to the exit.
+    out, _ = env.run(["dump", "--format", "json", full])
+    exit_ns = [json.loads(l)["ts"] for l in out.splitlines() if '"process_exit"' in l][0]
+    want = heap_rows(env, full, ["--range", "0", "%dns" % exit_ns])
+    got = heap_rows(env, env.trace)
+    equal(got, want, "table heap by heap and stack: snapshot against the full trace at exit")
+    named = {}
+    for (heap, stack), v in got.items():
+        site = next((x.split("!")[1] for x in stack.split(" <- ") if x.startswith("snap_prog!")), None)
+        named[(heap, site)] = v
+    expect = {("alpha", "heap_x"): (300, 3), ("alpha", "heap_y"): (400, 2), ("alpha", "heap_r"): (500, 1),
+              ("beta again", "heap_x"): (30, 1), ("gamma", "heap_y"): (960, 40), ("gamma", "heap_x"): (192, 3),
+              ("malloc", "site_a"): (3 * 4096, 3), ("malloc", "site_b"): (77, 1)}
+    equal({k: v for k, v in named.items() if k in expect}, expect, "live blocks by heap and site")
+    hs = by_heap(env, [env.trace])
+    equal(hs, by_heap(env, [full]), "analyze --summary by heap: snapshot against full")
+    equal({k: hs[k] for k in ("alpha", "beta again", "gamma")},
+          {"alpha": (1200, 6), "beta again": (30, 1), "gamma": (1152, 43)}, "analyze --summary")
+    out, _ = env.run(["diff", full, env.trace, "--format", "json"])
+    items = json.loads(out)["items"]
+    check(items and all((i["delta_bytes"], i["delta_count"]) == (0, 0) for i in items),
+          "diff of the full trace and the snapshot: %s" % items)
+    fdb, sdb = os.path.join(env.tmp, "full.db"), os.path.join(env.tmp, "snap.db")
+    env.run(["export", full, "--format", "sqlite", "-o", fdb])
+    env.run(["export", env.trace, "--format", "sqlite", "-o", sdb])
+    equal(live_by_heap(sdb, "free_ns is null"), live_by_heap(fdb, "at_exit"), "export sqlite: live by heap")
+    rep = os.path.join(env.tmp, "r.html")
+    env.run(["report", env.trace, "-o", rep])
+    d = json.dumps(page_data(rep))
+    check('"gamma"' in d and '"beta again"' in d, "the report names the custom heaps")
+    s = snapshots(env)[-1]
+    equal((s.get("untracked_count", 0), s.get("untracked_bytes", 0)), (0, 0), "untracked")
+
+
+@case
+def old_trace(env):
+    """A heap snapshot trace of format version 5 (before snapshots named
+    custom heaps): snap_prog "fork" recorded by that version's build reads
+    the same, every stack in the process heap."""
+    old = os.path.join(env.golden, "snap-v5.htr")
+    out, _ = env.run(["info", old])
+    check("(format 5, complete, symbols)" in out, "info of snap-v5.htr: " + out)
+    out, _ = env.run(["info", "--format", "json", old])
+    procs = json.loads(out)["processes"]
+    equal(len(procs), 2, "processes")
+    equal(by_site(env, ["-pid", str(procs[0]["pid"]), old]), {"site_a": (300, 3), "site_b": (100, 2)},
+          "the parent's blocks")
+    equal(by_site(env, ["-pid", str(procs[1]["pid"]), old]), {"site_c": (2100, 7)}, "the child's blocks")
+    equal(list(by_heap(env, [old])), ["malloc"], "heaps of a version-5 snapshot trace")
 
 
 def page_data(path):

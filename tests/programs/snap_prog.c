@@ -5,7 +5,10 @@
  * each; "threads": four threads allocate, main frees some; "fork": parent
  * and child hold blocks of their own; "children": two children exit one
  * after the other, each holding blocks; "exec": holds blocks, then execs
- * itself as "execd", which holds others; "loop N": N malloc/free pairs.
+ * itself as "execd", which holds others; "heaps": custom heaps
+ * (include/heaptrail/heap.h) carved from malloc'd blocks, with frees, a
+ * realloc, a failure, a heap destroyed with blocks and created again, and
+ * threads; "loop N": N malloc/free pairs.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +16,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "heaptrail/heap.h"
 
 static void *keep[1024];
 
@@ -35,6 +40,55 @@ void *site_r(void *p, size_t n)
 void *site_t(size_t n)
 {
 	return malloc(n);
+}
+
+/* A bump allocator over a malloc'd block: its first block has the block's
+   own address, which the process heap holds too. */
+struct pool {
+	char *mem;
+	size_t used;
+};
+
+static void pool_new(struct pool *p, const char *name)
+{
+	p->mem = site_a(4096);
+	p->used = 0;
+	ht_heap_create(p, name);
+}
+
+static void *carve(struct pool *p, size_t n)
+{
+	size_t at = __atomic_fetch_add(&p->used, (n + 15) & ~(size_t)15, __ATOMIC_RELAXED);
+	return at + n <= 4096 ? p->mem + at : NULL; /* threads carve one pool */
+}
+
+void *heap_x(struct pool *p, size_t n)
+{
+	void *r = carve(p, n);
+	ht_heap_alloc(p, r, n);
+	return r;
+}
+void *heap_y(struct pool *p, size_t n)
+{
+	void *r = carve(p, n);
+	ht_heap_alloc(p, r, n);
+	return r;
+}
+void *heap_r(struct pool *p, void *old, size_t n)
+{
+	void *r = carve(p, n);
+	ht_heap_realloc(p, old, r, n);
+	return r;
+}
+
+static struct pool pools[4];
+
+static void *heap_thread(void *arg)
+{
+	struct pool *p = arg;
+	for (int i = 0; i < 20; i++)
+		heap_y(p, 24);
+	return NULL;
 }
 
 static void wait_line(const char *phase)
@@ -135,6 +189,36 @@ int main(int argc, char **argv)
 			keep[i] = site_c(300);
 		free(keep[1]);
 		free(keep[2]);
+		return 0;
+	}
+	if (!strcmp(mode, "heaps")) {
+		struct pool *alpha = &pools[0], *beta = &pools[1], *gamma = &pools[2];
+		pool_new(alpha, "alpha");
+		pool_new(beta, "beta");
+		pool_new(gamma, "gamma");
+		for (int i = 0; i < 4; i++)
+			keep[i] = heap_x(alpha, 100); /* the first at alpha's malloc'd block */
+		for (int i = 0; i < 3; i++)
+			keep[4 + i] = heap_y(alpha, 200);
+		ht_heap_free(alpha, keep[1]);
+		keep[4] = heap_r(alpha, keep[4], 500);
+		ht_heap_alloc(alpha, NULL, 99999); /* a failure: nothing held */
+		for (int i = 0; i < 2; i++)
+			heap_x(beta, 50);
+		ht_heap_destroy(beta); /* with its two blocks */
+		ht_heap_create(beta, "beta again");
+		beta->used = 0;
+		heap_x(beta, 30);
+		pthread_t t[2];
+		for (int i = 0; i < 2; i++)
+			pthread_create(&t[i], NULL, heap_thread, gamma);
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 0; i < 5; i++)
+			keep[10 + i] = heap_x(gamma, 64);
+		ht_heap_free(gamma, keep[10]);
+		ht_heap_free(gamma, keep[11]);
+		keep[20] = site_b(77);
 		return 0;
 	}
 	if (!strcmp(mode, "wait")) { /* for attach: allocates once told to */
