@@ -243,10 +243,16 @@ static size_t compress_stream(struct ht__writer *w, int *level, bool trial, cons
 	if (!trial)
 		return compress_frame(w, *level, d, len);
 	size_t at = w->comp.len, fast = compress_frame(w, ZSTD_LEVEL_FAST, d, len);
+	if (fast && fast * 16 > len * ENTROPY_ABOVE) {
+		/* Mostly entropy: level 1 whatever level 6 would save, so level 6
+		   is not tried (on alloc_loop, a fifth of the trials' cost). */
+		*level = ZSTD_LEVEL_FAST;
+		return fast;
+	}
 	size_t at2 = w->comp.len, strong = fast ? compress_frame(w, ZSTD_LEVEL, d, len) : 0;
 	if (!strong)
 		return 0;
-	if (fast <= strong + strong / STRONG_GAIN || fast * 16 > len * ENTROPY_ABOVE) {
+	if (fast <= strong + strong / STRONG_GAIN) {
 		w->comp.len = at2;
 		*level = ZSTD_LEVEL_FAST;
 		return fast;
