@@ -849,12 +849,101 @@ static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, ui
 	return put_raw_addr(p, sl, addr);
 }
 
+/* The time delta and the stack id of ev, which every event has. */
+static void put_time_stack(struct ht__writer *w, const struct ht_event *ev)
+{
+	struct ht__buf *tb = &w->st[HT__S_TIME];
+	uint64_t q = ev->ts / w->ts_unit;
+	tb->len =
+	    ht__put_varint(tb->data + tb->len, ht__zigzag((int64_t)(q - w->prev_ts))) - tb->data;
+	w->prev_ts = q;
+	if (ev->stack) {
+		struct ht__buf *sb = &w->st[HT__S_STACK];
+		sb->len = ht__put_varint(sb->data + sb->len, ev->stack) - sb->data;
+	}
+}
+
+/* The address code of a block that slot si allocated (put_alloc_addr),
+   noted in the chunk's map; 0 or HT_ERR_NOMEM. */
+static int put_new_block(struct ht__writer *w, uint32_t si, const struct ht_event *ev,
+			 uint64_t old_addr)
+{
+	struct ht__buf *ab = &w->st[HT__S_ADDR];
+	ab->len =
+	    put_alloc_addr(w, ab->data + ab->len, si, ev->addr, ev->size, old_addr) - ab->data;
+	return note_alloc(w, si, ev->addr, ev->size) < 0 ? (w->err = HT_ERR_NOMEM) : 0;
+}
+
+/* Counts ev in the chunk, which it closes when full. */
+static int event_done(struct ht__writer *w, const struct ht_event *ev)
+{
+	/* raw_len is the streams' total: both start at 0 with each chunk. */
+	w->raw_len = w->st[0].len + w->st[1].len + w->st[2].len + w->st[3].len + w->st[4].len +
+		     w->st[5].len + w->st[6].len;
+	_Static_assert(HT__NSTREAMS == 7, "raw_len sums every stream");
+	w->ev_count++;
+	w->event_total++;
+	w->last_ts = ev->ts;
+	if (ev->ts > w->max_ts)
+		w->max_ts = ev->ts;
+	if (w->raw_len >= w->chunk_target)
+		return flush_events(w);
+	return 0;
+}
+
+/*
+ * An allocation or free with nothing but an address, a size and a stack,
+ * by the thread of the previous event of the chunk, when the streams have
+ * room: nearly every event of a heap trace. It is written as the general
+ * path of ht__writer_event writes it, byte for byte, without that path's
+ * look at every field.
+ */
+static bool plain_heap(const struct ht__writer *w, const struct ht_event *ev)
+{
+	if ((ev->type != HT_EV_ALLOC && ev->type != HT_EV_FREE) ||
+	    ev->func != ht__default_func(ev->type) || !w->fits || !w->ev_count)
+		return false;
+	if (ev->flags | ev->heap | ev->old_addr | ev->old_size | ev->prot | ev->mflags |
+		(uint32_t)ev->fd | (uint32_t)ev->value | ev->module ||
+	    ev->name)
+		return false;
+	const struct slot *sl = &w->slots[w->cur_slot]; /* ev_count: a slot is current */
+	return sl->tid == ev->tid && sl->process == ev->process && sl->pid == ev->pid;
+}
+
+static int put_plain_heap(struct ht__writer *w, const struct ht_event *ev)
+{
+	w->fits--;
+	uint32_t si = w->cur_slot;
+	struct ht__buf *ob = &w->st[HT__S_OPS];
+	uint8_t *op = ob->data + ob->len;
+	*op++ = ev->type | HT__REC_SAME | (ev->stack ? HT__REC_STACK : 0);
+	*op++ = (ev->addr ? HT__F_ADDR : 0) | (ev->size ? HT__F_SIZE : 0);
+	ob->len = op - ob->data;
+	put_time_stack(w, ev);
+	if (ev->size) {
+		struct ht__buf *zb = &w->st[HT__S_SIZE];
+		zb->len = ht__put_varint(zb->data + zb->len, ev->size) - zb->data;
+	}
+	if (ev->addr) {
+		if (ev->type == HT_EV_FREE) {
+			struct ht__buf *fb = &w->st[HT__S_FREE];
+			fb->len = put_free_addr(w, fb->data + fb->len, si, ev->addr) - fb->data;
+		} else if (put_new_block(w, si, ev, 0) < 0) {
+			return w->err;
+		}
+	}
+	return event_done(w, ev);
+}
+
 int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const struct ht_process *proc)
 {
 	if (!w || !ev)
 		return HT_ERR_INVALID;
 	if (w->err)
 		return w->err;
+	if (plain_heap(w, ev))
+		return put_plain_heap(w, ev);
 	if (!ev->type || ev->type >= HT_EV__COUNT ||
 	    (ev->type == HT_EV_SNAPSHOT && !(w->flags & HT_TRACEF_SNAPSHOT)))
 		return HT_ERR_INVALID;
@@ -925,15 +1014,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		}
 		w->cur_slot = si;
 	}
-	struct ht__buf *tb = &w->st[HT__S_TIME];
-	uint64_t q = ev->ts / w->ts_unit;
-	tb->len =
-	    ht__put_varint(tb->data + tb->len, ht__zigzag((int64_t)(q - w->prev_ts))) - tb->data;
-	w->prev_ts = q;
-	if (ev->stack) {
-		struct ht__buf *sb = &w->st[HT__S_STACK];
-		sb->len = ht__put_varint(sb->data + sb->len, ev->stack) - sb->data;
-	}
+	put_time_stack(w, ev);
 
 	uint8_t mask = 0, mask2 = 0;
 	if (ev->addr)
@@ -987,10 +1068,11 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		if (ev->type == HT_EV_FREE)
 			fb->len = put_free_addr(w, fb->data + fb->len, si, ev->addr) - fb->data;
 		else if (heap_ev) {
-			a = put_alloc_addr(w, a, si, ev->addr, ev->size,
-					   ev->type == HT_EV_REALLOC ? ev->old_addr : 0);
-			if (note_alloc(w, si, ev->addr, ev->size) < 0)
-				return w->err = HT_ERR_NOMEM;
+			ab->len = a - ab->data;
+			if (put_new_block(w, si, ev, ev->type == HT_EV_REALLOC ? ev->old_addr : 0) <
+			    0)
+				return w->err;
+			a = ab->data + ab->len;
 		} else
 			a = put_raw_addr(a, &w->slots[si], ev->addr);
 	}
@@ -1046,18 +1128,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	if (ev->type == HT_EV_PROCESS_EXEC || ev->type == HT_EV_PROCESS_EXIT)
 		ht__proctab_event(&w->procs, ev);
 
-	/* raw_len is the streams' total: both start at 0 with each chunk. */
-	w->raw_len = w->st[0].len + w->st[1].len + w->st[2].len + w->st[3].len + w->st[4].len +
-		     w->st[5].len + w->st[6].len;
-	_Static_assert(HT__NSTREAMS == 7, "raw_len sums every stream");
-	w->ev_count++;
-	w->event_total++;
-	w->last_ts = ev->ts;
-	if (ev->ts > w->max_ts)
-		w->max_ts = ev->ts;
-	if (w->raw_len >= w->chunk_target)
-		return flush_events(w);
-	return 0;
+	return event_done(w, ev);
 }
 
 int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms,
