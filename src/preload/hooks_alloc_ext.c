@@ -219,6 +219,8 @@ static inline void ext_end(struct ht__ext_call *c)
 		ht__rec_alloc(c->t, c->func, NULL, c->size);
 	if (HT_UNLIKELY(c->snap.had)) /* it threw: old is as it was */
 		ht__snap_put_back(c->snap.old, c->snap.val);
+	if (HT_UNLIKELY(c->t->rlc)) /* likewise, sampling's decision */
+		ht__realloc_thrown(c->t);
 	ht__leave(c->t);
 }
 
@@ -308,7 +310,7 @@ static inline uint64_t mul(size_t a, size_t b)
 		if (HT_UNLIKELY(ht__g.snap != NULL))                                               \
 			ht__snap_realloc_begin(&c.snap, old);                                      \
 		else if (old)                                                                      \
-			r = ht__realloc_begin(t, fn, &after);                                      \
+			r = ht__realloc_begin(t, fn, old, c.size, &after);                         \
 		c.open = r != NULL;                                                                \
 		errno = e;                                                                         \
 		void *np = real args;                                                              \
@@ -634,7 +636,7 @@ HT_EXPORT int mi_reallocarr(void *pp, size_t n, size_t size)
 	if (HT_UNLIKELY(ht__g.snap != NULL))
 		ht__snap_realloc_begin(&snap, old);
 	else if (old)
-		r = ht__realloc_begin(t, MI, &after);
+		r = ht__realloc_begin(t, MI, old, mul(n, size), &after);
 	errno = e;
 	int rc = real(pp, n, size);
 	e = errno;

@@ -182,7 +182,7 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 		return p;
 	}
 	int e = errno, after;
-	struct ht__rec_realloc *r = ht__realloc_begin(t, func, &after);
+	struct ht__rec_realloc *r = ht__realloc_begin(t, func, old, size, &after);
 	errno = e;
 	void *p = fn(old, size);
 	e = errno;

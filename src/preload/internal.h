@@ -137,6 +137,12 @@ struct ht__thread {
 	uint32_t sig_unwinds;		/* how many so far (the first are free) */
 	int64_t sample_left;		/* sampling: bytes to the next sample (sample.c) */
 	uint64_t sample_rng;		/* its random state; 0 until the first allocation */
+	/* Sampling, a realloc between its decision and its end (rec_heap.h,
+	   ht__realloc_begin): HT_RLC_* bits, old's key, the bytes to give
+	   back to sample_left when no block is made. */
+	unsigned rlc;
+	uint64_t rlc_old;
+	int64_t rlc_undo;
 };
 
 /*
@@ -241,11 +247,12 @@ int ht__attach_stop(void);
 /*
  * sample.c: sampling by bytes (docs/session-protocol.md, "Sampling"). A
  * key is a block's address, mixed with its custom heap's handle.
- * ht__sample_pick(): the thread's byte counter ran out, or size is at least
- * the rate: decides, and remembers key when sampled (1). ht__sample_forget():
- * 1 when key was sampled (and forgets it): its free is recorded.
+ * ht__sample_draw(): the thread's byte counter ran out, or size is at least
+ * the rate: decides (1: sampled); ht__sample_remember() then keeps the
+ * block's key. ht__sample_forget(): 1 when key was sampled (and forgets it):
+ * its free is recorded.
  */
-int ht__sample_pick(struct ht__thread *t, uint64_t key, uint64_t size);
+int ht__sample_draw(struct ht__thread *t, uint64_t size);
 int ht__sample_forget(uint64_t key);
 void ht__sample_remember(uint64_t key);
 static inline uint64_t ht__sample_key(uint64_t heap, const void *p)
@@ -297,16 +304,25 @@ static inline int ht__sample_skip_free(struct ht__thread *t, const void *p)
 /* A skipped allocation whose call failed: failures are always recorded. */
 void ht__sample_failed(unsigned func, uint64_t size);
 
+/* Whether an allocation of size is sampled, when sampling: the decision
+   needs the size alone (a realloc makes it before its call). */
+static inline int ht__sample_decide(struct ht__thread *t, uint64_t size)
+{
+	t->sample_left -= (int64_t)size;
+	if (HT_LIKELY(t->sample_left > 0) && HT_LIKELY(size < ht__g.sample_rate))
+		return 0;
+	return ht__sample_draw(t, size);
+}
+
 /* An allocation of size at key: 1 to record it (always, when not sampling). */
 static inline int ht__sample_keep(struct ht__thread *t, uint64_t key, uint64_t size)
 {
-	uint64_t rate = ht__g.sample_rate;
-	if (HT_LIKELY(!rate))
+	if (HT_LIKELY(!ht__g.sample_rate))
 		return 1;
-	t->sample_left -= (int64_t)size;
-	if (HT_LIKELY(t->sample_left > 0) && HT_LIKELY(size < rate))
+	if (HT_LIKELY(!ht__sample_decide(t, size)))
 		return 0;
-	return ht__sample_pick(t, key, size);
+	ht__sample_remember(key);
+	return 1;
 }
 
 /* A free of key: 1 to record it. */

@@ -145,20 +145,54 @@ static inline void ht__rec_realloc(struct ht__thread *t, unsigned func, void *ol
  * So the REALLOC record is begun before the call, busy across it (as
  * munmap's), and carries when the call returned in end: the session puts
  * the event between the two (docs/session-protocol.md, "Time order").
- * ht__realloc_begin() returns the record (NULL when dropped) with *after 0,
- * or *after 1 when it is made after the call the usual way (sampling, whose
- * decision needs the new block; snapshot mode, which has its own order).
- * Errno is the caller's to keep.
+ * ht__realloc_begin() returns the record (NULL when dropped or not begun)
+ * with *after 0, or *after 1 when it is made after the call the usual way
+ * (snapshot mode, which has its own order). Errno is the caller's to keep.
+ *
+ * Sampling decides before the call too: whether old was sampled (it leaves
+ * the set now, and comes back if the call keeps it) and whether the new
+ * block is (the decision needs its size alone; its address, known after
+ * the call, is then remembered). A sampled old begins the record before
+ * the call: a REALLOC when the new block is sampled too, else the free of
+ * old (a REALLOC to NULL of size 0, as realloc(old, 0) is); a failure
+ * makes it a failed REALLOC, old kept. Only the new block sampled: an
+ * allocation recorded after the call, as any. A call that makes no block
+ * gives its bytes back to the thread's counter when it was not sampled, so
+ * the counter runs over the bytes allocated only (when it was, the next
+ * distance was drawn afresh: the sampling stays a Poisson process).
  */
+#define HT_RLC_ON 1u  /* decided before the call (sampling) */
+#define HT_RLC_OLD 2u /* old was sampled (and forgotten until the call returns) */
+#define HT_RLC_NEW 4u /* the new block is sampled */
+
 static inline struct ht__rec_realloc *ht__realloc_begin(struct ht__thread *t, unsigned func,
-							int *after)
+							const void *old, uint64_t size, int *after)
 {
-	*after = ht__g.sample_rate || ht__g.snap != NULL;
+	*after = ht__g.snap != NULL;
 	if (HT_UNLIKELY(*after))
 		return NULL;
+	if (HT_UNLIKELY(ht__g.sample_rate)) {
+		uint64_t key = ht__sample_key(0, old);
+		int new_sampled = ht__sample_decide(t, size);
+		t->rlc = HT_RLC_ON | (ht__sample_free(key) ? HT_RLC_OLD : 0) |
+			 (new_sampled ? HT_RLC_NEW : 0);
+		t->rlc_old = key;
+		t->rlc_undo = new_sampled ? 0 : (int64_t)size;
+		if (!(t->rlc & HT_RLC_OLD))
+			return NULL; /* nothing to stamp before the call */
+	}
 	uint32_t stack = ht__stack_for(t, HT_STK_REALLOC);
 	return (struct ht__rec_realloc *)ht__rec_begin(t, HT_REC_REALLOC, func,
 						       sizeof(struct ht__rec_realloc), stack);
+}
+
+/* A call begun by ht__realloc_begin() threw: old is as it was. */
+static inline void ht__realloc_thrown(struct ht__thread *t)
+{
+	if (t->rlc & HT_RLC_OLD)
+		ht__sample_remember(t->rlc_old);
+	t->sample_left += t->rlc_undo;
+	t->rlc = 0;
 }
 
 /* The call returned p (NULL with a size: failed, old kept). */
@@ -168,6 +202,24 @@ static inline void ht__realloc_end(struct ht__thread *t, struct ht__rec_realloc 
 	if (HT_UNLIKELY(after)) {
 		ht__rec_realloc(t, func, old, p, size);
 		return;
+	}
+	unsigned rlc = t->rlc;
+	if (HT_UNLIKELY(rlc)) {
+		t->rlc = 0;
+		if (!p) {
+			t->sample_left += t->rlc_undo;
+			if (size && (rlc & HT_RLC_OLD))
+				ht__sample_remember(t->rlc_old); /* failed: old stays */
+		} else if (rlc & HT_RLC_NEW) {
+			ht__sample_remember(ht__sample_key(0, p));
+		}
+		if (!(rlc & HT_RLC_OLD)) {
+			if (p && (rlc & HT_RLC_NEW))
+				ht__put_alloc(t, func, p, size);
+			return;
+		}
+		if (p && !(rlc & HT_RLC_NEW))
+			p = NULL, size = 0; /* only old was sampled: its free */
 	}
 	if (HT_LIKELY(r != NULL)) {
 		if (!p && size)

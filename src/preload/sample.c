@@ -201,7 +201,7 @@ static uint64_t mix(uint64_t z)
 	return z ? z : 1;
 }
 
-int ht__sample_pick(struct ht__thread *t, uint64_t key, uint64_t size)
+int ht__sample_draw(struct ht__thread *t, uint64_t size)
 {
 	uint64_t rate = ht__g.sample_rate;
 	if (HT_UNLIKELY(!t->sample_rng)) {
@@ -216,7 +216,6 @@ int ht__sample_pick(struct ht__thread *t, uint64_t key, uint64_t size)
 	}
 	if (t->sample_left <= 0)
 		t->sample_left = next_distance(t);
-	ht__sample_remember(key);
 	return 1;
 }
 

@@ -10,6 +10,7 @@ import collections
 import csv
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -1277,20 +1278,17 @@ def ring_crash(env):
           "no crash file for the launched program itself")
 
 
-@case
-def realloc_race(env):
-    """Threads realloc and malloc blocks of the same sizes from one arena: a
-    block one thread's realloc frees is what another's malloc gets next, and
-    one a thread frees is what another's realloc moves to. Every thread's
-    events are exactly what it logged, and replayed in the trace's order
-    every block ends in the thread that made it (a realloc stamped after its
-    call would end another thread's block; one stamped before it, begin a
-    block before the free of its address)."""
+def race_run(env, extra=()):
+    """realloc_race's four threads recorded (extra: options of record):
+    ({tid: the calls it logged}, {tid: its heap events in the trace's
+    order}, the trace). Each thread's calls are 20000 times malloc(1000),
+    realloc to 300000, free, from one arena without tcache, so a block one
+    thread's realloc frees is what another's malloc gets next."""
     nt, n = 4, 20000
     log = os.path.join(env.tmp, "race.log")
     trace = os.path.join(env.tmp, "race.htr")
-    rc, out, err = env.run([env.heaptrail, "record", "-o", trace, "--",
-                            env.prog("realloc_race"), str(nt), str(n), log],
+    rc, out, err = env.run([env.heaptrail, "record", "-o", trace, "--force"] + list(extra) +
+                           ["--", env.prog("realloc_race"), str(nt), str(n), log],
                            env={"GLIBC_TUNABLES": "glibc.malloc.arena_max=1:"
                                                   "glibc.malloc.tcache_count=0:"
                                                   "glibc.malloc.mmap_threshold=131072"})
@@ -1327,10 +1325,65 @@ def realloc_race(env):
             got[tid].append(("free", e["addr"]))
             if live.pop(e["addr"], None) != tid:
                 wrong.append("%s: free of %#x, not a block of thread %d" % (e["ts"], e["addr"], tid))
-    for tid in want:
-        equal(got[tid], want[tid], "thread %d's heap events are the calls it made" % tid)
+    # Replayed in the trace's order, every block ends in the thread that made
+    # it (a realloc stamped after its call would end another thread's block;
+    # one stamped before it, begin a block before the free of its address).
     equal(wrong[:5], [], "every block's lifetime in the trace's order (%d wrong)" % len(wrong))
     equal(Trace(env, trace).info["totals"]["unknown_frees"], 0, "no free of an unknown block")
+    return want, got, trace
+
+
+@case
+def realloc_race(env):
+    """Threads realloc and malloc blocks of the same sizes from one arena: a
+    block one thread's realloc frees is what another's malloc gets next, and
+    one a thread frees is what another's realloc moves to. Every thread's
+    events are exactly what it logged, and replayed in the trace's order
+    every block ends in the thread that made it."""
+    want, got, _ = race_run(env)
+    for tid in want:
+        equal(got[tid], want[tid], "thread %d's heap events are the calls it made" % tid)
+
+
+@case
+def realloc_race_sampled(env):
+    """The same race under --sample-rate: a realloc of a sampled block is
+    stamped before the call as in full tracing, so no block's lifetime is
+    crossed. At 64 bytes every block is sampled: the events are the calls.
+    At 4 KiB the 300000-byte blocks always are and a 1000-byte malloc after
+    one with probability 1 - e^(-1000/4096) (the realloc's block resets the
+    counter): each thread's events are its calls with the unsampled mallocs
+    left out (a realloc of one an allocation of its new block), and the
+    share sampled is that probability (the decision before the call takes
+    the bytes once)."""
+    want, got, _ = race_run(env, ["--sample-rate", "64", "--sample-seed", "7"])
+    for tid in want:
+        equal(got[tid], want[tid], "64 bytes: thread %d's heap events are the calls it made" % tid)
+    want, got, trace = race_run(env, ["--sample-rate", "4KiB", "--sample-seed", "7"])
+    sampled = total = 0
+    for tid, calls in want.items():
+        exp, kept = [], set()
+        it = iter(got[tid])
+        nxt = next(it, None)
+        for c in calls:
+            if c[0] == "malloc":
+                total += 1
+                if nxt == c:
+                    kept.add(c[1])
+                    sampled += 1
+                else:
+                    continue
+            elif c[0] == "realloc" and c[1] not in kept:
+                c = ("malloc", c[2])
+            elif c[0] == "realloc":
+                kept.discard(c[1])
+            exp.append(c)
+            equal(nxt, c, "4 KiB: thread %d's event %d" % (tid, len(exp)))
+            nxt = next(it, None)
+        equal(nxt, None, "4 KiB: thread %d has no more events" % tid)
+    p = 1 - math.exp(-1000 / 4096)
+    check(abs(sampled - p * total) < 0.05 * p * total,
+          "4 KiB: %d of %d mallocs sampled, %.0f expected" % (sampled, total, p * total))
 
 
 # ---------------------------------------------------------------------------
