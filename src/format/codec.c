@@ -38,7 +38,7 @@ uint32_t ht__crc32(const void *buf, size_t len)
 
 /*
  * Chunk header, 48 bytes little-endian:
- *   0 magic u32, 4 kind u8, 5..7 zero, 8 raw_size u32, 12 comp_size u32,
+ *   0 magic u32, 4 kind u8, 5 flags u8, 6..7 zero, 8 raw_size u32, 12 comp_size u32,
  *   16 count u32, 20 seq u32, 24 first_ts u64, 32 last_ts u64,
  *   40 reserved u32 (0), 44 crc32 of bytes 0..43.
  */
@@ -47,6 +47,7 @@ void ht__chunk_header_pack(uint8_t out[HT__CHUNK_HEADER_SIZE], const struct ht__
 	memset(out, 0, HT__CHUNK_HEADER_SIZE);
 	ht__put_le32(out, (uint32_t)HT__CHUNK_MAGIC);
 	out[4] = h->kind;
+	out[5] = h->flags;
 	ht__put_le32(out + 8, h->raw_size);
 	ht__put_le32(out + 12, h->comp_size);
 	ht__put_le32(out + 16, h->count);
@@ -63,6 +64,7 @@ int ht__chunk_header_parse(const uint8_t in[HT__CHUNK_HEADER_SIZE], struct ht__c
 	if (ht__get_le32(in + 44) != ht__crc32(in, 44))
 		return HT_ERR_CORRUPT;
 	h->kind = in[4];
+	h->flags = in[5];
 	h->raw_size = ht__get_le32(in + 8);
 	h->comp_size = ht__get_le32(in + 12);
 	h->count = ht__get_le32(in + 16);

@@ -121,9 +121,11 @@ struct chunk_ref {
 };
 
 /*
- * The decoding of one events chunk: everything it needs besides the file
- * header, so chunks decode independently of each other (on worker threads,
- * docs/trace-format.md): every field is reset at the chunk's start.
+ * The decoding of one group of events chunks: everything it needs besides
+ * the file header, so groups decode independently of each other (on worker
+ * threads, docs/trace-format.md): every field is reset at the group's
+ * start; a chunk with HT__CHUNK_CONT goes on with the state the chunk
+ * before it left.
  */
 struct dec {
 	ZSTD_DCtx *dctx;
@@ -147,6 +149,14 @@ struct dec {
 	uint32_t allocs_cap;
 	uint32_t cur_slot;
 	struct stackprev sp; /* inline stack definitions, parsed */
+	/* The chunk that may continue this state (the seq after the last one
+	   opened; 0: none, as at the start of a pass or claim) and the
+	   chunks of the group so far. */
+	uint32_t cont_seq;
+	uint32_t group_n;
+	/* The chunks of the group claimed after the one being decoded. */
+	const struct chunk_ref *more;
+	uint32_t nmore;
 };
 
 /*
@@ -182,10 +192,11 @@ struct worker {
 	pthread_t th;
 	int started;
 	struct dec d;
-	struct batch *free_b;	       /* batches ready to fill */
-	uint32_t nfree;		       /* how many */
-	struct batch *q_head, *q_tail; /* filled, in ticket order */
-	pthread_cond_t wake;	       /* half its batches are free again, or stop */
+	struct chunk_ref group[HT__GROUP_CHUNKS]; /* the group it claimed */
+	struct batch *free_b;			  /* batches ready to fill */
+	uint32_t nfree;				  /* how many */
+	struct batch *q_head, *q_tail;		  /* filled, in ticket order */
+	pthread_cond_t wake;			  /* half its batches are free again, or stop */
 	struct batch all[WORKER_BATCHES];
 };
 
@@ -1267,11 +1278,23 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 		batch_damage(b, why, h->seq, c->off);
 		return 0;
 	}
+	int cont = (h->flags & HT__CHUNK_CONT) && r->version >= HT__FILE_VERSION_GROUPS;
+	if (cont && (d->cont_seq != h->seq || !h->seq || d->group_n >= HT__GROUP_CHUNKS)) {
+		batch_damage(b, "events chunk continues a group it does not follow", h->seq,
+			     c->off);
+		return 0;
+	}
 	d->seq = h->seq;
 	d->off = c->off;
-	d->nallocs = 0;
-	d->sp.prev_n = 0; /* stacks share frames only within a chunk */
 	d->prev_ts = h->first_ts / r->ts_unit;
+	d->cont_seq = h->seq + 1;
+	if (cont) {
+		d->group_n++;
+		return 1;
+	}
+	d->group_n = 1;
+	d->nallocs = 0;
+	d->sp.prev_n = 0; /* stacks share frames only within a group */
 	d->nslots = 0;
 	d->cur_slot = UINT32_MAX;
 	return 1;
@@ -1591,6 +1614,16 @@ static void fill_batch(struct ht_reader *r, struct dec *d, struct batch *b)
 			b->n++;
 			continue;
 		}
+		if (rc == 0 && d->nmore) { /* the next chunk of the claimed group */
+			d->nmore--;
+			rc = dec_open(r, d, d->more++, b);
+			if (rc == 1)
+				continue;
+			if (rc < 0)
+				b->rc = rc;
+			b->last = 1; /* damage (in b), an error, or not events */
+			break;
+		}
 		if (rc == HT_ERR_CORRUPT)
 			batch_damage(b, why, d->seq, d->off);
 		else if (rc < 0)
@@ -1626,6 +1659,29 @@ static int claim_chunk(struct ht_reader *r, struct chunk_ref *c, const char **wh
 	}
 	r->pos = next;
 	return 1;
+}
+
+/*
+ * After claim_chunk() gave c[0], the chunks that continue it (CONT), up to
+ * a whole group: a decoding thread decodes a group alone, in order. A
+ * header that cannot be read stops the group there; the next claim finds
+ * the damage. How many chunks the claim has.
+ */
+static uint32_t claim_group(struct ht_reader *r, struct chunk_ref *c)
+{
+	uint32_t n = 1;
+	if (r->version < HT__FILE_VERSION_GROUPS)
+		return n;
+	while (n < HT__GROUP_CHUNKS && r->pos < r->events_end) {
+		uint64_t next;
+		const char *why = NULL;
+		if (load_header(r, r->pos, r->events_end, &c[n].h, &next, &why) < 0 ||
+		    c[n].h.kind != HT__CHUNK_EVENTS || !(c[n].h.flags & HT__CHUNK_CONT))
+			break;
+		c[n++].off = r->pos;
+		r->pos = next;
+	}
+	return n;
 }
 
 /* A claim that found no chunk to decode ends the stream: b says how. */
@@ -1685,9 +1741,10 @@ static void *worker_main(void *arg)
 	struct pipe *pp = w->pp;
 	pthread_mutex_lock(&pp->mu);
 	while (!pp->stop && !pp->claims_over) {
-		struct chunk_ref c;
+		struct chunk_ref *c = w->group;
 		const char *why;
-		int rc = claim_chunk(r, &c, &why);
+		int rc = claim_chunk(r, c, &why);
+		uint32_t n = rc > 0 ? claim_group(r, c) : 0;
 		uint64_t ticket = pp->claimed++;
 		struct batch *b = worker_take(w);
 		if (!b)
@@ -1695,12 +1752,15 @@ static void *worker_main(void *arg)
 		batch_reset(b, ticket);
 		if (rc <= 0) {
 			pp->claims_over = 1;
-			batch_claim_end(b, rc, why, c.off);
+			batch_claim_end(b, rc, why, c->off);
 			worker_put(w, b);
 			break;
 		}
 		pthread_mutex_unlock(&pp->mu);
-		rc = dec_open(r, &w->d, &c, b);
+		w->d.cont_seq = 0; /* a claim starts a group, or continues none */
+		w->d.more = c + 1;
+		w->d.nmore = n - 1;
+		rc = dec_open(r, &w->d, c, b);
 		if (rc == 1)
 			fill_batch(r, &w->d, b);
 		else
@@ -1885,6 +1945,7 @@ int ht_reader_rewind(struct ht_reader *r)
 	r->t.sp.frames_left = frames_limit(r); /* inline stacks are decoded again */
 	r->d.sp.frames_left = 0;
 	r->d.sp.pool = &r->t.sp.frames_left;
+	r->d.cont_seq = 0;
 	r->in_chunk = 0;
 	r->cur = NULL;
 	r->ev_index = 0;

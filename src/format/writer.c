@@ -124,6 +124,13 @@ struct ht__writer {
 	uint32_t event_chunks;
 	uint64_t max_ts;
 	uint32_t chunk_target; /* raw bytes that close an events chunk */
+	/* The group of chunks being written (HT__CHUNK_CONT): its chunks so
+	   far, their raw bytes, the bytes after which the next chunk starts a
+	   new group, and whether it must (the slots are used up). */
+	uint32_t group_chunks;
+	size_t group_bytes;
+	size_t group_target;
+	bool group_full;
 
 	struct slot *slots;
 	ht__rings *rings;    /* per slot: recently freed addresses by size class */
@@ -203,11 +210,12 @@ static size_t compress_frame(struct ht__writer *w, int level, const uint8_t *pay
 }
 
 /* Appends a chunk of raw_size bytes whose compressed frames are in w->comp. */
-static int append_chunk(struct ht__writer *w, uint8_t kind, size_t raw_size, uint32_t count,
-			uint64_t first_ts, uint64_t last_ts)
+static int append_chunk(struct ht__writer *w, uint8_t kind, uint8_t flags, size_t raw_size,
+			uint32_t count, uint64_t first_ts, uint64_t last_ts)
 {
 	struct ht__chunk_header h = {
 	    .kind = kind,
+	    .flags = flags,
 	    .raw_size = (uint32_t)raw_size,
 	    .comp_size = (uint32_t)w->comp.len,
 	    .count = count,
@@ -231,7 +239,7 @@ static int write_chunk(struct ht__writer *w, uint8_t kind, const uint8_t *payloa
 	w->comp.len = 0;
 	if (!compress_frame(w, level, payload, len))
 		return w->err;
-	return append_chunk(w, kind, len, count, first_ts, last_ts);
+	return append_chunk(w, kind, 0, len, count, first_ts, last_ts);
 }
 
 /* Appends one frame of a stream or plane at its level; in a trial, at
@@ -344,20 +352,30 @@ static int flush_events(struct ht__writer *w)
 	size_t raw = tlen + w->raw_len;
 	for (int i = 0; i < HT__NSTREAMS; i++)
 		w->st[i].len = 0;
-	int rc = append_chunk(w, HT__CHUNK_EVENTS, raw, w->ev_count, w->first_ts, w->last_ts);
+	int rc = append_chunk(w, HT__CHUNK_EVENTS, w->group_chunks ? HT__CHUNK_CONT : 0, raw,
+			      w->ev_count, w->first_ts, w->last_ts);
 	if (rc < 0)
 		return rc;
 	if (w->ev_count)
 		w->event_chunks++;
 	w->raw_len = 0;
+	w->ev_count = 0;
+	w->first_ts = w->last_ts = 0;
+	/* The next chunk continues this one's state (its group) unless the
+	   group is full: then every state starts afresh. */
+	w->group_bytes += raw;
+	if (++w->group_chunks < HT__GROUP_CHUNKS && w->group_bytes < w->group_target &&
+	    !w->group_full)
+		return 0;
+	w->group_chunks = 0;
+	w->group_bytes = 0;
+	w->group_full = false;
 	w->nallocs = 0;
 	w->prev_n[0] = 0; /* the next chunk's stacks share nothing yet */
 	if (++w->amap_gen > AMAP_GEN_MAX) {
 		memset(w->amap, 0, w->amap_size * sizeof(*w->amap));
 		w->amap_gen = 1;
 	}
-	w->ev_count = 0;
-	w->first_ts = w->last_ts = 0;
 	w->nslots = 0;
 	w->cur_slot = UINT32_MAX;
 	w->gen++;
@@ -423,6 +441,7 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 	w->fd = -1;
 	w->cur_slot = UINT32_MAX;
 	w->chunk_target = HT__CHUNK_TARGET;
+	w->group_target = HT__GROUP_BYTES;
 	w->gen = 1;
 	w->map_size = 256;
 	w->map = calloc(w->map_size, sizeof(*w->map));
@@ -572,6 +591,14 @@ int ht__writer_set_chunk_size(struct ht__writer *w, uint32_t bytes)
 	return 0;
 }
 
+int ht__writer_set_group_size(struct ht__writer *w, uint32_t bytes)
+{
+	if (!w)
+		return HT_ERR_INVALID;
+	w->group_target = bytes;
+	return 0;
+}
+
 int ht__writer_module(struct ht__writer *w, uint32_t id, const char *path, const uint8_t *build_id,
 		      uint32_t build_id_len)
 {
@@ -654,7 +681,8 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 			return 0;
 		}
 	}
-	if (w->nslots >= HT__MAX_SLOTS) { /* absurdly many threads: start a chunk */
+	if (w->nslots >= HT__MAX_SLOTS) { /* absurdly many threads: start a group */
+		w->group_full = true;
 		int rc = flush_events(w);
 		if (rc < 0)
 			return rc;

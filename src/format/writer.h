@@ -124,6 +124,13 @@ int ht__writer_process_loss(struct ht__writer *w, uint32_t process, const struct
  * from 256 bytes to 16 MiB). Tests use small chunks to get many of them.
  */
 int ht__writer_set_chunk_size(struct ht__writer *w, uint32_t bytes);
+/*
+ * Raw payload bytes of the events chunks of a group after which the next
+ * chunk starts a new group (default HT__GROUP_BYTES, 8 MiB; at most
+ * HT__GROUP_CHUNKS chunks a group whatever the bytes). 0: every chunk on
+ * its own, as before version 6. Tests and tests/format/recode compare both.
+ */
+int ht__writer_set_group_size(struct ht__writer *w, uint32_t bytes);
 
 /* Flush the pending chunk so that a reader sees every event written so far. */
 int ht__writer_flush(struct ht__writer *w);

@@ -2,7 +2,8 @@
  * recode.c - rewrites the events of a trace with this build's writer and
  * prints the sizes, so that encodings can be compared on the same events
  * (recording twice gives different timestamps). By hand, not in ctest:
- * recode IN.htr OUT.htr [TS_UNIT_NS [CHUNK_BYTES]]
+ * recode IN.htr OUT.htr [TS_UNIT_NS [CHUNK_BYTES [GROUP_BYTES]]] (GROUP_BYTES 0:
+ * every chunk on its own, as before format version 6)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,9 @@
 
 int main(int argc, char **argv)
 {
-	if (argc < 3 || argc > 5) {
-		fprintf(stderr, "usage: recode IN.htr OUT.htr [TS_UNIT_NS [CHUNK_BYTES]]\n");
+	if (argc < 3 || argc > 6) {
+		fprintf(stderr,
+			"usage: recode IN.htr OUT.htr [TS_UNIT_NS [CHUNK_BYTES [GROUP_BYTES]]]\n");
 		return 2;
 	}
 	struct ht_reader *r;
@@ -31,10 +33,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "recode: cannot create '%s': %s\n", argv[2], ht_strerror(rc));
 		return 1;
 	}
-	if (argc > 4 && (rc = ht__writer_set_chunk_size(w, (uint32_t)atol(argv[4]))) < 0) {
+	if (argc > 4 && atol(argv[4]) &&
+	    (rc = ht__writer_set_chunk_size(w, (uint32_t)atol(argv[4]))) < 0) {
 		fprintf(stderr, "recode: chunk size '%s': %s\n", argv[4], ht_strerror(rc));
 		return 1;
 	}
+	if (argc > 5)
+		ht__writer_set_group_size(w, (uint32_t)atol(argv[5]));
 	struct ht_event ev;
 	long n = 0;
 	while ((rc = ht_reader_next(r, &ev)) > 0) {

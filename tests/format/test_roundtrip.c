@@ -983,6 +983,182 @@ static void test_thread_frees(void)
 	CHECK(addr_bytes <= (uint64_t)(2 * STEPS + own + 2 * cross + 16));
 }
 
+/* The events chunks of a trace: their offsets and header flags; how many. */
+static int events_chunks(const char *path, long *off, uint8_t *flags, int max)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	struct ht__chunk_header h;
+	long at = HT__HEADER_SIZE;
+	int n = 0;
+	while (f && fseek(f, at, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), f) == sizeof(hb) &&
+	       ht__chunk_header_parse(hb, &h) == 0) {
+		if (h.kind == HT__CHUNK_EVENTS && n < max) {
+			off[n] = at;
+			flags[n++] = h.flags;
+		}
+		at += HT__CHUNK_HEADER_SIZE + h.comp_size;
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Sets the flags of the chunk at off (its CRC made right again). */
+static void set_chunk_flags(const char *path, long off, uint8_t flags)
+{
+	FILE *f = fopen(path, "r+b");
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	CHECK(f && fseek(f, off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), f) == sizeof(hb));
+	hb[5] = flags;
+	ht__put_le32(hb + 44, ht__crc32(hb, 44));
+	CHECK(fseek(f, off, SEEK_SET) == 0 && fwrite(hb, 1, sizeof(hb), f) == sizeof(hb));
+	if (f)
+		fclose(f);
+}
+
+/* Reads path with `threads` decoding threads: events equal to ev2[0..n)
+   (all of them), or the warning when why is set. */
+static void check_group_read(const char *path, const char *threads, const struct ht_event *ev2,
+			     int n, const char *why)
+{
+	setenv("HT_READER_THREADS", threads, 1);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	unsetenv("HT_READER_THREADS");
+	if (!r)
+		return;
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	while (ht_reader_next(r, &ev) > 0 && i < n) {
+		const struct ht_event *x = &ev2[i++];
+		bad += ev.type != x->type || ev.addr != x->addr || ev.tid != x->tid ||
+		       ev.ts != x->ts || ev.size != x->size || ev.stack != x->stack;
+	}
+	CHECK_EQ(bad, 0);
+	if (why) {
+		CHECK(i < n);
+		CHECK(ht_reader_warning(r) && strstr(ht_reader_warning(r), why));
+	} else {
+		CHECK_EQ(i, n);
+		CHECK(ht_reader_warning(r) == NULL);
+	}
+	ht_reader_close(r);
+}
+
+/*
+ * Chunk groups (format version 6): two threads free blocks allocated 300
+ * allocations back, over chunks of 4 KiB, with stacks defined between
+ * events. Written as groups of 16 KiB and as lone chunks, both read back
+ * exactly, on the caller's thread and on decoding threads; in groups the
+ * frees of blocks of earlier chunks take an index instead of a raw
+ * address, and a group holds at most 16 chunks. A chunk that claims to
+ * continue a group it does not follow (the first events chunk, or a 17th)
+ * is damage.
+ */
+static void test_chunk_groups(void)
+{
+	char lone[300], grouped[300], big[300], bad[300];
+	test_path(lone, sizeof(lone), "lone.htr");
+	test_path(grouped, sizeof(grouped), "grouped.htr");
+	test_path(big, sizeof(big), "bigroup.htr");
+	test_path(bad, sizeof(bad), "badgroup.htr");
+	enum { STEPS = 6000, LAG = 300 };
+	static struct ht_event ev2[4 * STEPS];
+	static uint64_t made[2][STEPS];
+	uint64_t top[2] = {0x7f1000000000ull, 0x7f2000000000ull}, ts = 0;
+	int n = 0;
+	for (int i = 0; i < STEPS; i++) {
+		for (int t = 0; t < 2; t++) {
+			made[t][i] = top[t];
+			ev2[n++] = (struct ht_event){.type = HT_EV_ALLOC,
+						     .func = HT_FN_MALLOC,
+						     .pid = 3,
+						     .tid = 30 + t,
+						     .ts = ts += 1 + i % 7,
+						     .addr = top[t],
+						     .size = 24 + 16 * (uint64_t)(i % 5),
+						     .stack = 1 + (uint32_t)(i / 500)};
+			top[t] += 4096 + 64 * (uint64_t)(i % 13); /* no TOP code */
+			if (i >= LAG)
+				ev2[n++] = (struct ht_event){.type = HT_EV_FREE,
+							     .func = HT_FN_FREE,
+							     .pid = 3,
+							     .tid = 30 + t,
+							     .ts = ts += 1,
+							     .addr = made[t][i - LAG]};
+		}
+	}
+	const char *paths[3] = {lone, grouped, big};
+	const uint32_t group[3] = {0, 16384, UINT32_MAX};
+	for (int k = 0; k < 3; k++) {
+		struct ht__trace_meta meta = {.argc = 0};
+		struct ht__writer *w;
+		CHECK_EQ(ht__writer_open(&w, paths[k], &meta), 0);
+		CHECK_EQ(ht__writer_set_chunk_size(w, 4096), 0);
+		CHECK_EQ(ht__writer_set_group_size(w, group[k]), 0);
+		uint32_t stacks = 0;
+		for (int i = 0; i < n; i++) {
+			while (ev2[i].stack > stacks) { /* stacks share outer frames */
+				uint32_t fr[3] = {stacks, 1000, 1001};
+				ht__writer_frame(w, stacks, HT_MODULE_NONE, 0x400000 + stacks);
+				if (!stacks) {
+					ht__writer_frame(w, 1000, HT_MODULE_NONE, 0x500000);
+					ht__writer_frame(w, 1001, HT_MODULE_NONE, 0x500010);
+				}
+				CHECK_EQ(ht__writer_stack(w, ++stacks, fr, 3), 0);
+			}
+			CHECK_EQ(ht__writer_event(w, &ev2[i], NULL), 0);
+		}
+		CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+		check_group_read(paths[k], "0", ev2, n, NULL);
+		check_group_read(paths[k], "3", ev2, n, NULL);
+	}
+	/* Lone chunks never continue; groups of 16 KiB are 4 or 5 chunks of
+	   4 KiB; groups without a byte limit stop at 16 chunks. */
+	static long off[3][512];
+	static uint8_t flags[3][512];
+	int nc[3];
+	for (int k = 0; k < 3; k++) {
+		nc[k] = events_chunks(paths[k], off[k], flags[k], 512);
+		CHECK(nc[k] > 40 && nc[k] < 512);
+		CHECK_EQ(flags[k][0], 0);
+		int run = 1, longest = 1, heads = 1;
+		for (int i = 1; i < nc[k]; i++) {
+			run = flags[k][i] & HT__CHUNK_CONT ? run + 1 : 1;
+			heads += run == 1;
+			longest = run > longest ? run : longest;
+		}
+		if (k == 0)
+			CHECK_EQ(heads, nc[k]);
+		if (k == 1)
+			CHECK(longest >= 4 && longest <= 5 && heads >= nc[k] / 5);
+		if (k == 2)
+			CHECK(longest == 16 && heads == (nc[k] + 15) / 16);
+	}
+	/* The frees of blocks 300 allocations back (600 events: about 1.2
+	   chunks of 4 KiB) reach an earlier chunk: as lone chunks each is a
+	   raw address of 4 bytes (as is each allocation, 1.3 MB from the
+	   block freed before it); in groups an index of 2 bytes but in the
+	   first chunk or so of each group. */
+	uint64_t lone_b = addr_stream_bytes(lone), grouped_b = addr_stream_bytes(grouped),
+		 big_b = addr_stream_bytes(big);
+	CHECK(lone_b >= 8 * (uint64_t)(n - 2 * STEPS)); /* 4 bytes a free, 4 the allocation after */
+	CHECK(grouped_b * 10 < lone_b * 9);
+	CHECK(big_b * 100 < lone_b * 80);
+	/* Damage: the first events chunk says it continues; the 17th (a new
+	   group's first) says it continues a group that has 16 already. */
+	const char *why = "continues a group it does not follow";
+	for (int c = 0; c < 2; c++) {
+		char cmd[700];
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", big, bad);
+		CHECK_EQ(system(cmd), 0);
+		set_chunk_flags(bad, off[2][c ? 16 : 0], HT__CHUNK_CONT);
+		check_group_read(bad, "0", ev2, n, why);
+		check_group_read(bad, "3", ev2, n, why);
+	}
+}
+
 /*
  * Blocks of 993 to 1007 bytes (size class 64, the last ring) freed and taken
  * again by two threads, over many small chunks: each comes back from its own
@@ -1366,6 +1542,7 @@ int main(void)
 	test_shared_stacks();
 	test_fresh_and_old();
 	test_thread_frees();
+	test_chunk_groups();
 	test_class_64();
 	test_other_version();
 	test_planes();
