@@ -47,7 +47,7 @@
    and with 4 MiB qa.collector-killed loses all of a 200000-pair churn that
    1 MiB keeps: docs/trace-format.md. */
 #define HT__CHUNK_TARGET (1u << 20)
-/* Flag of an events chunk (header byte 5, version 6): it continues the
+/* Flag of an events chunk (header byte 5, version 7): it continues the
    decoding state of the events chunk before it. A group (a chunk without
    it and the chunks with it after) holds at most HT__GROUP_CHUNKS chunks;
    the writer starts a new one after HT__GROUP_BYTES of raw payload: a free

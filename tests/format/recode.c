@@ -3,7 +3,7 @@
  * prints the sizes, so that encodings can be compared on the same events
  * (recording twice gives different timestamps). By hand, not in ctest:
  * recode IN.htr OUT.htr [TS_UNIT_NS [CHUNK_BYTES [GROUP_BYTES]]] (GROUP_BYTES 0:
- * every chunk on its own, as before format version 6)
+ * every chunk on its own, as before format version 7)
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1047,7 +1047,7 @@ static void check_group_read(const char *path, const char *threads, const struct
 }
 
 /*
- * Chunk groups (format version 6): two threads free blocks allocated 300
+ * Chunk groups (format version 7): two threads free blocks allocated 300
  * allocations back, over chunks of 4 KiB, with stacks defined between
  * events. Written as groups of 16 KiB and as lone chunks, both read back
  * exactly, on the caller's thread and on decoding threads; in groups the
