@@ -41,6 +41,7 @@ struct ht__agg {
 	struct ht_reader *r;
 	bool symbols;
 	bool handle_by_stack; /* handle rows need the stack for -requireFrames */
+	bool at_alloc;	      /* totals counted at the allocation (counts_at_alloc()) */
 
 	struct ht__agg_counts *stacks; /* per stack id */
 	size_t stacks_len;
@@ -113,12 +114,48 @@ static const struct ht__consumer agg_temp_consumer = {
     .life = life_end_temp,
 };
 
+static int alloc_event(void *ctx, struct ht__pass *p, const struct ht_event *ev);
+static int life_unfreed(void *ctx, struct ht__pass *p, const struct ht__life *life);
+
+/* With counts_at_alloc(): the allocations for the totals, the blocks never
+   freed for Outstanding, and no call for the others. */
+static const struct ht__consumer agg_alloc_consumer = {
+    .name = "aggregate",
+    .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_REALLOC),
+    .needs = HT_PASS_LIFE_UNFREED,
+    .event = alloc_event,
+    .life = life_unfreed,
+};
+
+/*
+ * Whether a's counts can be made without the lifetimes of freed blocks: a
+ * query that keeps a block or not whatever its lifetime (no range, moment,
+ * lifetime filter or --temporary) counts every allocation in the totals and
+ * the blocks never freed in Outstanding, so the totals are counted from the
+ * allocation events and only the unfreed blocks come from the tracker: the
+ * pass then makes no call per freed block (python: a third of the calls).
+ * Sampled traces keep the one path (the pass's estimates per life).
+ */
+static bool counts_at_alloc(const struct ht__agg *a)
+{
+	const struct ht__query *q = a->q;
+	const struct ht_trace_info *info = ht_reader_info(a->r);
+	return q->group != HT_GROUP_HANDLE && !q->has_range && !q->has_at && !q->temporary_only &&
+	       !q->life_min && q->life_max == UINT64_MAX && !a->temp &&
+	       !(info && info->sample_rate);
+}
+
 int ht__agg_attach(struct ht__agg *a, struct ht__pass *p)
 {
 	/* The query's snapshot of a heap snapshot trace (diff: one per side). */
 	if (a->q->snapshot)
 		ht__pass_snapshot(p, a->q->snapshot);
-	int id = ht__pass_add(p, a->temp ? &agg_temp_consumer : &agg_consumer, a);
+	a->at_alloc = counts_at_alloc(a);
+	int id = ht__pass_add(p,
+			      a->at_alloc ? &agg_alloc_consumer
+			      : a->temp	  ? &agg_temp_consumer
+					  : &agg_consumer,
+			      a);
 	if (id < 0)
 		return id;
 	/*
@@ -184,16 +221,20 @@ static bool process_passes(const struct ht__agg *a, const struct ht_process *pr)
 	       !(a->q->has_at && ended_by(pr, a->q->at_ts));
 }
 
-/* Whether blocks of process index p pass -pid (cached per index). */
-static bool process_wanted(struct ht__agg *a, uint32_t p)
+/* process_wanted() past its first test. */
+static bool process_wanted_slow(struct ht__agg *a, uint32_t p)
 {
-	if (!a->q->pid_count && !a->q->has_at)
-		return true;
 	if (ht__grow_zero((void **)&a->pcache, &a->pcache_len, (size_t)p + 1, 1) < 0)
 		return process_passes(a, ht_reader_process(a->r, p));
 	if (!a->pcache[p])
 		a->pcache[p] = process_passes(a, ht_reader_process(a->r, p)) ? 1 : 2;
 	return a->pcache[p] == 1;
+}
+
+/* Whether blocks of process index p pass -pid (cached per index). */
+static inline bool process_wanted(struct ht__agg *a, uint32_t p)
+{
+	return (!a->q->pid_count && !a->q->has_at) || process_wanted_slow(a, p);
 }
 
 static void counts_add(struct ht__agg_counts *c, const struct ht__life *life, bool outstanding)
@@ -245,6 +286,34 @@ static struct hentry *handle_entry(struct ht__agg *a, uint32_t process, uint64_t
 	return &a->hents.v[a->hents.len - 1];
 }
 
+/* stack_counts() of a stack beyond the table. */
+static struct ht__agg_counts *stack_counts_grow(struct ht__agg *a, uint32_t stack)
+{
+	/*
+	 * A stack is defined before the first event that uses it, so an id
+	 * the reader does not know is damage: count it as "no stack" rather
+	 * than growing the table to a wild size.
+	 */
+	if (stack >= ht_reader_stack_count(a->r))
+		stack = 0;
+	if (stack >= a->stacks_len) {
+		/* Sized for the stacks the reader knows: usually one growth does. */
+		size_t need = ht_reader_stack_count(a->r);
+		if (need <= stack)
+			need = (size_t)stack + 1;
+		if (ht__grow_zero((void **)&a->stacks, &a->stacks_len, need, sizeof(*a->stacks)) <
+		    0)
+			return NULL;
+	}
+	return &a->stacks[stack];
+}
+
+/* The counters of stack id stack (grown as stacks come); NULL when out of memory. */
+static inline struct ht__agg_counts *stack_counts(struct ht__agg *a, uint32_t stack)
+{
+	return stack < a->stacks_len ? &a->stacks[stack] : stack_counts_grow(a, stack);
+}
+
 int ht__agg_add(struct ht__agg *a, const struct ht__life *life, uint64_t end_ts)
 {
 	if (!process_wanted(a, life->process))
@@ -270,27 +339,52 @@ int ht__agg_add(struct ht__agg *a, const struct ht__life *life, uint64_t end_ts)
 		counts_add(&e->c, life, outstanding);
 		return 0;
 	}
-	uint32_t stack = life->stack;
-	if (stack >= a->stacks_len) {
-		uint32_t n = ht_reader_stack_count(a->r);
-		/*
-		 * A stack is defined before the first event that uses it, so
-		 * an id the reader does not know is damage: count it as "no
-		 * stack" rather than growing the table to a wild size.
-		 */
-		if (stack >= n)
-			stack = 0;
-	}
-	if (stack >= a->stacks_len) {
-		/* Sized for the stacks the reader knows: usually one growth does. */
-		size_t need = ht_reader_stack_count(a->r);
-		if (need <= stack)
-			need = (size_t)stack + 1;
-		if (ht__grow_zero((void **)&a->stacks, &a->stacks_len, need, sizeof(*a->stacks)) <
-		    0)
-			return HT_ERR_NOMEM;
-	}
-	counts_add(&a->stacks[stack], life, outstanding);
+	struct ht__agg_counts *c = stack_counts(a, life->stack);
+	if (!c)
+		return HT_ERR_NOMEM;
+	counts_add(c, life, outstanding);
+	return 0;
+}
+
+/* Whether a block of size bytes passes the query's size filter. */
+static bool size_passes(const struct ht__query *q, uint64_t size)
+{
+	return size >= q->size_min && size < q->size_max;
+}
+
+/* counts_at_alloc(): an allocation counts in the totals of its stack, as
+   its block will in ht__agg_add() when it ends (the blocks the tracker
+   makes: ht__life_event()). */
+static int alloc_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
+{
+	struct ht__agg *a = ctx;
+	if (!ev->addr || (ev->type == HT_EV_REALLOC && (ev->flags & HT_EVF_FAILED)) ||
+	    !size_passes(a->q, ev->size) || !process_wanted(a, ev->process))
+		return 0;
+	struct ht__agg_counts *c = stack_counts(a, ev->stack);
+	if (!c)
+		return HT_ERR_NOMEM;
+	(void)p; /* not sampled: an allocation is one block (ht__pass_event_count()) */
+	c->total_count++;
+	c->total_bytes += ev->size;
+	c->realloc_count += ev->type == HT_EV_REALLOC;
+	return 0;
+}
+
+/* counts_at_alloc(): a block never freed (live at the end, or at its
+   image's end) is outstanding. */
+static int life_unfreed(void *ctx, struct ht__pass *p, const struct ht__life *life)
+{
+	(void)p;
+	struct ht__agg *a = ctx;
+	if ((life->free_ts != HT_TS_NEVER && !life->at_exit) ||
+	    !size_passes(a->q, life->block_size) || !process_wanted(a, life->process))
+		return 0;
+	struct ht__agg_counts *c = stack_counts(a, life->stack);
+	if (!c)
+		return HT_ERR_NOMEM;
+	c->outstanding_count += life->count;
+	c->outstanding_bytes += life->size;
 	return 0;
 }
 

@@ -44,6 +44,7 @@ struct owner {
 struct ht__life_tracker {
 	ht__life_fn on_end;
 	void *ctx;
+	int unfreed_only; /* ht__life_unfreed_only() */
 	/* index: per slot the low 32 bits of the block's hash (its home slot,
 	   and a tag that spares reading records that do not match) above its
 	   record number + 1; 0 empty; at most half full (linear probing on a
@@ -284,7 +285,7 @@ static void end_rec(struct ht__life_tracker *t, const struct rec *r, uint64_t ts
 	if (o->process < t->per_proc.len)
 		t->per_proc.v[o->process]--;
 	t->st.live_bytes -= size;
-	if (t->on_end) {
+	if (t->on_end && (!t->unfreed_only || at_exit || ts == HT_TS_NEVER)) {
 		struct ht__life l = life_of(t, r, ts, by_realloc, at_exit);
 		t->on_end(t->ctx, &l);
 	}
@@ -518,6 +519,11 @@ int ht__life_end_process(struct ht__life_tracker *t, uint32_t process, uint64_t 
 	end_all(t, v, k, ts, 1);
 	free(v);
 	return 0;
+}
+
+void ht__life_unfreed_only(struct ht__life_tracker *t)
+{
+	t->unfreed_only = 1;
 }
 
 const struct ht__life_stats *ht__life_stats(const struct ht__life_tracker *t)

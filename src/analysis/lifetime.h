@@ -90,6 +90,11 @@ void ht__life_finish(struct ht__life_tracker *t);
    window's start (docs/modes.md). */
 void ht__life_each_live(const struct ht__life_tracker *t, ht__life_fn fn, void *ctx);
 
+/* From now on on_end is called only for blocks never freed: those ended
+   with their process image (at_exit) and by ht__life_finish(); a freed
+   block is forgotten without a call. */
+void ht__life_unfreed_only(struct ht__life_tracker *t);
+
 const struct ht__life_stats *ht__life_stats(const struct ht__life_tracker *t);
 
 void ht__life_free(struct ht__life_tracker *t);

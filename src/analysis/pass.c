@@ -397,6 +397,17 @@ static void snap_blocks(struct ht__pass *p, const struct ht_event *sev)
 	}
 }
 
+/* Whether every consumer's .life is for unfreed blocks only (HT_PASS_LIFE_UNFREED). */
+static bool unfreed_only(const struct ht__pass *p)
+{
+	for (size_t i = 0; i < p->consumers.len; i++) {
+		const struct ht__consumer *c = p->consumers.v[i].c;
+		if (c->life && !(c->needs & HT_PASS_LIFE_UNFREED))
+			return false;
+	}
+	return true;
+}
+
 /* The time after which no consumer needs events: the highest limit, or never. */
 static uint64_t stop_ts(const struct ht__pass *p)
 {
@@ -430,6 +441,9 @@ int ht__pass_run(struct ht__pass *p)
 	const struct ht_trace_info *info = ht_reader_info(p->r);
 	uint64_t duration = info ? info->duration_ns : 0;
 	p->sample_rate = info ? info->sample_rate : 0;
+	/* A sampled trace's frees need their block's count (freed_count). */
+	if (p->lt && !p->sample_rate && unfreed_only(p))
+		ht__life_unfreed_only(p->lt);
 	uint64_t stop = stop_ts(p);
 	const struct ht_event *ev; /* in the reader's batch: not copied */
 	struct ht_event est;

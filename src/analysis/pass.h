@@ -86,6 +86,10 @@ struct ht__consumer {
 
 #define HT_PASS_NEED_LIFE 0x1u	 /* keep the lifetime tracker */
 #define HT_PASS_NEED_COMMIT 0x2u /* keep the commit map */
+/* The consumer's .life is only for blocks never freed (free_ts HT_TS_NEVER,
+   or at_exit set), and ignores the others: when every .life says so (and
+   the trace is not sampled), the tracker makes no call for a freed block. */
+#define HT_PASS_LIFE_UNFREED 0x4u
 
 /* A pass over reader r. Returns 0 or HT_ERR_NOMEM. */
 int ht__pass_new(struct ht__pass **out, struct ht_reader *r);
