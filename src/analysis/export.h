@@ -57,7 +57,10 @@ int ht__export_collapsed(FILE *out, struct ht__agg *a, const struct ht__agg_resu
  * labelled host (the trace's), and the side's exe, build_id and pid when set
  * (one side per process: labels Pyroscope and Parca group by). The base
  * sides' values are negated, as pprof's -diff_base does, so any view sums
- * to cur minus base. Returns 0, HT_ERR_IO or HT_ERR_NOMEM.
+ * to cur minus base. The profile's time_nanos and duration_nanos are q's
+ * window (cur's query: its -range clipped to the trace, the moment of the
+ * peak with has_at, else the whole trace). Returns 0, HT_ERR_IO or
+ * HT_ERR_NOMEM.
  */
 struct ht__pprof_side {
 	struct ht__agg *a;
@@ -68,7 +71,8 @@ struct ht__pprof_side {
 	const char *build_id; /* NULL or "": no label */
 };
 int ht__export_pprof(FILE *out, const struct ht__pprof_side *cur, size_t ncur,
-		     const struct ht__pprof_side *base, size_t nbase, enum ht__metric m);
+		     const struct ht__pprof_side *base, size_t nbase, enum ht__metric m,
+		     const struct ht__query *q);
 
 /*
  * massif: a massif.out file (valgrind's format, read by ms_print and

@@ -291,8 +291,27 @@ static void **pointers(void *items, size_t n, size_t elem)
 	return p;
 }
 
+/*
+ * The profile's time and duration: q's window in the trace of duration ns
+ * (a -range clipped to the trace, the moment of --at-peak, or the whole
+ * trace), so go tool pprof's Time and Duration are those of the samples.
+ */
+static void window_of(const struct ht__query *q, uint64_t duration, uint64_t *start, uint64_t *len)
+{
+	uint64_t from = 0, to = duration;
+	if (q && q->has_at) {
+		from = to = q->at_ts;
+	} else if (q && q->has_range) {
+		from = q->range_start < duration ? q->range_start : duration;
+		to = q->range_end < duration ? q->range_end : duration;
+	}
+	*start = from;
+	*len = to - from;
+}
+
 int ht__export_pprof(FILE *out, const struct ht__pprof_side *cur, size_t ncur,
-		     const struct ht__pprof_side *base, size_t nbase, enum ht__metric m)
+		     const struct ht__pprof_side *base, size_t nbase, enum ht__metric m,
+		     const struct ht__query *q)
 {
 	struct builder b;
 	memset(&b, 0, sizeof(b));
@@ -368,8 +387,12 @@ int ht__export_pprof(FILE *out, const struct ht__pprof_side *cur, size_t ncur,
 	p.function = (Htpprof__Function **)fp;
 	p.n_string_table = b.strs.count;
 	p.string_table = b.strs.strs;
-	p.time_nanos = info ? (int64_t)info->start_realtime_ns : 0;
-	p.duration_nanos = info ? (int64_t)info->duration_ns : 0;
+	if (info) {
+		uint64_t from, len;
+		window_of(q, info->duration_ns, &from, &len);
+		p.time_nanos = (int64_t)(info->start_realtime_ns + from);
+		p.duration_nanos = (int64_t)len;
+	}
 	p.period_type = &period;
 	p.period = rate ? (int64_t)rate : 1;
 	p.n_comment = 1;

@@ -353,7 +353,7 @@ int cmd_export(int argc, char **argv)
 		pprof_sides(&cur, o.metric, &c);
 		if (o.base)
 			pprof_sides(&base, o.metric, &b);
-		rc = ht__export_pprof(out, c.sides, c.n, b.sides, b.n, o.metric);
+		rc = ht__export_pprof(out, c.sides, c.n, b.sides, b.n, o.metric, &cur.q);
 		by_pid_release(&c);
 		by_pid_release(&b);
 	} else {
