@@ -4,6 +4,13 @@
  * heap's outstanding bytes, of its committed bytes and of its RSS, an
  * instant event at its start and at its end, and its name.
  *
+ * A pid that had several images (exec, or a pid used again) is one process
+ * in Perfetto, named at the end by its images in order; its first image's
+ * counters are "heap", "committed" and "rss", each later image's are tracks
+ * of their own, "heap (image K: NAME)", so the image before an exec and the
+ * one after it are never one line (a trace without a footer learns its
+ * processes as it is read: no name can wait for the last image).
+ *
  * One pass (pass.h), written as it goes: memory does not grow with events.
  * A heap or commit counter changes at every event, so each is written at
  * most twice per time bucket (1/20000 of the trace, at least 1 us): the
@@ -31,7 +38,14 @@ struct counter {
 struct proc {
 	struct counter heap, commit;
 	uint64_t commit_now;
-	bool named;
+	uint32_t image; /* 1, 2, ...: its place among its pid's images; 0: not seen yet */
+	uint32_t next;	/* the process index of its pid's next image, UINT32_MAX: none */
+};
+
+/* A pid of the trace: its images, chained through proc.next. */
+struct pid_images {
+	int32_t pid;
+	uint32_t first, last, count; /* process indices of its first and latest image */
 };
 
 struct pf {
@@ -41,10 +55,29 @@ struct pf {
 	struct ht__heap_sum h;
 	struct proc *procs;
 	size_t nprocs;
-	uint64_t width; /* bucket width, ns */
-	bool first;	/* no event written yet (for the commas) */
+	HT_VEC(struct pid_images) pids; /* in the order they appeared */
+	struct ht__hindex pid_ix;	/* pid -> its entry in pids */
+	uint64_t width;			/* bucket width, ns */
+	bool first;			/* no event written yet (for the commas) */
 };
 
+static uint64_t pid_hash(int32_t pid)
+{
+	return (uint64_t)(uint32_t)pid * 0x9E3779B97F4A7C15ull >> 16;
+}
+
+static uint64_t pid_rehash(const void *ctx, uint32_t id)
+{
+	const struct pf *f = ctx;
+	return pid_hash(f->pids.v[id].pid);
+}
+
+/*
+ * Process p's state, numbering its image the first time it is seen: a trace
+ * without a footer learns its processes while it is read, so images are
+ * numbered as they come (in time order: an exec'd image starts after the
+ * one it replaced). NULL when out of memory.
+ */
 static struct proc *proc_of(struct pf *f, uint32_t p)
 {
 	if (p >= f->nprocs) {
@@ -52,10 +85,32 @@ static struct proc *proc_of(struct pf *f, uint32_t p)
 		if (ht__grow((void **)&f->procs, &f->nprocs, (size_t)p + 1, sizeof(*f->procs)) < 0)
 			return NULL;
 		memset(f->procs + old, 0, (f->nprocs - old) * sizeof(*f->procs));
-		for (size_t i = old; i < f->nprocs; i++)
-			f->procs[i].heap.bucket = f->procs[i].commit.bucket = UINT64_MAX;
 	}
-	return &f->procs[p];
+	struct proc *pr = &f->procs[p];
+	if (pr->image)
+		return pr;
+	const struct ht_process *hp = ht_reader_process(f->r, p);
+	int32_t pid = hp ? hp->pid : -1;
+	uint64_t h = pid_hash(pid);
+	uint32_t *slot = ht__hindex_find(&f->pid_ix, h);
+	for (; *slot && f->pids.v[*slot - 1].pid != pid; slot = ht__hindex_next(&f->pid_ix, slot))
+		;
+	if (*slot) {
+		struct pid_images *e = &f->pids.v[*slot - 1];
+		f->procs[e->last].next = p;
+		e->last = p;
+		pr->image = ++e->count;
+	} else {
+		struct pid_images e = {pid, p, p, 1};
+		if (ht__vec_push(&f->pids, e) < 0 ||
+		    ht__hindex_insert(&f->pid_ix, h, (uint32_t)(f->pids.len - 1), pid_rehash, f) <
+			0)
+			return NULL;
+		pr->image = 1;
+	}
+	pr->heap.bucket = pr->commit.bucket = UINT64_MAX;
+	pr->next = UINT32_MAX;
+	return pr;
 }
 
 static void sep(struct pf *f)
@@ -64,10 +119,9 @@ static void sep(struct pf *f)
 	f->first = false;
 }
 
-/* A JSON string (names of processes and threads). */
-static void put_str(FILE *out, const char *s)
+/* The characters of a JSON string, without its quotes. */
+static void put_chars(FILE *out, const char *s)
 {
-	fputc('"', out);
 	for (size_t k; s && *s; s += k ? k : 1) {
 		unsigned char c = (unsigned char)*s;
 		k = ht__text_char(s);
@@ -78,6 +132,13 @@ static void put_str(FILE *out, const char *s)
 		else
 			fwrite(s, 1, k, out);
 	}
+}
+
+/* A JSON string (names of processes and tracks). */
+static void put_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	put_chars(out, s);
 	fputc('"', out);
 }
 
@@ -87,13 +148,32 @@ static int32_t pid_of(const struct pf *f, uint32_t p)
 	return pr ? pr->pid : -1;
 }
 
+/* The file name of process p's image ("?" when unknown). */
+static const char *image_name(const struct pf *f, uint32_t p)
+{
+	const struct ht_process *hp = ht_reader_process(f->r, p);
+	const char *exe = hp && hp->exe ? hp->exe : "?";
+	const char *slash = strrchr(exe, '/');
+	return slash && slash[1] ? slash + 1 : exe;
+}
+
 static void put_counter(struct pf *f, uint32_t p, const char *name, uint64_t ts, uint64_t v)
 {
+	const struct proc *pr = p < f->nprocs ? &f->procs[p] : NULL;
 	sep(f);
+	fputs("{\"ph\":\"C\",\"name\":", f->out);
+	if (pr && pr->image > 1) {
+		char track[512];
+		snprintf(track, sizeof(track), "%s (image %" PRIu32 ": %s)", name, pr->image,
+			 image_name(f, p));
+		put_str(f->out, track);
+	} else {
+		put_str(f->out, name);
+	}
 	fprintf(f->out,
-		"{\"ph\":\"C\",\"name\":\"%s\",\"pid\":%" PRId32 ",\"tid\":%" PRId32
-		",\"ts\":%" PRIu64 ".%03" PRIu64 ",\"args\":{\"bytes\":%" PRIu64 "}}",
-		name, pid_of(f, p), pid_of(f, p), ts / 1000, ts % 1000, v);
+		",\"pid\":%" PRId32 ",\"tid\":%" PRId32 ",\"ts\":%" PRIu64 ".%03" PRIu64
+		",\"args\":{\"bytes\":%" PRIu64 "}}",
+		pid_of(f, p), pid_of(f, p), ts / 1000, ts % 1000, v);
 }
 
 static void flush(struct pf *f, uint32_t p, const char *name, struct counter *c)
@@ -123,22 +203,25 @@ static void set(struct pf *f, uint32_t p, const char *name, struct counter *c, u
 	c->dirty = true;
 }
 
-static int name_process(struct pf *f, uint32_t p)
+/* Each pid's name, at the end when all its images are known: its image's
+   path, or its images' joined by " -> ". */
+static void name_processes(struct pf *f)
 {
-	struct proc *pr = proc_of(f, p);
-	if (!pr)
-		return HT_ERR_NOMEM;
-	if (pr->named)
-		return 0;
-	pr->named = true;
-	const struct ht_process *hp = ht_reader_process(f->r, p);
-	sep(f);
-	fprintf(f->out,
-		"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId32 ",\"args\":{\"name\":",
-		pid_of(f, p));
-	put_str(f->out, hp && hp->exe ? hp->exe : "?");
-	fputs("}}", f->out);
-	return 0;
+	for (size_t k = 0; k < f->pids.len; k++) {
+		const struct pid_images *e = &f->pids.v[k];
+		sep(f);
+		fprintf(f->out,
+			"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId32
+			",\"args\":{\"name\":\"",
+			e->pid);
+		for (uint32_t i = e->first; i != UINT32_MAX; i = f->procs[i].next) {
+			const struct ht_process *hp = ht_reader_process(f->r, i);
+			if (i != e->first)
+				fputs(" -> ", f->out);
+			put_chars(f->out, hp && hp->exe ? hp->exe : "?");
+		}
+		fputs("\"}}", f->out);
+	}
 }
 
 static bool wanted(struct pf *f, uint32_t p)
@@ -182,8 +265,7 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 			set(f, ev->process, "heap", &pr->heap, ev->ts, f->h.bytes[ev->process]);
 		break;
 	case HT_EV_RSS:
-		if ((rc = name_process(f, ev->process)) == 0)
-			put_counter(f, ev->process, "rss", ev->ts, ev->size);
+		put_counter(f, ev->process, "rss", ev->ts, ev->size);
 		break;
 	case HT_EV_MMAP:
 	case HT_EV_MUNMAP:
@@ -204,13 +286,18 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 	return rc < 0 ? rc : 0;
 }
 
+/* An instant of the process, its image in args (which one, when several). */
 static void instant(struct pf *f, uint32_t process, const char *name, uint64_t ts)
 {
+	const struct ht_process *hp = ht_reader_process(f->r, process);
+	const struct proc *pr = &f->procs[process]; /* seen by proc_of() */
 	sep(f);
 	fprintf(f->out,
 		"{\"ph\":\"i\",\"s\":\"p\",\"name\":\"%s\",\"pid\":%" PRId32 ",\"tid\":%" PRId32
-		",\"ts\":%" PRIu64 ".%03" PRIu64 "}",
-		name, pid_of(f, process), pid_of(f, process), ts / 1000, ts % 1000);
+		",\"ts\":%" PRIu64 ".%03" PRIu64 ",\"args\":{\"image\":%" PRIu32 ",\"exe\":",
+		name, pid_of(f, process), pid_of(f, process), ts / 1000, ts % 1000, pr->image);
+	put_str(f->out, hp && hp->exe ? hp->exe : "?");
+	fputs("}}", f->out);
 }
 
 static int on_process_start(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts)
@@ -219,10 +306,10 @@ static int on_process_start(void *ctx, struct ht__pass *p, uint32_t process, uin
 	struct pf *f = ctx;
 	if (!wanted(f, process))
 		return 0;
-	int rc = name_process(f, process);
-	if (rc == 0)
-		instant(f, process, "process start", ts);
-	return rc;
+	if (!proc_of(f, process))
+		return HT_ERR_NOMEM;
+	instant(f, process, "process start", ts);
+	return 0;
 }
 
 static int on_process_end(void *ctx, struct ht__pass *p, uint32_t process, uint64_t ts)
@@ -248,6 +335,7 @@ static int on_end(void *ctx, struct ht__pass *p)
 		flush(f, (uint32_t)i, "heap", &f->procs[i].heap);
 		flush(f, (uint32_t)i, "committed", &f->procs[i].commit);
 	}
+	name_processes(f);
 	return 0;
 }
 
@@ -298,6 +386,8 @@ int ht__export_perfetto(FILE *out, struct ht_reader *r, const struct ht__query *
 out:
 	ht__pass_free(p);
 	free(f.procs);
+	ht__vec_release(&f.pids);
+	ht__hindex_release(&f.pid_ix);
 	ht__heap_sum_release(&f.h);
 	return rc;
 }
