@@ -484,6 +484,7 @@ static void parse_args(struct tl_opts *o, int argc, char **argv)
 		} else if (!strcmp(a, "--svg")) {
 			if (!v)
 				die("'--svg' needs a file name");
+			cli_check_value(a, v);
 			o->svg = v;
 			i++;
 		} else if (a[0] == '-' && a[1]) {

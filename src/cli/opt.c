@@ -117,6 +117,8 @@ int cli_next(struct cli_parser *p)
 	}
 	if (c == '?')
 		unknown_option(p);
+	if (p->val && p->val == p->argv[optind - 1] && optind >= 2)
+		cli_check_value(p->argv[optind - 2], p->val);
 	/*
 	 * getopt takes an optional value only as "--opt=value"; a number in the
 	 * next argument is taken too ("--fail-on-leak 4096"), as no operand of
@@ -130,6 +132,15 @@ int cli_next(struct cli_parser *p)
 			}
 	}
 	return c;
+}
+
+void cli_check_value(const char *opt, const char *val)
+{
+	/* "-" (standard output) and "-5" are values; "-o", "--force" are not. */
+	if (val[0] == '-' && (isalpha((unsigned char)val[1]) || val[1] == '-'))
+		die("option '%s' needs a value, and '%s' is an option; give the value "
+		    "after '%s' (a file of that name: './%s')",
+		    opt, val, opt, val);
 }
 
 int cli_operand_index(const struct cli_parser *p)

@@ -48,6 +48,13 @@ void cli_init(struct cli_parser *p, const char *cmd, const char *usage, const st
  */
 int cli_next(struct cli_parser *p);
 
+/*
+ * Dies when val, the argument given after option opt as its value, looks
+ * like an option itself ("--svg -o out.svg" would write a file named "-o"):
+ * "-" and negative numbers pass. cli_next() checks every value it takes.
+ */
+void cli_check_value(const char *opt, const char *val);
+
 /* Index in argv of the first operand, once cli_next returned -1. */
 int cli_operand_index(const struct cli_parser *p);
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli/common.h"
+#include "cli/opt.h"
 
 const char query_opts_help[] =
     "filters:\n"
@@ -56,6 +57,7 @@ const char *opt_value(int argc, char **argv, int *i, const char *inline_val, con
 		return inline_val;
 	if (*i + 1 >= argc)
 		die("option '%s' needs a value", opt);
+	cli_check_value(opt, argv[*i + 1]);
 	return argv[++*i];
 }
 

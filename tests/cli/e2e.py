@@ -945,6 +945,18 @@ def options(env):
     one_error_line(rc, err, "an option without its value", "'--format' needs a value")
     rc, _, err = env.run([h, "info", "a.htr", "b.htr"])
     one_error_line(rc, err, "two traces", "too many arguments: 'b.htr'")
+    # An option where a value belongs is refused, not taken as a file name
+    # ('--svg -o out.svg' wrote a file named '-o'); '-' stays standard output.
+    for argv, opt, val in ((["timeline", "x.htr", "--svg", "-o", "t.svg"], "--svg", "-o"),
+                           (["report", "x.htr", "-o", "--force"], "-o", "--force"),
+                           (["export", "x.htr", "--format", "pprof", "-o", "--force"], "-o",
+                            "--force"),
+                           (["analyze", "x.htr", "-o", "-stacks"], "-o", "-stacks"),
+                           (["record", "-o", "--force", "--", "true"], "-o", "--force")):
+        rc, _, err = env.run([h] + argv)
+        one_error_line(rc, err, "%s %s %s" % (argv[0], opt, val),
+                       "option '%s' needs a value, and '%s' is an option" % (opt, val))
+        check(not os.path.exists(os.path.join(env.tmp, val)), "no file named %r" % val)
 
     # --opt=value and --opt value are the same; report refuses to overwrite
     # unless --force, and then writes.
