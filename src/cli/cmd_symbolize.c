@@ -90,6 +90,9 @@ static int copy_events(struct rewrite *rw, uint64_t *events)
 	    .name = "copy", .events = HT_PASS_ALL_EVENTS, .event = copy_event};
 	struct ht__pass *p = NULL;
 	int rc = ht__pass_new(&p, rw->r);
+	/* A heap snapshot trace's events as stored: no synthetic blocks. */
+	if (rc == 0)
+		ht__pass_snapshot(p, HT_PASS_SNAPSHOT_NONE);
 	if (rc == 0 && (rc = ht__pass_add(p, &copier, rw)) >= 0)
 		rc = ht__pass_run(p);
 	*events = p ? ht__pass_events(p) : 0;
@@ -261,7 +264,8 @@ int cmd_symbolize(int argc, char **argv)
 	struct ht__trace_meta meta = {
 	    .start_realtime_ns = in->start_realtime_ns,
 	    .stack_mask = in->stack_mask,
-	    .flags = in->flags & (HT_TRACEF_LOSSY | HT_TRACEF_ATTACHED),
+	    /* The kind of trace stays: a snapshot trace's events are snapshots. */
+	    .flags = in->flags & (HT_TRACEF_LOSSY | HT_TRACEF_ATTACHED | HT_TRACEF_SNAPSHOT),
 	    .argc = in->argc,
 	    .argv = in->argv,
 	    .hostname = in->hostname,
@@ -274,6 +278,10 @@ int cmd_symbolize(int argc, char **argv)
 		die("cannot write '%s': %s", target, ht_strerror(rc));
 	}
 	dst.fd = -1; /* the writer's */
+	/* A flight recorder's window stays one: where it starts, what it dropped. */
+	if (in->flags & HT_TRACEF_WINDOW)
+		ht__writer_set_window(rw.w, in->window_start_ns, in->window_dropped, in->ring_bytes,
+				      in->ring_ns);
 	write_defs(&rw, mods, nmods);
 	uint64_t events = 0;
 	rc = copy_events(&rw, &events);

@@ -535,6 +535,29 @@ def symbolize_moved(env):
 
 
 @case
+def symbolize_kinds(env):
+    """symbolize keeps what kind of trace it rewrites: a heap snapshot trace
+    stays one (its snapshots were refused as 'invalid argument'), a flight
+    recorder's window keeps its start and dropped count."""
+    h = env.heaptrail
+    for kind, extra in (("snapshot", ["--snapshot"]), ("window", ["--ring", "64K"])):
+        trace = os.path.join(env.tmp, kind + ".htr")
+        argv = [h, "record"] + extra + ["-o", trace, "--"]
+        argv += [env.prog("ring_prog"), "200000", "0"] if kind == "window" else \
+            [env.prog("malloc_family")]
+        rc, _, err = env.run(argv)
+        equal(rc, 0, "record %s: %s" % (kind, err))
+        out = os.path.join(env.tmp, kind + "-s.htr")
+        symbolize(env, trace, "-o", out)
+        a, b = Trace(env, trace).info, Trace(env, out).info
+        check(a.get(kind) not in (None, [], False) if kind == "window" else a["snapshots"],
+              "%s: the recorded trace is one: %r" % (kind, a.get(kind, a.get("snapshots"))))
+        for key in ("window", "snapshots", "events", "totals", "event_count", "events_lost"):
+            equal(b.get(key), a.get(key), "%s trace's %s after symbolize" % (kind, key))
+        equal(analyze_stacks(env, out), analyze_stacks(env, trace), kind + ": analyze -stacks")
+
+
+@case
 def symbolize_killed(env):
     """A session daemon killed with SIGKILL leaves an unfinished trace
     without symbols; symbolize names every function and keeps it marked
