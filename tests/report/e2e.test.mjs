@@ -152,12 +152,17 @@ try {
 	check(info.steady.length === 2, 'two steady 10 MB mappings in the data');
 	const sp = info.spikes;
 	const want1 = (sp[5].f + sp[6].a) / 2;
-	const want2 = Math.min(sp[9].f + 40e6, (sp[9].f + Math.min(...info.steady.map((s) => s.f))) / 2);
+	// 40 ms after the last spike's end: on a loaded machine the run's last
+	// ticks come late and close together, so the steady mappings' munmap can
+	// follow that end by less than a pixel of the graph; the window may hold
+	// it (their Size is 0 in the window either way: made before it).
+	const want2 = Math.min(sp[9].f + 40e6, info.duration);
 
 	// Drag on the committed-bytes graph over the last four spikes.
 	const [t1, t2] = await dragWindow(page, 1, want1, want2);
-	check(t1 > sp[5].f && t1 < sp[6].a && t2 > sp[9].f && t2 < Math.min(...info.steady.map((s) => s.f)),
-		'the dragged window [' + t1 + ', ' + t2 + ') holds exactly the last four spikes');
+	check(t1 > sp[5].f && t1 < sp[6].a && t2 > sp[9].f,
+		'the dragged window [' + t1 + ', ' + t2 + ') holds exactly the last four spikes (spikes ' +
+		JSON.stringify(sp.slice(5).map((s) => [s.a, s.f])) + ')');
 
 	const transient = await rowCells(page, 'commit-table', 'Transient');
 	check(transient && transient.count === '4', 'commit table: Transient Count 4 (got ' + JSON.stringify(transient) + ')');
