@@ -98,11 +98,13 @@ static int heap_entry_cmp(const void *a, const void *b)
    by heap and stack, each pair once. */
 static void heap_entries_sort(struct ht__snap_copy *c, size_t first)
 {
+	if (c->n - first < 2)
+		return;
 	qsort(c->v + first, c->n - first, sizeof(*c->v), heap_entry_cmp);
-	size_t out = first;
-	for (size_t i = first; i < c->n; i++) {
+	size_t out = first + 1;
+	for (size_t i = first + 1; i < c->n; i++) {
 		struct ht__snap_entry *o = &c->v[out - 1];
-		if (out > first && o->heap == c->v[i].heap && o->id == c->v[i].id) {
+		if (o->heap == c->v[i].heap && o->id == c->v[i].id) {
 			o->alloc_bytes += c->v[i].alloc_bytes;
 			o->alloc_count += c->v[i].alloc_count;
 			o->live_bytes += c->v[i].live_bytes;
