@@ -1252,6 +1252,24 @@ static void test_other_version(void)
 	CHECK(strstr(ht_strerror(HT_ERR_VERSION), "version") != NULL);
 }
 
+/* Makes the trace at path a sound header of version v; 0 when it cannot. */
+static int set_version(const char *path, uint32_t v)
+{
+	FILE *f = fopen(path, "r+b");
+	uint8_t h[HT__HEADER_SIZE];
+	int ok = f && fread(h, 1, sizeof(h), f) == sizeof(h);
+	CHECK(ok);
+	if (ok) {
+		ht__put_le32(h + 8, v);
+		ht__put_le32(h + 60, ht__crc32(h, 60));
+		fseek(f, 0, SEEK_SET);
+		ok = fwrite(h, 1, sizeof(h), f) == sizeof(h);
+	}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
 /*
  * A heap snapshot trace: its SNAPSHOT events read back field for
  * field; only such a trace takes them, and the rule for older versions
@@ -1316,16 +1334,8 @@ static void test_snapshot(void)
 	/* Made version 5, the custom heap's stack ends the events (an older
 	   reader would have shown it in the process heap): the two before it
 	   read. */
-	FILE *f = fopen(path, "r+b");
-	uint8_t h[HT__HEADER_SIZE];
-	CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h));
-	if (!f)
+	if (!set_version(path, HT__FILE_VERSION_SNAPHEAP - 1))
 		return;
-	ht__put_le32(h + 8, HT__FILE_VERSION_SNAPHEAP - 1);
-	ht__put_le32(h + 60, ht__crc32(h, 60));
-	fseek(f, 0, SEEK_SET);
-	fwrite(h, 1, sizeof(h), f);
-	fclose(f);
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 	if (!r)
 		return;
@@ -1349,15 +1359,8 @@ static void test_snapshot(void)
 	   (damaged) rather than misread (the event is unknown there, and a
 	   version-5 stream table is not a version-3 one). */
 	test_path(path, sizeof(path), "snap.htr");
-	f = fopen(path, "r+b");
-	CHECK(f && fread(h, 1, sizeof(h), f) == sizeof(h));
-	if (!f)
+	if (!set_version(path, 3))
 		return;
-	ht__put_le32(h + 8, 3);
-	ht__put_le32(h + 60, ht__crc32(h, 60));
-	fseek(f, 0, SEEK_SET);
-	fwrite(h, 1, sizeof(h), f);
-	fclose(f);
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 	if (!r)
 		return;
