@@ -15,10 +15,10 @@
 #include "heaptrail/trace.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-/* Version 7: an events chunk may continue the decoding state of the one
-   before it (chunk groups, docs/trace-format.md). Every trace is written as
-   version 7, snapshot traces too. A reader also reads versions 2 to 6. */
-#define HT__FILE_VERSION 7u
+/* Version 8: a stack code 0 is the thread slot's previous stack of the
+   event's size class (docs/trace-format.md). Every trace is written as
+   version 8, snapshot traces too. A reader also reads versions 2 to 7. */
+#define HT__FILE_VERSION 8u
 #define HT__FILE_VERSION_OLDEST 2u
 /* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
    SNAPSHOT events (code 21), which an older reader must refuse rather than
@@ -34,6 +34,8 @@
 #define HT__FILE_VERSION_SNAPHEAP 6u
 /* Version 7: chunk groups (HT__CHUNK_CONT). */
 #define HT__FILE_VERSION_GROUPS 7u
+/* Version 8: predicted stacks (a stack code 0 of an event with a size). */
+#define HT__FILE_VERSION_STACKPRED 8u
 #define HT__HEADER_SIZE 64u
 #define HT__CHUNK_MAGIC 0x4b435448u /* "HTCK" as a little-endian u32 */
 #define HT__CHUNK_HEADER_SIZE 48u

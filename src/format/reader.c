@@ -112,6 +112,7 @@ struct slot {
 	uint64_t last_addr;
 	uint64_t next_top;
 	uint64_t fresh_top;
+	uint32_t last_stack[HT__RING_CLASSES]; /* per size class (version 8) */
 };
 
 /* A chunk to decode: where it is and its header. */
@@ -1464,6 +1465,7 @@ static int new_slot(struct dec *d, struct ht__cur *mi)
 	sl->last_addr = 0;
 	sl->next_top = 0;
 	sl->fresh_top = 0;
+	memset(sl->last_stack, 0, sizeof(sl->last_stack));
 	return 0;
 }
 
@@ -1544,6 +1546,16 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 			ev->size = ht__get_varint(z);
 		if (mask & HT__F_OLD_SIZE)
 			ev->old_size = ht__get_varint(z);
+		if ((head & HT__REC_STACK) && ev->size &&
+		    r->version >= HT__FILE_VERSION_STACKPRED) {
+			/* 0: the slot's previous stack of this size class */
+			uint32_t *last = &sl->last_stack[ht__size_class(ev->size)];
+			if (!ev->stack && !(ev->stack = *last)) {
+				*why = "predicted stack without a previous one";
+				return HT_ERR_CORRUPT;
+			}
+			*last = ev->stack;
+		}
 		int heap_ev = type == HT_EV_ALLOC || type == HT_EV_FREE ||
 			      (type == HT_EV_REALLOC && !(ev->flags & HT_EVF_FAILED));
 		if (mask & HT__F_OLD_ADDR)

@@ -69,6 +69,9 @@ struct slot {
 	uint64_t last_addr; /* base of the next address delta */
 	uint64_t next_top;  /* the end of the thread's last new block */
 	uint64_t fresh_top; /* the end of its last block not taken from a ring */
+	/* Per size class, the stack of its last event with a stack and a
+	   size: a stack code 0 says the same again (docs/trace-format.md). */
+	uint32_t last_stack[HT__RING_CLASSES];
 };
 
 /* Open-addressing map (process, tid) -> slot, emptied per chunk by a
@@ -907,7 +910,7 @@ static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, ui
 }
 
 /* The time delta and the stack id of ev, which every event has. */
-static void put_time_stack(struct ht__writer *w, const struct ht_event *ev)
+static void put_time_stack(struct ht__writer *w, const struct ht_event *ev, uint32_t si)
 {
 	struct ht__buf *tb = &w->st[HT__S_TIME];
 	uint64_t q = ev->ts / w->ts_unit;
@@ -915,8 +918,14 @@ static void put_time_stack(struct ht__writer *w, const struct ht_event *ev)
 	    ht__put_varint(tb->data + tb->len, ht__zigzag((int64_t)(q - w->prev_ts))) - tb->data;
 	w->prev_ts = q;
 	if (ev->stack) {
+		uint32_t code = ev->stack;
+		if (ev->size) {
+			uint32_t *last = &w->slots[si].last_stack[ht__size_class(ev->size)];
+			code = *last == ev->stack ? 0 : ev->stack;
+			*last = ev->stack;
+		}
 		struct ht__buf *sb = &w->st[HT__S_STACK];
-		sb->len = ht__put_varint(sb->data + sb->len, ev->stack) - sb->data;
+		sb->len = ht__put_varint(sb->data + sb->len, code) - sb->data;
 	}
 }
 
@@ -977,7 +986,7 @@ static int put_plain_heap(struct ht__writer *w, const struct ht_event *ev)
 	*op++ = ev->type | HT__REC_SAME | (ev->stack ? HT__REC_STACK : 0);
 	*op++ = (ev->addr ? HT__F_ADDR : 0) | (ev->size ? HT__F_SIZE : 0);
 	ob->len = op - ob->data;
-	put_time_stack(w, ev);
+	put_time_stack(w, ev, si);
 	if (ev->size) {
 		struct ht__buf *zb = &w->st[HT__S_SIZE];
 		zb->len = ht__put_varint(zb->data + zb->len, ev->size) - zb->data;
@@ -1071,7 +1080,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		}
 		w->cur_slot = si;
 	}
-	put_time_stack(w, ev);
+	put_time_stack(w, ev, si);
 
 	uint8_t mask = 0, mask2 = 0;
 	if (ev->addr)

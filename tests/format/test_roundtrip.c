@@ -1159,6 +1159,104 @@ static void test_chunk_groups(void)
 	}
 }
 
+/* Stack codes 0 in the STACK streams of a trace's events chunks. */
+static uint64_t stack_zero_codes(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	static uint8_t comp[2 << 20], raw[2 << 20];
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	struct ht__chunk_header h;
+	long off = HT__HEADER_SIZE;
+	uint64_t zeros = 0;
+	while (f && fseek(f, off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), f) == sizeof(hb) &&
+	       ht__chunk_header_parse(hb, &h) == 0 && h.comp_size <= sizeof(comp)) {
+		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
+		if (h.kind != HT__CHUNK_EVENTS || fread(comp, 1, h.comp_size, f) != h.comp_size)
+			continue;
+		size_t n = ZSTD_decompress(raw, sizeof(raw), comp, h.comp_size);
+		CHECK(!ZSTD_isError(n));
+		if (ZSTD_isError(n))
+			break;
+		struct ht__cur cur[HT__NSTREAMS];
+		static uint8_t *planes;
+		static size_t planes_cap;
+		const char *why;
+		CHECK_EQ(ht__streams_open(raw, raw + n, HT__FILE_VERSION, cur, &planes, &planes_cap,
+					  &why),
+			 0);
+		while (cur[HT__S_STACK].p < cur[HT__S_STACK].end)
+			zeros += ht__get_varint(&cur[HT__S_STACK]) == 0;
+	}
+	if (f)
+		fclose(f);
+	return zeros;
+}
+
+/*
+ * Predicted stacks (format version 8): three threads allocate sizes of a
+ * few classes, each (thread, class) mostly from one stack that changes now
+ * and then, with frees (no size) and an mmap (a size) in between. Every
+ * event comes back exactly, and the STACK stream has a 0 exactly where the
+ * stack equals its thread's previous one of that size class.
+ */
+static void test_stack_prediction(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "stackpred.htr");
+	enum { N = 6000 };
+	static struct ht_event ev2[2 * N];
+	static uint32_t last[3][HT__RING_CLASSES];
+	memset(last, 0, sizeof(last));
+	static const uint64_t sizes[] = {24, 40, 100, 1000, 5000, 1 << 20};
+	int n = 0;
+	uint64_t want_zeros = 0, ts = 0;
+	rng = 88172645463325252ull;
+	for (int i = 0; i < N; i++) {
+		uint64_t x = next_rand();
+		int t = (int)(x % 3);
+		uint64_t size = sizes[(x >> 8) % 6];
+		/* a stack per (thread, size) that changes every 700 events, one
+		   in 8 from elsewhere */
+		uint32_t stack = (x >> 16) % 8 ? 1 + (uint32_t)(t * 10 + (x >> 8) % 6 + i / 700)
+					       : 100 + (uint32_t)((x >> 20) % 50);
+		int mmap = size == 1 << 20;
+		ev2[n++] = (struct ht_event){.type = mmap ? HT_EV_MMAP : HT_EV_ALLOC,
+					     .func = mmap ? HT_FN_MMAP : HT_FN_MALLOC,
+					     .pid = 5,
+					     .tid = 50 + t,
+					     .ts = ++ts,
+					     .addr = 0x7f0000000000ull + (uint64_t)i * 0x200000,
+					     .size = size,
+					     .prot = mmap ? 3 : 0,
+					     .stack = stack};
+		uint32_t *l = &last[t][ht__size_class(size)];
+		want_zeros += *l == stack;
+		*l = stack;
+		if (x >> 40 & 1)
+			ev2[n++] = (struct ht_event){.type = HT_EV_FREE,
+						     .func = HT_FN_FREE,
+						     .pid = 5,
+						     .tid = 50 + t,
+						     .ts = ++ts,
+						     .addr = ev2[n - 1].addr,
+						     .stack = 200};
+	}
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	for (uint32_t f = 0; f <= 250; f++)
+		ht__writer_frame(w, f, HT_MODULE_NONE, 0x400000 + f);
+	for (uint32_t id = 1; id <= 250; id++)
+		CHECK_EQ(ht__writer_stack(w, id, &id, 1), 0);
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(ht__writer_event(w, &ev2[i], NULL), 0);
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	check_group_read(path, "0", ev2, n, NULL);
+	check_group_read(path, "3", ev2, n, NULL);
+	CHECK(want_zeros > N / 3); /* 5000 and 1 MiB share class 63: they alternate */
+	CHECK_EQ(stack_zero_codes(path), want_zeros);
+}
+
 /*
  * Blocks of 993 to 1007 bytes (size class 64, the last ring) freed and taken
  * again by two threads, over many small chunks: each comes back from its own
@@ -1546,6 +1644,7 @@ int main(void)
 	test_fresh_and_old();
 	test_thread_frees();
 	test_chunk_groups();
+	test_stack_prediction();
 	test_class_64();
 	test_other_version();
 	test_planes();
