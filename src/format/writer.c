@@ -34,6 +34,12 @@
    planes of alloc_loop's address codes at level 6 (they compress to 0.39,
    but by their Huffman table, not by repeats) for nothing. */
 #define ZSTD_LEVEL_FAST 1
+/* Those at level 6 with hash and chain tables of 2^EVENTS_TABLE_LOG
+   entries instead of the level's 2^18 to 2^19: zstd clears its tables for
+   every frame, and a stream's frame is a few hundred KiB at most. On the
+   python json and alloc_loop streams, 4 to 11 % fewer instructions and
+   about 10 % less time in zstd for 0.02 % more bytes. */
+#define EVENTS_TABLE_LOG 16
 #define STRONG_GAIN 256
 #define ENTROPY_ABOVE 11 /* 11/16 */
 /* The streams of varints, which may be stored as two planes (codec.h): on
@@ -109,6 +115,7 @@ struct ht__writer {
 	size_t plane_budget; /* raw bytes before the next trial (PLANE_TRIAL_BYTES) */
 	ZSTD_CCtx *cctx;
 	int level; /* the cctx's compression level */
+	int tlog;  /* and its table logs (EVENTS_TABLE_LOG), 0: the level's */
 	struct ht__buf comp;
 
 	struct ht__buf st[HT__NSTREAMS]; /* streams of the current events chunk */
@@ -192,17 +199,22 @@ static int write_all(struct ht__writer *w, const void *buf, size_t len)
 	return 0;
 }
 
-/* Appends to w->comp one zstd frame of payload at level; its size, or 0
-   with w->err set. */
-static size_t compress_frame(struct ht__writer *w, int level, const uint8_t *payload, size_t len)
+/* Appends to w->comp one zstd frame of payload at level, with hash and
+   chain tables of 2^tlog entries (0: the level's); its size, or 0 with
+   w->err set. */
+static size_t compress_frame_t(struct ht__writer *w, int level, int tlog, const uint8_t *payload,
+			       size_t len)
 {
 	size_t bound = ZSTD_compressBound(len);
-	if (level != w->level) {
-		if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level))) {
+	if (level != w->level || tlog != w->tlog) {
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog, tlog)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, tlog))) {
 			w->err = HT_ERR_NOMEM;
 			return 0;
 		}
 		w->level = level;
+		w->tlog = tlog;
 	}
 	if (ht__buf_reserve(&w->comp, bound) < 0) {
 		w->err = HT_ERR_NOMEM;
@@ -215,6 +227,17 @@ static size_t compress_frame(struct ht__writer *w, int level, const uint8_t *pay
 	}
 	w->comp.len += c;
 	return c;
+}
+
+static size_t compress_frame(struct ht__writer *w, int level, const uint8_t *payload, size_t len)
+{
+	return compress_frame_t(w, level, 0, payload, len);
+}
+
+/* A frame of an events stream (EVENTS_TABLE_LOG). */
+static size_t compress_ev(struct ht__writer *w, int level, const uint8_t *d, size_t len)
+{
+	return compress_frame_t(w, level, level == ZSTD_LEVEL ? EVENTS_TABLE_LOG : 0, d, len);
 }
 
 /* Appends a chunk of raw_size bytes whose compressed frames are in w->comp. */
@@ -257,15 +280,15 @@ static size_t compress_stream(struct ht__writer *w, int *level, bool trial, cons
 			      size_t len)
 {
 	if (!trial)
-		return compress_frame(w, *level, d, len);
-	size_t at = w->comp.len, fast = compress_frame(w, ZSTD_LEVEL_FAST, d, len);
+		return compress_ev(w, *level, d, len);
+	size_t at = w->comp.len, fast = compress_ev(w, ZSTD_LEVEL_FAST, d, len);
 	if (fast && fast * 16 > len * ENTROPY_ABOVE) {
 		/* Mostly entropy: level 1 whatever level 6 would save, so level 6
 		   is not tried (on alloc_loop, a fifth of the trials' cost). */
 		*level = ZSTD_LEVEL_FAST;
 		return fast;
 	}
-	size_t at2 = w->comp.len, strong = fast ? compress_frame(w, ZSTD_LEVEL, d, len) : 0;
+	size_t at2 = w->comp.len, strong = fast ? compress_ev(w, ZSTD_LEVEL, d, len) : 0;
 	if (!strong)
 		return 0;
 	if (fast <= strong + strong / STRONG_GAIN) {
