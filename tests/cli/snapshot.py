@@ -277,6 +277,29 @@ def heaps(env):
 
 
 @case
+def heap_fork(env):
+    """A fork child starts its custom heaps' index afresh as it does its
+    address table: its blocks are its own (not the parent's it frees), in
+    its exit snapshot and in the last, where the parent's are the parent's."""
+    env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "heapfork"])
+    no_alloc_events(env)
+    out, _ = env.run(["info", "--format", "json", env.trace])
+    parent, child = [p["pid"] for p in json.loads(out)["processes"]]
+    snaps = snapshots(env)
+    equal([s["exit_pid"] for s in snaps], [child, parent, 0], "exit snapshots")
+    heap = "snap_prog!heap_"
+    equal(by_site(env, ["--snapshot", "1", env.trace], heap), {"heap_x": (150, 3)}, "the child at its exit")
+    equal(by_site(env, ["-pid", str(child), env.trace], heap), {"heap_x": (150, 3)}, "the child at the end")
+    equal(by_site(env, ["-pid", str(parent), env.trace], heap), {"heap_x": (200, 2), "heap_y": (20, 1)},
+          "the parent at the end")
+    out, _ = env.run(["analyze", "--summary", "--format", "json", env.trace])
+    rows = {(it["pid"], it["handle"] != 0): (it["outstanding_bytes"], it["outstanding_count"])
+            for it in json.loads(out)["items"]}
+    # The child did not create the pool, so its rows name no heap (as in a full trace).
+    equal((rows.get((parent, True)), rows.get((child, True))), ((220, 3), (150, 3)), "the pool by process")
+
+
+@case
 def old_trace(env):
     """A heap snapshot trace of format version 5 (before snapshots named
     custom heaps): snap_prog "fork" recorded by that version's build reads

@@ -8,7 +8,8 @@
  * itself as "execd", which holds others; "heaps": custom heaps
  * (include/heaptrail/heap.h) carved from malloc'd blocks, with frees, a
  * realloc, a failure, a heap destroyed with blocks and created again, and
- * threads; "loop N": N malloc/free pairs.
+ * threads; "heapfork": a pool's blocks in a parent and its fork child;
+ * "loop N": N malloc/free pairs.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -219,6 +220,22 @@ int main(int argc, char **argv)
 		ht_heap_free(gamma, keep[10]);
 		ht_heap_free(gamma, keep[11]);
 		keep[20] = site_b(77);
+		return 0;
+	}
+	if (!strcmp(mode, "heapfork")) { /* a fork child's own custom heap blocks */
+		struct pool *alpha = &pools[0];
+		pool_new(alpha, "alpha");
+		for (int i = 0; i < 2; i++)
+			keep[i] = heap_x(alpha, 100);
+		pid_t pid = fork();
+		if (pid == 0) {
+			ht_heap_free(alpha, keep[0]); /* the parent's block: not the child's */
+			for (int i = 0; i < 3; i++)
+				keep[10 + i] = heap_x(alpha, 50);
+			exit(0);
+		}
+		waitpid(pid, NULL, 0);
+		heap_y(alpha, 20);
 		return 0;
 	}
 	if (!strcmp(mode, "wait")) { /* for attach: allocates once told to */
