@@ -17,21 +17,49 @@
 
 #include "internal.h"
 
-static void exit_self(int status)
+/*
+ * The end of this process with status: _exit, _Exit, exit_group, and the
+ * exit handler that runs after every other (init.c). Nothing of the
+ * program runs after it, so the note goes now too.
+ */
+void ht__exit_self(int status)
 {
-	/* A vfork child shares our memory and TLS: it must not speak for us. */
-	if ((pid_t)syscall(SYS_getpid) != ht__g.pid)
+	/* A vfork child shares our memory and TLS: it must not speak for us.
+	   A child no hook saw being made (its sentinel page is zero) starts its
+	   instance in ht__write_exit(). */
+	pid_t pid = (pid_t)syscall(SYS_getpid);
+	if (pid != ht__g.pid && (!ht__g.wipe || *ht__g.alive))
 		return;
 	if (atomic_load(&ht__g.state) == HT_ST_READY)
-		ht__write_exit(ht__g.pid, HT_EXIT_CODE, status);
-	/* No destructor runs after _exit: the note goes now. */
+		ht__write_exit(pid, HT_EXIT_CODE, status);
 	ht__note_status(HT_EXIT_CODE, status);
 	ht__note_write();
 }
 
+/*
+ * Registrations of exit handlers (atexit is __cxa_atexit in libc_nonshared).
+ * The first one of the image registers ours before it (init.c), so that ours
+ * runs last.
+ */
+HT_EXPORT int __cxa_atexit(void (*fn)(void *), void *arg, void *dso)
+{
+	ht__exit_arm();
+	if (HT_UNLIKELY(!ht__real.__cxa_atexit))
+		ht__resolve();
+	return ht__real.__cxa_atexit(fn, arg, dso);
+}
+
+HT_EXPORT int on_exit(void (*fn)(int, void *), void *arg)
+{
+	ht__exit_arm();
+	if (HT_UNLIKELY(!ht__real.on_exit))
+		ht__resolve();
+	return ht__real.on_exit(fn, arg);
+}
+
 HT_EXPORT void _exit(int status)
 {
-	exit_self(status);
+	ht__exit_self(status);
 	if (ht__real._exit)
 		ht__real._exit(status);
 	for (;;)
@@ -40,7 +68,7 @@ HT_EXPORT void _exit(int status)
 
 HT_EXPORT void _Exit(int status)
 {
-	exit_self(status);
+	ht__exit_self(status);
 	if (ht__real._Exit)
 		ht__real._Exit(status);
 	for (;;)
@@ -269,6 +297,9 @@ HT_EXPORT long syscall(long nr, ...)
 	else if (nr == SYS_clone3 && a1 && (size_t)a2 >= sizeof(uint64_t))
 		memcpy(&flags, (const void *)a1, sizeof flags); /* clone_args.flags */
 #endif
+	/* exit_group ends every thread without an exit handler: like _exit. */
+	if (HT_UNLIKELY(nr == SYS_exit_group))
+		ht__exit_self((int)a1);
 	long r = syscall6(nr, a1, a2, a3, a4, a5, a6);
 	if (HT_UNLIKELY(!(flags & CLONE_VM)) && r == 0) {
 		int e = errno;

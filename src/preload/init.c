@@ -553,13 +553,32 @@ static void atfork_child(void)
 	errno = save;
 }
 
-/* Exit code of exit() and of returning from main. */
+/*
+ * Exit code of exit() and of returning from main. glibc runs exit handlers
+ * newest first and frees its blocks of handlers while it walks them, so
+ * every handler registered before ours (a library constructor's atexit,
+ * static destructors, glibc's own frees) would run after our PROCESS_EXIT
+ * and its frees would land after the process's end (docs/
+ * session-protocol.md, "The end of a process"). Ours is registered before
+ * any other: the hooks of __cxa_atexit and on_exit (hooks_proc.c) arm it
+ * at the first registration of the image, which can come from a library
+ * constructor that runs before ours.
+ */
 static void exit_handler(int status, void *arg)
 {
 	(void)arg;
-	ht__note_status(HT_EXIT_CODE, status);
-	ht__write_exit(getpid(), HT_EXIT_CODE, status);
-	ht__note_write(); /* the destructors ran already (note.c) */
+	ht__exit_self(status);
+}
+
+void ht__exit_arm(void)
+{
+	static _Atomic int armed; /* a fork child's copy says yes: it has the list too */
+	if (atomic_load(&armed) || !ht__ensure() || atomic_exchange(&armed, 1))
+		return;
+	if (!ht__real.on_exit)
+		ht__resolve();
+	if (ht__real.on_exit)
+		ht__real.on_exit(exit_handler, NULL);
 }
 
 __attribute__((constructor)) static void init_at_load(void)
@@ -567,7 +586,7 @@ __attribute__((constructor)) static void init_at_load(void)
 	int save = errno;
 	if (ht__ensure()) {
 		pthread_atfork(NULL, NULL, atfork_child);
-		on_exit(exit_handler, NULL);
+		ht__exit_arm();
 	}
 	errno = save;
 }

@@ -60,6 +60,8 @@ enum ht__state {
 	X(void *, sbrk, (intptr_t), , ATTACH)                                                      \
 	X(void, _exit, (int), __attribute__((noreturn)), ATTACH)                                   \
 	X(void, _Exit, (int), __attribute__((noreturn)), ATTACH)                                   \
+	X(int, __cxa_atexit, (void (*)(void *), void *, void *), , LAUNCH)                         \
+	X(int, on_exit, (void (*)(int, void *), void *), , LAUNCH)                                 \
 	X(pid_t, waitpid, (pid_t, int *, int), , LAUNCH)                                           \
 	X(pid_t, wait, (int *), , LAUNCH)                                                          \
 	X(pid_t, wait4, (pid_t, int *, int, void *), , LAUNCH)                                     \
@@ -181,7 +183,9 @@ void ht__child_start(void);    /* new instance after fork/clone in the child */
 pid_t ht__fork_then(void (*in_child)(void));
 int ht__clone_then(void (*in_child)(void), int (*fn)(void *), void *stack, int flags, void *arg,
 		   pid_t *ptid, void *tls, pid_t *ctid);
-void ht__child_check(void); /* in a fork child: ht__child_start() unless already done */
+void ht__child_check(void);	/* in a fork child: ht__child_start() unless already done */
+void ht__exit_arm(void);	/* registers the exit handler, once, before any other */
+void ht__exit_self(int status); /* this process ends now with status: PROCESS_EXIT, note */
 int ht__enter_odd(struct ht__thread *t);
 #define HT_PROC_PENDING 0x80000000u
 void ht__write_process_pending(void);

@@ -100,12 +100,11 @@ void ht__note_write(void)
 }
 
 /*
- * The note goes as late as the exit lets it, with the status known: the
- * destructors run from a handler of exit that was registered after ours
- * in launch mode (ours is registered by our constructor, before the
- * program's start), so there the exit handler writes it after them; when
- * attached, ours was registered later, runs first and leaves it to this
- * destructor.
+ * The note goes as late as the exit lets it, with the status known: in
+ * launch mode our exit handler is the image's first (init.c
+ * ht__exit_arm), runs after every other and the destructors, and writes
+ * it; when attached, ours was registered later, runs first and leaves it
+ * to this destructor.
  */
 __attribute__((destructor)) static void note_at_exit(void)
 {

@@ -1398,6 +1398,87 @@ def realloc_race_sampled(env):
           "4 KiB: %d of %d mallocs sampled, %.0f expected" % (sampled, total, p * total))
 
 
+def ends_last(tr):
+    """Every event of a process image comes before its process_exit in the
+    trace's order (and no later in time)."""
+    end = {}
+    for i, e in enumerate(tr.events):
+        if e.get("type") == "process_exit":
+            end[e["process"]] = (i, e["ts"])
+    check(end, "a process_exit in the trace")
+    late = [e for i, e in enumerate(tr.events) if e.get("process") in end and
+            e.get("type") != "process_exit" and
+            (i > end[e["process"]][0] or e["ts"] > end[e["process"]][1])]
+    equal(late[:3], [], "events after their process's exit (%d)" % len(late))
+
+
+def own_live(tr, pid):
+    """Sizes of the blocks pid never freed that exit_order or its library
+    allocated: not libstdc++'s emergency pool (its constructor's, kept for
+    the life of the process)."""
+    live = Heap(tr, pid).live.values()
+    return sorted(b["size"] for b in live
+                  if any(re.search(r"exit_order|libhtexit", f.get("module") or "")
+                         for f in tr.frames(b)))
+
+
+@case
+def exit_order(env):
+    # exit_order (tests/programs/exit_order.cpp) frees everything at its exit,
+    # partly from exit handlers its library registered before the recorder's
+    # and from glibc's own block of handlers: all of it before PROCESS_EXIT.
+    h = env.heaptrail
+    prog = env.prog("exit_order")
+    for n in (0, 3):
+        tr = env.record([prog, str(n), "return"], want_rc=7, name="ret%d" % n)
+        pid = tr.root()["pid"]
+        ends_last(tr)
+        equal(tr.root().get("exit_code"), 7, "exit code of return from main")
+        equal(tr.info["totals"]["unknown_frees"], 0, "frees of unknown blocks")
+        equal(own_live(tr, pid), [333] * n, "blocks never freed (leak %d)" % n)
+        pool = len(Heap(tr, pid).live) - n
+        equal(tr.info["totals"]["leaked_count"], n + pool, "info's never freed blocks")
+        rc, out, _ = env.run([h, "check", tr.path])
+        if n == 0:
+            equal(rc, 0, "leak gate of a program that frees everything (%s)" % out)
+        else:
+            equal(rc, 1, "leak gate of 3 leaks")
+            equal([(b, c) for b, c, _ in gate_leaks(out)], [(999, 3)], "the gate's leaks")
+    # The other ends: the status each one gives, nothing after it; the
+    # handlers run (exit, exit() from a thread) or do not (_exit,
+    # exit_group), which the blocks never freed show: 40 of the library,
+    # 2 + 1 static objects, and the ending thread's own blocks.
+    for how, code, more in (("exit", 3, 0), ("_exit", 5, 43), ("exit_group", 9, 43),
+                            ("thread-exit", 11, 0)):
+        tr = env.record([prog, "2", how], want_rc=code, name=how)
+        pid = tr.root()["pid"]
+        ends_last(tr)
+        equal(tr.root().get("exit_code"), code, "exit code of %s" % how)
+        equal(tr.info["totals"]["unknown_frees"], 0, "frees of unknown blocks (%s)" % how)
+        live = own_live(tr, pid)
+        equal(live.count(333), 2, "main's 2 leaks (%s)" % how)
+        equal(live.count(1111) + live.count(2000) + live.count(5001), more,
+              "blocks of the exit handlers never freed (%s)" % how)
+    # Fork children: one _exits (6), one exits (4) and frees its copies of
+    # the parent's blocks (40 + 2 + 1, and glibc's block of handlers), the
+    # parent returns: each ends after its own last event.
+    tr = env.record([prog, "0", "fork"], want_rc=7, name="fork")
+    ends_last(tr)
+    procs = sorted((p.get("exit_code"), p["unknown_frees"], p["alloc_calls"], p["free_calls"])
+                   for p in tr.processes())
+    equal([p[0] for p in procs], [4, 6, 7], "exit codes of the children and the parent")
+    equal(procs[0][1], 44, "the exiting child frees its copies of the parent's blocks")
+    equal(procs[1][1:], (0, 1, 1), "the child that _exits: its own block only")
+    equal(own_live(tr, tr.root()["pid"]), [], "the parent's blocks never freed")
+    # exec is not an exit: the first image ends at the exec without its
+    # handlers, the second returns.
+    tr = env.record([prog, "1", "exec"], want_rc=7, name="exec")
+    ends_last(tr)
+    images = tr.processes()
+    equal([p.get("exit_code") for p in images], [None, 7], "the exec'd image and the returned one")
+    equal(tr.info["totals"]["unknown_frees"], 0, "frees of unknown blocks (exec)")
+
+
 # ---------------------------------------------------------------------------
 
 
