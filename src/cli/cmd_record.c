@@ -208,9 +208,10 @@ static void install_forwarding(void)
 }
 
 /*
- * The forwarded signals are blocked from just before fork() until child_pid
- * is set, so that one arriving in between is forwarded, not lost; *old is the
- * mask to go back to.
+ * The forwarded signals are blocked from the start of `record` until their
+ * handlers are in and, launching, child_pid is set, so that one arriving in
+ * between is forwarded (or ends an attach) instead of killing us with the
+ * session's file left behind; *old is the mask to go back to.
  */
 static void block_forwarded(sigset_t *old)
 {
@@ -811,6 +812,7 @@ static int record_attach(const struct options *o)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		sigaction(forwarded[i], &sa, NULL);
+	sigprocmask(SIG_SETMASK, &start_mask, NULL); /* blocked in cmd_record() */
 
 	ht__inject_set_idle(tick_while_injecting, s);
 	static struct ht__attach att[MAX_ATTACH];
@@ -959,6 +961,10 @@ int cmd_record(int argc, char **argv)
 {
 	struct options o = {0};
 	int first = parse_options(argc, argv, &o);
+	/* From here until their handlers are in, the signals that end a
+	   recording wait: one that killed us now would leave the session's
+	   file and a half-made trace behind. */
+	block_forwarded(&start_mask);
 	if (o.pids)
 		return record_attach(&o);
 	char **cmd = argv + first;
@@ -1014,7 +1020,6 @@ int cmd_record(int argc, char **argv)
 		ht__session_destroy(s);
 		die("cannot create a pipe: %s", strerror(errno));
 	}
-	block_forwarded(&start_mask);
 	struct sigaction ign;
 	memset(&ign, 0, sizeof(ign));
 	ign.sa_handler = SIG_IGN;
