@@ -37,7 +37,7 @@ for delay in 0 0.001 0.002 0.005 0.01 0.02; do
       echo "SIGTERM at ${delay}s left in the output directory: $left"
       fail=1
     fi
-    rm -f "$dir"/*
+    rm -f "$dir"/* "$dir"/.[!.]*
   done
 done
 exit $fail
