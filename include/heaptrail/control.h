@@ -98,14 +98,18 @@ struct ht_trace_properties {
 	   at the stop. */
 	uint64_t snapshot_interval_ns;
 
+	/* out (stop, query): crashes in a flight-recorder session that found
+	   the session's crash table full, so no window was written for them. */
+	uint64_t crashes_unreported;
+
 	/* Room for the fields of later versions, so the struct keeps its size
 	   within one soname: must be zero (HT_ERR_INVALID otherwise). */
-	uint64_t reserved[8];
+	uint64_t reserved[7];
 };
 
 #define HT_TRACE_PROPERTIES_INIT                                                                   \
 	{                                                                                          \
-		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0,                                  \
+		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,                               \
 		{                                                                                  \
 			0                                                                          \
 		}                                                                                  \

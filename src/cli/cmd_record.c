@@ -646,9 +646,7 @@ static void ring_poll(struct ring_ctl *r, struct ht__session *s)
 	uint64_t unreported = ht__session_stats(s)->crashes_unreported;
 	if (unreported > r->crashes_unreported) {
 		r->crashes_unreported = unreported;
-		warning("%llu crashes had no room in the session's crash table: their windows "
-			"were not written",
-			(unsigned long long)unreported);
+		warn_crashes_unreported(unreported);
 	}
 }
 

@@ -20,7 +20,9 @@ static const char usage_text[] =
     "\n"
     "  --format FMT        text (default) or json: a list of objects with name,\n"
     "                      file, pids, events, events_lost, buffers, buffer_size,\n"
-    "                      buffers_used, daemon_pid, ifeo, lossy\n"
+    "                      buffers_used, crashes_unreported (crashes of a flight\n"
+    "                      recorder the crash table had no room for: no window),\n"
+    "                      daemon_pid, ifeo, lossy\n"
     "  -h, --help          show this help\n"
     "\n"
     "examples:\n"
@@ -86,6 +88,8 @@ int cmd_sessions(int argc, char **argv)
 			jw_u64(&j, p.buffer_size);
 			jw_key(&j, "buffers_used");
 			jw_u64(&j, p.buffers_in_use);
+			jw_key(&j, "crashes_unreported");
+			jw_u64(&j, p.crashes_unreported);
 			jw_key(&j, "daemon_pid");
 			jw_i64(&j, p.daemon_pid);
 			jw_key(&j, "ifeo");
@@ -102,6 +106,10 @@ int cmd_sessions(int argc, char **argv)
 		printf("%-16s %8d %9s %-16s %12llu %10llu  %s\n", names[i], (int)p.daemon_pid,
 		       procs, bufs, (unsigned long long)p.events_written,
 		       (unsigned long long)p.events_lost, p.file);
+		if (p.crashes_unreported)
+			printf("%-16s %8s %llu crashes had no room in the crash table: no window "
+			       "written\n",
+			       "", "", (unsigned long long)p.crashes_unreported);
 		if (np) {
 			printf("%-16s %8s pids:", "", "");
 			for (unsigned k = 0; k < np; k++)

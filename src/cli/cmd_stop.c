@@ -50,6 +50,7 @@ int cmd_stop(int argc, char **argv)
 			"heaptrail: session '%s' stopped: wrote '%s' (%llu events, %llu lost)\n",
 			name, props.file, (unsigned long long)props.events_written,
 			(unsigned long long)props.events_lost);
+	warn_crashes_unreported(props.crashes_unreported);
 	printf("%s\n", props.file);
 	return 0;
 }

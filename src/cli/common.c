@@ -56,6 +56,14 @@ void warning(const char *fmt, ...)
 	va_end(ap);
 }
 
+void warn_crashes_unreported(uint64_t n)
+{
+	if (n)
+		warning("%llu crashes had no room in the session's crash table: their windows "
+			"were not written",
+			(unsigned long long)n);
+}
+
 struct ht_reader *open_trace(const char *path)
 {
 	struct ht_reader *r;

@@ -22,6 +22,9 @@ _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int error_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "heaptrail: warning: MSG" on stderr. */
 void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The warning of a flight recorder's crashes without a window (n > 0): the
+   crash table was full (record, stop, sessions say it the same way). */
+void warn_crashes_unreported(uint64_t n);
 
 /*
  * Opens a trace for a command, the same way for every command: dies with

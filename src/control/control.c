@@ -525,6 +525,7 @@ static void fill_props(struct ht_trace_properties *props, const char *reply)
 	props->events_written = ht__ctl_get_u64(reply, "events");
 	props->events_lost = ht__ctl_get_u64(reply, "lost");
 	props->buffers_lost = ht__ctl_get_u64(reply, "buffers_lost");
+	props->crashes_unreported = ht__ctl_get_u64(reply, "crashes_unreported");
 	props->buffer_size = (uint32_t)ht__ctl_get_u64(reply, "buffer_size");
 	props->buffers = (uint32_t)ht__ctl_get_u64(reply, "buffers");
 	props->buffers_in_use = (uint32_t)ht__ctl_get_u64(reply, "buffers_used");

@@ -193,11 +193,12 @@ static void status_line(char *out, size_t n, const char *verb_extra)
 {
 	pid_t live[HT__CTL_MAX_PIDS];
 	unsigned nlive;
-	uint64_t events, lost;
+	uint64_t events, lost, unreported;
 	uint32_t used;
 	pthread_mutex_lock(&D.sess_lock);
 	nlive = ht__session_live_pids(D.s, live, HT__CTL_MAX_PIDS);
 	events = ht__session_stats(D.s)->events;
+	unreported = ht__session_stats(D.s)->crashes_unreported;
 	lost = ht__session_lost_now(D.s);
 	used = ht__session_rings_in_use(D.s);
 	uint64_t exhausted = atomic_load(&ht__session_header(D.s)->rings_exhausted);
@@ -230,11 +231,13 @@ static void status_line(char *out, size_t n, const char *verb_extra)
 	snprintf(out, n,
 		 "OK%s name=%s id=%llu pid=%d pids=%s events=%llu lost=%llu buffers_lost=%llu "
 		 "buffers=%u "
-		 "buffer_size=%u buffers_used=%u stacks=0x%x flags=0x%x max_size=%llu file=%s\n",
+		 "buffer_size=%u buffers_used=%u stacks=0x%x flags=0x%x max_size=%llu "
+		 "crashes_unreported=%llu file=%s\n",
 		 verb_extra, D.a->name, (unsigned long long)D.id, (int)getpid(), pids,
 		 (unsigned long long)events, (unsigned long long)lost,
 		 (unsigned long long)exhausted, h->ring_count, h->ring_size, used, D.stack_mask,
-		 D.a->flags, (unsigned long long)D.a->max_file_size, D.a->file);
+		 D.a->flags, (unsigned long long)D.a->max_file_size, (unsigned long long)unreported,
+		 D.a->file);
 }
 
 static int parse_pid_list(const char *v, pid_t *out, unsigned *n)
@@ -767,12 +770,14 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 		snprintf(out, sizeof(out),
 			 "OK name=%s id=%llu pid=%d events=%llu lost=%llu "
 			 "buffers_lost=%llu buffers=%u "
-			 "buffer_size=%u processes=%u frames=%u symbolized=%u file=%s\n",
+			 "buffer_size=%u processes=%u frames=%u symbolized=%u "
+			 "crashes_unreported=%llu file=%s\n",
 			 a->name, (unsigned long long)D.id, (int)getpid(),
 			 (unsigned long long)sst->events, (unsigned long long)sst->lost,
 			 (unsigned long long)atomic_load(&ht__session_header(D.s)->rings_exhausted),
 			 ht__session_header(D.s)->ring_count, ht__session_header(D.s)->ring_size,
-			 sst->processes, sst->frames, sst->frames_symbolized, a->file);
+			 sst->processes, sst->frames, sst->frames_symbolized,
+			 (unsigned long long)sst->crashes_unreported, a->file);
 	}
 	ht__relay_free(D.relay);
 	ht__ring_keep_free(D.ring);

@@ -10,6 +10,7 @@ with XDG_RUNTIME_DIR set to a fresh private directory on /dev/shm, so the
 sessions found are only the test's own; every session, process and file the
 test made is stopped, killed or removed at the end, also on failure."""
 import argparse
+import glob
 import json
 import os
 import pwd
@@ -260,6 +261,34 @@ def ring_crash(env):
         time.sleep(1)
         crash_window(env, trace, b, sig, "start (%s)" % mode)
         env.ht("stop", "rc")
+
+
+@case
+def crashes_unreported(env):
+    """Crashes of a start session's flight recorder that found the crash
+    table full (no window written): sessions and stop say how many, as
+    record does."""
+    a = env.spawn(3201)
+    trace = env.path("cu.htr")
+    env.ht("start", "cu", "-o", trace, "--pid", str(a.pid), "--ring", "64K")
+    equal(env.sessions()[0]["crashes_unreported"], 0, "no crash yet")
+    out, _ = env.ht("sessions")
+    check("crash" not in out, "the listing says nothing of crashes: %r" % out)
+    shm = glob.glob(os.path.join(env.xdg, "**", "cu.shm"), recursive=True)
+    equal(len(shm), 1, "the session's shared memory under XDG_RUNTIME_DIR: %r" % shm)
+    bump = os.path.join(env.build, "tests", "sessions", "bump_crashes")
+    rc, _, err = env.run([bump, shm[0], "3"])
+    equal(rc, 0, "bump_crashes: %s" % err)
+    deadline = time.time() + 20
+    while env.sessions()[0]["crashes_unreported"] != 3 and time.time() < deadline:
+        time.sleep(0.05)
+    equal(env.sessions()[0]["crashes_unreported"], 3, "sessions --format json")
+    out, _ = env.ht("sessions")
+    check("3 crashes had no room in the crash table: no window written" in out,
+          "the listing says it: %r" % out)
+    _, err = env.ht("stop", "cu")
+    check("warning: 3 crashes had no room in the session's crash table: their windows were "
+          "not written" in err, "stop says it: %r" % err)
 
 
 @case
