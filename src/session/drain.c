@@ -443,6 +443,15 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 					p->dead = true;
 					if (gone)
 						p->gone_ns = now;
+					/* Its held report: every record of it is stamped
+					   before now. */
+					if (p->exit_held && !p->exited) {
+						p->gone_ns = UINT64_MAX; /* no "killed" after it */
+						int rc = self_exit(s, p->pid, HT_EXIT_CODE,
+								   p->held_value, now);
+						if (rc < 0)
+							return rc;
+					}
 				} else if (rss > 0 && s->cfg.sample_rss &&
 					   (uint64_t)rss != p->rss) {
 					struct ht__rec_self_rss r = {.h = {.type = HT__REC_SELF_RSS,

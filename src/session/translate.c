@@ -629,6 +629,16 @@ static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct 
 	   image's PROCESS_EXEC ends it already. */
 	if (untraced_exec && p->instance != (uint32_t)e->value)
 		return 1;
+	/* An attached image's recorder registered its exit handler at the
+	   attach, after the program's own: they run after it, and their frees
+	   after its report. The report waits until the image is dead
+	   (drain.c, check_procs; or the end), when nothing more can come. */
+	if (!self_slot && sl->pid == e->pid && (p->flags & HT_PROCF_ATTACHED) &&
+	    e->kind == HT_EXIT_CODE) {
+		p->exit_held = true;
+		p->held_value = e->value;
+		return 1;
+	}
 	p->exited = true;
 	struct ht_event ev = {.type = HT_EV_PROCESS_EXIT,
 			      .process = proc_index(s, p),
@@ -882,17 +892,18 @@ int ht__translate_finish(struct ht__session *s)
 	uint64_t now = ht__now_ns();
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		struct ht__proc *p = s->procs[i];
-		if (p->replaced || p->exited || !p->dead)
+		if (p->replaced || p->exited || (!p->dead && !p->exit_held))
 			continue;
 		/* Died and nobody said how: "killed", without a signal number
-		   unless its recorder reported a crash (drain.c, take_crashes). */
+		   unless its recorder reported a crash (drain.c, take_crashes);
+		   or an attached image whose own report was held. */
 		p->exited = true;
 		struct ht_event ev = {.type = HT_EV_PROCESS_EXIT,
 				      .process = i,
 				      .pid = p->pid,
 				      .tid = p->pid,
-				      .value = p->crash_sig,
-				      .flags = HT_EVF_SIGNAL};
+				      .value = p->exit_held ? p->held_value : p->crash_sig,
+				      .flags = p->exit_held ? 0 : HT_EVF_SIGNAL};
 		ev.ts = rel_ts(s, now);
 		int rc = ht__snap_exited(s, p);
 		if (rc >= 0)

@@ -1477,6 +1477,32 @@ def exit_order(env):
     images = tr.processes()
     equal([p.get("exit_code") for p in images], [None, 7], "the exec'd image and the returned one")
     equal(tr.info["totals"]["unknown_frees"], 0, "frees of unknown blocks (exec)")
+    # Attached (record -p): the recorder's exit handler is registered at the
+    # attach, after the program's, which frees 5 blocks allocated since.
+    p = subprocess.Popen([prog, "0", "attach"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         cwd=env.tmp)
+    try:
+        equal(p.stdout.readline().decode().strip(), "ready", "the program waits")
+        trace = os.path.join(env.tmp, "attach.htr")
+        rec = subprocess.Popen([h, "record", "-o", trace, "-p", str(p.pid)],
+                               stderr=subprocess.PIPE, cwd=env.tmp)
+        line = rec.stderr.readline().decode()
+        check("tracing 1 process" in line, "record -p attached: %r" % line)
+        p.stdin.write(b"go\n")
+        p.stdin.close()
+        equal(p.wait(timeout=60), 7, "the attached program's status")
+        _, err = rec.communicate(timeout=120)
+        equal(rec.returncode, 0, "record -p: %s" % err.decode())
+    finally:
+        if p.poll() is None:
+            p.kill()
+    tr = Trace(env, trace)
+    ends_last(tr)
+    equal([q.get("exit_code") for q in tr.processes()], [7], "exit code of the attached program")
+    heap = Heap(tr, p.pid)
+    equal(sorted(e["size"] for e in heap.live.values()), [], "blocks never freed (attached)")
+    equal(len([e for e, b in heap.frees if b and b["size"] == 777]), 5,
+          "the 5 blocks freed by the older exit handler")
 
 
 # ---------------------------------------------------------------------------

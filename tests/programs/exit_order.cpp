@@ -5,7 +5,10 @@
 // ends HOW: return (7), exit (3), _exit (5), exit_group (9, by syscall from
 // a thread), thread-exit (11, exit() from a thread), fork (a child that
 // _exits 6 and one that exits 4, then return 7), exec (this program again
-// with N return). Every event of a process must come before its end.
+// with N return), attach (prints "ready", waits for a line on stdin while
+// `record -p` attaches, then allocates 5 blocks of 777 that an exit handler
+// registered before the attach frees, and returns 7). Every event of a
+// process must come before its end.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,14 @@ struct Holder {
 static Holder h1, h2;
 static std::string s(5000, 'x');
 
+static void *kept[5];
+
+static void free_kept(void)
+{
+	for (void *p : kept)
+		free(p);
+}
+
 static void *end_in_thread(void *how)
 {
 	if (!strcmp(static_cast<const char *>(how), "exit_group"))
@@ -38,6 +49,15 @@ int main(int argc, char **argv)
 	PROG_CHECK(argc == 3 && exit_lib_blocks() == 40);
 	int leak = atoi(argv[1]);
 	const char *how = argv[2];
+	PROG_CHECK(atexit(free_kept) == 0);
+	if (!strcmp(how, "attach")) {
+		printf("ready\n");
+		fflush(stdout);
+		char line[16];
+		PROG_CHECK(fgets(line, sizeof line, stdin));
+		for (void *&p : kept)
+			p = malloc(777);
+	}
 	for (int i = 0; i < leak; i++)
 		prog_sink(malloc(333));
 	if (!strcmp(how, "exit"))
