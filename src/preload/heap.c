@@ -92,13 +92,13 @@ static void snap_op(struct ht__thread *t, unsigned type, uint32_t bit, uint64_t 
 		    const void *old, const void *p, size_t size)
 {
 	if (type == HT_REC_HEAP_FREE) {
-		ht__snap_heap_free(heap, p);
+		ht__snap_heap_free(t, heap, p);
 		return;
 	}
 	if (!p && (size || type == HT_REC_HEAP_ALLOC))
 		return;
 	if (old)
-		ht__snap_heap_free(heap, old);
+		ht__snap_heap_free(t, heap, old);
 	if (p)
 		ht__snap_heap_alloc(t, heap, p, size, bit);
 }

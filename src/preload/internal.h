@@ -145,6 +145,11 @@ struct ht__thread {
 	unsigned rlc;
 	uint64_t rlc_old;
 	int64_t rlc_undo;
+	/* Snapshot mode, custom heaps (snapshot.c): the thread's last handle
+	   and its slot, and last (slot, stack) pair and its entry j + 1, valid
+	   in instance snap_inst only (an instance starts tables of its own). */
+	uint64_t snap_heap, snap_pair;
+	uint32_t snap_slot, snap_ent, snap_inst;
 };
 
 /*
@@ -364,7 +369,7 @@ void ht__snap_reset(void);
 /* Custom heaps' blocks (heap.c): heap 0 is the process heap's handle. */
 void ht__snap_heap_alloc(struct ht__thread *t, uint64_t heap, const void *p, uint64_t size,
 			 uint32_t bit);
-void ht__snap_heap_free(uint64_t heap, const void *p);
+void ht__snap_heap_free(struct ht__thread *t, uint64_t heap, const void *p);
 void ht__snap_heap_destroy(uint64_t heap);
 
 /* crash.c: the crash signals' handler of a flight recorder session. */

@@ -192,11 +192,8 @@ static _Atomic uint64_t *_Atomic snap_handles;
 static struct snap_index *_Atomic snap_index;
 
 /* Maps a private table of bytes once (racing threads keep one mapping). */
-static HT_COLD void *snap_table(void *_Atomic *where, size_t bytes)
+static HT_COLD void *snap_table_map(void *_Atomic *where, size_t bytes)
 {
-	void *t = atomic_load_explicit(where, memory_order_acquire);
-	if (t)
-		return t;
 	void *mine = ht__raw_mmap(bytes);
 	if (!mine)
 		return NULL;
@@ -205,6 +202,12 @@ static HT_COLD void *snap_table(void *_Atomic *where, size_t bytes)
 		return mine;
 	syscall(SYS_munmap, mine, bytes);
 	return none;
+}
+
+static inline void *snap_table(void *_Atomic *where, size_t bytes)
+{
+	void *t = atomic_load_explicit(where, memory_order_acquire);
+	return HT_LIKELY(t != NULL) ? t : snap_table_map(where, bytes);
 }
 
 /* heap's slot (1 ..), added when add; 0 when not there or the table is full. */
@@ -273,6 +276,43 @@ static uint32_t snap_heap_entry(uint64_t heap, uint32_t slot, uint32_t stack)
 	return 0;
 }
 
+/* The thread's caches (a loop allocates from one heap at one call site),
+   emptied when they are another instance's. */
+static inline int snap_cached(struct ht__thread *t)
+{
+	if (HT_LIKELY(t->snap_inst == ht__g.instance))
+		return 1;
+	t->snap_inst = ht__g.instance;
+	t->snap_slot = t->snap_ent = 0;
+	return 0;
+}
+
+static inline uint32_t heap_slot(struct ht__thread *t, uint64_t heap, int add)
+{
+	if (snap_cached(t) && t->snap_slot && t->snap_heap == heap)
+		return t->snap_slot;
+	uint32_t slot = snap_heap_slot(heap, add);
+	if (slot) {
+		t->snap_heap = heap;
+		t->snap_slot = slot;
+	}
+	return slot;
+}
+
+static inline uint32_t heap_entry(struct ht__thread *t, uint64_t heap, uint32_t slot,
+				  uint32_t stack)
+{
+	uint64_t pair = (uint64_t)slot << 32 | stack;
+	if (snap_cached(t) && t->snap_ent && t->snap_pair == pair)
+		return t->snap_ent;
+	uint32_t j = snap_heap_entry(heap, slot, stack);
+	if (j) {
+		t->snap_pair = pair;
+		t->snap_ent = j;
+	}
+	return j;
+}
+
 static inline uint64_t snap_heap_key(uint32_t slot, const void *p)
 {
 	return (uint64_t)slot << SNAP_ADDR_BITS | (uint64_t)(uintptr_t)p;
@@ -286,8 +326,8 @@ void ht__snap_heap_alloc(struct ht__thread *t, uint64_t heap, const void *p, uin
 		return;
 	}
 	uint32_t stack = ht__stack_for(t, bit);
-	uint32_t slot = (uint64_t)(uintptr_t)p >> SNAP_ADDR_BITS ? 0 : snap_heap_slot(heap, 1);
-	uint32_t j = slot && stack < SNAP_STACK_LIMIT ? snap_heap_entry(heap, slot, stack) : 0;
+	uint32_t slot = (uint64_t)(uintptr_t)p >> SNAP_ADDR_BITS ? 0 : heap_slot(t, heap, 1);
+	uint32_t j = slot && stack < SNAP_STACK_LIMIT ? heap_entry(t, heap, slot, stack) : 0;
 	uint64_t ent = (uint64_t)ht__g.snap_cap + j - 1;
 	if (!j || size >> SNAP_SIZE_BITS ||
 	    !snap_put(snap_heap_key(slot, p), ent << SNAP_SIZE_BITS | size)) {
@@ -299,10 +339,10 @@ void ht__snap_heap_alloc(struct ht__thread *t, uint64_t heap, const void *p, uin
 	atomic_fetch_add_explicit(&s->alloc_count, 1, memory_order_relaxed);
 }
 
-void ht__snap_heap_free(uint64_t heap, const void *p)
+void ht__snap_heap_free(struct ht__thread *t, uint64_t heap, const void *p)
 {
 	uint64_t v;
-	uint32_t slot = heap ? snap_heap_slot(heap, 0) : 0;
+	uint32_t slot = heap ? heap_slot(t, heap, 0) : 0;
 	if ((!heap || slot) && ht__snap_take(heap ? snap_heap_key(slot, p) : (uintptr_t)p, &v))
 		ht__snap_freed(v);
 }
