@@ -129,11 +129,11 @@ static inline uint64_t hash(uint32_t process, uint64_t heap, uint64_t addr)
 #define SLOT_HOME(s) ((s) >> 32)
 #define SLOT(h, rec) ((uint64_t)(uint32_t)(h) << 32 | ((uint64_t)(rec) + 1))
 
-/* Slot of the block, or of the empty slot where it would go. */
-static uint64_t *lookup(const struct ht__life_tracker *t, uint32_t process, uint64_t heap,
-			uint64_t addr)
+/* Slot of the block whose hash() is h, or of the empty slot where it would go. */
+static uint64_t *lookup_hashed(const struct ht__life_tracker *t, uint64_t h, uint32_t process,
+			       uint64_t heap, uint64_t addr)
 {
-	uint64_t h = hash(process, heap, addr), i = h & t->mask;
+	uint64_t i = h & t->mask;
 	uint32_t tag = (uint32_t)h;
 	for (;;) {
 		uint64_t *s = &t->slots[i];
@@ -151,6 +151,13 @@ static uint64_t *lookup(const struct ht__life_tracker *t, uint32_t process, uint
 		}
 		i = (i + 1) & t->mask;
 	}
+}
+
+/* Slot of the block, or of the empty slot where it would go. */
+static uint64_t *lookup(const struct ht__life_tracker *t, uint32_t process, uint64_t heap,
+			uint64_t addr)
+{
+	return lookup_hashed(t, hash(process, heap, addr), process, heap, addr);
 }
 
 static int grow_index(struct ht__life_tracker *t)
@@ -340,11 +347,12 @@ static int alloc_block(struct ht__life_tracker *t, const struct ht_event *ev, in
 		return HT_ERR_NOMEM;
 	if (ht__vec_grow_zero(&t->per_proc, (size_t)ev->process + 1) < 0)
 		return HT_ERR_NOMEM;
-	uint64_t *s = lookup(t, ev->process, ev->heap, ev->addr);
+	uint64_t h = hash(ev->process, ev->heap, ev->addr);
+	uint64_t *s = lookup_hashed(t, h, ev->process, ev->heap, ev->addr);
 	if (*s) {
 		/* Its free was never seen (a path we do not hook): it ended here. */
 		end_slot(t, s, ev->ts, 0);
-		s = lookup(t, ev->process, ev->heap, ev->addr);
+		s = lookup_hashed(t, h, ev->process, ev->heap, ev->addr);
 	}
 	struct owner o = {ev->heap, ev->process, ev->tid, ev->func, (uint8_t)from_realloc};
 	uint32_t oid = owner_id(t, &o);
@@ -370,7 +378,7 @@ static int alloc_block(struct ht__life_tracker *t, const struct ht_event *ev, in
 	r->stack = ev->stack;
 	r->size = size;
 	r->owner = oid;
-	*s = SLOT(hash(ev->process, ev->heap, ev->addr), i);
+	*s = SLOT(h, i);
 	t->st.live_count++;
 	t->per_proc.v[ev->process]++;
 	t->st.live_bytes += ev->size;
