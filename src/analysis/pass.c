@@ -16,7 +16,8 @@
 struct slot {
 	const struct ht__consumer *c;
 	void *ctx;
-	uint64_t until; /* no .event at or after this time */
+	uint64_t until;	 /* no .event at or after this time */
+	uint32_t events; /* c->events, 0 without c->event: one load per event */
 };
 
 struct ht__pass {
@@ -63,7 +64,7 @@ int ht__pass_new(struct ht__pass **out, struct ht_reader *r)
 
 int ht__pass_add(struct ht__pass *p, const struct ht__consumer *c, void *ctx)
 {
-	struct slot s = {c, ctx, HT_TS_NEVER};
+	struct slot s = {c, ctx, HT_TS_NEVER, c->event ? c->events : 0};
 	if (ht__vec_push(&p->consumers, s) < 0)
 		return HT_ERR_NOMEM;
 	p->needs |= c->needs;
@@ -321,9 +322,9 @@ static void call_event(struct ht__pass *p, const struct ht_event *ev)
 	uint32_t bit = ev->type < 32 ? HT_PASS_EV(ev->type) : 0;
 	if (!(p->events & bit))
 		return;
-	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
+	for (size_t i = 0; i < p->consumers.len; i++) {
 		struct slot *s = &p->consumers.v[i];
-		if (s->c->event && (s->c->events & bit) && ev->ts < s->until)
+		if ((s->events & bit) && ev->ts < s->until && !p->err)
 			fail(p, s->c->event(s->ctx, p, ev));
 	}
 }
