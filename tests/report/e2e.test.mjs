@@ -138,18 +138,22 @@ try {
 		const t = m.commit;
 		const spikes = [];
 		const steady = [];
+		const big = [];
 		for (let i = 0; i < t.items.exactCount; i++) {
 			const frames = m.stacks[t.sites.stack[t.items.site[i]]] || [];
 			const names = frames.map((f) => m.frames.names[f]).join(' ');
 			const rec = { a: t.items.alloc[i], f: t.items.free[i], size: t.items.bytes[i] };
 			if (names.includes('ManipulateTemporaryBuffer')) spikes.push(rec);
 			else if (rec.size === 10 * 1024 * 1024) steady.push(rec);
+			// Every big piece, with its site, to say what went wrong if a count does not hold.
+			if (rec.size >= 1024 * 1024) big.push({ ...rec, stack: names || '(no stack)', site: t.items.site[i] });
 		}
 		spikes.sort((x, y) => x.a - y.a);
-		return { spikes, steady, duration: m.trace.duration_ns };
+		return { spikes, steady, big, duration: m.trace.duration_ns };
 	});
-	check(info.spikes.length === 10 && info.spikes.every((s) => s.size === 10 * MB), '10 spikes of 10 MB in the data');
-	check(info.steady.length === 2, 'two steady 10 MB mappings in the data');
+	const bigText = ' (pieces of 1 MiB and more: ' + JSON.stringify(info.big) + ')';
+	check(info.spikes.length === 10 && info.spikes.every((s) => s.size === 10 * MB), '10 spikes of 10 MB in the data' + (info.spikes.length === 10 ? '' : bigText));
+	check(info.steady.length === 2, 'two steady 10 MB mappings in the data' + (info.steady.length === 2 ? '' : bigText));
 	const sp = info.spikes;
 	const want1 = (sp[5].f + sp[6].a) / 2;
 	// 40 ms after the last spike's end: on a loaded machine the run's last
