@@ -44,6 +44,7 @@ void agg_side_run(struct agg_side *s, const char *verb)
 	if (rc < 0)
 		read_failed(s->path, rc);
 	trace_warnings(s->r, s->path);
+	agg_side_range_check(&s->q, s->r, s->path);
 	for (size_t i = 0; i < s->q.pid_count; i++) {
 		bool found = false;
 		for (uint32_t p = 0; p < ht_reader_process_count(s->r) && !found; p++)
@@ -53,6 +54,16 @@ void agg_side_run(struct agg_side *s, const char *verb)
 	}
 	if ((rc = ht__agg_finish(s->agg, &s->res)) < 0)
 		die("%s", ht_strerror(rc));
+}
+
+void agg_side_range_check(const struct ht__query *q, struct ht_reader *r, const char *path)
+{
+	const struct ht_trace_info *info = ht_reader_info(r);
+	if (!q->has_range || !(info->flags & HT_TRACEF_COMPLETE) ||
+	    q->range_start < info->duration_ns)
+		return;
+	warning("the range starts at %.6f s, after the end of '%s' (%.6f s): nothing is in it",
+		(double)q->range_start / 1e9, path, (double)info->duration_ns / 1e9);
 }
 
 void agg_side_release(struct agg_side *s)

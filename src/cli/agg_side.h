@@ -32,6 +32,14 @@ struct agg_side {
  */
 void agg_side_run(struct agg_side *s, const char *verb);
 
+/*
+ * Warns when q's -range starts at or after the end of r's finished trace
+ * (nothing can be in it: "-range 100s 200s" of a 50 ms trace), saying where
+ * the trace ends. agg_side_run() calls it; so do the exports with passes
+ * of their own.
+ */
+void agg_side_range_check(const struct ht__query *q, struct ht_reader *r, const char *path);
+
 void agg_side_release(struct agg_side *s);
 
 #endif

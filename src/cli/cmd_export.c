@@ -188,6 +188,7 @@ static void export_sqlite(const struct opts *o, struct agg_side *s, struct ht__o
 	if (rc < 0)
 		die("cannot export '%s' to '%s': %s", s->path, o->out, why);
 	trace_warnings(s->r, s->path);
+	agg_side_range_check(&s->q, s->r, s->path);
 	output_end(output, out);
 	agg_side_release(s);
 }
@@ -309,6 +310,7 @@ static void pprof_sides(struct agg_side *s, enum ht__metric m, struct by_pid *b)
 	if (rc < 0)
 		read_failed(s->path, rc);
 	trace_warnings(s->r, s->path);
+	agg_side_range_check(&s->q, s->r, s->path);
 	for (size_t i = 0; i < n; i++) {
 		if ((rc = ht__agg_finish(b->aggs[i], &b->res[i])) < 0)
 			die("%s", ht_strerror(rc));

@@ -138,6 +138,14 @@ def pprof_window(env):
             for i in a["items"]}
     equal(fns, want, "pprof samples = analyze -frames for [0, peak]")
     equal(fns["make_peak"], [1, 100000, 1, 100000], "the peak block is live at the window's end")
+    # A window after the end holds nothing, and the commands say why.
+    _, err = env.ht("export", t, "--format", "pprof", "-o", out, "--force", "-range", "1000s", "1001s")
+    equal(profile_times(out), (start + dur, 0), "pprof -range after the end")
+    for argv in (["export", t, "--format", "sqlite", "-o", os.path.join(env.tmp, "e.db")],
+                 ["analyze", t], ["export", t, "--format", "pprof", "-o", out, "--force"]):
+        _, err = env.ht(*argv, "-range", "1000s", "1001s")
+        check("warning: the range starts at 1000.000000 s, after the end of '%s'" % t in err,
+              "%s -range after the end warns: %r" % (argv[0], err))
     # The peak is a moment; the whole trace its duration.
     env.ht("export", t, "--format", "pprof", "--metric", "peak", "-o", out, "--force")
     equal(profile_times(out), (start + peak, 0), "pprof --metric peak")
