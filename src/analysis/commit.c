@@ -247,11 +247,39 @@ static uint64_t page_end(uint64_t addr, uint64_t len)
 	return end < addr ? UINT64_MAX & ~(PAGE - 1) : end; /* no wrap-around */
 }
 
+/*
+ * A hooked mmap without MAP_FIXED got memory that was not mapped when it was
+ * called: a range found in the map there is this very mapping, read between
+ * the call and its record's time stamp (the session's read can come first
+ * on a loaded machine). It is not a lifetime of its own: it leaves without
+ * a report, and its commit is not counted twice.
+ */
+static void adopt_found(struct ht__commit_tracker *t, struct pmap *pm, uint64_t lo, uint64_t hi)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < t->ntmp; i++) {
+		const struct range *r = &t->tmp[i];
+		if (!r->unseen || r->state != R_COMMITTED) {
+			t->tmp[k++] = *r;
+			continue;
+		}
+		uint64_t bytes = r->end - r->start;
+		uint64_t ops = r->start == lo && r->end == hi; /* a whole found range */
+		pm->st.commits -= ops;
+		pm->st.commit_bytes -= bytes;
+		t->st.commits -= ops;
+		t->st.commit_bytes -= bytes;
+	}
+	t->ntmp = k;
+}
+
 static int on_mmap(struct ht__commit_tracker *t, struct pmap *pm, const struct ht_event *ev)
 {
 	uint64_t lo = ev->addr, hi = page_end(ev->addr, ev->size);
 	if (extract(t, ev->process, pm, lo, hi, ev->ts) < 0)
 		return HT_ERR_NOMEM;
+	if (!(ev->mflags & MAP_FIXED))
+		adopt_found(t, pm, lo, hi);
 	report_tmp(t, ev->process, ev->ts);
 	int anon = (ev->mflags & MAP_ANONYMOUS) && (ev->mflags & MAP_PRIVATE) &&
 		   !(ev->mflags & MAP_SHARED);

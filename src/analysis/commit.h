@@ -26,7 +26,10 @@
  *   - Ranges the session found in /proc/PID/maps (HT_EVF_UNSEEN): an mmap
  *     commits, like an mprotect to writable, only the parts no hooked event
  *     accounts for (gaps and reserved parts); a munmap ends only the ranges
- *     such mmaps committed. A hooked event over a found range replaces it.
+ *     such mmaps committed. A hooked event over a found range replaces it,
+ *     except a hooked mmap without MAP_FIXED: it cannot replace a mapping,
+ *     so the found range was this one, read from the map before its record
+ *     was stamped; it is dropped without a lifetime or a second commit.
  *   - Failed calls (HT_EVF_FAILED) change nothing. Lengths are rounded up to
  *     4 KiB pages.
  *

@@ -206,5 +206,46 @@ int main(void)
 		sum += got[i].size;
 	CHECK_EQ(sum, 7 * P); /* process 0's: process 1's range ended at its exit */
 	ht__commit_free(ct);
+
+	/* Ranges found in /proc/PID/maps (HT_EVF_UNSEEN) and hooked calls. */
+	ct = ht__commit_new(on_end, NULL);
+	ngot = 0;
+	const uint64_t D = 0x7000000, E = 0x8000000;
+	struct ht_event u = {.type = HT_EV_MMAP,
+			     .func = HT_FN_MAPS,
+			     .flags = HT_EVF_UNSEEN,
+			     .ts = 20,
+			     .pid = 50,
+			     .addr = D,
+			     .size = 4 * P,
+			     .prot = RW,
+			     .mflags = ANON,
+			     .stack = 20};
+	CHECK_EQ(ht__commit_event(ct, &u), 0);
+	CHECK_EQ(committed(), 4 * P);
+	/* The hooked mmap of that range, stamped after the session read the map:
+	   without MAP_FIXED it was this mapping, not a replacement of it. */
+	ev(HT_EV_MMAP, 21, 0, D, 4 * P, RW, ANON);
+	CHECK_EQ(ngot, 0);
+	CHECK_EQ(committed(), 4 * P);
+	CHECK_EQ(ht__commit_stats(ct)->commits, 1);
+	CHECK_EQ(ht__commit_stats(ct)->commit_bytes, 4 * P);
+	/* MAP_FIXED over a found range (glibc's own) does replace it. */
+	u.ts = u.stack = 22;
+	u.addr = E;
+	u.size = 2 * P;
+	CHECK_EQ(ht__commit_event(ct, &u), 0);
+	ev(HT_EV_MMAP, 23, 0, E, 2 * P, RW, ANON | MAP_FIXED);
+	CHECK_EQ(ngot, 1);
+	expect(0, 0, E, 2 * P, 22, 23);
+	CHECK_EQ(got[0].unseen, 1);
+	ev(HT_EV_MUNMAP, 24, 0, D, 4 * P, 0, 0);
+	CHECK_EQ(ngot, 2);
+	expect(1, 0, D, 4 * P, 21, 24); /* the hooked call's time and stack */
+	CHECK_EQ(got[1].unseen, 0);
+	CHECK_EQ(committed(), 2 * P);
+	CHECK_EQ(ht__commit_stats(ct)->commits, 3);
+	CHECK_EQ(ht__commit_stats(ct)->commit_bytes, 8 * P);
+	ht__commit_free(ct);
 	return test_result("test_commit");
 }
