@@ -87,9 +87,11 @@ def profile_times(path):
 def pprof_raw(env, path):
     """go tool pprof -raw: (its Time in ns, its Duration text, {innermost function: values})."""
     out, _ = env.run(["go", "tool", "pprof", "-raw", path])
-    m = re.search(r"^Time: (\d+-\d+-\d+ \d+:\d+:\d+)\.(\d{9}) \+0000 UTC$", out, re.M)
+    # Go prints the fraction without its trailing zeros (none when whole).
+    m = re.search(r"^Time: (\d+-\d+-\d+ \d+:\d+:\d+)(?:\.(\d{1,9}))? \+0000 UTC$", out, re.M)
     check(m, "pprof -raw prints the time: %r" % out[:300])
-    ns = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) * 10**9 + int(m.group(2))
+    ns = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%d %H:%M:%S")) * 10**9 + \
+        int((m.group(2) or "").ljust(9, "0"))
     d = re.search(r"^Duration: (\S+)$", out, re.M)
     samples, locs, section = [], {}, None
     for line in out.splitlines():
