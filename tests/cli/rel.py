@@ -305,6 +305,10 @@ class Pulse:
         self.p = subprocess.Popen([env.prog("pulse")], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, preexec_fn=preexec)
         self.pid = self.p.pid
+        # One untraced pulse: its answer says main runs. Before it a loaded
+        # machine can leave the process in the dynamic loader, where an
+        # attach finds no dlopen to call (cli.words-attach-perm failed so).
+        self.pulse()
 
     def pulse(self, n=1):
         for _ in range(n):
