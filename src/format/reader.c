@@ -100,11 +100,6 @@ struct tables {
 	struct stackprev sp; /* the DEFS table's bound on frames */
 };
 
-struct alloc_ent {
-	uint64_t addr;
-	uint64_t size;
-};
-
 struct slot {
 	uint32_t process;
 	int32_t pid;
@@ -145,7 +140,10 @@ struct dec {
 	struct ht__own *own; /* per slot: its allocations in the chunk (version 3) */
 	uint32_t nslots;
 	uint32_t slots_cap;
-	struct alloc_ent *allocs; /* allocations of the chunk */
+	/* The allocations of the group: addresses, and size classes (a byte,
+	   not the size: a group holds up to 8 MiB of events' allocations). */
+	uint64_t *alloc_addr;
+	uint8_t *alloc_cls;
 	uint32_t nallocs;
 	uint32_t allocs_cap;
 	uint32_t cur_slot;
@@ -1207,7 +1205,8 @@ static void dec_release(struct dec *d)
 	free(d->slots);
 	free(d->rings);
 	ht__own_release(d->own, d->slots_cap);
-	free(d->allocs);
+	free(d->alloc_addr);
+	free(d->alloc_cls);
 	free(d->sp.scratch);
 	free(d->sp.scratch2);
 	memset(d, 0, sizeof(*d));
@@ -1379,9 +1378,8 @@ static uint64_t get_free_addr(const struct ht_reader *r, struct dec *d, struct h
 		return 0;
 	}
 	uint32_t g = k <= own ? o->glob[own - k] : d->nallocs - (uint32_t)(k - own);
-	const struct alloc_ent *e = &d->allocs[g];
-	ht__ring_push(d->rings[si][ht__size_class(e->size)], e->addr);
-	return sl->last_addr = e->addr;
+	ht__ring_push(d->rings[si][d->alloc_cls[g]], d->alloc_addr[g]);
+	return sl->last_addr = d->alloc_addr[g];
 }
 
 /* The address of a new block of size; records it as an allocation. */
@@ -1419,19 +1417,23 @@ static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct 
 		sl->fresh_top = sl->next_top;
 	if (d->nallocs == d->allocs_cap) {
 		uint32_t cap = d->allocs_cap ? d->allocs_cap * 2 : 4096;
-		struct alloc_ent *n = realloc(d->allocs, cap * sizeof(*n));
-		if (!n) {
+		uint64_t *n = realloc(d->alloc_addr, cap * sizeof(*n));
+		if (n)
+			d->alloc_addr = n;
+		uint8_t *c = n ? realloc(d->alloc_cls, cap) : NULL;
+		if (!c) {
 			a->bad = 1; /* reported as damage: the stream cannot go on */
 			return 0;
 		}
-		d->allocs = n;
+		d->alloc_cls = c;
 		d->allocs_cap = cap;
 	}
 	if (r->own_first && ht__own_push(&d->own[si], d->nallocs) < 0) {
 		a->bad = 1;
 		return 0;
 	}
-	d->allocs[d->nallocs++] = (struct alloc_ent){addr, size};
+	d->alloc_addr[d->nallocs] = addr;
+	d->alloc_cls[d->nallocs++] = (uint8_t)ht__size_class(size);
 	return addr;
 }
 
