@@ -136,7 +136,7 @@ static void print_proc_loss(FILE *f, const struct ht_process *p)
 			      p->lost_in_handler);
 		fprintf(f, "      lost from %s: %s\n", fmt_time(t, sizeof(t), p->lost_from_ts), w);
 	}
-	if (p->untraced_from_ts)
+	if (p->untraced_from_ts || p->events_untraced)
 		fprintf(f,
 			"      untraced from %s: the recording stopped while it ran; %" PRIu64
 			" event%s after that %s not in the trace\n",
@@ -641,7 +641,8 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 		jw_key(&j, "lost_from_ns");
 		p &&proc_lost(p) ? jw_u64(&j, p->lost_from_ts) : jw_null(&j);
 		jw_key(&j, "untraced_from_ns");
-		p && p->untraced_from_ts ? jw_u64(&j, p->untraced_from_ts) : jw_null(&j);
+		p && (p->untraced_from_ts || p->events_untraced) ? jw_u64(&j, p->untraced_from_ts)
+								 : jw_null(&j);
 		jw_key(&j, "events_untraced");
 		jw_u64(&j, p ? p->events_untraced : 0);
 		json_counts(&j, i < s->nprocs ? &s->procs[i] : &zero, snapshot_mode);

@@ -28,6 +28,7 @@ struct ht__notes_result {
 	uint32_t processes; /* of those, how many have events the trace lacks */
 	uint64_t events;    /* how many events those are */
 	uint32_t unknown;   /* processes running at the trace's end without a note */
+	uint32_t unseen;    /* noted processes the trace never showed (given entries) */
 };
 
 /* Reads TRACE.lost when there is one. 0 (also when absent) or HT_ERR_NOMEM. */

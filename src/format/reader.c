@@ -1984,6 +1984,15 @@ static void apply_notes(struct ht_reader *r)
 			    "(counted by the processes' exit notes)",
 			    end / 1000000000, end / 1000000 % 1000, res.events, res.processes,
 			    res.processes == 1 ? "" : "es");
+	if (res.unseen)
+		add_warning(r,
+			    "%u process%s of the session %s not in the trace at all (its "
+			    "collector ended before writing %s events): %s exit note%s name%s "
+			    "%s pid and status",
+			    res.unseen, res.unseen == 1 ? "" : "es", res.unseen == 1 ? "is" : "are",
+			    res.unseen == 1 ? "its" : "their", res.unseen == 1 ? "its" : "their",
+			    res.unseen == 1 ? "" : "s", res.unseen == 1 ? "s" : "",
+			    res.unseen == 1 ? "its" : "each one's");
 	if (res.unknown)
 		add_warning(
 		    r,

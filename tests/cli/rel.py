@@ -790,6 +790,51 @@ def killed_record(env):
 
 
 @case
+def killed_unflushed(env):
+    """heaptrail record killed with SIGKILL right after its program started,
+    before its first flush (about a second in): the trace may hold nothing
+    of the program, yet info never reads it as an empty recording. The
+    program's exit note gives it a process of its own, with its pid, its
+    exit status 0 and, with what the trace holds, exactly the 1000 events
+    (5 pulses) it made; info says the process is not in the trace."""
+    h = env.heaptrail
+    trace = os.path.join(env.tmp, "unflushed.htr")
+    r = subprocess.Popen([h, "record", "-q", "-o", trace, "--", env.prog("pulse")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t = Pulse.__new__(Pulse)
+    t.p = r
+    try:
+        t.pulse(2)
+        with open("/proc/%d/task/%d/children" % (r.pid, r.pid)) as f:
+            prog = int(f.read().split()[0])
+        r.kill()
+        r.wait(30)
+        t.pulse(3)
+        r.stdin.close()
+        wait_gone(prog, "the program's exit")
+    finally:
+        if r.poll() is None:
+            r.kill()
+    tr = Trace(env, trace)
+    check(not tr.info["complete"], "the killed collector's trace is incomplete")
+    procs = [p for p in tr.processes() if p["pid"] == prog]
+    equal(len(procs), 1, "the traced program in the trace's processes")
+    p = procs[0]
+    equal(2 * tr.info["totals"]["alloc_calls"] + p["events_untraced"], 1000,
+          "events in the trace + those its exit note says it lacks")
+    check(p["events_untraced"] >= 600, "at least the events after the kill: %r" % p)
+    equal(p["exit_code"], 0, "the exit status, from its exit note")
+    equal(p["events_lost"], 0, "events lost while recording")
+    rc, text, err = env.run([h, "info", trace])
+    equal(rc, 0, "info: exit (%s)" % err)
+    check("%d events of 1 process after that are not in the trace" % p["events_untraced"]
+          in (text + err), "info counts the missing events: %r" % (text + err)[:2000])
+    if tr.info["totals"]["alloc_calls"] == 0:
+        check("not in the trace at all" in text + err,
+              "info says the process is not in the trace: %r" % (text + err)[:2000])
+
+
+@case
 def killed_start(env):
     """The same for a `heaptrail start` session daemon killed with SIGKILL
     while the process it attached to runs: exit status 0, and info counts
