@@ -324,7 +324,9 @@ int ht__streams_open(const uint8_t *p, const uint8_t *end, uint32_t version, str
 		     uint8_t **buf, size_t *cap, const char **why)
 {
 	int planes = version >= HT__FILE_VERSION_PLANES;
-	unsigned known = planes ? HT__NSTREAMS : HT__NSTREAMS_V4;
+	unsigned known = version >= HT__FILE_VERSION_DEFSTREAM ? HT__NSTREAMS
+			 : planes			       ? HT__NSTREAMS_V8
+							       : HT__NSTREAMS_V4;
 	struct ht__cur c = {p, end, 0};
 	uint64_t n = ht__get_varint(&c);
 	uint64_t len[HT__NSTREAMS] = {0}, lo[HT__NSTREAMS] = {0}, total = 0, joined = 0;

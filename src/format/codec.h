@@ -15,10 +15,11 @@
 #include "heaptrail/trace.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-/* Version 8: a stack code 0 is the thread slot's previous stack of the
-   event's size class (docs/trace-format.md). Every trace is written as
-   version 8, snapshot traces too. A reader also reads versions 2 to 7. */
-#define HT__FILE_VERSION 8u
+/* Version 9: definitions are written once, in a DEFS stream of each events
+   chunk, and the table at finish (DEFINDEX) points at them
+   (docs/trace-format.md). Every trace is written as version 9, snapshot
+   traces too. A reader also reads versions 2 to 8. */
+#define HT__FILE_VERSION 9u
 #define HT__FILE_VERSION_OLDEST 2u
 /* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
    SNAPSHOT events (code 21), which an older reader must refuse rather than
@@ -36,6 +37,8 @@
 #define HT__FILE_VERSION_GROUPS 7u
 /* Version 8: predicted stacks (a stack code 0 of an event with a size). */
 #define HT__FILE_VERSION_STACKPRED 8u
+/* Version 9: the DEFS stream and the DEFINDEX table instead of DEFS. */
+#define HT__FILE_VERSION_DEFSTREAM 9u
 #define HT__HEADER_SIZE 64u
 #define HT__CHUNK_MAGIC 0x4b435448u /* "HTCK" as a little-endian u32 */
 #define HT__CHUNK_HEADER_SIZE 48u
@@ -65,11 +68,12 @@
 
 enum ht__chunk_kind {
 	HT__CHUNK_EVENTS = 1,	 /* events and inline definitions */
-	HT__CHUNK_DEFS = 2,	 /* every module, frame and stack definition again */
+	HT__CHUNK_DEFS = 2,	 /* every definition again (versions 2 to 8) */
 	HT__CHUNK_SYMBOLS = 3,	 /* symbols of physical frames */
 	HT__CHUNK_PROCESSES = 4, /* the process table */
 	HT__CHUNK_META = 5,	 /* command, hostname; at finish also duration, lost */
 	HT__CHUNK_LOSSES = 6,	 /* events each process did not record */
+	HT__CHUNK_DEFINDEX = 7,	 /* where the events chunks' DEFS streams are (version 9) */
 };
 
 /* Record codes in the low 5 bits of a record's first byte. Events use their
@@ -91,16 +95,18 @@ enum ht__chunk_kind {
 enum ht__stream {
 	HT__S_OPS = 0,	 /* record first bytes, func bytes, field masks */
 	HT__S_MISC = 1,	 /* flags, heap, thread slots, prot, mflags, fd, value, module, names,
-			    process descriptions, definition bodies */
+			    process descriptions (and definition bodies up to version 8) */
 	HT__S_TIME = 2,	 /* timestamp deltas */
 	HT__S_ADDR = 3,	 /* address codes */
 	HT__S_SIZE = 4,	 /* size, old_size */
 	HT__S_STACK = 5, /* stack ids */
 	HT__S_FREE = 6,	 /* address codes of blocks leaving (version 5; before, in ADDR) */
-	HT__NSTREAMS = 7
+	HT__S_DEFS = 7,	 /* definition records (version 9; before, in OPS and MISC) */
+	HT__NSTREAMS = 8
 };
-/* Streams of a version 2 to 4 events chunk. */
+/* Streams of a version 2 to 4 events chunk, and of a version 5 to 8 one. */
 #define HT__NSTREAMS_V4 6
+#define HT__NSTREAMS_V8 7
 
 /*
  * Since version 5 a stream of varints may be stored as two planes: the

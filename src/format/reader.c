@@ -83,6 +83,10 @@ struct stackprev {
 	/* The pass's bound that a decoder of events chunks takes its frames
 	   from (frames_take), NULL for the tables' own. */
 	uint64_t *pool;
+	/* Version 9: ids are differences from the one after the last id of
+	   their kind (module, frame, stack) in the group, -1 at its start. */
+	int id_delta;
+	int64_t last_id[3];
 };
 
 struct tables {
@@ -619,17 +623,43 @@ struct raw_stacks {
 	uint32_t *off;
 	uint32_t n;
 	uint32_t cap;
+	uint32_t gstart; /* the first stack of the group: none before it is shared */
 	uint32_t *frames;
 	size_t nframes;
 	size_t frames_cap;
 };
+
+/* A stream's definitions start afresh (a group, version 9's ids). */
+static void defs_start(struct stackprev *sp, int id_delta)
+{
+	sp->prev_n = 0;
+	sp->id_delta = id_delta;
+	sp->last_id[0] = sp->last_id[1] = sp->last_id[2] = -1;
+}
+
+/* A definition's id (kind: 0 module, 1 frame, 2 stack); > UINT32_MAX when
+   it cannot be one. */
+static uint64_t get_def_id(struct stackprev *sp, struct ht__cur *c, int kind)
+{
+	uint64_t v = ht__get_varint(c);
+	if (!sp->id_delta)
+		return v;
+	int64_t d = ht__unzigzag(v);
+	if (d > (int64_t)UINT32_MAX || d < -(int64_t)UINT32_MAX - 1)
+		return UINT64_MAX;
+	int64_t id = sp->last_id[kind] + 1 + d; /* last_id is -1 .. UINT32_MAX */
+	if (id < 0 || id > (int64_t)UINT32_MAX)
+		return UINT64_MAX;
+	sp->last_id[kind] = id;
+	return (uint64_t)id;
+}
 
 static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c, unsigned code,
 		      int learn, struct raw_stacks *rs)
 {
 	switch (code) {
 	case HT__REC_DEF_MODULE: {
-		uint64_t id = ht__get_varint(c);
+		uint64_t id = get_def_id(sp, c, 0);
 		uint32_t plen, blen;
 		const char *path = ht__get_bytes(c, &plen);
 		const char *bid = ht__get_bytes(c, &blen);
@@ -641,7 +671,7 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 			     : 0;
 	}
 	case HT__REC_DEF_FRAME: {
-		uint64_t id = ht__get_varint(c);
+		uint64_t id = get_def_id(sp, c, 1);
 		uint64_t mod = ht__get_varint(c);
 		uint64_t rel = ht__get_varint(c);
 		if (c->bad || id > UINT32_MAX || mod > UINT32_MAX)
@@ -663,7 +693,7 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 		return add_logical(t, (uint32_t)id, NULL, 0);
 	}
 	case HT__REC_DEF_STACK: {
-		uint64_t id = ht__get_varint(c);
+		uint64_t id = get_def_id(sp, c, 2);
 		uint64_t nnew = ht__get_varint(c);
 		uint64_t k = ht__get_varint(c);
 		/* The previous stack of the same stream: its outer k frames follow
@@ -671,7 +701,7 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 		size_t prev_off = 0;
 		uint64_t prev_n = sp->prev_n;
 		if (rs) {
-			prev_off = rs->n ? rs->off[rs->n - 1] : 0;
+			prev_off = rs->n > rs->gstart ? rs->off[rs->n - 1] : rs->nframes;
 			prev_n = rs->nframes - prev_off;
 		}
 		/* every new frame takes at least one byte */
@@ -909,6 +939,58 @@ static int parse_processes(struct tables *t, struct ht__cur *c)
 	return 0;
 }
 
+/*
+ * DEFINDEX (version 9): reads and parses the DEFS frames of the events
+ * chunks it points at, before from (where the tables start), as the DEFS
+ * table of older versions. 0, HT_ERR_CORRUPT, HT_ERR_NOMEM or HT_ERR_IO.
+ */
+static int load_defindex(struct ht_reader *r, struct ht__cur *c, uint64_t from,
+			 struct raw_stacks *rs)
+{
+	uint8_t *comp = NULL, *raw = NULL;
+	size_t comp_cap = 0, raw_cap = 0;
+	uint64_t chunk = 0;
+	int rc = 0, first = 1;
+	while (c->p < c->end && !rc) {
+		uint64_t v[5];
+		for (int i = 0; i < 5; i++)
+			v[i] = ht__get_varint(c);
+		/* chunk offset delta, frame offset in the payload, compressed
+		   and raw size, flags */
+		if (c->bad || v[0] > from || (chunk += v[0]) < r->header_size || chunk > from ||
+		    v[1] > from || v[2] > from || !v[2] || v[3] > HT__RAW_MAX ||
+		    from - chunk - HT__CHUNK_HEADER_SIZE < v[1] + v[2] ||
+		    from - chunk < HT__CHUNK_HEADER_SIZE + v[1] + v[2]) {
+			rc = HT_ERR_CORRUPT;
+			break;
+		}
+		if (grow(&comp, &comp_cap, v[2]) < 0 || grow(&raw, &raw_cap, v[3] ? v[3] : 1) < 0) {
+			rc = HT_ERR_NOMEM;
+			break;
+		}
+		if ((rc = read_at(r->fd, comp, v[2], chunk + HT__CHUNK_HEADER_SIZE + v[1])) < 0)
+			break;
+		size_t n = ZSTD_decompressDCtx(r->dctx, raw, v[3], comp, v[2]);
+		if (ZSTD_isError(n) || n != v[3]) {
+			rc = HT_ERR_CORRUPT;
+			break;
+		}
+		if (v[4] & 1 || first) { /* a new group: no previous stack, ids afresh */
+			rs->gstart = rs->n;
+			defs_start(&r->t.sp, 1);
+			first = 0;
+		}
+		struct ht__cur d = {raw, raw + n, 0};
+		while (d.p < d.end && !rc) {
+			unsigned code = *d.p++;
+			rc = decode_def(&r->t, &r->t.sp, &d, code, 1, rs);
+		}
+	}
+	free(comp);
+	free(raw);
+	return rc;
+}
+
 /* Reads the table chunks between from and to; 0 or an error with *why. */
 static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const char **why)
 {
@@ -932,6 +1014,13 @@ static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const ch
 			while (c.p < c.end && !rc) {
 				unsigned code = *c.p++;
 				rc = decode_def(t, &t->sp, &c, code, 1, &rs);
+			}
+			break;
+		case HT__CHUNK_DEFINDEX:
+			if (r->version >= HT__FILE_VERSION_DEFSTREAM) {
+				rc = load_defindex(r, &c, from, &rs);
+				if (rc < 0 && rc != HT_ERR_NOMEM && rc != HT_ERR_IO)
+					*why = "definition index does not parse";
 			}
 			break;
 		case HT__CHUNK_SYMBOLS:
@@ -1128,6 +1217,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		goto fail;
 	}
 	r->own_first = version >= 3;
+	r->version = version; /* the tables' reading depends on it */
 	r->ts_unit = ht__get_le32(h + 40);
 	if (!r->ts_unit)
 		r->ts_unit = 1;
@@ -1172,7 +1262,6 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 			goto fail;
 	}
 	r->t.info.version = version;
-	r->version = version;
 	r->free_stream = version >= HT__FILE_VERSION_PLANES ? HT__S_FREE : HT__S_ADDR;
 	r->t.info.ts_unit_ns = r->ts_unit;
 	if (!r->t.info.argv) {
@@ -1290,13 +1379,27 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 	d->cont_seq = h->seq + 1;
 	if (cont) {
 		d->group_n++;
-		return 1;
+	} else {
+		d->group_n = 1;
+		d->nallocs = 0;
+		/* stacks share frames only within a group */
+		defs_start(&d->sp, r->version >= HT__FILE_VERSION_DEFSTREAM);
+		d->nslots = 0;
+		d->cur_slot = UINT32_MAX;
 	}
-	d->group_n = 1;
-	d->nallocs = 0;
-	d->sp.prev_n = 0; /* stacks share frames only within a group */
-	d->nslots = 0;
-	d->cur_slot = UINT32_MAX;
+	/* Version 9: the chunk's definitions, learned before its events by a
+	   trace without its tables (the tables have them otherwise). */
+	struct ht__cur *df = &d->cur[HT__S_DEFS];
+	while (r->scan && df->p < df->end) {
+		unsigned code = *df->p++;
+		rc = decode_def(&r->t, &d->sp, df, code, 1, NULL);
+		if (rc == HT_ERR_NOMEM)
+			return rc;
+		if (rc < 0) {
+			batch_damage(b, "definition does not parse", h->seq, c->off);
+			return 0;
+		}
+	}
 	return 1;
 }
 
@@ -1487,6 +1590,10 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 		uint8_t head = *op->p++;
 		unsigned type = head & HT__REC_TYPE_MASK;
 		if (type >= HT__REC_DEF_MODULE) {
+			if (r->version >= HT__FILE_VERSION_DEFSTREAM) {
+				*why = "definition outside the definitions stream";
+				return HT_ERR_CORRUPT;
+			}
 			int rc = decode_def(&r->t, &d->sp, mi, type, r->scan, NULL);
 			if (rc == HT_ERR_NOMEM)
 				return rc;
@@ -1597,7 +1704,7 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 			b->names_len += len + 1;
 		}
 		int bad = 0;
-		for (int i = 0; i < HT__NSTREAMS; i++)
+		for (int i = 0; i < HT__S_DEFS; i++) /* an event reads no definition */
 			bad |= d->cur[i].bad;
 		if (bad) {
 			*why = "event does not parse";

@@ -61,6 +61,9 @@
    events level, so that finishing a huge trace stays quick. */
 #define ZSTD_LEVEL_TABLES 15
 #define TABLE_STRONG_MAX (4u << 20)
+/* The DEFS stream of an events chunk (format version 9: the definitions'
+   only copy, which the DEFS table at finish repeated before). */
+#define DEFS_LEVEL ZSTD_LEVEL_TABLES
 
 /* The most bytes one event adds to a stream, and to MISC without a name or
    a process description (head, func and masks; raw address codes; varints). */
@@ -164,13 +167,21 @@ struct ht__writer {
 	uint32_t map_size; /* power of two */
 	uint32_t gen;
 
-	/* The previous stack defined in the events chunk and in the DEFS
-	   table: a stack is written as the frames it does not share with it. */
-	uint32_t *prev_stack[2];
-	uint32_t prev_n[2];
-	uint32_t prev_cap[2];
+	/* The previous stack defined in the group of chunks: a stack is
+	   written as the frames it does not share with it. */
+	uint32_t *prev_stack;
+	uint32_t prev_n;
+	uint32_t prev_cap;
+	/* The last module, frame and stack id defined in the group (-1:
+	   none): an id is written as its difference from the next one. */
+	int64_t last_id[3];
 
-	struct ht__buf defs; /* every definition, for the DEFS table */
+	/* The DEFINDEX table: a record per events chunk with definitions,
+	   the offset of the last one's chunk, and whether the previous stack
+	   was reset (a new group) since that chunk. */
+	struct ht__buf defidx;
+	uint64_t defidx_off;
+	bool defs_reset;
 	struct ht__buf syms; /* SYMBOLS table payload */
 	uint32_t syms_count;
 	struct ht__proctab procs;
@@ -362,9 +373,17 @@ static int flush_events(struct ht__writer *w)
 	w->plane_budget -= w->raw_len < w->plane_budget ? w->raw_len : w->plane_budget;
 	size_t lo[HT__NSTREAMS];
 	w->comp.len = 0;
-	for (int i = 0; i < HT__NSTREAMS; i++)
+	for (int i = 0; i < HT__S_DEFS; i++)
 		if (compress_events_stream(w, i, trial, &lo[i]) < 0)
 			return w->err;
+	/* The definitions: one frame at the tables' level, which DEFINDEX
+	   points at. */
+	_Static_assert(HT__S_DEFS == HT__NSTREAMS - 1, "DEFS is the last stream");
+	size_t defs_at = w->comp.len, defs_comp = 0;
+	lo[HT__S_DEFS] = w->st[HT__S_DEFS].len;
+	if (lo[HT__S_DEFS] &&
+	    !(defs_comp = compress_frame(w, DEFS_LEVEL, w->st[HT__S_DEFS].data, lo[HT__S_DEFS])))
+		return w->err;
 	uint8_t table[11 * (2 * HT__NSTREAMS + 1)];
 	uint8_t *p = ht__put_varint(table, HT__NSTREAMS);
 	for (int i = 0; i < HT__NSTREAMS; i++) {
@@ -382,6 +401,19 @@ static int flush_events(struct ht__writer *w)
 	memmove(w->comp.data + tc, w->comp.data, streams);
 	memcpy(w->comp.data, tframe, tc);
 	size_t raw = tlen + w->raw_len;
+	if (defs_comp) {
+		if (ht__buf_reserve(&w->defidx, 5 * 10) < 0)
+			return w->err = HT_ERR_NOMEM;
+		uint8_t *q = w->defidx.data + w->defidx.len;
+		q = ht__put_varint(q, w->off - w->defidx_off);
+		q = ht__put_varint(q, tc + defs_at);
+		q = ht__put_varint(q, defs_comp);
+		q = ht__put_varint(q, w->st[HT__S_DEFS].len);
+		q = ht__put_varint(q, w->defs_reset ? 1 : 0);
+		w->defidx.len = q - w->defidx.data;
+		w->defidx_off = w->off;
+		w->defs_reset = false;
+	}
 	for (int i = 0; i < HT__NSTREAMS; i++)
 		w->st[i].len = 0;
 	int rc = append_chunk(w, HT__CHUNK_EVENTS, w->group_chunks ? HT__CHUNK_CONT : 0, raw,
@@ -403,7 +435,9 @@ static int flush_events(struct ht__writer *w)
 	w->group_bytes = 0;
 	w->group_full = false;
 	w->nallocs = 0;
-	w->prev_n[0] = 0; /* the next chunk's stacks share nothing yet */
+	w->prev_n = 0; /* the next chunk's stacks share nothing yet */
+	w->defs_reset = true;
+	w->last_id[0] = w->last_id[1] = w->last_id[2] = -1;
 	w->amap_live = 0;
 	if (++w->amap_gen > AMAP_GEN_MAX) {
 		memset(w->amap, 0, w->amap_size * sizeof(*w->amap));
@@ -473,6 +507,8 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 		return HT_ERR_NOMEM;
 	w->fd = -1;
 	w->cur_slot = UINT32_MAX;
+	w->defs_reset = true;
+	w->last_id[0] = w->last_id[1] = w->last_id[2] = -1;
 	w->chunk_target = HT__CHUNK_TARGET;
 	w->group_target = HT__GROUP_BYTES;
 	w->gen = 1;
@@ -564,45 +600,44 @@ int ht__writer_open_fd(struct ht__writer **out, int fd, const struct ht__trace_m
 	return fd < 0 ? HT_ERR_INVALID : writer_open(out, NULL, fd, meta);
 }
 
-/* Appends a definition both to the events chunk (code byte in OPS, body in
-   MISC) and to the DEFS table (trec: the same record, or a stack encoded
-   against the table's previous stack). */
-static int add_def2(struct ht__writer *w, const uint8_t *rec, size_t len, const uint8_t *trec,
-		    size_t tlen)
+/* Appends a definition record to the events chunk's DEFS stream, its only
+   copy (format version 9). */
+static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
 {
 	if (w->err)
 		return w->err;
-	if (ht__buf_reserve(&w->defs, tlen) < 0 || ht__buf_reserve(&w->st[HT__S_OPS], 1) < 0 ||
-	    ht__buf_reserve(&w->st[HT__S_MISC], len) < 0)
+	if (ht__buf_reserve(&w->st[HT__S_DEFS], len) < 0)
 		return w->err = HT_ERR_NOMEM;
-	memcpy(w->defs.data + w->defs.len, trec, tlen);
-	w->defs.len += tlen;
-	w->fits = 0; /* the room known to be free is used: look again */
-	w->st[HT__S_OPS].data[w->st[HT__S_OPS].len++] = rec[0];
-	memcpy(w->st[HT__S_MISC].data + w->st[HT__S_MISC].len, rec + 1, len - 1);
-	w->st[HT__S_MISC].len += len - 1;
+	memcpy(w->st[HT__S_DEFS].data + w->st[HT__S_DEFS].len, rec, len);
+	w->st[HT__S_DEFS].len += len;
 	w->raw_len += len;
 	if (w->raw_len >= w->chunk_target)
 		return flush_events(w);
 	return 0;
 }
 
-static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
+/* A definition's id: its difference from the one after the last id of its
+   kind (0 module, 1 frame, 2 stack) in the group, zigzag. Ids come in
+   order, so this is 0 where the id itself took two to four bytes that
+   zstd could not shrink (python json's definitions 40 % smaller). */
+static uint8_t *put_def_id(struct ht__writer *w, uint8_t *p, int kind, uint32_t id)
 {
-	return add_def2(w, rec, len, rec, len);
+	p = ht__put_varint(p, ht__zigzag((int64_t)id - w->last_id[kind] - 1));
+	w->last_id[kind] = id;
+	return p;
 }
 
 /* Encodes stack id as the frames it does not share with the previous stack
-   of context c (0: events chunk, 1: DEFS table) and makes it that stack. */
-static uint8_t *put_stack(struct ht__writer *w, int c, uint8_t *p, uint32_t id,
-			  const uint32_t *frames, uint32_t n)
+   of the group and makes it that stack. */
+static uint8_t *put_stack(struct ht__writer *w, uint8_t *p, uint32_t id, const uint32_t *frames,
+			  uint32_t n)
 {
-	const uint32_t *prev = w->prev_stack[c];
-	uint32_t pn = w->prev_n[c], k = 0;
+	const uint32_t *prev = w->prev_stack;
+	uint32_t pn = w->prev_n, k = 0;
 	while (k < n && k < pn && frames[n - 1 - k] == prev[pn - 1 - k])
 		k++;
 	*p++ = HT__REC_DEF_STACK;
-	p = ht__put_varint(p, id);
+	p = put_def_id(w, p, 2, id);
 	p = ht__put_varint(p, n - k);
 	p = ht__put_varint(p, k);
 	/* Frame ids of one stack are often close: store deltas. */
@@ -612,8 +647,8 @@ static uint8_t *put_stack(struct ht__writer *w, int c, uint8_t *p, uint32_t id,
 		d = frames[i];
 	}
 	if (n)
-		memcpy(w->prev_stack[c], frames, n * sizeof(*frames));
-	w->prev_n[c] = n;
+		memcpy(w->prev_stack, frames, n * sizeof(*frames));
+	w->prev_n = n;
 	return p;
 }
 
@@ -645,7 +680,7 @@ int ht__writer_module(struct ht__writer *w, uint32_t id, const char *path, const
 	if (ht__buf_reserve(&b, 16) < 0)
 		return HT_ERR_NOMEM;
 	b.data[0] = HT__REC_DEF_MODULE;
-	b.len = ht__put_varint(b.data + 1, id) - b.data;
+	b.len = put_def_id(w, b.data + 1, 0, id) - b.data;
 	int rc = ht__buf_str(&b, path, plen);
 	if (!rc)
 		rc = ht__buf_str(&b, (const char *)build_id, build_id ? build_id_len : 0);
@@ -661,7 +696,7 @@ int ht__writer_frame(struct ht__writer *w, uint32_t id, uint32_t module, uint64_
 		return HT_ERR_INVALID;
 	uint8_t rec[32], *p = rec;
 	*p++ = HT__REC_DEF_FRAME;
-	p = ht__put_varint(p, id);
+	p = put_def_id(w, p, 1, id);
 	p = ht__put_varint(p, module == HT_MODULE_NONE ? 0 : (uint64_t)module + 1);
 	p = ht__put_varint(p, rel);
 	return add_def(w, rec, p - rec);
@@ -671,24 +706,20 @@ int ht__writer_stack(struct ht__writer *w, uint32_t id, const uint32_t *frames, 
 {
 	if (!w || !id || (n && !frames))
 		return HT_ERR_INVALID;
-	for (int c = 0; c < 2; c++) {
-		if (n > w->prev_cap[c]) {
-			uint32_t *f = realloc(w->prev_stack[c], n * sizeof(*f));
-			if (!f)
-				return w->err = HT_ERR_NOMEM;
-			w->prev_stack[c] = f;
-			w->prev_cap[c] = n;
-		}
+	if (n > w->prev_cap) {
+		uint32_t *f = realloc(w->prev_stack, n * sizeof(*f));
+		if (!f)
+			return w->err = HT_ERR_NOMEM;
+		w->prev_stack = f;
+		w->prev_cap = n;
 	}
 	uint8_t small[512];
-	size_t need = 2 * (1 + 3 * 10 + (size_t)n * 10);
+	size_t need = 1 + 3 * 10 + (size_t)n * 10;
 	uint8_t *rec = need <= sizeof(small) ? small : malloc(need);
 	if (!rec)
 		return HT_ERR_NOMEM;
-	uint8_t *trec = rec + need / 2;
-	uint8_t *p = put_stack(w, 0, rec, id, frames, n);
-	uint8_t *tp = put_stack(w, 1, trec, id, frames, n);
-	int rc = add_def2(w, rec, p - rec, trec, tp - trec);
+	uint8_t *p = put_stack(w, rec, id, frames, n);
+	int rc = add_def(w, rec, p - rec);
 	if (rec != small)
 		free(rec);
 	return rc;
@@ -973,8 +1004,8 @@ static int event_done(struct ht__writer *w, const struct ht_event *ev)
 {
 	/* raw_len is the streams' total: both start at 0 with each chunk. */
 	w->raw_len = w->st[0].len + w->st[1].len + w->st[2].len + w->st[3].len + w->st[4].len +
-		     w->st[5].len + w->st[6].len;
-	_Static_assert(HT__NSTREAMS == 7, "raw_len sums every stream");
+		     w->st[5].len + w->st[6].len + w->st[7].len;
+	_Static_assert(HT__NSTREAMS == 8, "raw_len sums every stream");
 	w->ev_count++;
 	w->event_total++;
 	w->last_ts = ev->ts;
@@ -1056,7 +1087,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	   a name or a process description (need is larger then). */
 	if (!w->fits || need > EV_MAX_MISC) {
 		uint32_t fits = UINT32_MAX;
-		for (int i = 0; i < HT__NSTREAMS; i++) {
+		for (int i = 0; i < HT__S_DEFS; i++) { /* events write no definitions */
 			size_t n = i == HT__S_MISC ? need : EV_MAX;
 			if (w->st[i].cap - w->st[i].len < n && ht__buf_reserve(&w->st[i], n) < 0)
 				return w->err = HT_ERR_NOMEM;
@@ -1285,32 +1316,12 @@ static int write_table(struct ht__writer *w, uint8_t kind, const struct ht__buf 
 	return 0;
 }
 
-static size_t skip_def(const uint8_t *p, const uint8_t *end)
+/* A DEFINDEX record: five varints. */
+static size_t skip_defidx(const uint8_t *p, const uint8_t *end)
 {
-	struct ht__cur c = {p + 1, end, 0};
-	uint32_t len;
-	switch (*p) {
-	case HT__REC_DEF_MODULE:
+	struct ht__cur c = {p, end, 0};
+	for (int i = 0; i < 5; i++)
 		ht__get_varint(&c);
-		ht__get_bytes(&c, &len);
-		ht__get_bytes(&c, &len);
-		break;
-	case HT__REC_DEF_FRAME:
-		ht__get_varint(&c);
-		ht__get_varint(&c);
-		ht__get_varint(&c);
-		break;
-	case HT__REC_DEF_STACK: {
-		ht__get_varint(&c);
-		uint64_t n = ht__get_varint(&c);
-		ht__get_varint(&c); /* frames shared with the previous stack */
-		for (uint64_t i = 0; i < n && !c.bad; i++)
-			ht__get_varint(&c);
-		break;
-	}
-	default:
-		return 0;
-	}
 	return c.bad ? 0 : (size_t)(c.p - p);
 }
 
@@ -1452,7 +1463,7 @@ int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 	if (events_lost)
 		flags |= HT_TRACEF_LOSSY;
 	if (!rc)
-		rc = write_table(w, HT__CHUNK_DEFS, &w->defs, skip_def);
+		rc = write_table(w, HT__CHUNK_DEFINDEX, &w->defidx, skip_defidx);
 	if (!rc)
 		rc = write_table(w, HT__CHUNK_SYMBOLS, &w->syms, skip_sym);
 	if (!rc)
@@ -1497,9 +1508,8 @@ void ht__writer_abort(struct ht__writer *w)
 	free(w->amap);
 	free(w->rings);
 	ht__own_release(w->own, w->slots_cap);
-	free(w->prev_stack[0]);
-	free(w->prev_stack[1]);
-	ht__buf_release(&w->defs);
+	free(w->prev_stack);
+	ht__buf_release(&w->defidx);
 	ht__buf_release(&w->syms);
 	ht__buf_release(&w->cmd);
 	ht__proctab_release(&w->procs);

@@ -759,10 +759,30 @@ static void test_ts_unit(void)
 	CHECK_EQ(ht__writer_open(&w, path, &bad_meta), HT_ERR_INVALID);
 }
 
+/* The kinds of a trace's chunks, a bit each. */
+static unsigned chunk_kinds(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t hb[HT__CHUNK_HEADER_SIZE];
+	struct ht__chunk_header h;
+	long off = HT__HEADER_SIZE;
+	unsigned kinds = 0;
+	while (f && fseek(f, off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), f) == sizeof(hb) &&
+	       ht__chunk_header_parse(hb, &h) == 0) {
+		kinds |= 1u << (h.kind & 31);
+		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
+	}
+	if (f)
+		fclose(f);
+	return kinds;
+}
+
 /* Stacks that share outer frames with the previous one, across many small
-   chunks: every stack reads back whole, from the DEFS table of a finished
-   trace and from the inline definitions of an unfinished one. */
-static void check_shared_stacks(const char *path, int finish)
+   chunks (in one group, or in groups of 4 KiB: the previous stack starts
+   afresh in each): every stack reads back whole, from the DEFS streams
+   that DEFINDEX points at in a finished trace and from the DEFS streams as
+   the events come in an unfinished one. */
+static void check_shared_stacks(const char *path, int finish, uint32_t group)
 {
 	enum { NS = 3000, NF = 40 };
 	struct ht__trace_meta meta = {.argc = 0};
@@ -771,6 +791,8 @@ static void check_shared_stacks(const char *path, int finish)
 	if (!w)
 		return;
 	CHECK_EQ(ht__writer_set_chunk_size(w, 1024), 0);
+	if (group)
+		CHECK_EQ(ht__writer_set_group_size(w, group), 0);
 	for (uint32_t f = 0; f < NF; f++)
 		CHECK_EQ(ht__writer_frame(w, f, HT_MODULE_NONE, 0x1000 + f), 0);
 	uint32_t frames[NF];
@@ -795,10 +817,18 @@ static void check_shared_stacks(const char *path, int finish)
 		CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
 	else
 		ht__writer_abort(w);
+	/* Version 9: the definitions once, in the events chunks; at the end
+	   an index of them, no DEFS table. */
+	unsigned kinds = chunk_kinds(path);
+	CHECK(!(kinds & 1u << HT__CHUNK_DEFS));
+	CHECK_EQ(!!(kinds & 1u << HT__CHUNK_DEFINDEX), finish);
 	struct ht_reader *r;
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 	if (!r)
 		return;
+	if (finish) /* every stack known at open */
+		CHECK_EQ(ht_reader_stack_count(r), NS + 1);
+	CHECK_EQ(ht_reader_warning(r) == NULL, finish);
 	struct ht_event ev;
 	int nev = 0;
 	while (ht_reader_next(r, &ev) > 0)
@@ -822,9 +852,13 @@ static void test_shared_stacks(void)
 {
 	char path[300];
 	test_path(path, sizeof(path), "shared.htr");
-	check_shared_stacks(path, 1);
+	check_shared_stacks(path, 1, 0);
 	test_path(path, sizeof(path), "shared-partial.htr");
-	check_shared_stacks(path, 0);
+	check_shared_stacks(path, 0, 0);
+	test_path(path, sizeof(path), "shared-groups.htr");
+	check_shared_stacks(path, 1, 4096);
+	test_path(path, sizeof(path), "shared-groups-partial.htr");
+	check_shared_stacks(path, 0, 4096);
 }
 
 /* The new-block codes of version 2: a block carved right after the previous
