@@ -509,11 +509,13 @@ void ht__stacks_init(void)
 		verify_stacks = v && *v == '1';
 		unw_ready = 1;
 	}
-	atomic_fetch_add(&table_gen, 1);
+	/* The new tables first, then the generation: a thread's memos of the
+	   old ones (its stack cache, rules and ids) go with the old one. */
+	ht__cfi_reset();
 	struct ht__table *tb = table_new(HT_TABLE_FIRST);
 	if (tb)
 		atomic_store(&cur_table, tb);
-	ht__cfi_reset();
+	atomic_fetch_add(&table_gen, 1);
 }
 
 static int insert_at(struct ht__table *tb, uint64_t key, uint32_t id)
@@ -726,10 +728,18 @@ static __attribute__((noinline)) uint32_t capture_unwind(struct ht__thread *t)
  * frame what the walk read: the return address and its slot, rbp and the
  * slot it was restored from (bytehound's idea, without its return
  * trampolines). The next capture stops walking at the first frame that is a
- * cached one (same slot, return address and rbp) provided every cached
- * frame beyond it still holds the same values in the same slots: the walk
- * from there would read exactly what it read before, so it would find the
- * same frames. Those are reused, with their partial key.
+ * cached one (same slot and return address, and the same rbp if the walk
+ * uses it) provided every cached frame beyond it still holds the same
+ * values in the same slots: the walk from there would read exactly what it
+ * read before, so it would find the same frames. Those are reused, with
+ * their partial key.
+ *
+ * rbp matters only where a rule reads it (a CFA from rbp) before it is
+ * restored from a slot: in code without frame pointers it is a register
+ * like any other, with a new value at every call, and checking it would
+ * make the cache miss for nothing. The rule of a return address and the id
+ * of a stack key are memoised per thread (a few KiB, where the shared
+ * tables are MiBs that every frame would miss in).
  *
  * The first frame is exact: the recorder's own frame pointers lead to the
  * hook's return address into the program and the rbp it saved. Every read
@@ -740,48 +750,84 @@ static __attribute__((noinline)) uint32_t capture_unwind(struct ht__thread *t)
  * also unwinds every capture with libunwind and counts the differences
  * (tests/preload/t_stack_cache.sh).
  */
+#define HT_CFI_MEMO 1024
+#define HT_ID_MEMO 512
+
 struct ht__scache {
-	uintptr_t lo, hi; /* the thread's stack; hi == 0: unknown, no cache */
-	uint32_t gen;	  /* table_gen when filled */
-	uint32_t id;	  /* id of the whole cached stack */
-	int n;		  /* cached frames, 0: empty */
-	int sig;	  /* the outermost frame is a signal frame: the walk ended there */
+	uintptr_t lo, hi;  /* the thread's stack; hi == 0: unknown, no cache */
+	uint32_t gen;	   /* table_gen when filled */
+	uint32_t id;	   /* id of the whole cached stack */
+	int n;		   /* cached frames, 0: empty */
+	int sig;	   /* the outermost frame is a signal frame: the walk ended there */
+	uint32_t memo_gen; /* table_gen of cfi[] and ids[] */
 	/* Outermost frame first, so that new inner frames go on the end. */
 	uintptr_t ip[HT_MAX_FRAMES];
 	uintptr_t loc[HT_MAX_FRAMES];	  /* slot of ip[k], decreasing */
-	uintptr_t rbp[HT_MAX_FRAMES];	  /* rbp in frame k */
-	uintptr_t rbp_loc[HT_MAX_FRAMES]; /* where rbp[k] was read, 0: rbp[k - 1]'s */
+	uintptr_t rbp[HT_MAX_FRAMES];	  /* rbp in frame k (meaningful where use[k]) */
+	uintptr_t rbp_loc[HT_MAX_FRAMES]; /* where rbp[k] was read, 0: rbp[k + 1]'s (inner) */
 	uint64_t hkey[HT_MAX_FRAMES];	  /* key state after frames 0..k */
+	/* rbp[k] is read by the rule of frame k or of a frame outside it before
+	   being restored from memory: only then does the walk depend on it. */
+	uint8_t use[HT_MAX_FRAMES];
+	/* What the walk read, as (slot, value) pairs, frame 0's first: the
+	   return address of each frame and the saved rbp where use[k].
+	   Frames 0..k-1 are chk[0..nchk[k]-1]. */
+	uint16_t nchk[HT_MAX_FRAMES + 1];
+	struct {
+		uintptr_t at, val;
+	} chk[2 * HT_MAX_FRAMES];
+	/* Per-thread memos of the shared tables (valid for memo_gen): the
+	   rule of a return address and the id of a stack key, direct-mapped,
+	   so that a frame or a known stack costs no miss in a table of MBs. */
+	struct {
+		uintptr_t ra;
+		uint64_t rule;
+	} cfi[HT_CFI_MEMO];
+	struct {
+		uint64_t key;
+		uint64_t id;
+	} ids[HT_ID_MEMO];
 };
 
 static _Atomic uint64_t verify_reuse, verify_walked, verify_bad;
 
-static inline int frame_holds(const struct ht__scache *c, int k)
+/*
+ * The index of the innermost check below m that no longer holds, or -1:
+ * inner checks first, since where a stack changed it is mostly near the
+ * allocation.
+ */
+static inline int check_fails(const struct ht__scache *c, int m)
 {
-	return *(const uintptr_t *)c->loc[k] == c->ip[k] &&
-	       (!c->rbp_loc[k] || *(const uintptr_t *)c->rbp_loc[k] == c->rbp[k]);
+	int i = m;
+	while (i >= 2) {
+		i -= 2;
+		if ((*(const uintptr_t *)c->chk[i + 1].at ^ c->chk[i + 1].val) |
+		    (*(const uintptr_t *)c->chk[i].at ^ c->chk[i].val))
+			return *(const uintptr_t *)c->chk[i + 1].at != c->chk[i + 1].val ? i + 1
+											 : i;
+	}
+	if (i && *(const uintptr_t *)c->chk[0].at != c->chk[0].val)
+		return 0;
+	return -1;
 }
 
 /*
  * The cached stack's id when this call is the one cached, whole: its
- * innermost frame in the same slot with the same return address and rbp,
- * and every outer frame holding what it held. What capture_cached() would
- * find, checked on the program's stack without switching stacks or
- * setting up the walk's frame; 0 sends the capture the long way.
+ * innermost frame in the same slot with the same return address (and rbp,
+ * where the walk reads it), and every outer frame holding what it held.
+ * What capture_cached() would find, checked on the program's stack without
+ * switching stacks or setting up the walk's frame; 0 sends the capture the
+ * long way.
  */
 static inline uint32_t same_stack(const struct ht__scache *c, uintptr_t loc0)
 {
 	int k = c->n - 1;
 	if (k < 0 || c->sig || verify_stacks ||
 	    c->gen != atomic_load_explicit(&table_gen, memory_order_relaxed) || c->loc[k] != loc0 ||
-	    c->ip[k] != *(const uintptr_t *)loc0 || c->rbp[k] != *(const uintptr_t *)(loc0 - 8))
+	    c->ip[k] != *(const uintptr_t *)loc0 ||
+	    (c->use[k] && c->rbp[k] != *(const uintptr_t *)(loc0 - 8)))
 		return 0;
-	/* Inner frames first: where a stack changed, it is mostly near the
-	   allocation, so a miss is found early (and walked by capture_cached). */
-	for (int i = k - 1; i >= 0; i--)
-		if (!frame_holds(c, i))
-			return 0;
-	return c->id;
+	return check_fails(c, c->nchk[k]) < 0 ? c->id : 0;
 }
 
 /*
@@ -820,6 +866,33 @@ static void sig_charge(struct ht__thread *t, uint64_t took)
 	t->sig_debt_at = ht__clock();
 }
 
+/* The rule of a return address, through the thread's memo of the table. */
+static inline uint64_t cfi_rule(struct ht__scache *c, uintptr_t ra)
+{
+	uint32_t h = (uint32_t)((ra ^ (ra >> 11)) & (HT_CFI_MEMO - 1));
+	if (HT_LIKELY(c->cfi[h].ra == ra))
+		return c->cfi[h].rule;
+	uint64_t r = ht__cfi_rule(ra);
+	c->cfi[h].ra = ra;
+	c->cfi[h].rule = r;
+	return r;
+}
+
+/* The id of the stack c->ip[0..n-1] of key state h, through the memo. */
+static inline uint32_t cached_id(struct ht__thread *t, struct ht__scache *c, uint64_t h, int n)
+{
+	uint64_t key = key_final(h);
+	uint32_t s = (uint32_t)(key >> 40) & (HT_ID_MEMO - 1);
+	if (c->ids[s].key == key)
+		return (uint32_t)c->ids[s].id;
+	uint32_t id = stack_id(t, key, NULL, n, c->ip);
+	if (id) {
+		c->ids[s].key = key;
+		c->ids[s].id = id;
+	}
+	return id;
+}
+
 /*
  * The stack id of the current call through the cache c: loc0 is the slot of
  * the hook's return address into the program, just above the rbp the hook
@@ -829,26 +902,37 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 							 uintptr_t loc0)
 {
 	uint32_t gen = atomic_load_explicit(&table_gen, memory_order_relaxed);
+	if (HT_UNLIKELY(c->memo_gen != gen)) {
+		memset(c->cfi, 0, sizeof c->cfi);
+		memset(c->ids, 0, sizeof c->ids);
+		c->memo_gen = gen;
+	}
 	uintptr_t ip = *(const uintptr_t *)loc0, loc = loc0;
 	uintptr_t rbp = *(const uintptr_t *)(loc0 - 8), rbp_loc = loc0 - 8;
 	const uintptr_t hi = c->hi;
 	int cn = c->n && c->gen == gen ? c->n : 0;
 
-	/* Walk until a cached frame (same slot, return address and rbp, and
-	   every frame outside it holding what it held): nip.. are the new
-	   frames, innermost first; jc the cached frame joined, or -1. */
+	/* Walk until a cached frame (same slot and return address, the same
+	   rbp where the walk reads it, and every check of the frames outside
+	   it holding): nip.. are the new frames, innermost first; jc the
+	   cached frame joined, or -1. Checks at or above bad are known to
+	   fail, so each is looked at once. */
 	uintptr_t nip[HT_MAX_FRAMES], nloc[HT_MAX_FRAMES], nrbp[HT_MAX_FRAMES], nrl[HT_MAX_FRAMES];
-	int n = 0, jc = -1, done = 0, sig = 0, k = cn - 1, ok = -1;
+	uint8_t nfr[HT_MAX_FRAMES];
+	int n = 0, jc = -1, done = 0, sig = 0, k = cn - 1, bad = INT32_MAX;
 	for (;;) {
 		while (k >= 0 && c->loc[k] < loc)
 			k--;
-		if (k >= 0 && c->loc[k] == loc && c->ip[k] == ip && c->rbp[k] == rbp) {
-			if (ok < 0)
-				for (ok = 0; ok < k && frame_holds(c, ok);)
-					ok++;
-			if (ok >= k) {
-				jc = k;
-				break;
+		if (k >= 0 && c->loc[k] == loc && c->ip[k] == ip &&
+		    (!c->use[k] || c->rbp[k] == rbp)) {
+			int m = c->nchk[k];
+			if (m <= bad) {
+				int f = check_fails(c, m);
+				if (f < 0) {
+					jc = k;
+					break;
+				}
+				bad = f;
 			}
 		}
 		if (n == HT_MAX_FRAMES)
@@ -857,14 +941,16 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 		nloc[n] = loc;
 		nrbp[n] = rbp;
 		nrl[n] = rbp_loc;
+		nfr[n] = 0;
 		n++;
-		uint64_t r = ht__cfi_rule(ip);
+		uint64_t r = cfi_rule(c, ip);
 		if (HT_UNLIKELY(!(r & HT_CFI_OK))) {
 			/* A signal frame: libunwind follows it (sig_afford). */
 			done = r == HT_CFI_LAST || r == HT_CFI_SIGNAL;
 			sig = r == HT_CFI_SIGNAL;
 			break;
 		}
+		nfr[n - 1] = (r & HT_CFI_CFA_RBP) != 0;
 		uintptr_t cfa = ((r & HT_CFI_CFA_RBP) ? rbp : loc + 8) + (uint32_t)r;
 		if (cfa <= loc + 8 || cfa > hi)
 			break;
@@ -901,10 +987,15 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 		return capture_unwind(t); /* libunwind, whole and uncached */
 	}
 
-	/* The new frames go after the cached ones kept, outermost first. */
+	/* The new frames go after the cached ones kept, outermost first. The
+	   frame joined now has its rbp from the new inner frames: where it
+	   was read, and so its checks, come from this walk. */
 	int base = jc + 1, total = base + n;
-	if (jc >= 0)
+	if (jc >= 0) {
 		sig = c->sig; /* the outer frames are the cached ones */
+		c->rbp[jc] = rbp;
+		c->rbp_loc[jc] = rbp_loc;
+	}
 	c->sig = sig;
 	uint64_t h = jc >= 0 ? c->hkey[jc] : HT_KEY_SEED;
 	for (int i = n - 1, at = base; i >= 0; i--, at++) {
@@ -913,11 +1004,22 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 		c->loc[at] = nloc[i];
 		c->rbp[at] = nrbp[i];
 		c->rbp_loc[at] = nrl[i];
+		c->use[at] = nfr[i] || (at > 0 && !c->rbp_loc[at - 1] && c->use[at - 1]);
 		c->hkey[at] = h;
+	}
+	int from = jc >= 0 ? jc : 0, m = c->nchk[from];
+	for (int at = from; at < total; at++) {
+		c->chk[m].at = c->loc[at];
+		c->chk[m++].val = c->ip[at];
+		if (c->use[at] && c->rbp_loc[at]) {
+			c->chk[m].at = c->rbp_loc[at];
+			c->chk[m++].val = c->rbp[at];
+		}
+		c->nchk[at + 1] = (uint16_t)m;
 	}
 	c->n = total;
 	c->gen = gen;
-	uint32_t id = stack_id(t, key_final(h), NULL, total, c->ip);
+	uint32_t id = cached_id(t, c, h, total);
 	c->id = id;
 	if (!id)
 		c->n = 0;
@@ -934,7 +1036,6 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	}
 	return id;
 }
-
 /* Counts of HEAPTRAIL_STACK_VERIFY=1, on stderr at exit. */
 __attribute__((destructor)) static void verify_report(void)
 {

@@ -3,7 +3,8 @@
  * HEAPTRAIL_STACK_VERIFY=1 so the recorder compares every stack it builds
  * from its cache or its own walk with libunwind's: recursion of varying
  * depth (and deeper than the recorder keeps), optimised code without frame
- * pointers and with alloca frames, C++ exceptions unwinding through
+ * pointers and with alloca frames, rbp as a register holding new values
+ * under frames that are reused, C++ exceptions unwinding through
  * allocating destructors, signal handlers on the thread's stack and on an
  * alternate one, a library loaded, unloaded and loaded again, and threads.
  * Every allocation is freed; sizes mark the cases.
@@ -68,6 +69,31 @@ OPT static int rec_alloca(int depth)
 	asm volatile("" ::"r"(buf) : "memory");
 	return r + buf[1];
 }
+
+/* rbp as a register of its own, holding a new value at every call: the
+   walk never reads it (the frames outside take their CFA from rsp or
+   restore rbp first), so the cached frames are reused whatever it holds. */
+OPT static long rbp_reg(long a)
+{
+#if defined(__x86_64__) && !defined(__clang__)
+	register long v asm("rbp") = a * 7 + 1;
+	asm volatile("" : "+r"(v));
+#else
+	long v = a * 7 + 1;
+#endif
+	free(malloc(9051));
+	asm volatile("" : "+r"(v));
+	return v;
+}
+
+/* ... and called from a frame whose CFA is its rbp (frame pointers). */
+__attribute__((noinline)) static long rbp_reg_fp(int i)
+{
+	long s = 0;
+	for (int j = 0; j < 4; j++)
+		s += rbp_reg(i * 4 + j);
+	return s;
+}
 }
 
 struct Noisy {
@@ -119,6 +145,7 @@ static void mix(int rounds)
 		rec_fp(i % 40);
 		rec_nofp(i % 37, i);
 		rec_alloca(i % 23);
+		rbp_reg_fp(i);
 		if (i % 25 == 0)
 			rec_fp(150); /* deeper than the 128 frames kept */
 		if (i % 10 == 0) {
