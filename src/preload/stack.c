@@ -894,6 +894,38 @@ static inline uint32_t cached_id(struct ht__thread *t, struct ht__scache *c, uin
 }
 
 /*
+ * A stack deeper than the HT_MAX_FRAMES kept: its innermost frames, as
+ * libunwind's backtrace cut there gives them, from the walk's new frames
+ * nip[0..n-1] (innermost first) and then the cached frames from jc outwards.
+ * Not cached: the frames kept change with every new inner frame.
+ */
+static HT_COLD uint32_t capture_cut(struct ht__thread *t, const struct ht__scache *c,
+				    const uintptr_t *nip, int n, int jc)
+{
+	void *f[HT_MAX_FRAMES];
+	int m = 0;
+	for (int i = 0; i < n && m < HT_MAX_FRAMES; i++)
+		f[m++] = (void *)nip[i];
+	for (int k = jc; k >= 0 && m < HT_MAX_FRAMES; k--)
+		f[m++] = (void *)c->ip[k];
+	uint64_t h = HT_KEY_SEED;
+	for (int i = m - 1; i >= 0; i--)
+		h = key_step(h, (uintptr_t)f[i]);
+	uint32_t id = stack_id(t, key_final(h), f, m, NULL);
+	if (verify_stacks) {
+		void *full[HT_MAX_FRAMES + 8];
+		int skip, fn = unwind_stack(full, &skip);
+		int same = fn == m;
+		for (int i = 0; same && i < m; i++)
+			same = full[skip + i] == f[i];
+		atomic_fetch_add(&verify_walked, 1);
+		if (!same)
+			atomic_fetch_add(&verify_bad, 1);
+	}
+	return id;
+}
+
+/*
  * The stack id of the current call through the cache c: loc0 is the slot of
  * the hook's return address into the program, just above the rbp the hook
  * saved. Falls back to libunwind when the walk cannot go on.
@@ -919,7 +951,7 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	   fail, so each is looked at once. */
 	uintptr_t nip[HT_MAX_FRAMES], nloc[HT_MAX_FRAMES], nrbp[HT_MAX_FRAMES], nrl[HT_MAX_FRAMES];
 	uint8_t nfr[HT_MAX_FRAMES];
-	int n = 0, jc = -1, done = 0, sig = 0, k = cn - 1, bad = INT32_MAX;
+	int n = 0, jc = -1, done = 0, sig = 0, cut = 0, k = cn - 1, bad = INT32_MAX;
 	for (;;) {
 		while (k >= 0 && c->loc[k] < loc)
 			k--;
@@ -935,8 +967,10 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 				bad = f;
 			}
 		}
-		if (n == HT_MAX_FRAMES)
-			break; /* deeper than kept: libunwind cuts it too, uncached */
+		if (n == HT_MAX_FRAMES) {
+			cut = 1;
+			break; /* deeper than kept: cut as libunwind cuts it, uncached */
+		}
 		nip[n] = ip;
 		nloc[n] = loc;
 		nrbp[n] = rbp;
@@ -980,6 +1014,10 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	}
 	if (jc == cn - 1 && n == 0 && !verify_stacks)
 		return c->id; /* the same stack as last time */
+	if ((cut || (jc >= 0 && jc + 1 + n > HT_MAX_FRAMES)) && !sig) {
+		c->n = 0;
+		return capture_cut(t, c, nip, n, jc); /* deeper than kept */
+	}
 	if (jc >= 0 && jc + 1 + n > HT_MAX_FRAMES)
 		jc = -1; /* would need cutting: leave it to libunwind */
 	if (jc < 0 && !done) {
