@@ -575,9 +575,13 @@ static int write_stack(struct ht__thread *t, uint32_t id, void *const *ips, int 
 		ht__modules_refresh(0);
 		refreshed = 1;
 	}
+	uint32_t last = HT_MODULE_UNKNOWN; /* a stack's frames come in runs of one module */
 	for (int i = 0; i < n; i++) {
 		uintptr_t ip = (uintptr_t)ips[i];
-		uint32_t m = find_module(ip);
+		uint32_t m = last;
+		if (m == HT_MODULE_UNKNOWN || ip < mods[m].start || ip >= mods[m].end ||
+		    atomic_load_explicit(&mods[m].dead, memory_order_relaxed))
+			last = m = find_module(ip);
 		if (m == HT_MODULE_UNKNOWN && !refreshed) {
 			refreshed = 1;
 			ht__modules_refresh(0);
