@@ -20,6 +20,7 @@
 #include "cli/query_opts.h"
 #include "cli/opt.h"
 #include "cli/table_util.h"
+#include "format/textout.h"
 #include "heaptrail/trace.h"
 #include "base/vec.h"
 
@@ -139,8 +140,17 @@ static const char *stack_text(struct table_run *t, uint32_t stack)
 		return buf;
 	}
 	char *p = buf;
-	for (uint32_t i = 0; i < nf; i++)
-		p += sprintf(p, "%s%s", i ? " <- " : "", ht__wstacks_frame_text(t->stacks, f[i]));
+	for (uint32_t i = 0; i < nf; i++) {
+		const char *ft = ht__wstacks_frame_text(t->stacks, f[i]);
+		size_t n = strlen(ft);
+		if (i) {
+			memcpy(p, " <- ", 4);
+			p += 4;
+		}
+		memcpy(p, ft, n);
+		p += n;
+	}
+	*p = 0;
 	return buf;
 }
 
@@ -196,24 +206,46 @@ static void text_row(struct table_run *t, const struct ht__wrow *w, int indent, 
 		tu_time(l, sizeof(l), w->free_ts - w->alloc_ts, &t->o->unit);
 	}
 	tu_size(sz, sizeof(sz), (int64_t)w->size);
-	printf("%*s%-4s %-9s 0x%-14" PRIx64 " %14s %14s %14s %10s  thread %d", indent, "",
-	       ht__wtype_name(w->type), ht__wtype_impacting_name(w->type), w->addr, a, f, l, sz,
-	       w->tid);
+	/* printf("%*s%-4s %-9s 0x%-14" PRIx64 " %14s %14s %14s %10s  thread %d"), a
+	   field at a time (textout.h): a table can have millions of rows. */
+	FILE *o = stdout;
+	ht__out_pad(o, "", indent);
+	ht__out_pad(o, ht__wtype_name(w->type), -4);
+	ht__out_chr(o, ' ');
+	ht__out_pad(o, ht__wtype_impacting_name(w->type), -9);
+	ht__out_str(o, " 0x");
+	ht__out_x64(o, w->addr, -14);
+	ht__out_chr(o, ' ');
+	ht__out_pad(o, a, 14);
+	ht__out_chr(o, ' ');
+	ht__out_pad(o, f, 14);
+	ht__out_chr(o, ' ');
+	ht__out_pad(o, l, 14);
+	ht__out_chr(o, ' ');
+	ht__out_pad(o, sz, 10);
+	ht__out_str(o, "  thread ");
+	ht__out_i64(o, w->tid, 0);
 	if (w->unseen)
-		fputs("  unseen", stdout); /* found in /proc/PID/maps, no hook saw it */
+		ht__out_str(o, "  unseen"); /* found in /proc/PID/maps, no hook saw it */
 	if (full) {
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
-		fputs("  ", stdout);
-		put_text(stdout, p ? tu_basename(p->exe) : "?");
-		printf(" (pid %d)", p ? p->pid : -1);
+		ht__out_str(o, "  ");
+		put_text(o, p ? tu_basename(p->exe) : "?");
+		ht__out_str(o, " (pid ");
+		ht__out_i64(o, p ? p->pid : -1, 0);
+		ht__out_chr(o, ')');
 		char h[1100];
-		if (t->o->kind == TABLE_HEAP)
-			printf("  handle %s",
-			       ht__heap_label(t->names, w->process, w->heap, h, sizeof(h)));
+		if (t->o->kind == TABLE_HEAP) {
+			ht__out_str(o, "  handle ");
+			ht__out_str(o, ht__heap_label(t->names, w->process, w->heap, h, sizeof(h)));
+		}
 		/* The stack on a line of its own: rows stay aligned, stacks are long. */
-		printf("\n%*s  %s", indent, "", stack_text(t, w->stack));
+		ht__out_chr(o, '\n');
+		ht__out_pad(o, "", indent);
+		ht__out_str(o, "  ");
+		ht__out_str(o, stack_text(t, w->stack));
 	}
-	putchar('\n');
+	ht__out_chr(o, '\n');
 }
 
 static void text_rows_header(struct table_run *t, int indent)
@@ -241,14 +273,20 @@ static void text_node(struct table_run *t, const struct ht__wnode *n)
 	uint32_t nf = n->depth && n->key == HT_WK_STACK
 			  ? ht__wstacks_frames(t->stacks, (uint32_t)n->value, &f)
 			  : 0;
-	if (!nf)
-		printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", label);
-	for (uint32_t k = 0; k < nf; k++) {
-		const char *ft = ht__wstacks_frame_text(t->stacks, f[k]);
-		if (!k)
-			printf("%10s %15s %12s  %*s%s\n", c, i, s, (int)n->depth * 2, "", ft);
-		else
-			printf("%10s %15s %12s  %*s  %s\n", "", "", "", (int)n->depth * 2, "", ft);
+	/* printf("%10s %15s %12s  %*s%s\n"), a field at a time (textout.h) */
+	FILE *o = stdout;
+	for (uint32_t k = 0; k < (nf ? nf : 1); k++) {
+		ht__out_pad(o, k ? "" : c, 10);
+		ht__out_chr(o, ' ');
+		ht__out_pad(o, k ? "" : i, 15);
+		ht__out_chr(o, ' ');
+		ht__out_pad(o, k ? "" : s, 12);
+		ht__out_str(o, "  ");
+		ht__out_pad(o, "", (int)n->depth * 2);
+		if (k)
+			ht__out_str(o, "  ");
+		ht__out_str(o, nf ? ht__wstacks_frame_text(t->stacks, f[k]) : label);
+		ht__out_chr(o, '\n');
 	}
 	for (uint32_t k = 0; k < n->nchildren; k++)
 		text_node(t, n->children[k]);
@@ -325,33 +363,52 @@ static void csv_rows(struct table_run *t, const struct ht__wnode *n)
 		const struct ht__wrow *w = &n->rows[k];
 		const struct ht_process *p = ht_reader_process(t->r, w->process);
 		char buf[64];
-		csv_field(stdout, p ? tu_basename(p->exe) : "?");
-		printf(",%d,", p ? p->pid : -1);
+		FILE *o = stdout; /* a field at a time (textout.h): no printf per row */
+		csv_field(o, p ? tu_basename(p->exe) : "?");
+		ht__out_chr(o, ',');
+		ht__out_i64(o, p ? p->pid : -1, 0);
+		ht__out_chr(o, ',');
 		if (t->o->kind == TABLE_HEAP) {
-			printf("%" PRIu64 ",", w->heap);
-			csv_field(stdout, ht__heap_name(t->names, w->process, w->heap));
+			ht__out_u64(o, w->heap, 0);
+			ht__out_chr(o, ',');
+			csv_field(o, ht__heap_name(t->names, w->process, w->heap));
 		} else {
-			putchar(',');
+			ht__out_chr(o, ',');
 		}
-		printf(",%s,%s,%d,%" PRIu64 ",", ht__wtype_name(w->type),
-		       ht__wtype_impacting_name(w->type), w->tid, w->addr);
+		ht__out_chr(o, ',');
+		ht__out_str(o, ht__wtype_name(w->type));
+		ht__out_chr(o, ',');
+		ht__out_str(o, ht__wtype_impacting_name(w->type));
+		ht__out_chr(o, ',');
+		ht__out_i64(o, w->tid, 0);
+		ht__out_chr(o, ',');
+		ht__out_u64(o, w->addr, 0);
+		ht__out_chr(o, ',');
 		tu_time_exact(buf, sizeof(buf), w->alloc_ts, &t->o->unit);
-		printf("%s,", buf);
+		ht__out_str(o, buf);
+		ht__out_chr(o, ',');
 		if (w->free_ts != HT_TS_NEVER) {
 			tu_time_exact(buf, sizeof(buf), w->free_ts, &t->o->unit);
-			printf("%s,", buf);
+			ht__out_str(o, buf);
+			ht__out_chr(o, ',');
 			tu_time_exact(buf, sizeof(buf), w->free_ts - w->alloc_ts, &t->o->unit);
-			printf("%s", buf);
+			ht__out_str(o, buf);
 		} else {
-			printf(",");
+			ht__out_chr(o, ',');
 		}
-		printf(",%" PRIu64 ",", w->size);
-		csv_field(stdout, w->stack ? stack_text(t, w->stack) : "");
-		if (t->rate)
-			printf(",%" PRIu64, t->rate);
-		if (t->o->kind == TABLE_COMMIT)
-			printf(",%d", w->unseen);
-		putchar('\n');
+		ht__out_chr(o, ',');
+		ht__out_u64(o, w->size, 0);
+		ht__out_chr(o, ',');
+		csv_field(o, w->stack ? stack_text(t, w->stack) : "");
+		if (t->rate) {
+			ht__out_chr(o, ',');
+			ht__out_u64(o, t->rate, 0);
+		}
+		if (t->o->kind == TABLE_COMMIT) {
+			ht__out_chr(o, ',');
+			ht__out_i64(o, w->unseen, 0);
+		}
+		ht__out_chr(o, '\n');
 	}
 }
 

@@ -92,28 +92,59 @@ int tu_parse_unit(const char *s, struct tu_unit *out)
 	return -1;
 }
 
+/* The decimal digits of v at p; returns their end. */
+static char *put_u64(char *p, uint64_t v)
+{
+	char b[24], *d = b + sizeof(b);
+	do {
+		*--d = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	size_t n = (size_t)(b + sizeof(b) - d);
+	memcpy(p, d, n);
+	return p + n;
+}
+
+/* s[0 .. n) into buf as snprintf(buf, len, "%s", s) would (the tables make
+   millions of these: printf's parsing was most of their cost). */
+static void put_buf(char *buf, size_t len, const char *s, size_t n)
+{
+	if (!len)
+		return;
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+}
+
 static void time_digits(char *buf, size_t len, uint64_t ns, const struct tu_unit *u, int digits)
 {
 	uint64_t whole = ns / u->ns, frac = ns % u->ns;
-	if (!digits) {
-		snprintf(buf, len, "%" PRIu64, whole);
-		return;
+	char b[48], *p = b;
+	if (digits) {
+		/*
+		 * Integer arithmetic: doubles would lose ns on long traces. Rounded
+		 * to nearest (half up), not truncated: 1,655,015,900 ns is 1.655016 s.
+		 */
+		uint64_t div = 1, one = 1;
+		for (int d = digits; d < u->exact_digits; d++)
+			div *= 10;
+		for (int d = 0; d < digits; d++)
+			one *= 10;
+		frac = (frac + div / 2) / div;
+		if (frac >= one) {
+			whole++;
+			frac -= one;
+		}
 	}
-	/*
-	 * Integer arithmetic: doubles would lose ns on long traces. Rounded to
-	 * nearest (half up), not truncated: 1,655,015,900 ns is 1.655016 s.
-	 */
-	uint64_t div = 1, one = 1;
-	for (int d = digits; d < u->exact_digits; d++)
-		div *= 10;
-	for (int d = 0; d < digits; d++)
-		one *= 10;
-	frac = (frac + div / 2) / div;
-	if (frac >= one) {
-		whole++;
-		frac -= one;
+	p = put_u64(p, whole);
+	if (digits) { /* "%" PRIu64 ".%0*" PRIu64 */
+		*p++ = '.';
+		for (int d = digits - 1; d >= 0; d--, frac /= 10)
+			p[d] = (char)('0' + frac % 10);
+		p += digits;
 	}
-	snprintf(buf, len, "%" PRIu64 ".%0*" PRIu64, whole, digits, frac);
+	put_buf(buf, len, b, (size_t)(p - b));
 }
 
 void tu_time(char *buf, size_t len, uint64_t ns, const struct tu_unit *u)
@@ -126,18 +157,47 @@ void tu_time_exact(char *buf, size_t len, uint64_t ns, const struct tu_unit *u)
 	time_digits(buf, len, ns, u, u->exact_digits);
 }
 
+/*
+ * "%.1f" of a / 2^shift (a * 10 < 2^64): tenths rounded to nearest, a tie
+ * to the even one, as printf rounds the exact binary value.
+ */
+static char *put_tenths(char *p, uint64_t a, int shift)
+{
+	uint64_t t = a * 10, q = t >> shift, r = t & ((1ull << shift) - 1),
+		 half = 1ull << (shift - 1);
+	if (r > half || (r == half && (q & 1)))
+		q++;
+	p = put_u64(p, q / 10);
+	*p++ = '.';
+	*p++ = (char)('0' + q % 10);
+	return p;
+}
+
 void tu_size(char *buf, size_t len, int64_t bytes)
 {
 	uint64_t a = bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes;
 	const char *sign = bytes < 0 ? "-" : "";
-	if (a < 1024)
-		snprintf(buf, len, "%s%" PRIu64 " B", sign, a);
-	else if (a < 1024ull * 1024)
-		snprintf(buf, len, "%s%.1f KiB", sign, (double)a / 1024);
-	else if (a < 1024ull * 1024 * 1024)
-		snprintf(buf, len, "%s%.1f MiB", sign, (double)a / (1024.0 * 1024));
-	else
+	char b[48], *p = b;
+	if (a >= 1024ull * 1024 * 1024) {
 		snprintf(buf, len, "%s%.2f GiB", sign, (double)a / (1024.0 * 1024 * 1024));
+		return;
+	}
+	if (bytes < 0)
+		*p++ = '-';
+	if (a < 1024) {
+		p = put_u64(p, a);
+		memcpy(p, " B", 2);
+		p += 2;
+	} else if (a < 1024ull * 1024) {
+		p = put_tenths(p, a, 10);
+		memcpy(p, " KiB", 4);
+		p += 4;
+	} else {
+		p = put_tenths(p, a, 20);
+		memcpy(p, " MiB", 4);
+		p += 4;
+	}
+	put_buf(buf, len, b, (size_t)(p - b));
 }
 
 const char *tu_basename(const char *path)

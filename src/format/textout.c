@@ -16,11 +16,35 @@ static char *digits(char *end, uint64_t v)
 	return end;
 }
 
+/* s[0 .. len) padded to |width| with spaces, on the left (width > 0) or
+   the right (width < 0), as printf's "%*s". */
 static void pad_write(FILE *f, const char *s, size_t len, int width)
 {
-	for (int n = width - (int)len; n > 0; n--)
-		putc_unlocked(' ', f);
+	int left = width < 0;
+	size_t w = left ? (size_t)(0 - (int64_t)width) : (size_t)width;
+	size_t pad = w > len ? w - len : 0;
+	if (!left)
+		for (; pad; pad--)
+			putc_unlocked(' ', f);
 	fwrite_unlocked(s, 1, len, f);
+	for (; pad; pad--)
+		putc_unlocked(' ', f);
+}
+
+void ht__out_pad(FILE *f, const char *s, int width)
+{
+	pad_write(f, s, strlen(s), width);
+}
+
+void ht__out_x64(FILE *f, uint64_t v, int width)
+{
+	char b[24];
+	char *p = b + sizeof(b);
+	do {
+		*--p = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	pad_write(f, p, (size_t)(b + sizeof(b) - p), width);
 }
 
 void ht__out_str(FILE *f, const char *s)

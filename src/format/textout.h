@@ -22,7 +22,18 @@ void ht__out_mem(FILE *f, const void *p, size_t n);
 /* fputc(c, f) */
 void ht__out_chr(FILE *f, char c);
 
-/* fprintf(f, "%*" PRIu64, width, v): right-aligned in width (0: no padding). */
+/*
+ * Widths are printf's: right-aligned in width, left-aligned in -width
+ * (0: no padding).
+ */
+
+/* fprintf(f, "%*s", width, s) */
+void ht__out_pad(FILE *f, const char *s, int width);
+
+/* fprintf(f, "%*" PRIx64, width, v) */
+void ht__out_x64(FILE *f, uint64_t v, int width);
+
+/* fprintf(f, "%*" PRIu64, width, v) */
 void ht__out_u64(FILE *f, uint64_t v, int width);
 
 /* fprintf(f, "%*" PRIu32 / "%*" PRId64, width, v) */

@@ -2,7 +2,8 @@
  * test_textout.c - textout.h's writers give byte for byte what the printf
  * conversions they replace give: every KiB value up to 256 KiB (each rounding
  * case, ties to even included), the powers of two and their neighbours up to
- * 2^64, pseudo-random values, negative numbers and the column widths.
+ * 2^64, pseudo-random values, negative numbers, hexadecimal, and the column
+ * widths, left-aligned ones too.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,7 +35,7 @@ static void same(const char *what, uint64_t v)
 
 static void check_u64(uint64_t v)
 {
-	static const int widths[] = {0, 1, 10, 12, 25};
+	static const int widths[] = {0, 1, 10, 12, 25, -1, -14, -25};
 	for (size_t w = 0; w < sizeof(widths) / sizeof(*widths); w++) {
 		memset(got, 0, sizeof(got));
 		WRITE(ht__out_u64(m, v, widths[w]));
@@ -48,6 +49,21 @@ static void check_u64(uint64_t v)
 		WRITE(ht__out_kib(m, v, widths[w]));
 		snprintf(want, sizeof(want), "%*.1f", widths[w], (double)v / 1024.0);
 		same("kib", v);
+		memset(got, 0, sizeof(got));
+		WRITE(ht__out_x64(m, v, widths[w]));
+		snprintf(want, sizeof(want), "%*" PRIx64, widths[w], v);
+		same("x64", v);
+	}
+}
+
+/* ht__out_pad() against "%*s" for every width from -12 to 12. */
+static void check_pad(const char *s)
+{
+	for (int w = -12; w <= 12; w++) {
+		memset(got, 0, sizeof(got));
+		WRITE(ht__out_pad(m, s, w));
+		snprintf(want, sizeof(want), "%*s", w, s);
+		same("pad", (uint64_t)(int64_t)w);
 	}
 }
 
@@ -69,6 +85,9 @@ int main(void)
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		check_u64(x >> (i % 64));
 	}
+	check_pad("");
+	check_pad("Size");
+	check_pad("1234567890");
 	/* A tie rounds to the even tenth: 0.25 KiB is 0.2, 0.75 KiB is 0.8. */
 	WRITE(ht__out_kib(m, 256, 0));
 	CHECK_STR(got, "0.2");
