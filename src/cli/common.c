@@ -248,9 +248,9 @@ static void jw_indent(struct jw *j)
 {
 	if (!j->pretty)
 		return;
-	fputc('\n', j->f);
+	ht__out_chr(j->f, '\n');
 	for (int i = 0; i < j->depth; i++)
-		fputs("  ", j->f);
+		ht__out_mem(j->f, "  ", 2);
 }
 
 /* Called before every value: writes the comma and indentation it needs. */
@@ -262,7 +262,7 @@ static void jw_value(struct jw *j)
 	}
 	if (j->depth > 0) {
 		if (j->need_comma[j->depth])
-			fputc(',', j->f);
+			ht__out_chr(j->f, ',');
 		j->need_comma[j->depth] = true;
 		jw_indent(j);
 	}
@@ -271,7 +271,7 @@ static void jw_value(struct jw *j)
 static void jw_open(struct jw *j, char c)
 {
 	jw_value(j);
-	fputc(c, j->f);
+	ht__out_chr(j->f, c);
 	if (j->depth < 63)
 		j->depth++;
 	j->need_comma[j->depth] = false;
@@ -284,7 +284,7 @@ static void jw_close(struct jw *j, char c)
 		j->depth--;
 	if (had)
 		jw_indent(j);
-	fputc(c, j->f);
+	ht__out_chr(j->f, c);
 }
 
 void jw_obj_begin(struct jw *j)
@@ -322,16 +322,16 @@ static void jw_raw_string(FILE *f, const char *s)
 			fputs("\\\"", f);
 			break;
 		case '\\':
-			fputs("\\\\", f);
+			ht__out_str(f, "\\\\");
 			break;
 		case '\n':
-			fputs("\\n", f);
+			ht__out_str(f, "\\n");
 			break;
 		case '\r':
-			fputs("\\r", f);
+			ht__out_str(f, "\\r");
 			break;
 		case '\t':
-			fputs("\\t", f);
+			ht__out_str(f, "\\t");
 			break;
 		default: {
 			/* Control bytes, and bytes that are not UTF-8 (as the code
@@ -352,7 +352,7 @@ void jw_key(struct jw *j, const char *key)
 {
 	jw_value(j);
 	jw_raw_string(j->f, key);
-	fputs(j->pretty ? ": " : ":", j->f);
+	ht__out_str(j->f, j->pretty ? ": " : ":");
 	j->after_key = true;
 }
 
@@ -362,7 +362,7 @@ void jw_str(struct jw *j, const char *s)
 	if (s)
 		jw_raw_string(j->f, s);
 	else
-		fputs("null", j->f);
+		ht__out_str(j->f, "null");
 }
 
 void jw_u64(struct jw *j, uint64_t v)
@@ -383,19 +383,19 @@ void jw_double(struct jw *j, double v)
 	if (isfinite(v))
 		fprintf(j->f, "%.17g", v);
 	else
-		fputs("null", j->f);
+		ht__out_str(j->f, "null");
 }
 
 void jw_bool(struct jw *j, bool v)
 {
 	jw_value(j);
-	fputs(v ? "true" : "false", j->f);
+	ht__out_str(j->f, v ? "true" : "false");
 }
 
 void jw_null(struct jw *j)
 {
 	jw_value(j);
-	fputs("null", j->f);
+	ht__out_str(j->f, "null");
 }
 
 void jw_finish(struct jw *j)
