@@ -7,9 +7,12 @@
  * time: the recorder's functions are declared weak, and every call below first
  * checks that the symbol is there (one load and a branch). When the program
  * runs under `heaptrail record`, libheaptrail.so is preloaded and provides
- * them. The program must be position-independent (PIE, the default on most
- * distributions, or a shared library), so the weak references are resolved at
- * load time.
+ * them. When heaptrail attaches to the running program (`record -p`, `start
+ * --pid`), the recorder points the program's references at them itself, and
+ * leaves them so when it detaches (then dormant, it returns at once;
+ * docs/attach.md, "Custom heaps"). The program must be position-independent
+ * (PIE, the default on most distributions, or a shared library), so the weak
+ * references are resolved at load time.
  *
  * A handle is any non-zero 64-bit value that names one heap for the life of
  * the process, usually the address of the pool object. Handle 0
@@ -70,7 +73,7 @@ extern void ht_rec_heap_realloc(uint64_t heap, const void *old_ptr, const void *
 				size_t size) __attribute__((weak));
 extern void ht_rec_heap_free(uint64_t heap, const void *ptr) __attribute__((weak));
 
-/* Non-zero when the program runs under heaptrail. */
+/* Non-zero when the program runs under heaptrail, or did since an attach. */
 static inline int ht_heap_traced(void)
 {
 	return ht_rec_heap_alloc != NULL;

@@ -35,10 +35,26 @@ static const struct got_hook got_hooks[] = {HT__LIBC_HOOKS(GOT_HOOK)};
 #undef GOT_HOOK
 #define HT_NHOOKS (sizeof got_hooks / sizeof got_hooks[0])
 /* Then the allocators' own entry points (alloc_ext.h), HT_NHOOKS + their index. */
-#define HT_NALL (HT_NHOOKS + HT_EXT_COUNT)
+#define HT_NREAL (HT_NHOOKS + HT_EXT_COUNT)
+
+/*
+ * Last, include/heaptrail/heap.h's functions, HT_NREAL + their index. A
+ * program references them weakly; the loader bound them to 0 when it started
+ * (nothing defined them then), so their entries are set from 0 to ours. The
+ * stop leaves them so: compiled code tests the entry and then calls through
+ * it, loading it twice (gcc's `cmpq $0` then `call *`, clang's PLT stub), so
+ * a thread between the two would call address 0 if it went back to 0. The
+ * dormant recorder returns at once (docs/attach.md, "Custom heaps").
+ */
+static const char *const heap_api[] = {"ht_rec_heap_create", "ht_rec_heap_destroy",
+				       "ht_rec_heap_alloc", "ht_rec_heap_realloc",
+				       "ht_rec_heap_free"};
+#define HT_NALL (HT_NREAL + sizeof heap_api / sizeof heap_api[0])
 
 static const char *hook_name(unsigned i)
 {
+	if (i >= HT_NREAL)
+		return heap_api[i - HT_NREAL];
 	return i < HT_NHOOKS ? got_hooks[i].name : ht__ext_name(i - HT_NHOOKS);
 }
 
@@ -78,6 +94,12 @@ static int hook_index(const char *name)
 		for (unsigned i = 0; i < HT_NHOOKS; i++)
 			if (!strcmp(name, got_hooks[i].name))
 				return (int)i;
+	if (!strncmp(name, "ht_rec_heap_", 12)) {
+		for (unsigned i = HT_NREAL; i < HT_NALL; i++)
+			if (!strcmp(name, heap_api[i - HT_NREAL]))
+				return (int)i;
+		return -1;
+	}
 	int k = ht__ext_index(name);
 	return k < 0 ? -1 : (int)HT_NHOOKS + k;
 }
@@ -149,18 +171,20 @@ static void walk_relocs(struct ht__walk *w, uintptr_t bias, const Elf64_Rela *re
 			}
 			continue;
 		}
+		int heap = (unsigned)k >= HT_NREAL;
 		if (w->mode == HT_RESTORE) {
 			struct ht__saved *s = saved_at(slot, 0);
 			/* An entry someone else rewrote since is theirs now. */
-			if (s && cur == hook_fn[k]) {
+			if (s && cur == hook_fn[k] && !heap) {
 				store_slot(slot, s->old, ro_lo, ro_hi);
 				w->changed++;
 			}
 			continue;
 		}
 		/* 0 is a weak reference to a function nothing defines: a program
-		   that tests it (an allocator's entry point) must still see 0. */
-		if (cur == hook_fn[k] || cur == 0)
+		   that tests it (an allocator's entry point) must still see 0.
+		   heap.h's functions are the exception: ours are what it tests for. */
+		if (cur == hook_fn[k] || (cur == 0 && !heap))
 			continue;
 		struct ht__saved *s = saved_at(slot, 1);
 		if (!s)
@@ -539,7 +563,7 @@ static void find_reals(void)
 {
 	struct ht__walk w;
 	walk_all(HT_INSPECT, &w);
-	for (unsigned i = 0; i < HT_NALL; i++) {
+	for (unsigned i = 0; i < HT_NREAL; i++) {
 		const char *name = hook_name(i);
 		void *p = dlsym(RTLD_DEFAULT, name);
 		if (p && (uintptr_t)p == w.canon[i])
