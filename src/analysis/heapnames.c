@@ -17,11 +17,13 @@
 struct entry {
 	uint32_t process;
 	uint64_t heap;
-	char *name;
+	char *name; /* inherited entries share their parent's */
+	int gone;   /* destroyed: a fork child made after it does not have it */
 };
 
 struct ht__heap_names {
-	HT_VEC(struct entry) v;
+	HT_VEC(struct entry) v;		/* declared, in trace order */
+	HT_VEC(struct entry) inherited; /* a fork child's heaps of its parent, at the fork */
 };
 
 int ht__heap_names_new(struct ht__heap_names **out)
@@ -37,13 +39,63 @@ void ht__heap_names_free(struct ht__heap_names *n)
 	for (size_t i = 0; i < n->v.len; i++)
 		free(n->v.v[i].name);
 	ht__vec_release(&n->v);
+	ht__vec_release(&n->inherited);
 	free(n);
+}
+
+/* The last entry of (process, heap) in v, or NULL. */
+static struct entry *last_of(struct entry *v, size_t len, uint32_t process, uint64_t heap)
+{
+	for (size_t i = len; i-- > 0;)
+		if (v[i].process == process && v[i].heap == heap)
+			return &v[i];
+	return NULL;
+}
+
+/*
+ * A fork child has its parent's heaps as they were at the fork: it frees and
+ * allocates in them without declaring them again, so it takes their names
+ * (what the parent declared and had not destroyed, and what the parent had
+ * itself from its own parent). An exec'd image starts without any.
+ */
+static int inherit(struct ht__heap_names *n, struct ht__pass *p, uint32_t child)
+{
+	const struct ht_process *c = ht_reader_process(ht__pass_reader(p), child);
+	if (!c || !(c->flags & HT_PROCF_FORK) || c->parent == UINT32_MAX)
+		return 0;
+	for (int own = 0; own < 2; own++) {
+		size_t len = own ? n->v.len : n->inherited.len;
+		for (size_t i = 0; i < len; i++) {
+			struct entry e = own ? n->v.v[i] : n->inherited.v[i];
+			if (e.process != c->parent || e.gone)
+				continue;
+			/* Its own declaration of the handle, later in v, wins. */
+			struct entry *last =
+			    own ? last_of(n->v.v, n->v.len, e.process, e.heap)
+				: last_of(n->inherited.v, n->inherited.len, e.process, e.heap);
+			if (last != (own ? &n->v.v[i] : &n->inherited.v[i]))
+				continue;
+			e.process = child;
+			if (ht__vec_push(&n->inherited, e) < 0)
+				return HT_ERR_NOMEM;
+		}
+	}
+	return 0;
 }
 
 static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
-	(void)p;
 	struct ht__heap_names *n = ctx;
+	if (ev->type == HT_EV_PROCESS_START)
+		return inherit(n, p, ev->process);
+	if (ev->type == HT_EV_HEAP_DESTROY) {
+		struct entry *e = last_of(n->v.v, n->v.len, ev->process, ev->heap);
+		if (!e)
+			e = last_of(n->inherited.v, n->inherited.len, ev->process, ev->heap);
+		if (e)
+			e->gone = 1;
+		return 0;
+	}
 	if (!ev->name)
 		return 0;
 	/* heap.h keeps at most 255 bytes; each may become \xHH. */
@@ -51,7 +103,7 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 	snprintf(buf, sizeof(buf), "%s", ev->name);
 	ht__escape_control(buf, sizeof(buf));
 	char *name = strdup(buf);
-	if (!name || ht__vec_push(&n->v, ((struct entry){ev->process, ev->heap, name})) < 0) {
+	if (!name || ht__vec_push(&n->v, ((struct entry){ev->process, ev->heap, name, 0})) < 0) {
 		free(name);
 		return HT_ERR_NOMEM;
 	}
@@ -60,7 +112,8 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 
 static const struct ht__consumer names_consumer = {
     .name = "heap names",
-    .events = HT_PASS_EV(HT_EV_HEAP_CREATE),
+    .events = HT_PASS_EV(HT_EV_HEAP_CREATE) | HT_PASS_EV(HT_EV_HEAP_DESTROY) |
+	      HT_PASS_EV(HT_EV_PROCESS_START),
     .event = on_event,
 };
 
@@ -81,7 +134,13 @@ const char *ht__heap_name(const struct ht__heap_names *n, uint32_t process, uint
 		if ((process == HT__ANY_PROCESS || n->v.v[i].process == process) &&
 		    n->v.v[i].heap == heap)
 			found = n->v.v[i].name;
-	return found;
+	/* A fork child's own declaration wins over what it inherited, where
+	   its parent's own comes after what the parent inherited. */
+	const char *inherited = NULL;
+	for (size_t i = 0; n && !found && i < n->inherited.len; i++)
+		if (n->inherited.v[i].process == process && n->inherited.v[i].heap == heap)
+			inherited = n->inherited.v[i].name;
+	return found ? found : inherited;
 }
 
 size_t ht__heap_names_count(const struct ht__heap_names *n)

@@ -32,7 +32,9 @@ int ht__heap_names_attach(struct ht__pass *p, struct ht__heap_names *n, uint64_t
  * The name of heap handle heap in process image process (an index into the
  * reader's process table): "malloc" for the process heap (handle 0), the
  * name given to ht_heap_create(), or NULL when none was declared. A handle
- * created twice keeps the last name. process HT__ANY_PROCESS takes the name
+ * created twice keeps the last name. A fork child has the heaps its parent
+ * had at the fork (not destroyed), under their names, unless it declares
+ * the handle itself; an exec'd image starts without any. process HT__ANY_PROCESS takes the name
  * from any process (a group of a table that has no process above it). n may
  * be NULL (names of custom heaps
  * unknown).

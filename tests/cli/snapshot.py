@@ -280,7 +280,8 @@ def heaps(env):
 def heap_fork(env):
     """A fork child starts its custom heaps' index afresh as it does its
     address table: its blocks are its own (not the parent's it frees), in
-    its exit snapshot and in the last, where the parent's are the parent's."""
+    its exit snapshot and in the last, where the parent's are the parent's;
+    its rows of the pool it inherited carry the pool's name."""
     env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "heapfork"])
     no_alloc_events(env)
     out, _ = env.run(["info", "--format", "json", env.trace])
@@ -295,8 +296,19 @@ def heap_fork(env):
     out, _ = env.run(["analyze", "--summary", "--format", "json", env.trace])
     rows = {(it["pid"], it["handle"] != 0): (it["outstanding_bytes"], it["outstanding_count"])
             for it in json.loads(out)["items"]}
-    # The child did not create the pool, so its rows name no heap (as in a full trace).
     equal((rows.get((parent, True)), rows.get((child, True))), ((220, 3), (150, 3)), "the pool by process")
+    # The child has its parent's pool from the fork: its rows take the
+    # parent's name for it, in snapshot mode as in a full trace.
+    full = os.path.join(env.tmp, "full.htr")
+    env.run(["record", "-q", "-o", full, "--", env.prog, "heapfork"])
+    for trace in (env.trace, full):
+        out, _ = env.run(["info", "--format", "json", trace])
+        first = json.loads(out)["processes"][0]["pid"]
+        out, _ = env.run(["analyze", "--summary", "--format", "json", trace])
+        names = sorted((it["pid"] == first, it["heap_name"]) for it in json.loads(out)["items"]
+                       if it["handle"])
+        equal(names, [(False, "alpha"), (True, "alpha")],
+              "custom heaps by process (child, parent) in " + os.path.basename(trace))
 
 
 @case
