@@ -154,6 +154,11 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 			    .untracked_bytes = ev->size,
 			    .untracked_count = ev->addr,
 			    .exit_pid = (ev->flags & HT_EVF_SNAPSHOT_EXIT) ? ev->pid : 0};
+			/* The image's end (the snapshot opens with it) was an exec. */
+			const struct ht_process *img =
+			    ht_reader_process(ht__pass_reader(p), ev->process);
+			s->snaps[s->nsnaps - 1].at_exec = (ev->flags & HT_EVF_SNAPSHOT_EXIT) &&
+							  img && (img->flags & HT_PROCF_EXECED);
 			if (unwanted) {
 				r->unknown_frees = unknown;
 				return 0;

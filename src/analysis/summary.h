@@ -60,6 +60,7 @@ struct ht__summary {
 		uint64_t alloc_bytes, alloc_count;	   /* allocated since the start */
 		uint64_t untracked_bytes, untracked_count; /* not tracked: a limit */
 		int32_t exit_pid; /* taken at this process's exit (of it alone); 0 */
+		int at_exec;	  /* with exit_pid: that image ended by an exec, not an exit */
 	} * snaps;
 	uint32_t nsnaps;
 	void *priv; /* internal, while a pass fills it */

@@ -322,7 +322,12 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 				" blocks; %" PRIu64 " bytes in %" PRIu64 " blocks allocated",
 				sn->number, (double)sn->ts / 1e6, sn->live_bytes, sn->live_count,
 				sn->alloc_bytes, sn->alloc_count);
-			if (sn->exit_pid)
+			if (sn->at_exec)
+				fprintf(f,
+					"; at the exec of process %d (the image exec replaced, "
+					"its blocks alone)",
+					sn->exit_pid);
+			else if (sn->exit_pid)
 				fprintf(f, "; at the exit of process %d (its blocks alone)",
 					sn->exit_pid);
 			if (sn->untracked_count)
@@ -586,6 +591,8 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 		}
 		jw_key(&j, "exit_pid"); /* 0: not an exit snapshot */
 		jw_i64(&j, sn->exit_pid);
+		jw_key(&j, "at_exec"); /* the image's end was an exec */
+		jw_bool(&j, sn->at_exec);
 		jw_obj_end(&j);
 	}
 	jw_arr_end(&j);

@@ -165,6 +165,8 @@ static void write_trace(struct jw *j, struct ht_reader *r, const char *file,
 		jw_u64(j, sn->alloc_count);
 		jw_key(j, "exit_pid"); /* 0: not taken at a process's exit */
 		jw_i64(j, sn->exit_pid);
+		jw_key(j, "at_exec"); /* that image's end was an exec */
+		jw_bool(j, sn->at_exec);
 		/* Its page, when --all-snapshots writes one for each. */
 		jw_key(j, "page");
 		const char *page =

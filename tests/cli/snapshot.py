@@ -189,6 +189,11 @@ def exec_image(env):
     equal(by_site(env, ["--snapshot", "1", env.trace]), before, "snapshot 1, the image exec replaced")
     equal(by_site(env, ["--snapshot", "2", env.trace]), after, "snapshot 2, the new image at its exit")
     equal(by_site(env, [env.trace]), dict(before, **after), "the snapshot at the end: both images")
+    equal([s["at_exec"] for s in snaps], [True, False, False], "info's at_exec")
+    out, _ = env.run(["info", env.trace])
+    check("at the exec of process %d (the image exec replaced, its blocks alone)" % pid in out,
+          "info says the first is at the exec:\n" + out)
+    check("at the exit of process %d (its blocks alone)" % pid in out, "and the second at the exit:\n" + out)
 
 
 def heap_rows(env, trace, extra=()):

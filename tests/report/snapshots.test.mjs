@@ -22,6 +22,8 @@ check(rows[0].taken === 'at the exit of process 41 (its blocks alone)' && rows[1
 check(rows[0].live === '150 B in 3 blocks' && rows[1].live === '3 MiB in 1,200 blocks', 'live bytes and blocks');
 check(rows[1].allocated === '4 MiB in 5,000 blocks', 'allocated since the start');
 check(rows[0].time === '1.5 ms' && rows[1].time === '2 s', 'times since the start');
+rows = snapshotRows({ file: 'app.htr', snapshot: 2, snapshots: [{ ...snaps[0], at_exec: true }] });
+check(rows[0].taken === 'at the exec of process 41 (the image exec replaced, its blocks alone)', 'an exec\'d image\'s last snapshot says it is at the exec');
 
 // A page written alone (no --all-snapshots): no links, the command instead.
 rows = snapshotRows({ file: 'app.htr', snapshot: 1, snapshots: snaps.map((s) => ({ ...s, page: null })) });

@@ -14,7 +14,11 @@ export function snapshotRows(trace) {
 		time: fmtTime(s.ts_ns),
 		live: fmtBytes(s.live_bytes) + ' in ' + fmtCount(s.live_count) + ' blocks',
 		allocated: fmtBytes(s.alloc_bytes) + ' in ' + fmtCount(s.alloc_count) + ' blocks',
-		taken: s.exit_pid ? 'at the exit of process ' + s.exit_pid + ' (its blocks alone)' : '',
+		taken: !s.exit_pid
+			? ''
+			: s.at_exec
+				? 'at the exec of process ' + s.exit_pid + ' (the image exec replaced, its blocks alone)'
+				: 'at the exit of process ' + s.exit_pid + ' (its blocks alone)',
 		current: s.number === trace.snapshot,
 		href: s.page || null,
 		command: 'heaptrail report ' + file + ' --snapshot ' + s.number,
