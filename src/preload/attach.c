@@ -675,7 +675,9 @@ HT_EXPORT int ht__attach_stop(void)
 	 * first: a straggler still inside a hook writes there harmlessly (one
 	 * waiting for room in its ring reads STOPPING there and gives up at
 	 * once), and the rings are handed to the collector through the second
-	 * view.
+	 * view. Shared anonymous memory: the collector's reads of
+	 * /proc/PID/maps skip it as they skipped the session (a private one
+	 * would be found there as 512 MiB committed by the program).
 	 */
 	char *hdr = (char *)ht__g.hdr;
 	size_t size = ht__g.map_size;
@@ -685,7 +687,7 @@ HT_EXPORT int ht__attach_stop(void)
 	char *shared = hdr;
 	if (!(view < 0 && view > -4096)) {
 		long m = syscall(SYS_mmap, hdr, size, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+				 MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 		if (m < 0 && m > -4096) {
 			syscall(SYS_munmap, view, size); /* release the rings in place */
 		} else {
