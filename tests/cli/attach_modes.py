@@ -6,7 +6,10 @@ one after it, and each mode (full, --snapshot, --sample-rate, --ring), with
 record -p and with start --pid, must see exactly each heap's blocks made while
 attached, and nothing of a fork child (attach mode does not follow children).
 After the stop the program's calls go to the dormant recorder (no trace sees
-them), and a second attach sees exactly the pulses made under it."""
+them), and a second attach sees exactly the pulses made under it.
+
+Memory committed before the attach: found in /proc/PID/maps, committed
+follows the anonymous RSS."""
 import json
 import os
 import signal
@@ -151,6 +154,39 @@ def add_cases():
 add_cases()
 
 
+def rss_anon(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return [int(l.split()[1]) * 1024 for l in f if l.startswith("RssAnon:")][0]
+
+
+@CASES
+def commit_before(env):
+    """8 MiB mapped with the raw system call and 4 MiB malloc'd (glibc's own
+    mmap), touched, before record -p: committed at the end of the trace is
+    within 10% of the process's anonymous RSS then, and the session's own
+    mapping, replaced by a placeholder at the stop, is not among it."""
+    t = Target(env)
+    try:
+        equal(t.send("m"), [0], "mapped before the attach")
+        out = os.path.join(env.tmp, "c.htr")
+        s = Session(env, t, "record", "full", out)
+        try:
+            equal(t.send("a"), [1], "a pulse while attached")
+            rss = rss_anon(t.pid)
+        finally:
+            s.stop()
+    finally:
+        t.end()
+    tl = json.loads(env.run(["timeline", out, "--series", "commit", "--format", "json"]))
+    points = tl["series"][0]["points"]
+    check(points, "committed points")
+    last = points[-1][1]
+    check(abs(last - rss) <= rss / 10, "committed %d within 10%% of RssAnon %d" % (last, rss))
+    rows = json.loads(env.run(["table", "commit", out, "--group-by", "none", "--format", "json"]))["rows"]
+    sizes = sorted(r["size"] for r in rows)
+    check(sizes and sizes[-1] < 16 << 20, "no range larger than the program's: %r" % sizes)
+    check(any(r["size"] >= 8 << 20 and r["unseen"] for r in rows), "the raw 8 MiB found: %r" % rows)
+
 
 if __name__ == "__main__":
-    sys.exit(case_main(CASES, Env, "ht-heaps-"))
+    sys.exit(case_main(CASES, Env, "ht-attach-"))

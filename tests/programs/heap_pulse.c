@@ -9,12 +9,17 @@
  *   d  destroy the late pool (its blocks go with it)
  *   f  fork a child that makes a pulse of its own and exits; answered once
  *      it is reaped
+ *   m  map 8 MiB with the raw mmap system call and malloc 4 MiB, touch both
+ *      and keep them (memory no hook of a later attach sees being made)
  * So each pulse leaves 3 blocks (400 bytes) live in the late pool and 2
  * (100 bytes) in the early one. Its first line names the handles (the pools'
  * addresses): "early=HANDLE late=HANDLE" in decimal. At end of input it
  * exits 0.
  */
 #include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +87,16 @@ int main(void)
 		case 'd':
 			ht_heap_destroy(&late);
 			break;
+		case 'm': {
+			char *m = (char *)syscall(SYS_mmap, NULL, 8 << 20, PROT_READ | PROT_WRITE,
+						  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			char *b = malloc(4 << 20);
+			PROG_CHECK(m != MAP_FAILED && b);
+			memset(m, 1, 8 << 20);
+			memset(b, 1, 4 << 20);
+			prog_sink(b);
+			break;
+		}
 		case 'f': {
 			pid_t pid = fork();
 			PROG_CHECK(pid >= 0);
