@@ -156,7 +156,7 @@ void ht__ext_ready(void)
    (operator new calls malloc): that re-entry is not a lost event. */
 static inline int ext_enter(struct ht__thread *t)
 {
-	if (!ht__enter(t))
+	if (!ht__enter_ext(t))
 		return 0;
 	t->guard = HT_GUARD_OWN;
 	return 1;

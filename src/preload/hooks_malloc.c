@@ -36,7 +36,9 @@ static __attribute__((noinline)) void *malloc_traced(struct ht__thread *t, size_
 {
 	if (HT_UNLIKELY(!ht__enter(t)))
 		return pass_malloc(size);
+	ht__real_call(t);
 	void *p = ht__real.malloc(size);
+	ht__real_done(t);
 	int e = errno;
 	ht__rec_alloc(t, HT_FN_MALLOC, p, size);
 	errno = e;
@@ -71,6 +73,7 @@ static __attribute__((noinline)) void free_traced(struct ht__thread *t, void *p)
 	int e = errno;
 	ht__rec_free(t, HT_FN_FREE, p);
 	errno = e;
+	ht__real_call(t);
 	ht__real.free(p);
 	ht__leave(t);
 }
@@ -102,7 +105,9 @@ static __attribute__((noinline)) void *calloc_traced(struct ht__thread *t, size_
 {
 	if (HT_UNLIKELY(!ht__enter(t)))
 		return pass_calloc(n, size);
+	ht__real_call(t);
 	void *p = ht__real.calloc(n, size);
+	ht__real_done(t);
 	int e = errno;
 	ht__rec_alloc(t, HT_FN_CALLOC, p, total);
 	errno = e;
@@ -150,7 +155,9 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 		int e = errno;
 		ht__rec_realloc(t, func, old, NULL, 0);
 		errno = e;
+		ht__real_call(t);
 		void *p = fn(old, 0);
+		ht__real_done(t);
 		/* glibc frees and returns NULL; mimalloc and jemalloc return a
 		   block of size 0, which is then an allocation of its own. */
 		if (p) {
@@ -174,7 +181,9 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 		return p;
 	}
 	if (!old) { /* realloc(NULL, n) only allocates: stamped after */
+		ht__real_call(t);
 		void *p = fn(old, size);
+		ht__real_done(t);
 		int e = errno;
 		ht__rec_realloc(t, func, old, p, size);
 		errno = e;
@@ -184,7 +193,9 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 	int e = errno, after;
 	struct ht__rec_realloc *r = ht__realloc_begin(t, func, old, size, &after);
 	errno = e;
+	t->guard = HT_GUARD_BUSY;
 	void *p = fn(old, size);
+	t->guard = HT_GUARD_HOOK;
 	e = errno;
 	ht__realloc_end(t, r, after, func, old, p, size);
 	errno = e;
@@ -228,7 +239,9 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		return ht__real.posix_memalign(out, align, size);
 	}
 	int e = errno;
+	ht__real_call(t);
 	int rc = ht__real.posix_memalign(out, align, size);
+	ht__real_done(t);
 	ht__rec_alloc(t, HT_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size);
 	errno = e;
 	ht__leave(t);
@@ -243,7 +256,9 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		if (HT_UNLIKELY(!ht__enter(t)))                                                    \
 			return ht__real.name ? ht__real.name args                                  \
 					     : ht__boot_alloc(size, align_expr);                   \
+		ht__real_call(t);                                                                  \
 		void *p = ht__real.name args;                                                      \
+		ht__real_done(t);                                                                  \
 		int e = errno;                                                                     \
 		ht__rec_alloc(t, FN, p, size);                                                     \
 		errno = e;                                                                         \

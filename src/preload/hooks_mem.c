@@ -32,7 +32,7 @@ static inline void *mmap_hook(unsigned func, void *(*fn)(void *, size_t, int, in
 			      void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	struct ht__thread *t = &ht__t;
-	if (HT_UNLIKELY(!ht__enter(t)))
+	if (HT_UNLIKELY(!ht__enter_inner(t)))
 		return fn ? fn(addr, len, prot, flags, fd, off)
 			  : sys_mmap(addr, len, prot, flags, fd, off);
 	void *p = fn(addr, len, prot, flags, fd, off);
@@ -77,7 +77,7 @@ HT_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_
 HT_EXPORT int munmap(void *addr, size_t len)
 {
 	struct ht__thread *t = &ht__t;
-	if (HT_UNLIKELY(HT_FROM_UNWIND() || !ht__enter(t)))
+	if (HT_UNLIKELY(HT_FROM_UNWIND() || !ht__enter_inner(t)))
 		return ht__real.munmap ? ht__real.munmap(addr, len)
 				       : (int)syscall(SYS_munmap, addr, len);
 	int e = errno;
@@ -109,7 +109,7 @@ HT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
 		va_end(ap);
 	}
 	struct ht__thread *t = &ht__t;
-	if (HT_UNLIKELY(!ht__enter(t)))
+	if (HT_UNLIKELY(!ht__enter_inner(t)))
 		return ht__real.mremap
 			   ? ht__real.mremap(old, old_len, new_len, flags, want)
 			   : (void *)syscall(SYS_mremap, old, old_len, new_len, flags, want);
@@ -136,7 +136,7 @@ HT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
 HT_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	struct ht__thread *t = &ht__t;
-	if (HT_UNLIKELY(!ht__enter(t)))
+	if (HT_UNLIKELY(!ht__enter_inner(t)))
 		return ht__real.mprotect ? ht__real.mprotect(addr, len, prot)
 					 : (int)syscall(SYS_mprotect, addr, len, prot);
 	int rc = ht__real.mprotect(addr, len, prot);
@@ -171,7 +171,7 @@ static void rec_brk(struct ht__thread *t, unsigned func, void *old_brk, void *ne
 HT_EXPORT int brk(void *addr)
 {
 	struct ht__thread *t = &ht__t;
-	if (HT_UNLIKELY(!ht__enter(t)))
+	if (HT_UNLIKELY(!ht__enter_inner(t)))
 		return ht__real.brk ? ht__real.brk(addr) : -1;
 	void *old = ht__real.sbrk(0);
 	int rc = ht__real.brk(addr);
@@ -185,7 +185,7 @@ HT_EXPORT int brk(void *addr)
 HT_EXPORT void *sbrk(intptr_t incr)
 {
 	struct ht__thread *t = &ht__t;
-	if (HT_UNLIKELY(!ht__enter(t)))
+	if (HT_UNLIKELY(!ht__enter_inner(t)))
 		return ht__real.sbrk ? ht__real.sbrk(incr) : (void *)-1;
 	/* sbrk(0) only asks where the break is: not an event. */
 	if (incr == 0) {

@@ -487,9 +487,13 @@ int ht__enter_odd(struct ht__thread *t)
 
 int ht__enter_slow(struct ht__thread *t)
 {
+	if (t->guard == HT_GUARD_REAL) { /* inside a hook's real call, no record open */
+		t->guard = 0;
+		return ht__enter(t);
+	}
 	if (t->guard) {
 		/* Only a signal handler gets here from inside a hook. */
-		if (t->guard == HT_GUARD_HOOK &&
+		if ((t->guard == HT_GUARD_HOOK || t->guard == HT_GUARD_BUSY) &&
 		    atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY) {
 			atomic_fetch_add_explicit(&ht__g.hdr->reentered, 1, memory_order_relaxed);
 			ht__lose(HT_LOSS_IN_HANDLER);

@@ -160,6 +160,28 @@ struct ht__thread {
  */
 #define HT_GUARD_HOOK 1
 #define HT_GUARD_OWN 2
+/*
+ * A hook inside its real call with no record open (an allocation, stamped
+ * after the call; a free, stamped before it): a re-entry there is an event
+ * of its own, recorded. It is the allocator itself when the real function is
+ * not glibc's (jemalloc, tcmalloc or mimalloc calling mmap through the PLT
+ * from inside malloc), or a signal handler; a call into the allocators' own
+ * entry points is the allocator's work for the outer call, passed through
+ * (ht__enter_ext()). ht__real_call() sets it, ht__real_done() puts HOOK
+ * back (a re-entry's ht__leave() cleared it).
+ */
+#define HT_GUARD_REAL 4
+/*
+ * A realloc inside its real call with its record open (begun before the
+ * call, busy across it): a re-entry cannot be recorded. Into the allocators'
+ * own entry points or a mapping function it is the allocator's own work for
+ * that realloc (mimalloc's realloc calls mi_free through the PLT, jemalloc's
+ * may mmap), not an event of the program: ht__enter_inner() and
+ * ht__enter_ext() pass it through uncounted (a mapping is then found in
+ * /proc/PID/maps). Into the malloc family it is a signal handler's event,
+ * counted as with HOOK.
+ */
+#define HT_GUARD_BUSY 8
 
 extern struct ht__global ht__g;
 extern struct ht__real ht__real;
@@ -430,6 +452,37 @@ static inline int ht__enter(struct ht__thread *t)
 }
 
 void ht__thread_linger_release(struct ht__thread *t);
+
+/* ht__enter() for the mapping hooks: inside a realloc's real call, the allocator's own. */
+static inline int ht__enter_inner(struct ht__thread *t)
+{
+	if (HT_UNLIKELY(t->guard == HT_GUARD_BUSY))
+		return 0;
+	return ht__enter(t);
+}
+
+/*
+ * ht__enter() for the allocators' own entry points: inside any real call of
+ * the malloc family's hooks, a call of them is the allocator's own work for
+ * that call (mimalloc's realloc calls mi_free through the PLT), which the
+ * outer event stands for: passed through uncounted.
+ */
+static inline int ht__enter_ext(struct ht__thread *t)
+{
+	if (HT_UNLIKELY(t->guard == HT_GUARD_BUSY || t->guard == HT_GUARD_REAL))
+		return 0;
+	return ht__enter(t);
+}
+
+static inline void ht__real_call(struct ht__thread *t)
+{
+	t->guard = HT_GUARD_REAL;
+}
+
+static inline void ht__real_done(struct ht__thread *t)
+{
+	t->guard = HT_GUARD_HOOK;
+}
 
 static inline void ht__leave(struct ht__thread *t)
 {
