@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""jemalloc, tcmalloc and mimalloc under heaptrail record (issue 12), through
+the command line: linked in (tests/preload/alloc/alloc_ext.cpp) and
+LD_PRELOADed under a program that knows nothing of them (tests/programs/pulse,
+300 malloc(777)/free pairs). Their own mmaps, made through the PLT from inside
+malloc, are events of their own (or, inside a realloc, the allocator's work),
+never events lost: `lost` is 0 and every pair is there once."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htest import Cases, Failure, case_main, check, equal  # noqa: E402
+
+CASES = Cases()
+LIBS = {"je": "libjemalloc.so.2", "tc": "libtcmalloc.so.4", "mi": "libmimalloc.so.2"}
+
+
+class Env:
+    def __init__(self, build, src, tmp):
+        self.tmp = tmp
+        self.ht = os.path.join(build, "bin", "heaptrail")
+        self.progs = os.path.join(build, "tests", "preload", "progs")
+        self.pulse = os.path.join(build, "tests", "programs", "pulse")
+
+    def record(self, argv, trace, env=None, stdin=b""):
+        p = subprocess.run([self.ht, "record", "-q", "-o", trace, "--force", "--"] + argv,
+                           input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           cwd=self.tmp, env=env, timeout=120)
+        return p.returncode, p.stderr.decode(errors="replace")
+
+    def info(self, trace):
+        p = subprocess.run([self.ht, "info", "--format", "json", trace], stdout=subprocess.PIPE,
+                           timeout=60, check=True)
+        return json.loads(p.stdout)
+
+    def events(self, trace):
+        p = subprocess.run([self.ht, "dump", "--format", "json", trace], stdout=subprocess.PIPE,
+                           timeout=60, check=True)
+        return [json.loads(line) for line in p.stdout.decode().splitlines() if line.strip()]
+
+
+def prog(env, tag):
+    path = os.path.join(env.progs, "alloc_" + tag)
+    if not os.path.exists(path):
+        raise Failure("%s was not built: install the allocator (scripts/deps.sh test)" % path)
+    return path
+
+
+def lib_of(env, tag):
+    """The allocator library alloc_TAG links, from ldd."""
+    out = subprocess.run(["ldd", prog(env, tag)], stdout=subprocess.PIPE, check=True).stdout.decode()
+    for line in out.splitlines():
+        if LIBS[tag] in line and "=>" in line:
+            return line.split("=>")[1].split()[0]
+    raise Failure("alloc_%s does not load %s" % (tag, LIBS[tag]))
+
+
+@CASES
+def linked(env):
+    for tag in LIBS:
+        trace = os.path.join(env.tmp, tag + ".htr")
+        rc, err = env.record([prog(env, tag)], trace)
+        equal(rc, 0, "alloc_%s: exit status (%s)" % (tag, err))
+        info = env.info(trace)
+        equal(info.get("events_lost"), 0, "alloc_%s: events lost" % tag)
+
+
+@CASES
+def preloaded(env):
+    for tag in LIBS:
+        lib = lib_of(env, tag)
+        trace = os.path.join(env.tmp, tag + "-pre.htr")
+        rc, err = env.record([env.pulse], trace, env=dict(os.environ, LD_PRELOAD=lib), stdin=b"aaa")
+        equal(rc, 0, "pulse under LD_PRELOAD=%s: exit status (%s)" % (lib, err))
+        equal(env.info(trace).get("events_lost"), 0, "%s preloaded: events lost" % tag)
+        evs = env.events(trace)
+        allocs = [e for e in evs if e["type"] == "alloc" and e.get("size") == 777]
+        equal(len(allocs), 300, "%s preloaded: malloc(777) events" % tag)
+        equal({e["func"] for e in allocs}, {"malloc"}, "%s preloaded: their function" % tag)
+        addrs = {e["addr"] for e in allocs}
+        frees = [e for e in evs if e["type"] == "free" and e["addr"] in addrs]
+        check(len(frees) >= 300, "%s preloaded: the pairs' frees: %d" % (tag, len(frees)))
+        check(any(e["type"] == "module_load" and e.get("path", "").endswith(LIBS[tag]) for e in evs),
+              "%s preloaded: the allocator's module is in the trace" % tag)
+
+
+if __name__ == "__main__":
+    sys.exit(case_main(CASES, Env, "ht-alloc-"))
