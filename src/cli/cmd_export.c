@@ -360,6 +360,10 @@ int cmd_export(int argc, char **argv)
 		by_pid_release(&b);
 	} else {
 		stack_side(&cur, o.metric);
+		/* The format has no place to say its bytes are estimates: stderr does. */
+		char note[256];
+		if (sample_note(ht_reader_info(cur.r), note, sizeof(note)))
+			fprintf(stderr, "heaptrail: note: %s\n", note);
 		rc = ht__export_collapsed(out, cur.agg, &cur.res, cur.r, o.metric, o.modules);
 	}
 	if (rc < 0 && rc != HT_ERR_IO)

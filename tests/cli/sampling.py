@@ -111,6 +111,10 @@ def sampling_estimates(env):
             import gzip
             data = gzip.decompress(data)
         check(word in data, "export %s says the rate (%r)" % (fmt, word))
+    dst = os.path.join(env.tmp, "x.folded")
+    rc, out, err = env.run([env.heaptrail, "export", "--format", "collapsed", "-o", dst, tr.path])
+    equal(rc, 0, "export collapsed: exit (%s)" % err)
+    check("note: sampled trace (--sample-rate 64KiB)" in err, "export collapsed says it on stderr: %r" % err)
 
     # The report: its data names the rate, and its heap lifetimes carry the
     # blocks each stands for, adding up to analyze's estimate.
