@@ -679,8 +679,7 @@ static int sort_groups(struct ht__agg *a)
 	size_t n = a->ngroups;
 	struct sortkey *sk = malloc(n * sizeof(*sk));
 	uint32_t *order = malloc(n * sizeof(*order));
-	struct group *sorted = malloc(n * sizeof(*sorted));
-	int rc = sk && order && sorted ? rank_texts(a) : HT_ERR_NOMEM;
+	int rc = sk && order ? rank_texts(a) : HT_ERR_NOMEM;
 	if (rc < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++)
@@ -697,16 +696,27 @@ static int sort_groups(struct ht__agg *a)
 	}
 	if (rc < 0)
 		goto out;
-	for (size_t i = 0; i < n; i++)
-		sorted[i] = a->groups[order[i]];
-	free(a->groups);
-	a->groups = sorted;
-	a->groups_alloc = n;
-	sorted = NULL;
+	/* groups[i] = the old groups[order[i]], in place, a cycle at a time
+	   (no second array of groups at the peak of the memory). */
+	for (size_t i = 0; i < n; i++) {
+		if (order[i] == i)
+			continue;
+		struct group first = a->groups[i];
+		size_t j = i;
+		for (;;) {
+			size_t k = order[j];
+			order[j] = (uint32_t)j;
+			if (k == i) {
+				a->groups[j] = first;
+				break;
+			}
+			a->groups[j] = a->groups[k];
+			j = k;
+		}
+	}
 out:
 	free(sk);
 	free(order);
-	free(sorted);
 	return rc;
 }
 
