@@ -35,7 +35,7 @@ static void same(const char *what, uint64_t v)
 
 static void check_u64(uint64_t v)
 {
-	static const int widths[] = {0, 1, 10, 12, 25, -1, -14, -25};
+	static const int widths[] = {0, 1, 10, 12, 25, 40, -1, -14, -25, -40};
 	for (size_t w = 0; w < sizeof(widths) / sizeof(*widths); w++) {
 		memset(got, 0, sizeof(got));
 		WRITE(ht__out_u64(m, v, widths[w]));
