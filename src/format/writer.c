@@ -56,6 +56,20 @@
 #ifndef PLANE_TRIAL_BYTES
 #define PLANE_TRIAL_BYTES (8u << 20)
 #endif
+/* A trial judges a stream by one chunk, which may not be like the next
+   ones. One of fewer than TRIAL_MIN bytes says little (jq's frees while
+   it reads its input): that stream is tried again at the next chunk,
+   cheap while it stays that small. A stream that compresses more than
+   half worse than when it was judged (jq's frees when it ends, smaller as
+   planes where the ones before were smaller whole) is judged again at the
+   next chunk, planes against whole at the levels it has: one more
+   compression of it. A judgement keeps the planes-or-whole choice the
+   stream has unless the other is more than 1/KEEP_GAIN smaller, so
+   chunks that differ by little do not flip it. docs/performance.md has
+   the sizes and the cost. */
+#define TRIAL_MIN (16u << 10)
+#define WORSE 2 /* more than 1/WORSE worse */
+#define KEEP_GAIN 32
 /* Tables are written once, at finish, while the user waits for the
    recording to end: up to TABLE_STRONG_MAX raw bytes they get level 10
    (2 to 3 % smaller than level 6); larger ones the events level. Level 15
@@ -129,6 +143,11 @@ struct ht__writer {
 	   (STRONG_GAIN), and whether the last trial chose planes. */
 	int st_level[HT__NSTREAMS][3];
 	bool planes_on[HT__NSTREAMS];
+	/* Per stream: the next chunk is its trial (RETRY_FULL: TRIAL_MIN) or
+	   judges planes against whole (RETRY_PLANES: WORSE), and its
+	   compressed bytes per 4096 raw ones when it was last judged. */
+	uint8_t retry[HT__NSTREAMS];
+	uint32_t judged_ratio[HT__NSTREAMS];
 	struct ht__buf plane; /* a stream's planes: the first, then at its length the second */
 	size_t raw_len;	      /* their total length */
 	uint32_t ev_count;
@@ -316,15 +335,19 @@ static size_t compress_stream(struct ht__writer *w, int *level, bool trial, cons
 	return strong;
 }
 
-/* Appends stream i to w->comp, whole or as its planes (PLANE_TRIAL_BYTES);
+enum { RETRY_FULL = 1, RETRY_PLANES = 2 };
+
+/* Appends stream i to w->comp, whole or as its planes (PLANE_TRIAL_BYTES;
+   judge: planes against whole at the levels the stream has, TRIAL_MIN);
  *lo is then the length of its first plane, else of the stream. */
-static int compress_events_stream(struct ht__writer *w, int i, bool trial, size_t *lo)
+static int compress_events_stream(struct ht__writer *w, int i, bool trial, bool judge, size_t *lo)
 {
 	struct ht__buf *b = &w->st[i];
 	*lo = b->len;
 	if (!b->len)
 		return 0;
-	bool planes = (PLANE_STREAMS >> i & 1) && (trial || w->planes_on[i]);
+	judge |= trial; /* planes against whole; a trial tries the levels too */
+	bool planes = (PLANE_STREAMS >> i & 1) && (judge || w->planes_on[i]);
 	if (planes) {
 		if (ht__buf_reserve(&w->plane, 2 * b->len) < 0)
 			return w->err = HT_ERR_NOMEM;
@@ -332,7 +355,7 @@ static int compress_events_stream(struct ht__writer *w, int i, bool trial, size_
 		planes = *lo < b->len; /* else every varint is one byte */
 	}
 	size_t at = w->comp.len, whole = SIZE_MAX;
-	if ((!planes || trial) &&
+	if ((!planes || judge) &&
 	    !(whole = compress_stream(w, &w->st_level[i][0], trial, b->data, b->len)))
 		return w->err;
 	if (planes) {
@@ -343,7 +366,10 @@ static int compress_events_stream(struct ht__writer *w, int i, bool trial, size_
 					     b->len - *lo);
 		if (w->err)
 			return w->err;
-		if (c < whole) { /* keep the planes */
+		bool keep = whole == SIZE_MAX ? true
+			    : w->planes_on[i] ? c < whole + whole / KEEP_GAIN
+					      : c + c / KEEP_GAIN < whole;
+		if (keep) { /* keep the planes */
 			if (whole != SIZE_MAX)
 				memmove(w->comp.data + at, w->comp.data + at2, c);
 			w->comp.len = at + c;
@@ -352,7 +378,7 @@ static int compress_events_stream(struct ht__writer *w, int i, bool trial, size_
 			planes = false;
 		}
 	}
-	if (trial)
+	if (judge)
 		w->planes_on[i] = planes;
 	if (!planes)
 		*lo = b->len;
@@ -375,9 +401,21 @@ static int flush_events(struct ht__writer *w)
 	w->plane_budget -= w->raw_len < w->plane_budget ? w->raw_len : w->plane_budget;
 	size_t lo[HT__NSTREAMS];
 	w->comp.len = 0;
-	for (int i = 0; i < HT__S_DEFS; i++)
-		if (compress_events_stream(w, i, trial, &lo[i]) < 0)
+	for (int i = 0; i < HT__S_DEFS; i++) {
+		size_t at = w->comp.len, len = w->st[i].len;
+		bool t = trial || w->retry[i] == RETRY_FULL, judge = w->retry[i] == RETRY_PLANES;
+		if (compress_events_stream(w, i, t, judge, &lo[i]) < 0)
 			return w->err;
+		if (!len)
+			continue;
+		uint32_t ratio = (uint32_t)((w->comp.len - at) * 4096 / len);
+		if (t || judge) {
+			w->judged_ratio[i] = ratio;
+			w->retry[i] = t && len < TRIAL_MIN ? RETRY_FULL : 0;
+		} else if (ratio > w->judged_ratio[i] + w->judged_ratio[i] / WORSE) {
+			w->retry[i] = RETRY_PLANES;
+		}
+	}
 	/* The definitions: one frame at the tables' level, which DEFINDEX
 	   points at. */
 	_Static_assert(HT__S_DEFS == HT__NSTREAMS - 1, "DEFS is the last stream");
