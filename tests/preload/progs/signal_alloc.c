@@ -2,20 +2,35 @@
  * A profiling timer interrupts a malloc/free loop many times a second; the
  * handler allocates too. Interrupts that land inside a hook pass through
  * untraced; nothing may crash or deadlock. Prints how many handlers ran.
+ * glibc's malloc is not reentrant: while the loop is inside malloc or free,
+ * the handler makes one mprotect instead (signal_timer.c). Prints that
+ * count too.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 
-static volatile sig_atomic_t handled;
+static volatile sig_atomic_t handled, in_heap, protects;
+/* A page the handler mprotects to what it is: one cheap event. */
+static char page[4096] __attribute__((aligned(4096)));
 
 static void on_prof(int sig)
 {
-	void *p = malloc(6001);
-	free(p);
+	(void)sig;
+	int e = errno;
+	if (in_heap) {
+		mprotect(page, sizeof page, PROT_READ | PROT_WRITE);
+		protects++;
+	} else {
+		void *p = malloc(6001);
+		free(p);
+	}
 	handled++;
+	errno = e;
 }
 
 int main(void)
@@ -29,14 +44,16 @@ int main(void)
 	/* Work between the calls, so most signals land outside a hook. */
 	volatile unsigned x = 0;
 	for (int i = 0; i < 200000; i++) {
+		in_heap = 1;
 		void *p = malloc(6002);
 		free(p);
+		in_heap = 0;
 		for (int k = 0; k < 2000; k++)
 			x += (unsigned)k;
 	}
 	(void)x; /* the loop is the work; clang would call x unused */
 	struct itimerval off = {{0, 0}, {0, 0}};
 	setitimer(ITIMER_PROF, &off, NULL);
-	printf("%d\n", (int)handled);
+	printf("%d %d\n", (int)handled, (int)protects);
 	return 0;
 }
