@@ -168,6 +168,8 @@ static HT_COLD void ext_resolve(void)
 {
 	ht__resolve();
 	int save = errno;
+	sigset_t old;
+	ht__signals_hold(&old);
 	ht__t.guard += HT_GUARD_OWN;
 	struct ht__span self = {(uintptr_t)ext_resolve, 0, 0};
 	dl_iterate_phdr(span_cb, &self);
@@ -179,6 +181,7 @@ static HT_COLD void ext_resolve(void)
 	}
 	ht__ext_ready();
 	ht__t.guard -= HT_GUARD_OWN;
+	ht__signals_release(&old);
 	errno = save;
 }
 

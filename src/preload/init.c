@@ -112,11 +112,29 @@ void ht__resolve(void)
 	if (atomic_load(&done))
 		return;
 	int save = errno;
+	sigset_t old;
+	ht__signals_hold(&old);
 	ht__t.guard += HT_GUARD_OWN;
 	HT__LIBC_HOOKS(RESOLVE)
 	ht__t.guard -= HT_GUARD_OWN;
 	atomic_store(&done, 1);
+	ht__signals_release(&old);
 	errno = save;
+}
+
+void ht__signals_hold(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT};
+	for (unsigned i = 0; i < sizeof faults / sizeof faults[0]; i++)
+		sigdelset(&all, faults[i]);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
+void ht__signals_release(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 void ht__go_dormant(void)
@@ -458,9 +476,12 @@ int ht__ensure(void)
 	if (!atomic_compare_exchange_strong(&ht__g.state, &s, HT_ST_INITIALIZING))
 		return atomic_load(&ht__g.state) == HT_ST_READY;
 	int save = errno;
+	sigset_t old;
+	ht__signals_hold(&old);
 	ht__t.guard += HT_GUARD_OWN;
 	init_from_env();
 	ht__t.guard -= HT_GUARD_OWN;
+	ht__signals_release(&old);
 	errno = save;
 	return atomic_load(&ht__g.state) == HT_ST_READY;
 }
@@ -517,6 +538,11 @@ int ht__enter_slow(struct ht__thread *t)
 void ht__child_start(void)
 {
 	struct ht__thread *t = &ht__t;
+	/* A handler's event would find the thread's state wiped and the
+	   sentinel still zero: it would start the instance again inside this
+	   one, or pass through uncounted (the state is INITIALIZING). */
+	sigset_t old;
+	ht__signals_hold(&old);
 	/* The unwinding stack is this thread's copy of the parent's: keep it. */
 	char *ustack = t->ustack;
 	memset(t, 0, sizeof *t);
@@ -537,6 +563,7 @@ void ht__child_start(void)
 			       (ht__g.pid == ht__g.hdr->root_pid ? HT_PROC_ROOT : 0));
 	}
 	t->guard = 0;
+	ht__signals_release(&old);
 }
 
 /*

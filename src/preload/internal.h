@@ -7,6 +7,7 @@
 #define HT_PRELOAD_INTERNAL_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -201,6 +202,16 @@ static inline int ht__is_boot(const void *p)
 }
 size_t ht__boot_size(const void *p);
 void ht__go_dormant(void);
+/*
+ * Asynchronous signals held off (the faults a bug would raise are not)
+ * while the recorder sets up what a handler's event would find half made,
+ * or calls the program's allocator itself (a re-entry there cannot tell a
+ * handler's event from its own call): an instance's start, a thread's stack
+ * bounds. The handler runs right after, its events recorded. A system call
+ * each way: set-up paths only.
+ */
+void ht__signals_hold(sigset_t *old);
+void ht__signals_release(const sigset_t *old);
 void ht__stop_recording(void); /* the session is over: dormant, counting what passes */
 void ht__lose(unsigned cause); /* one event not recorded (enum ht__loss_cause) */
 void ht__lose_untraced(void);  /* one event passed through after ht__stop_recording() */

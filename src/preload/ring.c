@@ -85,11 +85,14 @@ static void key_destructor(void *arg)
 	(void)arg;
 	struct ht__thread *t = &ht__t;
 	int save = errno;
-	t->guard += HT_GUARD_OWN;
+	/* Nothing here calls the program's allocator: a re-entry can only be
+	   a signal handler's event, counted as one (guard HOOK). */
+	int guard = t->guard;
+	t->guard = guard ? guard + HT_GUARD_OWN : HT_GUARD_HOOK;
 	ht__thread_release(t);
 	ht__ustack_unmap(t);
 	t->exited = 1;
-	t->guard -= HT_GUARD_OWN;
+	t->guard = guard;
 	errno = save;
 }
 

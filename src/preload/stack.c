@@ -1184,7 +1184,10 @@ static HT_COLD void stack_bounds(struct ht__thread *t, struct ht__scache *c)
 	pthread_attr_t a;
 	void *addr;
 	size_t size;
-	/* It allocates (a cpuset): our call, not the program's event. */
+	/* It allocates (a cpuset): our call, not the program's event, and no
+	   handler's event comes meanwhile to be taken for it. */
+	sigset_t old;
+	ht__signals_hold(&old);
 	t->guard += HT_GUARD_OWN;
 	if (pthread_getattr_np(pthread_self(), &a) == 0) {
 		if (pthread_attr_getstack(&a, &addr, &size) == 0 && addr && size) {
@@ -1194,6 +1197,7 @@ static HT_COLD void stack_bounds(struct ht__thread *t, struct ht__scache *c)
 		pthread_attr_destroy(&a);
 	}
 	t->guard -= HT_GUARD_OWN;
+	ht__signals_release(&old);
 }
 
 /* Maps the thread's unwinding stack; leaves it NULL when that fails. */
