@@ -1033,31 +1033,41 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	   frame joined now has its rbp from the new inner frames: where it
 	   was read, and so its checks, come from this walk. */
 	int base = jc + 1, total = base + n;
+	int m = 0, carry = 0; /* carry: rbp of the frame outside passes in unchanged and is read */
 	if (jc >= 0) {
 		sig = c->sig; /* the outer frames are the cached ones */
 		c->rbp[jc] = rbp;
 		c->rbp_loc[jc] = rbp_loc;
+		m = c->nchk[jc];
+		c->chk[m].at = c->loc[jc];
+		c->chk[m++].val = c->ip[jc];
+		if (c->use[jc] && rbp_loc) {
+			c->chk[m].at = rbp_loc;
+			c->chk[m++].val = rbp;
+		}
+		c->nchk[base] = (uint16_t)m;
+		carry = c->use[jc] && !rbp_loc;
 	}
 	c->sig = sig;
 	uint64_t h = jc >= 0 ? c->hkey[jc] : HT_KEY_SEED;
 	for (int i = n - 1, at = base; i >= 0; i--, at++) {
+		uintptr_t l = nloc[i], rl = nrl[i];
+		int use = nfr[i] | carry;
 		h = key_step(h, nip[i]);
 		c->ip[at] = nip[i];
-		c->loc[at] = nloc[i];
+		c->loc[at] = l;
 		c->rbp[at] = nrbp[i];
-		c->rbp_loc[at] = nrl[i];
-		c->use[at] = nfr[i] || (at > 0 && !c->rbp_loc[at - 1] && c->use[at - 1]);
+		c->rbp_loc[at] = rl;
+		c->use[at] = (uint8_t)use;
 		c->hkey[at] = h;
-	}
-	int from = jc >= 0 ? jc : 0, m = c->nchk[from];
-	for (int at = from; at < total; at++) {
-		c->chk[m].at = c->loc[at];
-		c->chk[m++].val = c->ip[at];
-		if (c->use[at] && c->rbp_loc[at]) {
-			c->chk[m].at = c->rbp_loc[at];
-			c->chk[m++].val = c->rbp[at];
+		c->chk[m].at = l;
+		c->chk[m++].val = nip[i];
+		if (use && rl) {
+			c->chk[m].at = rl;
+			c->chk[m++].val = nrbp[i];
 		}
 		c->nchk[at + 1] = (uint16_t)m;
+		carry = use && !rl;
 	}
 	c->n = total;
 	c->gen = gen;
