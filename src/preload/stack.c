@@ -766,10 +766,9 @@ struct ht__scache {
 	uint32_t memo_gen; /* table_gen of cfi[] and ids[] */
 	/* Outermost frame first, so that new inner frames go on the end. */
 	uintptr_t ip[HT_MAX_FRAMES];
-	uintptr_t loc[HT_MAX_FRAMES];	  /* slot of ip[k], decreasing */
-	uintptr_t rbp[HT_MAX_FRAMES];	  /* rbp in frame k (meaningful where use[k]) */
-	uintptr_t rbp_loc[HT_MAX_FRAMES]; /* where rbp[k] was read, 0: rbp[k + 1]'s (inner) */
-	uint64_t hkey[HT_MAX_FRAMES];	  /* key state after frames 0..k */
+	uintptr_t loc[HT_MAX_FRAMES]; /* slot of ip[k], decreasing */
+	uintptr_t rbp[HT_MAX_FRAMES]; /* rbp in frame k (meaningful where use[k]) */
+	uint64_t hkey[HT_MAX_FRAMES]; /* key state after frames 0..k */
 	/* rbp[k] is read by the rule of frame k or of a frame outside it before
 	   being restored from memory: only then does the walk depend on it. */
 	uint8_t use[HT_MAX_FRAMES];
@@ -951,24 +950,32 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	/* Walk until a cached frame (same slot and return address, the same
 	   rbp where the walk reads it, and every check of the frames outside
 	   it holding): nip.. are the new frames, innermost first; jc the
-	   cached frame joined, or -1. Checks at or above bad are known to
-	   fail, so each is looked at once. */
+	   cached frame joined, or -1. The checks are looked at from the
+	   outermost, once: chk[0..ok-1] hold, and chk[ok] not if okbad (a
+	   stack that changed far out, as a loop's caller, fails at once). */
 	uintptr_t nip[HT_MAX_FRAMES], nloc[HT_MAX_FRAMES], nrbp[HT_MAX_FRAMES], nrl[HT_MAX_FRAMES];
 	uint8_t nfr[HT_MAX_FRAMES];
-	int n = 0, jc = -1, done = 0, sig = 0, cut = 0, k = cn - 1, bad = INT32_MAX;
+	int n = 0, jc = -1, done = 0, sig = 0, cut = 0, k = cn - 1, ok = 0, okbad = 0;
 	for (;;) {
 		while (k >= 0 && c->loc[k] < loc)
 			k--;
 		if (k >= 0 && c->loc[k] == loc && c->ip[k] == ip &&
 		    (!c->use[k] || c->rbp[k] == rbp)) {
 			int m = c->nchk[k];
-			if (m <= bad) {
-				int f = check_fails(c, m);
-				if (f < 0) {
-					jc = k;
-					break;
-				}
-				bad = f;
+			if (!okbad && ok < m) {
+				while (
+				    ok + 2 <= m &&
+				    !((*(const uintptr_t *)c->chk[ok].at ^ c->chk[ok].val) |
+				      (*(const uintptr_t *)c->chk[ok + 1].at ^ c->chk[ok + 1].val)))
+					ok += 2;
+				while (ok < m &&
+				       *(const uintptr_t *)c->chk[ok].at == c->chk[ok].val)
+					ok++;
+				okbad = ok < m;
+			}
+			if (ok >= m) {
+				jc = k;
+				break;
 			}
 		}
 		if (n == HT_MAX_FRAMES) {
@@ -1037,7 +1044,6 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	if (jc >= 0) {
 		sig = c->sig; /* the outer frames are the cached ones */
 		c->rbp[jc] = rbp;
-		c->rbp_loc[jc] = rbp_loc;
 		m = c->nchk[jc];
 		c->chk[m].at = c->loc[jc];
 		c->chk[m++].val = c->ip[jc];
@@ -1057,15 +1063,13 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 		c->ip[at] = nip[i];
 		c->loc[at] = l;
 		c->rbp[at] = nrbp[i];
-		c->rbp_loc[at] = rl;
 		c->use[at] = (uint8_t)use;
 		c->hkey[at] = h;
 		c->chk[m].at = l;
 		c->chk[m++].val = nip[i];
-		if (use && rl) {
-			c->chk[m].at = rl;
-			c->chk[m++].val = nrbp[i];
-		}
+		c->chk[m].at = rl; /* kept only where rbp is read and was restored */
+		c->chk[m].val = nrbp[i];
+		m += use && rl;
 		c->nchk[at + 1] = (uint16_t)m;
 		carry = use && !rl;
 	}
