@@ -892,6 +892,16 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 		return rc;
 	if (s->cfg.flags & HT_SHM_CRASHES)
 		take_crashes(s);
+	/* What the rings hold up to a tick's margin first, as a tick would
+	   merge it: a process no tick has seen yet (a recording shorter than
+	   the ticks it got, as a loaded machine gives) is then known to the
+	   look below, which reads its RSS and its map (memory mapped before
+	   an attach) like every other's. */
+	uint64_t wm0 = now > 1000000 ? now - 1000000 : 0;
+	if ((rc = drain_all(s, &wm0, false, false)) < 0)
+		return rc;
+	if ((rc = merge(s, wm0)) < 0)
+		return rc;
 	if ((rc = check_procs(s, now, UINT32_MAX)) < 0)
 		return rc;
 	/* Everything committed is in the rings now but for a writer caught in
