@@ -94,6 +94,51 @@ __attribute__((noinline)) static long rbp_reg_fp(int i)
 		s += rbp_reg(i * 4 + j);
 	return s;
 }
+
+/*
+ * rbp passed through a frame that leaves it alone (rbp_pass) into one whose
+ * CFA is its rbp (rbp_pad): rbp_pad pads its frame with alloca so that
+ * rbp_pass always runs in the same slots while rbp_pad's own rbp, and the
+ * caller above it, differ (rbp_small, rbp_big). rbp_big's locals are left
+ * alone and still hold rbp_small's frame, and both are called from one
+ * site: only rbp, compared in rbp_pass's frame, tells the stacks apart.
+ */
+static __thread char *rbp_floor; /* each thread's own: mix() runs on several */
+
+OPT static void rbp_pass(void)
+{
+	free(malloc(9061));
+}
+
+__attribute__((noinline)) static void rbp_pad(void)
+{
+	char *fp = (char *)__builtin_frame_address(0);
+	char *pad = (char *)alloca((size_t)(fp - rbp_floor));
+	asm volatile("" ::"r"(pad) : "memory");
+	rbp_pass();
+}
+
+__attribute__((noinline)) static void rbp_small(void)
+{
+	char a[32];
+	asm volatile("" ::"r"(a) : "memory");
+	rbp_pad();
+}
+
+__attribute__((noinline)) static void rbp_big(void)
+{
+	char a[512];
+	asm volatile("" ::"r"(a) : "memory");
+	rbp_pad();
+}
+
+__attribute__((noinline)) static void rbp_through(void)
+{
+	rbp_floor = (char *)__builtin_frame_address(0) - 8192;
+	static void (*const callers[2])(void) = {rbp_small, rbp_big};
+	for (int i = 0; i < 8; i++)
+		callers[i & 1](); /* one call site: the same return address */
+}
 }
 
 struct Noisy {
@@ -146,6 +191,7 @@ static void mix(int rounds)
 		rec_nofp(i % 37, i);
 		rec_alloca(i % 23);
 		rbp_reg_fp(i);
+		rbp_through();
 		if (i % 25 == 0)
 			rec_fp(150); /* deeper than the 128 frames kept */
 		if (i % 10 == 0) {
