@@ -78,7 +78,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *a = argv[1];
-	if (!strcmp(a, "--help") || !strcmp(a, "-h") || (!strcmp(a, "help") && argc == 2)) {
+	/* help is a command too: its own help ('help --help', 'help help') is the list. */
+	if (!strcmp(a, "--help") || !strcmp(a, "-h") ||
+	    (!strcmp(a, "help") && (argc == 2 || !strcmp(argv[2], "--help") ||
+				    !strcmp(argv[2], "-h") || !strcmp(argv[2], "help")))) {
 		usage(stdout);
 		return 0;
 	}

@@ -908,6 +908,9 @@ def options(env):
     check("record" in cmds and "analyze" in cmds and len(cmds) >= 13, "command list %r" % cmds)
     for ex in help_examples(out, "heaptrail"):
         check(ex.startswith("heaptrail "), "example %r" % ex)
+    # help is a command too: its --help, -h and 'help help' are the list.
+    for argv in (["help"], ["help", "--help"], ["help", "-h"], ["help", "help"], ["-h"]):
+        equal(env.run([h] + argv)[:2], (0, out), "'heaptrail %s' is 'heaptrail --help'" % " ".join(argv))
     rc, out, _ = env.run([h, "--version"])
     check(rc == 0 and re.fullmatch(r"heaptrail \d+\.\d+\.\d+\n", out), "--version: %r" % out)
     for cmd in cmds:
