@@ -1006,6 +1006,9 @@ int main(int argc, char **argv)
 	}
 	atexit(cleanup);
 	signal(SIGPIPE, SIG_IGN);
+	/* A line per case as it ends, with its time: a run that ctest stops at
+	   its timeout still says which case it was in. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	struct {
 		const char *name;
@@ -1023,9 +1026,14 @@ int main(int argc, char **argv)
 	};
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		int before = check_failures;
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		printf("case: %s\n", tests[i].name);
 		tests[i].fn();
 		kill_all();
-		printf("%s: %s\n", before == check_failures ? "ok" : "FAIL", tests[i].name);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		printf("%s: %s (%.1f s)\n", before == check_failures ? "ok" : "FAIL", tests[i].name,
+		       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	}
 	return check_failures ? 1 : 0;
 }
