@@ -225,7 +225,11 @@ int ht__maps_check(struct ht__session *s, struct ht__proc *p, uint64_t rss, uint
 	}
 	m->rss = rss;
 	m->next_ns = now + MAPS_EVERY_NS;
-	/* A stack seen before keeps its owner; a new one is looked up. */
+	/* A stack seen before keeps its owner; a new one is looked up. A range
+	   seen before as something else keeps what it was: what made it look
+	   like a stack is a PROT_NONE range come to end where it starts, like
+	   the 128 MiB glibc's new_heap() reserves for a moment (cli.unseen-maps
+	   saw a raw mapping gone and found again, waiting for an owner). */
 	for (uint32_t i = 0, j = 0; i < cur.n; i++) {
 		if (cur.v[i].tid != -1)
 			continue;
@@ -233,7 +237,11 @@ int ht__maps_check(struct ht__session *s, struct ht__proc *p, uint64_t rss, uint
 			j++;
 		if (j < m->n && m->v[j].start == cur.v[i].start && m->v[j].func == HT_FN_MAPS_STACK)
 			cur.v[i].tid = m->v[j].tid;
-		else if (!(cur.v[i].tid = stack_owner(p->pid, cur.v[i].start, cur.v[i].end)))
+		else if (j < m->n && m->v[j].start == cur.v[i].start &&
+			 m->v[j].end == cur.v[i].end) {
+			cur.v[i].func = m->v[j].func;
+			cur.v[i].tid = m->v[j].tid;
+		} else if (!(cur.v[i].tid = stack_owner(p->pid, cur.v[i].start, cur.v[i].end)))
 			cur.v[i].tid = OWNER_UNKNOWN;
 	}
 	/* A thread just started is often running when its stack is first seen:

@@ -1138,6 +1138,21 @@ def unseen_maps(env):
     equal(tr2.info.get("commit", {}).get("peak_bytes"), 0, "committed with --no-maps")
 
 
+@case
+def unseen_maps_guard(env):
+    """A raw mapping at a 64 MiB boundary that a PROT_NONE reservation
+    (glibc's new_heap() for a moment) comes to follow for 600 ms: the session
+    keeps what it found it to be, not a thread's stack whose owner it waits
+    for; found once, gone once, at the raw munmap."""
+    tr = env.record([env.prog("unseen_maps"), "guard"])
+    pid = tr.root()["pid"]
+    raw = int(dict(line.split(" ", 1) for line in tr.stdout.splitlines())["map"], 16)
+    evs = [(e["type"], e["func"], e["size"]) for e in tr.events
+           if e.get("pid") == pid and e.get("unseen") and e.get("addr") == raw]
+    equal(evs, [("mmap", "maps", 8 << 20), ("munmap", "maps", 8 << 20)],
+          "the raw mapping's found and gone events")
+
+
 # ---------------------------------------------------------------------------
 # The flight recorder (--ring, docs/modes.md): tests/programs/ring_prog.c.
 

@@ -67,8 +67,58 @@ static void *arena_boundary(void)
 	return (void *)(((uintptr_t)r + align - 1) & ~(align - 1));
 }
 
-int main(void)
+/*
+ * "guard": the raw mapping at a 64 MiB boundary, then for 600 ms what glibc's
+ * new_heap() makes for a moment, a PROT_NONE reservation of 128 MiB that
+ * ends where the mapping starts (a guard page before it, to the session's
+ * eye), while RSS grows so that the session reads the map; then the
+ * reservation goes, and 300 ms later the mapping. It must be found once and
+ * gone once (qa: it was gone and found again, taken for a thread's stack).
+ */
+static int guard_case(void)
 {
+	const uintptr_t align = 64ul << 20;
+	char *r = (char *)syscall(SYS_mmap, NULL, 4 * align, PROT_NONE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r == MAP_FAILED)
+		return 1;
+	syscall(SYS_munmap, r, 4 * align);
+	char *at = (char *)((((uintptr_t)r + align - 1) & ~(align - 1)) + 2 * align);
+	char *m = (char *)syscall(SYS_mmap, at, MAP_BYTES, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m != at)
+		return 1;
+	memset(m, 1, MAP_BYTES);
+	printf("map %p\n", (void *)m);
+	fflush(stdout);
+	usleep(300000);
+	char *g = (char *)syscall(SYS_mmap, at - 2 * align, 2 * align, PROT_NONE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+				  -1, 0);
+	if (g != at - 2 * align)
+		return 1;
+	char *grow[30];
+	for (int i = 0; i < 30; i++) {
+		grow[i] = (char *)syscall(SYS_mmap, NULL, 1u << 20, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (grow[i] == MAP_FAILED)
+			return 1;
+		memset(grow[i], 1, 1u << 20);
+		usleep(20000);
+	}
+	syscall(SYS_munmap, g, 2 * align);
+	for (int i = 0; i < 30; i++)
+		syscall(SYS_munmap, grow[i], 1u << 20);
+	usleep(300000);
+	syscall(SYS_munmap, m, MAP_BYTES);
+	usleep(300000);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "guard"))
+		return guard_case();
 	char *m = (char *)syscall(SYS_mmap, arena_boundary(), MAP_BYTES, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (m == MAP_FAILED)
