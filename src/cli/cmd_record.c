@@ -861,7 +861,11 @@ static int record_attach(const struct options *o)
 	}
 	if (rc < 0)
 		warning("writing '%s' failed: %s; the trace ends early", output, ht_strerror(rc));
-	/* Put every process back before the session stops collecting. */
+	/* Put every process back before the session stops collecting; the
+	   recording ends now, not when the last detach has found a thread at
+	   a safe point (seconds to a minute for busy threads on a loaded
+	   machine, all of it recorded: attach.e2e timed out). */
+	ht__session_stop_recording(s);
 	for (int i = 0; i < npids; i++) {
 		char why[512];
 		if (!attached[i] || ht__pid_exited(pids[i]))

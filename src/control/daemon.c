@@ -531,6 +531,11 @@ static int listen_on(const char *path)
 /* Detach what is still attached (the processes run on), then finish the trace. */
 static int finish(void)
 {
+	/* The recording ends now, not when the last detach has found a thread
+	   at a safe point (heaptrail record -p: attach.e2e). */
+	pthread_mutex_lock(&D.sess_lock);
+	ht__session_stop_recording(D.s);
+	pthread_mutex_unlock(&D.sess_lock);
 	pthread_mutex_lock(&D.members_lock);
 	char why[512];
 	while (D.nmembers)

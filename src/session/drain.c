@@ -877,6 +877,12 @@ unsigned ht__session_sleep_us(const struct ht__session *s)
 	return d > HT__TICK_NS / 1000 ? HT__TICK_NS / 1000 : (unsigned)d;
 }
 
+void ht__session_stop_recording(struct ht__session *s)
+{
+	atomic_store_explicit(&s->hdr->state, HT_SESSION_STOPPING, memory_order_release);
+	wake_waiters(s); /* they see STOPPING and pass through */
+}
+
 int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn progress, void *ctx)
 {
 	if (s->sink_err)

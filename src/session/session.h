@@ -235,6 +235,14 @@ int ht__session_tick(struct ht__session *s);
 /* Microseconds to sleep until the next tick is due (0 .. 10000). */
 unsigned ht__session_sleep_us(const struct ht__session *s);
 
+/*
+ * The recorders stop recording now (state STOPPING: they pass through, and
+ * count what passes as untraced); the session goes on draining what they
+ * wrote. For a detach that must find the program's threads at a safe point:
+ * traced, they spend their time in the recorder and waiting for the drain.
+ */
+void ht__session_stop_recording(struct ht__session *s);
+
 /* Ask the session to end at its next tick. Async-signal-safe. */
 void ht__session_stop(struct ht__session *s);
 
