@@ -32,6 +32,21 @@
  * Slots hold id + 1 (0 is empty). An id leaves with ht__hindex_remove(), given
  * the slot the lookup found it in; the caller may then reuse the id. Not
  * thread-safe.
+ *
+ * An index may instead keep each slot's hash (its low 32 bits) beside it:
+ * insert with ht__hindex_insert_kept() and remove with
+ * ht__hindex_remove_kept(). A lookup then compares the hash before the key
+ * (no key that cannot match is looked at), and growing and removing need no
+ * callback. The collector's tables work this way (keys that take a string
+ * compare or a pointer chase to check):
+ *
+ *     for (; *slot; slot = ht__hindex_next(&ix, slot))
+ *         if (ht__hindex_hash(&ix, slot) == (uint32_t)h && same(...)) ...
+ *     ht__hindex_insert_kept(&ix, h, id);
+ *
+ * An index is one kind or the other all its life. (Separate functions, not a
+ * NULL callback: the plain ones stay small enough to inline with their
+ * callback, as the collector's frame and stack tables need.)
  */
 #ifndef HT_BASE_VEC_H
 #define HT_BASE_VEC_H
@@ -162,8 +177,9 @@ static inline uint64_t ht__hash_str(const char *s)
 /* ---- hash index ---- */
 
 struct ht__hindex {
-	uint32_t *slots; /* id + 1, 0 empty */
-	size_t cap;	 /* a power of two, or 0 */
+	uint32_t *slots;  /* id + 1, 0 empty */
+	uint32_t *hashes; /* each slot's hash when the index keeps them, else NULL */
+	size_t cap;	  /* a power of two, or 0 */
 	size_t count;
 };
 
@@ -182,6 +198,54 @@ static inline uint32_t *ht__hindex_next(const struct ht__hindex *ix, uint32_t *s
 {
 	size_t i = (size_t)(s - ix->slots);
 	return &ix->slots[(i + 1) & (ix->cap - 1)];
+}
+
+/* The hash kept for the id in slot s (an index that keeps them). */
+static inline uint32_t ht__hindex_hash(const struct ht__hindex *ix, const uint32_t *s)
+{
+	return ix->hashes[s - ix->slots];
+}
+
+/* A kept index that grows to ncap slots, re-placed from the kept hashes. */
+static inline int ht__hindex_regrow_kept(struct ht__hindex *ix, size_t ncap)
+{
+	uint32_t *ns = calloc(ncap, sizeof(*ns)), *nh = calloc(ncap, sizeof(*nh));
+	if (!ns || !nh) {
+		free(ns);
+		free(nh);
+		return HT_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < ix->cap; i++) {
+		if (!ix->slots[i])
+			continue;
+		size_t j = ix->hashes[i] & (ncap - 1);
+		while (ns[j])
+			j = (j + 1) & (ncap - 1);
+		ns[j] = ix->slots[i];
+		nh[j] = ix->hashes[i];
+	}
+	free(ix->slots);
+	free(ix->hashes);
+	ix->slots = ns;
+	ix->hashes = nh;
+	ix->cap = ncap;
+	return 0;
+}
+
+/* ht__hindex_insert() of an index that keeps its hashes (h's low 32 bits). */
+static inline int ht__hindex_insert_kept(struct ht__hindex *ix, uint64_t h, uint32_t id)
+{
+	/* A keeping index starts small: the collector has many of a few ids. */
+	if ((ix->count + 1) * 2 > ix->cap &&
+	    ht__hindex_regrow_kept(ix, ix->cap ? ix->cap * 2 : 64) < 0)
+		return HT_ERR_NOMEM;
+	size_t j = h & (ix->cap - 1);
+	while (ix->slots[j])
+		j = (j + 1) & (ix->cap - 1);
+	ix->slots[j] = id + 1;
+	ix->hashes[j] = (uint32_t)h;
+	ix->count++;
+	return 0;
 }
 
 /*
@@ -217,6 +281,27 @@ static inline int ht__hindex_insert(struct ht__hindex *ix, uint64_t h, uint32_t 
 	return 0;
 }
 
+/* ht__hindex_remove() of an index that keeps its hashes. */
+static inline void ht__hindex_remove_kept(struct ht__hindex *ix, uint32_t *s)
+{
+	size_t mask = ix->cap - 1;
+	size_t i = (size_t)(s - ix->slots), j = i;
+	for (;;) {
+		j = (j + 1) & mask;
+		uint32_t id = ix->slots[j];
+		if (!id)
+			break;
+		size_t home = ix->hashes[j] & mask;
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			ix->slots[i] = id;
+			ix->hashes[i] = ix->hashes[j];
+			i = j;
+		}
+	}
+	ix->slots[i] = 0;
+	ix->count--;
+}
+
 /*
  * Removes the id in slot s (found by a lookup). Later ids of the same probe
  * run move back into the gap (backward-shift deletion), so lookups need no
@@ -245,6 +330,7 @@ static inline void ht__hindex_remove(struct ht__hindex *ix, uint32_t *s, ht__hin
 static inline void ht__hindex_release(struct ht__hindex *ix)
 {
 	free(ix->slots);
+	free(ix->hashes);
 	memset(ix, 0, sizeof(*ix));
 }
 

@@ -68,29 +68,20 @@ struct ht__maps {
 };
 
 /*
- * Open-addressing hash table from a 32-bit hash to a value (an index into an
- * array the owner keeps). The owner compares keys through eq(). Values are
- * stored + 1 so that 0 marks an empty slot.
+ * A key's 32-bit hash (FNV-1a: keys are short, a path, a pid and instance,
+ * a pointer). The session's tables are ht__hindex (base/vec.h) that keep
+ * each slot's hash, so a lookup compares a key only when its hash matches.
  */
-struct ht__htab {
-	uint32_t *vals;
-	uint32_t *hashes;
-	uint32_t cap; /* power of two, or 0 */
-	uint32_t n;
-};
-
-typedef bool (*ht__htab_eq)(const void *ctx, uint32_t val, const void *key);
-
-/* The value for key with hash h, or UINT32_MAX. */
-uint32_t ht__htab_find(const struct ht__htab *t, uint32_t h, ht__htab_eq eq, const void *ctx,
-		       const void *key);
-/* Insert (the key must not be present). Returns 0 or HT_ERR_NOMEM. */
-int ht__htab_put(struct ht__htab *t, uint32_t h, uint32_t val);
-/* Replace the value of an existing key, or insert. */
-int ht__htab_set(struct ht__htab *t, uint32_t h, uint32_t val, ht__htab_eq eq, const void *ctx,
-		 const void *key);
-void ht__htab_free(struct ht__htab *t);
-uint32_t ht__hash_bytes(const void *p, size_t n, uint32_t seed);
+static inline uint32_t ht__hash_bytes(const void *p, size_t n, uint32_t seed)
+{
+	const uint8_t *b = p;
+	uint32_t h = 2166136261u ^ seed;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 16777619u;
+	}
+	return h;
+}
 
 /* One traced process image (pid + recorder instance); its index is its id. */
 struct ht__proc {
@@ -185,11 +176,11 @@ struct ht__session {
 	struct ht__proc **procs;
 	uint32_t nprocs, procs_cap;
 	uint32_t proc_cursor; /* where check_procs() goes on next tick */
-	struct ht__htab proc_by_key, proc_by_pid;
+	struct ht__hindex proc_by_key, proc_by_pid;
 
 	struct ht__module_ent *mods;
 	uint32_t nmods, mods_cap;
-	struct ht__htab mod_tab;
+	struct ht__hindex mod_tab;
 
 	struct ht__frame_key *frames;
 	uint32_t nframes, frames_cap;

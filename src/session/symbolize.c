@@ -8,6 +8,7 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,13 +298,13 @@ struct origin_ent {
 struct scope_cache {
 	struct cu_index *cus;
 	size_t ncus, cus_cap;
-	struct ht__htab cu_tab;
+	struct ht__hindex cu_tab;
 	struct origin_ent *origins;
 	size_t norigins, origins_cap;
-	struct ht__htab origin_tab;
+	struct ht__hindex origin_tab;
 	struct origin_cu *ocus;
 	size_t nocus, ocus_cap;
-	struct ht__htab ocu_tab;
+	struct ht__hindex ocu_tab;
 };
 
 static uint32_t ptr_hash(const void *p)
@@ -311,14 +312,21 @@ static uint32_t ptr_hash(const void *p)
 	return ht__hash_bytes(&p, sizeof(p), 0x5c09e5u);
 }
 
-static bool cu_eq(const void *ctx, uint32_t val, const void *key)
+/*
+ * The id of key in ix, whose ids index an array at base of elements of
+ * stride bytes holding the key's pointer at offset off; UINT32_MAX when not
+ * there. ix keeps its hashes (ptr_hash of the keys).
+ */
+static uint32_t ptr_find(const struct ht__hindex *ix, const void *key, const void *base, size_t off,
+			 size_t stride)
 {
-	return ((const struct scope_cache *)ctx)->cus[val].addr == key;
-}
-
-static bool origin_eq(const void *ctx, uint32_t val, const void *key)
-{
-	return ((const struct scope_cache *)ctx)->origins[val].addr == key;
+	uint32_t h = ptr_hash(key);
+	for (uint32_t *s = ht__hindex_find(ix, h); *s; s = ht__hindex_next(ix, s)) {
+		const char *e = (const char *)base + (size_t)(*s - 1) * stride + off;
+		if (ht__hindex_hash(ix, s) == h && *(const void *const *)e == key)
+			return *s - 1;
+	}
+	return UINT32_MAX;
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -385,14 +393,15 @@ static struct cu_index *cu_index_get(struct scope_cache *sc, Dwarf_Die *cu)
 {
 	const void *key = cu->addr;
 	uint32_t h = ptr_hash(key);
-	uint32_t i = ht__htab_find(&sc->cu_tab, h, cu_eq, sc, key);
+	uint32_t i =
+	    ptr_find(&sc->cu_tab, key, sc->cus, offsetof(struct cu_index, addr), sizeof(*sc->cus));
 	if (i != UINT32_MAX)
 		return &sc->cus[i];
 	if (ht__grow((void **)&sc->cus, &sc->cus_cap, sc->ncus + 1, sizeof(*sc->cus)) < 0)
 		return NULL;
 	struct cu_index *ci = &sc->cus[sc->ncus];
 	*ci = (struct cu_index){.addr = key};
-	if (ht__htab_put(&sc->cu_tab, h, (uint32_t)sc->ncus) < 0)
+	if (ht__hindex_insert_kept(&sc->cu_tab, h, (uint32_t)sc->ncus) < 0)
 		return NULL;
 	sc->ncus++;
 	cu_index_build(ci, cu);
@@ -519,16 +528,9 @@ struct origin_cu {
 	const void **sub;     /* subprograms: their DIE bytes */
 	uint32_t *sub_parent; /* the scope holding each */
 	size_t nsub, sub_cap;
-	struct ht__htab sub_tab;
+	struct ht__hindex sub_tab;
 	bool usable;
 };
-
-static bool sub_eq(const void *ctx, uint32_t val, const void *key)
-{
-	return ((const struct origin_cu *)ctx)->sub[val] == key;
-}
-
-static bool origin_cu_eq(const void *ctx, uint32_t val, const void *key);
 
 static int origin_cu_walk(struct origin_cu *oc, uint32_t parent)
 {
@@ -546,8 +548,8 @@ static int origin_cu_walk(struct origin_cu *oc, uint32_t parent)
 				return -1;
 			oc->sub[oc->nsub] = child.addr;
 			oc->sub_parent[oc->nsub] = parent;
-			if (ht__htab_put(&oc->sub_tab, ptr_hash(child.addr), (uint32_t)oc->nsub) <
-			    0)
+			if (ht__hindex_insert_kept(&oc->sub_tab, ptr_hash(child.addr),
+						   (uint32_t)oc->nsub) < 0)
 				return -1;
 			oc->nsub++;
 		}
@@ -586,7 +588,7 @@ static void origin_cu_free(struct origin_cu *oc)
 	free(oc->scope_parent);
 	free(oc->sub);
 	free(oc->sub_parent);
-	ht__htab_free(&oc->sub_tab);
+	ht__hindex_release(&oc->sub_tab);
 }
 
 /*
@@ -600,14 +602,15 @@ static int origin_scopes(struct scope_cache *sc, Dwarf_Die *origin, Dwarf_Die **
 	if (dwarf_tag(origin) != DW_TAG_subprogram || !dwarf_diecu(origin, &cu, NULL, NULL))
 		return dwarf_getscopes_die(origin, out);
 	uint32_t h = ptr_hash(cu.addr);
-	uint32_t i = ht__htab_find(&sc->ocu_tab, h, origin_cu_eq, sc, cu.addr);
+	uint32_t i = ptr_find(&sc->ocu_tab, cu.addr, sc->ocus, offsetof(struct origin_cu, addr),
+			      sizeof(*sc->ocus));
 	if (i == UINT32_MAX) {
 		if (ht__grow((void **)&sc->ocus, &sc->ocus_cap, sc->nocus + 1, sizeof(*sc->ocus)) <
 		    0)
 			return dwarf_getscopes_die(origin, out);
 		i = (uint32_t)sc->nocus;
 		sc->ocus[i] = (struct origin_cu){.addr = cu.addr};
-		if (ht__htab_put(&sc->ocu_tab, h, i) < 0)
+		if (ht__hindex_insert_kept(&sc->ocu_tab, h, i) < 0)
 			return dwarf_getscopes_die(origin, out);
 		sc->nocus++;
 		origin_cu_build(&sc->ocus[i], &cu);
@@ -615,7 +618,7 @@ static int origin_scopes(struct scope_cache *sc, Dwarf_Die *origin, Dwarf_Die **
 	struct origin_cu *oc = &sc->ocus[i];
 	if (!oc->usable)
 		return dwarf_getscopes_die(origin, out);
-	uint32_t k = ht__htab_find(&oc->sub_tab, ptr_hash(origin->addr), sub_eq, oc, origin->addr);
+	uint32_t k = ptr_find(&oc->sub_tab, origin->addr, oc->sub, 0, sizeof(*oc->sub));
 	if (k == UINT32_MAX)
 		return 0;
 	int n = 1;
@@ -632,17 +635,13 @@ static int origin_scopes(struct scope_cache *sc, Dwarf_Die *origin, Dwarf_Die **
 	return n;
 }
 
-static bool origin_cu_eq(const void *ctx, uint32_t val, const void *key)
-{
-	return ((const struct scope_cache *)ctx)->ocus[val].addr == key;
-}
-
 /* The scopes containing the abstract definition origin, computed once each. */
 static const struct origin_ent *origin_get(struct scope_cache *sc, Dwarf_Die *origin)
 {
 	const void *key = origin->addr;
 	uint32_t h = ptr_hash(key);
-	uint32_t i = ht__htab_find(&sc->origin_tab, h, origin_eq, sc, key);
+	uint32_t i = ptr_find(&sc->origin_tab, key, sc->origins, offsetof(struct origin_ent, addr),
+			      sizeof(*sc->origins));
 	if (i != UINT32_MAX)
 		return &sc->origins[i];
 	if (ht__grow((void **)&sc->origins, &sc->origins_cap, sc->norigins + 1,
@@ -653,7 +652,7 @@ static const struct origin_ent *origin_get(struct scope_cache *sc, Dwarf_Die *or
 	o->n = origin_scopes(sc, origin, &o->scopes);
 	if (o->n <= 0)
 		o->scopes = NULL;
-	if (ht__htab_put(&sc->origin_tab, h, (uint32_t)sc->norigins) < 0) {
+	if (ht__hindex_insert_kept(&sc->origin_tab, h, (uint32_t)sc->norigins) < 0) {
 		free(o->scopes);
 		return NULL;
 	}
@@ -674,9 +673,9 @@ static void scope_cache_free(struct scope_cache *sc)
 	free(sc->cus);
 	free(sc->origins);
 	free(sc->ocus);
-	ht__htab_free(&sc->ocu_tab);
-	ht__htab_free(&sc->cu_tab);
-	ht__htab_free(&sc->origin_tab);
+	ht__hindex_release(&sc->ocu_tab);
+	ht__hindex_release(&sc->cu_tab);
+	ht__hindex_release(&sc->origin_tab);
 	*sc = (struct scope_cache){.cus = NULL};
 }
 

@@ -60,17 +60,25 @@ struct proc_key {
 	uint32_t instance;
 };
 
-static bool proc_key_eq(const void *ctx, uint32_t val, const void *key)
+static uint32_t proc_key_hash(int32_t pid, uint32_t instance)
 {
-	const struct ht__session *s = ctx;
-	const struct proc_key *k = key;
-	return s->procs[val]->pid == k->pid && s->procs[val]->instance == k->instance;
+	struct proc_key k = {pid, instance};
+	return ht__hash_bytes(&k, sizeof(k), 0);
 }
 
-static bool proc_pid_eq(const void *ctx, uint32_t val, const void *key)
+/* The index of image (pid, instance), or UINT32_MAX. Out of line like the
+   lookups below: they are rare, and the per-record paths stay small. */
+static __attribute__((noinline)) uint32_t proc_by_key(const struct ht__session *s, int32_t pid,
+						      uint32_t instance)
 {
-	const struct ht__session *s = ctx;
-	return s->procs[val]->pid == *(const int32_t *)key;
+	uint32_t h = proc_key_hash(pid, instance);
+	const struct ht__hindex *ix = &s->proc_by_key;
+	for (uint32_t *sl = ht__hindex_find(ix, h); *sl; sl = ht__hindex_next(ix, sl)) {
+		const struct ht__proc *p = s->procs[*sl - 1];
+		if (ht__hindex_hash(ix, sl) == h && p->pid == pid && p->instance == instance)
+			return *sl - 1;
+	}
+	return UINT32_MAX;
 }
 
 static uint32_t pid_hash(int32_t pid)
@@ -78,10 +86,22 @@ static uint32_t pid_hash(int32_t pid)
 	return ht__hash_bytes(&pid, sizeof(pid), 1);
 }
 
+/* The slot of pid's newest image in proc_by_pid, holding 0 when none. */
+static __attribute__((noinline)) uint32_t *proc_pid_slot(const struct ht__session *s, int32_t pid)
+{
+	uint32_t h = pid_hash(pid);
+	const struct ht__hindex *ix = &s->proc_by_pid;
+	uint32_t *sl = ht__hindex_find(ix, h);
+	for (; *sl; sl = ht__hindex_next(ix, sl))
+		if (ht__hindex_hash(ix, sl) == h && s->procs[*sl - 1]->pid == pid)
+			break;
+	return sl;
+}
+
 struct ht__proc *ht__proc_by_pid(struct ht__session *s, int32_t pid)
 {
-	uint32_t i = ht__htab_find(&s->proc_by_pid, pid_hash(pid), proc_pid_eq, s, &pid);
-	return i == UINT32_MAX ? NULL : s->procs[i];
+	uint32_t *sl = proc_pid_slot(s, pid);
+	return *sl ? s->procs[*sl - 1] : NULL;
 }
 
 static inline uint32_t proc_index(const struct ht__session *s, const struct ht__proc *p)
@@ -126,13 +146,15 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 	struct ht__proc *parent = ppid > 0 ? ht__proc_by_pid(s, ppid) : NULL;
 	uint32_t idx = s->nprocs;
 	p->index = idx;
-	struct proc_key k = {pid, instance};
 	int rc;
-	if ((rc = ht__htab_put(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0), idx)) < 0 ||
-	    (rc = ht__htab_set(&s->proc_by_pid, pid_hash(pid), idx, proc_pid_eq, s, &pid)) < 0) {
+	uint32_t *pid_slot = prev ? proc_pid_slot(s, pid) : NULL;
+	if ((rc = ht__hindex_insert_kept(&s->proc_by_key, proc_key_hash(pid, instance), idx)) < 0 ||
+	    (!prev && (rc = ht__hindex_insert_kept(&s->proc_by_pid, pid_hash(pid), idx)) < 0)) {
 		free(p);
 		return rc;
 	}
+	if (prev) /* the pid's newest image is this one now */
+		*pid_slot = idx + 1;
 	s->procs[s->nprocs++] = p;
 	s->stats.processes = s->nprocs;
 	bool prev_exited = prev && prev->exited;
@@ -223,9 +245,7 @@ static int unknown_proc(struct ht__session *s, int32_t pid, uint32_t instance, u
 static int slot_proc(struct ht__session *s, struct ht__slot *sl, uint64_t ts, struct ht__proc **out)
 {
 	if (!sl->proc) {
-		struct proc_key k = {sl->pid, sl->instance};
-		uint32_t i = ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0),
-					   proc_key_eq, s, &k);
+		uint32_t i = proc_by_key(s, sl->pid, sl->instance);
 		if (i == UINT32_MAX) {
 			int rc = unknown_proc(s, sl->pid, sl->instance, ts, &i);
 			if (rc < 0)
@@ -240,8 +260,7 @@ static int slot_proc(struct ht__session *s, struct ht__slot *sl, uint64_t ts, st
 /* The image of loss slot l, or UINT32_MAX when the session never saw it. */
 static uint32_t loss_owner(struct ht__session *s, struct ht__shm_loss *l, int32_t pid)
 {
-	struct proc_key k = {pid, l->instance};
-	return ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0), proc_key_eq, s, &k);
+	return proc_by_key(s, pid, l->instance);
 }
 
 /* Hands the counts of loss slot l to the sink, for process image pi. */
@@ -321,11 +340,8 @@ struct mod_key {
 	uint32_t bid_len;
 };
 
-static bool mod_eq(const void *ctx, uint32_t val, const void *key)
+static bool mod_eq(const struct ht__module_ent *m, const struct mod_key *k)
 {
-	const struct ht__session *s = ctx;
-	const struct mod_key *k = key;
-	const struct ht__module_ent *m = &s->mods[val];
 	return m->build_id_len == k->bid_len && !memcmp(m->build_id, k->bid, k->bid_len) &&
 	       !strcmp(m->path, k->path);
 }
@@ -335,10 +351,12 @@ static int module_intern(struct ht__session *s, const char *path, const uint8_t 
 {
 	struct mod_key k = {path, bid, bid_len};
 	uint32_t h = ht__hash_bytes(path, strlen(path), ht__hash_bytes(bid, bid_len, 2));
-	uint32_t id = ht__htab_find(&s->mod_tab, h, mod_eq, s, &k);
-	if (id != UINT32_MAX) {
-		*out = id;
-		return 0;
+	for (uint32_t *sl = ht__hindex_find(&s->mod_tab, h); *sl;
+	     sl = ht__hindex_next(&s->mod_tab, sl)) {
+		if (ht__hindex_hash(&s->mod_tab, sl) == h && mod_eq(&s->mods[*sl - 1], &k)) {
+			*out = *sl - 1;
+			return 0;
+		}
 	}
 	if (ht__grow32((void **)&s->mods, &s->mods_cap, (size_t)s->nmods + 1, sizeof(*s->mods)) < 0)
 		return HT_ERR_NOMEM;
@@ -349,8 +367,8 @@ static int module_intern(struct ht__session *s, const char *path, const uint8_t 
 		return HT_ERR_NOMEM;
 	m->build_id_len = (uint8_t)bid_len;
 	memcpy(m->build_id, bid, bid_len);
-	id = s->nmods;
-	int rc = ht__htab_put(&s->mod_tab, h, id);
+	uint32_t id = s->nmods;
+	int rc = ht__hindex_insert_kept(&s->mod_tab, h, id);
 	if (rc < 0) {
 		free(m->path);
 		return rc;
@@ -598,9 +616,7 @@ static int on_process_start(struct ht__session *s, struct ht__slot *sl, const st
 	if (sizeof(*pr) + (uint64_t)pr->exe_len + pr->args_len > rec->len ||
 	    pr->exe_len >= PATH_MAX)
 		return 1;
-	struct proc_key k = {pr->pid, pr->instance};
-	uint32_t i =
-	    ht__htab_find(&s->proc_by_key, ht__hash_bytes(&k, sizeof(k), 0), proc_key_eq, s, &k);
+	uint32_t i = proc_by_key(s, pr->pid, pr->instance);
 	if (i != UINT32_MAX) /* already introduced (from /proc, after a loss) */
 		return 1;
 	char exe[PATH_MAX];
@@ -931,9 +947,9 @@ void ht__translate_free(struct ht__session *s)
 	free(s->stack_len);
 	free(s->stack_map);
 	free(s->stack_owner);
-	ht__htab_free(&s->proc_by_key);
-	ht__htab_free(&s->proc_by_pid);
-	ht__htab_free(&s->mod_tab);
+	ht__hindex_release(&s->proc_by_key);
+	ht__hindex_release(&s->proc_by_pid);
+	ht__hindex_release(&s->mod_tab);
 	ht__hindex_release(&s->frame_ix);
 	ht__hindex_release(&s->stack_ix);
 }

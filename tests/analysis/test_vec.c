@@ -1,7 +1,8 @@
 /*
  * test_vec.c - unit tests of base/vec.h: growth of the arrays, and the hash
  * index against a plain array as the reference through inserts, lookups and
- * removals (backward-shift deletion must keep every other key findable).
+ * removals (backward-shift deletion must keep every other key findable), in
+ * both kinds: re-hashing through a callback, and keeping each slot's hash.
  */
 #include <stdlib.h>
 
@@ -150,9 +151,98 @@ static void test_hindex(void)
 	ht__hindex_release(&t.ix);
 }
 
+/* A lookup in an index that keeps its hashes: the kept hash first, then the key. */
+static uint32_t *find_kept(struct table *t, uint64_t key)
+{
+	uint64_t h = key_hash(key);
+	uint32_t *s = ht__hindex_find(&t->ix, h);
+	for (; *s; s = ht__hindex_next(&t->ix, s))
+		if (ht__hindex_hash(&t->ix, s) == (uint32_t)h && t->items.v[*s - 1].key == key)
+			break;
+	return s;
+}
+
+/* Every occupied slot keeps the hash of the id it holds. */
+static unsigned kept_wrong(const struct table *t)
+{
+	unsigned wrong = 0;
+	for (size_t i = 0; i < t->ix.cap; i++)
+		if (t->ix.slots[i])
+			wrong += t->ix.hashes[i] != key_hash(t->items.v[t->ix.slots[i] - 1].key);
+	return wrong;
+}
+
+/*
+ * The same history on an index that keeps its hashes (the _kept calls): the same
+ * ids found for the same keys as the reference array says, and the kept
+ * hashes moving with their ids through growth and backward shifts.
+ */
+static void test_hindex_kept(void)
+{
+	struct table t = {0};
+	enum { N = 3000 };
+	CHECK_EQ(*find_kept(&t, 5), 0);
+	for (uint64_t k = 0; k < N; k++) {
+		CHECK_EQ(*find_kept(&t, k * 5), 0);
+		uint32_t id = (uint32_t)t.items.len;
+		CHECK_EQ(ht__vec_push(&t.items, ((struct item){k * 5, 1})), 0);
+		CHECK_EQ(ht__hindex_insert_kept(&t.ix, key_hash(k * 5), id), 0);
+		if (k == 0)
+			CHECK_U64(t.ix.cap, 64);
+	}
+	CHECK(t.ix.hashes != NULL);
+	CHECK_U64(t.ix.count, N);
+	CHECK_U64(t.ix.cap, 8192);
+	CHECK_EQ(kept_wrong(&t), 0);
+	for (uint64_t k = 0; k < N; k += 3) {
+		uint32_t *s = find_kept(&t, k * 5);
+		CHECK(*s != 0);
+		if (!*s)
+			continue;
+		t.items.v[*s - 1].live = 0;
+		ht__hindex_remove_kept(&t.ix, s);
+	}
+	CHECK_U64(t.ix.count, N - (N + 2) / 3);
+	CHECK_EQ(kept_wrong(&t), 0);
+	unsigned found = 0, wrong = 0;
+	for (uint64_t k = 0; k < N; k++) {
+		uint32_t *s = find_kept(&t, k * 5);
+		found += *s != 0;
+		wrong += (*s != 0) != (k % 3 != 0) || (*s && *s - 1 != k);
+	}
+	CHECK_EQ(found, N - (N + 2) / 3);
+	CHECK_EQ(wrong, 0);
+	for (uint64_t k = 0; k < N; k += 3) {
+		t.items.v[k] = (struct item){k * 5 + 1, 1};
+		CHECK_EQ(ht__hindex_insert_kept(&t.ix, key_hash(k * 5 + 1), (uint32_t)k), 0);
+	}
+	wrong = 0;
+	for (uint64_t k = 0; k < N; k++) {
+		uint32_t *s = find_kept(&t, k % 3 ? k * 5 : k * 5 + 1);
+		wrong += !*s || *s - 1 != k;
+	}
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(kept_wrong(&t), 0);
+	for (uint64_t k = 0; k < N; k++) {
+		uint32_t *s = find_kept(&t, t.items.v[k].key);
+		CHECK(*s != 0);
+		if (*s)
+			ht__hindex_remove_kept(&t.ix, s);
+	}
+	CHECK_U64(t.ix.count, 0);
+	unsigned left = 0;
+	for (size_t i = 0; i < t.ix.cap; i++)
+		left += t.ix.slots[i] != 0;
+	CHECK_EQ(left, 0);
+	ht__vec_release(&t.items);
+	ht__hindex_release(&t.ix);
+	CHECK(t.ix.slots == NULL && t.ix.hashes == NULL && t.ix.cap == 0);
+}
+
 int main(void)
 {
 	test_grow();
 	test_hindex();
+	test_hindex_kept();
 	CHECK_DONE();
 }
