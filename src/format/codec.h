@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "heaptrail/trace.h"
+#include "base/vec.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
 /* Version 9: definitions are written once, in a DEFS stream of each events
@@ -183,14 +184,9 @@ struct ht__own {
 /* Appends chunk allocation index g; 0, or -1 when out of memory. */
 static inline int ht__own_push(struct ht__own *o, uint32_t g)
 {
-	if (o->n == o->cap) {
-		uint32_t cap = o->cap ? o->cap * 2 : 256;
-		uint32_t *n = (uint32_t *)realloc(o->glob, cap * sizeof(*n));
-		if (!n)
-			return -1;
-		o->glob = n;
-		o->cap = cap;
-	}
+	if (o->n == o->cap && ht__grow32((void **)&o->glob, &o->cap, o->n < 256 ? 256 : o->n + 1,
+					 sizeof(*o->glob)) < 0)
+		return -1;
 	o->glob[o->n++] = g;
 	return 0;
 }

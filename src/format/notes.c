@@ -64,17 +64,10 @@ int ht__notes_count(struct ht__notes *n, const struct ht_event *ev)
 	if (!n->n || ev->type < HT_EV_ALLOC || ev->type > HT_EV_HEAP_DESTROY ||
 	    (ev->flags & HT_EVF_UNSEEN))
 		return 0;
-	if (ev->process >= n->ncounts) {
-		uint32_t cap = n->ncounts ? n->ncounts : 16;
-		while (cap <= ev->process)
-			cap *= 2;
-		uint64_t *c = realloc(n->counts, cap * sizeof(*c));
-		if (!c)
-			return HT_ERR_NOMEM;
-		memset(c + n->ncounts, 0, (cap - n->ncounts) * sizeof(*c));
-		n->counts = c;
-		n->ncounts = cap;
-	}
+	if (ev->process >= n->ncounts &&
+	    ht__grow32_zero((void **)&n->counts, &n->ncounts, (size_t)ev->process + 1,
+			    sizeof(*n->counts)) < 0)
+		return HT_ERR_NOMEM;
 	n->counts[ev->process]++;
 	return 0;
 }

@@ -500,17 +500,10 @@ static int phys_reserve(struct tables *t, uint32_t id)
 {
 	if (id >= HT__MAX_FRAME_ID)
 		return HT_ERR_CORRUPT;
-	if (id >= t->phys_cap) {
-		uint32_t cap = t->phys_cap ? t->phys_cap : 1024;
-		while (cap <= id)
-			cap *= 2;
-		struct phys_frame *p = realloc(t->phys, cap * sizeof(*p));
-		if (!p)
-			return HT_ERR_NOMEM;
-		memset(p + t->phys_cap, 0, (cap - t->phys_cap) * sizeof(*p));
-		t->phys = p;
-		t->phys_cap = cap;
-	}
+	if (id >= t->phys_cap &&
+	    ht__grow32_zero((void **)&t->phys, &t->phys_cap, id < 1024 ? 1024 : (size_t)id + 1,
+			    sizeof(*t->phys)) < 0)
+		return HT_ERR_NOMEM;
 	if (id >= t->nphys)
 		t->nphys = id + 1;
 	return 0;
@@ -547,17 +540,10 @@ static int def_stack(struct tables *t, uint32_t id, const uint32_t *phys, uint32
 {
 	if (!id || id >= HT__MAX_STACK_ID)
 		return HT_ERR_CORRUPT;
-	if (id >= t->stacks_cap) {
-		uint32_t cap = t->stacks_cap ? t->stacks_cap : 1024;
-		while (cap <= id)
-			cap *= 2;
-		struct stack_ent *s = realloc(t->stacks, cap * sizeof(*s));
-		if (!s)
-			return HT_ERR_NOMEM;
-		memset(s + t->stacks_cap, 0, (cap - t->stacks_cap) * sizeof(*s));
-		t->stacks = s;
-		t->stacks_cap = cap;
-	}
+	if (id >= t->stacks_cap &&
+	    ht__grow32_zero((void **)&t->stacks, &t->stacks_cap, id < 1024 ? 1024 : (size_t)id + 1,
+			    sizeof(*t->stacks)) < 0)
+		return HT_ERR_NOMEM;
 	if (id >= t->nstacks)
 		t->nstacks = id + 1;
 	struct stack_ent *s = &t->stacks[id];
@@ -713,16 +699,11 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 		uint32_t *buf;
 		const uint32_t *prevf;
 		if (rs) {
-			if (rs->nframes + n > rs->frames_cap) {
-				size_t cap = rs->frames_cap ? rs->frames_cap : 4096;
-				while (cap < rs->nframes + n)
-					cap *= 2;
-				uint32_t *f = realloc(rs->frames, cap * sizeof(*f));
-				if (!f)
-					return HT_ERR_NOMEM;
-				rs->frames = f;
-				rs->frames_cap = cap;
-			}
+			size_t need = rs->nframes + n;
+			if (need > rs->frames_cap &&
+			    ht__grow((void **)&rs->frames, &rs->frames_cap,
+				     need < 4096 ? 4096 : need, sizeof(*rs->frames)) < 0)
+				return HT_ERR_NOMEM;
 			buf = rs->frames + rs->nframes;
 			prevf = rs->frames + prev_off;
 		} else {
@@ -761,15 +742,15 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 			if (!id || id >= HT__MAX_STACK_ID)
 				return HT_ERR_CORRUPT;
 			if (rs->n == rs->cap) {
-				uint32_t cap = rs->cap ? rs->cap * 2 : 1024;
-				uint32_t *ids = realloc(rs->ids, cap * sizeof(*ids));
-				if (ids)
-					rs->ids = ids;
-				uint32_t *off = realloc(rs->off, (cap + 1) * sizeof(*off));
-				if (off)
-					rs->off = off;
-				if (!ids || !off)
+				uint32_t cap = rs->cap; /* off holds one more: the end */
+				if (ht__grow32((void **)&rs->ids, &cap,
+					       rs->n < 1024 ? 1024 : rs->n + 1,
+					       sizeof(*rs->ids)) < 0)
 					return HT_ERR_NOMEM;
+				uint32_t *off = realloc(rs->off, ((size_t)cap + 1) * sizeof(*off));
+				if (!off)
+					return HT_ERR_NOMEM;
+				rs->off = off;
 				rs->cap = cap;
 			}
 			rs->ids[rs->n] = (uint32_t)id;
@@ -1033,34 +1014,21 @@ static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const ch
 					break;
 				}
 				if (frame >= symidx_cap) {
-					size_t cap = symidx_cap ? symidx_cap : 1024;
-					while (cap <= frame)
-						cap *= 2;
-					uint32_t *a = realloc(sym_first, cap * sizeof(*a));
-					if (a)
-						sym_first = a;
-					uint32_t *b = realloc(sym_n, cap * sizeof(*b));
-					if (b)
-						sym_n = b;
-					if (!a || !b) {
+					size_t old = symidx_cap;
+					if (ht__grow2((void **)&sym_first, sizeof(*sym_first),
+						      (void **)&sym_n, sizeof(*sym_n), &symidx_cap,
+						      frame < 1024 ? 1024 : frame + 1) < 0) {
 						rc = HT_ERR_NOMEM;
 						break;
 					}
-					memset(sym_n + symidx_cap, 0,
-					       (cap - symidx_cap) * sizeof(*b));
-					symidx_cap = cap;
+					memset(sym_n + old, 0, (symidx_cap - old) * sizeof(*sym_n));
 				}
-				if (nsyms + n > syms_cap) {
-					size_t cap = syms_cap ? syms_cap : 1024;
-					while (cap < nsyms + n)
-						cap *= 2;
-					struct sym_tmp *s = realloc(syms, cap * sizeof(*s));
-					if (!s) {
-						rc = HT_ERR_NOMEM;
-						break;
-					}
-					syms = s;
-					syms_cap = cap;
+				size_t need = nsyms + n;
+				if (need > syms_cap &&
+				    ht__grow((void **)&syms, &syms_cap, need < 1024 ? 1024 : need,
+					     sizeof(*syms)) < 0) {
+					rc = HT_ERR_NOMEM;
+					break;
 				}
 				sym_first[frame] = (uint32_t)nsyms;
 				sym_n[frame] = (uint32_t)n;
@@ -1519,17 +1487,15 @@ static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct 
 	if (!(v & 1) || k == HT__ADDR_TOP || k == HT__ADDR_FRESH)
 		sl->fresh_top = sl->next_top;
 	if (d->nallocs == d->allocs_cap) {
-		uint32_t cap = d->allocs_cap ? d->allocs_cap * 2 : 4096;
-		uint64_t *n = realloc(d->alloc_addr, cap * sizeof(*n));
-		if (n)
-			d->alloc_addr = n;
-		uint8_t *c = n ? realloc(d->alloc_cls, cap) : NULL;
-		if (!c) {
+		size_t cap = d->allocs_cap,
+		       need = d->nallocs < 4096 ? 4096 : (size_t)d->nallocs + 1;
+		if (need > UINT32_MAX ||
+		    ht__grow2((void **)&d->alloc_addr, sizeof(*d->alloc_addr),
+			      (void **)&d->alloc_cls, sizeof(*d->alloc_cls), &cap, need) < 0) {
 			a->bad = 1; /* reported as damage: the stream cannot go on */
 			return 0;
 		}
-		d->alloc_cls = c;
-		d->allocs_cap = cap;
+		d->allocs_cap = (uint32_t)cap;
 	}
 	if (r->own_first && ht__own_push(&d->own[si], d->nallocs) < 0) {
 		a->bad = 1;
@@ -1544,21 +1510,14 @@ static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct 
 static int new_slot(struct dec *d, struct ht__cur *mi)
 {
 	if (d->nslots == d->slots_cap) {
-		uint32_t cap = d->slots_cap ? d->slots_cap * 2 : 16;
-		struct slot *sl = realloc(d->slots, cap * sizeof(*sl));
-		if (!sl)
+		/* Three columns of one capacity; own's new lists start empty. */
+		uint32_t c1 = d->slots_cap, c2 = c1, c3 = c1;
+		size_t need = (size_t)d->nslots + 1;
+		if (ht__grow32((void **)&d->slots, &c1, need, sizeof(*d->slots)) < 0 ||
+		    ht__grow32((void **)&d->rings, &c2, need, sizeof(*d->rings)) < 0 ||
+		    ht__grow32_zero((void **)&d->own, &c3, need, sizeof(*d->own)) < 0)
 			return HT_ERR_NOMEM;
-		d->slots = sl;
-		ht__rings *rg = realloc(d->rings, cap * sizeof(*rg));
-		if (!rg)
-			return HT_ERR_NOMEM;
-		d->rings = rg;
-		struct ht__own *o = realloc(d->own, cap * sizeof(*o));
-		if (!o)
-			return HT_ERR_NOMEM;
-		memset(o + d->slots_cap, 0, (cap - d->slots_cap) * sizeof(*o));
-		d->own = o;
-		d->slots_cap = cap;
+		d->slots_cap = c1;
 	}
 	struct slot *sl = &d->slots[d->nslots];
 	memset(d->rings[d->nslots], 0, sizeof(d->rings[d->nslots]));

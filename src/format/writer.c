@@ -794,7 +794,9 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 		return find_slot(w, ev, out, fresh);
 	}
 	if ((w->nslots + 1) * 2 > w->map_size) {
-		/* Grow the map and re-insert this chunk's slots. */
+		/* Grow the map and re-insert this chunk's slots. Not a base/vec.h
+		   ht__hindex on purpose: entries carry their key and a generation,
+		   so a new chunk empties the map by bumping gen, not clearing it. */
 		uint32_t size = w->map_size * 2;
 		struct slot_map_entry *m = calloc(size, sizeof(*m));
 		if (!m)
@@ -817,21 +819,14 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 			i = (i + 1) & mask;
 	}
 	if (w->nslots == w->slots_cap) {
-		uint32_t cap = w->slots_cap ? w->slots_cap * 2 : 16;
-		struct slot *s = realloc(w->slots, cap * sizeof(*s));
-		if (!s)
+		/* Three columns of one capacity; own's new lists start empty. */
+		uint32_t c1 = w->slots_cap, c2 = c1, c3 = c1;
+		size_t need = (size_t)w->nslots + 1;
+		if (ht__grow32((void **)&w->slots, &c1, need, sizeof(*w->slots)) < 0 ||
+		    ht__grow32((void **)&w->rings, &c2, need, sizeof(*w->rings)) < 0 ||
+		    ht__grow32_zero((void **)&w->own, &c3, need, sizeof(*w->own)) < 0)
 			return w->err = HT_ERR_NOMEM;
-		w->slots = s;
-		ht__rings *r = realloc(w->rings, cap * sizeof(*r));
-		if (!r)
-			return w->err = HT_ERR_NOMEM;
-		w->rings = r;
-		struct ht__own *o = realloc(w->own, cap * sizeof(*o));
-		if (!o)
-			return w->err = HT_ERR_NOMEM;
-		memset(o + w->slots_cap, 0, (cap - w->slots_cap) * sizeof(*o));
-		w->own = o;
-		w->slots_cap = cap;
+		w->slots_cap = c1;
 	}
 	uint32_t s = w->nslots++;
 	w->slots[s] = (struct slot){ev->process, ev->pid, ev->tid, 0, 0, 0};
@@ -885,7 +880,10 @@ static void amap_remove(struct ht__writer *w, struct amap_ent *e)
 static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t size)
 {
 	if ((w->amap_live + 1) * 4 > w->amap_size) {
-		/* Grow: move this generation's entries to a twice larger map. */
+		/* Grow: move this generation's entries to a twice larger map. The
+		   address map stays specialised on purpose (not ht__hindex): it is
+		   on every allocation and free of the writer, keeps the address in
+		   the slot, hashes by shift and empties by generation. */
 		uint32_t old_size = w->amap_size;
 		struct amap_ent *old = w->amap, *m = calloc((size_t)old_size * 2, sizeof(*m));
 		if (!m)

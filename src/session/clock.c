@@ -144,14 +144,10 @@ static void publish(struct ht__session *s)
 
 static int add_segment(struct ht__tsc *c, uint64_t tick, uint64_t ns, uint64_t mult)
 {
-	if (c->nseg == c->segcap) {
-		uint32_t ncap = c->segcap ? c->segcap * 2 : 64;
-		struct ht__tsc_seg *n = realloc(c->seg, ncap * sizeof(*n));
-		if (!n)
-			return HT_ERR_NOMEM;
-		c->seg = n;
-		c->segcap = ncap;
-	}
+	if (c->nseg == c->segcap &&
+	    ht__grow32((void **)&c->seg, &c->segcap, c->nseg < 64 ? 64 : (size_t)c->nseg + 1,
+		       sizeof(*c->seg)) < 0)
+		return HT_ERR_NOMEM;
 	c->seg[c->nseg++] = (struct ht__tsc_seg){tick, ns, mult};
 	return 0;
 }

@@ -61,16 +61,10 @@ static int slot_append(struct ht__slot *sl, const void *rec, uint32_t len)
 			sl->tail -= sl->head;
 			sl->head = 0;
 		}
-		if (sl->tail + len > sl->cap) {
-			uint32_t ncap = sl->cap ? sl->cap : 65536;
-			while (ncap < sl->tail + len)
-				ncap *= 2;
-			uint8_t *nb = realloc(sl->buf, ncap);
-			if (!nb)
-				return HT_ERR_NOMEM;
-			sl->buf = nb;
-			sl->cap = ncap;
-		}
+		size_t need = (size_t)sl->tail + len;
+		if (need > sl->cap &&
+		    ht__grow32((void **)&sl->buf, &sl->cap, need < 65536 ? 65536 : need, 1) < 0)
+			return HT_ERR_NOMEM;
 	}
 	memcpy(sl->buf + sl->tail, rec, len);
 	sl->tail += len;

@@ -121,6 +121,7 @@ static void heap_entries_sort(struct ht__snap_copy *c, size_t first)
 static int snap_take(struct ht__session *s, const struct ht__proc *exited)
 {
 	if (s->snap_qn == s->snap_qcap) {
+		/* Not ht__grow: the queue is a ring, unwrapped as it grows. */
 		uint32_t ncap = s->snap_qcap ? s->snap_qcap * 2 : 4;
 		struct ht__snap_copy *q = malloc(ncap * sizeof(*q));
 		if (!q)

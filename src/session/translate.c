@@ -474,6 +474,19 @@ static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t 
 	return 0;
 }
 
+/* Room in stack_map and stack_owner (one capacity, zero past what they held)
+   for recorder stack id rec_id. Out of line: map_stack is on every new stack. */
+static __attribute__((noinline)) int grow_stack_map(struct ht__session *s, uint32_t rec_id)
+{
+	uint32_t c1 = s->stack_map_cap, c2 = c1;
+	size_t need = rec_id < 4096 ? 4096 : (size_t)rec_id + 1;
+	if (ht__grow32_zero((void **)&s->stack_map, &c1, need, sizeof(*s->stack_map)) < 0 ||
+	    ht__grow32_zero((void **)&s->stack_owner, &c2, need, sizeof(*s->stack_owner)) < 0)
+		return HT_ERR_NOMEM;
+	s->stack_map_cap = c1;
+	return 0;
+}
+
 static int map_stack(struct ht__session *s, uint32_t rec_id, uint32_t trace_id,
 		     const struct ht__proc *owner)
 {
@@ -482,22 +495,8 @@ static int map_stack(struct ht__session *s, uint32_t rec_id, uint32_t trace_id,
 	if (rec_id == 0 || rec_id >= STACK_ID_LIMIT ||
 	    rec_id >= atomic_load(&s->hdr->next_stack_id))
 		return 0;
-	if (rec_id >= s->stack_map_cap) {
-		uint32_t ncap = s->stack_map_cap ? s->stack_map_cap : 4096;
-		while (ncap <= rec_id)
-			ncap *= 2;
-		uint32_t *nm = realloc(s->stack_map, ncap * sizeof(*nm));
-		if (!nm)
-			return HT_ERR_NOMEM;
-		memset(nm + s->stack_map_cap, 0, (ncap - s->stack_map_cap) * sizeof(*nm));
-		s->stack_map = nm;
-		uint32_t *no = realloc(s->stack_owner, ncap * sizeof(*no));
-		if (!no)
-			return HT_ERR_NOMEM;
-		memset(no + s->stack_map_cap, 0, (ncap - s->stack_map_cap) * sizeof(*no));
-		s->stack_owner = no;
-		s->stack_map_cap = ncap;
-	}
+	if (rec_id >= s->stack_map_cap && grow_stack_map(s, rec_id) < 0)
+		return HT_ERR_NOMEM;
 	s->stack_map[rec_id] = trace_id;
 	s->stack_owner[rec_id] = owner->index + 1;
 	return 0;
