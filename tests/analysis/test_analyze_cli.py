@@ -14,13 +14,11 @@ import sys
 import tempfile
 
 HEAPTRAIL, MKFIXTURE = sys.argv[1], sys.argv[2]
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htest import SoftChecks  # noqa: E402
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
+CHECKS = SoftChecks()
+check = CHECKS.check
 
 
 def run(*args):
@@ -305,5 +303,4 @@ try:
 finally:
     shutil.rmtree(tmp)
 
-print(f"{len(failures)} failure(s)" if failures else "ok")
-sys.exit(1 if failures else 0)
+sys.exit(CHECKS.done())

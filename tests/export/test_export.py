@@ -15,19 +15,18 @@ import sys
 import tempfile
 
 HEAPTRAIL, PROG, MALLOC_FAMILY, MMAP_OPS, SPAWN_TREE, MEMTESTAPP = sys.argv[1:7]
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htest import SoftChecks  # noqa: E402
+
+CHECKS = SoftChecks()
+check = CHECKS.check
+
 
 # The program's numbers (tests/programs/peak_prog.c), for scale n.
 def peak_bytes(n): return 10000 * n + 100000 + 900
 def leaked_bytes(n): return 1000 * (10 * n - 5) + 900
 def leaked_count(n): return 10 * n - 2
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, file=sys.stderr)
-    return cond
 
 
 def run(*args, ok=True):
@@ -336,5 +335,4 @@ try:
 finally:
     shutil.rmtree(tmp)
 
-print(f"{len(failures)} failure(s)" if failures else "ok")
-sys.exit(1 if failures else 0)
+sys.exit(CHECKS.done())

@@ -42,6 +42,29 @@ def equal(got, want, what):
         raise Failure("%s: got %r, want %r" % (what, got, want))
 
 
+class SoftChecks:
+    """Checks that go on after a failure, for a script that runs one long
+    scenario and reports every mismatch in it: check() prints "FAIL: what"
+    and counts it (returning cond), done() prints the count ("ok" when none)
+    and gives the exit status."""
+
+    def __init__(self):
+        self.failures = []
+
+    def check(self, cond, what):
+        if not cond:
+            self.failures.append(what)
+            print("FAIL:", what, file=sys.stderr)
+        return cond
+
+    def equal(self, got, want, what):
+        return self.check(got == want, "%s: got %r, want %r" % (what, got, want))
+
+    def done(self):
+        print(f"{len(self.failures)} failure(s)" if self.failures else "ok")
+        return 1 if self.failures else 0
+
+
 def run(argv, cwd, env=None, timeout=60, stdin=subprocess.DEVNULL):
     """Runs argv in its own process group without the recorder's variables
     (HEAPTRAIL_SESSION, LD_PRELOAD) unless env gives them; kills the whole

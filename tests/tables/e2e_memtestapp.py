@@ -24,17 +24,11 @@ MB = 1024 * 1024
 HOLD_NS = int(SECONDS * 0.1 / 30 * 1e9)  # 100 ms of a 30 s run, scaled
 TICK_NS = int(SECONDS * 1e9 / TICKS)
 
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from htest import SoftChecks  # noqa: E402
 
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL: " + what, file=sys.stderr)
-
-
-def equal(got, want, what):
-    check(got == want, "%s: got %r, want %r" % (what, got, want))
+CHECKS = SoftChecks()
+check, equal = CHECKS.check, CHECKS.equal
 
 
 def run(argv, want_rc=0):
@@ -97,8 +91,8 @@ def main():
             check_heap(t, steady[0]["commit_ns"])
     finally:
         shutil.rmtree(tmp)
-    if failures:
-        print("%d check(s) failed" % len(failures), file=sys.stderr)
+    if CHECKS.failures:
+        print("%d check(s) failed" % len(CHECKS.failures), file=sys.stderr)
         return 1
     return 0
 
