@@ -122,36 +122,45 @@ static const char *row_time_names[2][2] = {{"alloc", "free"}, {"commit", "decomm
 
 /*
  * A stack on one line, innermost first as xperf prints stacks: "a <- b <- c",
- * "[no stack]" without frames. Valid until the next call.
+ * "[no stack]" without frames; its length in *len when len is not NULL.
+ * Valid until the next call. Each frame's text is measured once (the
+ * default table writes a stack per block).
  */
-static const char *stack_text(struct table_run *t, uint32_t stack)
+static const char *stack_text_len(struct table_run *t, uint32_t stack, size_t *len)
 {
 	static char *buf;
 	static size_t cap;
 	const uint32_t *f;
 	uint32_t nf = ht__wstacks_frames(t->stacks, stack, &f);
-	size_t need = 16;
-	for (uint32_t i = 0; i < nf; i++)
-		need += strlen(ht__wstacks_frame_text(t->stacks, f[i])) + 4;
-	if (ht__grow((void **)&buf, &cap, need, 1) < 0)
+	const char *none = "[no stack]";
+	size_t k = 0;
+	if (ht__grow((void **)&buf, &cap, 16, 1) < 0)
 		die("out of memory");
 	if (!nf) {
-		strcpy(buf, "[no stack]");
-		return buf;
+		memcpy(buf, none, strlen(none) + 1);
+		k = strlen(none);
 	}
-	char *p = buf;
 	for (uint32_t i = 0; i < nf; i++) {
 		const char *ft = ht__wstacks_frame_text(t->stacks, f[i]);
 		size_t n = strlen(ft);
+		if (ht__grow((void **)&buf, &cap, k + n + 5, 1) < 0)
+			die("out of memory");
 		if (i) {
-			memcpy(p, " <- ", 4);
-			p += 4;
+			memcpy(buf + k, " <- ", 4);
+			k += 4;
 		}
-		memcpy(p, ft, n);
-		p += n;
+		memcpy(buf + k, ft, n);
+		k += n;
 	}
-	*p = 0;
+	buf[k] = 0;
+	if (len)
+		*len = k;
 	return buf;
+}
+
+static const char *stack_text(struct table_run *t, uint32_t stack)
+{
+	return stack_text_len(t, stack, NULL);
 }
 
 /* The label of a group in text and CSV ("memtestapp (pid 12)", "Impacting", ...). */
@@ -243,7 +252,9 @@ static void text_row(struct table_run *t, const struct ht__wrow *w, int indent, 
 		ht__out_chr(o, '\n');
 		ht__out_pad(o, "", indent);
 		ht__out_str(o, "  ");
-		ht__out_str(o, stack_text(t, w->stack));
+		size_t n;
+		const char *st = stack_text_len(t, w->stack, &n);
+		ht__out_mem(o, st, n);
 	}
 	ht__out_chr(o, '\n');
 }
