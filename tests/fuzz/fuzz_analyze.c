@@ -3,7 +3,9 @@
  * `heaptrail analyze` (cmd_analyze.c's parse_args and the query options of
  * query_opts.c) on any argument list. The input is the arguments separated by
  * NUL bytes. The two files are compiled into this one with die() and exit()
- * turned into a jump back here, so a rejected option ends one input, not the
+ * turned into a jump back here (and the other CLI files' calls of die(), such
+ * as opt.c refusing an option where a value belongs, are linked to
+ * __wrap_die with -Wl,--wrap=die), so a rejected option ends one input, not the
  * fuzzer; what a parse allocated is released either way. Seeds:
  * tests/fuzz/corpus/analyze.
  */
@@ -27,6 +29,18 @@ static jmp_buf back;
 _Noreturn void fuzz_die(const char *fmt, ...)
 {
 	/* Format the message as die() would: a bad argument shows up here. */
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	longjmp(back, 1);
+}
+
+/* die() as called from the CLI files linked in (ld --wrap=die). */
+_Noreturn void __wrap_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void __wrap_die(const char *fmt, ...)
+{
 	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
