@@ -654,15 +654,22 @@ static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct 
 		p->held_value = e->value;
 		return 1;
 	}
+	/* The session found it dead and, its report not merged yet when the
+	   grace ran out (a loaded machine: the ticks came more than the grace
+	   apart), said "killed"; the report merged first since (earlier
+	   stamp) is how it ended (attach.e2e: "killed by signal 0"). */
+	bool held = self_slot && p->exit_held && e->kind == HT_EXIT_SIGNAL && !e->value;
 	p->exited = true;
 	struct ht_event ev = {.type = HT_EV_PROCESS_EXIT,
 			      .process = proc_index(s, p),
 			      .pid = e->pid,
 			      .tid = (!self_slot && sl->pid == e->pid) ? sl->tid : e->pid,
-			      .value = untraced_exec ? 0 : e->value,
-			      .flags = untraced_exec		   ? HT_EVF_EXEC
-				       : e->kind == HT_EXIT_SIGNAL ? HT_EVF_SIGNAL
-								   : 0};
+			      .value = untraced_exec ? 0
+				       : held	     ? p->held_value
+						     : e->value,
+			      .flags = untraced_exec			    ? HT_EVF_EXEC
+				       : e->kind == HT_EXIT_SIGNAL && !held ? HT_EVF_SIGNAL
+									    : 0};
 	ev.ts = rel_ts(s, rec->ts);
 	int rc = ht__snap_exited(s, p);
 	return rc < 0 ? rc : emit(s, &ev, NULL);
