@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -125,6 +126,8 @@ struct amap_ent {
 	uint32_t cls : 7; /* ht__size_class of the block */
 };
 _Static_assert(HT__MAX_SLOTS <= 4096 && HT__RING_CLASSES <= 128, "amap_ent bit fields");
+static struct amap_ent *amap_new(uint32_t n);
+static void amap_release(struct amap_ent *m, uint32_t n);
 
 struct ht__writer {
 	int fd;
@@ -557,7 +560,7 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 	w->amap_size = 4096;
 	w->amap_shift = 64 - 12;
 	w->amap_gen = 1;
-	w->amap = calloc(w->amap_size, sizeof(*w->amap));
+	w->amap = amap_new(w->amap_size);
 	w->cctx = ZSTD_createCCtx();
 	int rc = HT_ERR_NOMEM;
 	if (!w->map || !w->amap || !w->cctx)
@@ -838,6 +841,40 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 	return 0;
 }
 
+/*
+ * The address map's memory: n zeroed entries. A map of 2 MiB and more is
+ * mapped apart and asked for huge pages: it holds a group's live blocks
+ * (jq's group: a million, 64 MiB at a quarter full), and every allocation
+ * and free looks at a random slot of it, which with 4 KiB pages missed the
+ * TLB as well as the cache (docs/performance.md, "The collector on jq").
+ */
+#define AMAP_HUGE_BYTES (2u << 20)
+
+static struct amap_ent *amap_new(uint32_t n)
+{
+	size_t bytes = (size_t)n * sizeof(struct amap_ent);
+	if (bytes < AMAP_HUGE_BYTES)
+		return calloc(n, sizeof(struct amap_ent));
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+#ifdef MADV_HUGEPAGE
+	madvise(m, bytes, MADV_HUGEPAGE); /* a hint: without it, 4 KiB pages */
+#endif
+	return m;
+}
+
+static void amap_release(struct amap_ent *m, uint32_t n)
+{
+	size_t bytes = (size_t)n * sizeof(struct amap_ent);
+	if (!m)
+		return;
+	if (bytes < AMAP_HUGE_BYTES)
+		free(m);
+	else
+		munmap(m, bytes);
+}
+
 /* Home of addr in the address map: the top bits of the product (bits 32
    and up of it, as before, made chains of 4 probes on average on python's
    addresses at a quarter full; the top bits make them 1.06). */
@@ -885,7 +922,7 @@ static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t
 		   on every allocation and free of the writer, keeps the address in
 		   the slot, hashes by shift and empties by generation. */
 		uint32_t old_size = w->amap_size;
-		struct amap_ent *old = w->amap, *m = calloc((size_t)old_size * 2, sizeof(*m));
+		struct amap_ent *old = w->amap, *m = amap_new(old_size * 2);
 		if (!m)
 			return HT_ERR_NOMEM;
 		uint32_t gen = w->amap_gen;
@@ -900,7 +937,7 @@ static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t
 			*e = old[i];
 			e->gen = 1;
 		}
-		free(old);
+		amap_release(old, old_size);
 	}
 	struct ht__own *o = &w->own[si];
 	if (ht__own_push(o, w->nallocs++) < 0)
@@ -1543,7 +1580,7 @@ void ht__writer_abort(struct ht__writer *w)
 	ht__buf_release(&w->plane);
 	for (int i = 0; i < HT__NSTREAMS; i++)
 		ht__buf_release(&w->st[i]);
-	free(w->amap);
+	amap_release(w->amap, w->amap_size);
 	free(w->rings);
 	ht__own_release(w->own, w->slots_cap);
 	free(w->prev_stack);
