@@ -876,12 +876,18 @@ static void amap_release(struct amap_ent *m, uint32_t n)
 		munmap(m, bytes);
 }
 
-/* Home of addr in the address map: the top bits of the product (bits 32
-   and up of it, as before, made chains of 4 probes on average on python's
-   addresses at a quarter full; the top bits make them 1.06). */
+/* Home of addr in the address map: its 4 KiB page gets a random home (the
+   top bits of a product) and its blocks follow their address from there,
+   a slot per 16 bytes, so that blocks made one after the other from the
+   same page share cache lines of the map. A random home per block (the
+   product of the whole address) missed the cache on nearly every
+   allocation and free of a map larger than the cache: the collector's CPU
+   on jq 1.86 s -> 0.90 s, python 0.42 s -> 0.28 s (docs/performance.md,
+   "The collector on jq"). */
 static uint32_t amap_hash(const struct ht__writer *w, uint64_t addr)
 {
-	return (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> w->amap_shift);
+	uint32_t page = (uint32_t)(((addr >> 12) * 0x9e3779b97f4a7c15ull) >> w->amap_shift);
+	return (page + (uint32_t)((addr >> 4) & 255)) & (w->amap_size - 1);
 }
 
 static struct amap_ent *amap_slot(struct ht__writer *w, uint64_t addr)
