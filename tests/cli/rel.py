@@ -749,32 +749,40 @@ def killed_trace_says(env, trace, pid, before, after, want_exit):
           "exit %d" % want_exit in text, "the process says so: %r" % text[:3000])
 
 
-@case
-def killed_record(env):
-    """heaptrail record killed with SIGKILL while its program runs: the
-    program runs on untraced and exits 0; info of the unfinished trace
-    counts exactly the 600 events it made after the kill and says from
-    when, from the exit note the recorder left next to the trace."""
-    h = env.heaptrail
-    trace = os.path.join(env.tmp, "killed.htr")
-    r = subprocess.Popen([h, "record", "-q", "-o", trace, "--", env.prog("pulse")],
+def record_killed(env, trace, before, after, wait=0):
+    """heaptrail record of the pulse program into trace, killed with SIGKILL
+    after `before` pulses and `wait` seconds; then `after` more pulses and
+    the program's exit. Returns the program's pid."""
+    r = subprocess.Popen([env.heaptrail, "record", "-q", "-o", trace, "--", env.prog("pulse")],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     t = Pulse.__new__(Pulse)
     t.p = r
     try:
-        t.pulse(4)
+        t.pulse(before)
         with open("/proc/%d/task/%d/children" % (r.pid, r.pid)) as f:
             prog = int(f.read().split()[0])
-        time.sleep(2.5)  # the trace is flushed about once a second
+        time.sleep(wait)
         r.kill()
         r.wait(30)
-        t.pulse(3)  # 300 allocations and 300 frees the trace cannot hold
+        t.pulse(after)  # allocations and frees the trace cannot hold
         check(os.path.exists(trace + ".lost"), "the exit notes' file is there")
         r.stdin.close()
         wait_gone(prog, "the program's exit")
     finally:
         if r.poll() is None:
             r.kill()
+    return prog
+
+
+@case
+def killed_record(env):
+    """heaptrail record killed with SIGKILL while its program runs: the
+    program runs on untraced and exits 0; info of the unfinished trace
+    counts exactly the 600 events it made after the kill and says from
+    when, from the exit note the recorder left next to the trace."""
+    trace = os.path.join(env.tmp, "killed.htr")
+    # The trace is flushed about once a second: 2.5 s hold the 4 pulses.
+    prog = record_killed(env, trace, 4, 3, wait=2.5)
     killed_trace_says(env, trace, prog, 4, 3, 0)
     # symbolize keeps the counts in the trace it writes (its LOSSES table).
     out = os.path.join(env.tmp, "sym.htr")
@@ -799,22 +807,7 @@ def killed_unflushed(env):
     (5 pulses) it made; info says the process is not in the trace."""
     h = env.heaptrail
     trace = os.path.join(env.tmp, "unflushed.htr")
-    r = subprocess.Popen([h, "record", "-q", "-o", trace, "--", env.prog("pulse")],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    t = Pulse.__new__(Pulse)
-    t.p = r
-    try:
-        t.pulse(2)
-        with open("/proc/%d/task/%d/children" % (r.pid, r.pid)) as f:
-            prog = int(f.read().split()[0])
-        r.kill()
-        r.wait(30)
-        t.pulse(3)
-        r.stdin.close()
-        wait_gone(prog, "the program's exit")
-    finally:
-        if r.poll() is None:
-            r.kill()
+    prog = record_killed(env, trace, 2, 3)
     tr = Trace(env, trace)
     check(not tr.info["complete"], "the killed collector's trace is incomplete")
     procs = [p for p in tr.processes() if p["pid"] == prog]
