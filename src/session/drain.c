@@ -446,7 +446,7 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 						if (rc < 0)
 							return rc;
 					}
-				} else if (rss > 0 && s->cfg.sample_rss &&
+				} else if (rss > 0 && s->cfg.sample_rss && !p->exited &&
 					   (uint64_t)rss != p->rss) {
 					struct ht__rec_self_rss r = {.h = {.type = HT__REC_SELF_RSS,
 									   .len = sizeof(r),
@@ -458,8 +458,12 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 					if (rc < 0)
 						return rc;
 				}
-				/* With each RSS sample, what changed in its map. */
-				if (rss > 0 && s->cfg.sample_rss && s->cfg.sample_maps) {
+				/* With each RSS sample, what changed in its map. Not
+				   after its PROCESS_EXIT is written (a process between
+				   its exit handlers' end and its death): the trace ends
+				   it there. */
+				if (rss > 0 && s->cfg.sample_rss && s->cfg.sample_maps &&
+				    !p->exited) {
 					int rc = ht__maps_check(s, p, (uint64_t)rss, now);
 					if (rc < 0)
 						return rc;

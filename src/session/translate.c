@@ -743,7 +743,10 @@ static __attribute__((noinline)) int translate_any(struct ht__session *s, struct
 	if (self_slot) {
 		if (rec->type == HT__REC_SELF_MAP_FOUND || rec->type == HT__REC_SELF_MAP_GONE) {
 			const struct ht__rec_self_map *m = (const void *)rec;
-			if (!(p = ht__proc_by_pid(s, m->pid)) || p->dead)
+			/* Not after its PROCESS_EXIT: a tick that read its map or
+			   RSS between its exit record and its death stamped them
+			   after its end. */
+			if (!(p = ht__proc_by_pid(s, m->pid)) || p->dead || p->exited)
 				return 0;
 			int found = rec->type == HT__REC_SELF_MAP_FOUND;
 			ev.type = found ? HT_EV_MMAP : HT_EV_MUNMAP;
@@ -766,7 +769,7 @@ static __attribute__((noinline)) int translate_any(struct ht__session *s, struct
 		if (rec->type != HT__REC_SELF_RSS)
 			return 0;
 		const struct ht__rec_self_rss *r = (const void *)rec;
-		if (!(p = ht__proc_by_pid(s, r->pid)) || p->dead)
+		if (!(p = ht__proc_by_pid(s, r->pid)) || p->dead || p->exited)
 			return 0;
 		ev.type = HT_EV_RSS;
 		ev.pid = ev.tid = r->pid;
