@@ -84,45 +84,21 @@ static struct ht_process *image_of(struct ht__proctab *t, int32_t pid, uint32_t 
 }
 
 /*
- * An entry of its own for the process of note e, which the trace never shows:
- * its pid, exit status and end from the note, all its events untraced from
- * the trace's end (in a trace with no event at all, its start), and its
- * losses counted like a seen process's. Out of memory, only the counts.
+ * A new entry for the process of note e, which the trace never shows (its
+ * collector died before writing anything of it): its pid, no executable
+ * name, started and ended at the trace's end. ht__notes_apply() gives it
+ * the note's losses, events and exit status as it does a seen process's.
+ * NULL when out of memory.
  */
-static void unseen_process(struct ht__proctab *t, const struct ht__exit_note *e,
-			   struct ht_trace_info *in, struct ht__notes_result *res)
+static struct ht_process *unseen_process(struct ht__proctab *t, const struct ht__exit_note *e,
+					 uint64_t end, uint32_t *index)
 {
-	uint64_t end = in->duration_ns;
 	struct ht_process p = {
-	    .pid = e->pid,
-	    .parent = UINT32_MAX,
-	    .exe = "",
-	    .start_ts = end,
-	    .end_ts = e->end_ns > end ? e->end_ns : end,
-	    .lost_lossy = e->n[HT_LOSS_LOSSY],
-	    .lost_no_buffer = e->n[HT_LOSS_NO_BUFFER],
-	    .lost_in_handler = e->n[HT_LOSS_IN_HANDLER],
-	    .lost_from_ts = e->first_ns,
-	    .events_untraced = e->events + e->n[HT_LOSS_UNTRACED],
-	    .untraced_from_ts = end,
-	};
-	if (e->exit_kind == HT_EXIT_CODE) {
-		p.flags |= HT_PROCF_EXITED;
-		p.exit_code = e->exit_value;
-	} else if (e->exit_kind == HT_EXIT_SIGNAL) {
-		p.flags |= HT_PROCF_SIGNALED;
-		p.signal = e->exit_value;
-	}
-	in->lost_lossy += p.lost_lossy;
-	in->lost_no_buffer += p.lost_no_buffer;
-	in->lost_in_handler += p.lost_in_handler;
-	in->events_lost += p.lost_lossy + p.lost_no_buffer + p.lost_in_handler;
-	res->unseen++;
-	if (p.events_untraced) {
-		res->processes++;
-		res->events += p.events_untraced;
-	}
-	(void)ht__proctab_set(t, t->n, &p);
+	    .pid = e->pid, .parent = UINT32_MAX, .exe = "", .start_ts = end, .end_ts = end};
+	*index = t->n;
+	if (ht__proctab_set(t, *index, &p) < 0)
+		return NULL;
+	return &t->v[*index]->p;
 }
 
 void ht__notes_apply(struct ht__notes *n, struct ht__proctab *t, struct ht_trace_info *in,
@@ -138,15 +114,17 @@ void ht__notes_apply(struct ht__notes *n, struct ht__proctab *t, struct ht_trace
 		const struct ht__exit_note *e = &n->v[k];
 		uint32_t i;
 		struct ht_process *p = image_of(t, e->pid, &i);
-		if (!p) {
-			/* A process the trace never shows (its collector died before
-			   writing anything of it): every event it made is missing. */
-			unseen_process(t, e, in, res);
+		bool unseen = !p;
+		/* Every event of a process the trace never shows is missing. */
+		if (unseen && !(p = unseen_process(t, e, end, &i)))
 			continue;
+		if (unseen) {
+			res->unseen++;
+		} else {
+			res->noted++;
+			open_noted += !(p->flags & ended);
 		}
-		res->noted++;
-		open_noted += !(p->flags & ended);
-		uint64_t in_trace = i < n->ncounts ? n->counts[i] : 0;
+		uint64_t in_trace = !unseen && i < n->ncounts ? n->counts[i] : 0;
 		uint64_t after = e->events > in_trace ? e->events - in_trace : 0;
 		p->lost_lossy = e->n[HT_LOSS_LOSSY];
 		p->lost_no_buffer = e->n[HT_LOSS_NO_BUFFER];
