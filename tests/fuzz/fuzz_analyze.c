@@ -14,10 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-_Noreturn void fuzz_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* die() here and, through -Wl,--wrap=die, in the other CLI files. */
+_Noreturn void __wrap_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void fuzz_exit(int status);
 
-#define die fuzz_die
+#define die __wrap_die
 #define exit fuzz_exit
 #include "cli/cmd_analyze.c"
 #include "cli/query_opts.c"
@@ -26,21 +27,9 @@ _Noreturn void fuzz_exit(int status);
 
 static jmp_buf back;
 
-_Noreturn void fuzz_die(const char *fmt, ...)
-{
-	/* Format the message as die() would: a bad argument shows up here. */
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	longjmp(back, 1);
-}
-
-/* die() as called from the CLI files linked in (ld --wrap=die). */
-_Noreturn void __wrap_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void __wrap_die(const char *fmt, ...)
 {
+	/* Format the message as die() would: a bad argument shows up here. */
 	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
