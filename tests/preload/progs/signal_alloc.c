@@ -14,23 +14,12 @@
 #include <sys/mman.h>
 #include <sys/time.h>
 
-static volatile sig_atomic_t handled, in_heap, protects;
-/* A page the handler mprotects to what it is: one cheap event. */
-static char page[4096] __attribute__((aligned(4096)));
+#include "handler_event.h"
 
 static void on_prof(int sig)
 {
 	(void)sig;
-	int e = errno;
-	if (in_heap) {
-		mprotect(page, sizeof page, PROT_READ | PROT_WRITE);
-		protects++;
-	} else {
-		void *p = malloc(6001);
-		free(p);
-	}
-	handled++;
-	errno = e;
+	handler_event();
 }
 
 int main(void)

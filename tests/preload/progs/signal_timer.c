@@ -22,22 +22,12 @@
 #include <sys/mman.h>
 #include <sys/time.h>
 
-static volatile sig_atomic_t handled, in_heap, protects;
-/* A page the handler mprotects to what it is: one cheap event. */
-static char page[4096] __attribute__((aligned(4096)));
+#include "handler_event.h"
 
 static void on_alarm(int sig)
 {
 	(void)sig;
-	int e = errno;
-	if (in_heap) {
-		mprotect(page, sizeof page, PROT_READ | PROT_WRITE);
-		protects++;
-	} else {
-		free(malloc(6001));
-	}
-	handled++;
-	errno = e;
+	handler_event();
 }
 
 int main(int argc, char **argv)
