@@ -15,7 +15,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 8
+#define HT_PROTO_VERSION 9
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 /*
@@ -179,6 +179,12 @@ struct ht__shm_header {
 	uint64_t snap_heap_offset;
 	uint32_t snap_heap_cap;
 	_Atomic uint32_t snap_heap_next;
+	/* Heap snapshot mode, the threads' tables (protocol version 9): ring
+	   i's struct ht__snap_thr of snap_thr_bytes at snap_thr_offset + i *
+	   snap_thr_bytes, with snap_thr_slots entries (a power of two). */
+	uint64_t snap_thr_offset;
+	uint32_t snap_thr_slots;
+	uint32_t snap_thr_bytes;
 };
 
 /*
@@ -276,6 +282,34 @@ struct ht__snap_heap {
 	struct ht__snap_stack c;
 };
 #define HT_SNAP_HEAP_CAP (1u << 16) /* (heap, stack) pairs: 3 MiB, sparse */
+
+/*
+ * Heap snapshot mode: the table of one ring (docs/session-protocol.md, "The
+ * threads' tables"), written only by the thread that owns the ring, with
+ * plain stores: per stack (key: id + 1, 0 empty) what that ring's owners
+ * allocated and freed. used is set once an entry is taken; the collector
+ * skips a table whose used is 0. A stack's counts are its region entry
+ * plus its entries in every table.
+ */
+struct ht__snap_thr_ent {
+	_Atomic uint32_t key;
+	uint32_t pad;
+	struct ht__snap_stack c;
+};
+struct ht__snap_thr {
+	_Atomic uint32_t used;
+	uint32_t pad[15];
+	struct ht__snap_thr_ent e[];
+};
+_Static_assert(sizeof(struct ht__snap_thr) == 64, "snapshot table head size");
+#define HT_SNAP_THR_SLOTS 1024u /* entries per ring's table: 41 KiB, sparse */
+#define HT_SNAP_THR_PROBES 16u
+static inline uint32_t ht__snap_thr_bytes(uint32_t slots)
+{
+	return (uint32_t)((sizeof(struct ht__snap_thr) +
+			   (size_t)slots * sizeof(struct ht__snap_thr_ent) + 63) &
+			  ~(size_t)63);
+}
 
 /* ht__ring.state */
 enum ht__ring_state {

@@ -221,7 +221,7 @@ static inline void ext_end(struct ht__ext_call *c)
 	if (HT_UNLIKELY(!c->done))
 		ht__rec_alloc(c->t, c->func, NULL, c->size);
 	if (HT_UNLIKELY(c->snap.had)) /* it threw: old is as it was */
-		ht__snap_put_back(c->snap.old, c->snap.val);
+		ht__snap_put_back(c->t, c->snap.old, c->snap.val);
 	if (HT_UNLIKELY(c->t->rlc)) /* likewise, sampling's decision */
 		ht__realloc_thrown(c->t);
 	ht__leave(c->t);

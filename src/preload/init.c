@@ -390,6 +390,7 @@ int ht__init_session(const char *path, uint32_t flags)
 	ht__g.snap_cap = 0;
 	ht__g.snap_heap = NULL;
 	ht__g.snap_heap_cap = 0;
+	ht__g.snap_thr = NULL;
 	if (h->flags & HT_SHM_SNAPSHOT) {
 		if (!h->snap_cap || h->snap_offset % 64 ||
 		    h->snap_offset + (uint64_t)h->snap_cap * sizeof(struct ht__snap_stack) > size ||
@@ -397,7 +398,11 @@ int ht__init_session(const char *path, uint32_t flags)
 		    (uint64_t)h->snap_cap + h->snap_heap_cap >= 1u << 28 ||
 		    h->snap_heap_offset +
 			    (uint64_t)h->snap_heap_cap * sizeof(struct ht__snap_heap) >
-			size) {
+			size ||
+		    h->snap_thr_slots != HT_SNAP_THR_SLOTS || h->snap_thr_offset % 64 ||
+		    h->snap_thr_bytes < ht__snap_thr_bytes(h->snap_thr_slots) ||
+		    h->snap_thr_bytes % 64 ||
+		    h->snap_thr_offset + (uint64_t)h->ring_count * h->snap_thr_bytes > size) {
 			ht__g.hdr = NULL;
 			goto unmap;
 		}
@@ -405,6 +410,8 @@ int ht__init_session(const char *path, uint32_t flags)
 		ht__g.snap_cap = h->snap_cap;
 		ht__g.snap_heap = (struct ht__snap_heap *)((char *)h + h->snap_heap_offset);
 		ht__g.snap_heap_cap = h->snap_heap_cap;
+		ht__g.snap_thr = (char *)h + h->snap_thr_offset;
+		ht__g.snap_thr_bytes = h->snap_thr_bytes;
 	}
 
 	ssize_t n = readlink("/proc/self/exe", ht__exe, sizeof ht__exe - 1);

@@ -116,6 +116,10 @@ struct ht__global {
 	uint32_t snap_cap;
 	struct ht__snap_heap *snap_heap; /* snapshot mode: custom heaps' entries */
 	uint32_t snap_heap_cap;
+	/* snapshot mode: the rings' tables (struct ht__snap_thr of
+	   HT_SNAP_THR_SLOTS entries), one of snap_thr_bytes per ring */
+	char *snap_thr;
+	uint32_t snap_thr_bytes;
 	/* Exit note (note.c): heap and memory records of rings this image gave
 	   back, and whether the session is still mapped for a note at exit. */
 	_Atomic uint64_t events_done;
@@ -151,6 +155,12 @@ struct ht__thread {
 	   in instance snap_inst only (an instance starts tables of its own). */
 	uint64_t snap_heap, snap_pair;
 	uint32_t snap_slot, snap_ent, snap_inst;
+	/* Snapshot mode: the table of the ring snap_ring (snapshot.c), NULL
+	   when counts go to the stacks' region; snap_noring: a claim for it
+	   found no free ring (not tried again). */
+	struct ht__snap_thr *snap_tab;
+	uintptr_t snap_ring; /* the ring's address | 1; 0: no table, look again */
+	uint8_t snap_noring;
 };
 
 /*
@@ -243,6 +253,7 @@ void ht__ring_done(struct ht__ring *r);	   /* a ring goes back: keep its count *
    len bytes goes when it does not fit below t->fast (a PAD written first
    when the ring's tail is too short, room made), UINT64_MAX when dropped. */
 int ht__make_room(struct ht__thread *t, uint32_t len);
+int ht__ring_claim_now(struct ht__thread *t); /* a free ring now, or 0: no wait, no loss */
 uint64_t ht__rec_room(struct ht__thread *t, uint32_t len);
 int ht__collector_gone(struct ht__shm_header *h); /* its process is gone (raw calls) */
 void ht__thread_release(struct ht__thread *t);
@@ -396,8 +407,9 @@ enum ht__sample_realloc ht__sample_realloc(struct ht__thread *t, uint64_t heap, 
  */
 void ht__snap_alloc(struct ht__thread *t, void *p, uint64_t size, uint32_t bit);
 int ht__snap_take(uint64_t p, uint64_t *val);
-void ht__snap_freed(uint64_t val);
-void ht__snap_put_back(uint64_t p, uint64_t val);
+void ht__snap_freed(struct ht__thread *t, uint64_t val);
+void ht__snap_free(struct ht__thread *t, const void *p); /* take and count freed */
+void ht__snap_put_back(struct ht__thread *t, uint64_t p, uint64_t val);
 void ht__snap_reset(void);
 /* Custom heaps' blocks (heap.c): heap 0 is the process heap's handle. */
 void ht__snap_heap_alloc(struct ht__thread *t, uint64_t heap, const void *p, uint64_t size,

@@ -34,11 +34,10 @@ static inline void ht__put_realloc(struct ht__thread *t, unsigned func, void *ol
 				   uint64_t size)
 {
 	if (HT_UNLIKELY(ht__g.snap != NULL)) {
-		uint64_t v;
 		if (!p && size)
 			return; /* failed: old stays */
-		if (old && ht__snap_take((uint64_t)(uintptr_t)old, &v))
-			ht__snap_freed(v);
+		if (old)
+			ht__snap_free(t, old);
 		if (p)
 			ht__snap_alloc(t, p, size, HT_STK_REALLOC);
 		return;
@@ -60,9 +59,7 @@ static inline void ht__put_realloc(struct ht__thread *t, unsigned func, void *ol
 static inline void ht__put_free(struct ht__thread *t, unsigned func, void *p)
 {
 	if (HT_UNLIKELY(ht__g.snap != NULL)) {
-		uint64_t v;
-		if (ht__snap_take((uint64_t)(uintptr_t)p, &v))
-			ht__snap_freed(v);
+		ht__snap_free(t, p);
 		return;
 	}
 	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
@@ -99,9 +96,9 @@ static inline void ht__snap_realloc_end(struct ht__thread *t, struct ht__snap_rl
 					uint64_t size, int old_gone)
 {
 	if (r->had && (p || old_gone))
-		ht__snap_freed(r->val);
+		ht__snap_freed(t, r->val);
 	else if (r->had)
-		ht__snap_put_back(r->old, r->val);
+		ht__snap_put_back(t, r->old, r->val);
 	r->had = 0;
 	if (p)
 		ht__snap_alloc(t, p, size, HT_STK_REALLOC);

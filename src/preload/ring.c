@@ -298,6 +298,24 @@ static int try_claim(struct ht__thread *t)
    machine the one late tick that stamped it gave every waiter up). */
 #define HT_CLAIM_DRAINS 4u
 
+/* A ring was just claimed: the thread's exit cleanup and THREAD_START. */
+static void claimed(struct ht__thread *t)
+{
+	if (t->exited)
+		return;
+	ht__thread_watch(t);
+	reg_add(t->tid);
+	/* While an instance starts, it writes PROCESS_START first, then this.
+	   A thread past its key destructor only borrows the ring for one event. */
+	if (atomic_load(&ht__g.state) == HT_ST_READY && !t->exited) {
+		if (HT_UNLIKELY(atomic_load(&ht__g.process_pending)))
+			ht__write_process_pending();
+		char name[16] = {0};
+		prctl(PR_GET_NAME, name, 0, 0, 0);
+		ht__write_thread(t, HT_REC_THREAD_START, t->tid, name);
+	}
+}
+
 /* Claims a ring for this thread and writes its THREAD_START. */
 static int claim_ring(struct ht__thread *t)
 {
@@ -327,25 +345,23 @@ static int claim_ring(struct ht__thread *t)
 	}
 	wait_end(&w);
 	t->no_ring = 0;
-	if (t->exited)
-		return 1;
-	ht__thread_watch(t);
-	reg_add(t->tid);
-	/* While an instance starts, it writes PROCESS_START first, then this.
-	   A thread past its key destructor only borrows the ring for one event. */
-	if (atomic_load(&ht__g.state) == HT_ST_READY && !t->exited) {
-		if (HT_UNLIKELY(atomic_load(&ht__g.process_pending)))
-			ht__write_process_pending();
-		char name[16] = {0};
-		prctl(PR_GET_NAME, name, 0, 0, 0);
-		ht__write_thread(t, HT_REC_THREAD_START, t->tid, name);
-	}
+	claimed(t);
 	return 1;
 fail:
 	wait_end(&w);
 	atomic_fetch_add(&ht__g.hdr->rings_exhausted, 1);
 	ht__lose(HT_LOSS_NO_BUFFER);
 	return 0;
+}
+
+int ht__ring_claim_now(struct ht__thread *t)
+{
+	if (!t->tid)
+		t->tid = (int32_t)syscall(SYS_gettid);
+	if (!try_claim(t))
+		return 0;
+	claimed(t);
+	return 1;
 }
 
 int ht__make_room(struct ht__thread *t, uint32_t len)

@@ -2,8 +2,9 @@
  * Heap snapshot mode (HT_SHM_SNAPSHOT, docs/session-protocol.md "Heap
  * snapshots"): instead of ALLOC/REALLOC/FREE records, the recorder keeps the
  * live blocks of this process image in a lock-free address table (address
- * -> stack id, size) and what each stack holds in the session file's
- * snapshot region, which the collector reads when it takes a snapshot.
+ * -> stack id, size) and what each stack holds in the session file: in
+ * the thread's table (its ring's, written without a locked instruction) or
+ * the stacks' region, which the collector adds up when it takes a snapshot.
  */
 #define _GNU_SOURCE
 #include <sys/mman.h>
@@ -100,7 +101,7 @@ static int snap_put(uint64_t p, uint64_t val)
 	}
 }
 
-int ht__snap_take(uint64_t p, uint64_t *val)
+static inline int snap_take(uint64_t p, uint64_t *val)
 {
 	uint64_t h = snap_hash(p);
 	uint32_t n = atomic_load_explicit(&snap_nlevels, memory_order_acquire);
@@ -124,31 +125,112 @@ int ht__snap_take(uint64_t p, uint64_t *val)
 	return 0;
 }
 
-void ht__snap_put_back(uint64_t p, uint64_t val)
+int ht__snap_take(uint64_t p, uint64_t *val)
+{
+	return snap_take(p, val);
+}
+
+void ht__snap_put_back(struct ht__thread *t, uint64_t p, uint64_t val)
 {
 	if (!snap_put(p, val)) {
 		/* Counted live when it was allocated: now it is lost to the
 		   table, so it is freed from its stack and counted untracked. */
-		ht__snap_freed(val);
+		ht__snap_freed(t, val);
 		snap_untracked(val & (((uint64_t)1 << SNAP_SIZE_BITS) - 1));
 	}
 }
 
-/* The counters of a packed value's entry: a process heap stack's, or past
-   snap_cap a custom heap's (heap, stack) entry. */
-static inline struct ht__snap_stack *snap_counters(uint32_t ent)
+/*
+ * The counts of the process heap's stacks go to the thread's table, its
+ * ring's (docs/session-protocol.md, "The threads' tables"): only the ring's
+ * owner writes it, so an add is a load and a store, no locked instruction.
+ * Without a table (no ring free, a thread past its key destructor) or
+ * without room in it for the stack, they go to the stacks' region with
+ * atomic adds.
+ */
+static HT_COLD struct ht__snap_thr *snap_tab_find(struct ht__thread *t)
 {
-	if (HT_LIKELY(ent < ht__g.snap_cap))
-		return ht__g.snap + ent;
-	return &ht__g.snap_heap[ent - ht__g.snap_cap].c;
+	struct ht__snap_thr *tab = NULL;
+	if (!t->ring && !t->exited && !t->snap_noring && !ht__ring_claim_now(t))
+		t->snap_noring = 1; /* counts go to the region; a later claim is seen */
+	if (t->ring && !t->exited) {
+		size_t i = (size_t)((char *)t->ring - ht__g.rings) / ht__g.ring_stride;
+		tab = (struct ht__snap_thr *)(ht__g.snap_thr + i * ht__g.snap_thr_bytes);
+	}
+	/* Without a table nothing matches (a ring's address | 1 is never 0),
+	   so the next count comes back here. */
+	t->snap_ring = tab ? (uintptr_t)t->ring | 1 : 0;
+	t->snap_tab = tab;
+	return tab;
 }
 
-void ht__snap_freed(uint64_t val)
+static HT_COLD struct ht__snap_stack *snap_tab_take(struct ht__snap_thr *tab,
+						    struct ht__snap_thr_ent *e, uint32_t key)
 {
-	struct ht__snap_stack *s = snap_counters((uint32_t)(val >> SNAP_SIZE_BITS));
-	atomic_fetch_add_explicit(&s->freed_bytes, val & (((uint64_t)1 << SNAP_SIZE_BITS) - 1),
-				  memory_order_relaxed);
+	atomic_store_explicit(&e->key, key, memory_order_release);
+	if (!atomic_load_explicit(&tab->used, memory_order_relaxed))
+		atomic_store_explicit(&tab->used, 1, memory_order_release);
+	return &e->c;
+}
+
+#define SNAP_THR_BITS 10 /* HT_SNAP_THR_SLOTS, the only size a recorder takes */
+_Static_assert(HT_SNAP_THR_SLOTS == 1u << SNAP_THR_BITS, "threads' table size");
+
+/* stack's counters in the thread's table, or NULL: count on the region. */
+static inline struct ht__snap_stack *snap_mine(struct ht__thread *t, uint32_t stack)
+{
+	struct ht__snap_thr *tab = t->snap_tab;
+	if (HT_UNLIKELY(t->snap_ring != ((uintptr_t)t->ring | 1)) && !(tab = snap_tab_find(t)))
+		return NULL;
+	uint32_t key = stack + 1;
+	uint32_t i = (uint32_t)(key * 0x9e3779b9u) >> (32 - SNAP_THR_BITS);
+	for (uint32_t k = 0; k < HT_SNAP_THR_PROBES; k++) {
+		struct ht__snap_thr_ent *e = &tab->e[(i + k) & (HT_SNAP_THR_SLOTS - 1)];
+		uint32_t v = atomic_load_explicit(&e->key, memory_order_relaxed);
+		if (HT_LIKELY(v == key))
+			return &e->c;
+		if (!v)
+			return snap_tab_take(tab, e, key);
+	}
+	return NULL;
+}
+
+/* An add to a counter only this thread writes. */
+static inline void snap_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+
+static inline void snap_freed(struct ht__thread *t, uint64_t val)
+{
+	uint32_t ent = (uint32_t)(val >> SNAP_SIZE_BITS);
+	uint64_t size = val & (((uint64_t)1 << SNAP_SIZE_BITS) - 1);
+	struct ht__snap_stack *s;
+	if (HT_LIKELY(ent < ht__g.snap_cap)) {
+		if (HT_LIKELY((s = snap_mine(t, ent)) != NULL)) {
+			snap_add(&s->freed_bytes, size);
+			snap_add(&s->freed_count, 1);
+			return;
+		}
+		s = ht__g.snap + ent;
+	} else { /* a custom heap's (heap, stack) entry */
+		s = &ht__g.snap_heap[ent - ht__g.snap_cap].c;
+	}
+	atomic_fetch_add_explicit(&s->freed_bytes, size, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->freed_count, 1, memory_order_relaxed);
+}
+
+void ht__snap_freed(struct ht__thread *t, uint64_t val)
+{
+	snap_freed(t, val);
+}
+
+void ht__snap_free(struct ht__thread *t, const void *p)
+{
+	uint64_t v;
+	if (snap_take((uint64_t)(uintptr_t)p, &v))
+		snap_freed(t, v);
 }
 
 void ht__snap_alloc(struct ht__thread *t, void *p, uint64_t size, uint32_t bit)
@@ -160,7 +242,13 @@ void ht__snap_alloc(struct ht__thread *t, void *p, uint64_t size, uint32_t bit)
 		snap_untracked(size);
 		return;
 	}
-	struct ht__snap_stack *s = ht__g.snap + stack;
+	struct ht__snap_stack *s = snap_mine(t, stack);
+	if (HT_LIKELY(s != NULL)) {
+		snap_add(&s->alloc_bytes, size);
+		snap_add(&s->alloc_count, 1);
+		return;
+	}
+	s = ht__g.snap + stack;
 	atomic_fetch_add_explicit(&s->alloc_bytes, size, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->alloc_count, 1, memory_order_relaxed);
 }
@@ -344,7 +432,7 @@ void ht__snap_heap_free(struct ht__thread *t, uint64_t heap, const void *p)
 	uint64_t v;
 	uint32_t slot = heap ? heap_slot(t, heap, 0) : 0;
 	if ((!heap || slot) && ht__snap_take(heap ? snap_heap_key(slot, p) : (uintptr_t)p, &v))
-		ht__snap_freed(v);
+		ht__snap_freed(t, v);
 }
 
 void ht__snap_heap_destroy(uint64_t heap)
@@ -364,7 +452,7 @@ void ht__snap_heap_destroy(uint64_t heap)
 				continue;
 			uint64_t val = atomic_load_explicit(&tab[i].val, memory_order_relaxed);
 			if (atomic_compare_exchange_strong(&tab[i].key, &key, SNAP_TOMB))
-				ht__snap_freed(val);
+				ht__snap_freed(&ht__t, val);
 		}
 	}
 }

@@ -178,9 +178,12 @@ int ht__shm_create(struct ht__session *s)
 	/* Heap snapshot mode: the stacks' region after the rings (sparse too). */
 	size_t snap_offset = (s->map_size + 4095) & ~(size_t)4095;
 	size_t snap_heap_offset = snap_offset + (size_t)s->snap_cap * sizeof(struct ht__snap_stack);
+	size_t snap_thr_offset =
+	    (snap_heap_offset + (size_t)HT_SNAP_HEAP_CAP * sizeof(struct ht__snap_heap) + 63) &
+	    ~(size_t)63;
+	uint32_t snap_thr_bytes = ht__snap_thr_bytes(HT_SNAP_THR_SLOTS);
 	if (s->cfg.flags & HT_SHM_SNAPSHOT)
-		s->map_size =
-		    snap_heap_offset + (size_t)HT_SNAP_HEAP_CAP * sizeof(struct ht__snap_heap);
+		s->map_size = snap_thr_offset + (size_t)s->ring_count * snap_thr_bytes;
 	if (!s->path) {
 		rc = HT_ERR_NOMEM;
 		goto unlink_file;
@@ -232,6 +235,9 @@ int ht__shm_create(struct ht__session *s)
 		h->snap_cap = s->snap_cap;
 		h->snap_heap_offset = snap_heap_offset;
 		h->snap_heap_cap = HT_SNAP_HEAP_CAP;
+		h->snap_thr_offset = snap_thr_offset;
+		h->snap_thr_slots = HT_SNAP_THR_SLOTS;
+		h->snap_thr_bytes = snap_thr_bytes;
 	}
 	h->t0_ns = ht__now_ns();
 	h->sample_seed = s->cfg.sample_seed;

@@ -116,6 +116,102 @@ static void heap_entries_sort(struct ht__snap_copy *c, size_t first)
 	c->n = out;
 }
 
+/*
+ * The threads' tables (docs/session-protocol.md, "The threads' tables"): a
+ * stack's counts are its region entry plus its entries in every ring's
+ * table. Read in three passes so that every freed counter of a stack is
+ * read before its allocated ones (live never negative while threads run):
+ * the tables' freed (thr_freed), the region (freed, then allocated), the
+ * tables' allocated (thr_merge).
+ */
+struct thr_part {
+	uint32_t id;
+	const struct ht__snap_stack *k;
+	uint64_t freed_bytes, freed_count;
+};
+
+static int thr_part_cmp(const void *a, const void *b)
+{
+	const struct thr_part *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The entries of stacks below n in every used table, with their freed
+   counters, by id (a stack may have an entry in several tables). */
+static int thr_freed(struct ht__session *s, uint32_t n, struct thr_part **out, size_t *np)
+{
+	const struct ht__shm_header *h = s->hdr;
+	size_t cap = 0;
+	*out = NULL;
+	*np = 0;
+	for (uint32_t r = 0; h->snap_thr_slots && r < s->ring_count; r++) {
+		const struct ht__snap_thr *tab =
+		    (const void *)(s->map + h->snap_thr_offset + (size_t)r * h->snap_thr_bytes);
+		if (!atomic_load_explicit(&tab->used, memory_order_acquire))
+			continue;
+		for (uint32_t i = 0; i < h->snap_thr_slots; i++) {
+			uint32_t key = atomic_load_explicit(&tab->e[i].key, memory_order_acquire);
+			if (!key || key - 1 >= n)
+				continue;
+			if (ht__grow((void **)out, &cap, *np + 1, sizeof(**out)) < 0)
+				return HT_ERR_NOMEM;
+			const struct ht__snap_stack *k = &tab->e[i].c;
+			(*out)[(*np)++] = (struct thr_part){
+			    key - 1, k, atomic_load(&k->freed_bytes), atomic_load(&k->freed_count)};
+		}
+	}
+	if (*np > 1)
+		qsort(*out, *np, sizeof(**out), thr_part_cmp);
+	return 0;
+}
+
+/* c's entries (the region's, by id) with the tables' parts added in. */
+static int thr_merge(struct ht__session *s, struct ht__snap_copy *c, const struct thr_part *t,
+		     size_t nt, const struct ht__proc *root)
+{
+	if (!nt)
+		return 0;
+	/* Allocated after every freed counter was read. */
+	uint64_t(*alloc)[2] = malloc(nt * sizeof(*alloc));
+	struct ht__snap_entry *v = malloc((c->n + nt) * sizeof(*v));
+	if (!alloc || !v) {
+		free(alloc);
+		free(v);
+		return HT_ERR_NOMEM;
+	}
+	for (size_t j = 0; j < nt; j++) {
+		alloc[j][0] = atomic_load(&t[j].k->alloc_bytes);
+		alloc[j][1] = atomic_load(&t[j].k->alloc_count);
+	}
+	size_t n = 0, i = 0, j = 0;
+	while (i < c->n || j < nt) {
+		struct ht__snap_entry e;
+		if (j == nt || (i < c->n && c->v[i].id <= t[j].id)) {
+			e = c->v[i++];
+		} else {
+			if (!of_image(s, t[j].id, root, c->exited)) {
+				j++;
+				continue;
+			}
+			e = (struct ht__snap_entry){.id = t[j].id};
+		}
+		for (; j < nt && t[j].id == e.id; j++) {
+			e.alloc_bytes += alloc[j][0];
+			e.alloc_count += alloc[j][1];
+			e.live_bytes += alloc[j][0] - t[j].freed_bytes;
+			e.live_count += alloc[j][1] - t[j].freed_count;
+		}
+		if (e.alloc_count)
+			v[n++] = e;
+	}
+	free(alloc);
+	free(c->v);
+	c->cap = c->n + nt;
+	c->v = v;
+	c->n = n;
+	return 0;
+}
+
 /* Copies the stacks' region into the queue and queues its record; exited:
    an exit snapshot, written with that image's stacks alone. */
 static int snap_take(struct ht__session *s, const struct ht__proc *exited)
@@ -142,10 +238,15 @@ static int snap_take(struct ht__session *s, const struct ht__proc *exited)
 	struct ht__snap_copy c = {.exited = exited};
 	const struct ht__proc *root = root_proc(s);
 	const struct ht__snap_stack *reg = (const void *)(s->map + s->hdr->snap_offset);
-	int rc = 0;
+	struct thr_part *parts;
+	size_t nparts;
+	int rc = thr_freed(s, n, &parts, &nparts);
 	for (uint32_t i = 0; i < n && rc >= 0; i++)
 		if (atomic_load(&reg[i].alloc_count) && of_image(s, i, root, exited))
 			rc = snap_add(&c, i, 0, &reg[i]);
+	if (rc >= 0)
+		rc = thr_merge(s, &c, parts, nparts, root);
+	free(parts);
 	/* Custom heaps: the entries claimed so far; one not ready yet has
 	   counted nothing. */
 	uint32_t hn = atomic_load(&s->hdr->snap_heap_next);

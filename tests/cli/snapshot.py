@@ -390,6 +390,34 @@ def threads(env):
 
 
 @case
+def xthreads(env):
+    # Counts of threads that exited and blocks freed by another thread than
+    # the one that allocated them (each thread counts in its ring's table),
+    # with 4 rings so that the 40 short threads reuse them.
+    for buffers in (["--buffers", "4"], []):
+        p = env.popen([env.ht, "record", "--snapshot", "-q", "--force", "-o", env.trace] + buffers +
+                      ["--", env.prog, "xthreads"])
+        expect_line(p, "1")
+        out, _ = env.run(["snapshot"])
+        equal(out.strip(), "1", "first snapshot number")
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
+        expect_line(p, "2")
+        out, _ = env.run(["snapshot"])
+        equal(out.strip(), "2", "second snapshot number")
+        p.stdin.write(b"go\n")
+        p.stdin.flush()
+        _, err = p.communicate(timeout=120)
+        equal(p.returncode, 0, "record's exit status (%s)" % err.decode())
+        no_alloc_events(env)
+        one = {"site_a": (25 * 100, 25), "site_b": (15 * 200, 15)}
+        two = dict(one, site_c=(70 * 48, 70))
+        equal(by_site(env, ["--snapshot", "1", env.trace]), one, "b alive, a gone %s" % buffers)
+        equal(by_site(env, ["--snapshot", "2", env.trace]), two, "every thread gone %s" % buffers)
+        equal(by_site(env, [env.trace]), two, "at the end %s" % buffers)
+
+
+@case
 def fork(env):
     env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "fork"])
     out, _ = env.run(["info", "--format", "json", env.trace])

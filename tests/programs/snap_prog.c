@@ -9,7 +9,10 @@
  * (include/heaptrail/heap.h) carved from malloc'd blocks, with frees, a
  * realloc, a failure, a heap destroyed with blocks and created again, and
  * threads; "heapfork": a pool's blocks in a parent and its fork child;
- * "loop N": N malloc/free pairs.
+ * "xthreads": blocks of threads that exited, freed by others, and freed
+ * while their thread waits, with 40 short threads after (docs/
+ * session-protocol.md, "The threads' tables"); "loop N": N malloc/free
+ * pairs.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -106,6 +109,57 @@ static void *thread_main(void *arg)
 	void **mine = arg;
 	for (int i = 0; i < 50; i++)
 		mine[i] = site_t(64);
+	return NULL;
+}
+
+/* xthreads: b frees a's blocks (a exited), allocates, waits while main
+   frees some of its blocks and a snapshot is taken, then exits. */
+static pthread_mutex_t x_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t x_cond = PTHREAD_COND_INITIALIZER;
+static int x_step;
+
+static void x_wait(int step)
+{
+	pthread_mutex_lock(&x_lock);
+	while (x_step < step)
+		pthread_cond_wait(&x_cond, &x_lock);
+	pthread_mutex_unlock(&x_lock);
+}
+
+static void x_go(int step)
+{
+	pthread_mutex_lock(&x_lock);
+	x_step = step;
+	pthread_cond_broadcast(&x_cond);
+	pthread_mutex_unlock(&x_lock);
+}
+
+static void *x_a(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 40; i++)
+		keep[i] = site_a(100);
+	return NULL;
+}
+
+static void *x_b(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 15; i++)
+		free(keep[i]); /* a's, a gone */
+	for (int i = 0; i < 20; i++)
+		keep[100 + i] = site_b(200);
+	x_go(1);
+	x_wait(2); /* main frees 5 of these meanwhile */
+	return NULL;
+}
+
+static void *x_short(void *arg)
+{
+	void **mine = arg;
+	for (int i = 0; i < 3; i++)
+		mine[i] = site_c(48);
+	free(mine[1]);
 	return NULL;
 }
 
@@ -236,6 +290,27 @@ int main(int argc, char **argv)
 		}
 		waitpid(pid, NULL, 0);
 		heap_y(alpha, 20);
+		return 0;
+	}
+	if (!strcmp(mode, "xthreads")) {
+		pthread_t a, b;
+		pthread_create(&a, NULL, x_a, NULL);
+		pthread_join(a, NULL);
+		pthread_create(&b, NULL, x_b, NULL);
+		x_wait(1);
+		for (int i = 100; i < 105; i++)
+			free(keep[i]); /* b's, b alive */
+		wait_line("1");
+		x_go(2);
+		pthread_join(b, NULL);
+		for (int i = 0; i < 40; i++) { /* one after the other: rings are reused */
+			pthread_t t;
+			pthread_create(&t, NULL, x_short, keep + 200 + 3 * i);
+			pthread_join(t, NULL);
+		}
+		for (int i = 0; i < 40; i += 4)
+			free(keep[200 + 3 * i]); /* the short threads', all gone */
+		wait_line("2");
 		return 0;
 	}
 	if (!strcmp(mode, "wait")) { /* for attach: allocates once told to */
