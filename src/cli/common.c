@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The output of output_begin() not yet ended: die() removes its temporary. */
@@ -69,8 +70,13 @@ struct ht_reader *open_trace(const char *path)
 	struct ht_reader *r;
 	errno = 0;
 	int rc = ht_reader_open(&r, path);
-	if (rc == HT_ERR_NOT_TRACE)
+	if (rc == HT_ERR_NOT_TRACE) {
+		/* The reader opens a directory and finds no magic there: say what it is. */
+		struct stat st;
+		if (!stat(path, &st) && S_ISDIR(st.st_mode))
+			die("cannot open '%s': %s", path, strerror(EISDIR));
 		die("'%s' is not a heaptrail trace", path);
+	}
 	if (rc == HT_ERR_NOT_FOUND || (rc == HT_ERR_IO && errno))
 		die("cannot open '%s': %s", path, strerror(errno ? errno : ENOENT));
 	if (rc < 0)

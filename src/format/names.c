@@ -3,6 +3,11 @@
  * event and function names appear in dump and JSON output, so they never change.
  */
 #include "heaptrail/trace.h"
+#include "format/codec.h"
+
+/* The versions ht_strerror(HT_ERR_VERSION) names. */
+_Static_assert(HT__FILE_VERSION_OLDEST == 2 && HT__FILE_VERSION == 9,
+	       "update the versions in the HT_ERR_VERSION message");
 
 const char *ht_strerror(int err)
 {
@@ -14,7 +19,7 @@ const char *ht_strerror(int err)
 	case HT_ERR_NOT_TRACE:
 		return "not a heaptrail trace";
 	case HT_ERR_VERSION:
-		return "trace format version not supported by this build (it reads formats 2 to 4)";
+		return "trace format version not supported by this build (it reads formats 2 to 9)";
 	case HT_ERR_CORRUPT:
 		return "trace is damaged";
 	case HT_ERR_NOMEM:
