@@ -15,6 +15,8 @@ static const char usage_text[] =
     "The leak gate for CI: exits with --error-exitcode (default 1) when more than\n"
     "BYTES (default 0) were still allocated when the trace ended, after the\n"
     "suppressions, and prints those stacks, biggest first; exits 0 otherwise.\n"
+    "A trace that misses the end of the run (its collector was killed) fails too,\n"
+    "with a line saying what it lacks: the part not recorded is not checked.\n"
     "The stacks are culled as 'heaptrail analyze -stacks so' culls them.\n"
     "\n"
     "options:\n" LEAK_GATE_HELP "  -h, --help              show this help\n"

@@ -86,7 +86,10 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 	if (rc < 0)
 		read_failed(path, rc);
 	const struct ht_trace_info *in = ht_reader_info(r);
-	bool pass = rep.leaked_bytes <= g->max_bytes;
+	/* A trace that misses the end of the run (its collector killed, the file
+	   cut) cannot show that nothing leaked: the gate fails and says why. */
+	bool incomplete = in->flags & HT_TRACEF_TRUNCATED;
+	bool pass = !incomplete && rep.leaked_bytes <= g->max_bytes;
 
 	fprintf(out,
 		"heaptrail: leak check %s: %" PRIu64 " byte%s in %" PRIu64
@@ -99,11 +102,12 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 		fprintf(out,
 			"heaptrail: warning: %" PRIu64 " events were lost; the counts may be off\n",
 			in->events_lost);
-	/* A verdict on a trace that misses part of the run is not a clean bill. */
-	if (in->flags & HT_TRACEF_TRUNCATED)
+	/* The reader's warning says what is missing: from where, and how many
+	   events of how many processes the exit notes count after the end. */
+	if (incomplete)
 		fprintf(out,
-			"heaptrail: warning: the trace is incomplete (%s); blocks of the part "
-			"not recorded are not checked\n",
+			"heaptrail: the trace is incomplete: %s; the gate fails, since the part "
+			"of the run not recorded is not checked\n",
 			ht_reader_warning(r) ? ht_reader_warning(r)
 					     : "the recording did not finish");
 	if (in->untraced && *in->untraced)
@@ -119,7 +123,7 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 			"heaptrail: note: %s; a leak smaller than the rate may not be seen, "
 			"record without --sample-rate to be sure\n",
 			note);
-	if (!pass) {
+	if (rep.leaked_bytes > g->max_bytes) {
 		for (size_t i = 0; i < rep.leaked_stacks && i < SHOWN_STACKS; i++) {
 			const struct ht__leak *l = &rep.items[i];
 			fprintf(out, "\nleak %zu: %" PRIu64 " byte%s in %" PRIu64 " block%s\n",
@@ -146,7 +150,8 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 		if (!s.rules[k].count)
 			continue;
 		if (!any)
-			fprintf(out, "%ssuppressed:\n", pass ? "" : "\n");
+			fprintf(out, "%ssuppressed:\n",
+				rep.leaked_bytes > g->max_bytes ? "\n" : "");
 		any = true;
 		fprintf(out, "  %10" PRIu64 " bytes in %" PRIu64 " block%s  leak:%s%s%s%s\n",
 			s.rules[k].bytes, s.rules[k].count, plural(s.rules[k].count),

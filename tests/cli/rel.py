@@ -747,6 +747,23 @@ def killed_trace_says(env, trace, pid, before, after, want_exit):
           "info says how many events the trace lacks: %r" % text[:1500])
     check("%d events after that are not in the trace" % lacks in text and
           "exit %d" % want_exit in text, "the process says so: %r" % text[:3000])
+    check_incomplete(env, trace, lacks)
+
+
+def check_incomplete(env, trace, lacks):
+    """heaptrail check of a killed collector's trace fails the gate, whatever
+    the part recorded holds, and says why: the events it lacks."""
+    rc, out, err = env.run([env.heaptrail, "check", trace])
+    equal((rc, err), (1, ""), "check of the incomplete trace: exit, stderr")
+    lines = out.splitlines()
+    check(lines[0].startswith("heaptrail: leak check FAILED: "), "the verdict: %r" % out)
+    why = [l for l in lines if l.startswith("heaptrail: the trace is incomplete: ")]
+    equal(len(why), 1, "check says why it fails: %r" % out)
+    check(why[0].startswith("heaptrail: the trace is incomplete: no footer (the recording did "
+                            "not finish): ") and
+          " %d events of 1 process after that are not in the trace " % lacks in why[0] and
+          why[0].endswith("; the gate fails, since the part of the run not recorded is not "
+                          "checked"), "check says what the trace lacks: %r" % why[0])
 
 
 def record_killed(env, trace, before, after, wait=0):
@@ -825,6 +842,7 @@ def killed_unflushed(env):
     if tr.info["totals"]["alloc_calls"] == 0:
         check("not in the trace at all" in text + err,
               "info says the process is not in the trace: %r" % (text + err)[:2000])
+    check_incomplete(env, trace, p["events_untraced"])
 
 
 @case
