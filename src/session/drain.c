@@ -328,6 +328,13 @@ static int reap_children(struct ht__session *s, uint64_t now)
 			p->dead = true;
 			if (!p->gone_ns)
 				p->gone_ns = now;
+		} else if (!p) {
+			/* Not merged yet: its image, when this tick's merge makes it,
+			   is dead already, and the session ends without another
+			   tick to find that out in /proc. */
+			uint32_t k = s->nreaped_early++ % 8;
+			s->reaped_early[k].pid = pid;
+			s->reaped_early[k].ns = now;
 		}
 		if (WIFEXITED(status))
 			rc = self_exit(s, pid, HT_EXIT_CODE, WEXITSTATUS(status), now);

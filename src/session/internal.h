@@ -171,6 +171,15 @@ struct ht__session {
 	pid_t root_pid;
 	bool finishing;
 	uint64_t unborn_since_ns; /* since when the end waits for an unborn child */
+	/* Children reaped before any record of theirs was merged (a program
+	   shorter than a tick): the image their records make later is dead
+	   from the start (translate.c, new_proc()). The newest few, by pid and
+	   reap time. */
+	struct {
+		int32_t pid;
+		uint64_t ns;
+	} reaped_early[8];
+	uint32_t nreaped_early;
 
 	/* processes: by (pid, instance) and the latest image by pid */
 	struct ht__proc **procs;

@@ -157,6 +157,13 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 		*pid_slot = idx + 1;
 	s->procs[s->nprocs++] = p;
 	s->stats.processes = s->nprocs;
+	/* An image that started before its pid was reaped is that child: the
+	   pid cannot be used again before the reap. */
+	for (uint32_t k = 0; k < 8 && k < s->nreaped_early; k++)
+		if (s->reaped_early[k].pid == pid && ts < s->reaped_early[k].ns) {
+			p->dead = true;
+			p->gone_ns = s->reaped_early[k].ns;
+		}
 	bool prev_exited = prev && prev->exited;
 	if (prev) {
 		/* exec (or a reused pid): the older image writes nothing more, so

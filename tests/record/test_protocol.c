@@ -661,6 +661,52 @@ static void test_end_when_all_gone(void)
 	free(c);
 }
 
+/*
+ * A root shorter than a tick: it has written its records and died before
+ * the session's first tick, which reaps it before it merges them. The image
+ * those records make is dead from the start: the tick that makes it ends the
+ * session, or asks for the next one soon (the last rings come back), never
+ * a whole tick later (it used to wait for /proc to show the pid gone).
+ */
+static void test_short_root(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 4, true);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	pid_t child = fork();
+	if (child == 0) {
+		int32_t cp = getpid();
+		fake_claim(&f, 0, cp, cp, 43);
+		fake_process(&f, 0, fake_now(), cp, getppid(), HT_PROC_ROOT, 43, "/bin/short");
+		fake_alloc(&f, 0, fake_now(), 0x10, 16, 0);
+		_exit(3); /* no exit record: the session's waitpid tells */
+	}
+	ht__session_set_root(s, child);
+	siginfo_t si;
+	CHECK(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT) == 0); /* a zombie, not reaped */
+	usleep(3000); /* its records below the first tick's watermark (1 ms) */
+	int rc = ht__session_tick(s);
+	CHECK(rc == 1 || ht__session_sleep_us(s) <= HT__TICK_NS / 10 / 1000);
+	int ticks = 1;
+	while (rc == 0 && ticks++ < 500) {
+		usleep(ht__session_sleep_us(s));
+		rc = ht__session_tick(s);
+	}
+	CHECK_EQ(rc, 1);
+	CHECK(ticks <= 2);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	CHECK_EQ(count_type(c, HT_EV_PROCESS_START), 1);
+	CHECK_EQ(count_type(c, HT_EV_ALLOC), 1);
+	CHECK_EQ(count_type(c, HT_EV_PROCESS_EXIT), 1);
+	struct ht_event *last = &c->ev[c->nev - 1];
+	CHECK_EQ(last->type, HT_EV_PROCESS_EXIT);
+	CHECK_EQ(last->value, 3);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
 static void *note_tid(void *arg)
 {
 	*(int32_t *)arg = (int32_t)syscall(SYS_gettid);
@@ -940,6 +986,7 @@ int main(void)
 	test_shared_outer_frames();
 	test_dead_process_and_lost();
 	test_end_when_all_gone();
+	test_short_root();
 	test_end_when_gone_and_rss();
 	test_dead_thread_ring();
 	test_garbage();
