@@ -45,6 +45,16 @@
 /* How long the end waits for a child that maps the session but wrote no
    PROCESS_START yet (unborn_child()). */
 #define UNBORN_WAIT_NS 10000000000ull
+/* Bytes of records one tick merges at most (about a millisecond of the
+   writer's work) before it drains the rings again: a tick that merged a
+   whole full ring (or eight) at once left every writer waiting for room
+   the whole time (docs/performance.md, "Does the program wait for the
+   collector?"). */
+#define MERGE_BUDGET (128u << 10)
+/* A ring is drained while its slot holds fewer records than this many
+   ring sizes: past it the collector is behind, and its writer waits for
+   room as before instead of the slot growing without bound. */
+#define SLOT_RINGS 2
 
 static inline void cpu_relax(void)
 {
@@ -513,7 +523,7 @@ static bool ring_owner_dead(struct ht__session *s, uint32_t i)
  * to the writer. *wm is lowered to the last timestamp of a ring whose writer
  * stays busy: the record it is writing may be stamped that early.
  */
-static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owner_dead)
+static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owner_dead, bool capped)
 {
 	struct ht__ring *r = ht__ring_at(s, i);
 	struct ht__slot *sl = &s->slots[i];
@@ -529,6 +539,15 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 	}
 	uint64_t w = atomic_load_explicit(&r->write_pos, memory_order_acquire);
 	uint64_t pos = atomic_load_explicit(&r->read_pos, memory_order_relaxed), start = pos;
+	if (capped && sl->bound && sl->tail - sl->head >= SLOT_RINGS * size) {
+		/* Behind on this ring: what it holds is stamped after the slot's
+		   last record, so the merge stops there, and the next tick comes
+		   as soon as it has merged (its writer may wait for room). */
+		if (sl->last_ts < *wm)
+			*wm = sl->last_ts;
+		s->behind = true;
+		return 0;
+	}
 	if (w != pos && !sl->bound) {
 		/* Read after the acquire: the owner wrote these before committing. */
 		sl->pid = r->pid;
@@ -554,8 +573,8 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 		pos += piece;
 	}
 	atomic_store_explicit(&r->read_pos, w, memory_order_release);
-	if (w - start > size / 4)
-		s->hurry = true; /* at this rate the writer would wait for our next tick */
+	if (w - start > s->drained_max)
+		s->drained_max = w - start; /* the next tick comes before it fills */
 	/* A writer busy at the same place for a second was stopped (SIGSTOP, a
 	   debugger): waiting for it would hold every other ring's events back
 	   in memory, so the merge goes on without it. */
@@ -616,10 +635,13 @@ static void heap_down(struct ht__session *s, uint32_t n, uint32_t i)
 }
 
 /*
- * Write every queued record stamped below wm, in time order: a k-way merge
- * of the slots (each already in order) through a binary heap.
+ * Write the queued records stamped below wm, in time order: a k-way merge
+ * of the slots (each already in order) through a binary heap. It stops
+ * once budget bytes of records are written (the rest waits for the next
+ * call): returns 1 then, 0 when every record below wm is written, or a
+ * negative error.
  */
-static int merge(struct ht__session *s, uint64_t wm)
+static int merge(struct ht__session *s, uint64_t wm, uint64_t budget)
 {
 	uint32_t n = 0;
 	for (uint32_t i = 0; i <= s->ring_count; i++) {
@@ -641,6 +663,7 @@ static int merge(struct ht__session *s, uint64_t wm)
 		uint64_t next_ts = next == UINT32_MAX ? UINT64_MAX : slot_head(&s->slots[next])->ts;
 		uint64_t limit = next_ts < wm ? next_ts : wm;
 		struct ht__slot *sl = &s->slots[top];
+		uint32_t from = sl->head;
 		for (;;) {
 			const struct ht__rec *rec = slot_head(sl);
 			sl->head += rec->len;
@@ -653,20 +676,30 @@ static int merge(struct ht__session *s, uint64_t wm)
 			}
 			uint64_t ts = slot_head(sl)->ts;
 			/* ties go to the lower slot index, as in heap_less() */
-			if (ts < limit || (ts == next_ts && ts < wm && top < next))
+			if ((ts < limit || (ts == next_ts && ts < wm && top < next)) &&
+			    sl->head - from < budget)
 				continue;
 			if (ts >= wm)
 				s->heap[0] = s->heap[--n];
 			break;
 		}
+		budget -= sl->head - from < budget ? sl->head - from : budget;
 		heap_down(s, n, 0);
+		if (!budget && n) {
+			/* Held reallocs due before the next record go now, as that
+			   record would have let them; the rest waits with it. */
+			uint64_t next_rec = slot_head(&s->slots[s->heap[0]])->ts;
+			wm = next_rec;
+			break;
+		}
 	}
 	for (uint32_t i = 0; i <= s->ring_count; i++) {
 		struct ht__slot *sl = &s->slots[i];
 		if (sl->head == sl->tail)
 			sl->head = sl->tail = 0;
 	}
-	return ht__order_flush(s, wm);
+	int rc = ht__order_flush(s, wm);
+	return rc < 0 ? rc : n > 0;
 }
 
 /*
@@ -705,7 +738,7 @@ static int drain_all(struct ht__session *s, uint64_t *wm, bool check_dead, bool 
 		    owner_thread_gone(s, i))
 			sl->thread_dead = true;
 		dead = dead || sl->thread_dead;
-		int rc = drain_ring(s, i, wm, dead);
+		int rc = drain_ring(s, i, wm, dead, !final && !s->finishing);
 		if (rc < 0)
 			return rc;
 		in_use++;
@@ -815,6 +848,35 @@ static void wake_waiters(struct ht__session *s)
 
 static int tick(struct ht__session *s);
 
+/*
+ * How long until the next tick: before the ring that filled fastest since
+ * the last drain is half full at that rate (a program that fills its ring
+ * in 7 ms, as jq does, waited for room at every 10 ms tick), between
+ * HT__TICK_NS / 20 and HT__TICK_NS; a tenth of HT__TICK_NS while a writer
+ * waits or rings are scarce.
+ */
+static uint64_t tick_period(struct ht__session *s, uint64_t now)
+{
+	if (s->behind)
+		return 0;
+	/* The rate: the fastest ring's since the last drain when higher than
+	   before, else coming down to it over about 20 ms (a ring whose writer
+	   has just woken from a wait gives a few bytes in a short time). */
+	if (s->drain_ns && now > s->drain_ns) {
+		double dt = (double)(now - s->drain_ns);
+		double cur = (double)s->drained_max / dt;
+		s->fill_rate = cur >= s->fill_rate
+				   ? cur
+				   : s->fill_rate + (cur - s->fill_rate) * dt / (dt + 2e7);
+	}
+	uint64_t p = HT__TICK_NS;
+	if (s->fill_rate > 0 && (double)(s->ring_size / 2) / s->fill_rate < (double)p)
+		p = (uint64_t)((double)(s->ring_size / 2) / s->fill_rate);
+	if (s->hurry && p > HT__TICK_NS / 10)
+		p = HT__TICK_NS / 10;
+	return p < HT__TICK_NS / 20 ? HT__TICK_NS / 20 : p;
+}
+
 int ht__session_tick(struct ht__session *s)
 {
 	int rc = tick(s);
@@ -832,28 +894,38 @@ static int tick(struct ht__session *s)
 	uint64_t now = ht__now_ns();
 	atomic_store(&s->hdr->heartbeat_ns, now);
 	s->now_ns = now;
-	s->tick++;
 
 	int rc;
-	if ((rc = ht__clock_tick(s, now)) < 0)
-		return rc;
+	/* A tick that only goes on with a merge its budget cut (below) drains
+	   and merges; the looks at processes keep the pace of full ticks. */
+	bool full = now >= s->full_tick_ns;
+	if (full) {
+		s->tick++;
+		s->full_tick_ns = now + HT__TICK_NS / 10;
+		if ((rc = ht__clock_tick(s, now)) < 0)
+			return rc;
+	}
 	if (s->cfg.reap_children && (rc = reap_children(s, now)) < 0)
 		return rc;
-	if (s->cfg.flags & HT_SHM_CRASHES)
+	if (full && (s->cfg.flags & HT_SHM_CRASHES))
 		take_crashes(s);
-	if ((rc = check_procs(s, now, PROC_CHECKS_PER_TICK)) < 0)
+	if (full && (rc = check_procs(s, now, PROC_CHECKS_PER_TICK)) < 0)
 		return rc;
 	uint64_t wm = now > 1000000 ? now - 1000000 : 0;
-	s->hurry = false;
-	int in_use = drain_all(s, &wm, s->tick % DEAD_CHECK_TICKS == 0, false);
+	s->hurry = s->behind = false;
+	s->drained_max = 0;
+	int in_use = drain_all(s, &wm, full && s->tick % DEAD_CHECK_TICKS == 0, false);
 	wake_waiters(s);
-	s->next_tick_ns = now + (s->hurry ? HT__TICK_NS / 10 : HT__TICK_NS);
+	s->next_tick_ns = now + tick_period(s, now);
+	s->drain_ns = now;
 	if (in_use < 0)
 		return in_use;
 	if ((rc = ht__snap_tick(s, now, false)) < 0)
 		return rc;
-	if ((rc = merge(s, wm)) < 0)
+	if ((rc = merge(s, wm, MERGE_BUDGET)) < 0)
 		return rc;
+	if (rc > 0)
+		s->next_tick_ns = now; /* more to merge: drain again first, then go on */
 	if ((rc = ht__losses_reclaim(s)) < 0)
 		return rc;
 	if ((rc = flush_sink(s, now)) < 0)
@@ -911,7 +983,7 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	uint64_t wm0 = now > 1000000 ? now - 1000000 : 0;
 	if ((rc = drain_all(s, &wm0, false, false)) < 0)
 		return rc;
-	if ((rc = merge(s, wm0)) < 0)
+	if ((rc = merge(s, wm0, UINT64_MAX)) < 0)
 		return rc;
 	if ((rc = check_procs(s, now, UINT32_MAX)) < 0)
 		return rc;
@@ -920,7 +992,7 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	uint64_t wm = UINT64_MAX;
 	if ((rc = drain_all(s, &wm, true, true)) < 0)
 		return rc;
-	if ((rc = merge(s, UINT64_MAX)) < 0)
+	if ((rc = merge(s, UINT64_MAX, UINT64_MAX)) < 0)
 		return rc;
 	if (s->cfg.flags & HT_SHM_CRASHES)
 		take_crashes(s); /* of processes the last merge made known */
@@ -930,7 +1002,7 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	   merged in turn. */
 	if ((rc = ht__snap_tick(s, ht__now_ns(), true)) < 0)
 		return rc;
-	if ((rc = merge(s, UINT64_MAX)) < 0)
+	if ((rc = merge(s, UINT64_MAX, UINT64_MAX)) < 0)
 		return rc;
 	s->stats.lost = ht__session_lost_now(s);
 	s->stats.lost_no_buffer = atomic_load(&s->hdr->rings_exhausted);

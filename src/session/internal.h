@@ -158,6 +158,11 @@ struct ht__session {
 	struct ht__slot *slots; /* ring_count + 1: the last is the session's own queue */
 	uint32_t *heap;		/* merge heap of slot indices */
 	uint64_t next_tick_ns;
+	uint64_t full_tick_ns; /* the next tick that looks at processes too */
+	uint64_t drain_ns;     /* when the rings were last drained */
+	uint64_t drained_max;  /* the most bytes one ring gave that drain */
+	double fill_rate;      /* bytes per ns the fastest ring fills (tick_period) */
+	bool behind;	       /* a ring was left undrained: its slot is full */
 	uint64_t tick;
 	uint64_t now_ns;	   /* CLOCK_MONOTONIC at the start of this tick */
 	uint64_t last_ts;	   /* of the last event written, ns since t0 */
