@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -130,9 +132,20 @@ _Static_assert(HT__MAX_SLOTS <= 4096 && HT__RING_CLASSES <= 128, "amap_ent bit f
 static struct amap_ent *amap_new(uint32_t n);
 static void amap_release(struct amap_ent *m, uint32_t n);
 
+/* An events chunk handed to its compression: the header's fields that
+   encoding decides (the rest is the compression's). */
+struct chunk_meta {
+	size_t raw_len; /* its streams' total length */
+	uint32_t ev_count;
+	uint64_t first_ts, last_ts;
+	bool cont;	 /* it continues the group of the chunk before */
+	bool defs_reset; /* a new group began since the last chunk with definitions */
+};
+
 struct ht__writer {
 	int fd;
 	int err;	     /* sticky: the first error ends writing */
+	int cerr;	     /* the same, of compressing and writing chunks (their thread) */
 	uint64_t off;	     /* bytes written so far */
 	uint32_t seq;	     /* next chunk number */
 	size_t plane_budget; /* raw bytes before the next trial (PLANE_TRIAL_BYTES) */
@@ -217,6 +230,23 @@ struct ht__writer {
 	struct ht__buf cmd; /* argc and argv as encoded in META */
 	char *hostname;
 	char *untraced; /* NULL: nothing known against tracing the program */
+
+	/* Events chunks compressed and written on a thread of their own
+	   (ht__writer_set_async): the encoder hands a full chunk's streams
+	   over and goes on with the next chunk in the other set, waiting only
+	   when the chunk before is not written yet. Everything the
+	   compression uses (cctx, comp, plane, the trials' state, seq, off,
+	   defidx, cerr) is the thread's while a job is out, the encoder's
+	   state is never the thread's. */
+	bool async;	/* asked for; the thread starts with the first chunk */
+	bool thread_on; /* it runs */
+	bool job_full;	/* job_st holds a chunk to write (under mu) */
+	bool quit;	/* the thread ends when idle (under mu) */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct ht__buf job_st[HT__NSTREAMS];
+	struct chunk_meta job;
 };
 
 static int write_all(struct ht__writer *w, const void *buf, size_t len)
@@ -227,7 +257,7 @@ static int write_all(struct ht__writer *w, const void *buf, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return w->err = ht__error_from_errno(errno);
+			return w->cerr = ht__error_from_errno(errno);
 		}
 		p += n;
 		len -= (size_t)n;
@@ -238,7 +268,7 @@ static int write_all(struct ht__writer *w, const void *buf, size_t len)
 
 /* Appends to w->comp one zstd frame of payload at level, with hash and
    chain tables of 2^tlog entries (0: the level's); its size, or 0 with
-   w->err set. */
+   w->cerr set. */
 static size_t compress_frame_t(struct ht__writer *w, int level, int tlog, const uint8_t *payload,
 			       size_t len)
 {
@@ -247,19 +277,19 @@ static size_t compress_frame_t(struct ht__writer *w, int level, int tlog, const 
 		if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level)) ||
 		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog, tlog)) ||
 		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, tlog))) {
-			w->err = HT_ERR_NOMEM;
+			w->cerr = HT_ERR_NOMEM;
 			return 0;
 		}
 		w->level = level;
 		w->tlog = tlog;
 	}
 	if (ht__buf_reserve(&w->comp, bound) < 0) {
-		w->err = HT_ERR_NOMEM;
+		w->cerr = HT_ERR_NOMEM;
 		return 0;
 	}
 	size_t c = ZSTD_compress2(w->cctx, w->comp.data + w->comp.len, bound, payload, len);
 	if (ZSTD_isError(c)) {
-		w->err = HT_ERR_NOMEM;
+		w->cerr = HT_ERR_NOMEM;
 		return 0;
 	}
 	w->comp.len += c;
@@ -294,7 +324,7 @@ static int append_chunk(struct ht__writer *w, uint8_t kind, uint8_t flags, size_
 	uint8_t hb[HT__CHUNK_HEADER_SIZE];
 	ht__chunk_header_pack(hb, &h);
 	if (write_all(w, hb, sizeof(hb)) < 0 || write_all(w, w->comp.data, w->comp.len) < 0)
-		return w->err;
+		return w->cerr;
 	return 0;
 }
 
@@ -306,13 +336,13 @@ static int write_chunk(struct ht__writer *w, uint8_t kind, const uint8_t *payloa
 	    kind != HT__CHUNK_EVENTS && len <= TABLE_STRONG_MAX ? ZSTD_LEVEL_TABLES : ZSTD_LEVEL;
 	w->comp.len = 0;
 	if (!compress_frame(w, level, payload, len))
-		return w->err;
+		return w->cerr;
 	return append_chunk(w, kind, 0, len, count, first_ts, last_ts);
 }
 
 /* Appends one frame of a stream or plane at its level; in a trial, at
    both levels, keeping the smaller and its level (STRONG_GAIN). Its size,
-   or 0 with w->err set. */
+   or 0 with w->cerr set. */
 static size_t compress_stream(struct ht__writer *w, int *level, bool trial, const uint8_t *d,
 			      size_t len)
 {
@@ -341,12 +371,12 @@ static size_t compress_stream(struct ht__writer *w, int *level, bool trial, cons
 
 enum { RETRY_FULL = 1, RETRY_PLANES = 2 };
 
-/* Appends stream i to w->comp, whole or as its planes (PLANE_TRIAL_BYTES;
+/* Appends stream i (b) to w->comp, whole or as its planes (PLANE_TRIAL_BYTES;
    judge: planes against whole at the levels the stream has, TRIAL_MIN);
  *lo is then the length of its first plane, else of the stream. */
-static int compress_events_stream(struct ht__writer *w, int i, bool trial, bool judge, size_t *lo)
+static int compress_events_stream(struct ht__writer *w, struct ht__buf *b, int i, bool trial,
+				  bool judge, size_t *lo)
 {
-	struct ht__buf *b = &w->st[i];
 	*lo = b->len;
 	if (!b->len)
 		return 0;
@@ -354,22 +384,22 @@ static int compress_events_stream(struct ht__writer *w, int i, bool trial, bool 
 	bool planes = (PLANE_STREAMS >> i & 1) && (judge || w->planes_on[i]);
 	if (planes) {
 		if (ht__buf_reserve(&w->plane, 2 * b->len) < 0)
-			return w->err = HT_ERR_NOMEM;
+			return w->cerr = HT_ERR_NOMEM;
 		*lo = ht__planes_split(b->data, b->len, w->plane.data, w->plane.data + b->len);
 		planes = *lo < b->len; /* else every varint is one byte */
 	}
 	size_t at = w->comp.len, whole = SIZE_MAX;
 	if ((!planes || judge) &&
 	    !(whole = compress_stream(w, &w->st_level[i][0], trial, b->data, b->len)))
-		return w->err;
+		return w->cerr;
 	if (planes) {
 		size_t at2 = w->comp.len;
 		size_t c = compress_stream(w, &w->st_level[i][1], trial, w->plane.data, *lo);
 		if (c)
 			c += compress_stream(w, &w->st_level[i][2], trial, w->plane.data + b->len,
 					     b->len - *lo);
-		if (w->err)
-			return w->err;
+		if (w->cerr)
+			return w->cerr;
 		bool keep = whole == SIZE_MAX ? true
 			    : w->planes_on[i] ? c < whole + whole / KEEP_GAIN
 					      : c + c / KEEP_GAIN < whole;
@@ -389,12 +419,12 @@ static int compress_events_stream(struct ht__writer *w, int i, bool trial, bool 
 	return 0;
 }
 
-static int flush_events(struct ht__writer *w)
+/* Compresses the streams st of an events chunk and appends the chunk;
+   empties the streams. On the compression's thread when there is one. */
+static int compress_chunk(struct ht__writer *w, struct ht__buf *st, const struct chunk_meta *m)
 {
-	if (w->err)
-		return w->err;
-	if (!w->raw_len)
-		return 0;
+	if (w->cerr)
+		return w->cerr;
 	/* The streams, each its own zstd frame or two, then in front of them
 	   their table (each stream's length, and its first plane's when it is
 	   stored as planes) as a frame of its own: a reader decompresses the
@@ -402,14 +432,14 @@ static int flush_events(struct ht__writer *w)
 	bool trial = !w->plane_budget;
 	if (trial)
 		w->plane_budget = PLANE_TRIAL_BYTES;
-	w->plane_budget -= w->raw_len < w->plane_budget ? w->raw_len : w->plane_budget;
+	w->plane_budget -= m->raw_len < w->plane_budget ? m->raw_len : w->plane_budget;
 	size_t lo[HT__NSTREAMS];
 	w->comp.len = 0;
 	for (int i = 0; i < HT__S_DEFS; i++) {
-		size_t at = w->comp.len, len = w->st[i].len;
+		size_t at = w->comp.len, len = st[i].len;
 		bool t = trial || w->retry[i] == RETRY_FULL, judge = w->retry[i] == RETRY_PLANES;
-		if (compress_events_stream(w, i, t, judge, &lo[i]) < 0)
-			return w->err;
+		if (compress_events_stream(w, &st[i], i, t, judge, &lo[i]) < 0)
+			return w->cerr;
 		if (!len)
 			continue;
 		uint32_t ratio = (uint32_t)((w->comp.len - at) * 4096 / len);
@@ -424,15 +454,15 @@ static int flush_events(struct ht__writer *w)
 	   points at. */
 	_Static_assert(HT__S_DEFS == HT__NSTREAMS - 1, "DEFS is the last stream");
 	size_t defs_at = w->comp.len, defs_comp = 0;
-	lo[HT__S_DEFS] = w->st[HT__S_DEFS].len;
+	lo[HT__S_DEFS] = st[HT__S_DEFS].len;
 	if (lo[HT__S_DEFS] &&
-	    !(defs_comp = compress_frame(w, DEFS_LEVEL, w->st[HT__S_DEFS].data, lo[HT__S_DEFS])))
-		return w->err;
+	    !(defs_comp = compress_frame(w, DEFS_LEVEL, st[HT__S_DEFS].data, lo[HT__S_DEFS])))
+		return w->cerr;
 	uint8_t table[11 * (2 * HT__NSTREAMS + 1)];
 	uint8_t *p = ht__put_varint(table, HT__NSTREAMS);
 	for (int i = 0; i < HT__NSTREAMS; i++) {
-		p = ht__put_varint(p, (uint64_t)w->st[i].len << 1 | (lo[i] < w->st[i].len));
-		if (lo[i] < w->st[i].len)
+		p = ht__put_varint(p, (uint64_t)st[i].len << 1 | (lo[i] < st[i].len));
+		if (lo[i] < st[i].len)
 			p = ht__put_varint(p, lo[i]);
 	}
 	size_t tlen = p - table, streams = w->comp.len;
@@ -440,30 +470,139 @@ static int flush_events(struct ht__writer *w)
 	_Static_assert(sizeof(table) + 64 <= sizeof(tframe), "a table's frame fits");
 	size_t tc = compress_frame(w, ZSTD_LEVEL_FAST, table, tlen);
 	if (!tc)
-		return w->err;
+		return w->cerr;
 	memcpy(tframe, w->comp.data + streams, tc);
 	memmove(w->comp.data + tc, w->comp.data, streams);
 	memcpy(w->comp.data, tframe, tc);
-	size_t raw = tlen + w->raw_len;
+	size_t raw = tlen + m->raw_len;
 	if (defs_comp) {
 		if (ht__buf_reserve(&w->defidx, 5 * 10) < 0)
-			return w->err = HT_ERR_NOMEM;
+			return w->cerr = HT_ERR_NOMEM;
 		uint8_t *q = w->defidx.data + w->defidx.len;
 		q = ht__put_varint(q, w->off - w->defidx_off);
 		q = ht__put_varint(q, tc + defs_at);
 		q = ht__put_varint(q, defs_comp);
-		q = ht__put_varint(q, w->st[HT__S_DEFS].len);
-		q = ht__put_varint(q, w->defs_reset ? 1 : 0);
+		q = ht__put_varint(q, st[HT__S_DEFS].len);
+		q = ht__put_varint(q, m->defs_reset ? 1 : 0);
 		w->defidx.len = q - w->defidx.data;
 		w->defidx_off = w->off;
-		w->defs_reset = false;
 	}
 	for (int i = 0; i < HT__NSTREAMS; i++)
-		w->st[i].len = 0;
-	int rc = append_chunk(w, HT__CHUNK_EVENTS, w->group_chunks ? HT__CHUNK_CONT : 0, raw,
-			      w->ev_count, w->first_ts, w->last_ts);
-	if (rc < 0)
-		return rc;
+		st[i].len = 0;
+	return append_chunk(w, HT__CHUNK_EVENTS, m->cont ? HT__CHUNK_CONT : 0, raw, m->ev_count,
+			    m->first_ts, m->last_ts);
+}
+
+static void *compress_main(void *arg)
+{
+	struct ht__writer *w = arg;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->job_full && !w->quit)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (!w->job_full)
+			break;
+		pthread_mutex_unlock(&w->mu);
+		compress_chunk(w, w->job_st, &w->job); /* sets cerr on failure */
+		pthread_mutex_lock(&w->mu);
+		w->job_full = false;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* Waits until the chunk handed over last is written; its error, if any. */
+static int wait_written(struct ht__writer *w)
+{
+	if (!w->thread_on)
+		return w->cerr;
+	pthread_mutex_lock(&w->mu);
+	while (w->job_full)
+		pthread_cond_wait(&w->cv, &w->mu);
+	int rc = w->cerr;
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+/* Ends the compression's thread once the chunk it has is written. */
+static void stop_thread(struct ht__writer *w)
+{
+	if (!w->thread_on)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->quit = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	w->thread_on = false;
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+}
+
+/* Starts the compression's thread; false when it cannot (then the encoder
+   compresses as without one). */
+static bool start_thread(struct ht__writer *w)
+{
+	if (pthread_mutex_init(&w->mu, NULL))
+		return false;
+	if (pthread_cond_init(&w->cv, NULL)) {
+		pthread_mutex_destroy(&w->mu);
+		return false;
+	}
+	/* Blocked signals: the collector's handlers run on its main thread. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&w->thread, NULL, compress_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		return false;
+	}
+	w->thread_on = true;
+	return true;
+}
+
+/* Ends the events chunk being encoded: compressed and written now, or
+   handed to the compression's thread. */
+static int flush_events(struct ht__writer *w)
+{
+	if (w->err)
+		return w->err;
+	if (!w->raw_len)
+		return 0;
+	struct chunk_meta m = {
+	    .raw_len = w->raw_len,
+	    .ev_count = w->ev_count,
+	    .first_ts = w->first_ts,
+	    .last_ts = w->last_ts,
+	    .cont = w->group_chunks != 0,
+	    .defs_reset = w->defs_reset,
+	};
+	if (w->st[HT__S_DEFS].len)
+		w->defs_reset = false;
+	if (w->async && !w->thread_on && !start_thread(w))
+		w->async = false;
+	int rc;
+	if (w->thread_on) {
+		if ((rc = wait_written(w)) < 0)
+			return w->err = rc;
+		for (int i = 0; i < HT__NSTREAMS; i++) {
+			struct ht__buf b = w->job_st[i];
+			w->job_st[i] = w->st[i];
+			w->st[i] = b;
+		}
+		w->job = m;
+		w->fits = 0; /* the other set's room is looked at again */
+		pthread_mutex_lock(&w->mu);
+		w->job_full = true;
+		pthread_cond_broadcast(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+	} else if ((rc = compress_chunk(w, w->st, &m)) < 0) {
+		return w->err = rc;
+	}
 	if (w->ev_count)
 		w->event_chunks++;
 	w->raw_len = 0;
@@ -471,7 +610,7 @@ static int flush_events(struct ht__writer *w)
 	w->first_ts = w->last_ts = 0;
 	/* The next chunk continues this one's state (its group) unless the
 	   group is full: then every state starts afresh. */
-	w->group_bytes += raw;
+	w->group_bytes += m.raw_len;
 	if (++w->group_chunks < HT__GROUP_CHUNKS && w->group_bytes < w->group_target &&
 	    !w->group_full)
 		return 0;
@@ -1369,7 +1508,20 @@ int ht__writer_flush(struct ht__writer *w)
 {
 	if (!w)
 		return HT_ERR_INVALID;
-	return flush_events(w);
+	int rc = flush_events(w);
+	if (rc < 0)
+		return rc;
+	/* Written when this returns, also with the compression's thread: once
+	   a second, a chunk's compression. */
+	if ((rc = wait_written(w)) < 0)
+		return w->err = rc;
+	return 0;
+}
+
+void ht__writer_set_async(struct ht__writer *w, bool on)
+{
+	if (w && !w->thread_on)
+		w->async = on;
 }
 
 /* Writes a table payload as chunks of at most HT__TABLE_CHUNK_MAX raw bytes,
@@ -1531,6 +1683,9 @@ int ht__writer_finish(struct ht__writer *w, uint64_t duration_ns, uint64_t event
 	if (!w)
 		return HT_ERR_INVALID;
 	int rc = flush_events(w);
+	stop_thread(w); /* the chunks are all written: the tables follow them */
+	if (!rc && w->cerr)
+		rc = w->err = w->cerr;
 	if (duration_ns < w->max_ts)
 		duration_ns = w->max_ts;
 	uint64_t tables = w->off;
@@ -1578,15 +1733,18 @@ void ht__writer_abort(struct ht__writer *w)
 {
 	if (!w)
 		return;
-	if (w->fd >= 0) {
+	if (w->fd >= 0)
 		flush_events(w); /* best effort: keep what was given so far */
+	stop_thread(w);
+	if (w->fd >= 0)
 		close(w->fd);
-	}
 	ZSTD_freeCCtx(w->cctx);
 	ht__buf_release(&w->comp);
 	ht__buf_release(&w->plane);
-	for (int i = 0; i < HT__NSTREAMS; i++)
+	for (int i = 0; i < HT__NSTREAMS; i++) {
 		ht__buf_release(&w->st[i]);
+		ht__buf_release(&w->job_st[i]);
+	}
 	amap_release(w->amap, w->amap_size);
 	free(w->rings);
 	ht__own_release(w->own, w->slots_cap);

@@ -14,6 +14,7 @@
 #ifndef HT_FORMAT_WRITER_H
 #define HT_FORMAT_WRITER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "heaptrail/trace.h"
@@ -134,6 +135,15 @@ int ht__writer_set_group_size(struct ht__writer *w, uint32_t bytes);
 
 /* Flush the pending chunk so that a reader sees every event written so far. */
 int ht__writer_flush(struct ht__writer *w);
+
+/*
+ * Compress and write the events chunks on a thread of the writer's own
+ * (started with the first chunk, ended by finish or abort): the encoding
+ * of the next chunk goes on meanwhile, and waits only for the chunk
+ * before it. Off by default (tests/format/recode measures the writer
+ * alone); the collector turns it on. Set before the first chunk ends.
+ */
+void ht__writer_set_async(struct ht__writer *w, bool on);
 
 /* Close without a footer (the file stays readable up to its last chunk). */
 void ht__writer_abort(struct ht__writer *w);

@@ -78,6 +78,9 @@ int ht__session_open_trace(struct ht__session *s, struct ht__output *o, struct h
 	if (rc < 0)
 		return rc;
 	o->fd = -1; /* the writer's */
+	/* zstd beside the encoder: on 2 cores it runs while the program waits
+	   for room or on the core the program leaves (docs/performance.md). */
+	ht__writer_set_async(*out, true);
 	/* The trace takes its name once its header is there (docs/outputs.md). */
 	if ((rc = ht__output_publish(o, NULL, 0)) < 0) {
 		ht__writer_abort(*out);
