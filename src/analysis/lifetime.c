@@ -1,33 +1,24 @@
 /*
- * lifetime.c - the lifetime tracker of lifetime.h: live blocks as compact
- * 28-byte records in pages, found through an open-addressing index keyed by
- * (process, heap, addr) with a fully mixing hash, linear probing and
- * backward-shift deletion (no tombstones). About 45 to 60 bytes per live
- * block in all (index and record), whatever the number of events.
+ * lifetime.c - the lifetime tracker of lifetime.h: live blocks kept by the
+ * 4 KiB page of their heap they start in. A small index finds a page by
+ * (process, heap, address), and the page holds its blocks as 10-byte
+ * entries: the offset in the page, the allocation time as a delta from the
+ * page's first, and a "site" (owner, stack and size, interned: blocks of a
+ * dense heap share few). About 12 bytes per live block on a dense heap,
+ * whatever the number of events.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "analysis/lifetime.h"
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "base/vec.h"
 
-/*
- * A live block. What varies little between blocks (process, heap, thread,
- * allocating function) is one "owner" id; sizes of 2 GiB or more live in a
- * side table (the size field then holds BIG | its index there).
- */
-struct __attribute__((packed, aligned(4))) rec {
-	uint64_t addr; /* 0: a free record (next free in .owner) */
-	uint64_t alloc_ts;
-	uint32_t stack;
-	uint32_t size;
-	uint32_t owner;
-};
-
-#define BIG 0x80000000u
-
+/* What varies little between blocks: process, heap, thread, function. */
 struct owner {
 	uint64_t heap;
 	uint32_t process;
@@ -36,46 +27,110 @@ struct owner {
 	uint8_t from_realloc;
 };
 
-/* Records come in pages, so growing never copies them or doubles the memory. */
-#define PAGE_BITS 15
-#define PAGE_RECS (1u << PAGE_BITS)
-#define NO_REC UINT32_MAX
+/*
+ * What blocks share: who made them (owner), where (stack), how large. A site
+ * counts the live blocks that name it; one that has none stays in the index
+ * (the same site often comes back: a loop's malloc and free) until dead ones
+ * outnumber the live, then sweep_sites() frees them, so the table follows
+ * the live blocks, not the events.
+ */
+struct site {
+	uint64_t size;
+	uint32_t stack; /* the next free site, for one on the free list */
+	uint32_t owner; /* NO_ID: on the free list */
+	uint32_t live;
+};
+
+#define NO_ID UINT32_MAX
+#define PAGE_SHIFT 12
+#define PAGE_MASK ((1u << PAGE_SHIFT) - 1)
+#define OFF_ESC 0x8000u /* the entry's time is in t->esc, at index dt */
+#define FREE_PAGE 1	/* struct page.addr of a page on the free list */
+#define MAX_CAP (PAGE_MASK + 1)
+
+/*
+ * A page's live blocks, in no order: entry i is at addr + (off[i] &
+ * PAGE_MASK), allocated at ts_base + dt[i] * unit (or at esc[dt[i]] when
+ * off[i] has OFF_ESC: before ts_base, or too far after it, or not a multiple
+ * of the unit), of site site[i]. The three arrays are one allocation of cap
+ * entries, the offsets rounded up to 8 (find() reads vectors of 8; offsets
+ * past n are kept initialized).
+ */
+struct page {
+	uint64_t addr; /* FREE_PAGE: unused, heap then holds the next free page */
+	uint64_t heap;
+	uint64_t ts_base;
+	uint32_t process;
+	uint16_t n, cap;
+	uint32_t *mem; /* dt[cap], site[cap], then off[cap] (uint16_t) */
+};
+
+static inline uint32_t *dts(const struct page *p)
+{
+	return p->mem;
+}
+
+static inline uint32_t *sites_of(const struct page *p)
+{
+	return p->mem + p->cap;
+}
+
+static inline uint16_t *offs(const struct page *p)
+{
+	return (uint16_t *)(p->mem + 2 * (size_t)p->cap);
+}
+
+/* Bytes of a page's arrays for cap entries. */
+static inline size_t page_bytes(uint32_t cap)
+{
+	return cap * 2 * sizeof(uint32_t) + ((cap + 7) & ~7u) * sizeof(uint16_t);
+}
+
+/* The room a page of cap entries grows to: 2, 4, 8, then about 1.5 times. */
+static inline uint32_t next_cap(uint32_t cap)
+{
+	uint32_t c = cap < 8 ? (cap ? cap * 2 : 2) : (cap * 3 / 2 + 7) & ~7u;
+	return c < MAX_CAP ? c : MAX_CAP;
+}
+
+#define SITE_CACHE 256
+#define PAGE_CACHE 256
+#define PAGE_CACHED(t, addr) (&(t)->page_cache[((addr) >> PAGE_SHIFT) & (PAGE_CACHE - 1)])
 
 struct ht__life_tracker {
 	ht__life_fn on_end;
 	void *ctx;
-	int unfreed_only; /* ht__life_unfreed_only() */
-	/* index: per slot the low 32 bits of the block's hash (its home slot,
-	   and a tag that spares reading records that do not match) above its
-	   record number + 1; 0 empty; at most half full, a quarter while small
-	   (QUARTER_SLOTS: linear probing on a dense heap needs the room; at 3/4
-	   python's lookups took 40% longer) */
+	int unfreed_only;  /* ht__life_unfreed_only() */
+	uint64_t unit;	   /* ht__life_ts_unit() */
+	uint64_t unit_inv; /* 2^64 / unit rounded up, when 1 < unit < 2^16; else 0 */
+	/* page index: per slot the low 32 bits of the page's hash (its home
+	   slot, and a tag that spares reading pages that do not match) above
+	   its page id + 1; 0 empty; at most half full */
 	uint64_t *slots;
 	uint64_t mask;
-	HT_VEC(struct rec *) pages;
-	uint32_t nrecs;	    /* records handed out from the pages so far */
-	uint32_t free_head; /* a record to reuse, NO_REC: none */
+	uint64_t npages; /* pages in the index */
+	HT_VEC(struct page) pages;
+	uint32_t page_free; /* NO_ID: none */
+	/* + 1: pages found lately, by the low bits of their page number; each
+	   is checked (it may have been freed, or its id reused since) */
+	uint32_t page_cache[PAGE_CACHE];
+	HT_VEC(struct site) sites;
+	struct ht__hindex site_ix;	 /* keeps the hashes */
+	uint32_t site_free;		 /* NO_ID: none */
+	uint32_t site_cache[SITE_CACHE]; /* + 1: recent sites by site_slot() */
+	uint64_t sites_dead;		 /* in the index with no live block */
 	HT_VEC(struct owner) owners;
 	struct ht__hindex owner_ix;
-	uint32_t last_owner;   /* + 1; 0: none yet */
-	HT_VEC(uint64_t) bigs; /* sizes >= BIG; a free entry holds the next free */
-	uint64_t big_free;     /* + 1; 0: none */
+	uint32_t last_owner;  /* + 1; 0: none yet */
+	HT_VEC(uint64_t) esc; /* times kept aside; a free entry holds the next free */
+	uint64_t esc_free;    /* + 1; 0: none */
 	struct ht__life_stats st;
 	/* Live blocks per process image, so an image that ends with none (or
-	   few) costs nothing (or stops early) instead of a scan of the records. */
+	   few) costs nothing (or stops early) instead of a scan of the pages. */
 	HT_VEC(uint64_t) per_proc;
 };
 
 #define MIN_SLOTS 1024u
-/*
- * An index under this many slots (4 MiB) is kept at most a quarter full,
- * larger ones half full: a heap's blocks fill runs of neighbouring slots
- * (hash() below), and at half full they merge into runs long enough that
- * python's lookups took 10 probes (the pass's thread: 1347 M -> 1184 M
- * instructions at a quarter). Past 131072 live blocks the memory counts
- * more (jq: 3.4 million blocks, a 64 MiB index at half full).
- */
-#define QUARTER_SLOTS (1u << 19)
 
 struct ht__life_tracker *ht__life_new(ht__life_fn on_end, void *ctx)
 {
@@ -88,50 +143,208 @@ struct ht__life_tracker *ht__life_new(ht__life_fn on_end, void *ctx)
 		return NULL;
 	}
 	t->mask = MIN_SLOTS - 1;
-	t->free_head = NO_REC;
+	t->page_free = NO_ID;
+	t->site_free = NO_ID;
+	t->unit = 1;
 	t->on_end = on_end;
 	t->ctx = ctx;
 	return t;
 }
 
-static inline struct rec *rec_at(const struct ht__life_tracker *t, uint32_t i)
+void ht__life_ts_unit(struct ht__life_tracker *t, uint64_t unit_ns)
 {
-	return &t->pages.v[i >> PAGE_BITS][i & (PAGE_RECS - 1)];
-}
-
-static inline const struct owner *owner_of(const struct ht__life_tracker *t, const struct rec *r)
-{
-	return &t->owners.v[r->owner];
-}
-
-static inline uint64_t size_of(const struct ht__life_tracker *t, const struct rec *r)
-{
-	return r->size & BIG ? t->bigs.v[r->size & ~BIG] : r->size;
+	t->unit = unit_ns ? unit_ns : 1;
+	t->unit_inv = t->unit > 1 && t->unit < (1u << 16) ? UINT64_MAX / t->unit + 1 : 0;
 }
 
 /*
- * Each 4 KiB page of a heap gets a random home in the index, and the blocks
- * in it follow their address from there (a slot per 16 bytes). Blocks that
- * are near in memory (a structure freed in the order it was built, malloc
- * reusing what was just freed) then share cache lines of the index, and
- * pages spread like random keys. A hash that kept addresses in order over
- * 16 MiB made probe runs merge into runs of millions on a large dense heap
- * (jq: 3.4 million live blocks, 95% of the time in lookups).
+ * d / unit, without a division where unit_inv is known: exact for d <
+ * 2^64 / unit^2, so for every d a page entry can hold (below 2^32 units);
+ * the caller checks the quotient anyway (q * unit == d).
  */
-static inline uint64_t hash(uint32_t process, uint64_t heap, uint64_t addr)
+static inline uint64_t units_of(const struct ht__life_tracker *t, uint64_t d)
 {
-	return ht__mix64((addr >> 12) ^ (heap * 0x9e3779b97f4a7c15ull) ^
-			 ((uint64_t)process << 47)) +
-	       ((addr >> 4) & 255);
+	if (t->unit_inv)
+		return (uint64_t)(((unsigned __int128)d * t->unit_inv) >> 64);
+	return t->unit == 1 ? d : d / t->unit;
 }
 
-#define SLOT_REC(s) ((uint32_t)(s)-1)
-#define SLOT_HOME(s) ((s) >> 32)
-#define SLOT(h, rec) ((uint64_t)(uint32_t)(h) << 32 | ((uint64_t)(rec) + 1))
+/* ---- sites and owners ---- */
 
-/* Slot of the block whose hash() is h, or of the empty slot where it would go. */
-static uint64_t *lookup_hashed(const struct ht__life_tracker *t, uint64_t h, uint32_t process,
-			       uint64_t heap, uint64_t addr)
+static uint64_t site_hash_of(uint32_t owner, uint32_t stack, uint64_t size)
+{
+	return ht__mix64(size ^ ((uint64_t)stack << 32 | owner) * 0x9e3779b97f4a7c15ull);
+}
+
+static uint64_t owner_hash(const void *ctx, uint32_t id)
+{
+	const struct owner *o = &((const struct ht__life_tracker *)ctx)->owners.v[id];
+	return ht__mix64(o->heap ^ ((uint64_t)o->process << 32 | (uint32_t)o->tid) ^
+			 ((uint64_t)o->func << 56) ^ ((uint64_t)o->from_realloc << 48));
+}
+
+static int same_owner(const struct owner *a, const struct owner *b)
+{
+	return a->heap == b->heap && a->process == b->process && a->tid == b->tid &&
+	       a->func == b->func && a->from_realloc == b->from_realloc;
+}
+
+/* The owner id of o (interned), or NO_ID when out of memory. */
+static uint32_t owner_id(struct ht__life_tracker *t, const struct owner *o)
+{
+	if (t->last_owner && same_owner(&t->owners.v[t->last_owner - 1], o))
+		return t->last_owner - 1;
+	if (ht__vec_push(&t->owners, *o) < 0)
+		return NO_ID;
+	uint32_t id = (uint32_t)t->owners.len - 1;
+	uint64_t h = owner_hash(t, id);
+	for (uint32_t *s = ht__hindex_find(&t->owner_ix, h); *s;
+	     s = ht__hindex_next(&t->owner_ix, s))
+		if (same_owner(&t->owners.v[*s - 1], o)) {
+			t->owners.len--;
+			t->last_owner = *s;
+			return *s - 1;
+		}
+	if (ht__hindex_insert(&t->owner_ix, h, id, owner_hash, t) < 0) {
+		t->owners.len--;
+		return NO_ID;
+	}
+	t->last_owner = id + 1;
+	return id;
+}
+
+/* A site's place in site_cache: a cheap hash (a miss costs only the lookup). */
+static inline uint32_t site_slot(uint32_t owner, uint32_t stack, uint64_t size)
+{
+	return (uint32_t)((stack * 0x9e3779b97f4a7c15ull ^ size * 0xc2b2ae3d27d4eb4full ^ owner) >>
+			  56) &
+	       (SITE_CACHE - 1);
+}
+
+/* The site of (owner, stack, size) with one more live block, or NO_ID when
+   out of memory. */
+static uint32_t site_take(struct ht__life_tracker *t, uint32_t owner, uint32_t stack, uint64_t size)
+{
+	struct site *s;
+	uint32_t *c = &t->site_cache[site_slot(owner, stack, size)];
+	if (*c) {
+		s = &t->sites.v[*c - 1];
+		if (s->size == size && s->stack == stack && s->owner == owner)
+			goto found;
+	}
+	uint64_t h = site_hash_of(owner, stack, size);
+	for (uint32_t *x = ht__hindex_find(&t->site_ix, h); *x;
+	     x = ht__hindex_next(&t->site_ix, x)) {
+		if (ht__hindex_hash(&t->site_ix, x) != (uint32_t)h)
+			continue;
+		s = &t->sites.v[*x - 1];
+		if (s->size == size && s->stack == stack && s->owner == owner) {
+			*c = *x;
+			goto found;
+		}
+	}
+	uint32_t id = t->site_free;
+	if (id != NO_ID) {
+		t->site_free = t->sites.v[id].stack;
+	} else {
+		if (t->sites.len >= NO_ID - 1 || ht__vec_reserve(&t->sites, t->sites.len + 1) < 0)
+			return NO_ID;
+		id = (uint32_t)t->sites.len++;
+	}
+	if (ht__hindex_insert_kept(&t->site_ix, h, id) < 0) {
+		t->sites.v[id].owner = NO_ID;
+		t->sites.v[id].stack = t->site_free;
+		t->site_free = id;
+		return NO_ID;
+	}
+	t->sites.v[id] = (struct site){.size = size, .stack = stack, .owner = owner, .live = 1};
+	*c = id + 1;
+	return id;
+found:
+	if (!s->live++)
+		t->sites_dead--; /* it had none: it was counted dead */
+	return (uint32_t)(s - t->sites.v);
+}
+
+/* Frees the sites no live block names, rebuilding the index of the others. */
+static void sweep_sites(struct ht__life_tracker *t)
+{
+	struct ht__hindex ix = {0};
+	for (size_t i = 0; i < t->sites.len; i++) {
+		const struct site *s = &t->sites.v[i];
+		if (s->owner == NO_ID || !s->live)
+			continue;
+		if (ht__hindex_insert_kept(&ix, site_hash_of(s->owner, s->stack, s->size),
+					   (uint32_t)i) < 0) {
+			ht__hindex_release(&ix); /* no memory: keep the old index */
+			return;
+		}
+	}
+	for (size_t i = 0; i < t->sites.len; i++) {
+		struct site *s = &t->sites.v[i];
+		if (s->owner == NO_ID || s->live)
+			continue;
+		s->owner = NO_ID;
+		s->stack = t->site_free;
+		t->site_free = (uint32_t)i;
+	}
+	ht__hindex_release(&t->site_ix);
+	t->site_ix = ix;
+	t->sites_dead = 0;
+	memset(t->site_cache, 0, sizeof(t->site_cache));
+}
+
+/* One live block less names site id. */
+static void site_drop(struct ht__life_tracker *t, uint32_t id)
+{
+	if (--t->sites.v[id].live)
+		return;
+	t->sites_dead++;
+	if (t->sites_dead > 4096 && t->sites_dead * 2 > t->site_ix.count)
+		sweep_sites(t);
+}
+
+/* ---- times kept aside ---- */
+
+static uint32_t esc_put(struct ht__life_tracker *t, uint64_t ts)
+{
+	uint64_t b = t->esc_free;
+	if (b) {
+		t->esc_free = t->esc.v[b - 1];
+		t->esc.v[b - 1] = ts;
+		return (uint32_t)(b - 1);
+	}
+	if (t->esc.len >= NO_ID || ht__vec_push(&t->esc, ts) < 0)
+		return NO_ID;
+	return (uint32_t)(t->esc.len - 1);
+}
+
+static void esc_release(struct ht__life_tracker *t, uint32_t i)
+{
+	t->esc.v[i] = t->esc_free;
+	t->esc_free = (uint64_t)i + 1;
+}
+
+/* ---- pages ---- */
+
+static inline uint64_t page_hash(uint32_t process, uint64_t heap, uint64_t addr)
+{
+	return ht__mix64((addr >> PAGE_SHIFT) ^ (heap * 0x9e3779b97f4a7c15ull) ^
+			 ((uint64_t)process << 47));
+}
+
+#define SLOT_ID(s) ((uint32_t)(s)-1)
+#define SLOT_HOME(s) ((s) >> 32)
+#define SLOT(h, id) ((uint64_t)(uint32_t)(h) << 32 | ((uint64_t)(id) + 1))
+
+static inline int page_is(const struct page *p, uint32_t process, uint64_t heap, uint64_t addr)
+{
+	return p->addr == addr && p->heap == heap && p->process == process;
+}
+
+/* Slot of the page whose page_hash() is h, or of the empty slot where it would go. */
+static uint64_t *page_slot(const struct ht__life_tracker *t, uint64_t h, uint32_t process,
+			   uint64_t heap, uint64_t addr)
 {
 	uint64_t i = h & t->mask;
 	uint32_t tag = (uint32_t)h;
@@ -139,25 +352,28 @@ static uint64_t *lookup_hashed(const struct ht__life_tracker *t, uint64_t h, uin
 		uint64_t *s = &t->slots[i];
 		if (!*s)
 			return s;
-		if ((uint32_t)SLOT_HOME(*s) != tag) {
-			i = (i + 1) & t->mask;
-			continue;
-		}
-		const struct rec *r = rec_at(t, SLOT_REC(*s));
-		if (r->addr == addr) {
-			const struct owner *o = owner_of(t, r);
-			if (o->process == process && o->heap == heap)
-				return s;
-		}
+		if ((uint32_t)SLOT_HOME(*s) == tag &&
+		    page_is(&t->pages.v[SLOT_ID(*s)], process, heap, addr))
+			return s;
 		i = (i + 1) & t->mask;
 	}
 }
 
-/* Slot of the block, or of the empty slot where it would go. */
-static uint64_t *lookup(const struct ht__life_tracker *t, uint32_t process, uint64_t heap,
-			uint64_t addr)
+/* The page of (process, heap, page address addr), or NULL. */
+static struct page *page_find(struct ht__life_tracker *t, uint32_t process, uint64_t heap,
+			      uint64_t addr)
 {
-	return lookup_hashed(t, hash(process, heap, addr), process, heap, addr);
+	uint32_t *c = PAGE_CACHED(t, addr);
+	if (*c) {
+		struct page *p = &t->pages.v[*c - 1];
+		if (page_is(p, process, heap, addr))
+			return p;
+	}
+	uint64_t *s = page_slot(t, page_hash(process, heap, addr), process, heap, addr);
+	if (!*s)
+		return NULL;
+	*c = SLOT_ID(*s) + 1;
+	return &t->pages.v[SLOT_ID(*s)];
 }
 
 static int grow_index(struct ht__life_tracker *t)
@@ -201,90 +417,116 @@ static void remove_slot(struct ht__life_tracker *t, uint64_t *s)
 	t->slots[i] = 0;
 }
 
-/* A record to fill, or NO_REC when out of memory. */
-static uint32_t rec_new(struct ht__life_tracker *t)
+/* The page of (process, heap, addr), made (empty, its times based at ts)
+   when there is none; NULL when out of memory. */
+static struct page *page_get(struct ht__life_tracker *t, uint32_t process, uint64_t heap,
+			     uint64_t addr, uint64_t ts)
 {
-	if (t->free_head != NO_REC) {
-		uint32_t i = t->free_head;
-		t->free_head = rec_at(t, i)->owner;
-		return i;
+	struct page *p = page_find(t, process, heap, addr);
+	if (p)
+		return p;
+	if ((t->npages + 1) * 2 > t->mask + 1 && grow_index(t) < 0)
+		return NULL;
+	uint32_t id = t->page_free;
+	if (id != NO_ID) {
+		t->page_free = (uint32_t)t->pages.v[id].heap;
+	} else {
+		if (t->pages.len >= NO_ID - 1 || ht__vec_reserve(&t->pages, t->pages.len + 1) < 0)
+			return NULL;
+		id = (uint32_t)t->pages.len++;
 	}
-	if (t->nrecs == NO_REC)
-		return NO_REC;
-	if (!(t->nrecs & (PAGE_RECS - 1)) && (t->nrecs >> PAGE_BITS) == t->pages.len) {
-		struct rec *pg = malloc(PAGE_RECS * sizeof(*pg));
-		if (!pg || ht__vec_push(&t->pages, pg) < 0) {
-			free(pg);
-			return NO_REC;
+	uint64_t h = page_hash(process, heap, addr);
+	*page_slot(t, h, process, heap, addr) = SLOT(h, id);
+	t->npages++;
+	p = &t->pages.v[id];
+	*p = (struct page){.addr = addr, .heap = heap, .ts_base = ts, .process = process};
+	*PAGE_CACHED(t, addr) = id + 1;
+	return p;
+}
+
+/* Gives page p's memory back and forgets it (its entries are gone). */
+static void page_delete(struct ht__life_tracker *t, struct page *p)
+{
+	uint32_t id = (uint32_t)(p - t->pages.v);
+	uint64_t *s =
+	    page_slot(t, page_hash(p->process, p->heap, p->addr), p->process, p->heap, p->addr);
+	remove_slot(t, s);
+	t->npages--;
+	free(p->mem);
+	*p = (struct page){.addr = FREE_PAGE, .heap = t->page_free};
+	t->page_free = id; /* page_cache may still name it: page_find() checks */
+}
+
+/* Page p with room for cap entries (>= n, even). 0 or HT_ERR_NOMEM. */
+static int page_resize(struct page *p, uint32_t cap)
+{
+	uint32_t *m = malloc(page_bytes(cap));
+	if (!m)
+		return HT_ERR_NOMEM;
+	struct page q = *p;
+	q.mem = m;
+	q.cap = (uint16_t)cap;
+	if (p->n) {
+		memcpy(dts(&q), dts(p), p->n * sizeof(uint32_t));
+		memcpy(sites_of(&q), sites_of(p), p->n * sizeof(uint32_t));
+		memcpy(offs(&q), offs(p), p->n * sizeof(uint16_t));
+	}
+	memset(offs(&q) + p->n, 0, (((cap + 7) & ~7u) - p->n) * sizeof(uint16_t));
+	free(p->mem);
+	*p = q;
+	return 0;
+}
+
+/* Index of the entry at offset off of page p, or -1. */
+static inline int find(const struct page *p, uint32_t off)
+{
+	const uint16_t *o = offs(p);
+	uint32_t n = p->n;
+#ifdef __SSE2__
+	const __m128i want = _mm_set1_epi16((short)off), mask = _mm_set1_epi16(PAGE_MASK);
+	for (uint32_t i = 0; i < n; i += 8) {
+		__m128i v = _mm_and_si128(_mm_loadu_si128((const __m128i *)(o + i)), mask);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(v, want));
+		if (m) {
+			/* the first match; one past n is a stale offset */
+			uint32_t j = i + (uint32_t)__builtin_ctz(m) / 2;
+			return j < n ? (int)j : -1;
 		}
 	}
-	return t->nrecs++;
+#else
+	for (uint32_t i = 0; i < n; i++)
+		if ((o[i] & PAGE_MASK) == off)
+			return (int)i;
+#endif
+	return -1;
 }
 
-static void rec_release(struct ht__life_tracker *t, uint32_t i)
+static inline uint64_t ts_at(const struct ht__life_tracker *t, const struct page *p, uint32_t i)
 {
-	struct rec *r = rec_at(t, i);
-	if (r->size & BIG) {
-		uint32_t b = r->size & ~BIG;
-		t->bigs.v[b] = t->big_free;
-		t->big_free = (uint64_t)b + 1;
-	}
-	r->addr = 0;
-	r->owner = t->free_head;
-	t->free_head = i;
+	uint32_t d = dts(p)[i];
+	return offs(p)[i] & OFF_ESC ? t->esc.v[d] : p->ts_base + d * t->unit;
 }
 
-static uint64_t owner_hash(const void *ctx, uint32_t id)
+static inline uint64_t addr_at(const struct page *p, uint32_t i)
 {
-	const struct owner *o = &((const struct ht__life_tracker *)ctx)->owners.v[id];
-	return ht__mix64(o->heap ^ ((uint64_t)o->process << 32 | (uint32_t)o->tid) ^
-			 ((uint64_t)o->func << 56) ^ ((uint64_t)o->from_realloc << 48));
+	return p->addr | (offs(p)[i] & PAGE_MASK);
 }
 
-static int same_owner(const struct owner *a, const struct owner *b)
+static struct ht__life life_of(const struct ht__life_tracker *t, const struct page *p, uint32_t i,
+			       uint64_t ts, int by_realloc, int at_exit)
 {
-	return a->heap == b->heap && a->process == b->process && a->tid == b->tid &&
-	       a->func == b->func && a->from_realloc == b->from_realloc;
-}
-
-/* The owner id of o (interned), or NO_REC when out of memory. */
-static uint32_t owner_id(struct ht__life_tracker *t, const struct owner *o)
-{
-	if (t->last_owner && same_owner(&t->owners.v[t->last_owner - 1], o))
-		return t->last_owner - 1;
-	if (ht__vec_push(&t->owners, *o) < 0)
-		return NO_REC;
-	uint32_t id = (uint32_t)t->owners.len - 1;
-	uint64_t h = owner_hash(t, id);
-	for (uint32_t *s = ht__hindex_find(&t->owner_ix, h); *s;
-	     s = ht__hindex_next(&t->owner_ix, s))
-		if (same_owner(&t->owners.v[*s - 1], o)) {
-			t->owners.len--;
-			t->last_owner = *s;
-			return *s - 1;
-		}
-	if (ht__hindex_insert(&t->owner_ix, h, id, owner_hash, t) < 0) {
-		t->owners.len--;
-		return NO_REC;
-	}
-	t->last_owner = id + 1;
-	return id;
-}
-
-static struct ht__life life_of(const struct ht__life_tracker *t, const struct rec *r, uint64_t ts,
-			       int by_realloc, int at_exit)
-{
-	const struct owner *o = owner_of(t, r);
+	const struct site *s = &t->sites.v[sites_of(p)[i]];
+	const struct owner *o = &t->owners.v[s->owner];
 	return (struct ht__life){
 	    .heap = o->heap,
-	    .addr = r->addr,
-	    .size = size_of(t, r),
+	    .addr = addr_at(p, i),
+	    .size = s->size,
 	    .count = 1,
-	    .block_size = size_of(t, r),
-	    .alloc_ts = r->alloc_ts,
+	    .block_size = s->size,
+	    .alloc_ts = ts_at(t, p, i),
 	    .free_ts = ts,
 	    .process = o->process,
-	    .stack = r->stack,
+	    .stack = s->stack,
 	    .tid = o->tid,
 	    .func = o->func,
 	    .from_realloc = o->from_realloc,
@@ -293,92 +535,110 @@ static struct ht__life life_of(const struct ht__life_tracker *t, const struct re
 	};
 }
 
-static void end_rec(struct ht__life_tracker *t, const struct rec *r, uint64_t ts, int by_realloc,
-		    int at_exit)
+/* Entry i of page p ends at ts: counted and reported (still in the page). */
+static void end_entry(struct ht__life_tracker *t, const struct page *p, uint32_t i, uint64_t ts,
+		      int by_realloc, int at_exit)
 {
-	const struct owner *o = owner_of(t, r);
-	uint64_t size = size_of(t, r);
 	t->st.live_count--;
-	if (o->process < t->per_proc.len)
-		t->per_proc.v[o->process]--;
-	t->st.live_bytes -= size;
+	if (p->process < t->per_proc.len)
+		t->per_proc.v[p->process]--;
+	t->st.live_bytes -= t->sites.v[sites_of(p)[i]].size;
 	if (t->on_end && (!t->unfreed_only || at_exit || ts == HT_TS_NEVER)) {
-		struct ht__life l = life_of(t, r, ts, by_realloc, at_exit);
+		struct ht__life l = life_of(t, p, i, ts, by_realloc, at_exit);
 		t->on_end(t->ctx, &l);
 	}
 }
 
+/* What entry i holds elsewhere (its site, a time kept aside) let go. */
+static void entry_release(struct ht__life_tracker *t, const struct page *p, uint32_t i)
+{
+	if (offs(p)[i] & OFF_ESC)
+		esc_release(t, dts(p)[i]);
+	site_drop(t, sites_of(p)[i]);
+}
+
+/* Takes entry i out of page p (the last takes its place); the page keeps
+   at most four times the room its entries need. */
+static void remove_entry(struct ht__life_tracker *t, struct page *p, uint32_t i)
+{
+	entry_release(t, p, i);
+	uint32_t last = --p->n;
+	dts(p)[i] = dts(p)[last];
+	sites_of(p)[i] = sites_of(p)[last];
+	offs(p)[i] = offs(p)[last];
+	if (p->n && p->cap > 8 && p->n < p->cap / 4)
+		page_resize(p, ((uint32_t)p->n * 2 + 1) & ~1u); /* no memory: stays larger */
+}
+
 void ht__life_each_live(const struct ht__life_tracker *t, ht__life_fn fn, void *ctx)
 {
-	for (uint32_t i = 0; i < t->nrecs; i++) {
-		const struct rec *r = rec_at(t, i);
-		if (r->addr) {
-			struct ht__life l = life_of(t, r, HT_TS_NEVER, 0, 0);
+	for (size_t k = 0; k < t->pages.len; k++) {
+		const struct page *p = &t->pages.v[k];
+		for (uint32_t i = 0; i < p->n; i++) {
+			struct ht__life l = life_of(t, p, i, HT_TS_NEVER, 0, 0);
 			fn(ctx, &l);
 		}
 	}
-}
-
-/* Ends the block in slot s and forgets it. */
-static void end_slot(struct ht__life_tracker *t, uint64_t *s, uint64_t ts, int by_realloc)
-{
-	uint32_t i = SLOT_REC(*s);
-	end_rec(t, rec_at(t, i), ts, by_realloc, 0);
-	remove_slot(t, s);
-	rec_release(t, i);
 }
 
 /* Frees (process, heap, addr) at ts; an unknown block is only counted. */
 static void free_block(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr,
 		       int by_realloc)
 {
-	uint64_t *s = lookup(t, ev->process, ev->heap, addr);
-	if (!*s) {
+	struct page *p = page_find(t, ev->process, ev->heap, addr & ~(uint64_t)PAGE_MASK);
+	int i = p ? find(p, addr & PAGE_MASK) : -1;
+	if (i < 0) {
 		t->st.unknown_frees++;
 		return;
 	}
-	end_slot(t, s, ev->ts, by_realloc);
+	end_entry(t, p, (uint32_t)i, ev->ts, by_realloc, 0);
+	remove_entry(t, p, (uint32_t)i);
+	if (!p->n)
+		page_delete(t, p);
 }
 
 static int alloc_block(struct ht__life_tracker *t, const struct ht_event *ev, int from_realloc)
 {
-	if ((t->st.live_count + 1) * (t->mask < QUARTER_SLOTS ? 4 : 2) > t->mask + 1 &&
-	    grow_index(t) < 0)
-		return HT_ERR_NOMEM;
 	if (ht__vec_grow_zero(&t->per_proc, (size_t)ev->process + 1) < 0)
 		return HT_ERR_NOMEM;
-	uint64_t h = hash(ev->process, ev->heap, ev->addr);
-	uint64_t *s = lookup_hashed(t, h, ev->process, ev->heap, ev->addr);
-	if (*s) {
-		/* Its free was never seen (a path we do not hook): it ended here. */
-		end_slot(t, s, ev->ts, 0);
-		s = lookup_hashed(t, h, ev->process, ev->heap, ev->addr);
-	}
 	struct owner o = {ev->heap, ev->process, ev->tid, ev->func, (uint8_t)from_realloc};
 	uint32_t oid = owner_id(t, &o);
-	uint32_t size = (uint32_t)ev->size;
-	if (ev->size >= BIG) {
-		uint64_t b = t->big_free;
-		if (b) {
-			t->big_free = t->bigs.v[b - 1];
-			t->bigs.v[b - 1] = ev->size;
-		} else if (t->bigs.len < BIG && ht__vec_push(&t->bigs, ev->size) == 0) {
-			b = t->bigs.len;
-		} else {
-			return HT_ERR_NOMEM;
-		}
-		size = BIG | (uint32_t)(b - 1);
-	}
-	uint32_t i = oid == NO_REC ? NO_REC : rec_new(t);
-	if (i == NO_REC)
+	uint32_t sid = oid == NO_ID ? NO_ID : site_take(t, oid, ev->stack, ev->size);
+	if (sid == NO_ID)
 		return HT_ERR_NOMEM;
-	struct rec *r = rec_at(t, i);
-	r->addr = ev->addr;
-	r->alloc_ts = ev->ts;
-	r->stack = ev->stack;
-	r->size = size;
-	r->owner = oid;
-	*s = SLOT(h, i);
+	uint64_t base = ev->addr & ~(uint64_t)PAGE_MASK;
+	uint32_t off = ev->addr & PAGE_MASK;
+	struct page *p = page_get(t, ev->process, ev->heap, base, ev->ts);
+	if (!p) {
+		site_drop(t, sid);
+		return HT_ERR_NOMEM;
+	}
+	int i = find(p, off);
+	if (i >= 0) {
+		/* Its free was never seen (a path we do not hook): it ended here. */
+		end_entry(t, p, (uint32_t)i, ev->ts, 0, 0);
+		remove_entry(t, p, (uint32_t)i);
+	}
+	uint64_t d = ev->ts - p->ts_base, q = units_of(t, d);
+	uint32_t dt = (uint32_t)q;
+	uint16_t flag = 0;
+	if (ev->ts < p->ts_base || q > UINT32_MAX || q * t->unit != d) {
+		dt = esc_put(t, ev->ts);
+		flag = OFF_ESC;
+	}
+	int rc = flag && dt == NO_ID ? HT_ERR_NOMEM : 0;
+	if (!rc && p->n == p->cap && (rc = page_resize(p, next_cap(p->cap))) < 0 && flag)
+		esc_release(t, dt);
+	if (rc < 0) {
+		site_drop(t, sid);
+		if (!p->n)
+			page_delete(t, p);
+		return rc;
+	}
+	uint32_t k = p->n++;
+	dts(p)[k] = dt;
+	sites_of(p)[k] = sid;
+	offs(p)[k] = (uint16_t)(off | flag);
 	t->st.live_count++;
 	t->per_proc.v[ev->process]++;
 	t->st.live_bytes += ev->size;
@@ -409,69 +669,81 @@ int ht__life_event(struct ht__life_tracker *t, const struct ht_event *ev)
 	}
 }
 
+/* A live block named by its page id (high bits) and entry index (low 16). */
+#define HANDLE(page, i) ((uint64_t)(page) << 16 | (i))
+#define H_PAGE(h) ((uint32_t)((h) >> 16))
+#define H_ENTRY(h) ((uint32_t)((h)&0xffff))
+
 /* Oldest first, then by heap and address: an order that does not depend on
-   where the records or the index put the blocks. */
-static int rec_cmp(const void *a, const void *b, void *ctx)
+   where the pages put the blocks. */
+static int handle_cmp(const void *a, const void *b, void *ctx)
 {
 	const struct ht__life_tracker *t = ctx;
-	const struct rec *x = rec_at(t, *(const uint32_t *)a), *y = rec_at(t, *(const uint32_t *)b);
-	if (x->alloc_ts != y->alloc_ts)
-		return x->alloc_ts < y->alloc_ts ? -1 : 1;
-	uint64_t xh = owner_of(t, x)->heap, yh = owner_of(t, y)->heap;
-	if (xh != yh)
-		return xh < yh ? -1 : 1;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	uint64_t ha = *(const uint64_t *)a, hb = *(const uint64_t *)b;
+	const struct page *x = &t->pages.v[H_PAGE(ha)], *y = &t->pages.v[H_PAGE(hb)];
+	uint64_t xt = ts_at(t, x, H_ENTRY(ha)), yt = ts_at(t, y, H_ENTRY(hb));
+	if (xt != yt)
+		return xt < yt ? -1 : 1;
+	if (x->heap != y->heap)
+		return x->heap < y->heap ? -1 : 1;
+	uint64_t xa = addr_at(x, H_ENTRY(ha)), ya = addr_at(y, H_ENTRY(hb));
+	return xa < ya ? -1 : xa > ya;
 }
 
-/* Which live blocks live_sorted() takes. */
+/* Which pages live_sorted() takes. */
 struct pick {
-	int all;	  /* every block */
+	int all;	  /* every page */
 	int by_heap;	  /* only those of heap */
 	uint32_t process; /* else those of process */
 	uint64_t heap;
 };
 
-static int picked(const struct ht__life_tracker *t, const struct rec *r, const struct pick *p)
+static int picked(const struct page *p, const struct pick *k)
 {
-	if (!r->addr)
+	if (p->addr == FREE_PAGE || !p->n)
 		return 0;
-	if (p->all)
-		return 1;
-	const struct owner *o = owner_of(t, r);
-	return o->process == p->process && (!p->by_heap || o->heap == p->heap);
+	return k->all || (p->process == k->process && (!k->by_heap || p->heap == k->heap));
 }
 
 /*
- * The live records p picks (at most n), oldest first, in *out (free()d by
- * the caller). Returns their count, or -1 when out of memory.
+ * The live blocks of the pages k picks (at most n), oldest first, in *out
+ * (free()d by the caller). Returns their count, or -1 when out of memory.
  */
-static int64_t live_sorted(struct ht__life_tracker *t, const struct pick *p, uint64_t n,
-			   uint32_t **out)
+static int64_t live_sorted(struct ht__life_tracker *t, const struct pick *k, uint64_t n,
+			   uint64_t **out)
 {
-	uint32_t *v = n ? malloc(n * sizeof(*v)) : NULL;
+	uint64_t *v = n ? malloc(n * sizeof(*v)) : NULL;
 	if (n && !v)
 		return -1;
-	uint64_t k = 0;
-	for (uint32_t i = 0; i < t->nrecs && k < n; i++)
-		if (picked(t, rec_at(t, i), p))
-			v[k++] = i;
-	if (k)
-		qsort_r(v, k, sizeof(*v), rec_cmp, t);
+	uint64_t m = 0;
+	for (size_t pg = 0; pg < t->pages.len && m < n; pg++) {
+		const struct page *p = &t->pages.v[pg];
+		if (!picked(p, k))
+			continue;
+		for (uint32_t i = 0; i < p->n && m < n; i++)
+			v[m++] = HANDLE(pg, i);
+	}
+	if (m)
+		qsort_r(v, m, sizeof(*v), handle_cmp, t);
 	*out = v;
-	return (int64_t)k;
+	return (int64_t)m;
 }
 
-/* Ends the records v[0 .. k) at ts, in that order, and forgets them. */
-static void end_all(struct ht__life_tracker *t, const uint32_t *v, int64_t k, uint64_t ts,
+/* Ends the blocks v[0 .. k) at ts, in that order, then forgets their pages
+   (every block of a picked page is in v). */
+static void end_all(struct ht__life_tracker *t, const uint64_t *v, int64_t k, uint64_t ts,
 		    int at_exit)
 {
+	for (int64_t i = 0; i < k; i++)
+		end_entry(t, &t->pages.v[H_PAGE(v[i])], H_ENTRY(v[i]), ts, 0, at_exit);
 	for (int64_t i = 0; i < k; i++) {
-		const struct rec *r = rec_at(t, v[i]);
-		const struct owner *o = owner_of(t, r);
-		uint64_t *s = lookup(t, o->process, o->heap, r->addr);
-		end_rec(t, r, ts, 0, at_exit);
-		remove_slot(t, s);
-		rec_release(t, v[i]);
+		struct page *p = &t->pages.v[H_PAGE(v[i])];
+		if (p->addr == FREE_PAGE)
+			continue;
+		for (uint32_t e = 0; e < p->n; e++)
+			entry_release(t, p, e);
+		p->n = 0;
+		page_delete(t, p);
 	}
 }
 
@@ -479,12 +751,19 @@ static void reset(struct ht__life_tracker *t)
 {
 	memset(t->slots, 0, (t->mask + 1) * sizeof(*t->slots));
 	for (size_t i = 0; i < t->pages.len; i++)
-		free(t->pages.v[i]);
+		if (t->pages.v[i].addr != FREE_PAGE)
+			free(t->pages.v[i].mem);
 	t->pages.len = 0;
-	t->nrecs = 0;
-	t->free_head = NO_REC;
-	t->bigs.len = 0;
-	t->big_free = 0;
+	t->npages = 0;
+	t->page_free = NO_ID;
+	memset(t->page_cache, 0, sizeof(t->page_cache));
+	t->sites.len = 0;
+	ht__hindex_release(&t->site_ix);
+	t->site_free = NO_ID;
+	memset(t->site_cache, 0, sizeof(t->site_cache));
+	t->sites_dead = 0;
+	t->esc.len = 0;
+	t->esc_free = 0;
 }
 
 /* Ends every live block of (process, heap), oldest first: a custom heap was
@@ -494,7 +773,7 @@ static int destroy_heap(struct ht__life_tracker *t, const struct ht_event *ev)
 	uint64_t left = ev->process < t->per_proc.len ? t->per_proc.v[ev->process] : 0;
 	if (!left)
 		return 0;
-	uint32_t *v = NULL;
+	uint64_t *v = NULL;
 	struct pick pk = {.by_heap = 1, .process = ev->process, .heap = ev->heap};
 	int64_t k = live_sorted(t, &pk, left, &v);
 	if (k < 0)
@@ -507,17 +786,17 @@ static int destroy_heap(struct ht__life_tracker *t, const struct ht_event *ev)
 void ht__life_finish(struct ht__life_tracker *t)
 {
 	uint64_t n = t->st.live_count, bytes = t->st.live_bytes;
-	uint32_t *v = NULL;
+	uint64_t *v = NULL;
 	struct pick all = {.all = 1};
 	int64_t k = live_sorted(t, &all, n, &v);
 	if (k < 0) {
-		/* No memory to sort: in record order. */
-		for (uint32_t i = 0; i < t->nrecs; i++)
-			if (rec_at(t, i)->addr)
-				end_rec(t, rec_at(t, i), HT_TS_NEVER, 0, 0);
+		/* No memory to sort: in page order. */
+		for (size_t pg = 0; pg < t->pages.len; pg++)
+			for (uint32_t i = 0; i < t->pages.v[pg].n; i++)
+				end_entry(t, &t->pages.v[pg], i, HT_TS_NEVER, 0, 0);
 	}
 	for (int64_t i = 0; i < k; i++)
-		end_rec(t, rec_at(t, v[i]), HT_TS_NEVER, 0, 0);
+		end_entry(t, &t->pages.v[H_PAGE(v[i])], H_ENTRY(v[i]), HT_TS_NEVER, 0, 0);
 	free(v);
 	reset(t);
 	/* The stats keep describing the blocks live at the end. */
@@ -530,7 +809,7 @@ int ht__life_end_process(struct ht__life_tracker *t, uint32_t process, uint64_t 
 	uint64_t left = process < t->per_proc.len ? t->per_proc.v[process] : 0;
 	if (!left)
 		return 0;
-	uint32_t *v = NULL;
+	uint64_t *v = NULL;
 	struct pick pk = {.process = process};
 	int64_t k = live_sorted(t, &pk, left, &v);
 	if (k < 0)
@@ -554,13 +833,13 @@ void ht__life_free(struct ht__life_tracker *t)
 {
 	if (!t)
 		return;
+	reset(t);
 	free(t->slots);
-	for (size_t i = 0; i < t->pages.len; i++)
-		free(t->pages.v[i]);
 	ht__vec_release(&t->pages);
+	ht__vec_release(&t->sites);
 	ht__vec_release(&t->owners);
 	ht__hindex_release(&t->owner_ix);
-	ht__vec_release(&t->bigs);
+	ht__vec_release(&t->esc);
 	ht__vec_release(&t->per_proc);
 	free(t);
 }

@@ -66,6 +66,15 @@ struct ht__life_tracker;
 struct ht__life_tracker *ht__life_new(ht__life_fn on_end, void *ctx);
 
 /*
+ * Event times are multiples of unit_ns (the trace's ts_unit_ns): the
+ * tracker keeps a block's time in 4 bytes as a count of units from the
+ * first block of its heap page, and a time that does not fit that (any, with
+ * the default unit 1 ns, more than 4.3 s after it) in 8 bytes aside. Call
+ * before the first event.
+ */
+void ht__life_ts_unit(struct ht__life_tracker *t, uint64_t unit_ns);
+
+/*
  * Feed one event, in trace order. Events other than alloc, realloc, free and
  * heap destroy are ignored, process exit and exec too: which image an event
  * ends is the trace pass's rule (pass.h), which calls ht__life_end_process().

@@ -441,6 +441,8 @@ int ht__pass_run(struct ht__pass *p)
 	}
 	const struct ht_trace_info *info = ht_reader_info(p->r);
 	uint64_t duration = info ? info->duration_ns : 0;
+	if (p->lt && info)
+		ht__life_ts_unit(p->lt, info->ts_unit_ns);
 	p->sample_rate = info ? info->sample_rate : 0;
 	/* A sampled trace's frees need their block's count (freed_count). */
 	if (p->lt && !p->sample_rate && unfreed_only(p))

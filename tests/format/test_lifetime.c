@@ -3,7 +3,8 @@
  * malloc/free, realloc chains, realloc(NULL), realloc(p, 0), failed realloc,
  * reuse of an address, unknown frees, two processes with the same address,
  * custom heaps and their destruction, and the order of finish; and what
- * the compact block records must keep exact (threads, functions, big sizes).
+ * the compact block records must keep exact (threads, functions, big sizes,
+ * full pages, times kept aside, sites reused).
  */
 #include "analysis/lifetime.h"
 #include "testutil.h"
@@ -318,8 +319,98 @@ static void test_compact(void)
 	ht__life_free(t);
 }
 
+/*
+ * What the page entries must keep exact: every byte of a page a block (4096
+ * entries, unaligned offsets), times kept aside (before the page's first
+ * block, not a multiple of the unit, more than 2^32 units after it), pages
+ * that empty and come back, and sites freed once no block names them.
+ */
+static void test_pages(void)
+{
+	ngot = 0;
+	struct ht__life_tracker *t = ht__life_new(on_end, NULL);
+	ht__life_ts_unit(t, 100);
+	/* A one-byte block at every address of a page, in a scrambled order. */
+	for (uint64_t k = 0; k < 4096; k++) {
+		uint64_t i = (k * 1237) % 4096;
+		struct ht_event a = E(HT_EV_ALLOC, 1000 + k * 100, 0, 0, 0x7000 + i, 1 + i % 3);
+		a.stack = 5;
+		feed(t, a);
+	}
+	CHECK_EQ(ht__life_stats(t)->live_count, 4096);
+	/* One more at a live address ends the block there (unseen free). */
+	struct ht_event a = E(HT_EV_ALLOC, 900000, 0, 0, 0x7abc, 64);
+	feed(t, a);
+	CHECK_EQ(ngot, 1);
+	CHECK_EQ(got[0].addr, 0x7abc);
+	CHECK_EQ(got[0].size, 1 + 0xabc % 3);
+	CHECK_EQ(got[0].stack, 5);
+	CHECK_EQ(ht__life_stats(t)->live_count, 4096);
+	/* Free all but 0x7000 and 0x7fff, each reported with its own time. */
+	uint64_t bad = 0;
+	for (uint64_t k = 0; k < 4096; k++) {
+		uint64_t i = (k * 1237) % 4096;
+		if (i == 0 || i == 0xfff || i == 0xabc)
+			continue;
+		ngot = 0;
+		feed(t, E(HT_EV_FREE, 1000000, 0, 0, 0x7000 + i, 0));
+		bad += ngot != 1 || got[0].alloc_ts != 1000 + k * 100 ||
+		       got[0].addr != 0x7000 + i || got[0].size != 1 + i % 3;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(ht__life_stats(t)->live_count, 3);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 0);
+	/* Times the page's 4-byte deltas cannot hold, on a page of their own:
+	   before its first block, off the unit, and far after it. */
+	uint64_t ts[5] = {5000, 4000, 5050, 5000 + 100ull * 0xffffffffull,
+			  5000 + 100ull * 0x100000000ull};
+	for (int k = 0; k < 5; k++)
+		feed(t, E(HT_EV_ALLOC, ts[k], 0, 0, 0x20000 + 16 * (uint64_t)k, 8));
+	for (int k = 4; k >= 0; k--) {
+		ngot = 0;
+		feed(t, E(HT_EV_FREE, ts[4] + 1, 0, 0, 0x20000 + 16 * (uint64_t)k, 0));
+		CHECK_EQ(ngot, 1);
+		CHECK_EQ(got[0].alloc_ts, ts[k]);
+	}
+	/* The page emptied; a block there again starts it afresh. */
+	feed(t, E(HT_EV_ALLOC, 7, 0, 0, 0x20010, 8));
+	ngot = 0;
+	ht__life_finish(t);
+	CHECK_EQ(ngot, 4);
+	CHECK_EQ(got[0].addr, 0x20010);
+	CHECK_EQ(got[0].alloc_ts, 7);
+	CHECK_EQ(got[1].addr, 0x7000);
+	CHECK_EQ(got[1].alloc_ts, 1000);
+	CHECK_EQ(got[3].addr, 0x7abc);
+	CHECK_EQ(got[3].size, 64);
+	ht__life_free(t);
+
+	/* 100000 sites (a stack each) live at once, all freed, then 100000
+	   more: the freed sites are swept and their ids reused. */
+	t = ht__life_new(on_end, NULL);
+	for (int round = 0; round < 2; round++) {
+		for (uint64_t i = 0; i < 100000; i++) {
+			struct ht_event b = E(HT_EV_ALLOC, 10 + i, 0, 0, 0x100000 + i * 64, 48);
+			b.stack = (uint32_t)(i + 100000 * (uint64_t)round);
+			feed(t, b);
+		}
+		bad = 0;
+		for (uint64_t i = 0; i < 100000; i++) {
+			ngot = 0;
+			feed(t, E(HT_EV_FREE, 200000, 0, 0, 0x100000 + i * 64, 0));
+			bad += ngot != 1 || got[0].stack != i + 100000 * (uint64_t)round ||
+			       got[0].alloc_ts != 10 + i;
+		}
+		CHECK_EQ(bad, 0);
+	}
+	CHECK_EQ(ht__life_stats(t)->live_count, 0);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 0);
+	ht__life_free(t);
+}
+
 int main(void)
 {
+	test_pages();
 	test_compact();
 	test_basic();
 	test_realloc();
