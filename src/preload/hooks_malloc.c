@@ -70,9 +70,15 @@ static __attribute__((noinline)) void free_traced(struct ht__thread *t, void *p)
 			ht__real.free(p);
 		return;
 	}
-	int e = errno;
-	ht__rec_free(t, HT_FN_FREE, p);
-	errno = e;
+	if (HT_UNLIKELY(ht__g.snap != NULL)) {
+		/* Snapshot mode keeps errno itself: only its cold paths call
+		   out (snapshot.c). */
+		ht__snap_free(t, p);
+	} else {
+		int e = errno;
+		ht__rec_free(t, HT_FN_FREE, p);
+		errno = e;
+	}
 	ht__real_call(t);
 	ht__real.free(p);
 	ht__leave(t);

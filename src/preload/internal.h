@@ -408,7 +408,7 @@ enum ht__sample_realloc ht__sample_realloc(struct ht__thread *t, uint64_t heap, 
 void ht__snap_alloc(struct ht__thread *t, void *p, uint64_t size, uint32_t bit);
 int ht__snap_take(uint64_t p, uint64_t *val);
 void ht__snap_freed(struct ht__thread *t, uint64_t val);
-void ht__snap_free(struct ht__thread *t, const void *p); /* take and count freed */
+void ht__snap_free(struct ht__thread *t, const void *p); /* take, count freed; keeps errno */
 void ht__snap_put_back(struct ht__thread *t, uint64_t p, uint64_t val);
 void ht__snap_reset(void);
 /* Custom heaps' blocks (heap.c): heap 0 is the process heap's handle. */
