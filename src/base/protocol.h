@@ -15,7 +15,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 9
+#define HT_PROTO_VERSION 10
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 /*
@@ -180,8 +180,8 @@ struct ht__shm_header {
 	uint32_t snap_heap_cap;
 	_Atomic uint32_t snap_heap_next;
 	/* Heap snapshot mode, the threads' tables (protocol version 9): ring
-	   i's struct ht__snap_thr of snap_thr_bytes at snap_thr_offset + i *
-	   snap_thr_bytes, with snap_thr_slots entries (a power of two). */
+	   i's snap_thr_slots struct ht__snap_thr_ent at snap_thr_offset + i *
+	   snap_thr_bytes (its snap_used says whether it has any). */
 	uint64_t snap_thr_offset;
 	uint32_t snap_thr_slots;
 	uint32_t snap_thr_bytes;
@@ -284,31 +284,23 @@ struct ht__snap_heap {
 #define HT_SNAP_HEAP_CAP (1u << 16) /* (heap, stack) pairs: 3 MiB, sparse */
 
 /*
- * Heap snapshot mode: the table of one ring (docs/session-protocol.md, "The
- * threads' tables"), written only by the thread that owns the ring, with
- * plain stores: per stack (key: id + 1, 0 empty) what that ring's owners
- * allocated and freed. used is set once an entry is taken; the collector
- * skips a table whose used is 0. A stack's counts are its region entry
- * plus its entries in every table.
+ * Heap snapshot mode: an entry of one ring's table (docs/session-protocol.md,
+ * "The threads' tables"), written only by the thread that owns the ring,
+ * with plain stores: per stack (key: id + 1, 0 empty) what that ring's
+ * owners allocated and freed. The ring's snap_used is set once an entry is
+ * taken; the collector skips a table whose ring's snap_used is 0. A stack's
+ * counts are its region entry plus its entries in every table.
  */
 struct ht__snap_thr_ent {
 	_Atomic uint32_t key;
 	uint32_t pad;
 	struct ht__snap_stack c;
 };
-struct ht__snap_thr {
-	_Atomic uint32_t used;
-	uint32_t pad[15];
-	struct ht__snap_thr_ent e[];
-};
-_Static_assert(sizeof(struct ht__snap_thr) == 64, "snapshot table head size");
-#define HT_SNAP_THR_SLOTS 1024u /* entries per ring's table: 41 KiB, sparse */
+#define HT_SNAP_THR_SLOTS 1024u /* entries per ring's table: 40 KiB, sparse */
 #define HT_SNAP_THR_PROBES 16u
 static inline uint32_t ht__snap_thr_bytes(uint32_t slots)
 {
-	return (uint32_t)((sizeof(struct ht__snap_thr) +
-			   (size_t)slots * sizeof(struct ht__snap_thr_ent) + 63) &
-			  ~(size_t)63);
+	return (uint32_t)(((size_t)slots * sizeof(struct ht__snap_thr_ent) + 63) & ~(size_t)63);
 }
 
 /* ht__ring.state */
@@ -336,7 +328,10 @@ struct ht__ring {
 	/* writer: heap and memory records (ALLOC .. HEAP_FREE) committed since
 	   it claimed the ring; summed into the image's exit note */
 	_Atomic uint64_t events;
-	char pad2[64 - 48];
+	/* heap snapshot mode: its table (snap_thr_offset) has entries; never
+	   cleared (protocol version 10) */
+	_Atomic uint32_t snap_used;
+	char pad2[64 - 52];
 	_Atomic uint64_t read_pos; /* collector: everything before it is consumed */
 	char pad3[HT_RING_HEADER_SIZE - 72];
 };

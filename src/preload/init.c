@@ -400,7 +400,7 @@ int ht__init_session(const char *path, uint32_t flags)
 			    (uint64_t)h->snap_heap_cap * sizeof(struct ht__snap_heap) >
 			size ||
 		    h->snap_thr_slots != HT_SNAP_THR_SLOTS || h->snap_thr_offset % 64 ||
-		    h->snap_thr_bytes < ht__snap_thr_bytes(h->snap_thr_slots) ||
+		    h->snap_thr_bytes < ht__snap_thr_bytes(HT_SNAP_THR_SLOTS) ||
 		    h->snap_thr_bytes % 64 ||
 		    h->snap_thr_offset + (uint64_t)h->ring_count * h->snap_thr_bytes > size) {
 			ht__g.hdr = NULL;

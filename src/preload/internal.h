@@ -116,8 +116,8 @@ struct ht__global {
 	uint32_t snap_cap;
 	struct ht__snap_heap *snap_heap; /* snapshot mode: custom heaps' entries */
 	uint32_t snap_heap_cap;
-	/* snapshot mode: the rings' tables (struct ht__snap_thr of
-	   HT_SNAP_THR_SLOTS entries), one of snap_thr_bytes per ring */
+	/* snapshot mode: the rings' tables (HT_SNAP_THR_SLOTS struct
+	   ht__snap_thr_ent), one of snap_thr_bytes per ring */
 	char *snap_thr;
 	uint32_t snap_thr_bytes;
 	/* Exit note (note.c): heap and memory records of rings this image gave
@@ -158,7 +158,7 @@ struct ht__thread {
 	/* Snapshot mode: the table of the ring snap_ring (snapshot.c), NULL
 	   when counts go to the stacks' region; snap_noring: a claim for it
 	   found no free ring (not tried again). */
-	struct ht__snap_thr *snap_tab;
+	struct ht__snap_thr_ent *snap_tab;
 	uintptr_t snap_ring; /* the ring's address | 1; 0: no table, look again */
 	uint8_t snap_noring;
 };

@@ -149,16 +149,16 @@ void ht__snap_put_back(struct ht__thread *t, uint64_t p, uint64_t val)
  * without room in it for the stack, they go to the stacks' region with
  * atomic adds.
  */
-static HT_COLD struct ht__snap_thr *snap_tab_find(struct ht__thread *t)
+static HT_COLD struct ht__snap_thr_ent *snap_tab_find(struct ht__thread *t)
 {
-	struct ht__snap_thr *tab = NULL;
+	struct ht__snap_thr_ent *tab = NULL;
 	int e = errno; /* the free hook leaves errno to us (hooks_malloc.c) */
 	if (!t->ring && !t->exited && !t->snap_noring && !ht__ring_claim_now(t))
 		t->snap_noring = 1; /* counts go to the region; a later claim is seen */
 	errno = e;
 	if (t->ring && !t->exited) {
 		size_t i = (size_t)((char *)t->ring - ht__g.rings) / ht__g.ring_stride;
-		tab = (struct ht__snap_thr *)(ht__g.snap_thr + i * ht__g.snap_thr_bytes);
+		tab = (struct ht__snap_thr_ent *)(ht__g.snap_thr + i * ht__g.snap_thr_bytes);
 	}
 	/* Without a table nothing matches (a ring's address | 1 is never 0),
 	   so the next count comes back here. */
@@ -167,12 +167,12 @@ static HT_COLD struct ht__snap_thr *snap_tab_find(struct ht__thread *t)
 	return tab;
 }
 
-static HT_COLD struct ht__snap_stack *snap_tab_take(struct ht__snap_thr *tab,
+static HT_COLD struct ht__snap_stack *snap_tab_take(struct ht__thread *t,
 						    struct ht__snap_thr_ent *e, uint32_t key)
 {
 	atomic_store_explicit(&e->key, key, memory_order_release);
-	if (!atomic_load_explicit(&tab->used, memory_order_relaxed))
-		atomic_store_explicit(&tab->used, 1, memory_order_release);
+	if (!atomic_load_explicit(&t->ring->snap_used, memory_order_relaxed))
+		atomic_store_explicit(&t->ring->snap_used, 1, memory_order_release);
 	return &e->c;
 }
 
@@ -182,18 +182,18 @@ _Static_assert(HT_SNAP_THR_SLOTS == 1u << SNAP_THR_BITS, "threads' table size");
 /* stack's counters in the thread's table, or NULL: count on the region. */
 static inline struct ht__snap_stack *snap_mine(struct ht__thread *t, uint32_t stack)
 {
-	struct ht__snap_thr *tab = t->snap_tab;
+	struct ht__snap_thr_ent *tab = t->snap_tab;
 	if (HT_UNLIKELY(t->snap_ring != ((uintptr_t)t->ring | 1)) && !(tab = snap_tab_find(t)))
 		return NULL;
 	uint32_t key = stack + 1;
 	uint32_t i = (uint32_t)(key * 0x9e3779b9u) >> (32 - SNAP_THR_BITS);
 	for (uint32_t k = 0; k < HT_SNAP_THR_PROBES; k++) {
-		struct ht__snap_thr_ent *e = &tab->e[(i + k) & (HT_SNAP_THR_SLOTS - 1)];
+		struct ht__snap_thr_ent *e = &tab[(i + k) & (HT_SNAP_THR_SLOTS - 1)];
 		uint32_t v = atomic_load_explicit(&e->key, memory_order_relaxed);
 		if (HT_LIKELY(v == key))
 			return &e->c;
 		if (!v)
-			return snap_tab_take(tab, e, key);
+			return snap_tab_take(t, e, key);
 	}
 	return NULL;
 }

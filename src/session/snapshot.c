@@ -121,14 +121,37 @@ static void heap_entries_sort(struct ht__snap_copy *c, size_t first)
  * stack's counts are its region entry plus its entries in every ring's
  * table. Read in three passes so that every freed counter of a stack is
  * read before its allocated ones (live never negative while threads run):
- * the tables' freed (thr_freed), the region (freed, then allocated), the
- * tables' allocated (thr_merge).
+ * the tables' freed (thr_freed_one), the region (freed, then allocated),
+ * the tables' allocated (thr_alloc_one). An entry taken between the first
+ * pass and the last counts its allocations alone, as if its frees came
+ * after.
  */
 struct thr_part {
 	uint32_t id;
 	const struct ht__snap_stack *k;
-	uint64_t freed_bytes, freed_count;
+	uint64_t alloc_bytes, alloc_count, freed_bytes, freed_count;
 };
+
+/* Calls fn on each entry of a stack below n of every used table, in the
+   same order every time (keys and snap_used are never cleared). */
+static int thr_each(struct ht__session *s, uint32_t n,
+		    int (*fn)(void *ctx, uint32_t id, const struct ht__snap_stack *k), void *ctx)
+{
+	const struct ht__shm_header *h = s->hdr;
+	for (uint32_t r = 0; h->snap_thr_slots && r < s->ring_count; r++) {
+		if (!atomic_load_explicit(&ht__ring_at(s, r)->snap_used, memory_order_acquire))
+			continue;
+		const struct ht__snap_thr_ent *tab =
+		    (const void *)(s->map + h->snap_thr_offset + (size_t)r * h->snap_thr_bytes);
+		for (uint32_t i = 0; i < h->snap_thr_slots; i++) {
+			uint32_t key = atomic_load_explicit(&tab[i].key, memory_order_acquire);
+			int rc;
+			if (key && key - 1 < n && (rc = fn(ctx, key - 1, &tab[i].c)) < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
 
 static int thr_part_cmp(const void *a, const void *b)
 {
@@ -136,53 +159,54 @@ static int thr_part_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The entries of stacks below n in every used table, with their freed
-   counters, by id (a stack may have an entry in several tables). */
-static int thr_freed(struct ht__session *s, uint32_t n, struct thr_part **out, size_t *np)
+struct thr_parts {
+	struct thr_part *v;
+	size_t n, cap;
+	const struct thr_part *first; /* thr_alloc: the first pass's */
+	size_t nfirst, at;
+};
+
+/* The first pass: the freed counters of the entries there now. */
+static int thr_freed_one(void *ctx, uint32_t id, const struct ht__snap_stack *k)
 {
-	const struct ht__shm_header *h = s->hdr;
-	size_t cap = 0;
-	*out = NULL;
-	*np = 0;
-	for (uint32_t r = 0; h->snap_thr_slots && r < s->ring_count; r++) {
-		const struct ht__snap_thr *tab =
-		    (const void *)(s->map + h->snap_thr_offset + (size_t)r * h->snap_thr_bytes);
-		if (!atomic_load_explicit(&tab->used, memory_order_acquire))
-			continue;
-		for (uint32_t i = 0; i < h->snap_thr_slots; i++) {
-			uint32_t key = atomic_load_explicit(&tab->e[i].key, memory_order_acquire);
-			if (!key || key - 1 >= n)
-				continue;
-			if (ht__grow((void **)out, &cap, *np + 1, sizeof(**out)) < 0)
-				return HT_ERR_NOMEM;
-			const struct ht__snap_stack *k = &tab->e[i].c;
-			(*out)[(*np)++] = (struct thr_part){
-			    key - 1, k, atomic_load(&k->freed_bytes), atomic_load(&k->freed_count)};
-		}
-	}
-	if (*np > 1)
-		qsort(*out, *np, sizeof(**out), thr_part_cmp);
+	struct thr_parts *p = ctx;
+	if (ht__grow((void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v)) < 0)
+		return HT_ERR_NOMEM;
+	p->v[p->n++] = (struct thr_part){.id = id,
+					 .k = k,
+					 .freed_bytes = atomic_load(&k->freed_bytes),
+					 .freed_count = atomic_load(&k->freed_count)};
 	return 0;
 }
 
-/* c's entries (the region's, by id) with the tables' parts added in. */
+/* The last pass: every entry's allocated counters, with the freed ones of
+   the first pass (its entries are the first of these, in order). */
+static int thr_alloc_one(void *ctx, uint32_t id, const struct ht__snap_stack *k)
+{
+	struct thr_parts *p = ctx;
+	if (ht__grow((void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v)) < 0)
+		return HT_ERR_NOMEM;
+	struct thr_part e = {.id = id,
+			     .k = k,
+			     .alloc_bytes = atomic_load(&k->alloc_bytes),
+			     .alloc_count = atomic_load(&k->alloc_count)};
+	if (p->at < p->nfirst && p->first[p->at].k == k) {
+		e.freed_bytes = p->first[p->at].freed_bytes;
+		e.freed_count = p->first[p->at++].freed_count;
+	}
+	p->v[p->n++] = e;
+	return 0;
+}
+
+/* c's entries (the region's, by id) with the tables' parts (by id) added. */
 static int thr_merge(struct ht__session *s, struct ht__snap_copy *c, const struct thr_part *t,
 		     size_t nt, const struct ht__proc *root)
 {
 	if (!nt)
 		return 0;
-	/* Allocated after every freed counter was read. */
-	uint64_t(*alloc)[2] = malloc(nt * sizeof(*alloc));
 	struct ht__snap_entry *v = malloc((c->n + nt) * sizeof(*v));
-	if (!alloc || !v) {
-		free(alloc);
-		free(v);
+	if (!v)
 		return HT_ERR_NOMEM;
-	}
-	for (size_t j = 0; j < nt; j++) {
-		alloc[j][0] = atomic_load(&t[j].k->alloc_bytes);
-		alloc[j][1] = atomic_load(&t[j].k->alloc_count);
-	}
 	size_t n = 0, i = 0, j = 0;
 	while (i < c->n || j < nt) {
 		struct ht__snap_entry e;
@@ -196,15 +220,14 @@ static int thr_merge(struct ht__session *s, struct ht__snap_copy *c, const struc
 			e = (struct ht__snap_entry){.id = t[j].id};
 		}
 		for (; j < nt && t[j].id == e.id; j++) {
-			e.alloc_bytes += alloc[j][0];
-			e.alloc_count += alloc[j][1];
-			e.live_bytes += alloc[j][0] - t[j].freed_bytes;
-			e.live_count += alloc[j][1] - t[j].freed_count;
+			e.alloc_bytes += t[j].alloc_bytes;
+			e.alloc_count += t[j].alloc_count;
+			e.live_bytes += t[j].alloc_bytes - t[j].freed_bytes;
+			e.live_count += t[j].alloc_count - t[j].freed_count;
 		}
 		if (e.alloc_count)
 			v[n++] = e;
 	}
-	free(alloc);
 	free(c->v);
 	c->cap = c->n + nt;
 	c->v = v;
@@ -238,15 +261,21 @@ static int snap_take(struct ht__session *s, const struct ht__proc *exited)
 	struct ht__snap_copy c = {.exited = exited};
 	const struct ht__proc *root = root_proc(s);
 	const struct ht__snap_stack *reg = (const void *)(s->map + s->hdr->snap_offset);
-	struct thr_part *parts;
-	size_t nparts;
-	int rc = thr_freed(s, n, &parts, &nparts);
+	struct thr_parts freed = {0}, parts = {0};
+	int rc = thr_each(s, n, thr_freed_one, &freed);
 	for (uint32_t i = 0; i < n && rc >= 0; i++)
 		if (atomic_load(&reg[i].alloc_count) && of_image(s, i, root, exited))
 			rc = snap_add(&c, i, 0, &reg[i]);
+	parts.first = freed.v;
+	parts.nfirst = freed.n;
 	if (rc >= 0)
-		rc = thr_merge(s, &c, parts, nparts, root);
-	free(parts);
+		rc = thr_each(s, n, thr_alloc_one, &parts);
+	if (rc >= 0 && parts.n > 1)
+		qsort(parts.v, parts.n, sizeof(*parts.v), thr_part_cmp);
+	if (rc >= 0)
+		rc = thr_merge(s, &c, parts.v, parts.n, root);
+	free(freed.v);
+	free(parts.v);
 	/* Custom heaps: the entries claimed so far; one not ready yet has
 	   counted nothing. */
 	uint32_t hn = atomic_load(&s->hdr->snap_heap_next);
