@@ -158,10 +158,18 @@ HT_EXPORT void *dlopen(const char *file, int mode)
 	return ht__real.dlopen(file, mode);
 }
 
+/*
+ * Another thread may load a library where the one closed here was, as soon
+ * as the real dlclose returns, and allocate from the same addresses before
+ * this refresh has made a new stack table: ht__dlclosing makes its capture
+ * refresh the modules first (its own library is loaded, so the walk finds
+ * this one gone).
+ */
 HT_EXPORT int dlclose(void *handle)
 {
 	if (HT_UNLIKELY(!ht__real.dlclose))
 		ht__resolve();
+	atomic_fetch_add(&ht__dlclosing, 1);
 	int r = ht__real.dlclose(handle);
 	int e = errno;
 	struct ht__thread *t = &ht__t;
@@ -169,6 +177,11 @@ HT_EXPORT int dlclose(void *handle)
 		ht__modules_refresh(0);
 		ht__leave(t);
 	}
+	/* Not below 0: a fork child starts its instance at 0, and may be
+	   inside a dlclose (a library's destructor forked). */
+	int n = atomic_load(&ht__dlclosing);
+	while (n > 0 && !atomic_compare_exchange_weak(&ht__dlclosing, &n, n - 1))
+		;
 	errno = e;
 	return r;
 }

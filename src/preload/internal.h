@@ -270,6 +270,9 @@ void ht__stacks_init(void);
 void ht__modules_reset(void);
 void ht__find_self(void);
 extern _Atomic int ht__modules_dirty;
+/* dlcloses between their start and their module refresh's end: while one
+   is, a capture refreshes the modules first (stack.c, ht__stack_capture). */
+extern _Atomic int ht__dlclosing;
 
 /*
  * unwind.c: the unwinding rule of a return address, from .eh_frame. OK

@@ -47,6 +47,7 @@ static _Atomic int mod_lock;
 static unsigned long long phdr_adds, phdr_subs; /* dl_iterate_phdr generation seen */
 static _Atomic int mods_retry;			/* a MODULE_LOAD was dropped: rescan next time */
 _Atomic int ht__modules_dirty;
+_Atomic int ht__dlclosing;
 
 static void lock_modules(void)
 {
@@ -71,6 +72,7 @@ void ht__modules_reset(void)
 	atomic_store(&mod_lock, 0);
 	phdr_adds = phdr_subs = 0;
 	atomic_store(&mods_retry, 0);
+	atomic_store(&ht__dlclosing, 0); /* a fork child: the closing threads are not in it */
 }
 
 static int read_build_id(const struct dl_phdr_info *info, uint8_t *out)
@@ -449,10 +451,12 @@ int ht__modules_refresh(int force)
 				atomic_store_explicit(&nmods, ++n, memory_order_release);
 		}
 	}
-	unlock();
-	syscall(SYS_munmap, s, s->bytes);
+	/* Under the lock: a refresh that finds nothing to merge because this
+	   one merged the unload returns only once the new stack table is in. */
 	if (gone)
 		ht__stacks_init();
+	unlock();
+	syscall(SYS_munmap, s, s->bytes);
 	return gone;
 }
 
@@ -1261,6 +1265,8 @@ void ht__ustack_unmap(struct ht__thread *t)
 uint32_t ht__stack_capture(struct ht__thread *t)
 {
 	struct ht__capture_call c = {t, NULL, 0, 0};
+	if (HT_UNLIKELY(atomic_load_explicit(&ht__dlclosing, memory_order_relaxed)))
+		ht__modules_refresh(0); /* a stack table of unloaded code must go first */
 	if (!HT_HAVE_USTACK || t->exited) {
 		c.id = capture_unwind(t);
 	} else {

@@ -659,12 +659,10 @@ def words_untraceable(env):
         shutil.rmtree(d, ignore_errors=True)
 
 
-@case
-def modules_many(env):
-    """A program with 5000 libraries loaded at once (copies of one small
-    library under 5000 names) that allocates one block from each: every
-    allocation's innermost frame is in the library it came from."""
-    n = 5000
+def record_modules(env, n, threads=None):
+    """many_modules over n copies of one small library (on threads when
+    given): every allocation's innermost frame must be in the library it
+    came from."""
     lib = os.path.join(env.progs, "libhtmm.so")
     d = os.path.join(env.tmp, "mods")
     os.mkdir(d)
@@ -672,8 +670,10 @@ def modules_many(env):
     for i in range(n):
         shutil.copyfile(lib, os.path.join(d, "mm_%d.so" % i))
     trace = os.path.join(env.tmp, "mm.htr")
-    rc, out, err = env.run([env.heaptrail, "record", "-o", trace, "--", env.prog("many_modules"), d, str(n)],
-                           timeout=600)
+    cmd = [env.heaptrail, "record", "-o", trace, "--", env.prog("many_modules"), d, str(n)]
+    if threads:
+        cmd.append(str(threads))
+    rc, out, err = env.run(cmd, timeout=600)
     equal(rc, 0, "record: exit (%s)" % err)
     equal(out.strip(), str(n), "the program's output")
     tr = Trace(env, trace)
@@ -692,6 +692,26 @@ def modules_many(env):
              if seen.get(i) != ("mm_%d.so" % i, "mm_alloc")]
     equal(len(seen), n, "allocations of 70000..%d bytes" % (69999 + n))
     equal(wrong[:5], [], "allocations attributed to another module (first 5 of %d)" % len(wrong))
+
+
+@case
+def modules_many(env):
+    """A program with 5000 libraries loaded at once (copies of one small
+    library under 5000 names) that allocates one block from each: every
+    allocation's innermost frame is in the library it came from."""
+    record_modules(env, 5000)
+
+
+@case
+def modules_threads(env):
+    """The same with 4 threads loading 1200 libraries at once, each closing
+    every third of its own after allocating from it: module refreshes that
+    race, and unloads between loads, keep every allocation in its own
+    library. A library loaded where a closed one was, while the closing
+    thread had not yet refreshed the modules, used to reuse the closed
+    one's stacks (same code at the same addresses): 3 to 14 of the 1200
+    allocations in another library."""
+    record_modules(env, 1200, threads=4)
 
 
 WEIRD = b"e\x1b[31m\n\"<&'\xff;#,"
