@@ -63,18 +63,6 @@ static void unlock(void)
 	atomic_store(&mod_lock, 0);
 }
 
-/* A new instance starts with no modules (indices are per instance). */
-void ht__modules_reset(void)
-{
-	if (!mods)
-		mods = ht__raw_mmap(HT_MAX_MODULES * sizeof *mods);
-	atomic_store(&nmods, 0);
-	atomic_store(&mod_lock, 0);
-	phdr_adds = phdr_subs = 0;
-	atomic_store(&mods_retry, 0);
-	atomic_store(&ht__dlclosing, 0); /* a fork child: the closing threads are not in it */
-}
-
 static int read_build_id(const struct dl_phdr_info *info, uint8_t *out)
 {
 	for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -132,30 +120,71 @@ static int write_module(uint32_t index, uint64_t bias, uintptr_t start, uintptr_
  */
 struct ht__seen {
 	uintptr_t bias, start, end;
+	const void *phdr;
 	uint32_t path_off, path_len;
+	uint32_t mod; /* its table index when known, else HT_MODULE_UNKNOWN */
 	uint8_t build_id[31];
 	uint8_t build_id_len;
-	uint8_t known; /* refresh scratch: already in the module list */
+	uint8_t known; /* 2: in the table during the walk; 1: at the merge; 3: gone since */
+	uint8_t skip;  /* not a module (the vDSO, no PT_LOAD) */
 };
 
 /*
+ * The objects of the last walk merged, in the walk's order (dlpi_addr and
+ * dlpi_phdr each, and the table index it got): while the loader's count of
+ * unloads (dlpi_subs) has not moved, nothing was unloaded and a new object
+ * comes after those of its namespace, so the next walk's first objects are
+ * these, recognised by two compares each (docs/performance.md, "A dlopen
+ * with thousands of modules loaded"). Reserved whole like the table; read
+ * without the lock during a walk, and trusted only if no merge happened
+ * since the walk began (mods_gen).
+ */
+struct ht__order {
+	uintptr_t addr;
+	const void *phdr;
+	uint32_t mod; /* table index, HT_ORD_SKIP, or HT_MODULE_UNKNOWN (not in it) */
+};
+#define HT_ORD_SKIP (HT_MODULE_UNKNOWN - 1)
+#define HT_INDEX_MAX (HT_MAX_MODULES * 2)
+
+static struct ht__order *order;
+static uint32_t norder;
+static unsigned long long order_subs;
+static _Atomic uint32_t mods_gen; /* bumped by each merge that changes the table */
+
+/*
+ * The index of the module table by start address, open addressing (index +
+ * 1 per slot, at most half full), kept with the table under its lock and
+ * read without it during a walk; reserved at its largest so that a read
+ * stays in bounds while it grows.
+ */
+static uint32_t *mindex;
+static _Atomic uint32_t mhcap;
+static uint32_t nlive;
+static uint32_t *freelist; /* dead indices, lowest last */
+static uint32_t nfree;
+
+/*
  * One walk's buffer, sized for the objects the last walk saw: obj[cap],
- * then the open-addressing index of the module table by start address
- * (hcap slots, module index + 1), then path bytes. A walk that finds more
- * objects or paths than fit is made again with a larger buffer: an object
- * left out would look unloaded.
+ * then path bytes. A walk that finds more objects or paths than fit is made
+ * again with a larger buffer: an object left out would look unloaded. One
+ * buffer is kept between walks (spare).
  */
 struct ht__scan {
-	int force, stop, full;
-	unsigned long long adds, subs;
-	uint32_t n, cap, total, hcap, path_used, path_cap;
+	struct {
+		int force, stop, full, noprefix, prefix_ok;
+		unsigned long long adds, subs, order_subs;
+		uint32_t n, total, path_used, prefix, pn, gen;
+	} w; /* reset for each walk */
+	uint32_t cap, path_cap;
 	size_t bytes;
 	char maps[8192]; /* /proc/self/maps, a piece at a time (mapped_path) */
 	char abs[4096];
 	struct ht__seen *obj;
-	uint32_t *index;
 	char *paths;
 };
+
+static _Atomic(struct ht__scan *) spare;
 
 /*
  * The absolute path of the file mapped at addr, from /proc/self/maps, into
@@ -205,78 +234,162 @@ out:
 	return found;
 }
 
-/* The index of the module table by start address (s->index). */
-static uint32_t index_slot(const struct ht__scan *s, uintptr_t start)
+static uint32_t index_slot(uintptr_t start, uint32_t hcap)
 {
-	return (uint32_t)((start >> 12) * 0x9e3779b97f4a7c15ull >> 32) & (s->hcap - 1);
+	return (uint32_t)((start >> 12) * 0x9e3779b97f4a7c15ull >> 32) & (hcap - 1);
 }
 
-/* 0 when the table outgrew the index (another thread merged a walk). */
-static int index_build(struct ht__scan *s)
+/* Index + 1 of a live module with these bounds, or 0. Also read without
+   the lock during a walk: bounded, and checked by the merge (mods_gen). */
+static uint32_t index_find(uintptr_t start, uintptr_t end, uintptr_t bias)
 {
-	memset(s->index, 0, (size_t)s->hcap * sizeof *s->index);
-	uint32_t n = atomic_load_explicit(&nmods, memory_order_acquire);
-	if (n > s->hcap / 2)
-		return 0;
-	for (uint32_t i = 0; i < n; i++) {
-		if (atomic_load_explicit(&mods[i].dead, memory_order_relaxed))
-			continue;
-		uint32_t h = index_slot(s, mods[i].start);
-		while (s->index[h])
-			h = (h + 1) & (s->hcap - 1);
-		s->index[h] = i + 1;
-	}
-	return 1;
-}
-
-/* Index + 1 of a live module with these bounds, or 0. */
-static uint32_t index_find(const struct ht__scan *s, uintptr_t start, uintptr_t end, uintptr_t bias)
-{
-	for (uint32_t h = index_slot(s, start); s->index[h]; h = (h + 1) & (s->hcap - 1)) {
-		const struct ht__mod *m = &mods[s->index[h] - 1];
+	uint32_t hcap = atomic_load_explicit(&mhcap, memory_order_relaxed);
+	uint32_t h = index_slot(start, hcap), v;
+	for (uint32_t k = 0; k < hcap && (v = __atomic_load_n(&mindex[h], __ATOMIC_RELAXED));
+	     k++, h = (h + 1) & (hcap - 1)) {
+		const struct ht__mod *m = &mods[v - 1];
 		if (m->start == start && m->end == end && m->bias == bias &&
 		    !atomic_load_explicit(&m->dead, memory_order_relaxed))
-			return s->index[h];
+			return v;
 	}
 	return 0;
 }
 
-/* A walk's buffer for up to cap objects and path_cap bytes of paths. */
+/* Under the lock. */
+static void index_put(uint32_t i)
+{
+	uint32_t hcap = atomic_load_explicit(&mhcap, memory_order_relaxed);
+	uint32_t h = index_slot(mods[i].start, hcap);
+	while (mindex[h])
+		h = (h + 1) & (hcap - 1);
+	__atomic_store_n(&mindex[h], i + 1, __ATOMIC_RELAXED);
+}
+
+/* Under the lock: the index anew from the live modules, large enough for
+   want of them. */
+static void index_rebuild(uint32_t want)
+{
+	uint32_t hcap = 1024;
+	while (hcap < 2 * want + 64 && hcap < HT_INDEX_MAX)
+		hcap *= 2;
+	memset(mindex, 0, (size_t)hcap * sizeof *mindex);
+	atomic_store_explicit(&mhcap, hcap, memory_order_relaxed);
+	uint32_t n = atomic_load_explicit(&nmods, memory_order_relaxed);
+	for (uint32_t i = 0; i < n; i++)
+		if (!atomic_load_explicit(&mods[i].dead, memory_order_relaxed))
+			index_put(i);
+}
+
+/* A new instance starts with no modules (indices are per instance). */
+void ht__modules_reset(void)
+{
+	if (!mods) {
+		mods = ht__raw_mmap(HT_MAX_MODULES * sizeof *mods);
+		order = ht__raw_mmap(HT_MAX_MODULES * sizeof *order);
+		mindex = ht__raw_mmap(HT_INDEX_MAX * sizeof *mindex);
+		freelist = ht__raw_mmap(HT_MAX_MODULES * sizeof *freelist);
+		if (!order || !mindex || !freelist)
+			mods = NULL; /* no module list: frames stay raw addresses */
+	}
+	atomic_store(&nmods, 0);
+	atomic_store(&mod_lock, 0);
+	phdr_adds = phdr_subs = 0;
+	atomic_store(&mods_retry, 0);
+	atomic_store(&ht__dlclosing, 0); /* a fork child: the closing threads are not in it */
+	norder = nlive = nfree = 0;
+	order_subs = 0;
+	if (mindex)
+		index_rebuild(0);
+	atomic_fetch_add(&mods_gen, 1);
+}
+
+/* A walk's buffer for up to cap objects and path_cap bytes of paths: the
+   spare one when it is large enough. */
 static struct ht__scan *scan_new(uint32_t cap, uint32_t path_cap)
 {
-	uint32_t n = atomic_load(&nmods), hcap = 1024;
-	while (hcap < 2 * (cap > n ? cap : n) + 64)
-		hcap *= 2;
+	struct ht__scan *s = atomic_exchange(&spare, NULL);
+	if (s && s->cap >= cap && s->path_cap >= path_cap)
+		return s;
+	if (s)
+		syscall(SYS_munmap, s, s->bytes);
 	size_t head = (sizeof(struct ht__scan) + 63) & ~(size_t)63;
-	size_t bytes = head + (size_t)cap * sizeof(struct ht__seen) + (size_t)hcap * 4 + path_cap;
-	struct ht__scan *s = ht__raw_mmap(bytes);
+	size_t bytes = head + (size_t)cap * sizeof(struct ht__seen) + path_cap;
+	s = ht__raw_mmap(bytes);
 	if (!s)
 		return NULL;
 	s->bytes = bytes;
 	s->cap = cap;
-	s->hcap = hcap;
 	s->path_cap = path_cap;
 	s->obj = (struct ht__seen *)((char *)s + head);
-	s->index = (uint32_t *)(s->obj + cap);
-	s->paths = (char *)(s->index + hcap);
+	s->paths = (char *)(s->obj + cap);
 	return s;
 }
 
+static void scan_done(struct ht__scan *s)
+{
+	struct ht__scan *old = atomic_exchange(&spare, s);
+	if (old)
+		syscall(SYS_munmap, old, old->bytes);
+}
+
+static int scan_obj(struct dl_phdr_info *info, struct ht__scan *s);
+
+/* Per object: the objects of the last walk merged cost a few compares here;
+   the rest is out of line (scan_obj), so that this stays a leaf. */
 static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct ht__scan *s = data;
-	if (s->n == 0 && s->adds == 0 &&
-	    size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-		s->adds = info->dlpi_adds;
-		s->subs = info->dlpi_subs;
-		if (!s->force && s->adds == phdr_adds && s->subs == phdr_subs) {
-			s->stop = 1;
+	uint32_t k = s->w.total++;
+	if (HT_LIKELY(k && k == s->w.prefix && k < s->w.pn)) {
+		/* An object of the last walk merged, at the same place: known. */
+		const struct ht__order *e = &order[k];
+		if (e->addr == info->dlpi_addr && e->phdr == info->dlpi_phdr &&
+		    e->mod != HT_MODULE_UNKNOWN) {
+			s->w.prefix++;
+			return 0;
+		}
+	} else if (k == 0) {
+		if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs)
+			return scan_obj(info, s);
+		s->w.adds = info->dlpi_adds;
+		s->w.subs = info->dlpi_subs;
+		if (!s->w.force && s->w.adds == phdr_adds && s->w.subs == phdr_subs) {
+			s->w.stop = 1;
 			return 1;
 		}
+		/* Nothing unloaded since the last walk merged: its objects come
+		   first, in the same order. */
+		s->w.prefix_ok = !s->w.noprefix && s->w.subs == s->w.order_subs;
+		if (s->w.prefix_ok && s->w.pn) {
+			const struct ht__order *e = &order[0];
+			if (e->addr == info->dlpi_addr && e->phdr == info->dlpi_phdr &&
+			    e->mod != HT_MODULE_UNKNOWN) {
+				s->w.prefix = 1;
+				return 0;
+			}
+		}
 	}
-	const char *name = info->dlpi_name ? info->dlpi_name : "";
-	if (strstr(name, "linux-vdso") || strstr(name, "linux-gate"))
+	return scan_obj(info, s);
+}
+
+/* An object not in the last walk's order, or after its first difference. */
+static __attribute__((noinline)) int scan_obj(struct dl_phdr_info *info, struct ht__scan *s)
+{
+	if (s->w.n >= s->cap) {
+		s->w.full = 1;
 		return 0;
+	}
+	struct ht__seen *o = &s->obj[s->w.n];
+	o->bias = info->dlpi_addr;
+	o->phdr = info->dlpi_phdr;
+	o->known = 0;
+	o->skip = 1;
+	o->mod = HT_MODULE_UNKNOWN;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	if (strstr(name, "linux-vdso") || strstr(name, "linux-gate")) {
+		s->w.n++;
+		return 0;
+	}
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -288,22 +401,19 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 		if (b > hi)
 			hi = b;
 	}
+	s->w.n++;
 	if (hi <= lo)
 		return 0;
-	s->total++;
-	if (s->n >= s->cap) {
-		s->full = 1;
-		return 0;
-	}
+	o->skip = 0;
+	o->start = lo;
+	o->end = hi;
 	/* A module the table has: its path and build-id are not needed. */
-	uint32_t known = index_find(s, lo, hi, info->dlpi_addr);
+	uint32_t known = index_find(lo, hi, info->dlpi_addr);
 	if (known) {
-		struct ht__seen *o = &s->obj[s->n++];
-		memset(o, 0, sizeof *o);
-		o->bias = info->dlpi_addr;
-		o->start = lo;
-		o->end = hi;
 		o->known = 2; /* seen in the table during the walk */
+		o->mod = known - 1;
+		o->path_len = 0;
+		o->build_id_len = 0;
 		return 0;
 	}
 	const char *path = name;
@@ -321,19 +431,14 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *data)
 	}
 	if (plen > 4000)
 		plen = 4000;
-	if (plen > s->path_cap - s->path_used) {
-		s->full = 1;
+	if (plen > s->path_cap - s->w.path_used) {
+		s->w.full = 1;
 		return 0;
 	}
-	struct ht__seen *o = &s->obj[s->n++];
-	o->known = 0;
-	o->bias = info->dlpi_addr;
-	o->start = lo;
-	o->end = hi;
-	o->path_off = s->path_used;
+	o->path_off = s->w.path_used;
 	o->path_len = plen;
-	memcpy(s->paths + s->path_used, path, plen);
-	s->path_used += plen;
+	memcpy(s->paths + s->w.path_used, path, plen);
+	s->w.path_used += plen;
 	o->build_id_len = (uint8_t)read_build_id(info, o->build_id);
 	return 0;
 }
@@ -351,12 +456,63 @@ static void write_unload(uint32_t index)
 	ht__rec_commit(t);
 }
 
+/* Under the lock: a new object into the table (a dead index first) and the
+   index, MODULE_LOAD first since lookups only see announced modules. */
+static void load_module(struct ht__scan *s, struct ht__seen *o)
+{
+	uint32_t n = atomic_load_explicit(&nmods, memory_order_relaxed);
+	uint32_t i = nfree ? freelist[nfree - 1] : n;
+	if (i >= HT_MAX_MODULES)
+		return; /* its frames stay raw addresses (README) */
+	if (!write_module(i, o->bias, o->start, o->end, o->build_id, o->build_id_len,
+			  s->paths + o->path_off, o->path_len)) {
+		atomic_store(&mods_retry, 1);
+		return;
+	}
+	if (nfree)
+		nfree--;
+	struct ht__mod *m = &mods[i];
+	m->start = o->start;
+	m->end = o->end;
+	m->bias = o->bias;
+	m->seen = 1;
+	atomic_store(&m->dead, 0);
+	if (i == n)
+		atomic_store_explicit(&nmods, n + 1, memory_order_release);
+	o->mod = i;
+	if (++nlive > atomic_load_explicit(&mhcap, memory_order_relaxed) / 2)
+		index_rebuild(nlive);
+	else
+		index_put(i);
+}
+
+/* Under the lock: the walk's objects become the order the next walk is
+   matched against, from its position from on. */
+static void order_set(struct ht__scan *s, uint32_t from)
+{
+	order_subs = s->w.subs;
+	if (from + s->w.n > HT_MAX_MODULES) {
+		norder = 0;
+		return;
+	}
+	for (uint32_t k = 0; k < s->w.n; k++) {
+		const struct ht__seen *o = &s->obj[k];
+		struct ht__order *e = &order[from + k];
+		e->addr = o->bias;
+		e->phdr = o->phdr;
+		e->mod = o->skip ? HT_ORD_SKIP : o->mod;
+	}
+	norder = from + s->w.n;
+}
+
 /*
  * Brings the module list up to date: MODULE_LOAD for new objects,
  * MODULE_UNLOAD for vanished ones (and then a fresh stack table, since their
  * addresses may come to mean other code). Without force, returns at once when
- * the loader's add/remove counters have not moved. Returns the number of
- * modules unloaded. Cold path; the caller holds the guard.
+ * the loader's add/remove counters have not moved. While nothing was
+ * unloaded, the objects of the last walk are skipped at two compares each
+ * and only the new ones are looked at. Returns the number of modules
+ * unloaded. Cold path; the caller holds the guard.
  */
 int ht__modules_refresh(int force)
 {
@@ -369,49 +525,81 @@ int ht__modules_refresh(int force)
 	uint32_t cap = 2048, path_cap = 1u << 20, last = atomic_load(&last_total);
 	while (cap < last + last / 4 + 256)
 		cap *= 2;
+	int noprefix = 0;
 	struct ht__scan *s;
+again:
 	for (;;) {
 		s = scan_new(cap, path_cap);
 		if (!s)
 			return 0;
-		s->force = force;
-		s->full = !index_build(s);
-		if (!s->full)
-			dl_iterate_phdr(scan_cb, s);
-		if (!s->full || cap >= HT_MAX_MODULES * 2u)
+		memset(&s->w, 0, sizeof s->w);
+		s->w.force = force;
+		s->w.noprefix = noprefix;
+		lock_modules();
+		s->w.gen = atomic_load_explicit(&mods_gen, memory_order_relaxed);
+		s->w.pn = norder;
+		s->w.order_subs = order_subs;
+		unlock();
+		dl_iterate_phdr(scan_cb, s);
+		if (!s->w.full || cap >= HT_MAX_MODULES * 2u)
 			break;
 		/* More objects or longer paths than fit: again, larger. */
-		if (s->total > cap)
-			while (cap < s->total + s->total / 4 + 256)
+		if (s->w.n >= s->cap)
+			while (cap < s->w.total + s->w.total / 4 + 256)
 				cap *= 2;
 		else
 			path_cap *= 2;
 		syscall(SYS_munmap, s, s->bytes);
 	}
-	atomic_store(&last_total, s->total);
+	atomic_store(&last_total, s->w.total);
 	int gone = 0;
 	lock_modules();
-	/* A walk older than the last one merged must not undo it, and an
-	   incomplete one would take the modules it left out for unloaded. */
-	if (s->full || (!s->stop && !index_build(s))) {
+	int same = atomic_load_explicit(&mods_gen, memory_order_relaxed) == s->w.gen;
+	if (s->w.full) {
 		atomic_store(&mods_retry, 1);
-	} else if (!s->stop && (force || s->adds + s->subs >= phdr_adds + phdr_subs)) {
-		phdr_adds = s->adds;
-		phdr_subs = s->subs;
+	} else if (s->w.stop || !(force || s->w.adds + s->w.subs >= phdr_adds + phdr_subs)) {
+		/* Nothing new, or a walk older than the last one merged: it must
+		   not undo that one. */
+	} else if (!same && s->w.prefix) {
+		/* Objects recognised by the order of a walk merged since: walk
+		   again, looking at each. */
+		unlock();
+		scan_done(s);
+		noprefix = 1;
+		goto again;
+	} else if (same && s->w.prefix_ok && s->w.subs == phdr_subs) {
+		/* Nothing unloaded since the last merge: the new objects only. */
+		phdr_adds = s->w.adds;
+		phdr_subs = s->w.subs;
+		for (uint32_t k = 0; k < s->w.n; k++) {
+			struct ht__seen *o = &s->obj[k];
+			if (!o->skip && !o->known)
+				load_module(s, o);
+		}
+		order_set(s, s->w.prefix);
+		atomic_fetch_add_explicit(&mods_gen, 1, memory_order_relaxed);
+	} else {
+		phdr_adds = s->w.adds;
+		phdr_subs = s->w.subs;
 		uint32_t n = atomic_load(&nmods);
 		for (uint32_t i = 0; i < n; i++)
 			mods[i].seen = 0;
-		/* The index was built again above, under the lock: another thread
-		   may have merged a walk since ours began. */
-		for (uint32_t k = 0; k < s->n; k++) {
+		/* Looked up again under the lock: another thread may have merged
+		   a walk since ours began. */
+		for (uint32_t k = 0; k < s->w.n; k++) {
 			struct ht__seen *o = &s->obj[k];
-			uint32_t i = index_find(s, o->start, o->end, o->bias);
+			if (o->skip)
+				continue;
+			uint32_t i = index_find(o->start, o->end, o->bias);
 			if (i) {
 				mods[i - 1].seen = 1;
 				o->known = 1;
+				o->mod = i - 1;
 			} else if (o->known == 2) {
 				/* Known during the walk, gone since: its path was not
 				   copied, so the next refresh walks again. */
+				o->known = 3;
+				o->mod = HT_MODULE_UNKNOWN;
 				atomic_store(&mods_retry, 1);
 			}
 		}
@@ -422,53 +610,59 @@ int ht__modules_refresh(int force)
 			if (!m->dead && !m->seen) {
 				atomic_store(&m->dead, 1);
 				write_unload(i);
+				nlive--;
 				gone++;
 			}
 		}
-		uint32_t reuse = 0;
-		for (uint32_t k = 0; k < s->n; k++) {
+		if (gone)
+			index_rebuild(nlive);
+		nfree = 0;
+		for (uint32_t i = n; i-- > 0;)
+			if (mods[i].dead)
+				freelist[nfree++] = i;
+		for (uint32_t k = 0; k < s->w.n; k++) {
 			struct ht__seen *o = &s->obj[k];
-			if (o->known)
-				continue; /* 1: in the table; 2: see above */
-			while (reuse < n && !(mods[reuse].dead && !mods[reuse].seen))
-				reuse++;
-			uint32_t i = reuse < n ? reuse : n;
-			if (i >= HT_MAX_MODULES)
-				continue; /* its frames stay raw addresses (README) */
-			/* MODULE_LOAD first: lookups only see announced modules. */
-			if (!write_module(i, o->bias, o->start, o->end, o->build_id,
-					  o->build_id_len, s->paths + o->path_off, o->path_len)) {
-				atomic_store(&mods_retry, 1);
-				continue;
-			}
-			struct ht__mod *m = &mods[i];
-			m->start = o->start;
-			m->end = o->end;
-			m->bias = o->bias;
-			m->seen = 1;
-			atomic_store(&m->dead, 0);
-			if (i == n)
-				atomic_store_explicit(&nmods, ++n, memory_order_release);
+			if (!o->skip && !o->known)
+				load_module(s, o);
 		}
+		order_set(s, 0);
+		atomic_fetch_add_explicit(&mods_gen, 1, memory_order_relaxed);
 	}
 	/* Under the lock: a refresh that finds nothing to merge because this
 	   one merged the unload returns only once the new stack table is in. */
 	if (gone)
 		ht__stacks_init();
 	unlock();
-	syscall(SYS_munmap, s, s->bytes);
+	scan_done(s);
 	return gone;
 }
 
-/* Module index of an address, or HT_MODULE_UNKNOWN. */
+/*
+ * Module index of an address, or HT_MODULE_UNKNOWN: through a memo of the
+ * last module found per page (checked against the module's bounds, so a
+ * stale entry is never believed), then the table from its newest entry (a
+ * library just loaded is the likeliest new frame).
+ */
+static _Atomic uint32_t mod_memo[1024]; /* index + 1 */
+
 static uint32_t find_module(uintptr_t ip)
 {
 	uint32_t n = atomic_load_explicit(&nmods, memory_order_acquire);
-	for (uint32_t i = 0; i < n; i++) {
-		struct ht__mod *m = &mods[i];
+	uint32_t h = (uint32_t)((ip >> 12) * 0x9e3779b97f4a7c15ull >> 54);
+	uint32_t v = atomic_load_explicit(&mod_memo[h], memory_order_relaxed);
+	if (v && v <= n) {
+		struct ht__mod *m = &mods[v - 1];
 		if (ip >= m->start && ip < m->end &&
 		    !atomic_load_explicit(&m->dead, memory_order_relaxed))
+			return v - 1;
+	}
+	for (uint32_t i = n; i-- > 0;) {
+		struct ht__mod *m = &mods[i];
+		if (ip >= m->start && ip < m->end &&
+		    !atomic_load_explicit(&m->dead, memory_order_relaxed)) {
+			atomic_store_explicit(&mod_memo[h], i + 1, memory_order_relaxed);
 			return i;
+		}
 	}
 	return HT_MODULE_UNKNOWN;
 }
