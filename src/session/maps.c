@@ -19,6 +19,8 @@
 
 /* Not more often than this per process. */
 #define MAPS_EVERY_NS 50000000ull
+/* ... and not more often than this many times the last read took. */
+#define MAPS_TIME_SHARE 20
 /* glibc's arenas are reserved 64 MiB at a time, at 64 MiB boundaries. */
 #define ARENA_ALIGN (64ull << 20)
 /* Threads looked at for the owner of a new stack. */
@@ -101,6 +103,69 @@ static void settle(struct ht__maprange *r, bool rest, bool after_guard)
 	}
 }
 
+/* A hexadecimal or decimal number at *p, moving *p past it. */
+static uint64_t num(const char **p, unsigned base)
+{
+	uint64_t v = 0;
+	for (const char *c = *p;; c++) {
+		unsigned d = (unsigned)(*c - '0');
+		if (base == 16 && d > 9) {
+			d = (unsigned)((*c | 0x20) - 'a');
+			d = d < 6 ? d + 10 : 99;
+		}
+		if (d >= base) {
+			*p = c;
+			return v;
+		}
+		v = v * base + d;
+	}
+}
+
+/*
+ * One line of a map, "start-end perms offset dev inode   name": 0 when it
+ * is not one. By hand: a process with thousands of libraries has tens of
+ * thousands of lines, read every 50 ms, and sscanf was 13 % of the
+ * collector's time there (docs/performance.md, "A dlopen with thousands of
+ * modules loaded"). name points into line, '\n' cut.
+ */
+static int parse_line(char *line, uint64_t *lo, uint64_t *hi, char perms[8], unsigned long *ino,
+		      const char **name)
+{
+	const char *p = line, *q;
+	*lo = num(&p, 16);
+	if (p == line || *p++ != '-')
+		return 0;
+	q = p;
+	*hi = num(&p, 16);
+	if (p == q || *p++ != ' ')
+		return 0;
+	int k = 0;
+	while (*p && *p != ' ' && k < 7)
+		perms[k++] = *p++;
+	perms[k] = 0;
+	if (*p++ != ' ')
+		return 0;
+	q = p;
+	num(&p, 16); /* offset */
+	if (p == q || *p++ != ' ')
+		return 0;
+	while (*p && *p != ' ') /* dev */
+		p++;
+	if (*p++ != ' ')
+		return 0;
+	q = p;
+	*ino = (unsigned long)num(&p, 10);
+	if (p == q)
+		return 0;
+	while (*p == ' ')
+		p++;
+	char *nl = strchr(p, '\n');
+	if (nl)
+		*nl = 0;
+	*name = p;
+	return 1;
+}
+
 /* Reads the anonymous private writable ranges of pid into out; -1 when the
    map cannot be read (the process is going), else 0 or HT_ERR_NOMEM. */
 static int read_maps(int32_t pid, struct mvec *out)
@@ -119,14 +184,12 @@ static int read_maps(int32_t pid, struct mvec *out)
 	bool cand_stack = false;
 	int rc = 0;
 	while (!rc && fgets(line, sizeof(line), f)) {
-		uint64_t lo, hi, off;
-		char perms[8], name[4096] = "";
+		uint64_t lo, hi;
+		char perms[8];
+		const char *name;
 		unsigned long ino;
-		int pos = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %lu %n", &lo, &hi,
-			   perms, &off, &ino, &pos) < 5)
+		if (!parse_line(line, &lo, &hi, perms, &ino, &name))
 			continue;
-		sscanf(line + pos, "%4095[^\n]", name);
 		int anon = ino == 0 && (!name[0] || !strcmp(name, "[heap]") ||
 					!strcmp(name, "[stack]") || !strncmp(name, "[anon:", 6));
 		if (lo >= HT_OWN_BASE && hi <= HT_OWN_END) { /* the recorder's own */
@@ -218,13 +281,18 @@ int ht__maps_check(struct ht__session *s, struct ht__proc *p, uint64_t rss, uint
 	if (rss == m->rss || now < m->next_ns)
 		return 0;
 	struct mvec cur = {0};
+	uint64_t t0 = ht__now_ns();
 	int rc = read_maps(p->pid, &cur);
 	if (rc) {
 		free(cur.v);
 		return rc < 0 && rc != -1 ? rc : 0;
 	}
 	m->rss = rss;
-	m->next_ns = now + MAPS_EVERY_NS;
+	/* A map of tens of thousands of lines (thousands of libraries) takes
+	   milliseconds to make and read: then no more than a twentieth of the
+	   time goes to it. */
+	uint64_t took = (ht__now_ns() - t0) * MAPS_TIME_SHARE;
+	m->next_ns = now + (took > MAPS_EVERY_NS ? took : MAPS_EVERY_NS);
 	/* A stack seen before keeps its owner; a new one is looked up. A range
 	   seen before as something else keeps what it was: what made it look
 	   like a stack is a PROT_NONE range come to end where it starts, like
