@@ -575,6 +575,8 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 	atomic_store_explicit(&r->read_pos, w, memory_order_release);
 	if (w - start > s->drained_max)
 		s->drained_max = w - start; /* the next tick comes before it fills */
+	if (w - start > size / 2)
+		s->room_made = true; /* its writer may wait for room */
 	/* A writer busy at the same place for a second was stopped (SIGSTOP, a
 	   debugger): waiting for it would hold every other ring's events back
 	   in memory, so the merge goes on without it. */
@@ -750,6 +752,7 @@ static int drain_all(struct ht__session *s, uint64_t *wm, bool check_dead, bool 
 			uint64_t w = atomic_load_explicit(&r->write_pos, memory_order_acquire);
 			if (w == atomic_load(&r->read_pos) && sl->head == sl->tail && !final) {
 				free_ring(s, i);
+				s->room_made = true; /* a thread may wait for a ring */
 				in_use--;
 			}
 		}
@@ -912,10 +915,16 @@ static int tick(struct ht__session *s)
 	if (full && (rc = check_procs(s, now, PROC_CHECKS_PER_TICK)) < 0)
 		return rc;
 	uint64_t wm = now > 1000000 ? now - 1000000 : 0;
-	s->hurry = s->behind = false;
+	s->hurry = s->behind = s->room_made = false;
 	s->drained_max = 0;
 	int in_use = drain_all(s, &wm, full && s->tick % DEAD_CHECK_TICKS == 0, false);
-	wake_waiters(s);
+	/* Waiters wake at full ticks, and when a ring that was more than half
+	   full got its room back or a ring came free: the ticks between, which
+	   a merge cut by its budget makes back to back, woke every sleeping
+	   writer each time (8 threads: the program's CPU went to futex wakes of
+	   threads whose rings were still full). */
+	if (full || s->room_made)
+		wake_waiters(s);
 	s->next_tick_ns = now + tick_period(s, now);
 	s->drain_ns = now;
 	if (in_use < 0)
