@@ -89,13 +89,27 @@ static int slot_append(struct ht__slot *sl, const void *rec, uint32_t len)
  */
 static void stamp_ns(struct ht__session *s, struct ht__slot *sl, uint32_t len)
 {
+	const struct ht__tsc *c = &s->tsc;
+	/* The clock segment of the last tick converted, [lo, hi): the ticks
+	   that fall on it (nearly all) are converted here, without a call. */
+	uint64_t lo = 0, hi = 0, base = 0, mult = 0;
 	for (uint32_t off = sl->tail - len; off < sl->tail;) {
 		struct ht__rec *rec = (struct ht__rec *)(sl->buf + off);
-		uint64_t ns = 0;
-		if (s->tsc.on)
-			ns = ht__tsc_to_ns(&s->tsc, rec->ts, &sl->tsc_seg);
-		else
+		uint64_t t = rec->ts, ns = 0;
+		if (t - lo < hi - lo) {
+			ns = base + (uint64_t)(((unsigned __int128)(t - lo) * mult) >> 32);
+		} else if (c->on) {
+			ns = ht__tsc_to_ns(c, t, &sl->tsc_seg);
+			uint32_t k = sl->tsc_seg;
+			if (k < c->nseg && c->seg[k].tick <= t) {
+				lo = c->seg[k].tick;
+				hi = k + 1 < c->nseg ? c->seg[k + 1].tick : UINT64_MAX;
+				base = c->seg[k].ns;
+				mult = c->seg[k].mult;
+			}
+		} else {
 			s->stats.corrupt++; /* ticks in a session without a TSC line */
+		}
 		if (ns < sl->last_ts)
 			ns = sl->last_ts;
 		rec->ts = ns;
@@ -104,9 +118,9 @@ static void stamp_ns(struct ht__session *s, struct ht__slot *sl, uint32_t len)
 		if (rec->type == HT_REC_REALLOC && rec->len >= sizeof(struct ht__rec_realloc)) {
 			struct ht__rec_realloc *r = (struct ht__rec_realloc *)rec;
 			if (r->end) {
-				uint64_t end =
-				    s->tsc.on ? ht__tsc_to_ns(&s->tsc, r->end, &sl->tsc_seg) : 0;
+				uint64_t end = c->on ? ht__tsc_to_ns(c, r->end, &sl->tsc_seg) : 0;
 				r->end = end < ns ? ns : end;
+				lo = hi = 0; /* the hint may have moved */
 			}
 		}
 		off += rec->len;
