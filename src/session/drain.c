@@ -683,6 +683,7 @@ static int merge(struct ht__session *s, uint64_t wm, uint64_t budget)
 		for (;;) {
 			const struct ht__rec *rec = slot_head(sl);
 			sl->head += rec->len;
+			s->merged++;
 			int rc = ht__order_rec(s, sl, rec);
 			if (rc < 0)
 				return rc;
@@ -874,8 +875,6 @@ static int tick(struct ht__session *s);
  */
 static uint64_t tick_period(struct ht__session *s, uint64_t now)
 {
-	if (s->behind)
-		return 0;
 	/* The rate: the fastest ring's since the last drain when higher than
 	   before, else coming down to it over about 20 ms (a ring whose writer
 	   has just woken from a wait gives a few bytes in a short time). */
@@ -945,10 +944,15 @@ static int tick(struct ht__session *s)
 		return in_use;
 	if ((rc = ht__snap_tick(s, now, false)) < 0)
 		return rc;
+	uint64_t merged = s->merged;
 	if ((rc = merge(s, wm, MERGE_BUDGET)) < 0)
 		return rc;
-	if (rc > 0)
-		s->next_tick_ns = now; /* more to merge: drain again first, then go on */
+	/* More to merge: drain again first, then go on. A ring left full
+	   (behind) is drained as soon as the merge made its buffer room; not
+	   while a writer stopped in the middle of a record holds the merge
+	   back (STUCK_NS): that would spin. */
+	if (rc > 0 || (s->behind && s->merged != merged))
+		s->next_tick_ns = now;
 	if ((rc = ht__losses_reclaim(s)) < 0)
 		return rc;
 	if ((rc = flush_sink(s, now)) < 0)
