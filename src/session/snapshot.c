@@ -70,15 +70,17 @@ static bool of_image(struct ht__session *s, uint32_t id, const struct ht__proc *
 	return owner == exited;
 }
 
-/* Adds one entry's counters to c (not allocated there yet: nothing). */
+/* Adds one entry's counters to c (not allocated there yet: nothing; with
+   freed_too, a region entry whose allocations a thread's table counted may
+   hold frees alone, which thr_merge adds to them). */
 static int snap_add(struct ht__snap_copy *c, uint32_t id, uint64_t heap,
-		    const struct ht__snap_stack *k)
+		    const struct ht__snap_stack *k, bool freed_too)
 {
 	/* Freed before allocated: both only grow, so live never goes below 0
 	   while threads work. */
 	uint64_t fb = atomic_load(&k->freed_bytes), fc = atomic_load(&k->freed_count);
 	uint64_t ab = atomic_load(&k->alloc_bytes), ac = atomic_load(&k->alloc_count);
-	if (!ac)
+	if (!ac && !(freed_too && fc))
 		return 0;
 	if (ht__grow((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v)) < 0)
 		return HT_ERR_NOMEM;
@@ -202,7 +204,7 @@ static int thr_alloc_one(void *ctx, uint32_t id, const struct ht__snap_stack *k)
 static int thr_merge(struct ht__session *s, struct ht__snap_copy *c, const struct thr_part *t,
 		     size_t nt, const struct ht__proc *root)
 {
-	if (!nt)
+	if (!c->n && !nt)
 		return 0;
 	struct ht__snap_entry *v = malloc((c->n + nt) * sizeof(*v));
 	if (!v)
@@ -264,8 +266,9 @@ static int snap_take(struct ht__session *s, const struct ht__proc *exited)
 	struct thr_parts freed = {0}, parts = {0};
 	int rc = thr_each(s, n, thr_freed_one, &freed);
 	for (uint32_t i = 0; i < n && rc >= 0; i++)
-		if (atomic_load(&reg[i].alloc_count) && of_image(s, i, root, exited))
-			rc = snap_add(&c, i, 0, &reg[i]);
+		if ((atomic_load(&reg[i].alloc_count) || atomic_load(&reg[i].freed_count)) &&
+		    of_image(s, i, root, exited))
+			rc = snap_add(&c, i, 0, &reg[i], true);
 	parts.first = freed.v;
 	parts.nfirst = freed.n;
 	if (rc >= 0)
@@ -286,7 +289,7 @@ static int snap_take(struct ht__session *s, const struct ht__proc *exited)
 	for (uint32_t j = 0; j < hn && rc >= 0; j++)
 		if (atomic_load_explicit(&hreg[j].ready, memory_order_acquire) &&
 		    of_image(s, hreg[j].stack, root, exited))
-			rc = snap_add(&c, hreg[j].stack, hreg[j].heap, &hreg[j].c);
+			rc = snap_add(&c, hreg[j].stack, hreg[j].heap, &hreg[j].c, false);
 	if (rc < 0) {
 		free(c.v);
 		return rc;

@@ -393,8 +393,9 @@ def threads(env):
 def xthreads(env):
     # Counts of threads that exited and blocks freed by another thread than
     # the one that allocated them (each thread counts in its ring's table),
-    # with 4 rings so that the 40 short threads reuse them.
-    for buffers in (["--buffers", "4"], []):
+    # with 4 rings so that the 40 short threads reuse them, and with 2, so
+    # that most find none free and count in the stacks' region instead.
+    for buffers in (["--buffers", "4"], ["--buffers", "2"], []):
         p = env.popen([env.ht, "record", "--snapshot", "-q", "--force", "-o", env.trace] + buffers +
                       ["--", env.prog, "xthreads"])
         expect_line(p, "1")
