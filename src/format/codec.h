@@ -16,11 +16,10 @@
 #include "base/vec.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-/* Version 9: definitions are written once, in a DEFS stream of each events
-   chunk, and the table at finish (DEFINDEX) points at them
-   (docs/trace-format.md). Every trace is written as version 9, snapshot
-   traces too. A reader also reads versions 2 to 8. */
-#define HT__FILE_VERSION 9u
+/* Version 10: raw heap address codes count in 16 bytes
+   (docs/trace-format.md, "Addresses"). Every trace is written as version
+   10, snapshot traces too. A reader also reads versions 2 to 9. */
+#define HT__FILE_VERSION 10u
 #define HT__FILE_VERSION_OLDEST 2u
 /* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
    SNAPSHOT events (code 21), which an older reader must refuse rather than
@@ -40,6 +39,8 @@
 #define HT__FILE_VERSION_STACKPRED 8u
 /* Version 9: the DEFS stream and the DEFINDEX table instead of DEFS. */
 #define HT__FILE_VERSION_DEFSTREAM 9u
+/* Version 10: raw heap address codes count in HT__HEAP_GRAIN bytes. */
+#define HT__FILE_VERSION_GRAIN 10u
 #define HT__HEADER_SIZE 64u
 #define HT__CHUNK_MAGIC 0x4b435448u /* "HTCK" as a little-endian u32 */
 #define HT__CHUNK_HEADER_SIZE 48u
@@ -148,6 +149,10 @@ int ht__streams_open(const uint8_t *p, const uint8_t *end, uint32_t version, str
 #define HT__ADDR_TOP HT__RING_DEPTH
 #define HT__ADDR_FRESH (HT__RING_DEPTH + 1)
 #define HT__ADDR_OLD (HT__RING_DEPTH + 2)
+/* Version 10: a raw heap address code (of a block leaving or a new one)
+   counts in 16 bytes, glibc's alignment, unless escaped: the low 4 bits of
+   a heap delta are nearly always 0 (docs/trace-format.md, "Addresses"). */
+#define HT__HEAP_GRAIN_SHIFT 4u
 
 /* glibc's chunk for a request: max(32, size + 8 rounded up to 16) bytes. */
 static inline uint64_t ht__chunk_size(uint64_t size)

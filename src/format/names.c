@@ -6,7 +6,7 @@
 #include "format/codec.h"
 
 /* The versions ht_strerror(HT_ERR_VERSION) names. */
-_Static_assert(HT__FILE_VERSION_OLDEST == 2 && HT__FILE_VERSION == 9,
+_Static_assert(HT__FILE_VERSION_OLDEST == 2 && HT__FILE_VERSION == 10,
 	       "update the versions in the HT_ERR_VERSION message");
 
 const char *ht_strerror(int err)
@@ -19,7 +19,8 @@ const char *ht_strerror(int err)
 	case HT_ERR_NOT_TRACE:
 		return "not a heaptrail trace";
 	case HT_ERR_VERSION:
-		return "trace format version not supported by this build (it reads formats 2 to 9)";
+		return "trace format version not supported by this build "
+		       "(it reads formats 2 to 10)";
 	case HT_ERR_CORRUPT:
 		return "trace is damaged";
 	case HT_ERR_NOMEM:

@@ -235,6 +235,7 @@ struct ht_reader {
 	uint32_t version;  /* 4: SNAPSHOT events may follow */
 	int free_stream;   /* where codes of blocks leaving are: FREE (5) or ADDR */
 	int own_first;	   /* version 3: frees count back in own first */
+	unsigned heap_sh;  /* version 10: raw heap address codes count in 16 bytes */
 	struct dec d;	   /* decoding on the caller's thread */
 	int in_chunk;	   /* d holds a chunk with events left */
 	struct batch one;  /* d's events, on the caller's thread */
@@ -1185,6 +1186,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 		goto fail;
 	}
 	r->own_first = version >= 3;
+	r->heap_sh = version >= HT__FILE_VERSION_GRAIN ? HT__HEAP_GRAIN_SHIFT : 0;
 	r->version = version; /* the tables' reading depends on it */
 	r->ts_unit = ht__get_le32(h + 40);
 	if (!r->ts_unit)
@@ -1423,11 +1425,14 @@ static int decode_proc(struct ht_reader *r, struct ht__cur *c, const struct ht_e
 	return rc;
 }
 
-/* Decodes a raw address code (tag bit clear, or the 0 escape). */
-static uint64_t get_raw_addr(struct ht__cur *a, uint64_t v, struct slot *sl)
+/* Decodes a raw address code (tag bit clear, or the 0 escape), in units of
+   2^sh bytes unless escaped. */
+static uint64_t get_raw_addr(struct ht__cur *a, uint64_t v, struct slot *sl, unsigned sh)
 {
-	uint64_t zz = v ? v >> 1 : ht__get_varint(a);
-	sl->last_addr += (uint64_t)ht__unzigzag(zz);
+	if (v)
+		sl->last_addr += (uint64_t)ht__unzigzag(v >> 1) << sh;
+	else
+		sl->last_addr += (uint64_t)ht__unzigzag(ht__get_varint(a));
 	return sl->last_addr;
 }
 
@@ -1438,7 +1443,7 @@ static uint64_t get_free_addr(const struct ht_reader *r, struct dec *d, struct h
 	struct slot *sl = &d->slots[si];
 	uint64_t v = ht__get_varint(a);
 	if (!(v & 1))
-		return get_raw_addr(a, v, sl);
+		return get_raw_addr(a, v, sl, r->heap_sh);
 	/* Back among the slot's own allocations, then past them among all the
 	   chunk's (version 2: all the chunk's only). */
 	uint64_t k = v >> 1;
@@ -1461,7 +1466,7 @@ static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct 
 	uint64_t v = ht__get_varint(a), addr;
 	uint64_t k = v >> 1;
 	if (!(v & 1)) {
-		addr = get_raw_addr(a, v, sl);
+		addr = get_raw_addr(a, v, sl, r->heap_sh);
 	} else if (k < HT__RING_DEPTH) {
 		uint64_t *ring = d->rings[si][ht__size_class(size)];
 		if (!ring[k]) {
@@ -1628,7 +1633,7 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 			      (type == HT_EV_REALLOC && !(ev->flags & HT_EVF_FAILED));
 		if (mask & HT__F_OLD_ADDR)
 			ev->old_addr = heap_ev ? get_free_addr(r, d, f, si)
-					       : get_raw_addr(a, ht__get_varint(a), sl);
+					       : get_raw_addr(a, ht__get_varint(a), sl, 0);
 		if (mask & HT__F_ADDR) {
 			if (type == HT_EV_FREE)
 				ev->addr = get_free_addr(r, d, f, si);
@@ -1636,7 +1641,7 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 				ev->addr = get_alloc_addr(r, d, a, si, ev->size,
 							  type == HT_EV_REALLOC ? ev->old_addr : 0);
 			else
-				ev->addr = get_raw_addr(a, ht__get_varint(a), sl);
+				ev->addr = get_raw_addr(a, ht__get_varint(a), sl, 0);
 		}
 		if (mask & HT__F_PROT)
 			ev->prot = (uint32_t)ht__get_varint(mi);

@@ -1098,15 +1098,18 @@ static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t
 	return 0;
 }
 
-/* A raw address: a delta from the thread's previous address, tagged even. */
-static uint8_t *put_raw_addr(uint8_t *p, struct slot *sl, uint64_t addr)
+/* A raw address: a delta from the thread's previous address, tagged even;
+   in units of 2^sh bytes when it is a multiple of them (heap blocks:
+   HT__HEAP_GRAIN_SHIFT), else after the escape. */
+static uint8_t *put_raw_addr(uint8_t *p, struct slot *sl, uint64_t addr, unsigned sh)
 {
-	uint64_t zz = ht__zigzag((int64_t)(addr - sl->last_addr));
+	uint64_t delta = addr - sl->last_addr;
+	uint64_t zz = ht__zigzag(delta & ((1ull << sh) - 1) ? 0 : (int64_t)delta >> sh);
 	if (zz && zz < (1ull << 63)) {
 		p = ht__put_varint(p, zz << 1);
-	} else { /* 0 escapes: the full zigzag follows */
+	} else { /* 0 escapes: the full zigzag follows, in bytes */
 		*p++ = 0;
-		p = ht__put_varint(p, zz);
+		p = ht__put_varint(p, ht__zigzag((int64_t)delta));
 	}
 	sl->last_addr = addr;
 	return p;
@@ -1122,7 +1125,10 @@ static unsigned varint_len(uint64_t v)
 	return n;
 }
 
-/* Bytes of addr as a raw code (put_raw_addr). */
+/* Bytes of addr as a raw code in bytes: what a free by index is weighed
+   against (in 16 bytes, the raw codes of the random-free loop are a byte
+   shorter; weighed against that, more of its frees went raw and its trace
+   grew 0.6 %). */
 static unsigned raw_addr_len(const struct slot *sl, uint64_t addr)
 {
 	uint64_t zz = ht__zigzag((int64_t)(addr - sl->last_addr));
@@ -1135,7 +1141,7 @@ static uint8_t *put_free_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uin
 	struct slot *sl = &w->slots[si];
 	struct amap_ent *e = amap_slot(w, addr);
 	if (e->gen != w->amap_gen)
-		return put_raw_addr(p, sl, addr);
+		return put_raw_addr(p, sl, addr, HT__HEAP_GRAIN_SHIFT);
 	struct amap_ent b = *e;
 	amap_remove(w, e);
 	e = &b;
@@ -1148,7 +1154,7 @@ static uint8_t *put_free_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uin
 	   thread's last address (it lies near the blocks freed around it) than
 	   as a distance back of many allocations: the shorter code wins. */
 	if (varint_len(d << 1 | 1) > raw_addr_len(sl, addr))
-		return put_raw_addr(p, sl, addr);
+		return put_raw_addr(p, sl, addr, HT__HEAP_GRAIN_SHIFT);
 	ht__ring_push(w->rings[si][e->cls], addr);
 	sl->last_addr = addr;
 	return ht__put_varint(p, d << 1 | 1);
@@ -1186,7 +1192,7 @@ static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, ui
 		sl->last_addr = addr;
 		return ht__put_varint(p, (uint64_t)code << 1 | 1);
 	}
-	return put_raw_addr(p, sl, addr);
+	return put_raw_addr(p, sl, addr, HT__HEAP_GRAIN_SHIFT);
 }
 
 /* The time delta and the stack id of ev, which every event has. */
@@ -1408,7 +1414,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		if (heap_ev)
 			fb->len = put_free_addr(w, fb->data + fb->len, si, ev->old_addr) - fb->data;
 		else
-			a = put_raw_addr(a, &w->slots[si], ev->old_addr);
+			a = put_raw_addr(a, &w->slots[si], ev->old_addr, 0);
 	}
 	if (mask & HT__F_ADDR) {
 		if (ev->type == HT_EV_FREE)
@@ -1420,7 +1426,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 				return w->err;
 			a = ab->data + ab->len;
 		} else
-			a = put_raw_addr(a, &w->slots[si], ev->addr);
+			a = put_raw_addr(a, &w->slots[si], ev->addr, 0);
 	}
 	ab->len = a - ab->data;
 
