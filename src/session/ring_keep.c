@@ -119,6 +119,18 @@ static size_t pack(uint8_t *out, struct pack_ctx *c, const struct ht_event *ev, 
 	return (size_t)(p - out);
 }
 
+/* A varint of a block: written by pack() in our own memory, so whole and
+   not bounds-checked (the trace reader's ht__get_varint is). */
+static inline uint64_t get_packed(struct ht__cur *cur)
+{
+	const uint8_t *p = cur->p;
+	uint64_t v = *p & 0x7f;
+	for (unsigned shift = 7; *p++ & 0x80; shift += 7)
+		v |= (uint64_t)(*p & 0x7f) << shift;
+	cur->p = p;
+	return v;
+}
+
 /* Unpacks the event at cur (written by pack(), so whole; its name, NUL-terminated, into
  * name[NAME_MAX_KEPT + 1]). */
 static void unpack(struct ht__cur *cur, struct pack_ctx *c, struct ht_event *ev, char *name,
@@ -127,38 +139,38 @@ static void unpack(struct ht__cur *cur, struct pack_ctx *c, struct ht_event *ev,
 	memset(ev, 0, sizeof(*ev));
 	ev->type = *cur->p++;
 	ev->func = *cur->p++;
-	ev->flags = (uint16_t)ht__get_varint(cur);
-	unsigned mask = (unsigned)ht__get_varint(cur);
-	ev->process = (uint32_t)(c->process + ht__unzigzag(ht__get_varint(cur)));
-	ev->pid = (int32_t)(c->pid + ht__unzigzag(ht__get_varint(cur)));
-	ev->tid = (int32_t)(ev->pid + ht__unzigzag(ht__get_varint(cur)));
-	ev->ts = c->ts + (uint64_t)ht__unzigzag(ht__get_varint(cur));
+	ev->flags = (uint16_t)get_packed(cur);
+	unsigned mask = (unsigned)get_packed(cur);
+	ev->process = (uint32_t)(c->process + ht__unzigzag(get_packed(cur)));
+	ev->pid = (int32_t)(c->pid + ht__unzigzag(get_packed(cur)));
+	ev->tid = (int32_t)(ev->pid + ht__unzigzag(get_packed(cur)));
+	ev->ts = c->ts + (uint64_t)ht__unzigzag(get_packed(cur));
 	ev->addr = c->addr;
 	if (mask & PK_STACK)
-		ev->stack = (uint32_t)ht__get_varint(cur);
+		ev->stack = (uint32_t)get_packed(cur);
 	if (mask & PK_MODULE)
-		ev->module = (uint32_t)ht__get_varint(cur);
+		ev->module = (uint32_t)get_packed(cur);
 	if (mask & PK_HEAP)
-		ev->heap = ht__get_varint(cur);
+		ev->heap = get_packed(cur);
 	if (mask & PK_ADDR)
-		ev->addr = c->addr + (uint64_t)ht__unzigzag(ht__get_varint(cur));
+		ev->addr = c->addr + (uint64_t)ht__unzigzag(get_packed(cur));
 	if (mask & PK_SIZE)
-		ev->size = ht__get_varint(cur);
+		ev->size = get_packed(cur);
 	if (mask & PK_OLD_ADDR)
-		ev->old_addr = ht__get_varint(cur);
+		ev->old_addr = get_packed(cur);
 	if (mask & PK_OLD_SIZE)
-		ev->old_size = ht__get_varint(cur);
+		ev->old_size = get_packed(cur);
 	if (mask & PK_PROT)
-		ev->prot = (uint32_t)ht__get_varint(cur);
+		ev->prot = (uint32_t)get_packed(cur);
 	if (mask & PK_MFLAGS)
-		ev->mflags = (uint32_t)ht__get_varint(cur);
+		ev->mflags = (uint32_t)get_packed(cur);
 	if (mask & PK_FD)
-		ev->fd = (int32_t)ht__unzigzag(ht__get_varint(cur));
+		ev->fd = (int32_t)ht__unzigzag(get_packed(cur));
 	if (mask & PK_VALUE)
-		ev->value = (int32_t)ht__unzigzag(ht__get_varint(cur));
+		ev->value = (int32_t)ht__unzigzag(get_packed(cur));
 	*name_len = 0;
 	if (mask & PK_NAME) {
-		*name_len = (uint32_t)ht__get_varint(cur);
+		*name_len = (uint32_t)get_packed(cur);
 		memcpy(name, cur->p, *name_len);
 		cur->p += *name_len;
 	}
@@ -455,6 +467,17 @@ static bool crash_signal(int sig)
 	       sig == SIGABRT || sig == SIGTRAP || sig == SIGSYS;
 }
 
+/* --ring-time: blocks wholly older than the limit go (never the newest). */
+static int drop_aged(struct ht__ring_keep *k)
+{
+	int rc;
+	while (k->cfg.max_ns && k->head != k->tail &&
+	       k->newest_ts - k->head->last_ts > k->cfg.max_ns)
+		if ((rc = drop_oldest(k)) < 0)
+			return k->err = rc;
+	return 0;
+}
+
 static int keep_event(void *ctx, const struct ht_event *ev, const struct ht_process *proc)
 {
 	struct ht__ring_keep *k = ctx;
@@ -474,10 +497,22 @@ static int keep_event(void *ctx, const struct ht_event *ev, const struct ht_proc
 			 ev->type == HT_EV_HEAP_CREATE)) {
 		name_len = (uint32_t)strnlen(ev->name, NAME_MAX_KEPT);
 	}
-	uint8_t packed[PACK_MAX];
 	struct pack_ctx c = k->tail_ctx;
+	size_t room = k->st.block_size - sizeof(struct blk);
+	if (k->tail && k->tail->used + PACK_MAX <= room) {
+		/* Room for any event: packed in place (the usual case). */
+		struct blk *b = k->tail;
+		b->used += (uint32_t)pack(b->data + b->used, &c, ev, ev->name, name_len);
+		k->tail_ctx = c;
+		b->n++;
+		b->last_ts = ev->ts;
+		k->newest_ts = ev->ts;
+		k->st.events++;
+		return drop_aged(k);
+	}
+	uint8_t packed[PACK_MAX];
 	size_t need = pack(packed, &c, ev, ev->name, name_len);
-	if (!k->tail || k->tail->used + need > k->st.block_size - sizeof(struct blk)) {
+	if (!k->tail || k->tail->used + need > room) {
 		/* A new block: the oldest go first while it would not fit. */
 		while (k->head && k->st.bytes + k->st.block_size > k->cfg.max_bytes)
 			if ((rc = drop_oldest(k)) < 0)
@@ -509,12 +544,7 @@ static int keep_event(void *ctx, const struct ht_event *ev, const struct ht_proc
 	b->last_ts = ev->ts;
 	k->newest_ts = ev->ts;
 	k->st.events++;
-	/* --ring-time: blocks wholly older than the limit go (never the newest). */
-	while (k->cfg.max_ns && k->head != k->tail &&
-	       k->newest_ts - k->head->last_ts > k->cfg.max_ns)
-		if ((rc = drop_oldest(k)) < 0)
-			return k->err = rc;
-	return 0;
+	return drop_aged(k);
 }
 
 static const struct ht__sink keep_sink = {
