@@ -263,12 +263,16 @@ try {
 	const hash = await page.evaluate(() => location.hash);
 	check(hash === '#window=' + t1 + 'ns-' + t2 + 'ns', 'the address holds the window (' + hash + ')');
 
-	// The flame graph is drawn and searchable.
+	// The flame graph of what was committed in the window is drawn and
+	// searchable. Not the heap's blocks outstanding at the window's end (the
+	// default): on a loaded machine the program's last ticks catch up, its
+	// exit can fall within the window's last 40 ms, and its blocks end there,
+	// so that flame graph has nothing to show (its rects never came: qa).
+	await page.selectOption('#flame-source', 'commit');
+	await page.selectOption('#flame-metric', 'size');
 	await page.waitForSelector('#flame svg rect', { timeout: 20000 });
 	const rects = await page.evaluate(() => document.querySelectorAll('#flame svg rect').length);
 	check(rects >= 3, 'the flame graph has frames (' + rects + ')');
-	await page.selectOption('#flame-source', 'commit');
-	await page.selectOption('#flame-metric', 'size');
 	await page.fill('#flame-search', 'Operation1');
 	const details = await page.textContent('#flame-details');
 	check(/40 MiB of 40 MiB/.test(details), 'flame graph search finds Operation1 with 40 MiB of 40 MiB (' + details + ')');
