@@ -975,8 +975,10 @@ int cmd_record(int argc, char **argv)
 	char path[PATH_MAX];
 	int err = resolve_command(cmd[0], path, sizeof(path));
 	if (err) {
+		/* As a shell says it: a name not found in PATH, a path not there. */
 		error_msg("cannot run '%s': %s", cmd[0],
-			  err == ENOENT ? "command not found" : strerror(err));
+			  err == ENOENT && !strchr(cmd[0], '/') ? "command not found"
+								: strerror(err));
 		return 127;
 	}
 	char recorder[PATH_MAX];

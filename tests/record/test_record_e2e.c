@@ -348,10 +348,12 @@ static void test_errors(void)
 	/* a missing program: 127, one clear line, no trace */
 	snprintf(out, sizeof(out), "%s/missing.htr", tmp);
 	CHECK_EQ(run(tmp, "record", "-o", out, "--", "/nonexistent/prog", NULL), 127);
-	CHECK(strstr(slurp(errfile), "cannot run '/nonexistent/prog'") != NULL);
+	CHECK(strstr(slurp(errfile),
+		     "cannot run '/nonexistent/prog': No such file or directory\n") != NULL);
 	CHECK(!exists(out));
 	CHECK_EQ(run(tmp, "record", "-o", out, "--", "heaptrail-no-such-command-xyz", NULL), 127);
-	CHECK(strstr(slurp(errfile), "command not found") != NULL);
+	CHECK(strstr(slurp(errfile),
+		     "cannot run 'heaptrail-no-such-command-xyz': command not found\n") != NULL);
 	CHECK(!exists(out));
 	check_no_session_left();
 
