@@ -169,6 +169,13 @@ def work(i, out):
 def square(x):
     return x * x
 
+def ready(barrier):
+    # Every worker runs before any task: one the pool terminates before it
+    # ever ran (a loaded machine schedules it late) is no process of the
+    # trace, as it never ran the recorder (qa.python-threads-subprocess
+    # saw 2 workers of 3 in CI).
+    barrier.wait()
+
 if __name__ == "__main__":
     out = {}
     ts = [threading.Thread(target=work, args=(i, out)) for i in range(6)]
@@ -179,7 +186,8 @@ if __name__ == "__main__":
     print(sorted(out.items()))
     print(subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip())
     print(subprocess.check_output("echo a | tr a b", shell=True).decode().strip())
-    with multiprocessing.get_context("fork").Pool(3) as pool:
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(3, initializer=ready, initargs=(ctx.Barrier(3),)) as pool:
         print(sum(pool.map(square, range(500))))
     sys.exit(7)
 """
