@@ -19,9 +19,12 @@ static uint64_t mul(size_t a, size_t b)
 	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
-/* Passing through before the real functions are known: boot memory. */
+/* Passing through before the real functions are known: boot memory; while
+   the recorder's own call into libc runs: its scratch (internal.h). */
 static HT_COLD void *pass_malloc(size_t size)
 {
+	if (HT_UNLIKELY(ht__t.scratch))
+		return ht__scratch_realloc(&ht__t, NULL, size, 0);
 	if (!ht__real.malloc)
 		return ht__boot_alloc(size, 16);
 	return ht__real.malloc(size);
@@ -66,6 +69,8 @@ HT_EXPORT void *malloc(size_t size)
 static __attribute__((noinline)) void free_traced(struct ht__thread *t, void *p)
 {
 	if (HT_UNLIKELY(!ht__enter(t))) {
+		if (HT_UNLIKELY(t->scratch) && ht__in_scratch(t, p))
+			return;
 		if (ht__real.free)
 			ht__real.free(p);
 		return;
@@ -98,10 +103,13 @@ HT_EXPORT void free(void *p)
 
 static HT_COLD void *pass_calloc(size_t n, size_t size)
 {
-	if (!ht__real.calloc) {
+	if (HT_UNLIKELY(ht__t.scratch) || !ht__real.calloc) {
 		uint64_t total = mul(n, size);
-		return total == UINT64_MAX ? NULL
-					   : ht__boot_alloc(total, 16); /* boot memory is zero */
+		if (total == UINT64_MAX)
+			return NULL;
+		if (ht__t.scratch)
+			return ht__scratch_realloc(&ht__t, NULL, total, 1);
+		return ht__boot_alloc(total, 16); /* boot memory is zero */
 	}
 	return ht__real.calloc(n, size);
 }
@@ -149,6 +157,14 @@ static HT_COLD void *boot_realloc(void *old, size_t size)
 		memcpy(p, old, n < size ? n : size);
 	}
 	return p;
+}
+
+/* realloc's pass-through: the recorder's scratch, or the real one. */
+static HT_COLD void *pass_realloc(struct ht__thread *t, void *old, size_t size)
+{
+	if (HT_UNLIKELY(t->scratch) && (!old || ht__in_scratch(t, old)))
+		return ht__scratch_realloc(t, old, size, 0);
+	return ht__real.realloc ? ht__real.realloc(old, size) : boot_realloc(old, size);
 }
 
 /* realloc and reallocarray: size 0 frees old, stamped before the real call;
@@ -215,7 +231,7 @@ HT_EXPORT void *realloc(void *old, size_t size)
 	if (HT_UNLIKELY(old && ht__is_boot(old)))
 		return boot_realloc(old, size);
 	if (HT_UNLIKELY(!ht__enter(t)))
-		return ht__real.realloc ? ht__real.realloc(old, size) : boot_realloc(old, size);
+		return pass_realloc(t, old, size);
 	return realloc_hook(t, HT_FN_REALLOC, old, size, ht__real.realloc);
 }
 
@@ -230,7 +246,7 @@ HT_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	if (HT_UNLIKELY(old && ht__is_boot(old)))
 		return boot_realloc(old, total);
 	if (HT_UNLIKELY(!ht__enter(t)))
-		return ht__real.realloc ? ht__real.realloc(old, total) : boot_realloc(old, total);
+		return pass_realloc(t, old, total);
 	return realloc_hook(t, HT_FN_REALLOCARRAY, old, total, ht__real.realloc);
 }
 

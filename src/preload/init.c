@@ -51,6 +51,25 @@ void *ht__boot_alloc(size_t size, size_t align)
 	}
 }
 
+void *ht__scratch_realloc(struct ht__thread *t, void *old, size_t size, int zero)
+{
+	/* Each block is preceded by its size, 16-byte aligned. */
+	size_t start = ((size_t)t->scratch_used + sizeof(size_t) + 15) & ~(size_t)15;
+	if (size > t->scratch_size || start + size > t->scratch_size)
+		return NULL;
+	char *p = t->scratch + start;
+	memcpy(p - sizeof(size_t), &size, sizeof(size_t));
+	t->scratch_used = (uint32_t)(start + size);
+	if (zero)
+		memset(p, 0, size);
+	if (old && ht__in_scratch(t, old)) {
+		size_t n;
+		memcpy(&n, (char *)old - sizeof(size_t), sizeof(size_t));
+		memcpy(p, old, n < size ? n : size);
+	}
+	return p;
+}
+
 size_t ht__boot_size(const void *p)
 {
 	size_t n;

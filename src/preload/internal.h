@@ -161,6 +161,13 @@ struct ht__thread {
 	struct ht__snap_thr_ent *snap_tab;
 	uintptr_t snap_ring; /* the ring's address | 1; 0: no table, look again */
 	uint8_t snap_noring;
+	/* While the recorder's own call into libc runs (stack.c's
+	   pthread_getattr_np allocates a cpuset and its attributes' extension),
+	   the malloc family serves it from here, never from the program's
+	   allocator: that one may be inside its own lock (jemalloc maps memory
+	   through the PLT from inside malloc) and deadlock. NULL otherwise. */
+	char *scratch;
+	uint32_t scratch_used, scratch_size;
 };
 
 /*
@@ -211,6 +218,14 @@ static inline int ht__is_boot(const void *p)
 	return (uintptr_t)p - (uintptr_t)ht__boot_buf < HT_BOOT_SIZE;
 }
 size_t ht__boot_size(const void *p);
+/* The malloc family's pass-through while t->scratch is set (struct
+   ht__thread): a bump allocator in it, NULL when it is full; a free of its
+   blocks is nothing. */
+void *ht__scratch_realloc(struct ht__thread *t, void *old, size_t size, int zero);
+static inline int ht__in_scratch(const struct ht__thread *t, const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)t->scratch < t->scratch_size;
+}
 void ht__go_dormant(void);
 /*
  * Asynchronous signals held off (the faults a bug would raise are not)

@@ -98,5 +98,42 @@ def preloaded(env):
               "%s preloaded: the allocator's module is in the trace" % tag)
 
 
+@CASES
+def preloaded_threads(env):
+    # The same with threads (tests/programs/threads: 4 threads, 250
+    # allocations each of 100 + 10 * index bytes). A thread's first stack
+    # capture asks for its stack's bounds (pthread_getattr_np, which
+    # allocates); made inside jemalloc's mmap from inside its malloc, that
+    # went back into jemalloc, which deadlocked on its own lock.
+    san = b"libasan" in subprocess.run(["ldd", env.ht], stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL).stdout
+    threads = os.path.join(os.path.dirname(env.pulse), "threads")
+    for tag in LIBS:
+        lib = lib_of(env, tag)
+        trace = os.path.join(env.tmp, tag + "-threads.htr")
+        argv = [env.ht, "record", "-q", "-o", trace, "--force", "--"]
+        environ = dict(os.environ)
+        if san:
+            argv += ["sh", "-c", 'LD_PRELOAD="$LD_PRELOAD:$0" exec "$@"', lib, threads]
+        else:
+            argv += [threads]
+            environ["LD_PRELOAD"] = lib
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env.tmp,
+                             env=environ, start_new_session=True)
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)  # the program too: its session
+            p.wait()
+            raise Failure("threads under LD_PRELOAD=%s: no end in 60 s (a deadlock)" % lib)
+        equal(p.returncode, 0, "threads under LD_PRELOAD=%s: exit status (%s)" % (lib, err))
+        equal(env.info(trace).get("events_lost"), 0, "%s preloaded, threads: events lost" % tag)
+        evs = env.events(trace)
+        for i in range(4):
+            allocs = [e for e in evs if e["type"] == "alloc" and e.get("size") == 100 + 10 * i]
+            check(len(allocs) == 250 and {e["func"] for e in allocs} == {"malloc"},
+                  "%s preloaded: thread %d's 250 malloc(%d): %d" % (tag, i, 100 + 10 * i, len(allocs)))
+
+
 if __name__ == "__main__":
     sys.exit(case_main(CASES, Env, "ht-alloc-"))
