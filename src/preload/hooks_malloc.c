@@ -217,7 +217,7 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 	errno = e;
 	t->guard = HT_GUARD_BUSY;
 	void *p = fn(old, size);
-	t->guard = HT_GUARD_HOOK;
+	t->guard = HT_GUARD_POST;
 	e = errno;
 	ht__realloc_end(t, r, after, func, old, p, size);
 	errno = e;

@@ -514,7 +514,7 @@ int ht__ensure(void)
 
 /* A hook of a traced image whose session stops, or which is a child no
    hook saw being made (raw clone): the cold half of ht__enter(). */
-int ht__enter_odd(struct ht__thread *t)
+int ht__enter_odd(struct ht__thread *t, const uintptr_t *fp)
 {
 	if (!*ht__g.alive) {
 		int save = errno;
@@ -528,32 +528,107 @@ int ht__enter_odd(struct ht__thread *t)
 		ht__lose_untraced(); /* this event is the first not recorded */
 		return 0;
 	}
-	t->guard = 1;
+	ht__guard_at(t, HT_GUARD_HOOK, fp);
 	return 1;
 }
 
-int ht__enter_slow(struct ht__thread *t)
+/* The thread runs on the recorder's unwinding stack or on its alternate
+   signal stack (a system call: cold). */
+static int on_other_stack(struct ht__thread *t, uintptr_t sp)
 {
-	if (t->guard == HT_GUARD_REAL) { /* inside a hook's real call, no record open */
-		t->guard = 0;
-		return ht__enter(t);
+	if (t->ustack && sp - (uintptr_t)t->ustack < HT_USTACK_SIZE)
+		return 1;
+	stack_t ss;
+	return syscall(SYS_sigaltstack, NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+}
+
+/*
+ * Whether the guard was left by a hook that is gone: a signal handler that
+ * interrupted it left it with siglongjmp (or a C++ throw, setcontext), and
+ * this is a later event of the thread, not one nested in that hook. cur is
+ * the frame of the hook entered now. A handler's event nested in the hook
+ * runs below the hook's frame, or on another stack (an alternate signal
+ * stack, the recorder's unwinding stack); a hook entered at the gone hook's
+ * frame or above it on the same stack is certain it is gone. One entered
+ * below a gone hook's frame (a deeper call) cannot tell: its events are
+ * counted as a handler's until one is entered at or above it.
+ */
+static int guard_stale(struct ht__thread *t, uintptr_t cur)
+{
+	uintptr_t f = t->guard_fp;
+	if (!f || cur < f)
+		return 0;
+	return cur == f || !on_other_stack(t, cur);
+}
+
+/*
+ * The hook that set the guard was left without its end: a record it had
+ * begun is given up (the next one is written over it), an event it had
+ * made (guard POST: the real call returned) is counted as lost to the
+ * handler, and the thread records again.
+ */
+static HT_COLD void guard_recover(struct ht__thread *t)
+{
+	if (t->guard == HT_GUARD_POST) {
+		atomic_fetch_add_explicit(&ht__g.hdr->reentered, 1, memory_order_relaxed);
+		ht__lose(HT_LOSS_IN_HANDLER);
 	}
-	if (t->guard) {
-		/* Only a signal handler gets here from inside a hook. */
-		if ((t->guard == HT_GUARD_HOOK || t->guard == HT_GUARD_BUSY) &&
-		    atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY) {
+	if (t->ring)
+		atomic_store_explicit(&t->ring->busy, 0, memory_order_relaxed);
+	t->rlc = 0;
+	t->nested = 0;
+	t->guard = 0;
+	t->guard_fp = 0;
+}
+
+__attribute__((noinline)) int ht__enter_slow(struct ht__thread *t)
+{
+	/* The frame of the hook that called us (the recorder keeps frame
+	   pointers), holding the return address into its caller. */
+	const uintptr_t *cur = *(const uintptr_t *const *)__builtin_frame_address(0);
+	int g = t->guard, real = 0;
+	if (g == HT_GUARD_REAL) { /* inside a hook's real call, no record open */
+		/* Recorded, keeping the outer hook's frame: its guard after the
+		   call (POST) is told stale or live by it. ht__leave() gives the
+		   outer hook its guard back. */
+		if (guard_stale(t, (uintptr_t)cur)) {
+			guard_recover(t); /* a handler jumped out of the real call */
+		} else {
+			t->guard = 0;
+			real = 1;
+			if (t->guard_fp)
+				cur = (const uintptr_t *)t->guard_fp;
+		}
+	} else if (g) {
+		if ((g != HT_GUARD_HOOK && g != HT_GUARD_POST && g != HT_GUARD_BUSY) ||
+		    atomic_load_explicit(&ht__g.state, memory_order_relaxed) != HT_ST_READY)
+			return 0; /* the recorder's own call */
+		if (!guard_stale(t, (uintptr_t)cur)) {
+			/* A signal handler's event inside a hook. */
 			atomic_fetch_add_explicit(&ht__g.hdr->reentered, 1, memory_order_relaxed);
 			ht__lose(HT_LOSS_IN_HANDLER);
+			return 0;
 		}
-		return 0;
+		guard_recover(t);
 	}
-	if (!ht__ensure()) {
+	int ok = 1;
+	if (atomic_load_explicit(&ht__g.state, memory_order_relaxed) == HT_ST_READY) {
+		if (atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) >=
+			HT_SESSION_STOPPING ||
+		    !*ht__g.alive)
+			ok = ht__enter_odd(t, cur);
+		else
+			ht__guard_at(t, HT_GUARD_HOOK, cur);
+	} else if (!ht__ensure()) {
 		if (HT_UNLIKELY(atomic_load_explicit(&ht__g.untraced, memory_order_relaxed)))
 			ht__lose_untraced();
 		return 0;
+	} else {
+		ht__guard_at(t, HT_GUARD_HOOK, cur);
 	}
-	t->guard = 1;
-	return 1;
+	if (ok && real)
+		t->nested++;
+	return ok;
 }
 
 /*

@@ -136,10 +136,16 @@ struct ht__thread {
 			   read_pos (ht__rec_begin); 0: always ask ht__rec_room */
 	uint64_t next;	/* write_pos after the record being written */
 	int guard;	/* HT_GUARD_*: non-zero, re-entry passes through */
+	uint32_t guard_pad;
+	/* The frame of the hook that set the guard: a guard its hook left
+	   behind (a handler jumped out of it) is told from one still live
+	   (init.c, guard_stale). Set with the guard in one store. */
+	uintptr_t guard_fp;
 	int32_t tid;
-	uint8_t exited;			/* the key destructor ran */
-	uint8_t no_ring;		/* a previous claim timed out: retry without waiting */
-	char *ustack;			/* the stack captures run on (stack.c), or NULL */
+	uint8_t exited;	 /* the key destructor ran */
+	uint8_t nested;	 /* events under way inside hooks' real calls (HT_GUARD_REAL) */
+	uint8_t no_ring; /* a previous claim timed out: retry without waiting */
+	char *ustack;	 /* the stack captures run on (stack.c), or NULL */
 	uint64_t sig_debt, sig_debt_at; /* unwinding through signal frames (stack.c) */
 	uint32_t sig_unwinds;		/* how many so far (the first are free) */
 	int64_t sample_left;		/* sampling: bytes to the next sample (sample.c) */
@@ -185,8 +191,8 @@ struct ht__thread {
  * not glibc's (jemalloc, tcmalloc or mimalloc calling mmap through the PLT
  * from inside malloc), or a signal handler; a call into the allocators' own
  * entry points is the allocator's work for the outer call, passed through
- * (ht__enter_ext()). ht__real_call() sets it, ht__real_done() puts HOOK
- * back (a re-entry's ht__leave() cleared it).
+ * (ht__enter_ext()). ht__real_call() sets it, ht__real_done() puts POST
+ * (a re-entry's ht__leave() cleared it).
  */
 #define HT_GUARD_REAL 4
 /*
@@ -200,7 +206,28 @@ struct ht__thread {
  * counted as with HOOK.
  */
 #define HT_GUARD_BUSY 8
+/*
+ * A hook after its real call returned, its event made and not yet
+ * committed: a re-entry is a handler's event, counted as with HOOK. A guard
+ * left so by a handler that jumped out of the hook is one event lost.
+ */
+#define HT_GUARD_POST 16
 
+/*
+ * The guard of a hook, set in the frame fp (see ht__thread.guard_fp), both
+ * in one store: one instruction, which a signal cannot split. A handler's
+ * event before it is a whole event of its own; one after it finds the
+ * hook's own frame.
+ */
+typedef uint64_t ht__pair __attribute__((vector_size(16), may_alias));
+static inline void ht__guard_at(struct ht__thread *t, int guard, const uintptr_t *fp)
+{
+	_Static_assert(offsetof(struct ht__thread, guard_fp) ==
+			   offsetof(struct ht__thread, guard) + 8,
+		       "the guard and its frame are stored together");
+	ht__pair v = {(uint32_t)guard, (uint64_t)(uintptr_t)fp};
+	__asm__("movups %1, %0" : "=m"(*(ht__pair *)&t->guard) : "x"(v));
+}
 extern struct ht__global ht__g;
 extern struct ht__real ht__real;
 extern __thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")));
@@ -249,7 +276,7 @@ int ht__clone_then(void (*in_child)(void), int (*fn)(void *), void *stack, int f
 void ht__child_check(void);	/* in a fork child: ht__child_start() unless already done */
 void ht__exit_arm(void);	/* registers the exit handler, once, before any other */
 void ht__exit_self(int status); /* this process ends now with status: PROCESS_EXIT, note */
-int ht__enter_odd(struct ht__thread *t);
+int ht__enter_odd(struct ht__thread *t, const uintptr_t *fp);
 #define HT_PROC_PENDING 0x80000000u
 void ht__write_process_pending(void);
 void *ht__raw_mmap(size_t len);
@@ -280,6 +307,9 @@ void ht__thread_watch(struct ht__thread *t); /* run the exit cleanup for this th
 /* stack.c */
 uint32_t ht__stack_capture(struct ht__thread *t);
 void ht__ustack_unmap(struct ht__thread *t); /* at thread exit */
+/* The unwinding stack (t->ustack) and the guard page below it. */
+#define HT_USTACK_SIZE (128 * 1024)
+#define HT_USTACK_GUARD 4096
 int ht__modules_refresh(int force);
 void ht__stacks_init(void);
 void ht__modules_reset(void);
@@ -485,14 +515,14 @@ static inline int ht__enter(struct ht__thread *t)
 		if (HT_UNLIKELY(atomic_load_explicit(&ht__g.hdr->state, memory_order_relaxed) >=
 				    HT_SESSION_STOPPING ||
 				!*ht__g.alive))
-			return ht__enter_odd(t);
-		t->guard = 1;
+			return ht__enter_odd(t, __builtin_frame_address(0));
+		ht__guard_at(t, HT_GUARD_HOOK, __builtin_frame_address(0));
 		return 1;
 	}
 	return ht__enter_slow(t);
 }
 
-void ht__thread_linger_release(struct ht__thread *t);
+void ht__leave_cold(struct ht__thread *t);
 
 /* ht__enter() for the mapping hooks: inside a realloc's real call, the allocator's own. */
 static inline int ht__enter_inner(struct ht__thread *t)
@@ -522,15 +552,24 @@ static inline void ht__real_call(struct ht__thread *t)
 
 static inline void ht__real_done(struct ht__thread *t)
 {
-	t->guard = HT_GUARD_HOOK;
+	t->guard = HT_GUARD_POST;
 }
 
 static inline void ht__leave(struct ht__thread *t)
 {
 	/* After its key destructor a thread borrows a ring per event (glibc
-	   still frees its TLS then): hand it straight back. */
-	if (HT_UNLIKELY(t->exited) && t->ring)
-		ht__thread_linger_release(t);
+	   still frees its TLS then): it is handed straight back. An event
+	   recorded inside a hook's real call gives that hook its guard back.
+	   Both flags in one load. */
+	uint16_t cold;
+	_Static_assert(offsetof(struct ht__thread, nested) ==
+			   offsetof(struct ht__thread, exited) + 1,
+		       "exited and nested are read together");
+	memcpy(&cold, &t->exited, sizeof cold);
+	if (HT_UNLIKELY(cold)) {
+		ht__leave_cold(t);
+		return;
+	}
 	t->guard = 0;
 }
 

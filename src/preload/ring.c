@@ -88,7 +88,10 @@ static void key_destructor(void *arg)
 	/* Nothing here calls the program's allocator: a re-entry can only be
 	   a signal handler's event, counted as one (guard HOOK). */
 	int guard = t->guard;
-	t->guard = guard ? guard + HT_GUARD_OWN : HT_GUARD_HOOK;
+	if (guard)
+		t->guard = guard + HT_GUARD_OWN;
+	else
+		ht__guard_at(t, HT_GUARD_HOOK, __builtin_frame_address(0));
 	ht__thread_release(t);
 	ht__ustack_unmap(t);
 	t->exited = 1;
@@ -460,7 +463,7 @@ void ht__thread_release(struct ht__thread *t)
 	t->wpos = t->limit = t->next = t->fast = 0;
 }
 
-void ht__thread_linger_release(struct ht__thread *t)
+static void linger_release(struct ht__thread *t)
 {
 	ht__ring_done(t->ring);
 	atomic_store_explicit(&t->ring->state, HT_RING_RELEASED, memory_order_release);
@@ -495,7 +498,7 @@ void ht__write_exit(pid_t pid, int kind, int value)
 			return;
 		}
 	}
-	t->guard = 1;
+	ht__guard_at(t, HT_GUARD_HOOK, __builtin_frame_address(0));
 	struct ht__rec_exit *r =
 	    (struct ht__rec_exit *)ht__rec_begin(t, HT_REC_PROCESS_EXIT, 0, sizeof *r, 0);
 	if (r) {
@@ -507,4 +510,19 @@ void ht__write_exit(pid_t pid, int kind, int value)
 	}
 	ht__leave(t);
 	errno = save;
+}
+
+/* ht__leave() of an event recorded inside another hook's real call (that
+   hook's guard, REAL, comes back: a handler's next event is one such too,
+   and keeps that hook's frame), or of a thread past its key destructor. */
+void ht__leave_cold(struct ht__thread *t)
+{
+	if (t->nested) {
+		t->nested--;
+		t->guard = HT_GUARD_REAL;
+		return;
+	}
+	if (t->exited && t->ring)
+		linger_release(t);
+	t->guard = 0;
 }

@@ -1323,8 +1323,6 @@ __attribute__((destructor)) static void verify_report(void)
  * (CFA = rbp + 16), so libunwind (and a debugger) walks from the recorder's
  * stack back onto the program's as through any frame-pointer frame.
  */
-#define HT_USTACK_SIZE (128 * 1024)
-#define HT_USTACK_GUARD 4096
 /* The bottom of a fresh unwinding stack lends stack_bounds() its scratch:
    pthread_getattr_np takes about 250 bytes with up to 256 CPUs, under 2 KiB
    with 4096. */
