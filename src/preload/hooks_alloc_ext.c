@@ -127,6 +127,14 @@ static int span_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 1;
 }
 
+/* ht__ext_own(): the modules of the traced entry points' real functions
+   (an allocator has one; a program may use a few). */
+#define HT_OWN_SPANS 8
+static struct {
+	uintptr_t lo, hi;
+} own_spans[HT_OWN_SPANS];
+static _Atomic unsigned n_own_spans;
+
 void ht__ext_ready(void)
 {
 	static const struct {
@@ -149,16 +157,43 @@ void ht__ext_ready(void)
 			ext_real[je[k].i] = je[k].fn;
 			ext_traced[je[k].i] = 0;
 		}
+	/* The code of the allocators whose entry points are traced, and the
+	   C++ runtime's, which allocates the bad_alloc that operator new
+	   throws. */
+	unsigned n = 0;
+	for (unsigned i = 0; i <= HT_EXT_COUNT && n < HT_OWN_SPANS; i++) {
+		uintptr_t a = i < HT_EXT_COUNT
+				  ? (ext_traced[i] ? (uintptr_t)ext_real[i] : 0)
+				  : (uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_allocate_exception");
+		if (!a || ht__ext_own(a))
+			continue;
+		struct ht__span sp = {a, 0, 0};
+		if (dl_iterate_phdr(span_cb, &sp)) {
+			own_spans[n].lo = sp.lo;
+			own_spans[n].hi = sp.hi;
+			atomic_store_explicit(&n_own_spans, ++n, memory_order_release);
+		}
+	}
 	atomic_store(&ext_done, 1);
 }
 
+int ht__ext_own(uintptr_t ra)
+{
+	unsigned n = atomic_load_explicit(&n_own_spans, memory_order_acquire);
+	for (unsigned i = 0; i < n; i++)
+		if (ra - own_spans[i].lo < own_spans[i].hi - own_spans[i].lo)
+			return 1;
+	return 0;
+}
+
 /* A traced call of these hooks may reach the program's allocator on purpose
-   (operator new calls malloc): that re-entry is not a lost event. */
+   (operator new calls malloc): that re-entry is not a lost event, while a
+   signal handler's is (HT_GUARD_EXT). */
 static inline int ext_enter(struct ht__thread *t)
 {
 	if (!ht__enter_ext(t))
 		return 0;
-	t->guard = HT_GUARD_OWN;
+	t->guard = HT_GUARD_EXT;
 	return 1;
 }
 

@@ -600,7 +600,16 @@ __attribute__((noinline)) int ht__enter_slow(struct ht__thread *t)
 				cur = (const uintptr_t *)t->guard_fp;
 		}
 	} else if (g) {
-		if ((g != HT_GUARD_HOOK && g != HT_GUARD_POST && g != HT_GUARD_BUSY) ||
+		/* Inside a hook of an allocator's own entry points, a call from
+		   the allocator (or from that hook itself, which the allocator
+		   tail-called through: jemalloc's operator delete jumps to free)
+		   is its own work. */
+		if (g == HT_GUARD_EXT &&
+		    (cur[1] - ht__g.self_start < ht__g.self_end - ht__g.self_start ||
+		     ht__ext_own(cur[1])))
+			return 0;
+		if ((g != HT_GUARD_HOOK && g != HT_GUARD_POST && g != HT_GUARD_BUSY &&
+		     g != HT_GUARD_EXT) ||
 		    atomic_load_explicit(&ht__g.state, memory_order_relaxed) != HT_ST_READY)
 			return 0; /* the recorder's own call */
 		if (!guard_stale(t, (uintptr_t)cur)) {

@@ -212,6 +212,14 @@ struct ht__thread {
  * left so by a handler that jumped out of the hook is one event lost.
  */
 #define HT_GUARD_POST 16
+/*
+ * Inside a hook of the allocators' own entry points (hooks_alloc_ext.c):
+ * a re-entry from the allocators' own code (operator new calling malloc,
+ * mimalloc's mi_new calling mi_malloc, tcmalloc calling mmap) is its work
+ * for the outer call and passes through uncounted; from anywhere else it
+ * is a handler's event, counted (ht__ext_own()).
+ */
+#define HT_GUARD_EXT 32
 
 /*
  * The guard of a hook, set in the frame fp (see ht__thread.guard_fp), both
@@ -231,6 +239,10 @@ static inline void ht__guard_at(struct ht__thread *t, int guard, const uintptr_t
 extern struct ht__global ht__g;
 extern struct ht__real ht__real;
 extern __thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")));
+
+/* hooks_alloc_ext.c: 1 when ra is in the code of an allocator whose own
+   entry points are traced (a re-entry from there is its own work). */
+int ht__ext_own(uintptr_t ra);
 
 /* init.c */
 int ht__ensure(void);					/* returns 1 when tracing (state READY) */
