@@ -30,6 +30,10 @@ void ht__exit_self(int status)
 	pid_t pid = (pid_t)syscall(SYS_getpid);
 	if (pid != ht__g.pid && (!ht__g.wipe || *ht__g.alive))
 		return;
+	/* A fork child that ends before the hook its fork interrupted has
+	   left (a handler's fork, then _exit in the handler). */
+	if (HT_UNLIKELY(ht__t.nested & HT_NESTED_CHILD))
+		ht__child_resume(&ht__t);
 	if (atomic_load(&ht__g.state) == HT_ST_READY)
 		ht__write_exit(pid, HT_EXIT_CODE, status);
 	ht__note_status(HT_EXIT_CODE, status);

@@ -309,12 +309,18 @@ void ht__write_process_pending(void)
  * First records of an instance, written by the thread that starts it while
  * the state is still INITIALIZING, so no other thread can write first.
  */
+/* instance_begin(): the instance's token and loss slot are already set. */
+#define HT_PROC_KEEP_ID 0x40000000u
+
 static void instance_begin(uint32_t flags)
 {
 	struct ht__thread *t = &ht__t;
-	ht__g.instance = random_token();
-	atomic_store(&ht__g.loss, NULL); /* a fork child's copy is its parent's */
-	atomic_store(&ht__g.untraced, 0);
+	if (!(flags & HT_PROC_KEEP_ID)) { /* else chosen with the loss slot (child_defer) */
+		ht__g.instance = random_token();
+		atomic_store(&ht__g.loss, NULL); /* a fork child's copy is its parent's */
+		atomic_store(&ht__g.untraced, 0);
+	}
+	flags &= ~HT_PROC_KEEP_ID;
 	ht__note_begin();
 	ht__stacks_init();
 	ht__modules_reset();
@@ -641,6 +647,52 @@ __attribute__((noinline)) int ht__enter_slow(struct ht__thread *t)
 }
 
 /*
+ * A fork made by a signal handler that interrupted a hook: the child will
+ * return into the rest of that hook, whose locals may point into the
+ * parent's ring (a record begun, its position, the ring itself), shared
+ * with the parent. The child maps the session anew elsewhere and puts
+ * private memory where it was, so that the hook's rest writes there, out
+ * of anyone's sight; the thread keeps the parent's state for that rest
+ * (never waiting for room), and the child starts its instance when the
+ * hook leaves (ht__leave_cold, or its exit first). Until then its events
+ * are counted as a handler's, under its own pid and token. 0 when the
+ * session could not be mapped again.
+ */
+static uint64_t deferred_wpos, deferred_next;
+static void child_begin(struct ht__thread *t, int deferred);
+
+static int child_defer(struct ht__thread *t)
+{
+	char *old = (char *)ht__g.hdr;
+	size_t size = ht__g.map_size;
+	long m = syscall(SYS_mremap, old, 0, size, MREMAP_MAYMOVE);
+	if (m < 0 && m > -4096)
+		return 0;
+	long p = syscall(SYS_mmap, old, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	if (p < 0 && p > -4096) {
+		syscall(SYS_munmap, m, size);
+		return 0;
+	}
+	ht__g.hdr = (struct ht__shm_header *)m;
+	ht__g.rings = (char *)m + (ht__g.rings - old);
+	/* ht__g.snap and the snapshot tables stay in the old range until
+	   the instance starts. */
+	deferred_wpos = t->wpos;
+	deferred_next = t->next;
+	t->fast = UINT64_MAX;
+	t->nested |= HT_NESTED_CHILD;
+	fork_parent = ht__g.pid;
+	ht__g.pid = getpid();
+	if (ht__g.wipe)
+		*ht__g.alive = 1;
+	ht__g.instance = random_token();
+	atomic_store(&ht__g.loss, NULL);
+	atomic_store(&ht__g.untraced, 0);
+	return 1;
+}
+
+/*
  * A child of fork (or of clone without CLONE_VM) is a new instance: its own
  * token, an empty stack table, its own rings. The parent's rings are not
  * touched: this thread's copy of its ring pointer is simply forgotten.
@@ -653,26 +705,71 @@ void ht__child_start(void)
 	   one, or pass through uncounted (the state is INITIALIZING). */
 	sigset_t old;
 	ht__signals_hold(&old);
+	int follow = !(ht__g.flags & HT_SHM_NO_FOLLOW) || getpid() == ht__g.hdr->root_pid;
+	if (t->guard && t->guard != HT_GUARD_REAL && child_defer(t)) {
+		if (!follow) {
+			atomic_store(&ht__g.note_ok, 0);
+			ht__go_dormant();
+		}
+		ht__signals_release(&old);
+		return;
+	}
+	child_begin(t, 0);
+	ht__signals_release(&old);
+}
+
+/* The child's instance (signals held): the thread's state made anew. lost:
+   the rest of the hook a fork interrupted wrote a record (child_defer). */
+static void child_begin(struct ht__thread *t, int deferred)
+{
+	int lost = deferred && (t->wpos != deferred_wpos || t->next != deferred_next);
 	/* The unwinding stack is this thread's copy of the parent's: keep it. */
 	char *ustack = t->ustack;
 	memset(t, 0, sizeof *t);
 	t->ustack = ustack;
 	t->guard = HT_GUARD_OWN;
 	t->tid = (int32_t)syscall(SYS_gettid);
-	atomic_store(&ht__g.state, HT_ST_INITIALIZING);
-	fork_parent = ht__g.pid; /* still the parent's: this is its copy */
-	ht__g.pid = getpid();
-	if (ht__g.wipe)
-		*ht__g.alive = 1;
+	if (!deferred) {
+		atomic_store(&ht__g.state, HT_ST_INITIALIZING);
+		fork_parent = ht__g.pid; /* still the parent's: this is its copy */
+		ht__g.pid = getpid();
+		if (ht__g.wipe)
+			*ht__g.alive = 1;
+	} else if (atomic_load(&ht__g.state) != HT_ST_READY) {
+		t->guard = 0; /* not followed (child_defer's caller) */
+		return;
+	} else {
+		atomic_store(&ht__g.state, HT_ST_INITIALIZING);
+		struct ht__shm_header *h = ht__g.hdr;
+		if (ht__g.snap) {
+			ht__g.snap = (struct ht__snap_stack *)((char *)h + h->snap_offset);
+			ht__g.snap_heap = (struct ht__snap_heap *)((char *)h + h->snap_heap_offset);
+			ht__g.snap_thr = (char *)h + h->snap_thr_offset;
+		}
+	}
 	if ((ht__g.flags & HT_SHM_NO_FOLLOW) && ht__g.pid != ht__g.hdr->root_pid) {
 		atomic_store(&ht__g.note_ok, 0); /* not traced: it owes no note */
 		ht__go_dormant();
 	} else {
 		ht__thread_forget_all();
 		instance_begin(HT_PROC_FORK |
-			       (ht__g.pid == ht__g.hdr->root_pid ? HT_PROC_ROOT : 0));
+			       (ht__g.pid == ht__g.hdr->root_pid ? HT_PROC_ROOT : 0) |
+			       (deferred ? HT_PROC_KEEP_ID : 0));
+		if (lost) {
+			atomic_fetch_add_explicit(&ht__g.hdr->reentered, 1, memory_order_relaxed);
+			ht__lose(HT_LOSS_IN_HANDLER);
+		}
 	}
 	t->guard = 0;
+}
+
+/* The hook a fork interrupted (child_defer) has left, or the child exits
+   before it does: the child's instance starts. */
+void ht__child_resume(struct ht__thread *t)
+{
+	sigset_t old;
+	ht__signals_hold(&old);
+	child_begin(t, 1);
 	ht__signals_release(&old);
 }
 

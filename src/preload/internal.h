@@ -143,7 +143,9 @@ struct ht__thread {
 	uintptr_t guard_fp;
 	int32_t tid;
 	uint8_t exited;	 /* the key destructor ran */
-	uint8_t nested;	 /* events under way inside hooks' real calls (HT_GUARD_REAL) */
+	uint8_t nested;	 /* events under way inside hooks' real calls (HT_GUARD_REAL), and
+			    HT_NESTED_CHILD: a fork child inside the hook a handler's fork
+			    interrupted (init.c, child_defer) */
 	uint8_t no_ring; /* a previous claim timed out: retry without waiting */
 	char *ustack;	 /* the stack captures run on (stack.c), or NULL */
 	uint64_t sig_debt, sig_debt_at; /* unwinding through signal frames (stack.c) */
@@ -175,6 +177,9 @@ struct ht__thread {
 	char *scratch;
 	uint32_t scratch_used, scratch_size;
 };
+
+/* ht__thread.nested: the fork child's mark (init.c, child_defer). */
+#define HT_NESTED_CHILD 0x80
 
 /*
  * ht__thread.guard: HOOK inside a hook, where a re-entry can only be a signal
@@ -280,6 +285,8 @@ void ht__stop_recording(void); /* the session is over: dormant, counting what pa
 void ht__lose(unsigned cause); /* one event not recorded (enum ht__loss_cause) */
 void ht__lose_untraced(void);  /* one event passed through after ht__stop_recording() */
 void ht__child_start(void);    /* new instance after fork/clone in the child */
+/* The child's start deferred until the hook a handler's fork interrupted leaves. */
+void ht__child_resume(struct ht__thread *t);
 /* _Fork / clone without CLONE_VM (hooks_proc.c), running in_child first in
    the child (errno kept); the hooks and attach's GOT redirection share them. */
 pid_t ht__fork_then(void (*in_child)(void));

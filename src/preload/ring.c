@@ -517,9 +517,13 @@ void ht__write_exit(pid_t pid, int kind, int value)
    and keeps that hook's frame), or of a thread past its key destructor. */
 void ht__leave_cold(struct ht__thread *t)
 {
-	if (t->nested) {
+	if (t->nested & ~HT_NESTED_CHILD) {
 		t->nested--;
 		t->guard = HT_GUARD_REAL;
+		return;
+	}
+	if (t->nested) { /* the hook a handler's fork interrupted, in the child */
+		ht__child_resume(t);
 		return;
 	}
 	if (t->exited && t->ring)
