@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "session/internal.h"
@@ -275,13 +276,21 @@ static int diff(struct ht__session *s, int32_t pid, uint8_t type, const struct h
 	return 0;
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int ht__maps_check(struct ht__session *s, struct ht__proc *p, uint64_t rss, uint64_t now)
 {
 	struct ht__maps *m = &p->maps;
 	if (rss == m->rss || now < m->next_ns)
 		return 0;
 	struct mvec cur = {0};
-	uint64_t t0 = ht__now_ns();
+	uint64_t t0 = thread_cpu_ns();
 	int rc = read_maps(p->pid, &cur);
 	if (rc) {
 		free(cur.v);
@@ -290,8 +299,11 @@ int ht__maps_check(struct ht__session *s, struct ht__proc *p, uint64_t rss, uint
 	m->rss = rss;
 	/* A map of tens of thousands of lines (thousands of libraries) takes
 	   milliseconds to make and read: then no more than a twentieth of the
-	   time goes to it. */
-	uint64_t took = (ht__now_ns() - t0) * MAPS_TIME_SHARE;
+	   time goes to it. The thread's CPU time (the kernel making the text
+	   is in it), not the wall time: on a loaded machine a read of a small
+	   map may wait 20 ms for a core, and reads 400 ms apart missed a
+	   mapping that lived 300 ms (cli.unseen-maps). */
+	uint64_t took = (thread_cpu_ns() - t0) * MAPS_TIME_SHARE;
 	m->next_ns = now + (took > MAPS_EVERY_NS ? took : MAPS_EVERY_NS);
 	/* A stack seen before keeps its owner; a new one is looked up. A range
 	   seen before as something else keeps what it was: what made it look
