@@ -1224,8 +1224,11 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	if (jc == cn - 1 && n == 0 && !verify_stacks)
 		return c->id; /* the same stack as last time */
 	if ((cut || (jc >= 0 && jc + 1 + n > HT_MAX_FRAMES)) && !sig) {
-		c->n = 0;
-		return capture_cut(t, c, nip, n, jc); /* deeper than kept */
+		/* Deeper than kept. The cache stays as it was: still a stack
+		   checked against memory at each use, it is the outer part of
+		   the next deep stack (joined after its new frames alone) and
+		   most likely the next stack once the recursion returns. */
+		return capture_cut(t, c, nip, n, jc);
 	}
 	if (jc >= 0 && jc + 1 + n > HT_MAX_FRAMES)
 		jc = -1; /* would need cutting: leave it to libunwind */
