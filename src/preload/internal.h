@@ -473,6 +473,9 @@ enum ht__sample_realloc ht__sample_realloc(struct ht__thread *t, uint64_t heap, 
  * ht__snap_heap_*(): the same for custom heaps (include/heaptrail/heap.h).
  */
 void ht__snap_alloc(struct ht__thread *t, void *p, uint64_t size, uint32_t bit);
+/* The same with the stack captured by the caller: a hook captures it inline
+   (rec_heap.h), so the capture has no frame of ours more to walk past. */
+void ht__snap_alloc_at(struct ht__thread *t, void *p, uint64_t size, uint32_t stack);
 int ht__snap_take(uint64_t p, uint64_t *val);
 void ht__snap_freed(struct ht__thread *t, uint64_t val);
 void ht__snap_free(struct ht__thread *t, const void *p); /* take, count freed; keeps errno */

@@ -17,7 +17,7 @@ static inline __attribute__((always_inline)) void ht__put_alloc(struct ht__threa
 {
 	if (HT_UNLIKELY(ht__g.snap != NULL)) { /* snapshot mode: no record */
 		if (p)
-			ht__snap_alloc(t, p, size, HT_STK_ALLOC);
+			ht__snap_alloc_at(t, p, size, ht__stack_for(t, HT_STK_ALLOC));
 		return;
 	}
 	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);

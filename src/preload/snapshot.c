@@ -180,7 +180,8 @@ static HT_COLD struct ht__snap_stack *snap_tab_take(struct ht__thread *t,
 _Static_assert(HT_SNAP_THR_SLOTS == 1u << SNAP_THR_BITS, "threads' table size");
 
 /* stack's counters in the thread's table, or NULL: count on the region. */
-static inline struct ht__snap_stack *snap_mine(struct ht__thread *t, uint32_t stack)
+static inline __attribute__((always_inline)) struct ht__snap_stack *snap_mine(struct ht__thread *t,
+									      uint32_t stack)
 {
 	struct ht__snap_thr_ent *tab = t->snap_tab;
 	if (HT_UNLIKELY(t->snap_ring != ((uintptr_t)t->ring | 1)) && !(tab = snap_tab_find(t)))
@@ -205,7 +206,7 @@ static inline void snap_add(_Atomic uint64_t *c, uint64_t v)
 			      memory_order_relaxed);
 }
 
-static inline void snap_freed(struct ht__thread *t, uint64_t val)
+static inline __attribute__((always_inline)) void snap_freed(struct ht__thread *t, uint64_t val)
 {
 	uint32_t ent = (uint32_t)(val >> SNAP_SIZE_BITS);
 	uint64_t size = val & (((uint64_t)1 << SNAP_SIZE_BITS) - 1);
@@ -238,7 +239,11 @@ void ht__snap_free(struct ht__thread *t, const void *p)
 
 void ht__snap_alloc(struct ht__thread *t, void *p, uint64_t size, uint32_t bit)
 {
-	uint32_t stack = ht__stack_for(t, bit);
+	ht__snap_alloc_at(t, p, size, ht__stack_for(t, bit));
+}
+
+void ht__snap_alloc_at(struct ht__thread *t, void *p, uint64_t size, uint32_t stack)
+{
 	if (HT_UNLIKELY(
 		stack >= ht__g.snap_cap || stack >= SNAP_STACK_LIMIT || size >> SNAP_SIZE_BITS ||
 		!snap_put((uint64_t)(uintptr_t)p, (uint64_t)stack << SNAP_SIZE_BITS | size))) {
