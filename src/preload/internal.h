@@ -135,12 +135,12 @@ struct ht__thread {
 	uint64_t fast;	/* records may end up to here without a PAD or a look at
 			   read_pos (ht__rec_begin); 0: always ask ht__rec_room */
 	uint64_t next;	/* write_pos after the record being written */
-	int guard;	/* HT_GUARD_*: non-zero, re-entry passes through */
-	uint32_t guard_pad;
 	/* The frame of the hook that set the guard: a guard its hook left
 	   behind (a handler jumped out of it) is told from one still live
 	   (init.c, guard_stale). Set with the guard in one store. */
 	uintptr_t guard_fp;
+	int guard; /* HT_GUARD_*: non-zero, re-entry passes through */
+	uint32_t guard_pad;
 	int32_t tid;
 	uint8_t exited;	 /* the key destructor ran */
 	uint8_t nested;	 /* events under way inside hooks' real calls (HT_GUARD_REAL), and
@@ -235,12 +235,13 @@ struct ht__thread {
 typedef uint64_t ht__pair __attribute__((vector_size(16), may_alias));
 static inline void ht__guard_at(struct ht__thread *t, int guard, const uintptr_t *fp)
 {
-	_Static_assert(offsetof(struct ht__thread, guard_fp) ==
-			   offsetof(struct ht__thread, guard) + 8,
+	_Static_assert(offsetof(struct ht__thread, guard) ==
+			   offsetof(struct ht__thread, guard_fp) + 8,
 		       "the guard and its frame are stored together");
-	ht__pair v = {(uint32_t)guard, (uint64_t)(uintptr_t)fp};
-	__asm__("movups %1, %0" : "=m"(*(ht__pair *)&t->guard) : "x"(v));
+	ht__pair v = {(uint64_t)(uintptr_t)fp, (uint32_t)guard};
+	__asm__("movups %1, %0" : "=m"(*(ht__pair *)&t->guard_fp) : "x"(v));
 }
+
 extern struct ht__global ht__g;
 extern struct ht__real ht__real;
 extern __thread struct ht__thread ht__t __attribute__((tls_model("initial-exec")));
