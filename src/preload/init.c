@@ -240,11 +240,15 @@ static uint32_t random_token(void)
 
 /* Raw system calls: open, read and close are cancellation points, and the
    fork child and first hook that get here must not become ones. */
+static uint32_t args_read; /* of the last read, which a fork child has a copy of */
+
 static uint32_t read_args(void)
 {
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	/* No descriptor left (RLIMIT_NOFILE, EMFILE): a fork child's
+	   arguments are its parent's, read before. */
 	if (fd < 0)
-		return 0;
+		return args_read;
 	uint32_t n = 0;
 	for (;;) {
 		long r = syscall(SYS_read, fd, args + n, sizeof args - n);
@@ -259,7 +263,7 @@ static uint32_t read_args(void)
 	if (n == sizeof args)
 		while (n > 0 && args[n - 1] != '\0')
 			n--;
-	return n;
+	return args_read = n;
 }
 
 /*
