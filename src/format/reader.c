@@ -153,6 +153,11 @@ struct dec {
 	uint32_t nallocs;
 	uint32_t allocs_cap;
 	uint32_t cur_slot;
+	/* The one thread slot that made every allocation of the group so far
+	   (+ 1; 0 none yet, OWN_MANY two or more): its own list would be all
+	   of them (glob[i] == i), so none is kept until another slot
+	   allocates (jq: 1.5 million entries, 8 MB). */
+	uint32_t own_solo;
 	struct stackprev sp; /* inline stack definitions, parsed */
 	/* The chunk that may continue this state (the seq after the last one
 	   opened; 0: none, as at the start of a pass or claim) and the
@@ -1365,6 +1370,7 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 		/* stacks share frames only within a group */
 		defs_start(&d->sp, r->version >= HT__FILE_VERSION_DEFSTREAM);
 		d->nslots = 0;
+		d->own_solo = 0;
 		d->cur_slot = UINT32_MAX;
 	}
 	/* Version 9: the chunk's definitions, learned before its events by a
@@ -1458,12 +1464,15 @@ static uint64_t get_free_addr(const struct ht_reader *r, struct dec *d, struct h
 	   chunk's (version 2: all the chunk's only). */
 	uint64_t k = v >> 1;
 	const struct ht__own *o = &d->own[si];
-	uint32_t own = r->own_first ? o->n : 0;
+	int solo = d->own_solo == si + 1;
+	uint32_t own = !r->own_first ? 0 : solo ? d->nallocs : o->n;
 	if (!k || (k > own && k - own > d->nallocs)) {
 		a->bad = 1;
 		return 0;
 	}
-	uint32_t g = k <= own ? o->glob[own - k] : d->nallocs - (uint32_t)(k - own);
+	uint32_t g = k > own ? d->nallocs - (uint32_t)(k - own)
+		     : solo  ? own - (uint32_t)k
+			     : o->glob[own - k];
 	ht__ring_push(d->rings[si][d->alloc_cls[g]], d->alloc_addr[g]);
 	return sl->last_addr = d->alloc_addr[g];
 }
@@ -1511,6 +1520,32 @@ static int grow_allocs(struct dec *d)
 	return 0;
 }
 
+#define OWN_MANY UINT32_MAX
+
+/* Slot si made the group's next allocation (nallocs): in its own list, kept
+   once a second slot allocates. 0 or -1. */
+static int own_add(struct dec *d, uint32_t si)
+{
+	if (d->own_solo == si + 1)
+		return 0;
+	if (!d->own_solo) {
+		d->own_solo = si + 1;
+		return 0;
+	}
+	if (d->own_solo != OWN_MANY) {
+		/* The solo slot's list is made, as if kept all along. */
+		struct ht__own *o = &d->own[d->own_solo - 1];
+		if (ht__grow32((void **)&o->glob, &o->cap, d->nallocs ? d->nallocs : 1,
+			       sizeof(*o->glob)) < 0)
+			return -1;
+		for (uint32_t i = 0; i < d->nallocs; i++)
+			o->glob[i] = i;
+		o->n = d->nallocs;
+		d->own_solo = OWN_MANY;
+	}
+	return ht__own_push(&d->own[si], d->nallocs);
+}
+
 /* The address of a new block of size; records it as an allocation. */
 static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct ht__cur *a,
 			       uint32_t si, uint64_t size, uint64_t old_addr)
@@ -1548,7 +1583,7 @@ static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct 
 		a->bad = 1; /* reported as damage: the stream cannot go on */
 		return 0;
 	}
-	if (r->own_first && ht__own_push(&d->own[si], d->nallocs) < 0) {
+	if (r->own_first && own_add(d, si) < 0) {
 		a->bad = 1;
 		return 0;
 	}
