@@ -1748,9 +1748,11 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 			b->name_at[b->n] = (uint32_t)b->names_len;
 			b->names_len += len + 1;
 		}
-		int bad = 0;
-		for (int i = 0; i < HT__S_DEFS; i++) /* an event reads no definition */
-			bad |= d->cur[i].bad;
+		/* The streams an event reads (none of the definitions), unrolled:
+		   this is on every event (2 % of analyze -stacks on python). */
+		_Static_assert(HT__S_DEFS == 7, "an event reads streams 0 to 6");
+		int bad = d->cur[0].bad | d->cur[1].bad | d->cur[2].bad | d->cur[3].bad |
+			  d->cur[4].bad | d->cur[5].bad | d->cur[6].bad;
 		if (bad) {
 			*why = "event does not parse";
 			return HT_ERR_CORRUPT;
