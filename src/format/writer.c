@@ -1524,6 +1524,14 @@ int ht__writer_flush(struct ht__writer *w)
 	return 0;
 }
 
+int ht__writer_settle(struct ht__writer *w)
+{
+	if (!w)
+		return HT_ERR_INVALID;
+	int rc = wait_written(w);
+	return rc < 0 ? (w->err = rc) : 0;
+}
+
 void ht__writer_set_async(struct ht__writer *w, bool on)
 {
 	if (w && !w->thread_on)

@@ -144,6 +144,9 @@ int ht__writer_flush(struct ht__writer *w);
  * alone); the collector turns it on. Set before the first chunk ends.
  */
 void ht__writer_set_async(struct ht__writer *w, bool on);
+/* Waits until the chunks handed to that thread are written (0 at once
+   without one); the first error. */
+int ht__writer_settle(struct ht__writer *w);
 
 /* Close without a footer (the file stays readable up to its last chunk). */
 void ht__writer_abort(struct ht__writer *w);

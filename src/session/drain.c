@@ -957,6 +957,14 @@ static int tick(struct ht__session *s)
 		return rc;
 	if ((rc = flush_sink(s, now)) < 0)
 		return rc;
+	/* About to sleep: what the sink took is written first (its chunk may be
+	   compressing on the writer's thread), so an idle collector killed
+	   loses nothing it had taken. */
+	if (s->sink && s->sink->settle && s->next_tick_ns > ht__now_ns() &&
+	    (rc = s->sink->settle(s->sink_ctx)) < 0) {
+		s->sink_err = rc;
+		return rc;
+	}
 	if (s->stop)
 		return 1;
 	bool root_done =

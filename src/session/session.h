@@ -69,6 +69,11 @@ struct ht__sink {
 	/* The loss fields of struct ht_process for process index `process`,
 	   from ht__session_finish() after the symbols (may be NULL). */
 	int (*loss)(void *ctx, uint32_t process, const struct ht_process *loss);
+	/* Has what was handed over so far written out (may be NULL): called
+	   before the collector sleeps, so that a writer compressing on a thread
+	   of its own does not hold a finished chunk while the collector is
+	   idle (a collector killed then would lose it). */
+	int (*settle)(void *ctx);
 };
 
 /* A sink writing to w (ctx is the struct ht__writer *). */

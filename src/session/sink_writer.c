@@ -43,8 +43,13 @@ static int w_loss(void *ctx, uint32_t process, const struct ht_process *loss)
 	return ht__writer_process_loss(ctx, process, loss);
 }
 
+static int w_settle(void *ctx)
+{
+	return ht__writer_settle(ctx);
+}
+
 static const struct ht__sink writer_sink = {w_module,  w_frame, w_stack, w_event,
-					    w_symbols, w_flush, w_loss};
+					    w_symbols, w_flush, w_loss,	 w_settle};
 
 const struct ht__sink *ht__sink_writer(void)
 {
