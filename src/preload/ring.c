@@ -99,10 +99,27 @@ static void key_destructor(void *arg)
 	errno = save;
 }
 
+/*
+ * Past the first 32 keys (an attach to a program that had made them: our key
+ * came after) pthread_setspecific allocates the thread's block of keys with
+ * the program's calloc: the recorder's own call, passed through uncounted
+ * (guard OWN), with signals held off meanwhile so that no handler's event
+ * passes with it. Once a thread (the block stays).
+ */
 void ht__thread_watch(struct ht__thread *t)
 {
-	if (key_ok)
+	if (!key_ok)
+		return;
+	if (HT_LIKELY(thread_key < 32)) {
 		pthread_setspecific(thread_key, t);
+		return;
+	}
+	sigset_t old;
+	ht__signals_hold(&old);
+	t->guard += HT_GUARD_OWN;
+	pthread_setspecific(thread_key, t);
+	t->guard -= HT_GUARD_OWN;
+	ht__signals_release(&old);
 }
 
 void ht__threads_init(void)
