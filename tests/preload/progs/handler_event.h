@@ -28,4 +28,26 @@ static void handler_event(void)
 	errno = e;
 }
 
+/* A SIGALRM handler making one handler_event(). */
+static inline void on_alarm_event(int sig)
+{
+	(void)sig;
+	handler_event();
+}
+
+/* The program's work: n malloc(6002)/free pairs marked in_heap for the
+   handler, with a little work between. */
+static inline void heap_pairs(long n)
+{
+	volatile unsigned x = 0;
+	for (long i = 0; i < n; i++) {
+		in_heap = 1;
+		free(malloc(6002));
+		in_heap = 0;
+		for (int k = 0; k < 200; k++)
+			x += (unsigned)k;
+	}
+	(void)x; /* the loop is the work; clang would call x unused */
+}
+
 #endif

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/time.h>
 
+#include "alarm_timer.h"
 #include "handler_event.h"
 
 #define ALT_SIZE (64 * 1024)
@@ -22,12 +23,6 @@
 static void *alt;
 static long n;
 static int above; /* the alternate stack lies above the thread's */
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	handler_event();
-}
 
 static void *work(void *arg)
 {
@@ -40,15 +35,7 @@ static void *work(void *arg)
 	sigemptyset(&set);
 	sigaddset(&set, SIGALRM);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-	volatile unsigned x = 0;
-	for (long i = 0; i < n; i++) {
-		in_heap = 1;
-		free(malloc(6002));
-		in_heap = 0;
-		for (int k = 0; k < 200; k++)
-			x += (unsigned)k;
-	}
-	(void)x;
+	heap_pairs(n);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	return NULL;
 }
@@ -67,19 +54,14 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGALRM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	struct sigaction sa = {0};
-	sa.sa_handler = on_alarm;
-	sa.sa_flags = SA_RESTART | SA_ONSTACK;
-	sigaction(SIGALRM, &sa, NULL);
+	alarm_handler(on_alarm_event, SA_ONSTACK);
 	pthread_t th;
 	if (pthread_create(&th, NULL, work, NULL) != 0)
 		return 1;
-	struct itimerval it = {{0, us}, {0, us}};
-	setitimer(ITIMER_REAL, &it, NULL);
+	alarm_every(us);
 	void *ret;
 	pthread_join(th, &ret);
-	struct itimerval off = {{0, 0}, {0, 0}};
-	setitimer(ITIMER_REAL, &off, NULL);
+	alarm_every(0);
 	printf("%d %d\n", (int)handled, (int)protects);
 	printf("%s\n", above ? "above" : "below");
 	return ret != NULL;

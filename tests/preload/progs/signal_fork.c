@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "alarm_timer.h"
+
 static volatile sig_atomic_t forks, is_child, in_call;
 static long k;
 static char page[4096] __attribute__((aligned(4096)));
@@ -46,25 +48,19 @@ int main(int argc, char **argv)
 		return 2;
 	long us = atol(argv[1]);
 	k = atol(argv[2]);
-	struct sigaction sa = {0};
-	sa.sa_handler = on_alarm;
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGALRM, &sa, NULL);
-	struct itimerval it = {{0, us}, {0, us}};
-	setitimer(ITIMER_REAL, &it, NULL);
+	alarm_handler(on_alarm, 0);
+	alarm_every(us);
 	while (forks < k && !is_child) {
 		in_call = 1;
 		mprotect(page, sizeof page, PROT_READ | PROT_WRITE);
 		in_call = 0;
 	}
 	if (is_child) {
-		struct itimerval off = {{0, 0}, {0, 0}};
-		setitimer(ITIMER_REAL, &off, NULL);
+		alarm_every(0);
 		pairs(50);
 		exit(0);
 	}
-	struct itimerval off = {{0, 0}, {0, 0}};
-	setitimer(ITIMER_REAL, &off, NULL);
+	alarm_every(0);
 	int bad = 0, st;
 	for (long i = 0; i < k; i++)
 		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)

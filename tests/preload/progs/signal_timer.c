@@ -22,36 +22,18 @@
 #include <sys/mman.h>
 #include <sys/time.h>
 
+#include "alarm_timer.h"
 #include "handler_event.h"
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	handler_event();
-}
 
 int main(int argc, char **argv)
 {
 	if (argc < 3)
 		return 2;
 	long us = atol(argv[1]), n = atol(argv[2]);
-	struct sigaction sa = {0};
-	sa.sa_handler = on_alarm;
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGALRM, &sa, NULL);
-	struct itimerval it = {{0, us}, {0, us}};
-	setitimer(ITIMER_REAL, &it, NULL);
-	volatile unsigned x = 0;
-	for (long i = 0; i < n; i++) {
-		in_heap = 1;
-		free(malloc(6002));
-		in_heap = 0;
-		for (int k = 0; k < 200; k++)
-			x += (unsigned)k;
-	}
-	(void)x; /* the loop is the work; clang would call x unused */
-	struct itimerval off = {{0, 0}, {0, 0}};
-	setitimer(ITIMER_REAL, &off, NULL);
+	alarm_handler(on_alarm_event, 0);
+	alarm_every(us);
+	heap_pairs(n);
+	alarm_every(0);
 	printf("%d %d\n", (int)handled, (int)protects);
 	return 0;
 }
