@@ -53,7 +53,7 @@ static inline void *mmap_hook(unsigned func, void *(*fn)(void *, size_t, int, in
 		ht__rec_commit(t);
 	}
 	errno = e;
-	ht__leave(t);
+	ht__leave_inner(t);
 	return p;
 }
 
@@ -95,7 +95,7 @@ HT_EXPORT int munmap(void *addr, size_t len)
 		ht__rec_commit(t);
 	}
 	errno = e;
-	ht__leave(t);
+	ht__leave_inner(t);
 	return rc;
 }
 
@@ -129,7 +129,7 @@ HT_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
 		ht__rec_commit(t);
 	}
 	errno = e;
-	ht__leave(t);
+	ht__leave_inner(t);
 	return p;
 }
 
@@ -152,7 +152,7 @@ HT_EXPORT int mprotect(void *addr, size_t len, int prot)
 		ht__rec_commit(t);
 	}
 	errno = e;
-	ht__leave(t);
+	ht__leave_inner(t);
 	return rc;
 }
 
@@ -178,7 +178,7 @@ HT_EXPORT int brk(void *addr)
 	int e = errno;
 	rec_brk(t, HT_FN_BRK | (rc ? HT_RECF_FAILED : 0), old, ht__real.sbrk(0));
 	errno = e;
-	ht__leave(t);
+	ht__leave_inner(t);
 	return rc;
 }
 
@@ -189,7 +189,7 @@ HT_EXPORT void *sbrk(intptr_t incr)
 		return ht__real.sbrk ? ht__real.sbrk(incr) : (void *)-1;
 	/* sbrk(0) only asks where the break is: not an event. */
 	if (incr == 0) {
-		ht__leave(t);
+		ht__leave_inner(t);
 		return ht__real.sbrk(0);
 	}
 	void *old = ht__real.sbrk(incr);
@@ -198,6 +198,6 @@ HT_EXPORT void *sbrk(intptr_t incr)
 	void *now = ht__real.sbrk(0);
 	rec_brk(t, HT_FN_SBRK | (failed ? HT_RECF_FAILED : 0), failed ? now : old, now);
 	errno = e;
-	ht__leave(t);
+	ht__leave_inner(t);
 	return old;
 }

@@ -587,6 +587,7 @@ static HT_COLD void guard_recover(struct ht__thread *t)
 		atomic_store_explicit(&t->ring->busy, 0, memory_order_relaxed);
 	t->rlc = 0;
 	t->nested = 0;
+	t->map_hook = 0;
 	t->guard = 0;
 	t->guard_fp = 0;
 }

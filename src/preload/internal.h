@@ -147,7 +147,11 @@ struct ht__thread {
 			    HT_NESTED_CHILD: a fork child inside the hook a handler's fork
 			    interrupted (init.c, child_defer) */
 	uint8_t no_ring; /* a previous claim timed out: retry without waiting */
-	char *ustack;	 /* the stack captures run on (stack.c), or NULL */
+	/* Inside a mapping hook (ht__enter_inner to ht__leave_inner), which an
+	   allocator may call holding its own lock: jemalloc maps memory through
+	   the PLT from inside malloc. The recorder calls no allocator there. */
+	uint8_t map_hook;
+	char *ustack;			/* the stack captures run on (stack.c), or NULL */
 	uint64_t sig_debt, sig_debt_at; /* unwinding through signal frames (stack.c) */
 	uint32_t sig_unwinds;		/* how many so far (the first are free) */
 	int64_t sample_left;		/* sampling: bytes to the next sample (sample.c) */
@@ -169,6 +173,10 @@ struct ht__thread {
 	struct ht__snap_thr_ent *snap_tab;
 	uintptr_t snap_ring; /* the ring's address | 1; 0: no table, look again */
 	uint8_t snap_noring;
+	/* ht__thread_watch() waits for a hook outside a mapping hook (map_hook)
+	   to call pthread_setspecific, which may allocate: t->fast stays 0
+	   meanwhile, so that the next record's ht__rec_room() does it. */
+	uint8_t watch_wait;
 	/* While the recorder's own call into libc runs (stack.c's
 	   pthread_getattr_np allocates a cpuset and its attributes' extension),
 	   the malloc family serves it from here, never from the program's
@@ -547,12 +555,17 @@ static inline int ht__enter(struct ht__thread *t)
 
 void ht__leave_cold(struct ht__thread *t);
 
-/* ht__enter() for the mapping hooks: inside a realloc's real call, the allocator's own. */
+/*
+ * ht__enter() for the mapping hooks: inside a realloc's real call, the
+ * allocator's own. A traced call is marked (map_hook) until
+ * ht__leave_inner(): the allocator may have called it holding its lock.
+ */
 static inline int ht__enter_inner(struct ht__thread *t)
 {
-	if (HT_UNLIKELY(t->guard == HT_GUARD_BUSY))
+	if (HT_UNLIKELY(t->guard == HT_GUARD_BUSY) || !ht__enter(t))
 		return 0;
-	return ht__enter(t);
+	t->map_hook = 1;
+	return 1;
 }
 
 /*
@@ -594,6 +607,13 @@ static inline void ht__leave(struct ht__thread *t)
 		return;
 	}
 	t->guard = 0;
+}
+
+/* ht__leave() for the mapping hooks (ht__enter_inner()). */
+static inline void ht__leave_inner(struct ht__thread *t)
+{
+	t->map_hook = 0;
+	ht__leave(t);
 }
 
 /*

@@ -104,7 +104,10 @@ static void key_destructor(void *arg)
  * came after) pthread_setspecific allocates the thread's block of keys with
  * the program's calloc: the recorder's own call, passed through uncounted
  * (guard OWN), with signals held off meanwhile so that no handler's event
- * passes with it. Once a thread (the block stays).
+ * passes with it. Once a thread (the block stays). Never inside a mapping
+ * hook, which the allocator may have called holding its own lock (jemalloc
+ * preloaded deadlocked in its mmap from inside its malloc): the call waits
+ * for the thread's next record outside one (ht__rec_room).
  */
 void ht__thread_watch(struct ht__thread *t)
 {
@@ -114,6 +117,12 @@ void ht__thread_watch(struct ht__thread *t)
 		pthread_setspecific(thread_key, t);
 		return;
 	}
+	if (t->map_hook) {
+		t->watch_wait = 1;
+		t->fast = 0;
+		return;
+	}
+	t->watch_wait = 0;
 	sigset_t old;
 	ht__signals_hold(&old);
 	t->guard += HT_GUARD_OWN;
@@ -435,6 +444,8 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 
 uint64_t ht__rec_room(struct ht__thread *t, uint32_t len)
 {
+	if (HT_UNLIKELY(t->watch_wait) && !t->map_hook)
+		ht__thread_watch(t);
 	uint64_t pos = t->wpos;
 	uint32_t off = (uint32_t)pos & ht__g.ring_mask;
 	uint32_t tail = ht__g.ring_size - off;
@@ -461,7 +472,7 @@ uint64_t ht__rec_room(struct ht__thread *t, uint32_t len)
 	/* The next records need no PAD while 16 bytes stay before the ring's
 	   end, and no look at read_pos below the cached limit. */
 	uint64_t end = (pos | ht__g.ring_mask) + 1 - 16;
-	t->fast = end < t->limit ? end : t->limit;
+	t->fast = t->watch_wait ? 0 : end < t->limit ? end : t->limit;
 	return pos;
 }
 

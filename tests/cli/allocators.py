@@ -139,15 +139,14 @@ def preloaded_threads(env):
 
 @CASES
 def attached_keys(env):
-    # record -p of a program that made 40 pthread keys first: the
-    # recorder's key is past the first 32, so marking a thread for its exit
-    # cleanup (pthread_setspecific) allocates. That allocation was counted
-    # as a signal handler's lost event (one a thread). With jemalloc
-    # preloaded, the same call made inside jemalloc's mmap from inside its
-    # malloc still deadlocks the program (src/preload/README.md, "Limits
-    # that remain"): only glibc's allocator here.
+    # record -p of a program that made 40 pthread keys first (with glibc's
+    # allocator, and with jemalloc preloaded): the recorder's key is past
+    # the first 32, so marking a thread for its exit cleanup
+    # (pthread_setspecific) allocates. That allocation was counted as a
+    # signal handler's lost event (one a thread); made inside jemalloc's
+    # mmap from inside its malloc, it deadlocked the program for good.
     prog = os.path.join(os.path.dirname(env.pulse), "many_keys")
-    for tag in ("glibc",):
+    for tag in ("glibc", "je"):
         environ = dict(os.environ)
         if tag != "glibc":
             environ["LD_PRELOAD"] = lib_of(env, tag)
