@@ -277,7 +277,7 @@ found:
 }
 
 /* Frees the sites no live block names, rebuilding the index of the others. */
-static void sweep_sites(struct ht__life_tracker *t)
+static __attribute__((noinline)) void sweep_sites(struct ht__life_tracker *t)
 {
 	/* In place: the live are fewer than the index held, so it has room
 	   for them without growing (and re-inserting cannot fail). */
@@ -302,7 +302,7 @@ static void sweep_sites(struct ht__life_tracker *t)
 }
 
 /* One live block less names site id. */
-static void site_drop(struct ht__life_tracker *t, uint32_t id)
+static inline void site_drop(struct ht__life_tracker *t, uint32_t id)
 {
 	if (--t->sites.v[id].live)
 		return;
@@ -368,8 +368,8 @@ static uint64_t *page_slot(const struct ht__life_tracker *t, uint64_t h, uint32_
 }
 
 /* The page of (process, heap, page address addr), or NULL. */
-static struct page *page_find(struct ht__life_tracker *t, uint32_t process, uint64_t heap,
-			      uint64_t addr)
+static inline struct page *page_find(struct ht__life_tracker *t, uint32_t process, uint64_t heap,
+				     uint64_t addr)
 {
 	uint32_t *c = PAGE_CACHED(t, addr);
 	if (*c) {
@@ -548,22 +548,28 @@ static struct ht__life life_of(const struct ht__life_tracker *t, const struct pa
 	};
 }
 
+static __attribute__((noinline)) void report_end(struct ht__life_tracker *t, const struct page *p,
+						 uint32_t i, uint64_t ts, int by_realloc,
+						 int at_exit)
+{
+	struct ht__life l = life_of(t, p, i, ts, by_realloc, at_exit);
+	t->on_end(t->ctx, &l);
+}
+
 /* Entry i of page p ends at ts: counted and reported (still in the page). */
-static void end_entry(struct ht__life_tracker *t, const struct page *p, uint32_t i, uint64_t ts,
-		      int by_realloc, int at_exit)
+static inline void end_entry(struct ht__life_tracker *t, const struct page *p, uint32_t i,
+			     uint64_t ts, int by_realloc, int at_exit)
 {
 	t->st.live_count--;
 	if (p->process < t->per_proc.len)
 		t->per_proc.v[p->process]--;
 	t->st.live_bytes -= t->sites.v[site_at(t, p, i)].size;
-	if (t->on_end && (!t->unfreed_only || at_exit || ts == HT_TS_NEVER)) {
-		struct ht__life l = life_of(t, p, i, ts, by_realloc, at_exit);
-		t->on_end(t->ctx, &l);
-	}
+	if (t->on_end && (!t->unfreed_only || at_exit || ts == HT_TS_NEVER))
+		report_end(t, p, i, ts, by_realloc, at_exit);
 }
 
 /* What entry i holds elsewhere (its site, a time kept aside) let go. */
-static void entry_release(struct ht__life_tracker *t, const struct page *p, uint32_t i)
+static inline void entry_release(struct ht__life_tracker *t, const struct page *p, uint32_t i)
 {
 	site_drop(t, site_at(t, p, i));
 	if (offs(p)[i] & OFF_ESC)
@@ -572,7 +578,8 @@ static void entry_release(struct ht__life_tracker *t, const struct page *p, uint
 
 /* Takes entry i out of page p (the last takes its place); the page keeps
    at most eight times the room its entries need (16 entries at least). */
-static void remove_entry(struct ht__life_tracker *t, struct page *p, uint32_t i)
+static inline __attribute__((always_inline)) void remove_entry(struct ht__life_tracker *t,
+							       struct page *p, uint32_t i)
 {
 	entry_release(t, p, i);
 	uint32_t last = --p->n;

@@ -317,16 +317,21 @@ static void process_events(struct ht__pass *p, const struct ht_event *ev)
 
 /* ---- the loop ---- */
 
-static void call_event(struct ht__pass *p, const struct ht_event *ev)
+static void call_slots(struct ht__pass *p, const struct ht_event *ev, uint32_t bit)
 {
-	uint32_t bit = ev->type < 32 ? HT_PASS_EV(ev->type) : 0;
-	if (!(p->events & bit))
-		return;
 	for (size_t i = 0; i < p->consumers.len; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if ((s->events & bit) && ev->ts < s->until && !p->err)
 			fail(p, s->c->event(s->ctx, p, ev));
 	}
+}
+
+/* Inline: most events (a loop's frees) are for no consumer. */
+static inline void call_event(struct ht__pass *p, const struct ht_event *ev)
+{
+	uint32_t bit = ev->type < 32 ? HT_PASS_EV(ev->type) : 0;
+	if (p->events & bit)
+		call_slots(p, ev, bit);
 }
 
 /* ---- heap snapshots ---- */
@@ -419,6 +424,44 @@ static uint64_t stop_ts(const struct ht__pass *p)
 	return p->consumers.len ? stop : 0;
 }
 
+/*
+ * The events, a run of the reader's batch at a time (read where the reader
+ * decoded them: not copied), until one at or after stop. 0 or the reader's
+ * error (the consumers' is in p->err).
+ */
+static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
+{
+	const struct ht_event *run;
+	struct ht_event est;
+	int n = 0;
+	while (!p->err && (n = ht__reader_next_run(p->r, &run)) > 0) {
+		for (const struct ht_event *ev = run, *end = run + n; ev < end && !p->err; ev++) {
+			/* The trace goes on at least to here (it may have no footer). */
+			if (ev->ts > p->end_ts)
+				p->end_ts = ev->ts;
+			if (ev->ts >= stop)
+				return 0;
+			p->nevents++;
+			p->freed_count = 0;
+			if (p->lt)
+				fail(p, ht__life_event(p->lt, ev));
+			if (p->ct && !p->err)
+				fail(p, ht__commit_event(p->ct, ev));
+			if (ev->type >= HT_EV_PROCESS_START && ev->type <= HT_EV_PROCESS_EXIT &&
+			    !p->err)
+				process_events(p, ev);
+			if (!p->err)
+				call_event(p, estimate_event(p, ev, &est));
+			if (ev->type == HT_EV_SNAPSHOT && (uint32_t)ev->value == p->snap_got &&
+			    !p->err)
+				snap_blocks(p, ev);
+			if (p->progress && !(p->nevents & 0xffff))
+				p->progress(p->progress_ctx, ev->ts, duration);
+		}
+	}
+	return n < 0 ? n : 0;
+}
+
 int ht__pass_run(struct ht__pass *p)
 {
 	if (p->ran)
@@ -447,30 +490,7 @@ int ht__pass_run(struct ht__pass *p)
 	/* A sampled trace's frees need their block's count (freed_count). */
 	if (p->lt && !p->sample_rate && unfreed_only(p))
 		ht__life_unfreed_only(p->lt);
-	uint64_t stop = stop_ts(p);
-	const struct ht_event *ev; /* in the reader's batch: not copied */
-	struct ht_event est;
-	while (!p->err && (rc = ht__reader_next_ref(p->r, &ev)) > 0) {
-		/* The trace goes on at least to here (it may have no footer). */
-		if (ev->ts > p->end_ts)
-			p->end_ts = ev->ts;
-		if (ev->ts >= stop)
-			break;
-		p->nevents++;
-		p->freed_count = 0;
-		if (p->lt)
-			fail(p, ht__life_event(p->lt, ev));
-		if (p->ct && !p->err)
-			fail(p, ht__commit_event(p->ct, ev));
-		if (ev->type >= HT_EV_PROCESS_START && ev->type <= HT_EV_PROCESS_EXIT && !p->err)
-			process_events(p, ev);
-		if (!p->err)
-			call_event(p, estimate_event(p, ev, &est));
-		if (ev->type == HT_EV_SNAPSHOT && (uint32_t)ev->value == p->snap_got && !p->err)
-			snap_blocks(p, ev);
-		if (p->progress && !(p->nevents & 0xffff))
-			p->progress(p->progress_ctx, ev->ts, duration);
-	}
+	rc = run_events(p, stop_ts(p), duration);
 	if (rc < 0)
 		return rc;
 	/* The footer (read at the end of an unfinished trace) may know more. */

@@ -2251,6 +2251,27 @@ int ht__reader_next_ref(struct ht_reader *r, const struct ht_event **out)
 	}
 }
 
+int ht__reader_next_run(struct ht_reader *r, const struct ht_event **out)
+{
+	if (!r || !out)
+		return HT_ERR_INVALID;
+	if (r->scan) /* each event learned as it is returned */
+		return ht__reader_next_ref(r, out);
+	for (;;) {
+		struct batch *b = r->cur;
+		if (b && b->next < b->n && !r->done) {
+			uint32_t n = b->n - b->next;
+			*out = &b->ev[b->next];
+			b->next = b->n;
+			r->ev_index += n;
+			return (int)n;
+		}
+		int rc = next_batch(r);
+		if (rc <= 0)
+			return rc;
+	}
+}
+
 int ht_reader_next(struct ht_reader *r, struct ht_event *ev)
 {
 	if (!ev)

@@ -14,4 +14,13 @@
  */
 int ht__reader_next_ref(struct ht_reader *r, const struct ht_event **ev);
 
+/*
+ * As ht__reader_next_ref(), but every event left in the reader's current
+ * batch at once: *ev points at the first of the n returned (n > 0), all
+ * valid until the next call on r. A trace without a footer (its tables
+ * learned from the events as they are returned) gives one at a time.
+ * n, 0 at the end, or an error.
+ */
+int ht__reader_next_run(struct ht_reader *r, const struct ht_event **ev);
+
 #endif
