@@ -34,4 +34,13 @@ expect "short threads exit status" "$RC" 0
 expect_count '^alloc func=malloc .* size=13001$' 320
 # 320 workers and main, which ends with pthread_exit
 expect_count '^thread_exit ' 321
+
+# 40 detached threads taking turns on 2 rings, each holding one for 20 ms:
+# the last waits about 400 ms while the rings change hands, and waits on
+# (a wait gave up after 200 ms: 25 allocations lost, on a loaded machine
+# with the 20 threads above)
+record -r 3 -s 65536 -- "$PROGS/many_threads" 40 20
+expect "turns exit status" "$RC" 0
+expect_count '^alloc func=malloc .* size=13001$' 340
+expect_count '^thread_exit ' 341
 finish
