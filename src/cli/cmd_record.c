@@ -574,6 +574,7 @@ struct ring_ctl {
 	const char *output;
 	struct ht__trace_meta meta;
 	unsigned flushes;
+	uint64_t flush_at; /* a window asked for then (mono_ns), not written yet */
 	bool force, quiet;
 	pid_t root;		     /* the launched program: its crash ends the recording anyway */
 	uint64_t crashes_unreported; /* already warned about */
@@ -624,12 +625,18 @@ static int ring_dump(struct ring_ctl *r, struct ht__session *s, const char *path
 	return rc;
 }
 
-/* Between ticks: a window asked for with SIGUSR1, or one a crash calls for. */
+/* Between ticks: a window asked for with SIGUSR1, once the merge has taken
+   every event committed before it, or one a crash calls for. */
 static void ring_poll(struct ring_ctl *r, struct ht__session *s)
 {
 	char path[PATH_MAX], tag[32];
 	if (flush_asked) {
 		flush_asked = 0;
+		if (!r->flush_at)
+			r->flush_at = mono_ns();
+	}
+	if (r->flush_at && ht__session_merged_past(s, r->flush_at)) {
+		r->flush_at = 0;
 		snprintf(tag, sizeof(tag), "%u", ++r->flushes);
 		ht__ring_keep_path(path, sizeof(path), r->output, tag);
 		ring_dump(r, s, path, NULL);

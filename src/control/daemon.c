@@ -376,6 +376,8 @@ static int write_window(const char *path, bool force, struct ht__ring_keep_resul
 	return rc;
 }
 
+#define FLUSH_WAIT_NS 10000000000ull
+
 static void do_flush(int fd, const char *line)
 {
 	char file[4096], v[16], why[1024] = "";
@@ -390,7 +392,17 @@ static void do_flush(int fd, const char *line)
 	}
 	bool force = ht__ctl_get(line, "force", v, sizeof(v)) && !strcmp(v, "1");
 	struct ht__ring_keep_result res;
+	/* Every event committed before the request is in the window: the main
+	   thread's ticks merge up to it first (at most FLUSH_WAIT_NS, then the
+	   window as it is). */
+	uint64_t asked = mono_ns();
 	pthread_mutex_lock(&D.sess_lock);
+	while (!D.stop && !ht__session_merged_past(D.s, asked) &&
+	       mono_ns() - asked < FLUSH_WAIT_NS) {
+		pthread_mutex_unlock(&D.sess_lock);
+		usleep(1000);
+		pthread_mutex_lock(&D.sess_lock);
+	}
 	int rc = write_window(file, force, &res, why, sizeof(why));
 	pthread_mutex_unlock(&D.sess_lock);
 	if (rc < 0) {

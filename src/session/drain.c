@@ -947,6 +947,8 @@ static int tick(struct ht__session *s)
 	uint64_t merged = s->merged;
 	if ((rc = merge(s, wm, MERGE_BUDGET)) < 0)
 		return rc;
+	if (rc == 0 && wm > s->merged_to)
+		s->merged_to = wm;
 	/* More to merge: drain again first, then go on. A ring left full
 	   (behind) is drained as soon as the merge made its buffer room; not
 	   while a writer stopped in the middle of a record holds the merge
@@ -978,6 +980,11 @@ static int tick(struct ht__session *s)
 			s->next_tick_ns = now + HT__TICK_NS / 10;
 	}
 	return 0;
+}
+
+bool ht__session_merged_past(const struct ht__session *s, uint64_t t)
+{
+	return s->merged_to >= t;
 }
 
 unsigned ht__session_sleep_us(const struct ht__session *s)
@@ -1039,6 +1046,7 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 		return rc;
 	if ((rc = merge(s, UINT64_MAX, UINT64_MAX)) < 0)
 		return rc;
+	s->merged_to = UINT64_MAX;
 	s->stats.lost = ht__session_lost_now(s);
 	s->stats.lost_no_buffer = atomic_load(&s->hdr->rings_exhausted);
 	s->stats.lost_in_handler = atomic_load(&s->hdr->reentered);

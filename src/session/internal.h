@@ -165,6 +165,7 @@ struct ht__session {
 	bool behind;	       /* a ring was left undrained: its slot is full */
 	bool room_made;	       /* a ring more than half full drained, or one freed */
 	uint64_t merged;       /* records the merge has taken */
+	uint64_t merged_to;    /* every record stamped before it is merged */
 	uint64_t tick;
 	uint64_t now_ns;	   /* CLOCK_MONOTONIC at the start of this tick */
 	uint64_t last_ts;	   /* of the last event written, ns since t0 */

@@ -237,6 +237,14 @@ void ht__session_set_sink(struct ht__session *s, const struct ht__sink *sink, vo
  */
 int ht__session_tick(struct ht__session *s);
 
+/*
+ * Has the merge taken every record stamped before t (CLOCK_MONOTONIC ns)?
+ * A flight recorder's window asked for at t is written once it has, so
+ * that it holds every event committed before the request, not only what
+ * the last ticks merged (docs/modes.md, "When a window is written").
+ */
+bool ht__session_merged_past(const struct ht__session *s, uint64_t t);
+
 /* Microseconds to sleep until the next tick is due (0 .. 10000). */
 unsigned ht__session_sleep_us(const struct ht__session *s);
 
