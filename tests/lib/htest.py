@@ -90,6 +90,37 @@ def run(argv, cwd, env=None, timeout=60, stdin=subprocess.DEVNULL):
     return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
+def _start_time(pid):
+    """The start time of process pid (clock ticks since boot), or None."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owned_tmpdir(prefix):
+    """tempfile.mkdtemp(prefix=prefix) named after this process (PREFIX
+    PID.START-XXXX), once the directories of the prefix whose process is
+    gone are removed: a test that ctest's timeout kills (SIGKILL) removes
+    nothing itself, and every process of the test is killed with it."""
+    base = tempfile.gettempdir()
+    for name in os.listdir(base):
+        rest = name[len(prefix):] if name.startswith(prefix) else ""
+        owner = rest.split("-", 1)[0].split(".")
+        if len(owner) != 2 or not owner[0].isdigit():
+            continue
+        d = os.path.join(base, name)
+        try:
+            if os.lstat(d).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        if _start_time(int(owner[0])) != owner[1]:
+            shutil.rmtree(d, ignore_errors=True)
+    return tempfile.mkdtemp(prefix="%s%d.%s-" % (prefix, os.getpid(), _start_time(os.getpid())))
+
+
 def case_main(cases, make_env, prefix, own_cache=False):
     """The command line of a script run by ctest: --build DIR --src DIR
     [--keep] CASE. Runs the case with make_env(build, src, tmp) in a fresh
@@ -102,10 +133,10 @@ def case_main(cases, make_env, prefix, own_cache=False):
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("case", choices=sorted(cases))
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix=prefix)
+    tmp = owned_tmpdir(prefix)
     cache = None
     if own_cache:
-        cache = tempfile.mkdtemp(prefix=prefix + "cache-")
+        cache = owned_tmpdir(prefix + "cache-")
         os.environ["XDG_CACHE_HOME"] = cache
     try:
         env = make_env(os.path.abspath(args.build), os.path.abspath(args.src), tmp)
