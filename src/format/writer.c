@@ -1029,6 +1029,13 @@ static uint32_t amap_hash(const struct ht__writer *w, uint64_t addr)
 	return (page + (uint32_t)((addr >> 4) & 255)) & (w->amap_size - 1);
 }
 
+void ht__writer_prefetch(const struct ht__writer *w, const uint64_t *addr, uint32_t n)
+{
+	const struct amap_ent *m = w->amap;
+	for (uint32_t i = 0; i < n; i++)
+		__builtin_prefetch(&m[amap_hash(w, addr[i])], 1, 3);
+}
+
 static struct amap_ent *amap_slot(struct ht__writer *w, uint64_t addr)
 {
 	uint32_t mask = w->amap_size - 1;

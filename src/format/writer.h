@@ -92,6 +92,15 @@ int ht__writer_stack(struct ht__writer *w, uint32_t id, const uint32_t *frames, 
 int ht__writer_event(struct ht__writer *w, const struct ht_event *ev,
 		     const struct ht_process *proc);
 
+/*
+ * A hint: allocations or frees of the heap blocks at addr[0 .. n - 1] come
+ * soon. Loads the parts of the writer's address map where their events
+ * will look, so that the lookups do not wait for memory
+ * (docs/performance.md, "The address map with many live blocks"). Changes
+ * nothing the writer writes.
+ */
+void ht__writer_prefetch(const struct ht__writer *w, const uint64_t *addr, uint32_t n);
+
 /* Symbols of a physical frame, for the final symbol table (after all events). */
 int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms,
 		       uint32_t n);

@@ -112,6 +112,7 @@ struct ht__proc {
 struct ht__slot {
 	uint8_t *buf; /* records copied out of the ring, not yet written */
 	uint32_t head, tail, cap;
+	uint32_t hinted;  /* bytes after head the merge has looked ahead at (merge()) */
 	uint64_t last_ts; /* ts of the last record copied */
 	int32_t pid, tid;
 	uint32_t instance;

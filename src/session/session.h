@@ -74,6 +74,9 @@ struct ht__sink {
 	   of its own does not hold a finished chunk while the collector is
 	   idle (a collector killed then would lose it). */
 	int (*settle)(void *ctx);
+	/* A hint (may be NULL): allocations or frees of the heap blocks at
+	   addr[0 .. n - 1] come a few events from now (the merge looks ahead). */
+	void (*prefetch)(void *ctx, const uint64_t *addr, uint32_t n);
 };
 
 /* A sink writing to w (ctx is the struct ht__writer *). */

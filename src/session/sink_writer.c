@@ -48,8 +48,13 @@ static int w_settle(void *ctx)
 	return ht__writer_settle(ctx);
 }
 
-static const struct ht__sink writer_sink = {w_module,  w_frame, w_stack, w_event,
-					    w_symbols, w_flush, w_loss,	 w_settle};
+static void w_prefetch(void *ctx, const uint64_t *addr, uint32_t n)
+{
+	ht__writer_prefetch(ctx, addr, n);
+}
+
+static const struct ht__sink writer_sink = {w_module, w_frame, w_stack,	 w_event,   w_symbols,
+					    w_flush,  w_loss,  w_settle, w_prefetch};
 
 const struct ht__sink *ht__sink_writer(void)
 {

@@ -41,7 +41,30 @@ struct cap {
 	int order_errors;
 	int bad_defs;
 	uint32_t proc_starts;
+	/* Addresses hinted by the merge's look ahead and not yet written, and
+	   allocations or frees written without a hint before them. */
+	uint64_t hints[MAXEV];
+	uint32_t nhints;
+	int unhinted;
 };
+
+static void c_prefetch(void *ctx, const uint64_t *addr, uint32_t n)
+{
+	struct cap *c = ctx;
+	for (uint32_t i = 0; i < n && c->nhints < MAXEV; i++)
+		c->hints[c->nhints++] = addr[i];
+}
+
+/* Takes addr's hint: each allocation and free is hinted once, before it. */
+static void take_hint(struct cap *c, uint64_t addr)
+{
+	for (uint32_t i = 0; i < c->nhints; i++)
+		if (c->hints[i] == addr) {
+			c->hints[i] = c->hints[--c->nhints];
+			return;
+		}
+	c->unhinted++;
+}
 
 static int c_module(void *ctx, uint32_t id, const char *path, const uint8_t *b, uint32_t n)
 {
@@ -91,6 +114,8 @@ static int c_event(void *ctx, const struct ht_event *ev, const struct ht_process
 		c->bad_defs++;
 	if (p)
 		c->proc_starts++;
+	if ((ev->type == HT_EV_ALLOC || ev->type == HT_EV_FREE) && !ev->heap)
+		take_hint(c, ev->addr); /* a custom heap's blocks are not hinted */
 	if (ev->stack && ev->stack > c->nstacks)
 		c->bad_defs++;
 	if (c->nev < MAXEV) {
@@ -100,7 +125,8 @@ static int c_event(void *ctx, const struct ht_event *ev, const struct ht_process
 	return 0;
 }
 
-static const struct ht__sink cap_sink = {c_module, c_frame, c_stack, c_event, NULL};
+static const struct ht__sink cap_sink = {c_module, c_frame, c_stack, c_event,	NULL,
+					 NULL,	   NULL,    NULL,    c_prefetch};
 
 /* Flushes: how many, and the events and definitions the sink had then. */
 static struct {
@@ -119,7 +145,8 @@ static int c_flush(void *ctx)
 	return 0;
 }
 
-static const struct ht__sink flush_sink = {c_module, c_frame, c_stack, c_event, NULL, c_flush};
+static const struct ht__sink flush_sink = {c_module, c_frame, c_stack, c_event,	  NULL,
+					   c_flush,  NULL,    NULL,    c_prefetch};
 
 static char tmpdir[64];
 
@@ -235,6 +262,7 @@ static void test_order_and_watermark(void)
 	CHECK_EQ(ht__session_tick(s), 0);
 	CHECK_EQ(c->nev, 21);
 	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->unhinted, 0);
 	CHECK_EQ(c->ev[0].type, HT_EV_PROCESS_START);
 	for (int i = 0; i < 10; i++) {
 		CHECK_EQ(c->ev[1 + 2 * i].addr, 0x1000 + i);
@@ -263,6 +291,7 @@ static void test_order_and_watermark(void)
 	CHECK_EQ(c->ev[before + 2].addr, 0x3001);
 	CHECK_EQ(c->ev[before + 3].addr, 0x3002);
 	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->unhinted, 0);
 
 	/* A writer that stays busy without progress for over a second (stopped)
 	   no longer holds the others back. */
@@ -337,6 +366,7 @@ static void test_pad_and_wrap(void)
 		}
 	CHECK_EQ(ht__session_stats(s)->corrupt, 0);
 	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->unhinted, 0);
 	munmap(f.map, f.size);
 	ht__session_destroy(s);
 	free(c);
@@ -421,6 +451,7 @@ static void test_runs_ties_and_exact_wrap(void)
 	for (uint32_t i = 0; i < 18 && i + 1 < c->nev; i++)
 		CHECK_EQ(c->ev[1 + i].addr, want[i]);
 	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->unhinted, 0);
 
 	/* Ring 1 at a quarter of the ring, then 128 allocs of 32 bytes (a whole
 	   4 KiB ring) in one drain: the first piece ends at the ring's end. */
@@ -438,7 +469,9 @@ static void test_runs_ties_and_exact_wrap(void)
 		CHECK_EQ(c->ev[before + i].addr, 0x2000 + i);
 	CHECK_EQ(ht__session_stats(s)->corrupt, 0);
 	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->unhinted, 0);
 	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	CHECK_EQ(c->nhints, 0); /* nothing hinted that was not written */
 	munmap(f.map, f.size);
 	ht__session_destroy(s);
 	free(c);
@@ -610,6 +643,7 @@ static void test_dead_process_and_lost(void)
 	CHECK_EQ(count_type(c, HT_EV_ALLOC), 3);
 	CHECK_EQ(ht__session_stats(s)->lost, 3 + 2 + 4);
 	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->unhinted, 0);
 	munmap(f.map, f.size);
 	ht__session_destroy(s);
 	free(c);
@@ -837,6 +871,7 @@ static void test_garbage(void)
 		CHECK_EQ(ht__session_tick(s), 0);
 	}
 	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->unhinted, 0);
 	CHECK(ht__session_stats(s)->corrupt > 0);
 	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
 	munmap(f.map, f.size);
@@ -899,6 +934,7 @@ static void test_flush_period(void)
 	CHECK_EQ(flushes.n, 2);
 	CHECK_EQ(flushes.bad_defs, 0);
 	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->unhinted, 0);
 	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
 	munmap(f.map, f.size);
 	ht__session_destroy(s);
