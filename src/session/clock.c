@@ -156,7 +156,10 @@ int ht__clock_init(struct ht__session *s)
 {
 	struct ht__tsc *c = &s->tsc;
 	const char *env = getenv("HEAPTRAIL_CLOCK");
-	bool mono = s->cfg.clock_monotonic || (env && !strcmp(env, "monotonic"));
+	/* Snapshot mode stamps no allocation: the TSC would save nothing, and
+	   its calibration costs the start 2 ms. */
+	bool mono = s->cfg.clock_monotonic || (env && !strcmp(env, "monotonic")) ||
+		    (s->cfg.flags & HT_SHM_SNAPSHOT);
 	s->hdr->clock = HT_CLOCK_MONO;
 	s->stats.clock = HT_CLOCK_MONO;
 	if (mono || !tsc_invariant())

@@ -113,9 +113,14 @@ def clock_record(env):
 @case
 def clock_monotonic(env):
     """--clock monotonic and HEAPTRAIL_CLOCK=monotonic: the vDSO clock, the
-    same orders and agreement."""
+    same orders and agreement; snapshot mode's sessions too."""
     record_case(env, extra=("--clock", "monotonic"), want="monotonic")
     record_case(env, env_vars={"HEAPTRAIL_CLOCK": "monotonic"}, want="monotonic", name="env")
+    # Snapshot mode stamps no allocation: no TSC, no calibration at the start.
+    rc, out, err = env.run([env.heaptrail, "record", "--snapshot", "--stats", "-o",
+                            os.path.join(env.tmp, "snap.htr"), "--", "true"])
+    equal(rc, 0, "record --snapshot: exit (%s)" % err)
+    clock_said(err, "monotonic", "record --snapshot")
 
 
 @case
