@@ -56,7 +56,8 @@ struct site {
  * time before ts_base, too far after it or not a multiple of the unit, or a
  * site id from SITE_ESC on). The three arrays are one allocation of cap
  * entries, 8 bytes each, the offsets rounded up to 8 (find() reads vectors
- * of 8; offsets past n are kept initialized).
+ * of 8; offsets past n are kept initialized). A tracker without times
+ * (ht__life_no_times()) has no dt[]: 4 bytes an entry, and no OFF_ESC.
  */
 struct page {
 	uint64_t addr; /* FREE_PAGE: unused, heap then holds the next free page */
@@ -64,28 +65,30 @@ struct page {
 	uint64_t ts_base;
 	uint32_t process;
 	uint16_t n, cap;
-	uint32_t *mem; /* dt[cap], then site[cap] and off[cap] (uint16_t) */
+	uint16_t *mem; /* off[cap rounded up to 8], then site[cap], then dt[cap] (uint32_t) */
 };
 
-static inline uint32_t *dts(const struct page *p)
+static inline uint16_t *offs(const struct page *p)
 {
 	return p->mem;
 }
 
 static inline uint16_t *sites_of(const struct page *p)
 {
-	return (uint16_t *)(p->mem + p->cap);
+	return p->mem + ((p->cap + 7) & ~7u);
 }
 
-static inline uint16_t *offs(const struct page *p)
+/* After the sites: 4-byte aligned, since cap is even. */
+static inline uint32_t *dts(const struct page *p)
 {
-	return sites_of(p) + p->cap;
+	return (uint32_t *)(void *)(sites_of(p) + p->cap);
 }
 
-/* Bytes of a page's arrays for cap entries. */
-static inline size_t page_bytes(uint32_t cap)
+/* Bytes of a page's arrays for cap entries, with times or without. */
+static inline size_t page_bytes(uint32_t cap, int times)
 {
-	return cap * (sizeof(uint32_t) + sizeof(uint16_t)) + ((cap + 7) & ~7u) * sizeof(uint16_t);
+	return ((cap + 7) & ~7u) * sizeof(uint16_t) + cap * sizeof(uint16_t) +
+	       (times ? cap * sizeof(uint32_t) : 0);
 }
 
 /* The room a page of cap entries grows to: 2, 4, 8, then about 1.25 times
@@ -111,6 +114,7 @@ struct ht__life_tracker {
 	ht__life_fn on_end;
 	void *ctx;
 	int unfreed_only;  /* ht__life_unfreed_only() */
+	int no_ts;	   /* ht__life_no_times(), until a site id needs OFF_ESC */
 	uint64_t unit;	   /* ht__life_ts_unit() */
 	uint64_t unit_inv; /* 2^64 / unit rounded up, when 1 < unit < 2^16; else 0 */
 	/* page index: per slot the low 32 bits of the page's hash (its home
@@ -465,23 +469,49 @@ static void page_delete(struct ht__life_tracker *t, struct page *p)
 	t->page_free = id; /* page_cache may still name it: page_find() checks */
 }
 
-/* Page p with room for cap entries (>= n, even). 0 or HT_ERR_NOMEM. */
-static int page_resize(struct page *p, uint32_t cap)
+/* Page p with room for cap entries (>= n, even), its times kept when
+   times (and the room for them made when make_times). 0 or HT_ERR_NOMEM. */
+static int page_remake(struct page *p, uint32_t cap, int times, int make_times)
 {
-	uint32_t *m = malloc(page_bytes(cap));
+	uint16_t *m = malloc(page_bytes(cap, times || make_times));
 	if (!m)
 		return HT_ERR_NOMEM;
 	struct page q = *p;
 	q.mem = m;
 	q.cap = (uint16_t)cap;
 	if (p->n) {
-		memcpy(dts(&q), dts(p), p->n * sizeof(uint32_t));
-		memcpy(sites_of(&q), sites_of(p), p->n * sizeof(uint16_t));
 		memcpy(offs(&q), offs(p), p->n * sizeof(uint16_t));
+		memcpy(sites_of(&q), sites_of(p), p->n * sizeof(uint16_t));
+		if (times)
+			memcpy(dts(&q), dts(p), p->n * sizeof(uint32_t));
+		else if (make_times)
+			memset(dts(&q), 0, p->n * sizeof(uint32_t));
 	}
 	memset(offs(&q) + p->n, 0, (((cap + 7) & ~7u) - p->n) * sizeof(uint16_t));
 	free(p->mem);
 	*p = q;
+	return 0;
+}
+
+static int page_resize(const struct ht__life_tracker *t, struct page *p, uint32_t cap)
+{
+	return page_remake(p, cap, !t->no_ts, 0);
+}
+
+/*
+ * A tracker without times that meets a site id from SITE_ESC on (which
+ * needs an entry's dt for its place in esc) keeps times from now on: every
+ * page gets its dt[], 0 for the blocks it holds (whose times nothing
+ * reads). 0 or HT_ERR_NOMEM (the tracker then stays without).
+ */
+static __attribute__((noinline)) int keep_times(struct ht__life_tracker *t)
+{
+	for (size_t k = 0; k < t->pages.len; k++) {
+		struct page *p = &t->pages.v[k];
+		if (p->addr != FREE_PAGE && p->mem && page_remake(p, p->cap, 0, 1) < 0)
+			return HT_ERR_NOMEM; /* those remade are the same without times */
+	}
+	t->no_ts = 0;
 	return 0;
 }
 
@@ -511,6 +541,8 @@ static inline int find(const struct page *p, uint32_t off)
 
 static inline uint64_t ts_at(const struct ht__life_tracker *t, const struct page *p, uint32_t i)
 {
+	if (t->no_ts)
+		return p->ts_base;
 	uint32_t d = dts(p)[i];
 	return offs(p)[i] & OFF_ESC ? t->esc.v[d].ts : p->ts_base + d * t->unit;
 }
@@ -583,11 +615,12 @@ static inline __attribute__((always_inline)) void remove_entry(struct ht__life_t
 {
 	entry_release(t, p, i);
 	uint32_t last = --p->n;
-	dts(p)[i] = dts(p)[last];
+	if (!t->no_ts)
+		dts(p)[i] = dts(p)[last];
 	sites_of(p)[i] = sites_of(p)[last];
 	offs(p)[i] = offs(p)[last];
 	if (p->n && p->cap > 16 && p->n < p->cap / 8)
-		page_resize(p, ((uint32_t)p->n * 2 + 1) & ~1u); /* no memory: stays larger */
+		page_resize(t, p, ((uint32_t)p->n * 2 + 1) & ~1u); /* no memory: stays larger */
 }
 
 void ht__life_each_live(const struct ht__life_tracker *t, ht__life_fn fn, void *ctx)
@@ -639,15 +672,19 @@ static int alloc_block(struct ht__life_tracker *t, const struct ht_event *ev, in
 		end_entry(t, p, (uint32_t)i, ev->ts, 0, 0);
 		remove_entry(t, p, (uint32_t)i);
 	}
-	uint64_t d = ev->ts - p->ts_base, q = units_of(t, d);
-	uint32_t dt = (uint32_t)q;
+	uint32_t dt = 0;
 	uint16_t flag = 0;
-	if (ev->ts < p->ts_base || q > UINT32_MAX || q * t->unit != d || sid >= SITE_ESC) {
-		dt = esc_put(t, ev->ts, sid);
-		flag = OFF_ESC;
+	int rc = t->no_ts && sid >= SITE_ESC ? keep_times(t) : 0;
+	if (!t->no_ts && !rc) {
+		uint64_t d = ev->ts - p->ts_base, q = units_of(t, d);
+		dt = (uint32_t)q;
+		if (ev->ts < p->ts_base || q > UINT32_MAX || q * t->unit != d || sid >= SITE_ESC) {
+			dt = esc_put(t, ev->ts, sid);
+			flag = OFF_ESC;
+		}
+		rc = flag && dt == NO_ID ? HT_ERR_NOMEM : 0;
 	}
-	int rc = flag && dt == NO_ID ? HT_ERR_NOMEM : 0;
-	if (!rc && p->n == p->cap && (rc = page_resize(p, next_cap(p->cap))) < 0 && flag)
+	if (!rc && p->n == p->cap && (rc = page_resize(t, p, next_cap(p->cap))) < 0 && flag)
 		esc_release(t, dt);
 	if (rc < 0) {
 		site_drop(t, sid);
@@ -656,7 +693,8 @@ static int alloc_block(struct ht__life_tracker *t, const struct ht_event *ev, in
 		return rc;
 	}
 	uint32_t k = p->n++;
-	dts(p)[k] = dt;
+	if (!t->no_ts)
+		dts(p)[k] = dt;
 	sites_of(p)[k] = (uint16_t)sid; /* SITE_ESC and more: not read */
 	offs(p)[k] = (uint16_t)(off | flag);
 	t->st.live_count++;
@@ -842,6 +880,12 @@ int ht__life_end_process(struct ht__life_tracker *t, uint32_t process, uint64_t 
 void ht__life_unfreed_only(struct ht__life_tracker *t)
 {
 	t->unfreed_only = 1;
+}
+
+void ht__life_no_times(struct ht__life_tracker *t)
+{
+	if (!t->pages.len)
+		t->no_ts = 1;
 }
 
 const struct ht__life_stats *ht__life_stats(const struct ht__life_tracker *t)

@@ -104,6 +104,15 @@ void ht__life_each_live(const struct ht__life_tracker *t, ht__life_fn fn, void *
    block is forgotten without a call. */
 void ht__life_unfreed_only(struct ht__life_tracker *t);
 
+/*
+ * Call before the first event: no reader of the blocks' alloc_ts, nor of the
+ * order blocks end in at once (an image's end, a heap destroyed, the
+ * finish), so the tracker keeps no times: 4 bytes a live block instead of
+ * 8. alloc_ts is then a time at or before the block's allocation (that of
+ * the first block of its heap page), the order "oldest first" only as near.
+ */
+void ht__life_no_times(struct ht__life_tracker *t);
+
 const struct ht__life_stats *ht__life_stats(const struct ht__life_tracker *t);
 
 void ht__life_free(struct ht__life_tracker *t);

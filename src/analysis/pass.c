@@ -403,12 +403,12 @@ static void snap_blocks(struct ht__pass *p, const struct ht_event *sev)
 	}
 }
 
-/* Whether every consumer's .life is for unfreed blocks only (HT_PASS_LIFE_UNFREED). */
-static bool unfreed_only(const struct ht__pass *p)
+/* Whether every consumer's .life says so (HT_PASS_LIFE_UNFREED, HT_PASS_LIFE_NO_TS). */
+static bool every_life(const struct ht__pass *p, unsigned need)
 {
 	for (size_t i = 0; i < p->consumers.len; i++) {
 		const struct ht__consumer *c = p->consumers.v[i].c;
-		if (c->life && !(c->needs & HT_PASS_LIFE_UNFREED))
+		if (c->life && !(c->needs & need))
 			return false;
 	}
 	return true;
@@ -488,8 +488,10 @@ int ht__pass_run(struct ht__pass *p)
 		ht__life_ts_unit(p->lt, info->ts_unit_ns);
 	p->sample_rate = info ? info->sample_rate : 0;
 	/* A sampled trace's frees need their block's count (freed_count). */
-	if (p->lt && !p->sample_rate && unfreed_only(p))
+	if (p->lt && !p->sample_rate && every_life(p, HT_PASS_LIFE_UNFREED))
 		ht__life_unfreed_only(p->lt);
+	if (p->lt && !p->sample_rate && every_life(p, HT_PASS_LIFE_NO_TS))
+		ht__life_no_times(p->lt);
 	rc = run_events(p, stop_ts(p), duration);
 	if (rc < 0)
 		return rc;

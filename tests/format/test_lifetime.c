@@ -408,6 +408,60 @@ static void test_pages(void)
 	ht__life_free(t);
 }
 
+/* A tracker without times (ht__life_no_times()): the blocks as exact but
+   their alloc_ts, which is that of their page's first block; past 65535
+   sites live it keeps times again, exact for the blocks made from then. */
+static void test_no_times(void)
+{
+	struct ht__life_tracker *t = ht__life_new(on_end, NULL);
+	ht__life_no_times(t);
+	ngot = 0;
+	feed(t, E(HT_EV_ALLOC, 10, 0, 0, 0x1000, 100));
+	feed(t, E(HT_EV_ALLOC, 20, 0, 0, 0x1040, 200));
+	feed(t, E(HT_EV_ALLOC, 30, 0, 0, 0x5000, 300));
+	feed(t, E(HT_EV_FREE, 40, 0, 0, 0x1040, 0));
+	CHECK_EQ(ngot, 1);
+	CHECK_EQ(got[0].addr, 0x1040);
+	CHECK_EQ(got[0].size, 200);
+	CHECK_EQ(got[0].stack, 20);
+	CHECK_EQ(got[0].alloc_ts, 10); /* the page's first block's */
+	CHECK_EQ(got[0].free_ts, 40);
+	CHECK_EQ(ht__life_stats(t)->live_count, 2);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 400);
+	ngot = 0;
+	ht__life_finish(t);
+	CHECK_EQ(ngot, 2);
+	CHECK_EQ(got[0].addr + got[1].addr, 0x1000 + 0x5000);
+	CHECK_EQ(got[0].stack + got[1].stack, 10 + 30);
+	ht__life_free(t);
+
+	t = ht__life_new(on_end, NULL);
+	ht__life_no_times(t);
+	const uint64_t n = 100000;
+	for (uint64_t i = 0; i < n; i++) {
+		struct ht_event b = E(HT_EV_ALLOC, 10 + i, 0, 0, 0x100000 + i * 64, 48 + i % 7);
+		b.stack = (uint32_t)i;
+		feed(t, b);
+	}
+	CHECK_EQ(ht__life_stats(t)->live_count, n);
+	int bad = 0, exact = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		ngot = 0;
+		feed(t, E(HT_EV_FREE, 200000, 0, 0, 0x100000 + i * 64, 0));
+		bad += ngot != 1 || got[0].stack != i || got[0].size != 48 + i % 7 ||
+		       got[0].addr != 0x100000 + i * 64 || got[0].alloc_ts > 10 + i ||
+		       got[0].alloc_ts < 10 + i / 64 * 64;
+		exact += ngot == 1 && got[0].alloc_ts == 10 + i;
+	}
+	CHECK_EQ(bad, 0);
+	/* Exact: the blocks from the one of site id 65535 on (kept aside
+	   with their times), and before it the first of each page (1024). */
+	CHECK_EQ(exact, (int)(n - 65535 + 1024));
+	CHECK_EQ(ht__life_stats(t)->live_count, 0);
+	CHECK_EQ(ht__life_stats(t)->live_bytes, 0);
+	ht__life_free(t);
+}
+
 int main(void)
 {
 	test_pages();
@@ -416,5 +470,6 @@ int main(void)
 	test_realloc();
 	test_processes_and_heaps();
 	test_many();
+	test_no_times();
 	return test_result("test_lifetime");
 }
