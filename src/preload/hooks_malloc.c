@@ -42,9 +42,9 @@ static __attribute__((noinline)) void *malloc_traced(struct ht__thread *t, size_
 	ht__real_call(t);
 	void *p = ht__real.malloc(size);
 	ht__real_done(t);
-	int e = errno;
+	int e = ht__errno_get();
 	ht__rec_alloc(t, HT_FN_MALLOC, p, size);
-	errno = e;
+	ht__errno_set(e);
 	ht__leave(t);
 	return p;
 }
@@ -80,9 +80,9 @@ static __attribute__((noinline)) void free_traced(struct ht__thread *t, void *p)
 		   out (snapshot.c). */
 		ht__snap_free(t, p);
 	} else {
-		int e = errno;
+		int e = ht__errno_get();
 		ht__rec_free(t, HT_FN_FREE, p);
-		errno = e;
+		ht__errno_set(e);
 	}
 	ht__real_call(t);
 	ht__real.free(p);
@@ -122,9 +122,9 @@ static __attribute__((noinline)) void *calloc_traced(struct ht__thread *t, size_
 	ht__real_call(t);
 	void *p = ht__real.calloc(n, size);
 	ht__real_done(t);
-	int e = errno;
+	int e = ht__errno_get();
 	ht__rec_alloc(t, HT_FN_CALLOC, p, total);
-	errno = e;
+	ht__errno_set(e);
 	ht__leave(t);
 	return p;
 }
@@ -174,18 +174,18 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 				 void *(*fn)(void *, size_t))
 {
 	if (HT_UNLIKELY(old && size == 0)) {
-		int e = errno;
+		int e = ht__errno_get();
 		ht__rec_realloc(t, func, old, NULL, 0);
-		errno = e;
+		ht__errno_set(e);
 		ht__real_call(t);
 		void *p = fn(old, 0);
 		ht__real_done(t);
 		/* glibc frees and returns NULL; mimalloc and jemalloc return a
 		   block of size 0, which is then an allocation of its own. */
 		if (p) {
-			e = errno;
+			e = ht__errno_get();
 			ht__rec_alloc(t, func, p, 0);
-			errno = e;
+			ht__errno_set(e);
 		}
 		ht__leave(t);
 		return p;
@@ -196,9 +196,9 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 		struct ht__snap_rlc r;
 		ht__snap_realloc_begin(&r, old);
 		void *p = fn(old, size);
-		int e = errno;
+		int e = ht__errno_get();
 		ht__snap_realloc_end(t, &r, p, size, 0);
-		errno = e;
+		ht__errno_set(e);
 		ht__leave(t);
 		return p;
 	}
@@ -206,21 +206,21 @@ static inline void *realloc_hook(struct ht__thread *t, unsigned func, void *old,
 		ht__real_call(t);
 		void *p = fn(old, size);
 		ht__real_done(t);
-		int e = errno;
+		int e = ht__errno_get();
 		ht__rec_realloc(t, func, old, p, size);
-		errno = e;
+		ht__errno_set(e);
 		ht__leave(t);
 		return p;
 	}
-	int e = errno, after;
+	int e = ht__errno_get(), after;
 	struct ht__rec_realloc *r = ht__realloc_begin(t, func, old, size, &after);
-	errno = e;
+	ht__errno_set(e);
 	t->guard = HT_GUARD_BUSY;
 	void *p = fn(old, size);
 	t->guard = HT_GUARD_POST;
-	e = errno;
+	e = ht__errno_get();
 	ht__realloc_end(t, r, after, func, old, p, size);
-	errno = e;
+	ht__errno_set(e);
 	ht__leave(t);
 	return p;
 }
@@ -260,12 +260,12 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		}
 		return ht__real.posix_memalign(out, align, size);
 	}
-	int e = errno;
+	int e = ht__errno_get();
 	ht__real_call(t);
 	int rc = ht__real.posix_memalign(out, align, size);
 	ht__real_done(t);
 	ht__rec_alloc(t, HT_FN_POSIX_MEMALIGN, rc == 0 ? *out : NULL, size);
-	errno = e;
+	ht__errno_set(e);
 	ht__leave(t);
 	return rc;
 }
@@ -281,9 +281,9 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		ht__real_call(t);                                                                  \
 		void *p = ht__real.name args;                                                      \
 		ht__real_done(t);                                                                  \
-		int e = errno;                                                                     \
+		int e = ht__errno_get();                                                           \
 		ht__rec_alloc(t, FN, p, size);                                                     \
-		errno = e;                                                                         \
+		ht__errno_set(e);                                                                  \
 		ht__leave(t);                                                                      \
 		return p;                                                                          \
 	}

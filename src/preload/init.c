@@ -325,6 +325,7 @@ static void instance_begin(uint32_t flags)
 		atomic_store(&ht__g.untraced, 0);
 	}
 	flags &= ~HT_PROC_KEEP_ID;
+	ht__g.errno_off = (intptr_t)((char *)&errno - (char *)__builtin_thread_pointer());
 	ht__note_begin();
 	ht__stacks_init();
 	ht__modules_reset();

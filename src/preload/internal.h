@@ -93,6 +93,9 @@ struct ht__global {
 	uint64_t sample_rate; /* ht__shm_header.sample_rate: 0 records every heap event */
 	uint32_t clock;	      /* ht__shm_header.clock: what records are stamped with */
 	uint32_t instance;
+	/* errno's offset from the thread pointer (ht__errno_get()), set
+	   before the state is READY */
+	intptr_t errno_off;
 	pid_t pid;
 	uintptr_t self_start, self_end;	  /* our own code, dropped from stacks */
 	uintptr_t unw_start, unw_end;	  /* libunwind's code: its mappings are ours */
@@ -531,6 +534,23 @@ static inline uint64_t ht__stamp(int before)
 	return ht__clock();
 }
 
+/*
+ * errno without a call: glibc keeps it in static TLS, at one offset from
+ * the thread pointer in every thread (ht__g.errno_off). A hook saves it
+ * around its record (the cold paths, a wait for room or a new stack, make
+ * system calls) with a load of the offset and one access, where it called
+ * __errno_location() through the PLT. Only once the state is READY.
+ */
+static inline int ht__errno_get(void)
+{
+	return *(int *)((char *)__builtin_thread_pointer() + ht__g.errno_off);
+}
+
+static inline void ht__errno_set(int e)
+{
+	*(int *)((char *)__builtin_thread_pointer() + ht__g.errno_off) = e;
+}
+
 int ht__enter_slow(struct ht__thread *t);
 
 /*
@@ -643,7 +663,8 @@ static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type,
 	uint64_t pos = t->wpos;
 	if (HT_UNLIKELY(pos + len > t->fast) && (pos = ht__rec_room(t, len)) == UINT64_MAX)
 		return NULL;
-	atomic_store_explicit(&t->ring->busy, 1, memory_order_relaxed);
+	struct ht__ring *ring = t->ring; /* once: the stores below may alias t */
+	atomic_store_explicit(&ring->busy, 1, memory_order_relaxed);
 	struct ht__rec *r = (struct ht__rec *)(t->data + ((uint32_t)pos & ht__g.ring_mask));
 	/* type, func, len and stack in one store (little-endian layout). */
 	uint64_t head = (uint64_t)(uint8_t)type | (uint64_t)(uint8_t)func << 8 |
@@ -653,9 +674,8 @@ static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type,
 	t->next = pos + len;
 	/* Counted for the exit note (constant folded: type is a constant). */
 	if (type - HT_REC_ALLOC <= HT_REC_HEAP_FREE - HT_REC_ALLOC)
-		atomic_store_explicit(&t->ring->events,
-				      atomic_load_explicit(&t->ring->events, memory_order_relaxed) +
-					  1,
+		atomic_store_explicit(&ring->events,
+				      atomic_load_explicit(&ring->events, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
 	return r;
 }
@@ -663,9 +683,11 @@ static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type,
 /* Publishes the record started by ht__rec_begin() to the collector. */
 static inline void ht__rec_commit(struct ht__thread *t)
 {
-	t->wpos = t->next;
-	atomic_store_explicit(&t->ring->write_pos, t->next, memory_order_release);
-	atomic_store_explicit(&t->ring->busy, 0, memory_order_relaxed);
+	struct ht__ring *ring = t->ring;
+	uint64_t next = t->next;
+	t->wpos = next;
+	atomic_store_explicit(&ring->write_pos, next, memory_order_release);
+	atomic_store_explicit(&ring->busy, 0, memory_order_relaxed);
 }
 
 #endif
