@@ -336,7 +336,9 @@ pid_t ht__thread_tid(unsigned long pthread); /* tid of a thread that has a ring,
 void ht__thread_watch(struct ht__thread *t); /* run the exit cleanup for this thread */
 
 /* stack.c */
-uint32_t ht__stack_capture(struct ht__thread *t);
+/* The stack of the current call; fp: the frame of the recorder's function
+   that asks (ht__stack_for() gives its caller's). */
+uint32_t ht__stack_capture(struct ht__thread *t, const uintptr_t *fp);
 void ht__ustack_unmap(struct ht__thread *t); /* at thread exit */
 /* The unwinding stack (t->ustack) and the guard page below it. */
 #define HT_USTACK_SIZE (128 * 1024)
@@ -644,7 +646,7 @@ static inline void ht__leave_inner(struct ht__thread *t)
 static inline uint32_t ht__stack_for(struct ht__thread *t, uint32_t bit)
 {
 	uint32_t mask = __atomic_load_n(&ht__g.hdr->stack_mask, __ATOMIC_RELAXED);
-	return (mask & bit) ? ht__stack_capture(t) : 0;
+	return (mask & bit) ? ht__stack_capture(t, __builtin_frame_address(0)) : 0;
 }
 
 /*

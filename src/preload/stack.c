@@ -1463,40 +1463,68 @@ void ht__ustack_unmap(struct ht__thread *t)
 }
 
 /*
- * The stack id of the current call, captured on the thread's unwinding
- * stack through its stack cache. A thread past its key destructor (glibc
- * freeing its TLS) captures in place: it has given its unwinding stack back
- * and runs on its own, normal-sized stack then.
+ * The long way of ht__stack_capture(): the walk through the cache sc from
+ * the hook's slot loc0 (sc NULL: the thread has no unwinding stack yet, or
+ * the slot is not on the thread's stack), on the thread's unwinding stack.
  */
-uint32_t ht__stack_capture(struct ht__thread *t)
+static __attribute__((noinline)) uint32_t capture_long(struct ht__thread *t, struct ht__scache *sc,
+						       uintptr_t loc0)
 {
 	struct ht__capture_call c = {t, NULL, 0, 0};
-	if (HT_UNLIKELY(atomic_load_explicit(&ht__dlclosing, memory_order_relaxed)))
-		ht__modules_refresh(0); /* a stack table of unloaded code must go first */
 	if (!HT_HAVE_USTACK || t->exited) {
 		c.id = capture_unwind(t);
 	} else {
-		if (HT_UNLIKELY(!t->ustack))
+		if (HT_UNLIKELY(!t->ustack)) {
 			ustack_map(t);
+			if (t->ustack) { /* the frame's slot was found before */
+				struct ht__scache *fresh = scache_of(t);
+				if (loc0 - fresh->lo < fresh->hi - fresh->lo)
+					sc = fresh;
+			}
+		}
 		if (!t->ustack) {
 			c.id = capture_unwind(t);
 		} else {
-			struct ht__scache *sc = scache_of(t);
-			uintptr_t loc0 = hook_slot(__builtin_frame_address(0));
-			if (loc0 >= sc->lo && loc0 < sc->hi) {
-				uint32_t id = same_stack(sc, loc0);
-				if (id)
-					return id;
+			if (sc) {
 				c.cache = sc;
 				c.loc0 = loc0;
 			}
 #if HT_HAVE_USTACK
 			ht__on_stack(&c, capture_on_ustack,
-				     (char *)((uintptr_t)sc & ~(uintptr_t)15));
+				     (char *)((uintptr_t)scache_of(t) & ~(uintptr_t)15));
 #endif
 		}
 	}
 	return c.id;
+}
+
+/*
+ * The stack id of the current call, captured on the thread's unwinding
+ * stack through its stack cache; fp is the frame of the recorder's
+ * function that asks (the hook, where ht__stack_for() is inlined), whose
+ * return address into the program hook_slot() finds. A thread past its key
+ * destructor (glibc freeing its TLS) captures in place: it has given its
+ * unwinding stack back and runs on its own, normal-sized stack then. The
+ * common case, the thread's previous stack whole (same_stack), is checked
+ * here on the program's stack; the rest is capture_long().
+ */
+uint32_t ht__stack_capture(struct ht__thread *t, const uintptr_t *fp)
+{
+	if (HT_UNLIKELY(atomic_load_explicit(&ht__dlclosing, memory_order_relaxed)))
+		ht__modules_refresh(0); /* a stack table of unloaded code must go first */
+	uintptr_t loc0 = hook_slot(fp);
+	struct ht__scache *sc = NULL;
+	if (HT_LIKELY(t->ustack != NULL) && HT_LIKELY(!t->exited)) {
+		sc = scache_of(t);
+		if (HT_LIKELY(loc0 - sc->lo < sc->hi - sc->lo)) { /* on the thread's stack */
+			uint32_t id = same_stack(sc, loc0);
+			if (id)
+				return id;
+		} else {
+			sc = NULL;
+		}
+	}
+	return capture_long(t, sc, loc0);
 }
 
 struct ht__range {
