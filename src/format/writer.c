@@ -1202,20 +1202,22 @@ static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, ui
 	return put_raw_addr(p, sl, addr, HT__HEAP_GRAIN_SHIFT);
 }
 
-/* The time delta and the stack id of ev, which every event has. */
-static void put_time_stack(struct ht__writer *w, const struct ht_event *ev, uint32_t si)
+/* The time delta and the stack id of an event (every event has both);
+   size: the event's, which picks the stack's prediction. */
+static inline __attribute__((always_inline)) void
+put_time_stack(struct ht__writer *w, uint64_t ts, uint32_t stack, uint64_t size, uint32_t si)
 {
 	struct ht__buf *tb = &w->st[HT__S_TIME];
-	uint64_t q = ev->ts / w->ts_unit;
+	uint64_t q = ts / w->ts_unit;
 	tb->len =
 	    ht__put_varint(tb->data + tb->len, ht__zigzag((int64_t)(q - w->prev_ts))) - tb->data;
 	w->prev_ts = q;
-	if (ev->stack) {
-		uint32_t code = ev->stack;
-		if (ev->size) {
-			uint32_t *last = &w->slots[si].last_stack[ht__size_class(ev->size)];
-			code = *last == ev->stack ? 0 : ev->stack;
-			*last = ev->stack;
+	if (stack) {
+		uint32_t code = stack;
+		if (size) {
+			uint32_t *last = &w->slots[si].last_stack[ht__size_class(size)];
+			code = *last == stack ? 0 : stack;
+			*last = stack;
 		}
 		struct ht__buf *sb = &w->st[HT__S_STACK];
 		sb->len = ht__put_varint(sb->data + sb->len, code) - sb->data;
@@ -1224,17 +1226,16 @@ static void put_time_stack(struct ht__writer *w, const struct ht_event *ev, uint
 
 /* The address code of a block that slot si allocated (put_alloc_addr),
    noted in the chunk's map; 0 or HT_ERR_NOMEM. */
-static int put_new_block(struct ht__writer *w, uint32_t si, const struct ht_event *ev,
+static int put_new_block(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t size,
 			 uint64_t old_addr)
 {
 	struct ht__buf *ab = &w->st[HT__S_ADDR];
-	ab->len =
-	    put_alloc_addr(w, ab->data + ab->len, si, ev->addr, ev->size, old_addr) - ab->data;
-	return note_alloc(w, si, ev->addr, ev->size) < 0 ? (w->err = HT_ERR_NOMEM) : 0;
+	ab->len = put_alloc_addr(w, ab->data + ab->len, si, addr, size, old_addr) - ab->data;
+	return note_alloc(w, si, addr, size) < 0 ? (w->err = HT_ERR_NOMEM) : 0;
 }
 
-/* Counts ev in the chunk, which it closes when full. */
-static int event_done(struct ht__writer *w, const struct ht_event *ev)
+/* Counts an event stamped ts in the chunk, which it closes when full. */
+static inline __attribute__((always_inline)) int event_done(struct ht__writer *w, uint64_t ts)
 {
 	/* raw_len is the streams' total: both start at 0 with each chunk. */
 	w->raw_len = w->st[0].len + w->st[1].len + w->st[2].len + w->st[3].len + w->st[4].len +
@@ -1242,9 +1243,9 @@ static int event_done(struct ht__writer *w, const struct ht_event *ev)
 	_Static_assert(HT__NSTREAMS == 8, "raw_len sums every stream");
 	w->ev_count++;
 	w->event_total++;
-	w->last_ts = ev->ts;
-	if (ev->ts > w->max_ts)
-		w->max_ts = ev->ts;
+	w->last_ts = ts;
+	if (ts > w->max_ts)
+		w->max_ts = ts;
 	if (w->raw_len >= w->chunk_target)
 		return flush_events(w);
 	return 0;
@@ -1270,29 +1271,62 @@ static bool plain_heap(const struct ht__writer *w, const struct ht_event *ev)
 	return sl->tid == ev->tid && sl->process == ev->process && sl->pid == ev->pid;
 }
 
-static int put_plain_heap(struct ht__writer *w, const struct ht_event *ev)
+static inline __attribute__((always_inline)) int put_plain_heap(struct ht__writer *w, uint8_t type,
+								uint32_t stack, uint64_t addr,
+								uint64_t size, uint64_t ts)
 {
 	w->fits--;
 	uint32_t si = w->cur_slot;
 	struct ht__buf *ob = &w->st[HT__S_OPS];
 	uint8_t *op = ob->data + ob->len;
-	*op++ = ev->type | HT__REC_SAME | (ev->stack ? HT__REC_STACK : 0);
-	*op++ = (ev->addr ? HT__F_ADDR : 0) | (ev->size ? HT__F_SIZE : 0);
+	*op++ = type | HT__REC_SAME | (stack ? HT__REC_STACK : 0);
+	*op++ = (addr ? HT__F_ADDR : 0) | (size ? HT__F_SIZE : 0);
 	ob->len = op - ob->data;
-	put_time_stack(w, ev, si);
-	if (ev->size) {
+	put_time_stack(w, ts, stack, size, si);
+	if (size) {
 		struct ht__buf *zb = &w->st[HT__S_SIZE];
-		zb->len = ht__put_varint(zb->data + zb->len, ev->size) - zb->data;
+		zb->len = ht__put_varint(zb->data + zb->len, size) - zb->data;
 	}
-	if (ev->addr) {
-		if (ev->type == HT_EV_FREE) {
+	if (addr) {
+		if (type == HT_EV_FREE) {
 			struct ht__buf *fb = &w->st[HT__S_FREE];
-			fb->len = put_free_addr(w, fb->data + fb->len, si, ev->addr) - fb->data;
-		} else if (put_new_block(w, si, ev, 0) < 0) {
+			fb->len = put_free_addr(w, fb->data + fb->len, si, addr) - fb->data;
+		} else if (put_new_block(w, si, addr, size, 0) < 0) {
 			return w->err;
 		}
 	}
-	return event_done(w, ev);
+	return event_done(w, ts);
+}
+
+/* Out of line: the frame of a whole struct ht_event is not set up for the
+   events of the fast path. */
+static __attribute__((noinline)) int heap_event_any(struct ht__writer *w,
+						    const struct ht__heap_event *h)
+{
+	struct ht_event ev = {.type = h->type,
+			      .func = h->func,
+			      .flags = h->flags,
+			      .process = h->process,
+			      .pid = h->pid,
+			      .tid = h->tid,
+			      .ts = h->ts,
+			      .stack = h->stack,
+			      .addr = h->addr,
+			      .size = h->size};
+	return ht__writer_event(w, &ev, NULL);
+}
+
+int ht__writer_heap_event(struct ht__writer *w, const struct ht__heap_event *h)
+{
+	if (w->err)
+		return w->err;
+	if ((h->type == HT_EV_ALLOC || h->type == HT_EV_FREE) &&
+	    h->func == ht__default_func(h->type) && !h->flags && w->fits && w->ev_count) {
+		const struct slot *sl = &w->slots[w->cur_slot]; /* ev_count: a slot is current */
+		if (sl->tid == h->tid && sl->process == h->process && sl->pid == h->pid)
+			return put_plain_heap(w, h->type, h->stack, h->addr, h->size, h->ts);
+	}
+	return heap_event_any(w, h);
 }
 
 int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const struct ht_process *proc)
@@ -1302,7 +1336,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	if (w->err)
 		return w->err;
 	if (plain_heap(w, ev))
-		return put_plain_heap(w, ev);
+		return put_plain_heap(w, ev->type, ev->stack, ev->addr, ev->size, ev->ts);
 	if (!ev->type || ev->type >= HT_EV__COUNT ||
 	    (ev->type == HT_EV_SNAPSHOT && !(w->flags & HT_TRACEF_SNAPSHOT)))
 		return HT_ERR_INVALID;
@@ -1373,7 +1407,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		}
 		w->cur_slot = si;
 	}
-	put_time_stack(w, ev, si);
+	put_time_stack(w, ev->ts, ev->stack, ev->size, si);
 
 	uint8_t mask = 0, mask2 = 0;
 	if (ev->addr)
@@ -1428,8 +1462,8 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 			fb->len = put_free_addr(w, fb->data + fb->len, si, ev->addr) - fb->data;
 		else if (heap_ev) {
 			ab->len = a - ab->data;
-			if (put_new_block(w, si, ev, ev->type == HT_EV_REALLOC ? ev->old_addr : 0) <
-			    0)
+			if (put_new_block(w, si, ev->addr, ev->size,
+					  ev->type == HT_EV_REALLOC ? ev->old_addr : 0) < 0)
 				return w->err;
 			a = ab->data + ab->len;
 		} else
@@ -1487,7 +1521,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	if (ev->type == HT_EV_PROCESS_EXEC || ev->type == HT_EV_PROCESS_EXIT)
 		ht__proctab_event(&w->procs, ev);
 
-	return event_done(w, ev);
+	return event_done(w, ev->ts);
 }
 
 int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms,

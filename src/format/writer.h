@@ -93,6 +93,27 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev,
 		     const struct ht_process *proc);
 
 /*
+ * An allocation (HT_EV_ALLOC) or a free (HT_EV_FREE) of the process heap
+ * with these fields only, every other field of struct ht_event 0: what
+ * nearly every event of a heap trace is. ht__writer_heap_event() writes it
+ * as ht__writer_event() writes the struct ht_event it stands for, byte for
+ * byte, without that struct to build and look through.
+ */
+struct ht__heap_event {
+	uint8_t type;
+	uint8_t func;
+	uint16_t flags;
+	uint32_t process;
+	int32_t pid;
+	int32_t tid;
+	uint64_t ts;
+	uint32_t stack;
+	uint64_t addr;
+	uint64_t size;
+};
+int ht__writer_heap_event(struct ht__writer *w, const struct ht__heap_event *ev);
+
+/*
  * A hint: allocations or frees of the heap blocks at addr[0 .. n - 1] come
  * soon. Loads the parts of the writer's address map where their events
  * will look, so that the lookups do not wait for memory

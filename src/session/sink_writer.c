@@ -53,8 +53,23 @@ static void w_prefetch(void *ctx, const uint64_t *addr, uint32_t n)
 	ht__writer_prefetch(ctx, addr, n);
 }
 
-static const struct ht__sink writer_sink = {w_module, w_frame, w_stack,	 w_event,   w_symbols,
-					    w_flush,  w_loss,  w_settle, w_prefetch};
+static int w_heap_event(void *ctx, const struct ht__heap_event *ev)
+{
+	return ht__writer_heap_event(ctx, ev);
+}
+
+static const struct ht__sink writer_sink = {
+    .module = w_module,
+    .frame = w_frame,
+    .stack = w_stack,
+    .event = w_event,
+    .symbols = w_symbols,
+    .flush = w_flush,
+    .loss = w_loss,
+    .settle = w_settle,
+    .prefetch = w_prefetch,
+    .heap_event = w_heap_event,
+};
 
 const struct ht__sink *ht__sink_writer(void)
 {

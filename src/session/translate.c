@@ -707,6 +707,25 @@ int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__r
 			s->stats.corrupt++;
 			return 0;
 		}
+		if (s->sink && s->sink->heap_event) {
+			/* Without a struct ht_event to clear and fill, which the
+			   writer looked through again (docs/performance.md, "The
+			   collector, per event"). */
+			struct ht__heap_event h;
+			h.type = type == HT_REC_ALLOC ? HT_EV_ALLOC : HT_EV_FREE;
+			h.func = rec->func & 0x7f;
+			h.flags = (rec->func & HT_RECF_FAILED) ? HT_EVF_FAILED : 0;
+			h.process = sl->proc - 1;
+			h.pid = sl->pid;
+			h.tid = sl->tid;
+			h.ts = rel_ts(s, rec->ts);
+			h.stack = lookup_stack(s, rec->stack);
+			h.addr = ((const struct ht__rec_free *)rec)->addr;
+			h.size =
+			    type == HT_REC_ALLOC ? ((const struct ht__rec_alloc *)rec)->size : 0;
+			s->stats.events++;
+			return sink_fail(s, s->sink->heap_event(s->sink_ctx, &h));
+		}
 		struct ht_event ev = zero_ev;
 		ev.func = rec->func & 0x7f;
 		ev.flags = (rec->func & HT_RECF_FAILED) ? HT_EVF_FAILED : 0;

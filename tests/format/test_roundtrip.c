@@ -1243,6 +1243,105 @@ static void test_chunk_groups(void)
 	}
 }
 
+/* The whole file at path, in a buffer of its own; *n its length. */
+static uint8_t *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *b = NULL;
+	*n = 0;
+	if (f && fseek(f, 0, SEEK_END) == 0) {
+		long len = ftell(f);
+		b = len > 0 ? malloc((size_t)len) : NULL;
+		if (b && fseek(f, 0, SEEK_SET) == 0 && fread(b, 1, (size_t)len, f) == (size_t)len)
+			*n = (size_t)len;
+	}
+	if (f)
+		fclose(f);
+	return b;
+}
+
+/*
+ * ht__writer_heap_event() writes what ht__writer_event() writes for the
+ * same allocations and frees, byte for byte: on its fast path (the thread
+ * of the previous event) and off it (another thread, a chunk's first event,
+ * a failed allocation, another function), among events it does not take.
+ */
+static void test_heap_events(void)
+{
+	char a[300], b[300];
+	test_path(a, sizeof(a), "heapev-a.htr");
+	test_path(b, sizeof(b), "heapev-b.htr");
+	enum { N = 20000 };
+	static struct ht_event ev[N];
+	uint64_t ts = 0, live[2][64] = {{0}};
+	for (int i = 0; i < N; i++) {
+		int t = (i / 7) % 2, k = (i * 5) % 64;
+		struct ht_event e = {.pid = 4, .tid = 40 + t, .ts = ts += 1 + i % 3};
+		if (i % 500 == 499) {
+			e.type = HT_EV_MMAP; /* not a heap event */
+			e.func = HT_FN_MMAP;
+			e.addr = 0x7f0000000000ull + (uint64_t)i * 4096;
+			e.size = 4096;
+			e.fd = -1;
+		} else if (live[t][k]) {
+			e.type = HT_EV_FREE;
+			e.func = HT_FN_FREE;
+			e.addr = live[t][k];
+			live[t][k] = 0;
+		} else {
+			e.type = HT_EV_ALLOC;
+			e.func = i % 11 == 0 ? HT_FN_CALLOC : HT_FN_MALLOC;
+			e.size = 16 + (uint64_t)(i % 9) * 24;
+			e.stack = 1 + (uint32_t)(i % 3);
+			if (i % 97 == 0) { /* failed: no block */
+				e.type = HT_EV_ALLOC_FAIL;
+			} else {
+				e.addr = 0x10000000ull + (uint64_t)t * 0x1000000 + (uint64_t)i * 48;
+				live[t][k] = e.addr;
+			}
+		}
+		ev[i] = e;
+	}
+	for (int k = 0; k < 2; k++) {
+		struct ht__trace_meta meta = {.argc = 0};
+		struct ht__writer *w;
+		CHECK_EQ(ht__writer_open(&w, k ? b : a, &meta), 0);
+		CHECK_EQ(ht__writer_set_chunk_size(w, 8192), 0);
+		for (uint32_t f = 0; f < 3; f++)
+			ht__writer_frame(w, f, HT_MODULE_NONE, 0x400000 + f);
+		for (uint32_t id = 1; id <= 3; id++) {
+			uint32_t fr[2] = {id - 1, 0};
+			CHECK_EQ(ht__writer_stack(w, id, fr, 2), 0);
+		}
+		for (int i = 0; i < N; i++) {
+			const struct ht_event *e = &ev[i];
+			if (k && (e->type == HT_EV_ALLOC || e->type == HT_EV_FREE)) {
+				struct ht__heap_event h = {.type = e->type,
+							   .func = e->func,
+							   .process = e->process,
+							   .pid = e->pid,
+							   .tid = e->tid,
+							   .ts = e->ts,
+							   .stack = e->stack,
+							   .addr = e->addr,
+							   .size = e->size};
+				CHECK_EQ(ht__writer_heap_event(w, &h), 0);
+			} else {
+				CHECK_EQ(ht__writer_event(w, e, NULL), 0);
+			}
+		}
+		CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	}
+	size_t na, nb;
+	uint8_t *fa = slurp(a, &na), *fb = slurp(b, &nb);
+	CHECK(na > 4 * 8192 / 3); /* several chunks */
+	CHECK_EQ(na, nb);
+	CHECK(fa && fb && na == nb && memcmp(fa, fb, na) == 0);
+	free(fa);
+	free(fb);
+	check_group_read(b, "0", ev, N, NULL);
+}
+
 /* Stack codes 0 in the STACK streams of a trace's events chunks. */
 static uint64_t stack_zero_codes(const char *path)
 {
@@ -1728,6 +1827,7 @@ int main(void)
 	test_fresh_and_old();
 	test_thread_frees();
 	test_chunk_groups();
+	test_heap_events();
 	test_heap_grain();
 	test_stack_prediction();
 	test_class_64();
