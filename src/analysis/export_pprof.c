@@ -100,6 +100,25 @@ static uint64_t mapping_id(struct builder *b, int side, const struct ht_reader *
 	return *slot = m.id;
 }
 
+/*
+ * profile.proto: "mapping[0] will be the main binary" (go tool pprof's
+ * "File:"): the executable of the first side, when a module of the trace is
+ * it. Else the mappings come in the order the samples use them (jq's
+ * profile said libjq.so.1, clang's libLLVM-14.so.1).
+ */
+static void main_mapping(struct builder *b, const struct ht__pprof_side *s)
+{
+	if (!s->exe || !s->r)
+		return;
+	for (uint32_t i = 0; i < ht_reader_module_count(s->r); i++) {
+		const struct ht_module *mod = ht_reader_module(s->r, i);
+		if (mod && mod->path && !strcmp(mod->path, s->exe)) {
+			mapping_id(b, 0, s->r, i);
+			return;
+		}
+	}
+}
+
 static uint64_t function_id(struct builder *b, int side, const struct ht_reader *r, uint32_t frame)
 {
 	const struct ht_frame *f = ht_reader_frame(r, frame);
@@ -331,6 +350,8 @@ int ht__export_pprof(FILE *out, const struct ht__pprof_side *cur, size_t ncur,
 	}
 	period.type = str_id(&b, "space");
 	period.unit = str_id(&b, "bytes");
+	if (ncur)
+		main_mapping(&b, &cur[0]);
 	for (size_t i = 0; i < ncur; i++)
 		add_side(&b, 0, &cur[i], 1);
 	for (size_t i = 0; i < nbase; i++)

@@ -129,9 +129,10 @@ try:
                section == "Samples" and l.strip().startswith("-"):
                 vals, ids = l.split(":", 1)
                 samples.append(([int(v) for v in vals.split()], ids.split()))
-            elif section == "Locations" and ":" in l:
+            elif section == "Locations" and re.match(r"^\s*\d+: 0x", l):
                 lid, rest = l.split(":", 1)
                 locs[lid.strip()] = rest.split()[2]  # 0xADDR M=1 FUNCTION file:line
+                # (the inlined functions' lines follow, indented, without an id)
         return p.stdout, samples, locs
 
     pf = os.path.join(tmp, "p1.pb.gz")
@@ -329,6 +330,16 @@ try:
     rss = [e for e in ev if e["ph"] == "C" and e["name"] == "rss"]
     check(nrss > 0 and len(rss) == nrss and all(e["args"]["bytes"] > 0 for e in rss),
           f"perfetto rss counters {len(rss)} of {nrss} samples")
+
+    # profile.proto: mapping[0] is the main binary (pprof's "File:"), also
+    # when the largest stack ends in a library (memtestapp's, libstdc++'s
+    # operator new: it used to come first).
+    pm = os.path.join(tmp, "mt.pb.gz")
+    ht("export", tmt, "--format", "pprof", "--metric", "total", "-o", pm)
+    text, samples, locs = pprof_raw(pm)
+    maps = text.split("Mappings\n", 1)[-1].splitlines()
+    check(maps and re.match(r"^1: \S+ %s " % re.escape(os.path.realpath(MEMTESTAPP)), maps[0])
+          and any("libstdc++" in m for m in maps), f"pprof mappings {maps}")
 
     p = ht("diff", t1, ok=False)
     check(p.returncode == 2 and b"--base-range" in p.stderr, f"diff one trace: {p.stderr!r}")
