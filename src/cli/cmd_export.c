@@ -365,6 +365,21 @@ int cmd_export(int argc, char **argv)
 		if (sample_note(ht_reader_info(cur.r), note, sizeof(note)))
 			fprintf(stderr, "heaptrail: note: %s\n", note);
 		rc = ht__export_collapsed(out, cur.agg, &cur.res, cur.r, o.metric, o.modules);
+		/* An empty file alone reads as a failure (flamegraph.pl: "No stack
+		   counts found"): say why it is empty. */
+		size_t rows = 0;
+		for (size_t i = 0; i < cur.res.count; i++)
+			rows += ht__metric_bytes(&cur.res.items[i].c, o.metric) != 0;
+		if (!rows && rc >= 0)
+			fprintf(
+			    stderr,
+			    "heaptrail: note: the output is empty: no stack holds bytes by "
+			    "--metric %s%s\n",
+			    ht__metric_name(o.metric),
+			    o.metric == HT_METRIC_OUTSTANDING
+				? " (no block the filters keep is live at the end of the window; "
+				  "--metric total counts every allocation)"
+				: "");
 	}
 	if (rc < 0 && rc != HT_ERR_IO)
 		die("%s", ht_strerror(rc));

@@ -103,6 +103,12 @@ try:
     out = ht("export", t1, "--format", "collapsed", "--modules", "-o", "-").stdout.decode()
     check(out.splitlines()[0].startswith("peak_prog!_start;libc.so.6!__libc_start_main;"),
           f"--modules {out!r}")
+    # Nothing to show (no block of 1 byte): an empty output, and stderr says why.
+    p = ht("export", t1, "--format", "collapsed", "-size", "1", "2", "-o", "-")
+    check(p.stdout == b"" and b"the output is empty: no stack holds bytes by --metric "
+          b"outstanding" in p.stderr, f"empty collapsed: {p.stdout!r} {p.stderr!r}")
+    p = ht("export", t1, "--format", "collapsed", "-o", "-")
+    check(b"empty" not in p.stderr, f"collapsed with stacks: {p.stderr!r}")
     # A file is written, and not replaced without --force.
     cf = os.path.join(tmp, "out.collapsed")
     ht("export", t1, "--format", "collapsed", "-o", cf)
