@@ -967,6 +967,37 @@ static int find_dlopen(pid_t pid, uint64_t *addr)
 	return target_symbol(pid, match_libc, NULL, "__libc_dlopen_mode", addr, NULL);
 }
 
+static bool match_loader(const char *path, const void *arg)
+{
+	(void)arg;
+	return is_loader(path);
+}
+
+/* How long a process the loader is still starting gets to map its libc. */
+#define START_WAIT_MS 2000
+
+/*
+ * dlopen in pid. A process started a moment ago may have only its program
+ * and the dynamic loader mapped, libc not yet (qa: `start --pid` of a
+ * `sleep` just spawned, on a loaded machine): while the loader is mapped
+ * and libc is not, it is given START_WAIT_MS to map it. A static program
+ * never maps a loader.
+ */
+static int find_dlopen_started(pid_t pid, uint64_t *addr)
+{
+	uint64_t t0 = now_ms();
+	for (;;) {
+		int rc = find_dlopen(pid, addr);
+		if (rc == 0 || rc == HT_ERR_PERM || now_ms() - t0 >= START_WAIT_MS)
+			return rc;
+		struct find_mod ld = {.match = match_loader}, libc = {.match = match_libc};
+		if (maps_each(pid, find_mod_cb, &ld) < 0 || !ld.base ||
+		    maps_each(pid, find_mod_cb, &libc) < 0 || libc.base)
+			return rc;
+		pause_us(5000);
+	}
+}
+
 int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const char *session_path,
 		      char *why, size_t n)
 {
@@ -998,7 +1029,7 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 			unlink(other);
 	}
 	uint64_t dlopen_fn;
-	rc = find_dlopen(pid, &dlopen_fn);
+	rc = find_dlopen_started(pid, &dlopen_fn);
 	if (rc < 0) {
 		say(why, n, "no dlopen in the process (is it a dynamically linked glibc program?)");
 		return rc == HT_ERR_PERM ? rc : HT_ERR_NOT_FOUND;

@@ -10,11 +10,13 @@ them), and a second attach sees exactly the pulses made under it.
 
 Memory committed before the attach: found in /proc/PID/maps, committed
 follows the anonymous RSS."""
+import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from htest import Cases, Failure, case_main, check, equal  # noqa: E402
@@ -186,6 +188,44 @@ def commit_before(env):
     sizes = sorted(r["size"] for r in rows)
     check(sizes and sizes[-1] < 16 << 20, "no range larger than the program's: %r" % sizes)
     check(any(r["size"] >= 8 << 20 and r["unseen"] for r in rows), "the raw 8 MiB found: %r" % rows)
+
+
+@CASES
+def starting(env):
+    """record -p of a process whose dynamic loader has not mapped its libc
+    yet (a program spawned a moment before, on a loaded machine: 'no dlopen
+    in the process'): the attach waits for its libc, and the program's
+    allocations are traced. Here it is held stopped at its exec for 0.3 s."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    t = Target.__new__(Target)
+    # PTRACE_TRACEME: the child stops at its exec, before the loader runs.
+    t.p = subprocess.Popen([env.prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=env.tmp,
+                           preexec_fn=lambda: libc.ptrace(0, 0, None, None))
+    t.pid = t.p.pid
+    timer = None
+    try:
+        _, st = os.waitpid(t.pid, os.WUNTRACED)
+        check(os.WIFSTOPPED(st), "stopped at the exec: status %#x" % st)
+        equal(libc.ptrace(17, t.pid, None, signal.SIGSTOP), 0, "PTRACE_DETACH, left stopped")
+        with open("/proc/%d/maps" % t.pid) as f:
+            maps = f.read()
+        check("/ld-linux" in maps and "/libc.so" not in maps, "only the loader mapped:\n" + maps)
+        timer = threading.Timer(0.3, os.kill, (t.pid, signal.SIGCONT))
+        timer.start()
+        out = os.path.join(env.tmp, "s.htr")
+        s = Session(env, t, "record", "full", out)
+        try:
+            line = t.p.stdout.readline().decode().split()
+            t.early, t.late = [int(x.split("=")[1]) for x in line]
+            equal(t.send("ca"), [1, 1], "traced once attached")
+        finally:
+            s.stop()
+    finally:
+        if timer:
+            timer.join()
+        t.end()
+    got = {k: v[:4] for k, v in heaps(env, out, t).items()}
+    equal(got, {"late": (6, 700, 3, 400), "early": (2, 100, 2, 100)}, "by heap")
 
 
 if __name__ == "__main__":
