@@ -271,6 +271,10 @@ struct ht_process {
 #define HT_PROCF_EXITED 0x10u
 #define HT_PROCF_SIGNALED 0x20u
 #define HT_PROCF_EXECED 0x40u /* this image was replaced by exec */
+/* No event of its own: only its parent's wait reported it (a fork child
+   killed before it ran, or a child that was never traced). Its exe is
+   unknown ("") and its start is the time of that report. */
+#define HT_PROCF_UNSEEN 0x80u
 
 struct ht_module {
 	const char *path;

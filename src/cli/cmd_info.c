@@ -360,6 +360,8 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 			fputs(", exec'd", f);
 		if (p->flags & HT_PROCF_ATTACHED)
 			fputs(", attached after it started", f);
+		if (p->flags & HT_PROCF_UNSEEN)
+			fputs(", never traced (only its parent's wait reported it)", f);
 		fputc('\n', f);
 		if (p->argc) {
 			fputs("      ", f);
@@ -567,7 +569,7 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 	    {HT_PROCF_ROOT, "root"},	 {HT_PROCF_FORK, "fork"},
 	    {HT_PROCF_EXEC, "exec"},	 {HT_PROCF_ATTACHED, "attached"},
 	    {HT_PROCF_EXITED, "exited"}, {HT_PROCF_SIGNALED, "signaled"},
-	    {HT_PROCF_EXECED, "execed"},
+	    {HT_PROCF_EXECED, "execed"}, {HT_PROCF_UNSEEN, "unseen"},
 	};
 	jw_key(&j, "snapshots");
 	jw_arr_begin(&j);

@@ -1498,7 +1498,8 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		d.pid = ev->pid;
 		d.start_ts = ev->ts;
 		d.end_ts = 0;
-		d.flags &= HT_PROCF_ROOT | HT_PROCF_FORK | HT_PROCF_EXEC | HT_PROCF_ATTACHED;
+		d.flags &= HT_PROCF_ROOT | HT_PROCF_FORK | HT_PROCF_EXEC | HT_PROCF_ATTACHED |
+			   HT_PROCF_UNSEEN;
 		if (ev->type == HT_EV_PROCESS_EXEC)
 			d.flags |= HT_PROCF_EXEC;
 		uint8_t *q = mb->data + mb->len;

@@ -140,7 +140,8 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 	p->pid = pid;
 	p->ppid = ppid;
 	p->instance = instance;
-	p->flags = flags & (HT_PROCF_ROOT | HT_PROCF_FORK | HT_PROCF_EXEC | HT_PROCF_ATTACHED);
+	p->flags = flags & (HT_PROCF_ROOT | HT_PROCF_FORK | HT_PROCF_EXEC | HT_PROCF_ATTACHED |
+			    HT_PROCF_UNSEEN);
 
 	struct ht__proc *prev = ht__proc_by_pid(s, pid);
 	struct ht__proc *parent = ppid > 0 ? ht__proc_by_pid(s, ppid) : NULL;
@@ -637,6 +638,26 @@ static int on_process_start(struct ht__session *s, struct ht__slot *sl, const st
 	return 1;
 }
 
+/*
+ * A parent's wait reaped a child the trace never saw: a fork child killed
+ * before it ran (its first code would have started its instance), or one
+ * that was never traced (an exec of a static program after vfork). It is a
+ * process of the trace all the same, flagged HT_PROCF_UNSEEN, with no exe
+ * and its start at the report (docs/session-protocol.md, "Exit status").
+ * Not with --no-follow, whose children are untraced on purpose.
+ */
+static struct ht__proc *unseen_child(struct ht__session *s, struct ht__slot *sl,
+				     const struct ht__rec_exit *e, int *rc)
+{
+	uint32_t idx;
+	if (s->cfg.flags & HT_SHM_NO_FOLLOW)
+		return NULL;
+	if ((*rc = new_proc(s, e->pid, sl->pid, 0, HT_PROCF_FORK | HT_PROCF_UNSEEN, "", NULL, 0,
+			    e->h.ts, &idx)) < 0)
+		return NULL;
+	return s->procs[idx];
+}
+
 /* The first report of a process's end wins; later ones (a parent's wait, our
    own waitpid) say the same thing less precisely. */
 static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct ht__rec *rec,
@@ -644,6 +665,12 @@ static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct 
 {
 	const struct ht__rec_exit *e = (const void *)rec;
 	struct ht__proc *p = ht__proc_by_pid(s, e->pid);
+	if (!p && !self_slot && e->pid > 0 && sl->pid != e->pid &&
+	    e->kind != HT__EXIT_UNTRACED_EXEC) {
+		int rc = 0;
+		if (!(p = unseen_child(s, sl, e, &rc)))
+			return rc < 0 ? rc : 1;
+	}
 	if (!p || p->exited)
 		return 1;
 	bool untraced_exec = self_slot && e->kind == HT__EXIT_UNTRACED_EXEC;

@@ -1549,6 +1549,38 @@ def exit_order(env):
           "the 5 blocks freed by the older exit handler")
 
 
+@case
+def fork_killed(env):
+    # 100 fork children killed with SIGKILL right after fork, on one CPU:
+    # most never run, so they write nothing; the parent's wait reports each.
+    # main showed only those that ran (2 of 100): each is a process of the
+    # trace now, named by its parent's report alone (flag "unseen").
+    tr = env.record([env.prog("fork_killed"), "100"])
+    killed, exited = (int(x) for x in tr.stdout.split())
+    equal(killed + exited, 100, "children the program waited for")
+    rpid = tr.root()["pid"]
+    kids = [p for p in tr.processes() if p["pid"] != rpid]
+    equal(len(kids), 100, "fork children in the trace")
+    # A child that ran reports its own _exit(0) just before the system call;
+    # a SIGKILL landing between wins for the parent's wait, the report for
+    # the trace (the first report of an end wins).
+    ends = [(p.get("signal"), p.get("exit_code")) for p in kids]
+    check(all(e in ((9, None), (None, 0)) for e in ends), "killed or exited 0: %r" % ends)
+    by9 = len([e for e in ends if e[0] == 9])
+    check(by9 <= killed and by9 + exited >= killed, "killed by SIGKILL: %d in the trace, %d seen" %
+          (by9, killed))
+    for p in kids:
+        equal(p.get("ppid"), rpid, "parent of pid %d" % p["pid"])
+        check("fork" in p.get("flags", []), "flagged fork: %r" % p)
+    unseen = [p for p in kids if "unseen" in p.get("flags", [])]
+    check(all(p.get("signal") == 9 and p.get("exe", "") == "" for p in unseen),
+          "an unseen child was killed and has no exe: %r" % unseen[:3])
+    check(len(unseen) > 0, "some children were killed before they ran (on one CPU)")
+    rc, out, _ = env.run([env.heaptrail, "info", tr.path])
+    equal(out.count("never traced (only its parent's wait reported it)"), len(unseen),
+          "info names each unseen child")
+
+
 # ---------------------------------------------------------------------------
 
 
