@@ -557,21 +557,45 @@ static int def_stack(struct tables *t, uint32_t id, const uint32_t *phys, uint32
 	struct stack_ent *s = &t->stacks[id];
 	if (s->defined)
 		return 0;
+	/* In locals: the stores to out[] could change t->nphys for all the
+	   compiler knows. A stack of up to 512 logical frames (all but the
+	   rarest) is expanded once, into buf, then copied: clang++'s 3.7
+	   million frames took 35 instructions a frame in two passes. */
+	const struct phys_frame *pt = t->phys;
+	const uint32_t nphys = t->nphys;
+	uint32_t buf[512], k = 0, *out;
+	for (uint32_t i = 0; i < n; i++) {
+		if (phys[i] >= nphys)
+			continue; /* a frame never defined: leave it out */
+		uint32_t first = pt[phys[i]].first, nlog = pt[phys[i]].nlog;
+		if (nlog == 1 && k < sizeof(buf) / sizeof(buf[0])) {
+			buf[k++] = first;
+			continue;
+		}
+		if (nlog > sizeof(buf) / sizeof(buf[0]) - k)
+			goto long_stack;
+		for (uint32_t j = 0; j < nlog; j++)
+			buf[k++] = first + j;
+	}
+	if (!(out = arena_alloc(&t->arena, (k ? k : 1) * sizeof(uint32_t))))
+		return HT_ERR_NOMEM;
+	memcpy(out, buf, k * sizeof(uint32_t));
+	goto done;
+long_stack:;
 	size_t total = 0;
 	for (uint32_t i = 0; i < n; i++)
-		if (phys[i] < t->nphys)
-			total += t->phys[phys[i]].nlog;
-	uint32_t *out = arena_alloc(&t->arena, (total ? total : 1) * sizeof(uint32_t));
-	if (!out)
+		total += phys[i] < nphys ? pt[phys[i]].nlog : 0;
+	if (!(out = arena_alloc(&t->arena, (total ? total : 1) * sizeof(uint32_t))))
 		return HT_ERR_NOMEM;
-	uint32_t k = 0;
+	k = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		if (phys[i] >= t->nphys)
-			continue; /* a frame never defined: leave it out */
-		const struct phys_frame *pf = &t->phys[phys[i]];
-		for (uint32_t j = 0; j < pf->nlog; j++)
-			out[k++] = pf->first + j;
+		if (phys[i] >= nphys)
+			continue;
+		uint32_t first = pt[phys[i]].first, nlog = pt[phys[i]].nlog;
+		for (uint32_t j = 0; j < nlog; j++)
+			out[k++] = first + j;
 	}
+done:
 	s->frames = out;
 	s->n = k;
 	s->defined = 1;

@@ -1814,6 +1814,46 @@ static void test_open_errors(void)
 	CHECK_EQ(ht_reader_open(&r, test_tmpdir()), HT_ERR_NOT_TRACE);
 }
 
+/* Stacks whose logical frames (a physical frame with inlined callers is
+   several) number 512, 513 and 601: the reader's table expands each whole
+   and in order, whether it fits its buffer of 512 or not (def_stack). */
+static void test_long_stacks(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "long-stacks.htr");
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	CHECK_EQ(ht__writer_module(w, 0, "/app", NULL, 0), 0);
+	CHECK_EQ(ht__writer_frame(w, 0, 0, 0x10), 0);
+	CHECK_EQ(ht__writer_frame(w, 1, 0, 0x20), 0);
+	static uint32_t st[3][301];
+	const uint32_t pairs[3] = {255, 256, 300}, len[3] = {257, 257, 301};
+	for (int s = 0; s < 3; s++) {
+		for (uint32_t i = 0; i < pairs[s]; i++)
+			st[s][i] = 0; /* two logical frames each */
+		for (uint32_t i = pairs[s]; i < len[s]; i++)
+			st[s][i] = 1;
+		CHECK_EQ(ht__writer_stack(w, (uint32_t)s + 1, st[s], len[s]), 0);
+	}
+	struct ht__symbol f0[] = {{"inner", "a.c", 1}, {"outer", "a.c", 2}};
+	CHECK_EQ(ht__writer_symbols(w, 0, f0, 2), 0);
+	CHECK_EQ(ht__writer_finish(w, 1000, 1, 0), 0);
+
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	const uint32_t want[3] = {512, 513, 601};
+	for (int s = 0; s < 3; s++) {
+		const uint32_t *fr;
+		CHECK_EQ(ht_reader_stack(r, (uint32_t)s + 1, &fr), want[s]);
+		int bad = 0;
+		for (uint32_t i = 0; i < want[s]; i++)
+			bad += fr[i] != (i < 2 * pairs[s] ? i % 2 : 2);
+		CHECK_EQ(bad, 0);
+	}
+	ht_reader_close(r);
+}
+
 int main(void)
 {
 	test_names();
@@ -1835,5 +1875,6 @@ int main(void)
 	test_planes();
 	test_snapshot();
 	test_open_errors();
+	test_long_stacks();
 	return test_result("test_roundtrip");
 }
