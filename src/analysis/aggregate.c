@@ -772,6 +772,41 @@ static int finish_handles(struct ht__agg *a, struct ht__frame_matcher *mr,
 	return 0;
 }
 
+/*
+ * The key of a stack's frames [first, n) grouped by stack: each frame's
+ * text id in key[], the frame in kf[] (only without symbols, where an
+ * inlined frame and its caller print the same address and are shown once:
+ * with symbols every frame is kept, and the group points at the reader's). The reader's frames and
+ * the text ids in locals: the stores to key[] could change them for all
+ * the compiler knows (clang++'s 3.7 million frames). 0 or HT_ERR_NOMEM.
+ */
+static int stack_key(struct ht__agg *a, const uint32_t *frames, uint32_t first, uint32_t n,
+		     uint32_t *key, uint32_t *kf, uint32_t *kept_out)
+{
+	const uint32_t *ft = a->ftext;
+	size_t ftn = a->ftext_len;
+	uint32_t kept = 0;
+	bool dedupe = !a->symbols;
+	for (uint32_t i = first; i < n; i++) {
+		uint32_t f = frames[i];
+		uint32_t id = f < ftn ? ft[f] : HT__NO_ID;
+		if (id == HT__NO_ID) {
+			if ((id = frame_text_id_new(a, f)) == HT__NO_ID)
+				return HT_ERR_NOMEM;
+			ft = a->ftext; /* grown */
+			ftn = a->ftext_len;
+		}
+		if (dedupe) {
+			if (kept && key[kept - 1] == id)
+				continue;
+			kf[kept] = f;
+		}
+		key[kept++] = id;
+	}
+	*kept_out = kept;
+	return 0;
+}
+
 static int finish_stacks(struct ht__agg *a, struct ht__frame_matcher *mc,
 			 struct ht__frame_matcher *mr, struct ht__agg_result *res)
 {
@@ -796,29 +831,26 @@ static int finish_stacks(struct ht__agg *a, struct ht__frame_matcher *mc,
 			break;
 		}
 		uint32_t kept = 0;
-		for (uint32_t i = first; i < n; i++) {
+		if (grp == HT_GROUP_STACK) {
+			if ((rc = stack_key(a, frames, first, n, key, kf, &kept)) < 0)
+				goto out;
+		} else if (first < n) {
+			/* By function or image: the first frame kept is the key. */
 			uint32_t id;
 			if (grp == HT_GROUP_IMAGE) {
 				struct ht__match_frame mf;
-				ht__match_frame_from_reader(a->r, frames[i], &mf);
+				ht__match_frame_from_reader(a->r, frames[first], &mf);
 				id = ht__intern_id(&a->in, mf.module_name ? mf.module_name : "?");
 			} else {
-				id = frame_text_id(a, frames[i]);
+				id = frame_text_id(a, frames[first]);
 			}
 			if (id == HT__NO_ID) {
 				rc = HT_ERR_NOMEM;
 				goto out;
 			}
-			/*
-			 * Without symbols an inlined frame and its caller print
-			 * the same address: show it once.
-			 */
-			if (!a->symbols && kept && key[kept - 1] == id && grp == HT_GROUP_STACK)
-				continue;
-			key[kept] = id;
-			kf[kept++] = frames[i];
-			if (grp != HT_GROUP_STACK)
-				break;
+			key[0] = id;
+			kf[0] = frames[first];
+			kept = 1;
 		}
 		/* Every frame kept, in the reader's order: the group can point at them. */
 		bool shared = grp == HT_GROUP_STACK && kept == left;
