@@ -742,7 +742,11 @@ static int merge(struct ht__session *s, uint64_t wm, uint64_t budget)
 			}
 			sl->head += rec->len;
 			s->merged++;
-			int rc = ht__order_rec(s, sl, rec);
+			/* Nothing held and no realloc (nearly always): what
+			   ht__order_rec() does then, without the call. */
+			int rc = s->nheld || rec->type == HT_REC_REALLOC
+				     ? ht__order_rec(s, sl, rec)
+				     : ht__translate(s, sl, rec);
 			if (rc < 0)
 				return rc;
 			if (sl->head == sl->tail) {
