@@ -176,6 +176,12 @@ struct ht__thread {
 	struct ht__snap_thr_ent *snap_tab;
 	uintptr_t snap_ring; /* the ring's address | 1; 0: no table, look again */
 	uint8_t snap_noring;
+	/* Snapshot mode, the address tables (snapshot.c): the key that makes
+	   this thread the owned table's owner while snap_owner holds it (0:
+	   never was), and its inserts into the shared table since it last
+	   tried to take the owned one over. */
+	uint64_t snap_key;
+	uint32_t snap_sput;
 	/* ht__thread_watch() waits for a hook outside a mapping hook (map_hook)
 	   to call pthread_setspecific, which may allocate: t->fast stays 0
 	   meanwhile, so that the next record's ht__rec_room() does it. */
@@ -495,6 +501,7 @@ void ht__snap_freed(struct ht__thread *t, uint64_t val);
 void ht__snap_free(struct ht__thread *t, const void *p); /* take, count freed; keeps errno */
 void ht__snap_put_back(struct ht__thread *t, uint64_t p, uint64_t val);
 void ht__snap_reset(void);
+void ht__snap_thread_exit(struct ht__thread *t); /* from its key destructor */
 /* Custom heaps' blocks (heap.c): heap 0 is the process heap's handle. */
 void ht__snap_heap_alloc(struct ht__thread *t, uint64_t heap, const void *p, uint64_t size,
 			 uint32_t bit);

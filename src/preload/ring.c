@@ -94,6 +94,8 @@ static void key_destructor(void *arg)
 		ht__guard_at(t, HT_GUARD_HOOK, __builtin_frame_address(0));
 	ht__thread_release(t);
 	ht__ustack_unmap(t);
+	if (ht__g.snap)
+		ht__snap_thread_exit(t);
 	t->exited = 1;
 	t->guard = guard;
 	errno = save;

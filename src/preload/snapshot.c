@@ -20,8 +20,20 @@
  * the peak of live blocks. A slot is EMPTY, TOMB (freed: reusable, but
  * never EMPTY again, so probe chains stay whole) or an address. One address
  * is never inserted and removed at once: malloc hands it out once at a
- * time, and a free is removed before the real free is made, so no slot
- * needs a lock.
+ * time, and a free is removed before the real free is made, so a removal
+ * needs no lock (any thread removes a block from either table).
+ *
+ * There are two such tables. Only one thread at a time, the owner, inserts
+ * into the owned one, with plain stores; every other thread inserts into
+ * the shared one, claiming a slot with a compare-and-swap (two threads may
+ * want one free slot there). So a program that allocates from one thread
+ * at a time pays no locked instruction. The owner changes only by its own
+ * hand, never inside its insert: a thread that has made SNAP_PATIENCE
+ * inserts into the shared table claims the owned one when it has no owner,
+ * or asks for it (marks snap_owner); the owner gives it up at its next
+ * insert (which goes to the shared table) or when its thread exits. An
+ * owner that never allocates again keeps it: the others go on in the
+ * shared table, as every thread did before there were two.
  */
 #define SNAP_LEVELS 16
 #define SNAP_LEVEL0_BITS 12
@@ -30,14 +42,29 @@
 #define SNAP_TOMB 1u
 #define SNAP_SIZE_BITS 36 /* a block of 64 GiB or more is not tracked (counted) */
 #define SNAP_STACK_LIMIT (1u << (64 - SNAP_SIZE_BITS))
+#define SNAP_PATIENCE 256
 
 struct snap_ent {
 	_Atomic uint64_t key;
 	_Atomic uint64_t val; /* stack << SNAP_SIZE_BITS | size */
 };
 
-static struct snap_ent *_Atomic snap_level[SNAP_LEVELS];
-static _Atomic uint32_t snap_nlevels;
+struct snap_table {
+	struct snap_ent *_Atomic level[SNAP_LEVELS];
+	_Atomic uint32_t nlevels;
+};
+
+static struct snap_table snap_owned, snap_shared;
+
+/* The owner's key (a thread's snap_key: even, never 0), | SNAP_ASKED when
+   another thread wants the table, or SNAP_NOBODY; on a line of its own:
+   every insert reads it, a handover writes it. The last key handed out is
+   never reset, so a key a fork child inherited in its thread is never
+   handed out again. */
+#define SNAP_ASKED 1u
+#define SNAP_NOBODY UINT64_MAX
+static _Alignas(64) _Atomic uint64_t snap_owner = SNAP_NOBODY;
+static _Atomic uint64_t snap_keys;
 
 static inline uint64_t snap_hash(uint64_t p)
 {
@@ -49,21 +76,21 @@ static inline size_t snap_level_bytes(uint32_t l)
 	return ((size_t)1 << (SNAP_LEVEL0_BITS + l)) * sizeof(struct snap_ent);
 }
 
-/* Makes level l exist (several threads may race: one mapping wins). */
-static HT_COLD int snap_grow(uint32_t l)
+/* Makes level l of tab exist (several threads may race: one mapping wins). */
+static HT_COLD int snap_grow(struct snap_table *tab, uint32_t l)
 {
 	if (l >= SNAP_LEVELS)
 		return 0;
-	if (!atomic_load_explicit(&snap_level[l], memory_order_acquire)) {
+	if (!atomic_load_explicit(&tab->level[l], memory_order_acquire)) {
 		struct snap_ent *mine = ht__raw_mmap(snap_level_bytes(l));
 		if (!mine)
 			return 0;
 		struct snap_ent *none = NULL;
-		if (!atomic_compare_exchange_strong(&snap_level[l], &none, mine))
+		if (!atomic_compare_exchange_strong(&tab->level[l], &none, mine))
 			syscall(SYS_munmap, mine, snap_level_bytes(l));
 	}
 	uint32_t n = l;
-	atomic_compare_exchange_strong(&snap_nlevels, &n, l + 1);
+	atomic_compare_exchange_strong(&tab->nlevels, &n, l + 1);
 	return 1;
 }
 
@@ -73,46 +100,94 @@ static void snap_untracked(uint64_t size)
 	atomic_fetch_add_explicit(&ht__g.hdr->snap_untracked_bytes, size, memory_order_relaxed);
 }
 
-/* Puts p in the table with val; 0 when every level is full (a limit).
-   Inlined: it is half of every allocation's cost. */
-static inline __attribute__((always_inline)) int snap_put(uint64_t p, uint64_t val)
+/* Puts p in tab with val; 0 when every level is full (a limit). mine: the
+   owned table by its owner, a plain store; else a compare-and-swap. */
+static inline __attribute__((always_inline)) int snap_put_in(struct snap_table *tab, uint64_t p,
+							     uint64_t val, int mine)
 {
 	uint64_t h = snap_hash(p);
 	for (;;) {
-		uint32_t n = atomic_load_explicit(&snap_nlevels, memory_order_acquire);
+		uint32_t n = atomic_load_explicit(&tab->nlevels, memory_order_acquire);
 		if (n) {
 			uint32_t bits = SNAP_LEVEL0_BITS + n - 1;
 			uint64_t mask = ((uint64_t)1 << bits) - 1;
-			struct snap_ent *tab =
-			    atomic_load_explicit(&snap_level[n - 1], memory_order_acquire);
+			struct snap_ent *l =
+			    atomic_load_explicit(&tab->level[n - 1], memory_order_acquire);
 			uint64_t i = h >> (64 - bits);
 			for (unsigned k = 0; k < SNAP_PROBES; k++) {
-				struct snap_ent *e = &tab[(i + k) & mask];
+				struct snap_ent *e = &l[(i + k) & mask];
 				uint64_t key = atomic_load_explicit(&e->key, memory_order_relaxed);
-				if (key <= SNAP_TOMB && atomic_compare_exchange_strong_explicit(
-							    &e->key, &key, p, memory_order_relaxed,
-							    memory_order_relaxed)) {
+				if (key > SNAP_TOMB)
+					continue;
+				if (mine) {
+					atomic_store_explicit(&e->val, val, memory_order_relaxed);
+					atomic_store_explicit(&e->key, p, memory_order_release);
+					return 1;
+				}
+				if (atomic_compare_exchange_strong_explicit(&e->key, &key, p,
+									    memory_order_relaxed,
+									    memory_order_relaxed)) {
 					atomic_store_explicit(&e->val, val, memory_order_relaxed);
 					return 1;
 				}
 			}
 		}
-		if (!snap_grow(n))
+		if (!snap_grow(tab, n))
 			return 0;
 	}
 }
 
-static inline int snap_take(uint64_t p, uint64_t *val)
+/* A thread not the owner: the shared table, or the owned one handed over. */
+static __attribute__((noinline)) int snap_put_other(struct ht__thread *t, uint64_t p, uint64_t val)
 {
-	uint64_t h = snap_hash(p);
-	uint32_t n = atomic_load_explicit(&snap_nlevels, memory_order_acquire);
+	uint64_t o = atomic_load_explicit(&snap_owner, memory_order_relaxed);
+	if (o == (t->snap_key | SNAP_ASKED)) {
+		/* Asked for: given up, this insert going to the shared table. */
+		atomic_compare_exchange_strong(&snap_owner, &o, SNAP_NOBODY);
+	} else if (t->snap_sput++ >= SNAP_PATIENCE && !t->exited) {
+		t->snap_sput = 0;
+		if (o == SNAP_NOBODY) {
+			uint64_t key = atomic_fetch_add(&snap_keys, 2) + 2;
+			if (atomic_compare_exchange_strong(&snap_owner, &o, key)) {
+				t->snap_key = key;
+				return snap_put_in(&snap_owned, p, val, 1);
+			}
+		} else if (!(o & SNAP_ASKED)) {
+			atomic_compare_exchange_strong(&snap_owner, &o, o | SNAP_ASKED);
+		}
+	}
+	return snap_put_in(&snap_shared, p, val, 0);
+}
+
+/* Puts p in a table with val; 0 when it is full (a limit). Inlined: it is
+   half of every allocation's cost. */
+static inline __attribute__((always_inline)) int snap_put(struct ht__thread *t, uint64_t p,
+							  uint64_t val)
+{
+	if (HT_LIKELY(atomic_load_explicit(&snap_owner, memory_order_relaxed) == t->snap_key))
+		return snap_put_in(&snap_owned, p, val, 1);
+	return snap_put_other(t, p, val);
+}
+
+void ht__snap_thread_exit(struct ht__thread *t)
+{
+	/* The owner gives the owned table up as it goes. */
+	uint64_t o = atomic_load_explicit(&snap_owner, memory_order_relaxed);
+	if ((o | SNAP_ASKED) == (t->snap_key | SNAP_ASKED))
+		atomic_compare_exchange_strong(&snap_owner, &o, SNAP_NOBODY);
+}
+
+static inline __attribute__((always_inline)) int snap_take_in(struct snap_table *tab, uint64_t p,
+							      uint64_t h, uint64_t *val)
+{
+	uint32_t n = atomic_load_explicit(&tab->nlevels, memory_order_acquire);
 	while (n--) {
 		uint32_t bits = SNAP_LEVEL0_BITS + n;
 		uint64_t mask = ((uint64_t)1 << bits) - 1;
-		struct snap_ent *tab = atomic_load_explicit(&snap_level[n], memory_order_acquire);
+		struct snap_ent *l = atomic_load_explicit(&tab->level[n], memory_order_acquire);
 		uint64_t i = h >> (64 - bits);
 		for (unsigned k = 0; k < SNAP_PROBES; k++) {
-			struct snap_ent *e = &tab[(i + k) & mask];
+			struct snap_ent *e = &l[(i + k) & mask];
 			uint64_t key = atomic_load_explicit(&e->key, memory_order_relaxed);
 			if (key == p) {
 				*val = atomic_load_explicit(&e->val, memory_order_relaxed);
@@ -126,14 +201,25 @@ static inline int snap_take(uint64_t p, uint64_t *val)
 	return 0;
 }
 
+/* Removes p from the table t inserts into first, then from the other. */
+static inline __attribute__((always_inline)) int snap_take(struct ht__thread *t, uint64_t p,
+							   uint64_t *val)
+{
+	uint64_t h = snap_hash(p);
+	int own = atomic_load_explicit(&snap_owner, memory_order_relaxed) == t->snap_key;
+	struct snap_table *first = own ? &snap_owned : &snap_shared;
+	struct snap_table *second = own ? &snap_shared : &snap_owned;
+	return snap_take_in(first, p, h, val) || snap_take_in(second, p, h, val);
+}
+
 int ht__snap_take(uint64_t p, uint64_t *val)
 {
-	return snap_take(p, val);
+	return snap_take(&ht__t, p, val);
 }
 
 void ht__snap_put_back(struct ht__thread *t, uint64_t p, uint64_t val)
 {
-	if (!snap_put(p, val)) {
+	if (!snap_put(t, p, val)) {
 		/* Counted live when it was allocated: now it is lost to the
 		   table, so it is freed from its stack and counted untracked. */
 		ht__snap_freed(t, val);
@@ -233,7 +319,7 @@ void ht__snap_freed(struct ht__thread *t, uint64_t val)
 void ht__snap_free(struct ht__thread *t, const void *p)
 {
 	uint64_t v;
-	if (snap_take((uint64_t)(uintptr_t)p, &v))
+	if (snap_take(t, (uint64_t)(uintptr_t)p, &v))
 		snap_freed(t, v);
 }
 
@@ -246,7 +332,7 @@ void ht__snap_alloc_at(struct ht__thread *t, void *p, uint64_t size, uint32_t st
 {
 	if (HT_UNLIKELY(
 		stack >= ht__g.snap_cap || stack >= SNAP_STACK_LIMIT || size >> SNAP_SIZE_BITS ||
-		!snap_put((uint64_t)(uintptr_t)p, (uint64_t)stack << SNAP_SIZE_BITS | size))) {
+		!snap_put(t, (uint64_t)(uintptr_t)p, (uint64_t)stack << SNAP_SIZE_BITS | size))) {
 		snap_untracked(size);
 		return;
 	}
@@ -426,7 +512,7 @@ void ht__snap_heap_alloc(struct ht__thread *t, uint64_t heap, const void *p, uin
 	uint32_t j = slot && stack < SNAP_STACK_LIMIT ? heap_entry(t, heap, slot, stack) : 0;
 	uint64_t ent = (uint64_t)ht__g.snap_cap + j - 1;
 	if (!j || size >> SNAP_SIZE_BITS ||
-	    !snap_put(snap_heap_key(slot, p), ent << SNAP_SIZE_BITS | size)) {
+	    !snap_put(t, snap_heap_key(slot, p), ent << SNAP_SIZE_BITS | size)) {
 		snap_untracked(size);
 		return;
 	}
@@ -439,7 +525,7 @@ void ht__snap_heap_free(struct ht__thread *t, uint64_t heap, const void *p)
 {
 	uint64_t v;
 	uint32_t slot = heap ? heap_slot(t, heap, 0) : 0;
-	if ((!heap || slot) && ht__snap_take(heap ? snap_heap_key(slot, p) : (uintptr_t)p, &v))
+	if ((!heap || slot) && snap_take(t, heap ? snap_heap_key(slot, p) : (uintptr_t)p, &v))
 		ht__snap_freed(t, v);
 }
 
@@ -451,16 +537,22 @@ void ht__snap_heap_destroy(uint64_t heap)
 	uint32_t slot = heap ? snap_heap_slot(heap, 0) : 0;
 	if (!slot)
 		return;
-	uint32_t n = atomic_load_explicit(&snap_nlevels, memory_order_acquire);
-	for (uint32_t l = 0; l < n; l++) {
-		struct snap_ent *tab = atomic_load_explicit(&snap_level[l], memory_order_acquire);
-		for (uint64_t i = 0; i < (uint64_t)1 << (SNAP_LEVEL0_BITS + l); i++) {
-			uint64_t key = atomic_load_explicit(&tab[i].key, memory_order_relaxed);
-			if (key >> SNAP_ADDR_BITS != slot)
-				continue;
-			uint64_t val = atomic_load_explicit(&tab[i].val, memory_order_relaxed);
-			if (atomic_compare_exchange_strong(&tab[i].key, &key, SNAP_TOMB))
-				ht__snap_freed(&ht__t, val);
+	for (int w = 0; w < 2; w++) {
+		struct snap_table *tab = w ? &snap_shared : &snap_owned;
+		uint32_t n = atomic_load_explicit(&tab->nlevels, memory_order_acquire);
+		for (uint32_t l = 0; l < n; l++) {
+			struct snap_ent *e =
+			    atomic_load_explicit(&tab->level[l], memory_order_acquire);
+			for (uint64_t i = 0; i < (uint64_t)1 << (SNAP_LEVEL0_BITS + l); i++) {
+				uint64_t key =
+				    atomic_load_explicit(&e[i].key, memory_order_relaxed);
+				if (key >> SNAP_ADDR_BITS != slot)
+					continue;
+				uint64_t val =
+				    atomic_load_explicit(&e[i].val, memory_order_relaxed);
+				if (atomic_compare_exchange_strong(&e[i].key, &key, SNAP_TOMB))
+					ht__snap_freed(&ht__t, val);
+			}
 		}
 	}
 }
@@ -470,12 +562,17 @@ void ht__snap_reset(void)
 	/* A new instance (fork child): the parent's blocks are counted on the
 	   parent's stacks, so the child starts an empty table of its own (and
 	   an empty index: its stacks are its own). */
-	atomic_store(&snap_nlevels, 0);
-	for (uint32_t l = 0; l < SNAP_LEVELS; l++) {
-		struct snap_ent *tab = atomic_exchange(&snap_level[l], NULL);
-		if (tab)
-			syscall(SYS_munmap, tab, snap_level_bytes(l));
+	for (int w = 0; w < 2; w++) {
+		struct snap_table *tab = w ? &snap_shared : &snap_owned;
+		atomic_store(&tab->nlevels, 0);
+		for (uint32_t l = 0; l < SNAP_LEVELS; l++) {
+			struct snap_ent *e = atomic_exchange(&tab->level[l], NULL);
+			if (e)
+				syscall(SYS_munmap, e, snap_level_bytes(l));
+		}
 	}
+	/* No owner: a fork child has one thread. */
+	atomic_store(&snap_owner, SNAP_NOBODY);
 	struct snap_index *x = atomic_exchange(&snap_index, NULL);
 	if (x)
 		syscall(SYS_munmap, x, sizeof(*x) << SNAP_INDEX_BITS);

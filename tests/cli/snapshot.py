@@ -434,6 +434,19 @@ def xthreads(env):
 
 
 @case
+def owners(env):
+    # The address tables' owner handed over (src/preload/snapshot.c):
+    # claimed, kept by a thread that waits holding it, given up as it exits,
+    # asked for and given up turn after turn; blocks of either table freed
+    # by other threads.
+    env.run(["record", "--snapshot", "-q", "--force", "-o", env.trace, "--", env.prog, "owners"])
+    no_alloc_events(env)
+    equal(by_site(env, [env.trace]),
+          {"site_a": (5 * 100, 5), "site_b": (250 * 200, 250), "site_c": (5000 * 48, 5000),
+           "site_t": (6000 * 32, 6000)}, "blocks at the end")
+
+
+@case
 def fork(env):
     env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "fork"])
     out, _ = env.run(["info", "--format", "json", env.trace])

@@ -11,10 +11,14 @@
  * threads; "heapfork": a pool's blocks in a parent and its fork child;
  * "xthreads": blocks of threads that exited, freed by others, and freed
  * while their thread waits, with 40 short threads after (docs/
- * session-protocol.md, "The threads' tables"); "loop N": N malloc/free
- * pairs.
+ * session-protocol.md, "The threads' tables"); "owners": the address
+ * tables' owner handed from thread to thread (src/preload/snapshot.c):
+ * claimed, kept by a waiting thread, given up at its exit, asked for and
+ * given up, with blocks freed from either table by other threads; "loop
+ * N": N malloc/free pairs.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +136,55 @@ static void x_go(int step)
 	x_step = step;
 	pthread_cond_broadcast(&x_cond);
 	pthread_mutex_unlock(&x_lock);
+}
+
+/* owners: o_one takes the owned table (no owner yet) after its patience
+   in the shared table, frees blocks of both tables and waits, holding it:
+   main asks for it in vain and goes on in the shared table, freeing
+   o_one's blocks; o_one gives it up as it exits, and two threads then hand
+   it to each other on asking, turn after turn (src/preload/snapshot.c). */
+#define O_ONE 1000
+#define O_MAIN 5000
+#define O_ROUNDS 40
+#define O_RUN 300 /* allocations a turn, more than a thread's patience */
+static void *o_keep[O_ONE], *o_main[O_MAIN], *o_two[2][O_ROUNDS * O_RUN];
+static int o_turn;
+
+static void *o_one(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < O_ONE; i++)
+		o_keep[i] = site_b(200);
+	for (int i = 0; i < O_ONE / 2; i++)
+		free(o_keep[i]); /* the shared table's first, then the owned one's */
+	for (int i = 0; i < 5; i++)
+		free(keep[i]); /* main's, in the shared table */
+	x_go(1);
+	x_wait(2);
+	return NULL;
+}
+
+/* Turns taken in order, so that each one takes the table over. */
+static void *o_two_run(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	void **mine = o_two[me];
+	for (int r = 0; r < O_ROUNDS; r++) {
+		pthread_mutex_lock(&x_lock);
+		while (o_turn % 2 != me)
+			pthread_cond_wait(&x_cond, &x_lock);
+		pthread_mutex_unlock(&x_lock);
+		for (int i = r * O_RUN; i < (r + 1) * O_RUN; i++) {
+			mine[i] = site_t(32);
+			if (i % 2 == 0)
+				free(mine[i]);
+		}
+		pthread_mutex_lock(&x_lock);
+		o_turn++;
+		pthread_cond_broadcast(&x_cond);
+		pthread_mutex_unlock(&x_lock);
+	}
+	return NULL;
 }
 
 static void *x_a(void *arg)
@@ -290,6 +343,26 @@ int main(int argc, char **argv)
 		}
 		waitpid(pid, NULL, 0);
 		heap_y(alpha, 20);
+		return 0;
+	}
+	if (!strcmp(mode, "owners")) {
+		pthread_t t[2];
+		for (int i = 0; i < 10; i++)
+			keep[i] = site_a(100);
+		pthread_create(&t[0], NULL, o_one, NULL);
+		x_wait(1); /* o_one owns the table and waits */
+		for (int i = 0; i < O_MAIN; i++)
+			o_main[i] = site_c(48);
+		for (int i = O_ONE / 2; i < O_ONE * 3 / 4; i++)
+			free(o_keep[i]); /* o_one's, it alive */
+		x_go(2);
+		pthread_join(t[0], NULL);
+		for (int i = 0; i < 2; i++)
+			pthread_create(&t[i], NULL, o_two_run, (void *)(intptr_t)i);
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+		for (int i = 1; i < O_ROUNDS * O_RUN; i += 2)
+			free(o_two[0][i]); /* the first one's odd blocks, from either table */
 		return 0;
 	}
 	if (!strcmp(mode, "xthreads")) {
