@@ -644,7 +644,10 @@ static int on_process_start(struct ht__session *s, struct ht__slot *sl, const st
  * that was never traced (an exec of a static program after vfork). It is a
  * process of the trace all the same, flagged HT_PROCF_UNSEEN, with no exe
  * and its start at the report (docs/session-protocol.md, "Exit status").
- * Not with --no-follow, whose children are untraced on purpose.
+ * So is an orphan the session reaped as their subreaper (self_slot), whose
+ * parent it does not know (ppid 0); not the program it launched, which the
+ * trace names as untraced when it is (a static program). Not with
+ * --no-follow, whose children are untraced on purpose.
  */
 static struct ht__proc *unseen_child(struct ht__session *s, struct ht__slot *sl,
 				     const struct ht__rec_exit *e, int *rc)
@@ -652,7 +655,8 @@ static struct ht__proc *unseen_child(struct ht__session *s, struct ht__slot *sl,
 	uint32_t idx;
 	if (s->cfg.flags & HT_SHM_NO_FOLLOW)
 		return NULL;
-	if ((*rc = new_proc(s, e->pid, sl->pid, 0, HT_PROCF_FORK | HT_PROCF_UNSEEN, "", NULL, 0,
+	int32_t ppid = sl == &s->slots[s->ring_count] ? 0 : sl->pid;
+	if ((*rc = new_proc(s, e->pid, ppid, 0, HT_PROCF_FORK | HT_PROCF_UNSEEN, "", NULL, 0,
 			    e->h.ts, &idx)) < 0)
 		return NULL;
 	return s->procs[idx];
@@ -665,7 +669,7 @@ static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct 
 {
 	const struct ht__rec_exit *e = (const void *)rec;
 	struct ht__proc *p = ht__proc_by_pid(s, e->pid);
-	if (!p && !self_slot && e->pid > 0 && sl->pid != e->pid &&
+	if (!p && e->pid > 0 && (self_slot ? e->pid != s->root_pid : sl->pid != e->pid) &&
 	    e->kind != HT__EXIT_UNTRACED_EXEC) {
 		int rc = 0;
 		if (!(p = unseen_child(s, sl, e, &rc)))

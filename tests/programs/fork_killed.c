@@ -1,20 +1,23 @@
 /*
- * fork_killed N: forks N children and kills each with SIGKILL right after
- * fork, all on one CPU, so that most are killed before they ever run (a
- * child that runs exits 0 at once), then waits for each. Prints how many
- * died of SIGKILL and how many exited 0.
+ * fork_killed N [orphans]: forks N children and kills each with SIGKILL
+ * right after fork, all on one CPU, so that most are killed before they
+ * ever run (a child that runs exits 0 at once), then waits for each.
+ * Prints how many died of SIGKILL and how many exited 0. With "orphans" it
+ * waits for none and exits: the children's reaper is the session's.
  */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 100;
+	int orphans = argc > 2 && !strcmp(argv[2], "orphans");
 	cpu_set_t one;
 	CPU_ZERO(&one);
 	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
@@ -27,6 +30,8 @@ int main(int argc, char **argv)
 		if (pid == 0)
 			_exit(0);
 		kill(pid, SIGKILL);
+		if (orphans)
+			continue;
 		int st;
 		if (waitpid(pid, &st, 0) != pid)
 			return 1;
