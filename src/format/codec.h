@@ -16,10 +16,11 @@
 #include "base/vec.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-/* Version 10: raw heap address codes count in 16 bytes
-   (docs/trace-format.md, "Addresses"). Every trace is written as version
-   10, snapshot traces too. A reader also reads versions 2 to 9. */
-#define HT__FILE_VERSION 10u
+/* Version 11: a varint of the TIME stream holds up to three small time
+   deltas (docs/trace-format.md, "Events", step 3). Every trace is written
+   as version 11, snapshot traces too. A reader also reads versions 2 to
+   10. */
+#define HT__FILE_VERSION 11u
 #define HT__FILE_VERSION_OLDEST 2u
 /* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
    SNAPSHOT events (code 21), which an older reader must refuse rather than
@@ -41,6 +42,15 @@
 #define HT__FILE_VERSION_DEFSTREAM 9u
 /* Version 10: raw heap address codes count in HT__HEAP_GRAIN bytes. */
 #define HT__FILE_VERSION_GRAIN 10u
+/* Version 11: packed time deltas in the events chunks with flag
+   HT__CHUNK_TPACK. A TIME varint below HT__TIME_PAIR holds three deltas
+   of 0 to 3 (2 bits each, the first event's highest), one below
+   HT__TIME_ONE two (HT__TIME_PAIR plus 2 bits each), any other one delta
+   (HT__TIME_ONE plus its zigzag). */
+#define HT__FILE_VERSION_TPACK 11u
+#define HT__TIME_SMALL 4u /* deltas below this are packed */
+#define HT__TIME_PAIR 64u
+#define HT__TIME_ONE 80u
 #define HT__HEADER_SIZE 64u
 #define HT__CHUNK_MAGIC 0x4b435448u /* "HTCK" as a little-endian u32 */
 #define HT__CHUNK_HEADER_SIZE 48u
@@ -62,6 +72,9 @@
    alloc_loop trace 14 % smaller) while each chunk is written as it fills,
    so a collector killed loses no more than with 1 MiB chunks. */
 #define HT__CHUNK_CONT 0x01u
+/* Flag of an events chunk (version 11): its TIME varints are packed
+   (HT__FILE_VERSION_TPACK); without it, one zigzag delta each. */
+#define HT__CHUNK_TPACK 0x02u
 #define HT__GROUP_CHUNKS 16u
 #define HT__GROUP_BYTES (8u << 20)
 /* Table chunks are split at this raw size; a reader refuses larger chunks. */
@@ -247,7 +260,7 @@ static inline uint64_t ht__ring_take(uint64_t *ring, unsigned k)
 
 struct ht__chunk_header {
 	uint8_t kind;
-	uint8_t flags; /* HT__CHUNK_CONT */
+	uint8_t flags; /* HT__CHUNK_CONT, HT__CHUNK_TPACK */
 	uint32_t raw_size;
 	uint32_t comp_size;
 	uint32_t count; /* events (EVENTS) or entries (tables) */

@@ -141,6 +141,11 @@ struct dec {
 	uint8_t *planes;		  /* streams joined from their planes */
 	size_t planes_cap;
 	uint64_t prev_ts; /* in ts_unit */
+	/* Version 11: the chunk packs its time deltas (HT__CHUNK_TPACK), and
+	   those pending from the last TIME varint (up to two, as 2-bit
+	   fields, the next highest). */
+	int tpack;
+	uint32_t tpend, tpend_n;
 	struct slot *slots;
 	ht__rings *rings;    /* per slot, as the writer keeps them */
 	struct ht__own *own; /* per slot: its allocations in the chunk (version 3) */
@@ -1385,6 +1390,8 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 	d->seq = h->seq;
 	d->off = c->off;
 	d->prev_ts = h->first_ts / r->ts_unit;
+	d->tpack = r->version >= HT__FILE_VERSION_TPACK && (h->flags & HT__CHUNK_TPACK);
+	d->tpend_n = 0;
 	d->cont_seq = h->seq + 1;
 	if (cont) {
 		d->group_n++;
@@ -1643,6 +1650,30 @@ static int new_slot(struct dec *d, struct ht__cur *mi)
 	return 0;
 }
 
+/* The next event's time delta (docs/trace-format.md, "Events", step 3):
+   one pending from the last TIME varint, or from the next one. */
+static inline uint64_t time_delta(struct dec *d)
+{
+	if (d->tpend_n) {
+		d->tpend_n--;
+		return (d->tpend >> (2 * d->tpend_n)) & 3;
+	}
+	uint64_t v = ht__get_varint(&d->cur[HT__S_TIME]);
+	if (!d->tpack)
+		return (uint64_t)ht__unzigzag(v);
+	if (v < HT__TIME_PAIR) {
+		d->tpend = (uint32_t)v;
+		d->tpend_n = 2;
+		return v >> 4;
+	}
+	if (v < HT__TIME_ONE) {
+		d->tpend = (uint32_t)(v - HT__TIME_PAIR);
+		d->tpend_n = 1;
+		return d->tpend >> 2;
+	}
+	return (uint64_t)ht__unzigzag(v - HT__TIME_ONE);
+}
+
 /*
  * Decodes the next event of d's chunk into b (at b->n, its name into
  * b->names). 1: an event; 0: the chunk is over; HT_ERR_CORRUPT with *why
@@ -1654,8 +1685,12 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 	struct ht_event *ev = &b->ev[b->n];
 	b->name_at[b->n] = UINT32_MAX;
 	for (;;) {
-		if (op->p >= op->end)
-			return 0;
+		if (op->p >= op->end) {
+			if (!d->tpend_n)
+				return 0;
+			*why = "time deltas left at the chunk's end";
+			return HT_ERR_CORRUPT;
+		}
 		uint8_t head = *op->p++;
 		unsigned type = head & HT__REC_TYPE_MASK;
 		if (type >= HT__REC_DEF_MODULE) {
@@ -1710,7 +1745,7 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 		ev->process = sl->process;
 		ev->pid = sl->pid;
 		ev->tid = sl->tid;
-		d->prev_ts += (uint64_t)ht__unzigzag(ht__get_varint(&d->cur[HT__S_TIME]));
+		d->prev_ts += time_delta(d);
 		ev->ts = d->prev_ts * r->ts_unit;
 		if (head & HT__REC_STACK)
 			ev->stack = (uint32_t)ht__get_varint(&d->cur[HT__S_STACK]);

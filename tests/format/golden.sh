@@ -36,9 +36,9 @@ compare dump-partial.txt "$ht" dump partial.htr
 # version 3 (six streams, none stored as planes, frees in ADDR), by version 5
 # (every chunk decoded on its own, no chunk groups), by version 7 (no
 # predicted stacks), by version 8 (definitions in OPS and MISC and again
-# in a DEFS table) and by version 9 (raw heap address codes in bytes, not
-# in 16 bytes).
-for v in 2 3 5 7 8 9; do
+# in a DEFS table), by version 9 (raw heap address codes in bytes, not
+# in 16 bytes) and by version 10 (a time delta per TIME varint).
+for v in 2 3 5 7 8 9 10; do
 	"$ht" dump --stacks "$golden/demo-v$v.htr" >v$v.txt 2>v$v.err ||
 		bad "dump of a version-$v trace: $(cat v$v.err)"
 	if [ "${HT_UPDATE_GOLDEN:-}" != 1 ]; then

@@ -518,15 +518,16 @@ static void test_many_chunks(void)
  * Every event must come back exactly; reuse must make it small.
  */
 #define PRED_N 300000
-/* Raw bytes of the address streams of a trace's events chunks. */
-static uint64_t addr_stream_bytes(const char *path)
+/* Raw bytes of the streams in mask (1 << HT__S_*) of a trace's events
+   chunks. */
+static uint64_t stream_bytes(const char *path, unsigned mask)
 {
 	FILE *f = fopen(path, "rb");
 	static uint8_t comp[2 << 20], raw[2 << 20];
 	uint8_t hb[HT__CHUNK_HEADER_SIZE];
 	struct ht__chunk_header h;
 	long off = HT__HEADER_SIZE;
-	uint64_t addr_bytes = 0;
+	uint64_t bytes = 0;
 	while (f && fseek(f, off, SEEK_SET) == 0 && fread(hb, 1, sizeof(hb), f) == sizeof(hb) &&
 	       ht__chunk_header_parse(hb, &h) == 0 && h.comp_size <= sizeof(comp)) {
 		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
@@ -543,13 +544,20 @@ static uint64_t addr_stream_bytes(const char *path)
 		CHECK_EQ(ht__streams_open(raw, raw + n, HT__FILE_VERSION, cur, &planes, &planes_cap,
 					  &why),
 			 0);
-		/* Address codes: of new blocks in ADDR, of blocks leaving in FREE. */
-		addr_bytes += (uint64_t)(cur[HT__S_ADDR].end - cur[HT__S_ADDR].p) +
-			      (uint64_t)(cur[HT__S_FREE].end - cur[HT__S_FREE].p);
+		for (int i = 0; i < HT__NSTREAMS; i++)
+			if (mask >> i & 1)
+				bytes += (uint64_t)(cur[i].end - cur[i].p);
 	}
 	if (f)
 		fclose(f);
-	return addr_bytes;
+	return bytes;
+}
+
+/* Raw bytes of the address codes: of new blocks in ADDR, of blocks
+   leaving in FREE. */
+static uint64_t addr_stream_bytes(const char *path)
+{
+	return stream_bytes(path, 1u << HT__S_ADDR | 1u << HT__S_FREE);
 }
 
 static struct ht_event pred[PRED_N];
@@ -714,6 +722,88 @@ static void test_many_threads(void)
 	CHECK_EQ(i, n);
 	CHECK_EQ(bad, 0);
 	CHECK(ht_reader_warning(r) == NULL);
+	ht_reader_close(r);
+}
+
+/*
+ * Time deltas packed in TIME (version 11): in the chunks that pack
+ * (HT__CHUNK_TPACK: the first at a resolution coarser than 1 ns, the
+ * others when half the deltas of the chunk before were small) deltas of 0
+ * to 3 three to a varint, a pair or a single when a larger or negative
+ * delta comes or a chunk ends, the others alone. Times come back exactly
+ * across 4 KiB chunks that end with deltas held, packed or not; 3002
+ * events 100 ns apart at 100 ns take 1001 bytes of TIME (1000 triples,
+ * then a pair at the chunk's end) where one varint each took 3002.
+ */
+static void test_time_packing(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "tpack.htr");
+	struct ht__trace_meta meta = {0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	if (!w)
+		return;
+	CHECK_EQ(ht__writer_set_chunk_size(w, 4096), 0);
+	const int n = 100000;
+	uint64_t ts = 1000000;
+	rng = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < n; i++) {
+		uint64_t x = next_rand(), k = x % 100;
+		/* 0 to 3 mostly, then up to 300, huge, and back in time */
+		ts += k < 75 ? (x >> 8) & 3 : k < 95 ? (x >> 8) % 300 : k < 97 ? 1ull << 40 : 0;
+		if (k >= 97)
+			ts -= (x >> 8) % 100;
+		struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 5, .tid = 5};
+		e.ts = ts;
+		e.addr = 0x1000 + (uint64_t)i * 32;
+		e.size = 16;
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	ts = 1000000;
+	rng = 0x9e3779b97f4a7c15ull;
+	while (ht_reader_next(r, &ev) > 0) {
+		uint64_t x = next_rand(), k = x % 100;
+		ts += k < 75 ? (x >> 8) & 3 : k < 95 ? (x >> 8) % 300 : k < 97 ? 1ull << 40 : 0;
+		if (k >= 97)
+			ts -= (x >> 8) % 100;
+		bad += ev.ts != ts || ev.addr != 0x1000 + (uint64_t)i * 32;
+		i++;
+	}
+	CHECK_EQ(i, n);
+	CHECK_EQ(bad, 0);
+	CHECK(ht_reader_warning(r) == NULL);
+	ht_reader_close(r);
+
+	test_path(path, sizeof(path), "tpack2.htr");
+	struct ht__trace_meta meta100 = {.ts_unit_ns = 100};
+	CHECK_EQ(ht__writer_open(&w, path, &meta100), 0);
+	if (!w)
+		return;
+	for (int j = 0; j < 3002; j++) {
+		struct ht_event e = {.type = HT_EV_FREE, .func = HT_FN_FREE, .pid = 5, .tid = 5};
+		e.ts = 700 + (uint64_t)j * 100;
+		e.addr = 0x1000 + (uint64_t)j * 32;
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	CHECK_EQ(stream_bytes(path, 1u << HT__S_TIME), 1001);
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	i = 0;
+	bad = 0;
+	while (ht_reader_next(r, &ev) > 0)
+		bad += ev.ts != 700 + (uint64_t)i++ * 100;
+	CHECK_EQ(i, 3002);
+	CHECK_EQ(bad, 0);
 	ht_reader_close(r);
 }
 
@@ -1573,10 +1663,13 @@ static void test_snapshot(void)
 				 .value = 1,
 				 .size = 64,
 				 .addr = 2};
+	/* 10 ns after begin, and pool 10 ns after it: each time delta then
+	   has a TIME varint of its own (version 11 packs deltas of 0 to 3),
+	   which the version-5 reading below parses, as another time. */
 	struct ht_event one = {.type = HT_EV_SNAPSHOT,
 			       .pid = 7,
 			       .tid = 7,
-			       .ts = 1000,
+			       .ts = 1010,
 			       .value = 1,
 			       .size = 123456,
 			       .addr = 77,
@@ -1585,6 +1678,7 @@ static void test_snapshot(void)
 	/* A custom heap's stack (version 6). */
 	struct ht_event pool = one;
 	pool.heap = 0x7f0012345678ull;
+	pool.ts = 1020;
 	pool.stack = 3;
 	pool.size = 300;
 	pool.addr = 3;
@@ -1863,6 +1957,7 @@ int main(void)
 	test_predicted_addresses();
 	test_many_threads();
 	test_ts_unit();
+	test_time_packing();
 	test_shared_stacks();
 	test_fresh_and_old();
 	test_thread_frees();
