@@ -245,6 +245,7 @@ static void parse_args(int argc, char **argv, struct opts *o, struct ht__query *
 				    v, arg);
 		} else if (!strcmp(name, "o") || !strcmp(name, "output")) {
 			o->output = opt_value(argc, argv, &i, val, arg);
+			output_not_dash(o->output, "-o", false);
 		} else if (!strcmp(name, "force")) {
 			o->force = true;
 		} else if (!strcmp(name, "summary")) {

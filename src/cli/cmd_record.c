@@ -391,6 +391,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 'o':
 			o->output = val;
+			output_not_dash(val, "-o", true);
 			break;
 		case R_STACKS:
 			o->stack_mask = parse_stacks(val);

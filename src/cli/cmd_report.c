@@ -663,6 +663,7 @@ int cmd_report(int argc, char **argv)
 	cli_init(&p, "report", report_usage, opts, argc, argv, false);
 	for (int c; (c = cli_next(&p)) != -1;) {
 		if (c == 'o') {
+			output_not_dash(p.val, "-o", false);
 			free(out);
 			out = strdup(p.val);
 		} else if (c == O_EXACT || c == O_POINTS) {

@@ -213,6 +213,7 @@ int cmd_start(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			output = val;
+			output_not_dash(val, "-o", true);
 			break;
 		case 'p':
 			npids = (unsigned)parse_pid_option(val, pids, npids, HT__CTL_MAX_PIDS);

@@ -213,6 +213,7 @@ int cmd_symbolize(int argc, char **argv)
 		else if (c == O_STRIP)
 			strip = true;
 	}
+	output_not_dash(out, "-o", false);
 	char **files;
 	cli_operands(&p, 1, 1, "trace file", &files);
 	const char *file = files[0];

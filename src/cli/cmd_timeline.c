@@ -486,6 +486,7 @@ static void parse_args(struct tl_opts *o, int argc, char **argv)
 				die("'--svg' needs a file name");
 			cli_check_value(a, v);
 			o->svg = v;
+			output_not_dash(v, "--svg", false);
 			i++;
 		} else if (a[0] == '-' && a[1]) {
 			cli_unknown_option("timeline", a, timeline_usage, NULL);

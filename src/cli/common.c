@@ -447,6 +447,19 @@ bool progress_wanted(void)
 	return isatty(STDERR_FILENO);
 }
 
+void output_not_dash(const char *path, const char *opt, bool trace)
+{
+	if (!path || strcmp(path, "-"))
+		return;
+	if (trace)
+		die("%s -: a trace being recorded is not written to standard output (the program's "
+		    "own output goes there); give a file name ('./-' for a file named '-')",
+		    opt);
+	die("%s -: this command does not write to standard output by '-'; give a file name, or "
+	    "/dev/stdout for a pipe ('./-' for a file named '-')",
+	    opt);
+}
+
 FILE *output_begin(struct ht__output *o, const char *path, bool force, unsigned mode)
 {
 	char why[1024];

@@ -109,6 +109,13 @@ void csv_field(FILE *f, const char *s);
  * comes first; a die() before output_end() removes the temporary file.
  */
 FILE *output_begin(struct ht__output *o, const char *path, bool force, unsigned mode);
+/*
+ * Dies when an output file is named "-": export alone takes it for standard
+ * output; every other command would have written a file named '-' (qa:
+ * `report app.htr -o -` did). trace: a trace being recorded, whose
+ * program's own output goes to standard output.
+ */
+void output_not_dash(const char *path, const char *opt, bool trace);
 /* Closes f and gives the file its name; dies (removing the temporary) on a write error. */
 void output_end(struct ht__output *o, FILE *f);
 

@@ -966,6 +966,17 @@ def options(env):
         one_error_line(rc, err, "%s %s %s" % (argv[0], opt, val),
                        "option '%s' needs a value, and '%s' is an option" % (opt, val))
         check(not os.path.exists(os.path.join(env.tmp, val)), "no file named %r" % val)
+    # '-' is standard output for export alone; the others wrote a file named '-'.
+    for argv, opt, why in ((["report", "x.htr", "-o", "-"], "-o", "/dev/stdout"),
+                           (["timeline", "x.htr", "--svg", "-"], "--svg", "/dev/stdout"),
+                           (["analyze", "x.htr", "-o", "-"], "-o", "/dev/stdout"),
+                           (["symbolize", "x.htr", "-o", "-"], "-o", "/dev/stdout"),
+                           (["record", "-o", "-", "--", "true"], "-o", "the program's own output"),
+                           (["start", "s", "-o", "-"], "-o", "the program's own output")):
+        rc, _, err = env.run([h] + argv)
+        one_error_line(rc, err, "%s %s -" % (argv[0], opt), why)
+        check(("%s -: " % opt) in err, "%s names %s -: %r" % (argv[0], opt, err))
+        check(not os.path.exists(os.path.join(env.tmp, "-")), "%s: no file named '-'" % argv[0])
 
     # --opt=value and --opt value are the same; report refuses to overwrite
     # unless --force, and then writes.
