@@ -35,12 +35,14 @@ expect_count '^alloc func=malloc .* size=13001$' 320
 # 320 workers and main, which ends with pthread_exit
 expect_count '^thread_exit ' 321
 
-# 40 detached threads taking turns on 2 rings, each holding one for 20 ms:
+# 100 detached threads taking turns on 8 rings, each holding one for 30 ms:
 # the last waits about 400 ms while the rings change hands, and waits on
-# (a wait gave up after 200 ms: 25 allocations lost, on a loaded machine
-# with the 20 threads above)
-record -r 3 -s 65536 -- "$PROGS/many_threads" 40 20
+# (a wait gave up after 200 ms: about 40 allocations lost; on a loaded
+# machine with the 20 threads above). 8 rings, not 2: a wait gives up only
+# when no ring changed hands for 200 ms, which 2 holders both kept off the
+# CPU that long did at a load of 37 (40 threads on 2 rings).
+record -r 9 -s 65536 -- "$PROGS/many_threads" 100 30
 expect "turns exit status" "$RC" 0
-expect_count '^alloc func=malloc .* size=13001$' 340
-expect_count '^thread_exit ' 341
+expect_count '^alloc func=malloc .* size=13001$' 400
+expect_count '^thread_exit ' 401
 finish
