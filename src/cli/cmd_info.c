@@ -215,7 +215,10 @@ static int collect_warnings(struct ht_reader *r, char w[4][600])
 			 in->argc && in->argv[0] ? in->argv[0] : "the program", in->untraced);
 	if (in->flags & HT_TRACEF_TRUNCATED) {
 		const char *why = ht_reader_warning(r);
-		snprintf(w[n++], 600, "the trace is incomplete%s%s", why ? ": " : "",
+		/* A recording that finished (its footer read) in a file damaged
+		   since is not "incomplete": it is damaged. */
+		snprintf(w[n++], 600, "the trace is %s%s%s",
+			 in->flags & HT_TRACEF_COMPLETE ? "damaged" : "incomplete", why ? ": " : "",
 			 why ? why : "");
 	}
 	if (in->events_lost)
@@ -260,7 +263,9 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 	fputs("trace:      ", f);
 	put_text(f, path);
 	fprintf(f, " (format %u%s%s)\n", in->version,
-		in->flags & HT_TRACEF_COMPLETE ? ", complete" : ", incomplete",
+		!(in->flags & HT_TRACEF_COMPLETE) ? ", incomplete"
+		: in->flags & HT_TRACEF_TRUNCATED ? ", damaged"
+						  : ", complete",
 		in->flags & HT_TRACEF_SYMBOLS ? ", symbols" : "");
 	fprintf(f, "command:    ");
 	print_command(f, in->argc, in->argv);

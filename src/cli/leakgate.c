@@ -106,8 +106,9 @@ bool leak_gate_check(const struct leak_gate *g, const char *path, FILE *out)
 	   events of how many processes the exit notes count after the end. */
 	if (incomplete)
 		fprintf(out,
-			"heaptrail: the trace is incomplete: %s; the gate fails, since the part "
+			"heaptrail: the trace is %s: %s; the gate fails, since the part "
 			"of the run not recorded is not checked\n",
+			in->flags & HT_TRACEF_COMPLETE ? "damaged" : "incomplete",
 			ht_reader_warning(r) ? ht_reader_warning(r)
 					     : "the recording did not finish");
 	if (in->untraced && *in->untraced)

@@ -890,6 +890,20 @@ def open_errors(env):
         else:
             lines = [l for l in err.splitlines() if l.startswith(warn)]
             equal(len(lines), 1, what + ": the warning once in %r" % err)
+    # A recording that finished, damaged since (its first chunk): damaged, not
+    # "complete" beside a warning that it is incomplete.
+    damaged = bytearray(data)
+    damaged[64 + 40] ^= 0xff
+    dpath = os.path.join(env.tmp, "damaged.htr")
+    open(dpath, "wb").write(damaged)
+    rc, out, err = env.run([h, "info", dpath])
+    lines = out.splitlines()
+    check(rc == 0 and lines[0].startswith("warning: the trace is damaged: ") and
+          lines[1].startswith("trace:      %s (format %d, damaged" % (dpath, version)),
+          "info of a damaged trace: %r" % lines[:2])
+    rc, out, err = env.run([h, "check", dpath])
+    check(rc == 1 and re.search(r"^heaptrail: the trace is damaged: .*; the gate fails", out, re.M),
+          "check of a damaged trace: %d %r" % (rc, out))
 
 
 def help_examples(text, cmd):
