@@ -725,6 +725,9 @@ static void test_many_threads(void)
 	ht_reader_close(r);
 }
 
+static int events_chunks(const char *path, long *off, uint8_t *flags, int max);
+static void set_chunk_flags(const char *path, long off, uint8_t flags);
+
 /*
  * Time deltas packed in TIME (version 11): in the chunks that pack
  * (HT__CHUNK_TPACK: the first at a resolution coarser than 1 ns, the
@@ -733,7 +736,8 @@ static void test_many_threads(void)
  * delta comes or a chunk ends, the others alone. Times come back exactly
  * across 4 KiB chunks that end with deltas held, packed or not; 3002
  * events 100 ns apart at 100 ns take 1001 bytes of TIME (1000 triples,
- * then a pair at the chunk's end) where one varint each took 3002.
+ * then a pair at the chunk's end) where one varint each took 3002; a
+ * chunk whose events end with deltas pending is damage.
  */
 static void test_time_packing(void)
 {
@@ -804,6 +808,36 @@ static void test_time_packing(void)
 		bad += ev.ts != 700 + (uint64_t)i++ * 100;
 	CHECK_EQ(i, 3002);
 	CHECK_EQ(bad, 0);
+	ht_reader_close(r);
+
+	/* The same 3002 events at 1 ns: the chunk does not pack (TIME holds
+	   3002 zigzag deltas of 1). Flagged TPACK, each varint (2) reads as
+	   three deltas: the events end with one pending, which is damage. */
+	test_path(path, sizeof(path), "tpack3.htr");
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	if (!w)
+		return;
+	for (int j = 0; j < 3002; j++) {
+		struct ht_event e = {.type = HT_EV_FREE, .func = HT_FN_FREE, .pid = 5, .tid = 5};
+		e.ts = 7 + (uint64_t)j;
+		e.addr = 0x1000 + (uint64_t)j * 32;
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	CHECK_EQ(stream_bytes(path, 1u << HT__S_TIME), 3002);
+	long off[2];
+	uint8_t flags[2];
+	CHECK_EQ(events_chunks(path, off, flags, 2), 1);
+	CHECK_EQ(flags[0] & HT__CHUNK_TPACK, 0);
+	set_chunk_flags(path, off[0], flags[0] | HT__CHUNK_TPACK);
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	while (ht_reader_next(r, &ev) > 0)
+		;
+	const char *warn = ht_reader_warning(r);
+	CHECK(warn && strstr(warn, "time deltas left at the chunk's end"));
+	CHECK(ht_reader_info(r)->flags & HT_TRACEF_TRUNCATED);
 	ht_reader_close(r);
 }
 
