@@ -1068,11 +1068,19 @@ static uint32_t amap_hash(const struct ht__writer *w, uint64_t addr)
 	return (page + (uint32_t)((addr >> 4) & 255)) & (w->amap_size - 1);
 }
 
-void ht__writer_prefetch(const struct ht__writer *w, const uint64_t *addr, uint32_t n)
+/* The address map's size from which the merge's hints pay: 1 MiB, half
+   of the core's L2 cache. Below it (alloc_loop with 1 thread: 4096 live
+   blocks and a few more, 512 KiB) the hints cost the collector about 20
+   instructions per event for nothing (docs/performance.md, "The address
+   map with many live blocks"). */
+#define AMAP_HINT_SLOTS 65536u
+
+bool ht__writer_prefetch(const struct ht__writer *w, const uint64_t *addr, uint32_t n)
 {
 	const struct amap_ent *m = w->amap;
 	for (uint32_t i = 0; i < n; i++)
 		__builtin_prefetch(&m[amap_hash(w, addr[i])], 1, 3);
+	return w->amap_size >= AMAP_HINT_SLOTS;
 }
 
 static struct amap_ent *amap_slot(struct ht__writer *w, uint64_t addr)

@@ -118,9 +118,10 @@ int ht__writer_heap_event(struct ht__writer *w, const struct ht__heap_event *ev)
  * soon. Loads the parts of the writer's address map where their events
  * will look, so that the lookups do not wait for memory
  * (docs/performance.md, "The address map with many live blocks"). Changes
- * nothing the writer writes.
+ * nothing the writer writes. Returns whether hints pay now: false while the
+ * map is small enough to stay in the cache (n may be 0 to ask).
  */
-void ht__writer_prefetch(const struct ht__writer *w, const uint64_t *addr, uint32_t n);
+bool ht__writer_prefetch(const struct ht__writer *w, const uint64_t *addr, uint32_t n);
 
 /* Symbols of a physical frame, for the final symbol table (after all events). */
 int ht__writer_symbols(struct ht__writer *w, uint32_t frame, const struct ht__symbol *syms,

@@ -673,7 +673,9 @@ static void heap_down(struct ht__session *s, uint32_t n, uint32_t i)
  * the cache on every event (docs/performance.md, "The address map with
  * many live blocks"). In batches of half of it: one call per 8 records or
  * so. Kept per slot: a thread's records come in runs of about ten when
- * several threads are merged, and its next run is hinted already.
+ * several threads are merged, and its next run is hinted already. Only
+ * while the sink says hints pay (asked once per merge: the writer's map
+ * is large).
  */
 #define LOOK_AHEAD 512u
 
@@ -718,7 +720,7 @@ static int merge(struct ht__session *s, uint64_t wm, uint64_t budget)
 	}
 	for (uint32_t i = n / 2; i-- > 0;)
 		heap_down(s, n, i);
-	bool hint = s->sink && s->sink->prefetch;
+	bool hint = s->sink && s->sink->prefetch && s->sink->prefetch(s->sink_ctx, NULL, 0);
 	while (n) {
 		/* The slot on top keeps the lead for a run of records, until one
 		   of them comes after the head of the next slot (the smaller of

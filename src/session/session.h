@@ -75,8 +75,9 @@ struct ht__sink {
 	   idle (a collector killed then would lose it). */
 	int (*settle)(void *ctx);
 	/* A hint (may be NULL): allocations or frees of the heap blocks at
-	   addr[0 .. n - 1] come a few events from now (the merge looks ahead). */
-	void (*prefetch)(void *ctx, const uint64_t *addr, uint32_t n);
+	   addr[0 .. n - 1] come a few events from now (the merge looks ahead).
+	   Returns whether hints pay now (n may be 0 to ask). */
+	bool (*prefetch)(void *ctx, const uint64_t *addr, uint32_t n);
 	/* An allocation or free of the process heap (may be NULL: event then
 	   takes it as a struct ht_event). */
 	int (*heap_event)(void *ctx, const struct ht__heap_event *ev);

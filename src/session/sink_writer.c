@@ -48,9 +48,9 @@ static int w_settle(void *ctx)
 	return ht__writer_settle(ctx);
 }
 
-static void w_prefetch(void *ctx, const uint64_t *addr, uint32_t n)
+static bool w_prefetch(void *ctx, const uint64_t *addr, uint32_t n)
 {
-	ht__writer_prefetch(ctx, addr, n);
+	return ht__writer_prefetch(ctx, addr, n);
 }
 
 static int w_heap_event(void *ctx, const struct ht__heap_event *ev)

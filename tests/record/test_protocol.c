@@ -48,11 +48,12 @@ struct cap {
 	int unhinted;
 };
 
-static void c_prefetch(void *ctx, const uint64_t *addr, uint32_t n)
+static bool c_prefetch(void *ctx, const uint64_t *addr, uint32_t n)
 {
 	struct cap *c = ctx;
 	for (uint32_t i = 0; i < n && c->nhints < MAXEV; i++)
 		c->hints[c->nhints++] = addr[i];
+	return true;
 }
 
 /* Takes addr's hint: each allocation and free is hinted once, before it. */
