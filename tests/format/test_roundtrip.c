@@ -728,10 +728,36 @@ static void test_many_threads(void)
 static int events_chunks(const char *path, long *off, uint8_t *flags, int max);
 static void set_chunk_flags(const char *path, long off, uint8_t flags);
 
+/* The next time of test_time_packing's events: a delta of 0 to 3 mostly,
+   then up to 300, huge, and back in time. */
+static uint64_t tpack_next(uint64_t ts)
+{
+	uint64_t x = next_rand(), k = x % 100;
+	ts += k < 75 ? (x >> 8) & 3 : k < 95 ? (x >> 8) % 300 : k < 97 ? 1ull << 40 : 0;
+	return k >= 97 ? ts - (x >> 8) % 100 : ts;
+}
+
+/* 3002 frees at path, step ns apart from 7 steps on. */
+static void tpack_frees(const char *path, const struct ht__trace_meta *meta, uint64_t step)
+{
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, meta), 0);
+	if (!w)
+		return;
+	for (int j = 0; j < 3002; j++) {
+		struct ht_event e = {.type = HT_EV_FREE, .func = HT_FN_FREE, .pid = 5, .tid = 5};
+		e.ts = (7 + (uint64_t)j) * step;
+		e.addr = 0x1000 + (uint64_t)j * 32;
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+}
+
 /*
  * Time deltas packed in TIME (version 11): in the chunks that pack
  * (HT__CHUNK_TPACK: the first at a resolution coarser than 1 ns, the
- * others when half the deltas of the chunk before were small) deltas of 0
+ * others when three quarters of the deltas of the chunk before were
+ * small) deltas of 0
  * to 3 three to a varint, a pair or a single when a larger or negative
  * delta comes or a chunk ends, the others alone. Times come back exactly
  * across 4 KiB chunks that end with deltas held, packed or not; 3002
@@ -753,11 +779,7 @@ static void test_time_packing(void)
 	uint64_t ts = 1000000;
 	rng = 0x9e3779b97f4a7c15ull;
 	for (int i = 0; i < n; i++) {
-		uint64_t x = next_rand(), k = x % 100;
-		/* 0 to 3 mostly, then up to 300, huge, and back in time */
-		ts += k < 75 ? (x >> 8) & 3 : k < 95 ? (x >> 8) % 300 : k < 97 ? 1ull << 40 : 0;
-		if (k >= 97)
-			ts -= (x >> 8) % 100;
+		ts = tpack_next(ts);
 		struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 5, .tid = 5};
 		e.ts = ts;
 		e.addr = 0x1000 + (uint64_t)i * 32;
@@ -774,10 +796,7 @@ static void test_time_packing(void)
 	ts = 1000000;
 	rng = 0x9e3779b97f4a7c15ull;
 	while (ht_reader_next(r, &ev) > 0) {
-		uint64_t x = next_rand(), k = x % 100;
-		ts += k < 75 ? (x >> 8) & 3 : k < 95 ? (x >> 8) % 300 : k < 97 ? 1ull << 40 : 0;
-		if (k >= 97)
-			ts -= (x >> 8) % 100;
+		ts = tpack_next(ts);
 		bad += ev.ts != ts || ev.addr != 0x1000 + (uint64_t)i * 32;
 		i++;
 	}
@@ -788,16 +807,7 @@ static void test_time_packing(void)
 
 	test_path(path, sizeof(path), "tpack2.htr");
 	struct ht__trace_meta meta100 = {.ts_unit_ns = 100};
-	CHECK_EQ(ht__writer_open(&w, path, &meta100), 0);
-	if (!w)
-		return;
-	for (int j = 0; j < 3002; j++) {
-		struct ht_event e = {.type = HT_EV_FREE, .func = HT_FN_FREE, .pid = 5, .tid = 5};
-		e.ts = 700 + (uint64_t)j * 100;
-		e.addr = 0x1000 + (uint64_t)j * 32;
-		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
-	}
-	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	tpack_frees(path, &meta100, 100);
 	CHECK_EQ(stream_bytes(path, 1u << HT__S_TIME), 1001);
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 	if (!r)
@@ -814,16 +824,7 @@ static void test_time_packing(void)
 	   3002 zigzag deltas of 1). Flagged TPACK, each varint (2) reads as
 	   three deltas: the events end with one pending, which is damage. */
 	test_path(path, sizeof(path), "tpack3.htr");
-	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
-	if (!w)
-		return;
-	for (int j = 0; j < 3002; j++) {
-		struct ht_event e = {.type = HT_EV_FREE, .func = HT_FN_FREE, .pid = 5, .tid = 5};
-		e.ts = 7 + (uint64_t)j;
-		e.addr = 0x1000 + (uint64_t)j * 32;
-		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
-	}
-	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	tpack_frees(path, &meta, 1);
 	CHECK_EQ(stream_bytes(path, 1u << HT__S_TIME), 3002);
 	long off[2];
 	uint8_t flags[2];
