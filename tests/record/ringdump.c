@@ -475,7 +475,7 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	int status = 0, have_root = 0;
-	uint64_t start = now_ns(), killed_ns = 0;
+	uint64_t start = now_ns(), killed_ns = 0, killed_hb = 0;
 	for (;;) {
 		uint64_t ms = (now_ns() - start) / 1000000;
 		if (stop_ms >= 0 && ms >= (uint64_t)stop_ms)
@@ -485,6 +485,9 @@ int main(int argc, char **argv)
 			waitpid(stand_in, NULL, 0);
 			stand_in = 0;
 			killed_ns = now_ns();
+			/* the recorder's rule counts from the last heartbeat,
+			   which a loaded machine may have left well before */
+			killed_hb = atomic_load(&hdr->heartbeat_ns);
 		}
 		int paused = pause_ms >= 0 && ms >= (uint64_t)pause_ms &&
 			     ms < (uint64_t)(pause_ms + pause_dur);
@@ -528,15 +531,18 @@ int main(int argc, char **argv)
 	if (f != stdout)
 		fclose(f);
 	/* When each image's recorder stopped after the collector died (its first
-	   untraced event, in the loss table): how long it took to notice. */
+	   untraced event, in the loss table): how long it took to notice, from
+	   the death and from the last heartbeat before it. */
 	for (uint32_t i = 0; killed_ns && i < HT_LOSS_SLOTS; i++) {
 		struct ht__shm_loss *l = &ht__shm_losses(hdr)[i];
 		uint64_t u = atomic_load(&l->untraced_ns);
 		if (atomic_load(&l->pid) > 0 && u)
 			fprintf(stderr,
-				"ringdump: pid %d untraced from %lld ms after the collector died\n",
+				"ringdump: pid %d untraced from %lld ms after the collector died, "
+				"%lld ms after its last heartbeat\n",
 				(int)atomic_load(&l->pid),
-				((long long)u - (long long)killed_ns) / 1000000);
+				((long long)u - (long long)killed_ns) / 1000000,
+				((long long)u - (long long)killed_hb) / 1000000);
 	}
 	munmap(m, size);
 	unlink(path);
