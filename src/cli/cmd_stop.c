@@ -9,6 +9,7 @@
 #include "cli/builtin.h"
 #include "cli/common.h"
 #include "cli/opt.h"
+#include "control/ctl.h"
 #include "heaptrail/control.h"
 
 static const char usage_text[] =
@@ -43,6 +44,16 @@ int cmd_stop(int argc, char **argv)
 		    "heaptrail: stopping session '%s': finishing and symbolizing the trace...\n",
 		    name);
 	int rc = ht_stop_heap_trace(0, name, &props);
+	char dir[4096];
+	if (rc == HT_ERR_NOT_FOUND && ht__ctl_remove_dead(name, dir, sizeof(dir)) > 0) {
+		fprintf(stderr,
+			"heaptrail: stop: session '%s' is not running: its daemon ended without "
+			"finishing (killed?); removed the files it left in %s. The trace it was "
+			"writing is unfinished: 'heaptrail check TRACE' says what it holds, "
+			"'heaptrail symbolize' adds its symbols\n",
+			name, dir);
+		return 1;
+	}
 	if (rc < 0)
 		session_error("stop", name, rc);
 	if (!quiet)

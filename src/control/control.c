@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -606,6 +607,67 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
+/* NAME's files in dir, when the lock file has no holder: its daemon died. */
+static int remove_dead_one(int dfd, const char *name)
+{
+	char path[HT_SESSION_NAME_MAX + 8];
+	snprintf(path, sizeof(path), "%s.lock", name);
+	int fd = openat(dfd, path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	/* The daemon holds its lock from before it makes the other files until
+	   after it removed them; a daemon starting meanwhile finds the lock
+	   file gone or replaced and takes the new one (daemon.c, take_lock). */
+	int removed = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		static const char *const sfx[] = {".ctl", ".shm"};
+		for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+			snprintf(path, sizeof(path), "%s%s", name, sfx[i]);
+			unlinkat(dfd, path, 0);
+		}
+		snprintf(path, sizeof(path), "%s.lock", name);
+		removed = unlinkat(dfd, path, 0) == 0;
+	}
+	close(fd);
+	return removed;
+}
+
+int ht__ctl_remove_dead(const char *name, char *dir, unsigned long n)
+{
+	struct ht__ctl_paths p;
+	int rc = ht__ctl_paths(&p, NULL, false);
+	if (rc < 0)
+		return rc;
+	if (dir)
+		snprintf(dir, n, "%s", p.dir);
+	if (name && !ht__ctl_name_ok(name))
+		return HT_ERR_INVALID;
+	int dfd = open(p.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : ht__error_from_errno(errno);
+	int removed = 0;
+	if (name) {
+		removed = remove_dead_one(dfd, name);
+	} else {
+		DIR *d = fdopendir(dup(dfd));
+		for (struct dirent *e; d && (e = readdir(d));) {
+			size_t len = strlen(e->d_name);
+			char one[HT_SESSION_NAME_MAX + 1];
+			if (len < 6 || strcmp(e->d_name + len - 5, ".lock") ||
+			    len - 5 > HT_SESSION_NAME_MAX)
+				continue;
+			snprintf(one, sizeof(one), "%.*s", (int)(len - 5), e->d_name);
+			/* ifeo.lock is the IFEO role's, not a session's. */
+			if (ht__ctl_name_ok(one))
+				removed += remove_dead_one(dfd, one);
+		}
+		if (d)
+			closedir(d);
+	}
+	close(dfd);
+	return removed;
+}
+
 int ht_list_heap_traces(char (*names)[HT_SESSION_NAME_MAX + 1], unsigned max)
 {
 	struct ht__ctl_paths p;
@@ -631,6 +693,8 @@ int ht_list_heap_traces(char (*names)[HT_SESSION_NAME_MAX + 1], unsigned max)
 		n++;
 	}
 	closedir(d);
+	/* A daemon that died left its files; listing is a moment to remove them. */
+	ht__ctl_remove_dead(NULL, NULL, 0);
 	if (names)
 		qsort(names, n < max ? n : max, sizeof(names[0]), cmp_names);
 	return (int)n;

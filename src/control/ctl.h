@@ -22,4 +22,13 @@ bool ht__ctl_name_ok(const char *name);
  */
 const char *ht__ctl_why(void);
 
+/*
+ * Remove what the daemon of session NAME left when it died without ending
+ * (SIGKILL, a crash): NAME.ctl, NAME.shm and NAME.lock in the session
+ * directory, when nobody holds NAME.lock. With NAME NULL, every such
+ * session of the directory. Returns how many sessions it removed (0 when
+ * they run or do not exist); the directory is put in dir when not NULL.
+ */
+int ht__ctl_remove_dead(const char *name, char *dir, unsigned long n);
+
 #endif

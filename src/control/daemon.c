@@ -503,17 +503,33 @@ static int err_of(int e)
 					   : HT_ERR_IO;
 }
 
-/* A lock file held for the life of the daemon: its name, or the IFEO role. */
+/*
+ * A lock file held for the life of the daemon: its name, or the IFEO role.
+ * A client removing a dead session's files (control.c, remove_dead_one)
+ * holds the old lock file for a moment and then unlinks it: a daemon that
+ * opened that one retries on the file now at the path.
+ */
 static int take_lock(const char *path)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return err_of(errno);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	for (int tries = 0;; tries++) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return err_of(errno);
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			struct stat held, now;
+			if (fstat(fd, &held) == 0 && stat(path, &now) == 0 &&
+			    held.st_ino == now.st_ino && held.st_dev == now.st_dev)
+				return fd;
+		} else if (errno != EWOULDBLOCK) {
+			close(fd);
+			return HT_ERR_IO;
+		} else if (tries >= 20) {
+			close(fd);
+			return HT_ERR_EXISTS;
+		}
 		close(fd);
-		return errno == EWOULDBLOCK ? HT_ERR_EXISTS : HT_ERR_IO;
+		usleep(2000);
 	}
-	return fd;
 }
 
 static int listen_on(const char *path)
@@ -626,6 +642,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 		report(ready_fd, lock_fd, 0, NULL);
 		_exit(1);
 	}
+	ht__ctl_remove_dead(NULL, NULL, 0); /* other sessions' daemons that died */
 	int ifeo_fd = -1;
 	if ((a->flags & HT_TRACE_IFEO) && (ifeo_fd = take_lock(a->paths.ifeo_lock)) < 0) {
 		report(ready_fd, ifeo_fd, 0,

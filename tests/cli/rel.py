@@ -8,6 +8,7 @@ case, tests/cli/CMakeLists.txt). Reuses e2e.py's Env and Trace. Exit 77 is a
 skip (a case that needs root or a mount namespace where there is none)."""
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -582,6 +583,12 @@ def symbolize_killed(env):
         # Waited for, not slept: a loaded machine writes it later (qa).
         wait_until(flushed, "the four pulses in the unfinished trace", timeout=60)
         kill_daemon(env, name)
+        rc, out, err = env.run([h, "sessions"])
+        equal(rc, 0, "sessions: exit (%s)" % err)
+        check(name not in out, "a killed daemon is no session: %r" % out)
+        rc, _, err = env.run([h, "stop", name])
+        check(rc != 0 and "no session '%s'" % name in err,
+              "sessions removed its files before stop looked: (%d) %r" % (rc, err))
     finally:
         env.run([h, "stop", name])
         t.end()
@@ -881,6 +888,15 @@ def killed_start(env):
         time.sleep(2.5)
         kill_daemon(env, name)
         t.pulse(3)
+        # stop says the daemon is gone and removes the files it left (a
+        # socket, a lock and a 512 MiB sparse ring file on a tmpfs).
+        rc, _, err = env.run([h, "stop", name])
+        equal(rc, 1, "stop of the killed session: exit (%s)" % err)
+        m = re.search(r"session '%s' is not running: .* removed the files it left in (\S+)\. " % name,
+                      err)
+        check(m, "stop says the daemon is gone: %r" % err)
+        left = [f for f in os.listdir(m.group(1)) if f.startswith(name + ".")]
+        equal(left, [], "the killed session's files")
     finally:
         env.run([h, "stop", name])
         t.end()
