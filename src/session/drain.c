@@ -60,10 +60,10 @@
    stamp (the merge stops there), below a quarter of a ring: a ring whose
    slot holds less is always drained, or the merge could stop for good at
    a slot it cannot empty (all slots left, each down to records stamped
-   at the lowest last stamp). With a bound per slot alone, 8 threads kept 8 times
-   as much waiting (62 MB of peak RSS against 37 MB before the merge
-   budget), merged so long after it was copied that it had left the cache
-   (docs/performance.md, "The address map with many live blocks"). */
+   at the lowest last stamp). With a bound per slot alone, 8 threads kept
+   8 times as much waiting (62 MB of peak RSS against 37 MB before the
+   merge budget), merged so long after it was copied that it had left the
+   cache (docs/performance.md, "The address map with many live blocks"). */
 #define SLOT_RINGS 2
 
 static inline void cpu_relax(void)
