@@ -77,8 +77,14 @@ def check_trace(env, path, stamps, what, children=True):
     check(spread <= AGREE_NS,
           "%s: the trace's times drift from CLOCK_MONOTONIC by %d ns over %d ms (at most %d): %r" %
           (what, spread, (mono[len(mono) - 1] - mono[0]) // 1000000, AGREE_NS, mins))
-    span_trace = at[len(at) - 1] - at[0]
-    span_mono = mono[len(mono) - 1] - mono[0]
+    # From the first window's stamp to the last's, each the one the program
+    # read soonest after: a program preempted between the recorder's stamp
+    # and its own read of the very first or last allocation (160 us once,
+    # at load 20) is not the trace's time going wrong.
+    first = min(range(PER_WINDOW), key=lambda n: mono[n] - at[n])
+    last = min(range((WINDOWS - 1) * PER_WINDOW, WINDOWS * PER_WINDOW), key=lambda n: mono[n] - at[n])
+    span_trace = at[last] - at[first]
+    span_mono = mono[last] - mono[first]
     check(abs(span_trace - span_mono) <= AGREE_NS,
           "%s: first to last stamp %d ns in the trace, %d ns by the program" % (what, span_trace, span_mono))
     return tr
