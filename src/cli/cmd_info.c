@@ -246,6 +246,15 @@ static void print_heaps(FILE *f, const struct ht__heap_names *hn, uint32_t proce
 		fputc('\n', f);
 }
 
+/* The events of all processes after the recording stopped (not events_lost). */
+static uint64_t untraced_total(struct ht_reader *r)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0, np = ht_reader_process_count(r); i < np; i++)
+		n += ht_reader_process(r, i)->events_untraced;
+	return n;
+}
+
 static void print_text(const char *path, struct ht_reader *r, const struct ht__summary *s,
 		       const struct ht__heap_names *hn)
 {
@@ -296,7 +305,16 @@ static void print_text(const char *path, struct ht_reader *r, const struct ht__s
 		sep = ", ";
 	}
 	fputs(*sep == ',' ? ")\n" : "\n", f);
-	fprintf(f, "lost:       %" PRIu64 "\n", in->events_lost);
+	/* "lost: 0" must be exact: events after the recording stopped (a killed
+	   collector, a session stopped while the process ran) are not in it. */
+	uint64_t untraced = untraced_total(r);
+	fprintf(f, "lost:       %" PRIu64, in->events_lost);
+	if (untraced)
+		fprintf(f,
+			" while recording; %" PRIu64 " event%s after the recording stopped %s not "
+			"in the trace (untraced: see the processes)",
+			untraced, untraced == 1 ? "" : "s", untraced == 1 ? "is" : "are");
+	fputc('\n', f);
 	char note[200];
 	if (sample_note(in, note, sizeof(note)))
 		fprintf(f, "sampling:   %s (events: the samples)\n", note);
@@ -481,6 +499,8 @@ static void print_json(const char *path, struct ht_reader *r, const struct ht__s
 	jw_u64(&j, in->ts_unit_ns);
 	jw_key(&j, "events_lost");
 	jw_u64(&j, in->events_lost);
+	jw_key(&j, "events_untraced");
+	jw_u64(&j, untraced_total(r));
 	jw_key(&j, "events_lost_by_cause");
 	jw_obj_begin(&j);
 	jw_key(&j, "lossy");

@@ -774,6 +774,12 @@ def killed_trace_says(env, trace, pid, before, after, want_exit):
           "info says how many events the trace lacks: %r" % text[:1500])
     check("%d events after that are not in the trace" % lacks in text and
           "exit %d" % want_exit in text, "the process says so: %r" % text[:3000])
+    # "lost: 0" alone would claim every event is in the trace.
+    lost = [ln for ln in text.splitlines() if ln.startswith("lost:")]
+    equal(lost, ["lost:       0 while recording; %d events after the recording stopped are not "
+                 "in the trace (untraced: see the processes)" % lacks], "info's lost line")
+    equal(tr.info["events_untraced"], sum(q["events_untraced"] for q in tr.processes()),
+          "JSON events_untraced: the processes' sum")
     check_incomplete(env, trace, lacks)
 
 
