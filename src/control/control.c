@@ -642,29 +642,22 @@ int ht__ctl_remove_dead(const char *name, char *dir, unsigned long n)
 		snprintf(dir, n, "%s", p.dir);
 	if (name && !ht__ctl_name_ok(name))
 		return HT_ERR_INVALID;
-	int dfd = open(p.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
+	DIR *d = opendir(p.dir);
+	if (!d)
 		return errno == ENOENT ? 0 : ht__error_from_errno(errno);
-	int removed = 0;
-	if (name) {
-		removed = remove_dead_one(dfd, name);
-	} else {
-		DIR *d = fdopendir(dup(dfd));
-		for (struct dirent *e; d && (e = readdir(d));) {
-			size_t len = strlen(e->d_name);
-			char one[HT_SESSION_NAME_MAX + 1];
-			if (len < 6 || strcmp(e->d_name + len - 5, ".lock") ||
-			    len - 5 > HT_SESSION_NAME_MAX)
-				continue;
-			snprintf(one, sizeof(one), "%.*s", (int)(len - 5), e->d_name);
-			/* ifeo.lock is the IFEO role's, not a session's. */
-			if (ht__ctl_name_ok(one))
-				removed += remove_dead_one(dfd, one);
-		}
-		if (d)
-			closedir(d);
+	int removed = name ? remove_dead_one(dirfd(d), name) : 0;
+	for (struct dirent *e; !name && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		char one[HT_SESSION_NAME_MAX + 1];
+		if (len < 6 || strcmp(e->d_name + len - 5, ".lock") ||
+		    len - 5 > HT_SESSION_NAME_MAX)
+			continue;
+		snprintf(one, sizeof(one), "%.*s", (int)(len - 5), e->d_name);
+		/* ifeo.lock is the IFEO role's, not a session's. */
+		if (ht__ctl_name_ok(one))
+			removed += remove_dead_one(dirfd(d), one);
 	}
-	close(dfd);
+	closedir(d);
 	return removed;
 }
 
@@ -685,16 +678,18 @@ int ht_list_heap_traces(char (*names)[HT_SESSION_NAME_MAX + 1], unsigned max)
 			continue;
 		char name[HT_SESSION_NAME_MAX + 1];
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 4), e->d_name);
-		/* A socket left by a daemon that died is no session. */
-		if (!ht__ctl_name_ok(name) || ht__ctl_call(name, "PING", NULL, 0, 2000) < 0)
+		if (!ht__ctl_name_ok(name))
 			continue;
+		/* A socket left by a daemon that died is no session: its files go. */
+		if (ht__ctl_call(name, "PING", NULL, 0, 2000) < 0) {
+			remove_dead_one(dirfd(d), name);
+			continue;
+		}
 		if (n < max)
 			snprintf(names[n], sizeof(names[n]), "%s", name);
 		n++;
 	}
 	closedir(d);
-	/* A daemon that died left its files; listing is a moment to remove them. */
-	ht__ctl_remove_dead(NULL, NULL, 0);
 	if (names)
 		qsort(names, n < max ? n : max, sizeof(names[0]), cmp_names);
 	return (int)n;
