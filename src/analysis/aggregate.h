@@ -80,7 +80,9 @@ struct ht__agg_result {
 	struct ht__agg_counts shown;  /* sums over the items kept */
 	struct ht__agg_item *items;   /* sorted, at most top (none with totals_only) */
 	size_t count;
-	size_t total_items; /* items before the cut */
+	/* items before the cut: items[count .. total_items) follow the ones
+	   shown in no set order */
+	size_t total_items;
 };
 
 struct ht__agg;

@@ -184,6 +184,18 @@ static void test_ties(void)
 		CHECK_STR(key(&x, 3), "app!c");
 	}
 	done(&x, &q);
+	/* -top 2 cuts the run of a, b, c that tie on both numbers: its texts
+	   still decide which one is shown. */
+	q_init(&q, HT_GROUP_FRAME, HT_SORT_SO);
+	q.top = 2;
+	q.top_given = true;
+	if (run(&x, ties, &q)) {
+		CHECK_U64(x.res.count, 2);
+		CHECK_U64(x.res.total_items, 4);
+		CHECK_STR(key(&x, 0), "app!d");
+		CHECK_STR(key(&x, 1), "app!a");
+	}
+	done(&x, &q);
 }
 
 static void test_frames_images(void)
@@ -577,6 +589,10 @@ static void test_top_totals(void)
 		CHECK_STR(key(&x, 0), "app!0x27150");
 		CHECK_U64(x.res.items[0].c.outstanding_bytes, 10005);
 		CHECK_U64(x.res.items[9999].c.outstanding_bytes, 6);
+		size_t out_of_order = 0; /* every item shown in order, largest first */
+		for (size_t i = 0; i < x.res.count; i++)
+			out_of_order += x.res.items[i].c.outstanding_bytes != 10005 - i;
+		CHECK_U64(out_of_order, 0);
 		CHECK_U64(x.res.totals.outstanding_bytes, 10005ull * 10006 / 2);
 		CHECK_U64(x.res.shown.outstanding_bytes, 10005ull * 10006 / 2 - 15);
 	}
