@@ -320,8 +320,44 @@ static int planes_join(const uint8_t *lo, size_t nlo, const uint8_t *hi, size_t 
 	return hi == hend ? 0 : -1;
 }
 
+/* Bytes of the 8 at p with bit 7 set. */
+static inline unsigned eight_high(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return (unsigned)((((v >> 7) & 0x0101010101010101ull) * 0x0101010101010101ull) >> 56);
+}
+
+/* Bytes of p[0..n) with bit 7 set. */
+static size_t count_high(const uint8_t *p, size_t n)
+{
+	size_t k = 0, i = 0;
+	for (; i + 8 <= n; i += 8)
+		k += eight_high(p + i);
+	for (; i < n; i++)
+		k += p[i] >> 7;
+	return k;
+}
+
+/* 0 when planes_join() would join lo[0..nlo) and hi[0..nhi), -1 when it
+   would fail: the second plane is whole varint tails (its last byte ends
+   one), one for each first byte that says more follow. */
+static int planes_pair(const uint8_t *lo, size_t nlo, const uint8_t *hi, size_t nhi)
+{
+	if (nhi && (hi[nhi - 1] & 0x80))
+		return -1;
+	return count_high(lo, nlo) == nhi - count_high(hi, nhi) ? 0 : -1;
+}
+
 int ht__streams_open(const uint8_t *p, const uint8_t *end, uint32_t version, struct ht__cur *cur,
 		     uint8_t **buf, size_t *cap, const char **why)
+{
+	return ht__streams_open_direct(p, end, version, cur, buf, cap, 0, why);
+}
+
+int ht__streams_open_direct(const uint8_t *p, const uint8_t *end, uint32_t version,
+			    struct ht__cur *cur, uint8_t **buf, size_t *cap, unsigned direct,
+			    const char **why)
 {
 	int planes = version >= HT__FILE_VERSION_PLANES;
 	unsigned known = version >= HT__FILE_VERSION_DEFSTREAM ? HT__NSTREAMS
@@ -346,7 +382,7 @@ int ht__streams_open(const uint8_t *p, const uint8_t *end, uint32_t version, str
 		if (i < known) {
 			len[i] = l;
 			lo[i] = nlo;
-			if (nlo != l)
+			if (nlo != l && !(direct >> i & 1))
 				joined += l;
 		}
 		total += l;
@@ -364,13 +400,20 @@ int ht__streams_open(const uint8_t *p, const uint8_t *end, uint32_t version, str
 	uint8_t *out = *buf;
 	for (unsigned i = 0; i < HT__NSTREAMS; i++) {
 		if (lo[i] == len[i]) {
-			cur[i] = (struct ht__cur){s, s + len[i], 0};
+			cur[i] = (struct ht__cur){s, s + len[i], 0, NULL, NULL};
+		} else if (direct >> i & 1) {
+			const uint8_t *h = s + lo[i], *hend = s + len[i];
+			if (planes_pair(s, lo[i], h, len[i] - lo[i]) < 0) {
+				*why = "bad stream planes";
+				return HT_ERR_CORRUPT;
+			}
+			cur[i] = (struct ht__cur){s, h, 0, h, hend};
 		} else {
 			if (planes_join(s, lo[i], s + lo[i], len[i] - lo[i], out) < 0) {
 				*why = "bad stream planes";
 				return HT_ERR_CORRUPT;
 			}
-			cur[i] = (struct ht__cur){out, out + len[i], 0};
+			cur[i] = (struct ht__cur){out, out + len[i], 0, NULL, NULL};
 			out += len[i];
 		}
 		s += len[i];

@@ -1351,6 +1351,12 @@ static void batch_damage(struct batch *b, const char *why, uint32_t seq, uint64_
 	b->last = 1;
 }
 
+/* The streams decode_event() reads by ht__get_varint() alone: read from
+   their planes where stored so, without joining them first. */
+#define VARINT_STREAMS                                                                             \
+	(1u << HT__S_TIME | 1u << HT__S_ADDR | 1u << HT__S_SIZE | 1u << HT__S_STACK |              \
+	 1u << HT__S_FREE)
+
 /*
  * Reads and decompresses chunk c for decoder d and, for an events chunk,
  * starts it: the stream table, and every state of the chunk reset. 1: events
@@ -1373,8 +1379,8 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 	if (c->h.kind != HT__CHUNK_EVENTS)
 		return 0; /* META, or the tables of a trace whose footer is gone */
 	const struct ht__chunk_header *h = &c->h;
-	rc = ht__streams_open(d->raw, d->raw + h->raw_size, r->version, d->cur, &d->planes,
-			      &d->planes_cap, &why);
+	rc = ht__streams_open_direct(d->raw, d->raw + h->raw_size, r->version, d->cur, &d->planes,
+				     &d->planes_cap, VARINT_STREAMS, &why);
 	if (rc == HT_ERR_NOMEM)
 		return rc;
 	if (rc < 0) {

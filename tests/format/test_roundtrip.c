@@ -1825,6 +1825,40 @@ static void test_planes(void)
 	CHECK_EQ(ht__streams_open(payload, end, HT__FILE_VERSION, cur, &buf, &cap, &why),
 		 HT_ERR_CORRUPT);
 	CHECK(why && strstr(why, "planes"));
+	/* Read in place from the planes (the reader's decode of events): the
+	   same values, and the same damage for planes cut or grown at either
+	   end, shifted, or with a tail's last byte saying more follow. */
+	end = planes_payload(payload, split, len, lo);
+	CHECK_EQ(ht__streams_open_direct(payload, end, HT__FILE_VERSION, cur, &buf, &cap,
+					 1u << HT__S_SIZE, &why),
+		 0);
+	CHECK(cur[HT__S_SIZE].hi != NULL);
+	for (int i = 0; i < NV; i++)
+		CHECK_EQ(ht__get_varint(&cur[HT__S_SIZE]), vals[i]);
+	CHECK(cur[HT__S_SIZE].p == cur[HT__S_SIZE].end && !cur[HT__S_SIZE].bad);
+	CHECK(cur[HT__S_SIZE].hi == cur[HT__S_SIZE].hend);
+	CHECK(ht__get_varint(&cur[HT__S_SIZE]) == 0 && cur[HT__S_SIZE].bad);
+	int damaged = 0;
+	for (size_t cut = 0; cut < 4; cut++)
+		for (size_t l = lo - 2; l <= lo + 2; l++) {
+			uint8_t mut[sizeof(split)];
+			memcpy(mut, split, len);
+			if (cut == 1)
+				mut[len - 1] |= 0x80; /* the last tail goes on */
+			if (cut == 2)
+				mut[l] &= 0x7f; /* a tail ends early */
+			size_t n = len - (cut == 3);
+			int joined = ht__streams_open(payload, planes_payload(payload, mut, n, l),
+						      HT__FILE_VERSION, cur, &buf, &cap, &why);
+			int direct = ht__streams_open_direct(
+			    payload, planes_payload(payload, mut, n, l), HT__FILE_VERSION, cur,
+			    &buf, &cap, 1u << HT__S_SIZE, &why);
+			CHECK_EQ(direct, joined);
+			if (cut == 0 && l == lo)
+				CHECK_EQ(joined, 0);
+			damaged += joined == HT_ERR_CORRUPT;
+		}
+	CHECK_EQ(damaged, 18);
 	free(buf);
 
 	char path[300];
