@@ -179,9 +179,12 @@ struct ht__thread {
 	/* Snapshot mode, the address tables (snapshot.c): the key that makes
 	   this thread the owned table's owner while snap_owner holds it (0:
 	   never was), and its inserts into the shared table since it last
-	   tried to take the owned one over. */
+	   tried to take the owned one over; its window of inserts (inserts,
+	   probes past their homes, the table's levels at its start) that
+	   says when the newest level is crowded. */
 	uint64_t snap_key;
 	uint32_t snap_sput;
+	uint32_t snap_wins, snap_wprobes, snap_wlevel;
 	/* ht__thread_watch() waits for a hook outside a mapping hook (map_hook)
 	   to call pthread_setspecific, which may allocate: t->fast stays 0
 	   meanwhile, so that the next record's ht__rec_room() does it. */

@@ -15,10 +15,16 @@
 
 /*
  * The address table is a list of open-addressing levels, each twice the
- * size of the one before; a new level is made when an insert finds no free
- * slot within SNAP_PROBES of its home in the newest one, so memory follows
- * the peak of live blocks. A slot is EMPTY, TOMB (freed: reusable, but
- * never EMPTY again, so probe chains stay whole) or an address. One address
+ * size of the one before; inserts go to the newest. A new level is made
+ * when the newest gets crowded: a thread's last SNAP_WINDOW inserts into
+ * it probed SNAP_CROWDED slots past their homes (linear probing's average
+ * reaches that at about 30 % of the slots live; tombs do not count, an
+ * insert reuses them), or when an insert finds no free slot within
+ * SNAP_PROBES of its home. So memory follows the peak of live blocks, and
+ * the newest level stays sparse: a removal mostly finds its block at the
+ * first probe, and looks in the older levels only when it is not in the
+ * newest. A slot is EMPTY, TOMB (freed: reusable, but never EMPTY again,
+ * so probe chains stay whole) or an address. One address
  * is never inserted and removed at once: malloc hands it out once at a
  * time, and a free is removed before the real free is made, so a removal
  * needs no lock (any thread removes a block from either table).
@@ -43,6 +49,8 @@
 #define SNAP_SIZE_BITS 36 /* a block of 64 GiB or more is not tracked (counted) */
 #define SNAP_STACK_LIMIT (1u << (64 - SNAP_SIZE_BITS))
 #define SNAP_PATIENCE 256
+#define SNAP_WINDOW 1024
+#define SNAP_CROWDED 512 /* probes past the home in a window: grow */
 
 struct snap_ent {
 	_Atomic uint64_t key;
@@ -100,10 +108,21 @@ static void snap_untracked(uint64_t size)
 	atomic_fetch_add_explicit(&ht__g.hdr->snap_untracked_bytes, size, memory_order_relaxed);
 }
 
+/* The end of a thread's window of inserts into level n - 1 of tab: a new
+   level when they probed too far. A window that saw the table grow (or a
+   fork child's new table) is not judged. */
+static HT_COLD void snap_window(struct ht__thread *t, struct snap_table *tab, uint32_t n)
+{
+	if (t->snap_wlevel == n && t->snap_wprobes > SNAP_CROWDED)
+		snap_grow(tab, n);
+	t->snap_wins = t->snap_wprobes = 0;
+	t->snap_wlevel = atomic_load_explicit(&tab->nlevels, memory_order_relaxed);
+}
+
 /* Puts p in tab with val; 0 when every level is full (a limit). mine: the
    owned table by its owner, a plain store; else a compare-and-swap. */
-static inline __attribute__((always_inline)) int snap_put_in(struct snap_table *tab, uint64_t p,
-							     uint64_t val, int mine)
+static inline __attribute__((always_inline)) int
+snap_put_in(struct ht__thread *t, struct snap_table *tab, uint64_t p, uint64_t val, int mine)
 {
 	uint64_t h = snap_hash(p);
 	for (;;) {
@@ -122,14 +141,17 @@ static inline __attribute__((always_inline)) int snap_put_in(struct snap_table *
 				if (mine) {
 					atomic_store_explicit(&e->val, val, memory_order_relaxed);
 					atomic_store_explicit(&e->key, p, memory_order_release);
-					return 1;
-				}
-				if (atomic_compare_exchange_strong_explicit(&e->key, &key, p,
-									    memory_order_relaxed,
-									    memory_order_relaxed)) {
+				} else if (atomic_compare_exchange_strong_explicit(
+					       &e->key, &key, p, memory_order_relaxed,
+					       memory_order_relaxed)) {
 					atomic_store_explicit(&e->val, val, memory_order_relaxed);
-					return 1;
+				} else {
+					continue;
 				}
+				t->snap_wprobes += k;
+				if (HT_UNLIKELY(++t->snap_wins >= SNAP_WINDOW))
+					snap_window(t, tab, n);
+				return 1;
 			}
 		}
 		if (!snap_grow(tab, n))
@@ -150,13 +172,13 @@ static __attribute__((noinline)) int snap_put_other(struct ht__thread *t, uint64
 			uint64_t key = atomic_fetch_add(&snap_keys, 2) + 2;
 			if (atomic_compare_exchange_strong(&snap_owner, &o, key)) {
 				t->snap_key = key;
-				return snap_put_in(&snap_owned, p, val, 1);
+				return snap_put_in(t, &snap_owned, p, val, 1);
 			}
 		} else if (!(o & SNAP_ASKED)) {
 			atomic_compare_exchange_strong(&snap_owner, &o, o | SNAP_ASKED);
 		}
 	}
-	return snap_put_in(&snap_shared, p, val, 0);
+	return snap_put_in(t, &snap_shared, p, val, 0);
 }
 
 /* Puts p in a table with val; 0 when it is full (a limit). Inlined: it is
@@ -165,7 +187,7 @@ static inline __attribute__((always_inline)) int snap_put(struct ht__thread *t, 
 							  uint64_t val)
 {
 	if (HT_LIKELY(atomic_load_explicit(&snap_owner, memory_order_relaxed) == t->snap_key))
-		return snap_put_in(&snap_owned, p, val, 1);
+		return snap_put_in(t, &snap_owned, p, val, 1);
 	return snap_put_other(t, p, val);
 }
 
@@ -177,28 +199,47 @@ void ht__snap_thread_exit(struct ht__thread *t)
 		atomic_compare_exchange_strong(&snap_owner, &o, SNAP_NOBODY);
 }
 
+/* Looks for p in level l of tab from h's home: removes it and gives its
+   value; 0 when an EMPTY slot or SNAP_PROBES slots say it is not there. */
+static inline __attribute__((always_inline)) int snap_take_at(struct snap_table *tab, uint32_t l,
+							      uint64_t p, uint64_t h, uint64_t *val)
+{
+	uint32_t bits = SNAP_LEVEL0_BITS + l;
+	uint64_t mask = ((uint64_t)1 << bits) - 1;
+	struct snap_ent *e0 = atomic_load_explicit(&tab->level[l], memory_order_acquire);
+	uint64_t i = h >> (64 - bits);
+	for (unsigned k = 0; k < SNAP_PROBES; k++) {
+		struct snap_ent *e = &e0[(i + k) & mask];
+		uint64_t key = atomic_load_explicit(&e->key, memory_order_relaxed);
+		if (HT_LIKELY(key == p)) {
+			*val = atomic_load_explicit(&e->val, memory_order_relaxed);
+			atomic_store_explicit(&e->key, SNAP_TOMB, memory_order_release);
+			return 1;
+		}
+		if (key == SNAP_EMPTY)
+			break;
+	}
+	return 0;
+}
+
+/* The levels of tab before its newest, n - 1 of them, newest first. */
+static __attribute__((noinline)) int snap_take_old(struct snap_table *tab, uint32_t n, uint64_t p,
+						   uint64_t h, uint64_t *val)
+{
+	while (n--)
+		if (snap_take_at(tab, n, p, h, val))
+			return 1;
+	return 0;
+}
+
 static inline __attribute__((always_inline)) int snap_take_in(struct snap_table *tab, uint64_t p,
 							      uint64_t h, uint64_t *val)
 {
 	uint32_t n = atomic_load_explicit(&tab->nlevels, memory_order_acquire);
-	while (n--) {
-		uint32_t bits = SNAP_LEVEL0_BITS + n;
-		uint64_t mask = ((uint64_t)1 << bits) - 1;
-		struct snap_ent *l = atomic_load_explicit(&tab->level[n], memory_order_acquire);
-		uint64_t i = h >> (64 - bits);
-		for (unsigned k = 0; k < SNAP_PROBES; k++) {
-			struct snap_ent *e = &l[(i + k) & mask];
-			uint64_t key = atomic_load_explicit(&e->key, memory_order_relaxed);
-			if (key == p) {
-				*val = atomic_load_explicit(&e->val, memory_order_relaxed);
-				atomic_store_explicit(&e->key, SNAP_TOMB, memory_order_release);
-				return 1;
-			}
-			if (key == SNAP_EMPTY)
-				break;
-		}
-	}
-	return 0;
+	if (HT_UNLIKELY(!n))
+		return 0;
+	return snap_take_at(tab, n - 1, p, h, val) ||
+	       (n > 1 && snap_take_old(tab, n - 1, p, h, val));
 }
 
 /* Removes p from the table t inserts into first, then from the other. */

@@ -447,6 +447,16 @@ def owners(env):
 
 
 @case
+def levels(env):
+    # The address table grown level after level as its newest gets crowded,
+    # and blocks freed from the older levels (src/preload/snapshot.c).
+    env.run(["record", "--snapshot", "-q", "--force", "-o", env.trace, "--", env.prog, "levels"])
+    no_alloc_events(env)
+    equal(by_site(env, [env.trace]), {"site_a": (3000 * 16, 3000), "site_b": (1500 * 24, 1500)},
+          "blocks at the end")
+
+
+@case
 def fork(env):
     env.run(["record", "--snapshot", "-q", "-o", env.trace, "--", env.prog, "fork"])
     out, _ = env.run(["info", "--format", "json", env.trace])

@@ -14,8 +14,10 @@
  * session-protocol.md, "The threads' tables"); "owners": the address
  * tables' owner handed from thread to thread (src/preload/snapshot.c):
  * claimed, kept by a waiting thread, given up at its exit, asked for and
- * given up, with blocks freed from either table by other threads; "loop
- * N": N malloc/free pairs.
+ * given up, with blocks freed from either table by other threads;
+ * "levels": enough live blocks for the address table to grow level after
+ * level, most of them freed later from the older levels; "loop N": N
+ * malloc/free pairs.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -384,6 +386,24 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 40; i += 4)
 			free(keep[200 + 3 * i]); /* the short threads', all gone */
 		wait_line("2");
+		return 0;
+	}
+	if (!strcmp(mode, "levels")) {
+		/* 12000 live blocks: the table's newest level gets crowded and a
+		   new one is made, four times over (snapshot.c); then 9000 of them
+		   are freed, from every level, while 3000 others are made in the
+		   newest, and half of those freed again. */
+		static void *lv[12000], *lw[3000];
+		for (int i = 0; i < 12000; i++)
+			lv[i] = site_a(16);
+		for (int i = 0; i < 12000; i++) {
+			if (i % 4)
+				free(lv[i]);
+			if (i % 4 == 1)
+				lw[i / 4] = site_b(24);
+		}
+		for (int i = 0; i < 3000; i += 2)
+			free(lw[i]);
 		return 0;
 	}
 	if (!strcmp(mode, "wait")) { /* for attach: allocates once told to */
