@@ -15,7 +15,7 @@
 #define HT_ENV_SESSION "HEAPTRAIL_SESSION"
 
 #define HT_SHM_MAGIC 0x314d485354524854ULL /* "HTRTSHM1" little-endian */
-#define HT_PROTO_VERSION 10
+#define HT_PROTO_VERSION 11
 #define HT_SHM_HEADER_SIZE 4096u
 #define HT_RING_HEADER_SIZE 256u
 /*
@@ -105,10 +105,10 @@ struct ht__shm_header {
 	int32_t root_pid; /* the launched program, for HT_SHM_NO_FOLLOW */
 	uint64_t t0_ns;	  /* CLOCK_MONOTONIC at session start */
 	_Atomic uint32_t state;
-	_Atomic uint32_t next_stack_id; /* session-wide stack ids, first is 1 */
-	_Atomic uint64_t heartbeat_ns;	/* collector's CLOCK_MONOTONIC, every tick */
-	_Atomic uint32_t ring_hint;	/* where recorders start looking for a free ring */
-	uint32_t pad0;
+	_Atomic uint32_t next_stack_id;	  /* session-wide stack ids, first is 1 */
+	_Atomic uint64_t heartbeat_ns;	  /* collector's CLOCK_MONOTONIC, every tick */
+	_Atomic uint32_t ring_hint;	  /* where recorders start looking for a free ring */
+	_Atomic uint32_t ring_reach;	  /* no ring from here on was ever claimed (v11) */
 	_Atomic uint64_t rings_exhausted; /* events dropped because no ring was free */
 	/* Lossless waits (docs/session-protocol.md, "When the ring is full"). */
 	_Atomic uint32_t drain_seq; /* futex word: bumped after a drain while waiters > 0 */
@@ -343,6 +343,26 @@ _Static_assert(HT_SHM_NOTE_OFFSET + sizeof(struct ht__shm_note) <= HT_SHM_LOSS_O
 _Static_assert(HT_SHM_LOSS_OFFSET + HT_LOSS_SLOTS * sizeof(struct ht__shm_loss) <=
 		   HT_SHM_HEADER_SIZE,
 	       "loss table size");
+
+/*
+ * The rings ever claimed are the first ring_reach (docs/session-protocol.md,
+ * "Rings: one writer, one reader, no locks"): a claimer of ring i raises it
+ * to i + 1 before it writes there, and whoever looks at every ring looks at
+ * the first ht__rings_reached() only (each ring's header is a page of the
+ * file: a fault in each process that reads it).
+ */
+static inline void ht__ring_reached(struct ht__shm_header *h, uint32_t i)
+{
+	uint32_t n = atomic_load_explicit(&h->ring_reach, memory_order_relaxed);
+	while (n <= i && !atomic_compare_exchange_weak(&h->ring_reach, &n, i + 1))
+		;
+}
+
+static inline uint32_t ht__rings_reached(struct ht__shm_header *h, uint32_t count)
+{
+	uint32_t n = atomic_load_explicit(&h->ring_reach, memory_order_acquire);
+	return n < count ? n : count;
+}
 
 static inline struct ht__shm_loss *ht__shm_losses(struct ht__shm_header *h)
 {

@@ -236,6 +236,7 @@ static int claim(struct ht__relay *r, const struct ht__ring *src, uint64_t *wpos
 		if (atomic_load(&d->state) != HT_RING_FREE ||
 		    !atomic_compare_exchange_strong(&d->state, &free_state, HT_RING_OWNED))
 			continue;
+		ht__ring_reached(r->sh, i);
 		d->pid = src->pid;
 		d->tid = src->tid;
 		d->instance = src->instance;

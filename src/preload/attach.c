@@ -636,7 +636,8 @@ static struct ht__ring *ring_in(char *base, uint32_t i)
 /* Whether a ring of ours is in the middle of a record. */
 static int any_busy(void)
 {
-	for (uint32_t i = 0; i < ht__g.ring_count; i++) {
+	uint32_t reached = ht__rings_reached(ht__g.hdr, ht__g.ring_count);
+	for (uint32_t i = 0; i < reached; i++) {
 		struct ht__ring *r = ring_in((char *)ht__g.hdr, i);
 		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == ht__g.pid &&
 		    r->instance == ht__g.instance && atomic_load(&r->busy))

@@ -453,7 +453,8 @@ int ht__init_session(const char *path, uint32_t flags)
 	 * token, since ours is not chosen yet). They are released so the
 	 * collector drains and frees them.
 	 */
-	for (uint32_t i = 0; i < ht__g.ring_count && !(flags & HT_PROC_ATTACHED); i++) {
+	uint32_t reached = ht__rings_reached(h, ht__g.ring_count);
+	for (uint32_t i = 0; i < reached && !(flags & HT_PROC_ATTACHED); i++) {
 		struct ht__ring *r =
 		    (struct ht__ring *)(ht__g.rings + (size_t)i * ht__g.ring_stride);
 		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == pid) {

@@ -72,7 +72,8 @@ void ht__note_write(void)
 	    .exit_value = atomic_load(&exit_value),
 	};
 	/* The rings this image still holds (its live threads'). */
-	for (uint32_t i = 0; i < ht__g.ring_count; i++) {
+	uint32_t reached = ht__rings_reached(ht__g.hdr, ht__g.ring_count);
+	for (uint32_t i = 0; i < reached; i++) {
 		struct ht__ring *r =
 		    (struct ht__ring *)(ht__g.rings + (size_t)i * ht__g.ring_stride);
 		if (atomic_load(&r->state) == HT_RING_OWNED && r->pid == ht__g.pid &&

@@ -291,6 +291,7 @@ static int try_claim(struct ht__thread *t)
 		if (atomic_load_explicit(&r->state, memory_order_relaxed) != HT_RING_FREE ||
 		    !atomic_compare_exchange_strong(&r->state, &s, HT_RING_OWNED))
 			continue;
+		ht__ring_reached(h, i);
 		/* The collector reads these after it sees our first write_pos. */
 		r->pid = ht__g.pid;
 		r->tid = t->tid;
@@ -341,7 +342,8 @@ static int try_claim(struct ht__thread *t)
 static uint64_t rings_held(void)
 {
 	uint64_t h = 0;
-	for (uint32_t i = 0; i < ht__g.ring_count; i++) {
+	uint32_t n = ht__rings_reached(ht__g.hdr, ht__g.ring_count);
+	for (uint32_t i = 0; i < n; i++) {
 		struct ht__ring *r = ring_at(i);
 		uint32_t st = atomic_load_explicit(&r->state, memory_order_relaxed);
 		if (st == HT_RING_FREE)

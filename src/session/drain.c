@@ -808,9 +808,10 @@ static int drain_all(struct ht__session *s, uint64_t *wm, bool check_dead, bool 
 {
 	int in_use = 0;
 	uint64_t pending = 0; /* bytes of records the slots hold */
-	for (uint32_t i = 0; i < s->ring_count; i++)
+	uint32_t reached = ht__rings_reached(s->hdr, s->ring_count);
+	for (uint32_t i = 0; i < reached; i++)
 		pending += s->slots[i].tail - s->slots[i].head;
-	for (uint32_t i = 0; i < s->ring_count; i++) {
+	for (uint32_t i = 0; i < reached; i++) {
 		struct ht__ring *r = ht__ring_at(s, i);
 		uint32_t st = atomic_load_explicit(&r->state, memory_order_acquire);
 		if (st == HT_RING_FREE)

@@ -12,7 +12,8 @@ void ht__session_losses_now(struct ht__session *s, uint64_t *lossy, uint64_t *no
 			    uint64_t *in_handler)
 {
 	*lossy = s->lost_freed;
-	for (uint32_t i = 0; i < s->ring_count; i++)
+	uint32_t reached = ht__rings_reached(s->hdr, s->ring_count);
+	for (uint32_t i = 0; i < reached; i++)
 		*lossy += atomic_load(&ht__ring_at(s, i)->lost);
 	*no_buffer = atomic_load(&s->hdr->rings_exhausted);
 	*in_handler = atomic_load(&s->hdr->reentered);
@@ -27,8 +28,8 @@ uint64_t ht__session_lost_now(struct ht__session *s)
 
 uint32_t ht__session_rings_in_use(struct ht__session *s)
 {
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < s->ring_count; i++)
+	uint32_t n = 0, reached = ht__rings_reached(s->hdr, s->ring_count);
+	for (uint32_t i = 0; i < reached; i++)
 		n += atomic_load(&ht__ring_at(s, i)->state) != HT_RING_FREE;
 	return n;
 }

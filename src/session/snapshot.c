@@ -140,7 +140,8 @@ static int thr_each(struct ht__session *s, uint32_t n,
 		    int (*fn)(void *ctx, uint32_t id, const struct ht__snap_stack *k), void *ctx)
 {
 	const struct ht__shm_header *h = s->hdr;
-	for (uint32_t r = 0; h->snap_thr_slots && r < s->ring_count; r++) {
+	uint32_t reached = ht__rings_reached(s->hdr, s->ring_count);
+	for (uint32_t r = 0; h->snap_thr_slots && r < reached; r++) {
 		if (!atomic_load_explicit(&ht__ring_at(s, r)->snap_used, memory_order_acquire))
 			continue;
 		const struct ht__snap_thr_ent *tab =

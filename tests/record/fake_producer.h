@@ -57,6 +57,7 @@ static inline int fake_claim(struct fake *f, uint32_t i, int32_t pid, int32_t ti
 	uint32_t exp = HT_RING_FREE;
 	if (!atomic_compare_exchange_strong(&r->state, &exp, HT_RING_OWNED))
 		return -1;
+	ht__ring_reached(f->h, i);
 	r->pid = pid;
 	r->tid = tid;
 	r->instance = inst;
