@@ -1254,6 +1254,69 @@ static void test_heap_grain(void)
 }
 
 /*
+ * The reader keeps a group's allocations as address and size class in one
+ * word, and those at 2^56 and above aside: blocks there and below, of many
+ * classes, freed by index from up to 600 allocations back (some taken from
+ * the rings again, some reallocated), read back exactly on the caller's
+ * thread and on a decoding thread.
+ */
+static void test_far_addresses(void)
+{
+	enum { N = 3000, BACK = 600 };
+	static struct ht_event ev2[3 * N];
+	static uint64_t live[N];
+	char path[300];
+	test_path(path, sizeof(path), "far.htr");
+	uint64_t ts = 0, seed = 11, top[2] = {0x7f2000000000ull, 0xff00000000000000ull};
+	int n = 0;
+	for (int i = 0; i < N; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t r = (uint32_t)(seed >> 33);
+		uint64_t size = 16 * (1 + r % 70), a;
+		int back = i - 1 - (int)(r >> 8) % BACK;
+		if (back >= 0 && live[back] && (r & 0x10000)) {
+			a = live[back]; /* malloc reuses what it freed: a ring entry */
+			ev2[n++] = (struct ht_event){.type = HT_EV_FREE,
+						     .func = HT_FN_FREE,
+						     .pid = 4,
+						     .tid = 40,
+						     .ts = ++ts,
+						     .addr = a};
+			live[back] = 0;
+		} else {
+			a = top[r & 1];
+			top[r & 1] += ht__chunk_size(size);
+		}
+		ev2[n++] = (struct ht_event){.type = HT_EV_ALLOC,
+					     .func = HT_FN_MALLOC,
+					     .pid = 4,
+					     .tid = 40,
+					     .ts = ++ts,
+					     .addr = a,
+					     .size = size};
+		live[i] = a;
+		if (i % 7 == 3) {
+			ev2[n++] = (struct ht_event){.type = HT_EV_REALLOC,
+						     .func = HT_FN_REALLOC,
+						     .pid = 4,
+						     .tid = 40,
+						     .ts = ++ts,
+						     .old_addr = a,
+						     .addr = a,
+						     .size = size};
+		}
+	}
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(ht__writer_event(w, &ev2[i], NULL), 0);
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	check_group_read(path, "0", ev2, n, NULL);
+	check_group_read(path, "1", ev2, n, NULL);
+}
+
+/*
  * Chunk groups (format version 7): two threads free blocks allocated 300
  * allocations back, over chunks of 4 KiB, with stacks defined between
  * events. Written as groups of 16 KiB and as lone chunks, both read back
@@ -2033,6 +2096,7 @@ int main(void)
 	test_chunk_groups();
 	test_heap_events();
 	test_heap_grain();
+	test_far_addresses();
 	test_stack_prediction();
 	test_class_64();
 	test_other_version();
