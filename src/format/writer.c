@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode (ZSTD_LEVEL_HUF) */
 #include <zstd.h>
 
 #include "format/codec.h"
@@ -43,6 +45,23 @@
    python json and alloc_loop streams, 4 to 11 % fewer instructions and
    about 10 % less time in zstd for 0.02 % more bytes. */
 #define EVENTS_TABLE_LOG 16
+/* A third way, below level 1 (ZSTD_LEVEL_HUF): zstd's fastest level with
+   its literals Huffman coded (ZSTD_c_literalCompressionMode, which
+   libzstd 1.5 takes from a program linked to it dynamically; negative
+   levels leave literals raw unless told), which next to never looks for a
+   match. On streams of entropy without repeats (the address codes and
+   sizes of a random-free loop) level 1's few short matches cost more than
+   they save: alloc_loop's address codes 8 % and its sizes 2 % smaller, in
+   a third of level 1's time. A trial takes it where it is smaller than the
+   level it would keep by more than 1/HUF_GAIN, and tries it only where the
+   bytes' entropy allows that (huf_bound). HUF_AGAIN: a stream that took
+   it in the writer's first trial is tried again in the next chunk, the
+   first one being often a program's start unlike its run (python's chose
+   it for the sizes, where later chunks find repeats). Its hash table is
+   small: zstd clears it for every frame and hardly uses it. */
+#define ZSTD_LEVEL_HUF (-1000)
+#define HUF_TABLE_LOG 10
+#define HUF_GAIN 64
 /* An events chunk packs its time deltas (HT__CHUNK_TPACK) when at least
    TPACK_SHARE eighths of the previous chunk's deltas were 0 to 3. */
 #ifndef TPACK_SHARE
@@ -156,6 +175,7 @@ struct ht__writer {
 	uint64_t off;	     /* bytes written so far */
 	uint32_t seq;	     /* next chunk number */
 	size_t plane_budget; /* raw bytes before the next trial (PLANE_TRIAL_BYTES) */
+	bool tried;	     /* a chunk was a trial (HUF_AGAIN) */
 	ZSTD_CCtx *cctx;
 	int level; /* the cctx's compression level */
 	int tlog;  /* and its table logs (EVENTS_TABLE_LOG), 0: the level's */
@@ -321,10 +341,13 @@ static size_t compress_frame(struct ht__writer *w, int level, const uint8_t *pay
 	return compress_frame_t(w, level, 0, payload, len);
 }
 
-/* A frame of an events stream (EVENTS_TABLE_LOG). */
+/* A frame of an events stream (EVENTS_TABLE_LOG, HUF_TABLE_LOG). */
 static size_t compress_ev(struct ht__writer *w, int level, const uint8_t *d, size_t len)
 {
-	return compress_frame_t(w, level, level == ZSTD_LEVEL ? EVENTS_TABLE_LOG : 0, d, len);
+	int tlog = level == ZSTD_LEVEL	     ? EVENTS_TABLE_LOG
+		   : level == ZSTD_LEVEL_HUF ? HUF_TABLE_LOG
+					     : 0;
+	return compress_frame_t(w, level, tlog, d, len);
 }
 
 /* Appends a chunk of raw_size bytes whose compressed frames are in w->comp. */
@@ -360,33 +383,71 @@ static int write_chunk(struct ht__writer *w, uint8_t kind, const uint8_t *payloa
 	return append_chunk(w, kind, 0, len, count, first_ts, last_ts);
 }
 
+/* The bytes no Huffman code of d's bytes goes below: their order-0
+   entropy in each zstd block (a block has a table of its own). */
+static size_t huf_bound(const uint8_t *d, size_t len)
+{
+	double bits = 0;
+	for (size_t off = 0; off < len; off += ZSTD_BLOCKSIZE_MAX) {
+		size_t n = len - off < ZSTD_BLOCKSIZE_MAX ? len - off : ZSTD_BLOCKSIZE_MAX;
+		uint32_t h[256] = {0};
+		for (size_t i = 0; i < n; i++)
+			h[d[off + i]]++;
+		for (int k = 0; k < 256; k++)
+			if (h[k])
+				bits += h[k] * log2((double)n / h[k]);
+	}
+	return (size_t)(bits / 8);
+}
+
+/* Appends a frame of d at ZSTD_LEVEL_HUF after the frame of size best
+   at w->comp.len - best and keeps the smaller (HUF_GAIN); the size kept.
+   Not tried where the bytes' entropy says it cannot be smaller: where
+   level 1 or 6 found repeats (nearly every stream of python and jq),
+   trying cost the python recode 6 % more instructions in zstd. */
+static size_t try_huf(struct ht__writer *w, int *level, size_t best, const uint8_t *d, size_t len)
+{
+	if (huf_bound(d, len) >= best)
+		return best;
+	size_t at = w->comp.len - best, huf = compress_ev(w, ZSTD_LEVEL_HUF, d, len);
+	if (!huf)
+		return 0;
+	if (huf + huf / HUF_GAIN >= best) {
+		w->comp.len = at + best;
+		return best;
+	}
+	memmove(w->comp.data + at, w->comp.data + at + best, huf);
+	w->comp.len = at + huf;
+	*level = ZSTD_LEVEL_HUF;
+	return huf;
+}
+
 /* Appends one frame of a stream or plane at its level; in a trial, at
-   both levels, keeping the smaller and its level (STRONG_GAIN). Its size,
-   or 0 with w->cerr set. */
+   level 1 and level 6, keeping the smaller and its level (STRONG_GAIN),
+   and where level 1 is kept, at ZSTD_LEVEL_HUF as well (HUF_GAIN). Its
+   size, or 0 with w->cerr set. */
 static size_t compress_stream(struct ht__writer *w, int *level, bool trial, const uint8_t *d,
 			      size_t len)
 {
 	if (!trial)
 		return compress_ev(w, *level, d, len);
 	size_t at = w->comp.len, fast = compress_ev(w, ZSTD_LEVEL_FAST, d, len);
-	if (fast && fast * 16 > len * ENTROPY_ABOVE) {
-		/* Mostly entropy: level 1 whatever level 6 would save, so level 6
-		   is not tried (on alloc_loop, a fifth of the trials' cost). */
-		*level = ZSTD_LEVEL_FAST;
-		return fast;
-	}
-	size_t at2 = w->comp.len, strong = fast ? compress_ev(w, ZSTD_LEVEL, d, len) : 0;
+	if (!fast)
+		return 0;
+	*level = ZSTD_LEVEL_FAST;
+	if (fast * 16 > len * ENTROPY_ABOVE) /* mostly entropy: level 6 is not tried */
+		return try_huf(w, level, fast, d, len);
+	size_t at2 = w->comp.len, strong = compress_ev(w, ZSTD_LEVEL, d, len);
 	if (!strong)
 		return 0;
 	if (fast <= strong + strong / STRONG_GAIN) {
 		w->comp.len = at2;
-		*level = ZSTD_LEVEL_FAST;
-		return fast;
+		return try_huf(w, level, fast, d, len);
 	}
 	memmove(w->comp.data + at, w->comp.data + at2, strong);
 	w->comp.len = at + strong;
 	*level = ZSTD_LEVEL;
-	return strong;
+	return try_huf(w, level, strong, d, len);
 }
 
 enum { RETRY_FULL = 1, RETRY_PLANES = 2 };
@@ -452,6 +513,8 @@ static int compress_chunk(struct ht__writer *w, struct ht__buf *st, const struct
 	bool trial = !w->plane_budget;
 	if (trial)
 		w->plane_budget = PLANE_TRIAL_BYTES;
+	bool first = trial && !w->tried; /* the writer's first trial (HUF_AGAIN) */
+	w->tried |= trial;
 	size_t as_raw = m->raw_len + m->tsaved; /* the events' size before packing */
 	w->plane_budget -= as_raw < w->plane_budget ? as_raw : w->plane_budget;
 	size_t lo[HT__NSTREAMS];
@@ -466,7 +529,10 @@ static int compress_chunk(struct ht__writer *w, struct ht__buf *st, const struct
 		uint32_t ratio = (uint32_t)((w->comp.len - at) * 4096 / len);
 		if (t || judge) {
 			w->judged_ratio[i] = ratio;
-			w->retry[i] = t && len < TRIAL_MIN ? RETRY_FULL : 0;
+			const int *lv = w->st_level[i]; /* HUF_AGAIN: */
+			bool huf = first && (lv[0] == ZSTD_LEVEL_HUF || lv[1] == ZSTD_LEVEL_HUF ||
+					     lv[2] == ZSTD_LEVEL_HUF);
+			w->retry[i] = t && (len < TRIAL_MIN || huf) ? RETRY_FULL : 0;
 		} else if (ratio > w->judged_ratio[i] + w->judged_ratio[i] / WORSE) {
 			w->retry[i] = RETRY_PLANES;
 		}
@@ -748,7 +814,9 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 		for (int k = 0; k < 3; k++)
 			w->st_level[i][k] = ZSTD_LEVEL;
 	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)))
+	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
+	    ZSTD_isError(
+		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_enable)))
 		goto fail;
 	w->start_realtime_ns = meta->start_realtime_ns;
 	w->ts_unit = meta->ts_unit_ns > 1 ? meta->ts_unit_ns : 1;
