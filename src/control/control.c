@@ -89,15 +89,21 @@ static int write_all(int fd, const char *buf, size_t n)
  * Root's sessions started by systemd (the AutoLogger) live where a session
  * without XDG_RUNTIME_DIR lives (session.c's order: /run, /tmp, /dev/shm,
  * the first on a tmpfs); a root login shell has XDG_RUNTIME_DIR set.
+ * HEAPTRAIL_ROOT moves them under another root, as it moves the IFEO
+ * registry and the AutoLogger's unit (tests: a suite never finds the
+ * machine's sessions).
  */
 static bool system_sock(const char *name, char *out, size_t n)
 {
 	if (geteuid() != 0 || !getenv("XDG_RUNTIME_DIR"))
 		return false;
+	const char *root = getenv("HEAPTRAIL_ROOT");
 	const char *dirs[] = {"/run/heaptrail", "/tmp/heaptrail-0", "/dev/shm/heaptrail-0"};
 	for (size_t i = 0; i < 3; i++) {
 		struct stat st;
-		if (!join(out, n, dirs[i], name, ".ctl"))
+		char dir[4096];
+		int len = snprintf(dir, sizeof(dir), "%s%s", root ? root : "", dirs[i]);
+		if (len < 0 || (size_t)len >= sizeof(dir) || !join(out, n, dir, name, ".ctl"))
 			return false;
 		if (stat(out, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == 0)
 			return true;

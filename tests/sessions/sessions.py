@@ -379,6 +379,22 @@ def errors(env):
     env.ht("start", "stale", "-o", env.path("stale2.htr"))
     equal([s["name"] for s in env.sessions()], ["stale"], "the name of a killed session is free again")
     env.ht("stop", "stale")
+    # Root finds a session of the system's directory by name (the AutoLogger's
+    # in /run/heaptrail; control.c's system_sock), under HEAPTRAIL_ROOT.
+    root = env.path("sysroot")
+    os.makedirs(os.path.join(root, "run"), 0o700)
+    system = {"XDG_RUNTIME_DIR": os.path.join(root, "run")}
+    env.ht("start", "sys", "-o", env.path("sys.htr"), env=system)
+    stopped = False
+    try:
+        _, err = env.ht("stop", "sys", want_rc=2, env={"HEAPTRAIL_ROOT": env.path("elsewhere")})
+        check("no session 'sys'" in err, "stop of a system session under another root: %r" % err)
+        env.ht("stop", "sys", env={"HEAPTRAIL_ROOT": root})
+        stopped = True
+    finally:
+        if not stopped:  # cleanup() would not find it: another directory
+            env.run([env.heaptrail, "stop", "sys"], env=system)
+    check(env.info(env.path("sys.htr"))["complete"], "the system session's trace, stopped by name")
 
 
 @case
