@@ -32,8 +32,10 @@ class Env:
         self.tmp = tmp
         self.ht = os.path.join(build, "bin", "heaptrail")
         self.prog = os.path.join(build, "tests", "programs", "heap_pulse")
-        # Named sessions live in a directory of this test's own.
-        self.env = dict(os.environ, XDG_RUNTIME_DIR=tmp)
+        # Named sessions live in the directory of this test's own that ctest
+        # gives it (XDG_RUNTIME_DIR, tests/CMakeLists.txt): tmp is on /tmp,
+        # no tmpfs, where the sessions would go to /dev/shm/heaptrail-UID.
+        self.env = dict(os.environ)
 
     def run(self, args, want=0):
         p = subprocess.run([self.ht] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

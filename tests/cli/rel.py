@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from e2e import Env, Trace, one_error_line  # noqa: E402
-from htest import Cases, Failure, Skip, case_main, check, equal  # noqa: E402
+from htest import Cases, Failure, Skip, case_main, check, equal, killed_session_swept  # noqa: E402
 
 CASES = Cases()
 case = CASES
@@ -802,7 +802,8 @@ def check_incomplete(env, trace, lacks):
 def record_killed(env, trace, before, after, wait=0):
     """heaptrail record of the pulse program into trace, killed with SIGKILL
     after `before` pulses and `wait` seconds; then `after` more pulses and
-    the program's exit. Returns the program's pid."""
+    the program's exit; the session file the kill left is removed by the
+    next record. Returns the program's pid."""
     r = subprocess.Popen([env.heaptrail, "record", "-q", "-o", trace, "--", env.prog("pulse")],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     t = Pulse.__new__(Pulse)
@@ -821,6 +822,7 @@ def record_killed(env, trace, before, after, wait=0):
     finally:
         if r.poll() is None:
             r.kill()
+    killed_session_swept(env.heaptrail, r.pid, env.tmp)
     return prog
 
 

@@ -7,6 +7,7 @@ A script imports it with
     from htest import Cases, Failure, check, equal, run
 and declares its cases with CASES = Cases(), case = CASES, @case."""
 import argparse
+import glob
 import os
 import shutil
 import signal
@@ -88,6 +89,23 @@ def run(argv, cwd, env=None, timeout=60, stdin=subprocess.DEVNULL):
         except ProcessLookupError:
             pass
     return p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def killed_session_swept(heaptrail, pid, cwd):
+    """The session file that `heaptrail record` (pid), killed with SIGKILL,
+    left in the test's session directory (ctest gives each test one:
+    tests/CMakeLists.txt) is there, holding its rings' memory, until the
+    next record removes it (remove_stale, src/session/session.c)."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    check(xdg, "XDG_RUNTIME_DIR is unset: run the test with ctest")
+    pattern = os.path.join(xdg, "heaptrail", "session-%d-*" % pid)
+    left = glob.glob(pattern)
+    equal(len(left), 1, "files of the killed collector (%s)" % pattern)
+    rc, _, err = run([heaptrail, "record", "-q", "--force", "-o", os.path.join(cwd, "swept.htr"), "--",
+                      "true"], cwd)
+    equal(rc, 0, "the next record (%s)" % err.strip())
+    equal(glob.glob(pattern), [], "the killed collector's file after the next record")
+    os.unlink(os.path.join(cwd, "swept.htr"))
 
 
 def _start_time(pid):

@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from htest import Cases, Failure, check, equal, run  # noqa: E402
+from htest import Cases, Failure, check, equal, killed_session_swept, run  # noqa: E402
 
 CASES = Cases()
 case = CASES
@@ -508,6 +508,7 @@ def collector_killed(env):
         out.close()
     with open(os.path.join(env.tmp, "k.out")) as f:
         equal(f.read(), "churned 400000\n40\nchurned 1000\n", "the program's output")
+    killed_session_swept(env.heaptrail, rec.pid, env.tmp)
     j = env.info(trace, complete=False)
     equal(j["complete"], False, "complete")
     check(any("incomplete" in w for w in j["warnings"]), "warnings: %s" % j["warnings"])
@@ -585,6 +586,7 @@ def collector_killed_recent(env):
             pass
         time.sleep(0.05)
         reap_all()
+    killed_session_swept(env.heaptrail, rec.pid, env.tmp)
     before = [n for t, n in samples if t <= killed_at - 1.0]
     check(before, "no progress sample 1 s before the kill")
     want = before[-1] // 2
