@@ -44,6 +44,19 @@ expect() {
 	fi
 }
 
+# expect_that WHAT TEST...: the test command (a [ ... ]) holds; a failure
+# shows it with its values, where "$([ ... ] && echo yes)" showed ''.
+expect_that() {
+	local what=$1
+	shift
+	if "$@"; then
+		echo "ok: $what"
+	else
+		echo "FAIL: $what: $* is false"
+		fails=$((fails + 1))
+	fi
+}
+
 # expect_count PATTERN WANT
 expect_count() { expect "count /$1/" "$(count "$1")" "$2"; }
 

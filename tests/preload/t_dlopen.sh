@@ -23,5 +23,5 @@ expect "stack ids of the 8003 site" "$ids" 2
 st3=$(sed -nE 's/^alloc .* stack=([0-9]+) .* size=8003$/\1/p' "$OUT" | tail -1)
 unload=$(grep -nE '^module_unload' "$OUT" | cut -d: -f1)
 def3=$(grep -nE "^stack .* stack=$st3 " "$OUT" | cut -d: -f1)
-expect "second 8003 stack defined after the unload" "$([ "${def3:-0}" -gt "${unload:-0}" ] && echo yes)" yes
+expect_that "second 8003 stack defined after the unload" [ "${def3:-0}" -gt "${unload:-0}" ]
 finish

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 record_any -r 2 -- "$PROGS/late_ring"
 expect "exit status" "$RC" 0
-expect "some events found no ring" "$([ "$(header rings_exhausted)" -gt 0 ] && echo yes)" yes
+expect_that "some events found no ring" [ "$(header rings_exhausted)" -gt 0 ]
 child=$(grep -E '^alloc .* size=15003$' "$OUT" | field pid)
 expect "child allocation after the wait" "$(echo "$child" | wc -w)" 1
 expect_count '^alloc .* size=15002$' 0

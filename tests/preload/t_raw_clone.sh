@@ -13,7 +13,7 @@ for c in "7001 3" "7003 4" "7004 5"; do
 	expect_count "^alloc func=malloc .* size=$1\$" 100
 	pids=$(grep -E "^alloc func=malloc .* size=$1\$" "$OUT" | sed -nE 's/.* pid=([0-9]+) .*/\1/p' | sort -u)
 	expect "allocations of size $1 in one process" "$(echo "$pids" | wc -l)" 1
-	expect "that process is not the parent" "$([ "$pids" != "$parent" ] && echo yes)" yes
+	expect_that "that process is not the parent" [ "$pids" != "$parent" ]
 	expect "it started as a fork child of the parent" \
 		"$(grep -cE "^process_start .* p.pid=$pids ppid=$parent flags=F " "$OUT")" 1
 	expect "its exit status" "$(grep -cE "^process_exit .* p\.pid=$pids kind=code value=$2" "$OUT")" 2

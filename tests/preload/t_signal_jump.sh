@@ -10,13 +10,13 @@ read -r done jumps <"$TMP/stdout"
 rec=$(count '^mprotect func=mprotect .* len=4096 prot=3 ')
 re=$(header reentered)
 echo "mprotect: $done returned, $jumps jumps out of a hook; $rec recorded, $re counted"
-expect "some jumps out of a hook" "$([ "$jumps" -gt 0 ] && echo yes)" yes
+expect_that "some jumps out of a hook" [ "$jumps" -gt 0 ]
 # Today's main recorded none of these: every event after the first jump
 # was counted as a handler's.
 expect_count '^alloc func=malloc .* size=7001$' 1000
 expect_count '^free func=free ' 1000
-expect "mprotect recorded or counted: at least those that returned" \
-	"$([ $((rec + re)) -ge "$done" ] && echo yes)" yes
-expect "mprotect recorded or counted: at most those begun" \
-	"$([ $((rec + re)) -le $((done + jumps)) ] && echo yes)" yes
+expect_that "mprotect recorded or counted: at least those that returned" \
+	[ $((rec + re)) -ge "$done" ]
+expect_that "mprotect recorded or counted: at most those begun" \
+	[ $((rec + re)) -le $((done + jumps)) ]
 finish
