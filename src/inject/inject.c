@@ -998,8 +998,8 @@ static int find_dlopen_started(pid_t pid, uint64_t *addr)
 	}
 }
 
-int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const char *session_path,
-		      char *why, size_t n)
+static int attach_once(struct ht__attach *a, pid_t pid, const char *lib, const char *session_path,
+		       char *why, size_t n)
 {
 	memset(a, 0, sizeof(*a));
 	a->pid = pid;
@@ -1130,7 +1130,7 @@ out:
 	return rc;
 }
 
-int ht__inject_detach(const struct ht__attach *a, char *why, size_t n)
+static int detach_once(const struct ht__attach *a, char *why, size_t n)
 {
 	/* Gone, or exec'd since (our module no longer at its place): nothing to undo. */
 	struct find_mod fm = {.match = match_exact_or_deleted, .arg = a->lib_path};
@@ -1153,6 +1153,47 @@ int ht__inject_detach(const struct ht__attach *a, char *why, size_t n)
 	if (rc == 0 && (int)result != 0) {
 		rc = (int)result;
 		say(why, n, "the recorder could not stop: %s", ht_strerror(rc));
+	}
+	return rc;
+}
+
+/*
+ * Whether pid has exited (a zombie or gone), given up to 100 ms to get
+ * there: a process that exits while we attach fails our ptrace calls with
+ * EPERM or ESRCH before its threads are all gone, which would read as a
+ * refusal ("ptrace is not allowed") or a broken injection.
+ */
+static bool exited_meanwhile(pid_t pid)
+{
+	for (int i = 0; i < 50; i++) {
+		char buf[512], state;
+		uint64_t start;
+		if (ht__proc_stat_read(pid, buf, sizeof(buf)) < 0)
+			return errno == ENOENT || errno == ESRCH;
+		if (ht__parse_proc_stat(buf, &state, &start) && (state == 'Z' || state == 'X'))
+			return true;
+		usleep(2000);
+	}
+	return false;
+}
+
+int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const char *session_path,
+		      char *why, size_t n)
+{
+	int rc = attach_once(a, pid, lib, session_path, why, n);
+	if (rc < 0 && rc != HT_ERR_EXISTS && exited_meanwhile(pid)) {
+		say(why, n, "the process exited while heaptrail attached to it");
+		return HT_ERR_NOT_FOUND;
+	}
+	return rc;
+}
+
+int ht__inject_detach(const struct ht__attach *a, char *why, size_t n)
+{
+	int rc = detach_once(a, why, n);
+	if (rc < 0 && rc != HT_ERR_NOT_FOUND && exited_meanwhile(a->pid)) {
+		say(why, n, "the process exited while heaptrail detached from it");
+		return HT_ERR_NOT_FOUND;
 	}
 	return rc;
 }

@@ -62,7 +62,8 @@ void ht__inject_perm_hint(pid_t pid, char *buf, size_t n);
  * ht__attach_start(session_path) there. When a recorder from an earlier attach
  * is still loaded (inert), a fresh copy of lib is loaded instead, next to the
  * session file. On success *a describes the attach. Returns 0,
- * HT_ERR_NOT_FOUND (process gone, no glibc, symbol missing), HT_ERR_PERM,
+ * HT_ERR_NOT_FOUND (process gone, also when it exited during the attach and
+ * failed a step of it, which why then says; no glibc, symbol missing), HT_ERR_PERM,
  * HT_ERR_EXISTS (it runs under `heaptrail record` already),
  * HT_ERR_IO (ptrace failed, the call timed out or crashed) or the error
  * ht__attach_start() returned in the target. The target is left running and
@@ -74,7 +75,8 @@ int ht__inject_attach(struct ht__attach *a, pid_t pid, const char *lib, const ch
 /*
  * Call ht__attach_stop() in the process: its GOT entries are restored and the
  * recorder goes dormant. Returns 0, HT_ERR_NOT_FOUND when the process is gone
- * or has exec'd (nothing to undo then), or HT_ERR_IO.
+ * (before or during the detach) or has exec'd (nothing to undo then), or
+ * HT_ERR_IO.
  */
 int ht__inject_detach(const struct ht__attach *a, char *why, size_t n);
 

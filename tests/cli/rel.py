@@ -435,6 +435,40 @@ def reattach_start(env):
 
 
 @case
+def attach_exits(env):
+    """record -p of a process that exits while heaptrail attaches to it
+    (exit_traced ends as soon as a tracer seizes its main thread) says it
+    exited, not that ptrace is not allowed ('permission denied', once 'the
+    process died during the call'); one that exits while heaptrail detaches
+    leaves a trace and exit 0. Tried until an attempt hits the attach, at
+    most 10 (it did in 6 of 6 at a load of 20)."""
+    hits = 0
+    for attempt in range(10):
+        p = subprocess.Popen([env.prog("exit_traced")], stdout=subprocess.PIPE, cwd=env.tmp)
+        try:
+            equal(p.stdout.readline(), b"ready\n", "exit_traced started")
+            trace = os.path.join(env.tmp, "x%d.htr" % attempt)
+            rc, _, err = env.run([env.heaptrail, "record", "-q", "-p", str(p.pid), "-o", trace,
+                                  "--duration", "1s"])
+            equal(p.wait(30), 3, "exit_traced's status (it saw the tracer)")
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if rc == 0:
+            equal(err, "", "record -p of a process that exited later: stderr")
+            check(os.path.exists(trace), "its trace")
+            continue
+        one_error_line(rc, err, "record -p of a process exiting meanwhile",
+                       "cannot attach to process %d: the process exited while heaptrail attached "
+                       "to it" % p.pid)
+        equal(rc, 1, "exit status")
+        hits += 1
+        break
+    check(hits, "no attempt of 10 had the process exit during the attach")
+
+
+@case
 def words_attach_perm(env):
     """root attaching to another user's process: the real cause (the
     process cannot open the 0600 session file), not a ptrace hint."""
