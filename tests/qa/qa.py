@@ -613,11 +613,14 @@ def untraced_exec(env):
     # Output to a file: sleep keeps a pipe open after heaptrail is done.
     with open(outp, "w") as out:
         t0 = time.time()
+        # sleep 30, far from the bound: a recording that waited for it takes
+        # 30 s, and at a load of 42 one that did not took 2.08 s (sleep 3
+        # and a bound of 2 s failed there).
         rec = subprocess.Popen([env.heaptrail, "record", "-q", "-o", trace, "--", "bash", "-c",
-                                "env -i sleep 3 & echo hi"], cwd=env.tmp, stdout=out,
+                                "env -i sleep 30 & echo hi"], cwd=env.tmp, stdout=out,
                                stderr=subprocess.DEVNULL, start_new_session=True)
         try:
-            rc = rec.wait(timeout=30)
+            rc = rec.wait(timeout=60)
             took = time.time() - t0
         finally:
             try:
@@ -626,7 +629,7 @@ def untraced_exec(env):
                 pass
     with open(outp) as f:
         equal((rc, f.read()), (0, "hi\n"), "status and output")
-    check(took < 2, "recording took %.2f s (sleep 3 runs untraced in the background)" % took)
+    check(took < 20, "recording took %.2f s (sleep 30 runs untraced in the background)" % took)
     j = env.info(trace)
     all_ended(j)
     ends = [(os.path.basename(p["exe"]), ended(p)) for p in j["processes"]]
