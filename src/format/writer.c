@@ -43,8 +43,13 @@
    entries instead of the level's 2^18 to 2^19: zstd clears its tables for
    every frame, and a stream's frame is a few hundred KiB at most. On the
    python json and alloc_loop streams, 4 to 11 % fewer instructions and
-   about 10 % less time in zstd for 0.02 % more bytes. */
+   about 10 % less time in zstd for 0.02 % more bytes. And matches of at
+   least EVENTS_MIN_MATCH bytes, as the level has for 256 KiB or more
+   (4 below; in streams of varints short repeats say little): 10 to 15 %
+   less time in those frames, python json's trace 0.2 % smaller, clang++'s 0.3 %
+   larger (docs/performance.md, "zstd per stream"). */
 #define EVENTS_TABLE_LOG 16
+#define EVENTS_MIN_MATCH 5
 /* A third way, below level 1 (ZSTD_LEVEL_HUF): zstd's fastest level with
    its literals Huffman coded (ZSTD_c_literalCompressionMode, which
    libzstd 1.5 takes from a program linked to it dynamically; negative
@@ -316,7 +321,10 @@ static size_t compress_frame_t(struct ht__writer *w, int level, int tlog, const 
 	if (level != w->level || tlog != w->tlog) {
 		if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level)) ||
 		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog, tlog)) ||
-		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, tlog))) {
+		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, tlog)) ||
+		    ZSTD_isError(
+			ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_minMatch,
+					       tlog == EVENTS_TABLE_LOG ? EVENTS_MIN_MATCH : 0))) {
 			w->cerr = HT_ERR_NOMEM;
 			return 0;
 		}
