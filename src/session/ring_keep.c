@@ -136,7 +136,8 @@ static inline uint64_t get_packed(struct ht__cur *cur)
 static void unpack(struct ht__cur *cur, struct pack_ctx *c, struct ht_event *ev, char *name,
 		   uint32_t *name_len)
 {
-	memset(ev, 0, sizeof(*ev));
+	/* Every field is set, none by a memset first: a rep stos of the
+	   event took half of unpack()'s time (perf, --ring 64M). */
 	ev->type = *cur->p++;
 	ev->func = *cur->p++;
 	ev->flags = (uint16_t)get_packed(cur);
@@ -145,29 +146,18 @@ static void unpack(struct ht__cur *cur, struct pack_ctx *c, struct ht_event *ev,
 	ev->pid = (int32_t)(c->pid + ht__unzigzag(get_packed(cur)));
 	ev->tid = (int32_t)(ev->pid + ht__unzigzag(get_packed(cur)));
 	ev->ts = c->ts + (uint64_t)ht__unzigzag(get_packed(cur));
-	ev->addr = c->addr;
-	if (mask & PK_STACK)
-		ev->stack = (uint32_t)get_packed(cur);
-	if (mask & PK_MODULE)
-		ev->module = (uint32_t)get_packed(cur);
-	if (mask & PK_HEAP)
-		ev->heap = get_packed(cur);
-	if (mask & PK_ADDR)
-		ev->addr = c->addr + (uint64_t)ht__unzigzag(get_packed(cur));
-	if (mask & PK_SIZE)
-		ev->size = get_packed(cur);
-	if (mask & PK_OLD_ADDR)
-		ev->old_addr = get_packed(cur);
-	if (mask & PK_OLD_SIZE)
-		ev->old_size = get_packed(cur);
-	if (mask & PK_PROT)
-		ev->prot = (uint32_t)get_packed(cur);
-	if (mask & PK_MFLAGS)
-		ev->mflags = (uint32_t)get_packed(cur);
-	if (mask & PK_FD)
-		ev->fd = (int32_t)ht__unzigzag(get_packed(cur));
-	if (mask & PK_VALUE)
-		ev->value = (int32_t)ht__unzigzag(get_packed(cur));
+	ev->stack = mask & PK_STACK ? (uint32_t)get_packed(cur) : 0;
+	ev->module = mask & PK_MODULE ? (uint32_t)get_packed(cur) : 0;
+	ev->heap = mask & PK_HEAP ? get_packed(cur) : 0;
+	ev->addr = c->addr + (mask & PK_ADDR ? (uint64_t)ht__unzigzag(get_packed(cur)) : 0);
+	ev->size = mask & PK_SIZE ? get_packed(cur) : 0;
+	ev->old_addr = mask & PK_OLD_ADDR ? get_packed(cur) : 0;
+	ev->old_size = mask & PK_OLD_SIZE ? get_packed(cur) : 0;
+	ev->prot = mask & PK_PROT ? (uint32_t)get_packed(cur) : 0;
+	ev->mflags = mask & PK_MFLAGS ? (uint32_t)get_packed(cur) : 0;
+	ev->fd = mask & PK_FD ? (int32_t)ht__unzigzag(get_packed(cur)) : 0;
+	ev->value = mask & PK_VALUE ? (int32_t)ht__unzigzag(get_packed(cur)) : 0;
+	ev->name = NULL;
 	*name_len = 0;
 	if (mask & PK_NAME) {
 		*name_len = (uint32_t)get_packed(cur);
