@@ -406,18 +406,26 @@ int ht__agg_run(struct ht__agg *a, ht__agg_progress_fn progress, void *ctx)
 	return rc;
 }
 
+/* a->ftext covers frames [0, need) (and every frame of the reader); 0 or
+   HT_ERR_NOMEM. */
+static int ftext_cover(struct ht__agg *a, size_t need)
+{
+	size_t old = a->ftext_len;
+	if (need < ht_reader_frame_count(a->r))
+		need = ht_reader_frame_count(a->r);
+	if (need <= old)
+		return 0;
+	if (ht__grow((void **)&a->ftext, &a->ftext_len, need, sizeof(*a->ftext)) < 0)
+		return HT_ERR_NOMEM;
+	memset(a->ftext + old, 0xff, (a->ftext_len - old) * sizeof(*a->ftext)); /* HT__NO_ID */
+	return 0;
+}
+
 /* frame_text_id() of a frame not seen yet. */
 static uint32_t frame_text_id_new(struct ht__agg *a, uint32_t frame)
 {
-	if (frame >= a->ftext_len) {
-		size_t old = a->ftext_len, need = ht_reader_frame_count(a->r);
-		if (need <= frame)
-			need = (size_t)frame + 1;
-		if (ht__grow((void **)&a->ftext, &a->ftext_len, need, sizeof(*a->ftext)) < 0)
-			return HT__NO_ID;
-		memset(a->ftext + old, 0xff,
-		       (a->ftext_len - old) * sizeof(*a->ftext)); /* HT__NO_ID */
-	}
+	if (frame >= a->ftext_len && ftext_cover(a, (size_t)frame + 1) < 0)
+		return HT__NO_ID;
 	if (a->ftext[frame] != HT__NO_ID)
 		return a->ftext[frame];
 	char buf[512];
@@ -481,13 +489,30 @@ static int same_key(const struct ht__agg *a, const struct group *g, const uint32
 	return 1;
 }
 
+/* A new group of hash h for a key of n ids; NULL when out of memory. The
+   caller fills its key. */
+static struct group *group_new(struct ht__agg *a, uint64_t h, uint32_t n)
+{
+	if (ht__grow((void **)&a->groups, &a->groups_alloc, a->ngroups + 1, sizeof(*a->groups)) < 0)
+		return NULL;
+	struct group *g = &a->groups[a->ngroups];
+	memset(g, 0, sizeof(*g));
+	g->seq = (uint32_t)a->seqs_len;
+	g->seq_len = n;
+	g->hash = h;
+	if (ht__hindex_insert(&a->gix, h, (uint32_t)a->ngroups, group_rehash, a) < 0)
+		return NULL;
+	a->ngroups++;
+	g->stack = HT__NO_ID;
+	return g;
+}
+
 /*
  * The group whose key is key[0..n), created when new with frames[0..n) as the
- * frames it shows; NULL when out of memory. With shared, frames are the
- * reader's and key their text ids: the group points at them.
+ * frames it shows; NULL when out of memory.
  */
 static struct group *group_for(struct ht__agg *a, const uint32_t *key, const uint32_t *frames,
-			       uint32_t n, bool shared)
+			       uint32_t n)
 {
 	uint64_t h = hash_seq(key, n);
 	for (uint32_t *slot = ht__hindex_find(&a->gix, h); *slot;
@@ -496,29 +521,62 @@ static struct group *group_for(struct ht__agg *a, const uint32_t *key, const uin
 		if (same_key(a, g, key, n))
 			return g;
 	}
-	if (ht__grow((void **)&a->groups, &a->groups_alloc, a->ngroups + 1, sizeof(*a->groups)) < 0)
+	if (ht__grow((void **)&a->seqs, &a->seqs_alloc, a->seqs_len + n, sizeof(*a->seqs)) < 0 ||
+	    ht__grow((void **)&a->frames, &a->frames_alloc, a->seqs_len + n, sizeof(*a->frames)) <
+		0)
 		return NULL;
-	if (!shared &&
-	    (ht__grow((void **)&a->seqs, &a->seqs_alloc, a->seqs_len + n, sizeof(*a->seqs)) < 0 ||
-	     ht__grow((void **)&a->frames, &a->frames_alloc, a->seqs_len + n, sizeof(*a->frames)) <
-		 0))
-		return NULL;
-	struct group *g = &a->groups[a->ngroups];
-	memset(g, 0, sizeof(*g));
-	g->seq = (uint32_t)a->seqs_len;
-	g->seq_len = n;
-	g->hash = h;
-	if (shared) {
-		g->rframes = frames;
-	} else if (n) { /* a trace without stacks has no sequences (and NULL arrays) */
+	struct group *g = group_new(a, h, n);
+	if (g && n) { /* a trace without stacks has no sequences (and NULL arrays) */
 		memcpy(a->seqs + a->seqs_len, key, n * sizeof(*key));
 		memcpy(a->frames + a->seqs_len, frames, n * sizeof(*frames));
 		a->seqs_len += n;
 	}
-	if (ht__hindex_insert(&a->gix, h, (uint32_t)a->ngroups, group_rehash, a) < 0)
-		return NULL;
-	a->ngroups++;
-	g->stack = HT__NO_ID;
+	return g;
+}
+
+/*
+ * hash_seq() of the text ids of the reader's frames[0..n), read as they are
+ * hashed (no key copied): with symbols, grouping by stack keeps every frame
+ * after the cull. a->ftext covers every frame (ftext_cover()). 0 or
+ * HT_ERR_NOMEM.
+ */
+static int hash_frames(struct ht__agg *a, const uint32_t *frames, uint32_t n, uint64_t *out)
+{
+	const uint32_t *ft = a->ftext;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = ft[frames[i]];
+		if (id == HT__NO_ID) {
+			if ((id = frame_text_id_new(a, frames[i])) == HT__NO_ID)
+				return HT_ERR_NOMEM;
+			ft = a->ftext;
+		}
+		h = ((h << 5 | h >> 59) ^ id) * 0x517cc1b727220a95ull;
+	}
+	*out = ht__mix64(h);
+	return 0;
+}
+
+/* The group of the reader's frames[0..n) whose texts hash to h, created
+   pointing at them when new; NULL when out of memory. */
+static struct group *group_for_frames(struct ht__agg *a, const uint32_t *frames, uint32_t n,
+				      uint64_t h)
+{
+	const uint32_t *ft = a->ftext;
+	for (uint32_t *slot = ht__hindex_find(&a->gix, h); *slot;
+	     slot = ht__hindex_next(&a->gix, slot)) {
+		struct group *g = &a->groups[*slot - 1];
+		if (g->seq_len != n)
+			continue;
+		uint32_t i = 0;
+		while (i < n && group_key(a, g, i) == ft[frames[i]])
+			i++;
+		if (i == n)
+			return g;
+	}
+	struct group *g = group_new(a, h, n);
+	if (g)
+		g->rframes = frames;
 	return g;
 }
 
@@ -827,12 +885,12 @@ static int finish_handles(struct ht__agg *a, struct ht__frame_matcher *mr,
 }
 
 /*
- * The key of a stack's frames [first, n) grouped by stack: each frame's
- * text id in key[], the frame in kf[] (only without symbols, where an
- * inlined frame and its caller print the same address and are shown once:
- * with symbols every frame is kept, and the group points at the reader's). The reader's frames and
- * the text ids in locals: the stores to key[] could change them for all
- * the compiler knows (clang++'s 3.7 million frames). 0 or HT_ERR_NOMEM.
+ * The key of a stack's frames [first, n) grouped by stack without symbols:
+ * each frame's text id in key[], the frame in kf[], an inlined frame and its
+ * caller (which print the same address) shown once (with symbols every frame
+ * is kept: hash_frames()). The reader's frames and the text ids in locals:
+ * the stores to key[] could change them for all the compiler knows. 0 or
+ * HT_ERR_NOMEM.
  */
 static int stack_key(struct ht__agg *a, const uint32_t *frames, uint32_t first, uint32_t n,
 		     uint32_t *key, uint32_t *kf, uint32_t *kept_out)
@@ -840,7 +898,6 @@ static int stack_key(struct ht__agg *a, const uint32_t *frames, uint32_t first, 
 	const uint32_t *ft = a->ftext;
 	size_t ftn = a->ftext_len;
 	uint32_t kept = 0;
-	bool dedupe = !a->symbols;
 	for (uint32_t i = first; i < n; i++) {
 		uint32_t f = frames[i];
 		uint32_t id = f < ftn ? ft[f] : HT__NO_ID;
@@ -850,11 +907,9 @@ static int stack_key(struct ht__agg *a, const uint32_t *frames, uint32_t first, 
 			ft = a->ftext; /* grown */
 			ftn = a->ftext_len;
 		}
-		if (dedupe) {
-			if (kept && key[kept - 1] == id)
-				continue;
-			kf[kept] = f;
-		}
+		if (kept && key[kept - 1] == id)
+			continue;
+		kf[kept] = f;
 		key[kept++] = id;
 	}
 	*kept_out = kept;
@@ -868,6 +923,8 @@ static int finish_stacks(struct ht__agg *a, struct ht__frame_matcher *mc,
 	uint32_t *key = NULL, *kf = NULL;
 	size_t key_cap = 0, kf_cap = 0;
 	int rc = 0;
+	if (a->symbols && (rc = ftext_cover(a, 0)) < 0) /* for hash_frames() */
+		return rc;
 	for (uint32_t s = 0; s < a->stacks_len; s++) {
 		const struct ht__agg_counts *c = &a->stacks[s];
 		if (!c->total_count)
@@ -883,6 +940,19 @@ static int finish_stacks(struct ht__agg *a, struct ht__frame_matcher *mc,
 		    ht__grow((void **)&kf, &kf_cap, left, sizeof(*kf)) < 0) {
 			rc = HT_ERR_NOMEM;
 			break;
+		}
+		struct group *g;
+		if (grp == HT_GROUP_STACK && a->symbols) {
+			/* Every frame kept, in the reader's order: the group can
+			   point at them. */
+			uint64_t h;
+			if ((rc = hash_frames(a, frames + first, left, &h)) < 0)
+				goto out;
+			if (!(g = group_for_frames(a, frames + first, left, h))) {
+				rc = HT_ERR_NOMEM;
+				break;
+			}
+			goto count;
 		}
 		uint32_t kept = 0;
 		if (grp == HT_GROUP_STACK) {
@@ -906,13 +976,11 @@ static int finish_stacks(struct ht__agg *a, struct ht__frame_matcher *mc,
 			kf[0] = frames[first];
 			kept = 1;
 		}
-		/* Every frame kept, in the reader's order: the group can point at them. */
-		bool shared = grp == HT_GROUP_STACK && kept == left;
-		struct group *g = group_for(a, key, shared ? frames + first : kf, kept, shared);
-		if (!g) {
+		if (!(g = group_for(a, key, kf, kept))) {
 			rc = HT_ERR_NOMEM;
 			break;
 		}
+	count:
 		if (g->stack == HT__NO_ID)
 			g->stack = s;
 		counts_sum(&g->c, c);
