@@ -109,7 +109,8 @@ void ht__life_unfreed_only(struct ht__life_tracker *t);
  * order blocks end in at once (an image's end, a heap destroyed, the
  * finish), so the tracker keeps no times: 4 bytes a live block instead of
  * 8. alloc_ts is then a time at or before the block's allocation (that of
- * the first block of its heap page), the order "oldest first" only as near.
+ * the first block of its heap page), and blocks ending at once end in the
+ * order of their pages, not sorted.
  */
 void ht__life_no_times(struct ht__life_tracker *t);
 
