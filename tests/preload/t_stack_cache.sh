@@ -2,9 +2,9 @@
 # stacks: with HEAPTRAIL_STACK_VERIFY=1 every stack built from them is also
 # unwound by libunwind and compared (recursion, frames without frame
 # pointers, alloca, C++ exceptions, signal handlers on the normal and an
-# alternate stack, dlopen/dlclose, threads), and every stack found among a
-# thread's recent stacks is walked as well and must be the same. Nothing
-# lost, counts exact.
+# alternate stack, dlopen/dlclose, threads, deep_stacks' shape), and every
+# stack found among a thread's recent stacks or in its stack tree is walked
+# as well and must be the same. Nothing lost, counts exact.
 . "$(dirname "$0")/lib.sh"
 export HEAPTRAIL_STACK_VERIFY=1
 record -- "$PROGS/stack_cases" "$PROGS"
@@ -14,17 +14,25 @@ echo "$line"
 reused=$(echo "$line" | sed -nE 's/.* ([0-9]+) reused.*/\1/p')
 walked=$(echo "$line" | sed -nE 's/.* ([0-9]+) walked.*/\1/p')
 differ=$(echo "$line" | sed -nE 's/.* ([0-9]+) differ.*/\1/p')
-recent=$(echo "$line" | sed -nE 's/.*\(([0-9]+) found among the recent stacks\).*/\1/p')
+recent=$(echo "$line" | sed -nE 's/.*\(([0-9]+) found among the recent stacks,.*/\1/p')
+tree=$(echo "$line" | sed -nE 's/.* ([0-9]+) in the stack tree\).*/\1/p')
 expect "stacks that differ from libunwind's" "$differ" 0
 expect_that "stacks reusing cached frames (over 20000)" [ "${reused:-0}" -gt 20000 ]
 expect_that "stacks walked whole (some)" [ "${walked:-0}" -gt 0 ]
 # a capture that finds one of the thread's recent stacks is walked too and
 # must give the same stack (counted in differ): mix() alternates call sites
 expect_that "stacks found among the recent ones (over 1000)" [ "${recent:-0}" -gt 1000 ]
+# and one found in the thread's stack tree: routes() (deep_stacks' shape,
+# longjmp over its frames, called back from the library, threads reusing a
+# stack)
+expect_that "stacks found in the stack tree (over 1000)" [ "${tree:-0}" -gt 1000 ]
 # exact counts: a catch every 10th round of mix() (300 + 100 in main, 200 + 250 in threads), 2 dso rounds of 50
 expect_count '^alloc func=malloc .* size=9041$' $((30 + 10 + 20 + 25))
 expect_count '^alloc func=malloc .* size=9101$' 100
 expect_count '^alloc func=malloc .* size=9102$' 100
+expect_count '^alloc func=malloc .* size=9103$' 100
+# routes(): 8 a round of mix() (850 rounds), 4 a callback (2 x 50), 3 x 1000 in threads
+expect_count '^alloc func=malloc .* size=907[12]$' $((850 * 8 + 2 * 50 * 4 + 3 * 1000))
 expect "every allocation freed" "$(count '^alloc func=malloc .* size=90[0-9][0-9]$')" \
 	"$(awk '/^alloc func=malloc .* size=90[0-9][0-9]$/ { match($0, / addr=0x[0-9a-f]+/); live[substr($0, RSTART, RLENGTH)]++ }
 		/^free / { match($0, / addr=0x[0-9a-f]+/); a = substr($0, RSTART, RLENGTH); if (live[a] > 0) { live[a]--; f++ } }

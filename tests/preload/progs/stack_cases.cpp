@@ -6,12 +6,16 @@
  * pointers and with alloca frames, rbp as a register holding new values
  * under frames that are reused, C++ exceptions unwinding through
  * allocating destructors, signal handlers on the thread's stack and on an
- * alternate one, a library loaded, unloaded and loaded again, and threads.
- * Every allocation is freed; sizes mark the cases.
+ * alternate one, a library loaded, unloaded and loaded again, and threads;
+ * deep_stacks' shape (chains along random routes, which the thread's stack
+ * tree finds), left by longjmp from the bottom, called back from the
+ * library, and in threads that reuse a joined thread's stack. Every
+ * allocation is freed; sizes mark the cases.
  */
 #include <alloca.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdexcept>
 #include <stdio.h>
@@ -132,6 +136,53 @@ __attribute__((noinline)) static void rbp_big(void)
 	rbp_pad();
 }
 
+/*
+ * deep_stacks' shape: four functions calling each other along one of 16
+ * routes drawn at random, 10 to 29 deep, allocating at the bottom. Consecutive
+ * stacks share only their outer frames, so the walk from the hook joins the
+ * cached stack near the top and the thread's stack tree finds them. One in
+ * eight leaves by longjmp from the bottom, over its frames: the next chain
+ * runs where they were, their slots still holding the old values.
+ */
+static __thread jmp_buf *route_jump;
+
+static int route_a(int depth, unsigned r);
+static int route_b(int depth, unsigned r);
+static int route_c(int depth, unsigned r);
+static int route_d(int depth, unsigned r);
+
+#define ROUTE(name)                                                                                \
+	OPT static int name(int depth, unsigned r)                                                 \
+	{                                                                                          \
+		if (depth == 0) {                                                                  \
+			free(malloc(9071 + (r & 1)));                                              \
+			if ((r & 7) == 0)                                                          \
+				longjmp(*route_jump, 1);                                           \
+			return 1;                                                                  \
+		}                                                                                  \
+		static int (*const next[4])(int, unsigned) = {route_a, route_b, route_c, route_d}; \
+		return next[((r & 15) >> (depth % 5)) & 3](depth - 1, r) + 1;                      \
+	}
+ROUTE(route_a)
+ROUTE(route_b)
+ROUTE(route_c)
+ROUTE(route_d)
+
+/* n chains (n allocations of 9071 or 9072 bytes) */
+__attribute__((noinline)) static void routes(int n, unsigned seed)
+{
+	jmp_buf jb;
+	jmp_buf *volatile outer = route_jump;
+	route_jump = &jb;
+	for (volatile int i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		unsigned r = seed >> 8;
+		if (!setjmp(jb))
+			route_a(10 + (int)(r >> 12) % 20, r);
+	}
+	route_jump = outer;
+}
+
 __attribute__((noinline)) static void rbp_through(void)
 {
 	rbp_floor = (char *)__builtin_frame_address(0) - 8192;
@@ -167,6 +218,12 @@ static void *back_into_program(int depth)
 	return malloc(9102);
 }
 
+static void *back_routes(int depth)
+{
+	routes(4, (unsigned)depth * 977u);
+	return malloc(9103);
+}
+
 static void dso_round(const char *dir)
 {
 	char path[4096];
@@ -180,6 +237,7 @@ static void dso_round(const char *dir)
 	for (int i = 0; i < 50; i++) {
 		free(chain(i % 9, NULL));
 		free(chain(i % 5, back_into_program));
+		free(chain(i % 7, back_routes));
 	}
 	dlclose(h);
 }
@@ -192,6 +250,7 @@ static void mix(int rounds)
 		rec_alloca(i % 23);
 		rbp_reg_fp(i);
 		rbp_through();
+		routes(8, (unsigned)i);
 		if (i % 25 == 0)
 			rec_fp(150); /* deeper than the 128 frames kept */
 		if (i % 10 == 0) {
@@ -207,6 +266,14 @@ static void mix(int rounds)
 static void *thread_main(void *arg)
 {
 	mix((int)(long)arg);
+	return NULL;
+}
+
+/* A thread that reuses a joined thread's stack (glibc keeps it): the same
+   slots, another thread's stack tree. */
+static void *thread_routes(void *arg)
+{
+	routes(1000, (unsigned)(long)arg);
 	return NULL;
 }
 
@@ -243,5 +310,9 @@ int main(int argc, char **argv)
 	mix(100);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
+	for (int i = 0; i < 3; i++) {
+		pthread_create(&th[0], NULL, thread_routes, (void *)(long)(i + 1));
+		pthread_join(th[0], NULL);
+	}
 	return 0;
 }
