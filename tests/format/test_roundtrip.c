@@ -986,6 +986,17 @@ static void test_shared_stacks(void)
 	check_shared_stacks(path, 0, 4096);
 }
 
+/* A finished trace at path of the n events ev, without stacks or processes. */
+static void write_events(const char *path, const struct ht_event *ev, int n)
+{
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(ht__writer_event(w, &ev[i], NULL), 0);
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+}
+
 /* The new-block codes of version 2: a block carved right after the previous
    fresh one although reused blocks came in between (FRESH), a realloc that
    grows in place into another size class (OLD). Values come back exact, and
@@ -1039,12 +1050,7 @@ static void test_fresh_and_old(void)
 		evs2[n++] = b;
 		fresh += ht__chunk_size(200);
 	}
-	struct ht__trace_meta meta = {.argc = 0};
-	struct ht__writer *w;
-	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
-	for (int i = 0; i < n; i++)
-		CHECK_EQ(ht__writer_event(w, &evs2[i], NULL), 0);
-	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	write_events(path, evs2, n);
 	struct ht_reader *r;
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 	if (!r)
@@ -1113,12 +1119,7 @@ static void test_thread_frees(void)
 			own += !other;
 		}
 	}
-	struct ht__trace_meta meta = {.argc = 0};
-	struct ht__writer *w;
-	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
-	for (int i = 0; i < n; i++)
-		CHECK_EQ(ht__writer_event(w, &ev2[i], NULL), 0);
-	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	write_events(path, ev2, n);
 	struct ht_reader *r;
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 	if (!r)
@@ -1236,12 +1237,7 @@ static void test_heap_grain(void)
 							     .ts = ++ts,
 							     .addr = a - step};
 		}
-		struct ht__trace_meta meta = {.argc = 0};
-		struct ht__writer *w;
-		CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
-		for (int i = 0; i < n; i++)
-			CHECK_EQ(ht__writer_event(w, &ev2[i], NULL), 0);
-		CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+		write_events(path, ev2, n);
 		check_group_read(path, "0", ev2, n, NULL);
 		/* Each allocation after a free is 2 MiB on from it, raw; each
 		   free names the allocation before by index (a byte). */
@@ -1306,12 +1302,7 @@ static void test_far_addresses(void)
 						     .size = size};
 		}
 	}
-	struct ht__trace_meta meta = {.argc = 0};
-	struct ht__writer *w;
-	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
-	for (int i = 0; i < n; i++)
-		CHECK_EQ(ht__writer_event(w, &ev2[i], NULL), 0);
-	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	write_events(path, ev2, n);
 	check_group_read(path, "0", ev2, n, NULL);
 	check_group_read(path, "1", ev2, n, NULL);
 }
