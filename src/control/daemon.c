@@ -643,8 +643,11 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 		_exit(1);
 	}
 	ht__ctl_remove_dead(NULL, NULL, 0); /* other sessions' daemons that died */
+	/* From here on a start that fails removes the name's lock file, which
+	   would read as a daemon that died ('stop NAME': killed?). */
 	int ifeo_fd = -1;
 	if ((a->flags & HT_TRACE_IFEO) && (ifeo_fd = take_lock(a->paths.ifeo_lock)) < 0) {
+		unlink(a->paths.lock);
 		report(ready_fd, ifeo_fd, 0,
 		       ifeo_fd == HT_ERR_EXISTS ? "an IFEO session is running already" : NULL);
 		_exit(1);
@@ -652,6 +655,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	char why[1024] = "";
 	for (unsigned i = 0; i < a->npids; i++)
 		if ((rc = check_pid(a->pids[i], why, sizeof(why))) < 0) {
+			unlink(a->paths.lock);
 			report(ready_fd, rc, 0, why);
 			_exit(1);
 		}
@@ -662,6 +666,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	if ((rc = ht__output_open(&trace_out, a->file,
 				  (a->flags & HT_TRACE_FORCE) ? HT__OUT_FORCE : 0, 0600, why,
 				  sizeof(why))) < 0) {
+		unlink(a->paths.lock);
 		report(ready_fd, rc, 0, why);
 		_exit(1);
 	}
@@ -685,6 +690,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	cfg.sample_maps = !(a->flags & HT_TRACE_NO_MAPS);
 	if ((rc = ht__session_create(&D.s, &cfg)) < 0) {
 		ht__output_abort(&trace_out);
+		unlink(a->paths.lock);
 		report(ready_fd, rc, 0, "cannot create the session's buffers");
 		_exit(1);
 	}

@@ -354,6 +354,11 @@ def errors(env):
     check("no process 2147483000" in err, "start on a missing pid: %r" % err)
     _, err = env.ht("start", "again", "-o", env.path("dup.htr"), want_rc=2)
     check("exists" in err and "--force" in err, "start over an existing trace: %r" % err)
+    # A start that failed leaves no file that would read as a daemon that died.
+    left = sorted(f for f in os.listdir(os.path.join(env.xdg, "heaptrail")) if f.startswith(("gone.", "again.")))
+    equal(left, [], "files of the failed starts")
+    _, err = env.ht("stop", "gone", want_rc=2)
+    check("no session 'gone'" in err, "stop after a failed start: %r" % err)
     _, err = env.ht("update", "dup", "--pid", "2147483000", want_rc=2)
     check("no process 2147483000" in err, "update with a missing pid: %r" % err)
     equal(env.sessions()[0]["pids"], [a.pid], "a failed update changes nothing")
