@@ -142,8 +142,11 @@ int ht__timeline_attach(struct ht__timeline *tl, struct ht__pass *p, const struc
 		f->c.life = NULL;
 	if (!(kinds_mask & (1u << HT_TL_COMMIT)))
 		f->c.commit = NULL;
+	/* Peak mode steps at the frees and reads no block's alloc_ts; the
+	   blocks ending at once (an image's end) only lower the value, in any
+	   order: the tracker can keep no times. */
 	if (peak && (kinds_mask & (1u << HT_TL_HEAP)))
-		f->c.needs |= HT_PASS_NEED_LIFE;
+		f->c.needs |= HT_PASS_NEED_LIFE | HT_PASS_LIFE_NO_TS;
 	if (peak && (kinds_mask & (1u << HT_TL_COMMIT)))
 		f->c.needs |= HT_PASS_NEED_COMMIT;
 	int id = ht__pass_add(p, &f->c, f);
