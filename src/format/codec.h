@@ -16,11 +16,10 @@
 #include "base/vec.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-/* Version 11: a varint of the TIME stream holds up to three small time
-   deltas (docs/trace-format.md, "Events", step 3). Every trace is written
-   as version 11, snapshot traces too. A reader also reads versions 2 to
-   10. */
-#define HT__FILE_VERSION 11u
+/* Version 12: frees relative to the thread's previous one
+   (HT__FILE_VERSION_FREL). Every trace is written as version 12, snapshot
+   traces too. A reader also reads versions 2 to 11. */
+#define HT__FILE_VERSION 12u
 #define HT__FILE_VERSION_OLDEST 2u
 /* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
    SNAPSHOT events (code 21), which an older reader must refuse rather than
@@ -49,6 +48,11 @@
    (HT__TIME_ONE plus its zigzag). */
 #define HT__FILE_VERSION_TPACK 11u
 #define HT__TIME_SMALL 4u /* deltas below this are packed */
+/* Version 12: in the events chunks with flag HT__CHUNK_FREL an odd free
+   code has a second tag bit: d << 2 | 1 counts back as before, r << 2 | 3
+   names the slot's own allocation at its free position - 1 +
+   unzigzag(r) (docs/trace-format.md, "Relative frees"). */
+#define HT__FILE_VERSION_FREL 12u
 #define HT__TIME_PAIR 64u
 #define HT__TIME_ONE 80u
 #define HT__HEADER_SIZE 64u
@@ -75,6 +79,9 @@
 /* Flag of an events chunk (version 11): its TIME varints are packed
    (HT__FILE_VERSION_TPACK); without it, one zigzag delta each. */
 #define HT__CHUNK_TPACK 0x02u
+/* Flag of an events chunk (version 12): its free codes have two tag bits
+   (HT__FILE_VERSION_FREL); without it, one. */
+#define HT__CHUNK_FREL 0x04u
 #define HT__GROUP_CHUNKS 16u
 #define HT__GROUP_BYTES (8u << 20)
 /* Table chunks are split at this raw size; a reader refuses larger chunks. */
@@ -271,7 +278,7 @@ static inline uint64_t ht__ring_take(uint64_t *ring, unsigned k)
 
 struct ht__chunk_header {
 	uint8_t kind;
-	uint8_t flags; /* HT__CHUNK_CONT, HT__CHUNK_TPACK */
+	uint8_t flags; /* HT__CHUNK_CONT, HT__CHUNK_TPACK, HT__CHUNK_FREL */
 	uint32_t raw_size;
 	uint32_t comp_size;
 	uint32_t count; /* events (EVENTS) or entries (tables) */

@@ -114,6 +114,7 @@ struct slot {
 	uint64_t next_top;
 	uint64_t fresh_top;
 	uint32_t last_stack[HT__RING_CLASSES]; /* per size class (version 8) */
+	uint32_t free_own;		       /* its free position (version 12, HT__CHUNK_FREL) */
 };
 
 /* A chunk to decode: where it is and its header. */
@@ -156,6 +157,7 @@ struct dec {
 	   fields, the next highest). */
 	int tpack;
 	uint32_t tpend, tpend_n;
+	int frel; /* version 12: its free codes have two tag bits (HT__CHUNK_FREL) */
 	struct slot *slots;
 	ht__rings *rings;    /* per slot, the writer's rings in circular form */
 	ring_heads *heads;   /* per slot and size class: where its ring starts */
@@ -1444,6 +1446,7 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 	d->prev_ts = h->first_ts / r->ts_unit;
 	d->tpack = r->version >= HT__FILE_VERSION_TPACK && (h->flags & HT__CHUNK_TPACK);
 	d->tpend_n = 0;
+	d->frel = r->version >= HT__FILE_VERSION_FREL && (h->flags & HT__CHUNK_FREL);
 	d->cont_seq = h->seq + 1;
 	if (cont) {
 		d->group_n++;
@@ -1592,18 +1595,39 @@ static uint64_t get_free_addr(const struct ht_reader *r, struct dec *d, struct h
 	if (!(v & 1))
 		return get_raw_addr(a, v, sl, r->heap_sh);
 	/* Back among the slot's own allocations, then past them among all the
-	   chunk's (version 2: all the chunk's only). */
+	   chunk's (version 2: all the chunk's only). In a chunk with
+	   HT__CHUNK_FREL (version 12) the code has a second tag bit: set, it
+	   names the slot's own allocation at its free position - 1 +
+	   unzigzag(the rest). A code naming the slot's own allocation moves
+	   its free position there, in any chunk (version 12). */
 	uint64_t k = v >> 1;
 	const struct ht__own *o = &d->own[si];
 	int solo = d->own_solo == si + 1;
-	uint32_t own = !r->own_first ? 0 : solo ? d->nallocs : o->n;
+	uint32_t own = !r->own_first ? 0 : solo ? d->nallocs : o->n, g;
+	if (d->frel) {
+		if (k & 1) {
+			uint64_t p = (uint64_t)sl->free_own - 1 + (uint64_t)ht__unzigzag(k >> 1);
+			if (p >= own) {
+				a->bad = 1;
+				return 0;
+			}
+			sl->free_own = (uint32_t)p;
+			g = solo ? (uint32_t)p : o->glob[p];
+			goto found;
+		}
+		k >>= 1;
+	}
 	if (!k || (k > own && k - own > d->nallocs)) {
 		a->bad = 1;
 		return 0;
 	}
-	uint32_t g = k > own ? d->nallocs - (uint32_t)(k - own)
-		     : solo  ? own - (uint32_t)k
-			     : o->glob[own - k];
+	if (k > own) {
+		g = d->nallocs - (uint32_t)(k - own);
+	} else {
+		sl->free_own = own - (uint32_t)k;
+		g = solo ? sl->free_own : o->glob[sl->free_own];
+	}
+found:;
 	uint64_t e = d->allocs[g], addr = e >> 8;
 	unsigned cls = e & 0xff;
 	if (!cls)
@@ -1751,6 +1775,7 @@ static int new_slot(struct dec *d, struct ht__cur *mi)
 	sl->last_addr = 0;
 	sl->next_top = 0;
 	sl->fresh_top = 0;
+	sl->free_own = 0;
 	memset(sl->last_stack, 0, sizeof(sl->last_stack));
 	return 0;
 }

@@ -72,6 +72,13 @@
 #ifndef TPACK_SHARE
 #define TPACK_SHARE 6
 #endif
+/* The chunks of a group after its first have free codes with two tag
+   bits (HT__CHUNK_FREL) when those codes of the first chunk's frees took
+   fewer bytes than with one, plus 1/FREL_SLACK: codes that repeat
+   compress better than their bytes say (python json's chunks came to
+   0.36 to 1.02 of the bytes, the random-free loops' and deep stacks' to
+   1.07 to 1.08). */
+#define FREL_SLACK 32
 #define STRONG_GAIN 256
 #define ENTROPY_ABOVE 11 /* 11/16 */
 /* The streams of varints, which may be stored as two planes (codec.h): on
@@ -130,6 +137,9 @@ struct slot {
 	/* Per size class, the stack of its last event with a stack and a
 	   size: a stack code 0 says the same again (docs/trace-format.md). */
 	uint32_t last_stack[HT__RING_CLASSES];
+	/* Its free position: the number among its own allocations of its
+	   own block that left last by an index code (version 12). */
+	uint32_t free_own;
 };
 
 /* Open-addressing map (process, tid) -> slot, emptied per chunk by a
@@ -170,6 +180,7 @@ struct chunk_meta {
 	bool cont;	 /* it continues the group of the chunk before */
 	bool defs_reset; /* a new group began since the last chunk with definitions */
 	bool tpack;	 /* its time deltas are packed (HT__CHUNK_TPACK) */
+	bool frel;	 /* its free codes have two tag bits (HT__CHUNK_FREL) */
 	uint32_t tsaved; /* the bytes packing saved (ht__writer's tsaved) */
 };
 
@@ -216,6 +227,15 @@ struct ht__writer {
 	   reader's list of a group's allocations is no longer (9 bytes an
 	   allocation: jq's analyze took 1.3 MB more without). */
 	uint32_t tsaved;
+	/* Whether the chunk's free codes have two tag bits (HT__CHUNK_FREL):
+	   as the first chunk of the group chose (frel_judge), when over its
+	   frees of a slot's own blocks the codes with two (the shorter form)
+	   took fewer bytes than with one (frel_one, frel_two). Only that
+	   chunk weighs the two forms: weighing every chunk cost the
+	   random-free loop's writer 43 instructions a free (its chunks never
+	   chose two tag bits). */
+	bool frel, frel_judge, frel_any; /* frel_any: either */
+	uint64_t frel_one, frel_two;
 	uint32_t ts_unit; /* ns per stored timestamp unit, >= 1 */
 	uint64_t event_total;
 	uint64_t lost_by_cause[3]; /* ht__writer_set_losses() */
@@ -585,8 +605,9 @@ static int compress_chunk(struct ht__writer *w, struct ht__buf *st, const struct
 	for (int i = 0; i < HT__NSTREAMS; i++)
 		st[i].len = 0;
 	return append_chunk(w, HT__CHUNK_EVENTS,
-			    (m->cont ? HT__CHUNK_CONT : 0) | (m->tpack ? HT__CHUNK_TPACK : 0), raw,
-			    m->ev_count, m->first_ts, m->last_ts);
+			    (m->cont ? HT__CHUNK_CONT : 0) | (m->tpack ? HT__CHUNK_TPACK : 0) |
+				(m->frel ? HT__CHUNK_FREL : 0),
+			    raw, m->ev_count, m->first_ts, m->last_ts);
 }
 
 static void *compress_main(void *arg)
@@ -685,8 +706,12 @@ static int flush_events(struct ht__writer *w)
 	    .cont = w->group_chunks != 0,
 	    .defs_reset = w->defs_reset,
 	    .tpack = w->tpack,
+	    .frel = w->frel,
 	    .tsaved = w->tsaved,
 	};
+	if (w->frel_judge)
+		w->frel = w->frel_two < w->frel_one + w->frel_one / FREL_SLACK;
+	w->frel_one = w->frel_two = 0;
 	/* The next chunk packs its time deltas if enough of this one's were
 	   small: not at 1 ns, where deltas are hundreds of units and packing
 	   would only make the single ones longer. */
@@ -724,8 +749,12 @@ static int flush_events(struct ht__writer *w)
 	w->group_bytes += m.raw_len + m.tsaved;
 	w->tsaved = 0;
 	if (++w->group_chunks < HT__GROUP_CHUNKS && w->group_bytes < w->group_target &&
-	    !w->group_full)
+	    !w->group_full) {
+		w->frel_judge = false;
+		w->frel_any = w->frel;
 		return 0;
+	}
+	w->frel_judge = w->frel_any = true;
 	w->group_chunks = 0;
 	w->group_bytes = 0;
 	w->group_full = false;
@@ -829,6 +858,7 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 	w->start_realtime_ns = meta->start_realtime_ns;
 	w->ts_unit = meta->ts_unit_ns > 1 ? meta->ts_unit_ns : 1;
 	w->tpack = w->ts_unit > 1; /* the first chunk's guess: exact times are rarely close */
+	w->frel_judge = w->frel_any = true; /* the first chunk weighs the forms of free codes */
 	if (w->ts_unit > HT__MAX_TS_UNIT) {
 		rc = HT_ERR_INVALID;
 		goto fail;
@@ -1255,6 +1285,12 @@ static unsigned varint_len(uint64_t v)
 	return n;
 }
 
+/* varint_len for the values that are nearly always below 2^14 */
+static inline unsigned small_len(uint64_t v)
+{
+	return v < 0x80 ? 1 : v < 0x4000 ? 2 : varint_len(v);
+}
+
 /* Bytes of addr as a raw code in bytes: what a free by index is weighed
    against (in 16 bytes, the raw codes of the random-free loop are a byte
    shorter; weighed against that, more of its frees went raw and its trace
@@ -1263,6 +1299,27 @@ static unsigned raw_addr_len(const struct slot *sl, uint64_t addr)
 {
 	uint64_t zz = ht__zigzag((int64_t)(addr - sl->last_addr));
 	return zz && zz < (1ull << 63) ? varint_len(zz << 1) : 1 + varint_len(zz);
+}
+
+/* The free code, in a chunk with two tag bits (w->frel) or one that
+   weighs the two forms (w->frel_judge), of a block d allocations back
+   that is the slot's own allocation number own (UINT32_MAX: another
+   slot's): the shorter of d and the distance from the slot's free
+   position. Out of line: the other chunks pay one test for it. */
+static __attribute__((noinline)) uint64_t frel_code(struct ht__writer *w, const struct slot *sl,
+						    uint32_t own, uint64_t d)
+{
+	if (own == UINT32_MAX)
+		return w->frel ? d << 2 | 1 : d << 1 | 1;
+	/* the smaller value, so never the longer varint */
+	int64_t base = (int64_t)sl->free_own - 1;
+	uint64_t rel = ht__zigzag((int64_t)own - base) << 2 | 3;
+	uint64_t two = rel < (d << 2 | 1) ? rel : d << 2 | 1;
+	if (w->frel_judge) {
+		w->frel_one += small_len(d << 1 | 1);
+		w->frel_two += small_len(two);
+	}
+	return w->frel ? two : d << 1 | 1;
 }
 
 /* A block leaving: the allocation of this chunk it came from, or raw. */
@@ -1277,17 +1334,23 @@ static uint8_t *put_free_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uin
 	e = &b;
 	/* The distance back among the slot's own allocations, or past all of
 	   them into the chunk's list for a block another thread made. */
-	uint64_t d = e->slot == si
-			 ? w->own[si].n - e->own
-			 : (uint64_t)w->own[si].n + w->nallocs - w->own[e->slot].glob[e->own];
+	bool mine = e->slot == si;
+	uint64_t d = mine ? w->own[si].n - e->own
+			  : (uint64_t)w->own[si].n + w->nallocs - w->own[e->slot].glob[e->own];
+	uint64_t code = d << 1 | 1;
+	if (w->frel_any)
+		code = frel_code(w, sl, mine ? e->own : UINT32_MAX, d);
 	/* A block allocated long ago is often cheaper as a delta from the
 	   thread's last address (it lies near the blocks freed around it) than
-	   as a distance back of many allocations: the shorter code wins. */
-	if (varint_len(d << 1 | 1) > raw_addr_len(sl, addr))
+	   as a distance back of many allocations: the shorter code wins (a
+	   code of one byte always does). */
+	if (code >= 0x80 && varint_len(code) > raw_addr_len(sl, addr))
 		return put_raw_addr(p, sl, addr, HT__HEAP_GRAIN_SHIFT);
+	if (mine)
+		sl->free_own = e->own;
 	ht__ring_push(w->rings[si][e->cls], addr);
 	sl->last_addr = addr;
-	return ht__put_varint(p, d << 1 | 1);
+	return ht__put_varint(p, code);
 }
 
 /* A new block: a recently freed address of its size class, or raw. */

@@ -842,6 +842,120 @@ static void test_time_packing(void)
 	ht_reader_close(r);
 }
 
+/* Thread A's allocation i of round k in test_relative_frees: addresses
+   far apart (no prediction, raw codes of three bytes or more). */
+static uint64_t frel_addr(int k, int i)
+{
+	return 0x100000000ull + (uint64_t)k * (64ull << 20) +
+	       (((uint64_t)i * 2654435761u) & 0xfffff) * 64;
+}
+
+/*
+ * Frees relative to the thread's previous one (version 12, HT__CHUNK_FREL).
+ * Each round, in a chunk of its own: thread A allocates 100 blocks and
+ * frees them newest first; from round 8 on thread B allocates one block
+ * first and, after A, frees the one it made in the round before (the
+ * rounds before 8 decode with A alone, the reader's own_solo). Round 0's
+ * chunk has one tag bit: A's distances back 1 to 63 take a byte, 64 to 100
+ * two (137 bytes). Every later chunk is flagged (the group's first chunk
+ * found its codes shorter with two tag bits; the second group's first
+ * keeps that choice), and each free takes a byte: A's first by distance
+ * 1, the others one before the previous free, and B's by either form.
+ * All events come back exactly, across two groups of 16 chunks. A chunk
+ * 0 flagged by hand reads its first code (distance 1, 3) as the position
+ * before A's free position 0, which it never made: damage.
+ */
+static void test_relative_frees(void)
+{
+	char path[300];
+	test_path(path, sizeof(path), "frel.htr");
+	struct ht__trace_meta meta = {0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	if (!w)
+		return;
+	enum { ROUNDS = 20, R = 100, B_FROM = 8, MAXEV = ROUNDS * (2 * R + 2) };
+	static struct ht_event want[MAXEV];
+	int nev = 0, bfrees = 0;
+	for (int k = 0; k < ROUNDS; k++) {
+		struct ht_event a = {
+		    .type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 5, .size = 40};
+		struct ht_event f = {.type = HT_EV_FREE, .func = HT_FN_FREE, .pid = 5, .tid = 5};
+		if (k >= B_FROM) {
+			want[nev] = a;
+			want[nev].tid = 6;
+			want[nev++].addr = 0x7000000000ull + (uint64_t)k * 4096;
+		}
+		for (int i = 0; i < R; i++) {
+			want[nev] = a;
+			want[nev].tid = 5;
+			want[nev++].addr = frel_addr(k, i);
+		}
+		for (int i = R - 1; i >= 0; i--) {
+			want[nev] = f;
+			want[nev++].addr = frel_addr(k, i);
+		}
+		if (k > B_FROM) {
+			want[nev] = f;
+			want[nev].tid = 6;
+			want[nev++].addr = 0x7000000000ull + (uint64_t)(k - 1) * 4096;
+			bfrees++;
+		}
+	}
+	for (int i = 0, k = 0; i < nev; i++) {
+		want[i].ts = 1000 + (uint64_t)i;
+		CHECK_EQ(ht__writer_event(w, &want[i], NULL), 0);
+		/* a round ends after A's last free, or B's free after it */
+		if (i + 1 == nev ||
+		    (want[i + 1].type == HT_EV_ALLOC && want[i].type == HT_EV_FREE)) {
+			CHECK_EQ(ht__writer_flush(w), 0);
+			k++;
+		}
+	}
+	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+	/* + 1: B's free in the second group's first chunk names a block of
+	   the first group, raw (4096 bytes back: 2 bytes) */
+	CHECK_EQ(stream_bytes(path, 1u << HT__S_FREE), 137 + (ROUNDS - 1) * R + bfrees + 1);
+	long off[ROUNDS + 1];
+	uint8_t flags[ROUNDS + 1];
+	CHECK_EQ(events_chunks(path, off, flags, ROUNDS + 1), ROUNDS);
+	int flagged = 0;
+	for (int k = 0; k < ROUNDS; k++)
+		flagged += (flags[k] & HT__CHUNK_FREL) != 0;
+	CHECK_EQ(flags[0] & HT__CHUNK_FREL, 0);
+	CHECK_EQ(flagged, ROUNDS - 1);
+	CHECK_EQ(flags[HT__GROUP_CHUNKS] & HT__CHUNK_CONT, 0); /* a second group */
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int n = 0, bad = 0;
+	while (n < nev && ht_reader_next(r, &ev) > 0) {
+		const struct ht_event *x = &want[n++];
+		bad += ev.type != x->type || ev.tid != x->tid || ev.addr != x->addr ||
+		       ev.ts != x->ts || (x->type == HT_EV_ALLOC && ev.size != x->size);
+	}
+	CHECK_EQ(n, nev);
+	CHECK_EQ(bad, 0);
+	CHECK(ht_reader_next(r, &ev) == 0);
+	CHECK(ht_reader_warning(r) == NULL);
+	ht_reader_close(r);
+
+	set_chunk_flags(path, off[0], flags[0] | HT__CHUNK_FREL);
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	n = 0;
+	while (ht_reader_next(r, &ev) > 0)
+		n++;
+	CHECK_EQ(n, R); /* chunk 0's allocations, then its first free is damage */
+	const char *warn = ht_reader_warning(r);
+	CHECK(warn && strstr(warn, "does not parse"));
+	CHECK(ht_reader_info(r)->flags & HT_TRACEF_TRUNCATED);
+	ht_reader_close(r);
+}
+
 /* A coarser timestamp unit: times come back rounded down, nothing else changes. */
 static void test_ts_unit(void)
 {
@@ -2081,6 +2195,7 @@ int main(void)
 	test_many_threads();
 	test_ts_unit();
 	test_time_packing();
+	test_relative_frees();
 	test_shared_stacks();
 	test_fresh_and_old();
 	test_thread_frees();
