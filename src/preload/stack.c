@@ -1008,13 +1008,15 @@ struct ht__recent {
 #define HT_TREE_IDLE 64 /* lookups without a find: then once in 16 */
 #define HT_TREE_VISIT (4 * HT_MAX_FRAMES) /* nodes a descent looks at */
 
+/* 32 bytes, two to a cache line: a descent is a chain of dependent loads
+   through nodes that mostly miss L1 (deep_stacks' tree is 6 600 of them),
+   so the rare rbp check is kept on the side. */
 struct ht__tnode {
 	uintptr_t loc, ip; /* the frame's return address and its slot */
-	uintptr_t rl, rbp; /* rbp and its slot, where checked; rl 0: not */
 	uint32_t child;	   /* first child (an inner frame), 0: none */
 	uint32_t next;	   /* next sibling, 0: none */
 	uint32_t id;	   /* the stack ending here, innermost: its id; 0 none */
-	uint32_t pad;
+	uint32_t rb;	   /* 1: rbp is checked too, rb[] of the same index */
 };
 
 struct ht__tree {
@@ -1022,6 +1024,9 @@ struct ht__tree {
 	uint32_t gen; /* table_gen of the ids */
 	uint32_t pad[14];
 	struct ht__tnode node[HT_TREE_NODES];
+	struct {
+		uintptr_t rl, rbp; /* rbp and its slot */
+	} rb[HT_TREE_NODES];
 };
 
 struct ht__scache {
@@ -1198,7 +1203,8 @@ static uint32_t tree_stack(const struct ht__scache *c, uintptr_t loc0)
 	for (int visit = 0; at && visit < HT_TREE_VISIT; visit++) {
 		const struct ht__tnode *e = &tr->node[at];
 		if (e->loc >= loc0 && *(const uintptr_t *)e->loc == e->ip &&
-		    (!e->rl || (e->rl >= floor && *(const uintptr_t *)e->rl == e->rbp))) {
+		    (!e->rb || (tr->rb[at].rl >= floor &&
+				*(const uintptr_t *)tr->rb[at].rl == tr->rb[at].rbp))) {
 			if (e->loc != loc0) {
 				at = e->child;
 				continue;
@@ -1242,7 +1248,8 @@ static void tree_keep(struct ht__scache *c)
 		uint32_t at = tr->node[parent].child;
 		while (at) {
 			const struct ht__tnode *e = &tr->node[at];
-			if (e->loc == g[0].at && e->ip == g[0].val && e->rl == rl && e->rbp == rbp)
+			if (e->loc == g[0].at && e->ip == g[0].val &&
+			    (e->rb ? tr->rb[at].rl == rl && tr->rb[at].rbp == rbp : !rl))
 				break;
 			at = e->next;
 		}
@@ -1251,8 +1258,9 @@ static void tree_keep(struct ht__scache *c)
 			struct ht__tnode *e = &tr->node[at];
 			e->loc = g[0].at;
 			e->ip = g[0].val;
-			e->rl = rl;
-			e->rbp = rbp;
+			e->rb = rl != 0;
+			tr->rb[at].rl = rl;
+			tr->rb[at].rbp = rbp;
 			e->child = 0;
 			e->id = 0;
 			e->next = tr->node[parent].child;
