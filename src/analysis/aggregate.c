@@ -44,6 +44,7 @@ struct ht__agg {
 	bool symbols;
 	bool handle_by_stack; /* handle rows need the stack for -requireFrames */
 	bool at_alloc;	      /* totals counted at the allocation (counts_at_alloc()) */
+	bool plain;	      /* no size or process filter: every allocation counts */
 
 	struct ht__agg_counts *stacks; /* per stack id */
 	size_t stacks_len;
@@ -172,6 +173,8 @@ int ht__agg_attach(struct ht__agg *a, struct ht__pass *p)
 	if (a->q->snapshot)
 		ht__pass_snapshot(p, a->q->snapshot);
 	a->at_alloc = counts_at_alloc(a);
+	a->plain = a->q->size_min == 0 && a->q->size_max == UINT64_MAX && !a->q->pid_count &&
+		   !a->q->has_at;
 	int id = ht__pass_add(p,
 			      a->at_alloc ? &agg_alloc_consumer
 			      : a->temp	  ? &agg_temp_consumer
@@ -391,8 +394,9 @@ static bool size_passes(const struct ht__query *q, uint64_t size)
 static int alloc_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	struct ht__agg *a = ctx;
-	if (!ev->addr || (ev->type == HT_EV_REALLOC && (ev->flags & HT_EVF_FAILED)) ||
-	    !size_passes(a->q, ev->size) || !process_wanted(a, ev->process))
+	if (!ev->addr || (ev->type == HT_EV_REALLOC && (ev->flags & HT_EVF_FAILED)))
+		return 0;
+	if (!a->plain && (!size_passes(a->q, ev->size) || !process_wanted(a, ev->process)))
 		return 0;
 	struct ht__agg_counts *c = stack_counts(a, ev->stack);
 	if (!c)
