@@ -1036,6 +1036,9 @@ struct ht__scache {
 	int n;		   /* cached frames, 0: empty */
 	int sig;	   /* the outermost frame is a signal frame: the walk ended there */
 	uint32_t memo_gen; /* table_gen of cfi[] and ids[] */
+	/* table_gen while same_stack() may take the cached stack (whole, not
+	   ended at a signal frame, not verifying), else 0: one compare */
+	uint32_t same_gen;
 	/* Outermost frame first, so that new inner frames go on the end. */
 	uintptr_t ip[HT_MAX_FRAMES];
 	uintptr_t loc[HT_MAX_FRAMES]; /* slot of ip[k], decreasing */
@@ -1102,9 +1105,8 @@ static inline int check_fails(const struct ht__scache *c, int m)
 static inline uint32_t same_stack(const struct ht__scache *c, uintptr_t loc0)
 {
 	int k = c->n - 1;
-	if (k < 0 || c->sig || verify_stacks ||
-	    c->gen != atomic_load_explicit(&table_gen, memory_order_relaxed) || c->loc[k] != loc0 ||
-	    c->ip[k] != *(const uintptr_t *)loc0 ||
+	if (c->same_gen != atomic_load_explicit(&table_gen, memory_order_relaxed) ||
+	    c->loc[k] != loc0 || c->ip[k] != *(const uintptr_t *)loc0 ||
 	    (c->use[k] && c->rbp[k] != *(const uintptr_t *)(loc0 - 8)))
 		return 0;
 	return check_fails(c, c->nchk[k]) < 0 ? c->id : 0;
@@ -1537,6 +1539,7 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 		sig = 1; /* joined a stack that was cut at a signal frame */
 	if (HT_UNLIKELY(sig) && sig_afford(t)) {
 		c->n = 0;
+		c->same_gen = 0;
 		uint64_t t0 = ht__clock();
 		uint32_t id = capture_unwind(t); /* libunwind, through the signal frame */
 		sig_charge(t, ht__clock() - t0);
@@ -1555,6 +1558,7 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 		jc = -1; /* would need cutting: leave it to libunwind */
 	if (jc < 0 && !done) {
 		c->n = 0;
+		c->same_gen = 0;
 		return capture_unwind(t); /* libunwind, whole and uncached */
 	}
 
@@ -1599,6 +1603,7 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	c->gen = gen;
 	uint32_t id = cached_id(t, c, h, total);
 	c->id = id;
+	c->same_gen = id && !c->sig && !verify_stacks ? gen : 0;
 	if (!id) {
 		c->n = 0;
 	} else {
