@@ -1834,6 +1834,60 @@ static int event_rest(struct ht__cur *mi, struct batch *b, struct ht_event *ev, 
 }
 
 /*
+ * The commonest events, an ALLOC or a FREE of the thread slot before with
+ * the default function and only its size and address (the mask byte at
+ * op->p, not yet read): what decode_event() does for them, without its
+ * tests of what they lack. 1, or HT_ERR_CORRUPT with *why set.
+ */
+static inline int decode_heap(struct ht_reader *r, struct dec *d, struct ht_event *ev,
+			      unsigned head, unsigned type, const char **why)
+{
+	struct ht__cur *op = &d->cur[HT__S_OPS];
+	struct slot *sl = d->cur_sl;
+	op->p++; /* the mask */
+	ev->type = (uint8_t)type;
+	ev->func = (uint8_t)ht__default_func(type);
+	ev->flags = 0;
+	ev->heap = 0;
+	ev->process = sl->process;
+	ev->pid = sl->pid;
+	ev->tid = sl->tid;
+	d->prev_ts += time_delta(d);
+	ev->ts = d->prev_ts * r->ts_unit;
+	ev->stack = head & HT__REC_STACK ? (uint32_t)ht__get_varint(&d->cur[HT__S_STACK]) : 0;
+	ev->old_size = 0;
+	ev->old_addr = 0;
+	ev->name = NULL;
+	ev->prot = ev->mflags = 0;
+	ev->fd = ev->value = 0;
+	ev->module = 0;
+	if (type == HT_EV_FREE) {
+		ev->size = 0;
+		ev->addr = get_free_addr(r, d, &d->cur[r->free_stream], d->cur_slot);
+	} else {
+		ev->size = ht__get_varint(&d->cur[HT__S_SIZE]);
+		if ((head & HT__REC_STACK) && ev->size &&
+		    r->version >= HT__FILE_VERSION_STACKPRED) {
+			uint32_t *last = &sl->last_stack[ht__size_class(ev->size)];
+			if (!ev->stack && !(ev->stack = *last)) {
+				*why = "predicted stack without a previous one";
+				return HT_ERR_CORRUPT;
+			}
+			*last = ev->stack;
+		}
+		ev->addr = get_alloc_addr(r, d, &d->cur[HT__S_ADDR], d->cur_slot, ev->size, 0);
+	}
+	_Static_assert(HT__S_DEFS == 7, "an event reads streams 0 to 6");
+	int bad = d->cur[0].bad | d->cur[1].bad | d->cur[2].bad | d->cur[3].bad | d->cur[4].bad |
+		  d->cur[5].bad | d->cur[6].bad;
+	if (bad) {
+		*why = "event does not parse";
+		return HT_ERR_CORRUPT;
+	}
+	return 1;
+}
+
+/*
  * Decodes the next event of d's chunk into b (at b->n, its name into
  * b->names). 1: an event; 0: the chunk is over; HT_ERR_CORRUPT with *why
  * set: damage ends the stream here; HT_ERR_NOMEM.
@@ -1852,6 +1906,11 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 		}
 		uint8_t head = *op->p++;
 		unsigned type = head & HT__REC_TYPE_MASK, tb = r->type_bits[type];
+		if ((head & (HT__REC_EXT | HT__REC_SAME)) == HT__REC_SAME &&
+		    d->cur_slot != UINT32_MAX && op->p < op->end &&
+		    ((type == HT_EV_ALLOC && *op->p == (HT__F_SIZE | HT__F_ADDR)) ||
+		     (type == HT_EV_FREE && *op->p == HT__F_ADDR)))
+			return decode_heap(r, d, ev, head, type, why);
 		if (!(tb & TB_EVENT)) {
 			if (type < HT__REC_DEF_MODULE) {
 				*why = "unknown record";
