@@ -440,7 +440,7 @@ def attach_exits(env):
     (exit_traced ends as soon as a tracer seizes its main thread) says it
     exited, not that ptrace is not allowed ('permission denied', once 'the
     process died during the call'); one that exits while heaptrail detaches
-    leaves a trace and exit 0. Tried until an attempt hits the attach, at
+    leaves a trace and exit 0, as one that saw neither. Tried until an attempt hits the attach, at
     most 10 (it did in 6 of 6 at a load of 20)."""
     hits = 0
     for attempt in range(10):
@@ -450,13 +450,14 @@ def attach_exits(env):
             trace = os.path.join(env.tmp, "x%d.htr" % attempt)
             rc, _, err = env.run([env.heaptrail, "record", "-q", "-p", str(p.pid), "-o", trace,
                                   "--duration", "1s"])
-            equal(p.wait(30), 3, "exit_traced's status (it saw the tracer)")
+            if rc != 0:
+                equal(p.wait(30), 3, "exit_traced's status (it saw the tracer)")
         finally:
-            if p.poll() is None:
+            if p.poll() is None:  # it missed both seizes (the sanitized run once)
                 p.kill()
                 p.wait()
         if rc == 0:
-            equal(err, "", "record -p of a process that exited later: stderr")
+            equal(err, "", "record -p of a process that exited later or not at all: stderr")
             check(os.path.exists(trace), "its trace")
             continue
         one_error_line(rc, err, "record -p of a process exiting meanwhile",
