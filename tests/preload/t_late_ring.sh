@@ -1,4 +1,4 @@
-# An instance that starts while no ring is free: its events wait two seconds,
+# An instance that starts while no ring is free: its events wait for one,
 # are then counted in rings_exhausted, and its PROCESS_START comes as soon as
 # one of its threads gets a ring, before that thread's events.
 . "$(dirname "$0")/lib.sh"
