@@ -681,8 +681,12 @@ def words_untraceable(env):
     if os.geteuid() != 0:
         raise Skip("the set-user-ID case needs root to make the file")
     d = tempfile.mkdtemp(prefix="ht-rel-suid-")
+    # nobody's XDG_RUNTIME_DIR, on a tmpfs: one elsewhere (d, on /tmp) sent
+    # the session to /dev/shm/heaptrail-65534, left there for good.
+    rt = tempfile.mkdtemp(prefix="ht-rel-suid-rt-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     try:
         os.chmod(d, 0o777)
+        os.chmod(rt, 0o777)
         prog = os.path.join(d, "suid_prog")
         shutil.copy2(env.prog("malloc_family"), prog)
         os.chmod(prog, 0o4755)
@@ -695,10 +699,11 @@ def words_untraceable(env):
         p = subprocess.run([env.heaptrail, "record", "-q", "-o", trace, "--", prog],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=d,
                            preexec_fn=nobody, timeout=60,
-                           env=dict(os.environ, HOME=d, XDG_CACHE_HOME=d, XDG_RUNTIME_DIR=d))
+                           env=dict(os.environ, HOME=d, XDG_CACHE_HOME=d, XDG_RUNTIME_DIR=rt))
         check_untraced(env, prog, SETUID_WHY, 0, trace, p.stderr.decode(), p.returncode)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+        shutil.rmtree(rt, ignore_errors=True)
 
 
 def record_modules(env, n, threads=None):
