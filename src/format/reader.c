@@ -1586,6 +1586,36 @@ static __attribute__((noinline)) void alloc_far_get(const struct dec *d, uint32_
 	*cls = d->far[lo].cls;
 }
 
+/* get_free_addr's odd code v in a chunk with HT__CHUNK_FREL (version
+   12): a second tag bit; set, the rest is the slot's own allocation at
+   its free position - 1 + unzigzag(the rest); clear, the distance back
+   as without the flag. A code naming the slot's own allocation moves its
+   free position there (in such chunks only: the others pay one test). */
+static inline uint32_t get_free_rel(struct dec *d, struct ht__cur *a, uint32_t si, uint64_t v)
+{
+	struct slot *sl = &d->slots[si];
+	const struct ht__own *o = &d->own[si];
+	int solo = d->own_solo == si + 1;
+	uint32_t own = solo ? d->nallocs : o->n;
+	uint64_t k = v >> 2;
+	if (v & 2) {
+		uint64_t p = (uint64_t)sl->free_own - 1 + (uint64_t)ht__unzigzag(k);
+		if (p >= own) {
+			a->bad = 1;
+			return 0;
+		}
+		sl->free_own = (uint32_t)p;
+	} else if (!k || (k > own && k - own > d->nallocs)) {
+		a->bad = 1;
+		return 0;
+	} else if (k > own) {
+		return d->nallocs - (uint32_t)(k - own);
+	} else {
+		sl->free_own = own - (uint32_t)k;
+	}
+	return solo ? sl->free_own : o->glob[sl->free_own];
+}
+
 /* The address of a block leaving; 0 with a->bad set when the code is bad. */
 static uint64_t get_free_addr(const struct ht_reader *r, struct dec *d, struct ht__cur *a,
 			      uint32_t si)
@@ -1594,40 +1624,26 @@ static uint64_t get_free_addr(const struct ht_reader *r, struct dec *d, struct h
 	uint64_t v = ht__get_varint(a);
 	if (!(v & 1))
 		return get_raw_addr(a, v, sl, r->heap_sh);
-	/* Back among the slot's own allocations, then past them among all the
-	   chunk's (version 2: all the chunk's only). In a chunk with
-	   HT__CHUNK_FREL (version 12) the code has a second tag bit: set, it
-	   names the slot's own allocation at its free position - 1 +
-	   unzigzag(the rest). A code naming the slot's own allocation moves
-	   its free position there, in any chunk (version 12). */
-	uint64_t k = v >> 1;
-	const struct ht__own *o = &d->own[si];
-	int solo = d->own_solo == si + 1;
-	uint32_t own = !r->own_first ? 0 : solo ? d->nallocs : o->n, g;
+	uint32_t g;
 	if (d->frel) {
-		if (k & 1) {
-			uint64_t p = (uint64_t)sl->free_own - 1 + (uint64_t)ht__unzigzag(k >> 1);
-			if (p >= own) {
-				a->bad = 1;
-				return 0;
-			}
-			sl->free_own = (uint32_t)p;
-			g = solo ? (uint32_t)p : o->glob[p];
-			goto found;
-		}
-		k >>= 1;
-	}
-	if (!k || (k > own && k - own > d->nallocs)) {
-		a->bad = 1;
-		return 0;
-	}
-	if (k > own) {
-		g = d->nallocs - (uint32_t)(k - own);
+		g = get_free_rel(d, a, si, v);
+		if (a->bad)
+			return 0;
 	} else {
-		sl->free_own = own - (uint32_t)k;
-		g = solo ? sl->free_own : o->glob[sl->free_own];
+		/* Back among the slot's own allocations, then past them among
+		   all the chunk's (version 2: all the chunk's only). */
+		uint64_t k = v >> 1;
+		const struct ht__own *o = &d->own[si];
+		int solo = d->own_solo == si + 1;
+		uint32_t own = !r->own_first ? 0 : solo ? d->nallocs : o->n;
+		if (!k || (k > own && k - own > d->nallocs)) {
+			a->bad = 1;
+			return 0;
+		}
+		g = k > own ? d->nallocs - (uint32_t)(k - own)
+		    : solo  ? own - (uint32_t)k
+			    : o->glob[own - k];
 	}
-found:;
 	uint64_t e = d->allocs[g], addr = e >> 8;
 	unsigned cls = e & 0xff;
 	if (!cls)

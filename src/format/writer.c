@@ -138,8 +138,10 @@ struct slot {
 	   size: a stack code 0 says the same again (docs/trace-format.md). */
 	uint32_t last_stack[HT__RING_CLASSES];
 	/* Its free position: the number among its own allocations of its
-	   own block that left last by an index code (version 12). */
-	uint32_t free_own;
+	   own block that left last by an index code in a chunk with
+	   HT__CHUNK_FREL (version 12); est_own the same in a chunk without
+	   it that weighs the two forms, for the weighing. */
+	uint32_t free_own, est_own;
 };
 
 /* Open-addressing map (process, tid) -> slot, emptied per chunk by a
@@ -1305,14 +1307,15 @@ static unsigned raw_addr_len(const struct slot *sl, uint64_t addr)
    weighs the two forms (w->frel_judge), of a block d allocations back
    that is the slot's own allocation number own (UINT32_MAX: another
    slot's): the shorter of d and the distance from the slot's free
-   position. Out of line: the other chunks pay one test for it. */
+   position (est_own when the chunk only weighs). Out of line: the other
+   chunks pay one test for it. */
 static __attribute__((noinline)) uint64_t frel_code(struct ht__writer *w, const struct slot *sl,
 						    uint32_t own, uint64_t d)
 {
 	if (own == UINT32_MAX)
 		return w->frel ? d << 2 | 1 : d << 1 | 1;
 	/* the smaller value, so never the longer varint */
-	int64_t base = (int64_t)sl->free_own - 1;
+	int64_t base = (int64_t)(w->frel ? sl->free_own : sl->est_own) - 1;
 	uint64_t rel = ht__zigzag((int64_t)own - base) << 2 | 3;
 	uint64_t two = rel < (d << 2 | 1) ? rel : d << 2 | 1;
 	if (w->frel_judge) {
@@ -1346,8 +1349,10 @@ static uint8_t *put_free_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uin
 	   code of one byte always does). */
 	if (code >= 0x80 && varint_len(code) > raw_addr_len(sl, addr))
 		return put_raw_addr(p, sl, addr, HT__HEAP_GRAIN_SHIFT);
-	if (mine)
+	if (mine && w->frel)
 		sl->free_own = e->own;
+	else if (mine && w->frel_judge)
+		sl->est_own = e->own;
 	ht__ring_push(w->rings[si][e->cls], addr);
 	sl->last_addr = addr;
 	return ht__put_varint(p, code);
