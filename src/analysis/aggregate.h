@@ -80,8 +80,7 @@ struct ht__agg_result {
 	struct ht__agg_counts shown;  /* sums over the items kept */
 	struct ht__agg_item *items;   /* sorted, at most top (none with totals_only) */
 	size_t count;
-	/* items before the cut: items[count .. total_items) follow the ones
-	   shown in no set order */
+	/* items before the cut (only items[0 .. count) are kept) */
 	size_t total_items;
 };
 
