@@ -1039,12 +1039,14 @@ static int tick(struct ht__session *s)
 		return 1;
 	bool root_done =
 	    s->root_pid > 0 ? s->stats.root_exited : s->cfg.end_when_gone && s->nprocs > 0;
-	/* Every process gone: what their rings still hold is drained and
-	   merged by ht__session_finish at once (it waits for no watermark),
-	   not by the ticks that gave the rings back one or two milliseconds
-	   later. */
-	if (root_done && all_dead(s) && !unborn_child(s, now))
-		return 1;
+	if (root_done && all_dead(s)) {
+		if (in_use == 0 && !unborn_child(s, now))
+			return 1;
+		/* The last rings are given back once merged, at the next tick:
+		   soon, not a whole tick after the program ended. */
+		if (in_use)
+			s->next_tick_ns = now + HT__TICK_NS / 10;
+	}
 	return 0;
 }
 
