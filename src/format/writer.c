@@ -1554,6 +1554,37 @@ int ht__writer_heap_event(struct ht__writer *w, const struct ht__heap_event *h)
 	return heap_event_any(w, h);
 }
 
+int ht__writer_heap_run(struct ht__writer *w, const struct ht__heap_event *h, uint32_t n)
+{
+	/* Whether the current slot is the run's thread: once the first event
+	   of the run is written it is, until a chunk ends (ev_count 0). */
+	bool same = false;
+	for (uint32_t i = 0; i < n; i++, h++) {
+		if (w->err)
+			return w->err;
+		if ((h->type == HT_EV_ALLOC || h->type == HT_EV_FREE) &&
+		    h->func == ht__default_func(h->type) && !h->flags && w->fits && w->ev_count) {
+			if (!same) {
+				const struct slot *sl = &w->slots[w->cur_slot];
+				same = sl->tid == h->tid && sl->process == h->process &&
+				       sl->pid == h->pid;
+			}
+			if (same) {
+				int rc =
+				    put_plain_heap(w, h->type, h->stack, h->addr, h->size, h->ts);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
+		}
+		int rc = heap_event_any(w, h);
+		if (rc < 0)
+			return rc;
+		same = false;
+	}
+	return 0;
+}
+
 int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const struct ht_process *proc)
 {
 	if (!w || !ev)

@@ -112,6 +112,9 @@ struct ht__heap_event {
 	uint64_t size;
 };
 int ht__writer_heap_event(struct ht__writer *w, const struct ht__heap_event *ev);
+/* ht__writer_heap_event() of ev[0 .. n - 1], a run of one thread's events
+   (the same process, pid and tid), with the thread looked at once. */
+int ht__writer_heap_run(struct ht__writer *w, const struct ht__heap_event *ev, uint32_t n);
 
 /*
  * A hint: allocations or frees of the heap blocks at addr[0 .. n - 1] come

@@ -703,6 +703,11 @@ static inline void look_ahead(struct ht__session *s, struct ht__slot *sl)
 		s->sink->prefetch(s->sink_ctx, addr, n);
 }
 
+/* Bytes of records (about 36) the merge hands to ht__translate_span() at
+   most: within reach of the look ahead's hints, which a run of thousands of
+   records (one ring) would leave far behind. */
+#define SPAN_BYTES 1024u
+
 /*
  * Write the queued records stamped below wm, in time order: a k-way merge
  * of the slots (each already in order) through a binary heap. It stops
@@ -733,7 +738,9 @@ static int merge(struct ht__session *s, uint64_t wm, uint64_t budget)
 		uint64_t next_ts = next == UINT32_MAX ? UINT64_MAX : slot_head(&s->slots[next])->ts;
 		uint64_t limit = next_ts < wm ? next_ts : wm;
 		struct ht__slot *sl = &s->slots[top];
-		uint32_t from = sl->head;
+		/* span: the run's records not translated yet, from there to the
+		   head; they go to ht__translate_span() together. */
+		uint32_t from = sl->head, span = from;
 		for (;;) {
 			const struct ht__rec *rec = slot_head(sl);
 			if (hint) {
@@ -742,15 +749,25 @@ static int merge(struct ht__session *s, uint64_t wm, uint64_t budget)
 			} else {
 				sl->hinted = 0;
 			}
-			sl->head += rec->len;
 			s->merged++;
-			/* Nothing held and no realloc (nearly always): what
-			   ht__order_rec() does then, without the call. */
-			int rc = s->nheld || rec->type == HT_REC_REALLOC
-				     ? ht__order_rec(s, sl, rec)
-				     : ht__translate(s, sl, rec);
-			if (rc < 0)
-				return rc;
+			if (s->nheld || rec->type == HT_REC_REALLOC) {
+				/* What ht__order_rec() does with any other record
+				   while nothing is held (nearly always): translate
+				   it, here with the rest of the span. */
+				int rc = span < sl->head ? ht__translate_span(s, sl, sl->buf + span,
+									      sl->buf + sl->head)
+							 : 0;
+				sl->head += rec->len;
+				span = sl->head;
+				if (rc < 0 || (rc = ht__order_rec(s, sl, rec)) < 0)
+					return rc;
+			} else if ((sl->head += rec->len) - span >= SPAN_BYTES) {
+				int rc =
+				    ht__translate_span(s, sl, sl->buf + span, sl->buf + sl->head);
+				if (rc < 0)
+					return rc;
+				span = sl->head;
+			}
 			if (sl->head == sl->tail) {
 				s->heap[0] = s->heap[--n];
 				break;
@@ -763,6 +780,11 @@ static int merge(struct ht__session *s, uint64_t wm, uint64_t budget)
 			if (ts >= wm)
 				s->heap[0] = s->heap[--n];
 			break;
+		}
+		if (span < sl->head) {
+			int rc = ht__translate_span(s, sl, sl->buf + span, sl->buf + sl->head);
+			if (rc < 0)
+				return rc;
 		}
 		budget -= sl->head - from < budget ? sl->head - from : budget;
 		heap_down(s, n, 0);

@@ -81,6 +81,10 @@ struct ht__sink {
 	/* An allocation or free of the process heap (may be NULL: event then
 	   takes it as a struct ht_event). */
 	int (*heap_event)(void *ctx, const struct ht__heap_event *ev);
+	/* Allocations and frees ev[0 .. n - 1] of one thread (the same process,
+	   pid and tid), in order (may be NULL: heap_event then takes them one
+	   at a time). */
+	int (*heap_run)(void *ctx, const struct ht__heap_event *ev, uint32_t n);
 };
 
 /* A sink writing to w (ctx is the struct ht__writer *). */

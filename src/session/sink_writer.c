@@ -58,6 +58,11 @@ static int w_heap_event(void *ctx, const struct ht__heap_event *ev)
 	return ht__writer_heap_event(ctx, ev);
 }
 
+static int w_heap_run(void *ctx, const struct ht__heap_event *ev, uint32_t n)
+{
+	return ht__writer_heap_run(ctx, ev, n);
+}
+
 static const struct ht__sink writer_sink = {
     .module = w_module,
     .frame = w_frame,
@@ -69,6 +74,7 @@ static const struct ht__sink writer_sink = {
     .settle = w_settle,
     .prefetch = w_prefetch,
     .heap_event = w_heap_event,
+    .heap_run = w_heap_run,
 };
 
 const struct ht__sink *ht__sink_writer(void)

@@ -726,35 +726,56 @@ static __attribute__((noinline)) int translate_any(struct ht__session *s, struct
 _Static_assert(offsetof(struct ht__rec_alloc, addr) == offsetof(struct ht__rec_free, addr),
 	       "alloc and free records keep their address at the same offset");
 
+/* Is rec an allocation or a free of a ring whose process is known (most of
+   a trace; the session's own queue never has one), long enough for its
+   type? A short one is counted corrupt and skipped (*skip). */
+static inline bool plain_heap_rec(struct ht__session *s, const struct ht__slot *sl,
+				  const struct ht__rec *rec, bool *skip)
+{
+	uint8_t type = rec->type;
+	if (!sl->proc || (type != HT_REC_ALLOC && type != HT_REC_FREE))
+		return false;
+	if (rec->len <
+	    (type == HT_REC_ALLOC ? sizeof(struct ht__rec_alloc) : sizeof(struct ht__rec_free))) {
+		s->stats.corrupt++;
+		*skip = true;
+		return false;
+	}
+	return true;
+}
+
+/* The event of such a record, without a struct ht_event to clear and fill,
+   which the writer looked through again (docs/performance.md, "The
+   collector, per event"). */
+static inline __attribute__((always_inline)) void heap_of(struct ht__session *s,
+							  const struct ht__slot *sl,
+							  const struct ht__rec *rec,
+							  struct ht__heap_event *h)
+{
+	uint8_t type = rec->type;
+	h->type = type == HT_REC_ALLOC ? HT_EV_ALLOC : HT_EV_FREE;
+	h->func = rec->func & 0x7f;
+	h->flags = (rec->func & HT_RECF_FAILED) ? HT_EVF_FAILED : 0;
+	h->process = sl->proc - 1;
+	h->pid = sl->pid;
+	h->tid = sl->tid;
+	h->ts = rel_ts(s, rec->ts);
+	h->stack = lookup_stack(s, rec->stack);
+	h->addr = ((const struct ht__rec_free *)rec)->addr;
+	h->size = type == HT_REC_ALLOC ? ((const struct ht__rec_alloc *)rec)->size : 0;
+	s->stats.events++;
+}
+
 int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__rec *rec)
 {
-	/* Most of a trace: allocations and frees in a ring whose process is
-	   known (the session's own queue never has one). The same event as
-	   translate_any() makes of them, without the checks and the switch. */
-	uint8_t type = rec->type;
-	if (sl->proc && (type == HT_REC_ALLOC || type == HT_REC_FREE)) {
-		if (rec->len < (type == HT_REC_ALLOC ? sizeof(struct ht__rec_alloc)
-						     : sizeof(struct ht__rec_free))) {
-			s->stats.corrupt++;
-			return 0;
-		}
+	/* The same event as translate_any() makes of them, without the checks
+	   and the switch. */
+	bool skip = false;
+	if (plain_heap_rec(s, sl, rec, &skip)) {
+		uint8_t type = rec->type;
 		if (s->sink && s->sink->heap_event) {
-			/* Without a struct ht_event to clear and fill, which the
-			   writer looked through again (docs/performance.md, "The
-			   collector, per event"). */
 			struct ht__heap_event h;
-			h.type = type == HT_REC_ALLOC ? HT_EV_ALLOC : HT_EV_FREE;
-			h.func = rec->func & 0x7f;
-			h.flags = (rec->func & HT_RECF_FAILED) ? HT_EVF_FAILED : 0;
-			h.process = sl->proc - 1;
-			h.pid = sl->pid;
-			h.tid = sl->tid;
-			h.ts = rel_ts(s, rec->ts);
-			h.stack = lookup_stack(s, rec->stack);
-			h.addr = ((const struct ht__rec_free *)rec)->addr;
-			h.size =
-			    type == HT_REC_ALLOC ? ((const struct ht__rec_alloc *)rec)->size : 0;
-			s->stats.events++;
+			heap_of(s, sl, rec, &h);
 			return sink_fail(s, s->sink->heap_event(s->sink_ctx, &h));
 		}
 		struct ht_event ev = zero_ev;
@@ -774,7 +795,90 @@ int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__r
 		ev.ts = rel_ts(s, rec->ts);
 		return emit(s, &ev, NULL);
 	}
-	return translate_any(s, sl, rec);
+	return skip ? 0 : translate_any(s, sl, rec);
+}
+
+/* Events handed to the sink's heap_run at once, at most. */
+#define HEAP_RUN 64
+
+/*
+ * The events of the allocations and frees from *pp on (ht__translate()'s
+ * fast path: a known process, a long enough record), at most HEAP_RUN,
+ * into h; *pp moves past them, to end or to the first other record.
+ * What the fast path reads of the session and the slot is in locals here:
+ * through the stores to h the compiler loaded it again for each event.
+ */
+static uint32_t heap_run_of(struct ht__session *s, const struct ht__slot *sl, const uint8_t **pp,
+			    const uint8_t *end, struct ht__heap_event *h)
+{
+	if (!sl->proc)
+		return 0;
+	const uint8_t *p = *pp;
+	const uint64_t t0 = s->hdr->t0_ns;
+	const uint32_t *smap = s->stack_map, scap = s->stack_map_cap, process = sl->proc - 1;
+	const int32_t pid = sl->pid, tid = sl->tid;
+	uint64_t last = s->last_ts, late = 0;
+	uint32_t n = 0;
+	while (p < end && n < HEAP_RUN) {
+		const struct ht__rec *rec = (const struct ht__rec *)p;
+		bool alloc = rec->type == HT_REC_ALLOC;
+		if (!alloc && rec->type != HT_REC_FREE)
+			break;
+		if (rec->len < (alloc ? sizeof(struct ht__rec_alloc) : sizeof(struct ht__rec_free)))
+			break; /* ht__translate() counts it */
+		struct ht__heap_event *e = &h[n++];
+		e->type = alloc ? HT_EV_ALLOC : HT_EV_FREE;
+		e->func = rec->func & 0x7f;
+		e->flags = (rec->func & HT_RECF_FAILED) ? HT_EVF_FAILED : 0;
+		e->process = process;
+		e->pid = pid;
+		e->tid = tid;
+		/* rel_ts() */
+		uint64_t r = rec->ts > t0 ? rec->ts - t0 : 0;
+		if (r < last) {
+			late++;
+			r = last;
+		}
+		e->ts = last = r;
+		e->stack = rec->stack < scap ? smap[rec->stack] : 0; /* lookup_stack() */
+		e->addr = ((const struct ht__rec_free *)rec)->addr;
+		e->size = alloc ? ((const struct ht__rec_alloc *)rec)->size : 0;
+		p += rec->len;
+	}
+	s->last_ts = last;
+	s->stats.late += late;
+	s->stats.events += n;
+	*pp = p;
+	return n;
+}
+
+int ht__translate_span(struct ht__session *s, struct ht__slot *sl, const uint8_t *p,
+		       const uint8_t *end)
+{
+	int rc;
+	if (!s->sink || !s->sink->heap_run) {
+		for (; p < end; p += ((const struct ht__rec *)p)->len)
+			if ((rc = ht__translate(s, sl, (const struct ht__rec *)p)) < 0)
+				return rc;
+		return 0;
+	}
+	/* A run holds allocations and frees of the ring in a row: any other
+	   record (a stack, a module, a thread's start) is translated between
+	   two runs, in its place, and may change what the next ones say (the
+	   ring's process, a stack's id). */
+	struct ht__heap_event h[HEAP_RUN];
+	while (p < end) {
+		uint32_t n = heap_run_of(s, sl, &p, end, h);
+		if (n && (rc = sink_fail(s, s->sink->heap_run(s->sink_ctx, h, n))) < 0)
+			return rc;
+		if (n == HEAP_RUN || p == end)
+			continue;
+		const struct ht__rec *rec = (const struct ht__rec *)p;
+		p += rec->len;
+		if ((rc = ht__translate(s, sl, rec)) < 0)
+			return rc;
+	}
+	return 0;
 }
 
 static __attribute__((noinline)) int translate_any(struct ht__session *s, struct ht__slot *sl,
