@@ -217,6 +217,23 @@ struct batch {
 };
 
 struct pipe;
+struct raw_stacks;
+
+/*
+ * The DEFS table's stacks expanded into logical frames on a thread of their
+ * own (stacks_start()), while the caller goes on to read events, which need
+ * only stack ids: clang++'s 55 thousand stacks of 3.7 million frames are
+ * about half of what opening its trace costs. ht_reader_stack() waits for
+ * it.
+ */
+struct stacks_job {
+	struct ht_reader *r;
+	struct raw_stacks *rs; /* the stacks as physical frame lists, freed when done */
+	struct arena arena;    /* the logical frame lists */
+	pthread_t th;
+	pthread_mutex_t mu; /* who joins th */
+	int rc;		    /* 0 or HT_ERR_NOMEM: the stacks after that are left undefined */
+};
 
 #define WORKER_BATCHES 8 /* batches of BATCH_EVENTS events per decoding thread */
 
@@ -255,6 +272,11 @@ struct ht_reader {
 	uint64_t events_end; /* offset where event chunks stop */
 
 	struct tables t;
+	/* The stacks' expansion while it may run (NULL: none, or joined, as
+	   stacks_busy says), and its error. */
+	struct stacks_job *stacks;
+	int stacks_busy; /* atomic: stacks runs, or ran and is not joined */
+	int stacks_rc;
 
 	/* Event stream state. */
 	uint64_t pos; /* file offset of the next chunk */
@@ -569,8 +591,10 @@ static int add_logical(struct tables *t, uint32_t id, const struct sym_tmp *syms
 	return 0;
 }
 
-/* Stores stack id as logical frames; phys lists physical frame ids. */
-static int def_stack(struct tables *t, uint32_t id, const uint32_t *phys, uint32_t n)
+/* Stores stack id as logical frames, their lists in arena a; phys lists
+   physical frame ids. */
+static int def_stack(struct tables *t, struct arena *a, uint32_t id, const uint32_t *phys,
+		     uint32_t n)
 {
 	if (!id || id >= HT__MAX_STACK_ID)
 		return HT_ERR_CORRUPT;
@@ -603,7 +627,7 @@ static int def_stack(struct tables *t, uint32_t id, const uint32_t *phys, uint32
 		for (uint32_t j = 0; j < nlog; j++)
 			buf[k++] = first + j;
 	}
-	if (!(out = arena_alloc(&t->arena, (k ? k : 1) * sizeof(uint32_t))))
+	if (!(out = arena_alloc(a, (k ? k : 1) * sizeof(uint32_t))))
 		return HT_ERR_NOMEM;
 	memcpy(out, buf, k * sizeof(uint32_t));
 	goto done;
@@ -611,7 +635,7 @@ long_stack:;
 	size_t total = 0;
 	for (uint32_t i = 0; i < n; i++)
 		total += phys[i] < nphys ? pt[phys[i]].nlog : 0;
-	if (!(out = arena_alloc(&t->arena, (total ? total : 1) * sizeof(uint32_t))))
+	if (!(out = arena_alloc(a, (total ? total : 1) * sizeof(uint32_t))))
 		return HT_ERR_NOMEM;
 	k = 0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -672,6 +696,25 @@ struct raw_stacks {
 	size_t nframes;
 	size_t frames_cap;
 };
+
+static size_t allocs_bytes(size_t n, size_t size);
+static void *map_grow(void *p, size_t old, size_t bytes);
+
+/* Room for need frames in rs: mapped, so that the stacks' thread can give
+   back what it has read (stacks_expand()). 0 or HT_ERR_NOMEM. */
+static int raw_frames_grow(struct raw_stacks *rs, size_t need)
+{
+	size_t cap = rs->frames_cap ? rs->frames_cap : 65536;
+	while (cap < need)
+		cap *= 2;
+	uint32_t *f = map_grow(rs->frames, allocs_bytes(rs->frames_cap, sizeof(*f)),
+			       allocs_bytes(cap, sizeof(*f)));
+	if (!f)
+		return HT_ERR_NOMEM;
+	rs->frames = f;
+	rs->frames_cap = cap;
+	return 0;
+}
 
 /* A stream's definitions start afresh (a group, version 9's ids). */
 static void defs_start(struct stackprev *sp, int id_delta)
@@ -758,9 +801,7 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 		const uint32_t *prevf;
 		if (rs) {
 			size_t need = rs->nframes + n;
-			if (need > rs->frames_cap &&
-			    ht__grow((void **)&rs->frames, &rs->frames_cap,
-				     need < 4096 ? 4096 : need, sizeof(*rs->frames)) < 0)
+			if (need > rs->frames_cap && raw_frames_grow(rs, need) < 0)
 				return HT_ERR_NOMEM;
 			buf = rs->frames + rs->nframes;
 			prevf = rs->frames + prev_off;
@@ -817,7 +858,7 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 			rs->nframes += n;
 			return 0;
 		}
-		return def_stack(t, (uint32_t)id, buf, (uint32_t)n);
+		return def_stack(t, &t->arena, (uint32_t)id, buf, (uint32_t)n);
 	}
 	default:
 		return HT_ERR_CORRUPT;
@@ -1030,6 +1071,110 @@ static int load_defindex(struct ht_reader *r, struct ht__cur *c, uint64_t from,
 	return rc;
 }
 
+#define RAW_GIVE_BACK (1u << 20) /* bytes of read frames the stacks' thread gives back at once */
+
+/*
+ * Stores the stacks of rs; 0 or HT_ERR_NOMEM. give_back: the physical
+ * frame lists read so far are given back to the system as it goes (each
+ * stack's list holds all its frames, so none is read again), since the
+ * events' pass allocates at the same time (clang++: 15 MB of lists).
+ */
+static int stacks_expand(struct tables *t, struct arena *a, const struct raw_stacks *rs,
+			 int give_back)
+{
+	int rc = 0;
+	size_t given = 0; /* bytes from rs->frames */
+	for (uint32_t i = 0; i < rs->n && !rc; i++) {
+		uint32_t end = i + 1 < rs->n ? rs->off[i + 1] : (uint32_t)rs->nframes;
+		rc = def_stack(t, a, rs->ids[i], rs->frames + rs->off[i], end - rs->off[i]);
+		size_t read = (size_t)end * sizeof(*rs->frames) & ~(size_t)4095;
+		if (give_back && read - given >= RAW_GIVE_BACK) {
+			madvise((char *)rs->frames + given, read - given, MADV_DONTNEED);
+			given = read;
+		}
+	}
+	return rc;
+}
+
+static void raw_stacks_free(struct raw_stacks *rs)
+{
+	free(rs->ids);
+	free(rs->off);
+	if (rs->frames_cap)
+		munmap(rs->frames, allocs_bytes(rs->frames_cap, sizeof(*rs->frames)));
+	memset(rs, 0, sizeof(*rs));
+}
+
+static void *stacks_main(void *arg)
+{
+	struct stacks_job *j = arg;
+	j->rc = stacks_expand(&j->r->t, &j->arena, j->rs, 1);
+	raw_stacks_free(j->rs);
+	return NULL;
+}
+
+/* Stacks of at least this many frames in all are expanded on a thread. */
+#define STACKS_THREAD_FRAMES 65536u
+
+/*
+ * The stacks of the DEFS table (*rs, every id already checked by
+ * decode_def()) into logical frames: on a thread of their own when the
+ * reader may use threads and they are many (rs is then the thread's), here
+ * otherwise. The table's size (ht_reader_stack_count()) is set at once.
+ * 0 or HT_ERR_NOMEM.
+ */
+static int stacks_start(struct ht_reader *r, struct raw_stacks *rs)
+{
+	struct tables *t = &r->t;
+	if (r->nthreads > 0 && rs->nframes >= STACKS_THREAD_FRAMES) {
+		uint32_t top = 0;
+		for (uint32_t i = 0; i < rs->n; i++)
+			top = rs->ids[i] > top ? rs->ids[i] : top;
+		struct stacks_job *j = calloc(1, sizeof(*j));
+		struct raw_stacks *mine = malloc(sizeof(*mine));
+		if (!j || !mine ||
+		    (top >= t->stacks_cap &&
+		     ht__grow32_zero((void **)&t->stacks, &t->stacks_cap, (size_t)top + 1,
+				     sizeof(*t->stacks)) < 0)) {
+			free(j);
+			free(mine);
+			return HT_ERR_NOMEM;
+		}
+		if (top >= t->nstacks)
+			t->nstacks = top + 1;
+		*mine = *rs;
+		j->r = r;
+		j->rs = mine;
+		pthread_mutex_init(&j->mu, NULL);
+		if (!pthread_create(&j->th, NULL, stacks_main, j)) {
+			memset(rs, 0, sizeof(*rs));
+			r->stacks = j;
+			__atomic_store_n(&r->stacks_busy, 1, __ATOMIC_RELAXED);
+			return 0;
+		}
+		pthread_mutex_destroy(&j->mu);
+		free(mine);
+		free(j);
+	}
+	return stacks_expand(t, &t->arena, rs, 0);
+}
+
+/* Waits for the stacks' thread, if one ran: 0, or the error it had. */
+static int stacks_wait(struct ht_reader *r)
+{
+	if (!__atomic_load_n(&r->stacks_busy, __ATOMIC_ACQUIRE))
+		return r->stacks_rc;
+	struct stacks_job *j = r->stacks;
+	pthread_mutex_lock(&j->mu);
+	if (__atomic_load_n(&r->stacks_busy, __ATOMIC_RELAXED)) {
+		pthread_join(j->th, NULL);
+		r->stacks_rc = j->rc;
+		__atomic_store_n(&r->stacks_busy, 0, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&j->mu);
+	return r->stacks_rc;
+}
+
 /* Reads the table chunks between from and to; 0 or an error with *why. */
 static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const char **why)
 {
@@ -1144,16 +1289,12 @@ static int load_tables(struct ht_reader *r, uint64_t from, uint64_t to, const ch
 		uint32_t n = id < symidx_cap ? sym_n[id] : 0;
 		rc = add_logical(t, id, n ? syms + sym_first[id] : NULL, n);
 	}
-	for (uint32_t i = 0; i < rs.n && !rc; i++) {
-		uint32_t end = i + 1 < rs.n ? rs.off[i + 1] : (uint32_t)rs.nframes;
-		rc = def_stack(t, rs.ids[i], rs.frames + rs.off[i], end - rs.off[i]);
-	}
+	if (!rc)
+		rc = stacks_start(r, &rs);
 	if (rc < 0 && !*why)
 		*why = "tables do not parse";
 out:
-	free(rs.ids);
-	free(rs.off);
-	free(rs.frames);
+	raw_stacks_free(&rs);
 	free(syms);
 	free(sym_first);
 	free(sym_n);
@@ -2489,7 +2630,8 @@ static __attribute__((noinline)) int next_batch(struct ht_reader *r)
 	}
 	if (b && b->end) {
 		end_stream(r);
-		return 0;
+		/* A pass reads every stack's expansion too: its error is the pass's. */
+		return r->stacks ? stacks_wait(r) : 0;
 	}
 	if (!r->pp && !r->scan && r->nthreads && !r->in_chunk && r->pos == r->header_size &&
 	    pipe_start(r) < 0)
@@ -2623,6 +2765,10 @@ uint32_t ht_reader_stack_count(const struct ht_reader *r)
 
 uint32_t ht_reader_stack(const struct ht_reader *r, uint32_t stack, const uint32_t **frames)
 {
+	/* The stacks' thread (stacks_start()) is the reader's own state: the
+	   caller sees a table that was whole from the open. */
+	if (r->stacks)
+		stacks_wait((struct ht_reader *)r);
 	if (stack >= r->t.nstacks || !r->t.stacks[stack].defined) {
 		if (frames)
 			*frames = NULL;
@@ -2638,6 +2784,13 @@ void ht_reader_close(struct ht_reader *r)
 	if (!r)
 		return;
 	pipe_stop(r);
+	if (r->stacks) {
+		stacks_wait(r);
+		pthread_mutex_destroy(&r->stacks->mu);
+		arena_release(&r->stacks->arena);
+		free(r->stacks->rs);
+		free(r->stacks);
+	}
 	if (r->fd >= 0)
 		close(r->fd);
 	tables_release(&r->t);

@@ -3,8 +3,11 @@
  * (HT_READER_THREADS): the events, their names, the warnings and the end of
  * the stream must be those of decoding on the caller's thread, whatever the
  * number of threads, on a trace of many small chunks, after a rewind in the
- * middle, and on traces damaged in a chunk's payload or header.
+ * middle, and on traces damaged in a chunk's payload or header; and the
+ * stack table, whose expansion into logical frames runs on a thread of its
+ * own while the events are read, must be that of a read without threads.
  */
+#include <pthread.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -197,6 +200,136 @@ static void damaged_copy(const char *src, const char *dst, int n, long delta)
 	fclose(f);
 }
 
+/* Stacks enough that their expansion goes to a thread (more than 65536
+   frames in all), each sharing outer frames with the one before, over
+   frames with 0 to 3 logical frames of symbols. */
+#define NSTK 3000
+#define NFRAMES 600
+
+static void write_stacks_trace(const char *path)
+{
+	struct ht__trace_meta meta = {.argc = 0};
+	struct ht__writer *w;
+	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	if (!w)
+		return;
+	CHECK_EQ(ht__writer_module(w, 0, "/usr/lib/libt.so", (const uint8_t *)"\1\2", 2), 0);
+	for (uint32_t f = 0; f < NFRAMES; f++)
+		CHECK_EQ(ht__writer_frame(w, f, 0, 0x1000 + 16 * f), 0);
+	rng = 0x2545f4914f6cdd1dull;
+	uint32_t frames[64];
+	uint32_t n = 0;
+	for (uint32_t id = 1; id <= NSTK; id++) {
+		uint32_t keep = n ? (uint32_t)(next_rand() % n) : 0; /* outer frames kept */
+		uint32_t add = 1 + (uint32_t)(next_rand() % (64 - keep));
+		memmove(frames + add, frames + n - keep, keep * sizeof(*frames));
+		for (uint32_t i = 0; i < add; i++)
+			frames[i] = (uint32_t)(next_rand() % NFRAMES);
+		n = add + keep;
+		CHECK_EQ(ht__writer_stack(w, id, frames, n), 0);
+	}
+	struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .size = 32};
+	for (uint32_t i = 0; i < 20000; i++) {
+		e.ts = 10 * (i + 1);
+		e.addr = 0x5555000000ull + 48 * i;
+		e.stack = 1 + i % NSTK;
+		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+	}
+	for (uint32_t f = 0; f < NFRAMES; f++) {
+		char fn[3][32];
+		struct ht__symbol syms[3];
+		uint32_t ns = f % 4;
+		for (uint32_t i = 0; i < ns; i++) {
+			snprintf(fn[i], sizeof(fn[i]), "fn_%u_%u", f, i);
+			syms[i] = (struct ht__symbol){fn[i], "t.c", f + i};
+		}
+		if (ns)
+			CHECK_EQ(ht__writer_symbols(w, f, syms, ns), 0);
+	}
+	CHECK_EQ(ht__writer_finish(w, e.ts, 0, 0), 0);
+}
+
+/* A hash of every stack: its logical frames, each frame's address and
+   symbols. */
+static uint64_t stacks_hash(struct ht_reader *r)
+{
+	uint64_t h = ht_reader_stack_count(r);
+	for (uint32_t s = 0; s < ht_reader_stack_count(r); s++) {
+		const uint32_t *frames;
+		uint32_t n = ht_reader_stack(r, s, &frames);
+		h = mix(h, n);
+		for (uint32_t i = 0; i < n; i++) {
+			const struct ht_frame *f = ht_reader_frame(r, frames[i]);
+			h = mix(h, frames[i]);
+			h = mix(h, f ? f->rel | (uint64_t)f->line << 48 | (uint64_t)f->inlined << 40
+				     : 0);
+			for (const char *c = f && f->function ? f->function : ""; *c; c++)
+				h = mix(h, (uint8_t)*c);
+		}
+	}
+	return h;
+}
+
+static void *stacks_hash_main(void *arg)
+{
+	struct ht_reader *r = arg;
+	uint64_t *h = malloc(sizeof(*h));
+	if (h)
+		*h = stacks_hash(r);
+	return h;
+}
+
+/* The stack table, read with threads (before the events, after them, from
+   two threads at once, or not at all before closing) as without. */
+static void same_stacks(const char *path)
+{
+	setenv("HT_READER_THREADS", "0", 1);
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	CHECK_U64(ht_reader_stack_count(r), NSTK + 1);
+	uint64_t want = stacks_hash(r);
+	struct readout none;
+	ht_reader_close(r);
+	read_trace(path, "0", 0, &none);
+	CHECK_U64(none.n, 20000);
+
+	static const char *const threads[] = {"1", "2"};
+	for (unsigned t = 0; t < 2; t++) {
+		for (int when = 0; when < 4; when++) {
+			setenv("HT_READER_THREADS", threads[t], 1);
+			CHECK_EQ(ht_reader_open(&r, path), 0);
+			if (!r)
+				return;
+			CHECK_U64(ht_reader_stack_count(r), NSTK + 1);
+			struct ht_event ev;
+			uint64_t n = 0;
+			if (when == 0)
+				CHECK_U64(stacks_hash(r), want);
+			if (when == 2) { /* two threads ask at once, while events are read */
+				pthread_t th;
+				void *got = NULL;
+				CHECK_EQ(pthread_create(&th, NULL, stacks_hash_main, r), 0);
+				uint64_t mine = stacks_hash(r);
+				CHECK_EQ(pthread_join(th, &got), 0);
+				CHECK(got != NULL);
+				if (got)
+					CHECK_U64(*(uint64_t *)got, want);
+				free(got);
+				CHECK_U64(mine, want);
+			}
+			while (when < 3 && ht_reader_next(r, &ev) > 0)
+				n++;
+			if (when < 3)
+				CHECK_U64(n, 20000);
+			if (when == 1)
+				CHECK_U64(stacks_hash(r), want);
+			ht_reader_close(r); /* when 3: never asked */
+		}
+	}
+}
+
 int main(void)
 {
 	char path[300], bad[300];
@@ -244,5 +377,9 @@ int main(void)
 	CHECK_U64(scan.n, NEV);
 	CHECK_U64(scan.hash, here.hash);
 	same_reads(bad, &scan, "a trace without its footer");
+
+	test_path(path, sizeof(path), "stacks.htr");
+	write_stacks_trace(path);
+	same_stacks(path);
 	return test_result("test_reader_threads");
 }
