@@ -722,6 +722,15 @@ static void say_stats(const struct ht__session_stats *st)
 		fputs("heaptrail: stats: clock: monotonic\n", stderr);
 }
 
+/* Frames the symbol cache did not know went unsymbolized: libdw is missing. */
+static void say_no_symbols(const char *output, const struct ht__session_stats *st)
+{
+	if (st->symbols_missing)
+		warning("%s; the trace has no symbols for frames the symbol cache did not "
+			"have: after installing it, 'heaptrail symbolize %s' adds them",
+			st->symbols_missing, output);
+}
+
 /* The closing line of a recording, and why events were lost if any were. */
 static void say_written(const char *output, const struct ht__session_stats *st)
 {
@@ -908,8 +917,10 @@ static int record_attach(const struct options *o)
 	if (rc < 0 || frc < 0) {
 		error_msg("cannot write '%s': %s", output, ht_strerror(rc < 0 ? rc : frc));
 		failures++;
-	} else if (!o->quiet && !ring.k) {
-		say_written(output, sst);
+	} else {
+		if (!o->quiet && !ring.k)
+			say_written(output, sst);
+		say_no_symbols(output, sst);
 	}
 	if (o->stats)
 		say_stats(sst);
@@ -1162,6 +1173,8 @@ int cmd_record(int argc, char **argv)
 			      st->lost_in_handler);
 		warning("%s", why);
 	}
+	if (rc >= 0 && (frc >= 0 || ring.k))
+		say_no_symbols(output, st);
 	if (o.stats)
 		say_stats(st);
 	snap_session = NULL;

@@ -292,6 +292,12 @@ int cmd_symbolize(int argc, char **argv)
 		die("cannot copy the events of '%s': %s", file, ht_strerror(rc));
 	}
 
+	const char *no_dw = strip ? NULL : ht__symbolizer_missing();
+	if (no_dw) {
+		ht__writer_abort(rw.w);
+		ht__output_abort(&dst);
+		die("%s", no_dw);
+	}
 	progress_init(&pr, "symbolizing frames");
 	struct ht__symbolize_job job = {
 	    .mods = mods,

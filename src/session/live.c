@@ -76,5 +76,8 @@ int ht__session_symbols_to(struct ht__session *s, const struct ht__sink *to, voi
 	    .symbols = to->symbols,
 	    .ctx = ctx,
 	};
-	return ht__symbolize_frames(&job);
+	int rc = ht__symbolize_frames(&job);
+	if (job.missing)
+		s->stats.symbols_missing = job.missing;
+	return rc;
 }

@@ -163,8 +163,11 @@ struct ht__session_stats {
 	uint32_t processes;	     /* process images seen */
 	uint32_t modules, frames, stacks;
 	uint32_t frames_symbolized; /* frames with at least a function name */
-	bool root_exited;	    /* the launched program was reaped by the session */
-	int root_status;	    /* its wait status (WIFEXITED/WIFSIGNALED) */
+	/* Frames left unsymbolized because libdw cannot be loaded: why, naming
+	   the package (the trace can be symbolized later), or NULL. */
+	const char *symbols_missing;
+	bool root_exited; /* the launched program was reaped by the session */
+	int root_status;  /* its wait status (WIFEXITED/WIFSIGNALED) */
 };
 
 struct ht__session;

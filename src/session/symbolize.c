@@ -5,9 +5,11 @@
  * can be analysed on any machine.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,13 +21,13 @@
 #include "session/internal.h"
 
 /*
- * C++ names are demangled with the C++ runtime's own demangler (libstdc++ is
- * present wherever C++ programs run); Rust's, legacy (_ZN...17h<hash>E) and
- * v0 (_R...), with libiberty's (Debian libiberty-dev, a static library),
- * which the C++ runtime's does not know.
+ * C++ names are demangled, and Rust's, legacy (_ZN...17h<hash>E) and v0
+ * (_R...), with libiberty's demangler (Debian libiberty-dev, a static
+ * library). For C++ it is the C++ runtime's own (__cxa_demangle is built
+ * from the same source, with these options), without loading libstdc++
+ * into every heaptrail command for one function.
  */
 #include <libiberty/demangle.h>
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 char *ht__demangle(const char *name)
 {
@@ -36,24 +38,106 @@ char *ht__demangle(const char *name)
 	char *d = rust_demangle(name, DMGL_PARAMS | DMGL_ANSI);
 	if (d || name[1] != 'Z')
 		return d;
-	int status = 0;
-	d = __cxa_demangle(name, NULL, NULL, &status);
-	if (d && status != 0) {
-		free(d);
-		d = NULL;
-	}
-	return d;
+	return cplus_demangle_v3(name, DMGL_PARAMS | DMGL_TYPES);
 }
 
 #define MAX_INLINE 16
 
+/*
+ * libdw is opened when the first module is symbolized, not linked: every
+ * heaptrail command (analyze, a recording's start) would otherwise load it
+ * and libelf, liblzma and libbz2 behind it at exec, about a third of a
+ * millisecond of ld.so, and a recording whose frames all come from the
+ * symbol cache never needs it. These are the functions this file calls.
+ */
+#define DW_FUNCS(X)                                                                                \
+	X(dwarf_attr)                                                                              \
+	X(dwarf_attr_integrate)                                                                    \
+	X(dwarf_child)                                                                             \
+	X(dwarf_diecu)                                                                             \
+	X(dwarf_diename)                                                                           \
+	X(dwarf_filesrc)                                                                           \
+	X(dwarf_formref_die)                                                                       \
+	X(dwarf_formstring)                                                                        \
+	X(dwarf_formudata)                                                                         \
+	X(dwarf_getscopes)                                                                         \
+	X(dwarf_getscopes_die)                                                                     \
+	X(dwarf_getsrcfiles)                                                                       \
+	X(dwarf_haschildren)                                                                       \
+	X(dwarf_haspc)                                                                             \
+	X(dwarf_ranges)                                                                            \
+	X(dwarf_siblingof)                                                                         \
+	X(dwarf_tag)                                                                               \
+	X(dwfl_begin)                                                                              \
+	X(dwfl_build_id_find_elf)                                                                  \
+	X(dwfl_end)                                                                                \
+	X(dwfl_lineinfo)                                                                           \
+	X(dwfl_module_addrdie)                                                                     \
+	X(dwfl_module_build_id)                                                                    \
+	X(dwfl_module_getelf)                                                                      \
+	X(dwfl_module_getsrc)                                                                      \
+	X(dwfl_module_getsym_info)                                                                 \
+	X(dwfl_module_getsymtab)                                                                   \
+	X(dwfl_offline_section_address)                                                            \
+	X(dwfl_report_end)                                                                         \
+	X(dwfl_report_offline)                                                                     \
+	X(dwfl_standard_find_debuginfo)
+
+#define DW_SONAME "libdw.so.1"
+#define DW_PACKAGE "libdw1"
+
+static struct {
+#define DW_FIELD(f) __typeof__(f) *f;
+	DW_FUNCS(DW_FIELD)
+#undef DW_FIELD
+} dw;
+
 /* Offline: the modules are files on disk, not a live process. Debug info is
    looked up next to the file and by build-id under /usr/lib/debug. */
-static const Dwfl_Callbacks offline_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-};
+static Dwfl_Callbacks offline_callbacks;
+
+static pthread_once_t dw_once = PTHREAD_ONCE_INIT;
+static const char *dw_missing; /* why libdw is not there, or NULL */
+static char dw_why[512];
+
+static void dw_load(void)
+{
+	void *h = dlopen(DW_SONAME, RTLD_NOW | RTLD_LOCAL);
+	const char *sym = NULL;
+	if (h) {
+#define DW_LOAD(f)                                                                                 \
+	if (!sym && !(dw.f = (__typeof__(dw.f))dlsym(h, #f)))                                      \
+		sym = #f;
+		DW_FUNCS(DW_LOAD)
+#undef DW_LOAD
+	}
+	if (!h || sym) {
+		const char *e = dlerror();
+		if (h)
+			dlclose(h);
+		snprintf(dw_why, sizeof(dw_why),
+			 "%s, which symbolizes frames, cannot be loaded (%s): install the "
+			 "Debian package %s",
+			 DW_SONAME,
+			 e     ? e
+			 : sym ? sym
+			       : "not found",
+			 DW_PACKAGE);
+		dw_missing = dw_why;
+		return;
+	}
+	offline_callbacks = (Dwfl_Callbacks){
+	    .find_elf = dw.dwfl_build_id_find_elf,
+	    .find_debuginfo = dw.dwfl_standard_find_debuginfo,
+	    .section_address = dw.dwfl_offline_section_address,
+	};
+}
+
+const char *ht__symbolizer_missing(void)
+{
+	pthread_once(&dw_once, dw_load);
+	return dw_missing;
+}
 
 struct names {
 	char *owned[MAX_INLINE + 2];
@@ -82,12 +166,12 @@ static void names_free(struct names *nm)
 static const char *die_name(struct names *nm, Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
-	const char *ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	const char *ln = dw.dwarf_formstring(dw.dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
 	if (!ln)
-		ln = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+		ln = dw.dwarf_formstring(dw.dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
 	if (ln)
 		return demangle(nm, ln);
-	return dwarf_diename(die);
+	return dw.dwarf_diename(die);
 }
 
 static bool same_build_id(Dwfl_Module *mod, const struct ht__module_ent *m)
@@ -96,20 +180,20 @@ static bool same_build_id(Dwfl_Module *mod, const struct ht__module_ent *m)
 	GElf_Addr vaddr;
 	if (!m->build_id_len)
 		return true;
-	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	int n = dw.dwfl_module_build_id(mod, &bits, &vaddr);
 	return n == m->build_id_len && !memcmp(bits, m->build_id, (size_t)n);
 }
 
 static Dwfl_Module *report(Dwfl **dwfl, const char *path)
 {
-	*dwfl = dwfl_begin(&offline_callbacks);
+	*dwfl = dw.dwfl_begin(&offline_callbacks);
 	if (!*dwfl)
 		return NULL;
 	const char *base = strrchr(path, '/');
-	Dwfl_Module *mod = dwfl_report_offline(*dwfl, base ? base + 1 : path, path, -1);
-	dwfl_report_end(*dwfl, NULL, NULL);
+	Dwfl_Module *mod = dw.dwfl_report_offline(*dwfl, base ? base + 1 : path, path, -1);
+	dw.dwfl_report_end(*dwfl, NULL, NULL);
 	if (!mod) {
-		dwfl_end(*dwfl);
+		dw.dwfl_end(*dwfl);
 		*dwfl = NULL;
 	}
 	return mod;
@@ -124,7 +208,7 @@ static Dwfl_Module *try_file(Dwfl **dwfl, const char *path, const struct ht__mod
 	if (mod && same_build_id(mod, m))
 		return mod;
 	if (*dwfl)
-		dwfl_end(*dwfl);
+		dw.dwfl_end(*dwfl);
 	*dwfl = NULL;
 	return NULL;
 }
@@ -213,14 +297,15 @@ static void symtab_build(Dwfl_Module *mod, struct symtab *st)
 {
 	st->v = NULL;
 	st->n = 0;
-	int n = dwfl_module_getsymtab(mod);
+	int n = dw.dwfl_module_getsymtab(mod);
 	if (n <= 1 || !(st->v = malloc((size_t)n * sizeof(*st->v))))
 		return;
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
 		GElf_Word shndx;
-		const char *name = dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, NULL, NULL);
+		const char *name =
+		    dw.dwfl_module_getsym_info(mod, i, &sym, &addr, &shndx, NULL, NULL);
 		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
 		if (!name || !*name || sym.st_shndx == SHN_UNDEF || shndx == (GElf_Word)-1 ||
 		    (type != STT_FUNC && type != STT_GNU_IFUNC))
@@ -354,16 +439,16 @@ static void cu_index_build(struct cu_index *ci, Dwarf_Die *cu)
 {
 	Dwarf_Die child;
 	size_t rcap = 0, ccap = 0;
-	int r = dwarf_child(cu, &child);
+	int r = dw.dwarf_child(cu, &child);
 	if (r < 0)
 		return;
 	while (r == 0) {
-		if (dwarf_tag(&child) == DW_TAG_imported_unit)
+		if (dw.dwarf_tag(&child) == DW_TAG_imported_unit)
 			return;
 		Dwarf_Addr base, lo, hi;
 		ptrdiff_t off = 0;
 		bool any = false;
-		while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+		while ((off = dw.dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
 			if (!push_range(ci, &rcap, lo, hi))
 				return;
 			any = true;
@@ -376,7 +461,7 @@ static void cu_index_build(struct cu_index *ci, Dwarf_Die *cu)
 				return;
 			ci->children[ci->nchildren++] = child;
 		}
-		r = dwarf_siblingof(&child, &child);
+		r = dw.dwarf_siblingof(&child, &child);
 	}
 	if (r < 0)
 		return;
@@ -466,8 +551,8 @@ static int rest_of_siblings(Dwarf_Die *die)
 {
 	Dwarf_Die d = *die;
 	int r;
-	while ((r = dwarf_siblingof(&d, &d)) == 0)
-		if (dwarf_tag(&d) == DW_TAG_imported_unit)
+	while ((r = dw.dwarf_siblingof(&d, &d)) == 0)
+		if (dw.dwarf_tag(&d) == DW_TAG_imported_unit)
 			return -1;
 	return r < 0 ? -1 : 1;
 }
@@ -475,14 +560,14 @@ static int rest_of_siblings(Dwarf_Die *die)
 static int chain_walk(Dwarf_Die *parent, Dwarf_Addr pc, struct chain *ch, unsigned depth)
 {
 	Dwarf_Die child;
-	int r = dwarf_child(parent, &child);
+	int r = dw.dwarf_child(parent, &child);
 	if (r != 0)
 		return r < 0 ? -1 : 0;
 	do {
-		int tag = dwarf_tag(&child);
+		int tag = dw.dwarf_tag(&child);
 		if (tag == DW_TAG_imported_unit)
 			return -1;
-		int has = dwarf_haspc(&child, pc);
+		int has = dw.dwarf_haspc(&child, pc);
 		if (has < 0)
 			return -1;
 		if (has > 0) {
@@ -494,7 +579,7 @@ static int chain_walk(Dwarf_Die *parent, Dwarf_Addr pc, struct chain *ch, unsign
 			int w = 0;
 			/* Like libdw, a DIE whose abbreviation does not read counts as
 			   having children, and the walk then fails in dwarf_child. */
-			if (may_have_scopes(tag) && dwarf_haschildren(&child) != 0)
+			if (may_have_scopes(tag) && dw.dwarf_haschildren(&child) != 0)
 				w = chain_walk(&ch->die[depth], pc, ch, depth + 1);
 			if (w < 0)
 				return -1;
@@ -507,7 +592,7 @@ static int chain_walk(Dwarf_Die *parent, Dwarf_Addr pc, struct chain *ch, unsign
 				return rest_of_siblings(&child);
 			return 1;
 		}
-		r = dwarf_siblingof(&child, &child);
+		r = dw.dwarf_siblingof(&child, &child);
 	} while (r == 0);
 	return r < 0 ? -1 : 0;
 }
@@ -535,11 +620,11 @@ struct origin_cu {
 static int origin_cu_walk(struct origin_cu *oc, uint32_t parent)
 {
 	Dwarf_Die child;
-	int r = dwarf_child(&oc->scopes[parent], &child);
+	int r = dw.dwarf_child(&oc->scopes[parent], &child);
 	if (r != 0)
 		return r < 0 ? -1 : 0;
 	do {
-		int tag = dwarf_tag(&child);
+		int tag = dw.dwarf_tag(&child);
 		if (tag == DW_TAG_imported_unit)
 			return -1;
 		if (tag == DW_TAG_subprogram) {
@@ -553,7 +638,7 @@ static int origin_cu_walk(struct origin_cu *oc, uint32_t parent)
 				return -1;
 			oc->nsub++;
 		}
-		if (may_have_scopes(tag) && dwarf_haschildren(&child) != 0) {
+		if (may_have_scopes(tag) && dw.dwarf_haschildren(&child) != 0) {
 			if (ht__grow2((void **)&oc->scopes, sizeof(*oc->scopes),
 				      (void **)&oc->scope_parent, sizeof(*oc->scope_parent),
 				      &oc->scopes_cap, oc->nscopes + 1) < 0)
@@ -564,7 +649,7 @@ static int origin_cu_walk(struct origin_cu *oc, uint32_t parent)
 			if (origin_cu_walk(oc, me) < 0)
 				return -1;
 		}
-		r = dwarf_siblingof(&child, &child);
+		r = dw.dwarf_siblingof(&child, &child);
 	} while (r == 0);
 	return r < 0 ? -1 : 0;
 }
@@ -599,25 +684,25 @@ static void origin_cu_free(struct origin_cu *oc)
 static int origin_scopes(struct scope_cache *sc, Dwarf_Die *origin, Dwarf_Die **out)
 {
 	Dwarf_Die cu;
-	if (dwarf_tag(origin) != DW_TAG_subprogram || !dwarf_diecu(origin, &cu, NULL, NULL))
-		return dwarf_getscopes_die(origin, out);
+	if (dw.dwarf_tag(origin) != DW_TAG_subprogram || !dw.dwarf_diecu(origin, &cu, NULL, NULL))
+		return dw.dwarf_getscopes_die(origin, out);
 	uint32_t h = ptr_hash(cu.addr);
 	uint32_t i = ptr_find(&sc->ocu_tab, cu.addr, sc->ocus, offsetof(struct origin_cu, addr),
 			      sizeof(*sc->ocus));
 	if (i == UINT32_MAX) {
 		if (ht__grow((void **)&sc->ocus, &sc->ocus_cap, sc->nocus + 1, sizeof(*sc->ocus)) <
 		    0)
-			return dwarf_getscopes_die(origin, out);
+			return dw.dwarf_getscopes_die(origin, out);
 		i = (uint32_t)sc->nocus;
 		sc->ocus[i] = (struct origin_cu){.addr = cu.addr};
 		if (ht__hindex_insert_kept(&sc->ocu_tab, h, i) < 0)
-			return dwarf_getscopes_die(origin, out);
+			return dw.dwarf_getscopes_die(origin, out);
 		sc->nocus++;
 		origin_cu_build(&sc->ocus[i], &cu);
 	}
 	struct origin_cu *oc = &sc->ocus[i];
 	if (!oc->usable)
-		return dwarf_getscopes_die(origin, out);
+		return dw.dwarf_getscopes_die(origin, out);
 	uint32_t k = ptr_find(&oc->sub_tab, origin->addr, oc->sub, 0, sizeof(*oc->sub));
 	if (k == UINT32_MAX)
 		return 0;
@@ -626,7 +711,7 @@ static int origin_scopes(struct scope_cache *sc, Dwarf_Die *origin, Dwarf_Die **
 		n++;
 	Dwarf_Die *v = malloc((size_t)n * sizeof(*v));
 	if (!v)
-		return dwarf_getscopes_die(origin, out);
+		return dw.dwarf_getscopes_die(origin, out);
 	v[0] = *origin;
 	n = 1;
 	for (uint32_t p = oc->sub_parent[k]; p != UINT32_MAX; p = oc->scope_parent[p])
@@ -696,13 +781,13 @@ static int get_scopes(struct scope_cache *sc, Dwarf_Die *cu, Dwarf_Addr pc, Dwar
 	if (top < 0)
 		return 0; /* no top-level DIE holds pc: nothing does */
 	Dwarf_Die *s = &ci->children[top];
-	if (dwarf_tag(s) != DW_TAG_subprogram)
+	if (dw.dwarf_tag(s) != DW_TAG_subprogram)
 		goto slow;
 	struct chain ch;
 	ch.die[0] = *s;
 	ch.innermost = 0;
 	ch.inlined = 0;
-	if (dwarf_haschildren(s) != 0 && chain_walk(s, pc, &ch, 1) < 0)
+	if (dw.dwarf_haschildren(s) != 0 && chain_walk(s, pc, &ch, 1) < 0)
 		goto slow;
 	int n = 0;
 	if (!ch.inlined) {
@@ -719,7 +804,8 @@ static int get_scopes(struct scope_cache *sc, Dwarf_Die *cu, Dwarf_Addr pc, Dwar
 		scratch[n++] = ch.die[d];
 	Dwarf_Attribute a;
 	Dwarf_Die origin;
-	if (!dwarf_formref_die(dwarf_attr(&ch.die[ch.inlined], DW_AT_abstract_origin, &a), &origin))
+	if (!dw.dwarf_formref_die(dw.dwarf_attr(&ch.die[ch.inlined], DW_AT_abstract_origin, &a),
+				  &origin))
 		return -1;
 	const struct origin_ent *o = origin_get(sc, &origin);
 	if (!o)
@@ -733,7 +819,7 @@ static int get_scopes(struct scope_cache *sc, Dwarf_Die *cu, Dwarf_Addr pc, Dwar
 	*out = scratch;
 	return n;
 slow:
-	n = dwarf_getscopes(cu, pc, owned);
+	n = dw.dwarf_getscopes(cu, pc, owned);
 	*out = *owned;
 	return n;
 }
@@ -749,24 +835,24 @@ static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, struct scope_
 	const char *symname = symtab_find(st, pc);
 	const char *file = NULL;
 	int line = 0;
-	Dwfl_Line *dl = dwfl_module_getsrc(mod, pc);
+	Dwfl_Line *dl = dw.dwfl_module_getsrc(mod, pc);
 	if (dl)
-		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+		file = dw.dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
 
 	uint32_t n = 0;
 	const char *outer = NULL;
 	Dwarf_Addr dwbias;
-	Dwarf_Die *cu = dwfl_module_addrdie(mod, pc, &dwbias);
+	Dwarf_Die *cu = dw.dwfl_module_addrdie(mod, pc, &dwbias);
 	if (cu) {
 		Dwarf_Die scratch[MAX_SCOPES * 2];
 		Dwarf_Die *scopes, *owned;
 		int ns = get_scopes(sc, cu, pc - dwbias, scratch, &scopes, &owned);
 		Dwarf_Files *files = NULL;
 		size_t nfiles = 0;
-		if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+		if (dw.dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
 			files = NULL;
 		for (int i = 0; i < ns && n < MAX_INLINE; i++) {
-			int tag = dwarf_tag(&scopes[i]);
+			int tag = dw.dwarf_tag(&scopes[i]);
 			if (tag == DW_TAG_subprogram) {
 				outer = die_name(nm, &scopes[i]);
 				break;
@@ -781,10 +867,12 @@ static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, struct scope_
 			file = NULL;
 			line = 0;
 			if (files &&
-			    dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &w) == 0 &&
+			    dw.dwarf_formudata(dw.dwarf_attr(&scopes[i], DW_AT_call_file, &a),
+					       &w) == 0 &&
 			    w < nfiles)
-				file = dwarf_filesrc(files, w, NULL, NULL);
-			if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &w) == 0)
+				file = dw.dwarf_filesrc(files, w, NULL, NULL);
+			if (dw.dwarf_formudata(dw.dwarf_attr(&scopes[i], DW_AT_call_line, &a),
+					       &w) == 0)
 				line = (int)w;
 		}
 		free(owned);
@@ -809,6 +897,7 @@ static uint32_t resolve(Dwfl_Module *mod, const struct symtab *st, struct scope_
 int ht__symbolize_frames(struct ht__symbolize_job *job)
 {
 	job->symbolized = 0;
+	job->missing = NULL;
 	if (!job->nframes || !job->symbols)
 		return 0;
 	const struct ht__frame_key *frames = job->frames;
@@ -871,8 +960,13 @@ int ht__symbolize_frames(struct ht__symbolize_job *job)
 			if (cached < 0 && rel) {
 				if (!opened) {
 					opened = true;
-					mod = open_module(&dwfl, &job->mods[m], job->symbol_path);
-					if (mod && !dwfl_module_getelf(mod, &bias))
+					const char *missing = ht__symbolizer_missing();
+					if (missing)
+						job->missing = missing;
+					else
+						mod = open_module(&dwfl, &job->mods[m],
+								  job->symbol_path);
+					if (mod && !dw.dwfl_module_getelf(mod, &bias))
 						mod = NULL;
 					if (mod)
 						symtab_build(mod, &st);
@@ -897,7 +991,7 @@ int ht__symbolize_frames(struct ht__symbolize_job *job)
 		free(st.v);
 		scope_cache_free(&sc);
 		if (dwfl)
-			dwfl_end(dwfl);
+			dw.dwfl_end(dwfl);
 	}
 	if (progress && done != total)
 		progress(ctx, total, total);
@@ -922,6 +1016,8 @@ int ht__symbolize(struct ht__session *s, ht__progress_fn progress, void *ctx)
 	};
 	int rc = ht__symbolize_frames(&job);
 	s->stats.frames_symbolized += job.symbolized;
+	if (job.missing)
+		s->stats.symbols_missing = job.missing;
 	if (rc < 0 && !s->sink_err)
 		s->sink_err = rc;
 	return rc;

@@ -40,9 +40,16 @@ struct ht__symbolize_job {
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
 	uint32_t symbolized; /* out: frames given at least a function name */
+	/* out: why frames went unsymbolized though the cache lacked them (libdw
+	   cannot be loaded: the message names the package), or NULL */
+	const char *missing;
 };
 
 /* Resolves every frame of job. Returns 0 or the first error of symbols(). */
 int ht__symbolize_frames(struct ht__symbolize_job *job);
+
+/* NULL when libdw (opened on first use) is there, else why not, naming the
+   package to install. */
+const char *ht__symbolizer_missing(void);
 
 #endif

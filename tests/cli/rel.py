@@ -543,6 +543,62 @@ def symbolize_strip(env):
     one_error_line(rc, err, "symbolize -o over an existing file", "use --force")
 
 
+def libdw_path():
+    """The file the dynamic linker finds for libdw.so.1, or None."""
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    try:
+        out = subprocess.run([ldconfig, "-p"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL).stdout.decode()
+    except OSError:
+        return None
+    for line in out.splitlines():
+        if line.strip().startswith("libdw.so.1 ") and "=>" in line:
+            return os.path.realpath(line.split("=>")[-1].strip())
+    return None
+
+
+@case
+def symbolize_no_libdw(env):
+    """libdw is opened only to symbolize: hidden (a private mount namespace
+    binds /dev/null over it), analyze still reads a trace, a recording whose
+    frames the symbol cache lacks writes its trace without symbols and names
+    the package to install, and symbolize refuses with the same words.
+    Outside, symbolize adds the symbols: the same analyze -stacks as a trace
+    recorded with libdw."""
+    if shutil.which("unshare") is None:
+        raise Skip("no unshare")
+    lib = libdw_path()
+    if not lib:
+        raise Skip("ldconfig does not list libdw.so.1")
+    want = analyze_stacks(env, small_trace(env, "with"))
+    empty = os.path.join(env.tmp, "empty-cache")
+    os.mkdir(empty)
+    script = ('mount --bind /dev/null "$L" || exit 77\n'
+              '"$H" record -o "$T/bare.htr" -- "$P"; echo "record=$?"\n'
+              '"$H" analyze "$T/bare.htr" -stacks >"$T/bare.txt"; echo "analyze=$?"\n'
+              '"$H" symbolize "$T/bare.htr" -o "$T/no.htr"; echo "symbolize=$?"\n')
+    rc, out, err = env.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           env={"T": env.tmp, "H": env.heaptrail, "L": lib,
+                                "P": env.prog("malloc_family"), "XDG_CACHE_HOME": empty})
+    if rc == 77 or "unshare failed" in err:
+        raise Skip("no private mount namespace: " + err.strip())
+    equal(out.split(), ["record=0", "analyze=0", "symbolize=2"], "exits (%s)" % err)
+    lines = [l for l in err.splitlines() if "libdw.so.1" in l]
+    equal(len(lines), 2, "one warning (record) and one error (symbolize): %r" % err)
+    for l in lines:
+        check("install the Debian package libdw1" in l, "names the package: %r" % l)
+    check("'heaptrail symbolize %s/bare.htr' adds them" % env.tmp in lines[0],
+          "record says how to add the symbols: %r" % lines[0])
+    check(not os.path.exists(os.path.join(env.tmp, "no.htr")), "symbolize wrote nothing")
+    bare = os.path.join(env.tmp, "bare.htr")
+    mf_check(Trace(env, bare), "the trace recorded without libdw")
+    with open(os.path.join(env.tmp, "bare.txt")) as f:
+        check("do_leak" not in f.read(), "no function names without libdw")
+    again = os.path.join(env.tmp, "again.htr")
+    symbolize(env, bare, "-o", again, cache=empty)
+    equal(analyze_stacks(env, again), want, "analyze -stacks once symbolized")
+
+
 @case
 def symbolize_moved(env):
     """The program moved away from where it was recorded: its frames stay
