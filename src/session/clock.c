@@ -24,6 +24,8 @@
 #define PAIR_MAX_NS 20000ull
 /* Behind CLOCK_MONOTONIC by more than this: step forward at once. */
 #define STEP_NS 1000000ull
+/* The first slope is measured over at least this. */
+#define FIRST_NS 2000000ull
 
 #if defined(__x86_64__)
 static inline uint64_t tsc_read(void)
@@ -164,37 +166,67 @@ int ht__clock_init(struct ht__session *s)
 	s->stats.clock = HT_CLOCK_MONO;
 	if (mono || !tsc_invariant())
 		return 0;
-	/* The first slope from two points 2 ms apart (a few ppm); the
-	   recalibrations then correct it. */
-	uint64_t t0 = 0, n0 = 0, t1 = 0, n1 = 0;
+	/* The first slope from two points at least 2 ms apart (a few ppm);
+	   the recalibrations then correct it. The first point now, the second
+	   when the first ticks are converted (ht__clock_ready), by when the
+	   program has usually been starting for longer than that: a sleep here
+	   added 2 ms to every recording's start. Until then nothing is
+	   converted: the recorders store raw ticks, the collector alone reads
+	   them. */
+	uint64_t t0 = 0, n0 = 0;
 	if (!measure(&t0, &n0, UINT64_MAX - 1))
 		return 0;
-	struct timespec d = {0, 2000000};
-	nanosleep(&d, NULL);
-	if (!measure(&t1, &n1, UINT64_MAX - 1) || t1 <= t0 || n1 <= n0)
+	c->rate_tick = t0;
+	c->rate_ns = n0;
+	c->pending = true;
+	s->hdr->clock = HT_CLOCK_TSC;
+	s->stats.clock = HT_CLOCK_TSC;
+	return 0;
+}
+
+int ht__clock_ready(struct ht__session *s)
+{
+	struct ht__tsc *c = &s->tsc;
+	if (!c->pending)
 		return 0;
-	uint64_t mult = rate_mult(t0, n0, t1, n1);
-	if (!mult || mult > (100ull << 32))
-		return 0; /* a counter slower than 10 MHz is no clock to trust */
+	uint64_t t0 = c->rate_tick, n0 = c->rate_ns, t1 = 0, n1 = 0, mult = 0;
+	/* A second point that cannot be (never seen with an invariant TSC) is
+	   measured again; without a line at all the drain counts every tick
+	   it cannot convert as corrupt. */
+	for (int tries = 0; tries < 5 && !mult; tries++) {
+		uint64_t now = ht__now_ns();
+		if (now < n0 + FIRST_NS) {
+			uint64_t left = n0 + FIRST_NS - now;
+			struct timespec d = {(time_t)(left / 1000000000ull),
+					     (long)(left % 1000000000ull)};
+			nanosleep(&d, NULL);
+		}
+		if (!measure(&t1, &n1, UINT64_MAX - 1) || t1 <= t0 || n1 < n0 + FIRST_NS)
+			continue;
+		mult = rate_mult(t0, n0, t1, n1);
+		if (mult > (100ull << 32))
+			mult = 0; /* a counter slower than 10 MHz is no clock to trust */
+	}
+	c->pending = false;
+	if (!mult)
+		return 0;
 	int rc = add_segment(c, t1, n1, mult);
 	if (rc < 0)
 		return rc;
-	c->rate_tick = t0;
-	c->rate_ns = n0;
 	c->next_rate_tick = t1;
 	c->next_rate_ns = n1;
 	c->start_ns = n1;
 	c->next_ns = n1 + CAL_MIN_NS;
 	c->on = true;
 	publish(s);
-	s->hdr->clock = HT_CLOCK_TSC;
-	s->stats.clock = HT_CLOCK_TSC;
 	return 0;
 }
 
 int ht__clock_tick(struct ht__session *s, uint64_t now)
 {
 	struct ht__tsc *c = &s->tsc;
+	if (c->pending && now >= c->rate_ns + FIRST_NS)
+		return ht__clock_ready(s);
 	if (!c->on || now < c->next_ns)
 		return 0;
 	const struct ht__tsc_seg *g = &c->seg[c->nseg - 1];

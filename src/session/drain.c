@@ -145,8 +145,11 @@ static int append_span(struct ht__session *s, struct ht__slot *sl, const uint8_t
 	int rc = slot_append(sl, p, len);
 	if (rc < 0)
 		return rc;
-	if (sl->clock == HT_CLOCK_TSC)
+	if (sl->clock == HT_CLOCK_TSC) {
+		if (s->tsc.pending && (rc = ht__clock_ready(s)) < 0)
+			return rc;
 		stamp_ns(s, sl, len);
+	}
 	return 0;
 }
 

@@ -135,6 +135,7 @@ struct ht__tsc_seg {
 
 struct ht__tsc {
 	bool on;		 /* the recorders stamp with the TSC */
+	bool pending;		 /* ... and the first slope is not measured yet */
 	struct ht__tsc_seg *seg; /* oldest first; the last one is current */
 	uint32_t nseg, segcap;
 	uint64_t rate_tick, rate_ns;	       /* where the slope is measured from */
@@ -289,10 +290,14 @@ int ht__losses_reclaim(struct ht__session *s);	 /* its slots of images that are 
 void ht__translate_free(struct ht__session *s);
 
 /* clock.c (docs/session-protocol.md, "The clock"). ht__clock_init() chooses
-   the session's clock and writes it in the header (before RUNNING);
-   ht__clock_tick() recalibrates when due; ht__tsc_to_ns() converts a tick
-   drained from a TSC ring (*hint: the segment of the ring's last tick). */
+   the session's clock and writes it in the header (before RUNNING), and
+   takes the first point of the TSC's first slope; ht__clock_ready() takes
+   the second (sleeping for what is left of 2 ms) before the first tick is
+   converted, if no ht__clock_tick() did; ht__clock_tick() recalibrates
+   when due; ht__tsc_to_ns() converts a tick drained from a TSC ring
+   (*hint: the segment of the ring's last tick). */
 int ht__clock_init(struct ht__session *s);
+int ht__clock_ready(struct ht__session *s);
 int ht__clock_tick(struct ht__session *s, uint64_t now);
 uint64_t ht__tsc_to_ns(const struct ht__tsc *c, uint64_t tick, uint32_t *hint);
 void ht__clock_free(struct ht__session *s);
