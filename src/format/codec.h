@@ -16,10 +16,10 @@
 #include "base/vec.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-/* Version 12: frees relative to the thread's previous one
-   (HT__FILE_VERSION_FREL). Every trace is written as version 12, snapshot
-   traces too. A reader also reads versions 2 to 11. */
-#define HT__FILE_VERSION 12u
+/* Version 13: new blocks at the end of one of the thread's last new
+   blocks (HT__FILE_VERSION_ENDS). Every trace is written as version 13,
+   snapshot traces too. A reader also reads versions 2 to 12. */
+#define HT__FILE_VERSION 13u
 #define HT__FILE_VERSION_OLDEST 2u
 /* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
    SNAPSHOT events (code 21), which an older reader must refuse rather than
@@ -53,6 +53,10 @@
    names the slot's own allocation at its free position - 1 +
    unzigzag(r) (docs/trace-format.md, "Relative frees"). */
 #define HT__FILE_VERSION_FREL 12u
+/* Version 13: a new block's code HT__ADDR_END + i names the end of the
+   slot's (i + 2)-th previous new block (the latest's end being
+   HT__ADDR_TOP's address): docs/trace-format.md, "Addresses". */
+#define HT__FILE_VERSION_ENDS 13u
 #define HT__TIME_PAIR 64u
 #define HT__TIME_ONE 80u
 #define HT__HEADER_SIZE 64u
@@ -180,6 +184,13 @@ int ht__streams_open_direct(const uint8_t *p, const uint8_t *end, uint32_t versi
 #define HT__ADDR_TOP HT__RING_DEPTH
 #define HT__ADDR_FRESH (HT__RING_DEPTH + 1)
 #define HT__ADDR_OLD (HT__RING_DEPTH + 2)
+/* Version 13: the end of an earlier new block than the latest, codes
+   HT__ADDR_END to HT__ADDR_END + HT__ADDR_ENDS - 3 (the 2nd to the 15th
+   back); a slot keeps the ends of its last HT__ADDR_ENDS new blocks (a
+   power of two; the writer puts a block's own end in before it codes it,
+   in the place of the 16th back). */
+#define HT__ADDR_END (HT__RING_DEPTH + 3)
+#define HT__ADDR_ENDS 16u
 /* Version 10: a raw heap address code (of a block leaving or a new one)
    counts in 16 bytes, glibc's alignment, unless escaped: the low 4 bits of
    a heap delta are nearly always 0 (docs/trace-format.md, "Addresses"). */

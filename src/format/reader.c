@@ -111,10 +111,13 @@ struct slot {
 	int32_t pid;
 	int32_t tid;
 	uint64_t last_addr;
-	uint64_t next_top;
 	uint64_t fresh_top;
 	uint32_t last_stack[HT__RING_CLASSES]; /* per size class (version 8) */
 	uint32_t free_own;		       /* its free position (version 12, HT__CHUNK_FREL) */
+	/* The ends of its last new blocks, the latest's (TOP's address) at
+	   ends[ends_pos % HT__ADDR_ENDS]; the others for END (version 13). */
+	uint32_t ends_pos;
+	uint64_t ends[HT__ADDR_ENDS];
 };
 
 /* A chunk to decode: where it is and its header. */
@@ -1859,21 +1862,27 @@ static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct 
 	uint64_t v = ht__get_varint(a), addr;
 	uint64_t k = v >> 1;
 	unsigned cls = ht__size_class(size);
+	int fresh = 1; /* not from a ring, nor OLD: the fresh top moves */
 	if (!(v & 1)) {
 		addr = get_raw_addr(a, v, sl, r->heap_sh);
 	} else if (k < HT__RING_DEPTH) {
 		uint8_t *head = &d->heads[si][cls];
 		addr = ring_take(d->rings[si][cls], head, (unsigned)k);
+		fresh = 0;
 		if (!addr) {
 			a->bad = 1;
 			return 0;
 		}
 	} else if (k == HT__ADDR_TOP) {
-		addr = sl->next_top;
+		addr = sl->ends[sl->ends_pos % HT__ADDR_ENDS];
 	} else if (k == HT__ADDR_FRESH) {
 		addr = sl->fresh_top;
 	} else if (k == HT__ADDR_OLD) {
 		addr = old_addr;
+		fresh = 0;
+	} else if (k < HT__ADDR_END + HT__ADDR_ENDS - 2 && r->version >= HT__FILE_VERSION_ENDS) {
+		/* END: the end of the (k - HT__ADDR_END + 2)-th new block back */
+		addr = sl->ends[(sl->ends_pos - (uint32_t)(k - HT__ADDR_END + 1)) % HT__ADDR_ENDS];
 	} else {
 		addr = 0;
 	}
@@ -1882,9 +1891,10 @@ static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct 
 		return 0;
 	}
 	sl->last_addr = addr;
-	sl->next_top = addr + ht__chunk_size(size);
-	if (!(v & 1) || k == HT__ADDR_TOP || k == HT__ADDR_FRESH)
-		sl->fresh_top = sl->next_top;
+	uint64_t end = addr + ht__chunk_size(size);
+	sl->ends[++sl->ends_pos % HT__ADDR_ENDS] = end;
+	if (fresh)
+		sl->fresh_top = end;
 	if (d->nallocs == d->allocs_cap && grow_allocs(d) < 0) {
 		a->bad = 1; /* reported as damage: the stream cannot go on */
 		return 0;
@@ -1930,9 +1940,10 @@ static int new_slot(struct dec *d, struct ht__cur *mi)
 	sl->pid = (int32_t)ht__unzigzag(ht__get_varint(mi));
 	sl->tid = (int32_t)ht__unzigzag(ht__get_varint(mi));
 	sl->last_addr = 0;
-	sl->next_top = 0;
 	sl->fresh_top = 0;
 	sl->free_own = 0;
+	sl->ends_pos = 0;
+	memset(sl->ends, 0, sizeof(sl->ends));
 	memset(sl->last_stack, 0, sizeof(sl->last_stack));
 	return 0;
 }

@@ -37,9 +37,10 @@ compare dump-partial.txt "$ht" dump partial.htr
 # (every chunk decoded on its own, no chunk groups), by version 7 (no
 # predicted stacks), by version 8 (definitions in OPS and MISC and again
 # in a DEFS table), by version 9 (raw heap address codes in bytes, not
-# in 16 bytes), by version 10 (a time delta per TIME varint) and by
-# version 11 (frees by distance back only).
-for v in 2 3 5 7 8 9 10 11; do
+# in 16 bytes), by version 10 (a time delta per TIME varint), by
+# version 11 (frees by distance back only) and by version 12 (no END
+# codes for new blocks).
+for v in 2 3 5 7 8 9 10 11 12; do
 	"$ht" dump --stacks "$golden/demo-v$v.htr" >v$v.txt 2>v$v.err ||
 		bad "dump of a version-$v trace: $(cat v$v.err)"
 	if [ "${HT_UPDATE_GOLDEN:-}" != 1 ]; then

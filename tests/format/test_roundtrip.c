@@ -1185,6 +1185,60 @@ static void test_fresh_and_old(void)
 	CHECK(addr_bytes <= (uint64_t)(n - 1) / 4 * 5 + 16);
 }
 
+/* Version 13's END codes: a thread carving R regions in turn (glibc
+   handing out the remainders of split chunks between other blocks), so
+   each new block is right after the R-th new block back, neither TOP nor
+   FRESH. With R of 2, 3 and 15 (codes 19, 20 and 32, the last one a code
+   names) every address comes back exact and, after the first R, costs
+   one byte; with 16 regions they are raw, far apart, several bytes. */
+static void test_block_ends(void)
+{
+	static const int regions[] = {2, 3, 15, 16};
+	for (unsigned t = 0; t < sizeof(regions) / sizeof(regions[0]); t++) {
+		int R = regions[t];
+		char path[300], name[32];
+		snprintf(name, sizeof(name), "ends%d.htr", R);
+		test_path(path, sizeof(path), name);
+		enum { N = 1700 };
+		static struct ht_event evs[N];
+		uint64_t next[17];
+		for (int k = 0; k < R; k++)
+			next[k] = 0x7f0000000000ull + ((uint64_t)k << 20);
+		for (int i = 0; i < N; i++) {
+			int k = i % R;
+			uint64_t size = 24 + 16 * (uint64_t)k;
+			evs[i] = (struct ht_event){.type = HT_EV_ALLOC,
+						   .func = HT_FN_MALLOC,
+						   .pid = 2,
+						   .tid = 2,
+						   .ts = (uint64_t)i + 1,
+						   .addr = next[k],
+						   .size = size};
+			next[k] += ht__chunk_size(size);
+		}
+		write_events(path, evs, N);
+		struct ht_reader *r;
+		CHECK_EQ(ht_reader_open(&r, path), 0);
+		if (!r)
+			return;
+		struct ht_event ev;
+		int i = 0, bad = 0;
+		while (ht_reader_next(r, &ev) > 0 && i < N) {
+			const struct ht_event *x = &evs[i++];
+			bad += ev.type != x->type || ev.addr != x->addr || ev.size != x->size ||
+			       ev.ts != x->ts;
+		}
+		CHECK_EQ(i, N);
+		CHECK_EQ(bad, 0);
+		ht_reader_close(r);
+		uint64_t addr_bytes = addr_stream_bytes(path);
+		if (R < (int)HT__ADDR_ENDS)
+			CHECK(addr_bytes <= (uint64_t)N + 10 * (uint64_t)R);
+		else
+			CHECK(addr_bytes >= 3 * (uint64_t)N);
+	}
+}
+
 /*
  * Two threads interleaved event by event, each freeing its own blocks and
  * sometimes the other's: a free names its block among its own thread's
@@ -2198,6 +2252,7 @@ int main(void)
 	test_relative_frees();
 	test_shared_stacks();
 	test_fresh_and_old();
+	test_block_ends();
 	test_thread_frees();
 	test_chunk_groups();
 	test_heap_events();
