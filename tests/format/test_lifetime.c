@@ -462,8 +462,60 @@ static void test_no_times(void)
 	ht__life_free(t);
 }
 
+/*
+ * A page's mark of the 16-byte offsets that hold a block (an allocation
+ * there with no mark needs no scan): a freed block's mark goes, a block at
+ * a marked offset ends the one there, and blocks at other offsets (8 bytes
+ * in, 1 byte in) beside them are found by scanning, at the page's first and
+ * last offsets too.
+ */
+static void test_marks(void)
+{
+	struct ht__life_tracker *t = ht__life_new(on_end, NULL);
+	ngot = 0;
+	feed(t, E(HT_EV_ALLOC, 10, 0, 0, 0x30000, 16));
+	feed(t, E(HT_EV_ALLOC, 11, 0, 0, 0x30010, 16));
+	feed(t, E(HT_EV_ALLOC, 12, 0, 0, 0x30008, 8));
+	feed(t, E(HT_EV_ALLOC, 13, 0, 0, 0x30ff0, 16));
+	feed(t, E(HT_EV_ALLOC, 14, 0, 0, 0x30fff, 1));
+	CHECK_EQ(ngot, 0);
+	feed(t, E(HT_EV_FREE, 20, 0, 0, 0x30000, 0));
+	expect(0, 0x30000, 16, 10, 20, 0, 0, 0);
+	/* Its mark is gone: a new block there ends nothing. */
+	ngot = 0;
+	feed(t, E(HT_EV_ALLOC, 21, 0, 0, 0x30000, 32));
+	CHECK_EQ(ngot, 0);
+	/* Marked and live: the block there ends (its free was not seen). */
+	feed(t, E(HT_EV_ALLOC, 22, 0, 0, 0x30010, 48));
+	expect(0, 0x30010, 16, 11, 22, 0, 0, 0);
+	ngot = 0;
+	feed(t, E(HT_EV_ALLOC, 23, 0, 0, 0x30ff0, 48));
+	expect(0, 0x30ff0, 16, 13, 23, 0, 0, 0);
+	ngot = 0;
+	feed(t, E(HT_EV_ALLOC, 24, 0, 0, 0x30008, 4));
+	expect(0, 0x30008, 8, 12, 24, 0, 0, 0);
+	ngot = 0;
+	feed(t, E(HT_EV_ALLOC, 25, 0, 0, 0x30fff, 1));
+	expect(0, 0x30fff, 1, 14, 25, 0, 0, 0);
+	ngot = 0;
+	feed(t, E(HT_EV_FREE, 30, 0, 0, 0x30010, 0));
+	expect(0, 0x30010, 48, 22, 30, 0, 0, 0);
+	ngot = 0;
+	feed(t, E(HT_EV_FREE, 31, 0, 0, 0x30010, 0)); /* freed twice: unknown */
+	feed(t, E(HT_EV_FREE, 32, 0, 0, 0x30020, 0)); /* never allocated */
+	CHECK_EQ(ngot, 0);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 2);
+	CHECK_EQ(ht__life_stats(t)->live_count, 4);
+	ht__life_finish(t);
+	CHECK_EQ(ngot, 4);
+	expect(0, 0x30000, 32, 21, HT_TS_NEVER, 0, 0, 0);
+	expect(3, 0x30fff, 1, 25, HT_TS_NEVER, 0, 0, 0);
+	ht__life_free(t);
+}
+
 int main(void)
 {
+	test_marks();
 	test_pages();
 	test_compact();
 	test_basic();
