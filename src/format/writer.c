@@ -1860,6 +1860,11 @@ int ht__writer_flush(struct ht__writer *w)
 	return 0;
 }
 
+int ht__writer_hand_over(struct ht__writer *w)
+{
+	return w ? flush_events(w) : HT_ERR_INVALID;
+}
+
 int ht__writer_settle(struct ht__writer *w)
 {
 	if (!w)

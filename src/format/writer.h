@@ -181,6 +181,11 @@ void ht__writer_set_async(struct ht__writer *w, bool on);
 /* Waits until the chunks handed to that thread are written (0 at once
    without one); the first error. */
 int ht__writer_settle(struct ht__writer *w);
+/* Ends the pending events chunk and hands it to that thread (compresses
+   it here without one), without waiting for it to be written: the
+   collector's end does this before the symbols, which then take their
+   time while the last chunk compresses. */
+int ht__writer_hand_over(struct ht__writer *w);
 
 /* Close without a footer (the file stays readable up to its last chunk). */
 void ht__writer_abort(struct ht__writer *w);

@@ -85,6 +85,12 @@ struct ht__sink {
 	   pid and tid), in order (may be NULL: heap_event then takes them one
 	   at a time). */
 	int (*heap_run)(void *ctx, const struct ht__heap_event *ev, uint32_t n);
+	/* Every event has been handed over (may be NULL): what is pending may
+	   go on its way to the file without the caller waiting for it (a
+	   writer compressing on a thread of its own starts on its last
+	   chunk). ht__session_finish() calls it before the symbols and no
+	   event callback after it. */
+	int (*hand_over)(void *ctx);
 };
 
 /* A sink writing to w (ctx is the struct ht__writer *). */

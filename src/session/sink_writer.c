@@ -48,6 +48,11 @@ static int w_settle(void *ctx)
 	return ht__writer_settle(ctx);
 }
 
+static int w_hand_over(void *ctx)
+{
+	return ht__writer_hand_over(ctx);
+}
+
 static bool w_prefetch(void *ctx, const uint64_t *addr, uint32_t n)
 {
 	return ht__writer_prefetch(ctx, addr, n);
@@ -75,6 +80,7 @@ static const struct ht__sink writer_sink = {
     .prefetch = w_prefetch,
     .heap_event = w_heap_event,
     .heap_run = w_heap_run,
+    .hand_over = w_hand_over,
 };
 
 const struct ht__sink *ht__sink_writer(void)
