@@ -88,6 +88,10 @@
 #define HT__CHUNK_FREL 0x04u
 #define HT__GROUP_CHUNKS 16u
 #define HT__GROUP_BYTES (8u << 20)
+/* A group past HT__GROUP_BYTES goes on up to twice them while at least an
+   eighth of its allocations are live and it made fewer than this many
+   (the reader keeps 8 bytes each): writer.c, group_goes_on(). */
+#define HT__GROUP_ALLOCS (1u << 20)
 /* Table chunks are split at this raw size; a reader refuses larger chunks. */
 #define HT__TABLE_CHUNK_MAX (16u << 20)
 #define HT__RAW_MAX (64u << 20)

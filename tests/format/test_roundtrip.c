@@ -1543,8 +1543,10 @@ static void test_chunk_groups(void)
 		check_group_read(paths[k], "0", ev2, n, NULL);
 		check_group_read(paths[k], "3", ev2, n, NULL);
 	}
-	/* Lone chunks never continue; groups of 16 KiB are 4 or 5 chunks of
-	   4 KiB; groups without a byte limit stop at 16 chunks. */
+	/* Lone chunks never continue; groups of 16 KiB go on to 32 KiB, 8
+	   or 9 chunks of 4 KiB (600 live blocks, more than an eighth of a
+	   group's allocations: group_goes_on); groups without a byte limit
+	   stop at 16 chunks. */
 	static long off[3][512];
 	static uint8_t flags[3][512];
 	int nc[3];
@@ -1561,7 +1563,7 @@ static void test_chunk_groups(void)
 		if (k == 0)
 			CHECK_EQ(heads, nc[k]);
 		if (k == 1)
-			CHECK(longest >= 4 && longest <= 5 && heads >= nc[k] / 5);
+			CHECK(longest >= 8 && longest <= 9 && heads >= nc[k] / 9);
 		if (k == 2)
 			CHECK(longest == 16 && heads == (nc[k] + 15) / 16);
 	}
@@ -1587,6 +1589,62 @@ static void test_chunk_groups(void)
 		set_chunk_flags(bad, off[2][c ? 16 : 0], HT__CHUNK_CONT);
 		check_group_read(bad, "0", ev2, n, why);
 		check_group_read(bad, "3", ev2, n, why);
+	}
+}
+
+/* A group past its bytes goes on to twice them while an eighth of its
+   allocations are live (the frees of those would be raw in the next
+   group), and stops at them when few are: one thread allocating blocks
+   of 64 bytes and freeing each LAG allocations later, in chunks of 4 KiB
+   and groups of 16 KiB. With all but the last 16 freed the groups are 4
+   or 5 chunks; with every block live, 8 or 9. */
+static void test_group_live(void)
+{
+	for (int all_live = 0; all_live < 2; all_live++) {
+		char path[300];
+		test_path(path, sizeof(path), all_live ? "glive.htr" : "gfreed.htr");
+		enum { N = 30000, LAG = 16 };
+		static struct ht_event evs[2 * N];
+		int n = 0;
+		for (int i = 0; i < N; i++) {
+			uint64_t a = 0x7f3000000000ull + 4096 * (uint64_t)i;
+			evs[n++] = (struct ht_event){.type = HT_EV_ALLOC,
+						     .func = HT_FN_MALLOC,
+						     .pid = 4,
+						     .tid = 40,
+						     .ts = 2 * (uint64_t)i + 1,
+						     .addr = a,
+						     .size = 64};
+			if (!all_live && i >= LAG)
+				evs[n++] = (struct ht_event){.type = HT_EV_FREE,
+							     .func = HT_FN_FREE,
+							     .pid = 4,
+							     .tid = 40,
+							     .ts = 2 * (uint64_t)i + 2,
+							     .addr = a - 4096 * LAG};
+		}
+		struct ht__trace_meta meta = {.argc = 0};
+		struct ht__writer *w;
+		CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+		CHECK_EQ(ht__writer_set_chunk_size(w, 4096), 0);
+		CHECK_EQ(ht__writer_set_group_size(w, 16384), 0);
+		for (int i = 0; i < n; i++)
+			CHECK_EQ(ht__writer_event(w, &evs[i], NULL), 0);
+		CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+		check_group_read(path, "0", evs, n, NULL);
+		static long off[512];
+		static uint8_t flags[512];
+		int nc = events_chunks(path, off, flags, 512);
+		CHECK(nc > 20 && nc < 512);
+		int run = 1, longest = 1;
+		for (int i = 1; i < nc; i++) {
+			run = flags[i] & HT__CHUNK_CONT ? run + 1 : 1;
+			longest = run > longest ? run : longest;
+		}
+		if (all_live)
+			CHECK(longest >= 8 && longest <= 9);
+		else
+			CHECK(longest >= 4 && longest <= 5);
 	}
 }
 
@@ -2255,6 +2313,7 @@ int main(void)
 	test_block_ends();
 	test_thread_frees();
 	test_chunk_groups();
+	test_group_live();
 	test_heap_events();
 	test_heap_grain();
 	test_far_addresses();
