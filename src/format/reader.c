@@ -689,12 +689,20 @@ static int frames_take(struct stackprev *sp, uint64_t n)
  * lists in *stacks_raw for later expansion; otherwise (scan) frames get one
  * logical frame each and stacks are stored at once. learn = 0 parses only.
  */
+/* Stacks as they are defined: each its new physical frames (in frames,
+   from off[i] to off[i + 1] or nframes) and how many outer frames of the
+   stack before it follow them (keep[i]), so that reading the table copies
+   no shared frame (clang++: 3.7 million frames in all, 1 million new). */
 struct raw_stacks {
 	uint32_t *ids;
 	uint32_t *off;
+	uint32_t *keep;
 	uint32_t n;
 	uint32_t cap;
 	uint32_t gstart; /* the first stack of the group: none before it is shared */
+	uint32_t last_n; /* frames of the last stack in all */
+	uint32_t max_n;	 /* of the most frames */
+	uint64_t total;	 /* frames of every stack in all */
 	uint32_t *frames;
 	size_t nframes;
 	size_t frames_cap;
@@ -810,12 +818,9 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 		uint64_t k = ht__get_varint(c);
 		/* The previous stack of the same stream: its outer k frames follow
 		   the nnew new ones. */
-		size_t prev_off = 0;
 		uint64_t prev_n = sp->prev_n;
-		if (rs) {
-			prev_off = rs->n > rs->gstart ? rs->off[rs->n - 1] : rs->nframes;
-			prev_n = rs->nframes - prev_off;
-		}
+		if (rs)
+			prev_n = rs->n > rs->gstart ? rs->last_n : 0;
 		/* every new frame takes at least one byte */
 		if (c->bad || nnew > (uint64_t)(c->end - c->p) || k > prev_n || id > UINT32_MAX ||
 		    (nnew + k > sp->frames_left && frames_take(sp, nnew + k) < 0))
@@ -823,13 +828,13 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 		uint64_t n = nnew + k;
 		sp->frames_left -= n;
 		uint32_t *buf;
-		const uint32_t *prevf;
+		const uint32_t *prevf = NULL;
 		if (rs) {
-			size_t need = rs->nframes + n;
+			size_t need = rs->nframes + nnew;
 			if (need > rs->frames_cap && raw_frames_grow(rs, need) < 0)
 				return HT_ERR_NOMEM;
-			buf = rs->frames + rs->nframes;
-			prevf = rs->frames + prev_off;
+			buf = rs->frames ? rs->frames + rs->nframes
+					 : NULL; /* NULL: no frame yet, none new */
 		} else {
 			if (n > sp->scratch2_cap) {
 				uint32_t *f = realloc(sp->scratch2, n * sizeof(*f));
@@ -860,7 +865,7 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 			prev += ht__unzigzag(ht__get_varint(c));
 			buf[i] = (uint32_t)prev;
 		}
-		if (k)
+		if (k && !rs)
 			memcpy(buf + nnew, prevf + prev_n - k, k * sizeof(*buf));
 		if (c->bad)
 			return HT_ERR_CORRUPT;
@@ -886,15 +891,23 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 					       sizeof(*rs->ids)) < 0)
 					return HT_ERR_NOMEM;
 				uint32_t *off = realloc(rs->off, ((size_t)cap + 1) * sizeof(*off));
-				if (!off)
+				if (off)
+					rs->off = off;
+				uint32_t *keep = realloc(rs->keep, (size_t)cap * sizeof(*keep));
+				if (keep)
+					rs->keep = keep;
+				if (!off || !keep)
 					return HT_ERR_NOMEM;
-				rs->off = off;
 				rs->cap = cap;
 			}
 			rs->ids[rs->n] = (uint32_t)id;
 			rs->off[rs->n] = (uint32_t)rs->nframes;
+			rs->keep[rs->n] = (uint32_t)k;
 			rs->n++;
-			rs->nframes += n;
+			rs->nframes += nnew;
+			rs->last_n = (uint32_t)n;
+			rs->max_n = n > rs->max_n ? (uint32_t)n : rs->max_n;
+			rs->total += n;
 			return 0;
 		}
 		return def_stack(t, &t->arena, (uint32_t)id, buf, (uint32_t)n);
@@ -1121,17 +1134,32 @@ static int load_defindex(struct ht_reader *r, struct ht__cur *c, uint64_t from,
 static int stacks_expand(struct tables *t, struct arena *a, const struct raw_stacks *rs,
 			 int give_back)
 {
-	int rc = 0;
 	size_t given = 0; /* bytes from rs->frames */
+	/* The stack being made and the one before it, whose outer frames it
+	   may share. */
+	uint32_t *cur = malloc(((size_t)rs->max_n + 1) * sizeof(*cur));
+	uint32_t *prev = malloc(((size_t)rs->max_n + 1) * sizeof(*prev));
+	uint32_t prev_n = 0;
+	int rc = cur && prev ? 0 : HT_ERR_NOMEM;
 	for (uint32_t i = 0; i < rs->n && !rc; i++) {
 		uint32_t end = i + 1 < rs->n ? rs->off[i + 1] : (uint32_t)rs->nframes;
-		rc = def_stack(t, a, rs->ids[i], rs->frames + rs->off[i], end - rs->off[i]);
+		uint32_t nnew = end - rs->off[i], k = rs->keep[i]; /* k <= prev_n: decode_def() */
+		if (nnew)
+			memcpy(cur, rs->frames + rs->off[i], nnew * sizeof(*cur));
+		memcpy(cur + nnew, prev + prev_n - k, k * sizeof(*cur));
+		rc = def_stack(t, a, rs->ids[i], cur, nnew + k);
+		uint32_t *f = prev;
+		prev = cur;
+		cur = f;
+		prev_n = nnew + k;
 		size_t read = (size_t)end * sizeof(*rs->frames) & ~(size_t)4095;
 		if (give_back && read - given >= RAW_GIVE_BACK) {
 			madvise((char *)rs->frames + given, read - given, MADV_DONTNEED);
 			given = read;
 		}
 	}
+	free(cur);
+	free(prev);
 	return rc;
 }
 
@@ -1139,6 +1167,7 @@ static void raw_stacks_free(struct raw_stacks *rs)
 {
 	free(rs->ids);
 	free(rs->off);
+	free(rs->keep);
 	if (rs->frames_cap)
 		munmap(rs->frames, allocs_bytes(rs->frames_cap, sizeof(*rs->frames)));
 	memset(rs, 0, sizeof(*rs));
@@ -1165,7 +1194,7 @@ static void *stacks_main(void *arg)
 static int stacks_start(struct ht_reader *r, struct raw_stacks *rs)
 {
 	struct tables *t = &r->t;
-	if (r->nthreads > 0 && rs->nframes >= STACKS_THREAD_FRAMES) {
+	if (r->nthreads > 0 && rs->total >= STACKS_THREAD_FRAMES) {
 		uint32_t top = 0;
 		for (uint32_t i = 0; i < rs->n; i++)
 			top = rs->ids[i] > top ? rs->ids[i] : top;

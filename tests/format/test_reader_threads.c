@@ -201,10 +201,13 @@ static void damaged_copy(const char *src, const char *dst, int n, long delta)
 }
 
 /* Stacks enough that their expansion goes to a thread (more than 65536
-   frames in all), each sharing outer frames with the one before, over
-   frames with 0 to 3 logical frames of symbols. */
+   frames in all), each sharing outer frames with the one before (within
+   its group of chunks: the definitions are spread over many), over frames
+   with 0 to 3 logical frames of symbols. */
 #define NSTK 3000
 #define NFRAMES 600
+
+static uint32_t written[NSTK + 1][65]; /* per stack: n, then its frames */
 
 static void write_stacks_trace(const char *path)
 {
@@ -213,12 +216,15 @@ static void write_stacks_trace(const char *path)
 	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
 	if (!w)
 		return;
+	CHECK_EQ(ht__writer_set_chunk_size(w, 8192), 0);
+	CHECK_EQ(ht__writer_set_group_size(w, 32768), 0);
 	CHECK_EQ(ht__writer_module(w, 0, "/usr/lib/libt.so", (const uint8_t *)"\1\2", 2), 0);
 	for (uint32_t f = 0; f < NFRAMES; f++)
 		CHECK_EQ(ht__writer_frame(w, f, 0, 0x1000 + 16 * f), 0);
 	rng = 0x2545f4914f6cdd1dull;
 	uint32_t frames[64];
 	uint32_t n = 0;
+	uint64_t ts = 0;
 	for (uint32_t id = 1; id <= NSTK; id++) {
 		uint32_t keep = n ? (uint32_t)(next_rand() % n) : 0; /* outer frames kept */
 		uint32_t add = 1 + (uint32_t)(next_rand() % (64 - keep));
@@ -227,13 +233,15 @@ static void write_stacks_trace(const char *path)
 			frames[i] = (uint32_t)(next_rand() % NFRAMES);
 		n = add + keep;
 		CHECK_EQ(ht__writer_stack(w, id, frames, n), 0);
-	}
-	struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .size = 32};
-	for (uint32_t i = 0; i < 20000; i++) {
-		e.ts = 10 * (i + 1);
-		e.addr = 0x5555000000ull + 48 * i;
-		e.stack = 1 + i % NSTK;
-		CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+		written[id][0] = n;
+		memcpy(&written[id][1], frames, n * sizeof(*frames));
+		struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .size = 32};
+		for (uint32_t i = 0; i < 7; i++) { /* 21000 events, 7 a stack */
+			e.ts = ++ts;
+			e.addr = 0x5555000000ull + 48 * ts;
+			e.stack = id - i % id;
+			CHECK_EQ(ht__writer_event(w, &e, NULL), 0);
+		}
 	}
 	for (uint32_t f = 0; f < NFRAMES; f++) {
 		char fn[3][32];
@@ -246,7 +254,7 @@ static void write_stacks_trace(const char *path)
 		if (ns)
 			CHECK_EQ(ht__writer_symbols(w, f, syms, ns), 0);
 	}
-	CHECK_EQ(ht__writer_finish(w, e.ts, 0, 0), 0);
+	CHECK_EQ(ht__writer_finish(w, ts, 0, 0), 0);
 }
 
 /* A hash of every stack: its logical frames, each frame's address and
@@ -289,11 +297,26 @@ static void same_stacks(const char *path)
 	if (!r)
 		return;
 	CHECK_U64(ht_reader_stack_count(r), NSTK + 1);
+	/* the stacks written: each physical frame f is f % 4 logical frames
+	   (1 without symbols) at its address */
+	for (uint32_t s = 1; s <= NSTK; s++) {
+		const uint32_t *frames;
+		uint32_t n = ht_reader_stack(r, s, &frames), k = 0;
+		for (uint32_t i = 0; i < written[s][0]; i++) {
+			uint32_t f = written[s][1 + i];
+			for (uint32_t j = 0; j < (f % 4 ? f % 4 : 1); j++, k++) {
+				const struct ht_frame *fr =
+				    k < n ? ht_reader_frame(r, frames[k]) : NULL;
+				CHECK(fr && fr->rel == 0x1000 + 16 * f);
+			}
+		}
+		CHECK_U64(n, k);
+	}
 	uint64_t want = stacks_hash(r);
 	struct readout none;
 	ht_reader_close(r);
 	read_trace(path, "0", 0, &none);
-	CHECK_U64(none.n, 20000);
+	CHECK_U64(none.n, 7 * NSTK);
 
 	static const char *const threads[] = {"1", "2"};
 	for (unsigned t = 0; t < 2; t++) {
@@ -322,7 +345,7 @@ static void same_stacks(const char *path)
 			while (when < 3 && ht_reader_next(r, &ev) > 0)
 				n++;
 			if (when < 3)
-				CHECK_U64(n, 20000);
+				CHECK_U64(n, 7 * NSTK);
 			if (when == 1)
 				CHECK_U64(stacks_hash(r), want);
 			ht_reader_close(r); /* when 3: never asked */
