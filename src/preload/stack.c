@@ -956,17 +956,24 @@ static __attribute__((noinline)) uint32_t capture_unwind(struct ht__thread *t)
 #define HT_ID_MEMO 512
 
 /*
- * The thread's last few whole stacks besides the cached one (recent_*()),
- * each as the list of (slot, value) pairs same_stack() would check for it:
- * jq's allocations come from the previous allocation's stack 58 % of the
- * time, from one of the last four 98 %. A stack needing more checks than
- * HT_RECENT_CHK (a deep one) is not kept; nor, mostly, are stacks of a
- * thread whose recent ones have not served for HT_RECENT_IDLE walks (every
- * stack new, as in deep_stacks: keeping each cost a copy of its checks).
+ * The thread's last whole stacks besides the cached one (recent_*()), each
+ * as the list of (slot, value) pairs same_stack() would check for it: jq's
+ * allocations come from the previous allocation's stack 58 % of the time,
+ * from one of the last four 98 %; CPython json's from one of the last four
+ * 35 %, of the last 32 95 % (its interpreter's frames above a handful of
+ * allocating paths). The entries are mapped at a thread's first keep, and
+ * found through a hash of the hook slot and the return address there
+ * (rhead[]: CPython json's 32 mostly differ in them), replaced by a clock; a stack
+ * needing more checks than HT_RECENT_CHK is not kept; nor, mostly, are
+ * stacks of a thread whose recent ones have not served for HT_RECENT_IDLE
+ * walks (every stack new, as in deep_stacks: keeping each cost a copy of
+ * its checks).
  */
-#define HT_RECENT 4
-#define HT_RECENT_CHK 62
+#define HT_RECENT 32 /* a power of two */
+#define HT_RECENT_CHK 254
 #define HT_RECENT_IDLE 64
+#define HT_RECENT_HIT 16 /* walks a find makes up for in recent_idle */
+#define HT_RECENT_WAKE 4
 
 /* A check: the value a walk read in a slot. */
 struct ht__chk {
@@ -974,12 +981,12 @@ struct ht__chk {
 };
 
 struct ht__recent {
-	uintptr_t loc0; /* the hook's slot; 0: empty */
 	uint32_t id, gen;
 	uint32_t n, pad;
 	/* as the cache's chk: the outer frames' checks, outermost first, then
-	   the hook's slot and return address, and the rbp slot when the
-	   innermost rule reads rbp; checked from the innermost */
+	   the rbp slot when the innermost rule reads rbp; checked from the
+	   innermost (the hook's slot and return address are the entry's key,
+	   rkey) */
 	struct ht__chk chk[HT_RECENT_CHK];
 };
 
@@ -999,7 +1006,7 @@ struct ht__recent {
  * descent that finds no such node is a miss, never a wrong stack: the walk
  * follows and its stack is added. The tree is the thread's own, mapped at
  * its first use, emptied when full or when the stack table changes
- * (table_gen). It is used while the recent stacks do not serve and walks
+ * (table_gen). It is used while walks
  * cover most of the stack, and looked at once in 16 captures when it has
  * not served of late.
  */
@@ -1063,10 +1070,26 @@ struct ht__scache {
 		uint64_t key;
 		uint64_t id;
 	} ids[HT_ID_MEMO];
-	struct ht__recent recent[HT_RECENT];
-	uint32_t recent_next;  /* the entry a new stack replaces, unless its id has one */
-	uint32_t recent_hit;   /* the entry that served last: looked at first */
-	uint32_t recent_idle;  /* walks since one of them served */
+	/* The recent entries' index, in the cache's lines: recent[i]'s hook
+	   slot and return address there (rkey), its id, the next entry of its
+	   bucket (rnext, index + 1; 0 ends), whether it served since the
+	   clock hand last passed (ruse); the buckets by hook slot and return
+	   address (rhead, index + 1; 0: empty). An entry of another
+	   table_gen is told by its gen. */
+	struct {
+		uintptr_t loc, ip;
+	} rkey[HT_RECENT];
+	uint32_t rid[HT_RECENT];
+	uint8_t rnext[HT_RECENT], ruse[HT_RECENT];
+	uint8_t rhead[2 * HT_RECENT];
+	struct ht__recent *recent; /* HT_RECENT entries; NULL until the first is kept */
+	uint32_t nrecent;	   /* entries in use */
+	uint32_t rhand;		   /* the clock hand: the entry a new stack may replace */
+	/* captures that no recent stack served, less HT_RECENT_HIT for each
+	   that one did, from 0 to 2 * HT_RECENT_IDLE (a thread's stacks may
+	   start to repeat) */
+	uint32_t recent_idle;
+	uint32_t recent_tick;  /* captures that no recent stack served */
 	uint32_t walk_frac;    /* 64ths of its stack a walk walked, 8 times the running mean */
 	uint32_t tree_idle;    /* lookups in the tree since it found a stack */
 	struct ht__tree *tree; /* NULL: not used yet */
@@ -1118,31 +1141,55 @@ static inline uint32_t same_stack(const struct ht__scache *c, uintptr_t loc0)
  * same_stack() checks, for a stack that is no longer the cached one; 0 if
  * none is.
  */
+/* The bucket of the recent stacks whose hook slot is loc0 with ip0 there. */
+static inline uint32_t recent_bucket(uintptr_t loc0, uintptr_t ip0)
+{
+	return (uint32_t)(((loc0 >> 3) ^ ip0) * 0x9e3779b97f4a7c15ull >> 58); /* 2 * HT_RECENT */
+}
+
 static uint32_t recent_stack(struct ht__scache *c, uintptr_t loc0)
 {
 	uint32_t gen = atomic_load_explicit(&table_gen, memory_order_relaxed);
-	for (uint32_t i = 0, at = c->recent_hit; i < HT_RECENT; i++, at = (at + 1) % HT_RECENT) {
+	uintptr_t ip0 = *(const uintptr_t *)loc0;
+	for (uint32_t j = c->rhead[recent_bucket(loc0, ip0)]; j; j = c->rnext[j - 1]) {
+		uint32_t at = j - 1;
+		if (((c->rkey[at].loc ^ loc0) | (c->rkey[at].ip ^ ip0)) != 0)
+			continue;
 		const struct ht__recent *e = &c->recent[at];
-		if (e->loc0 != loc0 || e->gen != gen)
+		if (e->gen != gen)
 			continue;
 		/* two at a time from the innermost, where two stacks from one
 		   call site's callers differ */
-		const struct ht__chk *p = e->chk + e->n;
-		int same = 1;
-		while (same && p - e->chk >= 2) {
+		const struct ht__chk *p = e->chk + e->n, *end = e->chk + (e->n & 1);
+		while (p != end) {
 			p -= 2;
-			same = !((*(const uintptr_t *)p[1].at ^ p[1].val) |
-				 (*(const uintptr_t *)p[0].at ^ p[0].val));
+			if ((*(const uintptr_t *)p[1].at ^ p[1].val) |
+			    (*(const uintptr_t *)p[0].at ^ p[0].val))
+				break;
 		}
-		if (same && p != e->chk)
-			same = *(const uintptr_t *)e->chk[0].at == e->chk[0].val;
-		if (same) {
-			c->recent_hit = at;
-			c->recent_idle = 0;
-			return e->id;
-		}
+		if (p != end ||
+		    (end != e->chk && *(const uintptr_t *)e->chk[0].at != e->chk[0].val))
+			continue;
+		c->ruse[at] = 1;
+		/* a find makes up for HT_RECENT_HIT walks; one while they were
+		   looked at once in 16 lets the next HT_RECENT_WAKE captures look */
+		uint32_t idle = c->recent_idle;
+		c->recent_idle = idle >= HT_RECENT_IDLE ? HT_RECENT_IDLE - HT_RECENT_WAKE
+				 : idle > HT_RECENT_HIT ? idle - HT_RECENT_HIT
+							: 0;
+		return e->id;
 	}
 	return 0;
+}
+
+/* Takes recent entry at out of its bucket's list. */
+static void recent_unlink(struct ht__scache *c, uint32_t at)
+{
+	uint8_t *j = &c->rhead[recent_bucket(c->rkey[at].loc, c->rkey[at].ip)];
+	while (*j && *j != at + 1)
+		j = &c->rnext[*j - 1];
+	if (*j)
+		*j = c->rnext[at];
 }
 
 /*
@@ -1156,35 +1203,50 @@ static void recent_keep(struct ht__scache *c, int walked)
 	int k = c->n - 1;
 	if (k < 0 || c->sig || !c->id)
 		return;
-	if (c->recent_idle < HT_RECENT_IDLE) {
-		c->recent_idle++;
-	} else {
-		c->recent_idle++;
-		tree_walked(c, walked); /* they do not serve: the tree may */
-		if (c->recent_idle % 16)
-			return; /* one walk in 16 is kept */
-	}
-	uint32_t m = c->nchk[k], n = m + 1 + c->use[k];
+	tree_walked(c, walked); /* the tree may serve where walks are long */
+	if (c->recent_idle >= HT_RECENT_IDLE && c->recent_tick % 16)
+		return; /* recent stacks that do not serve: one walk in 16 is kept */
+	uint32_t m = c->nchk[k], n = m + c->use[k];
 	if (n > HT_RECENT_CHK)
 		return;
-	struct ht__recent *e = NULL;
-	for (int i = 0; i < HT_RECENT && !e; i++)
-		if (c->recent[i].id == c->id)
-			e = &c->recent[i];
-	if (!e) {
-		e = &c->recent[c->recent_next];
-		c->recent_next = (c->recent_next + 1) % HT_RECENT;
+	if (HT_UNLIKELY(!c->recent)) {
+		c->recent = ht__raw_mmap(HT_RECENT * sizeof *c->recent);
+		if (!c->recent)
+			return;
 	}
-	e->loc0 = c->loc[k];
+	/* the entry that has its id (a stale copy), else a new one, else the
+	   first the clock hand finds unused since it last passed */
+	uint32_t at = 0;
+	while (at < c->nrecent && c->rid[at] != c->id)
+		at++;
+	if (at < c->nrecent) {
+		recent_unlink(c, at);
+	} else if (c->nrecent < HT_RECENT) {
+		at = c->nrecent++;
+	} else {
+		while (c->ruse[c->rhand]) {
+			c->ruse[c->rhand] = 0;
+			c->rhand = (c->rhand + 1) & (HT_RECENT - 1);
+		}
+		at = c->rhand;
+		c->rhand = (at + 1) & (HT_RECENT - 1);
+		recent_unlink(c, at);
+	}
+	struct ht__recent *e = &c->recent[at];
+	c->rkey[at].loc = c->loc[k];
+	c->rkey[at].ip = c->ip[k];
+	c->rid[at] = c->id;
+	c->ruse[at] = 1;
+	uint8_t *head = &c->rhead[recent_bucket(c->loc[k], c->ip[k])];
+	c->rnext[at] = *head;
+	*head = (uint8_t)(at + 1);
 	e->id = c->id;
 	e->gen = c->gen;
 	e->n = n;
 	memcpy(e->chk, c->chk, m * sizeof e->chk[0]);
-	e->chk[m].at = c->loc[k];
-	e->chk[m].val = c->ip[k];
 	if (c->use[k]) {
-		e->chk[m + 1].at = c->loc[k] - 8;
-		e->chk[m + 1].val = c->rbp[k];
+		e->chk[m].at = c->loc[k] - 8;
+		e->chk[m].val = c->rbp[k];
 	}
 }
 
@@ -1275,15 +1337,13 @@ static void tree_keep(struct ht__scache *c)
 
 /*
  * The tree's side of a capture that neither the cached nor a recent stack
- * served: a lookup while the recent stacks do not serve and walks cover
- * most of the stack (a descent reads every frame's slot: clang++'s walks
- * are about 10 frames of stacks 60 to 120 deep, and its lookups cost more
- * than the walks they saved); a tree that has found nothing of late is
- * looked at once in 16.
+ * served: a lookup while walks cover most of the stack (a descent reads every frame's slot:
+ * clang++'s walks are about 10 frames of stacks 60 to 120 deep, and its lookups cost more than the
+ * walks they saved); a tree that has found nothing of late is looked at once in 16.
  */
 static __attribute__((noinline)) uint32_t tree_look(struct ht__scache *c, uintptr_t loc0)
 {
-	if (c->recent_idle < HT_RECENT_IDLE || c->walk_frac < 8 * HT_TREE_WALK ||
+	if (c->walk_frac < 8 * HT_TREE_WALK ||
 	    (c->tree_idle >= HT_TREE_IDLE && ++c->tree_idle % 16))
 		return 0;
 	uint32_t id = tree_stack(c, loc0);
@@ -1294,9 +1354,8 @@ static __attribute__((noinline)) uint32_t tree_look(struct ht__scache *c, uintpt
 	return id;
 }
 
-/* A walk of n new frames whose stack is now the cached one, while the
-   recent stacks do not serve: kept in the tree when walks cover most of
-   the stack. */
+/* A walk of n new frames whose stack is now the cached one: kept in the
+   tree when walks cover most of the stack. */
 static __attribute__((noinline)) void tree_walked(struct ht__scache *c, int n)
 {
 	c->walk_frac += (uint32_t)(n * 64 / c->n) - c->walk_frac / 8;
@@ -1335,10 +1394,15 @@ static __attribute__((noinline)) uint32_t capture_other(struct ht__thread *t, st
 							uintptr_t loc0)
 {
 	/* Recent stacks that have not served of late are looked at once in
-	   16 walks, as they are kept (recent_keep) */
-	uint32_t id = sc->recent_idle < HT_RECENT_IDLE || sc->recent_idle % 16 == 0
+	   16 captures, after one is kept (recent_keep) */
+	uint32_t id = sc->recent_idle < HT_RECENT_IDLE || sc->recent_tick % 16 == 0
 			  ? recent_stack(sc, loc0)
 			  : 0;
+	if (!id) {
+		sc->recent_tick++;
+		if (sc->recent_idle < 2 * HT_RECENT_IDLE)
+			sc->recent_idle++;
+	}
 	if (HT_LIKELY(!verify_stacks)) {
 		if (id)
 			return id;
@@ -1790,9 +1854,11 @@ void ht__ustack_unmap(struct ht__thread *t)
 {
 	if (!t->ustack)
 		return;
-	struct ht__tree *tr = scache_of(t)->tree;
-	if (tr)
-		syscall(SYS_munmap, tr, sizeof *tr);
+	struct ht__scache *sc = scache_of(t);
+	if (sc->tree)
+		syscall(SYS_munmap, sc->tree, sizeof *sc->tree);
+	if (sc->recent)
+		syscall(SYS_munmap, sc->recent, HT_RECENT * sizeof *sc->recent);
 	syscall(SYS_munmap, t->ustack - HT_USTACK_GUARD, HT_USTACK_GUARD + HT_USTACK_SIZE);
 	t->ustack = NULL;
 }

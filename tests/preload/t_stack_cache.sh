@@ -39,4 +39,17 @@ expect "every allocation freed" "$(count '^alloc func=malloc .* size=90[0-9][0-9
 		END { print f + 0 }' "$OUT")"
 # the deep recursion is cut at the 128 frames kept, never longer
 expect "deepest stack" "$(sed -nE 's/^stack .* nframes=([0-9]+) .*/\1/p' "$OUT" | sort -n | tail -1)" 128
+# 24 stacks in turn (cycle()), 8 of each depth sharing the hook's slot and
+# return address: from the second of 100 rounds on, every one is found among
+# the thread's 32 recent stacks (4 before session 23: about none), and the
+# same as libunwind's
+record -- "$PROGS/stack_cases" "$PROGS" cycle
+expect "exit status (cycle)" "$RC" 0
+line=$(grep 'stack cache verify:' "$TMP/stderr")
+echo "$line"
+differ=$(echo "$line" | sed -nE 's/.* ([0-9]+) differ.*/\1/p')
+recent=$(echo "$line" | sed -nE 's/.*\(([0-9]+) found among the recent stacks,.*/\1/p')
+expect "stacks that differ from libunwind's (cycle)" "$differ" 0
+expect_that "stacks found among the recent ones (cycle: 99 rounds of 24)" [ "${recent:-0}" -ge $((99 * 24)) ]
+expect_count '^alloc func=malloc .* size=9061$' $((100 * 24))
 finish

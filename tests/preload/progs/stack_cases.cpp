@@ -9,7 +9,8 @@
  * alternate one, a library loaded, unloaded and loaded again, and threads;
  * deep_stacks' shape (chains along random routes, which the thread's stack
  * tree finds), left by longjmp from the bottom, called back from the
- * library, and in threads that reuse a joined thread's stack. Every
+ * library, and in threads that reuse a joined thread's stack; with
+ * "cycle", 24 stacks in turn, found among a thread's recent stacks. Every
  * allocation is freed; sizes mark the cases.
  */
 #include <alloca.h>
@@ -242,6 +243,46 @@ static void dso_round(const char *dir)
 	dlclose(h);
 }
 
+/*
+ * 24 stacks in turn, each once a round: 3 depths of 8 callers of take() in
+ * the same slots, so that the 8 of a depth share the hook's slot and the
+ * return address there (one bucket of the recent stacks' index) and differ
+ * one frame further out. More than 4 and fewer than the 32 recent stacks a
+ * thread keeps: from the second round on, all found among them.
+ */
+#define VIA(n)                                                                                     \
+	__attribute__((noinline)) static void via_##n(void)                                        \
+	{                                                                                          \
+		take(9061);                                                                        \
+		asm volatile("" ::: "memory");                                                     \
+	}
+VIA(0)
+VIA(1)
+VIA(2)
+VIA(3)
+VIA(4)
+VIA(5)
+VIA(6)
+VIA(7)
+static void (*const vias[8])(void) = {via_0, via_1, via_2, via_3, via_4, via_5, via_6, via_7};
+
+__attribute__((noinline)) static void ladder(int depth, int k)
+{
+	if (depth > 0)
+		ladder(depth - 1, k);
+	else
+		vias[k]();
+	asm volatile("" ::: "memory");
+}
+
+static void cycle(int rounds)
+{
+	for (int i = 0; i < rounds; i++)
+		for (int d = 0; d < 3; d++)
+			for (int k = 0; k < 8; k++)
+				ladder(d, k);
+}
+
 static void mix(int rounds)
 {
 	for (int i = 0; i < rounds; i++) {
@@ -280,6 +321,10 @@ static void *thread_routes(void *arg)
 int main(int argc, char **argv)
 {
 	const char *dir = argc > 1 ? argv[1] : ".";
+	if (argc > 2 && strcmp(argv[2], "cycle") == 0) {
+		cycle(100);
+		return 0;
+	}
 	mix(300);
 
 	struct sigaction sa;
