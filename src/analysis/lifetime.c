@@ -725,8 +725,8 @@ void ht__life_each_live(const struct ht__life_tracker *t, ht__life_fn fn, void *
 }
 
 /* Frees (process, heap, addr) at ts; an unknown block is only counted. */
-static void free_block(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr,
-		       int by_realloc)
+void ht__life_free_block(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr,
+			 int by_realloc)
 {
 	struct page *p = page_find(t, ev->process, ev->heap, addr & ~(uint64_t)PAGE_MASK);
 	int i = p ? find(p, addr & PAGE_MASK) : -1;
@@ -740,7 +740,7 @@ static void free_block(struct ht__life_tracker *t, const struct ht_event *ev, ui
 		page_delete(t, p);
 }
 
-static int alloc_block(struct ht__life_tracker *t, const struct ht_event *ev, int from_realloc)
+int ht__life_alloc(struct ht__life_tracker *t, const struct ht_event *ev, int from_realloc)
 {
 	if (ht__vec_grow_zero(&t->per_proc, (size_t)ev->process + 1) < 0)
 		return HT_ERR_NOMEM;
@@ -800,17 +800,17 @@ int ht__life_event(struct ht__life_tracker *t, const struct ht_event *ev)
 {
 	switch (ev->type) {
 	case HT_EV_ALLOC:
-		return ev->addr ? alloc_block(t, ev, 0) : 0;
+		return ev->addr ? ht__life_alloc(t, ev, 0) : 0;
 	case HT_EV_FREE:
 		if (ev->addr)
-			free_block(t, ev, ev->addr, 0);
+			ht__life_free_block(t, ev, ev->addr, 0);
 		return 0;
 	case HT_EV_REALLOC:
 		if (ev->flags & HT_EVF_FAILED)
 			return 0; /* old_addr stays allocated as it was */
 		if (ev->old_addr)
-			free_block(t, ev, ev->old_addr, 1);
-		return ev->addr ? alloc_block(t, ev, 1) : 0;
+			ht__life_free_block(t, ev, ev->old_addr, 1);
+		return ev->addr ? ht__life_alloc(t, ev, 1) : 0;
 	case HT_EV_HEAP_DESTROY:
 		return destroy_heap(t, ev);
 	default:

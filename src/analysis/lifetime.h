@@ -82,6 +82,26 @@ void ht__life_ts_unit(struct ht__life_tracker *t, uint64_t unit_ns);
  */
 int ht__life_event(struct ht__life_tracker *t, const struct ht_event *ev);
 
+/* ht__life_event()'s allocation (ev->addr not 0) and free of addr, for a
+   caller that knows the type (ht__life_heap_event()). */
+int ht__life_alloc(struct ht__life_tracker *t, const struct ht_event *ev, int from_realloc);
+void ht__life_free_block(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr,
+			 int by_realloc);
+
+/* ht__life_event() with its commonest cases, malloc's and free's, inline
+   (the trace pass's loop: 4 million calls on alloc_loop). */
+static inline int ht__life_heap_event(struct ht__life_tracker *t, const struct ht_event *ev)
+{
+	if (ev->type == HT_EV_ALLOC && ev->addr)
+		return ht__life_alloc(t, ev, 0);
+	if (ev->type == HT_EV_FREE) {
+		if (ev->addr)
+			ht__life_free_block(t, ev, ev->addr, 0);
+		return 0;
+	}
+	return ht__life_event(t, ev);
+}
+
 /*
  * Process image process ended at ts (exit, or replaced by exec): every block
  * of it still live ends there, oldest first, with at_exit set: the one rule

@@ -481,7 +481,7 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 			p->freed_count = 0;
 			if (ev->type <= lean_max) {
 				if (lt)
-					fail(p, ht__life_event(lt, ev));
+					fail(p, ht__life_heap_event(lt, ev));
 				p->ev_count = 1;
 				if (!p->err)
 					call_event(p, ev);
