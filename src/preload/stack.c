@@ -970,7 +970,7 @@ static __attribute__((noinline)) uint32_t capture_unwind(struct ht__thread *t)
  * its checks).
  */
 #define HT_RECENT 32 /* a power of two */
-#define HT_RECENT_CHK 254
+#define HT_RECENT_CHK 126
 #define HT_RECENT_IDLE 64
 #define HT_RECENT_HIT 16 /* walks a find makes up for in recent_idle */
 #define HT_RECENT_WAKE 4
