@@ -168,7 +168,7 @@ struct dec {
 	uint32_t nslots;
 	uint32_t slots_cap;
 	/* The allocations of the group, each its address and size class (not
-	   the size: a group holds up to 8 MiB of events' allocations) in one
+	   the size: a group holds up to 16 MiB of events' allocations) in one
 	   word (alloc_pack()), so a free's lookup far back in the list misses
 	   the cache once, not twice (alloc_loop: the decode's largest wait).
 	   Addresses of 2^56 and more (never a real heap's) are kept aside, in
