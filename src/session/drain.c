@@ -73,38 +73,93 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Room for len more bytes at sl's tail; 0 or HT_ERR_NOMEM. */
+static int slot_room(struct ht__slot *sl, uint32_t len)
+{
+	if (sl->tail + len <= sl->cap)
+		return 0;
+	if (sl->head) { /* slide what is pending to the front before growing */
+		memmove(sl->buf, sl->buf + sl->head, sl->tail - sl->head);
+		sl->tail -= sl->head;
+		sl->head = 0;
+	}
+	size_t need = (size_t)sl->tail + len;
+	if (need > sl->cap &&
+	    ht__grow32((void **)&sl->buf, &sl->cap, need < 65536 ? 65536 : need, 1) < 0)
+		return HT_ERR_NOMEM;
+	return 0;
+}
+
 static int slot_append(struct ht__slot *sl, const void *rec, uint32_t len)
 {
-	if (sl->tail + len > sl->cap) {
-		if (sl->head) { /* slide what is pending to the front before growing */
-			memmove(sl->buf, sl->buf + sl->head, sl->tail - sl->head);
-			sl->tail -= sl->head;
-			sl->head = 0;
-		}
-		size_t need = (size_t)sl->tail + len;
-		if (need > sl->cap &&
-		    ht__grow32((void **)&sl->buf, &sl->cap, need < 65536 ? 65536 : need, 1) < 0)
-			return HT_ERR_NOMEM;
-	}
+	int rc = slot_room(sl, len);
+	if (rc < 0)
+		return rc;
 	memcpy(sl->buf + sl->tail, rec, len);
 	sl->tail += len;
 	return 0;
 }
 
 /*
- * The len bytes of records just appended to sl were stamped in TSC ticks: to
- * CLOCK_MONOTONIC ns on the session's one line (clock.c). A thread that
- * moved to another core may read a tick a little below its previous one:
- * its ring stays in order (docs/session-protocol.md, "The clock").
+ * Check the records in the n bytes at p (a piece of a ring that does not
+ * wrap) and append them to the slot, pads left out, in one walk: each
+ * record is copied a word at a time and, if the ring stamps in TSC ticks,
+ * its ticks converted to CLOCK_MONOTONIC ns on the session's one line
+ * (clock.c) in the copy. A thread that moved to another core may read a
+ * tick a little below its previous one: its ring stays in order
+ * (docs/session-protocol.md, "The clock"). Before, the records between two
+ * pads went in one memcpy and a second walk of the copy converted them:
+ * the copy out of the ring and the walks were a fifth of the collector's
+ * main thread (docs/performance.md, "The collector's merge, session 23").
+ * at_end: the piece ends at the ring's end, where fewer bytes than a
+ * record header are padding. Returns 0, 1 after a record that cannot be
+ * (counted; the rest of the ring is skipped), or a negative error.
  */
-static void stamp_ns(struct ht__session *s, struct ht__slot *sl, uint32_t len)
+static int take_records(struct ht__session *s, struct ht__slot *sl, const uint8_t *p, uint32_t n,
+			bool at_end)
 {
+	int rc = slot_room(sl, n); /* pads are left out: n bytes at most */
+	if (rc < 0)
+		return rc;
 	const struct ht__tsc *c = &s->tsc;
+	const bool tsc = sl->clock == HT_CLOCK_TSC;
+	/* The TSC's first slope is taken when the first ticks are converted
+	   (ht__clock_ready). */
+	if (tsc && c->pending && n >= sizeof(struct ht__rec) && (rc = ht__clock_ready(s)) < 0)
+		return rc;
+	const uint8_t *q = p, *end = p + n;
+	uint8_t *dst = sl->buf + sl->tail;
+	uint64_t records = 0, last = sl->last_ts;
 	/* The clock segment of the last tick converted, [lo, hi): the ticks
 	   that fall on it (nearly all) are converted here, without a call. */
 	uint64_t lo = 0, hi = 0, base = 0, mult = 0;
-	for (uint32_t off = sl->tail - len; off < sl->tail;) {
-		struct ht__rec *rec = (struct ht__rec *)(sl->buf + off);
+	int bad = 0;
+	while (q < end) {
+		size_t room = (size_t)(end - q);
+		if (room < sizeof(struct ht__rec) && at_end)
+			break; /* too short for a record header: padding by definition */
+		const struct ht__rec *in = (const struct ht__rec *)q;
+		uint32_t len = room < sizeof(struct ht__rec) ? 0 : in->len;
+		if (len < sizeof(struct ht__rec) || (len & 7) || len > room) {
+			s->stats.corrupt++; /* a record that cannot be: skip what is left */
+			bad = 1;
+			break;
+		}
+		q += len;
+		if (in->type == HT_REC_PAD)
+			continue;
+		records++;
+		struct ht__rec *rec = (struct ht__rec *)dst;
+		for (uint32_t i = 0; i < len; i += 8) {
+			uint64_t v;
+			memcpy(&v, (const uint8_t *)in + i, 8);
+			memcpy(dst + i, &v, 8);
+		}
+		dst += len;
+		if (!tsc) {
+			last = rec->ts;
+			continue;
+		}
 		uint64_t t = rec->ts, ns = 0;
 		if (t - lo < hi - lo) {
 			ns = base + (uint64_t)(((unsigned __int128)(t - lo) * mult) >> 32);
@@ -120,79 +175,21 @@ static void stamp_ns(struct ht__session *s, struct ht__slot *sl, uint32_t len)
 		} else {
 			s->stats.corrupt++; /* ticks in a session without a TSC line */
 		}
-		if (ns < sl->last_ts)
-			ns = sl->last_ts;
-		rec->ts = ns;
-		sl->last_ts = ns;
+		if (ns < last)
+			ns = last;
+		rec->ts = last = ns;
 		/* A realloc stamped before its call says when it returned too. */
-		if (rec->type == HT_REC_REALLOC && rec->len >= sizeof(struct ht__rec_realloc)) {
+		if (rec->type == HT_REC_REALLOC && len >= sizeof(struct ht__rec_realloc)) {
 			struct ht__rec_realloc *r = (struct ht__rec_realloc *)rec;
 			if (r->end) {
-				uint64_t end = c->on ? ht__tsc_to_ns(c, r->end, &sl->tsc_seg) : 0;
-				r->end = end < ns ? ns : end;
+				uint64_t e = c->on ? ht__tsc_to_ns(c, r->end, &sl->tsc_seg) : 0;
+				r->end = e < ns ? ns : e;
 				lo = hi = 0; /* the hint may have moved */
 			}
 		}
-		off += rec->len;
 	}
-}
-
-/* Append the len bytes of whole records at p (no pad among them) to sl, in ns. */
-static int append_span(struct ht__session *s, struct ht__slot *sl, const uint8_t *p, uint32_t len)
-{
-	if (!len)
-		return 0;
-	int rc = slot_append(sl, p, len);
-	if (rc < 0)
-		return rc;
-	if (sl->clock == HT_CLOCK_TSC) {
-		if (s->tsc.pending && (rc = ht__clock_ready(s)) < 0)
-			return rc;
-		stamp_ns(s, sl, len);
-	}
-	return 0;
-}
-
-/*
- * Check the records in the n bytes at p (a piece of a ring that does not
- * wrap) and append them to the slot, the records between two pads in one
- * copy. at_end: the piece ends at the ring's end, where fewer bytes than a
- * record header are padding. Returns 0, 1 after a record that cannot be
- * (counted; the rest of the ring is skipped), or a negative error.
- */
-static int take_records(struct ht__session *s, struct ht__slot *sl, const uint8_t *p, uint32_t n,
-			bool at_end)
-{
-	const uint8_t *q = p, *end = p + n, *span = p, *last = NULL;
-	uint64_t records = 0;
-	int bad = 0;
-	while (q < end) {
-		size_t room = (size_t)(end - q);
-		if (room < sizeof(struct ht__rec) && at_end)
-			break; /* too short for a record header: padding by definition */
-		const struct ht__rec *rec = (const struct ht__rec *)q;
-		uint32_t len = room < sizeof(struct ht__rec) ? 0 : rec->len;
-		if (len < sizeof(struct ht__rec) || (len & 7) || len > room) {
-			s->stats.corrupt++; /* a record that cannot be: skip what is left */
-			bad = 1;
-			break;
-		}
-		if (rec->type == HT_REC_PAD) {
-			int rc = append_span(s, sl, span, (uint32_t)(q - span));
-			if (rc < 0)
-				return rc;
-			span = q + len;
-		} else {
-			last = q;
-			records++;
-		}
-		q += len;
-	}
-	int rc = append_span(s, sl, span, (uint32_t)(q - span));
-	if (rc < 0)
-		return rc;
-	if (last && sl->clock != HT_CLOCK_TSC)
-		sl->last_ts = ((const struct ht__rec *)last)->ts;
+	sl->tail = (uint32_t)(dst - sl->buf);
+	sl->last_ts = last;
 	s->stats.records += records;
 	return bad;
 }
