@@ -118,7 +118,9 @@ static int slot_append(struct ht__slot *sl, const void *rec, uint32_t len)
 static int take_records(struct ht__session *s, struct ht__slot *sl, const uint8_t *p, uint32_t n,
 			bool at_end)
 {
-	int rc = slot_room(sl, n); /* pads are left out: n bytes at most */
+	/* Pads are left out: n bytes at most, and 32 of slack for the last
+	   record's fixed-size copy. */
+	int rc = slot_room(sl, n + 32);
 	if (rc < 0)
 		return rc;
 	const struct ht__tsc *c = &s->tsc;
@@ -150,10 +152,13 @@ static int take_records(struct ht__session *s, struct ht__slot *sl, const uint8_
 			continue;
 		records++;
 		struct ht__rec *rec = (struct ht__rec *)dst;
-		for (uint32_t i = 0; i < len; i += 8) {
-			uint64_t v;
-			memcpy(&v, (const uint8_t *)in + i, 8);
-			memcpy(dst + i, &v, 8);
+		if (len <= 32 && (size_t)(end - (const uint8_t *)in) >= 32) {
+			/* An allocation (32 bytes) or a free (24): 32 bytes in two
+			   fixed moves, past the record into the slot's slack. */
+			memcpy(dst, in, 32);
+		} else {
+			for (uint32_t i = 0; i < len; i += 8)
+				memcpy(dst + i, (const uint8_t *)in + i, 8);
 		}
 		dst += len;
 		if (!tsc) {
