@@ -1247,10 +1247,23 @@ static void amap_remove(struct ht__writer *w, struct amap_ent *e)
 	w->amap_live--;
 }
 
+/* The address map grows once a quarter full while it is smaller than
+   AMAP_HINT_SLOTS (in the cache, where short probes pay), from there once
+   half full: every map is fresh memory, which the kernel clears as it is
+   first written, and that took most of the collector's time on jq, whose
+   map reached 128 MiB (256 MiB cleared in all: 13 % of the whole run's
+   samples in clear_page_erms; docs/performance.md, "The collector's merge,
+   session 23"). */
+static inline bool amap_full(const struct ht__writer *w)
+{
+	uint64_t need = (uint64_t)(w->amap_live + 1) * (w->amap_size < AMAP_HINT_SLOTS ? 4 : 2);
+	return need > w->amap_size;
+}
+
 /* Records an allocation of the group by slot si; 0 or HT_ERR_NOMEM. */
 static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t size)
 {
-	if ((w->amap_live + 1) * 4 > w->amap_size) {
+	if (amap_full(w)) {
 		/* Grow: move this generation's entries to a twice larger map. The
 		   address map stays specialised on purpose (not ht__hindex): it is
 		   on every allocation and free of the writer, keeps the address in
