@@ -1627,7 +1627,7 @@ int ht__writer_heap_run(struct ht__writer *w, const struct ht__heap_event *h, ui
 	bool same = false;
 	/* The address map's slots of the run's blocks are loaded first: a
 	   lookup that missed the cache waited for it (with 1 thread of
-	   alloc_loop, 256 KiB of map, in the second-level cache: 8 % of the
+	   alloc_loop, 512 KiB of map, in the second-level cache: 8 % of the
 	   run's samples in amap_slot, nearly all on its first load). A map
 	   from AMAP_HINT_SLOTS on has the merge's hints, further ahead. */
 	if (w->amap_size < AMAP_HINT_SLOTS)
