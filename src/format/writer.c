@@ -1250,10 +1250,9 @@ static void amap_remove(struct ht__writer *w, struct amap_ent *e)
 /* The address map grows once a quarter full while it is smaller than
    AMAP_HINT_SLOTS (in the cache, where short probes pay), from there once
    half full: every map is fresh memory, which the kernel clears as it is
-   first written, and that took most of the collector's time on jq, whose
-   map reached 128 MiB (256 MiB cleared in all: 13 % of the whole run's
-   samples in clear_page_erms; docs/performance.md, "The collector's merge,
-   session 23"). */
+   first written. jq's map reached 128 MiB (256 MiB cleared in all: at
+   times 13 % of the whole run's samples in clear_page_erms;
+   docs/performance.md, "The collector's merge, session 23"). */
 static inline bool amap_full(const struct ht__writer *w)
 {
 	uint64_t need = (uint64_t)(w->amap_live + 1) * (w->amap_size < AMAP_HINT_SLOTS ? 4 : 2);
