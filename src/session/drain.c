@@ -348,8 +348,9 @@ static int self_exit(struct ht__session *s, int32_t pid, uint32_t kind, int32_t 
 /*
  * Reap every child that ended: the launched program and, as a subreaper, the
  * orphans handed to us. Their exits join the merge like any record; the
- * first exit report of a process wins, so what its own recorder said (it is
- * stamped earlier) stays.
+ * first exit report of a process wins, and its own recorder's exit code
+ * waits for its death (translate.c, on_exit_rec), so a status of wait()
+ * says how it ended.
  */
 static int reap_children(struct ht__session *s, uint64_t now)
 {
@@ -448,6 +449,22 @@ static void take_crashes(struct ht__session *s)
 }
 
 /*
+ * The end of dead p that its own report, held (translate.c, on_exit_rec),
+ * tells: every record of it is stamped before now. A zombie killed after
+ * its report (by exit's flush of stdio, or a kill during it) ended by
+ * that signal.
+ */
+static int held_exit(struct ht__session *s, struct ht__proc *p, bool gone, uint64_t now)
+{
+	if (!p->exit_held || p->exited || p->gone_ns == UINT64_MAX)
+		return 0;
+	p->gone_ns = UINT64_MAX; /* once, and no "killed" after it */
+	int sig = gone ? 0 : ht__zombie_signal(p->pid);
+	return sig ? self_exit(s, p->pid, HT_EXIT_SIGNAL, sig, now)
+		   : self_exit(s, p->pid, HT_EXIT_CODE, p->held_value, now);
+}
+
+/*
  * Look at the live traced processes: sample their RSS, and notice when one
  * died (its rings can then be drained to the end and freed) or exec'd into
  * an untraced program. At most budget of them per call, taking turns, so
@@ -483,15 +500,9 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 					p->dead = true;
 					if (gone)
 						p->gone_ns = now;
-					/* Its held report: every record of it is stamped
-					   before now. */
-					if (p->exit_held && !p->exited) {
-						p->gone_ns = UINT64_MAX; /* no "killed" after it */
-						int rc = self_exit(s, p->pid, HT_EXIT_CODE,
-								   p->held_value, now);
-						if (rc < 0)
-							return rc;
-					}
+					int rc = held_exit(s, p, gone, now);
+					if (rc < 0)
+						return rc;
 				} else if (rss > 0 && s->cfg.sample_rss && !p->exited &&
 					   (uint64_t)rss != p->rss) {
 					struct ht__rec_self_rss r = {.h = {.type = HT__REC_SELF_RSS,
@@ -518,6 +529,10 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 				pid_dead(p->pid, &gone);
 				if (gone)
 					p->gone_ns = now;
+				/* Its report merged after it was found dead. */
+				int rc = held_exit(s, p, gone, now);
+				if (rc < 0)
+					return rc;
 			}
 		}
 		if (p->gone_ns && !p->exited && now - p->gone_ns > GONE_GRACE_NS &&

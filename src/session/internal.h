@@ -102,10 +102,11 @@ struct ht__proc {
 	bool replaced;		 /* a later image of the pid exists (exec, pid reuse) */
 	bool exited;		 /* its PROCESS_EXIT was written */
 	int32_t crash_sig;	 /* the crash signal its recorder reported, 0: none */
-	/* Attached: its own exit report, held until it is dead (translate.c,
-	   on_exit_rec): the exit handlers older than the attach run after it. */
+	/* Its own exit report, held until it is dead (translate.c,
+	   on_exit_rec): exit handlers older than an attach, and stdio's flush,
+	   run after it. */
 	bool exit_held;
-	int32_t held_value; /* the exit code it reported */
+	int32_t held_value; /* the exit code it reported, 8 bits */
 };
 
 /* The collector's state of one ring (and of the session's own queue). */

@@ -16,6 +16,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +43,28 @@ enum ht__pid_state ht__pid_state(pid_t pid)
 	return ht__parse_proc_stat(buf, &state, &start) && (state == 'Z' || state == 'X')
 		   ? HT__PID_ZOMBIE
 		   : HT__PID_ALIVE;
+}
+
+int ht__zombie_signal(pid_t pid)
+{
+	char buf[1024];
+	if (ht__proc_stat_read(pid, buf, sizeof(buf)) < 0)
+		return 0;
+	const char *p = strrchr(buf, ')'); /* the name may hold anything */
+	if (!p || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
+		return 0;
+	/* Field 3 is the state; skip to field 52. */
+	p += 2;
+	for (int field = 3; field < 52; field++) {
+		if (!(p = strchr(p, ' ')))
+			return 0;
+		p++;
+	}
+	char *end;
+	long status = strtol(p, &end, 10);
+	if (end == p || status < 0)
+		return 0;
+	return WIFSIGNALED((int)status) ? WTERMSIG((int)status) : 0;
 }
 
 /* Our own start time, for recorders to tell us from a process that got our

@@ -209,6 +209,13 @@ enum ht__pid_state {
  */
 enum ht__pid_state ht__pid_state(pid_t pid);
 
+/*
+ * The signal that killed pid, a zombie, by its exit status in /proc/PID/stat
+ * (field 52, Linux 3.5); 0 when it exited or that cannot be read. What its
+ * waiter's wait() will say, before anyone waits.
+ */
+int ht__zombie_signal(pid_t pid);
+
 /* True when pid is a zombie or gone. */
 static inline bool ht__pid_exited(pid_t pid)
 {

@@ -174,8 +174,20 @@ static int new_proc(struct ht__session *s, int32_t pid, int32_t ppid, uint32_t i
 		prev->dead = true;
 		if (!prev_exited && (rc = ht__snap_exited(s, prev)) < 0)
 			return rc;
-		if (!(p->flags & HT_PROCF_EXEC) && !prev->exited)
+		if (!(p->flags & HT_PROCF_EXEC) && !prev->exited) {
 			prev->exited = true; /* no number known: the reader shows it ended */
+			/* Unless it said one, held until its death (on_exit_rec). */
+			if (prev->exit_held) {
+				struct ht_event xev = {.type = HT_EV_PROCESS_EXIT,
+						       .process = proc_index(s, prev),
+						       .pid = pid,
+						       .tid = pid,
+						       .value = prev->held_value,
+						       .ts = rel_ts(s, ts)};
+				if ((rc = emit(s, &xev, NULL)) < 0)
+					return rc;
+			}
+		}
 	}
 
 	/* argv: split the NUL-separated bytes; a missing final NUL is tolerated. */
@@ -682,14 +694,16 @@ static int on_exit_rec(struct ht__session *s, struct ht__slot *sl, const struct 
 	   image's PROCESS_EXEC ends it already. */
 	if (untraced_exec && p->instance != (uint32_t)e->value)
 		return 1;
-	/* An attached image's recorder registered its exit handler at the
-	   attach, after the program's own: they run after it, and their frees
-	   after its report. The report waits until the image is dead
-	   (drain.c, check_procs; or the end), when nothing more can come. */
-	if (!self_slot && sl->pid == e->pid && (p->flags & HT_PROCF_ATTACHED) &&
-	    e->kind == HT_EXIT_CODE) {
+	/* An image's own report waits until it is dead (drain.c, check_procs;
+	   or the end), when nothing more can come, unless its waiter's comes
+	   first. An attached image's recorder registered its exit handler at
+	   the attach, after the program's own: they run after it, and their
+	   frees after its report. And exit's last step, the flush of stdio,
+	   comes after every handler: a flush to a pipe nobody reads dies of
+	   SIGPIPE after the report said 0 (qa.killed-after-exit). */
+	if (!self_slot && sl->pid == e->pid && e->kind == HT_EXIT_CODE) {
 		p->exit_held = true;
-		p->held_value = e->value;
+		p->held_value = e->value & 0xff; /* as wait() says it */
 		return 1;
 	}
 	/* The session found it dead and, its report not merged yet when the

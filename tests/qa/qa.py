@@ -354,6 +354,29 @@ def exit_in_signal_handler(env):
 
 
 @case
+def killed_after_exit(env):
+    """exit(0) whose last step, the flush of stdout to a pipe nobody reads,
+    dies of SIGPIPE after every exit handler (the recorder's too) ran: the
+    trace says signal 13, as wait() does; for children whose parent waits
+    at once or 300 ms later (a zombie meanwhile), and for the program."""
+    for mode in ("now", "late"):
+        out, trace = env.same([env.prog("pipeexit"), "3", mode], 0)
+        equal(out, "".join("child %d: signal 13\n" % i for i in range(3)), "output")
+        j = env.info(trace)
+        equal([ended(p) for p in j["processes"]], ["exit 0"] + ["signal 13"] * 3,
+              "ends (%s)" % mode)
+        evs = env.dump(trace, lambda e: e["type"] == "alloc" and e.get("size") == "100")
+        equal(sorted({e["pid"] for e in evs}), sorted(p["pid"] for p in j["processes"][1:]),
+              "each child's allocation (%s)" % mode)
+    rc, out = env.native([env.prog("pipeexit"), "1", "self"])
+    equal((rc, out), (-signal.SIGPIPE, "child 0: signal 13\n"), "native status and output")
+    rrc, rout, trace = env.record([env.prog("pipeexit"), "1", "self"])
+    equal((rrc, rout), (128 + signal.SIGPIPE, out), "heaptrail's status and output")
+    j = env.info(trace)
+    equal([ended(p) for p in j["processes"]], ["signal 13", "signal 13"], "ends (self)")
+
+
+@case
 def sigsegv(env):
     """A program killed by SIGSEGV: heaptrail exits 139 and the trace holds
     every allocation it made before."""

@@ -562,8 +562,9 @@ static void test_modules_stacks(void)
 
 /*
  * A child process writes into a ring and dies without releasing it: the
- * session drains the ring, frees it, and keeps the child's own exit report
- * (5) over what waitpid says (6). A released ring is freed once drained.
+ * session drains the ring, frees it, and takes what waitpid says (6) over
+ * the child's own exit report (5), which waits for its death (a flush of
+ * stdio after it can still kill it). A released ring is freed once drained.
  * Lost counts add up ring.lost and rings_exhausted.
  */
 static void test_dead_process_and_lost(void)
@@ -623,7 +624,7 @@ static void test_dead_process_and_lost(void)
 		if (c->ev[i].type == HT_EV_PROCESS_EXIT) {
 			exits++;
 			CHECK_EQ(c->ev[i].pid, child);
-			CHECK_EQ(c->ev[i].value, 5);
+			CHECK_EQ(c->ev[i].value, 6);
 			CHECK_EQ(c->ev[i].flags, 0);
 		}
 		if (c->ev[i].type == HT_EV_ALLOC && c->ev[i].pid == child) {
