@@ -94,8 +94,10 @@ static void send_line(int fd, const char *line)
 
 static void reply_err(int fd, int rc, const char *what)
 {
-	char line[1024];
-	snprintf(line, sizeof(line), "ERR %d %s\n", rc, what ? what : ht_strerror(rc));
+	char line[HT__CTL_LINE];
+	int n = snprintf(line, sizeof(line), "ERR %d %s\n", rc, what ? what : ht_strerror(rc));
+	if (n >= (int)sizeof(line)) /* cut short: still one line */
+		line[sizeof(line) - 2] = '\n';
 	send_line(fd, line);
 }
 
@@ -380,7 +382,7 @@ static int write_window(const char *path, bool force, struct ht__ring_keep_resul
 
 static void do_flush(int fd, const char *line)
 {
-	char file[4096], v[16], why[1024] = "";
+	char file[4096], v[16], why[HT__CTL_LINE] = ""; /* room for file's name */
 	if (!D.ring) {
 		reply_err(fd, HT_ERR_INVALID,
 			  "the session is not a flight recorder (start it with --ring)");
@@ -424,7 +426,7 @@ static void crash_window(void)
 	int32_t pid = D.ring ? ht__ring_keep_take_crash(D.ring, &sig) : 0;
 	if (!pid)
 		return;
-	char tag[32], path[4200], why[1024];
+	char tag[32], path[4200], why[HT__CTL_LINE];
 	snprintf(tag, sizeof(tag), "crash-%d", (int)pid);
 	ht__ring_keep_path(path, sizeof(path), D.a->file, tag);
 	struct ht__ring_keep_result res;
