@@ -145,10 +145,15 @@ struct ht__thread {
 	int guard; /* HT_GUARD_*: non-zero, re-entry passes through */
 	uint32_t guard_pad;
 	int32_t tid;
-	uint8_t exited;	 /* the key destructor ran */
-	uint8_t nested;	 /* events under way inside hooks' real calls (HT_GUARD_REAL), and
-			    HT_NESTED_CHILD: a fork child inside the hook a handler's fork
-			    interrupted (init.c, child_defer) */
+	uint8_t exited; /* the key destructor ran */
+	uint8_t nested; /* events under way inside hooks' real calls (HT_GUARD_REAL), and
+			   HT_NESTED_CHILD: a fork child inside the hook a handler's fork
+			   interrupted (init.c, child_defer) */
+	/* ht__thread_watch() waits for a hook outside a mapping hook (map_hook)
+	   to call pthread_setspecific, which may allocate: the next hook's
+	   ht__leave() outside one does it (and t->fast stays 0 meanwhile, so
+	   that the next record's ht__rec_room() does it first). */
+	uint8_t watch_wait;
 	uint8_t no_ring; /* a previous claim timed out: retry without waiting */
 	/* Inside a mapping hook (ht__enter_inner to ht__leave_inner), which an
 	   allocator may call holding its own lock: jemalloc maps memory through
@@ -185,10 +190,6 @@ struct ht__thread {
 	uint64_t snap_key;
 	uint32_t snap_sput;
 	uint32_t snap_wins, snap_wprobes, snap_wlevel;
-	/* ht__thread_watch() waits for a hook outside a mapping hook (map_hook)
-	   to call pthread_setspecific, which may allocate: t->fast stays 0
-	   meanwhile, so that the next record's ht__rec_room() does it. */
-	uint8_t watch_wait;
 	/* While the recorder's own call into libc runs (stack.c's
 	   pthread_getattr_np allocates a cpuset and its attributes' extension),
 	   the malloc family serves it from here, never from the program's
@@ -628,12 +629,19 @@ static inline void ht__leave(struct ht__thread *t)
 	/* After its key destructor a thread borrows a ring per event (glibc
 	   still frees its TLS then): it is handed straight back. An event
 	   recorded inside a hook's real call gives that hook its guard back.
-	   Both flags in one load. */
-	uint16_t cold;
-	_Static_assert(offsetof(struct ht__thread, nested) ==
-			   offsetof(struct ht__thread, exited) + 1,
-		       "exited and nested are read together");
+	   A thread's exit cleanup may wait for a hook's end (watch_wait). The
+	   three flags in one load. */
+	uint32_t cold;
+	_Static_assert(
+	    offsetof(struct ht__thread, nested) == offsetof(struct ht__thread, exited) + 1 &&
+		offsetof(struct ht__thread, watch_wait) == offsetof(struct ht__thread, exited) + 2,
+	    "exited, nested and watch_wait are read together");
 	memcpy(&cold, &t->exited, sizeof cold);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	cold &= 0x00ffffffu;
+#else
+	cold &= 0xffffff00u;
+#endif
 	if (HT_UNLIKELY(cold)) {
 		ht__leave_cold(t);
 		return;
@@ -644,8 +652,8 @@ static inline void ht__leave(struct ht__thread *t)
 /* ht__leave() for the mapping hooks (ht__enter_inner()). */
 static inline void ht__leave_inner(struct ht__thread *t)
 {
+	ht__leave(t); /* still marked: the allocator may hold its lock */
 	t->map_hook = 0;
-	ht__leave(t);
 }
 
 /*

@@ -595,5 +595,10 @@ void ht__leave_cold(struct ht__thread *t)
 	}
 	if (t->exited && t->ring)
 		linger_release(t);
+	/* The exit cleanup waited for a hook outside a mapping hook: snapshot
+	   mode writes no record for the heap events after it (each thread left
+	   its unwinding stack mapped: allocators.attached-keys-snapshot). */
+	if (t->watch_wait && !t->map_hook)
+		ht__thread_watch(t);
 	t->guard = 0;
 }
