@@ -41,8 +41,37 @@ expect_count '^thread_exit ' 321
 # machine with the 20 threads above). 8 rings, not 2: a wait gives up only
 # when no ring changed hands for 200 ms, which 2 holders both kept off the
 # CPU that long did at a load of 37 (40 threads on 2 rings).
-record -r 9 -s 65536 -- "$PROGS/many_threads" 100 30
+record_any -t -r 9 -s 65536 -- "$PROGS/many_threads" 100 30
 expect "turns exit status" "$RC" 0
-expect_count '^alloc func=malloc .* size=13001$' 400
-expect_count '^thread_exit ' 401
+got=$(count '^alloc func=malloc .* size=13001$')
+# The longest stretch of the detached threads' turns without a ring
+# changing hands (THREAD_START: a ring claimed; THREAD_EXIT: given back),
+# in ms; the 300 threads before take 600 such records.
+handover_gap=$(awk '/^thread_(start|exit) / {
+		match($0, / pid=[0-9]+/); p = substr($0, RSTART + 5, RLENGTH - 5)
+		match($0, / tid=[0-9]+/); t = substr($0, RSTART + 5, RLENGTH - 5)
+		match($0, / ts=[0-9]+/); if (p != t) print substr($0, RSTART + 4, RLENGTH - 4) }' "$OUT" |
+	sort -n | awk 'NR > 601 && $1 - prev > max { max = $1 - prev } NR > 600 { prev = $1 }
+		END { print int(max / 1000000) }')
+echo "turns: $got of 400 allocations, $(header rings_exhausted) waits given up," \
+	"longest time without a hand-over ${handover_gap} ms"
+if [ "$got" = 400 ]; then
+	expect "turns: nothing lost" "$(head -1 "$OUT" | grep -c ' lost=0 rings_exhausted=0 .* bad=0$')" 1
+	expect_count '^thread_exit ' 401
+else
+	# A wait gives up, by design, when no ring changed hands for 200 ms of
+	# the collector's ticks after it went to sleep: the program comes first.
+	# A loaded machine can keep all 8 holders off the CPU that long (at a
+	# load of 40 to 65 a 30 ms sleep woke up to 250 ms late), and the trace
+	# then shows that stretch. Rings changing hands every few ms never let
+	# a wait give up (they did: the window began with the wait's spins and
+	# yields, which took 350 ms at a load of 30, and the holders were
+	# compared 7 ms apart; 8 runs in 60 lost 3 to 70 allocations with at
+	# most 23 ms between hand-overs). 100 ms, not 200: records are stamped
+	# a little before a release or after a claim.
+	expect_that "turns: allocations lost ($got of 400) only after ${handover_gap} ms without a hand-over" \
+		[ "$handover_gap" -ge 100 ]
+	expect_that "turns: the waits given up are counted" [ "$(header rings_exhausted)" -gt 0 ]
+	expect "turns: nothing else lost" "$(header lost) $(header bad)" "0 0"
+fi
 finish
