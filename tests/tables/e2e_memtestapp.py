@@ -318,12 +318,16 @@ def check_heap(t, start):
                    if c["type"] == "AIFO")
         equal(an["totals"]["outstanding_bytes"], aifo, "analyze outstanding bytes = table AIFO bytes")
     if len(sizes) == 2:
-        # Twice the window, twice the Impacting Size (within the lateness).
+        # Twice the window, twice the Impacting Size (within the lateness). Not
+        # 1.5x to 2.5x whatever the lateness: objects due at the end of the 1 s
+        # window that a busy machine let the program make only after it are in
+        # the 2 s window alone (CI at a load of 40: 2.588, with each count right).
         lo_ratio = (bounds[1] - slack) / (bounds[0] + slack)
         hi_ratio = (bounds[1] + slack) / max(1, bounds[0] - slack)
         ratio = sizes[1] / sizes[0]
-        check(lo_ratio <= ratio <= hi_ratio and 1.5 <= ratio <= 2.5,
-              "Impacting Size doubles with the window's length (ratio %.3f)" % ratio)
+        check(lo_ratio <= ratio <= hi_ratio,
+              "Impacting Size doubles with the window's length: ratio %.3f, %.3f to %.3f for "
+              "the program at most %d ticks late" % (ratio, lo_ratio, hi_ratio, slack - 2))
 
 
 if __name__ == "__main__":
