@@ -137,6 +137,48 @@ def preloaded_threads(env):
                   "%s preloaded: thread %d's 250 malloc(%d): %d" % (tag, i, 100 + 10 * i, len(allocs)))
 
 
+def many_keys_attached(env, what, trace, environ=None, opts=(), rounds=b"a", watch=None):
+    """tests/programs/many_keys under `record -p` (with opts): one round of
+    its threads per byte of rounds, each waited for (no deadlock), then
+    record -p is stopped with SIGINT. Returns watch(pid) before and after
+    the rounds, when given."""
+    prog = os.path.join(os.path.dirname(env.pulse), "many_keys")
+    p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environ,
+                         start_new_session=True)
+    r = None
+    seen = []
+    try:
+        equal(p.stdout.readline(), b"ready\n", "many_keys (%s) starts" % what)
+        r = subprocess.Popen([env.ht, "record"] + list(opts) + ["-p", str(p.pid), "-o", trace,
+                                                                "--force"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env.tmp)
+        line = r.stderr.readline().decode(errors="replace")
+        check(line.startswith("heaptrail: tracing 1 process"), "record -p attached: %r" % line)
+        if watch:
+            seen.append(watch(p.pid))
+        for i, c in enumerate(rounds):
+            p.stdin.write(bytes([c]))
+            p.stdin.flush()
+            got = []
+            t = threading.Thread(target=lambda: got.append(p.stdout.readline()), daemon=True)
+            t.start()
+            t.join(60)
+            equal(got, [b"ok\n"], "many_keys (%s) under record -p: round %d's threads end "
+                  "(no deadlock)" % (what, i))
+        if watch:
+            seen.append(watch(p.pid))
+        r.send_signal(signal.SIGINT)
+        _, err = r.communicate(timeout=120)
+        equal(r.returncode, 0, "record -p (%s): exit status (%s)" % (what, err))
+    finally:
+        if r and r.poll() is None:
+            r.kill()
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    equal(env.info(trace).get("events_lost"), 0, "many_keys (%s) attached: events lost" % what)
+    return seen
+
+
 @CASES
 def attached_keys(env):
     # record -p of a program that made 40 pthread keys first (with glibc's
@@ -145,38 +187,12 @@ def attached_keys(env):
     # (pthread_setspecific) allocates. That allocation was counted as a
     # signal handler's lost event (one a thread); made inside jemalloc's
     # mmap from inside its malloc, it deadlocked the program for good.
-    prog = os.path.join(os.path.dirname(env.pulse), "many_keys")
     for tag in ("glibc", "je"):
         environ = dict(os.environ)
         if tag != "glibc":
             environ["LD_PRELOAD"] = lib_of(env, tag)
         trace = os.path.join(env.tmp, tag + "-keys.htr")
-        p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environ,
-                             start_new_session=True)
-        r = None
-        try:
-            equal(p.stdout.readline(), b"ready\n", "many_keys (%s) starts" % tag)
-            r = subprocess.Popen([env.ht, "record", "-p", str(p.pid), "-o", trace, "--force"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env.tmp)
-            line = r.stderr.readline().decode(errors="replace")
-            check(line.startswith("heaptrail: tracing 1 process"), "record -p attached: %r" % line)
-            p.stdin.write(b"a")
-            p.stdin.flush()
-            got = []
-            t = threading.Thread(target=lambda: got.append(p.stdout.readline()), daemon=True)
-            t.start()
-            t.join(60)
-            equal(got, [b"ok\n"], "many_keys (%s) under record -p: its threads end (no deadlock)" % tag)
-            r.send_signal(signal.SIGINT)
-            _, err = r.communicate(timeout=120)
-            equal(r.returncode, 0, "record -p (%s): exit status (%s)" % (tag, err))
-        finally:
-            if r and r.poll() is None:
-                r.kill()
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-        info = env.info(trace)
-        equal(info.get("events_lost"), 0, "many_keys (%s) attached: events lost" % tag)
+        many_keys_attached(env, tag, trace, environ)
         allocs = [e for e in env.events(trace) if e["type"] == "alloc" and e.get("size") == 555]
         equal(len(allocs), 400, "many_keys (%s) attached: its threads' malloc(555)" % tag)
 
@@ -206,39 +222,12 @@ def attached_keys_snapshot(env):
     # pthread_setspecific) must wait; snapshot mode writes no record for
     # the heap events after it, and the cleanup never came: each thread
     # left its 128 KiB unwinding stack mapped.
-    prog = os.path.join(os.path.dirname(env.pulse), "many_keys")
     trace = os.path.join(env.tmp, "snap-keys.htr")
-    p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         start_new_session=True)
-    r = None
-    try:
-        equal(p.stdout.readline(), b"ready\n", "many_keys starts")
-        r = subprocess.Popen([env.ht, "record", "--snapshot", "-p", str(p.pid), "-o", trace,
-                              "--force"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             cwd=env.tmp)
-        line = r.stderr.readline().decode(errors="replace")
-        check(line.startswith("heaptrail: tracing 1 process"), "record -p attached: %r" % line)
-        before = unwinding_stacks(p.pid)
-        for rnd in range(3):
-            p.stdin.write(b"m")
-            p.stdin.flush()
-            got = []
-            t = threading.Thread(target=lambda: got.append(p.stdout.readline()), daemon=True)
-            t.start()
-            t.join(60)
-            equal(got, [b"ok\n"], "many_keys under record -p --snapshot: round %d ends" % rnd)
-        # Joined threads ran their exit cleanup: no unwinding stack of theirs.
-        equal(unwinding_stacks(p.pid) - before, 0,
-              "unwinding stacks left by 12 joined threads (%d before)" % before)
-        r.send_signal(signal.SIGINT)
-        _, err = r.communicate(timeout=120)
-        equal(r.returncode, 0, "record -p --snapshot: exit status (%s)" % err)
-    finally:
-        if r and r.poll() is None:
-            r.kill()
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait()
-    equal(env.info(trace).get("events_lost"), 0, "many_keys attached in snapshot mode: events lost")
+    seen = many_keys_attached(env, "snapshot", trace, opts=["--snapshot"], rounds=b"mmm",
+                              watch=unwinding_stacks)
+    # Joined threads ran their exit cleanup: no unwinding stack of theirs.
+    check(len(seen) == 2 and seen[1] == seen[0],
+          "unwinding stacks left by 12 joined threads: %s before and after" % seen)
 
 
 if __name__ == "__main__":
