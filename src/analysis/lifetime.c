@@ -678,15 +678,17 @@ static __attribute__((noinline)) void report_end(struct ht__life_tracker *t, con
 }
 
 /* Entry i of page p ends at ts: counted and reported (still in the page). */
-static inline void end_entry(struct ht__life_tracker *t, const struct page *p, uint32_t i,
-			     uint64_t ts, int by_realloc, int at_exit)
+static inline uint32_t end_entry(struct ht__life_tracker *t, const struct page *p, uint32_t i,
+				 uint64_t ts, int by_realloc, int at_exit)
 {
+	uint32_t site = site_at(t, p, i);
 	t->st.live_count--;
 	if (p->process < t->per_proc.len)
 		t->per_proc.v[p->process]--;
-	t->st.live_bytes -= t->sites.v[site_at(t, p, i)].size;
+	t->st.live_bytes -= t->sites.v[site].size;
 	if (t->on_end && (!t->unfreed_only || at_exit || ts == HT_TS_NEVER))
 		report_end(t, p, i, ts, by_realloc, at_exit);
+	return site; /* for remove_entry() */
 }
 
 /* What entry i holds elsewhere (its site, a time kept aside) let go. */
@@ -697,12 +699,14 @@ static inline void entry_release(struct ht__life_tracker *t, const struct page *
 		esc_release(t, dts(p)[i]);
 }
 
-/* Takes entry i out of page p (the last takes its place); the page keeps
-   at most eight times the room its entries need (16 entries at least). */
-static inline __attribute__((always_inline)) void remove_entry(struct ht__life_tracker *t,
-							       struct page *p, uint32_t i)
+/* Takes entry i, of site site (end_entry()), out of page p (the last takes its place); the page
+   keeps at most eight times the room its entries need (16 entries at least). */
+static inline __attribute__((always_inline)) void
+remove_entry(struct ht__life_tracker *t, struct page *p, uint32_t i, uint32_t site)
 {
-	entry_release(t, p, i);
+	site_drop(t, site);
+	if (offs(p)[i] & OFF_ESC)
+		esc_release(t, dts(p)[i]);
 	unmark_at(p, offs(p)[i] & PAGE_MASK);
 	uint32_t last = --p->n;
 	if (!t->no_ts)
@@ -734,8 +738,8 @@ void ht__life_free_block(struct ht__life_tracker *t, const struct ht_event *ev, 
 		t->st.unknown_frees++;
 		return;
 	}
-	end_entry(t, p, (uint32_t)i, ev->ts, by_realloc, 0);
-	remove_entry(t, p, (uint32_t)i);
+	uint32_t site = end_entry(t, p, (uint32_t)i, ev->ts, by_realloc, 0);
+	remove_entry(t, p, (uint32_t)i, site);
 	if (!p->n)
 		page_delete(t, p);
 }
@@ -759,8 +763,8 @@ int ht__life_alloc(struct ht__life_tracker *t, const struct ht_event *ev, int fr
 	int i = maybe_at(p, off) ? find(p, off) : -1;
 	if (i >= 0) {
 		/* Its free was never seen (a path we do not hook): it ended here. */
-		end_entry(t, p, (uint32_t)i, ev->ts, 0, 0);
-		remove_entry(t, p, (uint32_t)i);
+		uint32_t site = end_entry(t, p, (uint32_t)i, ev->ts, 0, 0);
+		remove_entry(t, p, (uint32_t)i, site);
 	}
 	uint32_t dt = 0;
 	uint16_t flag = 0;
