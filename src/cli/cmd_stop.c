@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/builtin.h"
 #include "cli/common.h"
@@ -45,7 +46,18 @@ int cmd_stop(int argc, char **argv)
 		    name);
 	int rc = ht_stop_heap_trace(0, name, &props);
 	char dir[4096];
-	if (rc == HT_ERR_NOT_FOUND && ht__ctl_remove_dead(name, dir, sizeof(dir)) > 0) {
+	/* A daemon that went away mid-request (HT_ERR_IO: killed while its
+	   socket still took the connection) holds its lock until its last
+	   thread is gone: a moment (cli.killed-start said "input/output
+	   error" right after the SIGKILL). */
+	int dead = rc == HT_ERR_NOT_FOUND || rc == HT_ERR_IO
+		       ? ht__ctl_remove_dead(name, dir, sizeof(dir))
+		       : 0;
+	for (int i = 0; rc == HT_ERR_IO && dead == 0 && i < 100; i++) {
+		usleep(10000);
+		dead = ht__ctl_remove_dead(name, dir, sizeof(dir));
+	}
+	if (dead > 0) {
 		fprintf(stderr,
 			"heaptrail: stop: session '%s' is not running: its daemon ended without "
 			"finishing (killed?); removed the files it left in %s. The trace it was "
