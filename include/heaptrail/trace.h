@@ -363,8 +363,10 @@ struct ht_reader;
  * events are read, and ht_reader_info() has HT_TRACEF_COMPLETE clear.
  * While events are read, a finished trace's chunks are decoded ahead on
  * worker threads the reader starts and stops itself (at the end, rewind and
- * close; HT_READER_THREADS=0 in the environment: none). A reader is used by
- * one thread at a time.
+ * close; HT_READER_THREADS=0 in the environment: none), and a large stack
+ * table is expanded into logical frames on a thread of its own from the open
+ * on (ht_reader_stack() waits for it). A reader is used by one thread at a
+ * time.
  */
 int ht_reader_open(struct ht_reader **out, const char *path);
 
