@@ -555,6 +555,42 @@ static uint64_t stream_bytes(const char *path, unsigned mask)
 
 /* Raw bytes of the address codes: of new blocks in ADDR, of blocks
    leaving in FREE. */
+/* What check_read_back compares besides type and address. */
+enum {
+	RB_OLD = 1 << 0,
+	RB_SIZE = 1 << 1,
+	RB_TS = 1 << 2,
+	RB_TID = 1 << 3,
+	RB_STACK = 1 << 4,
+	RB_NO_WARNING = 1 << 5, /* and the reader must have no warning */
+};
+
+/* Reads the trace at PATH and checks that it holds exactly the N events
+   WANT, on the fields FIELDS names. */
+static void check_read_back(const char *path, const struct ht_event *want, int n, unsigned fields)
+{
+	struct ht_reader *r;
+	CHECK_EQ(ht_reader_open(&r, path), 0);
+	if (!r)
+		return;
+	struct ht_event ev;
+	int i = 0, bad = 0;
+	while (ht_reader_next(r, &ev) > 0 && i < n) {
+		const struct ht_event *x = &want[i++];
+		bad += ev.type != x->type || ev.addr != x->addr ||
+		       ((fields & RB_OLD) && ev.old_addr != x->old_addr) ||
+		       ((fields & RB_SIZE) && ev.size != x->size) ||
+		       ((fields & RB_TS) && ev.ts != x->ts) ||
+		       ((fields & RB_TID) && ev.tid != x->tid) ||
+		       ((fields & RB_STACK) && ev.stack != x->stack);
+	}
+	CHECK_EQ(i, n);
+	CHECK_EQ(bad, 0);
+	if (fields & RB_NO_WARNING)
+		CHECK(ht_reader_warning(r) == NULL);
+	ht_reader_close(r);
+}
+
 static uint64_t addr_stream_bytes(const char *path)
 {
 	return stream_bytes(path, 1u << HT__S_ADDR | 1u << HT__S_FREE);
@@ -1165,20 +1201,7 @@ static void test_fresh_and_old(void)
 		fresh += ht__chunk_size(200);
 	}
 	write_events(path, evs2, n);
-	struct ht_reader *r;
-	CHECK_EQ(ht_reader_open(&r, path), 0);
-	if (!r)
-		return;
-	struct ht_event ev;
-	int i = 0, bad = 0;
-	while (ht_reader_next(r, &ev) > 0 && i < n) {
-		const struct ht_event *x = &evs2[i++];
-		bad += ev.type != x->type || ev.addr != x->addr || ev.old_addr != x->old_addr ||
-		       ev.size != x->size || ev.ts != x->ts;
-	}
-	CHECK_EQ(i, n);
-	CHECK_EQ(bad, 0);
-	ht_reader_close(r);
+	check_read_back(path, evs2, n, RB_OLD | RB_SIZE | RB_TS);
 	/* One events chunk: its address stream has one code per address. */
 	uint64_t addr_bytes = addr_stream_bytes(path);
 	/* 5 addresses per 4 events, one byte each; the first two raw. */
@@ -1217,20 +1240,7 @@ static void test_block_ends(void)
 			next[k] += ht__chunk_size(size);
 		}
 		write_events(path, evs, N);
-		struct ht_reader *r;
-		CHECK_EQ(ht_reader_open(&r, path), 0);
-		if (!r)
-			return;
-		struct ht_event ev;
-		int i = 0, bad = 0;
-		while (ht_reader_next(r, &ev) > 0 && i < N) {
-			const struct ht_event *x = &evs[i++];
-			bad += ev.type != x->type || ev.addr != x->addr || ev.size != x->size ||
-			       ev.ts != x->ts;
-		}
-		CHECK_EQ(i, N);
-		CHECK_EQ(bad, 0);
-		ht_reader_close(r);
+		check_read_back(path, evs, N, RB_SIZE | RB_TS);
 		uint64_t addr_bytes = addr_stream_bytes(path);
 		if (R < (int)HT__ADDR_ENDS)
 			CHECK(addr_bytes <= (uint64_t)N + 10 * (uint64_t)R);
@@ -1288,21 +1298,7 @@ static void test_thread_frees(void)
 		}
 	}
 	write_events(path, ev2, n);
-	struct ht_reader *r;
-	CHECK_EQ(ht_reader_open(&r, path), 0);
-	if (!r)
-		return;
-	struct ht_event ev;
-	int i = 0, bad = 0;
-	while (ht_reader_next(r, &ev) > 0 && i < n) {
-		const struct ht_event *x = &ev2[i++];
-		bad +=
-		    ev.type != x->type || ev.addr != x->addr || ev.tid != x->tid || ev.ts != x->ts;
-	}
-	CHECK_EQ(i, n);
-	CHECK_EQ(bad, 0);
-	CHECK(ht_reader_warning(r) == NULL);
-	ht_reader_close(r);
+	check_read_back(path, ev2, n, RB_TID | RB_TS | RB_NO_WARNING);
 	CHECK(cross > 300 && own > 7000);
 	/* Allocations are TOP codes (a byte), own frees are 50 back among the
 	   thread's own (a byte; 100 back among all allocations would take two),
@@ -1889,21 +1885,7 @@ static void test_class_64(void)
 	for (int i = 0; i < n; i++)
 		CHECK_EQ(ht__writer_event(w, &e64[i], NULL), 0);
 	CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
-	struct ht_reader *r;
-	CHECK_EQ(ht_reader_open(&r, path), 0);
-	if (!r)
-		return;
-	struct ht_event ev;
-	int i = 0, bad = 0;
-	while (ht_reader_next(r, &ev) > 0 && i < n) {
-		const struct ht_event *x = &e64[i++];
-		bad += ev.type != x->type || ev.addr != x->addr || ev.size != x->size ||
-		       ev.tid != x->tid;
-	}
-	CHECK_EQ(i, n);
-	CHECK_EQ(bad, 0);
-	CHECK(ht_reader_warning(r) == NULL);
-	ht_reader_close(r);
+	check_read_back(path, e64, n, RB_SIZE | RB_TID | RB_NO_WARNING);
 	/* The second allocation of each block is a one-byte ring code. */
 	CHECK(addr_stream_bytes(path) < (uint64_t)n * 3);
 }
@@ -2205,21 +2187,7 @@ static void test_planes(void)
 	}
 	CHECK(planes & (1 << HT__S_SIZE));
 	CHECK(planes & (1 << HT__S_FREE));
-	struct ht_reader *r;
-	CHECK_EQ(ht_reader_open(&r, path), 0);
-	if (!r)
-		return;
-	struct ht_event ev;
-	int i = 0, bad = 0;
-	while (ht_reader_next(r, &ev) > 0 && i < n) {
-		const struct ht_event *x = &evs[i++];
-		bad += ev.type != x->type || ev.addr != x->addr || ev.size != x->size ||
-		       ev.stack != x->stack || ev.ts != x->ts;
-	}
-	CHECK_EQ(i, n);
-	CHECK_EQ(bad, 0);
-	CHECK(ht_reader_warning(r) == NULL);
-	ht_reader_close(r);
+	check_read_back(path, evs, n, RB_SIZE | RB_STACK | RB_TS | RB_NO_WARNING);
 }
 
 static void test_names(void)
