@@ -1135,18 +1135,19 @@ static inline uint32_t same_stack(const struct ht__scache *c, uintptr_t loc0)
 	return check_fails(c, c->nchk[k]) < 0 ? c->id : 0;
 }
 
+/* The bucket of the recent stacks whose hook slot is loc0 with ip0 there. */
+static inline uint32_t recent_bucket(uintptr_t loc0, uintptr_t ip0)
+{
+	_Static_assert(2 * HT_RECENT == 1 << (64 - 58), "rhead[] has 2 * HT_RECENT buckets");
+	return (uint32_t)(((loc0 >> 3) ^ ip0) * 0x9e3779b97f4a7c15ull >> 58);
+}
+
 /*
  * The id of one of the thread's recent stacks (struct ht__recent) when this
  * call is that one, whole: every slot it read holds what it held. What
  * same_stack() checks, for a stack that is no longer the cached one; 0 if
  * none is.
  */
-/* The bucket of the recent stacks whose hook slot is loc0 with ip0 there. */
-static inline uint32_t recent_bucket(uintptr_t loc0, uintptr_t ip0)
-{
-	return (uint32_t)(((loc0 >> 3) ^ ip0) * 0x9e3779b97f4a7c15ull >> 58); /* 2 * HT_RECENT */
-}
-
 static uint32_t recent_stack(struct ht__scache *c, uintptr_t loc0)
 {
 	uint32_t gen = atomic_load_explicit(&table_gen, memory_order_relaxed);
@@ -1192,12 +1193,14 @@ static void recent_unlink(struct ht__scache *c, uint32_t at)
 		*j = c->rnext[at];
 }
 
-/*
- * Keeps the cached stack c->ip[0..c->n-1], just walked, among the recent
- * ones: in the entry that has its id (a stale copy), else the oldest.
- */
 static void tree_walked(struct ht__scache *c, int walked);
 
+/*
+ * Keeps the cached stack c->ip[0..c->n-1], just walked, among the recent
+ * ones: in the entry that has its id (a stale copy), else in a new one,
+ * else in the first the clock hand finds unused since it last passed. A
+ * walk of walked new frames.
+ */
 static void recent_keep(struct ht__scache *c, int walked)
 {
 	int k = c->n - 1;
@@ -1214,8 +1217,6 @@ static void recent_keep(struct ht__scache *c, int walked)
 		if (!c->recent)
 			return;
 	}
-	/* the entry that has its id (a stale copy), else a new one, else the
-	   first the clock hand finds unused since it last passed */
 	uint32_t at = 0;
 	while (at < c->nrecent && c->rid[at] != c->id)
 		at++;
