@@ -344,6 +344,21 @@ static int write_all(struct ht__writer *w, const void *buf, size_t len)
 	return 0;
 }
 
+/* A zstd context at level with the writer's parameters (a checksum per
+   frame, literals Huffman coded), or NULL. */
+static ZSTD_CCtx *cctx_new(int level)
+{
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	if (c && (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level)) ||
+		  ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1)) ||
+		  ZSTD_isError(
+		      ZSTD_CCtx_setParameter(c, ZSTD_c_literalCompressionMode, ZSTD_ps_enable)))) {
+		ZSTD_freeCCtx(c);
+		c = NULL;
+	}
+	return c;
+}
+
 /* Appends to w->comp one zstd frame of payload at level, with hash and
    chain tables of 2^tlog entries (0: the level's); its size, or 0 with
    w->cerr set. */
@@ -412,12 +427,17 @@ static int append_chunk(struct ht__writer *w, uint8_t kind, uint8_t flags, size_
 	return 0;
 }
 
+/* The level of a table chunk of len raw bytes. */
+static int table_level(size_t len)
+{
+	return len <= TABLE_STRONG_MAX ? ZSTD_LEVEL_TABLES : ZSTD_LEVEL;
+}
+
 /* Compresses payload and appends it as one chunk. */
 static int write_chunk(struct ht__writer *w, uint8_t kind, const uint8_t *payload, size_t len,
 		       uint32_t count, uint64_t first_ts, uint64_t last_ts)
 {
-	int level =
-	    kind != HT__CHUNK_EVENTS && len <= TABLE_STRONG_MAX ? ZSTD_LEVEL_TABLES : ZSTD_LEVEL;
+	int level = kind != HT__CHUNK_EVENTS ? table_level(len) : ZSTD_LEVEL;
 	w->comp.len = 0;
 	if (!compress_frame(w, level, payload, len))
 		return w->cerr;
@@ -697,8 +717,6 @@ static bool start_thread(struct ht__writer *w)
 
 static void put_time_held(struct ht__writer *w);
 
-/* Ends the events chunk being encoded: compressed and written now, or
-   handed to the compression's thread. */
 /*
  * Whether a group that holds its target's bytes goes on, up to twice
  * them: while at least an eighth of its allocations are still live, and
@@ -714,6 +732,8 @@ static bool group_goes_on(const struct ht__writer *w)
 	       (uint64_t)w->amap_live * 8 >= w->nallocs;
 }
 
+/* Ends the events chunk being encoded: compressed and written now, or
+   handed to the compression's thread. */
 static int flush_events(struct ht__writer *w)
 {
 	if (w->err)
@@ -870,7 +890,7 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 	w->amap_shift = 64 - 12;
 	w->amap_gen = 1;
 	w->amap = amap_new(w->amap_size);
-	w->cctx = ZSTD_createCCtx();
+	w->cctx = cctx_new(ZSTD_LEVEL);
 	int rc = HT_ERR_NOMEM;
 	if (!w->map || !w->amap || !w->cctx)
 		goto fail;
@@ -878,11 +898,6 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 	for (int i = 0; i < HT__NSTREAMS; i++)
 		for (int k = 0; k < 3; k++)
 			w->st_level[i][k] = ZSTD_LEVEL;
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, ZSTD_LEVEL)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)) ||
-	    ZSTD_isError(
-		ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_enable)))
-		goto fail;
 	w->start_realtime_ns = meta->start_realtime_ns;
 	w->ts_unit = meta->ts_unit_ns > 1 ? meta->ts_unit_ns : 1;
 	w->tpack = w->ts_unit > 1; /* the first chunk's guess: exact times are rarely close */
@@ -1958,14 +1973,9 @@ static bool table_ahead(struct ht__writer *w, const struct ht__buf *b,
 	for (size_t pos = 0, k; pos < b->len; pos += k, n++)
 		if (!(k = skip(b->data + pos, b->data + b->len)))
 			return false;
-	int level = b->len <= TABLE_STRONG_MAX ? ZSTD_LEVEL_TABLES : ZSTD_LEVEL;
 	size_t bound = ZSTD_compressBound(b->len), z = 0;
-	ZSTD_CCtx *c = ZSTD_createCCtx();
-	bool ok = c && !ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level)) &&
-		  !ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1)) &&
-		  !ZSTD_isError(
-		      ZSTD_CCtx_setParameter(c, ZSTD_c_literalCompressionMode, ZSTD_ps_enable)) &&
-		  ht__buf_reserve(pre, bound) == 0 &&
+	ZSTD_CCtx *c = cctx_new(table_level(b->len));
+	bool ok = c && ht__buf_reserve(pre, bound) == 0 &&
 		  !ZSTD_isError(z = ZSTD_compress2(c, pre->data, bound, b->data, b->len));
 	ZSTD_freeCCtx(c);
 	if (!ok) {
