@@ -573,6 +573,29 @@ struct ht__rec_stack {
 	/* uint64_t rel[nframes]; uint32_t module[nframes]; padded to 8 */
 };
 
+/* Field 3 (the state) of the text of /proc/PID/stat, or NULL. */
+static inline const char *ht__proc_stat_state(const char *buf)
+{
+	const char *p = 0;
+	for (const char *q = buf; *q; q++)
+		if (*q == ')')
+			p = q; /* the last ')': the command name may hold anything */
+	return p && p[1] == ' ' && p[2] ? p + 2 : 0;
+}
+
+/* Field from + n of that text, p at field from; NULL past its end. */
+static inline const char *ht__proc_stat_skip(const char *p, int n)
+{
+	for (; n > 0; n--) {
+		while (*p && *p != ' ')
+			p++;
+		if (!*p)
+			return 0;
+		p++;
+	}
+	return p;
+}
+
 /*
  * The state letter and start time (field 22, clock ticks since boot) in the
  * text of /proc/PID/stat (NUL-terminated). Both sides judge liveness with it:
@@ -582,22 +605,12 @@ struct ht__rec_stack {
  */
 static inline int ht__parse_proc_stat(const char *buf, char *state, uint64_t *start)
 {
-	const char *p = 0;
-	for (const char *q = buf; *q; q++)
-		if (*q == ')')
-			p = q; /* the last ')': the command name may hold anything */
-	if (!p || p[1] != ' ' || !p[2])
+	const char *p = ht__proc_stat_state(buf);
+	if (!p)
 		return 0;
-	*state = p[2];
-	/* Field 3 is the state; skip to field 22. */
-	p += 2;
-	for (int field = 3; field < 22; field++) {
-		while (*p && *p != ' ')
-			p++;
-		if (!*p)
-			return 0;
-		p++;
-	}
+	*state = *p;
+	if (!(p = ht__proc_stat_skip(p, 22 - 3)))
+		return 0;
 	uint64_t v = 0;
 	for (; *p >= '0' && *p <= '9'; p++)
 		v = v * 10 + (uint64_t)(*p - '0');

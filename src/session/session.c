@@ -50,16 +50,9 @@ int ht__zombie_signal(pid_t pid)
 	char buf[1024];
 	if (ht__proc_stat_read(pid, buf, sizeof(buf)) < 0)
 		return 0;
-	const char *p = strrchr(buf, ')'); /* the name may hold anything */
-	if (!p || p[1] != ' ' || (p[2] != 'Z' && p[2] != 'X'))
+	const char *p = ht__proc_stat_state(buf);
+	if (!p || (*p != 'Z' && *p != 'X') || !(p = ht__proc_stat_skip(p, 52 - 3)))
 		return 0;
-	/* Field 3 is the state; skip to field 52. */
-	p += 2;
-	for (int field = 3; field < 52; field++) {
-		if (!(p = strchr(p, ' ')))
-			return 0;
-		p++;
-	}
 	char *end;
 	long status = strtol(p, &end, 10);
 	if (end == p || status < 0)
