@@ -691,10 +691,12 @@ static inline uint32_t end_entry(struct ht__life_tracker *t, const struct page *
 	return site; /* for remove_entry() */
 }
 
-/* What entry i holds elsewhere (its site, a time kept aside) let go. */
-static inline void entry_release(struct ht__life_tracker *t, const struct page *p, uint32_t i)
+/* What entry i, of site site, holds elsewhere (the site, a time kept
+   aside) let go. */
+static inline void entry_release(struct ht__life_tracker *t, const struct page *p, uint32_t i,
+				 uint32_t site)
 {
-	site_drop(t, site_at(t, p, i));
+	site_drop(t, site);
 	if (offs(p)[i] & OFF_ESC)
 		esc_release(t, dts(p)[i]);
 }
@@ -704,9 +706,7 @@ static inline void entry_release(struct ht__life_tracker *t, const struct page *
 static inline __attribute__((always_inline)) void
 remove_entry(struct ht__life_tracker *t, struct page *p, uint32_t i, uint32_t site)
 {
-	site_drop(t, site);
-	if (offs(p)[i] & OFF_ESC)
-		esc_release(t, dts(p)[i]);
+	entry_release(t, p, i, site);
 	unmark_at(p, offs(p)[i] & PAGE_MASK);
 	uint32_t last = --p->n;
 	if (!t->no_ts)
@@ -897,7 +897,7 @@ static void end_all(struct ht__life_tracker *t, const uint64_t *v, int64_t k, ui
 		if (p->addr == FREE_PAGE)
 			continue;
 		for (uint32_t e = 0; e < p->n; e++)
-			entry_release(t, p, e);
+			entry_release(t, p, e, site_at(t, p, e));
 		p->n = 0;
 		page_delete(t, p);
 	}
