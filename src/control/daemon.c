@@ -607,6 +607,15 @@ static void report(int fd, int rc, uint64_t id, const char *why)
 	close(fd);
 }
 
+/* A start that fails once the name's lock is ours: the lock file goes too,
+   which would read as a daemon that died ('stop NAME': killed?). */
+static _Noreturn void start_failed(const struct ht__daemon_args *a, int fd, int rc, const char *why)
+{
+	unlink(a->paths.lock);
+	report(fd, rc, 0, why);
+	_exit(1);
+}
+
 _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 {
 	D.a = a;
@@ -645,33 +654,24 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 		_exit(1);
 	}
 	ht__ctl_remove_dead(NULL, NULL, 0); /* other sessions' daemons that died */
-	/* From here on a start that fails removes the name's lock file, which
-	   would read as a daemon that died ('stop NAME': killed?). */
+	/* From here on a start that fails removes the name's lock file. */
 	int ifeo_fd = -1;
-	if ((a->flags & HT_TRACE_IFEO) && (ifeo_fd = take_lock(a->paths.ifeo_lock)) < 0) {
-		unlink(a->paths.lock);
-		report(ready_fd, ifeo_fd, 0,
-		       ifeo_fd == HT_ERR_EXISTS ? "an IFEO session is running already" : NULL);
-		_exit(1);
-	}
+	if ((a->flags & HT_TRACE_IFEO) && (ifeo_fd = take_lock(a->paths.ifeo_lock)) < 0)
+		start_failed(a, ready_fd, ifeo_fd,
+			     ifeo_fd == HT_ERR_EXISTS ? "an IFEO session is running already"
+						      : NULL);
 	char why[1024] = "";
 	for (unsigned i = 0; i < a->npids; i++)
-		if ((rc = check_pid(a->pids[i], why, sizeof(why))) < 0) {
-			unlink(a->paths.lock);
-			report(ready_fd, rc, 0, why);
-			_exit(1);
-		}
+		if ((rc = check_pid(a->pids[i], why, sizeof(why))) < 0)
+			start_failed(a, ready_fd, rc, why);
 	/* The trace's name gets the file once the writer has started it
 	   (format/output.h: a device is written in place, a file replaced
 	   atomically and only with HT_TRACE_FORCE). */
 	struct ht__output trace_out;
 	if ((rc = ht__output_open(&trace_out, a->file,
 				  (a->flags & HT_TRACE_FORCE) ? HT__OUT_FORCE : 0, 0600, why,
-				  sizeof(why))) < 0) {
-		unlink(a->paths.lock);
-		report(ready_fd, rc, 0, why);
-		_exit(1);
-	}
+				  sizeof(why))) < 0)
+		start_failed(a, ready_fd, rc, why);
 
 	unlink(a->paths.shm);
 	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
@@ -692,9 +692,7 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	cfg.sample_maps = !(a->flags & HT_TRACE_NO_MAPS);
 	if ((rc = ht__session_create(&D.s, &cfg)) < 0) {
 		ht__output_abort(&trace_out);
-		unlink(a->paths.lock);
-		report(ready_fd, rc, 0, "cannot create the session's buffers");
-		_exit(1);
+		start_failed(a, ready_fd, rc, "cannot create the session's buffers");
 	}
 	if (a->flags & HT_TRACE_IFEO) {
 		/* Programs that started before us: the trace starts with the oldest. */
