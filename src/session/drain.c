@@ -684,49 +684,61 @@ static void heap_down(struct ht__session *s, uint32_t n, uint32_t i)
 	}
 }
 
+/* Bytes of records (about 36) the merge hands to ht__translate_span() at
+   most: within reach of the look ahead's hints, which a run of thousands of
+   records (one ring) would leave far behind. */
+#define SPAN_BYTES 1024u
+
 /*
  * How far the merge looks ahead in a slot's records: the addresses of the
  * allocations and frees coming within this many bytes (about 16 records)
- * of the one being written are handed to the sink's prefetch, so that the
- * writer's address map is in the cache when their events come. With 8
+ * of the span being translated are handed to the sink's prefetch, so that
+ * the writer's address map is in the cache when their events come. With 8
  * threads of alloc_loop the map holds 32768 live blocks, 2 MiB that missed
  * the cache on every event (docs/performance.md, "The address map with
- * many live blocks"). In batches of half of it: one call per 8 records or
- * so. Kept per slot: a thread's records come in runs of about ten when
+ * many live blocks"). Kept per slot: a thread's records come in runs when
  * several threads are merged, and its next run is hinted already. Only
  * while the sink says hints pay (asked once per merge: the writer's map
- * is large).
+ * is large). Done once per span, before it is translated, not per record:
+ * with 8 threads the per-record look cost 25 instructions an event
+ * (docs/performance.md, "The collector's merge, session 24").
  */
 #define LOOK_AHEAD 512u
 
 _Static_assert(offsetof(struct ht__rec_alloc, addr) == offsetof(struct ht__rec_free, addr),
 	       "the look ahead reads the address of either record at one place");
 
-/* Hints the next records of sl once fewer than half of LOOK_AHEAD bytes
-   after its head were hinted; each record once, in order. */
-static inline void look_ahead(struct ht__session *s, struct ht__slot *sl)
+/* Hints the records of sl from span on (sl->hinted bytes of them were
+   hinted already) to LOOK_AHEAD bytes past to, each record once, in order;
+   sl->hinted then counts from to. */
+static void look_ahead(struct ht__session *s, struct ht__slot *sl, uint32_t span, uint32_t to)
 {
-	if (sl->hinted >= LOOK_AHEAD / 2)
-		return;
-	uint64_t addr[LOOK_AHEAD / sizeof(struct ht__rec)];
-	uint32_t n = 0, h = sl->hinted, end = sl->tail - sl->head;
-	const uint8_t *base = sl->buf + sl->head;
-	while (h < LOOK_AHEAD && h < end) {
-		const struct ht__rec *r = (const struct ht__rec *)(base + h);
+	uint64_t addr[(SPAN_BYTES + LOOK_AHEAD) / sizeof(struct ht__rec) + 2];
+	uint32_t n = 0, h = span + sl->hinted, end = to + LOOK_AHEAD;
+	if (end > sl->tail)
+		end = sl->tail;
+	while (h < end && n < sizeof(addr) / sizeof(addr[0])) {
+		const struct ht__rec *r = (const struct ht__rec *)(sl->buf + h);
 		if ((r->type == HT_REC_ALLOC || r->type == HT_REC_FREE) &&
 		    r->len >= sizeof(struct ht__rec_free))
 			addr[n++] = ((const struct ht__rec_free *)r)->addr;
 		h += r->len;
 	}
-	sl->hinted = h;
+	sl->hinted = h > to ? h - to : 0;
 	if (n)
 		s->sink->prefetch(s->sink_ctx, addr, n);
 }
 
-/* Bytes of records (about 36) the merge hands to ht__translate_span() at
-   most: within reach of the look ahead's hints, which a run of thousands of
-   records (one ring) would leave far behind. */
-#define SPAN_BYTES 1024u
+/* Translate the records of sl from span to its head, their addresses
+   and the next LOOK_AHEAD bytes' hinted first (hint). */
+static inline int span_out(struct ht__session *s, struct ht__slot *sl, uint32_t span, bool hint)
+{
+	if (hint)
+		look_ahead(s, sl, span, sl->head);
+	else
+		sl->hinted = 0;
+	return span < sl->head ? ht__translate_span(s, sl, sl->buf + span, sl->buf + sl->head) : 0;
+}
 
 /*
  * Write the queued records stamped below wm, in time order: a k-way merge
@@ -763,27 +775,19 @@ static int merge(struct ht__session *s, uint64_t wm, uint64_t budget)
 		uint32_t from = sl->head, span = from;
 		for (;;) {
 			const struct ht__rec *rec = slot_head(sl);
-			if (hint) {
-				look_ahead(s, sl); /* hinted covers rec now */
-				sl->hinted -= rec->len;
-			} else {
-				sl->hinted = 0;
-			}
 			s->merged++;
 			if (s->nheld || rec->type == HT_REC_REALLOC) {
 				/* What ht__order_rec() does with any other record
 				   while nothing is held (nearly always): translate
 				   it, here with the rest of the span. */
-				int rc = span < sl->head ? ht__translate_span(s, sl, sl->buf + span,
-									      sl->buf + sl->head)
-							 : 0;
+				int rc = span_out(s, sl, span, hint);
+				sl->hinted = sl->hinted > rec->len ? sl->hinted - rec->len : 0;
 				sl->head += rec->len;
 				span = sl->head;
 				if (rc < 0 || (rc = ht__order_rec(s, sl, rec)) < 0)
 					return rc;
 			} else if ((sl->head += rec->len) - span >= SPAN_BYTES) {
-				int rc =
-				    ht__translate_span(s, sl, sl->buf + span, sl->buf + sl->head);
+				int rc = span_out(s, sl, span, hint);
 				if (rc < 0)
 					return rc;
 				span = sl->head;
@@ -802,7 +806,7 @@ static int merge(struct ht__session *s, uint64_t wm, uint64_t budget)
 			break;
 		}
 		if (span < sl->head) {
-			int rc = ht__translate_span(s, sl, sl->buf + span, sl->buf + sl->head);
+			int rc = span_out(s, sl, span, hint);
 			if (rc < 0)
 				return rc;
 		}
