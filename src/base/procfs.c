@@ -1,11 +1,14 @@
 /*
- * procfs.c - procfs.h: one open-read-close of /proc/PID/stat.
+ * procfs.c - procfs.h: one open-read-close of /proc/PID/stat, and the
+ * fields the session reads from it, found by protocol.h's field walk.
  */
 #include "base/procfs.h"
+#include "base/protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 ssize_t ht__proc_stat_read(int32_t pid, char *buf, size_t len)
@@ -27,4 +30,25 @@ ssize_t ht__proc_stat_read(int32_t pid, char *buf, size_t len)
 	}
 	buf[n] = 0;
 	return n;
+}
+
+int32_t ht__proc_stat_ppid(const char *buf)
+{
+	const char *p = ht__proc_stat_state(buf);
+	if (!p || !(p = ht__proc_stat_skip(p, 4 - 3)))
+		return 0;
+	return (int32_t)strtol(p, NULL, 10);
+}
+
+uint64_t ht__proc_stat_fingerprint(const char *buf)
+{
+	uint64_t h = 0, any = 0;
+	const char *p = ht__proc_stat_state(buf);
+	for (int field = 3; p && field <= 51; field++, p = ht__proc_stat_skip(p, 1))
+		if ((field >= 26 && field <= 28) || field >= 45) {
+			unsigned long long v = strtoull(p, NULL, 10);
+			h = (h ^ v) * 0x100000001b3ull;
+			any |= v;
+		}
+	return any ? (h ? h : 1) : 0;
 }

@@ -18,4 +18,17 @@
  */
 ssize_t ht__proc_stat_read(int32_t pid, char *buf, size_t len);
 
+/* The parent's pid (field 4) in the text of /proc/PID/stat; 0 when it
+   cannot be parsed. */
+int32_t ht__proc_stat_ppid(const char *buf);
+
+/*
+ * A fingerprint of the address space from the text of /proc/PID/stat: a
+ * hash of where its code, stack, data, break, arguments and environment
+ * start and end (fields 26-28 and 45-51). They are fixed for the life of an
+ * image and come out elsewhere after exec. 0 when unknown (the kernel shows
+ * zeros to whoever may not read them).
+ */
+uint64_t ht__proc_stat_fingerprint(const char *buf);
+
 #endif

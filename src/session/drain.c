@@ -298,41 +298,15 @@ static int image_maps_session(const struct ht__session *s, int32_t pid)
 }
 
 /*
- * A fingerprint of pid's address space from /proc/PID/stat: where its stack,
- * code, break, arguments and environment start. They are fixed for the life
- * of an image and come out elsewhere after exec (randomized, or moved by
- * other arguments, environment or binary), and /proc/PID/stat costs a
- * fraction of /proc/PID/maps. 0 when unknown (no access: the kernel shows
- * zeros).
+ * A fingerprint of pid's address space (procfs.h): it comes out elsewhere
+ * after exec (randomized, or moved by other arguments, environment or
+ * binary), and /proc/PID/stat costs a fraction of /proc/PID/maps. 0 when
+ * unknown.
  */
 static uint64_t mm_fingerprint(int32_t pid)
 {
 	char buf[1024];
-	if (ht__proc_stat_read(pid, buf, sizeof(buf)) < 0)
-		return 0;
-	char *q = strrchr(buf, ')');
-	if (!q)
-		return 0;
-	/* Fields 26-28 (startcode, endcode, startstack) and 45-51 (data,
-	   brk, arguments and environment); the token after ')' is field 3. */
-	uint64_t h = 0, any = 0;
-	int field = 3;
-	for (char *tok = q + 1; *tok; field++) {
-		while (*tok == ' ')
-			tok++;
-		if (!*tok)
-			break;
-		char *end;
-		unsigned long long v = strtoull(tok, &end, 10);
-		if ((field >= 26 && field <= 28) || (field >= 45 && field <= 51)) {
-			h = (h ^ v) * 0x100000001b3ull;
-			any |= v;
-		}
-		tok = end > tok ? end : tok + 1;
-		while (*tok && *tok != ' ')
-			tok++;
-	}
-	return any ? (h ? h : 1) : 0;
+	return ht__proc_stat_read(pid, buf, sizeof(buf)) < 0 ? 0 : ht__proc_stat_fingerprint(buf);
 }
 
 /* Queue a PROCESS_EXIT of the session's own making. */

@@ -113,13 +113,7 @@ static inline uint32_t proc_index(const struct ht__session *s, const struct ht__
 static int32_t ppid_of(int32_t pid)
 {
 	char buf[512];
-	if (ht__proc_stat_read(pid, buf, sizeof(buf)) < 0)
-		return 0;
-	char *rp = strrchr(buf, ')');
-	int ppid = 0;
-	if (rp)
-		sscanf(rp + 1, " %*c %d", &ppid);
-	return ppid;
+	return ht__proc_stat_read(pid, buf, sizeof(buf)) < 0 ? 0 : ht__proc_stat_ppid(buf);
 }
 
 /*
