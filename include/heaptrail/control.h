@@ -102,14 +102,28 @@ struct ht_trace_properties {
 	   the session's crash table full, so no window was written for them. */
 	uint64_t crashes_unreported;
 
+	/* out (stop, query): crash windows of a flight-recorder session written
+	   next to the trace (FILE.crash-PID.htr), and those that could not be
+	   written: crash_error is the first failure's enum ht_error,
+	   crash_failed_pid its process (both 0 while none failed). */
+	uint32_t crash_windows;
+	uint32_t crash_windows_failed;
+	int32_t crash_error;
+	int32_t crash_failed_pid;
+
+	/* out (stop): not 0 when frames went unsymbolized because the session
+	   could not load libdw (install libdw1, then 'heaptrail symbolize'). */
+	uint32_t symbols_missing;
+	uint32_t pad;
+
 	/* Room for the fields of later versions, so the struct keeps its size
 	   within one soname: must be zero (HT_ERR_INVALID otherwise). */
-	uint64_t reserved[7];
+	uint64_t reserved[4];
 };
 
 #define HT_TRACE_PROPERTIES_INIT                                                                   \
 	{                                                                                          \
-		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,                               \
+		{0}, 0, 0, 0, 0, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,             \
 		{                                                                                  \
 			0                                                                          \
 		}                                                                                  \

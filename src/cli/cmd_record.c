@@ -726,9 +726,7 @@ static void say_stats(const struct ht__session_stats *st)
 static void say_no_symbols(const char *output, const struct ht__session_stats *st)
 {
 	if (st->symbols_missing)
-		warning("%s; the trace has no symbols for frames the symbol cache did not "
-			"have: after installing it, 'heaptrail symbolize %s' adds them",
-			st->symbols_missing, output);
+		warn_no_symbols(st->symbols_missing, output);
 }
 
 /* The closing line of a recording, and why events were lost if any were. */

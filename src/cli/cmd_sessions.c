@@ -90,6 +90,10 @@ int cmd_sessions(int argc, char **argv)
 			jw_u64(&j, p.buffers_in_use);
 			jw_key(&j, "crashes_unreported");
 			jw_u64(&j, p.crashes_unreported);
+			jw_key(&j, "crash_windows");
+			jw_u64(&j, p.crash_windows);
+			jw_key(&j, "crash_windows_failed");
+			jw_u64(&j, p.crash_windows_failed);
 			jw_key(&j, "daemon_pid");
 			jw_i64(&j, p.daemon_pid);
 			jw_key(&j, "ifeo");
@@ -110,6 +114,10 @@ int cmd_sessions(int argc, char **argv)
 			printf("%-16s %8s %llu crashes had no room in the crash table: no window "
 			       "written\n",
 			       "", "", (unsigned long long)p.crashes_unreported);
+		if (p.crash_windows_failed)
+			printf("%-16s %8s %u crash windows could not be written (process %d: %s)\n",
+			       "", "", p.crash_windows_failed, (int)p.crash_failed_pid,
+			       ht_strerror(p.crash_error));
 		if (np) {
 			printf("%-16s %8s pids:", "", "");
 			for (unsigned k = 0; k < np; k++)

@@ -74,6 +74,9 @@ int cmd_stop(int argc, char **argv)
 			name, props.file, (unsigned long long)props.events_written,
 			(unsigned long long)props.events_lost);
 	warn_crashes_unreported(props.crashes_unreported);
+	warn_crash_windows_failed(&props);
+	if (props.symbols_missing)
+		warn_no_symbols(NULL, props.file);
 	printf("%s\n", props.file);
 	return 0;
 }

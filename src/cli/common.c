@@ -6,7 +6,10 @@
 #include "analysis/match.h"
 #include "format/output.h"
 #include "format/textout.h"
+#include "heaptrail/control.h"
 #include "heaptrail/trace.h"
+#include "session/ring_keep.h"
+#include "session/symbolize.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -63,6 +66,33 @@ void warn_crashes_unreported(uint64_t n)
 		warning("%llu crashes had no room in the session's crash table: their windows "
 			"were not written",
 			(unsigned long long)n);
+}
+
+void warn_crash_windows_failed(const struct ht_trace_properties *p)
+{
+	if (!p->crash_windows_failed)
+		return;
+	char tag[32], path[4200];
+	snprintf(tag, sizeof(tag), "crash-%d", (int)p->crash_failed_pid);
+	ht__ring_keep_path(path, sizeof(path), p->file, tag);
+	char more[64] = "";
+	if (p->crash_windows_failed > 1)
+		snprintf(more, sizeof(more), " (and %u more crash windows)",
+			 p->crash_windows_failed - 1);
+	warning("the window of process %d's crash could not be written to '%s': %s%s",
+		(int)p->crash_failed_pid, path, ht_strerror(p->crash_error), more);
+}
+
+void warn_no_symbols(const char *why, const char *trace)
+{
+	if (!why)
+		why = ht__symbolizer_missing();
+	warning("%s; the trace has no symbols for frames the symbol cache did not have: after "
+		"installing it, 'heaptrail symbolize %s' adds them",
+		why ? why
+		    : "the session could not load libdw.so.1, which symbolizes frames: install "
+		      "the Debian package libdw1",
+		trace);
 }
 
 struct ht_reader *open_trace(const char *path)

@@ -25,6 +25,13 @@ void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The warning of a flight recorder's crashes without a window (n > 0): the
    crash table was full (record, stop, sessions say it the same way). */
 void warn_crashes_unreported(uint64_t n);
+/* The warning of a start session's crash windows that could not be written
+   (stop and sessions say it, from the session's status or stop line). */
+struct ht_trace_properties;
+void warn_crash_windows_failed(const struct ht_trace_properties *p);
+/* The warning of a recording whose frames went unsymbolized (why: libdw
+   cannot be loaded, naming the package; NULL: the session said so). */
+void warn_no_symbols(const char *why, const char *trace);
 
 /*
  * Opens a trace for a command, the same way for every command: dies with

@@ -533,6 +533,11 @@ static void fill_props(struct ht_trace_properties *props, const char *reply)
 	props->events_lost = ht__ctl_get_u64(reply, "lost");
 	props->buffers_lost = ht__ctl_get_u64(reply, "buffers_lost");
 	props->crashes_unreported = ht__ctl_get_u64(reply, "crashes_unreported");
+	props->crash_windows = (uint32_t)ht__ctl_get_u64(reply, "crash_windows");
+	props->crash_windows_failed = (uint32_t)ht__ctl_get_u64(reply, "crash_windows_failed");
+	props->crash_error = (int32_t)ht__ctl_get_u64(reply, "crash_error");
+	props->crash_failed_pid = (int32_t)ht__ctl_get_u64(reply, "crash_failed_pid");
+	props->symbols_missing = (uint32_t)ht__ctl_get_u64(reply, "symbols_missing");
 	props->buffer_size = (uint32_t)ht__ctl_get_u64(reply, "buffer_size");
 	props->buffers = (uint32_t)ht__ctl_get_u64(reply, "buffers");
 	props->buffers_in_use = (uint32_t)ht__ctl_get_u64(reply, "buffers_used");

@@ -61,6 +61,9 @@ static struct {
 	struct ht__output out;	    /* with ring: the trace, written at the end */
 	struct ht__trace_meta meta; /* with ring: what each window's trace gets */
 	unsigned crashes;	    /* windows written for crashes */
+	unsigned crashes_failed;    /* ... and not written: */
+	int crash_error;	    /* the first one's error */
+	int32_t crash_failed_pid;   /* and process */
 } D = {.sess_lock = PTHREAD_MUTEX_INITIALIZER,
        .members_lock = PTHREAD_MUTEX_INITIALIZER,
        .stop_fd = -1};
@@ -190,6 +193,14 @@ static int member_remove(unsigned i, char *why, size_t n)
 
 /* ---- requests ---- */
 
+/* The crash windows' fields of the status and stop lines (sess_lock held). */
+static void crash_fields(char *out, size_t n)
+{
+	snprintf(out, n,
+		 "crash_windows=%u crash_windows_failed=%u crash_error=%d crash_failed_pid=%d",
+		 D.crashes, D.crashes_failed, D.crash_error, (int)D.crash_failed_pid);
+}
+
 /* "OK name=... pid=... ... file=PATH", the state of the session. */
 static void status_line(char *out, size_t n, const char *verb_extra)
 {
@@ -204,6 +215,8 @@ static void status_line(char *out, size_t n, const char *verb_extra)
 	lost = ht__session_lost_now(D.s);
 	used = ht__session_rings_in_use(D.s);
 	uint64_t exhausted = atomic_load(&ht__session_header(D.s)->rings_exhausted);
+	char crashes[160];
+	crash_fields(crashes, sizeof(crashes));
 	pthread_mutex_unlock(&D.sess_lock);
 	if (nlive > HT__CTL_MAX_PIDS)
 		nlive = HT__CTL_MAX_PIDS;
@@ -234,12 +247,12 @@ static void status_line(char *out, size_t n, const char *verb_extra)
 		 "OK%s name=%s id=%llu pid=%d pids=%s events=%llu lost=%llu buffers_lost=%llu "
 		 "buffers=%u "
 		 "buffer_size=%u buffers_used=%u stacks=0x%x flags=0x%x max_size=%llu "
-		 "crashes_unreported=%llu file=%s\n",
+		 "crashes_unreported=%llu %s file=%s\n",
 		 verb_extra, D.a->name, (unsigned long long)D.id, (int)getpid(), pids,
 		 (unsigned long long)events, (unsigned long long)lost,
 		 (unsigned long long)exhausted, h->ring_count, h->ring_size, used, D.stack_mask,
 		 D.a->flags, (unsigned long long)D.a->max_file_size, (unsigned long long)unreported,
-		 D.a->file);
+		 crashes, D.a->file);
 }
 
 static int parse_pid_list(const char *v, pid_t *out, unsigned *n)
@@ -430,8 +443,15 @@ static void crash_window(void)
 	snprintf(tag, sizeof(tag), "crash-%d", (int)pid);
 	ht__ring_keep_path(path, sizeof(path), D.a->file, tag);
 	struct ht__ring_keep_result res;
-	if (write_window(path, (D.a->flags & HT_TRACE_FORCE) != 0, &res, why, sizeof(why)) == 0)
+	int rc = write_window(path, (D.a->flags & HT_TRACE_FORCE) != 0, &res, why, sizeof(why));
+	if (rc == 0)
 		D.crashes++;
+	else if (!D.crashes_failed++) {
+		/* The daemon's stderr is /dev/null: the status and stop lines
+		   carry it (docs/control-protocol.md). */
+		D.crash_error = rc < 0 ? rc : HT_ERR_IO;
+		D.crash_failed_pid = pid;
+	}
 }
 
 /* One client: returns true when it asked to stop (fd is kept for the answer). */
@@ -807,17 +827,20 @@ _Noreturn void ht__daemon_main(const struct ht__daemon_args *a, int ready_fd)
 	char out[HT__CTL_LINE];
 	if (frc >= 0) {
 		const struct ht__session_stats *sst = ht__session_stats(D.s);
+		char crashes[160];
+		crash_fields(crashes, sizeof(crashes));
 		snprintf(out, sizeof(out),
 			 "OK name=%s id=%llu pid=%d events=%llu lost=%llu "
 			 "buffers_lost=%llu buffers=%u "
-			 "buffer_size=%u processes=%u frames=%u symbolized=%u "
-			 "crashes_unreported=%llu file=%s\n",
+			 "buffer_size=%u processes=%u frames=%u symbolized=%u symbols_missing=%d "
+			 "crashes_unreported=%llu %s file=%s\n",
 			 a->name, (unsigned long long)D.id, (int)getpid(),
 			 (unsigned long long)sst->events, (unsigned long long)sst->lost,
 			 (unsigned long long)atomic_load(&ht__session_header(D.s)->rings_exhausted),
 			 ht__session_header(D.s)->ring_count, ht__session_header(D.s)->ring_size,
 			 sst->processes, sst->frames, sst->frames_symbolized,
-			 (unsigned long long)sst->crashes_unreported, a->file);
+			 sst->symbols_missing != NULL, (unsigned long long)sst->crashes_unreported,
+			 crashes, a->file);
 	}
 	ht__relay_free(D.relay);
 	ht__ring_keep_free(D.ring);

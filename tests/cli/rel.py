@@ -600,6 +600,51 @@ def symbolize_no_libdw(env):
 
 
 @case
+def symbolize_no_libdw_start(env):
+    """A `heaptrail start` session whose daemon cannot load libdw (hidden as
+    in symbolize-no-libdw) writes its trace without symbols, and stop says
+    so as record does: the package to install and that symbolize adds the
+    symbols later. Outside, symbolize adds them."""
+    if shutil.which("unshare") is None:
+        raise Skip("no unshare")
+    lib = libdw_path()
+    if not lib:
+        raise Skip("ldconfig does not list libdw.so.1")
+    empty = os.path.join(env.tmp, "empty-cache")
+    os.mkdir(empty)
+    name = "nodw-%d" % os.getpid()
+    # pulse answers each 'a' with "ok" after 100 malloc(777)/free pairs: one
+    # before the attach (main runs), one traced.
+    script = ('mount --bind /dev/null "$L" || exit 77\n'
+              'mkfifo "$T/in" "$T/out"\n'
+              '"$P" <"$T/in" >"$T/out" &\n'
+              'exec 3>"$T/in" 4<"$T/out"\n'
+              'echo a >&3; read x <&4\n'
+              '"$H" start "$N" --pid $! -o "$T/start.htr" -q; echo "start=$?"\n'
+              'echo a >&3; read x <&4\n'
+              '"$H" stop "$N" -q; echo "stop=$?"\n'
+              'exec 3>&-; wait $!; echo "pulse=$?"\n')
+    rc, out, err = env.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           env={"T": env.tmp, "H": env.heaptrail, "L": lib, "N": name,
+                                "P": env.prog("pulse"), "XDG_CACHE_HOME": empty})
+    if rc == 77 or "unshare failed" in err:
+        raise Skip("no private mount namespace: " + err.strip())
+    trace = os.path.join(env.tmp, "start.htr")
+    equal([l for l in out.split() if "=" in l], ["start=0", "stop=0", "pulse=0"],
+          "exits (%s)" % err)
+    lines = [l for l in err.splitlines() if "libdw.so.1" in l]
+    equal(len(lines), 1, "one warning, from stop: %r" % err)
+    check("install the Debian package libdw1" in lines[0], "names the package: %r" % lines[0])
+    check("'heaptrail symbolize %s' adds them" % trace in lines[0],
+          "stop says how to add the symbols: %r" % lines[0])
+    pulses_in(env, trace, 1, "the session's trace")
+    check("pulse!pulse" not in analyze_stacks(env, trace), "no function names without libdw")
+    again = os.path.join(env.tmp, "again.htr")
+    symbolize(env, trace, "-o", again, cache=empty)
+    check("pulse!pulse" in analyze_stacks(env, again), "symbolize adds them")
+
+
+@case
 def symbolize_moved(env):
     """The program moved away from where it was recorded: its frames stay
     addresses (and the module is named) until --symbol-path points at it."""

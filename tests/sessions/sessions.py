@@ -292,6 +292,38 @@ def crashes_unreported(env):
 
 
 @case
+def crash_window_unwritten(env):
+    """A start session's flight recorder whose crash window cannot be
+    written (its file exists, no --force) says so: sessions (text and JSON)
+    and stop name the process, the file and why, and count the window
+    another crash did write; the file in the way is left as it was."""
+    a, b = env.spawn(3301, "segv"), env.spawn(3302, "abort")
+    trace = env.path("cw.htr")
+    blocker = env.path("cw.crash-%d.htr" % b.pid)
+    with open(blocker, "w") as f:
+        f.write("mine\n")
+    env.ht("start", "cw", "-o", trace, "--pid", str(a.pid), "--pid", str(b.pid), "--ring", "64K")
+    time.sleep(1)
+    crash_window(env, trace, a, signal.SIGSEGV, "the window that can be written")
+    b.send_signal(signal.SIGUSR2)
+    b.wait(timeout=20)
+    equal(b.returncode, -signal.SIGABRT, "the second worker died of SIGABRT")
+    deadline = time.time() + 20
+    while env.sessions()[0]["crash_windows_failed"] != 1 and time.time() < deadline:
+        time.sleep(0.05)
+    s = env.sessions()[0]
+    equal((s["crash_windows"], s["crash_windows_failed"]), (1, 1), "sessions --format json")
+    out, _ = env.ht("sessions")
+    check("1 crash windows could not be written (process %d: already exists)" % b.pid in out,
+          "the listing says it: %r" % out)
+    _, err = env.ht("stop", "cw")
+    check("warning: the window of process %d's crash could not be written to '%s': already "
+          "exists\n" % (b.pid, blocker) in err, "stop says it: %r" % err)
+    with open(blocker) as f:
+        equal(f.read(), "mine\n", "the file in the way")
+
+
+@case
 def update(env):
     a, b = env.spawn(5001), env.spawn(5002)
     trace = env.path("upd.htr")

@@ -144,10 +144,10 @@ int main(int argc, char **argv)
 	rc = ht_start_heap_trace(&h2, &p2, "bad/name", NULL, 0, NULL, 0);
 	CHECK(rc == HT_ERR_INVALID && h2 == 0, "bad name: rc %d", rc);
 	/* A caller that sets a field this version does not have is refused. */
-	p2.reserved[6] = 1;
+	p2.reserved[3] = 1;
 	rc = ht_start_heap_trace(&h2, &p2, "api2", NULL, 0, NULL, 0);
 	CHECK(rc == HT_ERR_INVALID && h2 == 0, "a reserved field set: rc %d", rc);
-	p2.reserved[6] = 0;
+	p2.reserved[3] = 0;
 	pid_t nobody = 0x7ffffff0;
 	rc = ht_start_heap_trace(&h2, &p2, "api2", &nobody, 1, NULL, 0);
 	CHECK(rc == HT_ERR_NOT_FOUND && h2 == 0, "no such pid: rc %d", rc);
