@@ -84,6 +84,19 @@ class Env:
                 return line
         raise Failure("worker %d did not print %r" % (p.pid, prefix))
 
+    def allocs_made(self, p):
+        """The allocations p (a worker) made so far, by its own count."""
+        p.send_signal(signal.SIGWINCH)
+        return int(self.wait_line(p, "count ").split()[1])
+
+    def wait_allocs(self, p, n):
+        """Returns once p made n more allocations than it had: what a trace
+        of it from now on must hold, however long a loaded machine keeps
+        the worker waiting (a sleep of 0.3 s saw 5 of its usual 60)."""
+        want = self.allocs_made(p) + n
+        while self.allocs_made(p) < want:
+            time.sleep(0.005)
+
     def sessions(self):
         out, _ = self.ht("sessions", "--format", "json")
         return json.loads(out)
@@ -142,7 +155,8 @@ def two_pids(env):
     _, err = env.ht("start", "two", "-o", trace, "--pid", str(a.pid), str(b.pid))
     check("session 'two' started" in err, "start message: %r" % err)
     check(os.stat(trace).st_mode & 0o777 == 0o600, "the trace must be created 0600")
-    time.sleep(0.4)
+    for p in (a, b):
+        env.wait_allocs(p, 11)
     out, err = env.ht("stop", "two")
     equal(out.strip(), trace, "stop prints where the trace is")
     check("events" in err and "0 lost" in err, "stop message: %r" % err)
@@ -165,7 +179,8 @@ def ring(env):
     a = env.spawn(3001, "threads", "250")
     trace = env.path("ring.htr")
     env.ht("start", "rg", "-o", trace, "--pid", str(a.pid), "--ring", "64K")
-    time.sleep(2)  # four threads at up to 8000 events/s each; 64K holds about 6000
+    # 6000 allocations and their frees: about twice what 64K holds.
+    env.wait_allocs(a, 6000)
     f1, f2 = env.path("f1.htr"), env.path("f2.htr")
     out, err = env.ht("flush", "rg", "-o", f1)
     equal(out.strip(), f1, "flush prints where the window is")
@@ -186,7 +201,7 @@ def ring(env):
     check("exists" in err, "a second flush to the same file needs --force: %r" % err)
     a.send_signal(signal.SIGUSR1)
     env.wait_line(a, "phase 1")
-    time.sleep(2)
+    env.wait_allocs(a, 6000)
     env.ht("flush", "rg", "-o", f2)
     w2 = env.info(f2)
     check(w2["window"]["start_ns"] > w1["window"]["start_ns"], "the second window starts later")
@@ -204,7 +219,7 @@ def ring(env):
     env.ht("start", "plain", "-o", env.path("plain.htr"), "--no-maps", "--pid", str(a.pid))
     _, err = env.ht("flush", "plain", "-o", env.path("p.htr"), want_rc=2)
     check("not a flight recorder" in err, "flush of a full session: %r" % err)
-    time.sleep(0.5)
+    env.wait_allocs(a, 11)
     env.ht("stop", "plain")
     ev = env.events(env.path("plain.htr"))
     check(allocs(ev, a.pid, 3002) > 10, "the plain session traced the worker")
@@ -328,7 +343,8 @@ def update(env):
     a, b = env.spawn(5001), env.spawn(5002)
     trace = env.path("upd.htr")
     env.ht("start", "upd", "-o", trace, "-p", str(a.pid), "-p", str(b.pid), "--stacks", "alloc,free")
-    time.sleep(0.3)
+    for p in (a, b):
+        env.wait_allocs(p, 6)  # traced, with stacks: the counts below need more than 5
     env.ht("update", "upd", "--pid", str(a.pid))
     env.ht("update", "upd", "--stacks", "none")  # without --pid: the set stays
     s = env.sessions()
@@ -338,7 +354,8 @@ def update(env):
     for p in (a, b):
         p.send_signal(signal.SIGUSR1)
         env.wait_line(p, "phase 1")
-    time.sleep(0.3)
+    for p in (a, b):
+        env.wait_allocs(p, 6)  # a's traced without stacks, b's untraced
     check(b.poll() is None, "the removed process is still running")
     # The session survives its process exiting, and a new one joins.
     a.terminate()
@@ -347,7 +364,7 @@ def update(env):
     equal([x["name"] for x in env.sessions()], ["upd"], "session alive after its process exited")
     c = env.spawn(5003)
     env.ht("update", "upd", "--pid", str(c.pid))
-    time.sleep(0.3)
+    env.wait_allocs(c, 6)
     env.ht("stop", "upd")
     ev = env.events(trace)
     check(allocs(ev, a.pid, 5002) > 5, "a's allocations after the update: %d" % allocs(ev, a.pid, 5002))

@@ -10,7 +10,10 @@
  * "threads" as second argument, three more threads do the same loop (the
  * count is of all four). With "segv" or "abort" as second argument, SIGUSR2
  * makes it allocate 7777 bytes and then crash that way. A third argument is
- * the pause between two allocations of a thread in microseconds (5000). With "burst", after
+ * the pause between two allocations of a thread in microseconds (5000). On
+ * SIGWINCH it prints "count N", the allocations of all its threads so far:
+ * a test waits for allocations by that count, not by sleeping (a loaded
+ * machine can hold the worker off the CPU for most of a second). With "burst", after
  * "ready" it makes 40000 malloc(13) at once (never freed), prints "burst"
  * and waits for a byte on stdin before its loop: more than a buffer holds
  * before its session.
@@ -26,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t phase, done, crash;
+static volatile sig_atomic_t phase, done, crash, asked;
 static long pause_ns = 5000000; /* between two allocations of a thread */
 static size_t base;
 static _Atomic unsigned long count;
@@ -59,6 +62,12 @@ static void on_usr2(int sig)
 	crash = 1;
 }
 
+static void on_winch(int sig)
+{
+	(void)sig;
+	asked = 1;
+}
+
 static void on_term(int sig)
 {
 	(void)sig;
@@ -75,6 +84,8 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	sa.sa_handler = on_usr2;
 	sigaction(SIGUSR2, &sa, NULL);
+	sa.sa_handler = on_winch;
+	sigaction(SIGWINCH, &sa, NULL);
 	sa.sa_handler = on_term;
 	sigaction(SIGTERM, &sa, NULL);
 	free(malloc(100000 + base));
@@ -104,6 +115,7 @@ int main(int argc, char **argv)
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGUSR1);
+	sigaddset(&block, SIGWINCH);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	for (int i = 0; i < nth; i++)
 		pthread_create(&th[i], NULL, loop, NULL);
@@ -123,6 +135,11 @@ int main(int argc, char **argv)
 			printf("phase %d\n", ph);
 			fflush(stdout);
 			shown = ph;
+		}
+		if (asked) {
+			asked = 0;
+			printf("count %lu\n", (unsigned long)count);
+			fflush(stdout);
 		}
 		volatile char *p = malloc(base + (size_t)ph);
 		if (p)
