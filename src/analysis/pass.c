@@ -344,6 +344,20 @@ static inline void call_event(struct ht__pass *p, const struct ht_event *ev)
 		fail(p, s->c->event(s->ctx, p, ev));
 }
 
+/* call_event() for a heap event of an unsampled trace (run_events()):
+   its type is below 32, and its one consumer (analyze's counts take the
+   allocations) found first. */
+static inline void call_heap_event(struct ht__pass *p, const struct ht_event *ev)
+{
+	struct slot *s = p->solo[ev->type];
+	if (s) {
+		if (ev->ts < s->until)
+			fail(p, s->c->event(s->ctx, p, ev));
+	} else if (p->events & HT_PASS_EV(ev->type)) {
+		call_slots(p, ev, HT_PASS_EV(ev->type));
+	}
+}
+
 /* p->solo: per event type, the one consumer that takes it, if one. */
 static void find_solos(struct ht__pass *p)
 {
@@ -464,6 +478,7 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 	   without estimates it is given as it is (python: a third of the
 	   pass's own instructions an event). */
 	const uint32_t lean_max = p->sample_rate ? 0 : HT_EV_FREE;
+	p->ev_count = 1;
 	_Static_assert(HT_EV_ALLOC <= HT_EV_FREE && HT_EV_REALLOC <= HT_EV_FREE &&
 			   HT_EV_ALLOC_FAIL <= HT_EV_FREE && HT_EV_HEAP_DESTROY > HT_EV_FREE &&
 			   HT_EV_MMAP > HT_EV_FREE && HT_EV_SNAPSHOT > HT_EV_FREE &&
@@ -478,17 +493,18 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 			if (ev->ts >= stop)
 				return 0;
 			p->nevents++;
-			p->freed_count = 0;
 			if (ev->type <= lean_max) {
+				/* ev_count stays 1 and freed_count is not read
+				   (both are for estimates) */
 				if (lt)
 					fail(p, ht__life_heap_event(lt, ev));
-				p->ev_count = 1;
 				if (!p->err)
-					call_event(p, ev);
+					call_heap_event(p, ev);
 				if (p->progress && !(p->nevents & 0xffff))
 					p->progress(p->progress_ctx, ev->ts, duration);
 				continue;
 			}
+			p->freed_count = 0;
 			if (p->lt)
 				fail(p, ht__life_event(p->lt, ev));
 			if (p->ct && !p->err)
