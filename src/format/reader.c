@@ -1867,9 +1867,10 @@ static inline uint32_t get_free_rel(struct dec *d, struct ht__cur *a, uint32_t s
 	return solo ? sl->free_own : o->glob[sl->free_own];
 }
 
-/* The address of a block leaving; 0 with a->bad set when the code is bad. */
-static uint64_t get_free_addr(const struct ht_reader *r, struct dec *d, struct ht__cur *a,
-			      uint32_t si)
+/* The address of a block leaving; 0 with a->bad set when the code is bad.
+   Inline in heap_run(), called by the general path (get_free_addr()). */
+static inline __attribute__((always_inline)) uint64_t
+free_addr_in(const struct ht_reader *r, struct dec *d, struct ht__cur *a, uint32_t si)
 {
 	struct slot *sl = &d->slots[si];
 	uint64_t v = ht__get_varint(a);
@@ -1901,6 +1902,12 @@ static uint64_t get_free_addr(const struct ht_reader *r, struct dec *d, struct h
 		alloc_far_get(d, g, &addr, &cls);
 	ring_push(d->rings[si][cls], &d->heads[si][cls], addr);
 	return sl->last_addr = addr;
+}
+
+static __attribute__((noinline)) uint64_t get_free_addr(const struct ht_reader *r, struct dec *d,
+							struct ht__cur *a, uint32_t si)
+{
+	return free_addr_in(r, d, a, si);
 }
 
 /* A mapping of old bytes (0: none yet) grown to bytes, or NULL. */
@@ -1961,14 +1968,16 @@ static int own_add(struct dec *d, uint32_t si)
 	return ht__own_push(&d->own[si], d->nallocs);
 }
 
-/* The address of a new block of size; records it as an allocation. */
-static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct ht__cur *a,
-			       uint32_t si, uint64_t size, uint64_t old_addr)
+/* The address of a new block of size, of size class cls; records it as an
+   allocation. Inline in heap_run(), called by the general path
+   (get_alloc_addr()). */
+static inline __attribute__((always_inline)) uint64_t
+alloc_addr_in(const struct ht_reader *r, struct dec *d, struct ht__cur *a, uint32_t si,
+	      uint64_t size, unsigned cls, uint64_t old_addr)
 {
 	struct slot *sl = &d->slots[si];
 	uint64_t v = ht__get_varint(a), addr;
 	uint64_t k = v >> 1;
-	unsigned cls = ht__size_class(size);
 	int fresh = 1; /* not from a ring, nor OLD: the fresh top moves */
 	if (!(v & 1)) {
 		addr = get_raw_addr(a, v, sl, r->heap_sh);
@@ -2006,7 +2015,7 @@ static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct 
 		a->bad = 1; /* reported as damage: the stream cannot go on */
 		return 0;
 	}
-	if (r->own_first && own_add(d, si) < 0) {
+	if (r->own_first && d->own_solo != si + 1 && own_add(d, si) < 0) {
 		a->bad = 1;
 		return 0;
 	}
@@ -2022,6 +2031,13 @@ static uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d, struct 
 		d->allocs[d->nallocs++] = addr << 8 | cls; /* classes are 2 to 64 */
 	}
 	return addr;
+}
+
+static __attribute__((noinline)) uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d,
+							 struct ht__cur *a, uint32_t si,
+							 uint64_t size, uint64_t old_addr)
+{
+	return alloc_addr_in(r, d, a, si, size, ht__size_class(size), old_addr);
 }
 
 /* A thread slot defined in the chunk: its process, pid and tid follow in mi. */
@@ -2110,56 +2126,90 @@ static int event_rest(struct ht__cur *mi, struct batch *b, struct ht_event *ev, 
 
 /*
  * The commonest events, an ALLOC or a FREE of the thread slot before with
- * the default function and only its size and address (the mask byte at
- * op->p, not yet read): what decode_event() does for them, without its
- * tests of what they lack. 1, or HT_ERR_CORRUPT with *why set.
+ * the default function and only its size and address, decoded in a run
+ * into b from b->n until another record, the chunk's end or b's: what
+ * decode_event() does for them, without its tests of what they lack, and
+ * with the operations' cursor, the time and the batch's place in locals
+ * (through the decoder and the batch, each byte stored into an event made
+ * the compiler load them again). The thread slot is d->cur_slot (not
+ * UINT32_MAX). 0, or HT_ERR_CORRUPT with *why set (the event that did not
+ * parse is at b->n, not counted).
  */
-static inline int decode_heap(struct ht_reader *r, struct dec *d, struct ht_event *ev,
-			      unsigned head, unsigned type, const char **why)
+static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const char **why)
 {
-	struct ht__cur *op = &d->cur[HT__S_OPS];
+	struct ht__cur *op = &d->cur[HT__S_OPS], *t = &d->cur[HT__S_TIME];
+	struct ht__cur *st = &d->cur[HT__S_STACK], *z = &d->cur[HT__S_SIZE];
+	struct ht__cur *a = &d->cur[HT__S_ADDR], *f = &d->cur[r->free_stream];
+	const uint8_t *p = op->p, *end = op->end;
+	struct ht_event *ev = b->ev + b->n, *full = b->ev + b->cap;
+	const uint32_t si = d->cur_slot;
 	struct slot *sl = d->cur_sl;
-	op->p++; /* the mask */
-	ev->type = (uint8_t)type;
-	ev->func = (uint8_t)ht__default_func(type);
-	ev->flags = 0;
-	ev->heap = 0;
-	ev->process = sl->process;
-	ev->pid = sl->pid;
-	ev->tid = sl->tid;
-	d->prev_ts += time_delta(d);
-	ev->ts = d->prev_ts * r->ts_unit;
-	ev->stack = head & HT__REC_STACK ? (uint32_t)ht__get_varint(&d->cur[HT__S_STACK]) : 0;
-	ev->old_size = 0;
-	ev->old_addr = 0;
-	ev->name = NULL;
-	ev->prot = ev->mflags = 0;
-	ev->fd = ev->value = 0;
-	ev->module = 0;
-	if (type == HT_EV_FREE) {
-		ev->size = 0;
-		ev->addr = get_free_addr(r, d, &d->cur[r->free_stream], d->cur_slot);
-	} else {
-		ev->size = ht__get_varint(&d->cur[HT__S_SIZE]);
-		if ((head & HT__REC_STACK) && ev->size &&
-		    r->version >= HT__FILE_VERSION_STACKPRED) {
-			uint32_t *last = &sl->last_stack[ht__size_class(ev->size)];
-			if (!ev->stack && !(ev->stack = *last)) {
-				*why = "predicted stack without a previous one";
-				return HT_ERR_CORRUPT;
+	const uint32_t process = sl->process;
+	const int32_t pid = sl->pid, tid = sl->tid;
+	const uint64_t unit = r->ts_unit;
+	const int pred = r->version >= HT__FILE_VERSION_STACKPRED;
+	const uint8_t func_free = (uint8_t)ht__default_func(HT_EV_FREE),
+		      func_alloc = (uint8_t)ht__default_func(HT_EV_ALLOC);
+	uint64_t ts = d->prev_ts;
+	int rc = 0;
+	while (ev < full && end - p >= 2) {
+		unsigned head = p[0], mask = p[1], type = head & HT__REC_TYPE_MASK;
+		if ((head & (HT__REC_EXT | HT__REC_SAME)) != HT__REC_SAME ||
+		    !(type == HT_EV_FREE    ? mask == HT__F_ADDR
+		      : type == HT_EV_ALLOC ? mask == (HT__F_SIZE | HT__F_ADDR)
+					    : 0))
+			break;
+		p += 2;
+		ts += time_delta(d);
+		uint32_t stack = head & HT__REC_STACK ? (uint32_t)ht__get_varint(st) : 0;
+		uint64_t size = 0, addr;
+		int bad;
+		if (type == HT_EV_FREE) {
+			addr = free_addr_in(r, d, f, si);
+			bad = t->bad | st->bad | f->bad;
+		} else {
+			size = ht__get_varint(z);
+			unsigned cls = ht__size_class(size);
+			if ((head & HT__REC_STACK) && size && pred) {
+				uint32_t *last = &sl->last_stack[cls];
+				if (!stack && !(stack = *last)) {
+					*why = "predicted stack without a previous one";
+					rc = HT_ERR_CORRUPT;
+					break;
+				}
+				*last = stack;
 			}
-			*last = ev->stack;
+			addr = alloc_addr_in(r, d, a, si, size, cls, 0);
+			bad = t->bad | st->bad | z->bad | a->bad;
 		}
-		ev->addr = get_alloc_addr(r, d, &d->cur[HT__S_ADDR], d->cur_slot, ev->size, 0);
+		if (bad) {
+			*why = "event does not parse";
+			rc = HT_ERR_CORRUPT;
+			break;
+		}
+		ev->type = (uint8_t)type;
+		ev->func = type == HT_EV_FREE ? func_free : func_alloc;
+		ev->flags = 0;
+		ev->process = process;
+		ev->pid = pid;
+		ev->tid = tid;
+		ev->ts = ts * unit;
+		ev->stack = stack;
+		ev->module = 0;
+		ev->heap = 0;
+		ev->addr = addr;
+		ev->size = size;
+		ev->old_addr = 0;
+		ev->old_size = 0;
+		ev->prot = ev->mflags = 0;
+		ev->fd = ev->value = 0;
+		ev->name = NULL;
+		ev++;
 	}
-	_Static_assert(HT__S_DEFS == 7, "an event reads streams 0 to 6");
-	int bad = d->cur[0].bad | d->cur[1].bad | d->cur[2].bad | d->cur[3].bad | d->cur[4].bad |
-		  d->cur[5].bad | d->cur[6].bad;
-	if (bad) {
-		*why = "event does not parse";
-		return HT_ERR_CORRUPT;
-	}
-	return 1;
+	op->p = p;
+	d->prev_ts = ts;
+	b->n = (uint32_t)(ev - b->ev);
+	return rc;
 }
 
 /*
@@ -2181,11 +2231,6 @@ static int decode_event(struct ht_reader *r, struct dec *d, struct batch *b, con
 		}
 		uint8_t head = *op->p++;
 		unsigned type = head & HT__REC_TYPE_MASK, tb = r->type_bits[type];
-		if ((head & (HT__REC_EXT | HT__REC_SAME)) == HT__REC_SAME &&
-		    d->cur_slot != UINT32_MAX && op->p < op->end &&
-		    ((type == HT_EV_ALLOC && *op->p == (HT__F_SIZE | HT__F_ADDR)) ||
-		     (type == HT_EV_FREE && *op->p == HT__F_ADDR)))
-			return decode_heap(r, d, ev, head, type, why);
 		if (!(tb & TB_EVENT)) {
 			if (type < HT__REC_DEF_MODULE) {
 				*why = "unknown record";
@@ -2318,7 +2363,11 @@ static void fill_batch(struct ht_reader *r, struct dec *d, struct batch *b)
 	batch_reset(b, b->ticket);
 	while (b->n < b->cap) {
 		const char *why = NULL;
-		int rc = decode_event(r, d, b, &why);
+		int rc = d->cur_slot != UINT32_MAX ? heap_run(r, d, b, &why) : 0;
+		if (rc == 0 && b->n == b->cap)
+			break;
+		if (rc == 0)
+			rc = decode_event(r, d, b, &why);
 		if (rc == 1) {
 			b->n++;
 			continue;
