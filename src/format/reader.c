@@ -2152,13 +2152,15 @@ static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const c
 		      func_alloc = (uint8_t)ht__default_func(HT_EV_ALLOC);
 	uint64_t ts = d->prev_ts;
 	int rc = 0;
+	/* The record's head and mask byte, but the head's stack bit: one of
+	   these two, or the run ends. */
+	const unsigned plain_free = HT__REC_SAME | HT_EV_FREE | HT__F_ADDR << 8,
+		       plain_alloc = HT__REC_SAME | HT_EV_ALLOC | (HT__F_SIZE | HT__F_ADDR) << 8;
 	while (ev < full && end - p >= 2) {
-		unsigned head = p[0], mask = p[1], type = head & HT__REC_TYPE_MASK;
-		if ((head & (HT__REC_EXT | HT__REC_SAME)) != HT__REC_SAME ||
-		    !(type == HT_EV_FREE    ? mask == HT__F_ADDR
-		      : type == HT_EV_ALLOC ? mask == (HT__F_SIZE | HT__F_ADDR)
-					    : 0))
+		unsigned head = p[0], key = (head | (unsigned)p[1] << 8) & ~HT__REC_STACK;
+		if (key != plain_free && key != plain_alloc)
 			break;
+		unsigned type = head & HT__REC_TYPE_MASK;
 		p += 2;
 		ts += time_delta(d);
 		uint32_t stack = head & HT__REC_STACK ? (uint32_t)ht__get_varint(st) : 0;
