@@ -1634,11 +1634,11 @@ int ht__writer_heap_event(struct ht__writer *w, const struct ht__heap_event *h)
 	return heap_event_any(w, h);
 }
 
-int ht__writer_heap_run(struct ht__writer *w, const struct ht__heap_event *h, uint32_t n)
+int ht__writer_heap_plain(struct ht__writer *w, uint32_t process, int32_t pid, int32_t tid,
+			  const struct ht__heap_plain *h, uint32_t n)
 {
-	/* Whether the current slot is the run's thread: once the first event
-	   of the run is written it is, until a chunk ends (ev_count 0). */
-	bool same = false;
+	if (w->err)
+		return w->err;
 	/* The address map's slots of the run's blocks are loaded first: a
 	   lookup that missed the cache waited for it (with 1 thread of
 	   alloc_loop, 512 KiB of map, in the second-level cache: 8 % of the
@@ -1647,28 +1647,36 @@ int ht__writer_heap_run(struct ht__writer *w, const struct ht__heap_event *h, ui
 	if (w->amap_size < AMAP_HINT_SLOTS)
 		for (uint32_t i = 0; i < n; i++)
 			__builtin_prefetch(&w->amap[amap_hash(w, h[i].addr)], 1, 3);
-	for (uint32_t i = 0; i < n; i++, h++) {
-		if (w->err)
-			return w->err;
-		if ((h->type == HT_EV_ALLOC || h->type == HT_EV_FREE) &&
-		    h->func == ht__default_func(h->type) && !h->flags && w->fits && w->ev_count) {
-			if (!same) {
-				const struct slot *sl = &w->slots[w->cur_slot];
-				same = sl->tid == h->tid && sl->process == h->process &&
-				       sl->pid == h->pid;
-			}
-			if (same) {
-				int rc =
-				    put_plain_heap(w, h->type, h->stack, h->addr, h->size, h->ts);
-				if (rc < 0)
-					return rc;
+	const struct ht__heap_plain *end = h + n;
+	while (h < end) {
+		/* The run's thread is the current slot's: its events go the
+		   short way while the streams have room and the chunk goes on
+		   (a chunk's first event says its thread). */
+		if (w->fits && w->ev_count) {
+			const struct slot *sl = &w->slots[w->cur_slot];
+			if (sl->tid == tid && sl->process == process && sl->pid == pid) {
+				do {
+					int rc = put_plain_heap(w, (uint8_t)h->type, h->stack,
+								h->addr, h->size, h->ts);
+					if (rc < 0)
+						return rc;
+				} while (++h < end && w->fits && w->ev_count);
 				continue;
 			}
 		}
-		int rc = heap_event_any(w, h);
+		struct ht__heap_event e = {.type = (uint8_t)h->type,
+					   .func = (uint8_t)ht__default_func(h->type),
+					   .process = process,
+					   .pid = pid,
+					   .tid = tid,
+					   .ts = h->ts,
+					   .stack = h->stack,
+					   .addr = h->addr,
+					   .size = h->size};
+		int rc = heap_event_any(w, &e);
 		if (rc < 0)
 			return rc;
-		same = false;
+		h++;
 	}
 	return 0;
 }

@@ -112,9 +112,25 @@ struct ht__heap_event {
 	uint64_t size;
 };
 int ht__writer_heap_event(struct ht__writer *w, const struct ht__heap_event *ev);
-/* ht__writer_heap_event() of ev[0 .. n - 1], a run of one thread's events
-   (the same process, pid and tid), with the thread looked at once. */
-int ht__writer_heap_run(struct ht__writer *w, const struct ht__heap_event *ev, uint32_t n);
+
+/*
+ * A plain allocation (HT_EV_ALLOC with func HT_FN_MALLOC) or free
+ * (HT_EV_FREE, HT_FN_FREE), no flags: what the collector makes of nearly
+ * every record of a ring. The thread is the run's (ht__writer_heap_plain).
+ */
+struct ht__heap_plain {
+	uint64_t ts;
+	uint64_t addr;
+	uint64_t size; /* 0 for a free */
+	uint32_t stack;
+	uint32_t type; /* HT_EV_ALLOC or HT_EV_FREE */
+};
+/* ht__writer_heap_event() of ev[0 .. n - 1], plain events of one thread
+   (process, pid, tid), with 32 bytes an event to fill and read instead of
+   48, and the thread and the event's kind looked at once per run
+   (docs/performance.md, "The collector's merge, session 24"). */
+int ht__writer_heap_plain(struct ht__writer *w, uint32_t process, int32_t pid, int32_t tid,
+			  const struct ht__heap_plain *ev, uint32_t n);
 
 /*
  * A hint: allocations or frees of the heap blocks at addr[0 .. n - 1] come

@@ -269,7 +269,7 @@ static inline uint8_t *ht__ring_data(const struct ht__session *s, uint32_t i)
 int ht__translate(struct ht__session *s, struct ht__slot *slot, const struct ht__rec *rec);
 /* The records of slot from p up to end, whole and in order, each as
    ht__translate() takes it: its allocations and frees go to the sink in runs
-   (struct ht__sink's heap_run), the others one at a time between them. */
+   (struct ht__sink's heap_plain), the others one at a time between them. */
 int ht__translate_span(struct ht__session *s, struct ht__slot *slot, const uint8_t *p,
 		       const uint8_t *end);
 

@@ -81,10 +81,11 @@ struct ht__sink {
 	/* An allocation or free of the process heap (may be NULL: event then
 	   takes it as a struct ht_event). */
 	int (*heap_event)(void *ctx, const struct ht__heap_event *ev);
-	/* Allocations and frees ev[0 .. n - 1] of one thread (the same process,
-	   pid and tid), in order (may be NULL: heap_event then takes them one
-	   at a time). */
-	int (*heap_run)(void *ctx, const struct ht__heap_event *ev, uint32_t n);
+	/* Plain allocations and frees ev[0 .. n - 1] (malloc and free, no
+	   flags) of one thread, in order (may be NULL: heap_event then takes
+	   them one at a time). */
+	int (*heap_plain)(void *ctx, uint32_t process, int32_t pid, int32_t tid,
+			  const struct ht__heap_plain *ev, uint32_t n);
 	/* Every event has been handed over (may be NULL): what is pending may
 	   go on its way to the file without the caller waiting for it (a
 	   writer compressing on a thread of its own starts on its last

@@ -63,9 +63,10 @@ static int w_heap_event(void *ctx, const struct ht__heap_event *ev)
 	return ht__writer_heap_event(ctx, ev);
 }
 
-static int w_heap_run(void *ctx, const struct ht__heap_event *ev, uint32_t n)
+static int w_heap_plain(void *ctx, uint32_t process, int32_t pid, int32_t tid,
+			const struct ht__heap_plain *ev, uint32_t n)
 {
-	return ht__writer_heap_run(ctx, ev, n);
+	return ht__writer_heap_plain(ctx, process, pid, tid, ev, n);
 }
 
 static const struct ht__sink writer_sink = {
@@ -79,7 +80,7 @@ static const struct ht__sink writer_sink = {
     .settle = w_settle,
     .prefetch = w_prefetch,
     .heap_event = w_heap_event,
-    .heap_run = w_heap_run,
+    .heap_plain = w_heap_plain,
     .hand_over = w_hand_over,
 };
 

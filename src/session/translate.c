@@ -806,41 +806,40 @@ int ht__translate(struct ht__session *s, struct ht__slot *sl, const struct ht__r
 	return skip ? 0 : translate_any(s, sl, rec);
 }
 
-/* Events handed to the sink's heap_run at once, at most. */
+/* Events handed to the sink's heap_plain at once, at most. */
 #define HEAP_RUN 64
 
 /*
- * The events of the allocations and frees from *pp on (ht__translate()'s
- * fast path: a known process, a long enough record), at most HEAP_RUN,
- * into h; *pp moves past them, to end or to the first other record.
- * What the fast path reads of the session and the slot is in locals here:
- * through the stores to h the compiler loaded it again for each event.
+ * The events of the plain allocations and frees from *pp on (malloc and
+ * free, not failed, of a known process, long enough for their type), at
+ * most HEAP_RUN, into h; *pp moves past them, to end or to the first other
+ * record (ht__translate() takes that one). What is read of the session and
+ * the slot is in locals here: through the stores to h the compiler loaded
+ * it again for each event.
  */
-static uint32_t heap_run_of(struct ht__session *s, const struct ht__slot *sl, const uint8_t **pp,
-			    const uint8_t *end, struct ht__heap_event *h)
+static uint32_t heap_plain_of(struct ht__session *s, const struct ht__slot *sl, const uint8_t **pp,
+			      const uint8_t *end, struct ht__heap_plain *h)
 {
-	if (!sl->proc)
-		return 0;
 	const uint8_t *p = *pp;
 	const uint64_t t0 = s->hdr->t0_ns;
-	const uint32_t *smap = s->stack_map, scap = s->stack_map_cap, process = sl->proc - 1;
-	const int32_t pid = sl->pid, tid = sl->tid;
+	const uint32_t *smap = s->stack_map, scap = s->stack_map_cap;
 	uint64_t last = s->last_ts, late = 0;
 	uint32_t n = 0;
 	while (p < end && n < HEAP_RUN) {
 		const struct ht__rec *rec = (const struct ht__rec *)p;
-		bool alloc = rec->type == HT_REC_ALLOC;
-		if (!alloc && rec->type != HT_REC_FREE)
+		struct ht__heap_plain *e = &h[n];
+		if (rec->type == HT_REC_ALLOC && rec->func == HT_FN_MALLOC &&
+		    rec->len >= sizeof(struct ht__rec_alloc)) {
+			e->type = HT_EV_ALLOC;
+			e->size = ((const struct ht__rec_alloc *)rec)->size;
+		} else if (rec->type == HT_REC_FREE && rec->func == HT_FN_FREE &&
+			   rec->len >= sizeof(struct ht__rec_free)) {
+			e->type = HT_EV_FREE;
+			e->size = 0;
+		} else {
 			break;
-		if (rec->len < (alloc ? sizeof(struct ht__rec_alloc) : sizeof(struct ht__rec_free)))
-			break; /* ht__translate() counts it */
-		struct ht__heap_event *e = &h[n++];
-		e->type = alloc ? HT_EV_ALLOC : HT_EV_FREE;
-		e->func = rec->func & 0x7f;
-		e->flags = (rec->func & HT_RECF_FAILED) ? HT_EVF_FAILED : 0;
-		e->process = process;
-		e->pid = pid;
-		e->tid = tid;
+		}
+		n++;
 		/* rel_ts() */
 		uint64_t r = rec->ts > t0 ? rec->ts - t0 : 0;
 		if (r < last) {
@@ -850,7 +849,6 @@ static uint32_t heap_run_of(struct ht__session *s, const struct ht__slot *sl, co
 		e->ts = last = r;
 		e->stack = rec->stack < scap ? smap[rec->stack] : 0; /* lookup_stack() */
 		e->addr = ((const struct ht__rec_free *)rec)->addr;
-		e->size = alloc ? ((const struct ht__rec_alloc *)rec)->size : 0;
 		p += rec->len;
 	}
 	s->last_ts = last;
@@ -864,20 +862,21 @@ int ht__translate_span(struct ht__session *s, struct ht__slot *sl, const uint8_t
 		       const uint8_t *end)
 {
 	int rc;
-	if (!s->sink || !s->sink->heap_run) {
+	if (!s->sink || !s->sink->heap_plain) {
 		for (; p < end; p += ((const struct ht__rec *)p)->len)
 			if ((rc = ht__translate(s, sl, (const struct ht__rec *)p)) < 0)
 				return rc;
 		return 0;
 	}
-	/* A run holds allocations and frees of the ring in a row: any other
-	   record (a stack, a module, a thread's start) is translated between
-	   two runs, in its place, and may change what the next ones say (the
-	   ring's process, a stack's id). */
-	struct ht__heap_event h[HEAP_RUN];
+	/* A run holds plain allocations and frees of the ring in a row: any
+	   other record (a stack, a module, a thread's start, a calloc) is
+	   translated between two runs, in its place, and may change what the
+	   next ones say (the ring's process, a stack's id). */
+	struct ht__heap_plain h[HEAP_RUN];
 	while (p < end) {
-		uint32_t n = heap_run_of(s, sl, &p, end, h);
-		if (n && (rc = sink_fail(s, s->sink->heap_run(s->sink_ctx, h, n))) < 0)
+		uint32_t n = sl->proc ? heap_plain_of(s, sl, &p, end, h) : 0;
+		if (n && (rc = sink_fail(s, s->sink->heap_plain(s->sink_ctx, sl->proc - 1, sl->pid,
+								sl->tid, h, n))) < 0)
 			return rc;
 		if (n == HEAP_RUN || p == end)
 			continue;

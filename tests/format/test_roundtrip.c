@@ -1661,17 +1661,27 @@ static uint8_t *slurp(const char *path, size_t *n)
 	return b;
 }
 
+/* Is e what ht__writer_heap_plain() takes: malloc or free, no flags? */
+static bool plain_event(const struct ht_event *e)
+{
+	return !e->flags && ((e->type == HT_EV_ALLOC && e->func == HT_FN_MALLOC) ||
+			     (e->type == HT_EV_FREE && e->func == HT_FN_FREE));
+}
+
 /*
- * ht__writer_heap_event() writes what ht__writer_event() writes for the
- * same allocations and frees, byte for byte: on its fast path (the thread
- * of the previous event) and off it (another thread, a chunk's first event,
- * a failed allocation, another function), among events it does not take.
+ * ht__writer_heap_event() and ht__writer_heap_plain() write what
+ * ht__writer_event() writes for the same allocations and frees, byte for
+ * byte: on their fast path (the thread of the previous event) and off it
+ * (another thread, a chunk's first event, a failed allocation, another
+ * function), among events they do not take; heap_plain's runs are each
+ * thread's plain events in a row, up to 64 (as the collector hands them).
  */
 static void test_heap_events(void)
 {
-	char a[300], b[300];
+	char a[300], b[300], c[300];
 	test_path(a, sizeof(a), "heapev-a.htr");
 	test_path(b, sizeof(b), "heapev-b.htr");
+	test_path(c, sizeof(c), "heapev-c.htr");
 	enum { N = 20000 };
 	static struct ht_event ev[N];
 	uint64_t ts = 0, live[2][64] = {{0}};
@@ -1703,10 +1713,10 @@ static void test_heap_events(void)
 		}
 		ev[i] = e;
 	}
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		struct ht__trace_meta meta = {.argc = 0};
 		struct ht__writer *w;
-		CHECK_EQ(ht__writer_open(&w, k ? b : a, &meta), 0);
+		CHECK_EQ(ht__writer_open(&w, k == 2 ? c : k ? b : a, &meta), 0);
 		CHECK_EQ(ht__writer_set_chunk_size(w, 8192), 0);
 		for (uint32_t f = 0; f < 3; f++)
 			ht__writer_frame(w, f, HT_MODULE_NONE, 0x400000 + f);
@@ -1716,7 +1726,21 @@ static void test_heap_events(void)
 		}
 		for (int i = 0; i < N; i++) {
 			const struct ht_event *e = &ev[i];
-			if (k && (e->type == HT_EV_ALLOC || e->type == HT_EV_FREE)) {
+			if (k == 2 && plain_event(e)) {
+				struct ht__heap_plain h[64];
+				uint32_t n = 0;
+				for (;
+				     i < N && n < 64 && plain_event(&ev[i]) && ev[i].tid == e->tid;
+				     i++, n++)
+					h[n] = (struct ht__heap_plain){.type = ev[i].type,
+								       .ts = ev[i].ts,
+								       .stack = ev[i].stack,
+								       .addr = ev[i].addr,
+								       .size = ev[i].size};
+				i--;
+				CHECK_EQ(ht__writer_heap_plain(w, e->process, e->pid, e->tid, h, n),
+					 0);
+			} else if (k == 1 && (e->type == HT_EV_ALLOC || e->type == HT_EV_FREE)) {
 				struct ht__heap_event h = {.type = e->type,
 							   .func = e->func,
 							   .process = e->process,
@@ -1733,14 +1757,18 @@ static void test_heap_events(void)
 		}
 		CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
 	}
-	size_t na, nb;
-	uint8_t *fa = slurp(a, &na), *fb = slurp(b, &nb);
+	size_t na, nb, nc;
+	uint8_t *fa = slurp(a, &na), *fb = slurp(b, &nb), *fc = slurp(c, &nc);
 	CHECK(na > 4 * 8192 / 3); /* several chunks */
 	CHECK_EQ(na, nb);
 	CHECK(fa && fb && na == nb && memcmp(fa, fb, na) == 0);
+	CHECK_EQ(na, nc);
+	CHECK(fa && fc && na == nc && memcmp(fa, fc, na) == 0);
 	free(fa);
 	free(fb);
+	free(fc);
 	check_group_read(b, "0", ev, N, NULL);
+	check_group_read(c, "0", ev, N, NULL);
 }
 
 /* Stack codes 0 in the STACK streams of a trace's events chunks. */
