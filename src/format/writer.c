@@ -1603,6 +1603,29 @@ static inline __attribute__((always_inline)) int put_plain_heap(struct ht__write
 	return event_done(w, ts);
 }
 
+/*
+ * Room in every stream, looked at only when the events known to fit are
+ * used up: checking the six streams at every event was a tenth of the
+ * encoder's instructions on an allocation loop. An event takes at most
+ * EV_MAX bytes of a stream and EV_MAX_MISC of MISC, unless it has a name or
+ * a process description (need is larger then). Sets w->fits, at least 1:
+ * room for this one was made.
+ */
+static __attribute__((noinline)) int make_room(struct ht__writer *w, size_t need)
+{
+	uint32_t fits = UINT32_MAX;
+	for (int i = 0; i < HT__S_DEFS; i++) { /* events write no definitions */
+		size_t n = i == HT__S_MISC ? need : EV_MAX;
+		if (w->st[i].cap - w->st[i].len < n && ht__buf_reserve(&w->st[i], n) < 0)
+			return w->err = HT_ERR_NOMEM;
+		size_t k = (w->st[i].cap - w->st[i].len) / (i == HT__S_MISC ? EV_MAX_MISC : EV_MAX);
+		if (k < fits)
+			fits = (uint32_t)k;
+	}
+	w->fits = need > EV_MAX_MISC ? 1 : fits;
+	return 0;
+}
+
 /* Out of line: the frame of a whole struct ht_event is not set up for the
    events of the fast path. */
 static __attribute__((noinline)) int heap_event_any(struct ht__writer *w,
@@ -1650,11 +1673,15 @@ int ht__writer_heap_plain(struct ht__writer *w, uint32_t process, int32_t pid, i
 	const struct ht__heap_plain *end = h + n;
 	while (h < end) {
 		/* The run's thread is the current slot's: its events go the
-		   short way while the streams have room and the chunk goes on
-		   (a chunk's first event says its thread). */
-		if (w->fits && w->ev_count) {
+		   short way while the chunk goes on (a chunk's first event says
+		   its thread), the streams' room made first when the events
+		   known to fit are used up (once every 55 events or so: through
+		   heap_event_any() that was 12 instructions an event). */
+		if (w->ev_count) {
 			const struct slot *sl = &w->slots[w->cur_slot];
 			if (sl->tid == tid && sl->process == process && sl->pid == pid) {
+				if (!w->fits && make_room(w, EV_MAX_MISC) < 0)
+					return w->err;
 				do {
 					int rc = put_plain_heap(w, (uint8_t)h->type, h->stack,
 								h->addr, h->size, h->ts);
@@ -1700,24 +1727,8 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		for (uint32_t i = 0; i < proc->argc; i++)
 			need += (proc->argv[i] ? strlen(proc->argv[i]) : 0) + 10;
 	}
-	/* Room in every stream, looked at only when the events known to fit
-	   are used up: checking the six streams at every event was a tenth of
-	   the encoder's instructions on an allocation loop. An event takes at
-	   most EV_MAX bytes of a stream and EV_MAX_MISC of MISC, unless it has
-	   a name or a process description (need is larger then). */
-	if (!w->fits || need > EV_MAX_MISC) {
-		uint32_t fits = UINT32_MAX;
-		for (int i = 0; i < HT__S_DEFS; i++) { /* events write no definitions */
-			size_t n = i == HT__S_MISC ? need : EV_MAX;
-			if (w->st[i].cap - w->st[i].len < n && ht__buf_reserve(&w->st[i], n) < 0)
-				return w->err = HT_ERR_NOMEM;
-			size_t k = (w->st[i].cap - w->st[i].len) /
-				   (i == HT__S_MISC ? EV_MAX_MISC : EV_MAX);
-			if (k < fits)
-				fits = (uint32_t)k;
-		}
-		w->fits = need > EV_MAX_MISC ? 1 : fits; /* >= 1: room for this one was made */
-	}
+	if ((!w->fits || need > EV_MAX_MISC) && make_room(w, need) < 0)
+		return w->err;
 	w->fits--;
 
 	uint32_t si;
