@@ -174,8 +174,7 @@ struct amap_ent {
 	uint32_t cls : 7; /* ht__size_class of the block */
 };
 _Static_assert(HT__MAX_SLOTS <= 4096 && HT__RING_CLASSES <= 128, "amap_ent bit fields");
-static struct amap_ent *amap_new(uint32_t n);
-static void amap_release(struct amap_ent *m, uint32_t n);
+static void amap_release(struct ht__writer *w, struct amap_ent *m, uint32_t n);
 
 /* An events chunk handed to its compression: the header's fields that
    encoding decides (the rest is the compression's). */
@@ -274,6 +273,10 @@ struct ht__writer {
 	   the latest at each address. */
 	uint32_t nallocs;
 	struct amap_ent *amap;
+	/* The mapping that a map of AMAP_HUGE_BYTES or more lives at the
+	   start of and grows into (amap_grow), and its length; NULL: none. */
+	struct amap_ent *amap_region;
+	size_t amap_region_bytes;
 	uint32_t amap_size;  /* power of two, */
 	uint32_t amap_shift; /* 64 - its log2 */
 	uint32_t amap_gen;
@@ -889,7 +892,7 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 	w->amap_size = 4096;
 	w->amap_shift = 64 - 12;
 	w->amap_gen = 1;
-	w->amap = amap_new(w->amap_size);
+	w->amap = calloc(w->amap_size, sizeof(*w->amap));
 	w->cctx = cctx_new(ZSTD_LEVEL);
 	int rc = HT_ERR_NOMEM;
 	if (!w->map || !w->amap || !w->cctx)
@@ -1170,20 +1173,25 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 }
 
 /*
- * The address map's memory: n zeroed entries. A map of 2 MiB and more is
- * mapped apart and asked for huge pages: it holds a group's live blocks
- * (jq's group: a million, 64 MiB at a quarter full), and every allocation
- * and free looks at a random slot of it, which with 4 KiB pages missed the
- * TLB as well as the cache (docs/performance.md, "The collector on jq").
+ * The address map's memory. A map of AMAP_HUGE_BYTES and more lives at
+ * the start of a mapping of AMAP_REGION_BYTES (or more) asked for huge
+ * pages, and grows into the rest of it: it holds a group's live blocks
+ * (jq's group: a million, 64 MiB half full), and every allocation and
+ * free looks at a random slot of it, which with 4 KiB pages missed the TLB
+ * as well as the cache (docs/performance.md, "The collector on jq"). The
+ * part past the map is never written until the map grows over it, so it
+ * is zero and takes no memory: every map made afresh was memory the
+ * kernel cleared on its first write, at times 0.28 s of the collector's
+ * CPU on jq (126 MiB in all; now the 64 MiB the last map uses;
+ * docs/performance.md, "The writer, session 24").
  */
 #define AMAP_HUGE_BYTES (2u << 20)
+#define AMAP_REGION_BYTES ((size_t)128 << 20)
 
-static struct amap_ent *amap_new(uint32_t n)
+static struct amap_ent *amap_region_new(size_t bytes)
 {
-	size_t bytes = (size_t)n * sizeof(struct amap_ent);
-	if (bytes < AMAP_HUGE_BYTES)
-		return calloc(n, sizeof(struct amap_ent));
-	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
 #ifdef MADV_HUGEPAGE
@@ -1192,15 +1200,16 @@ static struct amap_ent *amap_new(uint32_t n)
 	return m;
 }
 
-static void amap_release(struct amap_ent *m, uint32_t n)
+static void amap_release(struct ht__writer *w, struct amap_ent *m, uint32_t n)
 {
-	size_t bytes = (size_t)n * sizeof(struct amap_ent);
-	if (!m)
-		return;
-	if (bytes < AMAP_HUGE_BYTES)
+	(void)n;
+	if (m && m == w->amap_region) {
+		munmap(m, w->amap_region_bytes);
+		w->amap_region = NULL;
+		w->amap_region_bytes = 0;
+	} else {
 		free(m);
-	else
-		munmap(m, bytes);
+	}
 }
 
 /* Home of addr in the address map: its 4 KiB page gets a random home (the
@@ -1274,32 +1283,87 @@ static inline bool amap_full(const struct ht__writer *w)
 	return need > w->amap_size;
 }
 
+/* The entries of generation g of a map that has just doubled over zeroed
+   memory (its first half holds them), each put where a map of its new
+   size wants it, as generation g + 1 (which no entry has: generations only
+   grow between two clearings of the map). An entry whose place holds one
+   not moved yet takes it, and that one is placed in turn. */
+static void amap_rehash_in_place(struct ht__writer *w, uint32_t old_size)
+{
+	struct amap_ent *m = w->amap;
+	uint32_t g = w->amap_gen, ng = g + 1, mask = w->amap_size - 1;
+	for (uint32_t i = 0; i < old_size; i++) {
+		if (m[i].gen != g)
+			continue;
+		struct amap_ent e = m[i];
+		m[i].gen = 0;
+		for (;;) {
+			uint32_t j = amap_hash(w, e.addr);
+			while (m[j].gen == ng)
+				j = (j + 1) & mask;
+			struct amap_ent d = m[j];
+			m[j] = e;
+			m[j].gen = ng;
+			if (d.gen != g)
+				break;
+			e = d;
+		}
+	}
+	w->amap_gen = ng;
+}
+
+/* Doubles the address map: in place where it lives in its region and
+   the region has room (and a generation is left for the move), else
+   into a fresh map that this generation's entries move to. The address
+   map stays specialised on purpose (not ht__hindex): it is on every
+   allocation and free of the writer, keeps the address in the slot,
+   hashes by shift and empties by generation. 0 or HT_ERR_NOMEM. */
+static int amap_grow(struct ht__writer *w)
+{
+	uint32_t old_size = w->amap_size, size = old_size * 2;
+	size_t bytes = (size_t)size * sizeof(struct amap_ent);
+	if (w->amap == w->amap_region && bytes <= w->amap_region_bytes &&
+	    w->amap_gen < AMAP_GEN_MAX) {
+		w->amap_size = size;
+		w->amap_shift--;
+		amap_rehash_in_place(w, old_size);
+		return 0;
+	}
+	struct amap_ent *old = w->amap, *m = NULL;
+	size_t rbytes = 0;
+	if (bytes >= AMAP_HUGE_BYTES) {
+		rbytes = bytes > AMAP_REGION_BYTES ? bytes : AMAP_REGION_BYTES;
+		m = amap_region_new(rbytes);
+	} else {
+		m = calloc(size, sizeof(*m));
+	}
+	if (!m)
+		return HT_ERR_NOMEM;
+	uint32_t gen = w->amap_gen;
+	w->amap = m;
+	w->amap_size = size;
+	w->amap_shift--;
+	w->amap_gen = 1;
+	for (uint32_t i = 0; i < old_size; i++) {
+		if (old[i].gen != gen)
+			continue;
+		struct amap_ent *e = amap_slot(w, old[i].addr);
+		*e = old[i];
+		e->gen = 1;
+	}
+	amap_release(w, old, old_size);
+	if (rbytes) {
+		w->amap_region = m;
+		w->amap_region_bytes = rbytes;
+	}
+	return 0;
+}
+
 /* Records an allocation of the group by slot si; 0 or HT_ERR_NOMEM. */
 static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t size)
 {
-	if (amap_full(w)) {
-		/* Grow: move this generation's entries to a twice larger map. The
-		   address map stays specialised on purpose (not ht__hindex): it is
-		   on every allocation and free of the writer, keeps the address in
-		   the slot, hashes by shift and empties by generation. */
-		uint32_t old_size = w->amap_size;
-		struct amap_ent *old = w->amap, *m = amap_new(old_size * 2);
-		if (!m)
-			return HT_ERR_NOMEM;
-		uint32_t gen = w->amap_gen;
-		w->amap = m;
-		w->amap_size = old_size * 2;
-		w->amap_shift--;
-		w->amap_gen = 1;
-		for (uint32_t i = 0; i < old_size; i++) {
-			if (old[i].gen != gen)
-				continue;
-			struct amap_ent *e = amap_slot(w, old[i].addr);
-			*e = old[i];
-			e->gen = 1;
-		}
-		amap_release(old, old_size);
-	}
+	if (amap_full(w) && amap_grow(w) < 0)
+		return HT_ERR_NOMEM;
 	struct ht__own *o = &w->own[si];
 	if (ht__own_push(o, w->nallocs++) < 0)
 		return HT_ERR_NOMEM;
@@ -2221,7 +2285,7 @@ void ht__writer_abort(struct ht__writer *w)
 		ht__buf_release(&w->st[i]);
 		ht__buf_release(&w->job_st[i]);
 	}
-	amap_release(w->amap, w->amap_size);
+	amap_release(w, w->amap, w->amap_size);
 	free(w->rings);
 	ht__own_release(w->own, w->slots_cap);
 	free(w->prev_stack);
