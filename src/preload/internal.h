@@ -159,6 +159,9 @@ struct ht__thread {
 	   allocator may call holding its own lock: jemalloc maps memory through
 	   the PLT from inside malloc. The recorder calls no allocator there. */
 	uint8_t map_hook;
+	/* ht__table_gen while the copy of the cached stack above ustack
+	   (struct ht__same) may serve whole, else 0 (stack.c, same_copy) */
+	uint32_t same_gen;
 	char *ustack;			/* the stack captures run on (stack.c), or NULL */
 	uint64_t sig_debt, sig_debt_at; /* unwinding through signal frames (stack.c) */
 	uint32_t sig_unwinds;		/* how many so far (the first are free) */
@@ -353,6 +356,34 @@ void ht__ustack_unmap(struct ht__thread *t); /* at thread exit */
 /* The unwinding stack (t->ustack) and the guard page below it. */
 #define HT_USTACK_SIZE (128 * 1024)
 #define HT_USTACK_GUARD 4096
+
+/* A check of a cached stack: the value a walk read in a slot. */
+struct ht__chk {
+	uintptr_t at, val;
+};
+
+/*
+ * The thread's cached stack as the hooks check it inline (ht__stack_for):
+ * an allocation from the same stack as the thread's previous ones costs no
+ * call. stack.c (same_copy) keeps it in the top bytes of the thread's
+ * unwinding stack, above the stack cache whose checks it points to, valid
+ * while the thread's same_gen is the stack table's generation.
+ */
+struct ht__same {
+	uint32_t id, use;  /* use: rbp is checked too */
+	uintptr_t loc, ip; /* the innermost frame: the hook's slot and its return address */
+	uintptr_t rbp;	   /* rbp saved below loc */
+	uint64_t nchk;
+	const struct ht__chk *chk; /* the outer frames' checks, nchk of them */
+};
+#define HT_SAME_ROOM 64
+_Static_assert(sizeof(struct ht__same) <= HT_SAME_ROOM, "ht__same fits its room");
+static inline struct ht__same *ht__same_of(char *ustack)
+{
+	return (struct ht__same *)(ustack + HT_USTACK_SIZE - HT_SAME_ROOM);
+}
+/* bumped with each new stack table: ids cached before it are void */
+extern _Atomic uint32_t ht__table_gen;
 int ht__modules_refresh(int force);
 void ht__stacks_init(void);
 void ht__modules_reset(void);
@@ -656,15 +687,48 @@ static inline void ht__leave_inner(struct ht__thread *t)
 	t->map_hook = 0;
 }
 
+/* Whether every check of chk[0..n-1] still holds: two at a time from the
+   innermost, where stacks from one call site's callers differ. */
+static inline __attribute__((always_inline)) int ht__chk_hold(const struct ht__chk *chk, uint32_t n)
+{
+	const struct ht__chk *p = chk + n, *end = chk + (n & 1);
+	while (p != end) {
+		p -= 2;
+		if ((*(const uintptr_t *)p[1].at ^ p[1].val) |
+		    (*(const uintptr_t *)p[0].at ^ p[0].val))
+			return 0;
+	}
+	return end == chk || *(const uintptr_t *)chk[0].at == chk[0].val;
+}
+
 /*
  * Stack id for an event of class bit (HT_STK_*), 0 when not wanted. The mask
  * is read from the session's header at each event: `heaptrail update
  * --stacks` changes it while the program runs (same cache line as state).
+ * Inlined into the hook, whose frame holds the return address into the
+ * program: when that is the thread's cached stack's innermost frame, in
+ * the same slot, and every outer check holds, the cached stack is this
+ * call's (what ht__stack_capture() would find first, without its call).
  */
-static inline uint32_t ht__stack_for(struct ht__thread *t, uint32_t bit)
+static inline __attribute__((always_inline)) uint32_t ht__stack_for(struct ht__thread *t,
+								    uint32_t bit)
 {
 	uint32_t mask = __atomic_load_n(&ht__g.hdr->stack_mask, __ATOMIC_RELAXED);
-	return (mask & bit) ? ht__stack_capture(t, __builtin_frame_address(0)) : 0;
+	if (!(mask & bit))
+		return 0;
+	const uintptr_t *fp = __builtin_frame_address(0);
+	/* 0 on most captures of a program whose stacks vary: one load */
+	uint32_t gen = t->same_gen;
+	if (gen) {
+		const struct ht__same *s = ht__same_of(t->ustack);
+		if (s->loc == (uintptr_t)&fp[1] && s->ip == fp[1] &&
+		    gen == atomic_load_explicit(&ht__table_gen, memory_order_relaxed) &&
+		    (!s->use || s->rbp == fp[0]) &&
+		    HT_LIKELY(!atomic_load_explicit(&ht__dlclosing, memory_order_relaxed)) &&
+		    ht__chk_hold(s->chk, s->nchk))
+			return s->id;
+	}
+	return ht__stack_capture(t, fp);
 }
 
 /*

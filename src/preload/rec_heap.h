@@ -56,7 +56,9 @@ static inline void ht__put_realloc(struct ht__thread *t, unsigned func, void *ol
 	}
 }
 
-static inline void ht__put_free(struct ht__thread *t, unsigned func, void *p)
+/* Always inlined too: the free hook's record, on the hot path. */
+static inline __attribute__((always_inline)) void ht__put_free(struct ht__thread *t, unsigned func,
+							       void *p)
 {
 	if (HT_UNLIKELY(ht__g.snap != NULL)) {
 		ht__snap_free(t, p);

@@ -686,8 +686,8 @@ struct ht__table {
 #define HT_TABLE_FIRST (1u << 16)
 
 static _Atomic(struct ht__table *) cur_table;
-static _Atomic uint32_t table_gen = 1; /* bumped with each new table: cached ids are void */
-static int verify_stacks;	       /* HEAPTRAIL_STACK_VERIFY=1 (see the stack cache) */
+_Atomic uint32_t ht__table_gen = 1; /* internal.h */
+static int verify_stacks;	    /* HEAPTRAIL_STACK_VERIFY=1 (see the stack cache) */
 
 static struct ht__table *table_new(uint64_t nslots)
 {
@@ -713,7 +713,7 @@ void ht__stacks_init(void)
 	struct ht__table *tb = table_new(HT_TABLE_FIRST);
 	if (tb)
 		atomic_store(&cur_table, tb);
-	atomic_fetch_add(&table_gen, 1);
+	atomic_fetch_add(&ht__table_gen, 1);
 }
 
 static int insert_at(struct ht__table *tb, uint64_t key, uint32_t id)
@@ -975,11 +975,6 @@ static __attribute__((noinline)) uint32_t capture_unwind(struct ht__thread *t)
 #define HT_RECENT_HIT 16 /* walks a find makes up for in recent_idle */
 #define HT_RECENT_WAKE 4
 
-/* A check: the value a walk read in a slot. */
-struct ht__chk {
-	uintptr_t at, val;
-};
-
 struct ht__recent {
 	uint32_t id, gen;
 	uint32_t n, pad;
@@ -1006,7 +1001,7 @@ struct ht__recent {
  * descent that finds no such node is a miss, never a wrong stack: the walk
  * follows and its stack is added. The tree is the thread's own, mapped at
  * its first use, emptied when full or when the stack table changes
- * (table_gen). It is used while walks
+ * (ht__table_gen). It is used while walks
  * cover most of the stack, and looked at once in 16 captures when it has
  * not served of late.
  */
@@ -1028,7 +1023,7 @@ struct ht__tnode {
 
 struct ht__tree {
 	uint32_t n;   /* nodes used; node 0 is the root, above the outermost */
-	uint32_t gen; /* table_gen of the ids */
+	uint32_t gen; /* ht__table_gen of the ids */
 	uint32_t pad[14];
 	struct ht__tnode node[HT_TREE_NODES];
 	struct {
@@ -1038,12 +1033,12 @@ struct ht__tree {
 
 struct ht__scache {
 	uintptr_t lo, hi;  /* the thread's stack; hi == 0: unknown, no cache */
-	uint32_t gen;	   /* table_gen when filled */
+	uint32_t gen;	   /* ht__table_gen when filled */
 	uint32_t id;	   /* id of the whole cached stack */
 	int n;		   /* cached frames, 0: empty */
 	int sig;	   /* the outermost frame is a signal frame: the walk ended there */
-	uint32_t memo_gen; /* table_gen of cfi[] and ids[] */
-	/* table_gen while same_stack() may take the cached stack (whole, not
+	uint32_t memo_gen; /* ht__table_gen of cfi[] and ids[] */
+	/* ht__table_gen while same_stack() may take the cached stack (whole, not
 	   ended at a signal frame, not verifying), else 0: one compare */
 	uint32_t same_gen;
 	/* Outermost frame first, so that new inner frames go on the end. */
@@ -1075,7 +1070,7 @@ struct ht__scache {
 	   bucket (rnext, index + 1; 0 ends), whether it served since the
 	   clock hand last passed (ruse); the buckets by hook slot and return
 	   address (rhead, index + 1; 0: empty). An entry of another
-	   table_gen is told by its gen. */
+	   ht__table_gen is told by its gen. */
 	struct {
 		uintptr_t loc, ip;
 	} rkey[HT_RECENT];
@@ -1128,11 +1123,39 @@ static inline int check_fails(const struct ht__scache *c, int m)
 static inline uint32_t same_stack(const struct ht__scache *c, uintptr_t loc0)
 {
 	int k = c->n - 1;
-	if (c->same_gen != atomic_load_explicit(&table_gen, memory_order_relaxed) ||
+	if (c->same_gen != atomic_load_explicit(&ht__table_gen, memory_order_relaxed) ||
 	    c->loc[k] != loc0 || c->ip[k] != *(const uintptr_t *)loc0 ||
 	    (c->use[k] && c->rbp[k] != *(const uintptr_t *)(loc0 - 8)))
 		return 0;
 	return check_fails(c, c->nchk[k]) < 0 ? c->id : 0;
+}
+
+/*
+ * The hooks check the cached stack inline (internal.h, ht__stack_for)
+ * through a copy of what same_stack() reads, kept above the cache
+ * (struct ht__same). A walk that fills the cache voids the copy (one
+ * store: on CPython json most walks' stacks do not come again next);
+ * once same_stack() finds the cached stack again, same_copy() makes it,
+ * and the captures after that cost no call while the stack repeats. A
+ * thread without its unwinding stack has none (ht__ustack_unmap).
+ */
+static inline void same_void(struct ht__thread *t)
+{
+	t->same_gen = 0;
+}
+
+static void same_copy(struct ht__thread *t, const struct ht__scache *c)
+{
+	struct ht__same *s = ht__same_of(t->ustack);
+	int k = c->n - 1;
+	s->id = c->id;
+	s->loc = c->loc[k];
+	s->ip = c->ip[k];
+	s->rbp = c->rbp[k];
+	s->use = c->use[k];
+	s->nchk = c->nchk[k];
+	s->chk = c->chk;
+	t->same_gen = c->same_gen;
 }
 
 /* The bucket of the recent stacks whose hook slot is loc0 with ip0 there. */
@@ -1150,7 +1173,7 @@ static inline uint32_t recent_bucket(uintptr_t loc0, uintptr_t ip0)
  */
 static uint32_t recent_stack(struct ht__scache *c, uintptr_t loc0)
 {
-	uint32_t gen = atomic_load_explicit(&table_gen, memory_order_relaxed);
+	uint32_t gen = atomic_load_explicit(&ht__table_gen, memory_order_relaxed);
 	uintptr_t ip0 = *(const uintptr_t *)loc0;
 	for (uint32_t j = c->rhead[recent_bucket(loc0, ip0)]; j; j = c->rnext[j - 1]) {
 		uint32_t at = j - 1;
@@ -1261,7 +1284,7 @@ static void recent_keep(struct ht__scache *c, int walked)
 static uint32_t tree_stack(const struct ht__scache *c, uintptr_t loc0)
 {
 	const struct ht__tree *tr = c->tree;
-	if (tr->gen != atomic_load_explicit(&table_gen, memory_order_relaxed))
+	if (tr->gen != atomic_load_explicit(&ht__table_gen, memory_order_relaxed))
 		return 0;
 	uintptr_t floor = loc0 - 8;
 	uint32_t at = tr->node[0].child;
@@ -1522,7 +1545,7 @@ static HT_COLD uint32_t capture_cut(struct ht__thread *t, const struct ht__scach
 static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, struct ht__scache *c,
 							 uintptr_t loc0)
 {
-	uint32_t gen = atomic_load_explicit(&table_gen, memory_order_relaxed);
+	uint32_t gen = atomic_load_explicit(&ht__table_gen, memory_order_relaxed);
 	if (HT_UNLIKELY(c->memo_gen != gen)) {
 		memset(c->cfi, 0, sizeof c->cfi);
 		memset(c->ids, 0, sizeof c->ids);
@@ -1605,6 +1628,7 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	if (HT_UNLIKELY(sig) && sig_afford(t)) {
 		c->n = 0;
 		c->same_gen = 0;
+		same_void(t);
 		uint64_t t0 = ht__clock();
 		uint32_t id = capture_unwind(t); /* libunwind, through the signal frame */
 		sig_charge(t, ht__clock() - t0);
@@ -1624,6 +1648,7 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	if (jc < 0 && !done) {
 		c->n = 0;
 		c->same_gen = 0;
+		same_void(t);
 		return capture_unwind(t); /* libunwind, whole and uncached */
 	}
 
@@ -1669,6 +1694,7 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 	uint32_t id = cached_id(t, c, h, total);
 	c->id = id;
 	c->same_gen = id && !c->sig && !verify_stacks ? gen : 0;
+	same_void(t);
 	if (!id) {
 		c->n = 0;
 	} else {
@@ -1771,7 +1797,8 @@ static void capture_on_ustack(void *arg)
 /* The thread's stack cache sits at the top of its unwinding stack. */
 static inline struct ht__scache *scache_of(struct ht__thread *t)
 {
-	uintptr_t top = (uintptr_t)t->ustack + HT_USTACK_SIZE - sizeof(struct ht__scache);
+	uintptr_t top =
+	    (uintptr_t)t->ustack + HT_USTACK_SIZE - HT_SAME_ROOM - sizeof(struct ht__scache);
 	return (struct ht__scache *)(top & ~(uintptr_t)63);
 }
 
@@ -1860,6 +1887,7 @@ void ht__ustack_unmap(struct ht__thread *t)
 		syscall(SYS_munmap, sc->tree, sizeof *sc->tree);
 	if (sc->recent)
 		syscall(SYS_munmap, sc->recent, HT_RECENT * sizeof *sc->recent);
+	t->same_gen = 0;
 	syscall(SYS_munmap, t->ustack - HT_USTACK_GUARD, HT_USTACK_GUARD + HT_USTACK_SIZE);
 	t->ustack = NULL;
 }
@@ -1907,8 +1935,9 @@ static __attribute__((noinline)) uint32_t capture_long(struct ht__thread *t, str
  * return address into the program hook_slot() finds. A thread past its key
  * destructor (glibc freeing its TLS) captures in place: it has given its
  * unwinding stack back and runs on its own, normal-sized stack then. The
- * common case, the thread's previous stack whole (same_stack), is checked
- * here on the program's stack; the rest is capture_long().
+ * common case, the thread's previous stack whole, is checked on the
+ * program's stack: by the hook inline (ht__stack_for) once it came twice,
+ * here (same_stack) before that; the rest is capture_long().
  */
 uint32_t ht__stack_capture(struct ht__thread *t, const uintptr_t *fp)
 {
@@ -1919,9 +1948,14 @@ uint32_t ht__stack_capture(struct ht__thread *t, const uintptr_t *fp)
 	if (HT_LIKELY(t->ustack != NULL) && HT_LIKELY(!t->exited)) {
 		sc = scache_of(t);
 		if (HT_LIKELY(loc0 - sc->lo < sc->hi - sc->lo)) { /* on the thread's stack */
-			uint32_t id = same_stack(sc, loc0);
-			if (id)
+			/* What ht__stack_for() checked inline is not checked again. */
+			uint32_t id =
+			    t->same_gen && loc0 == (uintptr_t)&fp[1] ? 0 : same_stack(sc, loc0);
+			if (id) {
+				if (!t->same_gen)
+					same_copy(t, sc);
 				return id;
+			}
 			return capture_other(t, sc, loc0);
 		} else {
 			sc = NULL;
