@@ -143,7 +143,7 @@ static int life_unfreed(void *ctx, struct ht__pass *p, const struct ht__life *li
 static const struct ht__consumer agg_alloc_consumer = {
     .name = "aggregate",
     .events = HT_PASS_EV(HT_EV_ALLOC) | HT_PASS_EV(HT_EV_REALLOC),
-    .needs = HT_PASS_LIFE_UNFREED | HT_PASS_LIFE_NO_TS,
+    .needs = HT_PASS_LIFE_UNFREED | HT_PASS_LIFE_NO_TS | HT_PASS_LIFE_NO_CALLER,
     .begin = keys_start,
     .event = alloc_event,
     .life = life_unfreed,

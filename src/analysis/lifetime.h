@@ -134,6 +134,14 @@ void ht__life_unfreed_only(struct ht__life_tracker *t);
  */
 void ht__life_no_times(struct ht__life_tracker *t);
 
+/*
+ * Call before the first event: no reader of the blocks' tid, func or
+ * from_realloc, so the tracker tells blocks apart by heap and process only
+ * (fewer owners to find per allocation); those three are 0 in every
+ * struct ht__life it gives.
+ */
+void ht__life_no_caller(struct ht__life_tracker *t);
+
 const struct ht__life_stats *ht__life_stats(const struct ht__life_tracker *t);
 
 void ht__life_free(struct ht__life_tracker *t);

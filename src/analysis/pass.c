@@ -442,7 +442,8 @@ static void snap_blocks(struct ht__pass *p, const struct ht_event *sev)
 	}
 }
 
-/* Whether every consumer's .life says so (HT_PASS_LIFE_UNFREED, HT_PASS_LIFE_NO_TS). */
+/* Whether every consumer's .life says so (HT_PASS_LIFE_UNFREED, HT_PASS_LIFE_NO_TS,
+   HT_PASS_LIFE_NO_CALLER). */
 static bool every_life(const struct ht__pass *p, unsigned need)
 {
 	for (size_t i = 0; i < p->consumers.len; i++) {
@@ -554,6 +555,8 @@ int ht__pass_run(struct ht__pass *p)
 		ht__life_unfreed_only(p->lt);
 	if (p->lt && !p->sample_rate && every_life(p, HT_PASS_LIFE_NO_TS))
 		ht__life_no_times(p->lt);
+	if (p->lt && every_life(p, HT_PASS_LIFE_NO_CALLER))
+		ht__life_no_caller(p->lt);
 	find_solos(p);
 	rc = run_events(p, stop_ts(p), duration);
 	if (rc < 0)

@@ -95,6 +95,10 @@ struct ht__consumer {
    estimates draw by alloc_ts), the tracker keeps no times
    (ht__life_no_times(): jq's analyze 14 MB less). */
 #define HT_PASS_LIFE_NO_TS 0x8u
+/* The consumer's .life reads no tid, func or from_realloc: when every .life
+   says so, the tracker tells blocks apart by heap and process only
+   (ht__life_no_caller(): those three are 0). */
+#define HT_PASS_LIFE_NO_CALLER 0x10u
 
 /* A pass over reader r. Returns 0 or HT_ERR_NOMEM. */
 int ht__pass_new(struct ht__pass **out, struct ht_reader *r);

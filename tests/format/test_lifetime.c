@@ -462,6 +462,54 @@ static void test_no_times(void)
 	ht__life_free(t);
 }
 
+/* A tracker that tells blocks apart by heap and process only
+   (ht__life_no_caller()): every block of two threads, malloc and realloc,
+   two processes and two heaps, with its size, stack, process and heap, and
+   tid, func and from_realloc 0; the same with and without. */
+static void test_no_caller(void)
+{
+	for (int lean = 0; lean < 2; lean++) {
+		struct ht__life_tracker *t = ht__life_new(on_end, NULL);
+		if (lean)
+			ht__life_no_caller(t);
+		ngot = 0;
+		struct ht_event a = E(HT_EV_ALLOC, 10, 0, 0, 0x1000, 100);
+		feed(t, a);
+		a = E(HT_EV_ALLOC, 11, 0, 0, 0x1040, 110);
+		a.tid = 8; /* another thread, the same page */
+		feed(t, a);
+		a = E(HT_EV_REALLOC, 12, 1, 0, 0x1080, 120); /* another process */
+		feed(t, a);
+		a = E(HT_EV_ALLOC, 13, 0, 0, 0x10c0, 130);
+		a.heap = 5; /* another heap */
+		a.func = HT_FN_CALLOC;
+		feed(t, a);
+		feed(t, E(HT_EV_FREE, 20, 0, 0, 0x1040, 0));
+		CHECK_EQ(ngot, 1);
+		CHECK_EQ(got[0].stack, 11);
+		CHECK_EQ(got[0].size, 110);
+		CHECK_EQ(got[0].tid, lean ? 0 : 8);
+		ht__life_finish(t);
+		CHECK_EQ(ngot, 4);
+		for (int i = 1; i < 4 && i < ngot; i++) {
+			uint32_t k = got[i].stack - 10; /* 0, 2, 3 */
+			CHECK_EQ(got[i].size, 100 + 10 * k);
+			CHECK_EQ(got[i].addr, 0x1000 + 0x40 * k);
+			CHECK_EQ(got[i].process, k == 2);
+			CHECK_EQ(got[i].heap, k == 3 ? 5 : 0);
+			CHECK_EQ(got[i].tid, lean ? 0 : 7);
+			CHECK_EQ(got[i].from_realloc, lean ? 0 : k == 2);
+			CHECK_EQ(got[i].func, lean     ? 0
+					      : k == 2 ? HT_FN_REALLOC
+					      : k == 3 ? HT_FN_CALLOC
+						       : HT_FN_MALLOC);
+		}
+		CHECK_EQ(ht__life_stats(t)->live_count, 3);
+		CHECK_EQ(ht__life_stats(t)->live_bytes, 100 + 120 + 130);
+		ht__life_free(t);
+	}
+}
+
 /*
  * A page's mark of the 16-byte offsets that hold a block (an allocation
  * there with no mark needs no scan): a freed block's mark goes, a block at
@@ -523,5 +571,6 @@ int main(void)
 	test_processes_and_heaps();
 	test_many();
 	test_no_times();
+	test_no_caller();
 	return test_result("test_lifetime");
 }
