@@ -676,6 +676,7 @@ int cmd_analyze(int argc, char **argv)
 	struct opts o = {0};
 	struct agg_side side = {0};
 	struct ht__query *qp = &side.q;
+	buffer_stdout();
 	ht__query_init(qp);
 	parse_args(argc, argv, &o, qp);
 	side.path = o.file;

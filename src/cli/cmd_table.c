@@ -812,6 +812,7 @@ int cmd_table(int argc, char **argv)
 	o.depth = -1;
 	o.fmt = FMT_TEXT;
 	tu_parse_unit("s", &o.unit);
+	buffer_stdout();
 	ht__query_init(&o.q);
 	argv = tu_normalize_args(argc, argv, &argc);
 	parse_args(&o, argc, argv);

@@ -506,6 +506,7 @@ int cmd_timeline(int argc, char **argv)
 	o.mask = 1u << HT_TL_HEAP | 1u << HT_TL_COMMIT | 1u << HT_TL_RSS;
 	o.fmt = FMT_TEXT;
 	tu_parse_unit("s", &o.unit);
+	buffer_stdout();
 	ht__query_init(&o.q);
 	if (argc < 2) {
 		fputs(timeline_usage, stderr);

@@ -570,6 +570,13 @@ void put_text(FILE *f, const char *s)
 	ht__fput_text(f, s, NULL);
 }
 
+void buffer_stdout(void)
+{
+	static char buf[1 << 18];
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+}
+
 void describe_loss(char *buf, size_t n, uint64_t total, uint64_t lossy, uint64_t no_buffer,
 		   uint64_t in_handler)
 {
