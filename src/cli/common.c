@@ -573,8 +573,7 @@ void put_text(FILE *f, const char *s)
 void buffer_stdout(void)
 {
 	static char buf[1 << 18];
-	if (!isatty(STDOUT_FILENO))
-		setvbuf(stdout, buf, _IOFBF, sizeof(buf));
+	setvbuf(stdout, buf, _IOFBF, sizeof(buf));
 }
 
 void describe_loss(char *buf, size_t n, uint64_t total, uint64_t lossy, uint64_t no_buffer,

@@ -135,9 +135,11 @@ void output_end(struct ht__output *o, FILE *f);
 void put_text(FILE *f, const char *s);
 
 /*
- * Before a command's first output: stdout, when not a terminal, is written
- * in 256 KiB at a time instead of stdio's 4 KiB (python's 92 MB of
- * `analyze -stacks` took 15 thousand writes).
+ * Before a command's first output: stdout is written 256 KiB at a time
+ * instead of stdio's 4 KiB (python's 92 MB of `analyze -stacks` took 15
+ * thousand writes), a terminal too (not a line at a time: analyze writes a
+ * stack's frames a line at a time into the buffer). For commands that
+ * write their output once, at the end.
  */
 void buffer_stdout(void);
 
