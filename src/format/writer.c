@@ -47,9 +47,17 @@
    least EVENTS_MIN_MATCH bytes, as the level has for 256 KiB or more
    (4 below; in streams of varints short repeats say little): 10 to 15 %
    less time in those frames, python json's trace 0.2 % smaller, clang++'s 0.3 %
-   larger (docs/performance.md, "zstd per stream"). */
+   larger (docs/performance.md, "zstd per stream"). And zstd's greedy
+   parser with 2^EVENTS_SEARCH_LOG tries a match (level 6: lazy, 2^3):
+   on the bench traces' streams 20 to 25 % less time in zstd, and smaller
+   traces but for clang++'s (+0.2 %; jq and python -1.8 %, the loops
+   -0.1 to -0.3 %; docs/performance.md, "The writer, session 24"). */
 #define EVENTS_TABLE_LOG 16
 #define EVENTS_MIN_MATCH 5
+#define EVENTS_STRATEGY ZSTD_greedy
+#ifndef EVENTS_SEARCH_LOG
+#define EVENTS_SEARCH_LOG 4
+#endif
 /* A third way, below level 1 (ZSTD_LEVEL_HUF): zstd's fastest level with
    its literals Huffman coded (ZSTD_c_literalCompressionMode, which
    libzstd 1.5 takes from a program linked to it dynamically; negative
@@ -375,7 +383,13 @@ static size_t compress_frame_t(struct ht__writer *w, int level, int tlog, const 
 		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, tlog)) ||
 		    ZSTD_isError(
 			ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_minMatch,
-					       tlog == EVENTS_TABLE_LOG ? EVENTS_MIN_MATCH : 0))) {
+					       tlog == EVENTS_TABLE_LOG ? EVENTS_MIN_MATCH : 0)) ||
+		    ZSTD_isError(
+			ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_strategy,
+					       tlog == EVENTS_TABLE_LOG ? EVENTS_STRATEGY : 0)) ||
+		    ZSTD_isError(
+			ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_searchLog,
+					       tlog == EVENTS_TABLE_LOG ? EVENTS_SEARCH_LOG : 0))) {
 			w->cerr = HT_ERR_NOMEM;
 			return 0;
 		}
