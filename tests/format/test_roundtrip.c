@@ -1690,6 +1690,39 @@ static void test_map_growth(void)
 	CHECK_EQ(stream_bytes(path, 1u << HT__S_FREE), want);
 }
 
+/*
+ * A new block found at each of the sixteen places of its size class's
+ * ring: sixteen blocks a megabyte apart are made, freed, and made again
+ * in the order they were made, so the first comes back from the ring's
+ * last place and each next one from the place before. Each costs a code
+ * of one byte (a block the ring search missed would cost a raw code of
+ * three), so the address codes of the whole trace are 16 bytes longer
+ * than without the last sixteen, and it reads back exactly.
+ */
+static void test_ring_places(void)
+{
+	enum { K = HT__RING_DEPTH };
+	static struct ht_event evs[3 * K];
+	int n = 0;
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < K; i++)
+			evs[n++] =
+			    (struct ht_event){.type = round == 1 ? HT_EV_FREE : HT_EV_ALLOC,
+					      .func = round == 1 ? HT_FN_FREE : HT_FN_MALLOC,
+					      .pid = 6,
+					      .tid = 60,
+					      .ts = (uint64_t)n + 1,
+					      .addr = 0x7f0000000000ull + ((uint64_t)i << 20),
+					      .size = round == 1 ? 0 : 40};
+	char path[300], part[300];
+	test_path(path, sizeof(path), "ringplaces.htr");
+	test_path(part, sizeof(part), "ringplaces2.htr");
+	write_events(path, evs, n);
+	write_events(part, evs, n - K);
+	check_read_back(path, evs, n, RB_SIZE | RB_TS | RB_NO_WARNING);
+	CHECK_EQ(addr_stream_bytes(path) - addr_stream_bytes(part), (uint64_t)K);
+}
+
 /* The whole file at path, in a buffer of its own; *n its length. */
 static uint8_t *slurp(const char *path, size_t *n)
 {
@@ -2357,6 +2390,7 @@ int main(void)
 	test_chunk_groups();
 	test_group_live();
 	test_map_growth();
+	test_ring_places();
 	test_heap_events();
 	test_heap_grain();
 	test_far_addresses();
