@@ -16,10 +16,10 @@
 #include "base/vec.h"
 
 #define HT__FILE_MAGIC "HTRACE\r\n" /* 8 bytes; \r\n catches text-mode mangling */
-/* Version 13: new blocks at the end of one of the thread's last new
-   blocks (HT__FILE_VERSION_ENDS). Every trace is written as version 13,
-   snapshot traces too. A reader also reads versions 2 to 12. */
-#define HT__FILE_VERSION 13u
+/* Version 14: a raw free code may count from one of the thread's last
+   raw frees (HT__FILE_VERSION_FBASES). Every trace is written as version
+   14, snapshot traces too. A reader also reads versions 2 to 13. */
+#define HT__FILE_VERSION 14u
 #define HT__FILE_VERSION_OLDEST 2u
 /* Version 4: a heap snapshot trace (HT_TRACEF_SNAPSHOT), version 3 plus
    SNAPSHOT events (code 21), which an older reader must refuse rather than
@@ -57,6 +57,18 @@
    slot's (i + 2)-th previous new block (the latest's end being
    HT__ADDR_TOP's address): docs/trace-format.md, "Addresses". */
 #define HT__FILE_VERSION_ENDS 13u
+/* Version 14: an even free code v (raw) is (zigzag(delta / 16) * 2 +
+   b) << 1: the delta from the slot's last address (b = 0) or from its
+   raw free before the latest (b = 1; docs/trace-format.md, "Addresses"). */
+#define HT__FILE_VERSION_FBASES 14u
+/* Per thread slot, both sides: the addresses of its last two blocks that
+   left by a raw code (0: none yet). A column of its own beside the
+   slots: in them it cost every event two or three instructions more
+   (the slot's size). */
+struct ht__raw_frees {
+	uint64_t latest;
+	uint64_t prev;
+};
 #define HT__TIME_PAIR 64u
 #define HT__TIME_ONE 80u
 #define HT__HEADER_SIZE 64u

@@ -6,7 +6,7 @@
 #include "format/codec.h"
 
 /* The versions ht_strerror(HT_ERR_VERSION) names. */
-_Static_assert(HT__FILE_VERSION_OLDEST == 2 && HT__FILE_VERSION == 13,
+_Static_assert(HT__FILE_VERSION_OLDEST == 2 && HT__FILE_VERSION == 14,
 	       "update the versions in the HT_ERR_VERSION message");
 
 const char *ht_strerror(int err)
@@ -20,7 +20,7 @@ const char *ht_strerror(int err)
 		return "not a heaptrail trace";
 	case HT_ERR_VERSION:
 		return "trace format version not supported by this build "
-		       "(it reads formats 2 to 13)";
+		       "(it reads formats 2 to 14)";
 	case HT_ERR_CORRUPT:
 		return "trace is damaged";
 	case HT_ERR_NOMEM:

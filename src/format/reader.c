@@ -162,9 +162,10 @@ struct dec {
 	uint32_t tpend, tpend_n;
 	int frel; /* version 12: its free codes have two tag bits (HT__CHUNK_FREL) */
 	struct slot *slots;
-	ht__rings *rings;    /* per slot, the writer's rings in circular form */
-	ring_heads *heads;   /* per slot and size class: where its ring starts */
-	struct ht__own *own; /* per slot: its allocations in the chunk (version 3) */
+	ht__rings *rings;	    /* per slot, the writer's rings in circular form */
+	ring_heads *heads;	    /* per slot and size class: where its ring starts */
+	struct ht__own *own;	    /* per slot: its allocations in the chunk (version 3) */
+	struct ht__raw_frees *rawf; /* per slot: its last raw frees (version 14) */
 	uint32_t nslots;
 	uint32_t slots_cap;
 	/* The allocations of the group, each its address and size class (not
@@ -294,6 +295,7 @@ struct ht_reader {
 	uint8_t type_bits[32]; /* TB_* of each record type code */
 	int own_first;	       /* version 3: frees count back in own first */
 	unsigned heap_sh;      /* version 10: raw heap address codes count in 16 bytes */
+	int fbases;	       /* version 14: raw free codes may count from a recent raw free */
 	struct dec d;	       /* decoding on the caller's thread */
 	int in_chunk;	       /* d holds a chunk with events left */
 	struct batch one;      /* d's events, on the caller's thread */
@@ -1496,6 +1498,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 	}
 	r->own_first = version >= 3;
 	r->heap_sh = version >= HT__FILE_VERSION_GRAIN ? HT__HEAP_GRAIN_SHIFT : 0;
+	r->fbases = version >= HT__FILE_VERSION_FBASES;
 	r->version = version; /* the tables' reading depends on it */
 	r->ts_unit = ht__get_le32(h + 40);
 	if (!r->ts_unit)
@@ -1580,6 +1583,7 @@ static void dec_release(struct dec *d)
 	free(d->slots);
 	free(d->rings);
 	free(d->heads);
+	free(d->rawf);
 	ht__own_release(d->own, d->slots_cap);
 	if (d->allocs_cap)
 		munmap(d->allocs, allocs_bytes(d->allocs_cap, sizeof(*d->allocs)));
@@ -1820,6 +1824,33 @@ static uint64_t get_raw_addr(struct ht__cur *a, uint64_t v, struct slot *sl, uns
 	return sl->last_addr;
 }
 
+/* get_free_addr's raw code v (tag bit clear, or the 0 escape): since
+   version 14 in 16 bytes from the slot's last address or from its raw
+   free before the latest (docs/trace-format.md, "Addresses"), before it
+   get_raw_addr()'s. */
+static inline __attribute__((always_inline)) uint64_t
+get_raw_free(const struct ht_reader *r, struct dec *d, struct ht__cur *a, uint32_t si, uint64_t v)
+{
+	struct slot *sl = &d->slots[si];
+	if (!r->fbases)
+		return get_raw_addr(a, v, sl, r->heap_sh);
+	struct ht__raw_frees *rf = &d->rawf[si];
+	uint64_t c = v >> 1, addr;
+	if (v) {
+		uint64_t base = c & 1 ? rf->prev : sl->last_addr;
+		if (!base && (c & 1)) {
+			a->bad = 1; /* the writer never counts from a raw free not made */
+			return 0;
+		}
+		addr = base + ((uint64_t)ht__unzigzag(c >> 1) << HT__HEAP_GRAIN_SHIFT);
+	} else {
+		addr = sl->last_addr + (uint64_t)ht__unzigzag(ht__get_varint(a));
+	}
+	rf->prev = rf->latest;
+	rf->latest = addr;
+	return sl->last_addr = addr;
+}
+
 /* The address and class of allocation g of the group kept aside (its
    packed word is 0): the far list is in the order of g. */
 static __attribute__((noinline)) void alloc_far_get(const struct dec *d, uint32_t g, uint64_t *addr,
@@ -1875,7 +1906,7 @@ free_addr_in(const struct ht_reader *r, struct dec *d, struct ht__cur *a, uint32
 	struct slot *sl = &d->slots[si];
 	uint64_t v = ht__get_varint(a);
 	if (!(v & 1))
-		return get_raw_addr(a, v, sl, r->heap_sh);
+		return get_raw_free(r, d, a, si, v);
 	uint32_t g;
 	if (d->frel) {
 		g = get_free_rel(d, a, si, v);
@@ -2044,12 +2075,13 @@ static __attribute__((noinline)) uint64_t get_alloc_addr(const struct ht_reader 
 static int new_slot(struct dec *d, struct ht__cur *mi)
 {
 	if (d->nslots == d->slots_cap) {
-		/* Three columns of one capacity; own's new lists start empty. */
-		uint32_t c1 = d->slots_cap, c2 = c1, c3 = c1, c4 = c1;
+		/* Five columns of one capacity; own's new lists start empty. */
+		uint32_t c1 = d->slots_cap, c2 = c1, c3 = c1, c4 = c1, c5 = c1;
 		size_t need = (size_t)d->nslots + 1;
 		if (ht__grow32((void **)&d->slots, &c1, need, sizeof(*d->slots)) < 0 ||
 		    ht__grow32((void **)&d->rings, &c2, need, sizeof(*d->rings)) < 0 ||
 		    ht__grow32((void **)&d->heads, &c4, need, sizeof(*d->heads)) < 0 ||
+		    ht__grow32((void **)&d->rawf, &c5, need, sizeof(*d->rawf)) < 0 ||
 		    ht__grow32_zero((void **)&d->own, &c3, need, sizeof(*d->own)) < 0)
 			return HT_ERR_NOMEM;
 		d->slots_cap = c1;
@@ -2057,6 +2089,7 @@ static int new_slot(struct dec *d, struct ht__cur *mi)
 	struct slot *sl = &d->slots[d->nslots];
 	memset(d->rings[d->nslots], 0, sizeof(d->rings[d->nslots]));
 	memset(d->heads[d->nslots], 0, sizeof(d->heads[d->nslots]));
+	memset(&d->rawf[d->nslots], 0, sizeof(d->rawf[d->nslots]));
 	d->own[d->nslots].n = 0;
 	d->nslots++;
 	sl->process = (uint32_t)ht__get_varint(mi);

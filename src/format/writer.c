@@ -274,8 +274,9 @@ struct ht__writer {
 	bool group_full;
 
 	struct slot *slots;
-	ht__rings *rings;    /* per slot: recently freed addresses by size class */
-	struct ht__own *own; /* per slot: its allocations in the chunk */
+	ht__rings *rings;	    /* per slot: recently freed addresses by size class */
+	struct ht__own *own;	    /* per slot: its allocations in the chunk */
+	struct ht__raw_frees *rawf; /* per slot: its last raw frees (version 14) */
 	uint32_t nslots;
 	uint32_t slots_cap;
 	/* Allocations of the chunk (address prediction, codec.h): how many, and
@@ -1168,11 +1169,12 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 			i = (i + 1) & mask;
 	}
 	if (w->nslots == w->slots_cap) {
-		/* Three columns of one capacity; own's new lists start empty. */
-		uint32_t c1 = w->slots_cap, c2 = c1, c3 = c1;
+		/* Four columns of one capacity; own's new lists start empty. */
+		uint32_t c1 = w->slots_cap, c2 = c1, c3 = c1, c4 = c1;
 		size_t need = (size_t)w->nslots + 1;
 		if (ht__grow32((void **)&w->slots, &c1, need, sizeof(*w->slots)) < 0 ||
 		    ht__grow32((void **)&w->rings, &c2, need, sizeof(*w->rings)) < 0 ||
+		    ht__grow32((void **)&w->rawf, &c4, need, sizeof(*w->rawf)) < 0 ||
 		    ht__grow32_zero((void **)&w->own, &c3, need, sizeof(*w->own)) < 0)
 			return w->err = HT_ERR_NOMEM;
 		w->slots_cap = c1;
@@ -1180,6 +1182,7 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 	uint32_t s = w->nslots++;
 	w->slots[s] = (struct slot){ev->process, ev->pid, ev->tid, 0, 0, 0};
 	memset(w->rings[s], 0, sizeof(w->rings[s]));
+	memset(&w->rawf[s], 0, sizeof(w->rawf[s]));
 	w->own[s].n = 0;
 	w->map[i] = (struct slot_map_entry){key, s, w->gen};
 	*out = s;
@@ -1425,6 +1428,32 @@ static inline unsigned small_len(uint64_t v)
 	return v < 0x80 ? 1 : v < 0x4000 ? 2 : varint_len(v);
 }
 
+/* A block leaving by a raw code (version 14): in 16 bytes, from the
+   slot's last address (b = 0) or from its raw free before the latest
+   one (b = 1), whichever code is the smaller, as v = (zigzag(delta / 16)
+   * 2 + b) << 1; the 0 escape (a delta that is no multiple of 16, or 0)
+   as put_raw_addr()'s. jq frees the blocks of two data structures in
+   turn, each in the order it made them: from the last address every
+   delta jumps between the two. Without branches (which code wins is
+   anybody's guess); both codes are below 2^62, UINT64_MAX one that
+   cannot be. */
+static uint8_t *put_raw_free(uint8_t *p, struct slot *sl, struct ht__raw_frees *rf, uint64_t addr)
+{
+	uint64_t delta = addr - sl->last_addr, d1 = addr - rf->prev;
+	uint64_t c0 = ht__zigzag((int64_t)delta >> 4) << 1;
+	uint64_t c1 = ht__zigzag((int64_t)d1 >> 4) << 1 | 1;
+	c0 = (delta & 15) || !c0 ? UINT64_MAX : c0;
+	c1 = (d1 & 15) || !rf->prev ? UINT64_MAX : c1;
+	uint64_t best = c1 < c0 ? c1 : c0;
+	rf->prev = rf->latest;
+	rf->latest = addr;
+	sl->last_addr = addr;
+	if (best != UINT64_MAX)
+		return ht__put_varint(p, best << 1);
+	*p++ = 0; /* the escape: the delta in bytes */
+	return ht__put_varint(p, ht__zigzag((int64_t)delta));
+}
+
 /* Bytes of addr as a raw code in bytes: what a free by index is weighed
    against (in 16 bytes, the raw codes of the random-free loop are a byte
    shorter; weighed against that, more of its frees went raw and its trace
@@ -1463,7 +1492,7 @@ static uint8_t *put_free_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uin
 	struct slot *sl = &w->slots[si];
 	struct amap_ent *e = amap_slot(w, addr);
 	if (e->gen != w->amap_gen)
-		return put_raw_addr(p, sl, addr, HT__HEAP_GRAIN_SHIFT);
+		return put_raw_free(p, sl, &w->rawf[si], addr);
 	struct amap_ent b = *e;
 	amap_remove(w, e);
 	e = &b;
@@ -1480,7 +1509,7 @@ static uint8_t *put_free_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uin
 	   as a distance back of many allocations: the shorter code wins (a
 	   code of one byte always does). */
 	if (code >= 0x80 && varint_len(code) > raw_addr_len(sl, addr))
-		return put_raw_addr(p, sl, addr, HT__HEAP_GRAIN_SHIFT);
+		return put_raw_free(p, sl, &w->rawf[si], addr);
 	if (mine && w->frel)
 		sl->free_own = e->own;
 	else if (mine && w->frel_judge)
@@ -2324,6 +2353,7 @@ void ht__writer_abort(struct ht__writer *w)
 	}
 	amap_release(w, w->amap, w->amap_size);
 	free(w->rings);
+	free(w->rawf);
 	ht__own_release(w->own, w->slots_cap);
 	free(w->prev_stack);
 	ht__buf_release(&w->defidx);

@@ -38,9 +38,10 @@ compare dump-partial.txt "$ht" dump partial.htr
 # predicted stacks), by version 8 (definitions in OPS and MISC and again
 # in a DEFS table), by version 9 (raw heap address codes in bytes, not
 # in 16 bytes), by version 10 (a time delta per TIME varint), by
-# version 11 (frees by distance back only) and by version 12 (no END
-# codes for new blocks).
-for v in 2 3 5 7 8 9 10 11 12; do
+# version 11 (frees by distance back only), by version 12 (no END
+# codes for new blocks) and by version 13 (raw frees from the last
+# address only).
+for v in 2 3 5 7 8 9 10 11 12 13; do
 	"$ht" dump --stacks "$golden/demo-v$v.htr" >v$v.txt 2>v$v.err ||
 		bad "dump of a version-$v trace: $(cat v$v.err)"
 	if [ "${HT_UPDATE_GOLDEN:-}" != 1 ]; then

@@ -7,8 +7,9 @@
  * --defs writes the definitions too, each module, frame and stack before
  * the first event that uses it, as the collector does, and the symbols at
  * the end: the whole trace as a recording would lay it out.
- * recode --stats FILE prints where a trace's compressed bytes are: per
- * chunk kind, and per stream of the events chunks.
+ * recode --stats [--chunks] FILE prints where a trace's compressed bytes are: per
+ * chunk kind, and per stream of the events chunks (--chunks: also a line per
+ * events chunk, its flags, events, and compressed times, sizes and free codes).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -29,7 +30,7 @@ static const char *const stream_names[] = {"ops",  "misc",  "time", "addr",
 
 /* Per chunk kind and per stream of the events chunks: compressed bytes
    (stream table frames under "table"). */
-static int stats(const char *path)
+static int stats(const char *path, bool chunks)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
@@ -99,6 +100,8 @@ static int stats(const char *path)
 			p += fl;
 			struct ht__cur c = {tab, tab + tl, 0};
 			uint64_t n = ht__get_varint(&c);
+			uint64_t before[16];
+			memcpy(before, st_bytes, sizeof(before));
 			for (uint64_t i = 0; i < n && i < 16; i++) {
 				uint64_t v = ht__get_varint(&c), len = v >> 1;
 				int frames = len ? 1 : 0;
@@ -113,6 +116,16 @@ static int stats(const char *path)
 					p += fl;
 				}
 			}
+			if (chunks) /* where a group's free codes cost most */
+				printf(
+				    "chunk %u flags %x events %u raw %u ts %.3f-%.3f time %llu "
+				    "size %llu free %llu\n",
+				    h.seq, h.flags, h.count, h.raw_size, h.first_ts / 1e9,
+				    h.last_ts / 1e9,
+				    (unsigned long long)(st_bytes[HT__S_TIME] - before[HT__S_TIME]),
+				    (unsigned long long)(st_bytes[HT__S_SIZE] - before[HT__S_SIZE]),
+				    (unsigned long long)(st_bytes[HT__S_FREE] -
+							 before[HT__S_FREE]));
 		}
 		off += HT__CHUNK_HEADER_SIZE + h.comp_size;
 	}
@@ -253,7 +266,9 @@ static int defs_symbols(struct defs *d)
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--stats"))
-		return stats(argv[2]);
+		return stats(argv[2], false);
+	if (argc == 4 && !strcmp(argv[1], "--stats") && !strcmp(argv[2], "--chunks"))
+		return stats(argv[3], true);
 	bool with_defs = argc > 1 && !strcmp(argv[1], "--defs");
 	if (with_defs) {
 		argv++;
@@ -261,7 +276,7 @@ int main(int argc, char **argv)
 	}
 	if (argc < 3 || argc > 6) {
 		fprintf(stderr, "usage: recode [--defs] IN.htr OUT.htr [TS_UNIT_NS [CHUNK_BYTES "
-				"[GROUP_BYTES]]]\n       recode --stats FILE\n");
+				"[GROUP_BYTES]]]\n       recode --stats [--chunks] FILE\n");
 		return 2;
 	}
 	struct ht_reader *r;

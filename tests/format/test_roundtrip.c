@@ -1370,6 +1370,67 @@ static void check_group_read(const char *path, const char *threads, const struct
 	ht_reader_close(r);
 }
 
+/* Version 14's raw free codes from a recent raw free: a thread frees
+   the blocks of R regions in turn, each region in the order it was made
+   (jq tearing down two structures at once), every block made in an
+   earlier group, so every free is raw. With R of 1 or 2 each free
+   counts from the last address or from the raw free before the latest
+   (b = 1) and costs one byte; with 3 the deltas jump between regions 1
+   MiB apart and cost three. Addresses come back exact, on the caller's
+   thread and on a decoding thread. */
+static void test_free_bases(void)
+{
+	static const int regions[] = {1, 2, 3};
+	for (unsigned t = 0; t < sizeof(regions) / sizeof(regions[0]); t++) {
+		int R = regions[t];
+		char path[300], name[32];
+		snprintf(name, sizeof(name), "fbases%d.htr", R);
+		test_path(path, sizeof(path), name);
+		enum { N = 2000 };
+		static struct ht_event evs[2 * N];
+		uint64_t next[8];
+		for (int k = 0; k < R; k++)
+			next[k] = 0x7f4000000000ull + ((uint64_t)k << 20);
+		int n = 0;
+		for (int i = 0; i < N; i++) {
+			int k = i % R;
+			uint64_t size = 24 + 16 * (uint64_t)k;
+			evs[n++] = (struct ht_event){.type = HT_EV_ALLOC,
+						     .func = HT_FN_MALLOC,
+						     .pid = 5,
+						     .tid = 50,
+						     .ts = (uint64_t)n + 1,
+						     .addr = next[k],
+						     .size = size};
+			next[k] += ht__chunk_size(size);
+		}
+		for (int i = 0; i < N; i++)
+			evs[n++] = (struct ht_event){.type = HT_EV_FREE,
+						     .func = HT_FN_FREE,
+						     .pid = 5,
+						     .tid = 50,
+						     .ts = (uint64_t)n + 1,
+						     .addr = evs[i].addr};
+		struct ht__trace_meta meta = {.argc = 0};
+		struct ht__writer *w;
+		CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+		CHECK_EQ(ht__writer_set_group_size(w, 0), 0); /* a group per chunk */
+		for (int i = 0; i < n; i++) {
+			if (i == N) /* the frees in a later group than their blocks */
+				CHECK_EQ(ht__writer_flush(w), 0);
+			CHECK_EQ(ht__writer_event(w, &evs[i], NULL), 0);
+		}
+		CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+		check_group_read(path, "0", evs, n, NULL);
+		check_group_read(path, "1", evs, n, NULL);
+		uint64_t free_bytes = stream_bytes(path, 1u << HT__S_FREE);
+		if (R <= 2)
+			CHECK(free_bytes <= (uint64_t)N + 10 * (uint64_t)R);
+		else
+			CHECK(free_bytes >= 3 * (uint64_t)N);
+	}
+}
+
 /*
  * Raw heap address codes count in 16 bytes (format version 10): blocks
  * 1 MiB apart cost 3 bytes each (65536 units; 4 bytes in bytes), blocks
@@ -1505,13 +1566,18 @@ static void test_chunk_groups(void)
 						     .size = 24 + 16 * (uint64_t)(i % 5),
 						     .stack = 1 + (uint32_t)(i / 500)};
 			top[t] += 4096 + 64 * (uint64_t)(i % 13); /* no TOP code */
-			if (i >= LAG)
-				ev2[n++] = (struct ht_event){.type = HT_EV_FREE,
-							     .func = HT_FN_FREE,
-							     .pid = 3,
-							     .tid = 30 + t,
-							     .ts = ts += 1,
-							     .addr = made[t][i - LAG]};
+			/* the blocks about LAG allocations back, in a shuffled
+			   order within each run of 64: far from the thread's
+			   recent frees, so a raw code is long (version 14) */
+			int j = i - LAG;
+			if (j >= 0)
+				ev2[n++] =
+				    (struct ht_event){.type = HT_EV_FREE,
+						      .func = HT_FN_FREE,
+						      .pid = 3,
+						      .tid = 30 + t,
+						      .ts = ts += 1,
+						      .addr = made[t][(j & ~63) | ((j * 37) & 63)]};
 		}
 	}
 	const char *paths[3] = {lone, grouped, big};
@@ -1563,13 +1629,13 @@ static void test_chunk_groups(void)
 		if (k == 2)
 			CHECK(longest == 16 && heads == (nc[k] + 15) / 16);
 	}
-	/* The frees of blocks 300 allocations back (600 events: about 1.2
-	   chunks of 4 KiB) reach an earlier chunk: as lone chunks each is a
-	   raw address of 3 bytes (1.3 MB back, in 16 bytes; as is each
-	   allocation, 1.3 MB from the block freed before it); in groups an
-	   index of 2 bytes but in the first chunk or so of each group (lone
-	   chunks 6.1 bytes a pair, groups of 16 KiB 0.92 of that, of 16
-	   chunks 0.85). */
+	/* The frees of blocks about 300 allocations back (600 events: about
+	   1.2 chunks of 4 KiB) reach an earlier chunk: as lone chunks each
+	   is a raw address of 3 bytes (1.3 MB back, in 16 bytes, or up to
+	   64 blocks from the thread's recent frees; as is each allocation,
+	   1.3 MB from the block freed before it); in groups an index of 2
+	   bytes but in the first chunk or so of each group (lone chunks 6.1
+	   bytes a pair, groups of 16 KiB 0.87 of that, of 16 chunks 0.85). */
 	uint64_t lone_b = addr_stream_bytes(lone), grouped_b = addr_stream_bytes(grouped),
 		 big_b = addr_stream_bytes(big);
 	CHECK(lone_b >= 6 * (uint64_t)(n - 2 * STEPS)); /* 3 bytes a free, 3 the allocation after */
@@ -2386,6 +2452,7 @@ int main(void)
 	test_shared_stacks();
 	test_fresh_and_old();
 	test_block_ends();
+	test_free_bases();
 	test_thread_frees();
 	test_chunk_groups();
 	test_group_live();
