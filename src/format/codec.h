@@ -61,6 +61,8 @@
    b) << 1: the delta from the slot's last address (b = 0) or from its
    raw free before the latest (b = 1; docs/trace-format.md, "Addresses"). */
 #define HT__FILE_VERSION_FBASES 14u
+/* Version 14: a group holds up to HT__GROUP_CHUNKS_V14 chunks (16 before). */
+#define HT__FILE_VERSION_GROUP64 14u
 /* Per thread slot, both sides: the addresses of its last two blocks that
    left by a raw code (0: none yet). A column of its own beside the
    slots: in them it cost every event two or three instructions more
@@ -99,6 +101,12 @@ struct ht__raw_frees {
    (HT__FILE_VERSION_FREL); without it, one. */
 #define HT__CHUNK_FREL 0x04u
 #define HT__GROUP_CHUNKS 16u
+/* Since version 14 a group holds at most this many chunks: the collector
+   ends a chunk each second, and under load (a program running slower,
+   the same events in more and smaller chunks) 16 of them ended python's
+   group before its bytes did, and the frees after it were raw (+6 to 8 %
+   of its trace). */
+#define HT__GROUP_CHUNKS_V14 64u
 #define HT__GROUP_BYTES (8u << 20)
 /* A group past HT__GROUP_BYTES goes on up to twice them while at least an
    eighth of its allocations are live and it made fewer than this many

@@ -248,11 +248,11 @@ struct worker {
 	pthread_t th;
 	int started;
 	struct dec d;
-	struct chunk_ref group[HT__GROUP_CHUNKS]; /* the group it claimed */
-	struct batch *free_b;			  /* batches ready to fill */
-	uint32_t nfree;				  /* how many */
-	struct batch *q_head, *q_tail;		  /* filled, in ticket order */
-	pthread_cond_t wake;			  /* half its batches are free again, or stop */
+	struct chunk_ref group[HT__GROUP_CHUNKS_V14]; /* the group it claimed */
+	struct batch *free_b;			      /* batches ready to fill */
+	uint32_t nfree;				      /* how many */
+	struct batch *q_head, *q_tail;		      /* filled, in ticket order */
+	pthread_cond_t wake;			      /* half its batches are free again, or stop */
 	struct batch all[WORKER_BATCHES];
 };
 
@@ -296,6 +296,7 @@ struct ht_reader {
 	int own_first;	       /* version 3: frees count back in own first */
 	unsigned heap_sh;      /* version 10: raw heap address codes count in 16 bytes */
 	int fbases;	       /* version 14: raw free codes may count from a recent raw free */
+	uint32_t group_chunks; /* the most chunks of a group: 16, 64 since version 14 */
 	struct dec d;	       /* decoding on the caller's thread */
 	int in_chunk;	       /* d holds a chunk with events left */
 	struct batch one;      /* d's events, on the caller's thread */
@@ -1499,6 +1500,8 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 	r->own_first = version >= 3;
 	r->heap_sh = version >= HT__FILE_VERSION_GRAIN ? HT__HEAP_GRAIN_SHIFT : 0;
 	r->fbases = version >= HT__FILE_VERSION_FBASES;
+	r->group_chunks =
+	    version >= HT__FILE_VERSION_GROUP64 ? HT__GROUP_CHUNKS_V14 : HT__GROUP_CHUNKS;
 	r->version = version; /* the tables' reading depends on it */
 	r->ts_unit = ht__get_le32(h + 40);
 	if (!r->ts_unit)
@@ -1691,7 +1694,7 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 		return 0;
 	}
 	int cont = (h->flags & HT__CHUNK_CONT) && r->version >= HT__FILE_VERSION_GROUPS;
-	if (cont && (d->cont_seq != h->seq || !h->seq || d->group_n >= HT__GROUP_CHUNKS)) {
+	if (cont && (d->cont_seq != h->seq || !h->seq || d->group_n >= r->group_chunks)) {
 		batch_damage(b, "events chunk continues a group it does not follow", h->seq,
 			     c->off);
 		return 0;
@@ -2501,7 +2504,7 @@ static uint32_t claim_group(struct ht_reader *r, struct chunk_ref *c)
 	uint32_t n = 1;
 	if (r->version < HT__FILE_VERSION_GROUPS)
 		return n;
-	while (n < HT__GROUP_CHUNKS && r->pos < r->events_end) {
+	while (n < r->group_chunks && r->pos < r->events_end) {
 		uint64_t next;
 		const char *why = NULL;
 		if (load_header(r, r->pos, r->events_end, &c[n].h, &next, &why) < 0 ||

@@ -815,7 +815,7 @@ static int flush_events(struct ht__writer *w)
 	   group is full: then every state starts afresh. */
 	w->group_bytes += m.raw_len + m.tsaved;
 	w->tsaved = 0;
-	if (++w->group_chunks < HT__GROUP_CHUNKS && !w->group_full &&
+	if (++w->group_chunks < HT__GROUP_CHUNKS_V14 && !w->group_full &&
 	    (w->group_bytes < w->group_target || group_goes_on(w))) {
 		w->frel_judge = false;
 		w->frel_any = w->frel;

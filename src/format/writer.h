@@ -179,7 +179,7 @@ int ht__writer_set_chunk_size(struct ht__writer *w, uint32_t bytes);
  * Raw payload bytes of the events chunks of a group after which the next
  * chunk starts a new group (default HT__GROUP_BYTES, 8 MiB; up to twice
  * that while an eighth of the group's allocations are live and it made
- * fewer than HT__GROUP_ALLOCS; at most HT__GROUP_CHUNKS chunks a group
+ * fewer than HT__GROUP_ALLOCS; at most HT__GROUP_CHUNKS_V14 chunks a group
  * whatever the bytes). 0: every chunk on its own, as before version 7.
  * Tests and tests/format/recode compare both.
  */

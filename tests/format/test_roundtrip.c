@@ -897,7 +897,7 @@ static uint64_t frel_addr(int k, int i)
  * found its codes shorter with two tag bits; the second group's first
  * keeps that choice), and each free takes a byte: A's first by distance
  * 1, the others one before the previous free, and B's by either form.
- * All events come back exactly, across two groups of 16 chunks. A chunk
+ * All events come back exactly, across two groups of 64 chunks. A chunk
  * 0 flagged by hand reads its first code (distance 1, 3) as the position
  * before A's free position 0, which it never made: damage.
  */
@@ -910,7 +910,12 @@ static void test_relative_frees(void)
 	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
 	if (!w)
 		return;
-	enum { ROUNDS = 20, R = 100, B_FROM = 8, MAXEV = ROUNDS * (2 * R + 2) };
+	enum {
+		ROUNDS = HT__GROUP_CHUNKS_V14 + 4,
+		R = 100,
+		B_FROM = 8,
+		MAXEV = ROUNDS * (2 * R + 2)
+	};
 	static struct ht_event want[MAXEV];
 	int nev = 0, bfrees = 0;
 	for (int k = 0; k < ROUNDS; k++) {
@@ -960,7 +965,7 @@ static void test_relative_frees(void)
 		flagged += (flags[k] & HT__CHUNK_FREL) != 0;
 	CHECK_EQ(flags[0] & HT__CHUNK_FREL, 0);
 	CHECK_EQ(flagged, ROUNDS - 1);
-	CHECK_EQ(flags[HT__GROUP_CHUNKS] & HT__CHUNK_CONT, 0); /* a second group */
+	CHECK_EQ(flags[HT__GROUP_CHUNKS_V14] & HT__CHUNK_CONT, 0); /* a second group */
 	struct ht_reader *r;
 	CHECK_EQ(ht_reader_open(&r, path), 0);
 	if (!r)
@@ -1538,9 +1543,9 @@ static void test_far_addresses(void)
  * events. Written as groups of 16 KiB and as lone chunks, both read back
  * exactly, on the caller's thread and on decoding threads; in groups the
  * frees of blocks of earlier chunks take an index instead of a raw
- * address, and a group holds at most 16 chunks. A chunk that claims to
- * continue a group it does not follow (the first events chunk, or a 17th)
- * is damage.
+ * address, and a group holds at most 64 chunks (version 14; chunks of 2
+ * KiB there, to have more). A chunk that claims to continue a group it
+ * does not follow (the first events chunk, or a 65th) is damage.
  */
 static void test_chunk_groups(void)
 {
@@ -1586,7 +1591,7 @@ static void test_chunk_groups(void)
 		struct ht__trace_meta meta = {.argc = 0};
 		struct ht__writer *w;
 		CHECK_EQ(ht__writer_open(&w, paths[k], &meta), 0);
-		CHECK_EQ(ht__writer_set_chunk_size(w, 4096), 0);
+		CHECK_EQ(ht__writer_set_chunk_size(w, k == 2 ? 2048 : 4096), 0);
 		CHECK_EQ(ht__writer_set_group_size(w, group[k]), 0);
 		uint32_t stacks = 0;
 		for (int i = 0; i < n; i++) {
@@ -1608,7 +1613,7 @@ static void test_chunk_groups(void)
 	/* Lone chunks never continue; groups of 16 KiB go on to 32 KiB, 8
 	   or 9 chunks of 4 KiB (600 live blocks, more than an eighth of a
 	   group's allocations: group_goes_on); groups without a byte limit
-	   stop at 16 chunks. */
+	   stop at 64 chunks. */
 	static long off[3][512];
 	static uint8_t flags[3][512];
 	int nc[3];
@@ -1627,7 +1632,8 @@ static void test_chunk_groups(void)
 		if (k == 1)
 			CHECK(longest >= 8 && longest <= 9 && heads >= nc[k] / 9);
 		if (k == 2)
-			CHECK(longest == 16 && heads == (nc[k] + 15) / 16);
+			CHECK(nc[k] > (int)HT__GROUP_CHUNKS_V14 &&
+			      longest == (int)HT__GROUP_CHUNKS_V14 && heads == (nc[k] + 63) / 64);
 	}
 	/* The frees of blocks about 300 allocations back (600 events: about
 	   1.2 chunks of 4 KiB) reach an earlier chunk: as lone chunks each
@@ -1635,20 +1641,21 @@ static void test_chunk_groups(void)
 	   64 blocks from the thread's recent frees; as is each allocation,
 	   1.3 MB from the block freed before it); in groups an index of 2
 	   bytes but in the first chunk or so of each group (lone chunks 6.1
-	   bytes a pair, groups of 16 KiB 0.87 of that, of 16 chunks 0.85). */
+	   bytes a pair, groups of 16 KiB 0.87 of that, of 64 chunks of 2
+	   KiB 0.84). */
 	uint64_t lone_b = addr_stream_bytes(lone), grouped_b = addr_stream_bytes(grouped),
 		 big_b = addr_stream_bytes(big);
 	CHECK(lone_b >= 6 * (uint64_t)(n - 2 * STEPS)); /* 3 bytes a free, 3 the allocation after */
 	CHECK(grouped_b * 100 < lone_b * 95);
 	CHECK(big_b * 100 < lone_b * 88);
-	/* Damage: the first events chunk says it continues; the 17th (a new
-	   group's first) says it continues a group that has 16 already. */
+	/* Damage: the first events chunk says it continues; the 65th (a new
+	   group's first) says it continues a group that has 64 already. */
 	const char *why = "continues a group it does not follow";
 	for (int c = 0; c < 2; c++) {
 		char cmd[700];
 		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", big, bad);
 		CHECK_EQ(system(cmd), 0);
-		set_chunk_flags(bad, off[2][c ? 16 : 0], HT__CHUNK_CONT);
+		set_chunk_flags(bad, off[2][c ? HT__GROUP_CHUNKS_V14 : 0], HT__CHUNK_CONT);
 		check_group_read(bad, "0", ev2, n, why);
 		check_group_read(bad, "3", ev2, n, why);
 	}
