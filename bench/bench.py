@@ -139,19 +139,23 @@ def measure(name, argv, env, runs, heaptrail, tmp):
     row = {"name": name, "native": [], "heaptrail": [], "heaptrack": [],
            "ht_trace": None, "hk_trace": None, "error": None, "hk_error": None,
            "cpu": {"native": [], "heaptrail": [], "heaptrack": []}}
-    for i in range(runs):
-        # Interleaved so a slow phase of the machine hits every tool alike.
+    def run_native(i):
         row["native"].append(timed(argv, env, tmp, row["cpu"]["native"]))
-        if heaptrail and not row["error"]:
-            trace = os.path.join(tmp, "run.htr")
-            if os.path.exists(trace):
-                os.unlink(trace)
-            try:
-                row["heaptrail"].append(timed([heaptrail, "record", "-o", trace, "--"] + argv,
-                                              env, tmp, row["cpu"]["heaptrail"]))
-                row["ht_trace"] = trace
-            except RuntimeError as e:
-                row["error"] = str(e)
+
+    def run_heaptrail(i):
+        if not heaptrail or row["error"]:
+            return
+        trace = os.path.join(tmp, "run.htr")
+        if os.path.exists(trace):
+            os.unlink(trace)
+        try:
+            row["heaptrail"].append(timed([heaptrail, "record", "-o", trace, "--"] + argv,
+                                          env, tmp, row["cpu"]["heaptrail"]))
+            row["ht_trace"] = trace
+        except RuntimeError as e:
+            row["error"] = str(e)
+
+    def run_heaptrack(i):
         prefix = os.path.join(tmp, "hk%d" % i)
         try:
             row["heaptrack"].append(timed(["heaptrack", "-o", prefix] + argv, env, tmp,
@@ -164,6 +168,15 @@ def measure(name, argv, env, runs, heaptrail, tmp):
         if row["hk_trace"] and row["hk_trace"] != last and os.path.exists(row["hk_trace"]):
             os.unlink(row["hk_trace"])
         row["hk_trace"] = last
+
+    order = [run_native, run_heaptrail, run_heaptrack]
+    for i in range(runs):
+        # Interleaved so a slow phase of the machine hits every tool alike,
+        # and the order turns by one each run so that no tool always runs
+        # right after another (jq ran 0.13 s slower under the same recorder
+        # right after its native run than second after it: "The method").
+        for k in range(len(order)):
+            order[(i + k) % len(order)](i)
     for k in ("native", "heaptrail", "heaptrack"):
         row[k] = statistics.median(row[k]) if row[k] else None
         row["cpu"][k] = statistics.median(row["cpu"][k]) if row["cpu"][k] else None
@@ -182,13 +195,17 @@ def analysis_row(heaptrail, row, runs, tmp):
     if probe.returncode != 0:
         return None
     ht, hk, ht_rss, hk_rss = [], [], [], []
-    for _ in range(runs):
-        t, m = timed_rss([heaptrail, "analyze", row["ht_trace"], "-stacks"], {}, tmp)
-        ht.append(t)
-        ht_rss.append(m)
-        t, m = timed_rss(["heaptrack_print", "-f", row["hk_trace"]], {}, tmp)
-        hk.append(t)
-        hk_rss.append(m)
+    for i in range(runs):
+        # each tool first on every other run, as in measure()
+        for k in range(2):
+            if (i + k) % 2 == 0:
+                t, m = timed_rss([heaptrail, "analyze", row["ht_trace"], "-stacks"], {}, tmp)
+                ht.append(t)
+                ht_rss.append(m)
+            else:
+                t, m = timed_rss(["heaptrack_print", "-f", row["hk_trace"]], {}, tmp)
+                hk.append(t)
+                hk_rss.append(m)
     return {"heaptrail": statistics.median(ht), "heaptrack": statistics.median(hk),
             "ht_rss": max(ht_rss), "hk_rss": max(hk_rss)}
 
