@@ -285,6 +285,10 @@ static inline uint32_t owner_of(struct ht__life_tracker *t, const struct ht_even
 		     (l->tid == ev->tid && l->func == ev->func && l->from_realloc == from_realloc)))
 			return t->last_owner - 1;
 	}
+	/* A process's first owner gives it its count of live blocks (an owner
+	   of it found again, it has one). */
+	if (ht__vec_grow_zero(&t->per_proc, (size_t)ev->process + 1) < 0)
+		return NO_ID;
 	struct owner o = {ev->heap, ev->process, ev->tid, ev->func, (uint8_t)from_realloc};
 	if (t->no_caller)
 		o = (struct owner){.heap = ev->heap, .process = ev->process};
@@ -712,8 +716,7 @@ static inline uint32_t end_entry(struct ht__life_tracker *t, const struct page *
 {
 	uint32_t site = site_at(t, p, i);
 	t->st.live_count--;
-	if (p->process < t->per_proc.len)
-		t->per_proc.v[p->process]--;
+	t->per_proc.v[p->process]--; /* its block's owner_of() made it */
 	t->st.live_bytes -= t->sites.v[site].size;
 	if (t->on_end && (!t->unfreed_only || at_exit || ts == HT_TS_NEVER))
 		report_end(t, p, i, ts, by_realloc, at_exit);
@@ -777,8 +780,6 @@ void ht__life_free_block(struct ht__life_tracker *t, const struct ht_event *ev, 
 
 int ht__life_alloc(struct ht__life_tracker *t, const struct ht_event *ev, int from_realloc)
 {
-	if (ht__vec_grow_zero(&t->per_proc, (size_t)ev->process + 1) < 0)
-		return HT_ERR_NOMEM;
 	uint32_t oid = owner_of(t, ev, from_realloc);
 	uint32_t sid = oid == NO_ID ? NO_ID : site_take(t, oid, ev->stack, ev->size);
 	if (sid == NO_ID)
