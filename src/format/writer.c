@@ -19,7 +19,9 @@
 #include <unistd.h>
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode (ZSTD_LEVEL_HUF) */
 #include <zstd.h>
+#ifdef __SSE2__
 #include <emmintrin.h>
+#endif
 
 #include "format/codec.h"
 
@@ -1546,6 +1548,7 @@ static inline int ring_find(const uint64_t *ring, uint64_t addr)
 	_Static_assert(HT__RING_DEPTH == 16, "ring_find looks at 16 places");
 	if (ring[0] == addr)
 		return 0;
+#ifdef __SSE2__
 	__m128i a = _mm_set1_epi64x((long long)addr);
 #define RING_EQ(k) _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(ring + (k))), a)
 	__m128i lo = _mm_packs_epi16(_mm_packs_epi32(RING_EQ(0), RING_EQ(2)),
@@ -1556,6 +1559,12 @@ static inline int ring_find(const uint64_t *ring, uint64_t addr)
 	uint32_t m = (uint32_t)_mm_movemask_epi8(lo) | (uint32_t)_mm_movemask_epi8(hi) << 16;
 	m &= m >> 1 & 0x55555555u;
 	return m ? __builtin_ctz(m) >> 1 : -1;
+#else
+	for (int k = 1; k < HT__RING_DEPTH; k++)
+		if (ring[k] == addr)
+			return k;
+	return -1;
+#endif
 }
 
 /* A new block: a recently freed address of its size class, or raw. */
