@@ -314,29 +314,26 @@ __attribute__((target("bmi2,popcnt"))) static size_t split_pext(const uint8_t *i
 	return i;
 }
 
-/* Whether the CPU has BMI2 (and with it the pext of Haswell and later). */
+/* Whether pext is fast here: BMI2 on Intel (Haswell and later) or AMD
+   from Zen 3 (family 19h). Zen 1 and 2 run it in microcode, about 250
+   cycles: there, and on any other CPU, the split goes a byte at a time. */
 static int has_pext(void)
 {
 	static int known; /* 1 + the answer */
 	if (!known) {
 		__builtin_cpu_init();
-		known = 1 + !!__builtin_cpu_supports("bmi2");
+		known = 1 + (__builtin_cpu_supports("bmi2") &&
+			     (__builtin_cpu_is("intel") || __builtin_cpu_is("amdfam19h")));
 	}
 	return known - 1;
 }
 #endif
 
-size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *lo, uint8_t *hi)
+/* The split a byte at a time of in[i..len) into lo's bytes from l and
+   hi's from h (first: in[i] starts a varint); the first plane's length. */
+static size_t split_bytes(const uint8_t *in, size_t len, size_t i, unsigned first,
+			  const uint8_t *lo, uint8_t *l, uint8_t *h)
 {
-	uint8_t *l = lo, *h = hi;
-	size_t i = 0;
-	unsigned first = 1; /* in[i] starts a varint */
-#if defined(__x86_64__) && defined(__GNUC__)
-	if (len >= 8 && has_pext()) {
-		i = split_pext(in, len, &l, &h);
-		first = !(in[i - 1] & 0x80);
-	}
-#endif
 	while (i < len) {
 		if (first && i + 8 <= len && eight_firsts(in + i)) {
 			memcpy(l, in + i, 8); /* the common run of one-byte varints */
@@ -353,6 +350,23 @@ size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *lo, uint8_t *hi)
 		first = !(b & 0x80);
 	}
 	return (size_t)(l - lo);
+}
+
+size_t ht__planes_split_plain(const uint8_t *in, size_t len, uint8_t *lo, uint8_t *hi)
+{
+	return split_bytes(in, len, 0, 1, lo, lo, hi);
+}
+
+size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *lo, uint8_t *hi)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (len >= 8 && has_pext()) {
+		uint8_t *l = lo, *h = hi;
+		size_t i = split_pext(in, len, &l, &h);
+		return split_bytes(in, len, i, !(in[i - 1] & 0x80), lo, l, h);
+	}
+#endif
+	return split_bytes(in, len, 0, 1, lo, lo, hi);
 }
 
 /* Joins the planes lo[0..nlo) and hi[0..nhi) into out; 0, or -1 when they do

@@ -168,6 +168,9 @@ enum ht__stream {
    bytes each); returns the length of the first plane (that of the second
    is len minus it). */
 size_t ht__planes_split(const uint8_t *in, size_t len, uint8_t *lo, uint8_t *hi);
+/* The same a byte at a time, as it is done where pext is slow or absent
+   (the tests compare both). */
+size_t ht__planes_split_plain(const uint8_t *in, size_t len, uint8_t *lo, uint8_t *hi);
 
 /*
  * Parses the stream table at the start of an events chunk's payload

@@ -2256,8 +2256,9 @@ static size_t planes_ref(const uint8_t *in, size_t len, uint8_t *lo, uint8_t *hi
 	return nlo;
 }
 
-/* ht__planes_split (eight bytes at a time where the CPU can) against the
-   byte-at-a-time split: varints of 1 to 10 bytes in runs of each length
+/* ht__planes_split (eight bytes at a time where the CPU has a fast pext)
+   and ht__planes_split_plain (a byte at a time, as elsewhere) against a
+   plain split: varints of 1 to 10 bytes in runs of each length
    and mixed, and any bytes at all, cut at every length up to 300. */
 static void test_planes_split(void)
 {
@@ -2279,11 +2280,15 @@ static void test_planes_split(void)
 			n = (size_t)(ht__put_varint(in + n, v) - in);
 		}
 		for (size_t len = 0; len <= 300; len++) {
-			memset(lo, 0, len), memset(hi, 0, len);
-			size_t nlo = ht__planes_split(in + n - len, len, lo, hi);
 			size_t rnlo = planes_ref(in + n - len, len, rlo, rhi);
-			CHECK_EQ(nlo, rnlo);
-			CHECK(!memcmp(lo, rlo, nlo) && !memcmp(hi, rhi, len - nlo));
+			for (int plain = 0; plain < 2; plain++) {
+				memset(lo, 0, len), memset(hi, 0, len);
+				size_t nlo = plain
+						 ? ht__planes_split_plain(in + n - len, len, lo, hi)
+						 : ht__planes_split(in + n - len, len, lo, hi);
+				CHECK_EQ(nlo, rnlo);
+				CHECK(!memcmp(lo, rlo, nlo) && !memcmp(hi, rhi, len - nlo));
+			}
 		}
 	}
 }
