@@ -22,6 +22,8 @@ static const char usage_text[] =
     "                      file, pids, events, events_lost, buffers, buffer_size,\n"
     "                      buffers_used, crashes_unreported (crashes of a flight\n"
     "                      recorder the crash table had no room for: no window),\n"
+    "                      crash_windows, crash_windows_failed (crash windows\n"
+    "                      written, and not written: see the listing or stop),\n"
     "                      daemon_pid, ifeo, lossy\n"
     "  -h, --help          show this help\n"
     "\n"
