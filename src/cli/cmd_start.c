@@ -17,6 +17,7 @@
 #include "cli/opt.h"
 #include "control/ctl.h"
 #include "heaptrail/control.h"
+#include "session/symbolize.h"
 
 static const char usage_text[] =
     "usage: heaptrail start NAME [-o FILE] [--pid PID...] [--stacks LIST]\n"
@@ -321,5 +322,14 @@ int cmd_start(int argc, char **argv)
 		fprintf(stderr, "heaptrail: session '%s' started (%u process%s%s); trace: '%s'\n",
 			name, npids, npids == 1 ? "" : "es",
 			(props.flags & HT_TRACE_IFEO) ? ", IFEO programs join" : "", props.file);
+	/* The daemon symbolizes at the stop, as this process would now: say it
+	   while there is time to install libdw (stop says it again). */
+	const char *no_dw = quiet ? NULL : ht__symbolizer_missing();
+	if (no_dw)
+		warning(
+		    "%s; frames the symbol cache lacks will have no symbols in the trace unless "
+		    "it is installed before 'heaptrail stop %s' ('heaptrail symbolize' adds them "
+		    "later)",
+		    no_dw, name);
 	return 0;
 }

@@ -602,9 +602,10 @@ def symbolize_no_libdw(env):
 @case
 def symbolize_no_libdw_start(env):
     """A `heaptrail start` session whose daemon cannot load libdw (hidden as
-    in symbolize-no-libdw) writes its trace without symbols, and stop says
-    so as record does: the package to install and that symbolize adds the
-    symbols later. Outside, symbolize adds them."""
+    in symbolize-no-libdw) writes its trace without symbols; start warns
+    while there is time to install it, and stop says so as record does: the
+    package to install and that symbolize adds the symbols later. Outside,
+    symbolize adds them."""
     if shutil.which("unshare") is None:
         raise Skip("no unshare")
     lib = libdw_path()
@@ -620,7 +621,7 @@ def symbolize_no_libdw_start(env):
               '"$P" <"$T/in" >"$T/out" &\n'
               'exec 3>"$T/in" 4<"$T/out"\n'
               'echo a >&3; read x <&4\n'
-              '"$H" start "$N" --pid $! -o "$T/start.htr" -q; echo "start=$?"\n'
+              '"$H" start "$N" --pid $! -o "$T/start.htr"; echo "start=$?"\n'
               'echo a >&3; read x <&4\n'
               '"$H" stop "$N" -q; echo "stop=$?"\n'
               'exec 3>&-; wait $!; echo "pulse=$?"\n')
@@ -633,10 +634,13 @@ def symbolize_no_libdw_start(env):
     equal([l for l in out.split() if "=" in l], ["start=0", "stop=0", "pulse=0"],
           "exits (%s)" % err)
     lines = [l for l in err.splitlines() if "libdw.so.1" in l]
-    equal(len(lines), 1, "one warning, from stop: %r" % err)
-    check("install the Debian package libdw1" in lines[0], "names the package: %r" % lines[0])
-    check("'heaptrail symbolize %s' adds them" % trace in lines[0],
-          "stop says how to add the symbols: %r" % lines[0])
+    equal(len(lines), 2, "two warnings, from start and stop: %r" % err)
+    for l in lines:
+        check("install the Debian package libdw1" in l, "names the package: %r" % l)
+    check("before 'heaptrail stop %s'" % name in lines[0], "start says when to install it: %r"
+          % lines[0])
+    check("'heaptrail symbolize %s' adds them" % trace in lines[-1],
+          "stop says how to add the symbols: %r" % lines[-1])
     pulses_in(env, trace, 1, "the session's trace")
     check("pulse!pulse" not in analyze_stacks(env, trace), "no function names without libdw")
     again = os.path.join(env.tmp, "again.htr")
