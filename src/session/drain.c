@@ -658,10 +658,13 @@ static void heap_down(struct ht__session *s, uint32_t n, uint32_t i)
 	}
 }
 
-/* Bytes of records (about 36) the merge hands to ht__translate_span() at
+/* Bytes of records (about 9) the merge hands to ht__translate_span() at
    most: within reach of the look ahead's hints, which a run of thousands of
-   records (one ring) would leave far behind. */
-#define SPAN_BYTES 1024u
+   records (one ring) would leave far behind. The hints go once per span:
+   at 1024 bytes, 36 prefetches at once into jq's map of a million blocks
+   made them twice as costly as in batches of about 9 (docs/performance.md,
+   "The collector's merge, session 24"). */
+#define SPAN_BYTES 256u
 
 /*
  * How far the merge looks ahead in a slot's records: the addresses of the
