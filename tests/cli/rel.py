@@ -557,6 +557,19 @@ def libdw_path():
     return None
 
 
+def no_libdw_setup(env):
+    """For the cases that hide libdw in a private mount namespace: libdw's
+    path (skips without unshare or libdw) and an empty symbol cache."""
+    if shutil.which("unshare") is None:
+        raise Skip("no unshare")
+    lib = libdw_path()
+    if not lib:
+        raise Skip("ldconfig does not list libdw.so.1")
+    empty = os.path.join(env.tmp, "empty-cache")
+    os.mkdir(empty)
+    return lib, empty
+
+
 @case
 def symbolize_no_libdw(env):
     """libdw is opened only to symbolize: hidden (a private mount namespace
@@ -565,14 +578,8 @@ def symbolize_no_libdw(env):
     the package to install, and symbolize refuses with the same words.
     Outside, symbolize adds the symbols: the same analyze -stacks as a trace
     recorded with libdw."""
-    if shutil.which("unshare") is None:
-        raise Skip("no unshare")
-    lib = libdw_path()
-    if not lib:
-        raise Skip("ldconfig does not list libdw.so.1")
+    lib, empty = no_libdw_setup(env)
     want = analyze_stacks(env, small_trace(env, "with"))
-    empty = os.path.join(env.tmp, "empty-cache")
-    os.mkdir(empty)
     script = ('mount --bind /dev/null "$L" || exit 77\n'
               '"$H" record -o "$T/bare.htr" -- "$P"; echo "record=$?"\n'
               '"$H" analyze "$T/bare.htr" -stacks >"$T/bare.txt"; echo "analyze=$?"\n'
@@ -606,13 +613,7 @@ def symbolize_no_libdw_start(env):
     while there is time to install it, and stop says so as record does: the
     package to install and that symbolize adds the symbols later. Outside,
     symbolize adds them."""
-    if shutil.which("unshare") is None:
-        raise Skip("no unshare")
-    lib = libdw_path()
-    if not lib:
-        raise Skip("ldconfig does not list libdw.so.1")
-    empty = os.path.join(env.tmp, "empty-cache")
-    os.mkdir(empty)
+    lib, empty = no_libdw_setup(env)
     name = "nodw-%d" % os.getpid()
     # pulse answers each 'a' with "ok" after 100 malloc(777)/free pairs: one
     # before the attach (main runs), one traced.
