@@ -185,7 +185,7 @@ struct amap_ent {
 	uint32_t cls : 7; /* ht__size_class of the block */
 };
 _Static_assert(HT__MAX_SLOTS <= 4096 && HT__RING_CLASSES <= 128, "amap_ent bit fields");
-static void amap_release(struct ht__writer *w, struct amap_ent *m, uint32_t n);
+static void amap_release(struct ht__writer *w, struct amap_ent *m);
 
 /* An events chunk handed to its compression: the header's fields that
    encoding decides (the rest is the compression's). */
@@ -1220,9 +1220,8 @@ static struct amap_ent *amap_region_new(size_t bytes)
 	return m;
 }
 
-static void amap_release(struct ht__writer *w, struct amap_ent *m, uint32_t n)
+static void amap_release(struct ht__writer *w, struct amap_ent *m)
 {
-	(void)n;
 	if (m && m == w->amap_region) {
 		munmap(m, w->amap_region_bytes);
 		w->amap_region = NULL;
@@ -1371,7 +1370,7 @@ static int amap_grow(struct ht__writer *w)
 		*e = old[i];
 		e->gen = 1;
 	}
-	amap_release(w, old, old_size);
+	amap_release(w, old);
 	if (rbytes) {
 		w->amap_region = m;
 		w->amap_region_bytes = rbytes;
@@ -2360,7 +2359,7 @@ void ht__writer_abort(struct ht__writer *w)
 		ht__buf_release(&w->st[i]);
 		ht__buf_release(&w->job_st[i]);
 	}
-	amap_release(w, w->amap, w->amap_size);
+	amap_release(w, w->amap);
 	free(w->rings);
 	free(w->rawf);
 	ht__own_release(w->own, w->slots_cap);
