@@ -1219,6 +1219,32 @@ static void test_fresh_and_old(void)
    FRESH. With R of 2, 3 and 15 (codes 19, 20 and 32, the last one a code
    names) every address comes back exact and, after the first R, costs
    one byte; with 16 regions they are raw, far apart, several bytes. */
+/* n allocations at times 1..n, the i-th of size class i % R carved in turn
+   from that class's region (base + class << 20), each right after the
+   previous block of its class: R interleaved runs of adjacent blocks.
+   Returns n. */
+static int put_region_allocs(struct ht_event *evs, int n, int R, uint64_t base, uint32_t pid,
+			     uint32_t tid)
+{
+	uint64_t next[32];
+	CHECK(R <= 32);
+	for (int k = 0; k < R; k++)
+		next[k] = base + ((uint64_t)k << 20);
+	for (int i = 0; i < n; i++) {
+		int k = i % R;
+		uint64_t size = 24 + 16 * (uint64_t)k;
+		evs[i] = (struct ht_event){.type = HT_EV_ALLOC,
+					   .func = HT_FN_MALLOC,
+					   .pid = pid,
+					   .tid = tid,
+					   .ts = (uint64_t)i + 1,
+					   .addr = next[k],
+					   .size = size};
+		next[k] += ht__chunk_size(size);
+	}
+	return n;
+}
+
 static void test_block_ends(void)
 {
 	static const int regions[] = {2, 3, 15, 16};
@@ -1229,21 +1255,7 @@ static void test_block_ends(void)
 		test_path(path, sizeof(path), name);
 		enum { N = 1700 };
 		static struct ht_event evs[N];
-		uint64_t next[17];
-		for (int k = 0; k < R; k++)
-			next[k] = 0x7f0000000000ull + ((uint64_t)k << 20);
-		for (int i = 0; i < N; i++) {
-			int k = i % R;
-			uint64_t size = 24 + 16 * (uint64_t)k;
-			evs[i] = (struct ht_event){.type = HT_EV_ALLOC,
-						   .func = HT_FN_MALLOC,
-						   .pid = 2,
-						   .tid = 2,
-						   .ts = (uint64_t)i + 1,
-						   .addr = next[k],
-						   .size = size};
-			next[k] += ht__chunk_size(size);
-		}
+		put_region_allocs(evs, N, R, 0x7f0000000000ull, 2, 2);
 		write_events(path, evs, N);
 		check_read_back(path, evs, N, RB_SIZE | RB_TS);
 		uint64_t addr_bytes = addr_stream_bytes(path);
@@ -1393,29 +1405,14 @@ static void test_free_bases(void)
 		test_path(path, sizeof(path), name);
 		enum { N = 2000 };
 		static struct ht_event evs[2 * N];
-		uint64_t next[8];
-		for (int k = 0; k < R; k++)
-			next[k] = 0x7f4000000000ull + ((uint64_t)k << 20);
-		int n = 0;
-		for (int i = 0; i < N; i++) {
-			int k = i % R;
-			uint64_t size = 24 + 16 * (uint64_t)k;
-			evs[n++] = (struct ht_event){.type = HT_EV_ALLOC,
-						     .func = HT_FN_MALLOC,
-						     .pid = 5,
-						     .tid = 50,
-						     .ts = (uint64_t)n + 1,
-						     .addr = next[k],
-						     .size = size};
-			next[k] += ht__chunk_size(size);
-		}
-		for (int i = 0; i < N; i++)
-			evs[n++] = (struct ht_event){.type = HT_EV_FREE,
-						     .func = HT_FN_FREE,
-						     .pid = 5,
-						     .tid = 50,
-						     .ts = (uint64_t)n + 1,
-						     .addr = evs[i].addr};
+		int n = put_region_allocs(evs, N, R, 0x7f4000000000ull, 5, 50);
+		for (int i = 0; i < N; i++, n++)
+			evs[n] = (struct ht_event){.type = HT_EV_FREE,
+						   .func = HT_FN_FREE,
+						   .pid = 5,
+						   .tid = 50,
+						   .ts = (uint64_t)n + 1,
+						   .addr = evs[i].addr};
 		struct ht__trace_meta meta = {.argc = 0};
 		struct ht__writer *w;
 		CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
