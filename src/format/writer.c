@@ -1291,14 +1291,22 @@ static void amap_remove(struct ht__writer *w, struct amap_ent *e)
 }
 
 /* The address map grows once a quarter full while it is smaller than
-   AMAP_HINT_SLOTS (in the cache, where short probes pay), from there once
-   half full: every map is fresh memory, which the kernel clears as it is
-   first written. jq's map reached 128 MiB (256 MiB cleared in all: at
-   times 13 % of the whole run's samples in clear_page_erms;
-   docs/performance.md, "The collector's merge, session 23"). */
+   AMAP_SPARSE_SLOTS (4 MiB), from there once half full: every map is
+   fresh memory, which the kernel clears as it is first written. jq's map
+   reached 128 MiB (256 MiB cleared in all: at times 13 % of the whole
+   run's samples in clear_page_erms; docs/performance.md, "The collector's
+   merge, session 23"). Short probes pay more than a small map up to a
+   few MiB: a free's removal walks its probe chain to the first empty
+   slot, which at half full is often on the next cache line, one the
+   hints did not load. alloc_loop with 8 threads (32 768 live blocks)
+   half full in 1 MiB, quarter full in 2 MiB: the collector's main thread
+   6 % faster in the second (docs/performance.md, "The writer, session
+   25"). */
+#define AMAP_SPARSE_SLOTS 262144u
+
 static inline bool amap_full(const struct ht__writer *w)
 {
-	uint64_t need = (uint64_t)(w->amap_live + 1) * (w->amap_size < AMAP_HINT_SLOTS ? 4 : 2);
+	uint64_t need = (uint64_t)(w->amap_live + 1) * (w->amap_size < AMAP_SPARSE_SLOTS ? 4 : 2);
 	return need > w->amap_size;
 }
 
