@@ -42,9 +42,7 @@ static __attribute__((noinline)) void *malloc_traced(struct ht__thread *t, size_
 	ht__real_call(t);
 	void *p = ht__real.malloc(size);
 	ht__real_done(t);
-	int e = ht__errno_get();
-	ht__rec_alloc(t, HT_FN_MALLOC, p, size);
-	ht__errno_set(e);
+	ht__rec_alloc_keep(t, HT_FN_MALLOC, p, size);
 	ht__leave(t);
 	return p;
 }
@@ -79,6 +77,8 @@ static __attribute__((noinline)) void free_traced(struct ht__thread *t, void *p)
 		/* Snapshot mode keeps errno itself: only its cold paths call
 		   out (snapshot.c). */
 		ht__snap_free(t, p);
+	} else if (HT_LIKELY(!ht__g.sample_rate)) {
+		ht__ring_free(t, HT_FN_FREE, p); /* keeps errno (rec_heap.h) */
 	} else {
 		int e = ht__errno_get();
 		ht__rec_free(t, HT_FN_FREE, p);
@@ -122,9 +122,7 @@ static __attribute__((noinline)) void *calloc_traced(struct ht__thread *t, size_
 	ht__real_call(t);
 	void *p = ht__real.calloc(n, size);
 	ht__real_done(t);
-	int e = ht__errno_get();
-	ht__rec_alloc(t, HT_FN_CALLOC, p, total);
-	ht__errno_set(e);
+	ht__rec_alloc_keep(t, HT_FN_CALLOC, p, total);
 	ht__leave(t);
 	return p;
 }
@@ -281,9 +279,7 @@ HT_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 		ht__real_call(t);                                                                  \
 		void *p = ht__real.name args;                                                      \
 		ht__real_done(t);                                                                  \
-		int e = ht__errno_get();                                                           \
-		ht__rec_alloc(t, FN, p, size);                                                     \
-		ht__errno_set(e);                                                                  \
+		ht__rec_alloc_keep(t, FN, p, size);                                                \
 		ht__leave(t);                                                                      \
 		return p;                                                                          \
 	}

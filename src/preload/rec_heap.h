@@ -10,6 +10,27 @@
 
 #include "internal.h"
 
+/*
+ * The ring's side of ht__put_alloc() (not snapshot mode). It leaves errno
+ * as it was: its inline part only loads and stores, and the calls it may
+ * make, a stack that needs a walk (ht__stack_capture) or a ring without
+ * room (ht__rec_room), keep errno themselves. So the hottest hooks need
+ * not save it around the record when neither sampling nor snapshot mode,
+ * whose cold paths may not keep it, is on (ht__rec_alloc_keep).
+ */
+static inline __attribute__((always_inline)) void
+ht__ring_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
+{
+	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);
+	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_begin(
+	    t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack);
+	if (HT_LIKELY(r != NULL)) {
+		r->addr = (uint64_t)(uintptr_t)p;
+		r->size = size;
+		ht__rec_commit(t);
+	}
+}
+
 /* Always inlined: an allocation's record is the hot path, and a call
    would add a frame for the stack capture to walk past. */
 static inline __attribute__((always_inline)) void ht__put_alloc(struct ht__thread *t, unsigned func,
@@ -20,14 +41,7 @@ static inline __attribute__((always_inline)) void ht__put_alloc(struct ht__threa
 			ht__snap_alloc_at(t, p, size, ht__stack_for(t, HT_STK_ALLOC));
 		return;
 	}
-	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);
-	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_begin(
-	    t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack);
-	if (HT_LIKELY(r != NULL)) {
-		r->addr = (uint64_t)(uintptr_t)p;
-		r->size = size;
-		ht__rec_commit(t);
-	}
+	ht__ring_alloc(t, func, p, size);
 }
 
 static inline void ht__put_realloc(struct ht__thread *t, unsigned func, void *old, void *p,
@@ -56,6 +70,19 @@ static inline void ht__put_realloc(struct ht__thread *t, unsigned func, void *ol
 	}
 }
 
+/* The ring's side of ht__put_free(): keeps errno as ht__ring_alloc() does. */
+static inline __attribute__((always_inline)) void ht__ring_free(struct ht__thread *t, unsigned func,
+								void *p)
+{
+	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
+	struct ht__rec_free *r =
+	    (struct ht__rec_free *)ht__rec_begin(t, HT_REC_FREE, func, sizeof *r, stack);
+	if (HT_LIKELY(r != NULL)) {
+		r->addr = (uint64_t)(uintptr_t)p;
+		ht__rec_commit(t);
+	}
+}
+
 /* Always inlined too: the free hook's record, on the hot path. */
 static inline __attribute__((always_inline)) void ht__put_free(struct ht__thread *t, unsigned func,
 							       void *p)
@@ -64,13 +91,7 @@ static inline __attribute__((always_inline)) void ht__put_free(struct ht__thread
 		ht__snap_free(t, p);
 		return;
 	}
-	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
-	struct ht__rec_free *r =
-	    (struct ht__rec_free *)ht__rec_begin(t, HT_REC_FREE, func, sizeof *r, stack);
-	if (HT_LIKELY(r != NULL)) {
-		r->addr = (uint64_t)(uintptr_t)p;
-		ht__rec_commit(t);
-	}
+	ht__ring_free(t, func, p);
 }
 
 /*
@@ -112,6 +133,23 @@ static inline __attribute__((always_inline)) void ht__rec_alloc(struct ht__threa
 {
 	if (HT_LIKELY(!p || ht__sample_keep(t, (uint64_t)(uintptr_t)p, size)))
 		ht__put_alloc(t, func, p, size);
+}
+
+/*
+ * ht__rec_alloc() for a hook that leaves errno as the real call set it: the
+ * record keeps errno by itself unless sampling or snapshot mode is on
+ * (ht__ring_alloc); then it is saved around it here.
+ */
+static inline __attribute__((always_inline)) void
+ht__rec_alloc_keep(struct ht__thread *t, unsigned func, void *p, uint64_t size)
+{
+	if (HT_LIKELY(!ht__g.sample_rate && ht__g.snap == NULL)) {
+		ht__ring_alloc(t, func, p, size);
+		return;
+	}
+	int e = ht__errno_get();
+	ht__rec_alloc(t, func, p, size);
+	ht__errno_set(e);
 }
 
 /* old -> p of size; p NULL with a size is a failure that kept old. */

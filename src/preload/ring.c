@@ -488,7 +488,9 @@ int ht__make_room(struct ht__thread *t, uint32_t len)
 	}
 }
 
-uint64_t ht__rec_room(struct ht__thread *t, uint32_t len)
+/* Keeps errno: the hottest hooks leave it to the record (rec_heap.h,
+   ht__ring_alloc), whose waits and claims here make system calls. */
+static uint64_t rec_room(struct ht__thread *t, uint32_t len)
 {
 	if (HT_UNLIKELY(t->watch_wait) && !t->map_hook)
 		ht__thread_watch(t);
@@ -519,6 +521,14 @@ uint64_t ht__rec_room(struct ht__thread *t, uint32_t len)
 	   end, and no look at read_pos below the cached limit. */
 	uint64_t end = (pos | ht__g.ring_mask) + 1 - 16;
 	t->fast = t->watch_wait ? 0 : end < t->limit ? end : t->limit;
+	return pos;
+}
+
+uint64_t ht__rec_room(struct ht__thread *t, uint32_t len)
+{
+	int e = errno;
+	uint64_t pos = rec_room(t, len);
+	errno = e;
 	return pos;
 }
 
