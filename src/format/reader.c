@@ -22,6 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "format/codec.h"
 #include "format/notes.h"
@@ -2236,6 +2239,21 @@ static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const c
 		      func_alloc = (uint8_t)ht__default_func(HT_EV_ALLOC);
 	uint64_t ts = d->prev_ts;
 	int rc = 0;
+#ifdef __SSE2__
+	/* An event's type, func, flags, process, pid and tid (its first 16
+	   bytes), the same for every FREE and for every ALLOC of the run. */
+	_Static_assert(
+	    offsetof(struct ht_event, pid) == 8 && offsetof(struct ht_event, tid) == 12 &&
+		offsetof(struct ht_event, ts) == 16 && offsetof(struct ht_event, module) == 28 &&
+		offsetof(struct ht_event, old_size) == 64 && offsetof(struct ht_event, fd) == 80 &&
+		sizeof(struct ht_event) == 96 && sizeof(void *) == 8,
+	    "heap_run() stores an event's fields in 16-byte pieces");
+	const __m128i head_free =
+			  _mm_set_epi32(tid, pid, (int)process, HT_EV_FREE | func_free << 8),
+		      head_alloc =
+			  _mm_set_epi32(tid, pid, (int)process, HT_EV_ALLOC | func_alloc << 8),
+		      zero = _mm_setzero_si128();
+#endif
 	/* The record's head and mask byte, but the head's stack bit: one of
 	   these two, or the run ends. */
 	const unsigned plain_free = HT__REC_SAME | HT_EV_FREE | HT__F_ADDR << 8,
@@ -2275,6 +2293,20 @@ static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const c
 			rc = HT_ERR_CORRUPT;
 			break;
 		}
+#ifdef __SSE2__
+		/* Nine stores instead of seventeen: the first 16 bytes made once
+		   per run, the last 32 zero, stack and module as one word. */
+		_mm_storeu_si128((__m128i *)ev, type == HT_EV_FREE ? head_free : head_alloc);
+		ev->ts = ts * unit;
+		uint64_t stack_module = stack; /* module 0 above it (little-endian) */
+		memcpy(&ev->stack, &stack_module, sizeof(stack_module));
+		ev->heap = 0;
+		ev->addr = addr;
+		ev->size = size;
+		ev->old_addr = 0;
+		_mm_storeu_si128((__m128i *)&ev->old_size, zero);
+		_mm_storeu_si128((__m128i *)&ev->fd, zero);
+#else
 		ev->type = (uint8_t)type;
 		ev->func = type == HT_EV_FREE ? func_free : func_alloc;
 		ev->flags = 0;
@@ -2292,6 +2324,7 @@ static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const c
 		ev->prot = ev->mflags = 0;
 		ev->fd = ev->value = 0;
 		ev->name = NULL;
+#endif
 		ev++;
 	}
 	op->p = p;
