@@ -453,6 +453,10 @@ static inline uint64_t ht__get_varint(struct ht__cur *c)
 	}
 	if (c->hi)
 		return ht__get_varint_planes(c);
+	if (c->end - p >= 2 && p[1] < 0x80) { /* two bytes: sizes, raw addresses */
+		c->p = p + 2;
+		return (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+	}
 	uint64_t v = 0;
 	for (unsigned shift = 0; shift < 64; shift += 7) {
 		if (p >= c->end) {
