@@ -741,8 +741,8 @@ static inline __attribute__((always_inline)) uint32_t ht__stack_for(struct ht__t
  * go with room before the reader and at least 16 bytes left before the end
  * of the ring (so no PAD is due); anything else is ht__rec_room() (ring.c).
  */
-static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type, unsigned func,
-					    uint32_t len, uint32_t stack)
+static inline struct ht__rec *ht__rec_open(struct ht__thread *t, unsigned type, unsigned func,
+					   uint32_t len, uint32_t stack, uint64_t *next)
 {
 	uint64_t pos = t->wpos;
 	if (HT_UNLIKELY(pos + len > t->fast) && (pos = ht__rec_room(t, len)) == UINT64_MAX)
@@ -755,7 +755,7 @@ static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type,
 			(uint64_t)(uint16_t)len << 16 | (uint64_t)stack << 32;
 	memcpy(r, &head, sizeof head);
 	r->ts = ht__stamp(type == HT_REC_FREE || type == HT_REC_HEAP_FREE);
-	t->next = pos + len;
+	*next = pos + len;
 	/* Counted for the exit note (constant folded: type is a constant). */
 	if (type - HT_REC_ALLOC <= HT_REC_HEAP_FREE - HT_REC_ALLOC)
 		atomic_store_explicit(&ring->events,
@@ -764,14 +764,36 @@ static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type,
 	return r;
 }
 
-/* Publishes the record started by ht__rec_begin() to the collector. */
-static inline void ht__rec_commit(struct ht__thread *t)
+/*
+ * Publishes a record started by ht__rec_open(), which ends at next, to the
+ * collector. The hot paths (rec_heap.h) keep next in a register, where the
+ * record's stores (which may alias the thread's state) made t->next a
+ * store and a load more per event.
+ */
+static inline void ht__rec_close(struct ht__thread *t, uint64_t next)
 {
 	struct ht__ring *ring = t->ring;
-	uint64_t next = t->next;
 	t->wpos = next;
 	atomic_store_explicit(&ring->write_pos, next, memory_order_release);
 	atomic_store_explicit(&ring->busy, 0, memory_order_relaxed);
+}
+
+/* ht__rec_open() keeping where the record ends in t->next, for
+   ht__rec_commit(). */
+static inline struct ht__rec *ht__rec_begin(struct ht__thread *t, unsigned type, unsigned func,
+					    uint32_t len, uint32_t stack)
+{
+	uint64_t next;
+	struct ht__rec *r = ht__rec_open(t, type, func, len, stack, &next);
+	if (HT_LIKELY(r != NULL))
+		t->next = next;
+	return r;
+}
+
+/* Publishes the record started by ht__rec_begin() to the collector. */
+static inline void ht__rec_commit(struct ht__thread *t)
+{
+	ht__rec_close(t, t->next);
 }
 
 #endif

@@ -22,12 +22,13 @@ static inline __attribute__((always_inline)) void
 ht__ring_alloc(struct ht__thread *t, unsigned func, void *p, uint64_t size)
 {
 	uint32_t stack = ht__stack_for(t, HT_STK_ALLOC);
-	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_begin(
-	    t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack);
+	uint64_t next;
+	struct ht__rec_alloc *r = (struct ht__rec_alloc *)ht__rec_open(
+	    t, p ? HT_REC_ALLOC : HT_REC_ALLOC_FAIL, func, sizeof *r, stack, &next);
 	if (HT_LIKELY(r != NULL)) {
 		r->addr = (uint64_t)(uintptr_t)p;
 		r->size = size;
-		ht__rec_commit(t);
+		ht__rec_close(t, next);
 	}
 }
 
@@ -75,11 +76,12 @@ static inline __attribute__((always_inline)) void ht__ring_free(struct ht__threa
 								void *p)
 {
 	uint32_t stack = ht__stack_for(t, HT_STK_FREE);
+	uint64_t next;
 	struct ht__rec_free *r =
-	    (struct ht__rec_free *)ht__rec_begin(t, HT_REC_FREE, func, sizeof *r, stack);
+	    (struct ht__rec_free *)ht__rec_open(t, HT_REC_FREE, func, sizeof *r, stack, &next);
 	if (HT_LIKELY(r != NULL)) {
 		r->addr = (uint64_t)(uintptr_t)p;
-		ht__rec_commit(t);
+		ht__rec_close(t, next);
 	}
 }
 
