@@ -1966,7 +1966,7 @@ static __attribute__((noinline)) uint32_t capture_long(struct ht__thread *t, str
  * program's stack: by the hook inline (ht__stack_for) once it came twice,
  * here (same_stack) before that; the rest is capture_long().
  */
-static uint32_t stack_capture(struct ht__thread *t, const uintptr_t *fp)
+uint32_t ht__stack_capture(struct ht__thread *t, const uintptr_t *fp)
 {
 	if (HT_UNLIKELY(atomic_load_explicit(&ht__dlclosing, memory_order_relaxed)))
 		ht__modules_refresh(0); /* a stack table of unloaded code must go first */
@@ -1989,17 +1989,6 @@ static uint32_t stack_capture(struct ht__thread *t, const uintptr_t *fp)
 		}
 	}
 	return capture_long(t, sc, loc0);
-}
-
-/* Keeps errno (the walk, a new stack's record, a module scan make system
-   calls): the hottest hooks leave it to the record (rec_heap.h,
-   ht__ring_alloc). Called only once the state is READY (errno_off set). */
-uint32_t ht__stack_capture(struct ht__thread *t, const uintptr_t *fp)
-{
-	int e = ht__errno_get();
-	uint32_t id = stack_capture(t, fp);
-	ht__errno_set(e);
-	return id;
 }
 
 struct ht__range {
