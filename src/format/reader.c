@@ -2258,7 +2258,12 @@ static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const c
 	   these two, or the run ends. */
 	const unsigned plain_free = HT__REC_SAME | HT_EV_FREE | HT__F_ADDR << 8,
 		       plain_alloc = HT__REC_SAME | HT_EV_ALLOC | (HT__F_SIZE | HT__F_ADDR) << 8;
-	while (ev < full && end - p >= 2) {
+	/* Each event of the run takes two bytes of the operations: the run
+	   ends at stop at the latest (one test an event instead of two). */
+	struct ht_event *stop =
+	    ev + ((size_t)(end - p) / 2 < (size_t)(full - ev) ? (size_t)(end - p) / 2
+							      : (size_t)(full - ev));
+	while (ev < stop) {
 		unsigned head = p[0], key = (head | (unsigned)p[1] << 8) & ~HT__REC_STACK;
 		if (key != plain_free && key != plain_alloc)
 			break;
