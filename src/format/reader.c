@@ -2235,6 +2235,7 @@ static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const c
 	const int32_t pid = sl->pid, tid = sl->tid;
 	const uint64_t unit = r->ts_unit;
 	const int pred = r->version >= HT__FILE_VERSION_STACKPRED;
+	const int look_ahead = !d->frel && r->own_first; /* the chunk's, read once */
 	const uint8_t func_free = (uint8_t)ht__default_func(HT_EV_FREE),
 		      func_alloc = (uint8_t)ht__default_func(HT_EV_ALLOC);
 	uint64_t ts = d->prev_ts;
@@ -2290,7 +2291,7 @@ static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const c
 			}
 			addr = alloc_addr_in(r, d, a, si, size, cls, 0);
 			bad = t->bad | st->bad | z->bad | a->bad;
-			if (!d->frel && r->own_first)
+			if (look_ahead)
 				prefetch_next_free(d, f, si);
 		}
 		if (bad) {
