@@ -52,11 +52,12 @@
    the whole time (docs/performance.md, "Does the program wait for the
    collector?"). */
 #define MERGE_BUDGET (128u << 10)
-/* A ring is drained while its slot holds fewer records than this many
-   ring sizes, and, if its slot holds a quarter of a ring or more, while
+/* In a lossy session (the partial drain below is for lossless ones), a
+   ring is drained while its slot holds fewer records than this many ring
+   sizes, and, if its slot holds a quarter of a ring or more, while
    all the slots together hold fewer: past it the collector is behind, and
-   its writer waits for room as before instead of the slots growing
-   without bound. A slot left so is merged down to its last record's
+   its writer drops what does not fit (counted) instead of the slots
+   growing without bound. A slot left so is merged down to its last record's
    stamp (the merge stops there), below a quarter of a ring: a ring whose
    slot holds less is always drained, or the merge could stop for good at
    a slot it cannot empty (all slots left, each down to records stamped
@@ -65,6 +66,16 @@
    merge budget), merged so long after it was copied that it had left the
    cache (docs/performance.md, "The address map with many live blocks"). */
 #define SLOT_RINGS 2
+/* In a lossless session a drain copies a ring's records into its slot only
+   up to its share of half a ring among the rings that hold records, whole
+   records; the rest stays in the ring (docs/session-protocol.md, "The
+   partial drain"). Slots of a ring size or more (1-3 MiB a busy thread)
+   were memory touched for the first time (3 300 of the collector's 3 826
+   page faults with 8 threads) and, with one thread, slid 88 MB of records
+   in a 4 M-event run (docs/performance.md, "The collector's drain and
+   merge, session 25"). A share of at least this: a record of any length
+   fits a slot that holds nothing. */
+#define SLOT_MIN 65536u
 
 static inline void cpu_relax(void)
 {
@@ -112,15 +123,18 @@ static int slot_append(struct ht__slot *sl, const void *rec, uint32_t len)
  * the copy out of the ring and the walks were a fifth of the collector's
  * main thread (docs/performance.md, "The collector's merge, session 23").
  * at_end: the piece ends at the ring's end, where fewer bytes than a
- * record header are padding. Returns 0, 1 after a record that cannot be
+ * record header are padding. At most *limit bytes are appended (whole
+ * records; *limit is lowered by what was), and *took says how many bytes
+ * of the piece were taken: the rest starts with the record that did not
+ * fit (the partial drain). Returns 0, 1 after a record that cannot be
  * (counted; the rest of the ring is skipped), or a negative error.
  */
 static int take_records(struct ht__session *s, struct ht__slot *sl, const uint8_t *p, uint32_t n,
-			bool at_end)
+			bool at_end, uint32_t *limit, uint32_t *took)
 {
-	/* Pads are left out: n bytes at most, and 32 of slack for the last
-	   record's fixed-size copy. */
-	int rc = slot_room(sl, n + 32);
+	/* Pads are left out: n bytes at most (*limit if less), and 32 of slack
+	   for the last record's fixed-size copy. */
+	int rc = slot_room(sl, (n < *limit ? n : *limit) + 32);
 	if (rc < 0)
 		return rc;
 	const struct ht__tsc *c = &s->tsc;
@@ -130,12 +144,14 @@ static int take_records(struct ht__session *s, struct ht__slot *sl, const uint8_
 	if (tsc && c->pending && n >= sizeof(struct ht__rec) && (rc = ht__clock_ready(s)) < 0)
 		return rc;
 	const uint8_t *q = p, *end = p + n;
-	uint8_t *dst = sl->buf + sl->tail;
+	uint8_t *dst = sl->buf + sl->tail, *const dst0 = dst;
+	const uint32_t allowed = *limit;
 	uint64_t records = 0, last = sl->last_ts;
 	/* The clock segment of the last tick converted, [lo, hi): the ticks
 	   that fall on it (nearly all) are converted here, without a call. */
 	uint64_t lo = 0, hi = 0, base = 0, mult = 0;
 	int bad = 0;
+	bool full = false;
 	while (q < end) {
 		size_t room = (size_t)(end - q);
 		if (room < sizeof(struct ht__rec) && at_end)
@@ -147,9 +163,15 @@ static int take_records(struct ht__session *s, struct ht__slot *sl, const uint8_
 			bad = 1;
 			break;
 		}
-		q += len;
-		if (in->type == HT_REC_PAD)
+		if (in->type == HT_REC_PAD) {
+			q += len;
 			continue;
+		}
+		if ((size_t)(dst - dst0) + len > allowed) {
+			full = true; /* the rest stays in the ring for the next pass */
+			break;
+		}
+		q += len;
 		records++;
 		struct ht__rec *rec = (struct ht__rec *)dst;
 		if (len <= 32 && (size_t)(end - (const uint8_t *)in) >= 32) {
@@ -193,9 +215,13 @@ static int take_records(struct ht__session *s, struct ht__slot *sl, const uint8_
 			}
 		}
 	}
+	*limit = allowed - (uint32_t)(dst - dst0);
 	sl->tail = (uint32_t)(dst - sl->buf);
 	sl->last_ts = last;
 	s->stats.records += records;
+	/* The bytes of the piece taken: up to the record that did not fit,
+	   else all of it (a padded end, or skipped as corrupt). */
+	*took = full ? (uint32_t)(q - p) : n;
 	return bad;
 }
 
@@ -537,12 +563,14 @@ static bool ring_owner_dead(struct ht__session *s, uint32_t i)
 }
 
 /*
- * Copy everything committed in ring i into its slot and give the space back
- * to the writer. *wm is lowered to the last timestamp of a ring whose writer
- * stays busy: the record it is writing may be stamped that early.
+ * Copy what is committed in ring i into its slot and give the space back
+ * to the writer: everything, or while capped in a lossless session up to
+ * part_bytes pending in the slot (the partial drain). *wm is lowered to
+ * the last timestamp of a ring whose writer stays busy (the record it is
+ * writing may be stamped that early) or that keeps records not taken.
  */
 static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owner_dead, bool capped,
-		      uint64_t *pending)
+		      uint32_t part_bytes, uint64_t *pending)
 {
 	struct ht__ring *r = ht__ring_at(s, i);
 	struct ht__slot *sl = &s->slots[i];
@@ -559,7 +587,14 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 	uint64_t w = atomic_load_explicit(&r->write_pos, memory_order_acquire);
 	uint64_t pos = atomic_load_explicit(&r->read_pos, memory_order_relaxed), start = pos;
 	uint32_t held = sl->tail - sl->head;
-	if (capped && sl->bound &&
+	const bool part = capped && !(s->cfg.flags & HT_SHM_LOSSY);
+	/* The bytes this drain may append: a slot whose records all share its
+	   last stamp (the merge can take none of them) takes a part more. */
+	uint32_t limit = !part				    ? UINT32_MAX
+			 : held < part_bytes		    ? part_bytes - held
+			 : slot_head(sl)->ts == sl->last_ts ? part_bytes
+							    : 0;
+	if (capped && !part && sl->bound &&
 	    (held >= SLOT_RINGS * size || (held >= size / 4 && *pending >= SLOT_RINGS * size))) {
 		/* Behind on this ring: what it holds is stamped after the slot's
 		   last record, so the merge stops there, and the next tick comes
@@ -584,21 +619,35 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 	}
 	/* At most two pieces: up to the ring's end, then from its start. */
 	while (pos < w) {
-		uint32_t off = (uint32_t)(pos & mask);
+		uint32_t off = (uint32_t)(pos & mask), took;
 		uint32_t piece = w - pos < size - off ? (uint32_t)(w - pos) : size - off;
-		int rc = take_records(s, sl, data + off, piece, off + piece == size);
+		int rc = take_records(s, sl, data + off, piece, off + piece == size, &limit, &took);
 		if (rc < 0)
 			return rc;
-		if (rc > 0)
+		if (rc > 0) {
+			pos = w;
 			break;
-		pos += piece;
+		}
+		pos += took;
+		if (took < piece)
+			break;
 	}
-	atomic_store_explicit(&r->read_pos, w, memory_order_release);
+	atomic_store_explicit(&r->read_pos, pos, memory_order_release);
 	*pending += (sl->tail - sl->head) - held;
-	if (w - start > s->drained_max)
-		s->drained_max = w - start; /* the next tick comes before it fills */
-	if (w - start > size / 2)
+	/* The next tick comes before it fills: what its writer wrote since the
+	   last drain, taken or not. */
+	uint64_t wrote = w - (sl->seen_w > w || sl->seen_w < start ? start : sl->seen_w);
+	sl->seen_w = w;
+	if (wrote > s->drained_max)
+		s->drained_max = wrote;
+	if (w - start > size / 2 && w - pos <= size / 2)
 		s->room_made = true; /* its writer may wait for room */
+	if (pos < w) {
+		/* Left in the ring: stamped at or after the slot's last record. */
+		s->behind = true;
+		if (sl->last_ts < *wm)
+			*wm = sl->last_ts;
+	}
 	/* A writer busy at the same place for a second was stopped (SIGSTOP, a
 	   debugger): waiting for it would hold every other ring's events back
 	   in memory, so the merge goes on without it. */
@@ -631,6 +680,7 @@ static void free_ring(struct ht__session *s, uint32_t i)
 	sl->clock = HT_CLOCK_MONO;
 	sl->head = sl->tail = 0;
 	sl->last_ts = 0;
+	sl->seen_w = 0;
 	atomic_store_explicit(&r->state, HT_RING_FREE, memory_order_release);
 }
 
@@ -838,9 +888,20 @@ static int drain_all(struct ht__session *s, uint64_t *wm, bool check_dead, bool 
 {
 	int in_use = 0;
 	uint64_t pending = 0; /* bytes of records the slots hold */
-	uint32_t reached = ht__rings_reached(s->hdr, s->ring_count);
-	for (uint32_t i = 0; i < reached; i++)
-		pending += s->slots[i].tail - s->slots[i].head;
+	uint32_t reached = ht__rings_reached(s->hdr, s->ring_count), busy = 0;
+	for (uint32_t i = 0; i < reached; i++) {
+		const struct ht__slot *sl = &s->slots[i];
+		const struct ht__ring *r = ht__ring_at(s, i);
+		pending += sl->tail - sl->head;
+		busy += sl->tail != sl->head ||
+			atomic_load_explicit(&r->write_pos, memory_order_relaxed) !=
+			    atomic_load_explicit(&r->read_pos, memory_order_relaxed);
+	}
+	/* The partial drain's share of each ring that has records: half a
+	   ring among them (SLOT_MIN at least). */
+	uint32_t part_bytes = s->ring_size / 2 / (busy ? busy : 1);
+	if (part_bytes < SLOT_MIN)
+		part_bytes = SLOT_MIN;
 	for (uint32_t i = 0; i < reached; i++) {
 		struct ht__ring *r = ht__ring_at(s, i);
 		uint32_t st = atomic_load_explicit(&r->state, memory_order_acquire);
@@ -853,7 +914,7 @@ static int drain_all(struct ht__session *s, uint64_t *wm, bool check_dead, bool 
 		    owner_thread_gone(s, i))
 			sl->thread_dead = true;
 		dead = dead || sl->thread_dead;
-		int rc = drain_ring(s, i, wm, dead, !final && !s->finishing, &pending);
+		int rc = drain_ring(s, i, wm, dead, !final && !s->finishing, part_bytes, &pending);
 		if (rc < 0)
 			return rc;
 		in_use++;

@@ -115,6 +115,7 @@ struct ht__slot {
 	uint32_t head, tail, cap;
 	uint32_t hinted;  /* bytes after head the merge has looked ahead at (merge()) */
 	uint64_t last_ts; /* ts of the last record copied */
+	uint64_t seen_w;  /* the ring's write_pos at the last drain */
 	int32_t pid, tid;
 	uint32_t instance;
 	uint32_t proc;	    /* process id + 1, 0 until resolved */
@@ -165,7 +166,7 @@ struct ht__session {
 	uint64_t drain_ns;     /* when the rings were last drained */
 	uint64_t drained_max;  /* the most bytes one ring gave that drain */
 	double fill_rate;      /* bytes per ns the fastest ring fills (tick_period) */
-	bool behind;	       /* a ring was left undrained: its slot is full */
+	bool behind;	       /* a ring was left undrained, or partly (the partial drain) */
 	bool room_made;	       /* a ring more than half full drained, or one freed */
 	uint64_t merged;       /* records the merge has taken */
 	uint64_t merged_to;    /* every record stamped before it is merged */

@@ -3,7 +3,8 @@
  * the shared file's header, time order across rings by the watermark, PAD
  * records, reclaiming rings of released threads and dead processes, the first
  * exit report winning, module/frame/stack translation and lost counts, the
- * sink flushed about once a second, images replaced by an untraced program.
+ * sink flushed about once a second, images replaced by an untraced program,
+ * the partial drain.
  * Events are caught by a sink of our own, so no trace file is involved.
  */
 #define _GNU_SOURCE
@@ -39,6 +40,8 @@ struct cap {
 	uint32_t stack_n[16];
 	uint32_t nstacks;
 	int order_errors;
+	uint32_t all;	  /* events written, past MAXEV too */
+	uint64_t last_ts; /* of the last one */
 	int bad_defs;
 	uint32_t proc_starts;
 	/* Addresses hinted by the merge's look ahead and not yet written, and
@@ -109,8 +112,9 @@ static int c_stack(void *ctx, uint32_t id, const uint32_t *frames, uint32_t n)
 static int c_event(void *ctx, const struct ht_event *ev, const struct ht_process *p)
 {
 	struct cap *c = ctx;
-	if (c->nev && ev->ts < c->ev[c->nev - 1].ts)
+	if (c->all++ && ev->ts < c->last_ts)
 		c->order_errors++;
+	c->last_ts = ev->ts;
 	if ((ev->type == HT_EV_PROCESS_START || ev->type == HT_EV_PROCESS_EXEC) != (p != NULL))
 		c->bad_defs++;
 	if (p)
@@ -151,12 +155,13 @@ static const struct ht__sink flush_sink = {c_module, c_frame, c_stack, c_event,	
 
 static char tmpdir[64];
 
-static struct ht__session *new_session(struct cap *c, uint32_t flags, uint32_t rings, bool reap)
+static struct ht__session *new_session_sized(struct cap *c, uint32_t flags, uint32_t rings,
+					     bool reap, uint32_t ring_size)
 {
 	struct ht__session_config cfg = HT__SESSION_CONFIG_INIT;
 	struct ht__session *s;
 	cfg.dir = tmpdir;
-	cfg.ring_size = 4096;
+	cfg.ring_size = ring_size;
 	cfg.ring_count = rings;
 	cfg.flags = flags;
 	cfg.reap_children = reap;
@@ -171,6 +176,11 @@ static struct ht__session *new_session(struct cap *c, uint32_t flags, uint32_t r
 	/* Tests stamp records from t0 on; let the clock move past them. */
 	usleep(20000);
 	return s;
+}
+
+static struct ht__session *new_session(struct cap *c, uint32_t flags, uint32_t rings, bool reap)
+{
+	return new_session_sized(c, flags, rings, reap, 4096);
 }
 
 /* Events of one type, in order. */
@@ -330,6 +340,88 @@ static void test_order_and_watermark(void)
 	CHECK_EQ(c->ev[before].addr, 0x4000);
 	CHECK_EQ(ht__session_stats(s)->corrupt, 0);
 	CHECK_EQ(ht__session_stats(s)->late, 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/* Ticks until n events are written (at most 200), then the session's end. */
+static void tick_until(struct ht__session *s, struct cap *c, uint32_t n)
+{
+	for (int k = 0; k < 200 && c->all < n; k++)
+		CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->all, n);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	CHECK_EQ(c->all, n);
+}
+
+/*
+ * The partial drain (docs/session-protocol.md): with 256 KiB rings and two
+ * of them busy, a drain takes 64 KiB of each and leaves the rest in the
+ * ring; the merge goes on over the passes, in order and whole. A ring whose
+ * records share one stamp past what a pass takes still moves on. A lossy
+ * session drains whole rings.
+ */
+static void test_partial_drain(void)
+{
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session_sized(c, 0, 2, false, 256 << 10);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t pid = getpid();
+	uint64_t t = ht__session_t0(s) + 1000;
+	CHECK(fake_claim(&f, 0, pid, pid, 7) == 0);
+	CHECK(fake_claim(&f, 1, pid, pid + 1, 7) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, 0, 7, "/bin/part") == 0);
+	/* 6000 allocations of 32 bytes a ring (192 000 bytes), interleaved. */
+	for (uint32_t i = 0; i < 6000; i++) {
+		CHECK(fake_alloc(&f, 0, t + 10 + 2 * i, 0x100000 + i, 1, 0) == 0);
+		CHECK(fake_alloc(&f, 1, t + 11 + 2 * i, 0x200000 + i, 2, 0) == 0);
+	}
+	CHECK_EQ(ht__session_tick(s), 0);
+	/* The rings keep what the first pass did not take. */
+	for (uint32_t r = 0; r < 2; r++) {
+		uint64_t w = atomic_load(&fake_ring(&f, r)->write_pos);
+		uint64_t rd = atomic_load(&fake_ring(&f, r)->read_pos);
+		CHECK(rd > 0 && w - rd >= 100000);
+	}
+	CHECK(c->all > 0 && c->all < 12001);
+	tick_until(s, c, 12001);
+	CHECK_EQ(c->order_errors, 0);
+	for (uint32_t k = 1; k < c->nev; k++)
+		CHECK_EQ(c->ev[k].addr, (k % 2 ? 0x100000 : 0x200000) + (k - 1) / 2);
+	CHECK_EQ(ht__session_stats(s)->corrupt, 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+
+	/* One stamp for 3000 records (96 000 bytes) of ring 0, then ring 1's. */
+	s = new_session_sized(c, 0, 2, false, 256 << 10);
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	t = ht__session_t0(s) + 1000;
+	CHECK(fake_claim(&f, 0, pid, pid, 8) == 0);
+	CHECK(fake_claim(&f, 1, pid, pid + 1, 8) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, 0, 8, "/bin/same") == 0);
+	for (uint32_t i = 0; i < 3000; i++)
+		CHECK(fake_alloc(&f, 0, t + 50, 0x300000 + i, 3, 0) == 0);
+	CHECK(fake_alloc(&f, 1, t + 51, 0x400000, 4, 0) == 0);
+	tick_until(s, c, 3002);
+	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(c->ev[3001].addr, 0x400000);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+
+	s = new_session_sized(c, HT_SHM_LOSSY, 2, false, 256 << 10);
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	t = ht__session_t0(s) + 1000;
+	CHECK(fake_claim(&f, 0, pid, pid, 9) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, 0, 9, "/bin/lossy") == 0);
+	for (uint32_t i = 0; i < 6000; i++)
+		CHECK(fake_alloc(&f, 0, t + 10 + i, 0x500000 + i, 5, 0) == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(atomic_load(&fake_ring(&f, 0)->read_pos),
+		 atomic_load(&fake_ring(&f, 0)->write_pos));
+	tick_until(s, c, 6001);
+	CHECK_EQ(c->order_errors, 0);
 	munmap(f.map, f.size);
 	ht__session_destroy(s);
 	free(c);
@@ -1030,6 +1122,7 @@ int main(void)
 	test_garbage();
 	test_flush_period();
 	test_untraced_exec();
+	test_partial_drain();
 	rmdir(tmpdir);
 	if (check_failures)
 		fprintf(stderr, "%d check(s) failed\n", check_failures);
