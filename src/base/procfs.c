@@ -1,6 +1,7 @@
 /*
- * procfs.c - procfs.h: one open-read-close of /proc/PID/stat, and the
- * fields the session reads from it, found by protocol.h's field walk.
+ * procfs.c - procfs.h: one open-read-close of /proc/PID/stat (or of one
+ * thread's), and the fields the session reads from it, found by
+ * protocol.h's field walk.
  */
 #include "base/procfs.h"
 #include "base/protocol.h"
@@ -30,6 +31,22 @@ ssize_t ht__proc_stat_read(int32_t pid, char *buf, size_t len)
 	}
 	buf[n] = 0;
 	return n;
+}
+
+char ht__proc_task_state(int32_t pid, int32_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = ht__proc_stat_state(buf);
+	return p ? *p : 0;
 }
 
 int32_t ht__proc_stat_ppid(const char *buf)

@@ -18,6 +18,14 @@
  */
 ssize_t ht__proc_stat_read(int32_t pid, char *buf, size_t len);
 
+/*
+ * The state letter (field 3) of thread tid of process pid, from
+ * /proc/PID/task/TID/stat: 'R', 'S', 'D', 'T' (stopped by a signal), 't'
+ * (stopped by a tracer), ...; 0 when it cannot be read (gone, or a pid of
+ * another namespace).
+ */
+char ht__proc_task_state(int32_t pid, int32_t tid);
+
 /* The parent's pid (field 4) in the text of /proc/PID/stat; 0 when it
    cannot be parsed. */
 int32_t ht__proc_stat_ppid(const char *buf);

@@ -32,8 +32,10 @@
    which leaves its traced parent time to report what wait() told it. */
 #define GONE_GRACE_NS 50000000ull
 /* How long a writer may stay busy without progress before the merge stops
-   waiting for it. */
+   waiting for it: STUCK_NS when its thread is stopped (SIGSTOP, a
+   debugger), STUCK_MAX_NS when it is not (stuck_writer_stopped()). */
 #define STUCK_NS 1000000000ull
+#define STUCK_MAX_NS 10000000000ull
 /* Processes looked at in /proc per tick (RSS, death). */
 #define PROC_CHECKS_PER_TICK 64
 /* Dead-owner checks of idle rings: every this many ticks. */
@@ -563,6 +565,26 @@ static bool ring_owner_dead(struct ht__session *s, uint32_t i)
 }
 
 /*
+ * Whether the writer of slot sl, busy at the same place for over STUCK_NS,
+ * is taken as stopped, so the merge goes on without it. A thread stopped
+ * by a signal or a tracer ('T', 't') is; so are a zombie and one whose
+ * state cannot be read (gone, another pid namespace). One that is running,
+ * waiting for the CPU or sleeping is inside a call the record spans (a
+ * realloc or munmap is begun before the real call: docs/session-protocol.md,
+ * "Time order") or starved of the CPU by real-time programs: it is waited
+ * for up to STUCK_MAX_NS, since going on would write another thread's
+ * allocation of the block its realloc freed before that realloc
+ * (cli.realloc-stall).
+ */
+static bool stuck_writer_stopped(const struct ht__session *s, const struct ht__slot *sl)
+{
+	if (s->now_ns - sl->stuck_ns > STUCK_MAX_NS)
+		return true;
+	char st = ht__proc_task_state(sl->pid, sl->tid);
+	return st == 'T' || st == 't' || st == 'Z' || st == 'X' || st == 0;
+}
+
+/*
  * Copy what is committed in ring i into its slot and give the space back
  * to the writer: everything, or while capped in a lossless session up to
  * part_bytes pending in the slot (the partial drain). *wm is lowered to
@@ -648,14 +670,14 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 		if (sl->last_ts < *wm)
 			*wm = sl->last_ts;
 	}
-	/* A writer busy at the same place for a second was stopped (SIGSTOP, a
-	   debugger): waiting for it would hold every other ring's events back
-	   in memory, so the merge goes on without it. */
+	/* A writer busy at the same place for a second may be stopped
+	   (SIGSTOP, a debugger): waiting for it would hold every other ring's
+	   events back in memory, so the merge goes on without it. */
 	if (!stuck || w != sl->stuck_pos || !sl->stuck_ns) {
 		sl->stuck_pos = w;
 		sl->stuck_ns = stuck ? s->now_ns : 0;
 	}
-	bool stopped = stuck && s->now_ns - sl->stuck_ns > STUCK_NS;
+	bool stopped = stuck && s->now_ns - sl->stuck_ns > STUCK_NS && stuck_writer_stopped(s, sl);
 	if (stuck && !owner_dead && !stopped && sl->last_ts < *wm)
 		*wm = sl->last_ts;
 	return 0;

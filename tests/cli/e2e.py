@@ -1450,6 +1450,37 @@ def realloc_race_sampled(env):
 
 
 @case
+def realloc_stall(env):
+    """A realloc whose thread stays inside the call for 1.5 s after the real
+    call freed its block (libhtstall.so, between the recorder and libc: as a
+    thread starved of the CPU by real-time programs, or a slow allocator),
+    while another thread's malloc is given that block. The REALLOC record is
+    busy all that time; its thread is not stopped (sleeping, not SIGSTOPped),
+    so the collector waits for it rather than writing the other thread's
+    malloc first: the realloc ends the block before the malloc begins it
+    (session 24: one cli.realloc-race failure under real-time benches)."""
+    trace = os.path.join(env.tmp, "stall.htr")
+    rc, out, err = env.run([env.heaptrail, "record", "-o", trace, "--", env.prog("realloc_stall"), "1500"],
+                           env={"GLIBC_TUNABLES": "glibc.malloc.arena_max=1:glibc.malloc.tcache_count=0:"
+                                                  "glibc.malloc.mmap_threshold=131072"})
+    equal(rc, 0, "record: %s" % err)
+    old, new, got = (int(x, 16) for x in out.split())
+    equal(got, old, "the other thread's malloc got the block the realloc freed")
+    rc, text, err = env.run([env.heaptrail, "dump", "--format", "json", trace])
+    equal(rc, 0, "dump: %s" % err)
+    order = []
+    for line in text.splitlines():
+        e = json.loads(line)
+        if e.get("type") == "realloc" and e.get("old_addr") == old:
+            order.append(("realloc", e["ts"]))
+        elif e.get("type") == "alloc" and e.get("addr") == old:
+            order.append(("alloc", e["ts"]))
+    equal([w for w, _ in order], ["alloc", "realloc", "alloc"],
+          "the block's events in the trace's order (%s)" % order)
+    check(order[1][1] <= order[2][1], "the realloc stamped no later than the malloc after it: %s" % order)
+
+
+@case
 def exit_order_real(env):
     # Real programs: clang++ -fsyntax-only freed 97 blocks (100,880 bytes)
     # from exit handlers older than the recorder's, after its PROCESS_EXIT

@@ -304,8 +304,9 @@ static void test_order_and_watermark(void)
 	CHECK_EQ(c->order_errors, 0);
 	CHECK_EQ(c->unhinted, 0);
 
-	/* A writer that stays busy without progress for over a second (stopped)
-	   no longer holds the others back. */
+	/* A writer that stays busy without progress for over a second, whose
+	   thread's state cannot be read (tid pid + 1 is no thread of ours:
+	   taken as stopped), no longer holds the others back. */
 	atomic_store(&fake_ring(&f, 1)->busy, 1);
 	CHECK(fake_alloc(&f, 1, t + 9000, 0x5000, 6, 0) == 0);
 	CHECK(fake_alloc(&f, 0, t + 9500, 0x5001, 7, 0) == 0);
@@ -422,6 +423,79 @@ static void test_partial_drain(void)
 		 atomic_load(&fake_ring(&f, 0)->write_pos));
 	tick_until(s, c, 6001);
 	CHECK_EQ(c->order_errors, 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/*
+ * A writer busy for over a second is waited for while its thread runs or
+ * sleeps (a realloc is busy across the real call, a thread may be starved
+ * of the CPU: cli.realloc-stall), and no longer once its thread is stopped
+ * (SIGSTOP, a debugger): ring 0 is this thread's, ring 1 a stopped child's.
+ */
+static void test_stuck_writer_state(void)
+{
+	pid_t child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(child > 0);
+	CHECK_EQ(kill(child, SIGSTOP), 0);
+	siginfo_t si;
+	CHECK_EQ(waitid(P_PID, (id_t)child, &si, WSTOPPED | WNOWAIT), 0);
+	struct cap *c = calloc(1, sizeof(*c));
+	struct ht__session *s = new_session(c, 0, 4, false);
+	struct fake f;
+	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	int32_t pid = getpid(), tid = (int32_t)syscall(SYS_gettid);
+	uint64_t t = ht__session_t0(s) + 1000;
+	CHECK(fake_claim(&f, 0, pid, tid, 41) == 0);
+	CHECK(fake_claim(&f, 1, child, child, 42) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, HT_PROC_ROOT, 41, "/bin/runs") == 0);
+	CHECK(fake_process(&f, 1, t + 100, child, pid, HT_PROC_FORK, 42, "/bin/runs") == 0);
+	CHECK(fake_alloc(&f, 0, t + 1000, 0x1000, 1, 0) == 0);
+	CHECK(fake_alloc(&f, 1, t + 1100, 0x2000, 2, 0) == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, 4);
+
+	/* This thread's ring busy: running, it is waited for past a second. */
+	atomic_store(&fake_ring(&f, 0)->busy, 1);
+	CHECK(fake_alloc(&f, 1, t + 2000, 0x2001, 3, 0) == 0);
+	uint32_t before = c->nev;
+	uint64_t first = fake_now();
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before);
+	usleep(1200000);
+	CHECK_EQ(ht__session_tick(s), 0);
+	if (fake_now() - first < 9000000000ull)
+		CHECK_EQ(c->nev, before);
+	else
+		fprintf(stderr, "note: the ticks were 9 s apart; 'still waiting' not checked\n");
+	CHECK(fake_alloc(&f, 0, t + 1500, 0x1001, 4, 0) == 0);
+	atomic_store(&fake_ring(&f, 0)->busy, 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before + 2);
+	CHECK_EQ(c->ev[before].addr, 0x1001);
+	CHECK_EQ(c->ev[before + 1].addr, 0x2001);
+
+	/* The stopped child's ring busy: after a second the merge goes on. */
+	atomic_store(&fake_ring(&f, 1)->busy, 1);
+	CHECK(fake_alloc(&f, 0, t + 3000, 0x1002, 5, 0) == 0);
+	before = c->nev;
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before);
+	usleep(1200000);
+	CHECK_EQ(ht__session_tick(s), 0);
+	CHECK_EQ(c->nev, before + 1);
+	CHECK_EQ(c->ev[before].addr, 0x1002);
+	atomic_store(&fake_ring(&f, 1)->busy, 0);
+	CHECK_EQ(c->order_errors, 0);
+
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
 	munmap(f.map, f.size);
 	ht__session_destroy(s);
 	free(c);
@@ -1110,6 +1184,7 @@ int main(void)
 	}
 	test_header();
 	test_order_and_watermark();
+	test_stuck_writer_state();
 	test_pad_and_wrap();
 	test_runs_ties_and_exact_wrap();
 	test_modules_stacks();
