@@ -45,6 +45,7 @@ struct ht__pass {
 	uint32_t snap_want;		  /* ht__pass_snapshot(): 0 the last */
 	uint32_t snap_got;		  /* the one delivered */
 	uint64_t snap_ts, snap_next_addr; /* its time; synthetic addresses */
+	bool snap_synth;		  /* delivering its blocks (ht__pass_synthetic()) */
 };
 
 static uint32_t default_snapshot;
@@ -165,6 +166,11 @@ uint64_t ht__pass_sample_rate(const struct ht__pass *p)
 uint64_t ht__pass_event_count(const struct ht__pass *p)
 {
 	return p->ev_count;
+}
+
+bool ht__pass_synthetic(const struct ht__pass *p)
+{
+	return p->snap_synth;
 }
 
 /* ---- sampled traces: the one place estimates are made ---- */
@@ -431,6 +437,7 @@ static void snap_blocks(struct ht__pass *p, const struct ht_event *sev)
 			      .ts = sev->ts,
 			      .stack = sev->stack,
 			      .heap = sev->heap};
+	p->snap_synth = true;
 	for (uint64_t i = 0; i < n && !p->err; i++) {
 		ev.size = q + (i < r);
 		ev.addr = p->snap_next_addr;
@@ -440,6 +447,7 @@ static void snap_blocks(struct ht__pass *p, const struct ht_event *sev)
 		if (!p->err)
 			call_event(p, &ev);
 	}
+	p->snap_synth = false;
 }
 
 /* Whether every consumer's .life says so (HT_PASS_LIFE_UNFREED, HT_PASS_LIFE_NO_TS,

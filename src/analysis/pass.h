@@ -45,6 +45,7 @@
 #ifndef HT_ANALYSIS_PASS_H
 #define HT_ANALYSIS_PASS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "analysis/commit.h"
@@ -188,6 +189,11 @@ uint64_t ht__pass_sample_rate(const struct ht__pass *p);
  * sampled. Counting calls, add this instead of 1.
  */
 uint64_t ht__pass_event_count(const struct ht__pass *p);
+
+/* Whether the event .event is given is one of a heap snapshot's synthetic
+   blocks (ht__pass_snapshot()), which the trace does not hold: counting
+   the trace's events, leave it out. */
+bool ht__pass_synthetic(const struct ht__pass *p);
 
 /* Events read so far. */
 uint64_t ht__pass_events(const struct ht__pass *p);

@@ -175,9 +175,11 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 	if ((ev->type == HT_EV_ALLOC || ev->type == HT_EV_REALLOC) &&
 	    ht__temp_event(r->temp, ev) < 0)
 		return HT_ERR_NOMEM;
-	if (ev->type < HT_EV__COUNT)
-		s->events[ev->type]++;
-	s->event_count++;
+	if (!ht__pass_synthetic(p)) { /* a snapshot's blocks are not the trace's */
+		if (ev->type < HT_EV__COUNT)
+			s->events[ev->type]++;
+		s->event_count++;
+	}
 	s->last_ts = ev->ts;
 	int rc = reserve(r, ev->process);
 	if (rc < 0)
