@@ -548,6 +548,31 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 	return 0;
 }
 
+/*
+ * At the end: the processes the last merge made known (procs from known
+ * on). Their start was stamped too late for the merge before check_procs
+ * (a process attached and dead within a millisecond, or one held back by a
+ * busy ring), so nobody looked whether they died: one that did ends in the
+ * trace (ht__translate_finish), with the crash it reported
+ * (sessions.ring-crash: no window without its end).
+ */
+static int look_at_new_procs(struct ht__session *s, uint32_t known, uint64_t now)
+{
+	for (uint32_t i = known; i < s->nprocs; i++) {
+		struct ht__proc *p = s->procs[i];
+		bool gone;
+		if (p->dead || p->replaced || read_rss(p->pid) > 0 || !pid_dead(p->pid, &gone))
+			continue;
+		p->dead = true;
+		if (gone)
+			p->gone_ns = now;
+		int rc = held_exit(s, p, gone, now);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* Is the process owning ring i dead (so that nothing more will come)? */
 static bool ring_owner_dead(struct ht__session *s, uint32_t i)
 {
@@ -1213,9 +1238,12 @@ int ht__session_finish(struct ht__session *s, bool symbolize, ht__progress_fn pr
 	/* Everything committed is in the rings now but for a writer caught in
 	   the middle of a record; drain_ring waits for those a little. */
 	uint64_t wm = UINT64_MAX;
+	uint32_t known = s->nprocs;
 	if ((rc = drain_all(s, &wm, true, true)) < 0)
 		return rc;
 	if ((rc = merge(s, UINT64_MAX, UINT64_MAX)) < 0)
+		return rc;
+	if ((rc = look_at_new_procs(s, known, now)) < 0)
 		return rc;
 	if (s->cfg.flags & HT_SHM_CRASHES)
 		take_crashes(s); /* of processes the last merge made known */
