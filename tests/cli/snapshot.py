@@ -515,16 +515,25 @@ def record_pid(env):
 
 def periodic_snapshots(env, what):
     """The trace's snapshots, checked as taken every 50 ms (--snapshot-interval 50ms)
-    and one more at the end: at least 4, numbered from 1, in time order."""
+    and one more at the end: numbered from 1, in time order, at least 3
+    periodic ones, none before its time, mostly 50 ms apart.
+    The collector takes snapshot k at the first tick at or after the
+    trace's start + k x 50 ms, skipping the times it missed: a collector
+    held off the CPU (session 24: 420 ms, by real-time benches on the
+    machine) takes the next one late and then keeps the schedule, so the
+    i-th periodic snapshot is never before (i + 1) x 50 ms, and the gaps'
+    median stays near 50 ms where their mean does not."""
     snaps = snapshots(env)
-    check(len(snaps) >= 4, "%s: %d" % (what, len(snaps)))
     equal([s["number"] for s in snaps], list(range(1, len(snaps) + 1)), "numbers")
     ts = [s["ts_ns"] for s in snaps]
     equal(ts, sorted(ts), "snapshot times in order")
     # The last is the one at the end; the program's exit has one of its own.
     periodic = [s["ts_ns"] for s in snaps[:-1] if not s["exit_pid"]]
-    gap = (periodic[-1] - periodic[0]) / (len(periodic) - 1)
-    check(40e6 <= gap <= 200e6, "periodic snapshots about 50 ms apart: %s" % ts)
+    check(len(periodic) >= 3, "%s: %d periodic: %s" % (what, len(periodic), ts))
+    early = [(i, t) for i, t in enumerate(periodic) if t < (i + 1) * 50e6]
+    equal(early, [], "periodic snapshots before their time (%s)" % ts)
+    gaps = sorted(b - a for a, b in zip(periodic, periodic[1:]))
+    check(gaps[len(gaps) // 2] <= 100e6, "periodic snapshots mostly 50 ms apart: %s" % ts)
     return snaps
 
 
@@ -533,7 +542,7 @@ def interval(env):
     p = env.popen([env.ht, "record", "--snapshot", "--snapshot-interval", "50ms", "-q", "-o", env.trace,
                    "--", env.prog, "phases"])
     expect_line(p, "1")
-    time.sleep(0.3)
+    time.sleep(0.8)  # about 16 periodic snapshots
     p.stdin.write(b"go\n")
     p.stdin.flush()
     expect_line(p, "2")
@@ -559,7 +568,7 @@ def start_interval(env):
         prog.stdin.write(b"go\n")
         prog.stdin.flush()
         expect_line(prog, "held")
-        time.sleep(0.4)
+        time.sleep(1)  # about 20 periodic snapshots while the blocks are held
         env.run(["stop", "snap"])
         prog.stdin.write(b"go\n")
         prog.stdin.flush()
