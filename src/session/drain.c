@@ -466,6 +466,15 @@ static int held_exit(struct ht__session *s, struct ht__proc *p, bool gone, uint6
 		   : self_exit(s, p->pid, HT_EXIT_CODE, p->held_value, now);
 }
 
+/* p, alive until now, is found dead (gone: not even a zombie). */
+static int found_dead(struct ht__session *s, struct ht__proc *p, bool gone, uint64_t now)
+{
+	p->dead = true;
+	if (gone)
+		p->gone_ns = now;
+	return held_exit(s, p, gone, now);
+}
+
 /*
  * Look at the live traced processes: sample their RSS, and notice when one
  * died (its rings can then be drained to the end and freed) or exec'd into
@@ -499,10 +508,7 @@ static int check_procs(struct ht__session *s, uint64_t now, uint32_t budget)
 			} else if (!p->dead) {
 				int64_t rss = read_rss(p->pid);
 				if (rss <= 0 && pid_dead(p->pid, &gone)) {
-					p->dead = true;
-					if (gone)
-						p->gone_ns = now;
-					int rc = held_exit(s, p, gone, now);
+					int rc = found_dead(s, p, gone, now);
 					if (rc < 0)
 						return rc;
 				} else if (rss > 0 && s->cfg.sample_rss && !p->exited &&
@@ -563,10 +569,7 @@ static int look_at_new_procs(struct ht__session *s, uint32_t known, uint64_t now
 		bool gone;
 		if (p->dead || p->replaced || read_rss(p->pid) > 0 || !pid_dead(p->pid, &gone))
 			continue;
-		p->dead = true;
-		if (gone)
-			p->gone_ns = now;
-		int rc = held_exit(s, p, gone, now);
+		int rc = found_dead(s, p, gone, now);
 		if (rc < 0)
 			return rc;
 	}

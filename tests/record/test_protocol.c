@@ -428,6 +428,17 @@ static void test_partial_drain(void)
 	free(c);
 }
 
+/* A session of four rings, the recorder's view of it in f, and *t a time
+   20 ms ago (below the watermark). */
+static struct ht__session *four_fake_rings(struct cap **c, struct fake *f, uint64_t *t)
+{
+	*c = calloc(1, sizeof(**c));
+	struct ht__session *s = new_session(*c, 0, 4, false);
+	CHECK(fake_open(f, ht__session_path(s)) == 0);
+	*t = ht__session_t0(s) + 1000;
+	return s;
+}
+
 /*
  * A writer busy for over a second is waited for while its thread runs or
  * sleeps (a realloc is busy across the real call, a thread may be starved
@@ -445,12 +456,11 @@ static void test_stuck_writer_state(void)
 	CHECK_EQ(kill(child, SIGSTOP), 0);
 	siginfo_t si;
 	CHECK_EQ(waitid(P_PID, (id_t)child, &si, WSTOPPED | WNOWAIT), 0);
-	struct cap *c = calloc(1, sizeof(*c));
-	struct ht__session *s = new_session(c, 0, 4, false);
+	struct cap *c;
 	struct fake f;
-	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	uint64_t t;
+	struct ht__session *s = four_fake_rings(&c, &f, &t);
 	int32_t pid = getpid(), tid = (int32_t)syscall(SYS_gettid);
-	uint64_t t = ht__session_t0(s) + 1000;
 	CHECK(fake_claim(&f, 0, pid, tid, 41) == 0);
 	CHECK(fake_claim(&f, 1, child, child, 42) == 0);
 	CHECK(fake_process(&f, 0, t, pid, 1, HT_PROC_ROOT, 41, "/bin/runs") == 0);
@@ -515,12 +525,11 @@ static void test_end_of_late_process(void)
 	CHECK(child > 0);
 	siginfo_t si;
 	CHECK_EQ(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT), 0); /* a zombie now */
-	struct cap *c = calloc(1, sizeof(*c));
-	struct ht__session *s = new_session(c, 0, 4, false);
+	struct cap *c;
 	struct fake f;
-	CHECK(fake_open(&f, ht__session_path(s)) == 0);
+	uint64_t t;
+	struct ht__session *s = four_fake_rings(&c, &f, &t);
 	int32_t pid = getpid(), tid = (int32_t)syscall(SYS_gettid);
-	uint64_t t = ht__session_t0(s) + 1000;
 	CHECK(fake_claim(&f, 0, pid, tid, 51) == 0);
 	CHECK(fake_process(&f, 0, t, pid, 1, HT_PROC_ROOT, 51, "/bin/parent") == 0);
 	CHECK(fake_alloc(&f, 0, t + 100, 0x1000, 1, 0) == 0);
