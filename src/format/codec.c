@@ -401,10 +401,26 @@ static inline unsigned eight_high(const uint8_t *p)
 	return (unsigned)((((v >> 7) & 0x0101010101010101ull) * 0x0101010101010101ull) >> 56);
 }
 
-/* Bytes of p[0..n) with bit 7 set. */
+/* Bytes of p[0..n) with bit 7 set. With SSE2, 16 at a time: a byte's
+   count in each of 16 lanes for up to 255 blocks, then summed
+   (alloc_loop's planes, read in place at every chunk's open: 12.8 M
+   instructions of its reader's worker, 1.3 %, with 8 at a time). */
 static size_t count_high(const uint8_t *p, size_t n)
 {
 	size_t k = 0, i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+	const __m128i zero = _mm_setzero_si128();
+	while (n - i >= 16) {
+		size_t blocks = (n - i) / 16 < 255 ? (n - i) / 16 : 255;
+		__m128i acc = zero;
+		for (size_t b = 0; b < blocks; b++, i += 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+			acc = _mm_sub_epi8(acc, _mm_cmplt_epi8(v, zero)); /* -1 where bit 7 */
+		}
+		__m128i sum = _mm_sad_epu8(acc, zero);
+		k += (size_t)_mm_cvtsi128_si32(sum) + (size_t)_mm_extract_epi16(sum, 4);
+	}
+#endif
 	for (; i + 8 <= n; i += 8)
 		k += eight_high(p + i);
 	for (; i < n; i++)
