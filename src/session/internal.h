@@ -217,14 +217,16 @@ struct ht__session {
 	uint32_t stack_len_cap;
 	struct ht__hindex stack_ix;
 	/* The last stack defined, as its record gave it (raw module indices,
-	   addresses) with its frame ids: the next stack of the same image
-	   shares most of its outer frames, whose ids are taken from here. */
-	struct {
+	   addresses) with its frame ids and its hash up to each frame, all
+	   outermost frame first: the next stack of the same image shares most
+	   of its outer frames, whose ids and hash are taken from here. */
+	struct ht__session_last_stack {
 		const struct ht__proc *proc; /* NULL: nothing to reuse */
 		uint32_t n;
 		uint32_t mod[HT_MAX_FRAMES];
 		uint64_t rel[HT_MAX_FRAMES];
 		uint32_t ids[HT_MAX_FRAMES];
+		uint64_t hash[HT_MAX_FRAMES]; /* of frames 0 .. k (stack_hash()) */
 	} last_stack;
 	uint32_t *stack_map;   /* recorder stack id -> trace stack id */
 	uint32_t *stack_owner; /* recorder stack id -> its process image + 1 */

@@ -438,27 +438,29 @@ static int frame_intern(struct ht__session *s, uint32_t module, uint64_t rel, ui
 	return 0;
 }
 
-static uint64_t stack_hash(const uint32_t *frames, uint32_t n)
+/* A stack's hash: FNV-1a over its frame ids from the outermost one (so a
+   stack's hash up to a frame is that of every stack sharing its outer
+   frames: on_stack() takes it from the last stack), then its length. The
+   index keeps each stack's hash: growing it hashes no stack again. */
+#define STACK_HASH0 0xcbf29ce484222325ull
+static inline uint64_t stack_hash_step(uint64_t h, uint32_t frame)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
-	for (uint32_t i = 0; i < n; i++)
-		h = (h ^ frames[i]) * 0x100000001b3ull;
-	return ht__mix64(h);
+	return (h ^ frame) * 0x100000001b3ull;
 }
 
-static uint64_t stack_rehash(const void *ctx, uint32_t id)
+static inline uint64_t stack_hash_end(uint64_t h, uint32_t n)
 {
-	const struct ht__session *s = ctx;
-	return stack_hash(s->stack_frames + s->stack_off[id], s->stack_len[id]);
+	return ht__mix64(h ^ (uint64_t)n << 32);
 }
 
-static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t n, uint32_t *out)
+/* The trace stack of frames (n ids, innermost first, h their stack_hash()). */
+static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t n, uint64_t h,
+			uint32_t *out)
 {
-	uint64_t h = stack_hash(frames, n);
 	for (uint32_t *slot = ht__hindex_find(&s->stack_ix, h); *slot;
 	     slot = ht__hindex_next(&s->stack_ix, slot)) {
 		uint32_t id = *slot - 1;
-		if (s->stack_len[id] == n &&
+		if (ht__hindex_hash(&s->stack_ix, slot) == (uint32_t)h && s->stack_len[id] == n &&
 		    !memcmp(s->stack_frames + s->stack_off[id], frames, n * sizeof(uint32_t))) {
 			*out = id;
 			return 0;
@@ -476,7 +478,7 @@ static int stack_intern(struct ht__session *s, const uint32_t *frames, uint32_t 
 	s->stack_off[id] = s->stack_frames_n;
 	s->stack_len[id] = n;
 	memcpy(s->stack_frames + s->stack_frames_n, frames, n * sizeof(uint32_t));
-	int rc = ht__hindex_insert(&s->stack_ix, h, id, stack_rehash, s);
+	int rc = ht__hindex_insert_kept(&s->stack_ix, h, id);
 	if (rc < 0)
 		return rc;
 	s->stack_frames_n += n;
@@ -543,18 +545,21 @@ static int on_stack(struct ht__session *s, struct ht__proc *p, const struct ht__
 	const uint32_t *mod = (const uint32_t *)(rel + n);
 	uint32_t ids[HT_MAX_FRAMES];
 	/* Frames are innermost first: the outer ones this stack shares with the
-	   last stack of its image keep their ids without a lookup (an
-	   interpreter's stacks share dozens). */
-	uint32_t todo = n;
-	if (s->last_stack.proc == p) {
-		uint32_t j = s->last_stack.n;
-		while (todo && j && rel[todo - 1] == s->last_stack.rel[j - 1] &&
-		       mod[todo - 1] == s->last_stack.mod[j - 1]) {
-			ids[todo - 1] = s->last_stack.ids[j - 1];
-			todo--;
-			j--;
+	   last stack of its image keep their ids and their part of the hash
+	   without a lookup (an interpreter's stacks share dozens; python json's
+	   are about 190 frames deep). The last stack is kept outermost first, so
+	   only what differs is written back. */
+	struct ht__session_last_stack *ls = &s->last_stack;
+	uint32_t shared = 0;
+	if (ls->proc == p) {
+		uint32_t most = n < ls->n ? n : ls->n;
+		while (shared < most && rel[n - 1 - shared] == ls->rel[shared] &&
+		       mod[n - 1 - shared] == ls->mod[shared]) {
+			ids[n - 1 - shared] = ls->ids[shared];
+			shared++;
 		}
 	}
+	uint32_t todo = n - shared;
 	for (uint32_t i = 0; i < todo; i++) {
 		uint32_t m = HT_MODULE_NONE;
 		if (mod[i] != HT_MODULE_UNKNOWN && mod[i] < p->nmods && p->mods[mod[i]])
@@ -563,13 +568,17 @@ static int on_stack(struct ht__session *s, struct ht__proc *p, const struct ht__
 		if (rc < 0)
 			return rc;
 	}
-	s->last_stack.proc = p;
-	s->last_stack.n = n;
-	memcpy(s->last_stack.mod, mod, n * sizeof(*mod));
-	memcpy(s->last_stack.rel, rel, n * sizeof(*rel));
-	memcpy(s->last_stack.ids, ids, n * sizeof(*ids));
+	uint64_t h = shared ? ls->hash[shared - 1] : STACK_HASH0;
+	for (uint32_t k = shared; k < n; k++) {
+		ls->mod[k] = mod[n - 1 - k];
+		ls->rel[k] = rel[n - 1 - k];
+		ls->ids[k] = ids[n - 1 - k];
+		ls->hash[k] = h = stack_hash_step(h, ids[n - 1 - k]);
+	}
+	ls->proc = p;
+	ls->n = n;
 	uint32_t id;
-	int rc = stack_intern(s, ids, n, &id);
+	int rc = stack_intern(s, ids, n, stack_hash_end(h, n), &id);
 	if (rc < 0)
 		return rc;
 	return map_stack(s, rec->stack, id, p);
