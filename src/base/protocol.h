@@ -107,7 +107,7 @@ struct ht__shm_header {
 	_Atomic uint32_t state;
 	_Atomic uint32_t next_stack_id;	  /* session-wide stack ids, first is 1 */
 	_Atomic uint64_t heartbeat_ns;	  /* collector's CLOCK_MONOTONIC, every tick */
-	_Atomic uint32_t ring_hint;	  /* where recorders start looking for a free ring */
+	_Atomic uint32_t ring_hint;	  /* 0; unused: recorders claim the lowest free ring */
 	_Atomic uint32_t ring_reach;	  /* no ring from here on was ever claimed (v11) */
 	_Atomic uint64_t rings_exhausted; /* events dropped because no ring was free */
 	/* Lossless waits (docs/session-protocol.md, "When the ring is full"). */

@@ -29,6 +29,19 @@ expect "small rings exit status" "$RC" 0
 expect_count '^module_load .*/libdso_ctor\.so$' 1
 expect_count '^alloc func=malloc .* stack=[1-9][0-9]* .* size=800[123]$' 4
 
+# 300 threads one after another, each holding its ring 2 ms: a ring given
+# back (and freed by the collector) is claimed again before a fresh one, so
+# they need a few rings, not 300 (each took one of its own when claims
+# started after the last: ring_reach 302). Only a collector that freed no
+# ring for most of the 600 ms could make them need 100.
+record -r 512 -s 65536 -- "$PROGS/many_threads" 0 0 2
+expect "one after another exit status" "$RC" 0
+expect_count '^alloc func=malloc .* size=13001$' 300
+reach=$(header ring_reach)
+echo "one after another: 300 threads claimed rings below $reach"
+expect_that "one after another: freed rings are claimed again first ($reach rings)" \
+	[ "$reach" -le 100 ]
+
 record -r 3 -s 65536 -- "$PROGS/many_threads"
 expect "short threads exit status" "$RC" 0
 expect_count '^alloc func=malloc .* size=13001$' 320

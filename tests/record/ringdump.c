@@ -521,11 +521,11 @@ int main(int argc, char **argv)
 		lost += atomic_load(&ring_at(i)->lost);
 	fprintf(f,
 		"# records=%zu lost=%llu rings_exhausted=%llu next_stack_id=%u reentered=%llu "
-		"bad=%d\n",
+		"ring_reach=%u bad=%d\n",
 		nrecs, (unsigned long long)lost,
 		(unsigned long long)atomic_load(&hdr->rings_exhausted),
 		atomic_load(&hdr->next_stack_id), (unsigned long long)atomic_load(&hdr->reentered),
-		bad_records);
+		atomic_load(&hdr->ring_reach), bad_records);
 	for (size_t i = 0; i < nrecs; i++)
 		print_rec(f, &recs[i], with_ts);
 	if (f != stdout)

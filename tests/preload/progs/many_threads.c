@@ -4,7 +4,7 @@
  * threads at once, more than the rings: they wait their turn. Arguments:
  * how many detached threads (20) and how long each holds its ring between
  * its malloc and free, in ms (0): held longer, the last ones wait for many
- * others before them.
+ * others before them; how long each of the 300 holds it, in ms (0).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 	int detached = argc > 1 ? atoi(argv[1]) : 20;
 	hold_ms = argc > 2 ? atol(argv[2]) : 0;
 	long saved = hold_ms;
-	hold_ms = 0;
+	hold_ms = argc > 3 ? atol(argv[3]) : 0;
 	for (int i = 0; i < 300; i++) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, run, NULL) || pthread_join(t, NULL))
