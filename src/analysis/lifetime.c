@@ -941,6 +941,33 @@ static int alloc_slow(struct ht__life_tracker *t, const struct ht_event *ev, int
 
 static int destroy_heap(struct ht__life_tracker *t, const struct ht_event *ev);
 
+uint32_t ht__life_heap_run(struct ht__life_tracker *t, const struct ht_event *ev, uint32_t n,
+			   uint64_t stop, uint64_t *max_ts, uint32_t types, ht__life_ev_fn fn,
+			   void *ctx, int *rc)
+{
+	uint64_t top = *max_ts;
+	uint32_t i = 0;
+	int err = 0;
+	for (; i < n && ev->type <= HT_EV_FREE && ev->ts < stop && !err; i++, ev++) {
+		if (ev->ts > top)
+			top = ev->ts;
+		if (ev->type == HT_EV_ALLOC && ev->addr) {
+			if (!alloc_fast(t, ev, 0))
+				err = alloc_slow(t, ev, 0);
+		} else if (ev->type == HT_EV_FREE) {
+			if (ev->addr && !free_fast(t, ev, ev->addr))
+				free_slow(t, ev, ev->addr, 0);
+		} else {
+			err = ht__life_event(t, ev);
+		}
+		if (!err && (types >> ev->type & 1))
+			err = fn(ctx, ev);
+	}
+	*max_ts = top;
+	*rc = err;
+	return i;
+}
+
 int ht__life_event(struct ht__life_tracker *t, const struct ht_event *ev)
 {
 	switch (ev->type) {

@@ -364,6 +364,14 @@ static inline void call_heap_event(struct ht__pass *p, const struct ht_event *ev
 	}
 }
 
+/* ht__life_heap_run()'s call for a heap event some consumer takes. */
+static int heap_event_fn(void *ctx, const struct ht_event *ev)
+{
+	struct ht__pass *p = ctx;
+	call_heap_event(p, ev);
+	return p->err;
+}
+
 /* p->solo: per event type, the one consumer that takes it, if one. */
 static void find_solos(struct ht__pass *p)
 {
@@ -493,9 +501,28 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 			   HT_EV_MMAP > HT_EV_FREE && HT_EV_SNAPSHOT > HT_EV_FREE &&
 			   HT_EV_PROCESS_START > HT_EV_FREE,
 		       "the heap events come first");
+	/* The heap events' consumers, for ht__life_heap_run() */
+	const uint32_t heap_types = p->events & ((2u << HT_EV_FREE) - 1);
 	int n = 0;
 	while (!p->err && (n = ht__reader_next_run(p->r, &run)) > 0) {
 		for (const struct ht_event *ev = run, *end = run + n; ev < end && !p->err; ev++) {
+			if (lt && ev->type <= lean_max) {
+				/* A run of heap events in the tracker's loop, up to
+				   the next progress call */
+				uint32_t lim = (uint32_t)(end - ev),
+					 left = 0x10000 - (p->nevents & 0xffff);
+				int rc;
+				uint32_t k = ht__life_heap_run(
+				    lt, ev, p->progress && lim > left ? left : lim, stop,
+				    &p->end_ts, heap_types, heap_event_fn, p, &rc);
+				fail(p, rc);
+				p->nevents += k;
+				ev += k;
+				if (k && p->progress && !(p->nevents & 0xffff))
+					p->progress(p->progress_ctx, ev[-1].ts, duration);
+				if (ev == end || p->err)
+					break;
+			}
 			/* The trace goes on at least to here (it may have no footer). */
 			if (ev->ts > p->end_ts)
 				p->end_ts = ev->ts;
