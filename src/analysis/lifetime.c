@@ -792,7 +792,8 @@ free_slow(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr, 
  * saves and restores were 19 instructions a free on jq). 1 done, 0 not
  * (nothing changed).
  */
-static inline int free_fast(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr)
+static inline __attribute__((always_inline)) int free_fast(struct ht__life_tracker *t,
+							   const struct ht_event *ev, uint64_t addr)
 {
 	uint32_t c = *PAGE_CACHED(t, addr);
 	if (!c || !t->quiet_frees || ev->ts == HT_TS_NEVER)
@@ -837,8 +838,8 @@ void ht__life_free_block(struct ht__life_tracker *t, const struct ht_event *ev, 
  * restores were 18 instructions an allocation on jq). 1 done, 0 not
  * (nothing changed).
  */
-static inline int alloc_fast(struct ht__life_tracker *t, const struct ht_event *ev,
-			     int from_realloc)
+static inline __attribute__((always_inline)) int
+alloc_fast(struct ht__life_tracker *t, const struct ht_event *ev, int from_realloc)
 {
 	uint32_t lo = t->last_owner, c = *PAGE_CACHED(t, ev->addr);
 	if (!lo || !c)
@@ -945,27 +946,30 @@ uint32_t ht__life_heap_run(struct ht__life_tracker *t, const struct ht_event *ev
 			   uint64_t stop, uint64_t *max_ts, uint32_t types, ht__life_ev_fn fn,
 			   void *ctx, int *rc)
 {
+	const struct ht_event *e = ev, *end = ev + n;
 	uint64_t top = *max_ts;
-	uint32_t i = 0;
 	int err = 0;
-	for (; i < n && ev->type <= HT_EV_FREE && ev->ts < stop && !err; i++, ev++) {
-		if (ev->ts > top)
-			top = ev->ts;
-		if (ev->type == HT_EV_ALLOC && ev->addr) {
-			if (!alloc_fast(t, ev, 0))
-				err = alloc_slow(t, ev, 0);
-		} else if (ev->type == HT_EV_FREE) {
-			if (ev->addr && !free_fast(t, ev, ev->addr))
-				free_slow(t, ev, ev->addr, 0);
-		} else {
-			err = ht__life_event(t, ev);
+	for (; e < end; e++) {
+		unsigned type = e->type;
+		if (type > HT_EV_FREE || e->ts >= stop)
+			break;
+		if (e->ts > top)
+			top = e->ts;
+		if (type == HT_EV_ALLOC && e->addr) {
+			if (!alloc_fast(t, e, 0) && (err = alloc_slow(t, e, 0)) != 0)
+				break;
+		} else if (type == HT_EV_FREE) {
+			if (e->addr && !free_fast(t, e, e->addr))
+				free_slow(t, e, e->addr, 0);
+		} else if ((err = ht__life_event(t, e)) != 0) {
+			break;
 		}
-		if (!err && (types >> ev->type & 1))
-			err = fn(ctx, ev);
+		if ((types >> type & 1) && (err = fn(ctx, e)) != 0)
+			break;
 	}
 	*max_ts = top;
 	*rc = err;
-	return i;
+	return (uint32_t)(e - ev) + (err != 0); /* the event that failed was taken */
 }
 
 int ht__life_event(struct ht__life_tracker *t, const struct ht_event *ev)
