@@ -1137,6 +1137,23 @@ static int load_defindex(struct ht_reader *r, struct ht__cur *c, uint64_t from,
  * stack's list holds all its frames, so none is read again), since the
  * events' pass allocates at the same time (clang++: 15 MB of lists).
  */
+/* dst[j] = src[j] + add for j < n, 4 at a time with SSE2 (stacks_expand()'s
+   counts for the frames a stack shares with the one before: clang++'s 2.7
+   million, 8 instructions each one at a time). */
+static void shift_add(uint32_t *restrict dst, const uint32_t *restrict src, uint32_t n,
+		      uint32_t add)
+{
+	uint32_t j = 0;
+#ifdef __SSE2__
+	const __m128i v = _mm_set1_epi32((int)add);
+	for (; j + 4 <= n; j += 4)
+		_mm_storeu_si128((__m128i *)(dst + j),
+				 _mm_add_epi32(_mm_loadu_si128((const __m128i *)(src + j)), v));
+#endif
+	for (; j < n; j++)
+		dst[j] = src[j] + add;
+}
+
 static int stacks_expand(struct tables *t, struct arena *a, const struct raw_stacks *rs,
 			 int give_back)
 {
@@ -1169,8 +1186,7 @@ static int stacks_expand(struct tables *t, struct arena *a, const struct raw_sta
 			rc = HT_ERR_NOMEM; /* no stack of a real program is near */
 			break;
 		}
-		for (uint32_t j = 0; j < k; j++)
-			cum[nnew + j] = (uint32_t)nl + pcum[base + j] - from;
+		shift_add(cum + nnew, pcum + base, k, (uint32_t)nl - from);
 		cum[nnew + k] = (uint32_t)total;
 		uint32_t *out = arena_alloc(a, (total ? total : 1) * sizeof(uint32_t));
 		if (!out) {
