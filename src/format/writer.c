@@ -1330,12 +1330,20 @@ static inline bool amap_full(const struct ht__writer *w)
    memory (its first half holds them), each put where a map of its new
    size wants it, as generation g + 1 (which no entry has: generations only
    grow between two clearings of the map). An entry whose place holds one
-   not moved yet takes it, and that one is placed in turn. */
+   not moved yet takes it, and that one is placed in turn. From the top
+   down: a page's home in the doubled map is twice its old one (the
+   product's next bit below it), so an entry at i goes near 2i, into the
+   part already done, which it reads and writes in one descending sweep.
+   From the bottom up each entry went into the part not done yet,
+   displaced an entry there, which went further up in turn: chains of
+   random accesses over the whole map (jq's map of 64 MiB: amap_grow 6 %
+   of the collector's samples; docs/performance.md, "The writer, session
+   25"). */
 static void amap_rehash_in_place(struct ht__writer *w, uint32_t old_size)
 {
 	struct amap_ent *m = w->amap;
 	uint32_t g = w->amap_gen, ng = g + 1, mask = w->amap_size - 1;
-	for (uint32_t i = 0; i < old_size; i++) {
+	for (uint32_t i = old_size; i-- > 0;) {
 		if (m[i].gen != g)
 			continue;
 		struct amap_ent e = m[i];
