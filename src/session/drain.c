@@ -640,10 +640,21 @@ static int drain_ring(struct ht__session *s, uint32_t i, uint64_t *wm, bool owne
 	const bool part = capped && !(s->cfg.flags & HT_SHM_LOSSY);
 	/* The bytes this drain may append: a slot whose records all share its
 	   last stamp (the merge can take none of them) takes a part more. */
-	uint32_t limit = !part				    ? UINT32_MAX
-			 : held < part_bytes		    ? part_bytes - held
-			 : slot_head(sl)->ts == sl->last_ts ? part_bytes
-							    : 0;
+	const bool same = held && slot_head(sl)->ts == sl->last_ts;
+	uint32_t limit = !part		     ? UINT32_MAX
+			 : same		     ? part_bytes
+			 : held < part_bytes ? part_bytes - held
+					     : 0;
+	/* A slot without room at its tail slides what it holds to its front:
+	   while that is more than a quarter of its share, it takes only what
+	   fits, and slides once the merge has brought it below (with one
+	   thread the slides were half the collector's memmove, where the merge
+	   had taken only a tick's budget since the last pass). */
+	if (part && !same && sl->head && held > part_bytes / 4) {
+		uint32_t room = sl->cap > sl->tail + 32 ? sl->cap - sl->tail - 32 : 0;
+		if (limit > room)
+			limit = room;
+	}
 	if (capped && !part && sl->bound &&
 	    (held >= SLOT_RINGS * size || (held >= size / 4 && *pending >= SLOT_RINGS * size))) {
 		/* Behind on this ring: what it holds is stamped after the slot's
