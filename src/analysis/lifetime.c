@@ -786,17 +786,18 @@ free_slow(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr, 
 
 /*
  * ht__life_free_block()'s common case: the block's page the one cached for
- * its address, no call to make, the block's entry neither the page's last
- * nor one whose removal shrinks it, nor with a time or site kept aside.
- * What free_slow() does then, with no call and fewer registers (its
- * saves and restores were 19 instructions a free on jq). 1 done, 0 not
- * (nothing changed).
+ * its address, the block's entry neither the page's last nor one whose
+ * removal shrinks it, nor with a time or site kept aside. What free_slow()
+ * does then, with fewer registers (its saves and restores were 19
+ * instructions a free on jq), and the block reported (report_end()) when
+ * the tracker reports freed blocks (table, timeline, report). 1 done, 0
+ * not (nothing changed).
  */
-static inline __attribute__((always_inline)) int free_fast(struct ht__life_tracker *t,
-							   const struct ht_event *ev, uint64_t addr)
+static inline __attribute__((always_inline)) int
+free_fast(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr, int by_realloc)
 {
 	uint32_t c = *PAGE_CACHED(t, addr);
-	if (!c || !t->quiet_frees || ev->ts == HT_TS_NEVER)
+	if (!c || ev->ts == HT_TS_NEVER)
 		return 0;
 	struct page *p = &t->pages.v[c - 1];
 	uint32_t off = addr & PAGE_MASK;
@@ -813,6 +814,8 @@ static inline __attribute__((always_inline)) int free_fast(struct ht__life_track
 	t->st.live_count--;
 	t->per_proc.v[p->process]--;
 	t->st.live_bytes -= s->size;
+	if (!t->quiet_frees)
+		report_end(t, p, (uint32_t)i, ev->ts, by_realloc, 0);
 	unmark_at(p, off);
 	p->n = (uint16_t)last;
 	if (!t->no_ts)
@@ -827,7 +830,7 @@ static inline __attribute__((always_inline)) int free_fast(struct ht__life_track
 void ht__life_free_block(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr,
 			 int by_realloc)
 {
-	if (!free_fast(t, ev, addr))
+	if (!free_fast(t, ev, addr, by_realloc))
 		free_slow(t, ev, addr, by_realloc);
 }
 
@@ -959,7 +962,7 @@ uint32_t ht__life_heap_run(struct ht__life_tracker *t, const struct ht_event *ev
 			if (!alloc_fast(t, e, 0) && (err = alloc_slow(t, e, 0)) != 0)
 				break;
 		} else if (type == HT_EV_FREE) {
-			if (e->addr && !free_fast(t, e, e->addr))
+			if (e->addr && !free_fast(t, e, e->addr, 0))
 				free_slow(t, e, e->addr, 0);
 		} else if ((err = ht__life_event(t, e)) != 0) {
 			break;
