@@ -37,6 +37,7 @@ int cmd_update(int argc, char **argv)
 	unsigned npids = 0;
 	enum ht_event_type stacks[16];
 	int nstacks = -1;
+	const char *stacks_arg = NULL;
 	bool quiet = false, have_pids = false;
 	static const struct cli_opt opts[] = {
 	    {"pid", 'p', required_argument},
@@ -49,6 +50,7 @@ int cmd_update(int argc, char **argv)
 	for (int c; (c = cli_next(&p)) != -1;) {
 		if (c == CLI_LONG) {
 			nstacks = parse_stack_events(p.val, stacks);
+			stacks_arg = p.val;
 		} else if (c == 'p') {
 			have_pids = true;
 			if (strcmp(p.val, "none"))
@@ -72,8 +74,11 @@ int cmd_update(int argc, char **argv)
 	if (!quiet && have_pids)
 		fprintf(stderr, "heaptrail: session '%s' now traces %u process%s\n", name, npids,
 			npids == 1 ? "" : "es");
-	else if (!quiet)
-		fprintf(stderr, "heaptrail: session '%s' now captures the new stack events\n",
-			name);
+	/* Both changes are said when both were asked for. */
+	if (!quiet && nstacks == 0)
+		fprintf(stderr, "heaptrail: session '%s' now captures no call stacks\n", name);
+	else if (!quiet && nstacks > 0)
+		fprintf(stderr, "heaptrail: session '%s' now captures the call stacks of %s\n",
+			name, stacks_arg);
 	return 0;
 }

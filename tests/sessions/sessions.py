@@ -345,8 +345,10 @@ def update(env):
     env.ht("start", "upd", "-o", trace, "-p", str(a.pid), "-p", str(b.pid), "--stacks", "alloc,free")
     for p in (a, b):
         env.wait_allocs(p, 6)  # traced, with stacks: the counts below need more than 5
-    env.ht("update", "upd", "--pid", str(a.pid))
-    env.ht("update", "upd", "--stacks", "none")  # without --pid: the set stays
+    _, err = env.ht("update", "upd", "--pid", str(a.pid))
+    equal(err, "heaptrail: session 'upd' now traces 1 process\n", "update --pid says")
+    _, err = env.ht("update", "upd", "--stacks", "none")  # without --pid: the set stays
+    equal(err, "heaptrail: session 'upd' now captures no call stacks\n", "update --stacks none says")
     s = env.sessions()
     equal(s[0]["pids"], [a.pid], "pids after update")
     check(b.poll() is None, "the removed process keeps running")
@@ -363,7 +365,9 @@ def update(env):
     time.sleep(0.2)
     equal([x["name"] for x in env.sessions()], ["upd"], "session alive after its process exited")
     c = env.spawn(5003)
-    env.ht("update", "upd", "--pid", str(c.pid))
+    _, err = env.ht("update", "upd", "--pid", str(c.pid), "--stacks", "none")
+    equal(err, "heaptrail: session 'upd' now traces 1 process\n"
+               "heaptrail: session 'upd' now captures no call stacks\n", "update of both says both")
     env.wait_allocs(c, 6)
     env.ht("stop", "upd")
     ev = env.events(trace)
