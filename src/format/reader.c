@@ -1198,6 +1198,10 @@ static int stacks_expand(struct tables *t, struct arena *a, const struct raw_sta
 			if (phys[j] >= nphys)
 				continue; /* a frame never defined: left out */
 			uint32_t first = pt[phys[j]].first, n = pt[phys[j]].nlog;
+			if (n == 1) { /* no inlined frames: most */
+				out[o++] = first;
+				continue;
+			}
 			for (uint32_t m = 0; m < n; m++)
 				out[o++] = first + m;
 		}
