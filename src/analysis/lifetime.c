@@ -947,7 +947,7 @@ static int destroy_heap(struct ht__life_tracker *t, const struct ht_event *ev);
 
 uint32_t ht__life_heap_run(struct ht__life_tracker *t, const struct ht_event *ev, uint32_t n,
 			   uint64_t stop, uint64_t *max_ts, uint32_t types, ht__life_ev_fn fn,
-			   void *ctx, int *rc)
+			   void *ctx, struct ht__pass *arg, int *rc)
 {
 	const struct ht_event *e = ev, *end = ev + n;
 	uint64_t top = *max_ts;
@@ -967,7 +967,7 @@ uint32_t ht__life_heap_run(struct ht__life_tracker *t, const struct ht_event *ev
 		} else if ((err = ht__life_event(t, e)) != 0) {
 			break;
 		}
-		if ((types >> type & 1) && (err = fn(ctx, e)) != 0)
+		if ((types >> type & 1) && (err = fn(ctx, arg, e)) != 0)
 			break;
 	}
 	*max_ts = top;

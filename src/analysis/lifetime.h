@@ -102,14 +102,17 @@ static inline int ht__life_heap_event(struct ht__life_tracker *t, const struct h
 	return ht__life_event(t, ev);
 }
 
-/* What ht__life_heap_run() calls for the events a caller takes: 0 to go
-   on, or an error that stops the run. */
-typedef int (*ht__life_ev_fn)(void *ctx, const struct ht_event *ev);
+struct ht__pass;
+
+/* What ht__life_heap_run() calls for the events a caller takes, with its
+   ctx and arg: a consumer's .event (pass.h), called straight. 0 to go on,
+   or an error that stops the run. */
+typedef int (*ht__life_ev_fn)(void *ctx, struct ht__pass *arg, const struct ht_event *ev);
 
 /*
  * ht__life_heap_event() for each event of ev[0..n) in turn, up to the first
  * whose type is above HT_EV_FREE or whose ts is at or after stop, and after
- * each whose type has its bit (1 << type) in types, fn(ctx, ev): the trace
+ * each whose type has its bit (1 << type) in types, fn(ctx, arg, ev): the trace
  * pass's loop over a batch's heap events, with the tracker's registers
  * saved once a run instead of once an event (jq: 3.4 million allocations
  * and as many frees). *max_ts is raised to the latest ts it took. Returns
@@ -118,7 +121,7 @@ typedef int (*ht__life_ev_fn)(void *ctx, const struct ht_event *ev);
  */
 uint32_t ht__life_heap_run(struct ht__life_tracker *t, const struct ht_event *ev, uint32_t n,
 			   uint64_t stop, uint64_t *max_ts, uint32_t types, ht__life_ev_fn fn,
-			   void *ctx, int *rc);
+			   void *ctx, struct ht__pass *arg, int *rc);
 
 /*
  * Process image process ended at ts (exit, or replaced by exec): every block
