@@ -343,10 +343,14 @@ def wait_until(cond, what, timeout=20):
 
 def attached(r):
     """Waits for record -p to say it traces (the attach has returned)."""
+    said = []
     for line in r.stderr:
         if line.startswith(b"heaptrail: tracing"):
             return
-    raise Failure("record -p ended without attaching (exit %s)" % r.wait())
+        said.append(line.decode(errors="replace").rstrip())
+    # What record said is the only clue to a failure seen once under load
+    # (cli.clock-attach, session 25: exit 1 after 0.98 s, its words lost).
+    raise Failure("record -p ended without attaching (exit %s): %s" % (r.wait(), " | ".join(said)))
 
 
 def wait_gone(pid, what, timeout=20):
