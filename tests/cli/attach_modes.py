@@ -83,10 +83,12 @@ class Session:
             return
         self.r = subprocess.Popen([env.ht, "record", "-p", str(t.pid)] + MODES[mode] + ["-o", out, "--force"],
                                   stderr=subprocess.PIPE, cwd=env.tmp, env=env.env)
+        said = []
         for line in self.r.stderr:
             if line.startswith(b"heaptrail: tracing"):
                 return
-        raise Failure("record -p ended without attaching (exit %s)" % self.r.wait())
+            said.append(line.decode(errors="replace").rstrip())
+        raise Failure("record -p ended without attaching (exit %s): %s" % (self.r.wait(), " | ".join(said)))
 
     def stop(self):
         if self.how == "start":
