@@ -992,8 +992,13 @@ static int find_dlopen_started(pid_t pid, uint64_t *addr)
 			return rc;
 		struct find_mod ld = {.match = match_loader}, libc = {.match = match_libc};
 		if (maps_each(pid, find_mod_cb, &ld) < 0 || !ld.base ||
-		    maps_each(pid, find_mod_cb, &libc) < 0 || libc.base)
+		    maps_each(pid, find_mod_cb, &libc) < 0)
 			return rc;
+		/* libc mapped now: the loader may have mapped it after
+		   find_dlopen() looked (attach-modes.starting failed so 1 time
+		   in 100), so look once more before giving up. */
+		if (libc.base)
+			return find_dlopen(pid, addr);
 		pause_us(5000);
 	}
 }
