@@ -12,13 +12,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-ssize_t ht__proc_stat_read(int32_t pid, char *buf, size_t len)
+/* One read of path into buf (len - 1 bytes at most, terminated). */
+static ssize_t stat_read(const char *path, char *buf, size_t len)
 {
-	char path[64];
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/stat");
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -33,18 +29,22 @@ ssize_t ht__proc_stat_read(int32_t pid, char *buf, size_t len)
 	return n;
 }
 
+ssize_t ht__proc_stat_read(int32_t pid, char *buf, size_t len)
+{
+	char path[64];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	return stat_read(path, buf, len);
+}
+
 char ht__proc_task_state(int32_t pid, int32_t tid)
 {
 	char path[64], buf[512];
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (stat_read(path, buf, sizeof(buf)) < 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	const char *p = ht__proc_stat_state(buf);
 	return p ? *p : 0;
 }
