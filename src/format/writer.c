@@ -1006,6 +1006,26 @@ int ht__writer_open_fd(struct ht__writer **out, int fd, const struct ht__trace_m
 	return fd < 0 ? HT_ERR_INVALID : writer_open(out, NULL, fd, meta);
 }
 
+/* The most bytes a plain event (put_plain_heap) adds to the streams and to
+   tsaved: 2 of OPS, 11 of TIME (a single delta after the held ones) and 2
+   saved, 5 of STACK, 10 of SIZE, 11 of an address (the escape and a
+   zigzag); with room to spare. */
+#define EV_RAW_MAX 64
+
+/* Sums the streams into raw_len and closes the chunk when it reached its
+   target, else counts the plain events that surely leave it below
+   (close_in). Summing eight lengths at every event was about 16
+   instructions of the allocation loop's 380 in the encoder. */
+static __attribute__((noinline)) int close_check(struct ht__writer *w)
+{
+	w->raw_len = streams_len(w);
+	size_t have = w->raw_len + w->tsaved;
+	if (have >= w->chunk_target)
+		return flush_events(w);
+	w->close_in = (uint32_t)((w->chunk_target - have - 1) / EV_RAW_MAX);
+	return 0;
+}
+
 /* Appends a definition record to the events chunk's DEFS stream, its only
    copy (format version 9). */
 static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
@@ -1016,11 +1036,7 @@ static int add_def(struct ht__writer *w, const uint8_t *rec, size_t len)
 		return w->err = HT_ERR_NOMEM;
 	memcpy(w->st[HT__S_DEFS].data + w->st[HT__S_DEFS].len, rec, len);
 	w->st[HT__S_DEFS].len += len;
-	w->raw_len = streams_len(w);
-	w->close_in = 0;
-	if (w->raw_len + w->tsaved >= w->chunk_target)
-		return flush_events(w);
-	return 0;
+	return close_check(w);
 }
 
 /* A definition's id: its difference from the one after the last id of its
@@ -1710,26 +1726,6 @@ static __attribute__((noinline)) int put_new_block(struct ht__writer *w, uint32_
 	struct ht__buf *ab = &w->st[HT__S_ADDR];
 	ab->len = put_alloc_addr(w, ab->data + ab->len, si, addr, size, old_addr) - ab->data;
 	return note_alloc(w, si, addr, size) < 0 ? (w->err = HT_ERR_NOMEM) : 0;
-}
-
-/* The most bytes a plain event (put_plain_heap) adds to the streams and to
-   tsaved: 2 of OPS, 11 of TIME (a single delta after the held ones) and 2
-   saved, 5 of STACK, 10 of SIZE, 11 of an address (the escape and a
-   zigzag); with room to spare. */
-#define EV_RAW_MAX 64
-
-/* Sums the streams into raw_len and closes the chunk when it reached its
-   target, else counts the plain events that surely leave it below
-   (close_in). Summing eight lengths at every event was about 16
-   instructions of the allocation loop's 380 in the encoder. */
-static __attribute__((noinline)) int close_check(struct ht__writer *w)
-{
-	w->raw_len = streams_len(w);
-	size_t have = w->raw_len + w->tsaved;
-	if (have >= w->chunk_target)
-		return flush_events(w);
-	w->close_in = (uint32_t)((w->chunk_target - have - 1) / EV_RAW_MAX);
-	return 0;
 }
 
 /* Counts an event stamped ts in the chunk, which it closes when full;
