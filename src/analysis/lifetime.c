@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "analysis/lifetime.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -274,6 +275,18 @@ static uint32_t owner_id(struct ht__life_tracker *t, const struct owner *o)
 	return id;
 }
 
+/* Whether the allocation ev is of the last owner (owner_of(), alloc_fast()). */
+static inline bool last_owner_is(const struct ht__life_tracker *t, const struct ht_event *ev,
+				 int from_realloc)
+{
+	if (!t->last_owner)
+		return false;
+	const struct owner *l = &t->owners.v[t->last_owner - 1];
+	return l->heap == ev->heap && l->process == ev->process &&
+	       (t->no_caller ||
+		(l->tid == ev->tid && l->func == ev->func && l->from_realloc == from_realloc));
+}
+
 /*
  * The owner id of an allocation: the last one's when it matches, the
  * commonest case (read from the event, no owner made to compare), else
@@ -285,13 +298,8 @@ static uint32_t owner_id(struct ht__life_tracker *t, const struct owner *o)
 static inline uint32_t owner_of(struct ht__life_tracker *t, const struct ht_event *ev,
 				int from_realloc)
 {
-	if (t->last_owner) {
-		const struct owner *l = &t->owners.v[t->last_owner - 1];
-		if (l->heap == ev->heap && l->process == ev->process &&
-		    (t->no_caller ||
-		     (l->tid == ev->tid && l->func == ev->func && l->from_realloc == from_realloc)))
-			return t->last_owner - 1;
-	}
+	if (last_owner_is(t, ev, from_realloc))
+		return t->last_owner - 1;
 	/* A process's first owner gives it its count of live blocks (an owner
 	   of it found again, it has one). */
 	if (ht__vec_grow_zero(&t->per_proc, (size_t)ev->process + 1) < 0)
@@ -844,15 +852,10 @@ void ht__life_free_block(struct ht__life_tracker *t, const struct ht_event *ev, 
 static inline __attribute__((always_inline)) int
 alloc_fast(struct ht__life_tracker *t, const struct ht_event *ev, int from_realloc)
 {
-	uint32_t lo = t->last_owner, c = *PAGE_CACHED(t, ev->addr);
-	if (!lo || !c)
+	uint32_t c = *PAGE_CACHED(t, ev->addr);
+	if (!c || !last_owner_is(t, ev, from_realloc))
 		return 0;
-	const struct owner *o = &t->owners.v[lo - 1];
-	if (o->heap != ev->heap || o->process != ev->process ||
-	    (!t->no_caller &&
-	     (o->tid != ev->tid || o->func != ev->func || o->from_realloc != from_realloc)))
-		return 0;
-	uint32_t owner = lo - 1, stack = ev->stack, sc;
+	uint32_t owner = t->last_owner - 1, stack = ev->stack, sc;
 	uint64_t size = ev->size;
 	sc = t->site_cache[site_slot(owner, stack, size)];
 	if (!sc || sc - 1 >= SITE_ESC)
