@@ -882,9 +882,26 @@ static uint32_t stack_id(struct ht__thread *t, uint64_t key, void *const *f, int
  * starts with 8 (the hook, ht__stack_capture, capture_other, capture_long,
  * the switch to the unwinding stack, ...): with room for 8, one frame more
  * of ours cut 33 of CPython json's walks at 127 program frames where the
- * capture kept 128.
+ * capture kept 128. preload.stack_room keeps a margin of 8 over realloc's
+ * 8 (the most of ours on any walk, reported by the verify line).
  */
 #define HT_OWN_FRAMES 16
+
+/*
+ * The most of our own frames that began a libunwind walk, under
+ * HEAPTRAIL_STACK_VERIFY=1: a walk with more than HT_OWN_FRAMES of them
+ * loses program frames of a stack deeper than HT_MAX_FRAMES, and only such
+ * stacks show it; the count shows the margin on every walk
+ * (preload.stack_room).
+ */
+static _Atomic int verify_own;
+
+static HT_COLD void verify_own_max(int s)
+{
+	int cur = atomic_load_explicit(&verify_own, memory_order_relaxed);
+	while (s > cur && !atomic_compare_exchange_weak(&verify_own, &cur, s))
+		;
+}
 
 /*
  * libunwind's backtrace of the current call without our own frames: the
@@ -908,6 +925,8 @@ static int unwind_stack(void **ips, int *skip)
 	while (s < n && (uintptr_t)ips[s] >= ht__g.self_start && (uintptr_t)ips[s] < ht__g.self_end)
 		s++;
 	*skip = s;
+	if (HT_UNLIKELY(verify_stacks))
+		verify_own_max(s);
 	n -= s;
 	return n > HT_MAX_FRAMES ? HT_MAX_FRAMES : n;
 }
@@ -1758,12 +1777,14 @@ __attribute__((destructor)) static void verify_report(void)
 	char buf[256];
 	int len = snprintf(buf, sizeof buf,
 			   "heaptrail: stack cache verify: %llu reused, %llu walked, %llu differ"
-			   " (%llu found among the recent stacks, %llu in the stack tree)\n",
+			   " (%llu found among the recent stacks, %llu in the stack tree);"
+			   " %d of our frames at most began a walk, room for %d\n",
 			   (unsigned long long)atomic_load(&verify_reuse),
 			   (unsigned long long)atomic_load(&verify_walked),
 			   (unsigned long long)atomic_load(&verify_bad),
 			   (unsigned long long)atomic_load(&verify_recent),
-			   (unsigned long long)atomic_load(&verify_tree));
+			   (unsigned long long)atomic_load(&verify_tree), atomic_load(&verify_own),
+			   HT_OWN_FRAMES);
 	if (len > 0)
 		syscall(SYS_write, 2, buf, (size_t)len);
 }
