@@ -180,6 +180,11 @@ size_t ht__planes_split_plain(const uint8_t *in, size_t len, uint8_t *lo, uint8_
  * or HT_ERR_CORRUPT with *why set.
  */
 struct ht__cur;
+/* Where the n varints at p end, each of 10 bytes at most and all before
+   end (ht__get_varint()'s rules), or NULL: the reader's check of a stack
+   definition's frames, whose values it reads later on another thread. */
+const uint8_t *ht__varints_skip(const uint8_t *p, const uint8_t *end, uint64_t n);
+
 int ht__streams_open(const uint8_t *p, const uint8_t *end, uint32_t version, struct ht__cur *cur,
 		     uint8_t **buf, size_t *cap, const char **why);
 /*

@@ -695,13 +695,17 @@ static int frames_take(struct stackprev *sp, uint64_t n)
  * lists in *stacks_raw for later expansion; otherwise (scan) frames get one
  * logical frame each and stacks are stored at once. learn = 0 parses only.
  */
-/* Stacks as they are defined: each its new physical frames (in frames,
-   from off[i] to off[i + 1] or nframes) and how many outer frames of the
-   stack before it follow them (keep[i]), so that reading the table copies
-   no shared frame (clang++: 3.7 million frames in all, 1 million new). */
+/* Stacks as they are defined: each its new physical frames (nnew[i] of
+   them, as the varints of the table, zigzag deltas from the frame before,
+   in bytes from off[i]) and how many outer frames of the stack before it
+   follow them (keep[i]), so that reading the table copies no shared frame
+   (clang++: 3.7 million frames in all, 1 million new) and decodes no
+   frame: decode_def() checks the varints' ends alone (ht__varints_skip()), stacks_expand()
+   reads them (on the stacks' thread, beside the events). */
 struct raw_stacks {
 	uint32_t *ids;
 	uint32_t *off;
+	uint32_t *nnew;
 	uint32_t *keep;
 	uint32_t n;
 	uint32_t cap;
@@ -709,27 +713,26 @@ struct raw_stacks {
 	uint32_t last_n; /* frames of the last stack in all */
 	uint32_t max_n;	 /* of the most frames */
 	uint64_t total;	 /* frames of every stack in all */
-	uint32_t *frames;
-	size_t nframes;
-	size_t frames_cap;
+	uint8_t *bytes;	 /* the new frames' varints of every stack */
+	size_t nbytes;
+	size_t bytes_cap;
 };
 
 static size_t allocs_bytes(size_t n, size_t size);
 static void *map_grow(void *p, size_t old, size_t bytes);
 
-/* Room for need frames in rs: mapped, so that the stacks' thread can give
-   back what it has read (stacks_expand()). 0 or HT_ERR_NOMEM. */
-static int raw_frames_grow(struct raw_stacks *rs, size_t need)
+/* Room for need bytes of frames in rs: mapped, so that the stacks' thread
+   can give back what it has read (stacks_expand()). 0 or HT_ERR_NOMEM. */
+static int raw_bytes_grow(struct raw_stacks *rs, size_t need)
 {
-	size_t cap = rs->frames_cap ? rs->frames_cap : 65536;
+	size_t cap = rs->bytes_cap ? rs->bytes_cap : 65536;
 	while (cap < need)
 		cap *= 2;
-	uint32_t *f = map_grow(rs->frames, allocs_bytes(rs->frames_cap, sizeof(*f)),
-			       allocs_bytes(cap, sizeof(*f)));
-	if (!f)
+	uint8_t *b = map_grow(rs->bytes, allocs_bytes(rs->bytes_cap, 1), allocs_bytes(cap, 1));
+	if (!b)
 		return HT_ERR_NOMEM;
-	rs->frames = f;
-	rs->frames_cap = cap;
+	rs->bytes = b;
+	rs->bytes_cap = cap;
 	return 0;
 }
 
@@ -778,6 +781,55 @@ static inline const uint8_t *varint_unchecked(const uint8_t *p, uint64_t *v)
 		}
 	}
 	return NULL;
+}
+
+/* A stack definition of the tables (id, nnew new frames at c->p, then the
+   outer k frames of the stack before) kept as its varints in rs; the
+   cursor is a table's plain bytes (no second plane). 0,
+   HT_ERR_CORRUPT or HT_ERR_NOMEM. */
+static int raw_stack_add(struct raw_stacks *rs, struct ht__cur *c, uint64_t id, uint64_t nnew,
+			 uint64_t k)
+{
+	const uint8_t *q = c->hi ? NULL : ht__varints_skip(c->p, c->end, nnew);
+	if (!q || !id || id >= HT__MAX_STACK_ID)
+		return HT_ERR_CORRUPT;
+	size_t len = (size_t)(q - c->p);
+	if (rs->nbytes + len > UINT32_MAX)
+		return HT_ERR_NOMEM; /* off[] counts in 32 bits */
+	if (rs->n == rs->cap) {
+		uint32_t cap = rs->cap;
+		if (ht__grow32((void **)&rs->ids, &cap, rs->n < 1024 ? 1024 : rs->n + 1,
+			       sizeof(*rs->ids)) < 0)
+			return HT_ERR_NOMEM;
+		uint32_t *off = realloc(rs->off, (size_t)cap * sizeof(*off));
+		if (off)
+			rs->off = off;
+		uint32_t *nn = realloc(rs->nnew, (size_t)cap * sizeof(*nn));
+		if (nn)
+			rs->nnew = nn;
+		uint32_t *keep = realloc(rs->keep, (size_t)cap * sizeof(*keep));
+		if (keep)
+			rs->keep = keep;
+		if (!off || !nn || !keep)
+			return HT_ERR_NOMEM;
+		rs->cap = cap;
+	}
+	if (rs->nbytes + len > rs->bytes_cap && raw_bytes_grow(rs, rs->nbytes + len) < 0)
+		return HT_ERR_NOMEM;
+	if (len)
+		memcpy(rs->bytes + rs->nbytes, c->p, len);
+	c->p = q;
+	uint64_t n = nnew + k;
+	rs->ids[rs->n] = (uint32_t)id;
+	rs->off[rs->n] = (uint32_t)rs->nbytes;
+	rs->nnew[rs->n] = (uint32_t)nnew;
+	rs->keep[rs->n] = (uint32_t)k;
+	rs->n++;
+	rs->nbytes += len;
+	rs->last_n = (uint32_t)n;
+	rs->max_n = n > rs->max_n ? (uint32_t)n : rs->max_n;
+	rs->total += n;
+	return 0;
 }
 
 static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c, unsigned code,
@@ -833,25 +885,17 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 			return HT_ERR_CORRUPT;
 		uint64_t n = nnew + k;
 		sp->frames_left -= n;
-		uint32_t *buf;
-		const uint32_t *prevf = NULL;
-		if (rs) {
-			size_t need = rs->nframes + nnew;
-			if (need > rs->frames_cap && raw_frames_grow(rs, need) < 0)
+		if (rs)
+			return raw_stack_add(rs, c, id, nnew, k);
+		if (n > sp->scratch2_cap) {
+			uint32_t *f = realloc(sp->scratch2, n * sizeof(*f));
+			if (!f)
 				return HT_ERR_NOMEM;
-			buf = rs->frames ? rs->frames + rs->nframes
-					 : NULL; /* NULL: no frame yet, none new */
-		} else {
-			if (n > sp->scratch2_cap) {
-				uint32_t *f = realloc(sp->scratch2, n * sizeof(*f));
-				if (!f)
-					return HT_ERR_NOMEM;
-				sp->scratch2 = f;
-				sp->scratch2_cap = n;
-			}
-			buf = sp->scratch2;
-			prevf = sp->scratch;
+			sp->scratch2 = f;
+			sp->scratch2_cap = n;
 		}
+		uint32_t *buf = sp->scratch2;
+		const uint32_t *prevf = sp->scratch;
 		int64_t prev = 0;
 		uint64_t i = 0;
 		if (!c->hi && nnew <= (uint64_t)(c->end - c->p) / 10) {
@@ -871,51 +915,21 @@ static int decode_def(struct tables *t, struct stackprev *sp, struct ht__cur *c,
 			prev += ht__unzigzag(ht__get_varint(c));
 			buf[i] = (uint32_t)prev;
 		}
-		if (k && !rs)
+		if (k)
 			memcpy(buf + nnew, prevf + prev_n - k, k * sizeof(*buf));
 		if (c->bad)
 			return HT_ERR_CORRUPT;
-		if (!rs) { /* this stack is the base of the next one */
-			uint32_t *f = sp->scratch;
-			size_t cap = sp->scratch_cap;
-			sp->scratch = sp->scratch2;
-			sp->scratch_cap = sp->scratch2_cap;
-			sp->scratch2 = f;
-			sp->scratch2_cap = cap;
-			sp->prev_n = (uint32_t)n;
-			buf = sp->scratch;
-		}
+		/* this stack is the base of the next one */
+		uint32_t *f = sp->scratch;
+		size_t cap = sp->scratch_cap;
+		sp->scratch = sp->scratch2;
+		sp->scratch_cap = sp->scratch2_cap;
+		sp->scratch2 = f;
+		sp->scratch2_cap = cap;
+		sp->prev_n = (uint32_t)n;
+		buf = sp->scratch;
 		if (!learn)
 			return 0;
-		if (rs) {
-			if (!id || id >= HT__MAX_STACK_ID)
-				return HT_ERR_CORRUPT;
-			if (rs->n == rs->cap) {
-				uint32_t cap = rs->cap; /* off holds one more: the end */
-				if (ht__grow32((void **)&rs->ids, &cap,
-					       rs->n < 1024 ? 1024 : rs->n + 1,
-					       sizeof(*rs->ids)) < 0)
-					return HT_ERR_NOMEM;
-				uint32_t *off = realloc(rs->off, ((size_t)cap + 1) * sizeof(*off));
-				if (off)
-					rs->off = off;
-				uint32_t *keep = realloc(rs->keep, (size_t)cap * sizeof(*keep));
-				if (keep)
-					rs->keep = keep;
-				if (!off || !keep)
-					return HT_ERR_NOMEM;
-				rs->cap = cap;
-			}
-			rs->ids[rs->n] = (uint32_t)id;
-			rs->off[rs->n] = (uint32_t)rs->nframes;
-			rs->keep[rs->n] = (uint32_t)k;
-			rs->n++;
-			rs->nframes += nnew;
-			rs->last_n = (uint32_t)n;
-			rs->max_n = n > rs->max_n ? (uint32_t)n : rs->max_n;
-			rs->total += n;
-			return 0;
-		}
 		return def_stack(t, &t->arena, (uint32_t)id, buf, (uint32_t)n);
 	}
 	default:
@@ -1154,10 +1168,34 @@ static void shift_add(uint32_t *restrict dst, const uint32_t *restrict src, uint
 		dst[j] = src[j] + add;
 }
 
+/* The varint at p, one decode_def() checked (ht__varints_skip()): *v, and
+   where it ends. */
+static inline const uint8_t *varint_checked(const uint8_t *p, uint64_t *v)
+{
+	if (p[0] < 0x80) {
+		*v = p[0];
+		return p + 1;
+	}
+	if (p[1] < 0x80) {
+		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		return p + 2;
+	}
+	uint64_t x = 0;
+	unsigned shift = 0;
+	uint8_t b;
+	do {
+		b = *p++;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	*v = x;
+	return p;
+}
+
 static int stacks_expand(struct tables *t, struct arena *a, const struct raw_stacks *rs,
 			 int give_back)
 {
-	size_t given = 0; /* bytes from rs->frames */
+	size_t given = 0; /* bytes from rs->bytes */
 	const struct phys_frame *pt = t->phys;
 	const uint32_t nphys = t->nphys;
 	/* Per frame of the stack being made and of the one before it: the
@@ -1166,19 +1204,25 @@ static int stacks_expand(struct tables *t, struct arena *a, const struct raw_sta
 	   looked up again (clang++: 2.7 million of its 3.7 million frames). */
 	uint32_t *cum = malloc(((size_t)rs->max_n + 1) * sizeof(*cum));
 	uint32_t *pcum = malloc(((size_t)rs->max_n + 1) * sizeof(*pcum));
+	uint32_t *phys = malloc(((size_t)rs->max_n + 1) * sizeof(*phys)); /* the new frames */
 	const uint32_t *pout = NULL; /* the logical frames of the one before */
 	uint32_t prev_n = 0;
-	int rc = cum && pcum ? 0 : HT_ERR_NOMEM;
+	int rc = cum && pcum && phys ? 0 : HT_ERR_NOMEM;
 	if (pcum)
 		pcum[0] = 0;
 	for (uint32_t i = 0; i < rs->n && !rc; i++) {
-		uint32_t end = i + 1 < rs->n ? rs->off[i + 1] : (uint32_t)rs->nframes;
-		uint32_t nnew = end - rs->off[i], k = rs->keep[i]; /* k <= prev_n: decode_def() */
-		const uint32_t *phys = nnew ? rs->frames + rs->off[i] : NULL;
+		uint32_t nnew = rs->nnew[i], k = rs->keep[i]; /* k <= prev_n: decode_def() */
+		const uint8_t *q = rs->bytes + rs->off[i];
 		uint64_t nl = 0;
+		int64_t prev = 0;
 		for (uint32_t j = 0; j < nnew; j++) {
+			uint64_t v;
+			q = varint_checked(q, &v);
+			prev += ht__unzigzag(v);
+			uint32_t f = (uint32_t)prev;
+			phys[j] = f;
 			cum[j] = (uint32_t)nl;
-			nl += phys[j] < nphys ? pt[phys[j]].nlog : 0;
+			nl += f < nphys ? pt[f].nlog : 0;
 		}
 		uint32_t base = prev_n - k, from = pcum[base];
 		uint64_t shared = pcum[prev_n] - from, total = nl + shared;
@@ -1218,14 +1262,15 @@ static int stacks_expand(struct tables *t, struct arena *a, const struct raw_sta
 		uint32_t *c = pcum;
 		pcum = cum;
 		cum = c;
-		size_t read = (size_t)end * sizeof(*rs->frames) & ~(size_t)4095;
+		size_t read = (size_t)(q - rs->bytes) & ~(size_t)4095;
 		if (give_back && read - given >= RAW_GIVE_BACK) {
-			madvise((char *)rs->frames + given, read - given, MADV_DONTNEED);
+			madvise(rs->bytes + given, read - given, MADV_DONTNEED);
 			given = read;
 		}
 	}
 	free(cum);
 	free(pcum);
+	free(phys);
 	return rc;
 }
 
@@ -1233,9 +1278,10 @@ static void raw_stacks_free(struct raw_stacks *rs)
 {
 	free(rs->ids);
 	free(rs->off);
+	free(rs->nnew);
 	free(rs->keep);
-	if (rs->frames_cap)
-		munmap(rs->frames, allocs_bytes(rs->frames_cap, sizeof(*rs->frames)));
+	if (rs->bytes_cap)
+		munmap(rs->bytes, allocs_bytes(rs->bytes_cap, 1));
 	memset(rs, 0, sizeof(*rs));
 }
 

@@ -2290,6 +2290,51 @@ static void test_planes_split(void)
 	}
 }
 
+/* ht__varints_skip() against n ht__get_varint() calls: where the n
+   varints end, or NULL for one of more than 10 bytes or one cut by the end,
+   on varints of 1 to 10 bytes and runs of 9 to 12 continuation bytes, at
+   every offset of the SSE2 blocks. */
+static void test_varints_skip(void)
+{
+	static uint8_t in[160];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	int nulls = 0, whole = 0;
+	for (int round = 0; round < 200; round++) {
+		size_t n = 0;
+		while (n + 12 <= sizeof(in)) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			unsigned pick = (unsigned)(x >> 56);
+			if (round % 4 == 3 && pick < 6) { /* a run of 9 to 12 continuation bytes */
+				unsigned run = 9 + (pick & 3);
+				memset(in + n, 0x80 | (uint8_t)(x & 0x7f), run);
+				n += run;
+				in[n++] = (uint8_t)(x >> 8) & 0x7f;
+				continue;
+			}
+			unsigned bytes = pick < 128 ? 1 : pick < 220 ? 2 : 3 + (pick % 8);
+			uint64_t v =
+			    bytes == 10 ? x | 1ull << 63 : (x >> 1) & ((1ull << (7 * bytes)) - 1);
+			v |= bytes > 1 && bytes < 10 ? 1ull << (7 * bytes - 7) : 0;
+			n = (size_t)(ht__put_varint(in + n, v) - in);
+		}
+		for (size_t from = 0; from < 17; from++) {
+			size_t end = n - (size_t)(x >> (from * 3) & 7);
+			for (uint64_t k = 0; k < 120; k++) {
+				struct ht__cur c = {in + from, in + end, 0, NULL, NULL};
+				for (uint64_t i = 0; i < k && !c.bad; i++)
+					ht__get_varint(&c);
+				const uint8_t *want = c.bad ? NULL : c.p;
+				const uint8_t *got = ht__varints_skip(in + from, in + end, k);
+				CHECK(got == want);
+				nulls += !want;
+				whole += want && want == in + end;
+			}
+		}
+	}
+	CHECK(nulls > 1000); /* both ways taken */
+	CHECK(whole > 0);
+}
+
 static void test_planes(void)
 {
 	static const uint64_t vals[] = {0, 1, 127, 128, 300, 16383, 16384, 1ull << 40, UINT64_MAX};
@@ -2522,6 +2567,7 @@ int main(void)
 	test_other_version();
 	test_planes();
 	test_planes_split();
+	test_varints_skip();
 	test_snapshot();
 	test_open_errors();
 	test_long_stacks();
