@@ -929,6 +929,88 @@ def collector_stopped(env):
           "asleep" % (during, n, w["waits"], w["sleeps"]))
 
 
+# ---- the time order of blocks handed between threads ----
+
+HANDOFF_ENV = {"GLIBC_TUNABLES": "glibc.malloc.arena_max=1:glibc.malloc.tcache_count=0"}
+
+
+def replay(text):
+    """The heap events of a text dump replayed in the trace's order: (counts
+    by type, the first wrong ones). Wrong: an allocation (or a realloc's new
+    block) of an address that is live, a free (or a realloc's old block) of
+    one that is not."""
+    live = set()
+    counts = {"alloc": 0, "realloc": 0, "free": 0}
+    wrong = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 6 or f[3] not in counts:
+            continue
+        counts[f[3]] += 1
+        kv = dict(x.partition("=")[::2] for x in f[5:])
+        if f[3] in ("realloc", "free"):
+            old = kv["old_addr" if f[3] == "realloc" else "addr"]
+            if old in live:
+                live.discard(old)
+            elif len(wrong) < 5:
+                wrong.append("%s (tid %s): %s of %s, not live" % (f[0], f[2], f[3], old))
+        if f[3] in ("alloc", "realloc"):
+            if kv["addr"] in live and len(wrong) < 5:
+                wrong.append("%s (tid %s): %s of %s, live" % (f[0], f[2], f[3], kv["addr"]))
+            live.add(kv["addr"])
+    return counts, wrong
+
+
+def handoff(env, prog, args, base_args, opts=()):
+    """PROG ARGS recorded (handoff or relay: blocks one thread frees are
+    what another thread's malloc or realloc gets next, one arena and no
+    tcache): replayed in the trace's order no block is allocated while live
+    and none is freed that is not, and the heap events are exactly the calls
+    the program counted (against a run with BASE_ARGS, no iterations),
+    nothing lost."""
+    rc, out, base = env.record([env.prog(prog)] + base_args, opts, env=HANDOFF_ENV)
+    equal((rc, out), (0, "mallocs 0 reallocs 0 frees 0\n"), "status and output with no iterations")
+    env.info(base)
+    rc, out, trace = env.record([env.prog(prog)] + args, opts, env=HANDOFF_ENV, timeout=150)
+    m = re.match(r"mallocs (\d+) reallocs (\d+) frees (\d+)\n$", out)
+    check(rc == 0 and m, "recorded status %d, output %r (%s)" % (rc, out, env.last_err.strip()))
+    calls = {"alloc": int(m.group(1)), "realloc": int(m.group(2)), "free": int(m.group(3))}
+    j = env.info(trace)
+    equal(j["totals"]["unknown_frees"], 0, "frees of unknown blocks")
+    all_ended(j)
+    got = {}
+    for name, tr in (("base", base), ("trace", trace)):
+        rc, text, err = run([env.heaptrail, "dump", tr], env.tmp, timeout=120)
+        equal(rc, 0, "heaptrail dump status (%s)" % err.strip())
+        counts, wrong = replay(text)
+        equal(wrong, [], "%s %s: the blocks replayed in the trace's order" % (prog, name))
+        got[name] = counts
+    for t in calls:
+        equal(got["trace"][t] - got["base"][t], calls[t],
+              "%s: %s events past the run with none" % (prog, t))
+    print("%s %s: %s in the trace's order, nothing lost" % (prog, " ".join(args), calls))
+
+
+@case
+def handoff_2(env):
+    """Two threads on two cores: the relay's frees and mallocs of one block
+    come 0.6-1 us apart (1 ns stamps), its realloc of the other thread's
+    block too."""
+    handoff(env, "handoff", ["2", "150000"], ["2", "0"])
+    handoff(env, "relay", ["2", "100000"], ["2", "0"])
+    handoff(env, "relay", ["2", "50000"], ["2", "0"], ["--time-resolution", "1ns"])
+
+
+@case
+def handoff_64(env):
+    """64 threads on 2 cores and a storm of 100 000 SIGUSR1 among them (the
+    handler allocates nothing: no event may be lost to it), at 1 ns; the
+    relay around 64 threads."""
+    handoff(env, "handoff", ["64", "4000", "100000"], ["64", "0", "100000"],
+            ["--time-resolution", "1ns"])
+    handoff(env, "relay", ["64", "3000"], ["64", "0"])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
