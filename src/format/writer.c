@@ -1429,8 +1429,9 @@ static __attribute__((noinline)) int amap_grow(struct ht__writer *w)
 	return 0;
 }
 
-/* Records an allocation of the group by slot si; 0 or HT_ERR_NOMEM. */
-static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t size)
+/* Records an allocation of the group by slot si, of size class cls; 0
+   or HT_ERR_NOMEM. */
+static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, unsigned cls)
 {
 	if (amap_full(w) && amap_grow(w) < 0)
 		return HT_ERR_NOMEM;
@@ -1443,7 +1444,7 @@ static int note_alloc(struct ht__writer *w, uint32_t si, uint64_t addr, uint64_t
 	e->own = o->n - 1;
 	e->gen = w->amap_gen;
 	e->slot = si;
-	e->cls = ht__size_class(size);
+	e->cls = cls;
 	return 0;
 }
 
@@ -1617,12 +1618,12 @@ static inline int ring_find(const uint64_t *ring, uint64_t addr)
 #endif
 }
 
-/* A new block: a recently freed address of its size class, or raw. */
+/* A new block: a recently freed address of its size class cls, or raw. */
 static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, uint64_t addr,
-			       uint64_t size, uint64_t old_addr)
+			       uint64_t size, unsigned cls, uint64_t old_addr)
 {
 	struct slot *sl = &w->slots[si];
-	uint64_t *ring = w->rings[si][ht__size_class(size)];
+	uint64_t *ring = w->rings[si][cls];
 	uint64_t top = sl->next_top, fresh = sl->fresh_top;
 	sl->next_top = addr + ht__chunk_size(size);
 	/* its end, for the END codes after; it takes the place of the oldest
@@ -1674,12 +1675,14 @@ static void put_time_held(struct ht__writer *w)
 }
 
 /* The time delta and the stack id of an event (every event has both);
-   size: the event's, which picks the stack's prediction. In a chunk that
+   size: the event's, whose size class cls picks the stack's prediction
+   (the caller's, which the address code uses too). In a chunk that
    packs its deltas (tpack), deltas of 0 to 3 are held until three share
    a TIME varint (put_time_held), the others are single (times are below
    2^62 units, so HT__TIME_ONE plus the zigzag never wraps). */
-static inline __attribute__((always_inline)) void
-put_time_stack(struct ht__writer *w, uint64_t ts, uint32_t stack, uint64_t size, uint32_t si)
+static inline __attribute__((always_inline)) void put_time_stack(struct ht__writer *w, uint64_t ts,
+								 uint32_t stack, uint64_t size,
+								 unsigned cls, uint32_t si)
 {
 	uint64_t q = ts / w->ts_unit, delta = q - w->prev_ts;
 	w->prev_ts = q;
@@ -1707,7 +1710,7 @@ put_time_stack(struct ht__writer *w, uint64_t ts, uint32_t stack, uint64_t size,
 	if (stack) {
 		uint32_t code = stack;
 		if (size) {
-			uint32_t *last = &w->slots[si].last_stack[ht__size_class(size)];
+			uint32_t *last = &w->slots[si].last_stack[cls];
 			code = *last == stack ? 0 : stack;
 			*last = stack;
 		}
@@ -1716,16 +1719,19 @@ put_time_stack(struct ht__writer *w, uint64_t ts, uint32_t stack, uint64_t size,
 	}
 }
 
-/* The address code of a block that slot si allocated (put_alloc_addr),
-   noted in the chunk's map; 0 or HT_ERR_NOMEM. Out of line, as the
-   compiler left it before version 13 (inlined into both callers it cost
-   the random-free loop 5 instructions an event more). */
+/* The address code of a block of size class cls that slot si allocated
+   (put_alloc_addr), noted in the chunk's map; 0 or HT_ERR_NOMEM. Out of
+   line, as the compiler left it before version 13 (inlined into both
+   callers it cost the random-free loop 5 instructions an event more).
+   The class is the caller's, computed once for the stack's prediction,
+   the ring and the map (three times, it cost an allocation about 18
+   instructions; docs/performance.md, "The writer, session 26"). */
 static __attribute__((noinline)) int put_new_block(struct ht__writer *w, uint32_t si, uint64_t addr,
-						   uint64_t size, uint64_t old_addr)
+						   uint64_t size, unsigned cls, uint64_t old_addr)
 {
 	struct ht__buf *ab = &w->st[HT__S_ADDR];
-	ab->len = put_alloc_addr(w, ab->data + ab->len, si, addr, size, old_addr) - ab->data;
-	return note_alloc(w, si, addr, size) < 0 ? (w->err = HT_ERR_NOMEM) : 0;
+	ab->len = put_alloc_addr(w, ab->data + ab->len, si, addr, size, cls, old_addr) - ab->data;
+	return note_alloc(w, si, addr, cls) < 0 ? (w->err = HT_ERR_NOMEM) : 0;
 }
 
 /* Counts an event stamped ts in the chunk, which it closes when full;
@@ -1777,7 +1783,8 @@ static inline __attribute__((always_inline)) int put_plain_heap(struct ht__write
 	*op++ = type | HT__REC_SAME | (stack ? HT__REC_STACK : 0);
 	*op++ = (addr ? HT__F_ADDR : 0) | (size ? HT__F_SIZE : 0);
 	ob->len = op - ob->data;
-	put_time_stack(w, ts, stack, size, si);
+	unsigned cls = size ? ht__size_class(size) : 0;
+	put_time_stack(w, ts, stack, size, cls, si);
 	if (size) {
 		struct ht__buf *zb = &w->st[HT__S_SIZE];
 		zb->len = ht__put_varint(zb->data + zb->len, size) - zb->data;
@@ -1786,7 +1793,7 @@ static inline __attribute__((always_inline)) int put_plain_heap(struct ht__write
 		if (type == HT_EV_FREE) {
 			struct ht__buf *fb = &w->st[HT__S_FREE];
 			fb->len = put_free_addr(w, fb->data + fb->len, si, addr) - fb->data;
-		} else if (put_new_block(w, si, addr, size, 0) < 0) {
+		} else if (put_new_block(w, si, addr, size, cls, 0) < 0) {
 			return w->err;
 		}
 	}
@@ -1960,7 +1967,8 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		}
 		w->cur_slot = si;
 	}
-	put_time_stack(w, ev->ts, ev->stack, ev->size, si);
+	unsigned cls = ev->size ? ht__size_class(ev->size) : 0;
+	put_time_stack(w, ev->ts, ev->stack, ev->size, cls, si);
 
 	uint8_t mask = 0, mask2 = 0;
 	if (ev->addr)
@@ -2015,7 +2023,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 			fb->len = put_free_addr(w, fb->data + fb->len, si, ev->addr) - fb->data;
 		else if (heap_ev) {
 			ab->len = a - ab->data;
-			if (put_new_block(w, si, ev->addr, ev->size,
+			if (put_new_block(w, si, ev->addr, ev->size, cls,
 					  ev->type == HT_EV_REALLOC ? ev->old_addr : 0) < 0)
 				return w->err;
 			a = ab->data + ab->len;
