@@ -52,11 +52,12 @@ static const char report_usage[] =
 
 #define DATA_MARKER "/*@@HEAPTRAIL_DATA@@*/"
 
-/* Where the bundled page is: share/heaptrail/report.html (base/paths.h). */
-static char *template_path(void)
+/* Where the bundled page is: share/heaptrail/report.html (base/paths.h);
+ *found says whether it is there (else path is the first place looked). */
+static char *template_path(int *found)
 {
 	char path[PATH_MAX];
-	ht__share_path("report.html", path, sizeof(path));
+	*found = ht__share_path("report.html", path, sizeof(path)) == 0;
 	char *out = strdup(path);
 	if (!out)
 		die("out of memory");
@@ -695,13 +696,20 @@ int cmd_report(int argc, char **argv)
 	if (!out)
 		out = default_output(file);
 
-	char *tpath = template_path();
+	int found;
+	char *tpath = template_path(&found);
 	size_t tlen = 0;
 	char *tpl = read_file(tpath, &tlen);
-	if (!tpl)
-		die("the report page was not built ('%s' is missing): build heaptrail with node "
-		    "and npm installed",
+	/* A heaptrail copied away from its build tree or install finds no
+	   ../share/heaptrail: say where it looked and what it needs. */
+	if (!tpl && !found)
+		die("the report page is missing: no '%s' (nor one in ../../share/heaptrail): "
+		    "heaptrail needs share/heaptrail/ beside its bin/ (run it where it was "
+		    "built or installed, or copy both); a build without node and npm has no "
+		    "page (it was not built)",
 		    tpath);
+	if (!tpl)
+		die("the report page '%s' cannot be read: %s", tpath, strerror(errno));
 	char *mark = strstr(tpl, DATA_MARKER);
 	if (!mark)
 		die("'%s' is not a heaptrail report page: rebuild heaptrail", tpath);

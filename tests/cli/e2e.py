@@ -826,6 +826,18 @@ def bad_input(env):
     rc, _, err = env.run([h, "info", "--no-such-option", trace])
     one_error_line(rc, err, "info with an unknown option", "--no-such-option")
     check(not os.path.exists(trace), "no trace left behind by a failed record")
+    # heaptrail copied away from its build tree finds no report page: it says
+    # where it looked and what it needs (it said "was not built").
+    copy = os.path.join(env.tmp, "elsewhere", "heaptrail")
+    os.makedirs(os.path.dirname(copy))
+    shutil.copy(h, copy)
+    good = env.record([env.prog("malloc_family")]).path
+    rc, _, err = env.run([copy, "report", "-o", os.path.join(env.tmp, "r.html"), good])
+    looked = os.path.join(os.path.realpath(env.tmp), "elsewhere", "..", "share", "heaptrail",
+                          "report.html")
+    one_error_line(rc, err, "report of a copied heaptrail", "no '%s'" % looked)
+    check("needs share/heaptrail/ beside its bin/" in err, "report says what it needs: %r" % err)
+    check(not os.path.exists(os.path.join(env.tmp, "r.html")), "no page written")
 
 
 # Every command that reads a trace, with where its output would go.
