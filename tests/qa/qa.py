@@ -1011,6 +1011,33 @@ def handoff_64(env):
     handoff(env, "relay", ["64", "3000"], ["64", "0"])
 
 
+@case
+def stack_race(env):
+    """Threads reach the same new call stacks at once (progs/stackrace.c:
+    2^10 distinct paths, every thread in the same order from a barrier), so
+    one thread's allocation names a stack another thread defined a moment
+    before: every allocation of a path has its stack (an id the trace did
+    not define yet is read as no stack), one stack a path, named by every
+    thread on every round."""
+    for threads, rounds, opts in ((8, 3, []), (2, 4, ["--time-resolution", "1ns"])):
+        argv = [env.prog("stackrace"), str(threads), "10", str(rounds)]
+        out, trace = env.same(argv, 0, opts)
+        equal(out, "mallocs %d\n" % (threads * rounds * 1024), "output")
+        env.info(trace)
+        rc, text, err = run([env.heaptrail, "dump", trace], env.tmp, timeout=120)
+        equal(rc, 0, "heaptrail dump status (%s)" % err.strip())
+        by_stack = {}
+        for line in text.splitlines():
+            f = line.split()
+            if len(f) < 6 or f[3] != "alloc" or f[1] == f[2] or " size=24 " not in line:
+                continue
+            stack = dict(x.partition("=")[::2] for x in f[5:]).get("stack", "0")
+            by_stack[stack] = by_stack.get(stack, 0) + 1
+        equal(by_stack.get("0", 0), 0, "%d threads: allocations without their stack" % threads)
+        equal(len(by_stack), 1024, "%d threads: stacks of the 1024 paths" % threads)
+        equal(sorted(set(by_stack.values())), [threads * rounds],
+              "%d threads: allocations a stack" % threads)
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
