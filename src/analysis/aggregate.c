@@ -812,37 +812,36 @@ static int sort_by_text(const struct ht__agg *a, uint32_t *v, uint32_t n)
 	return rc;
 }
 
-/* Byte b of a sort key counted from the least significant byte of total (0)
-   to the most of metric (15), inverted: ascending byte order is the groups'
-   descending order. */
-static inline unsigned sortkey_byte(const struct sortkey *k, unsigned b)
-{
-	uint64_t v = b < 8 ? k->total : k->metric;
-	return (unsigned)(~v >> (b % 8 * 8)) & 0xff;
-}
-
 /*
  * Sorts sk[0 .. n) as cmp_sortkeys() does (largest metric first, then
  * largest total; ties in no set order), a byte at a time from the least
- * significant (LSD radix sort, stable), skipping the bytes all keys share:
- * clang's 50 thousand groups took 48 M instructions in qsort(), 16
- * comparisons through a pointer per group. tmp holds n keys.
+ * significant (LSD radix sort, stable) of the keys inverted (ascending
+ * bytes are the groups' descending order), skipping the bytes all keys
+ * share: clang's 50 thousand groups took 48 M instructions in qsort(), 16
+ * comparisons through a pointer per group. The counts of all 16 bytes are
+ * taken in one read, each byte by a shift of the key's word (a call per
+ * byte took 14 M instructions on clang). tmp holds n keys.
  */
 static void radix_sortkeys(struct sortkey *sk, struct sortkey *tmp, size_t n)
 {
-	static const unsigned bytes = 16;
-	uint32_t(*count)[256] = calloc(bytes, sizeof(*count));
+	uint32_t(*count)[256] = calloc(16, sizeof(*count));
 	if (!count) { /* no room for the counts: the slower sort needs none */
 		qsort(sk, n, sizeof(*sk), cmp_sortkeys);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		for (unsigned b = 0; b < bytes; b++)
-			count[b][sortkey_byte(&sk[i], b)]++;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t t = ~sk[i].total, m = ~sk[i].metric;
+		for (unsigned b = 0; b < 8; b++) {
+			count[b][t >> (b * 8) & 0xff]++;
+			count[8 + b][m >> (b * 8) & 0xff]++;
+		}
+	}
 	struct sortkey *from = sk, *to = tmp;
-	for (unsigned b = 0; b < bytes; b++) {
+	for (unsigned b = 0; b < 16; b++) {
 		uint32_t *c = count[b];
-		if (c[sortkey_byte(&from[0], b)] == n)
+		unsigned shift = b % 8 * 8;
+		uint64_t first = b < 8 ? ~from[0].total : ~from[0].metric;
+		if (c[first >> shift & 0xff] == n)
 			continue; /* every key has this byte */
 		uint32_t at = 0;
 		for (unsigned v = 0; v < 256; v++) {
@@ -850,8 +849,12 @@ static void radix_sortkeys(struct sortkey *sk, struct sortkey *tmp, size_t n)
 			c[v] = at;
 			at += k;
 		}
-		for (size_t i = 0; i < n; i++)
-			to[c[sortkey_byte(&from[i], b)]++] = from[i];
+		if (b < 8)
+			for (size_t i = 0; i < n; i++)
+				to[c[~from[i].total >> shift & 0xff]++] = from[i];
+		else
+			for (size_t i = 0; i < n; i++)
+				to[c[~from[i].metric >> shift & 0xff]++] = from[i];
 		struct sortkey *t = from;
 		from = to;
 		to = t;
