@@ -46,6 +46,8 @@ struct site {
 #define PAGE_SHIFT 12
 #define PAGE_MASK ((1u << PAGE_SHIFT) - 1)
 #define OFF_ESC 0x8000u	 /* the entry's time and site are in t->esc, at index dt */
+#define OFF_MASK 0x7fffu /* an entry's offset without OFF_ESC (find()) */
+#define OFF_NONE 0xffffu /* past the last entry: matches no offset under OFF_MASK */
 #define SITE_ESC 0xffffu /* site ids from here on are kept in t->esc */
 #define FREE_PAGE 1	 /* struct page.addr of a page on the free list */
 #define MAX_CAP (PAGE_MASK + 1)
@@ -60,7 +62,7 @@ struct site {
  * time before ts_base, too far after it or not a multiple of the unit, or a
  * site id from SITE_ESC on). The three arrays are one allocation of cap
  * entries, 8 bytes each, the offsets rounded up to 8 (find() reads vectors
- * of 8; offsets past n are kept initialized). A tracker without times
+ * of 8; offsets past n are OFF_NONE). A tracker without times
  * (ht__life_no_times()) has no dt[]: 4 bytes an entry, and no OFF_ESC.
  */
 struct page {
@@ -645,7 +647,7 @@ static int page_remake(struct ht__life_tracker *t, struct page *p, uint32_t cap,
 		else if (make_times)
 			memset(dts(&q), 0, p->n * sizeof(uint32_t));
 	}
-	memset(offs(&q) + p->n, 0, (((cap + 7) & ~7u) - p->n) * sizeof(uint16_t));
+	memset(offs(&q) + p->n, 0xff, (((cap + 7) & ~7u) - p->n) * sizeof(uint16_t)); /* OFF_NONE */
 	mem_put(t, p->mem, page_bytes(p->cap, times));
 	*p = q;
 	return 0;
@@ -673,28 +675,36 @@ static __attribute__((noinline)) int keep_times(struct ht__life_tracker *t)
 	return 0;
 }
 
-/* Index of the entry at offset off of page p, or -1. */
+/*
+ * Index of the entry at offset off of page p, or -1, from the last entry
+ * back (live entries' offsets are distinct: the first match met is the
+ * one). Python's frees most often name a block allocated lately, at its
+ * page's end: a scan from the first read about 45 entries a free. The
+ * offsets from n to the vector's end are OFF_NONE, which no offset
+ * matches, so the last vector needs no bound.
+ */
 static inline int find(const struct page *p, uint32_t off)
 {
 	const uint16_t *o = offs(p);
 	uint32_t n = p->n;
+	if (!n)
+		return -1;
 #ifdef __SSE2__
-	const __m128i want = _mm_set1_epi16((short)off), mask = _mm_set1_epi16(PAGE_MASK);
-	for (uint32_t i = 0; i < n; i += 8) {
+	const __m128i want = _mm_set1_epi16((short)off), mask = _mm_set1_epi16(OFF_MASK);
+	for (uint32_t i = (n - 1) & ~7u;; i -= 8) {
 		__m128i v = _mm_and_si128(_mm_loadu_si128((const __m128i *)(o + i)), mask);
 		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(v, want));
-		if (m) {
-			/* the first match; one past n is a stale offset */
-			uint32_t j = i + (uint32_t)__builtin_ctz(m) / 2;
-			return j < n ? (int)j : -1;
-		}
+		if (m)
+			return (int)(i + (uint32_t)(31 - __builtin_clz(m)) / 2);
+		if (!i)
+			return -1;
 	}
 #else
-	for (uint32_t i = 0; i < n; i++)
-		if ((o[i] & PAGE_MASK) == off)
+	for (uint32_t i = n; i--;)
+		if ((o[i] & OFF_MASK) == off)
 			return (int)i;
-#endif
 	return -1;
+#endif
 }
 
 static inline uint64_t ts_at(const struct ht__life_tracker *t, const struct page *p, uint32_t i)
@@ -783,6 +793,7 @@ remove_entry(struct ht__life_tracker *t, struct page *p, uint32_t i, uint32_t si
 		dts(p)[i] = dts(p)[last];
 	sites_of(p)[i] = sites_of(p)[last];
 	offs(p)[i] = offs(p)[last];
+	offs(p)[last] = OFF_NONE;
 	if (p->n && p->cap > SHRINK_MIN && p->n < p->cap / 8)
 		page_resize(t, p, ((uint32_t)p->n * 2 + 1) & ~1u); /* no memory: stays larger */
 }
@@ -852,6 +863,7 @@ free_fast(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr, 
 		dts(p)[i] = dts(p)[last];
 	sites[i] = sites[last];
 	offs(p)[i] = offs(p)[last];
+	offs(p)[last] = OFF_NONE;
 	if (!--s->live && ++t->sites_dead > 16384 && t->sites_dead * 2 > t->site_ix.count)
 		sweep_sites(t);
 	return 1;
