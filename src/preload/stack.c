@@ -763,8 +763,11 @@ static uint32_t new_id(void)
 	return id;
 }
 
-/* Writes the STACK record for a new id; 0 if it was dropped. */
-static int write_stack(struct ht__thread *t, uint32_t id, void *const *ips, int n)
+/* Writes the STACK record for a new id; 0 if it was dropped. Its n frames
+   are ips[0..n-1] innermost first, or when ips is NULL, rev[0..n-1]
+   outermost first (the stack cache's order), read in place. */
+static int write_stack(struct ht__thread *t, uint32_t id, void *const *ips, const uintptr_t *rev,
+		       int n)
 {
 	uint64_t rel[HT_MAX_FRAMES];
 	uint32_t mod[HT_MAX_FRAMES];
@@ -774,8 +777,13 @@ static int write_stack(struct ht__thread *t, uint32_t id, void *const *ips, int 
 		refreshed = 1;
 	}
 	uint32_t last = HT_MODULE_UNKNOWN; /* a stack's frames come in runs of one module */
-	for (int i = 0; i < n; i++) {
-		uintptr_t ip = (uintptr_t)ips[i];
+	/* one loop for both orders (a branch a frame cost as much as copying
+	   rev reversed first); ips' void pointers read as words */
+	typedef uintptr_t __attribute__((may_alias)) word;
+	const word *src = ips ? (const word *)ips : rev + n - 1;
+	ptrdiff_t step = ips ? 1 : -1;
+	for (int i = 0; i < n; i++, src += step) {
+		uintptr_t ip = *src;
 		uint32_t m = last;
 		if (m == HT_MODULE_UNKNOWN || ip < mods[m].start || ip >= mods[m].end ||
 		    atomic_load_explicit(&mods[m].dead, memory_order_relaxed))
@@ -861,13 +869,7 @@ static uint32_t stack_id(struct ht__thread *t, uint64_t key, void *const *f, int
 			continue;
 		}
 		uint32_t id = new_id();
-		void *tmp[HT_MAX_FRAMES];
-		if (!f) {
-			for (int j = 0; j < n; j++)
-				tmp[j] = (void *)rev[n - 1 - j];
-			f = tmp;
-		}
-		int ok = write_stack(t, id, f, n);
+		int ok = write_stack(t, id, f, rev, n);
 		atomic_store_explicit(&s->id, ok ? id : HT_STACK_NONE, memory_order_release);
 		if (atomic_fetch_add(&tb->used, 1) + 1 > (tb->mask + 1) / 4 * 3)
 			grow(tb);
