@@ -231,11 +231,12 @@ int ht__streams_open_direct(const uint8_t *p, const uint8_t *end, uint32_t versi
    a heap delta are nearly always 0 (docs/trace-format.md, "Addresses"). */
 #define HT__HEAP_GRAIN_SHIFT 4u
 
-/* glibc's chunk for a request: max(32, size + 8 rounded up to 16) bytes. */
+/* glibc's chunk for a request: max(32, size + 8 rounded up to 16) bytes
+   (a size within 23 of 2^64 wraps to below 32: 32 too). */
 static inline uint64_t ht__chunk_size(uint64_t size)
 {
 	uint64_t chunk = (size + 8 + 15) & ~15ull;
-	return chunk < 32 || chunk < size ? 32 : chunk;
+	return chunk < 32 ? 32 : chunk;
 }
 
 /* glibc's bins: freed chunks of one size are reused first. */

@@ -2435,11 +2435,12 @@ static inline void prefetch_next_free(const struct dec *d, const struct ht__cur 
  * UINT32_MAX). 0, or HT_ERR_CORRUPT with *why set (the event that did not
  * parse is at b->n, not counted).
  */
-static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const char **why)
+static inline __attribute__((always_inline)) int heap_run_on(struct ht_reader *r, struct dec *d,
+							     struct batch *b, const char **why,
+							     struct ht__cur *st, struct ht__cur *z,
+							     struct ht__cur *a, struct ht__cur *f)
 {
 	struct ht__cur *op = &d->cur[HT__S_OPS], *t = &d->cur[HT__S_TIME];
-	struct ht__cur *st = &d->cur[HT__S_STACK], *z = &d->cur[HT__S_SIZE];
-	struct ht__cur *a = &d->cur[HT__S_ADDR], *f = &d->cur[r->free_stream];
 	const uint8_t *p = op->p, *end = op->end;
 	struct ht_event *ev = b->ev + b->n, *full = b->ev + b->cap;
 	const uint32_t si = d->cur_slot;
@@ -2549,6 +2550,33 @@ static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const c
 	op->p = p;
 	d->prev_ts = ts;
 	b->n = (uint32_t)(ev - b->ev);
+	return rc;
+}
+
+/* heap_run_on() with the STACK, SIZE, ADDR and FREE cursors in locals
+   (registers): in d->cur they were loaded again after every byte stored
+   (a ring's head, a slot's list), two loads and a store a varint. Before
+   version 5 the frees' codes are in ADDR: those cursors stay in d. */
+static int heap_run(struct ht_reader *r, struct dec *d, struct batch *b, const char **why)
+{
+	if (r->free_stream == HT__S_ADDR)
+		return heap_run_on(r, d, b, why, &d->cur[HT__S_STACK], &d->cur[HT__S_SIZE],
+				   &d->cur[HT__S_ADDR], &d->cur[HT__S_ADDR]);
+	/* No run (called before every other event): no copies (python) */
+	const struct ht__cur *op = &d->cur[HT__S_OPS];
+	if (op->end - op->p < 2 || b->n == b->cap)
+		return 0;
+	unsigned key = (op->p[0] | (unsigned)op->p[1] << 8) & ~HT__REC_STACK;
+	if (key != (HT__REC_SAME | HT_EV_FREE | HT__F_ADDR << 8) &&
+	    key != (HT__REC_SAME | HT_EV_ALLOC | (HT__F_SIZE | HT__F_ADDR) << 8))
+		return 0;
+	struct ht__cur st = d->cur[HT__S_STACK], z = d->cur[HT__S_SIZE], a = d->cur[HT__S_ADDR],
+		       f = d->cur[r->free_stream];
+	int rc = heap_run_on(r, d, b, why, &st, &z, &a, &f);
+	d->cur[HT__S_STACK] = st;
+	d->cur[HT__S_SIZE] = z;
+	d->cur[HT__S_ADDR] = a;
+	d->cur[r->free_stream] = f;
 	return rc;
 }
 
