@@ -4,7 +4,7 @@
  * records, reclaiming rings of released threads and dead processes, the first
  * exit report winning, module/frame/stack translation and lost counts, the
  * sink flushed about once a second, images replaced by an untraced program,
- * the partial drain.
+ * the partial drain, blocks handed between threads in their stamps' order.
  * Events are caught by a sink of our own, so no trace file is involved.
  */
 #define _GNU_SOURCE
@@ -550,6 +550,55 @@ static void test_end_of_late_process(void)
 	CHECK_EQ(exits, 1);
 	atomic_store(&fake_ring(&f, 0)->busy, 0);
 	waitpid(child, NULL, 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
+/*
+ * Blocks handed between threads keep their stamps' order both ways: B's
+ * malloc of a block A frees 400 ns later (B handed it over) comes first,
+ * A's free of a block B's malloc gets 100 ns later comes first. A merge
+ * that wrote a free stamped within a window after another thread's
+ * allocation of its address first (to let allocations be stamped with a
+ * plain rdtsc, which can read before the load that took the block) breaks
+ * the first: that free ends the allocation's own block (docs/performance.md,
+ * "The collector's drain and merge, session 26").
+ */
+static void test_handover_order(void)
+{
+	struct cap *c;
+	struct fake f;
+	uint64_t t;
+	struct ht__session *s = four_fake_rings(&c, &f, &t);
+	int32_t pid = getpid();
+	CHECK(fake_claim(&f, 0, pid, pid, 71) == 0);
+	CHECK(fake_claim(&f, 1, pid, pid + 1, 71) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, HT_PROC_ROOT, 71, "/bin/relay") == 0);
+	CHECK(fake_alloc(&f, 1, t + 1000, 0xa000, 64, 0) == 0);
+	CHECK(fake_alloc(&f, 0, t + 1200, 0xb000, 64, 0) == 0);
+	CHECK(fake_free(&f, 0, t + 1400, 0xa000) == 0);
+	CHECK(fake_free(&f, 0, t + 2000, 0xb000) == 0);
+	CHECK(fake_alloc(&f, 1, t + 2100, 0xb000, 64, 0) == 0);
+	CHECK(fake_free(&f, 1, t + 2300, 0xb000) == 0);
+	CHECK_EQ(ht__session_tick(s), 0);
+	static const struct {
+		uint32_t ring;
+		uint8_t type;
+		uint64_t addr;
+	} want[] = {{1, HT_EV_ALLOC, 0xa000}, {0, HT_EV_ALLOC, 0xb000}, {0, HT_EV_FREE, 0xa000},
+		    {0, HT_EV_FREE, 0xb000},  {1, HT_EV_ALLOC, 0xb000}, {1, HT_EV_FREE, 0xb000}};
+	const uint32_t nwant = sizeof(want) / sizeof(want[0]);
+	CHECK_EQ(c->nev, 1 + nwant);
+	for (uint32_t i = 0; i < nwant && 1 + i < c->nev; i++) {
+		const struct ht_event *e = &c->ev[1 + i];
+		CHECK_EQ(e->tid, pid + (int32_t)want[i].ring);
+		CHECK_EQ(e->type, want[i].type);
+		CHECK_EQ(e->addr, want[i].addr);
+	}
+	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(ht__session_stats(s)->late, 0);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
 	munmap(f.map, f.size);
 	ht__session_destroy(s);
 	free(c);
@@ -1253,6 +1302,7 @@ int main(void)
 	test_flush_period();
 	test_untraced_exec();
 	test_partial_drain();
+	test_handover_order();
 	rmdir(tmpdir);
 	if (check_failures)
 		fprintf(stderr, "%d check(s) failed\n", check_failures);
