@@ -1648,7 +1648,8 @@ static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, ui
 	if (k >= 0) {
 		ht__ring_take(ring, (unsigned)k);
 		sl->last_addr = addr;
-		return ht__put_varint(p, (uint64_t)k << 1 | 1);
+		*p = (uint8_t)(k << 1 | 1); /* one byte: k < HT__RING_DEPTH */
+		return p + 1;
 	}
 	/* Not reused from a ring: a realloc that stayed in place, or a block
 	   carved from fresh memory, usually right after the previous new block
@@ -1671,7 +1672,10 @@ static uint8_t *put_alloc_addr(struct ht__writer *w, uint8_t *p, uint32_t si, ui
 		sl->fresh_top = sl->next_top;
 	if (code) {
 		sl->last_addr = addr;
-		return ht__put_varint(p, (uint64_t)code << 1 | 1);
+		_Static_assert(HT__ADDR_END + HT__ADDR_ENDS < 64,
+			       "the address codes take one byte");
+		*p = (uint8_t)(code << 1 | 1);
+		return p + 1;
 	}
 	return put_raw_addr(p, sl, addr, HT__HEAP_GRAIN_SHIFT);
 }
