@@ -94,6 +94,17 @@ struct stackprev {
 	int64_t last_id[3];
 };
 
+/* An events chunk whose DEFS stream's frame, the last of its payload, the
+   tables' reading decompressed and checked (DEFINDEX): the worker's
+   decode, which does not read that stream, decompresses the payload up to
+   it only (dec_open()). */
+struct defs_tail {
+	uint64_t chunk; /* the chunk's offset */
+	uint64_t at;	/* the frame's offset in the payload */
+	uint32_t comp;	/* its compressed size */
+	uint32_t raw;	/* the DEFS stream's length */
+};
+
 struct tables {
 	struct arena arena;
 	struct svec modules; /* struct ht_module */
@@ -106,7 +117,9 @@ struct tables {
 	uint32_t stacks_cap;
 	struct ht__proctab procs;
 	struct ht_trace_info info;
-	struct stackprev sp; /* the DEFS table's bound on frames */
+	struct stackprev sp;	 /* the DEFS table's bound on frames */
+	struct defs_tail *tails; /* in file order */
+	uint32_t ntails, tails_cap;
 };
 
 struct slot {
@@ -407,6 +420,7 @@ static void tables_release(struct tables *t)
 	free(t->stacks);
 	free(t->sp.scratch);
 	free(t->sp.scratch2);
+	free(t->tails);
 	ht__proctab_release(&t->procs);
 	tables_init(t);
 }
@@ -516,8 +530,60 @@ static int load_payload(int fd, ZSTD_DCtx *dctx, const struct chunk_ref *c, uint
 	return 0;
 }
 
-/* Reads and decompresses the chunk at off into r->raw: load_header(), then
-   the payload. */
+/* load_payload() but for the DEFS frame of tail (NULL: none) at the end of
+   the payload, which is left out when the frames before it decompress to
+   the rest (*left set; the bytes of the stream are then not written), or
+   else decompressed as by load_payload(). */
+static int load_payload_but(int fd, ZSTD_DCtx *dctx, const struct chunk_ref *c,
+			    const struct defs_tail *tail, uint8_t **comp, size_t *comp_cap,
+			    uint8_t **raw, size_t *raw_cap, int *left, const char **why)
+{
+	const struct ht__chunk_header *h = &c->h;
+	*left = 0;
+	if (!tail)
+		return load_payload(fd, dctx, c, comp, comp_cap, raw, raw_cap, why);
+	*why = NULL;
+	if (grow(comp, comp_cap, h->comp_size ? h->comp_size : 1) < 0 ||
+	    grow(raw, raw_cap, h->raw_size ? h->raw_size : 1) < 0)
+		return HT_ERR_NOMEM;
+	int rc = read_at(fd, *comp, h->comp_size, c->off + HT__CHUNK_HEADER_SIZE);
+	if (rc < 0) {
+		*why = "partial chunk";
+		return rc;
+	}
+	size_t want = h->raw_size - tail->raw;
+	size_t n = ZSTD_decompressDCtx(dctx, *raw, want, *comp, tail->at);
+	if (!ZSTD_isError(n) && n == want) {
+		*left = 1;
+		return 0;
+	}
+	n = ZSTD_decompressDCtx(dctx, *raw, h->raw_size, *comp, h->comp_size);
+	if (ZSTD_isError(n) || n != h->raw_size) {
+		*why = "chunk fails its checksum";
+		return HT_ERR_CORRUPT;
+	}
+	return 0;
+}
+
+/* The DEFS frame the tables checked at the end of the payload of the
+   events chunk at off (header h), or NULL. */
+static const struct defs_tail *tail_of(const struct tables *t, uint64_t off,
+				       const struct ht__chunk_header *h)
+{
+	uint32_t lo = 0, hi = t->ntails;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (t->tails[mid].chunk < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const struct defs_tail *x = lo < t->ntails ? &t->tails[lo] : NULL;
+	if (!x || x->chunk != off || x->at + x->comp != h->comp_size || x->raw > h->raw_size)
+		return NULL;
+	return x;
+}
+
 static int load_chunk(struct ht_reader *r, uint64_t off, uint64_t limit, struct ht__chunk_header *h,
 		      uint64_t *next, const char **why)
 {
@@ -1094,9 +1160,11 @@ static int parse_processes(struct tables *t, struct ht__cur *c)
 /* A DEFS frame DEFINDEX points at: where its zstd frame is, its sizes,
    whether the definitions start afresh there; its bytes once read. */
 struct defs_frame {
-	uint64_t off;  /* of the zstd frame in the file */
-	uint64_t comp; /* its compressed size */
-	uint64_t raw;  /* the DEFS stream's */
+	uint64_t chunk; /* the events chunk's offset */
+	uint64_t at;	/* the frame's offset in its payload */
+	uint64_t off;	/* of the zstd frame in the file */
+	uint64_t comp;	/* its compressed size */
+	uint64_t raw;	/* the DEFS stream's */
 	int reset;
 	int rc;		/* of its reading: 0, HT_ERR_CORRUPT, HT_ERR_NOMEM or HT_ERR_IO */
 	uint8_t *bytes; /* the stream, malloc'd */
@@ -1217,6 +1285,20 @@ static void defs_ahead_stop(struct defs_ahead *a)
 	free(a);
 }
 
+/* Notes frame f (read and checked) as its chunk's tail (struct
+   defs_tail); 0 or HT_ERR_NOMEM. */
+static int tail_add(struct tables *t, const struct defs_frame *f)
+{
+	if (f->comp > UINT32_MAX || f->raw > UINT32_MAX)
+		return 0; /* not one a chunk's header could match */
+	if (t->ntails == t->tails_cap &&
+	    ht__grow32((void **)&t->tails, &t->tails_cap, t->ntails + 1, sizeof(*t->tails)) < 0)
+		return HT_ERR_NOMEM;
+	t->tails[t->ntails++] =
+	    (struct defs_tail){f->chunk, f->at, (uint32_t)f->comp, (uint32_t)f->raw};
+	return 0;
+}
+
 /*
  * DEFINDEX (version 9): reads and parses the DEFS frames of the events
  * chunks it points at, before from (where the tables start), as the DEFS
@@ -1251,8 +1333,12 @@ static int load_defindex(struct ht_reader *r, struct ht__cur *c, uint64_t from,
 			bad = HT_ERR_NOMEM;
 			break;
 		}
-		f[n++] = (struct defs_frame){
-		    chunk + HT__CHUNK_HEADER_SIZE + v[1], v[2], v[3], (int)(v[4] & 1), 0, NULL};
+		f[n++] = (struct defs_frame){.chunk = chunk,
+					     .at = v[1],
+					     .off = chunk + HT__CHUNK_HEADER_SIZE + v[1],
+					     .comp = v[2],
+					     .raw = v[3],
+					     .reset = (int)(v[4] & 1)};
 		raw_total += v[3];
 	}
 	struct defs_ahead *a = defs_ahead_start(r, f, n, raw_total);
@@ -1278,6 +1364,8 @@ static int load_defindex(struct ht_reader *r, struct ht__cur *c, uint64_t from,
 		}
 		free(f[i].bytes);
 		f[i].bytes = NULL;
+		if (!rc && (rc = tail_add(&r->t, &f[i])) < 0)
+			break;
 	}
 	if (!rc)
 		rc = bad;
@@ -1890,19 +1978,38 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 	const char *why;
 	if (!d->dctx && !(d->dctx = ZSTD_createDCtx()))
 		return HT_ERR_NOMEM;
-	int rc =
-	    load_payload(r->fd, d->dctx, c, &d->comp, &d->comp_cap, &d->raw, &d->raw_cap, &why);
+	/* With the tables read, an events chunk's DEFS stream is not read: its
+	   frame, checked then, is left out when it ends the payload. */
+	const struct ht__chunk_header *h = &c->h;
+	const struct defs_tail *tail =
+	    !r->scan && h->kind == HT__CHUNK_EVENTS ? tail_of(&r->t, c->off, h) : NULL;
+	int left;
+	int rc = load_payload_but(r->fd, d->dctx, c, tail, &d->comp, &d->comp_cap, &d->raw,
+				  &d->raw_cap, &left, &why);
 	if (rc == HT_ERR_NOMEM)
 		return rc;
 	if (rc < 0) {
 		batch_damage(b, why, UINT32_MAX, c->off);
 		return 0;
 	}
-	if (c->h.kind != HT__CHUNK_EVENTS)
+	if (h->kind != HT__CHUNK_EVENTS)
 		return 0; /* META, or the tables of a trace whose footer is gone */
-	const struct ht__chunk_header *h = &c->h;
 	rc = ht__streams_open_direct(d->raw, d->raw + h->raw_size, r->version, d->cur, &d->planes,
 				     &d->planes_cap, VARINT_STREAMS, &why);
+	struct ht__cur *df = &d->cur[HT__S_DEFS];
+	if (left && (rc < 0 || df->hi || df->p != d->raw + h->raw_size - tail->raw ||
+		     df->end != d->raw + h->raw_size)) {
+		/* not the plain last stream the writer makes: its bytes after all,
+		   as load_payload() would have them */
+		size_t n = ZSTD_decompressDCtx(d->dctx, d->raw + h->raw_size - tail->raw, tail->raw,
+					       d->comp + tail->at, tail->comp);
+		if (ZSTD_isError(n) || n != tail->raw) {
+			batch_damage(b, "chunk fails its checksum", UINT32_MAX, c->off);
+			return 0;
+		}
+		rc = ht__streams_open_direct(d->raw, d->raw + h->raw_size, r->version, d->cur,
+					     &d->planes, &d->planes_cap, VARINT_STREAMS, &why);
+	}
 	if (rc == HT_ERR_NOMEM)
 		return rc;
 	if (rc < 0) {
@@ -1936,7 +2043,7 @@ static int dec_open(struct ht_reader *r, struct dec *d, const struct chunk_ref *
 	}
 	/* Version 9: the chunk's definitions, learned before its events by a
 	   trace without its tables (the tables have them otherwise). */
-	struct ht__cur *df = &d->cur[HT__S_DEFS];
+	df = &d->cur[HT__S_DEFS];
 	while (r->scan && df->p < df->end) {
 		unsigned code = *df->p++;
 		rc = decode_def(&r->t, &d->sp, df, code, 1, NULL);
