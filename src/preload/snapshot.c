@@ -110,8 +110,11 @@ static void snap_untracked(uint64_t size)
 
 /* The end of a thread's window of inserts into level n - 1 of tab: a new
    level when they probed too far. A window that saw the table grow (or a
-   fork child's new table) is not judged. */
-static HT_COLD void snap_window(struct ht__thread *t, struct snap_table *tab, uint32_t n)
+   fork child's new table) is not judged. Not marked cold: GCC then took
+   the path to its call, every insert, for a cold one and moved the
+   insert's stores to the function's cold part, a jump away and back. */
+static __attribute__((noinline)) void snap_window(struct ht__thread *t, struct snap_table *tab,
+						  uint32_t n)
 {
 	if (t->snap_wlevel == n && t->snap_wprobes > SNAP_CROWDED)
 		snap_grow(tab, n);
