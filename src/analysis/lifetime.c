@@ -676,12 +676,14 @@ static __attribute__((noinline)) int keep_times(struct ht__life_tracker *t)
 }
 
 /*
- * Index of the entry at offset off of page p, or -1, from the last entry
- * back (live entries' offsets are distinct: the first match met is the
- * one). Python's frees most often name a block allocated lately, at its
- * page's end: a scan from the first read about 45 entries a free. The
- * offsets from n to the vector's end are OFF_NONE, which no offset
- * matches, so the last vector needs no bound.
+ * Index of the entry at offset off of page p, or -1: the last vector of 8
+ * first, then from the first entry on (live entries' offsets are distinct:
+ * the first match met is the one). Python's frees most often name a block
+ * allocated lately, appended at its page's end: from the first entry on
+ * alone they read about 45 entries a free; jq's last frees go oldest first,
+ * for which a scan from the end back cost 2.3 % of its pass. The offsets
+ * from n to the last vector's end are OFF_NONE, which no offset matches,
+ * so no scan needs a bound.
  */
 static inline int find(const struct page *p, uint32_t off)
 {
@@ -691,14 +693,18 @@ static inline int find(const struct page *p, uint32_t off)
 		return -1;
 #ifdef __SSE2__
 	const __m128i want = _mm_set1_epi16((short)off), mask = _mm_set1_epi16(OFF_MASK);
-	for (uint32_t i = (n - 1) & ~7u;; i -= 8) {
-		__m128i v = _mm_and_si128(_mm_loadu_si128((const __m128i *)(o + i)), mask);
-		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(v, want));
+	uint32_t last = (n - 1) & ~7u;
+	__m128i v = _mm_and_si128(_mm_loadu_si128((const __m128i *)(o + last)), mask);
+	unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(v, want));
+	if (m)
+		return (int)(last + (uint32_t)__builtin_ctz(m) / 2);
+	for (uint32_t i = 0; i < last; i += 8) {
+		v = _mm_and_si128(_mm_loadu_si128((const __m128i *)(o + i)), mask);
+		m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi16(v, want));
 		if (m)
-			return (int)(i + (uint32_t)(31 - __builtin_clz(m)) / 2);
-		if (!i)
-			return -1;
+			return (int)(i + (uint32_t)__builtin_ctz(m) / 2);
 	}
+	return -1;
 #else
 	for (uint32_t i = n; i--;)
 		if ((o[i] & OFF_MASK) == off)
