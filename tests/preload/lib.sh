@@ -88,3 +88,19 @@ header() { head -1 "$OUT" | sed -nE "s/.* $1=([0-9]+).*/\1/p"; }
 # field NAME: the value of NAME=... in each line of stdin (faster than sed on
 # big outputs).
 field() { awk -v k="$1=" '{ for (i = 1; i <= NF; i++) if (index($i, k) == 1) { print substr($i, length(k) + 1); break } }'; }
+
+# verify_counts: the numbers of the recorder's 'stack cache verify:' line in
+# the last record's stderr (HEAPTRAIL_STACK_VERIFY=1), printed, as $reused,
+# $walked, $differ, $recent, $tree, $own and $room (empty when absent).
+verify_counts() {
+	local line
+	line=$(grep 'stack cache verify:' "$TMP/stderr")
+	echo "$line"
+	reused=$(echo "$line" | sed -nE 's/.* ([0-9]+) reused.*/\1/p')
+	walked=$(echo "$line" | sed -nE 's/.* ([0-9]+) walked.*/\1/p')
+	differ=$(echo "$line" | sed -nE 's/.* ([0-9]+) differ.*/\1/p')
+	recent=$(echo "$line" | sed -nE 's/.*\(([0-9]+) found among the recent stacks,.*/\1/p')
+	tree=$(echo "$line" | sed -nE 's/.* ([0-9]+) in the stack tree\).*/\1/p')
+	own=$(echo "$line" | sed -nE 's/.* ([0-9]+) of our frames at most.*/\1/p')
+	room=$(echo "$line" | sed -nE 's/.* room for ([0-9]+)$/\1/p')
+}

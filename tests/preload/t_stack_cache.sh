@@ -9,13 +9,7 @@
 export HEAPTRAIL_STACK_VERIFY=1
 record -- "$PROGS/stack_cases" "$PROGS"
 expect "exit status" "$RC" 0
-line=$(grep 'stack cache verify:' "$TMP/stderr")
-echo "$line"
-reused=$(echo "$line" | sed -nE 's/.* ([0-9]+) reused.*/\1/p')
-walked=$(echo "$line" | sed -nE 's/.* ([0-9]+) walked.*/\1/p')
-differ=$(echo "$line" | sed -nE 's/.* ([0-9]+) differ.*/\1/p')
-recent=$(echo "$line" | sed -nE 's/.*\(([0-9]+) found among the recent stacks,.*/\1/p')
-tree=$(echo "$line" | sed -nE 's/.* ([0-9]+) in the stack tree\).*/\1/p')
+verify_counts
 expect "stacks that differ from libunwind's" "$differ" 0
 expect_that "stacks reusing cached frames (over 20000)" [ "${reused:-0}" -gt 20000 ]
 expect_that "stacks walked whole (some)" [ "${walked:-0}" -gt 0 ]
@@ -45,10 +39,7 @@ expect "deepest stack" "$(sed -nE 's/^stack .* nframes=([0-9]+) .*/\1/p' "$OUT" 
 # same as libunwind's
 record -- "$PROGS/stack_cases" "$PROGS" cycle
 expect "exit status (cycle)" "$RC" 0
-line=$(grep 'stack cache verify:' "$TMP/stderr")
-echo "$line"
-differ=$(echo "$line" | sed -nE 's/.* ([0-9]+) differ.*/\1/p')
-recent=$(echo "$line" | sed -nE 's/.*\(([0-9]+) found among the recent stacks,.*/\1/p')
+verify_counts
 expect "stacks that differ from libunwind's (cycle)" "$differ" 0
 expect_that "stacks found among the recent ones (cycle: 99 rounds of 24)" [ "${recent:-0}" -ge $((99 * 24)) ]
 expect_count '^alloc func=malloc .* size=9061$' $((100 * 24))

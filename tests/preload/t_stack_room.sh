@@ -13,13 +13,7 @@
 export HEAPTRAIL_STACK_VERIFY=1
 record -- "$PROGS/stack_room"
 expect "exit status" "$RC" 0
-line=$(grep 'stack cache verify:' "$TMP/stderr")
-echo "$line"
-differ=$(echo "$line" | sed -nE 's/.* ([0-9]+) differ.*/\1/p')
-walked=$(echo "$line" | sed -nE 's/.* ([0-9]+) walked.*/\1/p')
-reused=$(echo "$line" | sed -nE 's/.* ([0-9]+) reused.*/\1/p')
-own=$(echo "$line" | sed -nE 's/.* ([0-9]+) of our frames at most.*/\1/p')
-room=$(echo "$line" | sed -nE 's/.* room for ([0-9]+)$/\1/p')
+verify_counts
 expect "stacks that differ from libunwind's" "$differ" 0
 # 4 rounds x 60 depths x 8 functions, each verified with a libunwind walk
 expect_that "stacks compared (at least 1920)" [ $((${walked:-0} + ${reused:-0})) -ge 1920 ]
