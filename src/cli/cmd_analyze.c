@@ -8,7 +8,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -412,25 +411,15 @@ static inline void copy_line(char *d, const char *s, size_t n)
 	}
 }
 
-/* Makes the lines of every frame the items show (print_frames() then only
-   reads them, on two threads: print_items()). */
-static void lines_make(struct ht__agg *agg, const struct ht_reader *r,
-		       const struct ht__agg_result *res)
+static void print_frames(struct ht__agg *agg, const struct ht_reader *r, const uint32_t *frames,
+			 uint32_t n)
 {
-	for (size_t i = 0; i < res->count; i++) {
-		const struct ht__agg_item *it = &res->items[i];
-		for (uint32_t f = 0; f < it->nframes; f++) {
-			uint32_t frame = it->frames[f];
-			if (frame >= nframe_lines || !frame_lines[frame].len)
-				frame_line_make(agg, r, frame);
-		}
-	}
-}
-
-static void print_frames(FILE *out, const uint32_t *frames, uint32_t n)
-{
+	FILE *out = stdout;
 	for (uint32_t i = 0; i < n; i++) {
-		const struct frame_line *fl = &frame_lines[frames[i]];
+		uint32_t frame = frames[i];
+		if (frame >= nframe_lines || !frame_lines[frame].len)
+			frame_line_make(agg, r, frame);
+		const struct frame_line *fl = &frame_lines[frame];
 		const char *s = lines_text + fl->off;
 		size_t len = fl->len;
 		/* glibc's FILE: the free part of its buffer is _IO_write_ptr
@@ -488,150 +477,6 @@ static void print_handles_text(const struct ht__agg_result *res, const struct ht
 	}
 }
 
-/* Item i of print_text()'s list into out (its frames' lines made). */
-static void print_item(FILE *out, const struct ht__agg_result *res, size_t i, const char *one)
-{
-	const struct ht__agg_item *it = &res->items[i];
-	ht__out_chr(out, '\n');
-	ht__out_str(out, one);
-	ht__out_chr(out, ' ');
-	ht__out_u64(out, i + 1, 0);
-	if (res->group == HT_GROUP_IMAGE) {
-		ht__out_str(out, ": ");
-		ht__out_str(out, it->key);
-	}
-	ht__out_str(out, "\n    Out# ");
-	ht__out_u64(out, it->c.outstanding_count, 0);
-	ht__out_str(out, ", Out KiB ");
-	ht__out_kib(out, it->c.outstanding_bytes, 0);
-	ht__out_str(out, ", Alloc# ");
-	ht__out_u64(out, it->c.total_count, 0);
-	ht__out_str(out, ", Alloc KiB ");
-	ht__out_kib(out, it->c.total_bytes, 0);
-	ht__out_str(out, ", Realloc# ");
-	ht__out_u64(out, it->c.realloc_count, 0);
-	ht__out_chr(out, '\n');
-	if (res->group == HT_GROUP_IMAGE)
-		return;
-	if (!it->nframes)
-		ht__out_str(out, "        [no stack]\n");
-	print_frames(out, it->frames, it->nframes);
-}
-
-/*
- * The items' text on two threads: the list in blocks of PRINT_BLOCK items,
- * the even blocks written to stdout by this thread, the odd ones made by a
- * helper into one of two memory streams and written to stdout's file in
- * their turn, not copied into its buffer (put_direct(); the two streams
- * hold at most two blocks: python's 92 MB of text is never in memory at
- * once). The text is the end of the command, after the
- * reader's threads are done: python's took 48 M instructions of its 460 M,
- * clang++'s 28 M of its 257 M. Alone when the helper cannot start.
- */
-#define PRINT_BLOCK 64
-struct print_slot {
-	FILE *f;
-	char *buf;
-	size_t len;
-	int ready; /* made, not yet copied; under print_job.mu */
-};
-struct print_job {
-	const struct ht__agg_result *res;
-	const char *one;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct print_slot slot[2];
-	int failed;
-};
-
-static void print_block(FILE *out, const struct ht__agg_result *res, size_t b, const char *one)
-{
-	for (size_t i = b * PRINT_BLOCK; i < (b + 1) * PRINT_BLOCK && i < res->count; i++)
-		print_item(out, res, i, one);
-}
-
-static void *print_helper(void *arg)
-{
-	struct print_job *j = arg;
-	size_t nblocks = (j->res->count + PRINT_BLOCK - 1) / PRINT_BLOCK;
-	for (size_t b = 1, k = 0; b < nblocks; b += 2, k ^= 1) {
-		struct print_slot *s = &j->slot[k];
-		pthread_mutex_lock(&j->mu);
-		while (s->ready)
-			pthread_cond_wait(&j->cv, &j->mu);
-		pthread_mutex_unlock(&j->mu);
-		rewind(s->f);
-		print_block(s->f, j->res, b, j->one);
-		int bad = fflush(s->f) != 0 || !s->buf;
-		pthread_mutex_lock(&j->mu);
-		s->ready = 1;
-		j->failed |= bad;
-		pthread_cond_broadcast(&j->cv);
-		pthread_mutex_unlock(&j->mu);
-	}
-	return NULL;
-}
-
-/* buf[0 .. len) to stdout's file after what stdout holds, with no copy
-   into its buffer; an error is left on stdout (ferror()), as a write there
-   would. */
-static void put_direct(const char *buf, size_t len)
-{
-	if (fflush(stdout) != 0)
-		return;
-	while (len) {
-		ssize_t k = write(fileno(stdout), buf, len);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			ht__out_mem(stdout, buf, len); /* fails again, through stdio */
-			return;
-		}
-		buf += k;
-		len -= (size_t)k;
-	}
-}
-
-static void print_items(const struct ht__agg_result *res, const char *one)
-{
-	size_t nblocks = (res->count + PRINT_BLOCK - 1) / PRINT_BLOCK;
-	struct print_job j = {.res = res, .one = one};
-	pthread_t th;
-	int two = nblocks > 1;
-	for (int k = 0; k < 2 && two; k++)
-		two = (j.slot[k].f = open_memstream(&j.slot[k].buf, &j.slot[k].len)) != NULL;
-	pthread_mutex_init(&j.mu, NULL);
-	pthread_cond_init(&j.cv, NULL);
-	two = two && pthread_create(&th, NULL, print_helper, &j) == 0;
-	for (size_t b = 0, k = 0; b < nblocks; b += 1 + two, k ^= 1) {
-		print_block(stdout, res, b, one);
-		if (!two || b + 1 >= nblocks)
-			continue;
-		struct print_slot *s = &j.slot[k];
-		pthread_mutex_lock(&j.mu);
-		while (!s->ready)
-			pthread_cond_wait(&j.cv, &j.mu);
-		int failed = j.failed;
-		pthread_mutex_unlock(&j.mu);
-		if (failed)
-			die("out of memory");
-		put_direct(s->buf, s->len);
-		pthread_mutex_lock(&j.mu);
-		s->ready = 0;
-		pthread_cond_broadcast(&j.cv);
-		pthread_mutex_unlock(&j.mu);
-	}
-	if (two)
-		pthread_join(th, NULL);
-	pthread_mutex_destroy(&j.mu);
-	pthread_cond_destroy(&j.cv);
-	for (int k = 0; k < 2; k++) {
-		if (j.slot[k].f)
-			fclose(j.slot[k].f);
-		free(j.slot[k].buf);
-	}
-}
-
 static void print_text(const struct ht__agg_result *res, struct ht__agg *agg,
 		       const struct ht_reader *r, const struct ht__query *q,
 		       const struct ht__heap_names *names)
@@ -658,9 +503,33 @@ static void print_text(const struct ht__agg_result *res, struct ht__agg *agg,
 		printf(" (%zu of %zu shown)", res->count, res->total_items);
 	printf("\n");
 	text_block(&res->shown);
-	if (res->group != HT_GROUP_IMAGE)
-		lines_make(agg, r, res);
-	print_items(res, one);
+	for (size_t i = 0; i < res->count; i++) {
+		const struct ht__agg_item *it = &res->items[i];
+		ht__out_chr(stdout, '\n');
+		ht__out_str(stdout, one);
+		ht__out_chr(stdout, ' ');
+		ht__out_u64(stdout, i + 1, 0);
+		if (res->group == HT_GROUP_IMAGE) {
+			ht__out_str(stdout, ": ");
+			ht__out_str(stdout, it->key);
+		}
+		ht__out_str(stdout, "\n    Out# ");
+		ht__out_u64(stdout, it->c.outstanding_count, 0);
+		ht__out_str(stdout, ", Out KiB ");
+		ht__out_kib(stdout, it->c.outstanding_bytes, 0);
+		ht__out_str(stdout, ", Alloc# ");
+		ht__out_u64(stdout, it->c.total_count, 0);
+		ht__out_str(stdout, ", Alloc KiB ");
+		ht__out_kib(stdout, it->c.total_bytes, 0);
+		ht__out_str(stdout, ", Realloc# ");
+		ht__out_u64(stdout, it->c.realloc_count, 0);
+		ht__out_chr(stdout, '\n');
+		if (res->group == HT_GROUP_IMAGE)
+			continue;
+		if (!it->nframes)
+			ht__out_str(stdout, "        [no stack]\n");
+		print_frames(agg, r, it->frames, it->nframes);
+	}
 }
 
 static void json_counts(struct jw *j, const struct ht__agg_counts *c)
