@@ -504,6 +504,22 @@ static int load_header(struct ht_reader *r, uint64_t off, uint64_t limit,
 	return 0;
 }
 
+/* Grows the buffers for chunk c's payload and reads its compressed bytes
+   into *comp. Returns 0, HT_ERR_NOMEM, or read_at()'s error (*why set). */
+static int read_payload(int fd, const struct chunk_ref *c, uint8_t **comp, size_t *comp_cap,
+			uint8_t **raw, size_t *raw_cap, const char **why)
+{
+	const struct ht__chunk_header *h = &c->h;
+	*why = NULL;
+	if (grow(comp, comp_cap, h->comp_size ? h->comp_size : 1) < 0 ||
+	    grow(raw, raw_cap, h->raw_size ? h->raw_size : 1) < 0)
+		return HT_ERR_NOMEM;
+	int rc = read_at(fd, *comp, h->comp_size, c->off + HT__CHUNK_HEADER_SIZE);
+	if (rc < 0)
+		*why = "partial chunk";
+	return rc;
+}
+
 /*
  * Reads and decompresses the payload of chunk c into *raw (buffers grown
  * as needed). Safe on any thread with its own buffers and dctx. Returns 0,
@@ -513,15 +529,9 @@ static int load_payload(int fd, ZSTD_DCtx *dctx, const struct chunk_ref *c, uint
 			size_t *comp_cap, uint8_t **raw, size_t *raw_cap, const char **why)
 {
 	const struct ht__chunk_header *h = &c->h;
-	*why = NULL;
-	if (grow(comp, comp_cap, h->comp_size ? h->comp_size : 1) < 0 ||
-	    grow(raw, raw_cap, h->raw_size ? h->raw_size : 1) < 0)
-		return HT_ERR_NOMEM;
-	int rc = read_at(fd, *comp, h->comp_size, c->off + HT__CHUNK_HEADER_SIZE);
-	if (rc < 0) {
-		*why = "partial chunk";
+	int rc = read_payload(fd, c, comp, comp_cap, raw, raw_cap, why);
+	if (rc < 0)
 		return rc;
-	}
 	size_t n = ZSTD_decompressDCtx(dctx, *raw, h->raw_size, *comp, h->comp_size);
 	if (ZSTD_isError(n) || n != h->raw_size) {
 		*why = "chunk fails its checksum";
@@ -542,15 +552,9 @@ static int load_payload_but(int fd, ZSTD_DCtx *dctx, const struct chunk_ref *c,
 	*left = 0;
 	if (!tail)
 		return load_payload(fd, dctx, c, comp, comp_cap, raw, raw_cap, why);
-	*why = NULL;
-	if (grow(comp, comp_cap, h->comp_size ? h->comp_size : 1) < 0 ||
-	    grow(raw, raw_cap, h->raw_size ? h->raw_size : 1) < 0)
-		return HT_ERR_NOMEM;
-	int rc = read_at(fd, *comp, h->comp_size, c->off + HT__CHUNK_HEADER_SIZE);
-	if (rc < 0) {
-		*why = "partial chunk";
+	int rc = read_payload(fd, c, comp, comp_cap, raw, raw_cap, why);
+	if (rc < 0)
 		return rc;
-	}
 	size_t want = h->raw_size - tail->raw;
 	size_t n = ZSTD_decompressDCtx(dctx, *raw, want, *comp, tail->at);
 	if (!ZSTD_isError(n) && n == want) {
