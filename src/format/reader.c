@@ -834,15 +834,21 @@ static uint64_t get_def_id(struct stackprev *sp, struct ht__cur *c, int kind)
 /* A varint at p (10 bytes at least readable, no second plane: the stack
    definitions' frames, where ht__get_varint()'s test of the end per byte
    made clang++'s million frames 28 instructions each): *v, and where it
-   ends, or NULL when it has more than 10 bytes. */
+   ends, or NULL when it has more than 10 bytes (never for one that
+   ht__varints_skip() checked: stacks_expand()). */
 static inline const uint8_t *varint_unchecked(const uint8_t *p, uint64_t *v)
 {
-	uint64_t x = *p & 0x7f;
-	if (*p++ < 0x80) {
-		*v = x;
-		return p;
+	if (p[0] < 0x80) {
+		*v = p[0];
+		return p + 1;
 	}
-	for (unsigned shift = 7; shift < 70; shift += 7) {
+	if (p[1] < 0x80) {
+		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		return p + 2;
+	}
+	uint64_t x = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7;
+	p += 2;
+	for (unsigned shift = 14; shift < 70; shift += 7) {
 		uint8_t b = *p++;
 		x |= (uint64_t)(b & 0x7f) << shift;
 		if (b < 0x80) {
@@ -1407,30 +1413,6 @@ static void shift_add(uint32_t *restrict dst, const uint32_t *restrict src, uint
 		dst[j] = src[j] + add;
 }
 
-/* The varint at p, one decode_def() checked (ht__varints_skip()): *v, and
-   where it ends. */
-static inline const uint8_t *varint_checked(const uint8_t *p, uint64_t *v)
-{
-	if (p[0] < 0x80) {
-		*v = p[0];
-		return p + 1;
-	}
-	if (p[1] < 0x80) {
-		*v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
-		return p + 2;
-	}
-	uint64_t x = 0;
-	unsigned shift = 0;
-	uint8_t b;
-	do {
-		b = *p++;
-		x |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	*v = x;
-	return p;
-}
-
 static int stacks_expand(struct tables *t, struct arena *a, const struct raw_stacks *rs,
 			 int give_back)
 {
@@ -1455,8 +1437,8 @@ static int stacks_expand(struct tables *t, struct arena *a, const struct raw_sta
 		uint64_t nl = 0;
 		int64_t prev = 0;
 		for (uint32_t j = 0; j < nnew; j++) {
-			uint64_t v;
-			q = varint_checked(q, &v);
+			uint64_t v = 0;
+			q = varint_unchecked(q, &v); /* checked: not NULL */
 			prev += ht__unzigzag(v);
 			uint32_t f = (uint32_t)prev;
 			phys[j] = f;
