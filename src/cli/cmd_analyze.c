@@ -347,14 +347,11 @@ static void text_block(const struct ht__agg_counts *c)
  * frame id, and copied into stdout's buffer (buffer_stdout(): 256 KiB, where
  * a stack's lines fit; gathering them into a buffer of our own first made
  * a second copy of clang++'s 80 MB). The lines are kept one after the other
- * with LINE_SLACK bytes readable past the last, so that a line is copied 32
- * bytes at a time with no call (copy_line()): a memcpy and the write's call
- * a line were about 40 instructions of clang++'s 700 thousand lines.
+ * with HT__OUT_SLACK bytes readable past the last, for ht__out_mem_slack().
  */
 struct frame_line {
 	size_t off, len; /* in lines_text; len 0: not made yet (a line ends in '\n') */
 };
-#define LINE_SLACK 32
 static struct frame_line *frame_lines;
 static size_t nframe_lines;
 /* A line is made in a memory stream, rewound after each, then kept in
@@ -391,24 +388,14 @@ static __attribute__((noinline)) void frame_line_make(struct ht__agg *agg,
 	if (fflush(m) != 0 || !lines_buf)
 		die("out of memory");
 	size_t n = lines_buf_len;
-	if (lines_len + n + LINE_SLACK > lines_cap &&
-	    ht__grow((void **)&lines_text, &lines_cap, lines_len + n + LINE_SLACK, 1) < 0)
+	if (lines_len + n + HT__OUT_SLACK > lines_cap &&
+	    ht__grow((void **)&lines_text, &lines_cap, lines_len + n + HT__OUT_SLACK, 1) < 0)
 		die("out of memory");
 	memcpy(lines_text + lines_len, lines_buf, n);
-	memset(lines_text + lines_len + n, 0, LINE_SLACK);
+	memset(lines_text + lines_len + n, 0, HT__OUT_SLACK);
 	frame_lines[frame] = (struct frame_line){lines_len, n};
 	lines_len += n;
 	rewind(m);
-}
-
-/* Copies s[0 .. n) to d 32 bytes at a time: up to 31 bytes past n are read
-   from s and written to d, which both have that room. */
-static inline void copy_line(char *d, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i += 32) {
-		memcpy(d + i, s + i, 16);
-		memcpy(d + i + 16, s + i + 16, 16);
-	}
 }
 
 static void print_frames(struct ht__agg *agg, const struct ht_reader *r, const uint32_t *frames,
@@ -420,16 +407,7 @@ static void print_frames(struct ht__agg *agg, const struct ht_reader *r, const u
 		if (frame >= nframe_lines || !frame_lines[frame].len)
 			frame_line_make(agg, r, frame);
 		const struct frame_line *fl = &frame_lines[frame];
-		const char *s = lines_text + fl->off;
-		size_t len = fl->len;
-		/* glibc's FILE: the free part of its buffer is _IO_write_ptr
-		   to _IO_write_end (textout.c's put()) */
-		if ((size_t)(out->_IO_write_end - out->_IO_write_ptr) >= len + LINE_SLACK) {
-			copy_line(out->_IO_write_ptr, s, len);
-			out->_IO_write_ptr += len;
-		} else {
-			ht__out_mem(out, s, len);
-		}
+		ht__out_mem_slack(out, lines_text + fl->off, fl->len);
 	}
 }
 
