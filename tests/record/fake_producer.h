@@ -127,6 +127,20 @@ static inline int fake_free(struct fake *f, uint32_t ring, uint64_t ts, uint64_t
 	return fake_put(f, ring, &a, sizeof(a));
 }
 
+/* A REALLOC begun at ts before the real call, which returned at end (0:
+   stamped after the call, ts is the event's time). */
+static inline int fake_realloc(struct fake *f, uint32_t ring, uint64_t ts, uint64_t end,
+			       uint64_t old_addr, uint64_t new_addr, uint64_t size)
+{
+	struct ht__rec_realloc a = {
+	    .h = {.type = HT_REC_REALLOC, .func = 3, .len = sizeof(a), .ts = ts},
+	    .old_addr = old_addr,
+	    .new_addr = new_addr,
+	    .size = size,
+	    .end = end};
+	return fake_put(f, ring, &a, sizeof(a));
+}
+
 static inline int fake_exit(struct fake *f, uint32_t ring, uint64_t ts, int32_t pid, int32_t code)
 {
 	struct ht__rec_exit e = {.h = {.type = HT_REC_PROCESS_EXIT, .len = sizeof(e), .ts = ts},

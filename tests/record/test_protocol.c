@@ -604,6 +604,60 @@ static void test_handover_order(void)
 	free(c);
 }
 
+/*
+ * Two reallocs, each begun before its real call, the second taking the
+ * block the first gave back (qa.handoff-64 on 2 cores, where a realloc can
+ * wait on the arena lock for milliseconds): R1 (ring 2) turns X into Y
+ * between t+1000 and t+5000, after B (ring 1) freed Y at t+3000; R2
+ * (ring 3), begun at t+2000, gets X back before t+6000. R1 goes after B's
+ * free of Y and before R2: not at R2's stamp, which says nothing of when
+ * R2 took X (written there, R1 made Y while B's block was live, and B's
+ * free ended R1's block).
+ */
+static void test_realloc_chain(void)
+{
+	struct cap *c;
+	struct fake f;
+	uint64_t t;
+	struct ht__session *s = four_fake_rings(&c, &f, &t);
+	int32_t pid = getpid();
+	const uint64_t X = 0xc000, Y = 0xd000, Z = 0xe000;
+	for (uint32_t i = 0; i < 4; i++)
+		CHECK(fake_claim(&f, i, pid, pid + (int32_t)i, 72) == 0);
+	CHECK(fake_process(&f, 0, t, pid, 1, HT_PROC_ROOT, 72, "/bin/handoff") == 0);
+	CHECK(fake_alloc(&f, 0, t + 100, X, 64, 0) == 0);
+	CHECK(fake_alloc(&f, 1, t + 200, Y, 280, 0) == 0);
+	CHECK(fake_alloc(&f, 3, t + 300, Z, 64, 0) == 0);
+	CHECK(fake_realloc(&f, 2, t + 1000, t + 5000, X, Y, 280) == 0);
+	CHECK(fake_realloc(&f, 3, t + 2000, t + 6000, Z, X, 280) == 0);
+	CHECK(fake_free(&f, 1, t + 3000, Y) == 0);
+	CHECK(fake_free(&f, 0, t + 7000, 0xf000) == 0); /* an event past both ends */
+	CHECK_EQ(ht__session_tick(s), 0);
+	static const struct {
+		uint32_t ring;
+		uint8_t type;
+		uint64_t addr, old_addr;
+	} want[] = {{0, HT_EV_ALLOC, X, 0},   {1, HT_EV_ALLOC, Y, 0},	{3, HT_EV_ALLOC, Z, 0},
+		    {1, HT_EV_FREE, Y, 0},    {2, HT_EV_REALLOC, Y, X}, {3, HT_EV_REALLOC, X, Z},
+		    {0, HT_EV_FREE, 0xf000, 0}};
+	const uint32_t nwant = sizeof(want) / sizeof(want[0]);
+	CHECK_EQ(c->nev, 1 + nwant);
+	for (uint32_t i = 0; i < nwant && 1 + i < c->nev; i++) {
+		const struct ht_event *e = &c->ev[1 + i];
+		CHECK_EQ(e->tid, pid + (int32_t)want[i].ring);
+		CHECK_EQ(e->type, want[i].type);
+		CHECK_EQ(e->addr, want[i].addr);
+		if (e->type == HT_EV_REALLOC)
+			CHECK_EQ(e->old_addr, want[i].old_addr);
+	}
+	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(ht__session_stats(s)->late, 0);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	munmap(f.map, f.size);
+	ht__session_destroy(s);
+	free(c);
+}
+
 /* A record that does not fit before the end of the ring follows a PAD. */
 static void test_pad_and_wrap(void)
 {
@@ -1303,6 +1357,7 @@ int main(void)
 	test_untraced_exec();
 	test_partial_drain();
 	test_handover_order();
+	test_realloc_chain();
 	rmdir(tmpdir);
 	if (check_failures)
 		fprintf(stderr, "%d check(s) failed\n", check_failures);
