@@ -637,8 +637,8 @@ static void test_realloc_chain(void)
 		uint32_t ring;
 		uint8_t type;
 		uint64_t addr, old_addr;
-	} want[] = {{0, HT_EV_ALLOC, X, 0},   {1, HT_EV_ALLOC, Y, 0},	{3, HT_EV_ALLOC, Z, 0},
-		    {1, HT_EV_FREE, Y, 0},    {2, HT_EV_REALLOC, Y, X}, {3, HT_EV_REALLOC, X, Z},
+	} want[] = {{0, HT_EV_ALLOC, X, 0},    {1, HT_EV_ALLOC, Y, 0},	 {3, HT_EV_ALLOC, Z, 0},
+		    {1, HT_EV_FREE, Y, 0},     {2, HT_EV_REALLOC, Y, X}, {3, HT_EV_REALLOC, X, Z},
 		    {0, HT_EV_FREE, 0xf000, 0}};
 	const uint32_t nwant = sizeof(want) / sizeof(want[0]);
 	CHECK_EQ(c->nev, 1 + nwant);
