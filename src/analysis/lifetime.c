@@ -425,10 +425,25 @@ static void esc_release(struct ht__life_tracker *t, uint32_t i)
 
 /* ---- pages ---- */
 
+/*
+ * A page's home slot: a random place for each aligned group of eight
+ * pages (32 KiB), the pages of a group in consecutive slots. A heap that
+ * makes and frees its pages in address order (jq: 95 thousand pages made
+ * one after another, then freed oldest first) then finds a group's slots
+ * in one or two cache lines: with a random home for every page, each new
+ * page's lookup and each page's removal missed the cache (jq: 15 % of the
+ * run's time on the first slot read). The index is at most half full, so
+ * the runs stay a few lines long.
+ */
+#define GROUP_BITS 3
+#define GROUP_MASK ((1u << GROUP_BITS) - 1)
+
 static inline uint64_t page_hash(uint32_t process, uint64_t heap, uint64_t addr)
 {
-	return ht__mix64((addr >> PAGE_SHIFT) ^ (heap * 0x9e3779b97f4a7c15ull) ^
-			 ((uint64_t)process << 47));
+	uint64_t pg = addr >> PAGE_SHIFT;
+	uint64_t h = ht__mix64((pg >> GROUP_BITS) ^ (heap * 0x9e3779b97f4a7c15ull) ^
+			       ((uint64_t)process << 47));
+	return (h & ~(uint64_t)GROUP_MASK) | (pg & GROUP_MASK);
 }
 
 #define SLOT_ID(s) ((uint32_t)(s)-1)
@@ -538,11 +553,23 @@ static inline uint32_t first_cap_of(const struct ht__life_tracker *t, uint32_t i
 static struct page *page_get(struct ht__life_tracker *t, uint32_t process, uint64_t heap,
 			     uint64_t addr, uint64_t ts)
 {
-	struct page *p = page_find(t, process, heap, addr);
-	if (p)
+	uint32_t *c = PAGE_CACHED(t, addr);
+	struct page *p = *c ? &t->pages.v[*c - 1] : NULL;
+	if (p && page_is(p, process, heap, addr))
 		return p;
-	if ((t->npages + 1) * 2 > t->mask + 1 && grow_index(t) < 0)
-		return NULL;
+	/* One probe finds the page or the slot a new one takes (page_find()
+	   and a second probe for the insert cost jq 7 M instructions). */
+	uint64_t h = page_hash(process, heap, addr);
+	uint64_t *s = page_slot(t, h, process, heap, addr);
+	if (*s) {
+		*c = SLOT_ID(*s) + 1;
+		return &t->pages.v[SLOT_ID(*s)];
+	}
+	if ((t->npages + 1) * 2 > t->mask + 1) {
+		if (grow_index(t) < 0)
+			return NULL;
+		s = page_slot(t, h, process, heap, addr);
+	}
 	uint32_t id = t->page_free;
 	if (id != NO_ID) {
 		t->page_free = (uint32_t)t->pages.v[id].heap;
@@ -551,14 +578,13 @@ static struct page *page_get(struct ht__life_tracker *t, uint32_t process, uint6
 			return NULL;
 		id = (uint32_t)t->pages.len++;
 	}
-	uint64_t h = page_hash(process, heap, addr);
-	*page_slot(t, h, process, heap, addr) = SLOT(h, id);
+	*s = SLOT(h, id);
 	t->npages++;
 	t->first_cap = first_cap_of(t, id);
 	t->last_made = id + 1;
 	p = &t->pages.v[id];
 	*p = (struct page){.addr = addr, .heap = heap, .ts_base = ts, .process = process};
-	*PAGE_CACHED(t, addr) = id + 1;
+	*c = id + 1;
 	return p;
 }
 
