@@ -179,6 +179,18 @@ def ring(env):
     a = env.spawn(3001, "threads", "250")
     trace = env.path("ring.htr")
     env.ht("start", "rg", "-o", trace, "--pid", str(a.pid), "--ring", "64K")
+    # The collector's first look at the worker's map comes with a tick after
+    # the attach: on a loaded machine the worker made 10 000 events before
+    # it (found 373 ms in, the window starting at 336 ms). The windows below
+    # are counted from once a flush shows the mappings it found.
+    f0 = env.path("f0.htr")
+    deadline = time.time() + 60
+    while True:
+        env.wait_allocs(a, 200)
+        env.ht("flush", "rg", "-o", f0, "--force")
+        if any(e.get("unseen") and e["type"] == "mmap" for e in env.events(f0)):
+            break
+        check(time.time() < deadline, "no flush shows the worker's map after 60 s")
     # 6000 allocations and their frees: about twice what 64K holds.
     env.wait_allocs(a, 6000)
     f1, f2 = env.path("f1.htr"), env.path("f2.htr")
