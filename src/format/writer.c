@@ -1309,8 +1309,12 @@ static inline __attribute__((always_inline)) struct amap_ent *amap_slot(struct h
 
 /* Takes entry e out of the map: the entries after it in its probe chain
    move back into the hole when their home allows (linear probing without
-   tombstones). */
-static void amap_remove(struct ht__writer *w, struct amap_ent *e)
+   tombstones). Inline: its call on every free of a mapped block spilled
+   and reloaded six of the free's values (the encoder 9 instructions an
+   event on the loops, 8 on python; docs/performance.md, "The writer,
+   session 27"). */
+static inline __attribute__((always_inline)) void amap_remove(struct ht__writer *w,
+							      struct amap_ent *e)
 {
 	uint32_t mask = w->amap_size - 1, i = (uint32_t)(e - w->amap);
 	for (uint32_t j = (i + 1) & mask;; j = (j + 1) & mask) {
@@ -1522,8 +1526,9 @@ static uint8_t *put_raw_free(uint8_t *p, struct slot *sl, struct ht__raw_frees *
 /* Bytes of addr as a raw code in bytes: what a free by index is weighed
    against (in 16 bytes, the raw codes of the random-free loop are a byte
    shorter; weighed against that, more of its frees went raw and its trace
-   grew 0.6 %). */
-static unsigned raw_addr_len(const struct slot *sl, uint64_t addr)
+   grew 0.6 %). Inline: a call for a few instructions. */
+static inline __attribute__((always_inline)) unsigned raw_addr_len(const struct slot *sl,
+								   uint64_t addr)
 {
 	uint64_t zz = ht__zigzag((int64_t)(addr - sl->last_addr));
 	return zz && zz < (1ull << 63) ? varint_len(zz << 1) : 1 + varint_len(zz);
