@@ -286,18 +286,20 @@ static void text_rows_header(struct table_run *t, int indent)
 static void text_node(struct table_run *t, const struct ht__wnode *n)
 {
 	char label[8192], c[32], i[32], s[32];
-	if (n->depth == 0)
-		snprintf(label, sizeof(label), "Total");
-	else
-		node_label(t, n, label, sizeof(label));
-	snprintf(c, sizeof(c), "%" PRIu64, n->count);
-	tu_size(i, sizeof(i), n->impacting);
-	tu_size(s, sizeof(s), (int64_t)n->size);
 	/* A stack reads best one frame a line, innermost first, beside its numbers. */
 	const uint32_t *f = NULL;
 	uint32_t nf = n->depth && n->key == HT_WK_STACK
 			  ? ht__wstacks_frames(t->stacks, (uint32_t)n->value, &f)
 			  : 0;
+	/* A stack's label (its frames on one line) is not printed when it has
+	   frames: making it took 114 M of python's 2259 M instructions. */
+	if (n->depth == 0)
+		snprintf(label, sizeof(label), "Total");
+	else if (!nf)
+		node_label(t, n, label, sizeof(label));
+	snprintf(c, sizeof(c), "%" PRIu64, n->count);
+	tu_size(i, sizeof(i), n->impacting);
+	tu_size(s, sizeof(s), (int64_t)n->size);
 	/* printf("%10s %15s %12s  %*s%s\n"), a field at a time (textout.h) */
 	FILE *o = stdout;
 	for (uint32_t k = 0; k < (nf ? nf : 1); k++) {
