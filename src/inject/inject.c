@@ -736,6 +736,16 @@ static void dlerror_in(struct borrowed *b, uint64_t low, char *out, size_t n)
 	out[strnlen(out, (size_t)got)] = 0;
 }
 
+/* Counts the recorder copies mapped in a process (file offset 0 of a
+   libheaptrail path, deleted or not: an attach's copy is unlinked once
+   loaded). */
+static int count_copies_cb(const struct map_line *m, void *ctx)
+{
+	if (m->off == 0 && !strncmp(base_name(m->path), "libheaptrail", 12))
+		++*(int *)ctx;
+	return 0;
+}
+
 /* Writes s below the red zone under the borrowed thread's stack pointer (or
    below *low when given) and returns its address, or 0. */
 static uint64_t put_string(struct borrowed *b, uint64_t below, const char *s)
@@ -1084,7 +1094,22 @@ static int attach_once(struct ht__attach *a, pid_t pid, const char *lib, const c
 	if (rc == 0 && !handle) {
 		char msg[256];
 		dlerror_in(&b, ses_str, msg, sizeof(msg));
-		say(why, n, "loading the recorder failed in the process: %s", msg);
+		int copies = 0;
+		if (strstr(msg, "static TLS"))
+			maps_each(pid, count_copies_cb, &copies);
+		if (copies)
+			/* Each attach loads a copy of its own (docs/attach.md), and
+			   each copy's thread state takes room in the static TLS
+			   that glibc sized when the process started. */
+			say(why, n,
+			    "the process holds %d recorder cop%s from earlier attaches, and "
+			    "glibc has no static TLS room left for another (the loader says: %s); "
+			    "restart the program to attach again, or start it with "
+			    "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 (room for about "
+			    "60 attaches)",
+			    copies, copies == 1 ? "y" : "ies", msg);
+		else
+			say(why, n, "loading the recorder failed in the process: %s", msg);
 		rc = HT_ERR_IO;
 	}
 	uint64_t base = 0, start_fn = 0;

@@ -302,9 +302,9 @@ def words_escape(env):
 class Pulse:
     """tests/programs/pulse: 100 malloc(777)/free pairs per pulse()."""
 
-    def __init__(self, env, preexec=None):
+    def __init__(self, env, preexec=None, environ=None):
         self.p = subprocess.Popen([env.prog("pulse")], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, preexec_fn=preexec)
+                                  stdout=subprocess.PIPE, preexec_fn=preexec, env=environ)
         self.pid = self.p.pid
         # One untraced pulse: its answer says main runs. Before it a loaded
         # machine can leave the process in the dynamic loader, where an
@@ -418,6 +418,41 @@ def reattach_record(env):
         equal(t.mapped_sessions(), [], "no session mapped after the second detach")
         check(not os.path.exists(stale[0]), "the dead collector's session file was removed")
         t.pulse()
+    finally:
+        t.end()
+
+
+@case
+def reattach_tls(env):
+    """Every attach loads a recorder copy of its own, whose thread state takes
+    static TLS that glibc sized when the process started: in a process
+    started with almost no room to spare (one namespace, no optional
+    surplus), the second attach cannot load and says why and what to do;
+    the program runs on untouched, with no session left mapped."""
+    h = env.heaptrail
+    environ = dict(os.environ, GLIBC_TUNABLES="glibc.rtld.nns=1:glibc.rtld.optional_static_tls=0")
+    t = Pulse(env, environ=environ)
+    try:
+        first = os.path.join(env.tmp, "first.htr")
+        r = subprocess.Popen([h, "record", "-p", str(t.pid), "-o", first],
+                             stderr=subprocess.PIPE)
+        attached(r)
+        t.pulse(2)
+        r.send_signal(signal.SIGINT)
+        err = r.stderr.read().decode()
+        r.wait(60)
+        equal(r.returncode, 0, "the first record -p: exit (%s)" % err)
+        pulses_in(env, first, 2, "the first attach's trace")
+        second = os.path.join(env.tmp, "second.htr")
+        rc, _, err = env.run([h, "record", "-q", "-p", str(t.pid), "-o", second, "--duration", "5"])
+        equal(rc, 1, "the second record -p: exit (%s)" % err)
+        for want in ("cannot attach to process %d" % t.pid,
+                     "holds 1 recorder copy from earlier attaches",
+                     "no static TLS room left", "restart the program",
+                     "GLIBC_TUNABLES=glibc.rtld.optional_static_tls="):
+            check(want in err, "the error says %r: %r" % (want, err))
+        equal(t.mapped_sessions(), [], "no session mapped after the failed attach")
+        t.pulse(3)
     finally:
         t.end()
 
