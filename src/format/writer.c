@@ -78,6 +78,20 @@
 #define ZSTD_LEVEL_HUF (-1000)
 #define HUF_TABLE_LOG 10
 #define HUF_GAIN 64
+/* A fourth, between levels 1 and 6 (ZSTD_LEVEL_MID, a code of its own):
+   zstd's double-fast matcher (level 3's: two hash tables, no chains) with
+   the events' tables and matches of MID_MIN_MATCH bytes or more. Where
+   level 6 saves a stream more than 1/STRONG_GAIN but less than
+   1/MID_BELOW of level 1's frame, a trial tries it too and keeps it when
+   it is within 1/MID_SLACK of level 6: the random-free loop's packed time
+   deltas, level 6's most expensive stream there (1 to 4 % smaller than
+   level 1 for three times its time), are 0.7 % larger with it in half of
+   level 6's time; python's and jq's level-6 streams save more than 1/16
+   and are not tried (docs/performance.md, "The writer, session 27"). */
+#define ZSTD_LEVEL_MID 3
+#define MID_MIN_MATCH 6
+#define MID_BELOW 16
+#define MID_SLACK 64
 /* An events chunk packs its time deltas (HT__CHUNK_TPACK) when at least
    TPACK_SHARE eighths of the previous chunk's deltas were 0 to 3. */
 #ifndef TPACK_SHARE
@@ -397,12 +411,15 @@ static size_t compress_frame_t(struct ht__writer *w, int level, int tlog, const 
 		if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level)) ||
 		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog, tlog)) ||
 		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, tlog)) ||
-		    ZSTD_isError(
-			ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_minMatch,
-					       tlog == EVENTS_TABLE_LOG ? EVENTS_MIN_MATCH : 0)) ||
-		    ZSTD_isError(
-			ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_strategy,
-					       tlog == EVENTS_TABLE_LOG ? EVENTS_STRATEGY : 0)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_minMatch,
+							level == ZSTD_LEVEL_MID ? MID_MIN_MATCH
+							: tlog == EVENTS_TABLE_LOG
+							    ? EVENTS_MIN_MATCH
+							    : 0)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_strategy,
+							level == ZSTD_LEVEL_MID	   ? ZSTD_dfast
+							: tlog == EVENTS_TABLE_LOG ? EVENTS_STRATEGY
+										   : 0)) ||
 		    ZSTD_isError(
 			ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_searchLog,
 					       tlog == EVENTS_TABLE_LOG ? EVENTS_SEARCH_LOG : 0))) {
@@ -433,9 +450,9 @@ static size_t compress_frame(struct ht__writer *w, int level, const uint8_t *pay
 /* A frame of an events stream (EVENTS_TABLE_LOG, HUF_TABLE_LOG). */
 static size_t compress_ev(struct ht__writer *w, int level, const uint8_t *d, size_t len)
 {
-	int tlog = level == ZSTD_LEVEL	     ? EVENTS_TABLE_LOG
-		   : level == ZSTD_LEVEL_HUF ? HUF_TABLE_LOG
-					     : 0;
+	int tlog = level == ZSTD_LEVEL || level == ZSTD_LEVEL_MID ? EVENTS_TABLE_LOG
+		   : level == ZSTD_LEVEL_HUF			  ? HUF_TABLE_LOG
+								  : 0;
 	return compress_frame_t(w, level, tlog, d, len);
 }
 
@@ -518,8 +535,9 @@ static size_t try_huf(struct ht__writer *w, int *level, size_t best, const uint8
 
 /* Appends one frame of a stream or plane at its level; in a trial, at
    level 1 and level 6, keeping the smaller and its level (STRONG_GAIN),
-   and where level 1 is kept, at ZSTD_LEVEL_HUF as well (HUF_GAIN). Its
-   size, or 0 with w->cerr set. */
+   where level 6 gains little at ZSTD_LEVEL_MID too (MID_BELOW,
+   MID_SLACK), and at ZSTD_LEVEL_HUF as well (HUF_GAIN). Its size, or 0
+   with w->cerr set. */
 static size_t compress_stream(struct ht__writer *w, int *level, bool trial, const uint8_t *d,
 			      size_t len)
 {
@@ -537,6 +555,18 @@ static size_t compress_stream(struct ht__writer *w, int *level, bool trial, cons
 	if (fast <= strong + strong / STRONG_GAIN) {
 		w->comp.len = at2;
 		return try_huf(w, level, fast, d, len);
+	}
+	if (fast < strong + strong / MID_BELOW) {
+		size_t at3 = w->comp.len, mid = compress_ev(w, ZSTD_LEVEL_MID, d, len);
+		if (!mid)
+			return 0;
+		if (mid <= strong + strong / MID_SLACK) {
+			memmove(w->comp.data + at, w->comp.data + at3, mid);
+			w->comp.len = at + mid;
+			*level = ZSTD_LEVEL_MID;
+			return try_huf(w, level, mid, d, len);
+		}
+		w->comp.len = at3;
 	}
 	memmove(w->comp.data + at, w->comp.data + at2, strong);
 	w->comp.len = at + strong;
