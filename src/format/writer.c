@@ -1193,16 +1193,17 @@ static uint32_t slot_hash(uint64_t key)
 }
 
 /* Slot of (process, pid, tid) in this chunk, made when new (*fresh = 1). */
-static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *out, int *fresh)
+static int find_slot(struct ht__writer *w, uint32_t process, int32_t pid, int32_t tid,
+		     uint32_t *out, int *fresh)
 {
-	uint64_t key = (uint64_t)ev->process << 32 | (uint32_t)ev->tid;
+	uint64_t key = (uint64_t)process << 32 | (uint32_t)tid;
 	uint32_t mask = w->map_size - 1;
 	uint32_t i = slot_hash(key) & mask;
 	for (;; i = (i + 1) & mask) {
 		struct slot_map_entry *e = &w->map[i];
 		if (e->gen != w->gen)
 			break;
-		if (e->key == key && w->slots[e->slot].pid == ev->pid) {
+		if (e->key == key && w->slots[e->slot].pid == pid) {
 			*out = e->slot;
 			*fresh = 0;
 			return 0;
@@ -1213,7 +1214,7 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 		int rc = flush_events(w);
 		if (rc < 0)
 			return rc;
-		return find_slot(w, ev, out, fresh);
+		return find_slot(w, process, pid, tid, out, fresh);
 	}
 	if ((w->nslots + 1) * 2 > w->map_size) {
 		/* Grow the map and re-insert this chunk's slots. Not a base/vec.h
@@ -1252,7 +1253,7 @@ static int find_slot(struct ht__writer *w, const struct ht_event *ev, uint32_t *
 		w->slots_cap = c1;
 	}
 	uint32_t s = w->nslots++;
-	w->slots[s] = (struct slot){ev->process, ev->pid, ev->tid, 0, 0, 0};
+	w->slots[s] = (struct slot){process, pid, tid, 0, 0, 0};
 	memset(w->rings[s], 0, sizeof(w->rings[s]));
 	memset(&w->rawf[s], 0, sizeof(w->rawf[s]));
 	w->own[s].n = 0;
@@ -1861,6 +1862,73 @@ static inline __attribute__((always_inline)) int put_plain_heap(struct ht__write
 }
 
 /*
+ * A plain allocation or free that put_plain_heap() does not take: the
+ * first of a chunk, or of a run by another thread than the previous
+ * event's. Written as ht__writer_event() writes it, byte for byte (the
+ * slot's code in MISC when it changes, the chunk's first time), without
+ * the look at every field and the struct ht_event: with 8 threads of
+ * alloc_loop the merge's runs switch threads some 150 000 times a run,
+ * and that path was 5 % of the collector's main thread
+ * (docs/performance.md, "The writer, session 27").
+ */
+static int make_room(struct ht__writer *w, size_t need);
+
+static __attribute__((noinline)) int put_plain_first(struct ht__writer *w, uint32_t process,
+						     int32_t pid, int32_t tid,
+						     const struct ht__heap_plain *h)
+{
+	if (!w->fits && make_room(w, EV_MAX_MISC) < 0)
+		return w->err;
+	w->fits--;
+	uint32_t si;
+	int fresh = 0;
+	if (w->cur_slot != UINT32_MAX && w->slots[w->cur_slot].tid == tid &&
+	    w->slots[w->cur_slot].process == process && w->slots[w->cur_slot].pid == pid) {
+		si = w->cur_slot;
+	} else {
+		int rc = find_slot(w, process, pid, tid, &si, &fresh);
+		if (rc < 0)
+			return rc;
+	}
+	if (!w->ev_count) {
+		w->first_ts = h->ts;
+		w->prev_ts = h->ts / w->ts_unit;
+	}
+	uint8_t type = (uint8_t)h->type;
+	struct ht__buf *ob = &w->st[HT__S_OPS];
+	uint8_t *op = ob->data + ob->len;
+	*op++ = type | (si == w->cur_slot ? HT__REC_SAME : 0) | (h->stack ? HT__REC_STACK : 0);
+	*op++ = (h->addr ? HT__F_ADDR : 0) | (h->size ? HT__F_SIZE : 0);
+	ob->len = op - ob->data;
+	if (si != w->cur_slot) {
+		struct ht__buf *mb = &w->st[HT__S_MISC];
+		uint8_t *mi = ht__put_varint(mb->data + mb->len, si);
+		if (fresh) {
+			mi = ht__put_varint(mi, process);
+			mi = ht__put_varint(mi, ht__zigzag(pid));
+			mi = ht__put_varint(mi, ht__zigzag(tid));
+		}
+		mb->len = mi - mb->data;
+		w->cur_slot = si;
+	}
+	unsigned cls = h->size ? ht__size_class(h->size) : 0;
+	put_time_stack(w, h->ts, h->stack, h->size, cls, si);
+	if (h->size) {
+		struct ht__buf *zb = &w->st[HT__S_SIZE];
+		zb->len = ht__put_varint(zb->data + zb->len, h->size) - zb->data;
+	}
+	if (h->addr) {
+		if (type == HT_EV_FREE) {
+			struct ht__buf *fb = &w->st[HT__S_FREE];
+			fb->len = put_free_addr(w, fb->data + fb->len, si, h->addr) - fb->data;
+		} else if (put_new_block(w, si, h->addr, h->size, cls, 0) < 0) {
+			return w->err;
+		}
+	}
+	return event_done(w, h->ts, false);
+}
+
+/*
  * Room in every stream, looked at only when the events known to fit are
  * used up: checking the six streams at every event was a tenth of the
  * encoder's instructions on an allocation loop. An event takes at most
@@ -1933,7 +2001,9 @@ int ht__writer_heap_plain(struct ht__writer *w, uint32_t process, int32_t pid, i
 		   short way while the chunk goes on (a chunk's first event says
 		   its thread), the streams' room made first when the events
 		   known to fit are used up (once every 55 events or so: through
-		   heap_event_any() that was 12 instructions an event). */
+		   heap_event_any() that was 12 instructions an event). The
+		   others, a chunk's first and another thread's, go through
+		   put_plain_first(). */
 		if (w->ev_count) {
 			const struct slot *sl = &w->slots[w->cur_slot];
 			if (sl->tid == tid && sl->process == process && sl->pid == pid) {
@@ -1948,16 +2018,7 @@ int ht__writer_heap_plain(struct ht__writer *w, uint32_t process, int32_t pid, i
 				continue;
 			}
 		}
-		struct ht__heap_event e = {.type = (uint8_t)h->type,
-					   .func = (uint8_t)ht__default_func(h->type),
-					   .process = process,
-					   .pid = pid,
-					   .tid = tid,
-					   .ts = h->ts,
-					   .stack = h->stack,
-					   .addr = h->addr,
-					   .size = h->size};
-		int rc = heap_event_any(w, &e);
+		int rc = put_plain_first(w, process, pid, tid, h);
 		if (rc < 0)
 			return rc;
 		h++;
@@ -1994,7 +2055,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	    w->slots[w->cur_slot].process == ev->process && w->slots[w->cur_slot].pid == ev->pid) {
 		si = w->cur_slot; /* most events come from the thread of the previous one */
 	} else {
-		int rc = find_slot(w, ev, &si, &fresh);
+		int rc = find_slot(w, ev->process, ev->pid, ev->tid, &si, &fresh);
 		if (rc < 0)
 			return rc;
 	}
