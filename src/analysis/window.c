@@ -103,11 +103,16 @@ static uint64_t child_hash(const void *ctx, uint32_t id)
 /* The child of n with this value, created when missing; NULL when out of memory. */
 static struct ht__wnode *child_get(struct ht__wnode *n, enum ht__wkey key, uint64_t value)
 {
+	/* The child found last first: a level of one or two children (process,
+	   handle, impacting type), and the blocks of one stack in a row (jq's
+	   table heap: these lookups were a sixth of its samples). */
+	if (n->last && n->last->value == value)
+		return n->last;
 	uint64_t h = mix64(value);
 	for (uint32_t *slot = ht__hindex_find(&n->index, h); *slot;
 	     slot = ht__hindex_next(&n->index, slot))
 		if (n->children[*slot - 1]->value == value)
-			return n->children[*slot - 1];
+			return n->last = n->children[*slot - 1];
 	if (ht__grow32((void **)&n->children, &n->cap, (size_t)n->nall + 1, sizeof(*n->children)) <
 	    0)
 		return NULL;
@@ -124,7 +129,7 @@ static struct ht__wnode *child_get(struct ht__wnode *n, enum ht__wkey key, uint6
 	}
 	n->nall++;
 	n->nchildren = n->nall;
-	return c;
+	return n->last = c;
 }
 
 static void node_count(struct ht__wnode *n, const struct ht__witem *it, int type)

@@ -154,6 +154,7 @@ struct ht__wnode {
 	uint32_t cap;
 	struct ht__hindex index;
 	uint32_t rows_cap;
+	struct ht__wnode *last; /* the child child_get() found last */
 };
 
 enum ht__wsort {
