@@ -439,6 +439,36 @@ static struct ht__session *four_fake_rings(struct cap **c, struct fake *f, uint6
 	return s;
 }
 
+/* One event the merge must write: its ring (the tid is pid + ring), type,
+   address and, for a realloc, old address. */
+struct want_ev {
+	uint32_t ring;
+	uint8_t type;
+	uint64_t addr, old_addr;
+};
+
+/* The events after the process start are want[0..n) in order, none out of
+   order or late; then the session of four_fake_rings ends and is freed. */
+static void check_merged_and_end(struct ht__session *s, struct cap *c, struct fake *f, int32_t pid,
+				 const struct want_ev *want, uint32_t n)
+{
+	CHECK_EQ(c->nev, 1 + n);
+	for (uint32_t i = 0; i < n && 1 + i < c->nev; i++) {
+		const struct ht_event *e = &c->ev[1 + i];
+		CHECK_EQ(e->tid, pid + (int32_t)want[i].ring);
+		CHECK_EQ(e->type, want[i].type);
+		CHECK_EQ(e->addr, want[i].addr);
+		if (e->type == HT_EV_REALLOC)
+			CHECK_EQ(e->old_addr, want[i].old_addr);
+	}
+	CHECK_EQ(c->order_errors, 0);
+	CHECK_EQ(ht__session_stats(s)->late, 0);
+	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
+	munmap(f->map, f->size);
+	ht__session_destroy(s);
+	free(c);
+}
+
 /*
  * A writer busy for over a second is waited for while its thread runs or
  * sleeps (a realloc is busy across the real call, a thread may be starved
@@ -582,26 +612,10 @@ static void test_handover_order(void)
 	CHECK(fake_alloc(&f, 1, t + 2100, 0xb000, 64, 0) == 0);
 	CHECK(fake_free(&f, 1, t + 2300, 0xb000) == 0);
 	CHECK_EQ(ht__session_tick(s), 0);
-	static const struct {
-		uint32_t ring;
-		uint8_t type;
-		uint64_t addr;
-	} want[] = {{1, HT_EV_ALLOC, 0xa000}, {0, HT_EV_ALLOC, 0xb000}, {0, HT_EV_FREE, 0xa000},
-		    {0, HT_EV_FREE, 0xb000},  {1, HT_EV_ALLOC, 0xb000}, {1, HT_EV_FREE, 0xb000}};
-	const uint32_t nwant = sizeof(want) / sizeof(want[0]);
-	CHECK_EQ(c->nev, 1 + nwant);
-	for (uint32_t i = 0; i < nwant && 1 + i < c->nev; i++) {
-		const struct ht_event *e = &c->ev[1 + i];
-		CHECK_EQ(e->tid, pid + (int32_t)want[i].ring);
-		CHECK_EQ(e->type, want[i].type);
-		CHECK_EQ(e->addr, want[i].addr);
-	}
-	CHECK_EQ(c->order_errors, 0);
-	CHECK_EQ(ht__session_stats(s)->late, 0);
-	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
-	munmap(f.map, f.size);
-	ht__session_destroy(s);
-	free(c);
+	static const struct want_ev want[] = {
+	    {1, HT_EV_ALLOC, 0xa000, 0}, {0, HT_EV_ALLOC, 0xb000, 0}, {0, HT_EV_FREE, 0xa000, 0},
+	    {0, HT_EV_FREE, 0xb000, 0},	 {1, HT_EV_ALLOC, 0xb000, 0}, {1, HT_EV_FREE, 0xb000, 0}};
+	check_merged_and_end(s, c, &f, pid, want, sizeof(want) / sizeof(want[0]));
 }
 
 /*
@@ -633,29 +647,11 @@ static void test_realloc_chain(void)
 	CHECK(fake_free(&f, 1, t + 3000, Y) == 0);
 	CHECK(fake_free(&f, 0, t + 7000, 0xf000) == 0); /* an event past both ends */
 	CHECK_EQ(ht__session_tick(s), 0);
-	static const struct {
-		uint32_t ring;
-		uint8_t type;
-		uint64_t addr, old_addr;
-	} want[] = {{0, HT_EV_ALLOC, X, 0},    {1, HT_EV_ALLOC, Y, 0},	 {3, HT_EV_ALLOC, Z, 0},
-		    {1, HT_EV_FREE, Y, 0},     {2, HT_EV_REALLOC, Y, X}, {3, HT_EV_REALLOC, X, Z},
-		    {0, HT_EV_FREE, 0xf000, 0}};
-	const uint32_t nwant = sizeof(want) / sizeof(want[0]);
-	CHECK_EQ(c->nev, 1 + nwant);
-	for (uint32_t i = 0; i < nwant && 1 + i < c->nev; i++) {
-		const struct ht_event *e = &c->ev[1 + i];
-		CHECK_EQ(e->tid, pid + (int32_t)want[i].ring);
-		CHECK_EQ(e->type, want[i].type);
-		CHECK_EQ(e->addr, want[i].addr);
-		if (e->type == HT_EV_REALLOC)
-			CHECK_EQ(e->old_addr, want[i].old_addr);
-	}
-	CHECK_EQ(c->order_errors, 0);
-	CHECK_EQ(ht__session_stats(s)->late, 0);
-	CHECK_EQ(ht__session_finish(s, false, NULL, NULL), 0);
-	munmap(f.map, f.size);
-	ht__session_destroy(s);
-	free(c);
+	static const struct want_ev want[] = {{0, HT_EV_ALLOC, X, 0},	 {1, HT_EV_ALLOC, Y, 0},
+					      {3, HT_EV_ALLOC, Z, 0},	 {1, HT_EV_FREE, Y, 0},
+					      {2, HT_EV_REALLOC, Y, X},	 {3, HT_EV_REALLOC, X, Z},
+					      {0, HT_EV_FREE, 0xf000, 0}};
+	check_merged_and_end(s, c, &f, pid, want, sizeof(want) / sizeof(want[0]));
 }
 
 /*
