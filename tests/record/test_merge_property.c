@@ -63,8 +63,9 @@ static bool chance(unsigned percent)
 
 /* ---- threads that exist, for the rings' tids (the session asks /proc) ---- */
 
-#define MAXT 8
-static int32_t tids[MAXT];
+#define MAXT 8	  /* rings */
+#define MAXTHR 16 /* threads: one that ended gives its ring to a new one */
+static int32_t tids[MAXTHR];
 static int hold_pipe[2];
 
 static void *idle_thread(void *arg)
@@ -105,8 +106,8 @@ struct want {
 
 struct thr {
 	int32_t tid;
-	uint32_t ring;
-	uint32_t ops_left;
+	uint32_t ring; /* UINT32_MAX until it claims one */
+	uint32_t ops_left, ops_total;
 	enum kind kind;
 	uint32_t step;	  /* index into steps[kind] */
 	uint64_t at;	  /* when its next step comes, UINT64_MAX when done */
@@ -124,7 +125,8 @@ struct sim {
 	struct fake f;
 	struct ht__session *s;
 	uint32_t nthr, ring_size;
-	struct thr th[MAXT];
+	struct thr th[MAXTHR];
+	uint32_t respawn; /* percent of threads that end when done, a new one after them */
 	/* The allocator: free addresses (the last freed on top), live ones
 	   handed over (no call on them under way). */
 	uint64_t *freeb, *avail;
@@ -274,6 +276,15 @@ static void put_busy(struct sim *m, struct thr *t, int v)
 /* Runs the thread's next step at m's time now. */
 static void step(struct sim *m, struct thr *t, uint64_t now)
 {
+	if (t->ring == UINT32_MAX) {
+		/* A new thread claims the lowest free ring (the collector frees a
+		   released one once it has merged all of it). */
+		for (uint32_t i = 0; i < MAXT && t->ring == UINT32_MAX; i++)
+			if (fake_claim(&m->f, i, getpid(), t->tid, 5) == 0)
+				t->ring = i;
+		t->at = now + (t->ring == UINT32_MAX ? rnd_in(10000, 500000) : delay(m));
+		return;
+	}
 	enum step st = (enum step)steps[t->kind][t->step];
 	struct want w = {0};
 	switch (st) {
@@ -359,8 +370,20 @@ static void step(struct sim *m, struct thr *t, uint64_t now)
 		break;
 	}
 	}
-	if (steps[t->kind][++t->step] == S_DONE)
+	if (steps[t->kind][++t->step] == S_DONE) {
 		start_op(m, t);
+		if (t->at == UINT64_MAX && m->nthr < MAXTHR && chance(m->respawn)) {
+			/* It exits: its ring goes back, a new thread comes. */
+			atomic_store_explicit(&fake_ring(&m->f, t->ring)->state, HT_RING_RELEASED,
+					      memory_order_release);
+			struct thr *n = &m->th[m->nthr];
+			n->tid = tids[m->nthr++];
+			n->ring = UINT32_MAX;
+			n->ops_left = n->ops_total = t->ops_total;
+			start_op(m, n);
+			n->at = now + delay(m);
+		}
+	}
 	if (t->at != UINT64_MAX)
 		t->at = now + delay(m);
 }
@@ -553,6 +576,7 @@ static int run_seed(uint32_t seed, bool verbose, uint32_t *nevents)
 	m->mid_pct = (uint32_t)rnd_in(0, big ? 2 : 30);
 	m->late_busy_pct = chance(50) ? 0 : (uint32_t)rnd_in(1, 30);
 	m->late_busy_max = chance(80) ? 50000 : 900000;
+	m->respawn = chance(50) ? 0 : (uint32_t)rnd_in(10, 100);
 	m->gap_lo = big ? 5000000 : rnd_in(5000, 200000);
 	m->gap_hi = big ? 30000000 : m->gap_lo + rnd_in(0, 2000000);
 	/* A few live blocks to start with: frees and reallocs from the first. */
@@ -561,7 +585,7 @@ static int run_seed(uint32_t seed, bool verbose, uint32_t *nevents)
 	sim_open(m);
 	int rc;
 	for (uint32_t k = 0; k < m->nthr; k++)
-		m->th[k].ops_left = ops;
+		m->th[k].ops_left = m->th[k].ops_total = ops;
 	for (uint32_t i = 0; i < prelive; i++) {
 		struct thr *t = &m->th[i % m->nthr];
 		struct want w = {.type = HT_EV_ALLOC, .ts = 2 + i, .size = 8};
@@ -889,11 +913,11 @@ int main(int argc, char **argv)
 	/* The rings' threads exist (the session looks at their state). */
 	if (pipe(hold_pipe) < 0)
 		return 1;
-	pthread_t th[MAXT];
-	for (int k = 0; k < MAXT; k++)
+	pthread_t th[MAXTHR];
+	for (int k = 0; k < MAXTHR; k++)
 		if (pthread_create(&th[k], NULL, idle_thread, &tids[k]) != 0)
 			return 1;
-	for (int k = 0; k < MAXT; k++)
+	for (int k = 0; k < MAXTHR; k++)
 		while (!__atomic_load_n(&tids[k], __ATOMIC_ACQUIRE))
 			usleep(100);
 	setenv("HEAPTRAIL_CLOCK", "monotonic", 1);
@@ -915,9 +939,9 @@ int main(int argc, char **argv)
 		}
 		events += n;
 	}
-	if (write(hold_pipe[1], "xxxxxxxx", MAXT) < 0)
+	if (write(hold_pipe[1], "xxxxxxxxxxxxxxxx", MAXTHR) < 0)
 		return 1;
-	for (int k = 0; k < MAXT; k++)
+	for (int k = 0; k < MAXTHR; k++)
 		pthread_join(th[k], NULL);
 	rmdir(tmpdir);
 	printf("%u seeds from %u, %" PRIu64 " events, %u failed\n", count, first, events, failed);
