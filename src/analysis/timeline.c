@@ -26,6 +26,7 @@ struct ht__timeline {
 	struct series *s;
 	uint32_t ns, scap;
 	struct ht__hindex index; /* of s */
+	uint32_t last;		 /* + 1: the series series_get() found last */
 	uint64_t *rss;		 /* last RSS sample per process index */
 	uint32_t nrss;
 	int finished;
@@ -119,12 +120,21 @@ static struct series *series_get(struct ht__timeline *tl, enum ht__tl_kind kind,
 		d.heap = heap;
 		d.has_heap = 1;
 	}
+	/* The series found last first: a trace's heap events are mostly of one
+	   (python's timeline: the lookups were 8 % of its samples). */
+	if (tl->last && tl->last <= tl->ns) {
+		struct series *s = &tl->s[tl->last - 1];
+		if (s->d.kind == d.kind && s->d.process == d.process && s->d.heap == d.heap)
+			return s;
+	}
 	uint64_t h = series_hash(&d);
 	for (uint32_t *slot = ht__hindex_find(&tl->index, h); *slot;
 	     slot = ht__hindex_next(&tl->index, slot)) {
 		struct series *s = &tl->s[*slot - 1];
-		if (s->d.kind == d.kind && s->d.process == d.process && s->d.heap == d.heap)
+		if (s->d.kind == d.kind && s->d.process == d.process && s->d.heap == d.heap) {
+			tl->last = *slot;
 			return s;
+		}
 	}
 	if (ht__grow32((void **)&tl->s, &tl->scap, (size_t)tl->ns + 1, sizeof(*tl->s)) < 0)
 		return NULL;
@@ -140,7 +150,7 @@ static struct series *series_get(struct ht__timeline *tl, enum ht__tl_kind kind,
 		free(v);
 		return NULL;
 	}
-	tl->ns++;
+	tl->last = ++tl->ns;
 	return s;
 }
 
