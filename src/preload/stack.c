@@ -1000,8 +1000,9 @@ static __attribute__((noinline)) uint32_t capture_unwind(struct ht__thread *t)
  * walks (every stack new, as in deep_stacks: keeping each cost a copy of
  * its checks).
  */
-#define HT_RECENT 32 /* a power of two */
-#define HT_RECENT_CHK 126
+#define HT_RECENT 32	  /* a power of two */
+#define HT_RECENT_CHK 126 /* checks of a whole stack kept */
+#define HT_RECENT_CUT 254 /* of a cut one (recent_keep_cut): an entry's room */
 #define HT_RECENT_IDLE 64
 #define HT_RECENT_HIT 16 /* walks a find makes up for in recent_idle */
 #define HT_RECENT_WAKE 4
@@ -1013,7 +1014,7 @@ struct ht__recent {
 	   the rbp slot when the innermost rule reads rbp; checked from the
 	   innermost (the hook's slot and return address are the entry's key,
 	   rkey) */
-	struct ht__chk chk[HT_RECENT_CHK];
+	struct ht__chk chk[HT_RECENT_CUT];
 };
 
 /*
@@ -1277,24 +1278,24 @@ static void tree_walked(struct ht__scache *c, int walked);
  * else in the first the clock hand finds unused since it last passed. A
  * walk of walked new frames.
  */
-static void recent_keep(struct ht__scache *c, int walked)
+/*
+ * The entry for a stack of id under the key (loc, ip), put in its bucket:
+ * the entry that has its id (a stale copy; with at_loc, its id in the hook
+ * slot loc: a stack cut to its innermost frames comes at many depths), else
+ * a new one, else the first the clock hand finds unused since it last
+ * passed; NULL when the entries cannot be mapped. The caller fills its
+ * checks.
+ */
+static struct ht__recent *recent_entry(struct ht__scache *c, uintptr_t loc, uintptr_t ip,
+				       uint32_t id, uint32_t gen, int at_loc)
 {
-	int k = c->n - 1;
-	if (k < 0 || c->sig || !c->id)
-		return;
-	tree_walked(c, walked); /* the tree may serve where walks are long */
-	if (c->recent_idle >= HT_RECENT_IDLE && c->recent_tick % 16)
-		return; /* recent stacks that do not serve: one walk in 16 is kept */
-	uint32_t m = c->nchk[k], n = m + c->use[k];
-	if (n > HT_RECENT_CHK)
-		return;
 	if (HT_UNLIKELY(!c->recent)) {
 		c->recent = ht__raw_mmap(HT_RECENT * sizeof *c->recent);
 		if (!c->recent)
-			return;
+			return NULL;
 	}
 	uint32_t at = 0;
-	while (at < c->nrecent && c->rid[at] != c->id)
+	while (at < c->nrecent && (c->rid[at] != id || (at_loc && c->rkey[at].loc != loc)))
 		at++;
 	if (at < c->nrecent) {
 		recent_unlink(c, at);
@@ -1310,21 +1311,114 @@ static void recent_keep(struct ht__scache *c, int walked)
 		recent_unlink(c, at);
 	}
 	struct ht__recent *e = &c->recent[at];
-	c->rkey[at].loc = c->loc[k];
-	c->rkey[at].ip = c->ip[k];
-	c->rid[at] = c->id;
+	c->rkey[at].loc = loc;
+	c->rkey[at].ip = ip;
+	c->rid[at] = id;
 	c->ruse[at] = 1;
-	uint8_t *head = &c->rhead[recent_bucket(c->loc[k], c->ip[k])];
+	uint8_t *head = &c->rhead[recent_bucket(loc, ip)];
 	c->rnext[at] = *head;
 	*head = (uint8_t)(at + 1);
-	e->id = c->id;
-	e->gen = c->gen;
+	e->id = id;
+	e->gen = gen;
+	return e;
+}
+
+static void recent_keep(struct ht__scache *c, int walked)
+{
+	int k = c->n - 1;
+	if (k < 0 || c->sig || !c->id)
+		return;
+	tree_walked(c, walked); /* the tree may serve where walks are long */
+	if (c->recent_idle >= HT_RECENT_IDLE && c->recent_tick % 16)
+		return; /* recent stacks that do not serve: one walk in 16 is kept */
+	uint32_t m = c->nchk[k], n = m + c->use[k];
+	if (n > HT_RECENT_CHK)
+		return;
+	struct ht__recent *e = recent_entry(c, c->loc[k], c->ip[k], c->id, c->gen, 0);
+	if (!e)
+		return;
 	e->n = n;
 	memcpy(e->chk, c->chk, m * sizeof e->chk[0]);
 	if (c->use[k]) {
 		e->chk[m].at = c->loc[k] - 8;
 		e->chk[m].val = c->rbp[k];
 	}
+}
+
+/*
+ * What a walk that went deeper than HT_MAX_FRAMES found (capture_cached):
+ * its n new frames, innermost first (the return address and its slot, rbp
+ * in the frame and the slot it was restored from, 0 where it came in
+ * unchanged, whether the frame's rule reads it), the cached frame jc it
+ * joined (-1: none) and rbp there with its slot.
+ */
+struct ht__cutwalk {
+	const uintptr_t *ip, *loc, *rbp, *rl;
+	const uint8_t *fr;
+	int n, jc;
+	uintptr_t jrl, jrbp;
+};
+
+/*
+ * Keeps a stack cut to its HT_MAX_FRAMES innermost frames (capture_cut)
+ * among the recent ones, under id: the checks the walk read for those
+ * frames, as recent_keep() keeps a whole stack's. The cut stack is a
+ * function of them alone: the walk from the hook's slot reads only them to
+ * find its innermost HT_MAX_FRAMES frames (the frames beyond, and where
+ * the outermost one kept returns to, do not change them), so by the
+ * argument of the recent stacks a later capture whose every pair still
+ * holds is this stack. Those of the cached frames joined are the cache's
+ * (the walk found them holding), the joined frame's rbp this walk's; each
+ * frame's rbp is checked as the cache would (more than needed for the
+ * outermost kept: never a wrong stack, at worst a walk). A cut stack used
+ * to be walked anew at each capture: CPython json's 7 500 walks were all
+ * of stacks deeper than HT_MAX_FRAMES, 6 700 instructions each.
+ */
+static void recent_keep_cut(struct ht__scache *c, uint32_t id, uint32_t gen,
+			    const struct ht__cutwalk *w)
+{
+	if (!id || id == HT_STACK_NONE || (c->recent_idle >= HT_RECENT_IDLE && c->recent_tick % 16))
+		return;
+	struct ht__chk chk[HT_RECENT_CUT];
+	uint32_t m = 0;
+	int carry = 0;
+	if (w->jc >= 0 && w->n < HT_MAX_FRAMES) {
+		/* frames jc down to kk, the outermost kept (the new frames alone
+		   when they are HT_MAX_FRAMES: a join at the next frame) */
+		int kk = w->jc + 1 + w->n - HT_MAX_FRAMES;
+		uint32_t from = c->nchk[kk], to = c->nchk[w->jc];
+		if (to < from || to - from + 2 > HT_RECENT_CUT)
+			return;
+		memcpy(chk, &c->chk[from], (to - from) * sizeof chk[0]);
+		m = to - from;
+		chk[m].at = c->loc[w->jc];
+		chk[m++].val = c->ip[w->jc];
+		if (c->use[w->jc] && w->jrl) {
+			chk[m].at = w->jrl;
+			chk[m++].val = w->jrbp;
+		}
+		carry = c->use[w->jc] && !w->jrl;
+	}
+	for (int i = w->n - 1; i >= 0; i--) {
+		int use = w->fr[i] | carry;
+		if (m + 2 > HT_RECENT_CUT)
+			return;
+		if (i) { /* the innermost's slot and return address are the key */
+			chk[m].at = w->loc[i];
+			chk[m++].val = w->ip[i];
+		}
+		if (use && w->rl[i]) {
+			chk[m].at = w->rl[i];
+			chk[m++].val = w->rbp[i];
+		}
+		carry = use && !w->rl[i];
+	}
+	struct ht__recent *e = recent_entry(c, w->loc[0], w->ip[0], id, gen, 1);
+	if (!e)
+		return;
+	e->n = m;
+	memcpy(e->chk, chk, m * sizeof chk[0]);
+	c->rprev = 0; /* a walk came between */
 }
 
 /*
@@ -1698,7 +1792,10 @@ static __attribute__((noinline)) uint32_t capture_cached(struct ht__thread *t, s
 		   checked against memory at each use, it is the outer part of
 		   the next deep stack (joined after its new frames alone) and
 		   most likely the next stack once the recursion returns. */
-		return capture_cut(t, c, nip, n, jc);
+		uint32_t id = capture_cut(t, c, nip, n, jc);
+		const struct ht__cutwalk w = {nip, nloc, nrbp, nrl, nfr, n, jc, rbp_loc, rbp};
+		recent_keep_cut(c, id, gen, &w);
+		return id;
 	}
 	if (jc >= 0 && jc + 1 + n > HT_MAX_FRAMES)
 		jc = -1; /* would need cutting: leave it to libunwind */

@@ -43,4 +43,15 @@ verify_counts
 expect "stacks that differ from libunwind's (cycle)" "$differ" 0
 expect_that "stacks found among the recent ones (cycle: 99 rounds of 24)" [ "${recent:-0}" -ge $((99 * 24)) ]
 expect_count '^alloc func=malloc .* size=9061$' $((100 * 24))
+# 12 stacks deeper than the 128 frames kept (deep(): 3 depths x 4 call sites
+# at the bottom), cut as libunwind cuts them: from the second of 100 rounds
+# on, every one is found among the thread's recent stacks (walked anew each
+# time before session 27), and the same as libunwind's
+record -- "$PROGS/stack_cases" "$PROGS" deep
+expect "exit status (deep)" "$RC" 0
+verify_counts
+expect "stacks that differ from libunwind's (deep)" "$differ" 0
+expect_that "cut stacks found among the recent ones (deep: 99 rounds of 12)" [ "${recent:-0}" -ge $((99 * 12)) ]
+expect_count '^alloc func=malloc .* size=908[1-4]$' $((100 * 12))
+expect "deepest stack (deep)" "$(sed -nE 's/^stack .* nframes=([0-9]+) .*/\1/p' "$OUT" | sort -n | tail -1)" 128
 finish

@@ -10,7 +10,8 @@
  * deep_stacks' shape (chains along random routes, which the thread's stack
  * tree finds), left by longjmp from the bottom, called back from the
  * library, and in threads that reuse a joined thread's stack; with
- * "cycle", 24 stacks in turn, found among a thread's recent stacks. Every
+ * "cycle", 24 stacks in turn, found among a thread's recent stacks; with
+ * "deep", 12 stacks deeper than the recorder keeps, in turn. Every
  * allocation is freed; sizes mark the cases.
  */
 #include <alloca.h>
@@ -283,6 +284,49 @@ static void cycle(int rounds)
 				ladder(d, k);
 }
 
+/* Stacks deeper than the 128 frames kept, cut as libunwind cuts them: 12 in
+   turn (three depths, four call sites at the bottom), the innermost frames
+   optimised without frame pointers, the outer ones with them (rbp read). */
+OPT static void cut_bottom(int depth, int site)
+{
+	if (depth > 0) {
+		cut_bottom(depth - 1, site);
+		asm volatile("" ::: "memory");
+		return;
+	}
+	switch (site) {
+	case 0:
+		take(9081);
+		break;
+	case 1:
+		take(9082);
+		break;
+	case 2:
+		take(9083);
+		break;
+	default:
+		take(9084);
+	}
+	asm volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void cut_rec(int depth, int site)
+{
+	if (depth > 20)
+		cut_rec(depth - 1, site);
+	else
+		cut_bottom(depth, site);
+	asm volatile("" ::: "memory");
+}
+
+static void deep(int rounds)
+{
+	for (int i = 0; i < rounds; i++)
+		for (int d = 0; d < 3; d++)
+			for (int s = 0; s < 4; s++)
+				cut_rec(140 + 5 * d, s);
+}
+
 static void mix(int rounds)
 {
 	for (int i = 0; i < rounds; i++) {
@@ -323,6 +367,10 @@ int main(int argc, char **argv)
 	const char *dir = argc > 1 ? argv[1] : ".";
 	if (argc > 2 && strcmp(argv[2], "cycle") == 0) {
 		cycle(100);
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "deep") == 0) {
+		deep(100);
 		return 0;
 	}
 	mix(300);
