@@ -268,6 +268,7 @@ struct worker {
 	struct batch *free_b;			      /* batches ready to fill */
 	uint32_t nfree;				      /* how many */
 	struct batch *q_head, *q_tail;		      /* filled, in ticket order */
+	uint32_t nqueued;			      /* how many */
 	pthread_cond_t wake;			      /* half its batches are free again, or stop */
 	struct batch all[WORKER_BATCHES];
 };
@@ -278,6 +279,7 @@ struct pipe {
 	pthread_cond_t to_reader; /* a batch was filled */
 	uint64_t claimed;	  /* tickets handed out */
 	uint64_t want;		  /* the ticket the reader reads */
+	int reader_waits;	  /* the reader sleeps on to_reader */
 	int stop;		  /* rewind or close, or the reader saw the end */
 	int claims_over;	  /* a claim found the end or damage: no more */
 	int nworkers;
@@ -2937,16 +2939,28 @@ static struct batch *worker_take(struct worker *w)
 	return b;
 }
 
-/* Hands filled batch b to the reader. With pp->mu held. */
+/*
+ * Hands filled batch b to the reader. With pp->mu held. A reader asleep
+ * (it had read every batch there was: the pass is the quicker) is woken
+ * once half of w's batches wait, or at the end of w's claim, not for each
+ * batch: each wake was a futex call on the worker's thread, several
+ * microseconds on this machine (a VM), the decode's own time when it is
+ * the longer thread. w cannot run out of batches before it wakes the
+ * reader, which waits for a batch of w's or of a claim after it.
+ */
 static void worker_put(struct worker *w, struct batch *b)
 {
+	struct pipe *pp = w->pp;
 	b->next_q = NULL;
 	if (w->q_tail)
 		w->q_tail->next_q = b;
 	else
 		w->q_head = b;
 	w->q_tail = b;
-	pthread_cond_signal(&w->pp->to_reader);
+	if (++w->nqueued >= WORKER_BATCHES / 2 || b->last) {
+		if (pp->reader_waits)
+			pthread_cond_signal(&pp->to_reader);
+	}
 }
 
 /*
@@ -3097,6 +3111,7 @@ static void pipe_next(struct ht_reader *r)
 			struct worker *w = &pp->w[i];
 			if (w->q_head && w->q_head->ticket == pp->want) {
 				b = w->q_head;
+				w->nqueued--;
 				if (!(w->q_head = b->next_q))
 					w->q_tail = NULL;
 				r->cur = b;
@@ -3104,7 +3119,9 @@ static void pipe_next(struct ht_reader *r)
 				return;
 			}
 		}
+		pp->reader_waits = 1;
 		pthread_cond_wait(&pp->to_reader, &pp->mu);
+		pp->reader_waits = 0;
 	}
 }
 
