@@ -1015,14 +1015,26 @@ static int alloc_slow(struct ht__life_tracker *t, const struct ht_event *ev, int
 
 static int destroy_heap(struct ht__life_tracker *t, const struct ht_event *ev);
 
+#define LIFE_AHEAD 12 /* events: 1152 bytes */
+
 uint32_t ht__life_heap_run(struct ht__life_tracker *t, const struct ht_event *ev, uint32_t n,
 			   uint64_t stop, uint64_t *max_ts, uint32_t types, ht__life_ev_fn fn,
 			   void *ctx, struct ht__pass *arg, int *rc)
 {
 	const struct ht_event *e = ev, *end = ev + n;
+	const struct ht_event *ahead_end = n > LIFE_AHEAD ? end - LIFE_AHEAD : ev;
 	uint64_t top = *max_ts;
 	int err = 0;
 	for (; e < end; e++) {
+		/* The reader's worker wrote the events on another core, where
+		   they wait in its cache: each line read here missed (jq: the
+		   loads of an event's type, time and stack were 12 % of the
+		   pass's thread). Fetched a few events ahead, within the run:
+		   past it may be a batch the worker is still writing. */
+		if (e < ahead_end) {
+			__builtin_prefetch(e + LIFE_AHEAD);
+			__builtin_prefetch((const char *)(e + LIFE_AHEAD) + 64);
+		}
 		unsigned type = e->type;
 		if (type > HT_EV_FREE || e->ts >= stop)
 			break;
