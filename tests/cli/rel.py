@@ -377,6 +377,20 @@ def kill_daemon(env, name):
     wait_gone(daemon, "the daemon's death")
 
 
+def record_pulses(env, t, trace, n, what):
+    """record -p of Pulse t into trace across n pulses, ended by SIGINT;
+    checks it exits 0 and returns its stderr."""
+    r = subprocess.Popen([env.heaptrail, "record", "-p", str(t.pid), "-o", trace],
+                         stderr=subprocess.PIPE)
+    attached(r)
+    t.pulse(n)
+    r.send_signal(signal.SIGINT)
+    err = r.stderr.read().decode()
+    r.wait(60)
+    equal(r.returncode, 0, "%s: exit (%s)" % (what, err))
+    return err
+
+
 @case
 def reattach_record(env):
     """record -p P killed with SIGKILL leaves a recorder whose collector is
@@ -397,14 +411,7 @@ def reattach_record(env):
         equal(len(stale), 1, "the dead collector's session is still mapped")
         t.pulse()  # the program runs on with a recorder whose collector is gone
         second = os.path.join(env.tmp, "second.htr")
-        r = subprocess.Popen([h, "record", "-p", str(t.pid), "-o", second],
-                             stderr=subprocess.PIPE)
-        attached(r)
-        t.pulse(3)
-        r.send_signal(signal.SIGINT)
-        err = r.stderr.read().decode()
-        r.wait(60)
-        equal(r.returncode, 0, "the second record -p: exit (%s)" % err)
+        err = record_pulses(env, t, second, 3, "the second record -p")
         check("traces it already" not in err, "no 'traces it already': %r" % err)
         pulses_in(env, second, 3, "the trace of the second attach")
         # The stale recorder left its exit note when it was stopped: the
@@ -434,14 +441,7 @@ def reattach_tls(env):
     t = Pulse(env, environ=environ)
     try:
         first = os.path.join(env.tmp, "first.htr")
-        r = subprocess.Popen([h, "record", "-p", str(t.pid), "-o", first],
-                             stderr=subprocess.PIPE)
-        attached(r)
-        t.pulse(2)
-        r.send_signal(signal.SIGINT)
-        err = r.stderr.read().decode()
-        r.wait(60)
-        equal(r.returncode, 0, "the first record -p: exit (%s)" % err)
+        record_pulses(env, t, first, 2, "the first record -p")
         pulses_in(env, first, 2, "the first attach's trace")
         second = os.path.join(env.tmp, "second.htr")
         rc, _, err = env.run([h, "record", "-q", "-p", str(t.pid), "-o", second, "--duration", "5"])
