@@ -75,9 +75,10 @@ int ht__order_rec(struct ht__session *s, struct ht__slot *sl, const struct ht__r
 		if (rec->type == HT_REC_ALLOC)
 			made = ((const struct ht__rec_alloc *)rec)->addr;
 		else if (rec->type == HT_REC_REALLOC && !moved((const struct ht__rec_realloc *)rec))
-			/* A realloc held itself made its block somewhere up to its
-			   end, not at its stamp: the held one that freed that
-			   address goes just before it (emit_held), not now. */
+			/* A realloc that is held itself took its block somewhere
+			   up to its end, not at its stamp: the held one that freed
+			   that address goes just before it when it is written
+			   (emit_held), not now. */
 			made = ((const struct ht__rec_realloc *)rec)->new_addr;
 		else if (rec->type == HT_REC_PROCESS_EXIT)
 			ends = ((const struct ht__rec_exit *)rec)->pid;
