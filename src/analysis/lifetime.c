@@ -147,6 +147,29 @@ static inline uint32_t next_cap(uint32_t cap)
 #define POOL_MAX (1u << 20)
 #define PAGE_CACHED(t, addr) (&(t)->page_cache[((addr) >> PAGE_SHIFT) & (PAGE_CACHE - 1)])
 
+/* A set of blocks by heap and address (addr 0, which no block has:
+   empty), open addressing, at most half full; never shrinks. */
+struct aset {
+	struct ht__life_addr *v;
+	uint64_t cap, n;
+};
+
+/*
+ * A process image's part in fork inheritance (ht__life_fork(),
+ * docs/processes.md): the image it was forked from, and what its fork
+ * children ask of it while they may free its blocks.
+ */
+struct inh {
+	uint32_t parent;	    /* + 1: the image it was forked from; 0: none */
+	uint32_t watchers;	    /* its fork children started and not ended */
+	uint32_t pending;	    /* its fork children yet to start (ht__life_fork_expect()) */
+	uint8_t ended;		    /* its image ended (its live blocks are in frozen) */
+	struct aset consumed;	    /* blocks of its parent's it freed */
+	struct aset noted;	    /* blocks it freed while it had children */
+	struct aset frozen;	    /* its live blocks when it ended, children still running */
+	HT_VEC(uint64_t) destroyed; /* heaps it destroyed: its parent's blocks there are gone */
+};
+
 /* A time and a site an entry cannot hold; a free one holds the next in ts. */
 struct esc {
 	uint64_t ts;
@@ -193,6 +216,8 @@ struct ht__life_tracker {
 	/* pages' arrays given back, per size class: each holds the next */
 	void *pool[POOL_CLASSES];
 	size_t pool_bytes;
+	/* per process image: fork inheritance (ht__life_fork()) */
+	HT_VEC(struct inh) inh;
 };
 
 #define MIN_SLOTS 1024u
@@ -841,14 +866,19 @@ void ht__life_each_live(const struct ht__life_tracker *t, ht__life_fn fn, void *
 	}
 }
 
-/* Frees (process, heap, addr) at ts; an unknown block is only counted. */
+static int inherited_free(struct ht__life_tracker *t, uint32_t process, uint64_t heap,
+			  uint64_t addr);
+
+/* Frees (process, heap, addr) at ts; an unknown block is only counted, and
+   a block of its parent's a fork child frees too (ht__life_fork()). */
 static __attribute__((noinline)) void
 free_slow(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr, int by_realloc)
 {
 	struct page *p = page_find(t, ev->process, ev->heap, addr & ~(uint64_t)PAGE_MASK);
 	int i = p ? find(p, addr & PAGE_MASK) : -1;
 	if (i < 0) {
-		t->st.unknown_frees++;
+		if (!inherited_free(t, ev->process, ev->heap, addr))
+			t->st.unknown_frees++;
 		return;
 	}
 	uint32_t site = end_entry(t, p, (uint32_t)i, ev->ts, by_realloc, 0);
@@ -1180,10 +1210,219 @@ static void reset(struct ht__life_tracker *t)
 	t->esc_free = 0;
 }
 
+/* ---- fork children: their parent's blocks ---- */
+
+static inline uint64_t aset_slot(const struct aset *s, uint64_t heap, uint64_t addr)
+{
+	return ht__mix64(addr ^ heap * 0x9e3779b97f4a7c15ull) & (s->cap - 1);
+}
+
+static int aset_has(const struct aset *s, uint64_t heap, uint64_t addr)
+{
+	if (!s->n)
+		return 0;
+	for (uint64_t i = aset_slot(s, heap, addr);; i = (i + 1) & (s->cap - 1)) {
+		const struct ht__life_addr *e = &s->v[i];
+		if (!e->addr)
+			return 0;
+		if (e->addr == addr && e->heap == heap)
+			return 1;
+	}
+}
+
+/* Adds (heap, addr) (addr not 0) when absent: 0 or HT_ERR_NOMEM. */
+static int aset_add(struct aset *s, uint64_t heap, uint64_t addr)
+{
+	if ((s->n + 1) * 2 > s->cap) {
+		struct aset g = {calloc(s->cap ? s->cap * 2 : 64, sizeof(*g.v)),
+				 s->cap ? s->cap * 2 : 64, s->n};
+		if (!g.v)
+			return HT_ERR_NOMEM;
+		for (uint64_t i = 0; i < s->cap; i++) {
+			if (!s->v[i].addr)
+				continue;
+			uint64_t j = aset_slot(&g, s->v[i].heap, s->v[i].addr);
+			while (g.v[j].addr)
+				j = (j + 1) & (g.cap - 1);
+			g.v[j] = s->v[i];
+		}
+		free(s->v);
+		*s = g;
+	}
+	uint64_t i = aset_slot(s, heap, addr);
+	for (; s->v[i].addr; i = (i + 1) & (s->cap - 1))
+		if (s->v[i].addr == addr && s->v[i].heap == heap)
+			return 0;
+	s->v[i] = (struct ht__life_addr){heap, addr};
+	s->n++;
+	return 0;
+}
+
+static void aset_free(struct aset *s)
+{
+	free(s->v);
+	*s = (struct aset){0};
+}
+
+/* The inheritance state of process, or NULL when it has none. */
+static inline struct inh *inh_of(const struct ht__life_tracker *t, uint32_t process)
+{
+	return process < t->inh.len ? &t->inh.v[process] : NULL;
+}
+
+static struct inh *inh_make(struct ht__life_tracker *t, uint32_t process)
+{
+	return ht__vec_grow_zero(&t->inh, (size_t)process + 1) < 0 ? NULL : &t->inh.v[process];
+}
+
+/* Whether its fork children may still ask process about its blocks. */
+static inline int watched(const struct inh *s)
+{
+	return s && (s->watchers || s->pending);
+}
+
+static int destroyed(const struct inh *s, uint64_t heap)
+{
+	for (size_t i = 0; i < s->destroyed.len; i++)
+		if (s->destroyed.v[i] == heap)
+			return 1;
+	return 0;
+}
+
+/* Whether block (heap, addr) of process's is live there (its pages). */
+static int live_in(struct ht__life_tracker *t, uint32_t process, uint64_t heap, uint64_t addr)
+{
+	struct page *p = page_find(t, process, heap, addr & ~(uint64_t)PAGE_MASK);
+	return p && find(p, addr & PAGE_MASK) >= 0;
+}
+
+/*
+ * Whether image process held (heap, addr) at a fork of it: live in it now,
+ * freed by it while it had children, live at its end, or held by it of its
+ * own parent's and not freed. For a child's free of a block it does not
+ * hold itself, whose truth is that the block was the parent's at the fork.
+ */
+static int held_by(struct ht__life_tracker *t, uint32_t process, uint64_t heap, uint64_t addr)
+{
+	for (;;) {
+		struct inh *s = inh_of(t, process);
+		if (!(s && s->ended) && live_in(t, process, heap, addr))
+			return 1;
+		if (!s)
+			return 0;
+		if (aset_has(&s->noted, heap, addr) || aset_has(&s->frozen, heap, addr))
+			return 1;
+		/* A heap it destroyed after the fork is still the child's. */
+		if (!s->parent || aset_has(&s->consumed, heap, addr))
+			return 0;
+		process = s->parent - 1;
+	}
+}
+
+/* A free of (heap, addr) that process's own blocks do not hold: 1 when it
+   is a block of its parent's it held since its fork (counted), else 0. */
+static int inherited_free(struct ht__life_tracker *t, uint32_t process, uint64_t heap,
+			  uint64_t addr)
+{
+	struct inh *c = inh_of(t, process);
+	if (!c || !c->parent || aset_has(&c->consumed, heap, addr) || destroyed(c, heap) ||
+	    !held_by(t, c->parent - 1, heap, addr))
+		return 0;
+	/* No memory to note it: a second free of it would be taken as
+	   inherited too (never a miscount of the first). */
+	(void)aset_add(&c->consumed, heap, addr);
+	t->st.inherited_frees++;
+	return 1;
+}
+
+/* Forgets what process keeps for its children, once none may ask (and
+   its own place among its parent's watchers, once it ended). */
+static void inh_release(struct ht__life_tracker *t, uint32_t process)
+{
+	for (;;) {
+		struct inh *s = inh_of(t, process);
+		if (!s || !s->ended || watched(s))
+			return;
+		aset_free(&s->noted);
+		aset_free(&s->frozen);
+		aset_free(&s->consumed);
+		ht__vec_release(&s->destroyed);
+		uint32_t parent = s->parent;
+		s->parent = 0;
+		struct inh *ps = parent ? inh_of(t, parent - 1) : NULL;
+		if (!ps || !ps->watchers)
+			return;
+		ps->watchers--;
+		process = parent - 1;
+	}
+}
+
+void ht__life_fork_expect(struct ht__life_tracker *t, uint32_t parent)
+{
+	struct inh *s = inh_make(t, parent);
+	if (s)
+		s->pending++;
+}
+
+int ht__life_fork(struct ht__life_tracker *t, uint32_t parent, uint32_t child)
+{
+	if (parent == child || !inh_make(t, parent > child ? parent : child))
+		return parent == child ? 0 : HT_ERR_NOMEM;
+	struct inh *c = &t->inh.v[child], *ps = &t->inh.v[parent];
+	if (c->parent)
+		return 0;
+	c->parent = parent + 1;
+	ps->watchers++;
+	if (ps->pending)
+		ps->pending--;
+	return 0;
+}
+
+int ht__life_note_free(struct ht__life_tracker *t, const struct ht_event *ev)
+{
+	struct inh *s = inh_of(t, ev->process);
+	if (!watched(s) || s->ended)
+		return 0;
+	uint64_t addr = ev->type == HT_EV_FREE					    ? ev->addr
+			: ev->type == HT_EV_REALLOC && !(ev->flags & HT_EVF_FAILED) ? ev->old_addr
+										    : 0;
+	return addr ? aset_add(&s->noted, ev->heap, addr) : 0;
+}
+
+/* The blocks v[0 .. k) of process end (its image ended, or a heap of it
+   was destroyed) while its fork children may still hold them: into set. 0
+   or HT_ERR_NOMEM. */
+static int inh_keep(struct ht__life_tracker *t, struct aset *set, const uint64_t *v, int64_t k)
+{
+	for (int64_t i = 0; i < k; i++) {
+		const struct page *p = &t->pages.v[H_PAGE(v[i])];
+		if (aset_add(set, p->heap, addr_at(p, H_ENTRY(v[i]))) < 0)
+			return HT_ERR_NOMEM;
+	}
+	return 0;
+}
+
+/* Process's image ends with its live blocks v[0 .. k): they are kept
+   (frozen) while its fork children may still ask for them, and what it
+   kept is forgotten once none may. 0 or HT_ERR_NOMEM. */
+static int inh_end(struct ht__life_tracker *t, uint32_t process, const uint64_t *v, int64_t k)
+{
+	struct inh *s = inh_of(t, process);
+	if (!s)
+		return 0;
+	int rc = watched(s) ? inh_keep(t, &s->frozen, v, k) : 0;
+	s->ended = 1;
+	inh_release(t, process);
+	return rc;
+}
+
 /* Ends every live block of (process, heap), oldest first: a custom heap was
    destroyed. Returns 0 or HT_ERR_NOMEM. */
 static int destroy_heap(struct ht__life_tracker *t, const struct ht_event *ev)
 {
+	struct inh *s = inh_of(t, ev->process);
+	if (s && s->parent && !destroyed(s, ev->heap) && ht__vec_push(&s->destroyed, ev->heap) < 0)
+		return HT_ERR_NOMEM;
 	uint64_t left = ev->process < t->per_proc.len ? t->per_proc.v[ev->process] : 0;
 	if (!left)
 		return 0;
@@ -1192,9 +1431,11 @@ static int destroy_heap(struct ht__life_tracker *t, const struct ht_event *ev)
 	int64_t k = live_sorted(t, &pk, left, &v);
 	if (k < 0)
 		return HT_ERR_NOMEM;
+	/* Its fork children keep their copies of the heap's blocks. */
+	int rc = watched(s) && !s->ended ? inh_keep(t, &s->noted, v, k) : 0;
 	end_all(t, v, k, ev->ts, 0);
 	free(v);
-	return 0;
+	return rc;
 }
 
 void ht__life_finish(struct ht__life_tracker *t)
@@ -1222,15 +1463,16 @@ int ht__life_end_process(struct ht__life_tracker *t, uint32_t process, uint64_t 
 {
 	uint64_t left = process < t->per_proc.len ? t->per_proc.v[process] : 0;
 	if (!left)
-		return 0;
+		return inh_end(t, process, NULL, 0);
 	uint64_t *v = NULL;
 	struct pick pk = {.process = process};
 	int64_t k = live_sorted(t, &pk, left, &v);
 	if (k < 0)
 		return HT_ERR_NOMEM;
+	int rc = inh_end(t, process, v, k); /* before its pages go */
 	end_all(t, v, k, ts, 1);
 	free(v);
-	return 0;
+	return rc;
 }
 
 void ht__life_unfreed_only(struct ht__life_tracker *t)
@@ -1268,5 +1510,12 @@ void ht__life_free(struct ht__life_tracker *t)
 	ht__hindex_release(&t->owner_ix);
 	ht__vec_release(&t->esc);
 	ht__vec_release(&t->per_proc);
+	for (size_t i = 0; i < t->inh.len; i++) {
+		aset_free(&t->inh.v[i].noted);
+		aset_free(&t->inh.v[i].frozen);
+		aset_free(&t->inh.v[i].consumed);
+		ht__vec_release(&t->inh.v[i].destroyed);
+	}
+	ht__vec_release(&t->inh);
 	free(t);
 }

@@ -58,6 +58,9 @@ struct ht__life_stats {
 	uint64_t unknown_frees; /* frees of blocks never seen allocated (attach, untraced) */
 	uint64_t live_count;	/* blocks live now */
 	uint64_t live_bytes;
+	/* A fork child's frees of blocks its parent held at the fork
+	   (ht__life_fork()): neither unknown nor a life. */
+	uint64_t inherited_frees;
 };
 
 struct ht__life_tracker;
@@ -130,6 +133,34 @@ uint32_t ht__life_heap_run(struct ht__life_tracker *t, const struct ht_event *ev
  * (ht__commit_end_process). Returns 0 or HT_ERR_NOMEM.
  */
 int ht__life_end_process(struct ht__life_tracker *t, uint32_t process, uint64_t ts);
+
+/* A block by heap and address. */
+struct ht__life_addr {
+	uint64_t heap, addr;
+};
+
+/*
+ * Fork children (docs/processes.md). Image child was forked from image
+ * parent: it holds a copy of every block the parent held then, which stays
+ * the parent's allocation. A free by the child of a block it does not hold
+ * itself is one of those when the parent holds the block now, freed it
+ * while it had fork children (ht__life_note_free()), held it at its end,
+ * or held it of its own parent (a grandchild, and so on): counted in
+ * inherited_frees (once a block), neither an unknown free nor a life.
+ * Nothing is copied at the fork. Returns 0 or HT_ERR_NOMEM.
+ */
+int ht__life_fork(struct ht__life_tracker *t, uint32_t parent, uint32_t child);
+
+/* Parent has one more fork child that will start later (its first event,
+   ht__life_fork()): from now on its frees are noted, and its blocks kept
+   at its end, for that child too. */
+void ht__life_fork_expect(struct ht__life_tracker *t, uint32_t parent);
+
+/* A heap event (free, realloc) of the trace, after ht__life_event(): a
+   block freed by a process whose fork children may still hold it is noted
+   (a set of the addresses it freed, which its heap reuses). 0 or
+   HT_ERR_NOMEM. */
+int ht__life_note_free(struct ht__life_tracker *t, const struct ht_event *ev);
 
 /* Reports every block still live (free_ts == HT_TS_NEVER), oldest first, and
    empties the tracker; ht__life_stats() keeps counting them as live at the end. */

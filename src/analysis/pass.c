@@ -33,6 +33,10 @@ struct ht__pass {
 	struct ht__life_stats no_life;
 	struct ht__commit_stats no_commit;
 	HT_VEC(uint8_t) ended; /* per process index: its end was reported */
+	/* The trace has fork children, whose frees of their parent's blocks
+	   the tracker recognizes (docs/processes.md): their parents' frees
+	   are noted (ht__life_note_free()). */
+	bool forks;
 	uint64_t end_ts;
 	uint64_t nevents;
 	uint64_t sample_rate; /* ht_trace_info.sample_rate: 0, or estimates */
@@ -269,8 +273,37 @@ static void on_commit(void *ctx, const struct ht__commit *c)
 
 /* ---- process images ---- */
 
+/* Whether image i of the table is a fork child with a parent image (one
+   killed before it ran, HT_PROCF_UNSEEN, has no events). */
+static bool fork_child(const struct ht_process *pr, uint32_t i)
+{
+	return pr && (pr->flags & HT_PROCF_FORK) && !(pr->flags & HT_PROCF_UNSEEN) &&
+	       pr->parent != UINT32_MAX && pr->parent != i;
+}
+
+/* The table's fork children, told to the tracker before the first event
+   (ht__life_fork_expect()). A heap snapshot trace has no frees. */
+static void expect_forks(struct ht__pass *p, const struct ht_trace_info *info)
+{
+	if (!p->lt || (info && (info->flags & HT_TRACEF_SNAPSHOT)))
+		return;
+	uint32_t n = ht_reader_process_count(p->r);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ht_process *pr = ht_reader_process(p->r, i);
+		if (fork_child(pr, i) && pr->parent < n) {
+			ht__life_fork_expect(p->lt, pr->parent);
+			p->forks = true;
+		}
+	}
+}
+
 static void process_start(struct ht__pass *p, uint32_t process, uint64_t ts)
 {
+	if (p->forks) {
+		const struct ht_process *pr = ht_reader_process(p->r, process);
+		if (fork_child(pr, process))
+			fail(p, ht__life_fork(p->lt, pr->parent, process));
+	}
 	for (size_t i = 0; i < p->consumers.len && !p->err; i++) {
 		struct slot *s = &p->consumers.v[i];
 		if (s->c->process_start)
@@ -368,8 +401,22 @@ static inline void call_heap_event(struct ht__pass *p, const struct ht_event *ev
 static int heap_event_fn(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	(void)ctx;
+	if (p->forks && ev->type != HT_EV_ALLOC)
+		fail(p, ht__life_note_free(p->lt, ev));
 	call_heap_event(p, ev);
 	return p->err;
+}
+
+/* ht__life_heap_run()'s call in a trace with fork children when one
+   consumer takes every heap event any takes (ctx its slot): a free is
+   noted (ht__life_note_free()), and the consumer called straight. */
+static int note_one_fn(void *ctx, struct ht__pass *p, const struct ht_event *ev)
+{
+	const struct slot *one = ctx;
+	int rc = ev->type != HT_EV_ALLOC ? ht__life_note_free(p->lt, ev) : 0;
+	if (!rc && (one->events >> ev->type & 1))
+		rc = one->c->event(one->ctx, p, ev);
+	return rc;
 }
 
 /* p->solo: per event type, the one consumer that takes it, if one. */
@@ -502,7 +549,11 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 			   HT_EV_PROCESS_START > HT_EV_FREE,
 		       "the heap events come first");
 	/* The heap events' consumers, for ht__life_heap_run() */
-	const uint32_t heap_types = p->events & ((2u << HT_EV_FREE) - 1);
+	/* A trace with fork children notes their parents' frees too
+	   (ht__life_note_free()). */
+	const uint32_t heap_types =
+	    (p->events & ((2u << HT_EV_FREE) - 1)) |
+	    (p->forks ? HT_PASS_EV(HT_EV_FREE) | HT_PASS_EV(HT_EV_REALLOC) : 0);
 	/* When one consumer, with no time limit, takes every heap event any
 	   consumer takes (analyze's counts), the run calls its .event
 	   straight (jq: 20 instructions an allocation less than through
@@ -510,7 +561,7 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 	const struct slot *one = NULL;
 	for (uint32_t type = 0; type <= HT_EV_FREE; type++) {
 		const struct slot *s = p->solo[type];
-		if (!(heap_types >> type & 1))
+		if (!(p->events >> type & 1))
 			continue;
 		if (!s || s->until != UINT64_MAX || (one && one != s)) {
 			one = NULL;
@@ -520,6 +571,10 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 	}
 	ht__life_ev_fn heap_fn = one ? one->c->event : heap_event_fn;
 	void *heap_ctx = one ? one->ctx : NULL;
+	if (one && p->forks) {
+		heap_fn = note_one_fn;
+		heap_ctx = (void *)one;
+	}
 	int n = 0;
 	while (!p->err && (n = ht__reader_next_run(p->r, &run)) > 0) {
 		for (const struct ht_event *ev = run, *end = run + n; ev < end && !p->err; ev++) {
@@ -551,6 +606,8 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 				   (both are for estimates) */
 				if (lt)
 					fail(p, ht__life_heap_event(lt, ev));
+				if (p->forks && ev->type != HT_EV_ALLOC && !p->err)
+					fail(p, ht__life_note_free(lt, ev));
 				if (!p->err)
 					call_heap_event(p, ev);
 				if (p->progress && !(p->nevents & 0xffff))
@@ -562,6 +619,8 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 				fail(p, ht__life_event(p->lt, ev));
 			if (p->ct && !p->err)
 				fail(p, ht__commit_event(p->ct, ev));
+			if (p->forks && ev->type <= HT_EV_FREE && !p->err)
+				fail(p, ht__life_note_free(p->lt, ev));
 			if (ev->type >= HT_EV_PROCESS_START && ev->type <= HT_EV_PROCESS_EXIT &&
 			    !p->err)
 				process_events(p, ev);
@@ -609,6 +668,7 @@ int ht__pass_run(struct ht__pass *p)
 		ht__life_no_times(p->lt);
 	if (p->lt && every_life(p, HT_PASS_LIFE_NO_CALLER))
 		ht__life_no_caller(p->lt);
+	expect_forks(p, info);
 	find_solos(p);
 	rc = run_events(p, stop_ts(p), duration);
 	if (rc < 0)

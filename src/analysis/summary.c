@@ -23,8 +23,9 @@ struct run {
 	uint32_t nlive;		    /* entries of live and s->procs, all valid */
 	size_t live_cap, procs_cap; /* their capacities (vec.h) */
 	size_t snaps_cap;
-	uint64_t total_bytes;	/* outstanding in processes that still run */
-	uint64_t unknown_frees; /* the lifetime tracker's count after the last event */
+	uint64_t total_bytes;	  /* outstanding in processes that still run */
+	uint64_t unknown_frees;	  /* the lifetime tracker's count after the last event */
+	uint64_t inherited_frees; /* and its count of a fork child's frees of its parent's */
 	struct ht__temp_tracker *temp;
 	const struct ht__query *q; /* only its -pid processes; NULL: all */
 	struct ht_reader *reader;
@@ -135,12 +136,14 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 	struct run *r = ctx;
 	struct ht__summary *s = r->s;
 	uint64_t unknown = ht__pass_life_stats(p)->unknown_frees;
+	uint64_t inherited = ht__pass_life_stats(p)->inherited_frees;
 	bool begins_snapshot = ev->type == HT_EV_SNAPSHOT && (ev->flags & HT_EVF_SNAPSHOT_BEGIN);
 	bool unwanted = r->q && r->q->pid_count && !ht__query_wants_pid(r->q, ev->pid);
 	/* A snapshot's opening event is the trace's, whatever process it names:
 	   listed, but not counted as that process's event. */
 	if (unwanted && !begins_snapshot) {
 		r->unknown_frees = unknown;
+		r->inherited_frees = inherited;
 		return 0;
 	}
 	if (ev->type == HT_EV_SNAPSHOT) {
@@ -161,6 +164,7 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 							  img && (img->flags & HT_PROCF_EXECED);
 			if (unwanted) {
 				r->unknown_frees = unknown;
+				r->inherited_frees = inherited;
 				return 0;
 			}
 		} else if (s->nsnaps) {
@@ -189,6 +193,11 @@ static int on_event(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 		r->unknown_frees = unknown;
 		c->unknown_frees++;
 		s->total.unknown_frees++;
+	}
+	if (inherited != r->inherited_frees) {
+		r->inherited_frees = inherited;
+		c->inherited_frees++;
+		s->total.inherited_frees++;
 	}
 	switch (ev->type) {
 	case HT_EV_ALLOC:

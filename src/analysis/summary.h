@@ -27,6 +27,9 @@ struct ht__summary_counts {
 	uint64_t alloc_bytes;
 	uint64_t free_calls;	/* free() of a non-NULL pointer, realloc(p, 0) */
 	uint64_t unknown_frees; /* frees of blocks never seen allocated */
+	/* A fork child's frees of blocks its parent held at the fork
+	   (docs/processes.md): the parent's allocations, not unknown. */
+	uint64_t inherited_frees;
 	/* Outstanding heap bytes: highest, and when first reached. In the total
 	   a process stops counting when it exits. */
 	uint64_t peak_bytes;

@@ -185,6 +185,10 @@ static void print_heap(FILE *f, const struct ht__summary_counts *c)
 		fmt_human(h, sizeof(h), c->temporary_bytes));
 	if (c->unknown_frees)
 		fprintf(f, "  frees of unknown     %" PRIu64 "\n", c->unknown_frees);
+	if (c->inherited_frees)
+		fprintf(f,
+			"  frees of inherited   %" PRIu64 " (blocks of the parent at the fork)\n",
+			c->inherited_frees);
 }
 
 static void print_counts(FILE *f, const struct ht__summary_counts *c,
@@ -425,6 +429,8 @@ static void json_counts(struct jw *j, const struct ht__summary_counts *c, bool s
 	jw_u64(j, c->free_calls);
 	jw_key(j, "unknown_frees");
 	jw_u64(j, c->unknown_frees);
+	jw_key(j, "inherited_frees");
+	jw_u64(j, c->inherited_frees);
 	jw_key(j, "peak_bytes");
 	snapshot_mode ? jw_null(j) : jw_u64(j, c->peak_bytes);
 	jw_key(j, "peak_time_ns");

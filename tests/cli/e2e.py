@@ -1576,11 +1576,12 @@ def exit_order(env):
     # parent returns: each ends after its own last event.
     tr = env.record([prog, "0", "fork"], want_rc=7, name="fork")
     ends_last(tr)
-    procs = sorted((p.get("exit_code"), p["unknown_frees"], p["alloc_calls"], p["free_calls"])
+    procs = sorted((p.get("exit_code"), p["inherited_frees"], p["alloc_calls"], p["free_calls"])
                    for p in tr.processes())
     equal([p[0] for p in procs], [4, 6, 7], "exit codes of the children and the parent")
     equal(procs[0][1], 44, "the exiting child frees its copies of the parent's blocks")
     equal(procs[1][1:], (0, 1, 1), "the child that _exits: its own block only")
+    equal(tr.info["totals"]["unknown_frees"], 0, "frees of unknown blocks (fork)")
     equal(own_live(tr, tr.root()["pid"]), [], "the parent's blocks never freed")
     # exec is not an exit: the first image ends at the exec without its
     # handlers, the second returns.

@@ -561,6 +561,101 @@ static void test_marks(void)
 	ht__life_free(t);
 }
 
+/* A fork child's frees of its parent's blocks (ht__life_fork(),
+   docs/processes.md): counted as inherited, never a life nor unknown. */
+static void test_fork(void)
+{
+	ngot = 0;
+	struct ht__life_tracker *t = ht__life_new(on_end, NULL);
+	/* Parent 0, with two children to come: three blocks of the process
+	   heap, one of heap 0x77, and one it frees before the first child
+	   starts (after its fork: the child still holds it). */
+	ht__life_fork_expect(t, 0);
+	ht__life_fork_expect(t, 0);
+	feed(t, E(HT_EV_ALLOC, 1, 0, 0, 0x1000, 10));
+	feed(t, E(HT_EV_ALLOC, 2, 0, 0, 0x2000, 20));
+	feed(t, E(HT_EV_ALLOC, 3, 0, 0, 0x3000, 30));
+	struct ht_event a = E(HT_EV_ALLOC, 4, 0, 0, 0x9000, 90);
+	a.heap = 0x77;
+	feed(t, a);
+	feed(t, E(HT_EV_ALLOC, 5, 0, 0, 0x7000, 70));
+	struct ht_event f = E(HT_EV_FREE, 6, 0, 0, 0x7000, 0);
+	feed(t, f);
+	CHECK_EQ(ht__life_note_free(t, &f), 0);
+	CHECK_EQ(ngot, 1);
+	/* Child 1. */
+	CHECK_EQ(ht__life_fork(t, 0, 1), 0);
+	CHECK_EQ(ht__life_stats(t)->live_count, 4); /* nothing of the child's */
+	feed(t, E(HT_EV_FREE, 10, 1, 0, 0x1000, 0));
+	feed(t, E(HT_EV_FREE, 11, 1, 0, 0x7000, 0));
+	CHECK_EQ(ht__life_stats(t)->inherited_frees, 2);
+	CHECK_EQ(ngot, 1);
+	feed(t, E(HT_EV_FREE, 12, 1, 0, 0x1000, 0)); /* twice: unknown */
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 1);
+	feed(t, E(HT_EV_FREE, 12, 1, 0, 0x5000, 0)); /* never the parent's */
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 2);
+	/* A realloc of an inherited block: its free inherited, the new block
+	   the child's. */
+	feed(t, E(HT_EV_REALLOC, 13, 1, 0x3000, 0x4000, 40));
+	CHECK_EQ(ht__life_stats(t)->inherited_frees, 3);
+	CHECK_EQ(ngot, 1);
+	feed(t, E(HT_EV_ALLOC, 13, 1, 0, 0x6000, 60));
+	CHECK_EQ(ht__life_stats(t)->live_count, 6);
+	/* Grandchild 2: the child's own 0x4000 and what it holds of the
+	   parent's (0x2000, 0x9000), not what it freed (0x1000). */
+	ht__life_fork_expect(t, 1);
+	CHECK_EQ(ht__life_fork(t, 1, 2), 0);
+	feed(t, E(HT_EV_FREE, 14, 2, 0, 0x4000, 0));
+	feed(t, E(HT_EV_FREE, 15, 2, 0, 0x2000, 0));
+	feed(t, E(HT_EV_FREE, 16, 2, 0, 0x1000, 0));
+	CHECK_EQ(ht__life_stats(t)->inherited_frees, 5);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 3);
+	/* The child destroys heap 0x77: its copy of 0x9000 goes with it; the
+	   grandchild's stays. */
+	struct ht_event d = E(HT_EV_HEAP_DESTROY, 17, 1, 0, 0, 0);
+	d.heap = 0x77;
+	feed(t, d);
+	f = E(HT_EV_FREE, 18, 1, 0, 0x9000, 0);
+	f.heap = 0x77;
+	feed(t, f);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 4);
+	f.process = 2;
+	feed(t, f);
+	CHECK_EQ(ht__life_stats(t)->inherited_frees, 6);
+	/* The parent's blocks are its own, whatever the children freed. */
+	feed(t, E(HT_EV_FREE, 19, 0, 0, 0x1000, 0));
+	CHECK_EQ(ngot, 2);
+	expect(1, 0x1000, 10, 1, 19, 0, 0, 0);
+	/* The child ends before the grandchild: what it held then stays
+	   for the grandchild; not what it freed before the grandchild's fork
+	   (0x3000, by its realloc). */
+	CHECK_EQ(ht__life_end_process(t, 1, 21), 0);
+	CHECK_EQ(ngot, 4);
+	expect(2, 0x4000, 40, 13, 21, 1, 1, 0);
+	CHECK_EQ(got[2].at_exit, 1);
+	feed(t, E(HT_EV_FREE, 22, 2, 0, 0x6000, 0));
+	feed(t, E(HT_EV_FREE, 23, 2, 0, 0x3000, 0));
+	CHECK_EQ(ht__life_stats(t)->inherited_frees, 7);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 5);
+	CHECK_EQ(ht__life_end_process(t, 2, 24), 0);
+	/* The parent ends before its second child starts: that child still
+	   has the parent's blocks. */
+	CHECK_EQ(ht__life_end_process(t, 0, 25), 0);
+	CHECK_EQ(ngot, 7);
+	CHECK_EQ(ht__life_stats(t)->live_count, 0);
+	CHECK_EQ(ht__life_fork(t, 0, 3), 0);
+	feed(t, E(HT_EV_FREE, 26, 3, 0, 0x2000, 0));
+	CHECK_EQ(ht__life_stats(t)->inherited_frees, 8);
+	CHECK_EQ(ht__life_end_process(t, 3, 27), 0);
+	/* None may ask now: what was kept is forgotten. */
+	feed(t, E(HT_EV_FREE, 28, 3, 0, 0x3000, 0));
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 6);
+	CHECK_EQ(ngot, 7);
+	ht__life_finish(t);
+	CHECK_EQ(ngot, 7);
+	ht__life_free(t);
+}
+
 int main(void)
 {
 	test_marks();
@@ -572,5 +667,6 @@ int main(void)
 	test_many();
 	test_no_times();
 	test_no_caller();
+	test_fork();
 	return test_result("test_lifetime");
 }
