@@ -1662,6 +1662,116 @@ def fork_killed(env):
           "an orphan that ran names its parent")
 
 
+def fork_counts(tr):
+    """(unknown_frees, inherited_frees) per process index, and the totals'."""
+    per = {p["index"]: (p["unknown_frees"], p["inherited_frees"]) for p in tr.processes()}
+    t = tr.info["totals"]
+    return per, (t["unknown_frees"], t["inherited_frees"])
+
+
+@case
+def fork_inherit(env):
+    # docs/processes.md: a fork child holds its parent's blocks; its frees
+    # of them are the parent's blocks freed in the child, counted apart
+    # (inherited_frees), never frees of unknown blocks, never its own.
+    # fork_inherit N=1000 K=10 M=5 P=20: the parent allocates 1000 blocks
+    # of 100 bytes and frees its last 20 after the fork; the child frees
+    # the first 10, reallocs the 11th to 300 bytes, allocates 5 of 200
+    # and frees one of them.
+    prog = env.prog("fork_inherit")
+    tr = env.record([prog, "1000", "10", "5", "20", "exit"])
+    per, tot = fork_counts(tr)
+    equal(len(per), 2, "processes")
+    equal(per, {0: (0, 0), 1: (0, 11)}, "unknown and inherited frees per process")
+    equal(tot, (0, 11), "unknown and inherited frees in all")
+    parent, child = tr.processes()
+    check("fork" in child["flags"] and child["parent"] == 0, "the child is a fork of [0]: %r" % child)
+    # The parent's allocations before the fork come before the child's
+    # first event in the pass's order (time order: rdtscp stamps).
+    allocs = tr.from_fn("alloc", "parent_alloc", pid=parent["pid"])
+    equal(len(allocs), 1000, "the parent's allocations")
+    first = min(e["ts"] for e in tr.events if e.get("process") == 1)
+    check(max(e["ts"] for e in allocs) < first, "the parent's allocations before the child's first event")
+    # Each process counts its own allocations only: the parent's blocks
+    # are the parent's, whatever the child did with its copies.
+    for p, want in ((parent, (1000, 100000, 20, 980, 98000)), (child, (6, 1300, 11, 5, 1100))):
+        equal((p["alloc_calls"], p["alloc_bytes"], p["free_calls"], p["leaked_count"], p["leaked_bytes"]),
+              want, "allocations, frees and never freed of [%d]" % p["index"])
+    equal(child["peak_bytes"], 1300, "the child's peak: its own blocks")
+    info_totals(tr, alloc_calls=1006, leaked_count=985, leaked_bytes=99100)
+    # analyze: the child's outstanding blocks are its own.
+    rc, out, err = env.run([env.heaptrail, "analyze", tr.path, "-pid", str(child["pid"]), "-totals",
+                            "--format", "json"])
+    equal(rc, 0, "analyze exit (%s)" % err)
+    equal(json.loads(out)["totals"], {"alloc_count": 6, "alloc_bytes": 1300, "realloc_count": 1,
+                                      "outstanding_count": 5, "outstanding_bytes": 1100},
+          "analyze -pid CHILD -totals")
+    # The text names them.
+    rc, out, _ = env.run([env.heaptrail, "info", tr.path])
+    equal(out.count("frees of inherited   11 (blocks of the parent at the fork)"), 2,
+          "info: the child's and the total's line")
+    check("frees of unknown" not in out, "info shows no frees of unknown")
+
+    # Heap snapshot mode makes the same rule in the recorder (the child's
+    # table starts empty): each image's snapshot at its exit holds its own
+    # blocks only, as full tracing's never freed blocks.
+    tr = env.record([prog, "1000", "10", "5", "20", "exit"], name="snap", extra=["--snapshot"])
+    snaps = {s["exit_pid"]: (s["live_count"], s["live_bytes"], s["alloc_count"])
+             for s in tr.info["snapshots"]}
+    pids = [p["pid"] for p in tr.processes()]
+    equal(snaps, {pids[1]: (5, 1100, 6), pids[0]: (980, 98000, 1000), 0: (985, 99100, 1006)},
+          "snapshots at the child's and the parent's exits, and the last")
+
+    # A grandchild frees 3 more of the parent's blocks and one of the child's.
+    tr = env.record([prog, "1000", "10", "5", "20", "grand"], name="grand")
+    per, tot = fork_counts(tr)
+    equal(per, {0: (0, 0), 1: (0, 11), 2: (0, 4)}, "unknown and inherited frees, with a grandchild")
+    equal(tr.processes()[2]["parent"], 1, "the grandchild's parent")
+    equal((tr.processes()[2]["alloc_calls"], tr.processes()[2]["leaked_count"]), (0, 0),
+          "the grandchild allocated nothing and leaks nothing")
+    info_totals(tr, leaked_count=985, inherited_frees=15, unknown_frees=0)
+
+    # The child execs: the new image inherits nothing.
+    tr = env.record([prog, "1000", "10", "5", "20", "exec", "/bin/true"], name="exec")
+    per, tot = fork_counts(tr)
+    equal(len(per), 3, "processes (parent, child, its exec)")
+    equal((per[1], tot[0]), ((0, 11), 0), "the child before its exec, and no unknown frees")
+    check("exec" in tr.processes()[2]["flags"], "[2] is the exec'd image")
+
+    # The parent frees every block right after the fork while the child
+    # frees them too: the parent's frees may come before the child's first
+    # event (its scheduling); the child's are of its copies all the same.
+    for run in range(3):
+        tr = env.record([prog, "2000", "0", "2", "0", "race"], name="race%d" % run)
+        per, tot = fork_counts(tr)
+        equal(per, {0: (0, 0), 1: (0, 2000)}, "race run %d: unknown and inherited frees" % run)
+
+
+@case
+def fork_inherit_shell(env):
+    # The qa finding of session 27: every shell's fork children free
+    # blocks of the shell before they exec (43 frees of unknown blocks for
+    # this one). Now none is unknown, and the forked bash's are inherited.
+    tr = env.record(["bash", "-c", "/bin/true & wait; x=$(echo a); echo $x >/dev/null"])
+    per, tot = fork_counts(tr)
+    equal(tot[0], 0, "frees of unknown blocks")
+    forks = [p for p in tr.processes() if "fork" in p["flags"]]
+    equal(len(forks), 2, "the two fork children (& and $(...))")
+    check(all(per[p["index"]][1] > 0 for p in forks), "each frees blocks of the shell: %r" % per)
+    check(all(per[p["index"]][1] == 0 for p in tr.processes() if "fork" not in p["flags"]),
+          "only the fork children free inherited blocks: %r" % per)
+    # make -j2 with bash recipes: 12 targets, each a $(...) and a (... &).
+    mk = os.path.join(env.tmp, "Makefile")
+    with open(mk, "w") as f:
+        f.write("SHELL := /bin/bash\nall: $(addprefix f,$(shell seq 1 12))\n"
+                "f%:\n\t@x=$$(echo $*); echo $$x > $@; (true &); wait\n")
+    tr = env.record(["make", "-j2", "-s", "-f", mk], name="make")
+    per, tot = fork_counts(tr)
+    check(len(per) > 24, "make's processes: %d" % len(per))
+    equal(tot[0], 0, "make -j2: frees of unknown blocks")
+    check(tot[1] > 0, "make -j2: its shells' children free inherited blocks")
+
+
 # ---------------------------------------------------------------------------
 
 
