@@ -61,14 +61,14 @@ class Env:
 
 
 def realtime(env):
-    """chrt -f 10 when this user may use it, else nothing: a case whose
+    """chrt -f 11 when this user may use it, else nothing: a case whose
     assertion needs the collector to read /proc/PID/maps within a few hundred
     ms runs it at real-time priority, so that the machine's load does not
     decide (at a load of 30, no read fell between a raw munmap and the exit
-    300 ms later: cli.unseen-maps-guard)."""
+    300 ms later: cli.unseen-maps-guard); above 10, where benches run."""
     chrt = shutil.which("chrt")
-    if chrt and env.run([chrt, "-f", "10", "true"])[0] == 0:
-        return [chrt, "-f", "10"]
+    if chrt and env.run([chrt, "-f", "11", "true"])[0] == 0:
+        return [chrt, "-f", "11"]
     return []
 
 
