@@ -13,6 +13,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -221,6 +222,20 @@ struct chunk_meta {
 	uint32_t tsaved; /* the bytes packing saved (ht__writer's tsaved) */
 };
 
+/* A zstd context and what compressing a stream needs beside it. The
+   writer has three: its own, for tables and a chunk's table and
+   definitions (Z_WRITER), and one for each thread that compresses a
+   chunk's streams, the compression's thread (Z_THREAD) and the encoder,
+   which takes the streams the thread has not begun when it would wait
+   for them (Z_ENCODER; compress_share). */
+struct zctx {
+	ZSTD_CCtx *cctx;
+	int level;	      /* the cctx's compression level */
+	int tlog;	      /* and its table logs (EVENTS_TABLE_LOG), 0: the level's */
+	struct ht__buf plane; /* a stream's planes: the first, then at its length the second */
+};
+enum { Z_WRITER, Z_THREAD, Z_ENCODER, Z_COUNT };
+
 struct ht__writer {
 	int fd;
 	int err;	     /* sticky: the first error ends writing */
@@ -229,10 +244,16 @@ struct ht__writer {
 	uint32_t seq;	     /* next chunk number */
 	size_t plane_budget; /* raw bytes before the next trial (PLANE_TRIAL_BYTES) */
 	bool tried;	     /* a chunk was a trial (HUF_AGAIN) */
-	ZSTD_CCtx *cctx;
-	int level; /* the cctx's compression level */
-	int tlog;  /* and its table logs (EVENTS_TABLE_LOG), 0: the level's */
+	struct zctx z[Z_COUNT];
 	struct ht__buf comp;
+	/* The chunk being compressed: its streams and meta, whether it is a
+	   trial and the writer's first, each stream's frames (zout) and the
+	   length of its first plane or whole (zlo; compress_events_stream). */
+	struct ht__buf *zst;
+	const struct chunk_meta *zmeta;
+	bool ztrial, zfirst;
+	struct ht__buf zout[HT__S_DEFS];
+	size_t zlo[HT__NSTREAMS];
 
 	struct ht__buf st[HT__NSTREAMS]; /* streams of the current events chunk */
 	uint32_t fits;			 /* events known to fit in the streams' room (EV_MAX) */
@@ -245,8 +266,7 @@ struct ht__writer {
 	   compressed bytes per 4096 raw ones when it was last judged. */
 	uint8_t retry[HT__NSTREAMS];
 	uint32_t judged_ratio[HT__NSTREAMS];
-	struct ht__buf plane; /* a stream's planes: the first, then at its length the second */
-	size_t raw_len;	      /* their total length */
+	size_t raw_len; /* their total length */
 	/* Plain events (put_plain_heap) that surely leave raw_len and tsaved
 	   below chunk_target: the streams are summed only when they are used
 	   up (close_check). */
@@ -352,11 +372,14 @@ struct ht__writer {
 
 	/* Events chunks compressed and written on a thread of their own
 	   (ht__writer_set_async): the encoder hands a full chunk's streams
-	   over and goes on with the next chunk in the other set, waiting only
-	   when the chunk before is not written yet. Everything the
-	   compression uses (cctx, comp, plane, the trials' state, seq, off,
-	   defidx, cerr) is the thread's while a job is out, the encoder's
-	   state is never the thread's. */
+	   over and goes on with the next chunk in the other set; when the
+	   chunk before is not written yet, it compresses the streams of it
+	   the thread has not begun (compress_share), then waits. What the
+	   compression uses (comp, z, zout, the trials' state, seq, off,
+	   defidx, cerr) belongs to the job while one is out: each stream's to
+	   the thread that took it (z[Z_THREAD] or z[Z_ENCODER]), the rest to
+	   the thread that ends the last stream; the encoder's state is never
+	   the thread's. */
 	bool async;	/* asked for; the thread starts with the first chunk */
 	bool thread_on; /* it runs */
 	bool job_full;	/* job_st holds a chunk to write (under mu) */
@@ -366,6 +389,12 @@ struct ht__writer {
 	pthread_cond_t cv;
 	struct ht__buf job_st[HT__NSTREAMS];
 	struct chunk_meta job;
+	/* The job's streams are taken one at a time by whichever thread comes
+	   (job_next: the next to take, HT__S_DEFS and more: none left);
+	   job_done of them are compressed, and the thread that compresses the
+	   last writes the chunk (job_err: the first failure). */
+	atomic_uint job_next, job_done;
+	atomic_int job_err;
 };
 
 static int write_all(struct ht__writer *w, const void *buf, size_t len)
@@ -400,60 +429,62 @@ static ZSTD_CCtx *cctx_new(int level)
 	return c;
 }
 
-/* Appends to w->comp one zstd frame of payload at level, with hash and
-   chain tables of 2^tlog entries (0: the level's); its size, or 0 with
-   w->cerr set. */
-static size_t compress_frame_t(struct ht__writer *w, int level, int tlog, const uint8_t *payload,
-			       size_t len)
+/* Appends to out one zstd frame of payload at level on z, with hash and
+   chain tables of 2^tlog entries (0: the level's); its size, or 0 when
+   it fails. */
+static size_t zframe(struct zctx *z, struct ht__buf *out, int level, int tlog,
+		     const uint8_t *payload, size_t len)
 {
 	size_t bound = ZSTD_compressBound(len);
-	if (level != w->level || tlog != w->tlog) {
-		if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level)) ||
-		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_hashLog, tlog)) ||
-		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_chainLog, tlog)) ||
-		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_minMatch,
+	if (level != z->level || tlog != z->tlog) {
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, level)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_hashLog, tlog)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_chainLog, tlog)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_minMatch,
 							level == ZSTD_LEVEL_MID ? MID_MIN_MATCH
 							: tlog == EVENTS_TABLE_LOG
 							    ? EVENTS_MIN_MATCH
 							    : 0)) ||
-		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_strategy,
+		    ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_strategy,
 							level == ZSTD_LEVEL_MID	   ? ZSTD_dfast
 							: tlog == EVENTS_TABLE_LOG ? EVENTS_STRATEGY
 										   : 0)) ||
 		    ZSTD_isError(
-			ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_searchLog,
+			ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_searchLog,
 					       tlog == EVENTS_TABLE_LOG ? EVENTS_SEARCH_LOG : 0))) {
-			w->cerr = HT_ERR_NOMEM;
+			z->level = INT32_MIN; /* set again next time */
 			return 0;
 		}
-		w->level = level;
-		w->tlog = tlog;
+		z->level = level;
+		z->tlog = tlog;
 	}
-	if (ht__buf_reserve(&w->comp, bound) < 0) {
-		w->cerr = HT_ERR_NOMEM;
+	if (ht__buf_reserve(out, bound) < 0)
 		return 0;
-	}
-	size_t c = ZSTD_compress2(w->cctx, w->comp.data + w->comp.len, bound, payload, len);
-	if (ZSTD_isError(c)) {
-		w->cerr = HT_ERR_NOMEM;
+	size_t c = ZSTD_compress2(z->cctx, out->data + out->len, bound, payload, len);
+	if (ZSTD_isError(c))
 		return 0;
-	}
-	w->comp.len += c;
+	out->len += c;
 	return c;
 }
 
+/* A frame of the writer's own (tables, a chunk's table and definitions)
+   appended to w->comp; its size, or 0 with w->cerr set. */
 static size_t compress_frame(struct ht__writer *w, int level, const uint8_t *payload, size_t len)
 {
-	return compress_frame_t(w, level, 0, payload, len);
+	size_t c = zframe(&w->z[Z_WRITER], &w->comp, level, 0, payload, len);
+	if (!c)
+		w->cerr = HT_ERR_NOMEM;
+	return c;
 }
 
 /* A frame of an events stream (EVENTS_TABLE_LOG, HUF_TABLE_LOG). */
-static size_t compress_ev(struct ht__writer *w, int level, const uint8_t *d, size_t len)
+static size_t compress_ev(struct zctx *z, struct ht__buf *out, int level, const uint8_t *d,
+			  size_t len)
 {
 	int tlog = level == ZSTD_LEVEL || level == ZSTD_LEVEL_MID ? EVENTS_TABLE_LOG
 		   : level == ZSTD_LEVEL_HUF			  ? HUF_TABLE_LOG
 								  : 0;
-	return compress_frame_t(w, level, tlog, d, len);
+	return zframe(z, out, level, tlog, d, len);
 }
 
 /* Appends a chunk of raw_size bytes whose compressed frames are in w->comp. */
@@ -512,23 +543,24 @@ static size_t huf_bound(const uint8_t *d, size_t len)
 }
 
 /* Appends a frame of d at ZSTD_LEVEL_HUF after the frame of size best
-   at w->comp.len - best and keeps the smaller (HUF_GAIN); the size kept.
+   at out->len - best and keeps the smaller (HUF_GAIN); the size kept.
    Not tried where the bytes' entropy says it cannot be smaller: where
    level 1 or 6 found repeats (nearly every stream of python and jq),
    trying cost the python recode 6 % more instructions in zstd. */
-static size_t try_huf(struct ht__writer *w, int *level, size_t best, const uint8_t *d, size_t len)
+static size_t try_huf(struct zctx *z, struct ht__buf *out, int *level, size_t best,
+		      const uint8_t *d, size_t len)
 {
 	if (huf_bound(d, len) >= best)
 		return best;
-	size_t at = w->comp.len - best, huf = compress_ev(w, ZSTD_LEVEL_HUF, d, len);
+	size_t at = out->len - best, huf = compress_ev(z, out, ZSTD_LEVEL_HUF, d, len);
 	if (!huf)
 		return 0;
 	if (huf + huf / HUF_GAIN >= best) {
-		w->comp.len = at + best;
+		out->len = at + best;
 		return best;
 	}
-	memmove(w->comp.data + at, w->comp.data + at + best, huf);
-	w->comp.len = at + huf;
+	memmove(out->data + at, out->data + at + best, huf);
+	out->len = at + huf;
 	*level = ZSTD_LEVEL_HUF;
 	return huf;
 }
@@ -536,51 +568,52 @@ static size_t try_huf(struct ht__writer *w, int *level, size_t best, const uint8
 /* Appends one frame of a stream or plane at its level; in a trial, at
    level 1 and level 6, keeping the smaller and its level (STRONG_GAIN),
    where level 6 gains little at ZSTD_LEVEL_MID too (MID_BELOW,
-   MID_SLACK), and at ZSTD_LEVEL_HUF as well (HUF_GAIN). Its size, or 0
-   with w->cerr set. */
-static size_t compress_stream(struct ht__writer *w, int *level, bool trial, const uint8_t *d,
-			      size_t len)
+   MID_SLACK), and at ZSTD_LEVEL_HUF as well (HUF_GAIN), to out on z. Its
+   size, or 0 when it fails. */
+static size_t compress_stream(struct zctx *z, struct ht__buf *out, int *level, bool trial,
+			      const uint8_t *d, size_t len)
 {
 	if (!trial)
-		return compress_ev(w, *level, d, len);
-	size_t at = w->comp.len, fast = compress_ev(w, ZSTD_LEVEL_FAST, d, len);
+		return compress_ev(z, out, *level, d, len);
+	size_t at = out->len, fast = compress_ev(z, out, ZSTD_LEVEL_FAST, d, len);
 	if (!fast)
 		return 0;
 	*level = ZSTD_LEVEL_FAST;
 	if (fast * 16 > len * ENTROPY_ABOVE) /* mostly entropy: level 6 is not tried */
-		return try_huf(w, level, fast, d, len);
-	size_t at2 = w->comp.len, strong = compress_ev(w, ZSTD_LEVEL, d, len);
+		return try_huf(z, out, level, fast, d, len);
+	size_t at2 = out->len, strong = compress_ev(z, out, ZSTD_LEVEL, d, len);
 	if (!strong)
 		return 0;
 	if (fast <= strong + strong / STRONG_GAIN) {
-		w->comp.len = at2;
-		return try_huf(w, level, fast, d, len);
+		out->len = at2;
+		return try_huf(z, out, level, fast, d, len);
 	}
 	if (fast < strong + strong / MID_BELOW) {
-		size_t at3 = w->comp.len, mid = compress_ev(w, ZSTD_LEVEL_MID, d, len);
+		size_t at3 = out->len, mid = compress_ev(z, out, ZSTD_LEVEL_MID, d, len);
 		if (!mid)
 			return 0;
 		if (mid <= strong + strong / MID_SLACK) {
-			memmove(w->comp.data + at, w->comp.data + at3, mid);
-			w->comp.len = at + mid;
+			memmove(out->data + at, out->data + at3, mid);
+			out->len = at + mid;
 			*level = ZSTD_LEVEL_MID;
-			return try_huf(w, level, mid, d, len);
+			return try_huf(z, out, level, mid, d, len);
 		}
-		w->comp.len = at3;
+		out->len = at3;
 	}
-	memmove(w->comp.data + at, w->comp.data + at2, strong);
-	w->comp.len = at + strong;
+	memmove(out->data + at, out->data + at2, strong);
+	out->len = at + strong;
 	*level = ZSTD_LEVEL;
-	return try_huf(w, level, strong, d, len);
+	return try_huf(z, out, level, strong, d, len);
 }
 
 enum { RETRY_FULL = 1, RETRY_PLANES = 2 };
 
-/* Appends stream i (b) to w->comp, whole or as its planes (PLANE_TRIAL_BYTES;
-   judge: planes against whole at the levels the stream has, TRIAL_MIN);
- *lo is then the length of its first plane, else of the stream. */
-static int compress_events_stream(struct ht__writer *w, struct ht__buf *b, int i, bool trial,
-				  bool judge, size_t *lo)
+/* Appends stream i (b) to out on z, whole or as its planes
+   (PLANE_TRIAL_BYTES; judge: planes against whole at the levels the
+   stream has, TRIAL_MIN); *lo is then the length of its first plane,
+   else of the stream. 0 or HT_ERR_NOMEM. */
+static int compress_events_stream(struct ht__writer *w, struct zctx *z, struct ht__buf *out,
+				  struct ht__buf *b, int i, bool trial, bool judge, size_t *lo)
 {
 	*lo = b->len;
 	if (!b->len)
@@ -588,32 +621,33 @@ static int compress_events_stream(struct ht__writer *w, struct ht__buf *b, int i
 	judge |= trial; /* planes against whole; a trial tries the levels too */
 	bool planes = (PLANE_STREAMS >> i & 1) && (judge || w->planes_on[i]);
 	if (planes) {
-		if (ht__buf_reserve(&w->plane, 2 * b->len) < 0)
-			return w->cerr = HT_ERR_NOMEM;
-		*lo = ht__planes_split(b->data, b->len, w->plane.data, w->plane.data + b->len);
+		if (ht__buf_reserve(&z->plane, 2 * b->len) < 0)
+			return HT_ERR_NOMEM;
+		*lo = ht__planes_split(b->data, b->len, z->plane.data, z->plane.data + b->len);
 		planes = *lo < b->len; /* else every varint is one byte */
 	}
-	size_t at = w->comp.len, whole = SIZE_MAX;
+	size_t at = out->len, whole = SIZE_MAX;
 	if ((!planes || judge) &&
-	    !(whole = compress_stream(w, &w->st_level[i][0], trial, b->data, b->len)))
-		return w->cerr;
+	    !(whole = compress_stream(z, out, &w->st_level[i][0], trial, b->data, b->len)))
+		return HT_ERR_NOMEM;
 	if (planes) {
-		size_t at2 = w->comp.len;
-		size_t c = compress_stream(w, &w->st_level[i][1], trial, w->plane.data, *lo);
-		if (c)
-			c += compress_stream(w, &w->st_level[i][2], trial, w->plane.data + b->len,
-					     b->len - *lo);
-		if (w->cerr)
-			return w->cerr;
+		size_t at2 = out->len;
+		size_t c = compress_stream(z, out, &w->st_level[i][1], trial, z->plane.data, *lo);
+		size_t c2 = c ? compress_stream(z, out, &w->st_level[i][2], trial,
+						z->plane.data + b->len, b->len - *lo)
+			      : 0;
+		if (!c2)
+			return HT_ERR_NOMEM;
+		c += c2;
 		bool keep = whole == SIZE_MAX ? true
 			    : w->planes_on[i] ? c < whole + whole / KEEP_GAIN
 					      : c + c / KEEP_GAIN < whole;
 		if (keep) { /* keep the planes */
 			if (whole != SIZE_MAX)
-				memmove(w->comp.data + at, w->comp.data + at2, c);
-			w->comp.len = at + c;
+				memmove(out->data + at, out->data + at2, c);
+			out->len = at + c;
 		} else { /* keep the whole stream */
-			w->comp.len = at2;
+			out->len = at2;
 			planes = false;
 		}
 	}
@@ -624,42 +658,66 @@ static int compress_events_stream(struct ht__writer *w, struct ht__buf *b, int i
 	return 0;
 }
 
-/* Compresses the streams st of an events chunk and appends the chunk;
-   empties the streams. On the compression's thread when there is one. */
-static int compress_chunk(struct ht__writer *w, struct ht__buf *st, const struct chunk_meta *m)
+/* Makes the events chunk of streams st and meta m the one compressed
+   next: whether it is a trial. On the encoder's thread, in chunk order. */
+static void chunk_begin(struct ht__writer *w, struct ht__buf *st, const struct chunk_meta *m)
 {
+	bool trial = !w->plane_budget;
+	if (trial)
+		w->plane_budget = PLANE_TRIAL_BYTES;
+	w->zfirst = trial && !w->tried; /* the writer's first trial (HUF_AGAIN) */
+	w->tried |= trial;
+	w->ztrial = trial;
+	size_t as_raw = m->raw_len + m->tsaved; /* the events' size before packing */
+	w->plane_budget -= as_raw < w->plane_budget ? as_raw : w->plane_budget;
+	w->zst = st;
+	w->zmeta = m;
+}
+
+/* Compresses stream i of the chunk begun into w->zout[i] on z, and
+   judges how its next chunk is compressed: on any thread, each stream by
+   one (the stream's state is its own). 0 or HT_ERR_NOMEM. */
+static int compress_one(struct ht__writer *w, struct zctx *z, int i)
+{
+	struct ht__buf *b = &w->zst[i], *out = &w->zout[i];
+	size_t len = b->len;
+	bool t = w->ztrial || w->retry[i] == RETRY_FULL, judge = w->retry[i] == RETRY_PLANES;
+	out->len = 0;
+	int rc = compress_events_stream(w, z, out, b, i, t, judge, &w->zlo[i]);
+	if (rc < 0 || !len)
+		return rc;
+	uint32_t ratio = (uint32_t)(out->len * 4096 / len);
+	if (t || judge) {
+		w->judged_ratio[i] = ratio;
+		const int *lv = w->st_level[i]; /* HUF_AGAIN: */
+		bool huf = w->zfirst && (lv[0] == ZSTD_LEVEL_HUF || lv[1] == ZSTD_LEVEL_HUF ||
+					 lv[2] == ZSTD_LEVEL_HUF);
+		w->retry[i] = t && (len < TRIAL_MIN || huf) ? RETRY_FULL : 0;
+	} else if (ratio > w->judged_ratio[i] + w->judged_ratio[i] / WORSE) {
+		w->retry[i] = RETRY_PLANES;
+	}
+	return 0;
+}
+
+/* Writes the chunk begun, its streams compressed (w->zout), and empties
+   its streams: on the thread that compressed the last of them. */
+static int chunk_finish(struct ht__writer *w)
+{
+	struct ht__buf *st = w->zst;
+	const struct chunk_meta *m = w->zmeta;
+	size_t *lo = w->zlo;
 	if (w->cerr)
 		return w->cerr;
 	/* The streams, each its own zstd frame or two, then in front of them
 	   their table (each stream's length, and its first plane's when it is
 	   stored as planes) as a frame of its own: a reader decompresses the
 	   concatenated frames in one call. */
-	bool trial = !w->plane_budget;
-	if (trial)
-		w->plane_budget = PLANE_TRIAL_BYTES;
-	bool first = trial && !w->tried; /* the writer's first trial (HUF_AGAIN) */
-	w->tried |= trial;
-	size_t as_raw = m->raw_len + m->tsaved; /* the events' size before packing */
-	w->plane_budget -= as_raw < w->plane_budget ? as_raw : w->plane_budget;
-	size_t lo[HT__NSTREAMS];
 	w->comp.len = 0;
 	for (int i = 0; i < HT__S_DEFS; i++) {
-		size_t at = w->comp.len, len = st[i].len;
-		bool t = trial || w->retry[i] == RETRY_FULL, judge = w->retry[i] == RETRY_PLANES;
-		if (compress_events_stream(w, &st[i], i, t, judge, &lo[i]) < 0)
-			return w->cerr;
-		if (!len)
-			continue;
-		uint32_t ratio = (uint32_t)((w->comp.len - at) * 4096 / len);
-		if (t || judge) {
-			w->judged_ratio[i] = ratio;
-			const int *lv = w->st_level[i]; /* HUF_AGAIN: */
-			bool huf = first && (lv[0] == ZSTD_LEVEL_HUF || lv[1] == ZSTD_LEVEL_HUF ||
-					     lv[2] == ZSTD_LEVEL_HUF);
-			w->retry[i] = t && (len < TRIAL_MIN || huf) ? RETRY_FULL : 0;
-		} else if (ratio > w->judged_ratio[i] + w->judged_ratio[i] / WORSE) {
-			w->retry[i] = RETRY_PLANES;
-		}
+		if (ht__buf_reserve(&w->comp, w->zout[i].len) < 0)
+			return w->cerr = HT_ERR_NOMEM;
+		memcpy(w->comp.data + w->comp.len, w->zout[i].data, w->zout[i].len);
+		w->comp.len += w->zout[i].len;
 	}
 	/* The definitions: one frame at the tables' level, which DEFINDEX
 	   points at. */
@@ -706,30 +764,98 @@ static int compress_chunk(struct ht__writer *w, struct ht__buf *st, const struct
 			    raw, m->ev_count, m->first_ts, m->last_ts);
 }
 
+/* Compresses the streams st of an events chunk and appends the chunk;
+   empties the streams. Without the compression's thread. */
+static int compress_chunk(struct ht__writer *w, struct ht__buf *st, const struct chunk_meta *m)
+{
+	if (w->cerr)
+		return w->cerr;
+	chunk_begin(w, st, m);
+	for (int i = 0; i < HT__S_DEFS; i++) {
+		int rc = compress_one(w, &w->z[Z_ENCODER], i);
+		if (rc < 0)
+			return w->cerr = rc;
+	}
+	return chunk_finish(w);
+}
+
+/*
+ * Compresses on z the streams of the chunk handed over that no thread has
+ * taken yet, one at a time; the thread that compresses the last one
+ * writes the chunk and says so (job_full). The compression's thread does
+ * it, and the encoder too when it would wait for that thread: with three
+ * busy threads (the program, the collector's, the compression's) on two
+ * cores the encoder, waiting, left the compression's thread a core alone
+ * while the program waited for room, asleep (docs/performance.md, "The
+ * collector, session 28").
+ */
+static void compress_share(struct ht__writer *w, struct zctx *z)
+{
+	for (;;) {
+		/* looked at first: job_next goes past HT__S_DEFS only by the
+		   takers that race for a job's last stream, never wraps */
+		if (atomic_load(&w->job_next) >= HT__S_DEFS)
+			return;
+		unsigned i = atomic_fetch_add(&w->job_next, 1);
+		if (i >= HT__S_DEFS)
+			return;
+		if (!atomic_load(&w->job_err)) {
+			int rc = compress_one(w, z, (int)i);
+			if (rc < 0)
+				atomic_store(&w->job_err, rc);
+		}
+		if (atomic_fetch_add(&w->job_done, 1) + 1 < HT__S_DEFS)
+			continue;
+		int rc = atomic_load(&w->job_err);
+		if (rc < 0 && !w->cerr)
+			w->cerr = rc;
+		chunk_finish(w); /* sets cerr when it fails */
+		pthread_mutex_lock(&w->mu);
+		w->job_full = false;
+		pthread_cond_broadcast(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		return;
+	}
+}
+
+/* Hands the chunk of streams job_st and meta job to the compression. */
+static void hand_job(struct ht__writer *w)
+{
+	chunk_begin(w, w->job_st, &w->job);
+	atomic_store(&w->job_done, 0);
+	atomic_store(&w->job_err, 0);
+	atomic_store(&w->job_next, 0); /* after the job: a taker sees it */
+	pthread_mutex_lock(&w->mu);
+	w->job_full = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
 static void *compress_main(void *arg)
 {
 	struct ht__writer *w = arg;
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (!w->job_full && !w->quit)
+		while (!(w->job_full && atomic_load(&w->job_next) < HT__S_DEFS) && !w->quit)
 			pthread_cond_wait(&w->cv, &w->mu);
-		if (!w->job_full)
+		if (!(w->job_full && atomic_load(&w->job_next) < HT__S_DEFS))
 			break;
 		pthread_mutex_unlock(&w->mu);
-		compress_chunk(w, w->job_st, &w->job); /* sets cerr on failure */
+		compress_share(w, &w->z[Z_THREAD]);
 		pthread_mutex_lock(&w->mu);
-		w->job_full = false;
-		pthread_cond_broadcast(&w->cv);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
 }
 
-/* Waits until the chunk handed over last is written; its error, if any. */
+/* Waits until the chunk handed over last is written, compressing the
+   streams of it that the compression's thread has not begun; its error,
+   if any. */
 static int wait_written(struct ht__writer *w)
 {
 	if (!w->thread_on)
 		return w->cerr;
+	compress_share(w, &w->z[Z_ENCODER]);
 	pthread_mutex_lock(&w->mu);
 	while (w->job_full)
 		pthread_cond_wait(&w->cv, &w->mu);
@@ -743,6 +869,7 @@ static void stop_thread(struct ht__writer *w)
 {
 	if (!w->thread_on)
 		return;
+	compress_share(w, &w->z[Z_ENCODER]); /* the last chunk's streams not begun */
 	pthread_mutex_lock(&w->mu);
 	w->quit = true;
 	pthread_cond_broadcast(&w->cv);
@@ -853,10 +980,7 @@ static int flush_events(struct ht__writer *w)
 		}
 		w->job = m;
 		w->fits = 0; /* the other set's room is looked at again */
-		pthread_mutex_lock(&w->mu);
-		w->job_full = true;
-		pthread_cond_broadcast(&w->cv);
-		pthread_mutex_unlock(&w->mu);
+		hand_job(w);
 	} else if ((rc = compress_chunk(w, w->st, &m)) < 0) {
 		return w->err = rc;
 	}
@@ -963,11 +1087,18 @@ static int writer_open(struct ht__writer **out, const char *path, int fd,
 	w->amap_shift = 64 - 12;
 	w->amap_gen = 1;
 	w->amap = calloc(w->amap_size, sizeof(*w->amap));
-	w->cctx = cctx_new(ZSTD_LEVEL);
+	bool zok = true;
+	for (int i = 0; i < Z_COUNT; i++) {
+		w->z[i].cctx = cctx_new(ZSTD_LEVEL);
+		w->z[i].level = ZSTD_LEVEL;
+		zok &= w->z[i].cctx != NULL;
+	}
+	atomic_init(&w->job_next, HT__S_DEFS); /* no job */
+	atomic_init(&w->job_done, 0);
+	atomic_init(&w->job_err, 0);
 	int rc = HT_ERR_NOMEM;
-	if (!w->map || !w->amap || !w->cctx)
+	if (!w->map || !w->amap || !zok)
 		goto fail;
-	w->level = ZSTD_LEVEL;
 	for (int i = 0; i < HT__NSTREAMS; i++)
 		for (int k = 0; k < 3; k++)
 			w->st_level[i][k] = ZSTD_LEVEL;
@@ -2533,9 +2664,13 @@ void ht__writer_abort(struct ht__writer *w)
 	stop_thread(w);
 	if (w->fd >= 0)
 		close(w->fd);
-	ZSTD_freeCCtx(w->cctx);
+	for (int i = 0; i < Z_COUNT; i++) {
+		ZSTD_freeCCtx(w->z[i].cctx);
+		ht__buf_release(&w->z[i].plane);
+	}
 	ht__buf_release(&w->comp);
-	ht__buf_release(&w->plane);
+	for (int i = 0; i < HT__S_DEFS; i++)
+		ht__buf_release(&w->zout[i]);
 	for (int i = 0; i < HT__NSTREAMS; i++) {
 		ht__buf_release(&w->st[i]);
 		ht__buf_release(&w->job_st[i]);
