@@ -2,7 +2,8 @@
  * test_wstacks.c - the stacks as the tables see them (ht__wstacks) on a trace
  * built with the writer: culling with the default list, merging of stacks
  * whose culled frames have the same text, the frame and image keys of the
- * frame and image levels, and stacks without frames.
+ * frame and image levels, stacks without frames, and the canonical stacks'
+ * frames read where the reader keeps them.
  */
 #include <stdlib.h>
 #include <unistd.h>
@@ -47,8 +48,13 @@ static void test_resolve(const struct ht_reader *r, struct ht__frame_matcher *cu
 	CHECK_EQ(none.stack, 0);
 	CHECK_EQ(none.nframes, 0);
 	CHECK_EQ(big.stack, 0);
-	const uint32_t *f;
+	const uint32_t *f, *rf;
 	uint32_t n = ht__wstacks_frames(s, a.stack, &f);
+	/* The frames are the reader's of the first raw stack (after the
+	   cull), not a copy. */
+	uint32_t rn = ht_reader_stack(r, 1, &rf);
+	CHECK(rn >= n);
+	CHECK(f == rf + (rn - n));
 	if (cull) {
 		CHECK_EQ(n, 2);
 		CHECK_STR(ht__wstacks_frame_text(s, f[0]), "app!leaky");
