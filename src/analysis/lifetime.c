@@ -61,9 +61,12 @@ struct site {
  * off[i] has OFF_ESC, at the time and of the site kept in esc[dt[i]] (a
  * time before ts_base, too far after it or not a multiple of the unit, or a
  * site id from SITE_ESC on). The three arrays are one allocation of cap
- * entries, 8 bytes each, the offsets rounded up to 8 (find() reads vectors
- * of 8; offsets past n are OFF_NONE). A tracker without times
- * (ht__life_no_times()) has no dt[]: 4 bytes an entry, and no OFF_ESC.
+ * entries, the offsets rounded up to 8 (find() reads vectors of 8; offsets
+ * past n are OFF_NONE). dt[] holds 2 bytes an entry until a value needs
+ * more (a page that fills within 65536 units of its first block: jq's
+ * 3.4 million blocks live took 13.7 MB at 4 bytes), then 4 (wide): 6 or 8
+ * bytes an entry. A tracker without times (ht__life_no_times()) has no
+ * dt[]: 4 bytes an entry, and no OFF_ESC.
  */
 struct page {
 	uint64_t addr; /* FREE_PAGE: unused, heap then holds the next free page */
@@ -71,7 +74,8 @@ struct page {
 	uint64_t ts_base;
 	uint32_t process;
 	uint16_t n, cap;
-	uint16_t *mem; /* off[cap rounded up to 8], then site[cap], then dt[cap] (uint32_t) */
+	uint16_t *mem; /* off[cap rounded up to 8], then site[cap], then dt[cap] (2 or 4 bytes) */
+	uint8_t wide;  /* dt[] of 4 bytes an entry */
 	/* bit k: an entry at offset 16 k (malloc's alignment) is live. An
 	   allocation at such an offset whose bit is clear, or a free, needs no
 	   scan of the offsets (python: the scans were 17 % of the pass);
@@ -108,16 +112,36 @@ static inline uint16_t *sites_of(const struct page *p)
 }
 
 /* After the sites: 4-byte aligned, since cap is even. */
-static inline uint32_t *dts(const struct page *p)
+static inline void *dts(const struct page *p)
 {
-	return (uint32_t *)(void *)(sites_of(p) + p->cap);
+	return sites_of(p) + p->cap;
 }
 
-/* Bytes of a page's arrays for cap entries, with times or without. */
-static inline size_t page_bytes(uint32_t cap, int times)
+static inline uint32_t dt_get(const struct page *p, uint32_t i)
+{
+	return p->wide ? ((const uint32_t *)dts(p))[i] : ((const uint16_t *)dts(p))[i];
+}
+
+/* dt[i] = v; v fits a page not wide (at most 0xffff). */
+static inline void dt_set(struct page *p, uint32_t i, uint32_t v)
+{
+	if (p->wide)
+		((uint32_t *)dts(p))[i] = v;
+	else
+		((uint16_t *)dts(p))[i] = (uint16_t)v;
+}
+
+/* The largest dt[] value page p holds. */
+static inline uint32_t dt_max(const struct page *p)
+{
+	return p->wide ? UINT32_MAX : UINT16_MAX;
+}
+
+/* Bytes of a page's arrays for cap entries, with times (wide or not) or without. */
+static inline size_t page_bytes(uint32_t cap, int times, int wide)
 {
 	return ((cap + 7) & ~7u) * sizeof(uint16_t) + cap * sizeof(uint16_t) +
-	       (times ? cap * sizeof(uint32_t) : 0);
+	       (times ? cap * (wide ? sizeof(uint32_t) : sizeof(uint16_t)) : 0);
 }
 
 /* The room a page of cap entries grows to: 8, then about 1.25 times
@@ -674,39 +698,45 @@ static void page_delete(struct ht__life_tracker *t, struct page *p)
 	    page_slot(t, page_hash(p->process, p->heap, p->addr), p->process, p->heap, p->addr);
 	remove_slot(t, s);
 	t->npages--;
-	mem_put(t, p->mem, page_bytes(p->cap, !t->no_ts));
+	mem_put(t, p->mem, page_bytes(p->cap, !t->no_ts, p->wide));
 	*p = (struct page){.addr = FREE_PAGE, .heap = t->page_free};
 	t->page_free = id; /* page_cache may still name it: page_find() checks */
 }
 
 /* Page p with room for cap entries (>= n, even), its times kept when
-   times (and the room for them made when make_times). 0 or HT_ERR_NOMEM. */
+   times (and the room for them made when make_times), dt[] wide when wide
+   (a wide page stays wide). 0 or HT_ERR_NOMEM. */
 static int page_remake(struct ht__life_tracker *t, struct page *p, uint32_t cap, int times,
-		       int make_times)
+		       int make_times, int wide)
 {
-	uint16_t *m = mem_get(t, page_bytes(cap, times || make_times));
+	uint16_t *m = mem_get(t, page_bytes(cap, times || make_times, wide));
 	if (!m)
 		return HT_ERR_NOMEM;
 	struct page q = *p;
 	q.mem = m;
 	q.cap = (uint16_t)cap;
+	q.wide = (uint8_t)wide;
 	if (p->n) {
 		memcpy(offs(&q), offs(p), p->n * sizeof(uint16_t));
 		memcpy(sites_of(&q), sites_of(p), p->n * sizeof(uint16_t));
-		if (times)
-			memcpy(dts(&q), dts(p), p->n * sizeof(uint32_t));
+		if (times && wide == p->wide)
+			memcpy(dts(&q), dts(p),
+			       p->n * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
+		else if (times)
+			for (uint32_t i = 0; i < p->n; i++)
+				dt_set(&q, i, dt_get(p, i));
 		else if (make_times)
-			memset(dts(&q), 0, p->n * sizeof(uint32_t));
+			memset(dts(&q), 0, p->n * (wide ? sizeof(uint32_t) : sizeof(uint16_t)));
 	}
 	memset(offs(&q) + p->n, 0xff, (((cap + 7) & ~7u) - p->n) * sizeof(uint16_t)); /* OFF_NONE */
-	mem_put(t, p->mem, page_bytes(p->cap, times));
+	mem_put(t, p->mem, page_bytes(p->cap, times, p->wide));
 	*p = q;
 	return 0;
 }
 
 static int page_resize(struct ht__life_tracker *t, struct page *p, uint32_t cap)
 {
-	return page_remake(t, p, cap, !t->no_ts, 0);
+	return page_remake(t, p, cap, !t->no_ts, 0, p->wide);
 }
 
 /*
@@ -719,7 +749,7 @@ static __attribute__((noinline)) int keep_times(struct ht__life_tracker *t)
 {
 	for (size_t k = 0; k < t->pages.len; k++) {
 		struct page *p = &t->pages.v[k];
-		if (p->addr != FREE_PAGE && p->mem && page_remake(t, p, p->cap, 0, 1) < 0)
+		if (p->addr != FREE_PAGE && p->mem && page_remake(t, p, p->cap, 0, 1, 0) < 0)
 			return HT_ERR_NOMEM; /* those remade are the same without times */
 	}
 	t->no_ts = 0;
@@ -768,13 +798,13 @@ static inline uint64_t ts_at(const struct ht__life_tracker *t, const struct page
 {
 	if (t->no_ts)
 		return p->ts_base;
-	uint32_t d = dts(p)[i];
+	uint32_t d = dt_get(p, i);
 	return offs(p)[i] & OFF_ESC ? t->esc.v[d].ts : p->ts_base + d * t->unit;
 }
 
 static inline uint32_t site_at(const struct ht__life_tracker *t, const struct page *p, uint32_t i)
 {
-	return offs(p)[i] & OFF_ESC ? t->esc.v[dts(p)[i]].site : sites_of(p)[i];
+	return offs(p)[i] & OFF_ESC ? t->esc.v[dt_get(p, i)].site : sites_of(p)[i];
 }
 
 static inline uint64_t addr_at(const struct page *p, uint32_t i)
@@ -833,7 +863,7 @@ static inline void entry_release(struct ht__life_tracker *t, const struct page *
 {
 	site_drop(t, site);
 	if (offs(p)[i] & OFF_ESC)
-		esc_release(t, dts(p)[i]);
+		esc_release(t, dt_get(p, i));
 }
 
 /* Takes entry i, of site site (end_entry()), out of page p (the last takes its place); the page
@@ -847,7 +877,7 @@ remove_entry(struct ht__life_tracker *t, struct page *p, uint32_t i, uint32_t si
 	unmark_at(p, offs(p)[i] & PAGE_MASK);
 	uint32_t last = --p->n;
 	if (!t->no_ts)
-		dts(p)[i] = dts(p)[last];
+		dt_set(p, i, dt_get(p, last));
 	sites_of(p)[i] = sites_of(p)[last];
 	offs(p)[i] = offs(p)[last];
 	offs(p)[last] = OFF_NONE;
@@ -922,7 +952,7 @@ free_fast(struct ht__life_tracker *t, const struct ht_event *ev, uint64_t addr, 
 	unmark_at(p, off);
 	p->n = (uint16_t)last;
 	if (!t->no_ts)
-		dts(p)[i] = dts(p)[last];
+		dt_set(p, i, dt_get(p, last));
 	sites[i] = sites[last];
 	offs(p)[i] = offs(p)[last];
 	offs(p)[last] = OFF_NONE;
@@ -967,9 +997,9 @@ alloc_fast(struct ht__life_tracker *t, const struct ht_event *ev, int from_reall
 	uint32_t k = p->n;
 	if (!t->no_ts) {
 		uint64_t d = ev->ts - p->ts_base, q = units_of(t, d);
-		if (ev->ts < p->ts_base || q > UINT32_MAX || q * t->unit != d)
+		if (ev->ts < p->ts_base || q > dt_max(p) || q * t->unit != d)
 			return 0;
-		dts(p)[k] = (uint32_t)q;
+		dt_set(p, k, (uint32_t)q);
 	}
 	p->n = (uint16_t)(k + 1);
 	if (!s->live++)
@@ -1022,8 +1052,15 @@ static int alloc_slow(struct ht__life_tracker *t, const struct ht_event *ev, int
 		}
 		rc = flag && dt == NO_ID ? HT_ERR_NOMEM : 0;
 	}
-	if (!rc && p->n == p->cap &&
-	    (rc = page_resize(t, p, p->cap ? next_cap(p->cap) : t->first_cap)) < 0 && flag)
+	/* A page full, or whose dt[] cannot hold dt, is remade (wide for dt). */
+	int wide = p->wide || (!t->no_ts && dt > UINT16_MAX);
+	if (!rc && (p->n == p->cap || wide != p->wide) &&
+	    (rc = page_remake(t, p,
+			      p->n < p->cap ? p->cap
+			      : p->cap	    ? next_cap(p->cap)
+					    : t->first_cap,
+			      !t->no_ts, 0, wide)) < 0 &&
+	    flag)
 		esc_release(t, dt);
 	if (rc < 0) {
 		site_drop(t, sid);
@@ -1033,7 +1070,7 @@ static int alloc_slow(struct ht__life_tracker *t, const struct ht_event *ev, int
 	}
 	uint32_t k = p->n++;
 	if (!t->no_ts)
-		dts(p)[k] = dt;
+		dt_set(p, k, dt);
 	sites_of(p)[k] = (uint16_t)sid; /* SITE_ESC and more: not read */
 	offs(p)[k] = (uint16_t)(off | flag);
 	mark_at(p, off);

@@ -4,7 +4,7 @@
  * reuse of an address, unknown frees, two processes with the same address,
  * custom heaps and their destruction, and the order of finish; and what
  * the compact block records must keep exact (threads, functions, big sizes,
- * full pages, times kept aside, sites reused).
+ * full pages, times kept aside, sites reused, times of 2 bytes made 4).
  */
 #include "analysis/lifetime.h"
 #include "testutil.h"
@@ -656,8 +656,66 @@ static void test_fork(void)
 	ht__life_free(t);
 }
 
+/*
+ * A page's times in 2 bytes an entry until one needs more: a block 70000
+ * units after its page's first, and times kept aside whose place is past
+ * 65535, make the page wide; every time stays exact, before and after.
+ */
+static void test_wide_times(void)
+{
+	ngot = 0;
+	struct ht__life_tracker *t = ht__life_new(on_end, NULL);
+	ht__life_ts_unit(t, 100);
+	for (uint64_t k = 0; k < 10; k++)
+		feed(t, E(HT_EV_ALLOC, 1000 + k * 100, 0, 0, 0x40000 + k * 16, 8));
+	feed(t, E(HT_EV_ALLOC, 1000 + 70000 * 100, 0, 0, 0x400a0, 8));
+	feed(t, E(HT_EV_ALLOC, 1000 + 65535 * 100, 0, 0, 0x400b0, 8));
+	feed(t, E(HT_EV_ALLOC, 1500, 0, 0, 0x400c0, 8));
+	uint64_t want[13];
+	for (int k = 0; k < 10; k++)
+		want[k] = 1000 + (uint64_t)k * 100;
+	want[10] = 1000 + 70000 * 100;
+	want[11] = 1000 + 65535 * 100;
+	want[12] = 1500;
+	uint64_t bad = 0;
+	for (int k = 12; k >= 0; k -= 2) {
+		ngot = 0;
+		feed(t, E(HT_EV_FREE, 9000000, 0, 0, 0x40000 + (uint64_t)k * 16, 0));
+		bad += ngot != 1 || got[0].alloc_ts != want[k];
+	}
+	CHECK_EQ(bad, 0);
+	ngot = 0;
+	ht__life_finish(t);
+	CHECK_EQ(ngot, 6);
+	for (int k = 0; k < 6 && k < ngot; k++)
+		CHECK_EQ(got[k].alloc_ts, want[2 * k + 1]);
+	ht__life_free(t);
+
+	/* 70000 times off the unit, kept aside; the last pages' entries name
+	   places past 65535, and their pages' first blocks fit 2 bytes. */
+	t = ht__life_new(on_end, NULL);
+	ht__life_ts_unit(t, 100);
+	for (uint64_t i = 0; i < 70000; i++) {
+		feed(t, E(HT_EV_ALLOC, 100 * i + 100, 0, 0, 0x1000000 + i * 32, 16));
+		feed(t, E(HT_EV_ALLOC, 100 * i + 101, 0, 0, 0x1000010 + i * 32, 16));
+	}
+	bad = 0;
+	for (uint64_t i = 0; i < 70000; i++) {
+		ngot = 0;
+		feed(t, E(HT_EV_FREE, 9000000, 0, 0, 0x1000010 + i * 32, 0));
+		feed(t, E(HT_EV_FREE, 9000000, 0, 0, 0x1000000 + i * 32, 0));
+		bad += ngot != 2 || got[0].alloc_ts != 100 * i + 101 ||
+		       got[1].alloc_ts != 100 * i + 100;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(ht__life_stats(t)->live_count, 0);
+	CHECK_EQ(ht__life_stats(t)->unknown_frees, 0);
+	ht__life_free(t);
+}
+
 int main(void)
 {
+	test_wide_times();
 	test_marks();
 	test_pages();
 	test_compact();
