@@ -280,6 +280,7 @@ struct pipe {
 	uint64_t claimed;	  /* tickets handed out */
 	uint64_t want;		  /* the ticket the reader reads */
 	int reader_waits;	  /* the reader sleeps on to_reader */
+	int woken;		  /* the reader was woken once (worker_put()) */
 	int stop;		  /* rewind or close, or the reader saw the end */
 	int claims_over;	  /* a claim found the end or damage: no more */
 	int nworkers;
@@ -2946,7 +2947,10 @@ static struct batch *worker_take(struct worker *w)
  * batch: each wake was a futex call on the worker's thread, several
  * microseconds on this machine (a VM), the decode's own time when it is
  * the longer thread. w cannot run out of batches before it wakes the
- * reader, which waits for a batch of w's or of a claim after it.
+ * reader, which waits for a batch of w's or of a claim after it. Until
+ * the reader has been woken for a batch with events, it is woken for
+ * each: at the start of the pass it has nothing else to do (jq: its first
+ * wait for the events 0.75-0.9 ms instead of 1.1-1.3 ms).
  */
 static void worker_put(struct worker *w, struct batch *b)
 {
@@ -2957,9 +2961,11 @@ static void worker_put(struct worker *w, struct batch *b)
 	else
 		w->q_head = b;
 	w->q_tail = b;
-	if (++w->nqueued >= WORKER_BATCHES / 2 || b->last) {
-		if (pp->reader_waits)
+	if (++w->nqueued >= WORKER_BATCHES / 2 || b->last || !pp->woken) {
+		if (pp->reader_waits) {
 			pthread_cond_signal(&pp->to_reader);
+			pp->woken |= b->n > 0; /* not for the META chunk's */
+		}
 	}
 }
 
