@@ -334,12 +334,25 @@ struct ht_reader {
 	int notes_applied;
 };
 
+/*
+ * Blocks of 64 KiB, each new one twice the one before up to 1 MiB. On a
+ * thread of its own (the stacks' expansion, python: 8 MB of frame lists),
+ * each 64 KiB block grew malloc's heap of that thread by one mprotect(),
+ * 131 calls, each taking the process's memory map lock for writing
+ * against the page faults of the other threads; from 128 KiB malloc maps
+ * them, and their pages not yet written cost no memory.
+ */
+#define ARENA_FIRST 65536u
+#define ARENA_MAX (1u << 20)
+
 static void *arena_alloc(struct arena *a, size_t n)
 {
 	n = (n + 7) & ~(size_t)7;
 	struct arena_block *b = a->head;
 	if (!b || b->size - b->used < n) {
-		size_t size = n > 65536 - sizeof(*b) ? n : 65536 - sizeof(*b);
+		size_t want = b ? sizeof(*b) + b->size : ARENA_FIRST / 2;
+		want = want * 2 < ARENA_MAX ? want * 2 : ARENA_MAX;
+		size_t size = n > want - sizeof(*b) ? n : want - sizeof(*b);
 		b = malloc(sizeof(*b) + size);
 		if (!b)
 			return NULL;
@@ -2265,15 +2278,35 @@ static void *map_grow(void *p, size_t old, size_t bytes)
 	return q == MAP_FAILED ? NULL : q;
 }
 
+/* Allocations whose room the first grow_allocs() reserves. */
+#define ALLOCS_RESERVE (8u << 20)
+
 /*
  * Room for twice the group's allocations. The lists are the reader's
  * largest (jq: about 1.5 million allocations in a group) and stay as large
  * for the groups after, so they are mappings of their own, grown by
  * mremap(): no copy, and no hole left in malloc's heap (grown by realloc,
- * a python json trace's peak RSS was 4 MB larger). 0 or -1.
+ * a python json trace's peak RSS was 4 MB larger). The first reserves room
+ * for ALLOCS_RESERVE (64 MB of address space, MAP_NORESERVE): its pages
+ * cost memory only once written, and a list that grew by doubling from
+ * 4096 was moved by mremap() 9 times on python, each moving its page
+ * tables and flushing the TLBs of the other threads' cores. Where that
+ * much cannot be mapped, 4096 as before. 0 or -1.
  */
 static int grow_allocs(struct dec *d)
 {
+	if (!d->allocs_cap) {
+		size_t bytes = allocs_bytes(ALLOCS_RESERVE, sizeof(*d->allocs));
+		void *q = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (q != MAP_FAILED) {
+			/* no huge pages: the memory stays that of the entries */
+			madvise(q, bytes, MADV_NOHUGEPAGE);
+			d->allocs = q;
+			d->allocs_cap = ALLOCS_RESERVE;
+			return 0;
+		}
+	}
 	uint64_t cap = d->allocs_cap ? (uint64_t)d->allocs_cap * 2 : 4096;
 	if (cap > UINT32_MAX)
 		cap = UINT32_MAX;
