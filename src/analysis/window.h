@@ -210,7 +210,9 @@ int ht__wstacks_new(struct ht__wstacks **out, const struct ht_reader *r,
 /*
  * Fill it->stack, frames, nframes, images, nimages from the raw stack id
  * (it->raw_stack is set to raw too). The arrays stay valid until
- * ht__wstacks_free(). Returns 0 or HT_ERR_NOMEM.
+ * ht__wstacks_free(); on an unfinished trace (whose stack table grows as it
+ * is read) only until the next ht__wstacks_resolve(). Returns 0 or
+ * HT_ERR_NOMEM.
  */
 int ht__wstacks_resolve(struct ht__wstacks *s, uint32_t raw, struct ht__witem *it);
 
