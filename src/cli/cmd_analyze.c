@@ -483,6 +483,15 @@ static void print_text(const struct ht__agg_result *res, struct ht__agg *agg,
 	text_block(&res->shown);
 	for (size_t i = 0; i < res->count; i++) {
 		const struct ht__agg_item *it = &res->items[i];
+		/* The next stack's frame ids, fetched while this one is
+		   written: each stack's first reads of its ids missed (python:
+		   a third of the text's samples). */
+		if (i + 1 < res->count && it[1].frames) {
+			const char *f = (const char *)it[1].frames;
+			size_t bytes = it[1].nframes * sizeof(*it[1].frames);
+			for (size_t b = 0; b < bytes && b < 512; b += 64)
+				__builtin_prefetch(f + b);
+		}
 		ht__out_chr(stdout, '\n');
 		ht__out_str(stdout, one);
 		ht__out_chr(stdout, ' ');
