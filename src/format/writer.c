@@ -1945,34 +1945,71 @@ static inline __attribute__((always_inline)) int event_done(struct ht__writer *w
 }
 
 /*
- * An allocation or free with nothing but an address, a size and a stack,
- * by the thread of the previous event of the chunk, when the streams have
- * room: nearly every event of a heap trace. It is written as the general
- * path of ht__writer_event writes it, byte for byte, without that path's
- * look at every field.
+ * A plain allocation or free: nothing but an address, a size and a stack
+ * (nearly every event of a heap trace). Only put_plain_heap() and
+ * put_plain_first() write them, ht__writer_event() too.
  */
-static bool plain_heap(const struct ht__writer *w, const struct ht_event *ev)
+static bool plain_fields(const struct ht_event *ev)
 {
 	if ((ev->type != HT_EV_ALLOC && ev->type != HT_EV_FREE) ||
-	    ev->func != ht__default_func(ev->type) || !w->fits || !w->ev_count)
+	    ev->func != ht__default_func(ev->type))
 		return false;
-	if (ev->flags | ev->heap | ev->old_addr | ev->old_size | ev->prot | ev->mflags |
-		(uint32_t)ev->fd | (uint32_t)ev->value | ev->module ||
-	    ev->name)
-		return false;
-	const struct slot *sl = &w->slots[w->cur_slot]; /* ev_count: a slot is current */
-	return sl->tid == ev->tid && sl->process == ev->process && sl->pid == ev->pid;
+	return !(ev->flags | ev->heap | ev->old_addr | ev->old_size | ev->prot | ev->mflags |
+		     (uint32_t)ev->fd | (uint32_t)ev->value | ev->module ||
+		 ev->name);
 }
 
-static inline __attribute__((always_inline)) int put_plain_heap(struct ht__writer *w, uint8_t type,
-								uint32_t stack, uint64_t addr,
-								uint64_t size, uint64_t ts)
+/* The slot of an event's thread: the previous event's (most events come
+   from it), else found or made (*fresh: new in the chunk). 0 or an
+   error. */
+static inline __attribute__((always_inline)) int event_slot(struct ht__writer *w, uint32_t process,
+							    int32_t pid, int32_t tid, uint32_t *si,
+							    int *fresh)
 {
-	w->fits--;
-	uint32_t si = w->cur_slot;
+	*fresh = 0;
+	if (w->cur_slot != UINT32_MAX && w->slots[w->cur_slot].tid == tid &&
+	    w->slots[w->cur_slot].process == process && w->slots[w->cur_slot].pid == pid) {
+		*si = w->cur_slot;
+		return 0;
+	}
+	return find_slot(w, process, pid, tid, si, fresh);
+}
+
+/* An event stamped ts by slot si: the chunk's first time if it opens the
+   chunk, and in MISC at mi its slot when that is not the previous
+   event's, with the thread's process, pid and tid the first time in the
+   chunk (fresh); si is then the current slot. Where MISC goes on. */
+static inline __attribute__((always_inline)) uint8_t *
+put_event_thread(struct ht__writer *w, uint8_t *mi, uint32_t si, int fresh, uint32_t process,
+		 int32_t pid, int32_t tid, uint64_t ts)
+{
+	if (!w->ev_count) {
+		w->first_ts = ts;
+		w->prev_ts = ts / w->ts_unit;
+	}
+	if (si != w->cur_slot) {
+		mi = ht__put_varint(mi, si);
+		if (fresh) {
+			mi = ht__put_varint(mi, process);
+			mi = ht__put_varint(mi, ht__zigzag(pid));
+			mi = ht__put_varint(mi, ht__zigzag(tid));
+		}
+		w->cur_slot = si;
+	}
+	return mi;
+}
+
+/* A plain allocation or free by slot si, the previous event's (same), its
+   room counted (w->fits) and its thread written; plain: as
+   put_plain_heap() (event_done). */
+static inline __attribute__((always_inline)) int put_heap(struct ht__writer *w, uint32_t si,
+							  bool same, uint8_t type, uint32_t stack,
+							  uint64_t addr, uint64_t size, uint64_t ts,
+							  bool plain)
+{
 	struct ht__buf *ob = &w->st[HT__S_OPS];
 	uint8_t *op = ob->data + ob->len;
-	*op++ = type | HT__REC_SAME | (stack ? HT__REC_STACK : 0);
+	*op++ = type | (same ? HT__REC_SAME : 0) | (stack ? HT__REC_STACK : 0);
 	*op++ = (addr ? HT__F_ADDR : 0) | (size ? HT__F_SIZE : 0);
 	ob->len = op - ob->data;
 	unsigned cls = size ? ht__size_class(size) : 0;
@@ -1989,18 +2026,29 @@ static inline __attribute__((always_inline)) int put_plain_heap(struct ht__write
 			return w->err;
 		}
 	}
-	return event_done(w, ts, true);
+	return event_done(w, ts, plain);
+}
+
+/* A plain allocation or free by the thread of the previous event of the
+   chunk, when the streams have room. */
+static inline __attribute__((always_inline)) int put_plain_heap(struct ht__writer *w, uint8_t type,
+								uint32_t stack, uint64_t addr,
+								uint64_t size, uint64_t ts)
+{
+	w->fits--;
+	return put_heap(w, w->cur_slot, true, type, stack, addr, size, ts, true);
 }
 
 /*
  * A plain allocation or free that put_plain_heap() does not take: the
  * first of a chunk, or of a run by another thread than the previous
- * event's. Written as ht__writer_event() writes it, byte for byte (the
- * slot's code in MISC when it changes, the chunk's first time), without
- * the look at every field and the struct ht_event: with 8 threads of
- * alloc_loop the merge's runs switch threads some 150 000 times a run,
- * and that path was 5 % of the collector's main thread
- * (docs/performance.md, "The writer, session 27").
+ * event's, or one whose room is to be made. The general path of
+ * ht__writer_event() wrote these before session 27 (byte for byte the
+ * same: the slot's code in MISC when it changes, the chunk's first time);
+ * with 8 threads of alloc_loop the merge's runs switch threads some
+ * 150 000 times a run, and that path was 5 % of the collector's main
+ * thread (docs/performance.md, "The writer, session 27"). Now it writes
+ * none: one encoder of plain events.
  */
 static int make_room(struct ht__writer *w, size_t need);
 
@@ -2012,51 +2060,14 @@ static __attribute__((noinline)) int put_plain_first(struct ht__writer *w, uint3
 		return w->err;
 	w->fits--;
 	uint32_t si;
-	int fresh = 0;
-	if (w->cur_slot != UINT32_MAX && w->slots[w->cur_slot].tid == tid &&
-	    w->slots[w->cur_slot].process == process && w->slots[w->cur_slot].pid == pid) {
-		si = w->cur_slot;
-	} else {
-		int rc = find_slot(w, process, pid, tid, &si, &fresh);
-		if (rc < 0)
-			return rc;
-	}
-	if (!w->ev_count) {
-		w->first_ts = h->ts;
-		w->prev_ts = h->ts / w->ts_unit;
-	}
-	uint8_t type = (uint8_t)h->type;
-	struct ht__buf *ob = &w->st[HT__S_OPS];
-	uint8_t *op = ob->data + ob->len;
-	*op++ = type | (si == w->cur_slot ? HT__REC_SAME : 0) | (h->stack ? HT__REC_STACK : 0);
-	*op++ = (h->addr ? HT__F_ADDR : 0) | (h->size ? HT__F_SIZE : 0);
-	ob->len = op - ob->data;
-	if (si != w->cur_slot) {
-		struct ht__buf *mb = &w->st[HT__S_MISC];
-		uint8_t *mi = ht__put_varint(mb->data + mb->len, si);
-		if (fresh) {
-			mi = ht__put_varint(mi, process);
-			mi = ht__put_varint(mi, ht__zigzag(pid));
-			mi = ht__put_varint(mi, ht__zigzag(tid));
-		}
-		mb->len = mi - mb->data;
-		w->cur_slot = si;
-	}
-	unsigned cls = h->size ? ht__size_class(h->size) : 0;
-	put_time_stack(w, h->ts, h->stack, h->size, cls, si);
-	if (h->size) {
-		struct ht__buf *zb = &w->st[HT__S_SIZE];
-		zb->len = ht__put_varint(zb->data + zb->len, h->size) - zb->data;
-	}
-	if (h->addr) {
-		if (type == HT_EV_FREE) {
-			struct ht__buf *fb = &w->st[HT__S_FREE];
-			fb->len = put_free_addr(w, fb->data + fb->len, si, h->addr) - fb->data;
-		} else if (put_new_block(w, si, h->addr, h->size, cls, 0) < 0) {
-			return w->err;
-		}
-	}
-	return event_done(w, h->ts, false);
+	int fresh, rc = event_slot(w, process, pid, tid, &si, &fresh);
+	if (rc < 0)
+		return rc;
+	bool same = si == w->cur_slot;
+	struct ht__buf *mb = &w->st[HT__S_MISC];
+	mb->len =
+	    put_event_thread(w, mb->data + mb->len, si, fresh, process, pid, tid, h->ts) - mb->data;
+	return put_heap(w, si, same, (uint8_t)h->type, h->stack, h->addr, h->size, h->ts, false);
 }
 
 /*
@@ -2163,8 +2174,20 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		return HT_ERR_INVALID;
 	if (w->err)
 		return w->err;
-	if (plain_heap(w, ev))
-		return put_plain_heap(w, ev->type, ev->stack, ev->addr, ev->size, ev->ts);
+	if (plain_fields(ev)) {
+		if (w->fits && w->ev_count) {
+			const struct slot *sl = &w->slots[w->cur_slot]; /* ev_count: one is */
+			if (sl->tid == ev->tid && sl->process == ev->process && sl->pid == ev->pid)
+				return put_plain_heap(w, ev->type, ev->stack, ev->addr, ev->size,
+						      ev->ts);
+		}
+		struct ht__heap_plain h = {.ts = ev->ts,
+					   .addr = ev->addr,
+					   .size = ev->size,
+					   .stack = ev->stack,
+					   .type = ev->type};
+		return put_plain_first(w, ev->process, ev->pid, ev->tid, &h);
+	}
 	if (!ev->type || ev->type >= HT_EV__COUNT ||
 	    (ev->type == HT_EV_SNAPSHOT && !(w->flags & HT_TRACEF_SNAPSHOT)))
 		return HT_ERR_INVALID;
@@ -2181,19 +2204,9 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	w->fits--;
 
 	uint32_t si;
-	int fresh = 0;
-	if (w->cur_slot != UINT32_MAX && w->slots[w->cur_slot].tid == ev->tid &&
-	    w->slots[w->cur_slot].process == ev->process && w->slots[w->cur_slot].pid == ev->pid) {
-		si = w->cur_slot; /* most events come from the thread of the previous one */
-	} else {
-		int rc = find_slot(w, ev->process, ev->pid, ev->tid, &si, &fresh);
-		if (rc < 0)
-			return rc;
-	}
-	if (!w->ev_count) {
-		w->first_ts = ev->ts;
-		w->prev_ts = ev->ts / w->ts_unit;
-	}
+	int fresh, rc = event_slot(w, ev->process, ev->pid, ev->tid, &si, &fresh);
+	if (rc < 0)
+		return rc;
 	uint8_t *op = w->st[HT__S_OPS].data + w->st[HT__S_OPS].len;
 	uint8_t *mi = w->st[HT__S_MISC].data + w->st[HT__S_MISC].len;
 	int ext = ev->func != ht__default_func(ev->type) || ev->flags || ev->heap;
@@ -2210,15 +2223,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		mi = ht__put_varint(mi, ev->flags);
 		mi = ht__put_varint(mi, ev->heap);
 	}
-	if (si != w->cur_slot) {
-		mi = ht__put_varint(mi, si);
-		if (fresh) {
-			mi = ht__put_varint(mi, ev->process);
-			mi = ht__put_varint(mi, ht__zigzag(ev->pid));
-			mi = ht__put_varint(mi, ht__zigzag(ev->tid));
-		}
-		w->cur_slot = si;
-	}
+	mi = put_event_thread(w, mi, si, fresh, ev->process, ev->pid, ev->tid, ev->ts);
 	unsigned cls = ev->size ? ht__size_class(ev->size) : 0;
 	put_time_stack(w, ev->ts, ev->stack, ev->size, cls, si);
 
@@ -2328,7 +2333,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 			const char *arg = d.argv[i] ? d.argv[i] : "";
 			ht__buf_str(mb, arg, strlen(arg));
 		}
-		int rc = ht__proctab_set(&w->procs, ev->process, &d);
+		rc = ht__proctab_set(&w->procs, ev->process, &d);
 		if (rc < 0)
 			return w->err = rc;
 	}
