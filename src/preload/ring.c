@@ -144,7 +144,7 @@ struct ht__wait {
 	int asleep;	/* counted in the header's waiters */
 	uint32_t seq;	/* drain_seq when we last looked for room */
 	uint32_t seq0;	/* drain_seq when we were first counted in waiters */
-	uint64_t since; /* when the wait began to yield */
+	uint64_t since; /* when the wait stopped spinning */
 };
 
 /*
@@ -227,14 +227,20 @@ static void wait_end(struct ht__wait *w)
 }
 
 /*
- * One step of waiting for the collector: spin, yield a little, then sleep on
- * the futex drain_seq, which the collector bumps after each drain while
+ * One step of waiting for the collector: spin a little, then sleep on the
+ * futex drain_seq, which the collector bumps after each drain while
  * threads wait (and at most HT_SLEEP_NS, to look at the collector). The
  * sleepers cost the collector nothing: on 2 cores, hundreds of threads
- * polling with short sleeps took the CPU it needs to drain. Returns 0 when
- * the session is stopping or the collector is dead (collector_dead): the
- * recorder has then stopped recording. The caller looks for room after
- * every step and calls wait_end() when done.
+ * polling with short sleeps took the CPU it needs to drain. There is no
+ * sched_yield() between: on a loaded machine a yield hands the core to
+ * other tasks and the thread sees room only when it is picked again,
+ * milliseconds after the drain, while a sleeper is woken by the drain
+ * itself (docs/performance.md, "The program's side, session 28": 16
+ * yields were most of a waiting thread's time; 8 threads' recording
+ * 1187 -> 697 ms at load 12). Returns 0 when the session is stopping or
+ * the collector is dead (collector_dead): the recorder has then stopped
+ * recording. The caller looks for room after every step and calls
+ * wait_end() when done.
  */
 static int wait_step(struct ht__wait *w)
 {
@@ -252,10 +258,6 @@ static int wait_step(struct ht__wait *w)
 		ht__stop_recording();
 		ht__lose_untraced(); /* the event that waited */
 		return 0;
-	}
-	if (i < 80) {
-		sched_yield();
-		return 1;
 	}
 	if (!w->asleep) {
 		/* Counted first, then the sequence read: a drain after this read
@@ -398,9 +400,10 @@ static int claim_ring(struct ht__thread *t)
 		if (!wait_step(&w))
 			return 0;
 		/* The window starts with the first look at the holders, not with
-		   the wait: on a loaded machine the wait's spins and yields took
-		   350 ms, and the two looks came 7 ms apart while rings changed
-		   hands every few ms (preload.ring_full lost 3 to 70 allocations). */
+		   the wait: on a loaded machine the wait's spins and yields (there
+		   were yields until session 28) took 350 ms, and the two looks came 7 ms apart
+		   while rings changed hands every few ms (preload.ring_full lost 3 to 70
+		   allocations). */
 		if (w.asleep && !asleep) {
 			held = rings_held();
 			held_since = ht__clock();
