@@ -205,6 +205,7 @@ static void write_totals(struct jw *j, const struct ht__report_data *d)
 	    {"heap_leaked_count", t->leaked_count},
 	    {"heap_leaked_bytes", t->leaked_bytes},
 	    {"unknown_frees", t->unknown_frees},
+	    {"inherited_frees", t->inherited_frees},
 	    {"commit_count", t->commits},
 	    {"commit_bytes", t->commit_bytes},
 	    {"commit_peak_bytes", t->committed_peak_bytes},

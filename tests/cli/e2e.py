@@ -1744,6 +1744,13 @@ def fork_inherit(env):
     equal((tr.processes()[2]["alloc_calls"], tr.processes()[2]["leaked_count"]), (0, 0),
           "the grandchild allocated nothing and leaks nothing")
     info_totals(tr, leaked_count=985, inherited_frees=15, unknown_frees=0)
+    # The report's totals say the same.
+    page = os.path.join(env.tmp, "grand.html")
+    rc, _, err = env.run([env.heaptrail, "report", tr.path, "-o", page])
+    equal(rc, 0, "report exit (%s)" % err)
+    with open(page) as f:
+        got = re.findall(r'"unknown_frees":(\d+),"inherited_frees":(\d+)', f.read())
+    equal(got, [("0", "15")], "the report's totals")
 
     # The child execs: the new image inherits nothing.
     tr = env.record([prog, "1000", "10", "5", "20", "exec", "/bin/true"], name="exec")
