@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -1720,6 +1721,32 @@ def fork_inherit(env):
     equal(json.loads(out)["totals"], {"alloc_count": 6, "alloc_bytes": 1300, "realloc_count": 1,
                                       "outstanding_count": 5, "outstanding_bytes": 1100},
           "analyze -pid CHILD -totals")
+    # table heap by process: each its own allocations; the timeline's
+    # heap of the child never holds its copies (100 KB), only its own.
+    rc, out, err = env.run([env.heaptrail, "table", "heap", tr.path, "--group-by", "process",
+                            "--format", "csv"])
+    equal(rc, 0, "table exit (%s)" % err)
+    rows = {r["pid"]: (r["count"], r["size"]) for r in csv.DictReader(io.StringIO(out)) if r["pid"]}
+    equal(rows, {str(parent["pid"]): ("1000", "100000"), str(child["pid"]): ("6", "1300")},
+          "table heap --group-by process")
+    rc, out, err = env.run([env.heaptrail, "timeline", tr.path, "--by", "process", "--format", "csv"])
+    equal(rc, 0, "timeline exit (%s)" % err)
+    series = list(csv.reader(io.StringIO(out)))
+    col = series[0].index("heap:%d" % child["pid"])
+    check(0 < max(int(r[col]) for r in series[1:]) <= 1300, "the child's heap in the timeline: its own")
+    # The sqlite export: one row per block of each process's own; the
+    # child's realloc of its copy has no row to come from.
+    db = os.path.join(env.tmp, "x.db")
+    rc, _, err = env.run([env.heaptrail, "export", tr.path, "--format", "sqlite", "-o", db])
+    equal(rc, 0, "export exit (%s)" % err)
+    con = sqlite3.connect(db)
+    try:
+        got = con.execute("SELECT pid, count(*), sum(size), sum(realloc_from IS NOT NULL),"
+                          " sum(func = 'realloc') FROM allocations GROUP BY pid ORDER BY pid").fetchall()
+    finally:
+        con.close()
+    equal(sorted(got), sorted([(parent["pid"], 1000, 100000, 0, 0), (child["pid"], 6, 1300, 0, 1)]),
+          "sqlite allocations per process")
     # The text names them.
     rc, out, _ = env.run([env.heaptrail, "info", tr.path])
     equal(out.count("frees of inherited   11 (blocks of the parent at the fork)"), 2,
