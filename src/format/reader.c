@@ -2397,9 +2397,10 @@ alloc_addr_in(const struct ht_reader *r, struct dec *d, struct ht__cur *a, uint3
 	struct ht__own *o = &d->own[si];
 	/* own_add()'s commonest case with several slots inline (8 threads: a
 	   call an allocation) */
-	if (d->own_solo == OWN_MANY && o->n < o->cap)
+	uint32_t solo = d->own_solo;
+	if (solo == OWN_MANY && o->n < o->cap)
 		o->glob[o->n++] = d->nallocs;
-	else if (r->own_first && d->own_solo != si + 1 && own_add(d, si) < 0) {
+	else if (solo != si + 1 && r->own_first && own_add(d, si) < 0) {
 		a->bad = 1;
 		return 0;
 	}
@@ -2577,7 +2578,8 @@ static inline __attribute__((always_inline)) int heap_run_on(struct ht_reader *r
 	const uint32_t process = sl->process;
 	const int32_t pid = sl->pid, tid = sl->tid;
 	const uint64_t unit = r->ts_unit;
-	const int pred = r->version >= HT__FILE_VERSION_STACKPRED;
+	/* the head's stack bit where stacks are predicted (0 before) */
+	const unsigned pred = r->version >= HT__FILE_VERSION_STACKPRED ? HT__REC_STACK : 0;
 	const int look_ahead = !d->frel && r->own_first; /* the chunk's, read once */
 	const uint8_t func_free = (uint8_t)ht__default_func(HT_EV_FREE),
 		      func_alloc = (uint8_t)ht__default_func(HT_EV_ALLOC);
@@ -2623,7 +2625,7 @@ static inline __attribute__((always_inline)) int heap_run_on(struct ht_reader *r
 		} else {
 			size = ht__get_varint(z);
 			unsigned cls = ht__size_class(size);
-			if ((head & HT__REC_STACK) && size && pred) {
+			if ((head & pred) && size) {
 				uint32_t *last = &sl->last_stack[cls];
 				if (!stack && !(stack = *last)) {
 					*why = "predicted stack without a previous one";
