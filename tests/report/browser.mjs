@@ -44,8 +44,10 @@ export async function openPage(modules, htmlPath) {
 		rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 	};
 	try {
-		await page.goto('file://' + htmlPath);
-		// Generous: the machine running the tests may be busy.
+		// Generous: the machine running the tests may be busy. The load of a
+		// 0.4 MB page took chromium over playwright's default 30 s at a load
+		// of 60-80 on 2 cores (report_controls, session 28).
+		await page.goto('file://' + htmlPath, { timeout: 60000 });
 		await page.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
 	} catch (e) {
 		await close();
