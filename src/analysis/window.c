@@ -345,6 +345,13 @@ struct wcanon {
 	uint64_t hash; /* hash_frames() of the keys: the index grows without reading them */
 };
 
+/* A frame text and its length (the tables write each as often as a stack
+   shows it: clang++'s `table heap`, 155 M instructions of strlen()). */
+struct wname {
+	char *text;
+	size_t len;
+};
+
 struct ht__wstacks {
 	const struct ht_reader *r;
 	struct ht__frame_matcher *cull;
@@ -353,7 +360,7 @@ struct ht__wstacks {
 	struct wcanon *canon; /* index = canonical id; 0 unused */
 	uint32_t ncanon, canon_cap;
 	struct ht__hindex canon_index; /* slots hold the canonical id (id - 1 + 1) */
-	char **names;		       /* frame texts, index = key */
+	struct wname *names;	       /* frame texts, index = key */
 	uint32_t nnames, names_cap;
 	struct ht__hindex name_index; /* of names */
 	uint32_t *frame_key;	      /* logical frame id -> text key + 1, 0 = not yet */
@@ -412,7 +419,7 @@ static bool canon_is(const struct ht__wstacks *s, const struct wcanon *c, const 
 static uint64_t name_hash(const void *ctx, uint32_t key)
 {
 	const struct ht__wstacks *s = ctx;
-	return ht__hash_str(s->names[key]);
+	return ht__hash_str(s->names[key].text);
 }
 
 /*
@@ -485,16 +492,18 @@ static uint32_t frame_key_intern(struct ht__wstacks *s, const char *buf)
 	uint64_t h = ht__hash_str(buf);
 	for (uint32_t *slot = ht__hindex_find(&s->name_index, h); *slot;
 	     slot = ht__hindex_next(&s->name_index, slot))
-		if (!strcmp(s->names[*slot - 1], buf))
+		if (!strcmp(s->names[*slot - 1].text, buf))
 			return *slot - 1;
 	if (ht__grow32((void **)&s->names, &s->names_cap, (size_t)s->nnames + 1,
 		       sizeof(*s->names)) < 0)
 		return UINT32_MAX;
-	char *copy = strdup(buf);
+	size_t len = strlen(buf);
+	char *copy = malloc(len + 1);
 	if (!copy)
 		return UINT32_MAX;
+	memcpy(copy, buf, len + 1);
 	uint32_t key = s->nnames;
-	s->names[key] = copy;
+	s->names[key] = (struct wname){copy, len};
 	if (ht__hindex_insert(&s->name_index, h, key, name_hash, s) < 0) {
 		free(copy);
 		return UINT32_MAX;
@@ -580,13 +589,23 @@ uint32_t ht__wstacks_frames(const struct ht__wstacks *s, uint32_t stack, const u
 
 const char *ht__wstacks_frame_name(const struct ht__wstacks *s, uint64_t key)
 {
-	return key < s->nnames ? s->names[key] : "?";
+	return key < s->nnames ? s->names[key].text : "?";
 }
 
 const char *ht__wstacks_frame_text(const struct ht__wstacks *s, uint32_t frame)
 {
-	if (frame < s->nframe_key && s->frame_key[frame])
-		return s->names[s->frame_key[frame] - 1];
+	size_t len;
+	return ht__wstacks_frame_text_len(s, frame, &len);
+}
+
+const char *ht__wstacks_frame_text_len(const struct ht__wstacks *s, uint32_t frame, size_t *len)
+{
+	if (frame < s->nframe_key && s->frame_key[frame]) {
+		const struct wname *w = &s->names[s->frame_key[frame] - 1];
+		*len = w->len;
+		return w->text;
+	}
+	*len = 1;
 	return "?";
 }
 
@@ -608,7 +627,7 @@ void ht__wstacks_free(struct ht__wstacks *s)
 	free(s->canon);
 	ht__hindex_release(&s->canon_index);
 	for (uint32_t i = 0; i < s->nnames; i++)
-		free(s->names[i]);
+		free(s->names[i].text);
 	free(s->names);
 	ht__hindex_release(&s->name_index);
 	free(s->frame_key);

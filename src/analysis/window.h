@@ -229,6 +229,9 @@ const char *ht__wstacks_frame_name(const struct ht__wstacks *s, uint64_t key);
  */
 const char *ht__wstacks_frame_text(const struct ht__wstacks *s, uint32_t frame);
 
+/* ht__wstacks_frame_text(), and its length in *len. */
+const char *ht__wstacks_frame_text_len(const struct ht__wstacks *s, uint32_t frame, size_t *len);
+
 /* The name of an image key (the module's file name), "?" when none. */
 const char *ht__wstacks_image_name(const struct ht__wstacks *s, uint64_t key);
 

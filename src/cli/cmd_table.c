@@ -317,7 +317,13 @@ static void text_node(struct table_run *t, const struct ht__wnode *n)
 			ht__out_str(o, "  ");
 			ht__out_pad(o, "", (int)n->depth * 2);
 		}
-		ht__out_str(o, nf ? ht__wstacks_frame_text(t->stacks, f[k]) : label);
+		if (nf) {
+			size_t len;
+			const char *ft = ht__wstacks_frame_text_len(t->stacks, f[k], &len);
+			ht__out_mem(o, ft, len);
+		} else {
+			ht__out_str(o, label);
+		}
 		ht__out_chr(o, '\n');
 	}
 	for (uint32_t k = 0; k < n->nchildren; k++)
