@@ -714,6 +714,8 @@ static int chunk_finish(struct ht__writer *w)
 	   concatenated frames in one call. */
 	w->comp.len = 0;
 	for (int i = 0; i < HT__S_DEFS; i++) {
+		if (!w->zout[i].len) /* an empty stream: no frame, maybe no buffer yet */
+			continue;
 		if (ht__buf_reserve(&w->comp, w->zout[i].len) < 0)
 			return w->cerr = HT_ERR_NOMEM;
 		memcpy(w->comp.data + w->comp.len, w->zout[i].data, w->zout[i].len);
