@@ -2,10 +2,11 @@
  * test_wstacks.c - the stacks as the tables see them (ht__wstacks) on a trace
  * built with the writer: culling with the default list, merging of stacks
  * whose culled frames have the same text, the frame and image keys of the
- * frame and image levels, stacks without frames, and the canonical stacks'
- * frames read where the reader keeps them.
+ * frame and image levels, stacks without frames, the canonical stacks'
+ * frames read where the reader keeps them, and the frame texts' lengths.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "analysis/match.h"
@@ -71,6 +72,13 @@ static void test_resolve(const struct ht_reader *r, struct ht__frame_matcher *cu
 		CHECK_EQ(a.frames[0], c.frames[0]);
 		CHECK_EQ(a.images[0], c.images[0]);
 	}
+	/* The texts' lengths, kept beside them (table heap's frame lines). */
+	size_t len;
+	const char *text = ht__wstacks_frame_text_len(s, f[0], &len);
+	CHECK_STR(text, ht__wstacks_frame_text(s, f[0]));
+	CHECK_EQ(len, strlen(text));
+	CHECK_STR(ht__wstacks_frame_text_len(s, 12345, &len), "?");
+	CHECK_EQ(len, 1);
 	CHECK_EQ(ht__wstacks_frames(s, 0, &f), 0);
 	CHECK_STR(ht__wstacks_frame_name(s, 12345), "?");
 	CHECK_STR(ht__wstacks_image_name(s, HT_MODULE_NONE), "?");
