@@ -1325,9 +1325,13 @@ static uint32_t slot_hash(uint64_t key)
 	return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40);
 }
 
-/* Slot of (process, pid, tid) in this chunk, made when new (*fresh = 1). */
+static int make_room(struct ht__writer *w, size_t need);
+
+/* Slot of (process, pid, tid) in this chunk, made when new (*fresh = 1),
+   for an event counted in w->fits that needs need bytes of MISC
+   (make_room). */
 static int find_slot(struct ht__writer *w, uint32_t process, int32_t pid, int32_t tid,
-		     uint32_t *out, int *fresh)
+		     uint32_t *out, int *fresh, size_t need)
 {
 	uint64_t key = (uint64_t)process << 32 | (uint32_t)tid;
 	uint32_t mask = w->map_size - 1;
@@ -1347,7 +1351,14 @@ static int find_slot(struct ht__writer *w, uint32_t process, int32_t pid, int32_
 		int rc = flush_events(w);
 		if (rc < 0)
 			return rc;
-		return find_slot(w, process, pid, tid, out, fresh);
+		/* The event's room again, in the streams the flush left: with the
+		   compression's thread the other set, which has no memory at all
+		   the first time (a program that started over 4096 threads in
+		   its first chunk crashed the collector). */
+		if (make_room(w, need) < 0)
+			return w->err;
+		w->fits--;
+		return find_slot(w, process, pid, tid, out, fresh, need);
 	}
 	if ((w->nslots + 1) * 2 > w->map_size) {
 		/* Grow the map and re-insert this chunk's slots. Not a base/vec.h
@@ -1966,7 +1977,7 @@ static bool plain_fields(const struct ht_event *ev)
    error. */
 static inline __attribute__((always_inline)) int event_slot(struct ht__writer *w, uint32_t process,
 							    int32_t pid, int32_t tid, uint32_t *si,
-							    int *fresh)
+							    int *fresh, size_t need)
 {
 	*fresh = 0;
 	if (w->cur_slot != UINT32_MAX && w->slots[w->cur_slot].tid == tid &&
@@ -1974,7 +1985,7 @@ static inline __attribute__((always_inline)) int event_slot(struct ht__writer *w
 		*si = w->cur_slot;
 		return 0;
 	}
-	return find_slot(w, process, pid, tid, si, fresh);
+	return find_slot(w, process, pid, tid, si, fresh, need);
 }
 
 /* An event stamped ts by slot si: the chunk's first time if it opens the
@@ -2052,7 +2063,6 @@ static inline __attribute__((always_inline)) int put_plain_heap(struct ht__write
  * thread (docs/performance.md, "The writer, session 27"). Now it writes
  * none: one encoder of plain events.
  */
-static int make_room(struct ht__writer *w, size_t need);
 
 static __attribute__((noinline)) int put_plain_first(struct ht__writer *w, uint32_t process,
 						     int32_t pid, int32_t tid,
@@ -2062,7 +2072,7 @@ static __attribute__((noinline)) int put_plain_first(struct ht__writer *w, uint3
 		return w->err;
 	w->fits--;
 	uint32_t si;
-	int fresh, rc = event_slot(w, process, pid, tid, &si, &fresh);
+	int fresh, rc = event_slot(w, process, pid, tid, &si, &fresh, EV_MAX_MISC);
 	if (rc < 0)
 		return rc;
 	bool same = si == w->cur_slot;
@@ -2206,7 +2216,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 	w->fits--;
 
 	uint32_t si;
-	int fresh, rc = event_slot(w, ev->process, ev->pid, ev->tid, &si, &fresh);
+	int fresh, rc = event_slot(w, ev->process, ev->pid, ev->tid, &si, &fresh, need);
 	if (rc < 0)
 		return rc;
 	uint8_t *op = w->st[HT__S_OPS].data + w->st[HT__S_OPS].len;

@@ -727,13 +727,19 @@ static void test_predicted_addresses(void)
 }
 
 /* More threads than a chunk takes: the writer starts new chunks. */
-static void test_many_threads(void)
+/* More threads than a group's slots (HT__MAX_SLOTS), from the first
+   chunk on: the writer starts a group, with the compression's thread too
+   (async), whose other set of streams had no memory yet. */
+static void many_threads(bool async)
 {
 	char path[300];
-	test_path(path, sizeof(path), "threads.htr");
+	test_path(path, sizeof(path), async ? "threads-async.htr" : "threads.htr");
 	struct ht__trace_meta meta = {.argc = 0};
 	struct ht__writer *w;
 	CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+	if (!w)
+		return;
+	ht__writer_set_async(w, async);
 	const int n = 10000;
 	for (int i = 0; i < n; i++) {
 		struct ht_event e = {.type = HT_EV_ALLOC, .func = HT_FN_MALLOC, .pid = 5};
@@ -759,6 +765,12 @@ static void test_many_threads(void)
 	CHECK_EQ(bad, 0);
 	CHECK(ht_reader_warning(r) == NULL);
 	ht_reader_close(r);
+}
+
+static void test_many_threads(void)
+{
+	many_threads(false);
+	many_threads(true);
 }
 
 static int events_chunks(const char *path, long *off, uint8_t *flags, int max);
