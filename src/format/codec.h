@@ -66,6 +66,10 @@
 #define HT__FILE_VERSION_FBASES 14u
 /* Version 14: a group holds up to HT__GROUP_CHUNKS_V14 chunks (16 before). */
 #define HT__FILE_VERSION_GROUP64 14u
+/* Version 14: a new block of size 0 (malloc(0), calloc of no bytes) has a
+   ring of its own, ring 0 (the writer's since it computes a block's class
+   once, ht__new_block_class()); before, the class of size 0 was 2. */
+#define HT__FILE_VERSION_SIZE0 14u
 /* Per thread slot, both sides: the addresses of its last two blocks that
    left by a raw code (0: none yet). A column of its own beside the
    slots: in them it cost every event two or three instructions more
@@ -249,6 +253,14 @@ static inline unsigned ht__size_class(uint64_t size)
 	if (size >= 63 * 16)
 		return 63;
 	return (unsigned)(ht__chunk_size(size) >> 4);
+}
+
+/* The ring of a new block of size bytes: its size class, and for a block of
+   no bytes, ring 0 (version 14, HT__FILE_VERSION_SIZE0; a reader of an
+   older version takes ht__size_class(0), 2). */
+static inline unsigned ht__new_block_class(uint64_t size)
+{
+	return size ? ht__size_class(size) : 0;
 }
 
 typedef uint64_t ht__rings[HT__RING_CLASSES][HT__RING_DEPTH];

@@ -315,6 +315,7 @@ struct ht_reader {
 	int own_first;	       /* version 3: frees count back in own first */
 	unsigned heap_sh;      /* version 10: raw heap address codes count in 16 bytes */
 	int fbases;	       /* version 14: raw free codes may count from a recent raw free */
+	unsigned size0_cls;    /* the ring of a new block of no bytes (new_block_class()) */
 	uint32_t group_chunks; /* the most chunks of a group: 16, 64 since version 14 */
 	struct dec d;	       /* decoding on the caller's thread */
 	int in_chunk;	       /* d holds a chunk with events left */
@@ -1806,6 +1807,7 @@ int ht_reader_open(struct ht_reader **out, const char *path)
 	r->own_first = version >= 3;
 	r->heap_sh = version >= HT__FILE_VERSION_GRAIN ? HT__HEAP_GRAIN_SHIFT : 0;
 	r->fbases = version >= HT__FILE_VERSION_FBASES;
+	r->size0_cls = version >= HT__FILE_VERSION_SIZE0 ? 1 : ht__size_class(0);
 	r->group_chunks =
 	    version >= HT__FILE_VERSION_GROUP64 ? HT__GROUP_CHUNKS_V14 : HT__GROUP_CHUNKS;
 	r->version = version; /* the tables' reading depends on it */
@@ -2413,16 +2415,25 @@ alloc_addr_in(const struct ht_reader *r, struct dec *d, struct ht__cur *a, uint3
 		d->far[d->nfar++] = (struct alloc_far){addr, d->nallocs, cls};
 		d->allocs[d->nallocs++] = 0; /* class 0: kept aside */
 	} else {
-		d->allocs[d->nallocs++] = addr << 8 | cls; /* classes are 2 to 64 */
+		d->allocs[d->nallocs++] = addr << 8 | cls; /* 1 (size 0) to 64 */
 	}
 	return addr;
+}
+
+/* The ring of a new block of size bytes: ht__new_block_class(), where a
+   block of no bytes has the writer's ring 0 since version 14; the reader
+   keeps that ring in its place 1, no class's (place 0 of allocs marks a
+   block kept aside). 2 before version 14. */
+static inline unsigned new_block_class(const struct ht_reader *r, uint64_t size)
+{
+	return size ? ht__size_class(size) : r->size0_cls;
 }
 
 static __attribute__((noinline)) uint64_t get_alloc_addr(const struct ht_reader *r, struct dec *d,
 							 struct ht__cur *a, uint32_t si,
 							 uint64_t size, uint64_t old_addr)
 {
-	return alloc_addr_in(r, d, a, si, size, ht__size_class(size), old_addr);
+	return alloc_addr_in(r, d, a, si, size, new_block_class(r, size), old_addr);
 }
 
 /* A thread slot defined in the chunk: its process, pid and tid follow in mi. */
@@ -2624,7 +2635,7 @@ static inline __attribute__((always_inline)) int heap_run_on(struct ht_reader *r
 			bad = t->bad | st->bad | f->bad;
 		} else {
 			size = ht__get_varint(z);
-			unsigned cls = ht__size_class(size);
+			unsigned cls = new_block_class(r, size);
 			if ((head & pred) && size) {
 				uint32_t *last = &sl->last_stack[cls];
 				if (!stack && !(stack = *last)) {

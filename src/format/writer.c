@@ -2025,7 +2025,7 @@ static inline __attribute__((always_inline)) int put_heap(struct ht__writer *w, 
 	*op++ = type | (same ? HT__REC_SAME : 0) | (stack ? HT__REC_STACK : 0);
 	*op++ = (addr ? HT__F_ADDR : 0) | (size ? HT__F_SIZE : 0);
 	ob->len = op - ob->data;
-	unsigned cls = size ? ht__size_class(size) : 0;
+	unsigned cls = ht__new_block_class(size);
 	put_time_stack(w, ts, stack, size, cls, si);
 	if (size) {
 		struct ht__buf *zb = &w->st[HT__S_SIZE];
@@ -2236,7 +2236,7 @@ int ht__writer_event(struct ht__writer *w, const struct ht_event *ev, const stru
 		mi = ht__put_varint(mi, ev->heap);
 	}
 	mi = put_event_thread(w, mi, si, fresh, ev->process, ev->pid, ev->tid, ev->ts);
-	unsigned cls = ev->size ? ht__size_class(ev->size) : 0;
+	unsigned cls = ht__new_block_class(ev->size);
 	put_time_stack(w, ev->ts, ev->stack, ev->size, cls, si);
 
 	uint8_t mask = 0, mask2 = 0;
