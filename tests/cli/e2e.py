@@ -1820,6 +1820,27 @@ def fork_inherit_shell(env):
     check(tot[1] > 0, "make -j2: its shells' children free inherited blocks")
 
 
+@case
+def size0_blocks(env):
+    # Blocks of no bytes between blocks of 8 (tests/programs/size0.c): the
+    # trace holds each address the program printed, in its order, and no
+    # free of an unknown block. Readers before session 28 read Y as Z
+    # (bash's [[ =~ ]] calls malloc(0)).
+    tr = env.record([env.prog("size0")])
+    a, z, x, y = (int(v, 16) for v in tr.stdout.split())
+    equal((x, y), (z, a), "glibc's reuse: X is Z, Y is A")
+    allocs = [(e["addr"], e["size"]) for e in tr.events if e["type"] == "alloc"]
+    want = [(a, 8), (z, 0), (x, 8), (y, 8)]
+    equal(allocs[-4:], want, "the last four allocations")
+    per, tot = fork_counts(tr)
+    equal(tot[0], 0, "frees of unknown blocks")
+    # A bash of two failed [[ =~ ]] frees one block it never saw (28
+    # addresses wrong) with such a reader.
+    tr = env.record(["bash", "-c", '[[ a =~ ^x ]]; [[ a =~ ^x ]]; true'], name="bash")
+    per, tot = fork_counts(tr)
+    equal(tot[0], 0, "bash: frees of unknown blocks")
+
+
 # ---------------------------------------------------------------------------
 
 
