@@ -2120,6 +2120,97 @@ static void test_size0(void)
 	CHECK(addr_stream_bytes(path) < 40);
 }
 
+/*
+ * The writer against the reader on histories a model of glibc makes: per
+ * thread and chunk size a list of freed blocks reused newest first (mostly),
+ * sizes of 0 to 2000 bytes with many of no bytes, calloc and realloc of
+ * NULL, frees by another thread, small chunks: every address and size reads
+ * back (what the size-0 ring mismatch broke; test_size0 is its one case).
+ */
+static void test_model_histories(void)
+{
+	enum { N = 20000, T = 4, NS = 12, MAXLIVE = 4096 };
+	static const uint64_t sizes[NS] = {0, 0, 0, 1, 8, 13, 16, 24, 40, 100, 1000, 2000};
+	static struct ht_event evs[N];
+	static uint64_t live[MAXLIVE], freed[T][130][256];
+	static uint64_t live_size[MAXLIVE];
+	static int nfreed[T][130];
+	char path[300];
+	test_path(path, sizeof(path), "model.htr");
+	for (int seed = 0; seed < 6; seed++) {
+		rng = 88172645463325252ull + (uint64_t)seed * 7919;
+		int threads = 1 + seed % T, nlive = 0;
+		uint64_t top[T];
+		for (int t = 0; t < T; t++)
+			top[t] = 0x560000000000ull + ((uint64_t)t << 24);
+		memset(nfreed, 0, sizeof(nfreed));
+		for (int i = 0; i < N; i++) {
+			uint64_t x = next_rand();
+			int t = (int)(x % (uint64_t)threads);
+			struct ht_event *e = &evs[i];
+			*e = (struct ht_event){.pid = 7, .tid = 70 + t, .ts = (uint64_t)i + 1};
+			if ((x >> 8) % 2 || !nlive) {
+				uint64_t size = sizes[(x >> 16) % NS], chunk = ht__chunk_size(size);
+				unsigned c = (unsigned)(chunk >> 4 < 130 ? chunk >> 4 : 129);
+				int *nf = &nfreed[t][c];
+				uint64_t a;
+				if (*nf && (x >> 24) % 10) {
+					int k = (x >> 32) % 10 < 7
+						    ? *nf - 1
+						    : (int)((x >> 40) % (uint64_t)*nf);
+					a = freed[t][c][k];
+					memmove(&freed[t][c][k], &freed[t][c][k + 1],
+						(size_t)(*nf - k - 1) * sizeof(uint64_t));
+					--*nf;
+				} else {
+					a = top[t];
+					top[t] += chunk;
+				}
+				unsigned kind = (x >> 48) % 20;
+				e->type = kind == 0 ? HT_EV_REALLOC : HT_EV_ALLOC;
+				e->func = kind == 0  ? HT_FN_REALLOC
+					  : kind < 3 ? HT_FN_CALLOC
+						     : HT_FN_MALLOC;
+				e->addr = a;
+				e->size = size;
+				if (nlive == MAXLIVE) { /* a free of the oldest, then this */
+					live[0] = live[--nlive];
+					live_size[0] = live_size[nlive];
+				}
+				live_size[nlive] = size;
+				live[nlive++] = a;
+			} else {
+				int k = (int)((x >> 16) % (uint64_t)nlive);
+				uint64_t a = live[k], chunk = ht__chunk_size(live_size[k]);
+				unsigned c = (unsigned)(chunk >> 4 < 130 ? chunk >> 4 : 129);
+				live[k] = live[--nlive];
+				live_size[k] = live_size[nlive];
+				int ft =
+				    (x >> 32) % 10 < 3 ? (int)((x >> 40) % (uint64_t)threads) : t;
+				e->tid = 70 + ft;
+				e->type = HT_EV_FREE;
+				e->func = HT_FN_FREE;
+				e->addr = a;
+				if (nfreed[ft][c] < 256)
+					freed[ft][c][nfreed[ft][c]++] = a;
+			}
+		}
+		struct ht__trace_meta meta = {.argc = 0};
+		struct ht__writer *w;
+		unlink(path);
+		CHECK_EQ(ht__writer_open(&w, path, &meta), 0);
+		if (!w)
+			return;
+		CHECK_EQ(ht__writer_set_chunk_size(w, 4096u << (seed % 3)), 0);
+		int rc = 0;
+		for (int i = 0; i < N && rc == 0; i++)
+			rc = ht__writer_event(w, &evs[i], NULL);
+		CHECK_EQ(rc, 0);
+		CHECK_EQ(ht__writer_finish(w, 0, 0, 0), 0);
+		check_read_back(path, evs, N, RB_SIZE | RB_TID | RB_NO_WARNING);
+	}
+}
+
 /* A trace of a format version this build does not read (1, or one from the
    future) is refused, never misread; version 2 is read (format.golden). */
 static void test_other_version(void)
@@ -2618,6 +2709,7 @@ int main(void)
 	test_stack_prediction();
 	test_class_64();
 	test_size0();
+	test_model_histories();
 	test_other_version();
 	test_planes();
 	test_planes_split();
