@@ -32,26 +32,30 @@ expect "every allocation freed" "$(count '^alloc func=malloc .* size=90[0-9][0-9
 		/^free / { match($0, / addr=0x[0-9a-f]+/); a = substr($0, RSTART, RLENGTH); if (live[a] > 0) { live[a]--; f++ } }
 		END { print f + 0 }' "$OUT")"
 # the deep recursion is cut at the 128 frames kept, never longer
-expect "deepest stack" "$(sed -nE 's/^stack .* nframes=([0-9]+) .*/\1/p' "$OUT" | sort -n | tail -1)" 128
+# The most frames of any stack of the last recording.
+deepest() { sed -nE 's/^stack .* nframes=([0-9]+) .*/\1/p' "$OUT" | sort -n | tail -1; }
+expect "deepest stack" "$(deepest)" 128
+# recent_case MODE PER SIZES WHAT: MODE of stack_cases makes PER stacks a
+# round for 100 rounds (allocations whose sizes match SIZES); from the
+# second round on, each is found among the thread's recent stacks (WHAT
+# names them) and is the same as libunwind's.
+recent_case() {
+	record -- "$PROGS/stack_cases" "$PROGS" "$1"
+	expect "exit status ($1)" "$RC" 0
+	verify_counts
+	expect "stacks that differ from libunwind's ($1)" "$differ" 0
+	expect_that "$4 ($1: 99 rounds of $2)" [ "${recent:-0}" -ge $((99 * $2)) ]
+	expect_count "^alloc func=malloc .* size=$3\$" $((100 * $2))
+}
 # 24 stacks in turn (cycle()), 8 of each depth sharing the hook's slot and
 # return address: from the second of 100 rounds on, every one is found among
 # the thread's 32 recent stacks (4 before session 23: about none), and the
 # same as libunwind's
-record -- "$PROGS/stack_cases" "$PROGS" cycle
-expect "exit status (cycle)" "$RC" 0
-verify_counts
-expect "stacks that differ from libunwind's (cycle)" "$differ" 0
-expect_that "stacks found among the recent ones (cycle: 99 rounds of 24)" [ "${recent:-0}" -ge $((99 * 24)) ]
-expect_count '^alloc func=malloc .* size=9061$' $((100 * 24))
+recent_case cycle 24 9061 "stacks found among the recent ones"
 # 12 stacks deeper than the 128 frames kept (deep(): 3 depths x 4 call sites
 # at the bottom), cut as libunwind cuts them: from the second of 100 rounds
 # on, every one is found among the thread's recent stacks (walked anew each
 # time before session 27), and the same as libunwind's
-record -- "$PROGS/stack_cases" "$PROGS" deep
-expect "exit status (deep)" "$RC" 0
-verify_counts
-expect "stacks that differ from libunwind's (deep)" "$differ" 0
-expect_that "cut stacks found among the recent ones (deep: 99 rounds of 12)" [ "${recent:-0}" -ge $((99 * 12)) ]
-expect_count '^alloc func=malloc .* size=908[1-4]$' $((100 * 12))
-expect "deepest stack (deep)" "$(sed -nE 's/^stack .* nframes=([0-9]+) .*/\1/p' "$OUT" | sort -n | tail -1)" 128
+recent_case deep 12 '908[1-4]' "cut stacks found among the recent ones"
+expect "deepest stack (deep)" "$(deepest)" 128
 finish
