@@ -213,7 +213,8 @@ int ht__streams_open_direct(const uint8_t *p, const uint8_t *end, uint32_t versi
  * thread freed recently (rings of HT__RING_DEPTH addresses per size class).
  * Anything else is a delta from the thread's previous address.
  */
-/* Classes 2 to 64 (ht__size_class): 65 rings per slot. */
+/* Classes 2 to 64 (ht__size_class) and ring 0 of the blocks of no bytes
+   (ht__new_block_class()): 65 rings per slot. */
 #define HT__RING_CLASSES 65
 #define HT__RING_DEPTH 16
 

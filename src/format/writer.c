@@ -203,7 +203,7 @@ struct amap_ent {
 	uint32_t own;
 	uint32_t gen : 13; /* amap_gen when made */
 	uint32_t slot : 12;
-	uint32_t cls : 7; /* ht__size_class of the block */
+	uint32_t cls : 7; /* ht__new_block_class of the block */
 };
 _Static_assert(HT__MAX_SLOTS <= 4096 && HT__RING_CLASSES <= 128, "amap_ent bit fields");
 static void amap_release(struct ht__writer *w, struct amap_ent *m);
