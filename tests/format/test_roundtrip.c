@@ -2132,9 +2132,9 @@ static void test_model_histories(void)
 	enum { N = 20000, T = 4, NS = 12, MAXLIVE = 4096 };
 	static const uint64_t sizes[NS] = {0, 0, 0, 1, 8, 13, 16, 24, 40, 100, 1000, 2000};
 	static struct ht_event evs[N];
-	static uint64_t live[MAXLIVE], freed[T][130][256];
+	static uint64_t live[MAXLIVE], freed[T][128][256]; /* by chunk / 16 */
 	static uint64_t live_size[MAXLIVE];
-	static int nfreed[T][130];
+	static int nfreed[T][128];
 	char path[300];
 	test_path(path, sizeof(path), "model.htr");
 	for (int seed = 0; seed < 6; seed++) {
@@ -2151,7 +2151,7 @@ static void test_model_histories(void)
 			*e = (struct ht_event){.pid = 7, .tid = 70 + t, .ts = (uint64_t)i + 1};
 			if ((x >> 8) % 2 || !nlive) {
 				uint64_t size = sizes[(x >> 16) % NS], chunk = ht__chunk_size(size);
-				unsigned c = (unsigned)(chunk >> 4 < 130 ? chunk >> 4 : 129);
+				unsigned c = (unsigned)(chunk >> 4);
 				int *nf = &nfreed[t][c];
 				uint64_t a;
 				if (*nf && (x >> 24) % 10) {
@@ -2173,7 +2173,8 @@ static void test_model_histories(void)
 						     : HT_FN_MALLOC;
 				e->addr = a;
 				e->size = size;
-				if (nlive == MAXLIVE) { /* a free of the oldest, then this */
+				if (nlive ==
+				    MAXLIVE) { /* the model forgets place 0: live to the end */
 					live[0] = live[--nlive];
 					live_size[0] = live_size[nlive];
 				}
@@ -2181,8 +2182,8 @@ static void test_model_histories(void)
 				live[nlive++] = a;
 			} else {
 				int k = (int)((x >> 16) % (uint64_t)nlive);
-				uint64_t a = live[k], chunk = ht__chunk_size(live_size[k]);
-				unsigned c = (unsigned)(chunk >> 4 < 130 ? chunk >> 4 : 129);
+				uint64_t a = live[k];
+				unsigned c = (unsigned)(ht__chunk_size(live_size[k]) >> 4);
 				live[k] = live[--nlive];
 				live_size[k] = live_size[nlive];
 				int ft =
