@@ -397,26 +397,33 @@ static inline void call_heap_event(struct ht__pass *p, const struct ht_event *ev
 	}
 }
 
+/* In a trace with fork children, a free or realloc after the tracker took
+   it is noted (ht__life_note_free()): a child may free its copy. */
+static inline void note_free(struct ht__pass *p, const struct ht_event *ev)
+{
+	if (p->forks && (ev->type == HT_EV_FREE || ev->type == HT_EV_REALLOC) && !p->err)
+		fail(p, ht__life_note_free(p->lt, ev));
+}
+
 /* ht__life_heap_run()'s call for a heap event some consumer takes. */
 static int heap_event_fn(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	(void)ctx;
-	if (p->forks && ev->type != HT_EV_ALLOC)
-		fail(p, ht__life_note_free(p->lt, ev));
+	note_free(p, ev);
 	call_heap_event(p, ev);
 	return p->err;
 }
 
 /* ht__life_heap_run()'s call in a trace with fork children when one
    consumer takes every heap event any takes (ctx its slot): a free is
-   noted (ht__life_note_free()), and the consumer called straight. */
+   noted, and the consumer called straight. */
 static int note_one_fn(void *ctx, struct ht__pass *p, const struct ht_event *ev)
 {
 	const struct slot *one = ctx;
-	int rc = ev->type != HT_EV_ALLOC ? ht__life_note_free(p->lt, ev) : 0;
-	if (!rc && (one->events >> ev->type & 1))
-		rc = one->c->event(one->ctx, p, ev);
-	return rc;
+	note_free(p, ev);
+	if (p->err || !(one->events >> ev->type & 1))
+		return p->err;
+	return one->c->event(one->ctx, p, ev);
 }
 
 /* p->solo: per event type, the one consumer that takes it, if one. */
@@ -606,8 +613,7 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 				   (both are for estimates) */
 				if (lt)
 					fail(p, ht__life_heap_event(lt, ev));
-				if (p->forks && ev->type != HT_EV_ALLOC && !p->err)
-					fail(p, ht__life_note_free(lt, ev));
+				note_free(p, ev);
 				if (!p->err)
 					call_heap_event(p, ev);
 				if (p->progress && !(p->nevents & 0xffff))
@@ -619,8 +625,7 @@ static int run_events(struct ht__pass *p, uint64_t stop, uint64_t duration)
 				fail(p, ht__life_event(p->lt, ev));
 			if (p->ct && !p->err)
 				fail(p, ht__commit_event(p->ct, ev));
-			if (p->forks && ev->type <= HT_EV_FREE && !p->err)
-				fail(p, ht__life_note_free(p->lt, ev));
+			note_free(p, ev);
 			if (ev->type >= HT_EV_PROCESS_START && ev->type <= HT_EV_PROCESS_EXIT &&
 			    !p->err)
 				process_events(p, ev);
