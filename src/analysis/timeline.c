@@ -109,6 +109,12 @@ static uint64_t series_rehash(const void *ctx, uint32_t id)
 	return series_hash(&tl->s[id].d);
 }
 
+/* Whether series s is the one of key d. */
+static inline bool series_is(const struct series *s, const struct ht__tl_series *d)
+{
+	return s->d.kind == d->kind && s->d.process == d->process && s->d.heap == d->heap;
+}
+
 /* The series for a key, created (all zero) when new; NULL when out of memory. */
 static struct series *series_get(struct ht__timeline *tl, enum ht__tl_kind kind, uint32_t process,
 				 uint64_t heap)
@@ -124,14 +130,14 @@ static struct series *series_get(struct ht__timeline *tl, enum ht__tl_kind kind,
 	   (python's timeline: the lookups were 8 % of its samples). */
 	if (tl->last && tl->last <= tl->ns) {
 		struct series *s = &tl->s[tl->last - 1];
-		if (s->d.kind == d.kind && s->d.process == d.process && s->d.heap == d.heap)
+		if (series_is(s, &d))
 			return s;
 	}
 	uint64_t h = series_hash(&d);
 	for (uint32_t *slot = ht__hindex_find(&tl->index, h); *slot;
 	     slot = ht__hindex_next(&tl->index, slot)) {
 		struct series *s = &tl->s[*slot - 1];
-		if (s->d.kind == d.kind && s->d.process == d.process && s->d.heap == d.heap) {
+		if (series_is(s, &d)) {
 			tl->last = *slot;
 			return s;
 		}
